@@ -1,0 +1,108 @@
+//! The command line: clap definitions, one module per command, errors with exit codes.
+//! `main.rs` calls [`run`] and maps the result to the process exit code.
+
+mod plan;
+
+use std::ffi::OsString;
+
+use clap::{Parser, Subcommand};
+
+use crate::exit;
+
+const WORKFLOW: &str = "\
+Workflow (one client, one maintenance window; runbook: migrating IPsecGateway to VPNGateway):
+  1. plan      translate the IPsecGateway, prove every pinned value, run the checks,
+               write a bundle:  vpnmig plan -f acme.yaml --out plans/acme
+  2. cutover   at the window: delete the old CR, wait, apply the new ones, wait
+  3. verify    conditions, pinned values and `swanctl --list-sas` in the gateway pod
+  4. rollback  delete the new CRs, wait, re-apply plans/acme/old-ipsecgateway.yaml
+
+This version ships step 1, offline. Until cutover, verify and rollback exist, the plan
+prints the runbook's kubectl commands for steps 2-4 with the bundle's files.
+
+Exit codes: 0 ok, 1 failure, 2 usage, 3 invalid input, 4 blocked by checks,
+5 verify failed, 6 timeout, 7 refused (see docs/exit-codes.md).";
+
+/// vpnmig: move a client's site-to-site VPN from IPsecGateway to VPNGateway + VPNPeer
+/// without changing a value the client's firewall depends on.
+#[derive(Parser, Debug)]
+#[command(name = "vpnmig", version, after_long_help = WORKFLOW, after_help = "Run `vpnmig --help` for the workflow and exit codes.")]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    Plan(plan::PlanArgs),
+}
+
+/// An error that ends a command, with its exit code and an optional hint.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Input(#[from] crate::core::input::InputError),
+    #[error(transparent)]
+    Bundle(#[from] crate::bundle::BundleError),
+    #[error("{path}: cannot read")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a valid allowlist")]
+    Allowlist {
+        path: String,
+        #[source]
+        source: serde_saphyr::Error,
+    },
+}
+
+impl Error {
+    /// The process exit code for this error (crate::exit).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Input(_) | Error::Allowlist { .. } => exit::INVALID_INPUT,
+            Error::Bundle(crate::bundle::BundleError::Io { .. }) | Error::Read { .. } => {
+                exit::FAILURE
+            }
+            Error::Bundle(_) => exit::REFUSED,
+        }
+    }
+
+    /// What to do about it, rendered after the error as `hint: …`.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::Input(e) => e.hint(),
+            Error::Bundle(e) => e.hint(),
+            Error::Read { .. } => None,
+            Error::Allowlist { .. } => Some(
+                "the file is a YAML mapping with two lists: `ike: [...]` and `esp: [...]`".into(),
+            ),
+        }
+    }
+}
+
+/// Parse `args` and run the command. `Ok(code)`: the command ran (the code may still say
+/// "blocked"); `Err`: it stopped with an error. Help, version and usage errors are printed
+/// here and returned as their codes.
+pub fn run<I, T>(args: I) -> Result<i32, Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return Ok(if e.use_stderr() {
+                exit::USAGE
+            } else {
+                exit::OK
+            });
+        }
+    };
+    match cli.command {
+        Command::Plan(args) => plan::run(&args),
+    }
+}

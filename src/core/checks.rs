@@ -1,0 +1,878 @@
+//! Pre-flight checks on a translated plan (pure). Each check has a stable id, a severity
+//! and, for every problem, a [`Finding`] naming the object, field path, value seen, value
+//! wanted and the command that fixes it. Blockers stop a cutover; warnings do not.
+//!
+//! Sources: DESIGN.md §4 invariants (FIP never released) and §3 (names, grants); the
+//! runbook's "What must stay pinned" (serviceCIDR, traffic selectors, allowlist).
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+use serde::Serialize;
+
+use crate::core::allowlist::Allowlist;
+use crate::core::input::Source;
+use crate::core::model::condition;
+use crate::core::proposal::{self, SaKind};
+use crate::core::report::{FieldRow, Rule, Verdict};
+use crate::core::translate::Targets;
+
+/// How bad a failed check is.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// The cutover must not run.
+    Blocker,
+    /// Worth reading; does not stop a cutover.
+    Warning,
+}
+
+/// Outcome of one check.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    /// Could not be evaluated because an earlier check failed (see `skipped`).
+    Skipped,
+}
+
+/// One problem found by a check.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// `Kind namespace/name` of the object the field is in.
+    pub object: String,
+    /// JSON path of the field.
+    pub path: String,
+    pub seen: String,
+    pub wanted: String,
+    pub message: String,
+    /// A command or step that fixes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fix: Option<String>,
+}
+
+/// The result of one check.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+pub struct CheckResult {
+    pub id: &'static str,
+    pub severity: Severity,
+    /// What the check makes sure of, one line.
+    pub title: &'static str,
+    pub outcome: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+}
+
+impl CheckResult {
+    /// Whether this result stops a cutover.
+    pub fn blocks(&self) -> bool {
+        self.severity == Severity::Blocker && self.outcome == Outcome::Fail
+    }
+}
+
+/// What every check reads.
+pub struct Inputs<'a> {
+    pub source: &'a Source,
+    pub targets: &'a Targets,
+    pub fields: &'a [FieldRow],
+    pub allowlist: &'a Allowlist,
+}
+
+impl Inputs<'_> {
+    fn name(&self) -> &str {
+        self.source
+            .gateway
+            .metadata
+            .name
+            .as_deref()
+            .unwrap_or_default()
+    }
+    fn ns_flag(&self) -> String {
+        self.source
+            .gateway
+            .metadata
+            .namespace
+            .as_deref()
+            .map(|n| format!(" -n {n}"))
+            .unwrap_or_default()
+    }
+    fn old_object(&self) -> String {
+        object(
+            "IPsecGateway",
+            self.source.gateway.metadata.namespace.as_deref(),
+            self.name(),
+        )
+    }
+    fn service_cidr(&self) -> Option<IpNet> {
+        let s = self
+            .source
+            .gateway
+            .status
+            .as_ref()?
+            .service_cidr
+            .as_deref()?;
+        s.parse::<IpNet>().ok().filter(|n| n.trunc() == *n)
+    }
+    fn export_again(&self) -> String {
+        format!(
+            "kubectl get ipsecgateway {}{} -o yaml > {}.yaml",
+            self.name(),
+            self.ns_flag(),
+            self.name()
+        )
+    }
+}
+
+fn object(kind: &str, ns: Option<&str>, name: &str) -> String {
+    match ns {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    }
+}
+
+fn finding(
+    object: &str,
+    path: impl Into<String>,
+    seen: impl Into<String>,
+    wanted: impl Into<String>,
+    message: impl Into<String>,
+    fix: Option<String>,
+) -> Finding {
+    Finding {
+        object: object.to_string(),
+        path: path.into(),
+        seen: seen.into(),
+        wanted: wanted.into(),
+        message: message.into(),
+        fix,
+    }
+}
+
+fn shown(v: Option<&str>) -> String {
+    match v {
+        None => "<unset>".into(),
+        Some("") => "\"\" (empty)".into(),
+        Some(s) => s.to_string(),
+    }
+}
+
+type CheckFn = fn(&Inputs) -> Result<Vec<Finding>, String>;
+
+/// Every check, in the order they are reported: (id, severity, title, function). The
+/// function returns the findings, or `Err(reason)` when it cannot be evaluated.
+pub const CHECKS: &[(&str, Severity, &str, CheckFn)] = &[
+    (
+        "unknown-fields",
+        Severity::Blocker,
+        "every field of the old spec is known to vpnmig",
+        unknown_fields,
+    ),
+    (
+        "values-identical",
+        Severity::Blocker,
+        "every pinned and copied value reads back identical from the targets",
+        values_identical,
+    ),
+    (
+        "fip-pinned",
+        Severity::Blocker,
+        "floating IP pinned in spec and equal to status.floatingIP",
+        fip_pinned,
+    ),
+    (
+        "service-cidr",
+        Severity::Blocker,
+        "serviceCIDR present in status and a valid network",
+        service_cidr,
+    ),
+    (
+        "tunnels",
+        Severity::Blocker,
+        "at least one tunnel to migrate",
+        tunnels,
+    ),
+    (
+        "remote-subnets",
+        Severity::Blocker,
+        "remote subnets are valid networks outside the serviceCIDR",
+        remote_subnets,
+    ),
+    (
+        "peer-address",
+        Severity::Blocker,
+        "each peer address is an IP address or DNS name",
+        peer_address,
+    ),
+    (
+        "proposal-syntax",
+        Severity::Blocker,
+        "IKE and ESP proposals are valid strongSwan syntax",
+        proposal_syntax,
+    ),
+    (
+        "proposal-allowlist",
+        Severity::Blocker,
+        "IKE and ESP proposals are in the operator's allowlist",
+        proposal_allowlist,
+    ),
+    (
+        "target-names",
+        Severity::Blocker,
+        "new object names are valid DNS-1123 subdomains and unique",
+        target_names,
+    ),
+    (
+        "authorization-grants",
+        Severity::Blocker,
+        "authorization grants name existing exposures",
+        authorization_grants,
+    ),
+    (
+        "virtual-ips",
+        Severity::Blocker,
+        "every exposure keeps its virtual IP, inside the serviceCIDR",
+        virtual_ips,
+    ),
+    (
+        "status-current",
+        Severity::Warning,
+        "status describes the current spec (observedGeneration = generation)",
+        status_current,
+    ),
+    (
+        "source-ready",
+        Severity::Warning,
+        "the old gateway is FIPAttached and Ready",
+        source_ready,
+    ),
+    (
+        "ike-version",
+        Severity::Warning,
+        "IKEv2 (IKEv1 is deprecated)",
+        ike_version,
+    ),
+    (
+        "namespace",
+        Severity::Warning,
+        "the source names its namespace",
+        namespace,
+    ),
+    (
+        "owner-references",
+        Severity::Warning,
+        "the old gateway has no owner the new objects would lack",
+        owner_references,
+    ),
+];
+
+/// Run every check in [`CHECKS`].
+pub fn run(inputs: &Inputs) -> Vec<CheckResult> {
+    CHECKS
+        .iter()
+        .map(|(id, severity, title, f)| {
+            let (outcome, skipped, findings) = match f(inputs) {
+                Ok(f) if f.is_empty() => (Outcome::Pass, None, f),
+                Ok(f) => (Outcome::Fail, None, f),
+                Err(why) => (Outcome::Skipped, Some(why), Vec::new()),
+            };
+            CheckResult {
+                id,
+                severity: *severity,
+                title,
+                outcome,
+                skipped,
+                findings,
+            }
+        })
+        .collect()
+}
+
+fn unknown_fields(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let fix = format!(
+        "remove the field from the IPsecGateway (`kubectl edit ipsecgateway {}{}`) if the operator ignores it, or report it so vpnmig's model (docs/model.md) learns where it goes",
+        i.name(),
+        i.ns_flag()
+    );
+    Ok(i.fields
+        .iter()
+        .filter(|r| r.rule == Rule::Unknown)
+        .map(|r| {
+            finding(
+                &i.old_object(),
+                r.from.to_string(),
+                r.value.to_string(),
+                "a field of the IPsecGateway model",
+                "unknown field: it has no place in VPNGateway/VPNPeer and would be lost",
+                Some(fix.clone()),
+            )
+        })
+        .collect())
+}
+
+fn values_identical(i: &Inputs) -> Result<Vec<Finding>, String> {
+    Ok(i.fields
+        .iter()
+        .filter(|r| matches!(r.verdict, Verdict::Differs | Verdict::Missing))
+        .map(|r| {
+            let seen = r
+                .new_value
+                .as_ref()
+                .map_or("<missing>".to_string(), |v| v.to_string());
+            let msg = format!(
+                "{} would change from {} ({}) to {}",
+                r.field, r.value, r.from, seen
+            );
+            let to = r.to.as_ref().map(|p| p.to_string()).unwrap_or_default();
+            finding(
+                r.target.as_deref().unwrap_or_default(),
+                to,
+                seen,
+                r.value.to_string(),
+                msg,
+                None,
+            )
+        })
+        .collect())
+}
+
+fn fip_pinned(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let gw = &i.source.gateway;
+    let status_fip = gw
+        .status
+        .as_ref()
+        .and_then(|s| s.floating_ip.as_deref())
+        .filter(|s| !s.is_empty());
+    let obj = i.old_object();
+    let path = "spec.endpoint.floatingIP";
+    let mut out = Vec::new();
+    match (gw.spec.endpoint.pinned_fip(), status_fip) {
+        (None, Some(live)) => out.push(finding(
+            &obj,
+            path,
+            shown(gw.spec.endpoint.floating_ip.as_deref()),
+            live,
+            format!("the floating IP is not pinned: deleting the old gateway would release {live} to the pool and the client's firewall would lose it"),
+            Some(format!(
+                "kubectl patch ipsecgateway {}{} --type merge -p '{{\"spec\":{{\"endpoint\":{{\"floatingIP\":\"{live}\"}}}}}}'  # then wait for Ready and export again: {}",
+                i.name(),
+                i.ns_flag(),
+                i.export_again()
+            )),
+        )),
+        (None, None) => out.push(finding(
+            &obj,
+            path,
+            shown(gw.spec.endpoint.floating_ip.as_deref()),
+            "the associated floating IP",
+            "the floating IP is neither pinned in spec nor reported in status.floatingIP",
+            Some(format!("wait for FIPAttached=True (`kubectl get ipsecgateway {}{} -o yaml`), pin status.floatingIP in spec.endpoint.floatingIP, then export again", i.name(), i.ns_flag())),
+        )),
+        (Some(pinned), live) => {
+            if pinned.parse::<IpAddr>().is_err() {
+                out.push(finding(&obj, path, pinned, "an IPv4 or IPv6 address", "the pinned floating IP is not an IP address", Some(format!("kubectl edit ipsecgateway {}{}", i.name(), i.ns_flag()))));
+            } else if let Some(live) = live.filter(|l| *l != pinned) {
+                out.push(finding(
+                    &obj,
+                    "status.floatingIP",
+                    live,
+                    pinned,
+                    format!("spec pins {pinned} but the operator reports {live} associated: the pin has not been reconciled"),
+                    Some(format!("wait until status.floatingIP shows {pinned} and Ready=True, then export again: {}", i.export_again())),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn service_cidr(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let seen = i
+        .source
+        .gateway
+        .status
+        .as_ref()
+        .and_then(|s| s.service_cidr.as_deref());
+    let obj = i.old_object();
+    let path = "status.serviceCIDR";
+    Ok(match seen.map(|s| (s, s.parse::<IpNet>())) {
+        None => vec![finding(
+            &obj,
+            path,
+            "<unset>",
+            "the /24 the operator allocated, e.g. 10.250.3.0/24",
+            "no serviceCIDR in status: without it the VPNGateway would get the next free /24 and every exposure's virtual IP would change",
+            Some(format!(
+                "wait until the operator has reconciled the gateway (Ready=True, status.serviceCIDR set), then export again: {}",
+                i.export_again()
+            )),
+        )],
+        Some((s, Err(_))) => vec![finding(
+            &obj,
+            path,
+            s,
+            "a network in CIDR form, e.g. 10.250.3.0/24",
+            "serviceCIDR is not a CIDR",
+            Some(
+                "check the operator's status reporting; do not migrate until it is a network"
+                    .into(),
+            ),
+        )],
+        Some((s, Ok(n))) if n.trunc() != n => vec![finding(
+            &obj,
+            path,
+            s,
+            n.trunc().to_string(),
+            "serviceCIDR has host bits set: it is not a network address",
+            Some(
+                "check the operator's status reporting; do not migrate until it is a network"
+                    .into(),
+            ),
+        )],
+        Some(_) => vec![],
+    })
+}
+
+fn tunnels(i: &Inputs) -> Result<Vec<Finding>, String> {
+    Ok(if i.source.gateway.spec.tunnels.is_empty() {
+        vec![finding(
+            &i.old_object(),
+            "spec.tunnels",
+            "[]",
+            "at least one tunnel",
+            "the gateway has no tunnels: there is no peer to migrate",
+            None,
+        )]
+    } else {
+        vec![]
+    })
+}
+
+fn remote_subnets(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let cidr = i.service_cidr();
+    let obj = i.old_object();
+    let fix = || {
+        Some(format!(
+            "correct spec.tunnels[].remoteSubnets with the client (`kubectl edit ipsecgateway {}{}`), then export again",
+            i.name(),
+            i.ns_flag()
+        ))
+    };
+    let mut out = Vec::new();
+    for (t, tunnel) in i.source.gateway.spec.tunnels.iter().enumerate() {
+        if tunnel.remote_subnets.is_empty() {
+            out.push(finding(
+                &obj,
+                format!("spec.tunnels[{t}].remoteSubnets"),
+                "[]",
+                "at least one network",
+                "no remote subnets: IKE phase 2 needs a traffic selector",
+                fix(),
+            ));
+        }
+        for (s, subnet) in tunnel.remote_subnets.iter().enumerate() {
+            let path = format!("spec.tunnels[{t}].remoteSubnets[{s}]");
+            match subnet.parse::<IpNet>() {
+                Err(_) => out.push(finding(
+                    &obj,
+                    path,
+                    subnet,
+                    "a network in CIDR form, e.g. 10.20.0.0/16",
+                    "remote subnet is not a CIDR",
+                    fix(),
+                )),
+                Ok(n) if n.trunc() != n => out.push(finding(
+                    &obj,
+                    path,
+                    subnet,
+                    n.trunc().to_string(),
+                    "remote subnet has host bits set",
+                    fix(),
+                )),
+                Ok(n) => {
+                    if let Some(c) = cidr.filter(|c| c.contains(&n) || n.contains(c)) {
+                        out.push(finding(&obj, path, subnet, format!("a network outside the serviceCIDR {c}"), format!("remote subnet overlaps the serviceCIDR {c}: traffic to exposures would be routed into the tunnel"), fix()));
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A DNS name per RFC 1123: dot-separated labels of letters, digits and hyphens, each
+/// 1–63 long and not starting or ending with a hyphen, 253 at most, not all-numeric.
+fn is_dns_name(s: &str) -> bool {
+    let s = s.strip_suffix('.').unwrap_or(s);
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+                && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+        && !s
+            .split('.')
+            .next_back()
+            .is_some_and(|tld| tld.chars().all(|c| c.is_ascii_digit()))
+}
+
+fn peer_address(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let obj = i.old_object();
+    Ok(i.source
+        .gateway
+        .spec
+        .tunnels
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.peer.address.parse::<IpAddr>().is_err() && !is_dns_name(&t.peer.address))
+        .map(|(n, t)| {
+            finding(
+                &obj,
+                format!("spec.tunnels[{n}].peer.address"),
+                &t.peer.address,
+                "an IPv4/IPv6 address or a DNS name",
+                "peer address is neither an IP address nor a DNS name",
+                Some(format!(
+                    "correct it with the client's parameter sheet: kubectl edit ipsecgateway {}{}",
+                    i.name(),
+                    i.ns_flag()
+                )),
+            )
+        })
+        .collect())
+}
+
+/// Every proposal of the old spec with its path and SA type.
+fn proposals<'a>(i: &'a Inputs) -> Vec<(String, &'a str, SaKind)> {
+    let spec = &i.source.gateway.spec;
+    let ike = spec
+        .ike
+        .proposals
+        .iter()
+        .enumerate()
+        .map(|(n, p)| (format!("spec.ike.proposals[{n}]"), p.as_str(), SaKind::Ike));
+    let esp = spec.tunnels.iter().enumerate().flat_map(|(t, tunnel)| {
+        tunnel.esp.iter().flat_map(move |e| {
+            e.proposals.iter().enumerate().map(move |(n, p)| {
+                (
+                    format!("spec.tunnels[{t}].esp.proposals[{n}]"),
+                    p.as_str(),
+                    SaKind::Esp,
+                )
+            })
+        })
+    });
+    ike.chain(esp).collect()
+}
+
+fn proposal_syntax(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let obj = i.old_object();
+    let mut out: Vec<Finding> = proposals(i)
+        .into_iter()
+        .filter_map(|(path, p, sa)| {
+            proposal::validate(p, sa).err().map(|e| {
+                finding(&obj, path, p, format!("a strongSwan {sa} proposal, e.g. {}", if sa == SaKind::Ike { "aes256-sha256-modp2048" } else { "aes256gcm16-modp2048" }), format!("not a valid {sa} proposal: {e}"), Some("agree a proposal from the allowlist with the client, set it in the IPsecGateway, and re-plan".into()))
+            })
+        })
+        .collect();
+    if i.source.gateway.spec.ike.proposals.is_empty() {
+        out.push(finding(
+            &obj,
+            "spec.ike.proposals",
+            "[]",
+            "at least one proposal",
+            "no IKE proposal",
+            None,
+        ));
+    }
+    Ok(out)
+}
+
+fn proposal_allowlist(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let obj = i.old_object();
+    Ok(proposals(i)
+        .into_iter()
+        .filter(|(_, p, sa)| proposal::validate(p, *sa).is_ok())
+        .filter(|(_, p, sa)| match sa {
+            SaKind::Ike => !i.allowlist.allows_ike(p),
+            SaKind::Esp => !i.allowlist.allows_esp(p),
+        })
+        .map(|(path, p, sa)| {
+            finding(&obj, path, p, format!("one of the approved {sa} proposals (docs/model.md, or --allowlist FILE)"), format!("{sa} proposal is not in the operator's allowlist: the new kinds reject it"), Some("agree an approved proposal with the client before the window; if the operator's list differs from vpnmig's default, pass it with --allowlist FILE".into()))
+        })
+        .collect())
+}
+
+/// DNS-1123 subdomain: lowercase alphanumerics, `-` and `.`, alphanumeric at both ends,
+/// at most 253 characters (Kubernetes object names).
+fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && l.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && l.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        })
+}
+
+fn target_names(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let ns = i.source.gateway.metadata.namespace.as_deref();
+    let mut out = Vec::new();
+    let gw = i.targets.gateway.metadata.name.clone().unwrap_or_default();
+    if !is_dns1123_subdomain(&gw) {
+        out.push(finding(
+            &object("VPNGateway", ns, &gw),
+            "metadata.name",
+            &gw,
+            "a DNS-1123 subdomain (lowercase letters, digits, '-', '.')",
+            "invalid object name",
+            None,
+        ));
+    }
+    let mut seen = HashSet::new();
+    for (t, p) in i.targets.peers.iter().enumerate() {
+        let name = p.metadata.name.clone().unwrap_or_default();
+        let obj = object("VPNPeer", ns, &name);
+        if !is_dns1123_subdomain(&name) {
+            out.push(finding(&obj, "metadata.name", &name, "a DNS-1123 subdomain (lowercase letters, digits, '-', '.', at most 253)", format!("the peer name made from tunnel `{}` is not a valid object name", i.source.gateway.spec.tunnels[t].name), Some(format!("rename spec.tunnels[{t}].name in the IPsecGateway to lowercase letters, digits and '-'"))));
+        }
+        if !seen.insert(name.clone()) {
+            out.push(finding(
+                &obj,
+                "metadata.name",
+                &name,
+                "a name no other VPNPeer of this plan has",
+                "two tunnels map to the same VPNPeer name",
+                None,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn authorization_grants(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let gw = &i.targets.gateway.spec;
+    let exposures: HashSet<&str> = gw.exposures.iter().map(|e| e.name.as_str()).collect();
+    let reverse: HashSet<&str> = gw
+        .reverse_exposures
+        .iter()
+        .map(|e| e.name.as_str())
+        .collect();
+    let ns = i.source.gateway.metadata.namespace.as_deref();
+    let mut out = Vec::new();
+    for p in &i.targets.peers {
+        let Some(auth) = &p.spec.authorization else {
+            continue;
+        };
+        let obj = object(
+            "VPNPeer",
+            ns,
+            p.metadata.name.as_deref().unwrap_or_default(),
+        );
+        for (list, grants, known) in [
+            ("exposures", &auth.exposures, &exposures),
+            ("reverseExposures", &auth.reverse_exposures, &reverse),
+        ] {
+            for (n, g) in grants
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| !known.contains(g.as_str()))
+            {
+                out.push(finding(&obj, format!("spec.authorization.{list}[{n}]"), g, format!("one of the gateway's {list}"), "grant names an exposure the gateway does not have: the peer would be Authorized=False", None));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn virtual_ips(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let Some(cidr) = i.service_cidr() else {
+        return Err("needs a valid serviceCIDR (see service-cidr)".into());
+    };
+    let status = i.source.gateway.status.clone().unwrap_or_default();
+    let obj = i.old_object();
+    let mut out = Vec::new();
+    for (n, e) in i.source.gateway.spec.exposures.iter().enumerate() {
+        let allocated = status
+            .exposures
+            .iter()
+            .find(|s| s.name == e.name)
+            .and_then(|s| s.virtual_ip.clone());
+        let path = format!("spec.exposures[{n}].virtualIP");
+        match (&e.virtual_ip, &allocated) {
+            (None, None) => out.push(finding(&obj, format!("status.exposures[name={}].virtualIP", e.name), "<unset>", format!("the address the client uses, inside {cidr}"), format!("exposure `{}` has no virtual IP in spec or status: the new gateway could allocate a different one", e.name), Some(format!("wait until the operator reports status.exposures for `{}`, then export again: {}", e.name, i.export_again())))),
+            (Some(s), Some(a)) if s != a => out.push(finding(&obj, path.clone(), s, a, format!("exposure `{}`: spec asks for {s} but the operator allocated {a}; the plan keeps {a}, the address clients use now", e.name), Some("set spec.exposures[].virtualIP to the allocated address (or remove it) and let the operator reconcile, then export again".into()))),
+            _ => {}
+        }
+        if let Some(vip) = allocated.as_ref().or(e.virtual_ip.as_ref()) {
+            match vip.parse::<IpAddr>() {
+                Err(_) => out.push(finding(
+                    &obj,
+                    path,
+                    vip,
+                    format!("an address inside {cidr}"),
+                    "virtual IP is not an IP address",
+                    None,
+                )),
+                Ok(ip) if !cidr.contains(&ip) => out.push(finding(
+                    &obj,
+                    path,
+                    vip,
+                    format!("an address inside {cidr}"),
+                    format!(
+                        "exposure `{}`: virtual IP {vip} is outside the serviceCIDR {cidr}",
+                        e.name
+                    ),
+                    None,
+                )),
+                Ok(_) => {}
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn status_current(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let generation = i.source.gateway.metadata.generation;
+    let observed = i
+        .source
+        .gateway
+        .status
+        .as_ref()
+        .and_then(|s| s.observed_generation);
+    Ok(match (generation, observed) {
+        (Some(g), Some(o)) if g != o => vec![finding(
+            &i.old_object(),
+            "status.observedGeneration",
+            o.to_string(),
+            g.to_string(),
+            "the operator has not reconciled the latest spec: values taken from status may be stale",
+            Some(format!(
+                "wait for the operator, then export again: {}",
+                i.export_again()
+            )),
+        )],
+        (Some(g), None) => vec![finding(
+            &i.old_object(),
+            "status.observedGeneration",
+            "<unset>",
+            g.to_string(),
+            "status does not say which generation it describes",
+            None,
+        )],
+        _ => vec![],
+    })
+}
+
+fn source_ready(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let conditions = i
+        .source
+        .gateway
+        .status
+        .as_ref()
+        .map(|s| s.conditions.as_slice())
+        .unwrap_or_default();
+    Ok(["FIPAttached", "Ready"]
+        .into_iter()
+        .filter_map(|t| {
+            let c = condition(conditions, t);
+            if c.is_some_and(|c| c.status == "True") {
+                return None;
+            }
+            let seen = c.map_or("<absent>".to_string(), |c| format!("{}{}", c.status, c.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()));
+            Some(finding(&i.old_object(), format!("status.conditions[type={t}]"), seen, "True", format!("the old gateway is not {t} now: the cutover cannot be compared with a healthy baseline"), None))
+        })
+        .collect())
+}
+
+fn ike_version(i: &Inputs) -> Result<Vec<Finding>, String> {
+    Ok(match i.source.gateway.spec.ike.version {
+        Some(1) => vec![finding(
+            &i.old_object(),
+            "spec.ike.version",
+            "1",
+            "2",
+            "IKEv1 is carried over unchanged; plan an IKEv2 move with the client separately",
+            None,
+        )],
+        Some(v) if v != 2 => vec![finding(
+            &i.old_object(),
+            "spec.ike.version",
+            v.to_string(),
+            "1 or 2",
+            "unknown IKE version",
+            None,
+        )],
+        _ => vec![],
+    })
+}
+
+fn namespace(i: &Inputs) -> Result<Vec<Finding>, String> {
+    Ok(if i.source.gateway.metadata.namespace.is_none() {
+        vec![finding(&i.old_object(), "metadata.namespace", "<unset>", "the tenant namespace", "the manifest names no namespace: the bundle goes to whatever namespace kubectl defaults to", Some("export with `kubectl get ipsecgateway NAME -n NAMESPACE -o yaml`, which records it".into()))]
+    } else {
+        vec![]
+    })
+}
+
+fn owner_references(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let owners = i
+        .source
+        .gateway
+        .metadata
+        .owner_references
+        .as_deref()
+        .unwrap_or_default();
+    Ok(owners
+        .iter()
+        .map(|o| finding(&i.old_object(), "metadata.ownerReferences", format!("{} {}", o.kind, o.name), "no owner", format!("the old gateway is owned by {} {}: that controller may re-create it or will not manage the new objects", o.kind, o.name), Some("pause or update the owning controller before the window".into())))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dns_names() {
+        for ok in ["fw.acme.example", "vpn-1.example.com.", "localhost", "a"] {
+            assert!(is_dns_name(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "-fw.example",
+            "fw_acme.example",
+            "203.0.113.300",
+            "a..b",
+            &"x".repeat(64),
+        ] {
+            assert!(!is_dns_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn dns1123_subdomains() {
+        for ok in ["acme", "acme-main", "acme.site-2", "0acme"] {
+            assert!(is_dns1123_subdomain(ok), "{ok}");
+        }
+        for bad in [
+            "Acme",
+            "acme-Main",
+            "acme_main",
+            "-acme",
+            "acme-",
+            "",
+            "a..b",
+            &"a".repeat(254),
+        ] {
+            assert!(!is_dns1123_subdomain(bad), "{bad}");
+        }
+    }
+}

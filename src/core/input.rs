@@ -1,0 +1,319 @@
+//! Reading an exported IPsecGateway from manifest text: one object, several documents, or
+//! a `kind: List` as `kubectl get -o yaml` writes it. Pure: text in, [`Source`] out.
+//!
+//! Every error names the file, the document (1-based, and `items[i]` inside a List) and,
+//! for a bad field, its JSON path; see [`InputError`].
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::core::model::{IPsecGateway, OLD_GROUP, VERSION};
+
+/// Where in the input an object came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Origin {
+    /// The file as the user named it (`-` for standard input).
+    pub file: String,
+    /// 1-based document number in a multi-document file.
+    pub document: usize,
+    /// Index inside a `kind: List` document.
+    pub item: Option<usize>,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} document {}", self.file, self.document)?;
+        if let Some(i) = self.item {
+            write!(f, " items[{i}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// The gateway chosen from the input: verbatim and typed.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// The object exactly as read (unknown fields included): what the old manifest and
+    /// the spec fingerprint are made from, and what the field report walks.
+    pub raw: Value,
+    /// The same object through the model of `core::model`.
+    pub gateway: IPsecGateway,
+    pub origin: Origin,
+}
+
+/// Why the input holds no usable IPsecGateway.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("{file}: not valid YAML or JSON: {message}")]
+    Syntax { file: String, message: String },
+    #[error("{file}: the file holds no documents")]
+    Empty { file: String },
+    #[error("{file}: no IPsecGateway found ({seen})")]
+    NoGateway { file: String, seen: String },
+    #[error("{file}: {count} IPsecGateways found ({names}); choose one with --name")]
+    Ambiguous {
+        file: String,
+        count: usize,
+        names: String,
+    },
+    #[error("{file}: no IPsecGateway named `{name}` (found: {names})")]
+    NotFound {
+        file: String,
+        name: String,
+        names: String,
+    },
+    #[error("{origin}: apiVersion is `{seen}`, wanted `{OLD_GROUP}/{VERSION}`")]
+    ApiVersion { origin: Origin, seen: String },
+    #[error("{origin}: IPsecGateway {name}: field `{path}`: {message}")]
+    Field {
+        origin: Origin,
+        name: String,
+        path: String,
+        message: String,
+    },
+    #[error(
+        "{origin}: IPsecGateway {name}: duplicate {what} name `{value}` at `{first}` and `{second}`"
+    )]
+    Duplicate {
+        origin: Origin,
+        name: String,
+        what: &'static str,
+        value: String,
+        first: String,
+        second: String,
+    },
+}
+
+impl InputError {
+    /// A follow-up sentence telling the user what to do, shown after the error.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            InputError::Syntax { .. } | InputError::Empty { .. } | InputError::NoGateway { .. } => {
+                "export the gateway with `kubectl get ipsecgateway NAME -n NAMESPACE -o yaml > NAME.yaml`".into()
+            }
+            InputError::Ambiguous { .. } | InputError::NotFound { .. } => {
+                "pass `--name NAME` with one of the names listed".into()
+            }
+            InputError::ApiVersion { .. } => format!(
+                "vpnmig migrates `{OLD_GROUP}/{VERSION}` IPsecGateways; export the object again with kubectl from a cluster running operator v0.3.0"
+            ),
+            InputError::Field { .. } => {
+                "fix the field in the cluster (`kubectl edit ipsecgateway NAME`) or in the file, then export and plan again".into()
+            }
+            InputError::Duplicate { .. } => {
+                "names must be unique: each tunnel becomes a VPNPeer and exposures are granted by name; rename one in the cluster, then plan again".into()
+            }
+        })
+    }
+}
+
+/// Parse manifest text and pick the IPsecGateway to migrate.
+///
+/// `file` is only used in messages. With several gateways in the input, `name` (or
+/// `namespace/name`) chooses one. Errors: [`InputError`], never a panic.
+pub fn load(text: &str, file: &str, name: Option<&str>) -> Result<Source, InputError> {
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| InputError::Syntax {
+        file: file.to_string(),
+        message: e.to_string().lines().next().unwrap_or_default().to_string(),
+    })?;
+    let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
+    if docs.is_empty() {
+        return Err(InputError::Empty {
+            file: file.to_string(),
+        });
+    }
+
+    let mut gateways = Vec::new();
+    let mut others = Vec::new();
+    for (i, doc) in docs.into_iter().enumerate() {
+        let origin = Origin {
+            file: file.to_string(),
+            document: i + 1,
+            item: None,
+        };
+        match doc.get("items").and_then(Value::as_array) {
+            Some(items) if kind_of(&doc).ends_with("List") => {
+                for (j, item) in items.iter().enumerate() {
+                    let origin = Origin {
+                        item: Some(j),
+                        ..origin.clone()
+                    };
+                    sort(item.clone(), origin, &mut gateways, &mut others);
+                }
+            }
+            _ => sort(doc, origin, &mut gateways, &mut others),
+        }
+    }
+
+    let label = |(v, _): &(Value, Origin)| qualified_name(v);
+    let chosen = match name {
+        Some(wanted) => {
+            let matching: Vec<_> = gateways
+                .iter()
+                .filter(|g| label(g) == wanted || str_at(&g.0, "/metadata/name") == Some(wanted))
+                .cloned()
+                .collect();
+            match matching.len() {
+                0 if gateways.is_empty() => return Err(no_gateway(file, &others)),
+                0 => {
+                    return Err(InputError::NotFound {
+                        file: file.to_string(),
+                        name: wanted.to_string(),
+                        names: gateways.iter().map(label).collect::<Vec<_>>().join(", "),
+                    });
+                }
+                1 => matching.into_iter().next(),
+                n => {
+                    return Err(InputError::Ambiguous {
+                        file: file.to_string(),
+                        count: n,
+                        names: matching.iter().map(label).collect::<Vec<_>>().join(", "),
+                    });
+                }
+            }
+        }
+        None if gateways.len() > 1 => {
+            return Err(InputError::Ambiguous {
+                file: file.to_string(),
+                count: gateways.len(),
+                names: gateways.iter().map(label).collect::<Vec<_>>().join(", "),
+            });
+        }
+        None => gateways.into_iter().next(),
+    };
+    let Some((raw, origin)) = chosen else {
+        return Err(no_gateway(file, &others));
+    };
+    typed(raw, origin)
+}
+
+fn kind_of(v: &Value) -> &str {
+    v.get("kind").and_then(Value::as_str).unwrap_or("")
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}
+
+/// `namespace/name`, or `name` when the object has no namespace.
+fn qualified_name(v: &Value) -> String {
+    let name = str_at(v, "/metadata/name").unwrap_or("<no name>");
+    match str_at(v, "/metadata/namespace") {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_string(),
+    }
+}
+
+fn sort(doc: Value, origin: Origin, gateways: &mut Vec<(Value, Origin)>, others: &mut Vec<String>) {
+    if kind_of(&doc) == "IPsecGateway" {
+        gateways.push((doc, origin));
+        return;
+    }
+    // Only kind and name are ever shown: the document may be a Secret.
+    let what = match (kind_of(&doc), doc.get("apiVersion").and_then(Value::as_str)) {
+        ("", _) => "not a Kubernetes object (no `kind`)".to_string(),
+        ("VPNGateway" | "VPNPeer", _) => {
+            format!(
+                "a {} {} (already the new API)",
+                kind_of(&doc),
+                qualified_name(&doc)
+            )
+        }
+        (kind, Some(api)) => format!("a {kind} {} ({api})", qualified_name(&doc)),
+        (kind, None) => format!("a {kind} {}", qualified_name(&doc)),
+    };
+    others.push(format!("{origin} is {what}"));
+}
+
+fn no_gateway(file: &str, others: &[String]) -> InputError {
+    InputError::NoGateway {
+        file: file.to_string(),
+        seen: others.join("; "),
+    }
+}
+
+fn typed(raw: Value, origin: Origin) -> Result<Source, InputError> {
+    let api = raw.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if api != format!("{OLD_GROUP}/{VERSION}") {
+        return Err(InputError::ApiVersion {
+            origin,
+            seen: api.to_string(),
+        });
+    }
+    let name = qualified_name(&raw);
+    let field = |path: String, message: String| InputError::Field {
+        origin: origin.clone(),
+        name: name.clone(),
+        path,
+        message,
+    };
+    if raw
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(field(
+            "metadata.name".into(),
+            "missing: every object needs a name".into(),
+        ));
+    }
+    if raw.get("spec").is_none_or(Value::is_null) {
+        return Err(field("spec".into(), "missing field `spec`".into()));
+    }
+    let gateway: IPsecGateway = serde_path_to_error::deserialize(raw.clone())
+        .map_err(|e| field(e.path().to_string(), e.inner().to_string()))?;
+
+    let dup = |what, value: &str, first: String, second: String| InputError::Duplicate {
+        origin: origin.clone(),
+        name: name.clone(),
+        what,
+        value: value.to_string(),
+        first,
+        second,
+    };
+    let spec = &gateway.spec;
+    let tunnels = spec.tunnels.iter().map(|t| t.name.as_str());
+    if let Some((v, a, b)) = first_duplicate(tunnels) {
+        return Err(dup(
+            "tunnel",
+            v,
+            format!("spec.tunnels[{a}].name"),
+            format!("spec.tunnels[{b}].name"),
+        ));
+    }
+    let exposures = spec.exposures.iter().map(|e| e.name.as_str());
+    if let Some((v, a, b)) = first_duplicate(exposures) {
+        return Err(dup(
+            "exposure",
+            v,
+            format!("spec.exposures[{a}].name"),
+            format!("spec.exposures[{b}].name"),
+        ));
+    }
+    let reverse = spec.reverse_exposures.iter().map(|e| e.name.as_str());
+    if let Some((v, a, b)) = first_duplicate(reverse) {
+        return Err(dup(
+            "reverse exposure",
+            v,
+            format!("spec.reverseExposures[{a}].name"),
+            format!("spec.reverseExposures[{b}].name"),
+        ));
+    }
+    Ok(Source {
+        raw,
+        gateway,
+        origin,
+    })
+}
+
+fn first_duplicate<'a>(names: impl Iterator<Item = &'a str>) -> Option<(&'a str, usize, usize)> {
+    let mut seen = HashMap::new();
+    for (i, n) in names.enumerate() {
+        if let Some(first) = seen.insert(n, i) {
+            return Some((n, first, i));
+        }
+    }
+    None
+}

@@ -1,0 +1,13 @@
+//! The pure core: the API model, the translation, the field report, the checks and the
+//! parsers. Nothing here touches the network or the file system; it turns values into
+//! values, so every rule is testable without a cluster.
+
+pub mod allowlist;
+pub mod checks;
+pub mod input;
+pub mod model;
+pub mod path;
+pub mod plan;
+pub mod proposal;
+pub mod report;
+pub mod translate;

@@ -1,0 +1,226 @@
+//! A migration plan: the translation, its field report, the checks and what identifies
+//! the source, assembled from a [`Source`]. Pure. Serialized as `plan.json` and as the
+//! output of `vpnmig plan -o json`; the schema is documented in docs/plan-json.md and
+//! versioned by [`PLAN_API_VERSION`].
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::core::allowlist::Allowlist;
+use crate::core::checks::{self, CheckResult, Inputs};
+use crate::core::input::Source;
+use crate::core::report::{FieldRow, field_report};
+use crate::core::translate::{Targets, translate};
+
+/// Schema identifier written into every plan; bumped on incompatible changes.
+pub const PLAN_API_VERSION: &str = "vpnmig.bnerd.net/plan/v1";
+
+/// What the plan was made from: enough to detect drift before a cutover (DESIGN.md §4.4).
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceInfo {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+    pub generation: Option<i64>,
+    /// `sha256:<hex>` of the spec as canonical JSON (keys sorted, no whitespace).
+    pub spec_fingerprint: String,
+    /// Where it was read from: a file and document, or a cluster.
+    pub origin: String,
+}
+
+/// The plan document.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Plan {
+    /// Always [`PLAN_API_VERSION`].
+    pub api_version: &'static str,
+    /// vpnmig's version that made the plan.
+    pub tool_version: &'static str,
+    pub source: SourceInfo,
+    /// True when any blocker check failed: a cutover must not run.
+    pub blocked: bool,
+    pub summary: Summary,
+    pub fields: Vec<FieldRow>,
+    pub checks: Vec<CheckResult>,
+    pub targets: Targets,
+}
+
+/// Counts for people and scripts.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub blockers: usize,
+    pub warnings: usize,
+    pub pinned: usize,
+    pub copied: usize,
+    pub derived: usize,
+    pub not_carried: usize,
+    pub unknown: usize,
+}
+
+/// Translate, report and check `source` against `allowlist`.
+pub fn build(source: &Source, allowlist: &Allowlist) -> Plan {
+    let targets = translate(&source.gateway);
+    let fields = field_report(&source.raw, &source.gateway, &targets);
+    let checks = checks::run(&Inputs {
+        source,
+        targets: &targets,
+        fields: &fields,
+        allowlist,
+    });
+    let meta = &source.gateway.metadata;
+    let count = |r| fields.iter().filter(|f| f.rule == r).count();
+    use crate::core::report::Rule;
+    let summary = Summary {
+        blockers: checks.iter().filter(|c| c.blocks()).count(),
+        warnings: checks
+            .iter()
+            .filter(|c| {
+                c.severity == checks::Severity::Warning && c.outcome == checks::Outcome::Fail
+            })
+            .count(),
+        pinned: count(Rule::Pinned),
+        copied: count(Rule::Copied),
+        derived: count(Rule::Derived),
+        not_carried: count(Rule::NotCarried),
+        unknown: count(Rule::Unknown),
+    };
+    Plan {
+        api_version: PLAN_API_VERSION,
+        tool_version: env!("CARGO_PKG_VERSION"),
+        source: SourceInfo {
+            api_version: source
+                .raw
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            kind: "IPsecGateway".into(),
+            namespace: meta.namespace.clone(),
+            name: meta.name.clone().unwrap_or_default(),
+            uid: meta.uid.clone(),
+            resource_version: meta.resource_version.clone(),
+            generation: meta.generation,
+            spec_fingerprint: fingerprint(source.raw.get("spec").unwrap_or(&Value::Null)),
+            origin: source.origin.to_string(),
+        },
+        blocked: summary.blockers > 0,
+        summary,
+        fields,
+        checks,
+        targets,
+    }
+}
+
+/// `sha256:<hex>` of `v` as canonical JSON: object keys sorted at every level, no
+/// whitespace. Equal specs give equal fingerprints whatever the key order of the input.
+pub fn fingerprint(v: &Value) -> String {
+    let canonical = serde_json::to_vec(&canonical(v)).expect("JSON values serialize");
+    let digest = Sha256::digest(&canonical);
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            Value::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), canonical(&o[k])))
+                    .collect::<Map<_, _>>(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Metadata fields removed from the saved old manifest so that `kubectl apply -f`
+/// re-creates the object (runbook "Rollback"; DESIGN.md §4.3).
+pub const CLEANED_METADATA: &[&str] = &[
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "finalizers",
+];
+
+/// The old object, verbatim but for `status`, the server-set metadata in
+/// [`CLEANED_METADATA`] and the last-applied annotation: what rollback re-applies. Never
+/// translated back from the new kinds. Unknown spec fields are kept.
+pub fn clean_old_manifest(raw: &Value) -> Value {
+    let mut v = raw.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("status");
+    }
+    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        for k in CLEANED_METADATA {
+            meta.remove(*k);
+        }
+        if let Some(ann) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+            for k in crate::core::translate::NOT_CARRIED_ANNOTATIONS {
+                ann.remove(*k);
+            }
+            if ann.is_empty() {
+                meta.remove("annotations");
+            }
+        }
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn fingerprint_ignores_key_order_but_not_values() {
+        let a = fingerprint(&json!({"a": 1, "b": {"c": [1, 2], "d": "x"}}));
+        let b = fingerprint(&json!({"b": {"d": "x", "c": [1, 2]}, "a": 1}));
+        let c = fingerprint(&json!({"b": {"d": "x", "c": [2, 1]}, "a": 1}));
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.starts_with("sha256:") && a.len() == 7 + 64);
+    }
+
+    #[test]
+    fn fingerprint_of_a_known_value() {
+        // printf '{"a":1}' | sha256sum
+        assert_eq!(
+            fingerprint(&json!({"a": 1})),
+            "sha256:015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862"
+        );
+    }
+
+    #[test]
+    fn cleaning_keeps_spec_and_user_metadata() {
+        let raw = json!({
+            "apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway",
+            "metadata": {"name": "acme", "namespace": "t", "uid": "u", "resourceVersion": "1",
+                "generation": 2, "finalizers": ["ipsec.bnerd.net/cleanup"], "managedFields": [],
+                "labels": {"client": "acme"},
+                "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+            "spec": {"x": {"y": 1}}, "status": {"serviceCIDR": "10.0.0.0/24"}
+        });
+        assert_eq!(
+            clean_old_manifest(&raw),
+            json!({
+                "apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway",
+                "metadata": {"name": "acme", "namespace": "t", "labels": {"client": "acme"}},
+                "spec": {"x": {"y": 1}}
+            })
+        );
+    }
+}

@@ -1,0 +1,156 @@
+//! The translation: one IPsecGateway (with its status) → one VPNGateway and one VPNPeer
+//! per tunnel. Pure; the rules are DESIGN.md §3 and the runbook's "What must stay pinned".
+//!
+//! The translation is total: an old gateway that fails a check (unpinned FIP, no
+//! serviceCIDR yet) still translates, so that the plan can be shown and marked blocked.
+//! Whether each value arrived unchanged is proven separately by `core::report`, which
+//! walks the verbatim source instead of these typed structs.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::Serialize;
+
+use crate::core::model::{
+    Authorization, GatewayIke, GatewayIpsec, IPsecGateway, LocalObjectRef, PeerEsp, PeerIpsec,
+    VPNGateway, VPNGatewaySpec, VPNPeer, VPNPeerSpec, VpnProtocol,
+};
+
+/// Annotation vpnmig sets on every target: which object it was migrated from.
+pub const MIGRATED_FROM: &str = "vpnmig.bnerd.net/migrated-from";
+
+/// Annotations that are server- or client-tool state, never the user's: not carried.
+pub const NOT_CARRIED_ANNOTATIONS: &[&str] = &["kubectl.kubernetes.io/last-applied-configuration"];
+
+/// The objects a migration creates.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct Targets {
+    pub gateway: VPNGateway,
+    /// One per `spec.tunnels[]` entry, in the same order.
+    pub peers: Vec<VPNPeer>,
+}
+
+/// Name of the VPNPeer for tunnel `tunnel` (DESIGN.md §3): the gateway's own name for a
+/// single-tunnel gateway, `<gateway>-<tunnel>` when it has several.
+pub fn peer_name(gateway: &str, tunnel: &str, tunnel_count: usize) -> String {
+    if tunnel_count == 1 {
+        gateway.to_string()
+    } else {
+        format!("{gateway}-{tunnel}")
+    }
+}
+
+/// Translate the old gateway. Values taken from status: `serviceCIDR`, each exposure's
+/// allocated `virtualIP`, and the `floatingIP` when spec does not pin one (the checks
+/// block that case; it is filled in here so the plan shows what would be needed).
+pub fn translate(old: &IPsecGateway) -> Targets {
+    let name = old.metadata.name.clone().unwrap_or_default();
+    let status = old.status.clone().unwrap_or_default();
+    let spec = &old.spec;
+
+    let mut endpoint = spec.endpoint.clone();
+    if endpoint.pinned_fip().is_none() {
+        endpoint.floating_ip = status.floating_ip.clone();
+    }
+    let exposures = spec
+        .exposures
+        .iter()
+        .map(|e| {
+            let allocated = status
+                .exposures
+                .iter()
+                .find(|s| s.name == e.name)
+                .and_then(|s| s.virtual_ip.clone());
+            let mut e = e.clone();
+            e.virtual_ip = allocated.or(e.virtual_ip);
+            e
+        })
+        .collect();
+
+    let gateway = VPNGateway::new(
+        &name,
+        VPNGatewaySpec {
+            protocol: VpnProtocol::Ipsec,
+            endpoint,
+            service_cidr: status.service_cidr.clone(),
+            ipsec: Some(GatewayIpsec {
+                ike: GatewayIke {
+                    version: spec.ike.version,
+                    proposals: spec.ike.proposals.clone(),
+                    lifetime: spec.ike.lifetime.clone(),
+                },
+            }),
+            exposures,
+            reverse_exposures: spec.reverse_exposures.clone(),
+        },
+    );
+    let gateway = VPNGateway {
+        metadata: target_meta(old, &name),
+        ..gateway
+    };
+
+    let several = spec.tunnels.len() > 1;
+    let authorization = several.then(|| Authorization {
+        exposures: spec.exposures.iter().map(|e| e.name.clone()).collect(),
+        reverse_exposures: spec
+            .reverse_exposures
+            .iter()
+            .map(|e| e.name.clone())
+            .collect(),
+    });
+    let peers = spec
+        .tunnels
+        .iter()
+        .map(|t| {
+            let peer_name = peer_name(&name, &t.name, spec.tunnels.len());
+            let peer = VPNPeer::new(
+                &peer_name,
+                VPNPeerSpec {
+                    gateway_ref: LocalObjectRef { name: name.clone() },
+                    ipsec: Some(PeerIpsec {
+                        peer: t.peer.clone(),
+                        remote_subnets: t.remote_subnets.clone(),
+                        psk_secret_ref: spec.auth.psk_secret_ref.clone(),
+                        esp: t.esp.as_ref().map(|e| PeerEsp {
+                            proposals: e.proposals.clone(),
+                            lifetime: e.lifetime.clone(),
+                        }),
+                        dpd: t.dpd.clone(),
+                    }),
+                    authorization: authorization.clone(),
+                },
+            );
+            VPNPeer {
+                metadata: target_meta(old, &peer_name),
+                ..peer
+            }
+        })
+        .collect();
+
+    Targets { gateway, peers }
+}
+
+/// Metadata of a target: name, the source's namespace, the user's labels and annotations,
+/// and the [`MIGRATED_FROM`] annotation. Nothing the server set is carried.
+fn target_meta(old: &IPsecGateway, name: &str) -> ObjectMeta {
+    let source = old.metadata.name.as_deref().unwrap_or_default();
+    let mut annotations: BTreeMap<String, String> = old
+        .metadata
+        .annotations
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| !NOT_CARRIED_ANNOTATIONS.contains(&k.as_str()))
+        .collect();
+    annotations.insert(
+        MIGRATED_FROM.to_string(),
+        format!("ipsecgateways.ipsec.bnerd.net/{source}"),
+    );
+    ObjectMeta {
+        name: Some(name.to_string()),
+        namespace: old.metadata.namespace.clone(),
+        labels: old.metadata.labels.clone().filter(|l| !l.is_empty()),
+        annotations: Some(annotations),
+        ..ObjectMeta::default()
+    }
+}

@@ -1,0 +1,12 @@
+//! vpnmig moves a client's site-to-site VPN from the operator's frozen `IPsecGateway` API
+//! to `VPNGateway` + `VPNPeer`, keeping every value the client's firewall depends on.
+//!
+//! Layout: [`core`] is pure (model, translation, checks, parsers); [`output`] renders
+//! plain structs as text, YAML or JSON; [`bundle`] reads and writes plan bundles on disk;
+//! [`cli`] composes them into commands. The binary only calls [`cli::main`].
+
+pub mod bundle;
+pub mod cli;
+pub mod core;
+pub mod exit;
+pub mod output;

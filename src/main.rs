@@ -1,0 +1,28 @@
+//! The `vpnmig` binary: run the command, print any error with its hint, exit with the
+//! documented code (src/exit.rs).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anstyle::AnsiColor;
+
+fn main() -> ExitCode {
+    let code = match vpnmig::cli::run(std::env::args_os()) {
+        Ok(code) => code,
+        Err(err) => {
+            let code = err.exit_code();
+            let hint = err.hint();
+            // The edge: render the whole cause chain in one line, uv-style.
+            let err = anyhow::Error::new(err);
+            let red = AnsiColor::Red.on_default().bold();
+            let cyan = AnsiColor::Cyan.on_default().bold();
+            let mut stderr = anstream::stderr();
+            let _ = writeln!(stderr, "{red}error{red:#}: {err:#}");
+            if let Some(hint) = hint {
+                let _ = writeln!(stderr, "{cyan}hint{cyan:#}: {hint}");
+            }
+            code
+        }
+    };
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}

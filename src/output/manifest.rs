@@ -1,0 +1,45 @@
+//! Manifests as YAML, the way kubectl users read and apply them.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::core::plan::Plan;
+
+/// One object as a YAML document (no leading `---`).
+pub fn to_yaml<T: Serialize>(obj: &T) -> String {
+    let v = serde_json::to_value(obj).expect("manifests serialize to JSON");
+    serde_saphyr::to_string(&v).expect("JSON values serialize to YAML")
+}
+
+/// Several objects as one multi-document YAML stream, `---` between documents.
+pub fn to_yaml_stream<T: Serialize>(objs: &[T]) -> String {
+    objs.iter().map(to_yaml).collect::<Vec<_>>().join("---\n")
+}
+
+/// The plan's targets: the VPNGateway then every VPNPeer, as `(Kind/name, object)`.
+pub fn targets(plan: &Plan) -> Vec<(String, Value)> {
+    let gw = &plan.targets.gateway;
+    std::iter::once(labelled("VPNGateway", &gw.metadata.name, gw))
+        .chain(
+            plan.targets
+                .peers
+                .iter()
+                .map(|p| labelled("VPNPeer", &p.metadata.name, p)),
+        )
+        .collect()
+}
+
+fn labelled<T: Serialize>(kind: &str, name: &Option<String>, obj: &T) -> (String, Value) {
+    let v = serde_json::to_value(obj).expect("manifests serialize to JSON");
+    (format!("{kind}/{}", name.as_deref().unwrap_or_default()), v)
+}
+
+/// `Kind/name` of any object value.
+pub fn label_of(v: &Value) -> String {
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("?");
+    let name = v
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    format!("{kind}/{name}")
+}

@@ -1,0 +1,20 @@
+//! Rendering: each output format is its own renderer over the same plain structs
+//! (`core::plan::Plan`). Text is for people (alignment, colour when the terminal takes
+//! it); YAML is manifests for `kubectl apply -f -`; JSON is the stable plan document.
+
+pub mod diff;
+pub mod manifest;
+pub mod style;
+pub mod text;
+
+/// `-o/--output`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    /// For people: header, pinned-values table, checks, diff, next steps.
+    #[default]
+    Text,
+    /// The target manifests, ready for `kubectl apply -f -`.
+    Yaml,
+    /// The plan document (docs/plan-json.md), for scripts.
+    Json,
+}
