@@ -59,19 +59,30 @@ pub struct PlanArgs {
     allowlist: Option<PathBuf>,
 }
 
+/// Read a file (`-`: standard input) as UTF-8 text. A file that is there but is not text
+/// is invalid input, not an I/O failure.
 fn read(path: &PathBuf) -> Result<String, Error> {
     let shown = path.display().to_string();
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     let res = if shown == "-" {
-        std::io::stdin().read_to_string(&mut text).map(|_| ())
+        std::io::stdin().read_to_end(&mut bytes).map(|_| ())
     } else {
-        std::fs::read_to_string(path).map(|t| text = t)
+        std::fs::read(path).map(|b| bytes = b)
     };
     res.map_err(|source| Error::Read {
-        path: shown,
+        path: shown.clone(),
         source,
     })?;
-    Ok(text)
+    String::from_utf8(bytes).map_err(|e| {
+        let message = format!(
+            "not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        );
+        Error::Input(input::InputError::Syntax {
+            file: shown,
+            message,
+        })
+    })
 }
 
 pub fn run(args: &PlanArgs) -> Result<i32, Error> {

@@ -232,6 +232,12 @@ pub const CHECKS: &[(&str, Severity, &str, CheckFn)] = &[
         authorization_grants,
     ),
     (
+        "exposure-targets",
+        Severity::Blocker,
+        "exposure targets have an address and a port from 1 to 65535",
+        exposure_targets,
+    ),
+    (
         "virtual-ips",
         Severity::Blocker,
         "every exposure keeps its virtual IP, inside the serviceCIDR",
@@ -734,6 +740,44 @@ fn virtual_ips(i: &Inputs) -> Result<Vec<Finding>, String> {
                 )),
                 Ok(_) => {}
             }
+        }
+    }
+    Ok(out)
+}
+
+fn exposure_targets(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let spec = &i.source.gateway.spec;
+    let targets = spec
+        .exposures
+        .iter()
+        .enumerate()
+        .map(|(n, e)| (format!("spec.exposures[{n}].target"), &e.target));
+    let reverse = spec
+        .reverse_exposures
+        .iter()
+        .enumerate()
+        .map(|(n, e)| (format!("spec.reverseExposures[{n}].target"), &e.target));
+    let mut out = Vec::new();
+    for (path, t) in targets.chain(reverse) {
+        if t.address.trim().is_empty() {
+            out.push(finding(
+                &i.old_object(),
+                format!("{path}.address"),
+                shown(Some(&t.address)),
+                "a DNS name or IP address",
+                "exposure target has no address",
+                None,
+            ));
+        }
+        if t.port == 0 {
+            out.push(finding(
+                &i.old_object(),
+                format!("{path}.port"),
+                "0",
+                "a port from 1 to 65535",
+                "exposure target port 0 cannot be dialled",
+                None,
+            ));
         }
     }
     Ok(out)

@@ -90,6 +90,9 @@ impl InputError {
     /// A follow-up sentence telling the user what to do, shown after the error.
     pub fn hint(&self) -> Option<String> {
         Some(match self {
+            InputError::NoGateway { seen, .. } if seen.contains("already the new API") => {
+                "the file holds VPNGateway/VPNPeer objects: this gateway looks migrated already; plan from the IPsecGateway export instead".into()
+            }
             InputError::Syntax { .. } | InputError::Empty { .. } | InputError::NoGateway { .. } => {
                 "export the gateway with `kubectl get ipsecgateway NAME -n NAMESPACE -o yaml > NAME.yaml`".into()
             }
@@ -99,13 +102,23 @@ impl InputError {
             InputError::ApiVersion { .. } => format!(
                 "vpnmig migrates `{OLD_GROUP}/{VERSION}` IPsecGateways; export the object again with kubectl from a cluster running operator v0.3.0"
             ),
-            InputError::Field { .. } => {
-                "fix the field in the cluster (`kubectl edit ipsecgateway NAME`) or in the file, then export and plan again".into()
-            }
-            InputError::Duplicate { .. } => {
-                "names must be unique: each tunnel becomes a VPNPeer and exposures are granted by name; rename one in the cluster, then plan again".into()
-            }
+            InputError::Field { name, .. } => format!(
+                "fix the field in the cluster (`{}`) or in the file, then export and plan again",
+                edit_command(name)
+            ),
+            InputError::Duplicate { name, .. } => format!(
+                "names must be unique: each tunnel becomes a VPNPeer and exposures are granted by name; rename one (`{}`), then plan again",
+                edit_command(name)
+            ),
         })
+    }
+}
+
+/// `kubectl edit` for a `namespace/name` (or bare name) as shown in errors.
+fn edit_command(qualified: &str) -> String {
+    match qualified.split_once('/') {
+        Some((ns, name)) => format!("kubectl edit ipsecgateway {name} -n {ns}"),
+        None => format!("kubectl edit ipsecgateway {qualified}"),
     }
 }
 
@@ -116,7 +129,16 @@ impl InputError {
 pub fn load(text: &str, file: &str, name: Option<&str>) -> Result<Source, InputError> {
     let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| InputError::Syntax {
         file: file.to_string(),
-        message: e.to_string().lines().next().unwrap_or_default().to_string(),
+        message: {
+            let first = e.to_string().lines().next().unwrap_or_default().to_string();
+            let first = first.strip_prefix("error: ").unwrap_or(&first);
+            // Drop the parser's advice to its caller; the user cannot set options.
+            first
+                .split(", set DuplicateKeyPolicy")
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        },
     })?;
     let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
     if docs.is_empty() {
@@ -224,7 +246,11 @@ fn sort(doc: Value, origin: Origin, gateways: &mut Vec<(Value, Origin)>, others:
         (kind, Some(api)) => format!("a {kind} {} ({api})", qualified_name(&doc)),
         (kind, None) => format!("a {kind} {}", qualified_name(&doc)),
     };
-    others.push(format!("{origin} is {what}"));
+    let item = origin
+        .item
+        .map(|i| format!(" items[{i}]"))
+        .unwrap_or_default();
+    others.push(format!("document {}{item} is {what}", origin.document));
 }
 
 fn no_gateway(file: &str, others: &[String]) -> InputError {
@@ -260,10 +286,13 @@ fn typed(raw: Value, origin: Origin) -> Result<Source, InputError> {
         ));
     }
     if raw.get("spec").is_none_or(Value::is_null) {
-        return Err(field("spec".into(), "missing field `spec`".into()));
+        return Err(field(
+            "spec".into(),
+            "missing: an IPsecGateway without a spec has nothing to migrate".into(),
+        ));
     }
     let gateway: IPsecGateway = serde_path_to_error::deserialize(raw.clone())
-        .map_err(|e| field(e.path().to_string(), e.inner().to_string()))?;
+        .map_err(|e| field(e.path().to_string(), plain_message(&e.inner().to_string())))?;
 
     let dup = |what, value: &str, first: String, second: String| InputError::Duplicate {
         origin: origin.clone(),
@@ -306,6 +335,15 @@ fn typed(raw: Value, origin: Origin) -> Result<Source, InputError> {
         gateway,
         origin,
     })
+}
+
+/// serde's messages name Rust types ("expected struct IPsecGatewaySpec with 6 elements");
+/// say "a mapping" instead.
+fn plain_message(m: &str) -> String {
+    match m.split_once("expected struct ") {
+        Some((head, _)) => format!("{head}expected a mapping"),
+        None => m.to_string(),
+    }
 }
 
 fn first_duplicate<'a>(names: impl Iterator<Item = &'a str>) -> Option<(&'a str, usize, usize)> {

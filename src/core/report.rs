@@ -404,20 +404,18 @@ pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<F
             None,
         );
     }
-    if old.spec.endpoint.pinned_fip().is_none() {
-        if let Some(fip) = status.get("floatingIP").filter(|v| !v.is_null()) {
-            let reason = Some(
-                "spec does not pin the floating IP; taken from status (blocked: pin it first)",
-            );
-            push(
-                "floating IP".into(),
-                Rule::Pinned,
-                JsonPath::parse("status.floatingIP"),
-                Some((Dest::Gateway, JsonPath::parse("spec.endpoint.floatingIP"))),
-                fip,
-                reason,
-            );
-        }
+    let status_fip = status.get("floatingIP").filter(|v| !v.is_null());
+    if let (None, Some(fip)) = (old.spec.endpoint.pinned_fip(), status_fip) {
+        let reason =
+            Some("spec does not pin the floating IP; taken from status (blocked: pin it first)");
+        push(
+            "floating IP".into(),
+            Rule::Pinned,
+            JsonPath::parse("status.floatingIP"),
+            Some((Dest::Gateway, JsonPath::parse("spec.endpoint.floatingIP"))),
+            fip,
+            reason,
+        );
     }
     for (k, s) in status
         .get("exposures")

@@ -74,6 +74,9 @@ pub fn render_plan(
             _ => "-".into(),
         };
         let verdict = match r.verdict {
+            Verdict::Identical if r.from.to_string() == "status.floatingIP" => {
+                "identical (NOT pinned in spec: see fip-pinned)".to_string()
+            }
             Verdict::Identical => "identical".to_string(),
             Verdict::Differs => format!(
                 "DIFFERS: {}",

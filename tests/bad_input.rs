@@ -1,0 +1,140 @@
+//! Bad input gets one clear error naming file, document and field path, exit code 3
+//! (src/exit.rs INVALID_INPUT), never a panic and never a partial bundle.
+
+mod common;
+
+use common::{Gw, root, vpnmig};
+
+#[test]
+fn every_bad_fixture_is_rejected_with_a_clear_error() {
+    insta::glob!(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/bad"),
+        "*.yaml",
+        |path| {
+            let rel = path
+                .strip_prefix(root())
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
+            let out = tempfile::tempdir().unwrap();
+            let out_dir = out.path().join("bundle");
+            let r = vpnmig(
+                &["plan", "-f", &rel, "--out", out_dir.to_str().unwrap()],
+                None,
+            );
+            assert_eq!(r.code, 3, "{rel}: {}", r.stderr);
+            assert_eq!(r.stdout, "", "{rel}: nothing on stdout");
+            assert!(r.stderr.starts_with("error: "), "{rel}: {}", r.stderr);
+            assert!(
+                r.stderr.contains(&rel),
+                "{rel}: the error names the file: {}",
+                r.stderr
+            );
+            assert!(
+                r.stderr.contains("\nhint: "),
+                "{rel}: a hint follows: {}",
+                r.stderr
+            );
+            assert!(!r.stderr.contains("panicked"), "{rel}");
+            assert!(!out_dir.exists(), "{rel}: nothing written");
+            insta::assert_snapshot!(r.stderr);
+        }
+    );
+}
+
+#[test]
+fn a_mistyped_field_is_named_by_its_path() {
+    let gw = Gw::new("acme").set("/spec/tunnels/0/remoteSubnets", serde_json::json!(42));
+    let r = vpnmig(&["plan", "-f", "-"], Some(&gw.yaml()));
+    assert_eq!(r.code, 3);
+    assert_eq!(
+        r.stderr.lines().next().unwrap(),
+        "error: - document 1: IPsecGateway tenant-test/acme: field `spec.tunnels[0].remoteSubnets`: invalid type: integer `42`, expected a sequence"
+    );
+}
+
+#[test]
+fn a_secret_is_named_by_kind_and_name_never_by_value() {
+    let secret = "apiVersion: v1\nkind: Secret\nmetadata: {name: acme-psk, namespace: t}\ndata: {psk: c3VwZXJzZWNyZXQ=}\nstringData: {psk: supersecret}\n";
+    let r = vpnmig(&["plan", "-f", "-"], Some(secret));
+    assert_eq!(r.code, 3);
+    assert!(
+        r.stderr.contains("document 1 is a Secret t/acme-psk (v1)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("supersecret") && !r.stderr.contains("c3VwZXJzZWNyZXQ="),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_missing_file_is_a_failure_not_invalid_input() {
+    let r = vpnmig(&["plan", "-f", "does/not/exist.yaml"], None);
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .starts_with("error: does/not/exist.yaml: cannot read: "),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(vpnmig(&["plan"], None).code, 2);
+    assert_eq!(vpnmig(&["plan", "-f", "x", "-o", "table"], None).code, 2);
+    assert_eq!(vpnmig(&["frobnicate"], None).code, 2);
+}
+
+#[test]
+fn a_bad_allowlist_file_is_invalid_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("allow.yaml");
+    std::fs::write(&path, "ike: [a]\nah: [b]\n").unwrap();
+    let r = vpnmig(
+        &[
+            "plan",
+            "-f",
+            "fixtures/gateways/01-single-tunnel.yaml",
+            "--allowlist",
+            path.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("not a valid allowlist"), "{}", r.stderr);
+}
+
+#[test]
+fn a_file_that_is_not_text_is_invalid_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("binary.yaml");
+    std::fs::write(&path, b"apiVersion: v1\n\xff\xfe\n").unwrap();
+    let r = vpnmig(&["plan", "-f", path.to_str().unwrap()], None);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("not UTF-8 text (invalid byte at offset 15)"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn serde_type_names_do_not_leak_into_messages() {
+    let r = vpnmig(
+        &["plan", "-f", "-"],
+        Some(
+            "apiVersion: ipsec.bnerd.net/v1alpha1\nkind: IPsecGateway\nmetadata: {name: a}\nspec: []\n",
+        ),
+    );
+    assert_eq!(r.code, 3);
+    assert_eq!(
+        r.stderr.lines().next().unwrap(),
+        "error: - document 1: IPsecGateway a: field `spec`: invalid length 0, expected a mapping"
+    );
+}

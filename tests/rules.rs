@@ -1,0 +1,621 @@
+//! One test per translation rule (DESIGN.md §3) and per check (issue: "pure checks"),
+//! each with the real expected values.
+
+mod common;
+
+use common::{Gw, tunnel};
+use serde_json::{Value, json};
+use vpnmig::core::allowlist::Allowlist;
+use vpnmig::core::checks::{self, CheckResult, Inputs, Outcome, Severity};
+use vpnmig::core::plan::{Plan, build};
+use vpnmig::core::report::{Rule, Verdict};
+
+fn check<'a>(plan: &'a Plan, id: &str) -> &'a CheckResult {
+    plan.checks
+        .iter()
+        .find(|c| c.id == id)
+        .unwrap_or_else(|| panic!("no check {id}"))
+}
+
+fn gw_json(plan: &Plan) -> Value {
+    serde_json::to_value(&plan.targets.gateway).unwrap()
+}
+
+fn peer_json(plan: &Plan, i: usize) -> Value {
+    serde_json::to_value(&plan.targets.peers[i]).unwrap()
+}
+
+// ---- translation rules ---------------------------------------------------------------
+
+#[test]
+fn pinned_gateway_values_arrive_unchanged() {
+    let plan = Gw::new("acme").plan();
+    let gw = gw_json(&plan);
+    assert_eq!(gw["apiVersion"], "vpn.bnerd.net/v1alpha1");
+    assert_eq!(gw["kind"], "VPNGateway");
+    assert_eq!(gw["metadata"]["name"], "acme");
+    assert_eq!(gw["metadata"]["namespace"], "tenant-test");
+    assert_eq!(gw["spec"]["protocol"], "ipsec");
+    assert_eq!(
+        gw["spec"]["endpoint"],
+        json!({"floatingIP": "198.51.100.50", "network": "public"})
+    );
+    assert_eq!(gw["spec"]["serviceCIDR"], "10.250.9.0/24");
+    assert_eq!(
+        gw["spec"]["ipsec"]["ike"],
+        json!({"version": 2, "proposals": ["aes256-sha256-modp2048"], "lifetime": "24h"})
+    );
+    assert_eq!(
+        gw["spec"]["exposures"],
+        json!([{"name": "web", "virtualIP": "10.250.9.10", "target": {"address": "web.tenant-test.svc", "port": 443}, "protocol": "TCP"}])
+    );
+    assert!(
+        !plan.blocked,
+        "{:#?}",
+        plan.checks
+            .iter()
+            .filter(|c| c.blocks())
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn virtual_ips_are_pinned_by_exposure_name_not_position() {
+    let plan = Gw::new("acme")
+        .set("/spec/exposures", json!([
+            {"name": "a", "target": {"address": "a.svc", "port": 80}, "protocol": "TCP"},
+            {"name": "b", "target": {"address": "b.svc", "port": 53}, "protocol": "UDP"}
+        ]))
+        .set("/status/exposures", json!([{"name": "b", "virtualIP": "10.250.9.22"}, {"name": "a", "virtualIP": "10.250.9.11"}]))
+        .plan();
+    let gw = gw_json(&plan);
+    assert_eq!(gw["spec"]["exposures"][0]["virtualIP"], "10.250.9.11");
+    assert_eq!(gw["spec"]["exposures"][1]["virtualIP"], "10.250.9.22");
+    let row = plan
+        .fields
+        .iter()
+        .find(|r| r.from.to_string() == "status.exposures[0].virtualIP")
+        .unwrap();
+    assert_eq!(
+        row.to.as_ref().unwrap().to_string(),
+        "spec.exposures[1].virtualIP"
+    );
+    assert_eq!(row.verdict, Verdict::Identical);
+}
+
+#[test]
+fn one_tunnel_gives_one_peer_named_like_the_gateway_without_authorization() {
+    let plan = Gw::new("acme").plan();
+    assert_eq!(plan.targets.peers.len(), 1);
+    let p = peer_json(&plan, 0);
+    assert_eq!(p["kind"], "VPNPeer");
+    assert_eq!(p["metadata"]["name"], "acme");
+    assert_eq!(p["spec"]["gatewayRef"], json!({"name": "acme"}));
+    assert_eq!(
+        p["spec"].get("authorization"),
+        None,
+        "default-allow: no authorization block"
+    );
+    assert_eq!(
+        p["spec"]["ipsec"],
+        json!({
+            "peer": {"address": "203.0.113.50", "id": "main.client.example"},
+            "remoteSubnets": ["10.60.0.0/16"],
+            "pskSecretRef": {"name": "acme-psk", "key": "psk"},
+            "esp": {"proposals": ["aes256gcm16-modp2048"], "lifetime": "1h"},
+            "dpd": {"delay": "30s", "timeout": "150s", "action": "restart"}
+        })
+    );
+}
+
+#[test]
+fn several_tunnels_give_prefixed_peers_each_granted_everything() {
+    let plan = Gw::new("acme")
+        .tunnels(vec![tunnel("hq", "203.0.113.1", &["10.1.0.0/16", "10.3.0.0/16", "10.2.0.0/16"]), tunnel("branch", "203.0.113.2", &["10.9.0.0/24"])])
+        .set("/spec/reverseExposures", json!([{"name": "ldap", "target": {"address": "10.1.0.5", "port": 636}, "protocol": "TCP"}]))
+        .plan();
+    let names: Vec<_> = plan
+        .targets
+        .peers
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(names, ["acme-hq", "acme-branch"]);
+    for i in 0..2 {
+        let p = peer_json(&plan, i);
+        assert_eq!(
+            p["spec"]["authorization"],
+            json!({"exposures": ["web"], "reverseExposures": ["ldap"]})
+        );
+        assert_eq!(
+            p["spec"]["ipsec"]["pskSecretRef"],
+            json!({"name": "acme-psk", "key": "psk"}),
+            "PSK ref on every peer"
+        );
+    }
+    // Traffic selectors keep their order.
+    assert_eq!(
+        peer_json(&plan, 0)["spec"]["ipsec"]["remoteSubnets"],
+        json!(["10.1.0.0/16", "10.3.0.0/16", "10.2.0.0/16"])
+    );
+    assert_eq!(
+        peer_json(&plan, 1)["spec"]["ipsec"]["peer"]["address"],
+        "203.0.113.2"
+    );
+    assert_eq!(
+        gw_json(&plan)["spec"]["reverseExposures"][0]["name"],
+        "ldap"
+    );
+    assert!(!plan.blocked);
+}
+
+#[test]
+fn user_metadata_is_carried_and_server_metadata_is_not() {
+    let plan = Gw::new("acme")
+        .set("/metadata/annotations", json!({"kubectl.kubernetes.io/last-applied-configuration": "{}", "ops/ticket": "NET-1"}))
+        .plan();
+    for obj in [gw_json(&plan), peer_json(&plan, 0)] {
+        let m = &obj["metadata"];
+        assert_eq!(m["labels"], json!({"client": "acme"}));
+        assert_eq!(
+            m["annotations"],
+            json!({"ops/ticket": "NET-1", "vpnmig.bnerd.net/migrated-from": "ipsecgateways.ipsec.bnerd.net/acme"})
+        );
+        for server in [
+            "uid",
+            "resourceVersion",
+            "generation",
+            "finalizers",
+            "managedFields",
+            "creationTimestamp",
+        ] {
+            assert_eq!(m.get(server), None, "{server} not carried");
+        }
+    }
+    let not_carried: Vec<String> = plan
+        .fields
+        .iter()
+        .filter(|r| r.rule == Rule::NotCarried)
+        .map(|r| r.from.to_string())
+        .collect();
+    assert_eq!(
+        not_carried,
+        [
+            r#"metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]"#,
+            "metadata.uid",
+            "metadata.resourceVersion",
+            "metadata.generation",
+            "metadata.finalizers"
+        ]
+    );
+}
+
+#[test]
+fn every_spec_leaf_is_accounted_for_and_unknown_ones_block() {
+    let plan = Gw::new("acme")
+        .set("/spec/tunnels/0/mtu", json!(1400))
+        .set("/spec/logLevel", json!("debug"))
+        .plan();
+    let unknown: Vec<String> = plan
+        .fields
+        .iter()
+        .filter(|r| r.rule == Rule::Unknown)
+        .map(|r| r.from.to_string())
+        .collect();
+    assert_eq!(unknown, ["spec.tunnels[0].mtu", "spec.logLevel"]);
+    let c = check(&plan, "unknown-fields");
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert_eq!(
+        c.findings
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect::<Vec<_>>(),
+        ["spec.tunnels[0].mtu", "spec.logLevel"]
+    );
+    assert_eq!(c.findings[0].seen, "1400");
+    assert!(plan.blocked);
+}
+
+#[test]
+fn every_target_leaf_is_explained_by_a_report_row() {
+    let plan = Gw::new("acme")
+        .tunnels(vec![
+            tunnel("a", "203.0.113.1", &["10.1.0.0/16"]),
+            tunnel("b", "203.0.113.2", &["10.2.0.0/16"]),
+        ])
+        .plan();
+    let objects = vpnmig::output::manifest::targets(&plan);
+    for (label, obj) in objects {
+        let mut leaves = Vec::new();
+        leaves_of(&obj, String::new(), &mut leaves);
+        for leaf in leaves
+            .iter()
+            .filter(|l| !l.starts_with("apiVersion") && !l.starts_with("kind"))
+        {
+            let explained = plan.fields.iter().any(|r| {
+                r.target.as_deref() == Some(label.as_str())
+                    && r.to
+                        .as_ref()
+                        .is_some_and(|t| leaf.starts_with(&t.to_string()))
+            });
+            assert!(explained, "{label} {leaf} has no row in the field report");
+        }
+    }
+}
+
+fn leaves_of(v: &Value, at: String, out: &mut Vec<String>) {
+    match v {
+        Value::Object(o) => o.iter().for_each(|(k, c)| {
+            leaves_of(
+                c,
+                if at.is_empty() {
+                    k.clone()
+                } else if k.contains(['.', '/']) {
+                    format!("{at}[{k:?}]")
+                } else {
+                    format!("{at}.{k}")
+                },
+                out,
+            )
+        }),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, c)| leaves_of(c, format!("{at}[{i}]"), out)),
+        _ => out.push(at),
+    }
+}
+
+// ---- checks --------------------------------------------------------------------------
+
+#[test]
+fn unpinned_fip_blocks_with_the_patch_that_pins_it() {
+    let plan = Gw::new("acme").unpinned().plan();
+    let c = check(&plan, "fip-pinned");
+    assert!(c.blocks());
+    let f = &c.findings[0];
+    assert_eq!(
+        (
+            f.object.as_str(),
+            f.path.as_str(),
+            f.seen.as_str(),
+            f.wanted.as_str()
+        ),
+        (
+            "IPsecGateway tenant-test/acme",
+            "spec.endpoint.floatingIP",
+            "<unset>",
+            "198.51.100.50"
+        )
+    );
+    assert!(f.fix.as_ref().unwrap().starts_with(r#"kubectl patch ipsecgateway acme -n tenant-test --type merge -p '{"spec":{"endpoint":{"floatingIP":"198.51.100.50"}}}'"#), "{:?}", f.fix);
+    // The plan still shows the FIP the new gateway would need, taken from status.
+    assert_eq!(
+        gw_json(&plan)["spec"]["endpoint"]["floatingIP"],
+        "198.51.100.50"
+    );
+    let row = plan
+        .fields
+        .iter()
+        .find(|r| r.from.to_string() == "status.floatingIP")
+        .unwrap();
+    assert_eq!(row.rule, Rule::Pinned);
+}
+
+#[test]
+fn empty_fip_counts_as_unpinned() {
+    let plan = Gw::new("acme")
+        .set("/spec/endpoint/floatingIP", json!(""))
+        .plan();
+    assert_eq!(check(&plan, "fip-pinned").findings[0].seen, "\"\" (empty)");
+}
+
+#[test]
+fn pinned_fip_must_equal_status() {
+    let plan = Gw::new("acme")
+        .set("/status/floatingIP", json!("198.51.100.99"))
+        .plan();
+    let f = &check(&plan, "fip-pinned").findings[0];
+    assert_eq!(
+        (f.path.as_str(), f.seen.as_str(), f.wanted.as_str()),
+        ("status.floatingIP", "198.51.100.99", "198.51.100.50")
+    );
+    let plan = Gw::new("acme")
+        .set("/spec/endpoint/floatingIP", json!("198.51.100.500"))
+        .plan();
+    assert_eq!(
+        check(&plan, "fip-pinned").findings[0].wanted,
+        "an IPv4 or IPv6 address"
+    );
+}
+
+#[test]
+fn service_cidr_must_be_present_and_a_network() {
+    let plan = Gw::new("acme").remove("/status/serviceCIDR").plan();
+    let c = check(&plan, "service-cidr");
+    assert!(c.blocks());
+    assert_eq!(c.findings[0].path, "status.serviceCIDR");
+    assert_eq!(c.findings[0].seen, "<unset>");
+    assert_eq!(check(&plan, "virtual-ips").outcome, Outcome::Skipped);
+    assert_eq!(gw_json(&plan)["spec"].get("serviceCIDR"), None);
+
+    let plan = Gw::new("acme")
+        .set("/status/serviceCIDR", json!("10.250.9.7/24"))
+        .plan();
+    let f = &check(&plan, "service-cidr").findings[0];
+    assert_eq!(
+        (f.seen.as_str(), f.wanted.as_str()),
+        ("10.250.9.7/24", "10.250.9.0/24")
+    );
+    let plan = Gw::new("acme")
+        .set("/status/serviceCIDR", json!("ten-two-fifty"))
+        .plan();
+    assert!(check(&plan, "service-cidr").blocks());
+}
+
+#[test]
+fn remote_subnets_must_be_networks_outside_the_service_cidr() {
+    let plan = Gw::new("acme")
+        .tunnels(vec![tunnel(
+            "main",
+            "203.0.113.50",
+            &[
+                "10.60.0.0/16",
+                "10.250.0.0/16",
+                "10.61.1.5/24",
+                "bogus",
+                "2001:db8:5::/48",
+            ],
+        )])
+        .plan();
+    let c = check(&plan, "remote-subnets");
+    let got: Vec<(&str, &str, &str)> = c
+        .findings
+        .iter()
+        .map(|f| (f.path.as_str(), f.seen.as_str(), f.wanted.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "spec.tunnels[0].remoteSubnets[1]",
+                "10.250.0.0/16",
+                "a network outside the serviceCIDR 10.250.9.0/24"
+            ),
+            (
+                "spec.tunnels[0].remoteSubnets[2]",
+                "10.61.1.5/24",
+                "10.61.1.0/24"
+            ),
+            (
+                "spec.tunnels[0].remoteSubnets[3]",
+                "bogus",
+                "a network in CIDR form, e.g. 10.20.0.0/16"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn peer_address_is_an_ip_or_a_dns_name() {
+    for ok in ["203.0.113.7", "2001:db8::7", "vpn.client.example"] {
+        let plan = Gw::new("acme")
+            .set("/spec/tunnels/0/peer/address", json!(ok))
+            .plan();
+        assert_eq!(check(&plan, "peer-address").outcome, Outcome::Pass, "{ok}");
+    }
+    for bad in ["203.0.113.300", "vpn client", "fw_1.example"] {
+        let plan = Gw::new("acme")
+            .set("/spec/tunnels/0/peer/address", json!(bad))
+            .plan();
+        let f = &check(&plan, "peer-address").findings[0];
+        assert_eq!(
+            (f.path.as_str(), f.seen.as_str()),
+            ("spec.tunnels[0].peer.address", bad)
+        );
+    }
+}
+
+#[test]
+fn proposals_are_checked_for_syntax_then_allowlist() {
+    let plan = Gw::new("acme")
+        .set(
+            "/spec/ike/proposals",
+            json!(["3des-sha1-modp1024", "aes256-sha256-modp2048"]),
+        )
+        .set(
+            "/spec/tunnels/0/esp/proposals",
+            json!(["aes256-foo512", "aes128-sha1"]),
+        )
+        .plan();
+    let syntax = check(&plan, "proposal-syntax");
+    assert_eq!(syntax.findings.len(), 1);
+    assert_eq!(syntax.findings[0].path, "spec.tunnels[0].esp.proposals[0]");
+    assert_eq!(
+        syntax.findings[0].message,
+        "not a valid ESP proposal: unknown algorithm keyword `foo512`"
+    );
+    let allow = check(&plan, "proposal-allowlist");
+    let paths: Vec<_> = allow
+        .findings
+        .iter()
+        .map(|f| (f.path.as_str(), f.seen.as_str()))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            ("spec.ike.proposals[0]", "3des-sha1-modp1024"),
+            ("spec.tunnels[0].esp.proposals[1]", "aes128-sha1")
+        ]
+    );
+
+    // The operator's own list replaces the default.
+    let custom = Allowlist {
+        ike: vec!["3des-sha1-modp1024".into(), "aes256-sha256-modp2048".into()],
+        esp: vec!["aes128-sha1".into()],
+    };
+    let plan = build(
+        &Gw::new("acme")
+            .set("/spec/ike/proposals", json!(["3des-sha1-modp1024"]))
+            .set("/spec/tunnels/0/esp/proposals", json!(["aes128-sha1"]))
+            .source(),
+        &custom,
+    );
+    assert_eq!(check(&plan, "proposal-allowlist").outcome, Outcome::Pass);
+}
+
+#[test]
+fn target_names_must_be_dns1123() {
+    let plan = Gw::new("acme")
+        .tunnels(vec![
+            tunnel("Main_1", "203.0.113.1", &["10.1.0.0/16"]),
+            tunnel("b", "203.0.113.2", &["10.2.0.0/16"]),
+        ])
+        .plan();
+    let c = check(&plan, "target-names");
+    assert_eq!(c.findings.len(), 1);
+    assert_eq!(
+        (c.findings[0].object.as_str(), c.findings[0].seen.as_str()),
+        ("VPNPeer tenant-test/acme-Main_1", "acme-Main_1")
+    );
+}
+
+#[test]
+fn authorization_grants_must_name_existing_exposures() {
+    let gw = Gw::new("acme").tunnels(vec![
+        tunnel("a", "203.0.113.1", &["10.1.0.0/16"]),
+        tunnel("b", "203.0.113.2", &["10.2.0.0/16"]),
+    ]);
+    let source = gw.source();
+    let mut plan = gw.plan();
+    assert_eq!(check(&plan, "authorization-grants").outcome, Outcome::Pass);
+    plan.targets.peers[1]
+        .spec
+        .authorization
+        .as_mut()
+        .unwrap()
+        .exposures
+        .push("crm".into());
+    let results = checks::run(&Inputs {
+        source: &source,
+        targets: &plan.targets,
+        fields: &plan.fields,
+        allowlist: &Allowlist::default(),
+    });
+    let c = results
+        .iter()
+        .find(|c| c.id == "authorization-grants")
+        .unwrap();
+    assert_eq!(c.findings.len(), 1);
+    assert_eq!(
+        (
+            c.findings[0].object.as_str(),
+            c.findings[0].path.as_str(),
+            c.findings[0].seen.as_str()
+        ),
+        (
+            "VPNPeer tenant-test/acme-b",
+            "spec.authorization.exposures[1]",
+            "crm"
+        )
+    );
+}
+
+#[test]
+fn virtual_ips_must_exist_agree_and_sit_inside_the_service_cidr() {
+    let plan = Gw::new("acme").set("/status/exposures", json!([])).plan();
+    let f = &check(&plan, "virtual-ips").findings[0];
+    assert_eq!(
+        (f.path.as_str(), f.seen.as_str()),
+        ("status.exposures[name=web].virtualIP", "<unset>")
+    );
+
+    let plan = Gw::new("acme")
+        .set("/status/exposures/0/virtualIP", json!("10.251.0.10"))
+        .plan();
+    assert_eq!(
+        check(&plan, "virtual-ips").findings[0].message,
+        "exposure `web`: virtual IP 10.251.0.10 is outside the serviceCIDR 10.250.9.0/24"
+    );
+
+    let plan = Gw::new("acme")
+        .set("/spec/exposures/0/virtualIP", json!("10.250.9.99"))
+        .plan();
+    let f = &check(&plan, "virtual-ips").findings[0];
+    assert_eq!(
+        (f.seen.as_str(), f.wanted.as_str()),
+        ("10.250.9.99", "10.250.9.10")
+    );
+    // The plan keeps the address clients use now, and the report says the spec value changes.
+    assert_eq!(
+        gw_json(&plan)["spec"]["exposures"][0]["virtualIP"],
+        "10.250.9.10"
+    );
+    let row = plan
+        .fields
+        .iter()
+        .find(|r| r.from.to_string() == "spec.exposures[0].virtualIP")
+        .unwrap();
+    assert_eq!(
+        (row.verdict, row.new_value.clone()),
+        (Verdict::Differs, Some(json!("10.250.9.10")))
+    );
+    assert!(check(&plan, "values-identical").blocks());
+}
+
+#[test]
+fn stale_or_unhealthy_sources_are_warnings_not_blockers() {
+    let plan = Gw::new("acme")
+        .set("/status/observedGeneration", json!(2))
+        .set(
+            "/status/conditions/1",
+            json!({"type": "Ready", "status": "False", "reason": "Reconciling"}),
+        )
+        .set("/spec/ike/version", json!(1))
+        .plan();
+    for id in ["status-current", "source-ready", "ike-version"] {
+        let c = check(&plan, id);
+        assert_eq!(
+            (c.severity, c.outcome),
+            (Severity::Warning, Outcome::Fail),
+            "{id}"
+        );
+    }
+    assert_eq!(
+        check(&plan, "source-ready").findings[0].seen,
+        "False (Reconciling)"
+    );
+    assert!(!plan.blocked);
+    assert_eq!(plan.summary.warnings, 3);
+}
+
+#[test]
+fn plan_identifies_its_source_for_drift_detection() {
+    let plan = Gw::new("acme").plan();
+    let s = serde_json::to_value(&plan.source).unwrap();
+    assert_eq!(s["uid"], "0e7c55a4-1111-4c2b-9d3e-5f6a7b8c9d0e");
+    assert_eq!(s["resourceVersion"], "1000");
+    assert_eq!(s["generation"], 3);
+    assert_eq!(s["namespace"], "tenant-test");
+    assert_eq!(
+        plan.source.spec_fingerprint,
+        vpnmig::core::plan::fingerprint(&Gw::new("acme").0["spec"])
+    );
+    let other = Gw::new("acme")
+        .set("/spec/tunnels/0/remoteSubnets", json!(["10.60.0.0/17"]))
+        .plan();
+    assert_ne!(plan.source.spec_fingerprint, other.source.spec_fingerprint);
+}
+
+#[test]
+fn exposure_targets_need_a_port() {
+    let plan = Gw::new("acme")
+        .set("/spec/exposures/0/target/port", json!(0))
+        .plan();
+    let f = &check(&plan, "exposure-targets").findings[0];
+    assert_eq!(
+        (f.path.as_str(), f.seen.as_str()),
+        ("spec.exposures[0].target.port", "0")
+    );
+    assert!(plan.blocked);
+}
