@@ -26,7 +26,7 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 invalid input, 4 blocked by checks,
 /// vpnmig: move a client's site-to-site VPN from IPsecGateway to VPNGateway + VPNPeer
 /// without changing a value the client's firewall depends on.
 #[derive(Parser, Debug)]
-#[command(name = "vpnmig", version, after_long_help = WORKFLOW, after_help = "Run `vpnmig --help` for the workflow and exit codes.")]
+#[command(name = "vpnmig", version, max_term_width = 100, after_long_help = WORKFLOW, after_help = "Run `vpnmig --help` for the workflow and exit codes.")]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

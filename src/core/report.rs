@@ -281,18 +281,7 @@ const SERVER_METADATA: &[&str] = &[
 
 /// Build the field report for `raw` (the verbatim source object) against `targets`.
 pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<FieldRow> {
-    let docs: Vec<(String, Value)> = std::iter::once(label(
-        "VPNGateway",
-        &targets.gateway.metadata.name,
-        &targets.gateway,
-    ))
-    .chain(
-        targets
-            .peers
-            .iter()
-            .map(|p| label("VPNPeer", &p.metadata.name, p)),
-    )
-    .collect();
+    let docs = targets.objects();
     let peers = targets.peers.len();
     let expand = |dest: Dest| -> Vec<usize> {
         match dest {
@@ -585,11 +574,6 @@ pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<F
         }
     }
     rows
-}
-
-fn label<T: Serialize>(kind: &str, name: &Option<String>, obj: &T) -> (String, Value) {
-    let v = serde_json::to_value(obj).expect("targets serialize to JSON");
-    (format!("{kind}/{}", name.as_deref().unwrap_or_default()), v)
 }
 
 fn is_empty_container(v: &Value) -> bool {

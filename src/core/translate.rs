@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
+use serde_json::Value;
 
 use crate::core::model::{
     Authorization, GatewayIke, GatewayIpsec, IPsecGateway, LocalObjectRef, PeerEsp, PeerIpsec,
@@ -28,6 +29,26 @@ pub struct Targets {
     pub gateway: VPNGateway,
     /// One per `spec.tunnels[]` entry, in the same order.
     pub peers: Vec<VPNPeer>,
+}
+
+impl Targets {
+    /// The VPNGateway then every VPNPeer, each as `(Kind/name, JSON value)`: the form the
+    /// field report reads values back from and the renderers print.
+    pub fn objects(&self) -> Vec<(String, Value)> {
+        let gw = &self.gateway;
+        std::iter::once(labelled("VPNGateway", &gw.metadata.name, gw))
+            .chain(
+                self.peers
+                    .iter()
+                    .map(|p| labelled("VPNPeer", &p.metadata.name, p)),
+            )
+            .collect()
+    }
+}
+
+fn labelled<T: Serialize>(kind: &str, name: &Option<String>, obj: &T) -> (String, Value) {
+    let v = serde_json::to_value(obj).expect("targets serialize to JSON");
+    (format!("{kind}/{}", name.as_deref().unwrap_or_default()), v)
 }
 
 /// Name of the VPNPeer for tunnel `tunnel` (DESIGN.md §3): the gateway's own name for a

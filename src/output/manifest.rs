@@ -18,20 +18,7 @@ pub fn to_yaml_stream<T: Serialize>(objs: &[T]) -> String {
 
 /// The plan's targets: the VPNGateway then every VPNPeer, as `(Kind/name, object)`.
 pub fn targets(plan: &Plan) -> Vec<(String, Value)> {
-    let gw = &plan.targets.gateway;
-    std::iter::once(labelled("VPNGateway", &gw.metadata.name, gw))
-        .chain(
-            plan.targets
-                .peers
-                .iter()
-                .map(|p| labelled("VPNPeer", &p.metadata.name, p)),
-        )
-        .collect()
-}
-
-fn labelled<T: Serialize>(kind: &str, name: &Option<String>, obj: &T) -> (String, Value) {
-    let v = serde_json::to_value(obj).expect("manifests serialize to JSON");
-    (format!("{kind}/{}", name.as_deref().unwrap_or_default()), v)
+    plan.targets.objects()
 }
 
 /// `Kind/name` of any object value.

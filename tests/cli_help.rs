@@ -1,0 +1,42 @@
+//! The help text teaches the workflow, and the exit-code table in docs matches src/exit.rs.
+
+mod common;
+
+use common::{root, vpnmig};
+
+#[test]
+fn top_level_help_teaches_the_workflow() {
+    let r = vpnmig(&["--help"], None);
+    assert_eq!(r.code, 0);
+    insta::assert_snapshot!(r.stdout);
+}
+
+#[test]
+fn plan_help_has_examples_and_exit_codes() {
+    let r = vpnmig(&["plan", "--help"], None);
+    assert_eq!(r.code, 0);
+    insta::assert_snapshot!(r.stdout);
+}
+
+#[test]
+fn docs_exit_codes_match_the_code() {
+    let doc = std::fs::read_to_string(root().join("docs/exit-codes.md")).unwrap();
+    let rows: Vec<(i32, String)> = doc
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            Some((cells.get(1)?.parse().ok()?, cells.get(2)?.to_string()))
+        })
+        .collect();
+    let code: Vec<(i32, String)> = vpnmig::exit::ALL
+        .iter()
+        .map(|(c, n)| (*c, n.to_string()))
+        .collect();
+    assert_eq!(rows, code);
+}
+
+#[test]
+fn version_prints_the_crate_version() {
+    let r = vpnmig(&["--version"], None);
+    assert_eq!(r.stdout, format!("vpnmig {}\n", env!("CARGO_PKG_VERSION")));
+}
