@@ -1,0 +1,10 @@
+//! vpnmig-sandbox: an in-memory Kubernetes API server on 127.0.0.1 with a simulated
+//! gateway operator (DESIGN.md §2 and §6). vpnmig's end-to-end tests start it in-process
+//! on port 0; `vpnmig-sandbox --scenario FILE` serves it for rehearsing a cutover.
+
+pub mod operator;
+pub mod resources;
+pub mod selector;
+pub mod status;
+pub mod store;
+pub mod validate;

@@ -1,0 +1,691 @@
+//! The object store: every object as JSON, one global resourceVersion counter, an event
+//! log that watches replay from, and the server-side semantics that live with the data —
+//! uid/generation/timestamps, optimistic concurrency, status subresources, finalizers and
+//! deletionTimestamp, ownerReference garbage collection, server-side apply, CRDs that
+//! start and stop serving their kinds.
+//!
+//! One mutex guards it all: the emulator favours being obviously right over parallelism.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+
+use crate::resources::{Gvr, ResourceType, builtins};
+use crate::status::{ApiError, Cause};
+use crate::validate;
+
+/// How many events the log keeps for watches that resume from a resourceVersion.
+const LOG_CAPACITY: usize = 200_000;
+
+/// A change, as watch streams it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub rv: u64,
+    pub gvr: Gvr,
+    pub kind: EventKind,
+    pub object: Value,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::Added => "ADDED",
+            EventKind::Modified => "MODIFIED",
+            EventKind::Deleted => "DELETED",
+        }
+    }
+}
+
+/// Options of a write.
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`: everything but persisting.
+    pub dry_run: bool,
+    /// `fieldValidation=Strict`: unknown fields are an error instead of pruned.
+    pub strict: bool,
+    /// Keep `status` on create (scenario loading: objects arrive as exported).
+    pub keep_status: bool,
+}
+
+/// `propagationPolicy` of a delete.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Propagation {
+    #[default]
+    Background,
+    Foreground,
+    Orphan,
+}
+
+/// Options of a delete.
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOptions {
+    pub dry_run: bool,
+    pub propagation: Propagation,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+}
+
+/// What a delete did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Deleted {
+    /// Finalizers remain: the object now has a deletionTimestamp.
+    Pending(Value),
+    /// The object is gone; its last state.
+    Gone(Value),
+}
+
+type Key = (Gvr, String, String);
+
+struct State {
+    types: BTreeMap<Gvr, ResourceType>,
+    objects: BTreeMap<Key, Value>,
+    rv: u64,
+    log: VecDeque<Event>,
+    /// Server-side apply: the last configuration each manager applied, per object uid.
+    applied: HashMap<(String, String), Value>,
+}
+
+/// The store. Cheap to share: `Arc<Store>`.
+pub struct Store {
+    state: Mutex<State>,
+    notify: watch::Sender<u64>,
+}
+
+fn now() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str)
+}
+
+fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    obj["metadata"].as_object_mut().expect("metadata is an object")
+}
+
+fn finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+/// Everything but metadata and status: what bumps `metadata.generation`.
+fn spec_part(obj: &Value) -> Value {
+    let mut v = obj.clone();
+    if let Some(o) = v.as_object_mut() {
+        for k in ["metadata", "status", "apiVersion", "kind"] {
+            o.remove(k);
+        }
+    }
+    v
+}
+
+impl Store {
+    /// A store serving the built-in resources and nothing else.
+    pub fn new() -> Arc<Store> {
+        let types = builtins().into_iter().map(|t| (t.gvr(), t)).collect();
+        let (notify, _) = watch::channel(1);
+        Arc::new(Store {
+            state: Mutex::new(State { types, objects: BTreeMap::new(), rv: 1, log: VecDeque::new(), applied: HashMap::new() }),
+            notify,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    // ---- resource types ------------------------------------------------------------
+
+    /// Every served resource type.
+    pub fn types(&self) -> Vec<ResourceType> {
+        self.lock().types.values().cloned().collect()
+    }
+
+    /// The type served at `group/version/plural`.
+    pub fn resource(&self, group: &str, version: &str, plural: &str) -> Option<ResourceType> {
+        self.lock().types.get(&Gvr::new(group, version, plural)).cloned()
+    }
+
+    /// The type of `apiVersion` + `kind`.
+    pub fn resource_for_kind(&self, api_version: &str, kind: &str) -> Option<ResourceType> {
+        self.lock().types.values().find(|t| t.api_version() == api_version && t.kind == kind).cloned()
+    }
+
+    // ---- reads ---------------------------------------------------------------------
+
+    /// The current resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.lock().rv
+    }
+
+    pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let st = self.lock();
+        st.objects.get(&key(rt, ns, name)).cloned().ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))
+    }
+
+    /// Objects of a type, in one namespace (`Some`) or all (`None`), sorted by
+    /// namespace and name, with the resourceVersion they were read at.
+    pub fn list(&self, rt: &ResourceType, ns: Option<&str>) -> (Vec<Value>, u64) {
+        let st = self.lock();
+        let items = st
+            .objects
+            .iter()
+            .filter(|((g, n, _), _)| *g == rt.gvr() && ns.is_none_or(|ns| n == ns))
+            .map(|(_, v)| v.clone())
+            .collect();
+        (items, st.rv)
+    }
+
+    /// Events after `rv`, oldest first. `410 Expired` when the log no longer reaches back.
+    pub fn events_after(&self, rv: u64) -> Result<Vec<Event>, ApiError> {
+        let st = self.lock();
+        if let Some(first) = st.log.front() {
+            if rv + 1 < first.rv {
+                return Err(ApiError::gone(format!("too old resource version: {rv} ({})", first.rv - 1)));
+            }
+        }
+        let start = st.log.partition_point(|e| e.rv <= rv);
+        Ok(st.log.iter().skip(start).cloned().collect())
+    }
+
+    /// A receiver that changes whenever the resourceVersion does.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.notify.subscribe()
+    }
+
+    // ---- writes --------------------------------------------------------------------
+
+    /// Create an object (POST).
+    pub fn create(&self, rt: &ResourceType, ns: &str, mut obj: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
+        let mut st = self.lock();
+        let name = match (meta_str(&obj, "name"), meta_str(&obj, "generateName")) {
+            (Some(n), _) if !n.is_empty() => n.to_string(),
+            (_, Some(prefix)) => format!("{prefix}{}", &uuid::Uuid::new_v4().simple().to_string()[..5]),
+            _ => {
+                return Err(ApiError::invalid(&rt.kind, &rt.group, "", vec![Cause { reason: "FieldValueRequired", message: "Required value: name or generateName is required".into(), field: "metadata.name".into() }]));
+            }
+        };
+        if rt.namespaced {
+            if let Some(obj_ns) = meta_str(&obj, "namespace").filter(|n| !n.is_empty() && *n != ns) {
+                return Err(ApiError::bad_request(format!("the namespace of the provided object ({obj_ns}) does not match the namespace sent on the request ({ns})")));
+            }
+            let ns_type = Gvr::new("", "v1", "namespaces");
+            if !st.objects.contains_key(&(ns_type, String::new(), ns.to_string())) {
+                return Err(ApiError::not_found("namespaces", "", ns));
+            }
+        }
+        let k = key(rt, ns, &name);
+        if st.objects.contains_key(&k) {
+            return Err(ApiError::already_exists(&rt.plural, &rt.group, &name));
+        }
+        obj["apiVersion"] = json!(rt.api_version());
+        obj["kind"] = json!(rt.kind);
+        if rt.status_subresource && !opts.keep_status {
+            if let Some(o) = obj.as_object_mut() {
+                o.remove("status");
+            }
+        }
+        {
+            let m = meta_mut(&mut obj);
+            m.insert("name".into(), json!(name));
+            if rt.namespaced {
+                m.insert("namespace".into(), json!(ns));
+            } else {
+                m.remove("namespace");
+            }
+            m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            m.insert("creationTimestamp".into(), json!(now()));
+            m.insert("generation".into(), json!(1));
+            for k in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"] {
+                m.remove(k);
+            }
+        }
+        check_schema(rt, &mut obj, &name, opts.strict)?;
+        defaults(rt, &mut obj);
+        if opts.dry_run {
+            obj["metadata"]["resourceVersion"] = json!("");
+            return Ok(obj);
+        }
+        let created = commit(&mut st, &self.notify, &k, Some(obj), EventKind::Added);
+        if rt.gvr() == crd_gvr() {
+            serve_crd(&mut st, &self.notify, &created);
+        }
+        Ok(st.objects.get(&k).cloned().unwrap_or(created))
+    }
+
+    /// Replace an object (PUT), on the main resource or its status.
+    pub fn update(&self, rt: &ResourceType, ns: &str, name: &str, obj: Value, status: bool, opts: &WriteOptions) -> Result<Value, ApiError> {
+        let mut st = self.lock();
+        let current = st.objects.get(&key(rt, ns, name)).cloned().ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
+        if let Some(rv) = meta_str(&obj, "resourceVersion").filter(|r| !r.is_empty()) {
+            if Some(rv) != meta_str(&current, "resourceVersion") {
+                return Err(ApiError::conflict(&rt.plural, &rt.group, name, "the object has been modified; please apply your changes to the latest version and try again"));
+            }
+        }
+        if let Some(n) = meta_str(&obj, "name").filter(|n| *n != name) {
+            return Err(ApiError::bad_request(format!("the name of the object ({n}) does not match the name on the URL ({name})")));
+        }
+        write(&mut st, &self.notify, rt, ns, name, &current, obj, status, opts)
+    }
+
+    /// Read-modify-write under the lock: `f` maps the current object to the new one.
+    /// What `PATCH` and the simulated operator use; never conflicts.
+    pub fn modify(&self, rt: &ResourceType, ns: &str, name: &str, status: bool, opts: &WriteOptions, f: impl FnOnce(&Value) -> Result<Value, ApiError>) -> Result<Value, ApiError> {
+        let mut st = self.lock();
+        let current = st.objects.get(&key(rt, ns, name)).cloned().ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
+        let mut new = f(&current)?;
+        if let Some(rv) = meta_str(&new, "resourceVersion").filter(|r| !r.is_empty()) {
+            if Some(rv) != meta_str(&current, "resourceVersion") {
+                return Err(ApiError::conflict(&rt.plural, &rt.group, name, "the object has been modified; please apply your changes to the latest version and try again"));
+            }
+        }
+        meta_mut(&mut new).insert("resourceVersion".into(), json!(meta_str(&current, "resourceVersion").unwrap_or_default()));
+        write(&mut st, &self.notify, rt, ns, name, &current, new, status, opts)
+    }
+
+    /// Delete an object: mark it (finalizers) or remove it and collect its dependents.
+    pub fn delete(&self, rt: &ResourceType, ns: &str, name: &str, opts: &DeleteOptions) -> Result<Deleted, ApiError> {
+        let mut st = self.lock();
+        let k = key(rt, ns, name);
+        let current = st.objects.get(&k).cloned().ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
+        if let Some(uid) = &opts.precondition_uid {
+            let have = meta_str(&current, "uid").unwrap_or_default();
+            if uid != have {
+                return Err(ApiError::conflict(&rt.plural, &rt.group, name, &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {have}")));
+            }
+        }
+        if let Some(rv) = &opts.precondition_rv {
+            let have = meta_str(&current, "resourceVersion").unwrap_or_default();
+            if rv != have {
+                return Err(ApiError::conflict(&rt.plural, &rt.group, name, &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {have}")));
+            }
+        }
+        if !finalizers(&current).is_empty() {
+            if current.pointer("/metadata/deletionTimestamp").is_some() || opts.dry_run {
+                return Ok(Deleted::Pending(current));
+            }
+            let mut marked = current.clone();
+            let m = meta_mut(&mut marked);
+            m.insert("deletionTimestamp".into(), json!(now()));
+            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+            let marked = commit(&mut st, &self.notify, &k, Some(marked), EventKind::Modified);
+            return Ok(Deleted::Pending(marked));
+        }
+        if opts.dry_run {
+            return Ok(Deleted::Gone(current));
+        }
+        remove(&mut st, &self.notify, &k, opts.propagation);
+        Ok(Deleted::Gone(current))
+    }
+
+    /// Server-side apply (`application/apply-patch+yaml`): create or merge `applied` as
+    /// `manager`'s configuration, removing what that manager applied before and no longer
+    /// does; a field another manager applied with another value is a conflict unless
+    /// `force`. Lists are atomic.
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply(&self, rt: &ResourceType, ns: &str, name: &str, applied: Value, manager: &str, force: bool, status: bool, opts: &WriteOptions) -> Result<Value, ApiError> {
+        let current = { self.lock().objects.get(&key(rt, ns, name)).cloned() };
+        let Some(current) = current else {
+            if status {
+                return Err(ApiError::not_found(&rt.plural, &rt.group, name));
+            }
+            let mut obj = applied.clone();
+            meta_mut(&mut obj).insert("name".into(), json!(name));
+            let created = self.create(rt, ns, obj, opts)?;
+            if opts.dry_run {
+                return Ok(created);
+            }
+            let uid = meta_str(&created, "uid").unwrap_or_default().to_string();
+            let mut st = self.lock();
+            st.applied.insert((uid, manager.to_string()), applied.clone());
+            return set_managed_fields(&mut st, &self.notify, rt, ns, name);
+        };
+        let mut st = self.lock();
+        let uid = meta_str(&current, "uid").unwrap_or_default().to_string();
+        let mine = leaves(&applied);
+        let mut conflicts = Vec::new();
+        for ((u, m), cfg) in st.applied.iter() {
+            if *u != uid || m == manager {
+                continue;
+            }
+            for (path, v) in leaves(cfg) {
+                if mine.get(&path).is_some_and(|mv| *mv != v) && !path.starts_with(".metadata.name") {
+                    conflicts.push((m.clone(), path));
+                }
+            }
+        }
+        if !conflicts.is_empty() && !force {
+            let causes: Vec<Cause> = conflicts.iter().map(|(m, p)| Cause { reason: "FieldManagerConflict", message: format!("conflict with \"{m}\""), field: p.clone() }).collect();
+            let list = conflicts.iter().map(|(m, p)| format!("conflict with \"{m}\": {p}")).collect::<Vec<_>>().join("\n- ");
+            let mut e = ApiError::new(409, "Conflict", format!("Apply failed with {} conflict{}: {list}", conflicts.len(), if conflicts.len() == 1 { "" } else { "s" }));
+            e.causes = causes;
+            return Err(e);
+        }
+        if !opts.dry_run {
+            for (m, path) in &conflicts {
+                if let Some(cfg) = st.applied.get_mut(&(uid.clone(), m.clone())) {
+                    remove_path(cfg, path);
+                }
+            }
+        }
+        let previous = st.applied.get(&(uid.clone(), manager.to_string())).map(leaves).unwrap_or_default();
+        let others: HashSet<String> = st.applied.iter().filter(|((u, m), _)| *u == uid && m != manager).flat_map(|(_, c)| leaves(c).into_keys()).collect();
+        let mut new = current.clone();
+        for path in previous.keys().filter(|p| !mine.contains_key(*p) && !others.contains(*p)) {
+            remove_path(&mut new, path);
+        }
+        merge(&mut new, &applied);
+        let result = write(&mut st, &self.notify, rt, ns, name, &current, new, status, opts)?;
+        if opts.dry_run {
+            return Ok(result);
+        }
+        st.applied.insert((uid, manager.to_string()), applied);
+        set_managed_fields(&mut st, &self.notify, rt, ns, name)
+    }
+}
+
+fn crd_gvr() -> Gvr {
+    Gvr::new("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+}
+
+fn key(rt: &ResourceType, ns: &str, name: &str) -> Key {
+    (rt.gvr(), if rt.namespaced { ns.to_string() } else { String::new() }, name.to_string())
+}
+
+fn check_schema(rt: &ResourceType, obj: &mut Value, name: &str, strict: bool) -> Result<(), ApiError> {
+    let Some(schema) = &rt.schema else { return Ok(()) };
+    let report = validate::validate(schema, obj);
+    if strict && !report.unknown.is_empty() {
+        let list = report.unknown.iter().map(|p| format!("unknown field \"{p}\"")).collect::<Vec<_>>().join(", ");
+        return Err(ApiError::bad_request(format!("{}.{} \"{name}\" is invalid: strict decoding error: {list}", rt.kind, rt.group)));
+    }
+    if !report.causes.is_empty() {
+        return Err(ApiError::invalid(&rt.kind, &rt.group, name, report.causes));
+    }
+    Ok(())
+}
+
+/// Server defaults that clients rely on.
+fn defaults(rt: &ResourceType, obj: &mut Value) {
+    if rt.gvr() == Gvr::new("", "v1", "namespaces") && obj.pointer("/status/phase").is_none() {
+        obj["status"] = json!({"phase": "Active"});
+    }
+}
+
+/// Shared tail of update, modify and apply: status vs main resource, generation,
+/// validation, finalization.
+#[allow(clippy::too_many_arguments)]
+fn write(st: &mut State, notify: &watch::Sender<u64>, rt: &ResourceType, ns: &str, name: &str, current: &Value, mut new: Value, status: bool, opts: &WriteOptions) -> Result<Value, ApiError> {
+    let k = key(rt, ns, name);
+    if status {
+        // Only status changes through /status.
+        let mut merged = current.clone();
+        match new.get("status") {
+            Some(s) => merged["status"] = s.clone(),
+            None => {
+                if let Some(o) = merged.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+        new = merged;
+    } else {
+        if rt.status_subresource {
+            match current.get("status") {
+                Some(s) => new["status"] = s.clone(),
+                None => {
+                    if let Some(o) = new.as_object_mut() {
+                        o.remove("status");
+                    }
+                }
+            }
+        }
+        let m = meta_mut(&mut new);
+        for (field, keep) in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"].map(|f| (f, current["metadata"].get(f).cloned())) {
+            match keep {
+                Some(v) => m.insert(field.into(), v),
+                None => m.remove(field),
+            };
+        }
+        if current.pointer("/metadata/deletionTimestamp").is_some() {
+            // Finalizers may only be removed once deletion started.
+            let before: HashSet<String> = finalizers(current).into_iter().collect();
+            let after: Vec<String> = finalizers(&new);
+            if after.iter().any(|f| !before.contains(f)) {
+                return Err(ApiError::invalid(&rt.kind, &rt.group, name, vec![Cause { reason: "FieldValueForbidden", message: "Forbidden: no new finalizers can be added if the object is being deleted".into(), field: "metadata.finalizers".into() }]));
+            }
+        }
+    }
+    new["apiVersion"] = json!(rt.api_version());
+    new["kind"] = json!(rt.kind);
+    {
+        let m = meta_mut(&mut new);
+        m.insert("name".into(), json!(name));
+        if rt.namespaced {
+            m.insert("namespace".into(), json!(ns));
+        }
+    }
+    if !status {
+        check_schema(rt, &mut new, name, opts.strict)?;
+        if spec_part(&new) != spec_part(current) {
+            let g = current.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+            new["metadata"]["generation"] = json!(g + 1);
+        }
+    }
+    if opts.dry_run {
+        return Ok(new);
+    }
+    if new == *current {
+        return Ok(new);
+    }
+    if new.pointer("/metadata/deletionTimestamp").is_some() && finalizers(&new).is_empty() {
+        let last = commit(st, notify, &k, Some(new), EventKind::Modified);
+        remove(st, notify, &k, Propagation::Background);
+        return Ok(last);
+    }
+    let result = commit(st, notify, &k, Some(new), EventKind::Modified);
+    if rt.gvr() == crd_gvr() {
+        serve_crd(st, notify, &result);
+    }
+    Ok(st.objects.get(&k).cloned().unwrap_or(result))
+}
+
+/// Persist (or remove) and log one change; returns the stored object.
+fn commit(st: &mut State, notify: &watch::Sender<u64>, k: &Key, obj: Option<Value>, kind: EventKind) -> Value {
+    st.rv += 1;
+    let rv = st.rv;
+    let stored = match obj {
+        Some(mut o) => {
+            meta_mut(&mut o).insert("resourceVersion".into(), json!(rv.to_string()));
+            st.objects.insert(k.clone(), o.clone());
+            o
+        }
+        None => {
+            let mut o = st.objects.remove(k).unwrap_or(Value::Null);
+            if o.is_object() {
+                meta_mut(&mut o).insert("resourceVersion".into(), json!(rv.to_string()));
+            }
+            o
+        }
+    };
+    st.log.push_back(Event { rv, gvr: k.0.clone(), kind, object: stored.clone() });
+    while st.log.len() > LOG_CAPACITY {
+        st.log.pop_front();
+    }
+    notify.send_replace(rv);
+    stored
+}
+
+/// Remove an object for good and collect what it owned.
+fn remove(st: &mut State, notify: &watch::Sender<u64>, k: &Key, propagation: Propagation) {
+    let Some(obj) = st.objects.get(k).cloned() else { return };
+    commit(st, notify, k, None, EventKind::Deleted);
+    let uid = meta_str(&obj, "uid").unwrap_or_default().to_string();
+    st.applied.retain(|(u, _), _| *u != uid);
+    if k.0 == crd_gvr() {
+        unserve_crd(st, notify, &obj);
+    }
+    if k.0 == Gvr::new("", "v1", "namespaces") {
+        let inside: Vec<Key> = st.objects.keys().filter(|(_, ns, _)| *ns == k.2).cloned().collect();
+        for d in inside {
+            remove(st, notify, &d, Propagation::Background);
+        }
+    }
+    let dependents: Vec<Key> = st
+        .objects
+        .iter()
+        .filter(|(_, v)| v.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| refs.iter().any(|r| r.get("uid").and_then(Value::as_str) == Some(uid.as_str()))))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for d in dependents {
+        let mut dep = st.objects[&d].clone();
+        if propagation == Propagation::Orphan {
+            if let Some(refs) = dep.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) {
+                refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
+            }
+            commit(st, notify, &d, Some(dep), EventKind::Modified);
+        } else if finalizers(&dep).is_empty() {
+            remove(st, notify, &d, Propagation::Background);
+        } else if dep.pointer("/metadata/deletionTimestamp").is_none() {
+            meta_mut(&mut dep).insert("deletionTimestamp".into(), json!(now()));
+            commit(st, notify, &d, Some(dep), EventKind::Modified);
+        }
+    }
+}
+
+/// A CRD was created or changed: serve its kind and mark it Established.
+fn serve_crd(st: &mut State, notify: &watch::Sender<u64>, crd: &Value) {
+    let Some(rt) = ResourceType::from_crd(crd) else { return };
+    st.types.insert(rt.gvr(), rt.clone());
+    let established = crd.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|c| c.iter().any(|c| c["type"] == "Established"));
+    if !established {
+        let mut c = crd.clone();
+        let t = now();
+        c["status"] = json!({
+            "acceptedNames": {"kind": rt.kind, "plural": rt.plural, "singular": rt.singular, "listKind": format!("{}List", rt.kind), "shortNames": rt.short_names},
+            "conditions": [
+                {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": t},
+                {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": t}
+            ],
+            "storedVersions": [rt.version]
+        });
+        let name = meta_str(crd, "name").unwrap_or_default().to_string();
+        commit(st, notify, &(crd_gvr(), String::new(), name), Some(c), EventKind::Modified);
+    }
+}
+
+/// A CRD was deleted: its objects go with it and its kind is no longer served.
+fn unserve_crd(st: &mut State, notify: &watch::Sender<u64>, crd: &Value) {
+    let Some(rt) = ResourceType::from_crd(crd) else { return };
+    let gvr = rt.gvr();
+    let objs: Vec<Key> = st.objects.keys().filter(|(g, _, _)| *g == gvr).cloned().collect();
+    for k in objs {
+        commit(st, notify, &k, None, EventKind::Deleted);
+    }
+    st.types.remove(&gvr);
+}
+
+/// Rewrite `metadata.managedFields` from the applied configurations.
+fn set_managed_fields(st: &mut State, notify: &watch::Sender<u64>, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
+    let k = key(rt, ns, name);
+    let mut obj = st.objects.get(&k).cloned().ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
+    let uid = meta_str(&obj, "uid").unwrap_or_default().to_string();
+    let mut entries: Vec<Value> = st
+        .applied
+        .iter()
+        .filter(|((u, _), _)| *u == uid)
+        .map(|((_, m), cfg)| json!({"manager": m, "operation": "Apply", "apiVersion": rt.api_version(), "time": now(), "fieldsType": "FieldsV1", "fieldsV1": fields_v1(cfg)}))
+        .collect();
+    entries.sort_by(|a, b| a["manager"].as_str().cmp(&b["manager"].as_str()));
+    if obj["metadata"]["managedFields"] == json!(entries) {
+        return Ok(obj);
+    }
+    meta_mut(&mut obj).insert("managedFields".into(), json!(entries));
+    Ok(commit(st, notify, &k, Some(obj), EventKind::Modified))
+}
+
+/// The `FieldsV1` form of a configuration: `{"f:spec": {"f:x": {}}}`.
+fn fields_v1(cfg: &Value) -> Value {
+    match cfg {
+        Value::Object(m) => {
+            let mut out = Map::new();
+            for (k, v) in m {
+                if matches!(k.as_str(), "apiVersion" | "kind") {
+                    continue;
+                }
+                let inner = if v.is_object() { fields_v1(v) } else { json!({}) };
+                out.insert(format!("f:{k}"), inner);
+            }
+            Value::Object(out)
+        }
+        _ => json!({}),
+    }
+}
+
+/// Leaves of a configuration as `.a.b` paths (lists are atomic leaves).
+fn leaves(cfg: &Value) -> BTreeMap<String, Value> {
+    fn walk(v: &Value, at: String, out: &mut BTreeMap<String, Value>) {
+        match v {
+            Value::Object(m) if !m.is_empty() => {
+                for (k, c) in m {
+                    if at.is_empty() && matches!(k.as_str(), "apiVersion" | "kind") {
+                        continue;
+                    }
+                    walk(c, format!("{at}.{k}"), out);
+                }
+            }
+            _ => {
+                out.insert(at, v.clone());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(cfg, String::new(), &mut out);
+    out
+}
+
+fn remove_path(v: &mut Value, path: &str) {
+    let parts: Vec<&str> = path.trim_start_matches('.').split('.').collect();
+    let (last, parents) = parts.split_last().expect("paths are not empty");
+    let mut cur = v;
+    for p in parents {
+        match cur.get_mut(*p) {
+            Some(next) => cur = next,
+            None => return,
+        }
+    }
+    if let Some(o) = cur.as_object_mut() {
+        o.remove(*last);
+    }
+}
+
+/// Deep-merge `patch` into `base`: objects merge, everything else replaces.
+fn merge(base: &mut Value, patch: &Value) {
+    match (base, patch) {
+        (Value::Object(b), Value::Object(p)) => {
+            for (k, v) in p {
+                match b.get_mut(k) {
+                    Some(existing) if existing.is_object() && v.is_object() => merge(existing, v),
+                    _ => {
+                        b.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (b, p) => *b = p.clone(),
+    }
+}

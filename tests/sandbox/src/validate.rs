@@ -1,0 +1,172 @@
+//! Validation and pruning of custom resources against their CRD's `openAPIV3Schema`, as
+//! the real API server does it for structural schemas: types, `required`, `enum`,
+//! `minItems`; unknown fields are pruned (and reported, for `fieldValidation=Strict`).
+
+use serde_json::Value;
+
+use crate::status::Cause;
+
+/// What validation found.
+#[derive(Debug, Default, PartialEq)]
+pub struct Report {
+    pub causes: Vec<Cause>,
+    /// Paths of fields not in the schema, which were pruned.
+    pub unknown: Vec<String>,
+}
+
+/// Validate `obj` (a whole object) against `schema` and prune unknown fields in place.
+pub fn validate(schema: &Value, obj: &mut Value) -> Report {
+    let mut report = Report::default();
+    if let Some(map) = obj.as_object_mut() {
+        for (k, v) in map.iter_mut() {
+            if matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                continue;
+            }
+            match schema.pointer(&format!("/properties/{k}")) {
+                Some(s) => walk(s, v, k, &mut report),
+                None if preserves(schema) => {}
+                None => report.unknown.push(k.clone()),
+            }
+        }
+        let unknown_top: Vec<String> = report.unknown.iter().filter(|p| !p.contains(['.', '['])).cloned().collect();
+        for k in unknown_top {
+            map.remove(&k);
+        }
+    }
+    if let Some(required) = schema.get("required").and_then(Value::as_array) {
+        for r in required.iter().filter_map(Value::as_str) {
+            if obj.get(r).is_none() {
+                report.causes.push(Cause { reason: "FieldValueRequired", message: "Required value".into(), field: r.into() });
+            }
+        }
+    }
+    report
+}
+
+fn preserves(schema: &Value) -> bool {
+    schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true)
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn walk(schema: &Value, v: &mut Value, path: &str, report: &mut Report) {
+    if v.is_null() && schema.get("nullable").and_then(Value::as_bool) == Some(true) {
+        return;
+    }
+    if let Some(want) = schema.get("type").and_then(Value::as_str) {
+        let got = type_name(v);
+        let ok = got == want || (want == "number" && got == "integer");
+        if !ok {
+            report.causes.push(Cause {
+                reason: "FieldValueTypeInvalid",
+                message: format!("Invalid value: \"{got}\": {path} in body must be of type {want}: \"{got}\""),
+                field: path.into(),
+            });
+            return;
+        }
+    }
+    if let Some(options) = schema.get("enum").and_then(Value::as_array) {
+        if !options.contains(v) {
+            let supported = options.iter().filter(|o| !o.is_null()).map(|o| o.to_string()).collect::<Vec<_>>().join(", ");
+            report.causes.push(Cause {
+                reason: "FieldValueNotSupported",
+                message: format!("Unsupported value: {v}: supported values: {supported}"),
+                field: path.into(),
+            });
+        }
+    }
+    match v {
+        Value::Object(map) => {
+            if let Some(required) = schema.get("required").and_then(Value::as_array) {
+                for r in required.iter().filter_map(Value::as_str) {
+                    if !map.contains_key(r) {
+                        report.causes.push(Cause { reason: "FieldValueRequired", message: "Required value".into(), field: format!("{path}.{r}") });
+                    }
+                }
+            }
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+            let mut prune = Vec::new();
+            for (k, child) in map.iter_mut() {
+                let child_path = format!("{path}.{k}");
+                match (props.and_then(|p| p.get(k)), additional) {
+                    (Some(s), _) | (None, Some(s)) => walk(s, child, &child_path, report),
+                    (None, None) if preserves(schema) || (props.is_none() && schema.get("type").is_none()) => {}
+                    (None, None) => {
+                        report.unknown.push(child_path);
+                        prune.push(k.clone());
+                    }
+                }
+            }
+            for k in prune {
+                map.remove(&k);
+            }
+        }
+        Value::Array(items) => {
+            if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
+                if (items.len() as u64) < min {
+                    report.causes.push(Cause {
+                        reason: "FieldValueInvalid",
+                        message: format!("Invalid value: {}: {path} in body should have at least {min} items", items.len()),
+                        field: path.into(),
+                    });
+                }
+            }
+            if let Some(s) = schema.get("items") {
+                for (i, item) in items.iter_mut().enumerate() {
+                    walk(s, item, &format!("{path}[{i}]"), report);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Value {
+        json!({"type": "object", "required": ["spec"], "properties": {
+            "spec": {"type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string"},
+                "port": {"type": "integer"},
+                "mode": {"type": "string", "enum": ["a", "b"], "nullable": true},
+                "list": {"type": "array", "minItems": 1, "items": {"type": "string"}}
+            }},
+            "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+        }})
+    }
+
+    #[test]
+    fn types_required_enum_and_min_items() {
+        let mut o = json!({"spec": {"port": "80", "mode": "c", "list": []}});
+        let r = validate(&schema(), &mut o);
+        let fields: Vec<(&str, &str)> = r.causes.iter().map(|c| (c.field.as_str(), c.reason)).collect();
+        assert_eq!(
+            fields,
+            [("spec.name", "FieldValueRequired"), ("spec.port", "FieldValueTypeInvalid"), ("spec.mode", "FieldValueNotSupported"), ("spec.list", "FieldValueInvalid")]
+        );
+        assert_eq!(r.causes[1].message, "Invalid value: \"string\": spec.port in body must be of type integer: \"string\"");
+    }
+
+    #[test]
+    fn unknown_fields_are_pruned_and_reported() {
+        let mut o = json!({"spec": {"name": "x", "extra": 1}, "status": {"anything": true}, "other": 2});
+        let r = validate(&schema(), &mut o);
+        assert!(r.causes.is_empty());
+        assert_eq!(r.unknown, ["spec.extra", "other"]);
+        assert_eq!(o, json!({"spec": {"name": "x"}, "status": {"anything": true}}));
+    }
+}
