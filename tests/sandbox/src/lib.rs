@@ -2,9 +2,16 @@
 //! gateway operator (DESIGN.md §2 and §6). vpnmig's end-to-end tests start it in-process
 //! on port 0; `vpnmig-sandbox --scenario FILE` serves it for rehearsing a cutover.
 
+pub mod api;
+pub mod exec;
 pub mod operator;
 pub mod resources;
+pub mod scenario;
 pub mod selector;
+pub mod server;
 pub mod status;
 pub mod store;
+pub mod tls;
 pub mod validate;
+
+pub use server::{Config, Sandbox, SettingsFile, StartError};

@@ -23,7 +23,7 @@ pub struct ApiError {
     pub reason: &'static str,
     pub message: String,
     /// `details.name`, `details.group`, `details.kind`.
-    pub details: Option<(String, String, String)>,
+    pub details: Option<Box<(String, String, String)>>,
     pub causes: Vec<Cause>,
     /// `Retry-After` in seconds (429, 503).
     pub retry_after: Option<u64>,
@@ -31,36 +31,67 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        ApiError { code, reason, message: message.into(), details: None, causes: Vec::new(), retry_after: None }
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+            causes: Vec::new(),
+            retry_after: None,
+        }
     }
 
     fn with_details(mut self, name: &str, group: &str, kind: &str) -> Self {
-        self.details = Some((name.to_string(), group.to_string(), kind.to_string()));
+        self.details = Some(Box::new((
+            name.to_string(),
+            group.to_string(),
+            kind.to_string(),
+        )));
         self
     }
 
     /// `404 NotFound`: `secrets "acme-psk" not found`.
     pub fn not_found(plural: &str, group: &str, name: &str) -> Self {
         let what = qualified(plural, group);
-        ApiError::new(404, "NotFound", format!("{what} \"{name}\" not found")).with_details(name, group, plural)
+        ApiError::new(404, "NotFound", format!("{what} \"{name}\" not found"))
+            .with_details(name, group, plural)
     }
 
     /// `409 AlreadyExists`.
     pub fn already_exists(plural: &str, group: &str, name: &str) -> Self {
         let what = qualified(plural, group);
-        ApiError::new(409, "AlreadyExists", format!("{what} \"{name}\" already exists")).with_details(name, group, plural)
+        ApiError::new(
+            409,
+            "AlreadyExists",
+            format!("{what} \"{name}\" already exists"),
+        )
+        .with_details(name, group, plural)
     }
 
     /// `409 Conflict` on a stale resourceVersion.
     pub fn conflict(plural: &str, group: &str, name: &str, why: &str) -> Self {
         let what = qualified(plural, group);
-        ApiError::new(409, "Conflict", format!("Operation cannot be fulfilled on {what} \"{name}\": {why}")).with_details(name, group, plural)
+        ApiError::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {what} \"{name}\": {why}"),
+        )
+        .with_details(name, group, plural)
     }
 
     /// `422 Invalid` with field causes.
     pub fn invalid(kind: &str, group: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let list = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect::<Vec<_>>().join(", ");
-        let mut e = ApiError::new(422, "Invalid", format!("{kind}.{group} \"{name}\" is invalid: {list}")).with_details(name, group, kind);
+        let list = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut e = ApiError::new(
+            422,
+            "Invalid",
+            format!("{kind}.{group} \"{name}\" is invalid: {list}"),
+        )
+        .with_details(name, group, kind);
         e.causes = causes;
         e
     }
@@ -78,13 +109,19 @@ impl ApiError {
     }
 
     pub fn unsupported_media_type(ct: &str) -> Self {
-        ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {ct})"))
+        ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {ct})"
+            ),
+        )
     }
 
     /// The `kind: Status` body.
     pub fn to_status(&self) -> Value {
         let mut details = serde_json::Map::new();
-        if let Some((name, group, kind)) = &self.details {
+        if let Some((name, group, kind)) = self.details.as_deref() {
             details.insert("name".into(), json!(name));
             if !group.is_empty() {
                 details.insert("group".into(), json!(group));
@@ -94,7 +131,10 @@ impl ApiError {
         if !self.causes.is_empty() {
             details.insert(
                 "causes".into(),
-                self.causes.iter().map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field})).collect(),
+                self.causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect(),
             );
         }
         if let Some(s) = self.retry_after {
@@ -118,13 +158,22 @@ impl ApiError {
 
 /// `plural.group`, or `plural` for the core group.
 pub fn qualified(plural: &str, group: &str) -> String {
-    if group.is_empty() { plural.to_string() } else { format!("{plural}.{group}") }
+    if group.is_empty() {
+        plural.to_string()
+    } else {
+        format!("{plural}.{group}")
+    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut resp = (code, [("content-type", "application/json")], self.to_status().to_string()).into_response();
+        let mut resp = (
+            code,
+            [("content-type", "application/json")],
+            self.to_status().to_string(),
+        )
+            .into_response();
         if let Some(s) = self.retry_after {
             resp.headers_mut().insert("retry-after", s.into());
         }

@@ -101,24 +101,34 @@ pub struct Store {
 }
 
 fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
-    obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str)
+    obj.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
 }
 
 fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj.get("metadata").is_some_and(Value::is_object) {
         obj["metadata"] = json!({});
     }
-    obj["metadata"].as_object_mut().expect("metadata is an object")
+    obj["metadata"]
+        .as_object_mut()
+        .expect("metadata is an object")
 }
 
 fn finalizers(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -139,7 +149,13 @@ impl Store {
         let types = builtins().into_iter().map(|t| (t.gvr(), t)).collect();
         let (notify, _) = watch::channel(1);
         Arc::new(Store {
-            state: Mutex::new(State { types, objects: BTreeMap::new(), rv: 1, log: VecDeque::new(), applied: HashMap::new() }),
+            state: Mutex::new(State {
+                types,
+                objects: BTreeMap::new(),
+                rv: 1,
+                log: VecDeque::new(),
+                applied: HashMap::new(),
+            }),
             notify,
         })
     }
@@ -157,12 +173,19 @@ impl Store {
 
     /// The type served at `group/version/plural`.
     pub fn resource(&self, group: &str, version: &str, plural: &str) -> Option<ResourceType> {
-        self.lock().types.get(&Gvr::new(group, version, plural)).cloned()
+        self.lock()
+            .types
+            .get(&Gvr::new(group, version, plural))
+            .cloned()
     }
 
     /// The type of `apiVersion` + `kind`.
     pub fn resource_for_kind(&self, api_version: &str, kind: &str) -> Option<ResourceType> {
-        self.lock().types.values().find(|t| t.api_version() == api_version && t.kind == kind).cloned()
+        self.lock()
+            .types
+            .values()
+            .find(|t| t.api_version() == api_version && t.kind == kind)
+            .cloned()
     }
 
     // ---- reads ---------------------------------------------------------------------
@@ -174,7 +197,10 @@ impl Store {
 
     pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
         let st = self.lock();
-        st.objects.get(&key(rt, ns, name)).cloned().ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))
+        st.objects
+            .get(&key(rt, ns, name))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))
     }
 
     /// Objects of a type, in one namespace (`Some`) or all (`None`), sorted by
@@ -193,10 +219,13 @@ impl Store {
     /// Events after `rv`, oldest first. `410 Expired` when the log no longer reaches back.
     pub fn events_after(&self, rv: u64) -> Result<Vec<Event>, ApiError> {
         let st = self.lock();
-        if let Some(first) = st.log.front() {
-            if rv + 1 < first.rv {
-                return Err(ApiError::gone(format!("too old resource version: {rv} ({})", first.rv - 1)));
-            }
+        if let Some(first) = st.log.front()
+            && rv + 1 < first.rv
+        {
+            return Err(ApiError::gone(format!(
+                "too old resource version: {rv} ({})",
+                first.rv - 1
+            )));
         }
         let start = st.log.partition_point(|e| e.rv <= rv);
         Ok(st.log.iter().skip(start).cloned().collect())
@@ -210,21 +239,45 @@ impl Store {
     // ---- writes --------------------------------------------------------------------
 
     /// Create an object (POST).
-    pub fn create(&self, rt: &ResourceType, ns: &str, mut obj: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
+    pub fn create(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        mut obj: Value,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
         let mut st = self.lock();
         let name = match (meta_str(&obj, "name"), meta_str(&obj, "generateName")) {
             (Some(n), _) if !n.is_empty() => n.to_string(),
-            (_, Some(prefix)) => format!("{prefix}{}", &uuid::Uuid::new_v4().simple().to_string()[..5]),
+            (_, Some(prefix)) => format!(
+                "{prefix}{}",
+                &uuid::Uuid::new_v4().simple().to_string()[..5]
+            ),
             _ => {
-                return Err(ApiError::invalid(&rt.kind, &rt.group, "", vec![Cause { reason: "FieldValueRequired", message: "Required value: name or generateName is required".into(), field: "metadata.name".into() }]));
+                return Err(ApiError::invalid(
+                    &rt.kind,
+                    &rt.group,
+                    "",
+                    vec![Cause {
+                        reason: "FieldValueRequired",
+                        message: "Required value: name or generateName is required".into(),
+                        field: "metadata.name".into(),
+                    }],
+                ));
             }
         };
         if rt.namespaced {
-            if let Some(obj_ns) = meta_str(&obj, "namespace").filter(|n| !n.is_empty() && *n != ns) {
-                return Err(ApiError::bad_request(format!("the namespace of the provided object ({obj_ns}) does not match the namespace sent on the request ({ns})")));
+            if let Some(obj_ns) = meta_str(&obj, "namespace").filter(|n| !n.is_empty() && *n != ns)
+            {
+                return Err(ApiError::bad_request(format!(
+                    "the namespace of the provided object ({obj_ns}) does not match the namespace sent on the request ({ns})"
+                )));
             }
             let ns_type = Gvr::new("", "v1", "namespaces");
-            if !st.objects.contains_key(&(ns_type, String::new(), ns.to_string())) {
+            if !st
+                .objects
+                .contains_key(&(ns_type, String::new(), ns.to_string()))
+            {
                 return Err(ApiError::not_found("namespaces", "", ns));
             }
         }
@@ -234,10 +287,11 @@ impl Store {
         }
         obj["apiVersion"] = json!(rt.api_version());
         obj["kind"] = json!(rt.kind);
-        if rt.status_subresource && !opts.keep_status {
-            if let Some(o) = obj.as_object_mut() {
-                o.remove("status");
-            }
+        if rt.status_subresource
+            && !opts.keep_status
+            && let Some(o) = obj.as_object_mut()
+        {
+            o.remove("status");
         }
         {
             let m = meta_mut(&mut obj);
@@ -250,7 +304,11 @@ impl Store {
             m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
             m.insert("creationTimestamp".into(), json!(now()));
             m.insert("generation".into(), json!(1));
-            for k in ["deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"] {
+            for k in [
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "resourceVersion",
+            ] {
                 m.remove(k);
             }
         }
@@ -268,50 +326,133 @@ impl Store {
     }
 
     /// Replace an object (PUT), on the main resource or its status.
-    pub fn update(&self, rt: &ResourceType, ns: &str, name: &str, obj: Value, status: bool, opts: &WriteOptions) -> Result<Value, ApiError> {
+    pub fn update(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        obj: Value,
+        status: bool,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
         let mut st = self.lock();
-        let current = st.objects.get(&key(rt, ns, name)).cloned().ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
-        if let Some(rv) = meta_str(&obj, "resourceVersion").filter(|r| !r.is_empty()) {
-            if Some(rv) != meta_str(&current, "resourceVersion") {
-                return Err(ApiError::conflict(&rt.plural, &rt.group, name, "the object has been modified; please apply your changes to the latest version and try again"));
-            }
+        let current = st
+            .objects
+            .get(&key(rt, ns, name))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
+        if let Some(rv) = meta_str(&obj, "resourceVersion").filter(|r| !r.is_empty())
+            && Some(rv) != meta_str(&current, "resourceVersion")
+        {
+            return Err(ApiError::conflict(
+                &rt.plural,
+                &rt.group,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ));
         }
         if let Some(n) = meta_str(&obj, "name").filter(|n| *n != name) {
-            return Err(ApiError::bad_request(format!("the name of the object ({n}) does not match the name on the URL ({name})")));
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )));
         }
-        write(&mut st, &self.notify, rt, ns, name, &current, obj, status, opts)
+        write(
+            &mut st,
+            &self.notify,
+            rt,
+            ns,
+            name,
+            &current,
+            obj,
+            status,
+            opts,
+        )
     }
 
     /// Read-modify-write under the lock: `f` maps the current object to the new one.
     /// What `PATCH` and the simulated operator use; never conflicts.
-    pub fn modify(&self, rt: &ResourceType, ns: &str, name: &str, status: bool, opts: &WriteOptions, f: impl FnOnce(&Value) -> Result<Value, ApiError>) -> Result<Value, ApiError> {
+    pub fn modify(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        status: bool,
+        opts: &WriteOptions,
+        f: impl FnOnce(&Value) -> Result<Value, ApiError>,
+    ) -> Result<Value, ApiError> {
         let mut st = self.lock();
-        let current = st.objects.get(&key(rt, ns, name)).cloned().ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
+        let current = st
+            .objects
+            .get(&key(rt, ns, name))
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
         let mut new = f(&current)?;
-        if let Some(rv) = meta_str(&new, "resourceVersion").filter(|r| !r.is_empty()) {
-            if Some(rv) != meta_str(&current, "resourceVersion") {
-                return Err(ApiError::conflict(&rt.plural, &rt.group, name, "the object has been modified; please apply your changes to the latest version and try again"));
-            }
+        if let Some(rv) = meta_str(&new, "resourceVersion").filter(|r| !r.is_empty())
+            && Some(rv) != meta_str(&current, "resourceVersion")
+        {
+            return Err(ApiError::conflict(
+                &rt.plural,
+                &rt.group,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ));
         }
-        meta_mut(&mut new).insert("resourceVersion".into(), json!(meta_str(&current, "resourceVersion").unwrap_or_default()));
-        write(&mut st, &self.notify, rt, ns, name, &current, new, status, opts)
+        meta_mut(&mut new).insert(
+            "resourceVersion".into(),
+            json!(meta_str(&current, "resourceVersion").unwrap_or_default()),
+        );
+        write(
+            &mut st,
+            &self.notify,
+            rt,
+            ns,
+            name,
+            &current,
+            new,
+            status,
+            opts,
+        )
     }
 
     /// Delete an object: mark it (finalizers) or remove it and collect its dependents.
-    pub fn delete(&self, rt: &ResourceType, ns: &str, name: &str, opts: &DeleteOptions) -> Result<Deleted, ApiError> {
+    pub fn delete(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<Deleted, ApiError> {
         let mut st = self.lock();
         let k = key(rt, ns, name);
-        let current = st.objects.get(&k).cloned().ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
+        let current = st
+            .objects
+            .get(&k)
+            .cloned()
+            .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
         if let Some(uid) = &opts.precondition_uid {
             let have = meta_str(&current, "uid").unwrap_or_default();
             if uid != have {
-                return Err(ApiError::conflict(&rt.plural, &rt.group, name, &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {have}")));
+                return Err(ApiError::conflict(
+                    &rt.plural,
+                    &rt.group,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {have}"
+                    ),
+                ));
             }
         }
         if let Some(rv) = &opts.precondition_rv {
             let have = meta_str(&current, "resourceVersion").unwrap_or_default();
             if rv != have {
-                return Err(ApiError::conflict(&rt.plural, &rt.group, name, &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {have}")));
+                return Err(ApiError::conflict(
+                    &rt.plural,
+                    &rt.group,
+                    name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {have}"
+                    ),
+                ));
             }
         }
         if !finalizers(&current).is_empty() {
@@ -337,7 +478,17 @@ impl Store {
     /// does; a field another manager applied with another value is a conflict unless
     /// `force`. Lists are atomic.
     #[allow(clippy::too_many_arguments)]
-    pub fn apply(&self, rt: &ResourceType, ns: &str, name: &str, applied: Value, manager: &str, force: bool, status: bool, opts: &WriteOptions) -> Result<Value, ApiError> {
+    pub fn apply(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        applied: Value,
+        manager: &str,
+        force: bool,
+        status: bool,
+        opts: &WriteOptions,
+    ) -> Result<Value, ApiError> {
         let current = { self.lock().objects.get(&key(rt, ns, name)).cloned() };
         let Some(current) = current else {
             if status {
@@ -351,7 +502,8 @@ impl Store {
             }
             let uid = meta_str(&created, "uid").unwrap_or_default().to_string();
             let mut st = self.lock();
-            st.applied.insert((uid, manager.to_string()), applied.clone());
+            st.applied
+                .insert((uid, manager.to_string()), applied.clone());
             return set_managed_fields(&mut st, &self.notify, rt, ns, name);
         };
         let mut st = self.lock();
@@ -363,15 +515,35 @@ impl Store {
                 continue;
             }
             for (path, v) in leaves(cfg) {
-                if mine.get(&path).is_some_and(|mv| *mv != v) && !path.starts_with(".metadata.name") {
+                if mine.get(&path).is_some_and(|mv| *mv != v) && !path.starts_with(".metadata.name")
+                {
                     conflicts.push((m.clone(), path));
                 }
             }
         }
         if !conflicts.is_empty() && !force {
-            let causes: Vec<Cause> = conflicts.iter().map(|(m, p)| Cause { reason: "FieldManagerConflict", message: format!("conflict with \"{m}\""), field: p.clone() }).collect();
-            let list = conflicts.iter().map(|(m, p)| format!("conflict with \"{m}\": {p}")).collect::<Vec<_>>().join("\n- ");
-            let mut e = ApiError::new(409, "Conflict", format!("Apply failed with {} conflict{}: {list}", conflicts.len(), if conflicts.len() == 1 { "" } else { "s" }));
+            let causes: Vec<Cause> = conflicts
+                .iter()
+                .map(|(m, p)| Cause {
+                    reason: "FieldManagerConflict",
+                    message: format!("conflict with \"{m}\""),
+                    field: p.clone(),
+                })
+                .collect();
+            let list = conflicts
+                .iter()
+                .map(|(m, p)| format!("conflict with \"{m}\": {p}"))
+                .collect::<Vec<_>>()
+                .join("\n- ");
+            let mut e = ApiError::new(
+                409,
+                "Conflict",
+                format!(
+                    "Apply failed with {} conflict{}: {list}",
+                    conflicts.len(),
+                    if conflicts.len() == 1 { "" } else { "s" }
+                ),
+            );
             e.causes = causes;
             return Err(e);
         }
@@ -382,14 +554,36 @@ impl Store {
                 }
             }
         }
-        let previous = st.applied.get(&(uid.clone(), manager.to_string())).map(leaves).unwrap_or_default();
-        let others: HashSet<String> = st.applied.iter().filter(|((u, m), _)| *u == uid && m != manager).flat_map(|(_, c)| leaves(c).into_keys()).collect();
+        let previous = st
+            .applied
+            .get(&(uid.clone(), manager.to_string()))
+            .map(leaves)
+            .unwrap_or_default();
+        let others: HashSet<String> = st
+            .applied
+            .iter()
+            .filter(|((u, m), _)| *u == uid && m != manager)
+            .flat_map(|(_, c)| leaves(c).into_keys())
+            .collect();
         let mut new = current.clone();
-        for path in previous.keys().filter(|p| !mine.contains_key(*p) && !others.contains(*p)) {
+        for path in previous
+            .keys()
+            .filter(|p| !mine.contains_key(*p) && !others.contains(*p))
+        {
             remove_path(&mut new, path);
         }
         merge(&mut new, &applied);
-        let result = write(&mut st, &self.notify, rt, ns, name, &current, new, status, opts)?;
+        let result = write(
+            &mut st,
+            &self.notify,
+            rt,
+            ns,
+            name,
+            &current,
+            new,
+            status,
+            opts,
+        )?;
         if opts.dry_run {
             return Ok(result);
         }
@@ -403,15 +597,38 @@ fn crd_gvr() -> Gvr {
 }
 
 fn key(rt: &ResourceType, ns: &str, name: &str) -> Key {
-    (rt.gvr(), if rt.namespaced { ns.to_string() } else { String::new() }, name.to_string())
+    (
+        rt.gvr(),
+        if rt.namespaced {
+            ns.to_string()
+        } else {
+            String::new()
+        },
+        name.to_string(),
+    )
 }
 
-fn check_schema(rt: &ResourceType, obj: &mut Value, name: &str, strict: bool) -> Result<(), ApiError> {
-    let Some(schema) = &rt.schema else { return Ok(()) };
+fn check_schema(
+    rt: &ResourceType,
+    obj: &mut Value,
+    name: &str,
+    strict: bool,
+) -> Result<(), ApiError> {
+    let Some(schema) = &rt.schema else {
+        return Ok(());
+    };
     let report = validate::validate(schema, obj);
     if strict && !report.unknown.is_empty() {
-        let list = report.unknown.iter().map(|p| format!("unknown field \"{p}\"")).collect::<Vec<_>>().join(", ");
-        return Err(ApiError::bad_request(format!("{}.{} \"{name}\" is invalid: strict decoding error: {list}", rt.kind, rt.group)));
+        let list = report
+            .unknown
+            .iter()
+            .map(|p| format!("unknown field \"{p}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(ApiError::bad_request(format!(
+            "{}.{} \"{name}\" is invalid: strict decoding error: {list}",
+            rt.kind, rt.group
+        )));
     }
     if !report.causes.is_empty() {
         return Err(ApiError::invalid(&rt.kind, &rt.group, name, report.causes));
@@ -429,7 +646,17 @@ fn defaults(rt: &ResourceType, obj: &mut Value) {
 /// Shared tail of update, modify and apply: status vs main resource, generation,
 /// validation, finalization.
 #[allow(clippy::too_many_arguments)]
-fn write(st: &mut State, notify: &watch::Sender<u64>, rt: &ResourceType, ns: &str, name: &str, current: &Value, mut new: Value, status: bool, opts: &WriteOptions) -> Result<Value, ApiError> {
+fn write(
+    st: &mut State,
+    notify: &watch::Sender<u64>,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+    current: &Value,
+    mut new: Value,
+    status: bool,
+    opts: &WriteOptions,
+) -> Result<Value, ApiError> {
     let k = key(rt, ns, name);
     if status {
         // Only status changes through /status.
@@ -455,7 +682,16 @@ fn write(st: &mut State, notify: &watch::Sender<u64>, rt: &ResourceType, ns: &st
             }
         }
         let m = meta_mut(&mut new);
-        for (field, keep) in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "managedFields"].map(|f| (f, current["metadata"].get(f).cloned())) {
+        for (field, keep) in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "managedFields",
+        ]
+        .map(|f| (f, current["metadata"].get(f).cloned()))
+        {
             match keep {
                 Some(v) => m.insert(field.into(), v),
                 None => m.remove(field),
@@ -482,7 +718,10 @@ fn write(st: &mut State, notify: &watch::Sender<u64>, rt: &ResourceType, ns: &st
     if !status {
         check_schema(rt, &mut new, name, opts.strict)?;
         if spec_part(&new) != spec_part(current) {
-            let g = current.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0);
+            let g = current
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
             new["metadata"]["generation"] = json!(g + 1);
         }
     }
@@ -505,7 +744,13 @@ fn write(st: &mut State, notify: &watch::Sender<u64>, rt: &ResourceType, ns: &st
 }
 
 /// Persist (or remove) and log one change; returns the stored object.
-fn commit(st: &mut State, notify: &watch::Sender<u64>, k: &Key, obj: Option<Value>, kind: EventKind) -> Value {
+fn commit(
+    st: &mut State,
+    notify: &watch::Sender<u64>,
+    k: &Key,
+    obj: Option<Value>,
+    kind: EventKind,
+) -> Value {
     st.rv += 1;
     let rv = st.rv;
     let stored = match obj {
@@ -522,7 +767,12 @@ fn commit(st: &mut State, notify: &watch::Sender<u64>, k: &Key, obj: Option<Valu
             o
         }
     };
-    st.log.push_back(Event { rv, gvr: k.0.clone(), kind, object: stored.clone() });
+    st.log.push_back(Event {
+        rv,
+        gvr: k.0.clone(),
+        kind,
+        object: stored.clone(),
+    });
     while st.log.len() > LOG_CAPACITY {
         st.log.pop_front();
     }
@@ -532,7 +782,9 @@ fn commit(st: &mut State, notify: &watch::Sender<u64>, k: &Key, obj: Option<Valu
 
 /// Remove an object for good and collect what it owned.
 fn remove(st: &mut State, notify: &watch::Sender<u64>, k: &Key, propagation: Propagation) {
-    let Some(obj) = st.objects.get(k).cloned() else { return };
+    let Some(obj) = st.objects.get(k).cloned() else {
+        return;
+    };
     commit(st, notify, k, None, EventKind::Deleted);
     let uid = meta_str(&obj, "uid").unwrap_or_default().to_string();
     st.applied.retain(|(u, _), _| *u != uid);
@@ -540,7 +792,12 @@ fn remove(st: &mut State, notify: &watch::Sender<u64>, k: &Key, propagation: Pro
         unserve_crd(st, notify, &obj);
     }
     if k.0 == Gvr::new("", "v1", "namespaces") {
-        let inside: Vec<Key> = st.objects.keys().filter(|(_, ns, _)| *ns == k.2).cloned().collect();
+        let inside: Vec<Key> = st
+            .objects
+            .keys()
+            .filter(|(_, ns, _)| *ns == k.2)
+            .cloned()
+            .collect();
         for d in inside {
             remove(st, notify, &d, Propagation::Background);
         }
@@ -548,13 +805,23 @@ fn remove(st: &mut State, notify: &watch::Sender<u64>, k: &Key, propagation: Pro
     let dependents: Vec<Key> = st
         .objects
         .iter()
-        .filter(|(_, v)| v.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| refs.iter().any(|r| r.get("uid").and_then(Value::as_str) == Some(uid.as_str()))))
+        .filter(|(_, v)| {
+            v.pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|refs| {
+                    refs.iter()
+                        .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid.as_str()))
+                })
+        })
         .map(|(k, _)| k.clone())
         .collect();
     for d in dependents {
         let mut dep = st.objects[&d].clone();
         if propagation == Propagation::Orphan {
-            if let Some(refs) = dep.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) {
+            if let Some(refs) = dep
+                .pointer_mut("/metadata/ownerReferences")
+                .and_then(Value::as_array_mut)
+            {
                 refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
             }
             commit(st, notify, &d, Some(dep), EventKind::Modified);
@@ -569,9 +836,14 @@ fn remove(st: &mut State, notify: &watch::Sender<u64>, k: &Key, propagation: Pro
 
 /// A CRD was created or changed: serve its kind and mark it Established.
 fn serve_crd(st: &mut State, notify: &watch::Sender<u64>, crd: &Value) {
-    let Some(rt) = ResourceType::from_crd(crd) else { return };
+    let Some(rt) = ResourceType::from_crd(crd) else {
+        return;
+    };
     st.types.insert(rt.gvr(), rt.clone());
-    let established = crd.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|c| c.iter().any(|c| c["type"] == "Established"));
+    let established = crd
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|c| c.iter().any(|c| c["type"] == "Established"));
     if !established {
         let mut c = crd.clone();
         let t = now();
@@ -584,15 +856,28 @@ fn serve_crd(st: &mut State, notify: &watch::Sender<u64>, crd: &Value) {
             "storedVersions": [rt.version]
         });
         let name = meta_str(crd, "name").unwrap_or_default().to_string();
-        commit(st, notify, &(crd_gvr(), String::new(), name), Some(c), EventKind::Modified);
+        commit(
+            st,
+            notify,
+            &(crd_gvr(), String::new(), name),
+            Some(c),
+            EventKind::Modified,
+        );
     }
 }
 
 /// A CRD was deleted: its objects go with it and its kind is no longer served.
 fn unserve_crd(st: &mut State, notify: &watch::Sender<u64>, crd: &Value) {
-    let Some(rt) = ResourceType::from_crd(crd) else { return };
+    let Some(rt) = ResourceType::from_crd(crd) else {
+        return;
+    };
     let gvr = rt.gvr();
-    let objs: Vec<Key> = st.objects.keys().filter(|(g, _, _)| *g == gvr).cloned().collect();
+    let objs: Vec<Key> = st
+        .objects
+        .keys()
+        .filter(|(g, _, _)| *g == gvr)
+        .cloned()
+        .collect();
     for k in objs {
         commit(st, notify, &k, None, EventKind::Deleted);
     }
@@ -600,9 +885,19 @@ fn unserve_crd(st: &mut State, notify: &watch::Sender<u64>, crd: &Value) {
 }
 
 /// Rewrite `metadata.managedFields` from the applied configurations.
-fn set_managed_fields(st: &mut State, notify: &watch::Sender<u64>, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
+fn set_managed_fields(
+    st: &mut State,
+    notify: &watch::Sender<u64>,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+) -> Result<Value, ApiError> {
     let k = key(rt, ns, name);
-    let mut obj = st.objects.get(&k).cloned().ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
+    let mut obj = st
+        .objects
+        .get(&k)
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
     let uid = meta_str(&obj, "uid").unwrap_or_default().to_string();
     let mut entries: Vec<Value> = st
         .applied
@@ -627,7 +922,11 @@ fn fields_v1(cfg: &Value) -> Value {
                 if matches!(k.as_str(), "apiVersion" | "kind") {
                     continue;
                 }
-                let inner = if v.is_object() { fields_v1(v) } else { json!({}) };
+                let inner = if v.is_object() {
+                    fields_v1(v)
+                } else {
+                    json!({})
+                };
                 out.insert(format!("f:{k}"), inner);
             }
             Value::Object(out)

@@ -28,7 +28,12 @@ pub fn validate(schema: &Value, obj: &mut Value) -> Report {
                 None => report.unknown.push(k.clone()),
             }
         }
-        let unknown_top: Vec<String> = report.unknown.iter().filter(|p| !p.contains(['.', '['])).cloned().collect();
+        let unknown_top: Vec<String> = report
+            .unknown
+            .iter()
+            .filter(|p| !p.contains(['.', '[']))
+            .cloned()
+            .collect();
         for k in unknown_top {
             map.remove(&k);
         }
@@ -36,7 +41,11 @@ pub fn validate(schema: &Value, obj: &mut Value) -> Report {
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
         for r in required.iter().filter_map(Value::as_str) {
             if obj.get(r).is_none() {
-                report.causes.push(Cause { reason: "FieldValueRequired", message: "Required value".into(), field: r.into() });
+                report.causes.push(Cause {
+                    reason: "FieldValueRequired",
+                    message: "Required value".into(),
+                    field: r.into(),
+                });
             }
         }
     }
@@ -44,7 +53,10 @@ pub fn validate(schema: &Value, obj: &mut Value) -> Report {
 }
 
 fn preserves(schema: &Value) -> bool {
-    schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true)
+    schema
+        .get("x-kubernetes-preserve-unknown-fields")
+        .and_then(Value::as_bool)
+        == Some(true)
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -69,28 +81,39 @@ fn walk(schema: &Value, v: &mut Value, path: &str, report: &mut Report) {
         if !ok {
             report.causes.push(Cause {
                 reason: "FieldValueTypeInvalid",
-                message: format!("Invalid value: \"{got}\": {path} in body must be of type {want}: \"{got}\""),
+                message: format!(
+                    "Invalid value: \"{got}\": {path} in body must be of type {want}: \"{got}\""
+                ),
                 field: path.into(),
             });
             return;
         }
     }
-    if let Some(options) = schema.get("enum").and_then(Value::as_array) {
-        if !options.contains(v) {
-            let supported = options.iter().filter(|o| !o.is_null()).map(|o| o.to_string()).collect::<Vec<_>>().join(", ");
-            report.causes.push(Cause {
-                reason: "FieldValueNotSupported",
-                message: format!("Unsupported value: {v}: supported values: {supported}"),
-                field: path.into(),
-            });
-        }
+    if let Some(options) = schema.get("enum").and_then(Value::as_array)
+        && !options.contains(v)
+    {
+        let supported = options
+            .iter()
+            .filter(|o| !o.is_null())
+            .map(|o| o.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        report.causes.push(Cause {
+            reason: "FieldValueNotSupported",
+            message: format!("Unsupported value: {v}: supported values: {supported}"),
+            field: path.into(),
+        });
     }
     match v {
         Value::Object(map) => {
             if let Some(required) = schema.get("required").and_then(Value::as_array) {
                 for r in required.iter().filter_map(Value::as_str) {
                     if !map.contains_key(r) {
-                        report.causes.push(Cause { reason: "FieldValueRequired", message: "Required value".into(), field: format!("{path}.{r}") });
+                        report.causes.push(Cause {
+                            reason: "FieldValueRequired",
+                            message: "Required value".into(),
+                            field: format!("{path}.{r}"),
+                        });
                     }
                 }
             }
@@ -101,7 +124,9 @@ fn walk(schema: &Value, v: &mut Value, path: &str, report: &mut Report) {
                 let child_path = format!("{path}.{k}");
                 match (props.and_then(|p| p.get(k)), additional) {
                     (Some(s), _) | (None, Some(s)) => walk(s, child, &child_path, report),
-                    (None, None) if preserves(schema) || (props.is_none() && schema.get("type").is_none()) => {}
+                    (None, None)
+                        if preserves(schema)
+                            || (props.is_none() && schema.get("type").is_none()) => {}
                     (None, None) => {
                         report.unknown.push(child_path);
                         prune.push(k.clone());
@@ -113,14 +138,17 @@ fn walk(schema: &Value, v: &mut Value, path: &str, report: &mut Report) {
             }
         }
         Value::Array(items) => {
-            if let Some(min) = schema.get("minItems").and_then(Value::as_u64) {
-                if (items.len() as u64) < min {
-                    report.causes.push(Cause {
-                        reason: "FieldValueInvalid",
-                        message: format!("Invalid value: {}: {path} in body should have at least {min} items", items.len()),
-                        field: path.into(),
-                    });
-                }
+            if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
+                && (items.len() as u64) < min
+            {
+                report.causes.push(Cause {
+                    reason: "FieldValueInvalid",
+                    message: format!(
+                        "Invalid value: {}: {path} in body should have at least {min} items",
+                        items.len()
+                    ),
+                    field: path.into(),
+                });
             }
             if let Some(s) = schema.get("items") {
                 for (i, item) in items.iter_mut().enumerate() {
@@ -153,20 +181,36 @@ mod tests {
     fn types_required_enum_and_min_items() {
         let mut o = json!({"spec": {"port": "80", "mode": "c", "list": []}});
         let r = validate(&schema(), &mut o);
-        let fields: Vec<(&str, &str)> = r.causes.iter().map(|c| (c.field.as_str(), c.reason)).collect();
+        let fields: Vec<(&str, &str)> = r
+            .causes
+            .iter()
+            .map(|c| (c.field.as_str(), c.reason))
+            .collect();
         assert_eq!(
             fields,
-            [("spec.name", "FieldValueRequired"), ("spec.port", "FieldValueTypeInvalid"), ("spec.mode", "FieldValueNotSupported"), ("spec.list", "FieldValueInvalid")]
+            [
+                ("spec.name", "FieldValueRequired"),
+                ("spec.port", "FieldValueTypeInvalid"),
+                ("spec.mode", "FieldValueNotSupported"),
+                ("spec.list", "FieldValueInvalid")
+            ]
         );
-        assert_eq!(r.causes[1].message, "Invalid value: \"string\": spec.port in body must be of type integer: \"string\"");
+        assert_eq!(
+            r.causes[1].message,
+            "Invalid value: \"string\": spec.port in body must be of type integer: \"string\""
+        );
     }
 
     #[test]
     fn unknown_fields_are_pruned_and_reported() {
-        let mut o = json!({"spec": {"name": "x", "extra": 1}, "status": {"anything": true}, "other": 2});
+        let mut o =
+            json!({"spec": {"name": "x", "extra": 1}, "status": {"anything": true}, "other": 2});
         let r = validate(&schema(), &mut o);
         assert!(r.causes.is_empty());
         assert_eq!(r.unknown, ["spec.extra", "other"]);
-        assert_eq!(o, json!({"spec": {"name": "x"}, "status": {"anything": true}}));
+        assert_eq!(
+            o,
+            json!({"spec": {"name": "x"}, "status": {"anything": true}})
+        );
     }
 }

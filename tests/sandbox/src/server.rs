@@ -1,0 +1,233 @@
+//! The running sandbox: TLS on 127.0.0.1, the HTTP routes, the simulated operator, and
+//! a kubeconfig pointing at them. Started in-process by tests (port 0) and by the binary.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, RwLock};
+
+use axum::Router;
+use axum::routing::get;
+use base64::Engine;
+use hyper_util::rt::TokioIo;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::api::auth::User;
+use crate::api::faults::ApiFaults;
+use crate::api::{self, App};
+use crate::operator::{self, Operator};
+use crate::scenario::{self, ScenarioError};
+use crate::store::Store;
+use crate::{exec, tls};
+
+/// The settings file (`--operator-settings FILE`): operator timing and faults, API
+/// faults, and extra users with limited rights.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SettingsFile {
+    #[serde(default)]
+    pub operator: operator::Settings,
+    #[serde(default)]
+    pub api: ApiFaults,
+    #[serde(default)]
+    pub users: Vec<User>,
+}
+
+/// What to start.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    /// Objects to load before serving (see `scenario`).
+    pub scenario: Vec<Value>,
+    pub settings: SettingsFile,
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+}
+
+/// Why the sandbox could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot load the scenario")]
+    Scenario(#[from] ScenarioError),
+    #[error("cannot set up TLS")]
+    Tls(#[from] tls::TlsError),
+    #[error("cannot listen on 127.0.0.1:{port}")]
+    Listen {
+        port: u16,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A running sandbox. Dropping it without [`Sandbox::shutdown`] aborts its tasks too.
+pub struct Sandbox {
+    pub addr: SocketAddr,
+    pub store: Arc<Store>,
+    pub operator: Arc<Operator>,
+    /// API fault knobs, changeable at run time.
+    pub api_faults: Arc<RwLock<ApiFaults>>,
+    /// The admin user's bearer token.
+    pub token: String,
+    /// The namespace the kubeconfig's context selects: the scenario's first tenant.
+    pub namespace: String,
+    users: Arc<Vec<User>>,
+    ca_pem: String,
+    stop: watch::Sender<bool>,
+    server: Option<JoinHandle<()>>,
+}
+
+impl Sandbox {
+    /// Load the scenario, start the operator and serve HTTPS on 127.0.0.1.
+    pub async fn start(config: Config) -> Result<Sandbox, StartError> {
+        let store = Store::new();
+        let namespace = scenario::load(&store, &config.scenario)?;
+        let operator = Operator::start(store.clone(), config.settings.operator.clone());
+        let tls = tls::generate()?;
+        let listener = TcpListener::bind(("127.0.0.1", config.port))
+            .await
+            .map_err(|source| StartError::Listen {
+                port: config.port,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| StartError::Listen {
+            port: config.port,
+            source,
+        })?;
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let mut users = vec![User::admin(&token)];
+        users.extend(config.settings.users.iter().cloned());
+        let users = Arc::new(users);
+        let api_faults = Arc::new(RwLock::new(config.settings.api.clone()));
+        let (stop, stopped) = watch::channel(false);
+        let app = App {
+            store: store.clone(),
+            operator: operator.clone(),
+            users: users.clone(),
+            faults: api_faults.clone(),
+            addr: addr.to_string(),
+            shutdown: stopped.clone(),
+        };
+        let router = Router::new()
+            .route(
+                "/api/v1/namespaces/{ns}/pods/{pod}/exec",
+                get(exec::exec).post(exec::exec),
+            )
+            .fallback(api::handle)
+            .with_state(app);
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls.server.clone());
+        let server = tokio::spawn(serve(listener, acceptor, router, stopped));
+        Ok(Sandbox {
+            addr,
+            store,
+            operator,
+            api_faults,
+            token,
+            namespace,
+            users,
+            ca_pem: tls.ca_pem,
+            stop,
+            server: Some(server),
+        })
+    }
+
+    /// `https://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("https://{}", self.addr)
+    }
+
+    /// The generated CA certificate (PEM).
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// A kubeconfig (YAML) for the admin user, context `vpnmig-sandbox`, namespace = the
+    /// scenario's first tenant; one more context per extra user, `vpnmig-sandbox-<user>`.
+    pub fn kubeconfig(&self) -> String {
+        let ca = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
+        let mut contexts = Vec::new();
+        let mut users = Vec::new();
+        for (i, u) in self.users.iter().enumerate() {
+            let ctx = if i == 0 {
+                "vpnmig-sandbox".to_string()
+            } else {
+                format!("vpnmig-sandbox-{}", u.name)
+            };
+            contexts.push(json!({"name": ctx, "context": {"cluster": "vpnmig-sandbox", "user": u.name, "namespace": self.namespace}}));
+            users.push(json!({"name": u.name, "user": {"token": u.token}}));
+        }
+        let cfg = json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "vpnmig-sandbox", "cluster": {"server": self.url(), "certificate-authority-data": ca}}],
+            "contexts": contexts,
+            "users": users,
+            "current-context": "vpnmig-sandbox",
+            "preferences": {}
+        });
+        serde_saphyr::to_string(&cfg).expect("kubeconfigs serialize")
+    }
+
+    /// Write [`Sandbox::kubeconfig`] to `path` (mode 0600).
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        use std::io::Write;
+        #[cfg(unix)]
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        opts.mode(0o600);
+        opts.open(path)?.write_all(self.kubeconfig().as_bytes())
+    }
+
+    /// Stop serving, end every stream and connection, stop the operator.
+    pub async fn shutdown(mut self) {
+        self.stop.send_replace(true);
+        if let Some(server) = self.server.take() {
+            let _ = server.await;
+        }
+        self.operator.shutdown();
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.stop.send_replace(true);
+        if let Some(server) = self.server.take() {
+            server.abort();
+        }
+        self.operator.shutdown();
+    }
+}
+
+async fn serve(
+    listener: TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+    router: Router,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stopped.changed() => break,
+        };
+        let Ok((tcp, _)) = accepted else { continue };
+        let acceptor = acceptor.clone();
+        let router = router.clone();
+        connections.spawn(async move {
+            let Ok(tls) = acceptor.accept(tcp).await else {
+                return;
+            };
+            let service = hyper_util::service::TowerToHyperService::new(router);
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(tls), service)
+                .with_upgrades()
+                .await;
+        });
+        while connections.try_join_next().is_some() {}
+    }
+    connections.abort_all();
+    while connections.join_next().await.is_some() {}
+}
