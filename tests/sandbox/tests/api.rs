@@ -1,0 +1,595 @@
+//! API fidelity, driven with kube-rs: discovery, CRUD with conflicts, validation, dry
+//! run, server-side apply, status subresources, finalizers, garbage collection, paging,
+//! selectors, watches, auth and RBAC, fault knobs, exec.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{ACME, client, code, eventually, start, within};
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+use kube::api::{
+    Api, AttachParams, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent,
+    WatchParams,
+};
+use kube::discovery::Discovery;
+use kube::runtime::watcher;
+use serde_json::json;
+use vpnmig::core::model::{IPsecGateway, VPNGateway};
+use vpnmig_sandbox::SettingsFile;
+use vpnmig_sandbox::api::auth::{Rule, User};
+use vpnmig_sandbox::api::faults::ErrorRule;
+
+const NS: &str = "tenant-acme";
+
+fn cm(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>()},
+        "data": {"k": "v"}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn discovery_serves_the_operator_kinds() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let c = client(&sb, None).await;
+    let d = within(10, "discovery", Discovery::new(c).run())
+        .await
+        .unwrap();
+    let mut found = Vec::new();
+    for g in d.groups() {
+        for (ar, caps) in g.recommended_resources() {
+            if ar.group.ends_with("bnerd.net") {
+                found.push((
+                    ar.api_version.clone(),
+                    ar.kind.clone(),
+                    ar.plural.clone(),
+                    caps.scope == kube::discovery::Scope::Namespaced,
+                ));
+            }
+        }
+    }
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            (
+                "ipsec.bnerd.net/v1alpha1".to_string(),
+                "IPsecGateway".to_string(),
+                "ipsecgateways".to_string(),
+                true
+            ),
+            (
+                "vpn.bnerd.net/v1alpha1".into(),
+                "VPNGateway".into(),
+                "vpngateways".into(),
+                true
+            ),
+            (
+                "vpn.bnerd.net/v1alpha1".into(),
+                "VPNPeer".into(),
+                "vpnpeers".into(),
+                true
+            ),
+        ]
+    );
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn crud_with_optimistic_concurrency() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&sb, None).await, NS);
+    let created = api
+        .create(&PostParams::default(), &cm("a", &[]))
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.generation, Some(1));
+    assert!(created.metadata.uid.is_some() && created.metadata.creation_timestamp.is_some());
+    assert_eq!(
+        code(
+            &api.create(&PostParams::default(), &cm("a", &[]))
+                .await
+                .unwrap_err()
+        ),
+        409
+    );
+
+    let mut stale = created.clone();
+    let mut fresh = created.clone();
+    fresh.data = Some(BTreeMap::from([("k".to_string(), "v2".to_string())]));
+    api.replace("a", &PostParams::default(), &fresh)
+        .await
+        .unwrap();
+    stale.data = Some(BTreeMap::from([("k".to_string(), "v3".to_string())]));
+    let err = api
+        .replace("a", &PostParams::default(), &stale)
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), 409);
+    assert!(
+        err.to_string().contains("the object has been modified"),
+        "{err}"
+    );
+
+    let patched = api
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"x": "y"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        patched.data.unwrap().get("x").map(String::as_str),
+        Some("y")
+    );
+    let jp: json_patch::Patch =
+        serde_json::from_value(json!([{"op": "replace", "path": "/data/k", "value": "z"}]))
+            .unwrap();
+    let patched = api
+        .patch("a", &PatchParams::default(), &Patch::<()>::Json(jp))
+        .await
+        .unwrap();
+    assert_eq!(
+        patched.data.unwrap().get("k").map(String::as_str),
+        Some("z")
+    );
+
+    assert!(
+        api.delete("a", &DeleteParams::default())
+            .await
+            .unwrap()
+            .is_right()
+    );
+    assert_eq!(code(&api.get("a").await.unwrap_err()), 404);
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn custom_resources_are_validated_against_the_crd_schema() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let api: Api<VPNGateway> = Api::namespaced(client(&sb, None).await, NS);
+    let bad: VPNGateway = serde_json::from_value(json!({
+        "apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNGateway", "metadata": {"name": "bad"},
+        "spec": {"protocol": "ipsec", "endpoint": {}, "ipsec": {"ike": {"proposals": ["3des-sha1-modp1024"]}}}
+    }))
+    .unwrap();
+    let err = api.create(&PostParams::default(), &bad).await.unwrap_err();
+    let kube::Error::Api(status) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    assert!(
+        status
+            .message
+            .contains("spec.ipsec.ike.proposals[0]: Unsupported value: \"3des-sha1-modp1024\""),
+        "{}",
+        status.message
+    );
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn dry_run_changes_nothing() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&sb, None).await, NS);
+    let pp = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    let out = api.create(&pp, &cm("dry", &[])).await.unwrap();
+    assert_eq!(out.metadata.name.as_deref(), Some("dry"));
+    assert_eq!(code(&api.get("dry").await.unwrap_err()), 404);
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_side_apply_owns_conflicts_and_removes_dropped_fields() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&sb, None).await, NS);
+    let doc = |data: serde_json::Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": data});
+    let a = PatchParams::apply("manager-a");
+    api.patch("ssa", &a, &Patch::Apply(doc(json!({"x": "1", "y": "2"}))))
+        .await
+        .unwrap();
+    let err = api
+        .patch(
+            "ssa",
+            &PatchParams::apply("manager-b"),
+            &Patch::Apply(doc(json!({"x": "other"}))),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), 409);
+    assert!(
+        err.to_string()
+            .contains("conflict with \"manager-a\": .data.x"),
+        "{err}"
+    );
+    let forced = api
+        .patch(
+            "ssa",
+            &PatchParams::apply("manager-b").force(),
+            &Patch::Apply(doc(json!({"x": "other"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(forced.data.as_ref().unwrap()["x"], "other");
+    // manager-a no longer applies y: it goes; x now belongs to manager-b and stays.
+    let after = api
+        .patch("ssa", &a, &Patch::Apply(doc(json!({}))))
+        .await
+        .unwrap();
+    assert_eq!(
+        after.data.unwrap_or_default(),
+        BTreeMap::from([("x".to_string(), "other".to_string())])
+    );
+    let managers: Vec<String> = after
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert_eq!(managers, ["manager-a", "manager-b"]);
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn status_is_a_subresource_and_spec_changes_bump_generation() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let api: Api<IPsecGateway> = Api::namespaced(client(&sb, None).await, NS);
+    let gw = api.get("acme").await.unwrap();
+    let gen0 = gw.metadata.generation.unwrap();
+    let after_status = api
+        .patch_status(
+            "acme",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"observedGeneration": 99}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(after_status.status.unwrap().observed_generation, Some(99));
+    assert_eq!(after_status.metadata.generation, Some(gen0));
+    // Status sent to the main resource is ignored.
+    let main = api.patch("acme", &PatchParams::default(), &Patch::Merge(json!({"status": {"observedGeneration": 1}, "spec": {"endpoint": {"network": "other"}}}))).await.unwrap();
+    assert_eq!(main.status.unwrap().observed_generation, Some(99));
+    assert_eq!(main.metadata.generation, Some(gen0 + 1));
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn finalizers_hold_deletion_and_watch_sees_it_end() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&sb, None).await, NS);
+    let mut obj = cm("held", &[]);
+    obj.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    api.create(&PostParams::default(), &obj).await.unwrap();
+    let pending = api.delete("held", &DeleteParams::default()).await.unwrap();
+    let marked = pending.left().expect("still there");
+    assert!(marked.metadata.deletion_timestamp.is_some());
+    let rv = marked.metadata.resource_version.clone().unwrap();
+    let mut stream = api
+        .watch(
+            &WatchParams::default()
+                .fields("metadata.name=held")
+                .timeout(10),
+            &rv,
+        )
+        .await
+        .unwrap()
+        .boxed();
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    let mut kinds = Vec::new();
+    within(10, "watch DELETED", async {
+        while let Some(ev) = stream.try_next().await.unwrap() {
+            match ev {
+                WatchEvent::Modified(_) => kinds.push("MODIFIED"),
+                WatchEvent::Deleted(_) => {
+                    kinds.push("DELETED");
+                    break;
+                }
+                _ => {}
+            }
+        }
+    })
+    .await;
+    assert_eq!(kinds.last(), Some(&"DELETED"));
+    assert_eq!(code(&api.get("held").await.unwrap_err()), 404);
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn owner_references_are_garbage_collected_or_orphaned() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let c = client(&sb, None).await;
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), NS);
+    let secrets: Api<Secret> = Api::namespaced(c, NS);
+    for (owner, dependent, policy, survives) in [
+        ("o1", "d1", None, false),
+        ("o2", "d2", Some("Orphan"), true),
+    ] {
+        let o = cms
+            .create(&PostParams::default(), &cm(owner, &[]))
+            .await
+            .unwrap();
+        let s: Secret = serde_json::from_value(json!({"metadata": {"name": dependent, "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": owner, "uid": o.metadata.uid}]}})).unwrap();
+        secrets.create(&PostParams::default(), &s).await.unwrap();
+        let dp = DeleteParams {
+            propagation_policy: policy.map(|p| {
+                if p == "Orphan" {
+                    kube::api::PropagationPolicy::Orphan
+                } else {
+                    kube::api::PropagationPolicy::Background
+                }
+            }),
+            ..Default::default()
+        };
+        cms.delete(owner, &dp).await.unwrap();
+        let got = secrets.get_opt(dependent).await.unwrap();
+        assert_eq!(got.is_some(), survives, "{dependent}");
+        if let Some(s) = got {
+            assert!(s.metadata.owner_references.unwrap_or_default().is_empty());
+        }
+    }
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn lists_page_and_filter() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&sb, None).await, NS);
+    for i in 0..5 {
+        api.create(
+            &PostParams::default(),
+            &cm(
+                &format!("p{i}"),
+                &[("tier", if i % 2 == 0 { "even" } else { "odd" })],
+            ),
+        )
+        .await
+        .unwrap();
+    }
+    let mut names = Vec::new();
+    let mut lp = ListParams::default().limit(2);
+    let mut pages = 0;
+    loop {
+        let page = api.list(&lp).await.unwrap();
+        pages += 1;
+        names.extend(page.items.iter().filter_map(|c| c.metadata.name.clone()));
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => lp = lp.continue_token(&token),
+            _ => break,
+        }
+    }
+    assert_eq!(
+        (pages, names),
+        (
+            3,
+            vec![
+                "p0".to_string(),
+                "p1".into(),
+                "p2".into(),
+                "p3".into(),
+                "p4".into()
+            ]
+        )
+    );
+    let odd: Vec<String> = api
+        .list(&ListParams::default().labels("tier=odd"))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(odd, ["p1", "p3"]);
+    let one: Vec<String> = api
+        .list(&ListParams::default().fields("metadata.name=p4"))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(one, ["p4"]);
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_runtime_watcher_follows_changes() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&sb, None).await, NS);
+    let mut events = watcher(api.clone(), watcher::Config::default().labels("w=1")).boxed();
+    within(10, "initial list", async {
+        while let Some(e) = events.try_next().await.unwrap() {
+            if matches!(e, watcher::Event::InitDone) {
+                break;
+            }
+        }
+    })
+    .await;
+    api.create(&PostParams::default(), &cm("watched", &[("w", "1")]))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("ignored", &[("w", "2")]))
+        .await
+        .unwrap();
+    let seen = within(10, "apply event", async {
+        loop {
+            if let Some(watcher::Event::Apply(o)) = events.try_next().await.unwrap() {
+                return o.metadata.name.unwrap();
+            }
+        }
+    })
+    .await;
+    assert_eq!(seen, "watched");
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn tokens_are_authenticated_and_rules_enforced() {
+    let settings = SettingsFile {
+        users: vec![User {
+            name: "viewer".into(),
+            token: "viewer-token".into(),
+            rules: vec![Rule {
+                verbs: vec!["get".into(), "list".into()],
+                resources: vec!["ipsecgateways".into()],
+                namespaces: vec![],
+            }],
+        }],
+        ..Default::default()
+    };
+    let sb = start(ACME, settings).await;
+    let viewer: Api<IPsecGateway> =
+        Api::namespaced(client(&sb, Some("vpnmig-sandbox-viewer")).await, NS);
+    assert!(viewer.get("acme").await.is_ok());
+    let err = viewer
+        .delete("acme", &DeleteParams::default())
+        .await
+        .unwrap_err();
+    let kube::Error::Api(s) = &err else { panic!() };
+    assert_eq!(s.code, 403);
+    assert_eq!(
+        s.message,
+        "ipsecgateways.ipsec.bnerd.net \"acme\" is forbidden: User \"viewer\" cannot delete resource \"ipsecgateways\" in API group \"ipsec.bnerd.net\" in the namespace \"tenant-acme\""
+    );
+    let secrets: Api<Secret> =
+        Api::namespaced(client(&sb, Some("vpnmig-sandbox-viewer")).await, NS);
+    assert_eq!(code(&secrets.get("acme-psk").await.unwrap_err()), 403);
+
+    let kc = sb.kubeconfig().replace(&sb.token, "wrong-token");
+    let config = kube::Config::from_custom_kubeconfig(
+        kube::config::Kubeconfig::from_yaml(&kc).unwrap(),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    let anon: Api<IPsecGateway> = Api::namespaced(kube::Client::try_from(config).unwrap(), NS);
+    assert_eq!(code(&anon.get("acme").await.unwrap_err()), 401);
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn fault_knobs_fail_requests_then_recover() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let rule = |verb: &str, code: u16| ErrorRule {
+        verbs: vec![verb.into()],
+        resources: vec!["ipsecgateways".into()],
+        code,
+        times: Some(1),
+        retry_after_seconds: Some(1),
+    };
+    sb.api_faults.write().unwrap().errors.extend([
+        rule("list", 500),
+        rule("get", 429),
+        rule("patch", 503),
+    ]);
+    let api: Api<IPsecGateway> = Api::namespaced(client(&sb, None).await, NS);
+    let err = api.list(&ListParams::default()).await.unwrap_err();
+    let kube::Error::Api(s) = &err else { panic!() };
+    assert_eq!((s.code, s.reason.as_str()), (500, "InternalError"));
+    assert_eq!(
+        api.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
+    // kube-rs retries 429 and 503 by itself, honouring Retry-After: the faults were hit
+    // once each and the calls still succeed.
+    assert!(api.get("acme").await.is_ok());
+    assert!(
+        api.patch(
+            "acme",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}}))
+        )
+        .await
+        .is_ok()
+    );
+    assert!(
+        sb.api_faults
+            .read()
+            .unwrap()
+            .errors
+            .iter()
+            .all(|r| r.times == Some(0)),
+        "every fault fired"
+    );
+
+    // Dropped watches end on their own.
+    sb.api_faults.write().unwrap().drop_watches_after_ms = Some(200);
+    let rv = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let stream = api.watch(&WatchParams::default(), &rv).await.unwrap();
+    let drained = within(5, "dropped watch ends", stream.collect::<Vec<_>>()).await;
+    assert!(drained.is_empty());
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn exec_reports_exit_status_and_output() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let pods: Api<Pod> = Api::namespaced(client(&sb, None).await, NS);
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "shell"}, "spec": {"containers": [{"name": "strongswan", "image": "strongswan"}]}})).unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let mut p = within(
+        10,
+        "exec",
+        pods.exec(
+            "shell",
+            ["no-such-command", "--x"],
+            &AttachParams::default().container("strongswan").stderr(true),
+        ),
+    )
+    .await
+    .unwrap();
+    let status = p.take_status().unwrap();
+    let mut stderr = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut p.stderr().unwrap(), &mut stderr)
+        .await
+        .unwrap();
+    let status = within(10, "exec status", status).await.unwrap();
+    assert_eq!(status.reason.as_deref(), Some("NonZeroExitCode"));
+    let exit = status
+        .details
+        .and_then(|d| d.causes)
+        .and_then(|c| {
+            c.into_iter()
+                .find(|c| c.reason.as_deref() == Some("ExitCode"))
+        })
+        .and_then(|c| c.message);
+    assert_eq!(exit.as_deref(), Some("127"));
+    assert_eq!(stderr, "no-such-command: command not found\n");
+    within(10, "join", p.join()).await.unwrap();
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn scenario_objects_keep_their_status_and_crds_are_installed() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let api: Api<IPsecGateway> = Api::namespaced(client(&sb, None).await, NS);
+    let gw = eventually(5, "gateway", || async {
+        api.get_opt("acme").await.unwrap()
+    })
+    .await;
+    assert_eq!(
+        gw.status.unwrap().service_cidr.as_deref(),
+        Some("10.250.3.0/24")
+    );
+    assert_eq!(sb.namespace, "tenant-acme");
+    sb.shutdown().await;
+}

@@ -1,0 +1,69 @@
+//! Starting a sandbox in-process and talking to it with kube-rs, a client nobody here
+//! wrote. Every wait is bounded.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use vpnmig_sandbox::{Sandbox, SettingsFile, scenario};
+
+pub const ACME: &str = include_str!("../../../../fixtures/clusters/acme.yaml");
+
+/// Start a sandbox with `scenario_yaml` and `settings`.
+pub async fn start(scenario_yaml: &str, settings: SettingsFile) -> Sandbox {
+    let objects = scenario::parse(scenario_yaml).expect("scenario parses");
+    Sandbox::start(vpnmig_sandbox::Config {
+        scenario: objects,
+        settings,
+        port: 0,
+    })
+    .await
+    .expect("sandbox starts")
+}
+
+/// A kube-rs client for the sandbox's context `context` (None: the admin's).
+pub async fn client(sb: &Sandbox, context: Option<&str>) -> Client {
+    let kc = Kubeconfig::from_yaml(&sb.kubeconfig()).expect("kubeconfig parses");
+    let opts = KubeConfigOptions {
+        context: context.map(str::to_string),
+        ..Default::default()
+    };
+    let config = Config::from_custom_kubeconfig(kc, &opts)
+        .await
+        .expect("kubeconfig loads");
+    Client::try_from(config).expect("client builds")
+}
+
+/// Run `f` with a time limit; panics with `what` when it runs out.
+pub async fn within<T>(secs: u64, what: &str, f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(secs), f)
+        .await
+        .unwrap_or_else(|_| panic!("timed out after {secs}s: {what}"))
+}
+
+/// Poll `check` every 20 ms until it returns `Some`, for at most `secs` seconds.
+pub async fn eventually<T, F, Fut>(secs: u64, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    within(secs, what, async {
+        loop {
+            if let Some(v) = check().await {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+}
+
+/// The API status code of a kube error.
+pub fn code(e: &kube::Error) -> u16 {
+    match e {
+        kube::Error::Api(s) => s.code,
+        other => panic!("not an API error: {other:?}"),
+    }
+}
