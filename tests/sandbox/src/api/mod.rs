@@ -5,6 +5,7 @@ pub mod auth;
 pub mod discovery;
 pub mod faults;
 mod openapi;
+mod table;
 mod watch;
 
 use std::sync::{Arc, RwLock};
@@ -247,12 +248,22 @@ fn route(
     };
     let status_sub = target.sub.as_deref() == Some("status");
     match verb {
-        "get" => Ok(ok(&app.store.get(
-            &target.rt,
-            target.ns(),
-            target.name.as_deref().unwrap_or_default(),
-        )?)),
-        "list" => list(app, &target, &query),
+        "get" => {
+            let obj = app.store.get(
+                &target.rt,
+                target.ns(),
+                target.name.as_deref().unwrap_or_default(),
+            )?;
+            if table::wanted(accept) {
+                return Ok(ok(&table::table(
+                    &target.rt,
+                    &[obj],
+                    app.store.resource_version(),
+                )));
+            }
+            Ok(ok(&obj))
+        }
+        "list" => list(app, &target, &query, table::wanted(accept)),
         "watch" => watch::watch(app, &target, &query),
         "create" if target.rt.plural == "selfsubjectaccessreviews" => Ok(json_response(
             StatusCode::CREATED,
@@ -296,7 +307,7 @@ fn selectors(query: &Query) -> Result<(LabelSelector, FieldSelector), ApiError> 
     ))
 }
 
-fn list(app: &App, t: &Target, query: &Query) -> Result<Response, ApiError> {
+fn list(app: &App, t: &Target, query: &Query, as_table: bool) -> Result<Response, ApiError> {
     use base64::Engine;
     let (labels, fields) = selectors(query)?;
     let (items, rv) = app.store.list(&t.rt, t.ns.as_deref());
@@ -323,6 +334,11 @@ fn list(app: &App, t: &Target, query: &Query) -> Result<Response, ApiError> {
         items.truncate(limit);
         metadata["continue"] = json!(b64.encode(object_key(items.last().expect("limit > 0"))));
         metadata["remainingItemCount"] = json!(remaining);
+    }
+    if as_table {
+        let mut tbl = table::table(&t.rt, &items, rv);
+        tbl["metadata"] = metadata;
+        return Ok(ok(&tbl));
     }
     Ok(ok(
         &json!({"apiVersion": t.rt.api_version(), "kind": format!("{}List", t.rt.kind), "metadata": metadata, "items": items}),
