@@ -1,13 +1,14 @@
 //! Plan bundles on disk: `vpngateway.yaml`, `vpnpeer.yaml` (all peers),
 //! `old-ipsecgateway.yaml` (cleaned so `kubectl apply -f` re-creates it) and `plan.json`.
 //!
-//! Writes are atomic per file (temporary file in the same directory, then rename) and
-//! `plan.json` is written last, so a bundle with a `plan.json` is complete. A directory
-//! holding another gateway's bundle, or files vpnmig did not write, is never overwritten
-//! without `--force` (DESIGN.md §4.3: the old manifest is always recoverable).
+//! A bundle is replaced as a whole: the new one is written into a hidden directory next
+//! to it and swapped in with one atomic `rename(RENAME_EXCHANGE)`, so a reader — or a
+//! crash — sees either the old bundle or the new one, never a mix. Files vpnmig did not
+//! write are carried over. A bundle is never replaced without `--force` when it belongs
+//! to another gateway or another object of the same name, or when a READY bundle would
+//! become a BLOCKED one (DESIGN.md §4.3: the old manifest is always recoverable).
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -20,7 +21,7 @@ pub const GATEWAY_FILE: &str = "vpngateway.yaml";
 pub const PEERS_FILE: &str = "vpnpeer.yaml";
 pub const OLD_FILE: &str = "old-ipsecgateway.yaml";
 pub const PLAN_FILE: &str = "plan.json";
-/// Every file of a bundle, in the order they are written.
+/// Every file of a bundle.
 pub const FILES: &[&str] = &[GATEWAY_FILE, PEERS_FILE, OLD_FILE, PLAN_FILE];
 
 /// Why a bundle could not be read or written.
@@ -32,8 +33,23 @@ pub enum BundleError {
         found: String,
         wanted: String,
     },
-    #[error("{dir}: has {file} but no readable plan.json, so it is not a vpnmig bundle")]
+    #[error(
+        "{dir}: holds the bundle of {name} uid {found}, but this input is another object of that name (uid {wanted})"
+    )]
+    OtherObject {
+        dir: String,
+        name: String,
+        found: String,
+        wanted: String,
+    },
+    #[error(
+        "{dir}: holds a READY bundle; this plan is BLOCKED and would replace the pinned values it records"
+    )]
+    WouldBlock { dir: String },
+    #[error("{dir}: has {file} but no plan.json naming a gateway, so it is not a vpnmig bundle")]
     NotABundle { dir: String, file: String },
+    #[error("{dir}: is a file, not a directory")]
+    NotADirectory { dir: String },
     #[error("{path}: {action}")]
     Io {
         path: String,
@@ -47,9 +63,11 @@ impl BundleError {
     /// What to do about it, one sentence.
     pub fn hint(&self) -> Option<String> {
         match self {
-            BundleError::OtherGateway { .. } | BundleError::NotABundle { .. } => {
+            BundleError::OtherGateway { .. } | BundleError::NotABundle { .. } | BundleError::OtherObject { .. } => {
                 Some("choose another --out directory, or pass --force to replace its files".into())
             }
+            BundleError::WouldBlock { .. } => Some("fix the blockers and plan again, write this plan to another --out directory, or pass --force".into()),
+            BundleError::NotADirectory { .. } => Some("--out names the bundle directory, e.g. --out plans/acme".into()),
             BundleError::Io { .. } => None,
         }
     }
@@ -77,58 +95,85 @@ pub fn gateway_id(plan: &Plan) -> String {
 pub struct Previous {
     /// `namespace/name` from its plan.json.
     pub gateway: Option<String>,
-    /// Its target objects, `(Kind/name, YAML as vpnmig renders it)`.
+    /// The source uid its plan.json records.
+    pub uid: Option<String>,
+    /// Whether its plan was blocked.
+    pub blocked: Option<bool>,
+    /// Its objects, `(label, YAML as vpnmig renders it)`: the targets and the old manifest.
     pub objects: Vec<(String, String)>,
+}
+
+fn old_label(name: &str) -> String {
+    format!("IPsecGateway/{name} ({OLD_FILE})")
 }
 
 /// Read what `dir` holds (nothing if it does not exist). Unreadable YAML in a previous
 /// bundle is not an error: the diff then shows every line as new.
 pub fn read_previous(dir: &Path) -> Result<Previous, BundleError> {
     let mut prev = Previous::default();
+    if dir.exists() && !dir.is_dir() {
+        return Err(BundleError::NotADirectory {
+            dir: dir.display().to_string(),
+        });
+    }
     let plan_path = dir.join(PLAN_FILE);
     if plan_path.exists() {
         let text = fs::read_to_string(&plan_path)
             .map_err(io(&plan_path, "cannot read the previous plan"))?;
         if let Ok(v) = serde_json::from_str::<Value>(&text) {
-            let name = v
-                .pointer("/source/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            prev.gateway = Some(
-                match v.pointer("/source/namespace").and_then(Value::as_str) {
+            let s = |p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_string);
+            prev.gateway = s("/source/name").filter(|n| !n.is_empty()).map(|name| {
+                match s("/source/namespace") {
                     Some(ns) => format!("{ns}/{name}"),
-                    None => name.to_string(),
-                },
-            );
+                    None => name,
+                }
+            });
+            prev.uid = s("/source/uid");
+            prev.blocked = v.get("blocked").and_then(Value::as_bool);
         }
     }
-    for file in [GATEWAY_FILE, PEERS_FILE] {
+    for file in [GATEWAY_FILE, PEERS_FILE, OLD_FILE] {
         let Ok(text) = fs::read_to_string(dir.join(file)) else {
             continue;
         };
         let docs: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap_or_default();
-        prev.objects.extend(
-            docs.iter()
-                .filter(|d| !d.is_null())
-                .map(|d| (manifest::label_of(d), manifest::to_yaml(d))),
-        );
+        prev.objects
+            .extend(docs.iter().filter(|d| !d.is_null()).map(|d| {
+                let label = if file == OLD_FILE {
+                    old_label(
+                        d.pointer("/metadata/name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?"),
+                    )
+                } else {
+                    manifest::label_of(d)
+                };
+                (label, manifest::to_yaml(d))
+            }));
     }
     Ok(prev)
 }
 
-/// Diff each target of `plan` against `previous`; objects only in `previous` show as
-/// removed.
-pub fn diff(plan: &Plan, previous: &Previous) -> Vec<ObjectDiff> {
-    let targets = manifest::targets(plan);
-    let mut diffs: Vec<ObjectDiff> = targets
+/// Diff each target of `plan`, and the old manifest, against `previous`; objects only in
+/// `previous` show as removed.
+pub fn diff(plan: &Plan, old_manifest: &Value, previous: &Previous) -> Vec<ObjectDiff> {
+    let mut now = manifest::targets(plan);
+    // The rollback copy is shown when it replaces an earlier one, not on a first plan.
+    if previous.gateway.is_some() {
+        now.push((old_label(&plan.source.name), old_manifest.clone()));
+    }
+    let before = |label: &str| {
+        previous
+            .objects
+            .iter()
+            .find(|(l, _)| l == label)
+            .map(|(_, y)| y.clone())
+    };
+    let mut diffs: Vec<ObjectDiff> = now
         .iter()
         .map(|(label, v)| ObjectDiff {
             object: label.clone(),
-            before: previous
-                .objects
-                .iter()
-                .find(|(l, _)| l == label)
-                .map(|(_, y)| y.clone()),
+            before: before(label),
             after: Some(manifest::to_yaml(v)),
         })
         .collect();
@@ -136,7 +181,7 @@ pub fn diff(plan: &Plan, previous: &Previous) -> Vec<ObjectDiff> {
         previous
             .objects
             .iter()
-            .filter(|(l, _)| !targets.iter().any(|(t, _)| t == l))
+            .filter(|(l, _)| !now.iter().any(|(t, _)| t == l))
             .map(|(l, y)| ObjectDiff {
                 object: l.clone(),
                 before: Some(y.clone()),
@@ -146,23 +191,39 @@ pub fn diff(plan: &Plan, previous: &Previous) -> Vec<ObjectDiff> {
     diffs
 }
 
-/// Refuse to write into `dir` if it holds another gateway's bundle or stray bundle files,
-/// unless `force`.
+/// Refuse to write into `dir` unless it is empty, missing, or this gateway's bundle that
+/// may be replaced; `force` overrides.
 pub fn guard(dir: &Path, plan: &Plan, previous: &Previous, force: bool) -> Result<(), BundleError> {
     if force {
         return Ok(());
     }
+    let d = dir.display().to_string();
     let wanted = gateway_id(plan);
     match &previous.gateway {
         Some(found) if *found != wanted => Err(BundleError::OtherGateway {
-            dir: dir.display().to_string(),
+            dir: d,
             found: found.clone(),
             wanted,
         }),
-        Some(_) => Ok(()),
+        Some(_) => {
+            if let (Some(found), Some(now)) = (&previous.uid, &plan.source.uid)
+                && found != now
+            {
+                return Err(BundleError::OtherObject {
+                    dir: d,
+                    name: wanted,
+                    found: found.clone(),
+                    wanted: now.clone(),
+                });
+            }
+            if previous.blocked == Some(false) && plan.blocked {
+                return Err(BundleError::WouldBlock { dir: d });
+            }
+            Ok(())
+        }
         None => match FILES.iter().find(|f| dir.join(f).exists()) {
             Some(file) => Err(BundleError::NotABundle {
-                dir: dir.display().to_string(),
+                dir: d,
                 file: file.to_string(),
             }),
             None => Ok(()),
@@ -170,10 +231,29 @@ pub fn guard(dir: &Path, plan: &Plan, previous: &Previous, force: bool) -> Resul
     }
 }
 
-/// Write the bundle for `plan` into `dir` (created if missing); `old_manifest` is the
-/// cleaned old object. Returns the paths written, `plan.json` last.
+/// Write the bundle for `plan` into `dir` (created with its parents if missing), as one
+/// atomic swap; `old_manifest` is the cleaned old object. Returns the files' paths.
 pub fn write(dir: &Path, plan: &Plan, old_manifest: &Value) -> Result<Vec<PathBuf>, BundleError> {
-    fs::create_dir_all(dir).map_err(io(dir, "cannot create the bundle directory"))?;
+    if dir.exists() && !dir.is_dir() {
+        return Err(BundleError::NotADirectory {
+            dir: dir.display().to_string(),
+        });
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&parent).map_err(io(&parent, "cannot create the parent directory"))?;
+    let stage = tempfile::Builder::new()
+        .prefix(".vpnmig-bundle-")
+        .tempdir_in(&parent)
+        .map_err(io(&parent, "cannot create a staging directory"))?;
+    // A reviewer on call must be able to read the bundle: permissions like the bundle
+    // being replaced, else rwxr-xr-x (files follow the umask).
+    let mode = fs::metadata(dir)
+        .map(|m| m.permissions())
+        .unwrap_or_else(|_| default_dir_permissions());
+    fs::set_permissions(stage.path(), mode).map_err(io(stage.path(), "cannot set permissions"))?;
     let contents = [
         (GATEWAY_FILE, manifest::to_yaml(&plan.targets.gateway)),
         (PEERS_FILE, manifest::to_yaml_stream(&plan.targets.peers)),
@@ -183,17 +263,61 @@ pub fn write(dir: &Path, plan: &Plan, old_manifest: &Value) -> Result<Vec<PathBu
             serde_json::to_string_pretty(plan).expect("plans serialize") + "\n",
         ),
     ];
-    let mut written = Vec::new();
-    for (file, text) in contents {
-        let path = dir.join(file);
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)
-            .map_err(io(dir, "cannot create a temporary file"))?;
-        tmp.write_all(text.as_bytes())
-            .map_err(io(&path, "cannot write"))?;
-        tmp.as_file().sync_all().map_err(io(&path, "cannot sync"))?;
-        tmp.persist(&path)
-            .map_err(|e| io(&path, "cannot rename into place")(e.error))?;
-        written.push(path);
+    for (file, text) in &contents {
+        let path = stage.path().join(file);
+        fs::write(&path, text).map_err(io(&path, "cannot write"))?;
+        fs::File::open(&path)
+            .and_then(|f| f.sync_all())
+            .map_err(io(&path, "cannot sync"))?;
     }
-    Ok(written)
+    if dir.exists() {
+        // Carry over what vpnmig did not write, then swap the two directories at once.
+        for entry in fs::read_dir(dir).map_err(io(dir, "cannot read"))? {
+            let entry = entry.map_err(io(dir, "cannot read"))?;
+            if !FILES.iter().any(|f| entry.file_name() == *f) {
+                fs::rename(entry.path(), stage.path().join(entry.file_name()))
+                    .map_err(io(&entry.path(), "cannot carry over"))?;
+            }
+        }
+        exchange(stage.path(), dir)?;
+        // `stage` now holds the previous bundle and is removed when dropped.
+    } else {
+        let staged = stage.keep();
+        fs::rename(&staged, dir).map_err(io(dir, "cannot move the bundle into place"))?;
+    }
+    if let Ok(d) = fs::File::open(&parent) {
+        let _ = d.sync_all();
+    }
+    Ok(FILES.iter().map(|f| dir.join(f)).collect())
+}
+
+#[cfg(unix)]
+fn default_dir_permissions() -> fs::Permissions {
+    use std::os::unix::fs::PermissionsExt;
+    fs::Permissions::from_mode(0o755)
+}
+
+#[cfg(not(unix))]
+fn default_dir_permissions() -> fs::Permissions {
+    fs::metadata(".")
+        .map(|m| m.permissions())
+        .expect("the current directory exists")
+}
+
+/// Atomically swap two directories (Linux `renameat2(RENAME_EXCHANGE)`).
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path) -> Result<(), BundleError> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    renameat_with(CWD, a, CWD, b, RenameFlags::EXCHANGE)
+        .map_err(|e| io(b, "cannot swap the new bundle in")(e.into()))
+}
+
+/// Elsewhere: move the old bundle aside, move the new one in, put the old one where the
+/// caller removes it. Not atomic; the old bundle is never lost.
+#[cfg(not(target_os = "linux"))]
+fn exchange(a: &Path, b: &Path) -> Result<(), BundleError> {
+    let aside = a.with_extension("previous");
+    fs::rename(b, &aside).map_err(io(b, "cannot move the previous bundle aside"))?;
+    fs::rename(a, b).map_err(io(b, "cannot move the bundle into place"))?;
+    fs::rename(&aside, a).map_err(io(a, "cannot move the previous bundle away"))
 }

@@ -138,3 +138,81 @@ fn serde_type_names_do_not_leak_into_messages() {
         "error: - document 1: IPsecGateway a: field `spec`: invalid length 0, expected a mapping"
     );
 }
+
+#[test]
+fn allowlist_errors_never_quote_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("allow.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: v1\nkind: Secret\ndata:\n  psk: U1VQRVJTRUNSRVQ=\n",
+    )
+    .unwrap();
+    let r = vpnmig(
+        &[
+            "plan",
+            "-f",
+            "fixtures/gateways/01-single-tunnel.yaml",
+            "--allowlist",
+            path.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(r.code, 3);
+    assert!(!r.stderr.contains("U1VQRVJTRUNSRVQ="), "{}", r.stderr);
+    assert_eq!(
+        r.stderr.lines().count(),
+        2,
+        "one error line and one hint: {}",
+        r.stderr
+    );
+}
+
+#[test]
+fn an_empty_list_says_so() {
+    let r = vpnmig(
+        &["plan", "-f", "-"],
+        Some("apiVersion: v1\nkind: List\nitems: []\nmetadata: {resourceVersion: \"\"}\n"),
+    );
+    assert_eq!(r.code, 3);
+    assert!(r.stderr.contains("document 1 is a List with no items: was the export run in the right namespace and context?"), "{}", r.stderr);
+}
+
+#[test]
+fn the_same_gateway_twice_is_named_as_repeated() {
+    let gw = Gw::new("acme").yaml();
+    let r = vpnmig(
+        &["plan", "-f", "-", "--name", "tenant-test/acme"],
+        Some(&format!("{gw}\n---\n{gw}")),
+    );
+    assert_eq!(r.code, 3);
+    assert!(
+        r.stderr.starts_with(
+            "error: -: IPsecGateway tenant-test/acme appears 2 times (- document 1, - document 2)"
+        ),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn output_that_cannot_be_written_fails() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("vpnmig"))
+        .current_dir(root())
+        .args([
+            "plan",
+            "-f",
+            "fixtures/gateways/01-single-tunnel.yaml",
+            "-o",
+            "yaml",
+        ])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: cannot write the output: "));
+}

@@ -210,7 +210,7 @@ fn stray_files_without_a_plan_are_not_overwritten() {
     assert_eq!(r.code, 7);
     assert!(
         r.stderr
-            .contains("has vpngateway.yaml but no readable plan.json"),
+            .contains("has vpngateway.yaml but no plan.json naming a gateway"),
         "{}",
         r.stderr
     );
@@ -270,4 +270,146 @@ fn yaml_output_applies_as_is() {
     let docs: Vec<Value> = serde_saphyr::from_multiple(&r.stdout).unwrap();
     let kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["VPNGateway", "VPNPeer", "VPNPeer"]);
+}
+
+#[test]
+fn another_object_of_the_same_name_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("b");
+    let d = d.to_str().unwrap();
+    assert_eq!(
+        vpnmig(
+            &["plan", "-f", "-", "--out", d],
+            Some(&Gw::new("acme").yaml())
+        )
+        .code,
+        0
+    );
+    let other = Gw::new("acme").set(
+        "/metadata/uid",
+        json!("99999999-0000-0000-0000-000000000000"),
+    );
+    let r = vpnmig(&["plan", "-f", "-", "--out", d], Some(&other.yaml()));
+    assert_eq!(r.code, 7);
+    assert!(
+        r.stderr
+            .contains("another object of that name (uid 99999999-0000-0000-0000-000000000000)"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_ready_bundle_is_not_replaced_by_a_blocked_plan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("b");
+    let d = dir.to_str().unwrap();
+    assert_eq!(
+        vpnmig(
+            &["plan", "-f", "-", "--out", d],
+            Some(&Gw::new("acme").yaml())
+        )
+        .code,
+        0
+    );
+    // Re-planning from the bundle's own old manifest (no status) would lose the pinned values.
+    let saved = dir.join("old-ipsecgateway.yaml");
+    let r = vpnmig(&["plan", "-f", saved.to_str().unwrap(), "--out", d], None);
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("holds a READY bundle; this plan is BLOCKED"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        read_json(&dir.join("plan.json"))["targets"]["gateway"]["spec"]["serviceCIDR"],
+        "10.250.9.0/24"
+    );
+}
+
+#[test]
+fn the_bundle_is_swapped_whole_readable_and_keeps_foreign_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("b");
+    let d = dir.to_str().unwrap();
+    assert_eq!(
+        vpnmig(
+            &["plan", "-f", "-", "--out", d],
+            Some(&Gw::new("acme").yaml())
+        )
+        .code,
+        0
+    );
+    fs::write(dir.join("NOTES.md"), "window booked for 02:00\n").unwrap();
+    let changed = Gw::new("acme").set("/spec/tunnels/0/remoteSubnets", json!(["10.61.0.0/16"]));
+    assert_eq!(
+        vpnmig(&["plan", "-f", "-", "--out", d], Some(&changed.yaml())).code,
+        0
+    );
+    assert_eq!(
+        fs::read_to_string(dir.join("NOTES.md")).unwrap(),
+        "window booked for 02:00\n"
+    );
+    assert!(
+        fs::read_to_string(dir.join("vpnpeer.yaml"))
+            .unwrap()
+            .contains("10.61.0.0/16")
+    );
+    let leftovers: Vec<String> = fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(leftovers, ["b"], "no staging directories left behind");
+    assert_eq!(
+        fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    assert_ne!(
+        fs::metadata(dir.join("plan.json"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o044,
+        0,
+        "readable by others on call"
+    );
+}
+
+#[test]
+fn out_pointing_at_a_file_is_refused() {
+    let tmp = tempfile::NamedTempFile::new().unwrap();
+    let r = vpnmig(
+        &["plan", "-f", ONE, "--out", tmp.path().to_str().unwrap()],
+        None,
+    );
+    assert_eq!(r.code, 7);
+    assert!(
+        r.stderr.contains("is a file, not a directory"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn blocked_yaml_output_is_marked() {
+    let r = vpnmig(
+        &[
+            "plan",
+            "-f",
+            "fixtures/gateways/07-unpinned-fip.yaml",
+            "-o",
+            "yaml",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 4);
+    assert!(
+        r.stdout.starts_with(
+            "# vpnmig: this plan is BLOCKED by 1 check(s): do not apply these manifests.\n"
+        ),
+        "{}",
+        r.stdout
+    );
 }

@@ -619,3 +619,186 @@ fn exposure_targets_need_a_port() {
     );
     assert!(plan.blocked);
 }
+
+#[test]
+fn proposals_must_match_the_allowlist_exactly_like_the_crd_enum() {
+    let plan = Gw::new("acme")
+        .set("/spec/ike/proposals", json!(["AES256-SHA256-MODP2048"]))
+        .set(
+            "/spec/tunnels/0/esp/proposals",
+            json!([" aes256gcm16-modp2048 "]),
+        )
+        .plan();
+    assert_eq!(check(&plan, "proposal-syntax").outcome, Outcome::Pass);
+    let c = check(&plan, "proposal-allowlist");
+    let got: Vec<(&str, &str)> = c
+        .findings
+        .iter()
+        .map(|f| (f.seen.as_str(), f.wanted.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("\"AES256-SHA256-MODP2048\"", "\"aes256-sha256-modp2048\""),
+            ("\" aes256gcm16-modp2048 \"", "\"aes256gcm16-modp2048\"")
+        ]
+    );
+    assert!(plan.blocked);
+}
+
+fn with_secret(gw: &Gw, secret: serde_json::Value) -> Plan {
+    let text = format!(
+        "{}\n---\n{}",
+        gw.yaml(),
+        serde_json::to_string(&secret).unwrap()
+    );
+    let source = vpnmig::core::input::load(&text, "test.yaml", None).unwrap();
+    build(&source, &Allowlist::default())
+}
+
+#[test]
+fn psk_secret_owned_by_the_gateway_blocks_and_its_value_is_only_fingerprinted() {
+    let gw = Gw::new("acme");
+    let owned = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "acme-psk", "namespace": "tenant-test",
+        "ownerReferences": [{"apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway", "name": "acme", "uid": "0e7c55a4-1111-4c2b-9d3e-5f6a7b8c9d0e"}]},
+        "data": {"psk": "c2VjcmV0"}});
+    let plan = with_secret(&gw, owned);
+    let f = &check(&plan, "psk-secret").findings[0];
+    assert_eq!(
+        (f.object.as_str(), f.path.as_str(), f.seen.as_str()),
+        (
+            "Secret tenant-test/acme-psk",
+            "metadata.ownerReferences",
+            "IPsecGateway acme"
+        )
+    );
+    assert!(
+        f.fix.as_ref().unwrap().starts_with(
+            "detach it first: kubectl patch secret acme-psk -n tenant-test --type json"
+        ),
+        "{:?}",
+        f.fix
+    );
+    assert!(plan.blocked);
+    // sha256("secret"); the value itself appears nowhere in the plan.
+    assert_eq!(
+        plan.source.psk_fingerprint.as_deref(),
+        Some("sha256:2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b")
+    );
+    let json = serde_json::to_string(&plan).unwrap();
+    assert!(!json.contains("c2VjcmV0") && !json.contains("\"secret\""));
+}
+
+#[test]
+fn psk_secret_without_the_key_blocks_and_absence_skips() {
+    let gw = Gw::new("acme");
+    let plan = with_secret(
+        &gw,
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "acme-psk", "namespace": "tenant-test"}, "data": {"other": "eA=="}}),
+    );
+    let f = &check(&plan, "psk-secret").findings[0];
+    assert_eq!(
+        (f.path.as_str(), f.seen.as_str(), f.wanted.as_str()),
+        ("data.psk", "keys [\"other\"]", "a key `psk`")
+    );
+    assert_eq!(plan.source.psk_fingerprint, None);
+    let plan = Gw::new("acme").plan();
+    let c = check(&plan, "psk-secret");
+    assert_eq!(c.outcome, Outcome::Skipped);
+    assert!(
+        c.skipped
+            .as_ref()
+            .unwrap()
+            .starts_with("Secret acme-psk is not in the input"),
+        "{:?}",
+        c.skipped
+    );
+}
+
+#[test]
+fn a_gateway_being_deleted_blocks() {
+    let plan = Gw::new("acme")
+        .set("/metadata/deletionTimestamp", json!("2026-11-29T02:00:00Z"))
+        .plan();
+    let c = check(&plan, "not-deleting");
+    assert!(c.blocks());
+    assert_eq!(c.findings[0].seen, "2026-11-29T02:00:00Z");
+}
+
+#[test]
+fn gitops_markers_warn_and_are_not_carried() {
+    let plan = Gw::new("acme")
+        .set("/metadata/annotations", json!({"meta.helm.sh/release-name": "vpn", "argocd.argoproj.io/tracking-id": "app:ipsec.bnerd.net/IPsecGateway:t/acme", "ops/ticket": "NET-1"}))
+        .set("/metadata/labels", json!({"app.kubernetes.io/managed-by": "Helm", "client": "acme", "kustomize.toolkit.fluxcd.io/name": "tenants"}))
+        .plan();
+    let c = check(&plan, "gitops");
+    assert_eq!((c.severity, c.outcome), (Severity::Warning, Outcome::Fail));
+    assert_eq!(
+        c.findings[0].seen,
+        "argocd.argoproj.io/tracking-id=app:ipsec.bnerd.net/IPsecGateway:t/acme, meta.helm.sh/release-name=vpn, app.kubernetes.io/managed-by=Helm, kustomize.toolkit.fluxcd.io/name=tenants"
+    );
+    for obj in [gw_json(&plan), peer_json(&plan, 0)] {
+        assert_eq!(obj["metadata"]["labels"], json!({"client": "acme"}));
+        assert_eq!(
+            obj["metadata"]["annotations"],
+            json!({"ops/ticket": "NET-1", "vpnmig.bnerd.net/migrated-from": "ipsecgateways.ipsec.bnerd.net/acme"})
+        );
+    }
+    // The rollback copy keeps them: the old object goes back to its tool.
+    let cleaned = vpnmig::core::plan::clean_old_manifest(
+        &Gw::new("acme")
+            .set(
+                "/metadata/annotations",
+                json!({"meta.helm.sh/release-name": "vpn"}),
+            )
+            .0,
+    );
+    assert_eq!(
+        cleaned["metadata"]["annotations"],
+        json!({"meta.helm.sh/release-name": "vpn"})
+    );
+}
+
+#[test]
+fn unknown_fields_that_look_secret_are_not_shown() {
+    let plan = Gw::new("acme")
+        .set("/spec/auth/psk", json!("SUPERSECRETPSKVALUE"))
+        .set("/spec/tunnels/0/mtu", json!(1400))
+        .plan();
+    let seen: Vec<&str> = check(&plan, "unknown-fields")
+        .findings
+        .iter()
+        .map(|f| f.seen.as_str())
+        .collect();
+    assert_eq!(
+        seen,
+        ["\"<not shown: the name suggests a secret>\"", "1400"]
+    );
+    assert!(
+        !serde_json::to_string(&plan)
+            .unwrap()
+            .contains("SUPERSECRETPSKVALUE")
+    );
+}
+
+#[test]
+fn explicit_nulls_are_absent_values() {
+    let plan = Gw::new("acme")
+        .set("/spec/endpoint/network", json!(null))
+        .set("/spec/tunnels/0/peer/id", json!(null))
+        .set("/spec/tunnels/0/dpd", json!(null))
+        .set("/spec/reverseExposures", json!(null))
+        .plan();
+    assert!(
+        !plan.blocked,
+        "{:#?}",
+        plan.checks
+            .iter()
+            .filter(|c| c.blocks())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        gw_json(&plan)["spec"]["endpoint"],
+        json!({"floatingIP": "198.51.100.50"})
+    );
+}

@@ -17,8 +17,9 @@ Workflow (one client, one maintenance window; runbook: migrating IPsecGateway to
   3. verify    conditions, pinned values and `swanctl --list-sas` in the gateway pod
   4. rollback  delete the new CRs, wait, re-apply plans/acme/old-ipsecgateway.yaml
 
-This version ships step 1, offline. Until cutover, verify and rollback exist, the plan
-prints the runbook's kubectl commands for steps 2-4 with the bundle's files.
+This version ships step 1, offline. Until cutover, verify and rollback exist, a ready
+plan written with --out prints the runbook's kubectl commands for the window, the
+verification and the rollback, using the bundle's files.
 
 Exit codes: 0 ok, 1 failure, 2 usage, 3 invalid input, 4 blocked by checks,
 5 verify failed, 6 timeout, 7 refused (see docs/exit-codes.md).";
@@ -50,12 +51,13 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path}: not a valid allowlist")]
-    Allowlist {
-        path: String,
+    #[error("cannot write the output")]
+    Write {
         #[source]
-        source: serde_saphyr::Error,
+        source: std::io::Error,
     },
+    #[error("{path}: not a valid allowlist: {message}")]
+    Allowlist { path: String, message: String },
 }
 
 impl Error {
@@ -63,9 +65,9 @@ impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Input(_) | Error::Allowlist { .. } => exit::INVALID_INPUT,
-            Error::Bundle(crate::bundle::BundleError::Io { .. }) | Error::Read { .. } => {
-                exit::FAILURE
-            }
+            Error::Bundle(crate::bundle::BundleError::Io { .. })
+            | Error::Read { .. }
+            | Error::Write { .. } => exit::FAILURE,
             Error::Bundle(_) => exit::REFUSED,
         }
     }
@@ -75,7 +77,7 @@ impl Error {
         match self {
             Error::Input(e) => e.hint(),
             Error::Bundle(e) => e.hint(),
-            Error::Read { .. } => None,
+            Error::Read { .. } | Error::Write { .. } => None,
             Error::Allowlist { .. } => Some(
                 "the file is a YAML mapping with two lists: `ike: [...]` and `esp: [...]`".into(),
             ),

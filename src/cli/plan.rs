@@ -24,8 +24,10 @@ Examples:
   vpnmig plan -f all-gateways.yaml --name acme -o json | jq .checks
   vpnmig plan -f acme.yaml -o yaml | kubectl apply --dry-run=server -f -
 
-Exit codes: 0 ready, 3 invalid input, 4 blocked by a check (plan still shown and
-written), 7 refused to overwrite another gateway's bundle.")]
+Exit codes: 0 ready, 1 failure (a file could not be read or written), 2 usage,
+3 invalid input, 4 blocked by a check (plan still shown and written; -o yaml marks
+the manifests), 7 refused to replace a bundle (another gateway or object, or a READY
+bundle by a BLOCKED plan; --force overrides).")]
 pub struct PlanArgs {
     /// Manifest file with the IPsecGateway (YAML or JSON; `-` reads standard input).
     #[arg(
@@ -87,9 +89,9 @@ fn read(path: &PathBuf) -> Result<String, Error> {
 
 pub fn run(args: &PlanArgs) -> Result<i32, Error> {
     let allowlist = match &args.allowlist {
-        Some(p) => Allowlist::from_yaml(&read(p)?).map_err(|source| Error::Allowlist {
+        Some(p) => Allowlist::from_yaml(&read(p)?).map_err(|e| Error::Allowlist {
             path: p.display().to_string(),
-            source,
+            message: input::yaml_message(&e),
         })?,
         None => Allowlist::default(),
     };
@@ -101,11 +103,12 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
         Some(dir) => bundle::read_previous(dir)?,
         None => bundle::Previous::default(),
     };
-    let diffs = bundle::diff(&plan, &previous);
+    let old_manifest = plan::clean_old_manifest(&source.raw);
+    let diffs = bundle::diff(&plan, &old_manifest, &previous);
     let written = match &args.out {
         Some(dir) => {
             bundle::guard(dir, &plan, &previous, args.force)?;
-            bundle::write(dir, &plan, &plan::clean_old_manifest(&source.raw))?;
+            bundle::write(dir, &plan, &old_manifest)?;
             Some(dir.display().to_string())
         }
         None => None,
@@ -125,11 +128,28 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
                 .into_iter()
                 .map(|(_, v)| v)
                 .collect();
-            manifest::to_yaml_stream(&objects)
+            let stream = manifest::to_yaml_stream(&objects);
+            if plan.blocked {
+                // kubectl ignores comments; people and reviewers of a pipeline do not.
+                format!(
+                    "# vpnmig: this plan is BLOCKED by {} check(s): do not apply these manifests.\n# Run `vpnmig plan -f {file}` for the checks.\n{stream}",
+                    plan.summary.blockers
+                )
+            } else {
+                stream
+            }
         }
         Format::Json => serde_json::to_string_pretty(&plan).expect("plans serialize") + "\n",
     };
-    let _ = stdout.write_all(doc.as_bytes());
+    if let Err(e) = stdout
+        .write_all(doc.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        // A closed pipe (`| head`) is the reader's choice; anything else lost output.
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            return Err(Error::Write { source: e });
+        }
+    }
     if plan.blocked && args.output != Format::Text {
         let _ = writeln!(
             anstream::stderr(),

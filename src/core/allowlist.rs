@@ -4,7 +4,9 @@
 //! The operator's real list is not public. [`Allowlist::default`] is vpnmig's documented
 //! assumption (docs/model.md, "Proposal allowlist"); `vpnmig plan --allowlist FILE`
 //! replaces it with the operator's list, a YAML mapping `{ike: [...], esp: [...]}`.
-//! Proposals are compared case-insensitively, as whole strings.
+//! Proposals are compared exactly, as whole strings: the new CRDs enforce the list as a
+//! case-sensitive `enum`, so `AES256-…` or a padded string would be rejected at apply
+//! time, in the middle of the outage.
 
 use schemars::{Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
@@ -78,8 +80,7 @@ impl Allowlist {
 }
 
 fn contains(list: &[String], proposal: &str) -> bool {
-    list.iter()
-        .any(|p| p.trim().eq_ignore_ascii_case(proposal.trim()))
+    list.iter().any(|p| p == proposal)
 }
 
 fn proposals_schema(allowed: &[&str]) -> Schema {
@@ -106,9 +107,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn compares_case_insensitively_and_whole() {
+    fn compares_exactly_like_the_crd_enum() {
         let a = Allowlist::default();
-        assert!(a.allows_ike("AES256-SHA256-MODP2048"));
+        assert!(a.allows_ike("aes256-sha256-modp2048"));
+        assert!(!a.allows_ike("AES256-SHA256-MODP2048"));
+        assert!(!a.allows_ike(" aes256-sha256-modp2048 "));
         assert!(!a.allows_ike("aes256-sha256"));
         assert!(a.allows_esp("aes256gcm16"));
         assert!(!a.allows_esp("3des-sha1"));

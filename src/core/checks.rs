@@ -15,6 +15,7 @@ use crate::core::allowlist::Allowlist;
 use crate::core::input::Source;
 use crate::core::model::condition;
 use crate::core::proposal::{self, SaKind};
+use crate::core::psk;
 use crate::core::report::{FieldRow, Rule, Verdict};
 use crate::core::translate::Targets;
 
@@ -184,6 +185,18 @@ pub const CHECKS: &[(&str, Severity, &str, CheckFn)] = &[
         fip_pinned,
     ),
     (
+        "psk-secret",
+        Severity::Blocker,
+        "the PSK Secret has the key and would survive the old gateway's deletion",
+        psk_secret,
+    ),
+    (
+        "not-deleting",
+        Severity::Blocker,
+        "the old gateway is not already being deleted",
+        not_deleting,
+    ),
+    (
         "service-cidr",
         Severity::Blocker,
         "serviceCIDR present in status and a valid network",
@@ -273,6 +286,12 @@ pub const CHECKS: &[(&str, Severity, &str, CheckFn)] = &[
         "the old gateway has no owner the new objects would lack",
         owner_references,
     ),
+    (
+        "gitops",
+        Severity::Warning,
+        "no Helm, Argo CD or Flux marker on the old gateway",
+        gitops,
+    ),
 ];
 
 /// Run every check in [`CHECKS`].
@@ -295,6 +314,52 @@ pub fn run(inputs: &Inputs) -> Vec<CheckResult> {
             }
         })
         .collect()
+}
+
+fn not_deleting(i: &Inputs) -> Result<Vec<Finding>, String> {
+    Ok(match &i.source.gateway.metadata.deletion_timestamp {
+        Some(t) => vec![finding(
+            &i.old_object(),
+            "metadata.deletionTimestamp",
+            t.0.to_string(),
+            "<unset>",
+            "the old gateway is already being deleted: its finalizer unwind has started and, if its FIP is not pinned, the address may be released",
+            Some("do not plan from this export: find out who deleted it (`kubectl get events`), and if it must be restored, re-apply it from a bundle's old-ipsecgateway.yaml once it is gone".into()),
+        )],
+        None => vec![],
+    })
+}
+
+fn gitops(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let meta = &i.source.gateway.metadata;
+    let markers: Vec<String> = meta
+        .annotations
+        .iter()
+        .flatten()
+        .filter(|(k, _)| {
+            k.as_str() != crate::core::translate::LAST_APPLIED
+                && crate::core::translate::not_carried(true, k).is_some()
+        })
+        .chain(
+            meta.labels
+                .iter()
+                .flatten()
+                .filter(|(k, _)| crate::core::translate::not_carried(false, k).is_some()),
+        )
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    Ok(if markers.is_empty() {
+        vec![]
+    } else {
+        vec![finding(
+            &i.old_object(),
+            "metadata",
+            markers.join(", "),
+            "no GitOps or Helm ownership",
+            "a GitOps tool or Helm manages the old gateway: after the delete it may re-create it (and fight for the floating IP) or prune the new objects; its markers are not carried",
+            Some("before the window, suspend its sync (e.g. `argocd app set APP --sync-policy none`, `flux suspend kustomization NAME`) and change the source repository to the new manifests".into()),
+        )]
+    })
 }
 
 fn unknown_fields(i: &Inputs) -> Result<Vec<Finding>, String> {
@@ -391,6 +456,47 @@ fn fip_pinned(i: &Inputs) -> Result<Vec<Finding>, String> {
                 ));
             }
         }
+    }
+    Ok(out)
+}
+
+fn psk_secret(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let r = &i.source.gateway.spec.auth.psk_secret_ref;
+    let ns = i.source.gateway.metadata.namespace.as_deref();
+    let Some(secret) = psk::find(&i.source.secrets, ns, &r.name) else {
+        return Err(format!(
+            "Secret {} is not in the input; `kubectl get ipsecgateway/{} secret/{}{} -o yaml` exports both",
+            r.name,
+            i.name(),
+            r.name,
+            i.ns_flag()
+        ));
+    };
+    let obj = object("Secret", ns, &r.name);
+    let mut out = Vec::new();
+    if psk::value(secret, &r.key).is_none() {
+        out.push(finding(
+            &obj,
+            format!("data.{}", r.key),
+            format!("keys {:?}", psk::keys(secret)),
+            format!("a key `{}`", r.key),
+            "the PSK Secret has no such key: every VPNPeer would reference a missing key and no tunnel would come up",
+            Some(format!("correct spec.auth.pskSecretRef.key (`kubectl edit ipsecgateway {}{}`) or the Secret, then export again", i.name(), i.ns_flag())),
+        ));
+    }
+    if let Some(owner) = psk::owner_is_gateway(secret, &i.source.gateway) {
+        out.push(finding(
+            &obj,
+            "metadata.ownerReferences",
+            owner,
+            "no ownerReference to the old gateway",
+            "deleting the old gateway would garbage-collect the PSK Secret the new VPNPeers need",
+            Some(format!(
+                "detach it first: kubectl patch secret {}{} --type json -p '[{{\"op\":\"remove\",\"path\":\"/metadata/ownerReferences\"}}]'  # keeps the Secret when the gateway goes",
+                r.name,
+                i.ns_flag()
+            )),
+        ));
     }
     Ok(out)
 }
@@ -610,7 +716,18 @@ fn proposal_allowlist(i: &Inputs) -> Result<Vec<Finding>, String> {
             SaKind::Esp => !i.allowlist.allows_esp(p),
         })
         .map(|(path, p, sa)| {
-            finding(&obj, path, p, format!("one of the approved {sa} proposals (docs/model.md, or --allowlist FILE)"), format!("{sa} proposal is not in the operator's allowlist: the new kinds reject it"), Some("agree an approved proposal with the client before the window; if the operator's list differs from vpnmig's default, pass it with --allowlist FILE".into()))
+            let list = if sa == SaKind::Ike { &i.allowlist.ike } else { &i.allowlist.esp };
+            match list.iter().find(|a| a.eq_ignore_ascii_case(p.trim())) {
+                Some(entry) => finding(
+                    &obj,
+                    path,
+                    format!("{p:?}"),
+                    format!("{entry:?}"),
+                    format!("{sa} proposal differs from the allowlist entry only in case or spaces: the new CRDs' enum is exact and would reject it at apply time"),
+                    Some(format!("write it as `{entry}` in the IPsecGateway (`kubectl edit ipsecgateway {}{}`), then export and plan again", i.name(), i.ns_flag())),
+                ),
+                None => finding(&obj, path, p, format!("one of the approved {sa} proposals (docs/model.md, or --allowlist FILE)"), format!("{sa} proposal is not in the operator's allowlist: the new kinds reject it"), Some("agree an approved proposal with the client before the window; if the operator's list differs from vpnmig's default, pass it with --allowlist FILE".into())),
+            }
         })
         .collect())
 }
@@ -638,7 +755,7 @@ fn target_names(i: &Inputs) -> Result<Vec<Finding>, String> {
             "metadata.name",
             &gw,
             "a DNS-1123 subdomain (lowercase letters, digits, '-', '.')",
-            "invalid object name",
+            "the gateway's name, kept for the VPNGateway (and a single tunnel's VPNPeer), is not a valid object name",
             None,
         ));
     }
@@ -646,7 +763,8 @@ fn target_names(i: &Inputs) -> Result<Vec<Finding>, String> {
     for (t, p) in i.targets.peers.iter().enumerate() {
         let name = p.metadata.name.clone().unwrap_or_default();
         let obj = object("VPNPeer", ns, &name);
-        if !is_dns1123_subdomain(&name) {
+        // A single tunnel's peer is named like the gateway: the gateway finding covers it.
+        if !is_dns1123_subdomain(&name) && i.targets.peers.len() > 1 {
             out.push(finding(&obj, "metadata.name", &name, "a DNS-1123 subdomain (lowercase letters, digits, '-', '.', at most 253)", format!("the peer name made from tunnel `{}` is not a valid object name", i.source.gateway.spec.tunnels[t].name), Some(format!("rename spec.tunnels[{t}].name in the IPsecGateway to lowercase letters, digits and '-'"))));
         }
         if !seen.insert(name.clone()) {

@@ -41,6 +41,10 @@ pub struct Source {
     /// The same object through the model of `core::model`.
     pub gateway: IPsecGateway,
     pub origin: Origin,
+    /// Secrets found in the same input (a `kubectl get ipsecgateway,secret -o yaml`
+    /// export): the PSK Secret's ownership and key can then be checked offline. Their
+    /// values are only ever fingerprinted, never shown.
+    pub secrets: Vec<Value>,
 }
 
 /// Why the input holds no usable IPsecGateway.
@@ -57,6 +61,13 @@ pub enum InputError {
         file: String,
         count: usize,
         names: String,
+    },
+    #[error("{file}: IPsecGateway {name} appears {count} times ({places})")]
+    Repeated {
+        file: String,
+        name: String,
+        places: String,
+        count: usize,
     },
     #[error("{file}: no IPsecGateway named `{name}` (found: {names})")]
     NotFound {
@@ -96,6 +107,7 @@ impl InputError {
             InputError::Syntax { .. } | InputError::Empty { .. } | InputError::NoGateway { .. } => {
                 "export the gateway with `kubectl get ipsecgateway NAME -n NAMESPACE -o yaml > NAME.yaml`".into()
             }
+            InputError::Repeated { .. } => "keep one copy of the gateway in the file (export it again with kubectl)".into(),
             InputError::Ambiguous { .. } | InputError::NotFound { .. } => {
                 "pass `--name NAME` with one of the names listed".into()
             }
@@ -114,6 +126,19 @@ impl InputError {
     }
 }
 
+/// A YAML parser error as one line for users: the parser's first line only (its later
+/// lines quote the input, which may hold a Secret), without its advice to programmers.
+pub fn yaml_message(e: &serde_saphyr::Error) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    first
+        .split(", set DuplicateKeyPolicy")
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
 /// `kubectl edit` for a `namespace/name` (or bare name) as shown in errors.
 fn edit_command(qualified: &str) -> String {
     match qualified.split_once('/') {
@@ -129,16 +154,7 @@ fn edit_command(qualified: &str) -> String {
 pub fn load(text: &str, file: &str, name: Option<&str>) -> Result<Source, InputError> {
     let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| InputError::Syntax {
         file: file.to_string(),
-        message: {
-            let first = e.to_string().lines().next().unwrap_or_default().to_string();
-            let first = first.strip_prefix("error: ").unwrap_or(&first);
-            // Drop the parser's advice to its caller; the user cannot set options.
-            first
-                .split(", set DuplicateKeyPolicy")
-                .next()
-                .unwrap_or_default()
-                .to_string()
-        },
+        message: yaml_message(&e),
     })?;
     let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
     if docs.is_empty() {
@@ -149,6 +165,7 @@ pub fn load(text: &str, file: &str, name: Option<&str>) -> Result<Source, InputE
 
     let mut gateways = Vec::new();
     let mut others = Vec::new();
+    let mut secrets = Vec::new();
     for (i, doc) in docs.into_iter().enumerate() {
         let origin = Origin {
             file: file.to_string(),
@@ -156,16 +173,25 @@ pub fn load(text: &str, file: &str, name: Option<&str>) -> Result<Source, InputE
             item: None,
         };
         match doc.get("items").and_then(Value::as_array) {
+            Some(items) if kind_of(&doc).ends_with("List") && items.is_empty() => {
+                others.push(format!("document {} is a List with no items: was the export run in the right namespace and context?", i + 1));
+            }
             Some(items) if kind_of(&doc).ends_with("List") => {
                 for (j, item) in items.iter().enumerate() {
                     let origin = Origin {
                         item: Some(j),
                         ..origin.clone()
                     };
-                    sort(item.clone(), origin, &mut gateways, &mut others);
+                    sort(
+                        item.clone(),
+                        origin,
+                        &mut gateways,
+                        &mut others,
+                        &mut secrets,
+                    );
                 }
             }
-            _ => sort(doc, origin, &mut gateways, &mut others),
+            _ => sort(doc, origin, &mut gateways, &mut others, &mut secrets),
         }
     }
 
@@ -187,6 +213,18 @@ pub fn load(text: &str, file: &str, name: Option<&str>) -> Result<Source, InputE
                     });
                 }
                 1 => matching.into_iter().next(),
+                n if matching.iter().all(|g| label(g) == label(&matching[0])) => {
+                    return Err(InputError::Repeated {
+                        file: file.to_string(),
+                        name: label(&matching[0]),
+                        places: matching
+                            .iter()
+                            .map(|(_, o)| o.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        count: n,
+                    });
+                }
                 n => {
                     return Err(InputError::Ambiguous {
                         file: file.to_string(),
@@ -195,6 +233,18 @@ pub fn load(text: &str, file: &str, name: Option<&str>) -> Result<Source, InputE
                     });
                 }
             }
+        }
+        None if gateways.len() > 1 && gateways.iter().all(|g| label(g) == label(&gateways[0])) => {
+            return Err(InputError::Repeated {
+                file: file.to_string(),
+                name: label(&gateways[0]),
+                places: gateways
+                    .iter()
+                    .map(|(_, o)| o.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                count: gateways.len(),
+            });
         }
         None if gateways.len() > 1 => {
             return Err(InputError::Ambiguous {
@@ -208,7 +258,7 @@ pub fn load(text: &str, file: &str, name: Option<&str>) -> Result<Source, InputE
     let Some((raw, origin)) = chosen else {
         return Err(no_gateway(file, &others));
     };
-    typed(raw, origin)
+    typed(raw, origin, secrets)
 }
 
 fn kind_of(v: &Value) -> &str {
@@ -228,10 +278,19 @@ fn qualified_name(v: &Value) -> String {
     }
 }
 
-fn sort(doc: Value, origin: Origin, gateways: &mut Vec<(Value, Origin)>, others: &mut Vec<String>) {
+fn sort(
+    doc: Value,
+    origin: Origin,
+    gateways: &mut Vec<(Value, Origin)>,
+    others: &mut Vec<String>,
+    secrets: &mut Vec<Value>,
+) {
     if kind_of(&doc) == "IPsecGateway" {
         gateways.push((doc, origin));
         return;
+    }
+    if kind_of(&doc) == "Secret" {
+        secrets.push(doc.clone());
     }
     // Only kind and name are ever shown: the document may be a Secret.
     let what = match (kind_of(&doc), doc.get("apiVersion").and_then(Value::as_str)) {
@@ -260,7 +319,7 @@ fn no_gateway(file: &str, others: &[String]) -> InputError {
     }
 }
 
-fn typed(raw: Value, origin: Origin) -> Result<Source, InputError> {
+fn typed(raw: Value, origin: Origin, secrets: Vec<Value>) -> Result<Source, InputError> {
     let api = raw.get("apiVersion").and_then(Value::as_str).unwrap_or("");
     if api != format!("{OLD_GROUP}/{VERSION}") {
         return Err(InputError::ApiVersion {
@@ -334,6 +393,7 @@ fn typed(raw: Value, origin: Origin) -> Result<Source, InputError> {
         raw,
         gateway,
         origin,
+        secrets,
     })
 }
 
@@ -342,7 +402,9 @@ fn typed(raw: Value, origin: Origin) -> Result<Source, InputError> {
 fn plain_message(m: &str) -> String {
     match m.split_once("expected struct ") {
         Some((head, _)) => format!("{head}expected a mapping"),
-        None => m.to_string(),
+        None => m
+            .replace("expected u16", "expected an integer from 0 to 65535")
+            .replace("expected u8", "expected an integer from 0 to 255"),
     }
 }
 

@@ -9,5 +9,6 @@ pub mod model;
 pub mod path;
 pub mod plan;
 pub mod proposal;
+pub mod psk;
 pub mod report;
 pub mod translate;

@@ -16,6 +16,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::core::allowlist;
 
+/// Deserialize an absent or `null` list as empty, as the API server treats `null`.
+fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+}
+
 /// API group of the frozen, old kind.
 pub const OLD_GROUP: &str = "ipsec.bnerd.net";
 /// API group of the new kinds, served since operator v0.3.0.
@@ -180,9 +189,17 @@ pub struct GatewayStatus {
         skip_serializing_if = "Option::is_none"
     )]
     pub service_cidr: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub exposures: Vec<ExposureStatus>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub conditions: Vec<Condition>,
 }
 
@@ -256,9 +273,17 @@ pub struct IPsecGatewaySpec {
     pub auth: GatewayAuth,
     pub ike: IkeSpec,
     pub tunnels: Vec<Tunnel>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub exposures: Vec<Exposure>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub reverse_exposures: Vec<ReverseExposure>,
 }
 
@@ -332,9 +357,17 @@ pub struct VPNGatewaySpec {
     pub service_cidr: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ipsec: Option<GatewayIpsec>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub exposures: Vec<Exposure>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub reverse_exposures: Vec<ReverseExposure>,
 }
 
@@ -361,9 +394,17 @@ pub struct PeerIpsec {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Authorization {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub exposures: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub reverse_exposures: Vec<String>,
 }
 
@@ -373,7 +414,11 @@ pub struct Authorization {
 pub struct PeerStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub conditions: Vec<Condition>,
 }
 

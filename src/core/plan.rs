@@ -10,6 +10,7 @@ use sha2::{Digest, Sha256};
 use crate::core::allowlist::Allowlist;
 use crate::core::checks::{self, CheckResult, Inputs};
 use crate::core::input::Source;
+use crate::core::psk;
 use crate::core::report::{FieldRow, field_report};
 use crate::core::translate::{Targets, translate};
 
@@ -29,6 +30,8 @@ pub struct SourceInfo {
     pub generation: Option<i64>,
     /// `sha256:<hex>` of the spec as canonical JSON (keys sorted, no whitespace).
     pub spec_fingerprint: String,
+    /// `sha256:<hex>` of the PSK, when the Secret was part of the input (never the value).
+    pub psk_fingerprint: Option<String>,
     /// Where it was read from: a file and document, or a cluster.
     pub origin: String,
 }
@@ -107,6 +110,12 @@ pub fn build(source: &Source, allowlist: &Allowlist) -> Plan {
             resource_version: meta.resource_version.clone(),
             generation: meta.generation,
             spec_fingerprint: fingerprint(source.raw.get("spec").unwrap_or(&Value::Null)),
+            psk_fingerprint: {
+                let r = &source.gateway.spec.auth.psk_secret_ref;
+                psk::find(&source.secrets, meta.namespace.as_deref(), &r.name)
+                    .and_then(|s| psk::value(s, &r.key))
+                    .map(|v| psk::fingerprint(&v))
+            },
             origin: source.origin.to_string(),
         },
         blocked: summary.blockers > 0,
@@ -169,9 +178,9 @@ pub fn clean_old_manifest(raw: &Value) -> Value {
             meta.remove(*k);
         }
         if let Some(ann) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
-            for k in crate::core::translate::NOT_CARRIED_ANNOTATIONS {
-                ann.remove(*k);
-            }
+            // Only kubectl's record goes: Helm/Argo CD markers stay, so a rollback gives
+            // the old object back to the tool that managed it.
+            ann.remove(crate::core::translate::LAST_APPLIED);
             if ann.is_empty() {
                 meta.remove("annotations");
             }

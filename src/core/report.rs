@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::core::model::IPsecGateway;
 use crate::core::path::{JsonPath, Seg};
-use crate::core::translate::{MIGRATED_FROM, NOT_CARRIED_ANNOTATIONS, Targets};
+use crate::core::translate::{LAST_APPLIED, MIGRATED_FROM, Targets, not_carried};
 
 /// What happens to a source value.
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -319,7 +319,9 @@ pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<F
             let (verdict, new_value) = match (rule, found) {
                 (Rule::Derived, f) => (Verdict::Derived, f.cloned()),
                 (_, Some(v)) if v == value => (Verdict::Identical, None),
-                (_, None) if is_empty_container(value) => (Verdict::Identical, None),
+                (_, None) if value.is_null() || is_empty_container(value) => {
+                    (Verdict::Identical, None)
+                }
                 (_, None) => (Verdict::Missing, None),
                 (_, Some(v)) => (Verdict::Differs, Some(v.clone())),
             };
@@ -362,6 +364,8 @@ pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<F
                 value,
                 Some("no tunnels: no VPNPeer is created"),
             ),
+            // An empty or null value carries nothing, known path or not.
+            None if value.is_null() || is_empty_container(value) => {}
             Some(mp) => push(
                 mp.field,
                 mp.rule,
@@ -370,14 +374,21 @@ pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<F
                 value,
                 None,
             ),
-            None => push(
-                format!("unknown field {from}"),
-                Rule::Unknown,
-                from,
-                None,
-                value,
-                Some("not in vpnmig's model of IPsecGateway (docs/model.md); it would be lost"),
-            ),
+            None => {
+                let shown = if looks_secret(rel) {
+                    Value::String("<not shown: the name suggests a secret>".into())
+                } else {
+                    value.clone()
+                };
+                push(
+                    format!("unknown field {from}"),
+                    Rule::Unknown,
+                    from,
+                    None,
+                    &shown,
+                    Some("not in vpnmig's model of IPsecGateway (docs/model.md); it would be lost"),
+                )
+            }
         }
     }
 
@@ -490,14 +501,19 @@ pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<F
             .flatten()
         {
             let path = md.key(key).key(k);
-            if key == "annotations" && NOT_CARRIED_ANNOTATIONS.contains(&k.as_str()) {
+            if let Some(reason) = not_carried(key == "annotations", k) {
+                let shown = if k == LAST_APPLIED {
+                    Value::String("<omitted>".into())
+                } else {
+                    v.clone()
+                };
                 push(
                     format!("{what} {k}"),
                     Rule::NotCarried,
                     path,
                     None,
-                    &Value::String("<omitted>".into()),
-                    Some("kubectl's record of the old object; kubectl apply writes a new one"),
+                    &shown,
+                    Some(reason),
                 );
             } else {
                 push(
@@ -574,6 +590,23 @@ pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<F
         }
     }
     rows
+}
+
+/// Whether a path's keys suggest a credential (`psk`, `password`, `token`, …): the value
+/// of such an unknown field is never printed or written.
+fn looks_secret(path: &JsonPath) -> bool {
+    const WORDS: &[&str] = &[
+        "psk",
+        "secret",
+        "password",
+        "passwd",
+        "token",
+        "credential",
+        "privatekey",
+        "private_key",
+        "key",
+    ];
+    path.0.iter().any(|s| matches!(s, Seg::Key(k) if { let k = k.to_ascii_lowercase(); WORDS.iter().any(|w| k.contains(w)) }))
 }
 
 fn is_empty_container(v: &Value) -> bool {

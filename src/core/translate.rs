@@ -21,7 +21,39 @@ use crate::core::model::{
 pub const MIGRATED_FROM: &str = "vpnmig.bnerd.net/migrated-from";
 
 /// Annotations that are server- or client-tool state, never the user's: not carried.
-pub const NOT_CARRIED_ANNOTATIONS: &[&str] = &["kubectl.kubernetes.io/last-applied-configuration"];
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Whether a label or annotation of the old gateway is a tool's ownership marker, and so
+/// not carried: Helm, Argo CD or Flux would otherwise adopt, prune or overwrite the new
+/// objects. Returns the reason; `None` means it is the user's and is carried.
+pub fn not_carried(annotation: bool, key: &str) -> Option<&'static str> {
+    match key {
+        LAST_APPLIED if annotation => {
+            Some("kubectl's record of the old object; kubectl apply writes a new one")
+        }
+        "meta.helm.sh/release-name" | "meta.helm.sh/release-namespace" if annotation => {
+            Some("Helm's ownership of the old object: Helm would adopt or delete the new objects")
+        }
+        "argocd.argoproj.io/tracking-id" if annotation => Some(
+            "Argo CD's tracking of the old object: Argo CD would prune the new objects as not in Git",
+        ),
+        "app.kubernetes.io/managed-by" if !annotation => {
+            Some("names the tool managing the old object; vpnmig creates the new ones")
+        }
+        "argocd.argoproj.io/instance" if !annotation => Some(
+            "Argo CD's tracking of the old object: Argo CD would prune the new objects as not in Git",
+        ),
+        k if !annotation
+            && (k.starts_with("kustomize.toolkit.fluxcd.io/")
+                || k.starts_with("helm.toolkit.fluxcd.io/")) =>
+        {
+            Some(
+                "Flux's ownership of the old object: Flux would prune or overwrite the new objects",
+            )
+        }
+        _ => None,
+    }
+}
 
 /// The objects a migration creates.
 #[derive(Serialize, Clone, Debug, PartialEq)]
@@ -161,7 +193,15 @@ fn target_meta(old: &IPsecGateway, name: &str) -> ObjectMeta {
         .clone()
         .unwrap_or_default()
         .into_iter()
-        .filter(|(k, _)| !NOT_CARRIED_ANNOTATIONS.contains(&k.as_str()))
+        .filter(|(k, _)| not_carried(true, k).is_none())
+        .collect();
+    let labels: BTreeMap<String, String> = old
+        .metadata
+        .labels
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| not_carried(false, k).is_none())
         .collect();
     annotations.insert(
         MIGRATED_FROM.to_string(),
@@ -170,7 +210,7 @@ fn target_meta(old: &IPsecGateway, name: &str) -> ObjectMeta {
     ObjectMeta {
         name: Some(name.to_string()),
         namespace: old.metadata.namespace.clone(),
-        labels: old.metadata.labels.clone().filter(|l| !l.is_empty()),
+        labels: Some(labels).filter(|l| !l.is_empty()),
         annotations: Some(annotations),
         ..ObjectMeta::default()
     }

@@ -49,6 +49,9 @@ pub fn render_plan(
         s.generation.map_or("<none>".into(), |g| g.to_string())
     );
     let _ = writeln!(out, "  spec     {}", s.spec_fingerprint);
+    if let Some(psk) = &s.psk_fingerprint {
+        let _ = writeln!(out, "  psk      {psk} (fingerprint only)");
+    }
     let targets: Vec<String> = crate::output::manifest::targets(plan)
         .into_iter()
         .map(|(l, _)| l)
@@ -187,46 +190,77 @@ pub fn render_plan(
                 crate::bundle::FILES.join(", ")
             );
             if !plan.blocked {
-                let ns = plan
-                    .source
-                    .namespace
-                    .as_deref()
-                    .map(|n| format!(" -n {n}"))
-                    .unwrap_or_default();
-                let _ = writeln!(
-                    out,
-                    "\nAt the window (runbook step 2; `vpnmig cutover` will automate this):"
-                );
-                let _ = writeln!(
-                    out,
-                    "  kubectl delete ipsecgateway {}{ns}",
-                    plan.source.name
-                );
-                let _ = writeln!(
-                    out,
-                    "  kubectl apply -f {dir}/vpngateway.yaml -f {dir}/vpnpeer.yaml"
-                );
-                let peers: Vec<&str> = plan
-                    .targets
-                    .peers
-                    .iter()
-                    .filter_map(|p| p.metadata.name.as_deref())
-                    .collect();
-                let _ = writeln!(out, "Rollback:");
-                let _ = writeln!(
-                    out,
-                    "  kubectl delete vpnpeer {}{ns} && kubectl delete vpngateway {}{ns}",
-                    peers.join(" "),
-                    plan.source.name
-                );
-                let _ = writeln!(out, "  kubectl apply -f {dir}/old-ipsecgateway.yaml");
+                next_steps(&mut out, plan, dir);
             }
         }
         None => {
-            let _ = writeln!(out, "Nothing written: pass --out DIR to write the bundle.");
+            let _ = writeln!(
+                out,
+                "Nothing written: pass --out DIR to write the bundle and get the commands for the window."
+            );
         }
     }
     out
+}
+
+/// The runbook's steps 2, 3 and rollback with the bundle's files (until `vpnmig cutover`,
+/// `verify` and `rollback` exist, these are the commands to run).
+fn next_steps(out: &mut String, plan: &Plan, dir: &str) {
+    let ns_name = plan
+        .source
+        .namespace
+        .clone()
+        .unwrap_or_else(|| "<namespace>".into());
+    let ns = format!(" -n {ns_name}");
+    let gw = &plan.source.name;
+    let peers: Vec<&str> = plan
+        .targets
+        .peers
+        .iter()
+        .filter_map(|p| p.metadata.name.as_deref())
+        .collect();
+    let cidr = plan
+        .targets
+        .gateway
+        .spec
+        .service_cidr
+        .as_deref()
+        .unwrap_or("<unknown>");
+    let _ = writeln!(
+        out,
+        "\nAt the window (runbook step 2; `vpnmig cutover` will automate this):"
+    );
+    let _ = writeln!(out, "  kubectl delete ipsecgateway {gw}{ns}");
+    let _ = writeln!(
+        out,
+        "  kubectl apply -f {dir}/vpngateway.yaml -f {dir}/vpnpeer.yaml"
+    );
+    let _ = writeln!(out, "Verify (runbook step 3):");
+    let _ = writeln!(
+        out,
+        "  kubectl get vpngateway {gw}{ns} -o jsonpath='{{.status.conditions}}'"
+    );
+    for p in &peers {
+        let _ = writeln!(
+            out,
+            "  kubectl get vpnpeer {p}{ns} -o jsonpath='{{.status.conditions}}'"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  kubectl exec{ns} deploy/{gw} -c strongswan -- swanctl --list-sas"
+    );
+    let _ = writeln!(out, "Rollback:");
+    let _ = writeln!(
+        out,
+        "  kubectl delete vpnpeer {}{ns} && kubectl delete vpngateway {gw}{ns}",
+        peers.join(" ")
+    );
+    let _ = writeln!(out, "  kubectl apply -f {dir}/old-ipsecgateway.yaml");
+    let _ = writeln!(
+        out,
+        "  The old kind cannot pin its service CIDR: check that status.serviceCIDR is {cidr} again."
+    );
 }
 
 fn plural(n: usize) -> &'static str {

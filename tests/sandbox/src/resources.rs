@@ -13,7 +13,11 @@ pub struct Gvr {
 
 impl Gvr {
     pub fn new(group: &str, version: &str, plural: &str) -> Self {
-        Gvr { group: group.into(), version: version.into(), plural: plural.into() }
+        Gvr {
+            group: group.into(),
+            version: version.into(),
+            plural: plural.into(),
+        }
     }
 }
 
@@ -40,7 +44,16 @@ pub struct ResourceType {
     pub from_crd: bool,
 }
 
-const ALL_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const ALL_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 impl ResourceType {
     pub fn gvr(&self) -> Gvr {
@@ -49,10 +62,21 @@ impl ResourceType {
 
     /// `v1` or `group/version`.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
     }
 
-    fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool, status: bool) -> Self {
+    fn builtin(
+        group: &str,
+        version: &str,
+        kind: &str,
+        plural: &str,
+        namespaced: bool,
+        status: bool,
+    ) -> Self {
         ResourceType {
             group: group.into(),
             version: version.into(),
@@ -90,7 +114,11 @@ impl ResourceType {
             short_names: names
                 .get("shortNames")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_string))
+                        .collect()
+                })
                 .unwrap_or_default(),
             namespaced: s(spec, "scope").as_deref() != Some("Cluster"),
             status_subresource: version.pointer("/subresources/status").is_some(),
@@ -142,9 +170,23 @@ pub fn builtins() -> Vec<ResourceType> {
     ev.short_names = vec!["ev".into()];
     let mut deploy = ResourceType::builtin("apps", "v1", "Deployment", "deployments", true, true);
     deploy.short_names = vec!["deploy".into()];
-    let mut crd = ResourceType::builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, true);
+    let mut crd = ResourceType::builtin(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+        true,
+    );
     crd.short_names = vec!["crd".into(), "crds".into()];
-    let mut ssar = ResourceType::builtin("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", false, false);
+    let mut ssar = ResourceType::builtin(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectAccessReview",
+        "selfsubjectaccessreviews",
+        false,
+        false,
+    );
     ssar.verbs = vec!["create"];
     vec![
         ns,

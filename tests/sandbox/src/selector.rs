@@ -36,13 +36,27 @@ fn terms(s: &str) -> Vec<String> {
         cur.push(c);
     }
     out.push(cur);
-    out.into_iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect()
+    out.into_iter()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect()
 }
 
 fn set(values: &str) -> Result<Vec<String>, ApiError> {
-    let inner = values.trim().strip_prefix('(').and_then(|v| v.strip_suffix(')'));
-    let inner = inner.ok_or_else(|| ApiError::bad_request(format!("unable to parse requirement: expected a set in parentheses, found {values:?}")))?;
-    Ok(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
+    let inner = values
+        .trim()
+        .strip_prefix('(')
+        .and_then(|v| v.strip_suffix(')'));
+    let inner = inner.ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "unable to parse requirement: expected a set in parentheses, found {values:?}"
+        ))
+    })?;
+    Ok(inner
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect())
 }
 
 impl LabelSelector {
@@ -97,7 +111,9 @@ impl FieldSelector {
             } else if let Some((k, v)) = t.split_once("==").or_else(|| t.split_once('=')) {
                 (k, true, v)
             } else {
-                return Err(ApiError::bad_request(format!("invalid field selector: {t:?}")));
+                return Err(ApiError::bad_request(format!(
+                    "invalid field selector: {t:?}"
+                )));
             };
             reqs.push((path.trim().to_string(), eq, value.trim().to_string()));
         }
@@ -142,10 +158,23 @@ mod tests {
 
     #[test]
     fn field_selectors() {
-        let o = json!({"metadata": {"name": "acme", "namespace": "t"}, "status": {"phase": "Running"}});
-        assert!(FieldSelector::parse("metadata.name=acme").unwrap().matches(&o));
-        assert!(FieldSelector::parse("metadata.name=acme,status.phase!=Pending").unwrap().matches(&o));
-        assert!(!FieldSelector::parse("metadata.namespace=other").unwrap().matches(&o));
+        let o =
+            json!({"metadata": {"name": "acme", "namespace": "t"}, "status": {"phase": "Running"}});
+        assert!(
+            FieldSelector::parse("metadata.name=acme")
+                .unwrap()
+                .matches(&o)
+        );
+        assert!(
+            FieldSelector::parse("metadata.name=acme,status.phase!=Pending")
+                .unwrap()
+                .matches(&o)
+        );
+        assert!(
+            !FieldSelector::parse("metadata.namespace=other")
+                .unwrap()
+                .matches(&o)
+        );
         assert!(FieldSelector::parse("nonsense").is_err());
     }
 }
