@@ -49,6 +49,8 @@ pub struct Config {
 /// Why the sandbox could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
+    #[error("invalid settings: {0}")]
+    Settings(String),
     #[error("cannot load the scenario")]
     Scenario(#[from] ScenarioError),
     #[error("cannot set up TLS")]
@@ -81,6 +83,11 @@ pub struct Sandbox {
 impl Sandbox {
     /// Load the scenario, start the operator and serve HTTPS on 127.0.0.1.
     pub async fn start(config: Config) -> Result<Sandbox, StartError> {
+        config
+            .settings
+            .operator
+            .validate()
+            .map_err(StartError::Settings)?;
         let store = Store::new();
         let namespace = scenario::load(&store, &config.scenario)?;
         let operator = Operator::start(store.clone(), config.settings.operator.clone());
@@ -214,6 +221,8 @@ async fn serve(
             _ = stopped.changed() => break,
         };
         let Ok((tcp, _)) = accepted else { continue };
+        // Watch events are small writes: without this, Nagle and delayed ACKs add 40 ms.
+        let _ = tcp.set_nodelay(true);
         let acceptor = acceptor.clone();
         let router = router.clone();
         connections.spawn(async move {

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use common::{ACME, client, code, eventually, start, within};
 use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::api::{
     Api, AttachParams, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent,
@@ -240,13 +241,19 @@ async fn server_side_apply_owns_conflicts_and_removes_dropped_fields() {
 
 #[tokio::test]
 async fn status_is_a_subresource_and_spec_changes_bump_generation() {
+    // A Deployment nobody reconciles: the simulated operator only touches its own.
     let sb = start(ACME, SettingsFile::default()).await;
-    let api: Api<IPsecGateway> = Api::namespaced(client(&sb, None).await, NS);
-    let gw = api.get("acme").await.unwrap();
-    let gen0 = gw.metadata.generation.unwrap();
+    let api: Api<Deployment> = Api::namespaced(client(&sb, None).await, NS);
+    let d: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "plain"},
+        "spec": {"selector": {"matchLabels": {"app": "plain"}}, "template": {"metadata": {"labels": {"app": "plain"}}, "spec": {"containers": [{"name": "c", "image": "x"}]}}}
+    }))
+    .unwrap();
+    let created = api.create(&PostParams::default(), &d).await.unwrap();
+    let gen0 = created.metadata.generation.unwrap();
     let after_status = api
         .patch_status(
-            "acme",
+            "plain",
             &PatchParams::default(),
             &Patch::Merge(json!({"status": {"observedGeneration": 99}})),
         )
@@ -254,10 +261,27 @@ async fn status_is_a_subresource_and_spec_changes_bump_generation() {
         .unwrap();
     assert_eq!(after_status.status.unwrap().observed_generation, Some(99));
     assert_eq!(after_status.metadata.generation, Some(gen0));
-    // Status sent to the main resource is ignored.
-    let main = api.patch("acme", &PatchParams::default(), &Patch::Merge(json!({"status": {"observedGeneration": 1}, "spec": {"endpoint": {"network": "other"}}}))).await.unwrap();
+    // Status sent to the main resource is ignored; a spec change bumps the generation.
+    let main = api
+        .patch(
+            "plain",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"observedGeneration": 1}, "spec": {"replicas": 3}})),
+        )
+        .await
+        .unwrap();
     assert_eq!(main.status.unwrap().observed_generation, Some(99));
     assert_eq!(main.metadata.generation, Some(gen0 + 1));
+    // A metadata-only change does not.
+    let labelled = api
+        .patch(
+            "plain",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(labelled.metadata.generation, Some(gen0 + 1));
     sb.shutdown().await;
 }
 

@@ -83,6 +83,13 @@ pub fn parse_body(headers: &HeaderMap, body: &[u8]) -> Result<Value, ApiError> {
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
+    if ct.contains("protobuf") {
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            "vpnmig-sandbox speaks JSON only, not protobuf: use `kubectl apply -f` (kubectl's typed `create` commands send protobuf)",
+        ));
+    }
     let text = std::str::from_utf8(body)
         .map_err(|_| ApiError::bad_request("request body is not UTF-8"))?;
     let parsed = if ct.contains("yaml") {

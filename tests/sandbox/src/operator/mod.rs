@@ -1,20 +1,51 @@
 //! The simulated gateway operator (DESIGN.md §2): a controller that drives the store the
-//! way the real operator drives a cluster. See the module docs of each part.
+//! way the real operator drives a cluster. See the module docs of each part:
+//! [`settings`] (timing, pools, faults), [`view`] (both gateway kinds and their peers),
+//! [`fip`] (floating IPs), [`cidr`] (serviceCIDR, virtual IPs), [`children`] (Deployment
+//! and Pod), [`auth`] (default-allow / default-deny), [`peers`] (client peers, IKE SAs),
+//! [`swanctl`] (`swanctl --list-sas`), [`conditions`], and [`reconcile`] (the pass that
+//! ties them together, including the deletion unwind).
 //!
 //! INTERFACE (used by the HTTP layer and tests; keep these signatures):
 //! - `Operator::start(store, settings) -> Arc<Operator>`: spawns the controller task on the
 //!   current tokio runtime; it reacts to store events (Store::subscribe/events_after) and
 //!   to its own timers.
-//! - `Operator::settings()`: the live settings, changeable by tests at run time.
+//! - `Operator::settings()`: the live settings, changeable by tests at run time (noticed
+//!   within [`TICK`]; [`Operator::kick`] makes it immediate).
 //! - `Operator::exec(ns, pod, container, command) -> ExecOutput`: answers a command run in
 //!   a pod (used by pods/exec).
 //! - `Operator::shutdown()`: stops the controller task.
+//!
+//! The controller task holds only a weak reference: dropping the last `Arc<Operator>`
+//! also ends it.
 
-use std::sync::{Arc, RwLock};
+pub mod auth;
+pub mod children;
+pub mod cidr;
+pub mod conditions;
+pub mod fip;
+pub mod peers;
+pub mod reconcile;
+pub mod settings;
+pub mod swanctl;
+pub mod view;
 
-use serde::{Deserialize, Serialize};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 use crate::store::Store;
+
+pub use fip::FloatingIps;
+pub use peers::ClientInfo;
+pub use settings::{ClientSettings, GatewayFaults, Settings};
+pub use view::GatewayKind;
+
+/// How often the controller looks at the settings (and at most how long it sleeps).
+pub const TICK: Duration = Duration::from_millis(25);
 
 /// What a command run in a pod printed and how it exited.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -24,30 +55,209 @@ pub struct ExecOutput {
     pub exit_code: i32,
 }
 
-/// Operator settings (`--operator-settings FILE`, YAML). Placeholder until filled in.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Settings {}
+impl ExecOutput {
+    fn error(exit_code: i32, stderr: String) -> Self {
+        ExecOutput {
+            stdout: String::new(),
+            stderr,
+            exit_code,
+        }
+    }
+}
 
 /// The running operator.
 pub struct Operator {
     store: Arc<Store>,
     settings: RwLock<Settings>,
+    state: Mutex<reconcile::State>,
+    wake: Arc<Notify>,
+    stop: watch::Sender<bool>,
+    task: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Operator {
+    /// Start the controller on the current tokio runtime.
     pub fn start(store: Arc<Store>, settings: Settings) -> Arc<Operator> {
-        Arc::new(Operator { store, settings: RwLock::new(settings) })
+        let (stop, stop_rx) = watch::channel(false);
+        let op = Arc::new(Operator {
+            store: store.clone(),
+            settings: RwLock::new(settings),
+            state: Mutex::new(reconcile::State::default()),
+            wake: Arc::new(Notify::new()),
+            stop,
+            task: Mutex::new(None),
+        });
+        let handle = tokio::spawn(run(
+            Arc::downgrade(&op),
+            op.wake.clone(),
+            store.subscribe(),
+            stop_rx,
+        ));
+        *op.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        op
     }
 
+    /// The live settings.
     pub fn settings(&self) -> &RwLock<Settings> {
         &self.settings
     }
 
-    pub fn exec(&self, _ns: &str, _pod: &str, _container: &str, command: &[String]) -> ExecOutput {
-        let _ = &self.store;
-        ExecOutput { stdout: String::new(), stderr: format!("{}: command not found\n", command.first().cloned().unwrap_or_default()), exit_code: 127 }
+    /// Reconcile now instead of at the next tick (e.g. right after changing settings).
+    pub fn kick(&self) {
+        self.wake.notify_one();
     }
 
-    pub fn shutdown(&self) {}
+    fn state(&self) -> MutexGuard<'_, reconcile::State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The simulated OpenStack floating IPs.
+    pub fn floating_ips(&self) -> FloatingIps {
+        let pool = self
+            .settings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .fip_pool
+            .clone();
+        self.state().fips.snapshot(&pool)
+    }
+
+    /// The simulated client peers configured so far (PSKs left out).
+    pub fn clients(&self) -> Vec<ClientInfo> {
+        self.state().clients.info()
+    }
+
+    /// Answer a command run in container `container` of pod `ns/pod`. Only `swanctl` in
+    /// the `strongswan` container of a gateway pod is known.
+    pub fn exec(&self, ns: &str, pod: &str, container: &str, command: &[String]) -> ExecOutput {
+        let Some(pod_rt) = self.store.resource("", "v1", "pods") else {
+            return ExecOutput::error(1, "error: pods are not served\n".into());
+        };
+        let Ok(obj) = self.store.get(&pod_rt, ns, pod) else {
+            return ExecOutput::error(
+                1,
+                format!("Error from server (NotFound): pods \"{pod}\" not found\n"),
+            );
+        };
+        let containers: Vec<&str> = obj
+            .pointer("/spec/containers")
+            .and_then(|c| c.as_array())
+            .map(|a| a.iter().filter_map(|c| c["name"].as_str()).collect())
+            .unwrap_or_default();
+        let container = if container.is_empty() {
+            containers.first().copied().unwrap_or_default()
+        } else {
+            container
+        };
+        if container != children::CONTAINER || !containers.contains(&container) {
+            return ExecOutput::error(
+                1,
+                format!(
+                    "error: unable to upgrade connection: container not found (\"{container}\")\n"
+                ),
+            );
+        }
+        let Some(cmd) = command.first() else {
+            return ExecOutput::error(
+                1,
+                "error: you must specify at least one command for the container\n".into(),
+            );
+        };
+        if cmd.rsplit('/').next() != Some("swanctl") {
+            return ExecOutput::error(127, format!("{cmd}: command not found\n"));
+        }
+        let st = self.state();
+        let Some(daemon) = st.daemons.values().find(|d| d.ns == ns && d.pod == pod) else {
+            return ExecOutput::error(1, "connecting to 'unix:///var/run/charon.vici' failed: No such file or directory\nError: connecting to 'default' URI failed: No such file or directory\n".into());
+        };
+        let (stdout, stderr, exit_code) = swanctl::run(&command[1..], daemon, Instant::now());
+        ExecOutput {
+            stdout,
+            stderr,
+            exit_code,
+        }
+    }
+
+    /// Stop the controller task. Idempotent.
+    pub fn shutdown(&self) {
+        self.stop.send_replace(true);
+        if let Some(h) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            h.abort();
+        }
+    }
+
+    /// One reconcile pass; returns when the next timer is due.
+    fn reconcile(&self, settings: &Settings, now: Instant) -> Option<Instant> {
+        let mut st = self.state();
+        reconcile::reconcile(&self.store, settings, &mut st, now)
+    }
+
+    /// Whether anything the operator watches changed after `rv`.
+    fn relevant_since(&self, rv: u64) -> bool {
+        let Ok(events) = self.store.events_after(rv) else {
+            return true;
+        };
+        events.iter().any(|e| {
+            let g = &e.gvr;
+            matches!(
+                g.group.as_str(),
+                "ipsec.bnerd.net" | "vpn.bnerd.net" | "apiextensions.k8s.io"
+            ) || (g.group.is_empty()
+                && matches!(g.plural.as_str(), "secrets" | "pods" | "namespaces"))
+                || (g.group == "apps" && g.plural == "deployments")
+        })
+    }
+}
+
+impl Drop for Operator {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// The controller loop: reconcile when the store changed in a way that matters, when
+/// the settings changed, or when a timer is due; otherwise sleep until one of those
+/// (at most [`TICK`]). Ends on shutdown or when the operator is dropped.
+async fn run(
+    op: Weak<Operator>,
+    wake: Arc<Notify>,
+    mut changes: watch::Receiver<u64>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut seen_rv = 0;
+    let mut seen_settings: Option<Settings> = None;
+    let mut deadline: Option<Instant> = None;
+    loop {
+        if *stop.borrow_and_update() {
+            break;
+        }
+        let until = {
+            let Some(op) = op.upgrade() else { break };
+            changes.borrow_and_update();
+            let settings = op
+                .settings
+                .read()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            let rv = op.store.resource_version();
+            let now = Instant::now();
+            let due = deadline.is_some_and(|d| d <= now);
+            if seen_settings.as_ref() != Some(&settings)
+                || due
+                || (rv != seen_rv && op.relevant_since(seen_rv))
+            {
+                deadline = op.reconcile(&settings, now);
+                seen_settings = Some(settings);
+            }
+            seen_rv = rv;
+            let tick = now + TICK;
+            deadline.map_or(tick, |d| d.min(tick))
+        };
+        tokio::select! {
+            r = stop.changed() => if r.is_err() { break },
+            r = changes.changed() => if r.is_err() { break },
+            _ = wake.notified() => {}
+            _ = tokio::time::sleep_until(until) => {}
+        }
+    }
 }

@@ -1,0 +1,579 @@
+//! One reconcile pass over every gateway and VPNPeer: the controller logic of DESIGN.md §2
+//! ("Operator behaviour vpnmig relies on"), built from the smaller parts:
+//! - the finalizer on every gateway, and the deletion unwind: "children first, then
+//!   OpenStack cleanup; the object disappears only when it is done" (`unwind`);
+//! - the FIP ([`super::fip`]), the serviceCIDR and virtual IPs ([`super::cidr`]), the
+//!   workload ([`super::children`]), authorization ([`super::auth`]) and the client peers
+//!   ([`super::peers`]);
+//! - status: `floatingIP`, `serviceCIDR`, `exposures`, `observedGeneration` and the
+//!   conditions `FIPAttached`/`Ready` (gateways) and `Authorized`/`Established`/`Ready`
+//!   (VPNPeers) ([`super::conditions`]).
+//!
+//! Gateways are handled in a stable order (those whose status already claims their FIP
+//! first, then IPsecGateways before VPNGateways, oldest first), so that an old gateway
+//! keeps the FIP it held when the sandbox starts with both.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use base64::Engine;
+use ipnet::IpNet;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use vpnmig::core::model::{Condition, GatewayStatus, PeerStatus, SecretKeyRef, condition};
+
+use super::auth::authorize;
+use super::children::{self, Workload};
+use super::cidr;
+use super::conditions::{cond, merge};
+use super::fip::{Attach, Fips};
+use super::peers::{Clients, Daemon, Outcome, Reach};
+use super::settings::{GatewayFaults, Settings};
+use super::view::{Gateway, GatewayKind, Peer};
+use crate::resources::ResourceType;
+use crate::store::{Store, WriteOptions};
+
+/// Where a gateway's deletion unwind is.
+#[derive(Debug)]
+struct Unwind {
+    started: Instant,
+    children_gone: Option<Instant>,
+}
+
+/// What the operator remembers between passes (what OpenStack and the pods would).
+#[derive(Debug, Default)]
+pub struct State {
+    pub fips: Fips,
+    pub clients: Clients,
+    /// strongSwan per gateway uid.
+    pub daemons: BTreeMap<String, Daemon>,
+    unwinds: BTreeMap<String, Unwind>,
+    next_pod_ip: u32,
+    /// Gateway uids seen in the last pass.
+    known: BTreeSet<String>,
+}
+
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
+/// The PSK content of a Secret key (`data` base64, or `stringData`).
+fn read_psk(store: &Store, ns: &str, r: Option<&SecretKeyRef>) -> Result<Vec<u8>, String> {
+    let r = r.ok_or_else(|| "no pskSecretRef".to_string())?;
+    let rt = store
+        .resource("", "v1", "secrets")
+        .ok_or_else(|| "secrets are not served".to_string())?;
+    let secret = store
+        .get(&rt, ns, &r.name)
+        .map_err(|_| format!("Secret {ns}/{} not found", r.name))?;
+    if let Some(v) = secret
+        .get("data")
+        .and_then(|d| d.get(&r.key))
+        .and_then(Value::as_str)
+    {
+        return base64::engine::general_purpose::STANDARD
+            .decode(v)
+            .map_err(|_| format!("Secret {ns}/{} key {} is not base64", r.name, r.key));
+    }
+    if let Some(v) = secret
+        .get("stringData")
+        .and_then(|d| d.get(&r.key))
+        .and_then(Value::as_str)
+    {
+        return Ok(v.as_bytes().to_vec());
+    }
+    Err(format!("Secret {ns}/{} has no key {}", r.name, r.key))
+}
+
+fn write_status(store: &Store, rt: &ResourceType, ns: &str, name: &str, status: Value) {
+    let _ = store.modify(rt, ns, name, true, &WriteOptions::default(), |cur| {
+        let mut o = cur.clone();
+        o["status"] = status;
+        Ok(o)
+    });
+}
+
+fn set_finalizer(store: &Store, rt: &ResourceType, gw: &Gateway, present: bool) {
+    let f = gw.kind.finalizer();
+    if gw.finalizers.iter().any(|x| x == f) == present {
+        return;
+    }
+    let _ = store.modify(
+        rt,
+        &gw.ns,
+        &gw.name,
+        false,
+        &WriteOptions::default(),
+        |cur| {
+            let mut o = cur.clone();
+            let mut list: Vec<Value> = o
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            list.retain(|v| v != f);
+            if present {
+                list.push(json!(f));
+            }
+            o["metadata"]["finalizers"] = json!(list);
+            Ok(o)
+        },
+    );
+}
+
+/// Run one pass. Returns when the next timer (a delay, a retry) is due.
+pub fn reconcile(
+    store: &Store,
+    settings: &Settings,
+    st: &mut State,
+    now: Instant,
+) -> Option<Instant> {
+    let mut wake = None;
+    let mut gateways: Vec<(ResourceType, Gateway)> = Vec::new();
+    for kind in GatewayKind::ALL {
+        let Some(rt) = kind.resource(store) else {
+            continue;
+        };
+        for obj in store.list(&rt, None).0 {
+            match Gateway::parse(kind, &obj) {
+                Ok(gw) => gateways.push((rt.clone(), gw)),
+                Err(msg) => {
+                    let ns = obj
+                        .pointer("/metadata/namespace")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let name = obj
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let generation = obj
+                        .pointer("/metadata/generation")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1);
+                    let old: GatewayStatus = obj
+                        .get("status")
+                        .cloned()
+                        .and_then(|s| serde_json::from_value(s).ok())
+                        .unwrap_or_default();
+                    let status = GatewayStatus {
+                        conditions: merge(
+                            &old.conditions,
+                            vec![cond("Ready", false, "InvalidSpec", msg, generation)],
+                        ),
+                        ..old
+                    };
+                    write_status(store, &rt, ns, name, json!(status));
+                }
+            }
+        }
+    }
+
+    // Gateways that vanished without our unwind (namespace deleted, finalizer removed by
+    // hand): OpenStack forgets them.
+    let present: BTreeSet<String> = gateways.iter().map(|(_, g)| g.uid.clone()).collect();
+    for gone in st.known.difference(&present) {
+        st.fips.cleanup(gone);
+        st.daemons.remove(gone);
+        st.unwinds.remove(gone);
+    }
+    st.known = present;
+
+    // VPNPeers by (namespace, gateway name).
+    let peer_rt = store.resource("vpn.bnerd.net", "v1alpha1", "vpnpeers");
+    let mut vpn_peers: BTreeMap<(String, String), Vec<Peer>> = BTreeMap::new();
+    if let Some(rt) = &peer_rt {
+        for obj in store.list(rt, None).0 {
+            if let Ok(p) = Peer::parse_vpn_peer(&obj) {
+                let gw = p
+                    .vpn_peer
+                    .as_ref()
+                    .map(|v| v.gateway.clone())
+                    .unwrap_or_default();
+                vpn_peers.entry((p.ns.clone(), gw)).or_default().push(p);
+            }
+        }
+    }
+
+    for (_, gw) in &gateways {
+        if let Some(f) = &gw.pinned_fip {
+            st.fips.reserve_pinned(f);
+        }
+    }
+    let mut cidrs_in_use: BTreeSet<IpNet> = gateways
+        .iter()
+        .flat_map(|(_, g)| [g.pinned_cidr.as_deref(), g.status.service_cidr.as_deref()])
+        .flatten()
+        .filter_map(cidr::parse)
+        .collect();
+
+    let claims_fip = |g: &Gateway| {
+        g.status.floating_ip.is_some()
+            && condition(&g.status.conditions, "FIPAttached").is_some_and(|c| c.status == "True")
+    };
+    gateways.sort_by(|(_, a), (_, b)| {
+        (!claims_fip(a), a.kind, &a.created, &a.ns, &a.name).cmp(&(
+            !claims_fip(b),
+            b.kind,
+            &b.created,
+            &b.ns,
+            &b.name,
+        ))
+    });
+
+    let mut seen_peers = BTreeSet::new();
+    let mut handled_peer_groups = BTreeSet::new();
+    for (rt, gw) in &gateways {
+        let faults = settings.faults(gw.kind, &gw.ns, &gw.name);
+        let peers: Vec<Peer> = match gw.kind {
+            GatewayKind::IPsec => gw.peers.clone(),
+            GatewayKind::Vpn => {
+                handled_peer_groups.insert((gw.ns.clone(), gw.name.clone()));
+                vpn_peers
+                    .get(&(gw.ns.clone(), gw.name.clone()))
+                    .cloned()
+                    .unwrap_or_default()
+            }
+        };
+        seen_peers.extend(peers.iter().map(|p| p.key.clone()));
+        if faults.paused {
+            continue;
+        }
+        if gw.deleting {
+            wake = earliest(wake, unwind(store, rt, gw, &faults, settings, st, now));
+            if let Some(prt) = &peer_rt {
+                for p in peers.iter().filter(|p| p.vpn_peer.is_some()) {
+                    let up = st
+                        .daemons
+                        .get(&gw.uid)
+                        .is_some_and(|d| d.sas.contains_key(&p.key));
+                    let out = Outcome {
+                        established: up,
+                        reason: if up { "Established" } else { "GatewayDeleting" },
+                        message: format!("gateway {} is being deleted", gw.name),
+                        wake: None,
+                    };
+                    write_peer_status(store, prt, gw, p, peers.len(), &out);
+                }
+            }
+            continue;
+        }
+        wake = earliest(
+            wake,
+            reconcile_gateway(
+                store,
+                rt,
+                peer_rt.as_ref(),
+                gw,
+                &peers,
+                &faults,
+                settings,
+                st,
+                &mut cidrs_in_use,
+                now,
+            ),
+        );
+    }
+    st.clients.retain_peers(&seen_peers);
+
+    // VPNPeers whose gateway does not exist.
+    if let Some(prt) = &peer_rt {
+        for ((ns, gw_name), peers) in &vpn_peers {
+            if handled_peer_groups.contains(&(ns.clone(), gw_name.clone())) {
+                continue;
+            }
+            for p in peers {
+                let out = Outcome {
+                    established: false,
+                    reason: "GatewayNotFound",
+                    message: format!("VPNGateway {ns}/{gw_name} not found"),
+                    wake: None,
+                };
+                let vp = p.vpn_peer.as_ref().expect("a VPNPeer");
+                let conds = vec![
+                    cond(
+                        "Authorized",
+                        false,
+                        "GatewayNotFound",
+                        &out.message,
+                        vp.generation,
+                    ),
+                    cond(
+                        "Established",
+                        false,
+                        out.reason,
+                        &out.message,
+                        vp.generation,
+                    ),
+                    cond("Ready", false, out.reason, &out.message, vp.generation),
+                ];
+                let status = PeerStatus {
+                    observed_generation: Some(vp.generation),
+                    conditions: merge(&vp.status.conditions, conds),
+                };
+                write_status(store, prt, ns, &vp.name, json!(status));
+            }
+        }
+    }
+    wake
+}
+
+/// Reconcile one live (not deleting, not paused) gateway and its peers.
+#[allow(clippy::too_many_arguments)]
+fn reconcile_gateway(
+    store: &Store,
+    rt: &ResourceType,
+    peer_rt: Option<&ResourceType>,
+    gw: &Gateway,
+    peers: &[Peer],
+    faults: &GatewayFaults,
+    settings: &Settings,
+    st: &mut State,
+    cidrs_in_use: &mut BTreeSet<IpNet>,
+    now: Instant,
+) -> Option<Instant> {
+    let mut wake = None;
+    let generation = gw.generation;
+    set_finalizer(store, rt, gw, true);
+
+    // Floating IP.
+    let attach = st.fips.ensure(
+        &gw.uid,
+        &gw.display(),
+        gw.pinned_fip.as_deref(),
+        gw.status.floating_ip.as_deref(),
+        &settings.fip_pool,
+        faults.fip_held_by_other_port,
+    );
+    let (fip, fip_cond) = match &attach {
+        Attach::Attached { fip, port } => (
+            Some(fip.clone()),
+            cond(
+                "FIPAttached",
+                true,
+                "Associated",
+                format!("floating IP {fip} associated with port {port}"),
+                generation,
+            ),
+        ),
+        Attach::AlreadyAssociated { fip, port, holder } => {
+            let by = holder
+                .as_ref()
+                .map(|h| format!(" of {h}"))
+                .unwrap_or_default();
+            (
+                None,
+                cond(
+                    "FIPAttached",
+                    false,
+                    "AlreadyAssociated",
+                    format!(
+                        "floating IP {fip} is already associated with port {port}{by}; retrying"
+                    ),
+                    generation,
+                ),
+            )
+        }
+        Attach::Exhausted => (
+            None,
+            cond(
+                "FIPAttached",
+                false,
+                "NoFloatingIPAvailable",
+                "no free floating IP in the pool; retrying",
+                generation,
+            ),
+        ),
+    };
+
+    // serviceCIDR and virtual IPs.
+    let service_cidr = gw
+        .pinned_cidr
+        .as_deref()
+        .and_then(cidr::parse)
+        .or_else(|| gw.status.service_cidr.as_deref().and_then(cidr::parse))
+        .or_else(|| cidr::next_free_24(&settings.service_cidr_pool, cidrs_in_use));
+    if let Some(c) = service_cidr {
+        cidrs_in_use.insert(c);
+    }
+    let exposures = cidr::virtual_ips(service_cidr, &gw.exposures, &gw.status.exposures);
+    let service_cidr = service_cidr.map(|c| c.to_string());
+
+    // Workload, and strongSwan in it.
+    let workload: Result<Workload, String> = children::ensure(store, gw, &mut st.next_pod_ip);
+    match &workload {
+        Ok(w) => {
+            if st
+                .daemons
+                .get(&gw.uid)
+                .is_none_or(|d| d.pod_uid != w.pod_uid)
+            {
+                st.daemons
+                    .insert(gw.uid.clone(), Daemon::new(&gw.ns, &w.pod, &w.pod_uid));
+            }
+        }
+        Err(_) => {
+            st.daemons.remove(&gw.uid);
+        }
+    }
+
+    // Client peers.
+    let retry = Duration::from_millis(settings.peer_retry_ms);
+    for p in peers {
+        let reach = Reach {
+            fip: fip.as_deref(),
+            service_cidr: service_cidr.as_deref(),
+            psk: read_psk(store, &gw.ns, p.psk_ref.as_ref()),
+        };
+        let explicit = settings.client(&p.ns, &p.address, &p.id);
+        let out = st.clients.step(
+            st.daemons.get_mut(&gw.uid),
+            gw,
+            p,
+            reach,
+            explicit,
+            faults,
+            retry,
+            now,
+        );
+        wake = earliest(wake, out.wake);
+        if let (Some(prt), Some(_)) = (peer_rt, &p.vpn_peer) {
+            write_peer_status(store, prt, gw, p, peers.len(), &out);
+        }
+    }
+    if let Some(d) = st.daemons.get_mut(&gw.uid) {
+        d.sas.retain(|k, _| peers.iter().any(|p| p.key == *k));
+    }
+
+    // Gateway status.
+    let what = match gw.kind {
+        GatewayKind::IPsec => format!("{n}/{n} tunnels configured", n = peers.len()),
+        GatewayKind::Vpn => format!("{} peers configured", peers.len()),
+    };
+    let ready = match (&workload, &fip, &service_cidr) {
+        (Err(e), _, _) => cond("Ready", false, "WorkloadNotReady", e.clone(), generation),
+        (_, None, _) => cond(
+            "Ready",
+            false,
+            "FIPNotAttached",
+            format!(
+                "waiting for the floating IP: {}",
+                fip_cond.message.clone().unwrap_or_default()
+            ),
+            generation,
+        ),
+        (_, _, None) => cond(
+            "Ready",
+            false,
+            "ServiceCIDRExhausted",
+            format!("no free /24 in {}", settings.service_cidr_pool),
+            generation,
+        ),
+        _ => cond(
+            "Ready",
+            true,
+            "Reconciled",
+            format!("strongSwan running, {what}"),
+            generation,
+        ),
+    };
+    let status = GatewayStatus {
+        observed_generation: Some(generation),
+        floating_ip: fip,
+        service_cidr,
+        exposures,
+        conditions: merge(&gw.status.conditions, vec![fip_cond, ready]),
+    };
+    write_status(store, rt, &gw.ns, &gw.name, json!(status));
+    wake
+}
+
+fn write_peer_status(
+    store: &Store,
+    rt: &ResourceType,
+    gw: &Gateway,
+    p: &Peer,
+    peers_on_gateway: usize,
+    out: &Outcome,
+) {
+    let Some(vp) = &p.vpn_peer else { return };
+    let g = vp.generation;
+    let (auth_ok, auth_reason, auth_msg) = authorize(
+        &gw.name,
+        peers_on_gateway,
+        vp.authorization.as_ref(),
+        &gw.exposures,
+        &gw.reverse_exposures,
+    );
+    let ready = match (auth_ok, out.established) {
+        (true, true) => cond(
+            "Ready",
+            true,
+            "Ready",
+            "authorized and IKE/CHILD SAs established",
+            g,
+        ),
+        (false, _) => cond("Ready", false, auth_reason, auth_msg.clone(), g),
+        (true, false) => cond("Ready", false, out.reason, out.message.clone(), g),
+    };
+    let conds: Vec<Condition> = vec![
+        cond("Authorized", auth_ok, auth_reason, auth_msg, g),
+        cond(
+            "Established",
+            out.established,
+            out.reason,
+            out.message.clone(),
+            g,
+        ),
+        ready,
+    ];
+    let status = PeerStatus {
+        observed_generation: Some(g),
+        conditions: merge(&vp.status.conditions, conds),
+    };
+    write_status(store, rt, &p.ns, &vp.name, json!(status));
+}
+
+/// The deletion unwind of one gateway: after `finalizerDelayMs` (+ `slowFinalizerMs`)
+/// delete the children, after `openstackDelayMs` disassociate (and, if unpinned,
+/// release) the FIP, then remove the finalizer. `stuckFinalizer` holds it at the start.
+fn unwind(
+    store: &Store,
+    rt: &ResourceType,
+    gw: &Gateway,
+    faults: &GatewayFaults,
+    settings: &Settings,
+    st: &mut State,
+    now: Instant,
+) -> Option<Instant> {
+    let u = st.unwinds.entry(gw.uid.clone()).or_insert(Unwind {
+        started: now,
+        children_gone: None,
+    });
+    if faults.stuck_finalizer {
+        return None;
+    }
+    let children_gone = match u.children_gone {
+        Some(t) => t,
+        None => {
+            let due = u.started
+                + Duration::from_millis(settings.finalizer_delay_ms + faults.slow_finalizer_ms);
+            if now < due {
+                return Some(due);
+            }
+            children::delete(store, gw);
+            st.daemons.remove(&gw.uid);
+            u.children_gone = Some(now);
+            now
+        }
+    };
+    let due = children_gone + Duration::from_millis(settings.openstack_delay_ms);
+    if now < due {
+        return Some(due);
+    }
+    st.fips.cleanup(&gw.uid);
+    set_finalizer(store, rt, gw, false);
+    None
+}

@@ -1,0 +1,413 @@
+//! `swanctl --list-sas` in the gateway pod (DESIGN.md §1 `vpnmig verify`: "conditions +
+//! pinned values + `swanctl --list-sas` in the gateway pod"; runbook step 3), printed the
+//! way strongSwan's swanctl prints it (`src/swanctl/commands/list_sas.c`; compare
+//! ../shared/samples/swanctl/), and `--raw` as the vici message dump of sample 15.
+//!
+//! The gateway is the responder (the client peer initiates), so the responder SPI carries
+//! the `*`. It is reached on its floating IP with MOBIKE, hence port 4500 without UDP
+//! encapsulation (`TUNNEL`, like the documentation example, sample 08).
+
+use std::fmt::Write;
+
+use tokio::time::Instant;
+
+use super::peers::{Daemon, IkeSa};
+
+/// Negotiated algorithms, as strongSwan names them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Algs {
+    pub encr: Option<(String, Option<u32>)>,
+    pub integ: Option<String>,
+    pub prf: Option<String>,
+    pub dh: Option<String>,
+}
+
+fn integrity(t: &str) -> Option<&'static str> {
+    Some(match t {
+        "md5" => "HMAC_MD5_96",
+        "sha" | "sha1" => "HMAC_SHA1_96",
+        "sha256" | "sha2_256" => "HMAC_SHA2_256_128",
+        "sha256_96" | "sha2_256_96" => "HMAC_SHA2_256_96",
+        "sha384" | "sha2_384" => "HMAC_SHA2_384_192",
+        "sha512" | "sha2_512" => "HMAC_SHA2_512_256",
+        "aesxcbc" => "AES_XCBC_96",
+        "aescmac" => "AES_CMAC_96",
+        _ => return None,
+    })
+}
+
+fn prf_of_integrity(integ: &str) -> Option<&'static str> {
+    Some(match integ {
+        "HMAC_MD5_96" => "PRF_HMAC_MD5",
+        "HMAC_SHA1_96" => "PRF_HMAC_SHA1",
+        "HMAC_SHA2_256_128" | "HMAC_SHA2_256_96" => "PRF_HMAC_SHA2_256",
+        "HMAC_SHA2_384_192" => "PRF_HMAC_SHA2_384",
+        "HMAC_SHA2_512_256" => "PRF_HMAC_SHA2_512",
+        "AES_XCBC_96" => "PRF_AES128_XCBC",
+        "AES_CMAC_96" => "PRF_AES128_CMAC",
+        _ => return None,
+    })
+}
+
+fn prf(t: &str) -> Option<&'static str> {
+    Some(match t {
+        "prfmd5" => "PRF_HMAC_MD5",
+        "prfsha1" => "PRF_HMAC_SHA1",
+        "prfsha256" => "PRF_HMAC_SHA2_256",
+        "prfsha384" => "PRF_HMAC_SHA2_384",
+        "prfsha512" => "PRF_HMAC_SHA2_512",
+        "prfaesxcbc" => "PRF_AES128_XCBC",
+        "prfaescmac" => "PRF_AES128_CMAC",
+        _ => return None,
+    })
+}
+
+fn dh(t: &str) -> Option<String> {
+    Some(match t {
+        "curve25519" | "x25519" => "CURVE_25519".into(),
+        "curve448" | "x448" => "CURVE_448".into(),
+        "modp1024s160" => "MODP_1024_160".into(),
+        "modp2048s224" => "MODP_2048_224".into(),
+        "modp2048s256" => "MODP_2048_256".into(),
+        _ => {
+            if let Some(n) = t.strip_prefix("modp") {
+                format!("MODP_{}", n.parse::<u32>().ok()?)
+            } else if let Some(n) = t.strip_prefix("mlkem") {
+                format!("ML_KEM_{}", n.parse::<u32>().ok()?)
+            } else if let Some(rest) = t.strip_prefix("ecp") {
+                match rest.strip_suffix("bp") {
+                    Some(n) => format!("ECP_{}_BP", n.parse::<u32>().ok()?),
+                    None => format!("ECP_{}", rest.parse::<u32>().ok()?),
+                }
+            } else {
+                return None;
+            }
+        }
+    })
+}
+
+fn encryption(t: &str) -> Option<(String, Option<u32>)> {
+    if t == "chacha20poly1305" {
+        return Some(("CHACHA20_POLY1305".into(), Some(256)));
+    }
+    if t == "3des" {
+        return Some(("3DES_CBC".into(), None));
+    }
+    if t == "null" {
+        return Some(("NULL".into(), None));
+    }
+    for (prefix, cbc) in [("aes", "AES"), ("camellia", "CAMELLIA")] {
+        let Some(rest) = t.strip_prefix(prefix) else {
+            continue;
+        };
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        let mode = &rest[digits.len()..];
+        let size = if digits.is_empty() {
+            128
+        } else {
+            digits.parse().ok()?
+        };
+        let name = match mode {
+            "" => format!("{cbc}_CBC"),
+            "ctr" => format!("{cbc}_CTR"),
+            "gcm8" | "gcm64" => format!("{cbc}_GCM_8"),
+            "gcm12" | "gcm96" => format!("{cbc}_GCM_12"),
+            "gcm" | "gcm16" | "gcm128" => format!("{cbc}_GCM_16"),
+            "ccm8" | "ccm64" => format!("{cbc}_CCM_8"),
+            "ccm12" | "ccm96" => format!("{cbc}_CCM_12"),
+            "ccm" | "ccm16" | "ccm128" => format!("{cbc}_CCM_16"),
+            _ => return None,
+        };
+        return Some((name, Some(size)));
+    }
+    None
+}
+
+impl Algs {
+    /// The algorithms of a strongSwan proposal. For ESP (a CHILD SA created with
+    /// IKE_AUTH) no DH group and no PRF are negotiated.
+    pub fn of(proposal: &str, ike: bool) -> Algs {
+        let proposal = match (proposal, ike) {
+            ("default", true) => "aes128-sha256-x25519",
+            ("default", false) => "aes128gcm16",
+            (p, _) => p,
+        };
+        let mut a = Algs::default();
+        for t in proposal.split('-') {
+            if let Some(i) = integrity(t) {
+                a.integ.get_or_insert(i.into());
+            } else if let Some(p) = prf(t) {
+                a.prf.get_or_insert(p.into());
+            } else if let Some(d) = dh(t) {
+                a.dh.get_or_insert(d);
+            } else if let Some(e) = encryption(t) {
+                a.encr.get_or_insert(e);
+            }
+        }
+        if ike {
+            if a.prf.is_none() {
+                a.prf = a
+                    .integ
+                    .as_deref()
+                    .and_then(prf_of_integrity)
+                    .map(str::to_string);
+            }
+        } else {
+            a.prf = None;
+            a.dh = None;
+        }
+        a
+    }
+
+    /// `AES_CBC-256/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/MODP_2048`.
+    pub fn human(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some((e, size)) = &self.encr {
+            parts.push(match size {
+                Some(s) => format!("{e}-{s}"),
+                None => e.clone(),
+            });
+        }
+        parts.extend(
+            self.integ
+                .iter()
+                .chain(self.prf.iter())
+                .chain(self.dh.iter())
+                .cloned(),
+        );
+        parts.join("/")
+    }
+
+    /// `encr-alg=AES_CBC encr-keysize=256 integ-alg=… prf-alg=… dh-group=…`.
+    fn raw(&self) -> String {
+        let mut out = Vec::new();
+        if let Some((e, size)) = &self.encr {
+            out.push(format!("encr-alg={e}"));
+            if let Some(s) = size {
+                out.push(format!("encr-keysize={s}"));
+            }
+        }
+        if let Some(i) = &self.integ {
+            out.push(format!("integ-alg={i}"));
+        }
+        if let Some(p) = &self.prf {
+            out.push(format!("prf-alg={p}"));
+        }
+        if let Some(d) = &self.dh {
+            out.push(format!("dh-group={d}"));
+        }
+        out.join(" ")
+    }
+}
+
+fn secs(since: Instant, now: Instant) -> u64 {
+    now.saturating_duration_since(since).as_secs()
+}
+
+/// strongSwan rekeys before the lifetime ends: at 90 % of it here.
+fn rekey(life_s: u64) -> u64 {
+    life_s * 9 / 10
+}
+
+fn selected<'a>(daemon: &'a Daemon, ike: Option<&str>) -> Vec<&'a IkeSa> {
+    daemon
+        .listed()
+        .into_iter()
+        .filter(|sa| ike.is_none_or(|n| sa.conn == n))
+        .collect()
+}
+
+/// `swanctl --list-sas` in swanctl's human format. No SAs: no output at all.
+pub fn list_sas(daemon: &Daemon, ike: Option<&str>, now: Instant) -> String {
+    let mut o = String::new();
+    for sa in selected(daemon, ike) {
+        let est = secs(sa.established, now);
+        let _ = writeln!(
+            o,
+            "{}: #{}, ESTABLISHED, IKEv{}, {}_i {}_r*",
+            sa.conn, sa.uid, sa.version, sa.spi_i, sa.spi_r
+        );
+        let _ = writeln!(o, "  local  '{}' @ {}[4500]", sa.local_id, sa.local_host);
+        let _ = writeln!(o, "  remote '{}' @ {}[4500]", sa.remote_id, sa.remote_host);
+        let _ = writeln!(o, "  {}", Algs::of(&sa.proposal, true).human());
+        let _ = writeln!(
+            o,
+            "  established {est}s ago, rekeying in {}s",
+            rekey(sa.life_s).saturating_sub(est)
+        );
+        for c in &sa.children {
+            let inst = secs(c.installed, now);
+            let _ = writeln!(
+                o,
+                "  {}: #{}, reqid {}, INSTALLED, TUNNEL, ESP:{}",
+                c.name,
+                c.uid,
+                c.reqid,
+                Algs::of(&c.proposal, false).human()
+            );
+            let _ = writeln!(
+                o,
+                "    installed {inst}s ago, rekeying in {}s, expires in {}s",
+                rekey(c.life_s).saturating_sub(inst),
+                c.life_s.saturating_sub(inst)
+            );
+            let _ = writeln!(o, "    in  {}, {:>6} bytes, {:>5} packets", c.spi_in, 0, 0);
+            let _ = writeln!(o, "    out {}, {:>6} bytes, {:>5} packets", c.spi_out, 0, 0);
+            let _ = writeln!(o, "    local  {}", c.local_ts);
+            let _ = writeln!(o, "    remote {}", c.remote_ts);
+        }
+    }
+    o
+}
+
+/// `swanctl --list-sas --raw`: one `list-sa event` per IKE SA, then the reply.
+pub fn list_sas_raw(daemon: &Daemon, ike: Option<&str>, now: Instant) -> String {
+    let mut o = String::new();
+    for sa in selected(daemon, ike) {
+        let est = secs(sa.established, now);
+        let children: Vec<String> = sa
+            .children
+            .iter()
+            .map(|c| {
+                let inst = secs(c.installed, now);
+                format!(
+                    "{}-{} {{name={} uniqueid={} reqid={} state=INSTALLED mode=TUNNEL protocol=ESP spi-in={} spi-out={} {} bytes-in=0 packets-in=0 bytes-out=0 packets-out=0 rekey-time={} life-time={} install-time={inst} local-ts=[{}] remote-ts=[{}]}}",
+                    c.name,
+                    c.uid,
+                    c.name,
+                    c.uid,
+                    c.reqid,
+                    c.spi_in,
+                    c.spi_out,
+                    Algs::of(&c.proposal, false).raw(),
+                    rekey(c.life_s).saturating_sub(inst),
+                    c.life_s.saturating_sub(inst),
+                    c.local_ts,
+                    c.remote_ts
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "list-sa event {{{} {{uniqueid={} version={} state=ESTABLISHED local-host={} local-port=4500 local-id={} remote-host={} remote-port=4500 remote-id={} initiator-spi={} responder-spi={} {} established={est} rekey-time={} child-sas {{{}}}}}}}",
+            sa.conn,
+            sa.uid,
+            sa.version,
+            sa.local_host,
+            sa.local_id,
+            sa.remote_host,
+            sa.remote_id,
+            sa.spi_i,
+            sa.spi_r,
+            Algs::of(&sa.proposal, true).raw(),
+            rekey(sa.life_s).saturating_sub(est),
+            children.join(" ")
+        );
+    }
+    o.push_str("list-sas reply {}\n");
+    o
+}
+
+const USAGE: &str = "strongSwan 6.0.1 swanctl (vpnmig-sandbox: only --list-sas is simulated)
+usage:
+  swanctl --list-sas         (-l)  list currently active IKE_SAs
+    [--ike <name>|-i <name>] [--raw|-r] [--pretty|-P]
+  swanctl --version          (-v)  show version information
+  swanctl --help             (-h)  show usage information
+";
+
+/// Run `swanctl ARGS` against the daemon: (stdout, stderr, exit code).
+pub fn run(args: &[String], daemon: &Daemon, now: Instant) -> (String, String, i32) {
+    let mut list = false;
+    let mut raw = false;
+    let mut ike = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--list-sas" | "-l" => list = true,
+            "--raw" | "-r" | "--pretty" | "-P" => raw = true,
+            "--noblock" | "-N" => {}
+            "--ike" | "-i" => match it.next() {
+                Some(n) => ike = Some(n.clone()),
+                None => {
+                    return (
+                        String::new(),
+                        format!("swanctl: option '{a}' requires an argument\n{USAGE}"),
+                        1,
+                    );
+                }
+            },
+            "--version" | "-v" if !list => {
+                return ("strongSwan swanctl 6.0.1\n".into(), String::new(), 0);
+            }
+            "--help" | "-h" => return (USAGE.into(), String::new(), 0),
+            other => {
+                return (
+                    String::new(),
+                    format!("swanctl: unrecognized option '{other}'\n{USAGE}"),
+                    1,
+                );
+            }
+        }
+    }
+    if !list {
+        return (String::new(), USAGE.into(), 1);
+    }
+    let out = if raw {
+        list_sas_raw(daemon, ike.as_deref(), now)
+    } else {
+        list_sas(daemon, ike.as_deref(), now)
+    };
+    (out, String::new(), 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn algorithm_names_follow_strongswan() {
+        assert_eq!(
+            Algs::of("aes256-sha256-modp2048", true).human(),
+            "AES_CBC-256/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/MODP_2048"
+        );
+        assert_eq!(
+            Algs::of("aes256gcm16-prfsha384-ecp384", true).human(),
+            "AES_GCM_16-256/PRF_HMAC_SHA2_384/ECP_384"
+        );
+        assert_eq!(
+            Algs::of("aes256gcm16-modp2048", false).human(),
+            "AES_GCM_16-256"
+        );
+        assert_eq!(
+            Algs::of("aes256-sha256", false).human(),
+            "AES_CBC-256/HMAC_SHA2_256_128"
+        );
+        assert_eq!(
+            Algs::of("chacha20poly1305-prfsha256-curve25519", true).human(),
+            "CHACHA20_POLY1305-256/PRF_HMAC_SHA2_256/CURVE_25519"
+        );
+        assert_eq!(
+            Algs::of("aes128-sha256-ecp256bp", true).raw(),
+            "encr-alg=AES_CBC encr-keysize=128 integ-alg=HMAC_SHA2_256_128 prf-alg=PRF_HMAC_SHA2_256 dh-group=ECP_256_BP"
+        );
+    }
+
+    #[test]
+    fn usage_and_empty_listing() {
+        let d = Daemon::new("ns", "pod", "uid");
+        let now = Instant::now();
+        assert_eq!(
+            run(&["--list-sas".into()], &d, now),
+            (String::new(), String::new(), 0)
+        );
+        assert_eq!(
+            run(&["-l".into(), "--raw".into()], &d, now).0,
+            "list-sas reply {}\n"
+        );
+        let (_, err, code) = run(&["--list-conns".into()], &d, now);
+        assert_eq!(code, 1);
+        assert!(err.contains("usage:"));
+        assert_eq!(run(&[], &d, now).2, 1);
+    }
+}
