@@ -455,22 +455,14 @@ impl Store {
                 ));
             }
         }
-        if !finalizers(&current).is_empty() {
-            if current.pointer("/metadata/deletionTimestamp").is_some() || opts.dry_run {
-                return Ok(Deleted::Pending(current));
-            }
-            let mut marked = current.clone();
-            let m = meta_mut(&mut marked);
-            m.insert("deletionTimestamp".into(), json!(now()));
-            m.insert("deletionGracePeriodSeconds".into(), json!(0));
-            let marked = commit(&mut st, &self.notify, &k, Some(marked), EventKind::Modified);
-            return Ok(Deleted::Pending(marked));
-        }
         if opts.dry_run {
-            return Ok(Deleted::Gone(current));
+            return Ok(if finalizers(&current).is_empty() {
+                Deleted::Gone(current)
+            } else {
+                Deleted::Pending(current)
+            });
         }
-        remove(&mut st, &self.notify, &k, opts.propagation);
-        Ok(Deleted::Gone(current))
+        Ok(begin_delete(&mut st, &self.notify, &k, opts.propagation))
     }
 
     /// Server-side apply (`application/apply-patch+yaml`): create or merge `applied` as
@@ -638,6 +630,9 @@ fn check_schema(
 
 /// Server defaults that clients rely on.
 fn defaults(rt: &ResourceType, obj: &mut Value) {
+    if rt.gvr() == secret_gvr() {
+        fold_string_data(obj);
+    }
     if rt.gvr() == Gvr::new("", "v1", "namespaces") && obj.pointer("/status/phase").is_none() {
         obj["status"] = json!({"phase": "Active"});
     }
@@ -731,12 +726,16 @@ fn write(
     if new == *current {
         return Ok(new);
     }
-    if new.pointer("/metadata/deletionTimestamp").is_some() && finalizers(&new).is_empty() {
-        let last = commit(st, notify, &k, Some(new), EventKind::Modified);
-        remove(st, notify, &k, Propagation::Background);
-        return Ok(last);
+    if rt.gvr() == secret_gvr() {
+        fold_string_data(&mut new);
     }
     let result = commit(st, notify, &k, Some(new), EventKind::Modified);
+    if result.pointer("/metadata/deletionTimestamp").is_some() {
+        sweep(st, notify);
+        if !st.objects.contains_key(&k) {
+            return Ok(result);
+        }
+    }
     if rt.gvr() == crd_gvr() {
         serve_crd(st, notify, &result);
     }
@@ -780,8 +779,190 @@ fn commit(
     stored
 }
 
-/// Remove an object for good and collect what it owned.
-fn remove(st: &mut State, notify: &watch::Sender<u64>, k: &Key, propagation: Propagation) {
+/// The finalizers the store itself honours, like the real garbage collector and
+/// namespace controller: they hold an object until its dependents are orphaned, deleted,
+/// or (for a namespace) its contents are gone.
+const ORPHAN: &str = "orphan";
+const FOREGROUND: &str = "foregroundDeletion";
+const NAMESPACE_FINALIZER: &str = "kubernetes";
+
+fn secret_gvr() -> Gvr {
+    Gvr::new("", "v1", "secrets")
+}
+
+fn namespaces_gvr() -> Gvr {
+    Gvr::new("", "v1", "namespaces")
+}
+
+/// Secrets store `stringData` merged into `data`, base64-encoded, as the real server does.
+fn fold_string_data(obj: &mut Value) {
+    use base64::Engine;
+    let Some(sd) = obj.as_object_mut().and_then(|o| o.remove("stringData")) else {
+        return;
+    };
+    let Some(sd) = sd.as_object().cloned() else {
+        return;
+    };
+    if !obj.get("data").is_some_and(Value::is_object) {
+        obj["data"] = json!({});
+    }
+    for (k, v) in sd {
+        let text = v.as_str().unwrap_or_default();
+        obj["data"][k] = json!(base64::engine::general_purpose::STANDARD.encode(text));
+    }
+}
+
+/// Keys of objects listing `uid` among their ownerReferences.
+fn dependents_of(st: &State, uid: &str) -> Vec<Key> {
+    st.objects
+        .iter()
+        .filter(|(_, v)| {
+            v.pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|refs| {
+                    refs.iter()
+                        .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid))
+                })
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// Start deleting an object: with no finalizers (its own, or the ones a propagation
+/// policy or a non-empty namespace needs) it goes now; otherwise it gets a
+/// deletionTimestamp and [`sweep`] finishes the job when the finalizers are gone.
+fn begin_delete(
+    st: &mut State,
+    notify: &watch::Sender<u64>,
+    k: &Key,
+    propagation: Propagation,
+) -> Deleted {
+    let Some(current) = st.objects.get(k).cloned() else {
+        return Deleted::Gone(Value::Null);
+    };
+    if current.pointer("/metadata/deletionTimestamp").is_some() {
+        return Deleted::Pending(current);
+    }
+    let uid = meta_str(&current, "uid").unwrap_or_default().to_string();
+    let mut fins = finalizers(&current);
+    let has_dependents = !dependents_of(st, &uid).is_empty();
+    match propagation {
+        Propagation::Orphan if has_dependents => fins.push(ORPHAN.into()),
+        Propagation::Foreground if has_dependents => fins.push(FOREGROUND.into()),
+        _ => {}
+    }
+    let contents: Vec<Key> = if k.0 == namespaces_gvr() {
+        st.objects
+            .keys()
+            .filter(|(_, ns, _)| *ns == k.2)
+            .cloned()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if !contents.is_empty() {
+        fins.push(NAMESPACE_FINALIZER.into());
+    }
+    if fins.is_empty() {
+        remove(st, notify, k);
+        return Deleted::Gone(current);
+    }
+    let mut marked = current;
+    {
+        let m = meta_mut(&mut marked);
+        m.insert("deletionTimestamp".into(), json!(now()));
+        m.insert("deletionGracePeriodSeconds".into(), json!(0));
+        m.insert("finalizers".into(), json!(fins));
+    }
+    if k.0 == namespaces_gvr() {
+        marked["status"] = json!({"phase": "Terminating"});
+    }
+    let marked = commit(st, notify, k, Some(marked), EventKind::Modified);
+    for c in contents {
+        begin_delete(st, notify, &c, Propagation::Background);
+    }
+    sweep(st, notify);
+    match st.objects.get(k) {
+        Some(o) => Deleted::Pending(o.clone()),
+        None => Deleted::Gone(marked),
+    }
+}
+
+/// Finish what can be finished among objects being deleted: honour the store's own
+/// finalizers and remove objects whose finalizers are all gone. Repeats until nothing
+/// changes.
+fn sweep(st: &mut State, notify: &watch::Sender<u64>) {
+    loop {
+        let deleting: Vec<Key> = st
+            .objects
+            .iter()
+            .filter(|(_, v)| v.pointer("/metadata/deletionTimestamp").is_some())
+            .map(|(k, _)| k.clone())
+            .collect();
+        let mut progressed = false;
+        for k in deleting {
+            let Some(obj) = st.objects.get(&k).cloned() else {
+                continue;
+            };
+            let uid = meta_str(&obj, "uid").unwrap_or_default().to_string();
+            let mut fins = finalizers(&obj);
+            let before = fins.len();
+            if fins.iter().any(|f| f == ORPHAN) {
+                for d in dependents_of(st, &uid) {
+                    let mut dep = st.objects[&d].clone();
+                    if let Some(refs) = dep
+                        .pointer_mut("/metadata/ownerReferences")
+                        .and_then(Value::as_array_mut)
+                    {
+                        refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
+                    }
+                    commit(st, notify, &d, Some(dep), EventKind::Modified);
+                }
+                fins.retain(|f| f != ORPHAN);
+            }
+            if fins.iter().any(|f| f == FOREGROUND) {
+                let deps = dependents_of(st, &uid);
+                if deps.is_empty() {
+                    fins.retain(|f| f != FOREGROUND);
+                } else {
+                    for d in deps {
+                        if st
+                            .objects
+                            .get(&d)
+                            .is_some_and(|v| v.pointer("/metadata/deletionTimestamp").is_none())
+                        {
+                            begin_delete(st, notify, &d, Propagation::Background);
+                            progressed = true;
+                        }
+                    }
+                }
+            }
+            if fins.iter().any(|f| f == NAMESPACE_FINALIZER)
+                && k.0 == namespaces_gvr()
+                && !st.objects.keys().any(|(_, ns, _)| *ns == k.2)
+            {
+                fins.retain(|f| f != NAMESPACE_FINALIZER);
+            }
+            if fins.is_empty() {
+                remove(st, notify, &k);
+                progressed = true;
+            } else if fins.len() != before {
+                let mut o = st.objects[&k].clone();
+                meta_mut(&mut o).insert("finalizers".into(), json!(fins));
+                commit(st, notify, &k, Some(o), EventKind::Modified);
+                progressed = true;
+            }
+        }
+        if !progressed {
+            return;
+        }
+    }
+}
+
+/// Remove an object for good and collect what it owned: a dependent whose every owner
+/// is gone is deleted (its finalizers respected); one with other owners left only loses
+/// the reference, as the real garbage collector does.
+fn remove(st: &mut State, notify: &watch::Sender<u64>, k: &Key) {
     let Some(obj) = st.objects.get(k).cloned() else {
         return;
     };
@@ -791,33 +972,26 @@ fn remove(st: &mut State, notify: &watch::Sender<u64>, k: &Key, propagation: Pro
     if k.0 == crd_gvr() {
         unserve_crd(st, notify, &obj);
     }
-    if k.0 == Gvr::new("", "v1", "namespaces") {
-        let inside: Vec<Key> = st
-            .objects
-            .keys()
-            .filter(|(_, ns, _)| *ns == k.2)
-            .cloned()
-            .collect();
-        for d in inside {
-            remove(st, notify, &d, Propagation::Background);
-        }
-    }
-    let dependents: Vec<Key> = st
+    let live: HashSet<String> = st
         .objects
-        .iter()
-        .filter(|(_, v)| {
-            v.pointer("/metadata/ownerReferences")
-                .and_then(Value::as_array)
-                .is_some_and(|refs| {
-                    refs.iter()
-                        .any(|r| r.get("uid").and_then(Value::as_str) == Some(uid.as_str()))
-                })
-        })
-        .map(|(k, _)| k.clone())
+        .values()
+        .filter_map(|v| meta_str(v, "uid").map(str::to_string))
         .collect();
-    for d in dependents {
-        let mut dep = st.objects[&d].clone();
-        if propagation == Propagation::Orphan {
+    for d in dependents_of(st, &uid) {
+        let Some(mut dep) = st.objects.get(&d).cloned() else {
+            continue;
+        };
+        let others_alive = dep
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .is_some_and(|refs| {
+                refs.iter().any(|r| {
+                    r.get("uid")
+                        .and_then(Value::as_str)
+                        .is_some_and(|u| u != uid && live.contains(u))
+                })
+            });
+        if others_alive {
             if let Some(refs) = dep
                 .pointer_mut("/metadata/ownerReferences")
                 .and_then(Value::as_array_mut)
@@ -825,13 +999,11 @@ fn remove(st: &mut State, notify: &watch::Sender<u64>, k: &Key, propagation: Pro
                 refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid.as_str()));
             }
             commit(st, notify, &d, Some(dep), EventKind::Modified);
-        } else if finalizers(&dep).is_empty() {
-            remove(st, notify, &d, Propagation::Background);
-        } else if dep.pointer("/metadata/deletionTimestamp").is_none() {
-            meta_mut(&mut dep).insert("deletionTimestamp".into(), json!(now()));
-            commit(st, notify, &d, Some(dep), EventKind::Modified);
+        } else {
+            begin_delete(st, notify, &d, Propagation::Background);
         }
     }
+    sweep(st, notify);
 }
 
 /// A CRD was created or changed: serve its kind and mark it Established.

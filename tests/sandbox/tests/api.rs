@@ -617,3 +617,165 @@ async fn scenario_objects_keep_their_status_and_crds_are_installed() {
     assert_eq!(sb.namespace, "tenant-acme");
     sb.shutdown().await;
 }
+
+#[tokio::test]
+async fn garbage_collection_follows_the_real_collector() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let c = client(&sb, None).await;
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), NS);
+    let secrets: Api<Secret> = Api::namespaced(c, NS);
+    let owner = |name: &str, uid: &Option<String>| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": name, "uid": uid});
+
+    // Two owners: deleting one only drops its reference.
+    let a = cms
+        .create(&PostParams::default(), &cm("a", &[]))
+        .await
+        .unwrap();
+    let b = cms
+        .create(&PostParams::default(), &cm("b", &[]))
+        .await
+        .unwrap();
+    let shared: Secret = serde_json::from_value(json!({"metadata": {"name": "shared", "ownerReferences": [owner("a", &a.metadata.uid), owner("b", &b.metadata.uid)]}})).unwrap();
+    secrets
+        .create(&PostParams::default(), &shared)
+        .await
+        .unwrap();
+    cms.delete("a", &DeleteParams::default()).await.unwrap();
+    let left = secrets
+        .get("shared")
+        .await
+        .unwrap()
+        .metadata
+        .owner_references
+        .unwrap();
+    assert_eq!(
+        left.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+        ["b"]
+    );
+    cms.delete("b", &DeleteParams::default()).await.unwrap();
+    assert!(secrets.get_opt("shared").await.unwrap().is_none());
+
+    // Orphan on an owner held by a finalizer: the dependent survives the finalizer's end.
+    let mut held = cm("held", &[]);
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    let held = cms.create(&PostParams::default(), &held).await.unwrap();
+    let dep: Secret = serde_json::from_value(json!({"metadata": {"name": "dep", "ownerReferences": [owner("held", &held.metadata.uid)]}})).unwrap();
+    secrets.create(&PostParams::default(), &dep).await.unwrap();
+    let marked = cms
+        .delete("held", &DeleteParams::orphan())
+        .await
+        .unwrap()
+        .left()
+        .unwrap();
+    // Like the real collector: the orphan finalizer is handled at once (the dependent
+    // loses its reference), the owner's own finalizer still holds it.
+    assert_eq!(marked.metadata.finalizers.unwrap(), ["example.com/hold"]);
+    assert!(
+        secrets
+            .get("dep")
+            .await
+            .unwrap()
+            .metadata
+            .owner_references
+            .unwrap_or_default()
+            .is_empty()
+    );
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Json::<()>(
+            serde_json::from_value(json!([{"op": "remove", "path": "/metadata/finalizers/0"}]))
+                .unwrap(),
+        ),
+    )
+    .await
+    .unwrap();
+    assert!(cms.get_opt("held").await.unwrap().is_none());
+    let kept = secrets.get("dep").await.unwrap();
+    assert!(
+        kept.metadata
+            .owner_references
+            .unwrap_or_default()
+            .is_empty()
+    );
+
+    // Foreground: the owner waits for its dependents.
+    let f = cms
+        .create(&PostParams::default(), &cm("fg", &[]))
+        .await
+        .unwrap();
+    let mut slow: Secret = serde_json::from_value(
+        json!({"metadata": {"name": "slow", "ownerReferences": [owner("fg", &f.metadata.uid)]}}),
+    )
+    .unwrap();
+    slow.metadata.finalizers = Some(vec!["example.com/slow".into()]);
+    secrets.create(&PostParams::default(), &slow).await.unwrap();
+    cms.delete("fg", &DeleteParams::foreground()).await.unwrap();
+    assert!(
+        cms.get_opt("fg").await.unwrap().is_some(),
+        "waits for its dependent"
+    );
+    assert!(
+        secrets
+            .get("slow")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+    secrets
+        .patch(
+            "slow",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    assert!(cms.get_opt("fg").await.unwrap().is_none());
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn secrets_fold_string_data_into_data() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let secrets: Api<Secret> = Api::namespaced(client(&sb, None).await, NS);
+    let s = secrets.get("acme-psk").await.unwrap();
+    let data = s.data.unwrap();
+    assert_eq!(data["psk"].0, b"rehearsal-only-not-a-real-key");
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn deleting_a_namespace_respects_the_finalizers_inside() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let c = client(&sb, None).await;
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), NS);
+    let mut held = cm("held", &[]);
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    cms.create(&PostParams::default(), &held).await.unwrap();
+    let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(c);
+    nss.delete(NS, &DeleteParams::default()).await.unwrap();
+    let ns = nss.get(NS).await.unwrap();
+    assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Terminating"));
+    assert!(
+        cms.get("held")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    eventually(5, "namespace gone", || async {
+        nss.get_opt(NS).await.unwrap().is_none().then_some(())
+    })
+    .await;
+    sb.shutdown().await;
+}
