@@ -154,7 +154,13 @@ async fn run(
             return;
         }
     }
-    let _ = socket.send(Message::Close(None)).await;
+    // A normal closure (1000): client-go treats a close without a status as an error.
+    let _ = socket
+        .send(Message::Close(Some(axum::extract::ws::CloseFrame {
+            code: axum::extract::ws::close_code::NORMAL,
+            reason: "".into(),
+        })))
+        .await;
     // Drain until the client closes, bounded.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(5), async {
         while let Some(Ok(m)) = socket.recv().await {

@@ -1,0 +1,303 @@
+//! Fidelity with a real client nobody here wrote: the runbook's own kubectl commands,
+//! run against the sandbox. Skipped (and says so) where kubectl is not on the machine.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{ACME, start, within};
+use serde_json::Value;
+use vpnmig_sandbox::SettingsFile;
+
+const NS: &str = "tenant-acme";
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Run kubectl on a blocking thread, so the in-process server keeps serving.
+async fn kubectl(kubeconfig: &Path, args: &[&str]) -> Out {
+    let kubeconfig = kubeconfig.to_path_buf();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let what = format!("kubectl {}", args.join(" "));
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new("kubectl")
+            .env("KUBECONFIG", &kubeconfig)
+            .env_remove("KUBECTL_EXTERNAL_DIFF")
+            .args(&args)
+            .output()
+            .expect("kubectl runs")
+    });
+    let out = within(60, &what, run).await.unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into(),
+        stderr: String::from_utf8_lossy(&out.stderr).into(),
+    }
+}
+
+fn kubectl_available() -> bool {
+    Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn condition(conditions: &Value, type_: &str) -> String {
+    conditions
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["type"] == type_))
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("<absent>")
+        .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_runbooks_kubectl_commands_work_against_the_sandbox() {
+    if !kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not on PATH; this fidelity test needs a real kubectl");
+        return;
+    }
+    let mut settings = SettingsFile::default();
+    settings.operator.finalizer_delay_ms = 300;
+    let sb = start(ACME, settings).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    sb.write_kubeconfig(&kc).unwrap();
+
+    // Step 1 (offline): vpnmig's own translation of the live object.
+    let gw_rt = sb
+        .store
+        .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+        .unwrap();
+    let live = common::eventually(5, "gateway reconciled", || {
+        let live = sb.store.get(&gw_rt, NS, "acme").ok();
+        async move { live.filter(|g| condition(&g["status"]["conditions"], "Ready") == "True") }
+    })
+    .await;
+    let source = vpnmig::core::input::load(&live.to_string(), "live", None).unwrap();
+    let plan = vpnmig::core::plan::build(&source, &vpnmig::core::allowlist::Allowlist::default());
+    assert!(
+        !plan.blocked,
+        "{:?}",
+        plan.checks
+            .iter()
+            .filter(|c| c.blocks())
+            .collect::<Vec<_>>()
+    );
+    let gw_file = dir.path().join("vpngateway.yaml");
+    let peer_file = dir.path().join("vpnpeer.yaml");
+    std::fs::write(
+        &gw_file,
+        vpnmig::output::manifest::to_yaml(&plan.targets.gateway),
+    )
+    .unwrap();
+    std::fs::write(
+        &peer_file,
+        vpnmig::output::manifest::to_yaml_stream(&plan.targets.peers),
+    )
+    .unwrap();
+
+    // kubectl get, with the CRD's printer columns.
+    let got = kubectl(&kc, &["get", "ipsecgateway", "acme"]).await;
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    let header: Vec<&str> = got
+        .stdout
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "FIP", "SERVICE", "CIDR", "READY", "AGE"]);
+    assert!(
+        got.stdout
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("acme   198.51.100.23   10.250.3.0/24   True"),
+        "{}",
+        got.stdout
+    );
+
+    // Step 2: delete returns only after the finalizer unwind.
+    let t = Instant::now();
+    let del = kubectl(&kc, &["delete", "ipsecgateway", "acme", "-n", NS]).await;
+    assert_eq!(
+        (del.code, del.stdout.as_str()),
+        (0, "ipsecgateway.ipsec.bnerd.net \"acme\" deleted\n"),
+        "{}",
+        del.stderr
+    );
+    assert!(
+        t.elapsed() >= Duration::from_millis(300),
+        "kubectl waited for the unwind ({:?})",
+        t.elapsed()
+    );
+    assert!(
+        sb.store.get(&gw_rt, NS, "acme").is_err(),
+        "gone when kubectl returns"
+    );
+    let deploy_rt = sb.store.resource("apps", "v1", "deployments").unwrap();
+    assert!(
+        sb.store.get(&deploy_rt, NS, "acme").is_err(),
+        "children removed by the unwind"
+    );
+
+    let apply = kubectl(
+        &kc,
+        &[
+            "apply",
+            "-f",
+            gw_file.to_str().unwrap(),
+            "-f",
+            peer_file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(
+        (apply.code, apply.stdout.as_str()),
+        (
+            0,
+            "vpngateway.vpn.bnerd.net/acme created\nvpnpeer.vpn.bnerd.net/acme created\n"
+        ),
+        "{}",
+        apply.stderr
+    );
+
+    // kubectl wait watches conditions.
+    let wait = kubectl(
+        &kc,
+        &[
+            "wait",
+            "--for=condition=Ready",
+            "vpngateway/acme",
+            "-n",
+            NS,
+            "--timeout=30s",
+        ],
+    )
+    .await;
+    assert_eq!(
+        (wait.code, wait.stdout.as_str()),
+        (0, "vpngateway.vpn.bnerd.net/acme condition met\n"),
+        "{}",
+        wait.stderr
+    );
+    let wait = kubectl(
+        &kc,
+        &[
+            "wait",
+            "--for=condition=Established",
+            "vpnpeer/acme",
+            "-n",
+            NS,
+            "--timeout=30s",
+        ],
+    )
+    .await;
+    assert_eq!(wait.code, 0, "{}", wait.stderr);
+
+    // Step 3: the runbook's verification commands.
+    let gw = kubectl(
+        &kc,
+        &[
+            "get",
+            "vpngateway",
+            "acme",
+            "-n",
+            NS,
+            "-o",
+            "jsonpath={.status.conditions}",
+        ],
+    )
+    .await;
+    let conditions: Value = serde_json::from_str(&gw.stdout).unwrap();
+    assert_eq!(
+        (
+            condition(&conditions, "FIPAttached"),
+            condition(&conditions, "Ready")
+        ),
+        ("True".into(), "True".into()),
+        "{conditions}"
+    );
+    let peer = kubectl(
+        &kc,
+        &[
+            "get",
+            "vpnpeer",
+            "acme",
+            "-n",
+            NS,
+            "-o",
+            "jsonpath={.status.conditions}",
+        ],
+    )
+    .await;
+    let conditions: Value = serde_json::from_str(&peer.stdout).unwrap();
+    assert_eq!(condition(&conditions, "Authorized"), "True", "{conditions}");
+    let fip = kubectl(
+        &kc,
+        &[
+            "get",
+            "vpngateway",
+            "acme",
+            "-n",
+            NS,
+            "-o",
+            "jsonpath={.status.floatingIP} {.status.serviceCIDR}",
+        ],
+    )
+    .await;
+    assert_eq!(fip.stdout, "198.51.100.23 10.250.3.0/24");
+
+    let sas = kubectl(
+        &kc,
+        &[
+            "exec",
+            "-n",
+            NS,
+            "deploy/acme",
+            "-c",
+            "strongswan",
+            "--",
+            "swanctl",
+            "--list-sas",
+        ],
+    )
+    .await;
+    assert_eq!(sas.code, 0, "{}", sas.stderr);
+    for want in [
+        "ESTABLISHED, IKEv2",
+        "remote 'fw.acme.example' @ 203.0.113.10[4500]",
+        "INSTALLED, TUNNEL",
+        "remote 10.20.0.0/16",
+    ] {
+        assert!(sas.stdout.contains(want), "{want:?} in:\n{}", sas.stdout);
+    }
+    let bad = kubectl(
+        &kc,
+        &[
+            "exec",
+            "-n",
+            NS,
+            "deploy/acme",
+            "-c",
+            "strongswan",
+            "--",
+            "frobnicate",
+        ],
+    )
+    .await;
+    assert_eq!(bad.code, 127, "exit status travels back: {}", bad.stderr);
+
+    let gone = kubectl(&kc, &["get", "ipsecgateway", "-n", NS]).await;
+    assert_eq!(
+        gone.stderr,
+        "No resources found in tenant-acme namespace.\n"
+    );
+    sb.shutdown().await;
+}
