@@ -1,7 +1,8 @@
 //! Scenarios: multi-document YAML of ordinary manifests (Namespaces, Secrets, CRDs,
 //! IPsecGateways, VPNGateways, VPNPeers, … and `kind: List`s) loaded into a store as if
 //! they had been applied: CRDs first, then Namespaces, then the rest in file order.
-//! Objects keep their `status`, since scenarios are often `kubectl get -o yaml` exports.
+//! Objects keep their `status` and `uid`, since scenarios are often `kubectl get -o yaml`
+//! exports whose ownerReferences name those uids.
 
 use serde_json::{Value, json};
 
@@ -119,7 +120,6 @@ pub fn load(store: &Store, objects: &[Value]) -> Result<String, ScenarioError> {
         let mut clean = obj.clone();
         if let Some(m) = clean.get_mut("metadata").and_then(Value::as_object_mut) {
             for k in [
-                "uid",
                 "resourceVersion",
                 "managedFields",
                 "creationTimestamp",

@@ -52,7 +52,8 @@ pub struct WriteOptions {
     pub dry_run: bool,
     /// `fieldValidation=Strict`: unknown fields are an error instead of pruned.
     pub strict: bool,
-    /// Keep `status` on create (scenario loading: objects arrive as exported).
+    /// Keep `status` and a given `metadata.uid` on create (scenario loading: objects
+    /// arrive as exported, and ownerReferences name those uids).
     pub keep_status: bool,
 }
 
@@ -301,7 +302,15 @@ impl Store {
             } else {
                 m.remove("namespace");
             }
-            m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            let given = m
+                .get("uid")
+                .and_then(Value::as_str)
+                .filter(|u| opts.keep_status && !u.is_empty())
+                .map(str::to_string);
+            m.insert(
+                "uid".into(),
+                json!(given.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())),
+            );
             m.insert("creationTimestamp".into(), json!(now()));
             m.insert("generation".into(), json!(1));
             for k in [
