@@ -1,6 +1,7 @@
 //! The command line: clap definitions, one module per command, errors with exit codes.
 //! `main.rs` calls [`run`] and maps the result to the process exit code.
 
+mod parse_sas;
 mod plan;
 
 use std::ffi::OsString;
@@ -36,6 +37,21 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     Plan(plan::PlanArgs),
+    ParseSas(parse_sas::ParseSasArgs),
+}
+
+/// Write a document to standard output (colour handled by `anstream`). A closed pipe
+/// (`| head`) is the reader's choice; any other failure lost output and is an error.
+pub(crate) fn write_stdout(doc: &str) -> Result<(), Error> {
+    use std::io::Write;
+    let mut stdout = anstream::stdout();
+    match stdout
+        .write_all(doc.as_bytes())
+        .and_then(|_| stdout.flush())
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Write { source: e }),
+        _ => Ok(()),
+    }
 }
 
 /// An error that ends a command, with its exit code and an optional hint.
@@ -51,6 +67,8 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("{file}: not swanctl --list-sas output: {message}")]
+    Sas { file: String, message: String },
     #[error("cannot write the output")]
     Write {
         #[source]
@@ -64,7 +82,7 @@ impl Error {
     /// The process exit code for this error (crate::exit).
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Input(_) | Error::Allowlist { .. } => exit::INVALID_INPUT,
+            Error::Input(_) | Error::Allowlist { .. } | Error::Sas { .. } => exit::INVALID_INPUT,
             Error::Bundle(crate::bundle::BundleError::Io { .. })
             | Error::Read { .. }
             | Error::Write { .. } => exit::FAILURE,
@@ -76,6 +94,9 @@ impl Error {
     pub fn hint(&self) -> Option<String> {
         match self {
             Error::Input(e) => e.hint(),
+            Error::Sas { .. } => Some(
+                "pass the output of `swanctl --list-sas` (or `--list-sas --raw`) as printed".into(),
+            ),
             Error::Bundle(e) => e.hint(),
             Error::Read { .. } | Error::Write { .. } => None,
             Error::Allowlist { .. } => Some(
@@ -106,5 +127,6 @@ where
     };
     match cli.command {
         Command::Plan(args) => plan::run(&args),
+        Command::ParseSas(args) => parse_sas::run(&args),
     }
 }

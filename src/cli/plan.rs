@@ -63,7 +63,7 @@ pub struct PlanArgs {
 
 /// Read a file (`-`: standard input) as UTF-8 text. A file that is there but is not text
 /// is invalid input, not an I/O failure.
-fn read(path: &PathBuf) -> Result<String, Error> {
+pub(crate) fn read(path: &PathBuf) -> Result<String, Error> {
     let shown = path.display().to_string();
     let mut bytes = Vec::new();
     let res = if shown == "-" {
@@ -114,7 +114,6 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
         None => None,
     };
 
-    let mut stdout = anstream::stdout();
     let doc = match args.output {
         Format::Text => {
             let base = match (&args.out, previous.gateway.is_some()) {
@@ -141,15 +140,7 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
         }
         Format::Json => serde_json::to_string_pretty(&plan).expect("plans serialize") + "\n",
     };
-    if let Err(e) = stdout
-        .write_all(doc.as_bytes())
-        .and_then(|_| stdout.flush())
-    {
-        // A closed pipe (`| head`) is the reader's choice; anything else lost output.
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return Err(Error::Write { source: e });
-        }
-    }
+    crate::cli::write_stdout(&doc)?;
     if plan.blocked && args.output != Format::Text {
         let _ = writeln!(
             anstream::stderr(),

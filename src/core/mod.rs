@@ -11,4 +11,5 @@ pub mod plan;
 pub mod proposal;
 pub mod psk;
 pub mod report;
+pub mod swanctl;
 pub mod translate;

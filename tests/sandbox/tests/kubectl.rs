@@ -278,6 +278,25 @@ async fn the_runbooks_kubectl_commands_work_against_the_sandbox() {
     ] {
         assert!(sas.stdout.contains(want), "{want:?} in:\n{}", sas.stdout);
     }
+    // vpnmig's own reader agrees with what the simulated strongSwan printed.
+    let parsed = vpnmig::core::swanctl::parse(&sas.stdout).unwrap();
+    let ike = &parsed.ike_sas[0];
+    assert_eq!(
+        (
+            ike.state.as_str(),
+            ike.ike_version,
+            ike.remote.id.as_str(),
+            ike.remote.address.as_str()
+        ),
+        ("ESTABLISHED", 2, "fw.acme.example", "203.0.113.10")
+    );
+    assert_eq!(
+        ike.child_sas
+            .iter()
+            .map(|c| (c.state.as_str(), c.remote_ts.clone()))
+            .collect::<Vec<_>>(),
+        [("INSTALLED", vec!["10.20.0.0/16".to_string()])]
+    );
     let bad = kubectl(
         &kc,
         &[

@@ -1,0 +1,379 @@
+//! A reader of `swanctl --list-sas` (strongSwan's human format) and of
+//! `swanctl --list-sas --raw` (the vici dump). Pure: text in, [`Sas`] out.
+//!
+//! It keeps going over lines it does not recognise (algorithm, timing, traffic and task
+//! lines, future additions) and keeps states it has not seen as text, because a support
+//! ticket or a newer strongSwan must not make it fail. It reads both SPI forms
+//! (`a_i* b_r` and the older `a:b`), IKEv1 and IKEv2, `EAP:`/`XAuth:` identities and
+//! virtual-IP suffixes on the endpoint lines, several traffic selectors per line, and
+//! `-in-UDP` modes. Duplicate IKE SAs (after a reconnect) are all kept, in order.
+//! Samples: fixtures/swanctl/ (see SOURCES.md there).
+
+use serde::Serialize;
+
+/// Everything `--list-sas` printed.
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Sas {
+    pub ike_sas: Vec<IkeSa>,
+}
+
+/// One IKE SA.
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct IkeSa {
+    /// The connection name.
+    pub name: String,
+    /// strongSwan's unique id (`#2`); IKE and CHILD ids are separate number spaces.
+    pub unique_id: u64,
+    /// `ESTABLISHED`, `CONNECTING`, `REKEYING`, `DELETING`, … as printed.
+    pub state: String,
+    /// 1 or 2.
+    pub ike_version: u8,
+    pub local: Endpoint,
+    pub remote: Endpoint,
+    pub child_sas: Vec<ChildSa>,
+}
+
+/// One side of an IKE SA.
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The IKE identity (`'fw.acme.example'` printed, quotes removed).
+    pub id: String,
+    pub address: String,
+    /// `None` when not printed.
+    pub port: Option<u16>,
+}
+
+/// One CHILD SA.
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChildSa {
+    /// The CHILD SA's name (in `--raw`, its `name=`, not the section key).
+    pub name: String,
+    pub unique_id: u64,
+    /// `INSTALLED`, `REKEYED`, `DELETING`, … as printed.
+    pub state: String,
+    /// `TUNNEL`, `TRANSPORT` or `BEET`.
+    pub mode: String,
+    /// The `-in-UDP` forms: ESP in UDP (NAT traversal).
+    pub udp_encap: bool,
+    /// Traffic selectors as printed, e.g. `10.0.0.0/24` or `192.0.2.1/32[udp]`.
+    pub local_ts: Vec<String>,
+    pub remote_ts: Vec<String>,
+}
+
+/// Why the text could not be read. Only structure that cannot be recovered from is an
+/// error; unknown lines are skipped.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SwanctlError {
+    #[error("line {line}: a CHILD SA or selector before any IKE SA: {text:?}")]
+    Orphan { line: usize, text: String },
+    #[error("raw output: unbalanced braces")]
+    Unbalanced,
+}
+
+/// Read either format (the `--raw` form is recognised by its `list-sa` event lines).
+pub fn parse(text: &str) -> Result<Sas, SwanctlError> {
+    if text.lines().any(|l| {
+        l.trim_start().starts_with("list-sa event") || l.trim_start().starts_with("list-sas reply")
+    }) {
+        parse_raw(text)
+    } else {
+        parse_human(text)
+    }
+}
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+/// `name: #12, rest` → (`name`, 12, `rest`).
+fn head(line: &str) -> Option<(&str, u64, &str)> {
+    let (name, rest) = line.trim().split_once(": #")?;
+    let (id, rest) = rest.split_once(',').unwrap_or((rest, ""));
+    Some((name, id.trim().parse().ok()?, rest.trim()))
+}
+
+/// `'id' @ address[port] EAP: 'x' [vip]` (the id quoted or not).
+fn endpoint(rest: &str) -> Endpoint {
+    let rest = rest.trim();
+    let (id, after) = match rest.strip_prefix('\'') {
+        Some(r) => r
+            .split_once('\'')
+            .map(|(id, a)| (id.to_string(), a))
+            .unwrap_or((r.to_string(), "")),
+        None => rest
+            .split_once(" @ ")
+            .map(|(id, a)| (id.trim().to_string(), a))
+            .unwrap_or((rest.to_string(), "")),
+    };
+    let after = after
+        .trim_start()
+        .strip_prefix('@')
+        .unwrap_or(after)
+        .trim_start();
+    let addr_port = after.split_whitespace().next().unwrap_or("");
+    let (address, port) = match addr_port.split_once('[') {
+        Some((a, p)) => (a.to_string(), p.trim_end_matches(']').parse().ok()),
+        None => (addr_port.to_string(), None),
+    };
+    Endpoint { id, address, port }
+}
+
+fn parse_human(text: &str) -> Result<Sas, SwanctlError> {
+    let mut sas = Sas::default();
+    for (n, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let depth = indent(line);
+        let trimmed = line.trim();
+        let orphan = || SwanctlError::Orphan {
+            line: n + 1,
+            text: line.to_string(),
+        };
+        match depth {
+            0 => {
+                let Some((name, id, rest)) = head(line) else {
+                    continue;
+                };
+                let fields: Vec<&str> = rest.split(',').map(str::trim).collect();
+                let state = fields.first().copied().unwrap_or_default().to_string();
+                let ike_version = fields
+                    .iter()
+                    .find_map(|f| f.strip_prefix("IKEv"))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                sas.ike_sas.push(IkeSa {
+                    name: name.to_string(),
+                    unique_id: id,
+                    state,
+                    ike_version,
+                    ..IkeSa::default()
+                });
+            }
+            _ => {
+                let Some(ike) = sas.ike_sas.last_mut() else {
+                    if trimmed.starts_with("local")
+                        || trimmed.starts_with("remote")
+                        || head(line).is_some()
+                    {
+                        return Err(orphan());
+                    }
+                    continue;
+                };
+                let child_depth = depth > 2;
+                if let Some(rest) = trimmed
+                    .strip_prefix("local ")
+                    .or_else(|| trimmed.strip_prefix("local\t"))
+                {
+                    if child_depth {
+                        let Some(child) = ike.child_sas.last_mut() else {
+                            return Err(orphan());
+                        };
+                        child
+                            .local_ts
+                            .extend(rest.split_whitespace().map(str::to_string));
+                    } else {
+                        ike.local = endpoint(rest);
+                    }
+                } else if let Some(rest) = trimmed
+                    .strip_prefix("remote ")
+                    .or_else(|| trimmed.strip_prefix("remote\t"))
+                {
+                    if child_depth {
+                        let Some(child) = ike.child_sas.last_mut() else {
+                            return Err(orphan());
+                        };
+                        child
+                            .remote_ts
+                            .extend(rest.split_whitespace().map(str::to_string));
+                    } else {
+                        ike.remote = endpoint(rest);
+                    }
+                } else if let Some((name, id, rest)) = head(line).filter(|_| !child_depth) {
+                    // `reqid N, STATE, MODE[-in-UDP], PROTO:ALGS`
+                    let fields: Vec<&str> = rest
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|f| !f.starts_with("reqid"))
+                        .collect();
+                    let state = fields.first().copied().unwrap_or_default().to_string();
+                    let mode_field = fields.get(1).copied().unwrap_or_default();
+                    let (mode, udp_encap) = match mode_field.strip_suffix("-in-UDP") {
+                        Some(m) => (m.to_string(), true),
+                        None => (mode_field.to_string(), false),
+                    };
+                    ike.child_sas.push(ChildSa {
+                        name: name.to_string(),
+                        unique_id: id,
+                        state,
+                        mode,
+                        udp_encap,
+                        ..ChildSa::default()
+                    });
+                }
+            }
+        }
+    }
+    Ok(sas)
+}
+
+/// A vici raw dump as nested sections of key/value pairs.
+#[derive(Debug, Default)]
+struct Section {
+    values: Vec<(String, String)>,
+    lists: Vec<(String, Vec<String>)>,
+    sections: Vec<(String, Section)>,
+}
+
+impl Section {
+    fn get(&self, k: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    }
+    fn list(&self, k: &str) -> Vec<String> {
+        self.lists
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    }
+    fn section(&self, k: &str) -> Option<&Section> {
+        self.sections
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, s)| s)
+    }
+}
+
+/// Tokens: `{`, `}`, `[ … ]` as one, and words.
+fn tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_list = false;
+    for c in text.chars() {
+        match c {
+            '[' if cur.ends_with('=') => {
+                in_list = true;
+                cur.push(c);
+            }
+            ']' if in_list => {
+                in_list = false;
+                cur.push(c);
+            }
+            '{' | '}' if !in_list => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+                out.push(c.to_string());
+            }
+            c if c.is_whitespace() && !in_list => {
+                if !cur.is_empty() {
+                    out.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// vici keys are lowercase words with dashes; `O=strongSwan,` inside a DN is not one.
+fn is_vici_key(k: &str) -> bool {
+    !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+fn section(tokens: &[String], pos: &mut usize) -> Result<Section, SwanctlError> {
+    let mut s = Section::default();
+    while *pos < tokens.len() {
+        let t = &tokens[*pos];
+        *pos += 1;
+        if t == "}" {
+            return Ok(s);
+        }
+        if tokens.get(*pos).is_some_and(|n| n == "{") {
+            *pos += 1;
+            let inner = section(tokens, pos)?;
+            s.sections.push((t.clone(), inner));
+        } else if let Some((k, v)) = t.split_once('=').filter(|(k, _)| is_vici_key(k)) {
+            match v.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
+                Some(items) => s.lists.push((
+                    k.to_string(),
+                    items.split_whitespace().map(str::to_string).collect(),
+                )),
+                None => s.values.push((k.to_string(), v.to_string())),
+            }
+        } else if let Some(last) = s.values.last_mut() {
+            // A value with spaces (a DN such as `C=CH, O=strongSwan, CN=moon`).
+            last.1.push(' ');
+            last.1.push_str(t);
+        }
+    }
+    Err(SwanctlError::Unbalanced)
+}
+
+fn parse_raw(text: &str) -> Result<Sas, SwanctlError> {
+    let mut sas = Sas::default();
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("list-sa event"))
+    {
+        let toks = tokens(line.trim_start_matches("list-sa event").trim());
+        let mut pos = 0;
+        if toks.first().map(String::as_str) != Some("{") {
+            continue;
+        }
+        pos += 1;
+        let event = section(&toks, &mut pos)?;
+        for (name, ike) in &event.sections {
+            let port = |k: &str| ike.get(k).and_then(|p| p.parse().ok());
+            let mut sa = IkeSa {
+                name: name.clone(),
+                unique_id: ike
+                    .get("uniqueid")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+                state: ike.get("state").unwrap_or_default().to_string(),
+                ike_version: ike.get("version").and_then(|v| v.parse().ok()).unwrap_or(0),
+                local: Endpoint {
+                    id: ike.get("local-id").unwrap_or_default().to_string(),
+                    address: ike.get("local-host").unwrap_or_default().to_string(),
+                    port: port("local-port"),
+                },
+                remote: Endpoint {
+                    id: ike.get("remote-id").unwrap_or_default().to_string(),
+                    address: ike.get("remote-host").unwrap_or_default().to_string(),
+                    port: port("remote-port"),
+                },
+                child_sas: Vec::new(),
+            };
+            for (key, child) in ike
+                .section("child-sas")
+                .map(|c| c.sections.as_slice())
+                .unwrap_or_default()
+            {
+                sa.child_sas.push(ChildSa {
+                    name: child.get("name").unwrap_or(key).to_string(),
+                    unique_id: child
+                        .get("uniqueid")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0),
+                    state: child.get("state").unwrap_or_default().to_string(),
+                    mode: child.get("mode").unwrap_or_default().to_string(),
+                    udp_encap: child.get("encap") == Some("yes"),
+                    local_ts: child.list("local-ts"),
+                    remote_ts: child.list("remote-ts"),
+                });
+            }
+            sas.ike_sas.push(sa);
+        }
+    }
+    Ok(sas)
+}

@@ -1,0 +1,283 @@
+//! The `swanctl --list-sas` reader against every real sample in fixtures/swanctl/ (with
+//! the facts fixtures/swanctl/SOURCES.md says a reader must get), and the cases the
+//! samples do not show.
+
+use serde_json::json;
+use vpnmig::core::swanctl::{Sas, parse};
+
+fn sample(name: &str) -> Sas {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/swanctl");
+    let file = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(name))
+        .unwrap();
+    parse(&std::fs::read_to_string(file).unwrap()).unwrap()
+}
+
+#[test]
+fn host_host_with_protocol_selectors() {
+    let sas = sample("01-");
+    let v = serde_json::to_value(&sas).unwrap();
+    assert_eq!(
+        v,
+        json!({"ike_sas": [{
+            "name": "host-host", "unique_id": 2, "state": "ESTABLISHED", "ike_version": 2,
+            "local": {"id": "192.168.100.3", "address": "192.168.100.3", "port": 500},
+            "remote": {"id": "192.168.100.1", "address": "192.168.100.1", "port": 500},
+            "child_sas": [
+                {"name": "udpTunnel", "unique_id": 5, "state": "INSTALLED", "mode": "TUNNEL", "udp_encap": false, "local_ts": ["192.168.100.3/32[udp]"], "remote_ts": ["192.168.100.1/32[udp]"]},
+                {"name": "tcpTunnel", "unique_id": 6, "state": "INSTALLED", "mode": "TUNNEL", "udp_encap": false, "local_ts": ["192.168.100.3/32[tcp]"], "remote_ts": ["192.168.100.1/32[tcp]"]}
+            ]
+        }]})
+    );
+}
+
+#[test]
+fn responder_with_two_selectors_per_line_in_udp() {
+    let ike = &sample("04-").ike_sas[0];
+    assert_eq!((ike.unique_id, ike.remote.port), (2, Some(4500)));
+    let c = &ike.child_sas[0];
+    assert_eq!(
+        (c.unique_id, c.state.as_str(), c.mode.as_str(), c.udp_encap),
+        (1, "INSTALLED", "TUNNEL", true)
+    );
+    assert_eq!(c.local_ts, ["169.254.2.0/24", "172.17.0.10/32"]);
+    assert_eq!(c.remote_ts, ["169.254.3.0/24", "172.17.0.7/32"]);
+}
+
+#[test]
+fn empty_output_means_nothing_is_up() {
+    assert_eq!(sample("05-"), Sas::default());
+}
+
+#[test]
+fn a_half_open_ike_sa_has_no_child() {
+    let ike = &sample("06-").ike_sas[0];
+    assert_eq!(
+        (ike.name.as_str(), ike.unique_id, ike.state.as_str()),
+        ("aaa", 22, "CONNECTING")
+    );
+    assert_eq!(ike.remote.id, "%any");
+    assert!(ike.child_sas.is_empty());
+}
+
+#[test]
+fn the_strongswan_docs_example() {
+    let ike = &sample("08-").ike_sas[0];
+    assert_eq!(
+        (ike.name.as_str(), ike.unique_id, ike.state.as_str()),
+        ("home", 1, "ESTABLISHED")
+    );
+    assert_eq!(
+        (
+            ike.remote.id.as_str(),
+            ike.remote.address.as_str(),
+            ike.remote.port
+        ),
+        ("moon.example.net", "192.168.0.1", Some(4500))
+    );
+    assert_eq!(ike.local.id, "user1@example.com");
+    let c = &ike.child_sas[0];
+    assert_eq!(
+        (
+            c.name.as_str(),
+            c.unique_id,
+            c.state.as_str(),
+            c.mode.as_str()
+        ),
+        ("net", 1, "INSTALLED", "TUNNEL")
+    );
+    assert_eq!(
+        (c.local_ts.as_slice(), c.remote_ts.as_slice()),
+        (
+            &["192.168.0.100/32".to_string()][..],
+            &["10.1.0.0/16".to_string()][..]
+        )
+    );
+}
+
+#[test]
+fn ikev1_transport_in_udp() {
+    let ike = &sample("10-").ike_sas[0];
+    assert_eq!(
+        (ike.name.as_str(), ike.ike_version, ike.state.as_str()),
+        ("vpn", 1, "ESTABLISHED")
+    );
+    assert_eq!(ike.local.id, "CN=10.1.1.10");
+    let c = &ike.child_sas[0];
+    assert_eq!(
+        (c.name.as_str(), c.mode.as_str(), c.udp_encap),
+        ("managed", "TRANSPORT", true)
+    );
+    assert_eq!(c.remote_ts, ["203.0.113.4/32[udp/l2tp]"]);
+}
+
+#[test]
+fn the_raw_vici_dump() {
+    let v = serde_json::to_value(sample("15-")).unwrap();
+    assert_eq!(
+        v,
+        json!({"ike_sas": [{
+            "name": "VyOS-B", "unique_id": 1, "state": "ESTABLISHED", "ike_version": 2,
+            "local": {"id": "10.1.5.10", "address": "10.1.5.10", "port": 4500},
+            "remote": {"id": "10.1.8.10", "address": "10.1.8.10", "port": 4500},
+            "child_sas": [{"name": "VyOS-B-tunnel-1", "unique_id": 1, "state": "INSTALLED", "mode": "TUNNEL", "udp_encap": false, "local_ts": ["10.244.1.0/24"], "remote_ts": ["10.244.2.0/24"]}]
+        }]})
+    );
+}
+
+#[test]
+fn duplicates_rekeying_old_spis_eap_vips_and_unknown_lines() {
+    let text = "\
+acme: #7, ESTABLISHED, IKEv2, 6fd55d95f66b4a67:cea64d4a303e0ca2
+  local  'gw.example' @ 198.51.100.23[4500]
+  remote 'carol@example.org' @ 203.0.113.9[4500] EAP: 'carol' [10.3.0.1]
+  some future line nobody has seen
+  acme: #12, reqid 3, REKEYED, TUNNEL, ESP:AES_GCM_16-256
+    local  10.250.3.0/24
+    remote 10.20.0.0/16
+  acme: #13, reqid 3, INSTALLED, TUNNEL, ESP:AES_GCM_16-256
+    local  10.250.3.0/24
+    remote 10.20.0.0/16 10.21.0.0/16
+acme: #8, PASSIVE, IKEv2, 1111111111111111_i 2222222222222222_r*
+  local  'gw.example' @ 198.51.100.23
+  remote 'carol@example.org' @ 203.0.113.9
+";
+    let sas = parse(text).unwrap();
+    assert_eq!(sas.ike_sas.len(), 2, "duplicates are kept");
+    let a = &sas.ike_sas[0];
+    assert_eq!(
+        (
+            a.remote.id.as_str(),
+            a.remote.address.as_str(),
+            a.remote.port
+        ),
+        ("carol@example.org", "203.0.113.9", Some(4500))
+    );
+    let states: Vec<(&str, u64)> = a
+        .child_sas
+        .iter()
+        .map(|c| (c.state.as_str(), c.unique_id))
+        .collect();
+    assert_eq!(states, [("REKEYED", 12), ("INSTALLED", 13)]);
+    assert_eq!(a.child_sas[1].remote_ts, ["10.20.0.0/16", "10.21.0.0/16"]);
+    let b = &sas.ike_sas[1];
+    assert_eq!(
+        (b.unique_id, b.state.as_str(), b.remote.port),
+        (8, "PASSIVE", None),
+        "unseen states kept as text, ports may be absent"
+    );
+}
+
+#[test]
+fn a_child_before_any_ike_sa_is_an_error() {
+    let err = parse("  net: #1, reqid 1, INSTALLED, TUNNEL, ESP:AES_GCM_16-128\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "line 1: a CHILD SA or selector before any IKE SA: \"  net: #1, reqid 1, INSTALLED, TUNNEL, ESP:AES_GCM_16-128\""
+    );
+}
+
+#[test]
+fn raw_values_with_spaces_and_udp_encapsulation() {
+    let text = "list-sa event {home {uniqueid=3 version=2 state=ESTABLISHED local-host=192.168.0.100 local-port=4500 local-id=C=CH, O=strongSwan, CN=carol remote-host=192.168.0.1 remote-port=4500 remote-id=moon child-sas {home-5 {name=home uniqueid=5 state=INSTALLED mode=TUNNEL protocol=ESP encap=yes local-ts=[10.3.0.1/32] remote-ts=[10.1.0.0/16 10.2.0.0/16]}}}}\nlist-sas reply {}\n";
+    let ike = &parse(text).unwrap().ike_sas[0];
+    assert_eq!(ike.local.id, "C=CH, O=strongSwan, CN=carol");
+    let c = &ike.child_sas[0];
+    assert_eq!((c.name.as_str(), c.udp_encap), ("home", true));
+    assert_eq!(c.remote_ts, ["10.1.0.0/16", "10.2.0.0/16"]);
+}
+
+mod cli {
+    use assert_cmd::Command;
+
+    fn run(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
+        let mut cmd = Command::cargo_bin("vpnmig").unwrap();
+        cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("NO_COLOR", "1")
+            .args(args);
+        if let Some(s) = stdin {
+            cmd.write_stdin(s);
+        }
+        let o = cmd.output().unwrap();
+        (
+            o.status.code().unwrap(),
+            String::from_utf8(o.stdout).unwrap(),
+            String::from_utf8(o.stderr).unwrap(),
+        )
+    }
+
+    #[test]
+    fn text_for_every_sample() {
+        insta::glob!(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/swanctl"),
+            "*.txt",
+            |path| {
+                let (code, out, err) = run(&["parse-sas", path.to_str().unwrap()], None);
+                assert_eq!(code, 0, "{err}");
+                insta::assert_snapshot!(out);
+            }
+        );
+    }
+
+    #[test]
+    fn json_is_the_documented_document_and_stdin_works() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/swanctl/08-strongswan-docs-home-net-initiator.txt"
+        ))
+        .unwrap();
+        let (code, out, _) = run(&["parse-sas", "-o", "json"], Some(&text));
+        assert_eq!(code, 0);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let ike = &v["ike_sas"][0];
+        let keys: Vec<&str> = ike
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "name",
+                "unique_id",
+                "state",
+                "ike_version",
+                "local",
+                "remote",
+                "child_sas"
+            ]
+        );
+        let child_keys: Vec<&str> = ike["child_sas"][0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            child_keys,
+            [
+                "name",
+                "unique_id",
+                "state",
+                "mode",
+                "udp_encap",
+                "local_ts",
+                "remote_ts"
+            ]
+        );
+        assert!(ike["unique_id"].is_u64());
+    }
+
+    #[test]
+    fn not_swanctl_output_is_invalid_input() {
+        let (code, out, err) = run(&["parse-sas", "-"], Some("    local  10.0.0.0/24\n"));
+        assert_eq!((code, out.as_str()), (3, ""));
+        assert!(
+            err.starts_with("error: -: not swanctl --list-sas output: line 1:"),
+            "{err}"
+        );
+    }
+}
