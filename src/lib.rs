@@ -11,6 +11,7 @@
 
 pub mod bundle;
 pub mod cli;
+pub mod cluster;
 pub mod core;
 pub mod exit;
 pub mod output;

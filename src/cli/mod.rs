@@ -1,8 +1,10 @@
 //! The command line: clap definitions, one module per command, errors with exit codes.
 //! `main.rs` calls [`run`] and maps the result to the process exit code.
 
+pub mod cluster_args;
 mod parse_sas;
 mod plan;
+mod status;
 
 use std::ffi::OsString;
 
@@ -38,6 +40,15 @@ pub struct Cli {
 enum Command {
     Plan(plan::PlanArgs),
     ParseSas(parse_sas::ParseSasArgs),
+    Status(status::StatusArgs),
+}
+
+/// The async runtime of a command that talks to a cluster: one thread is plenty.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| Error::Write { source })
 }
 
 /// Write a document to standard output (colour handled by `anstream`). A closed pipe
@@ -69,6 +80,8 @@ pub enum Error {
     },
     #[error("{file}: not swanctl --list-sas output: {message}")]
     Sas { file: String, message: String },
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::KubeError),
     #[error("cannot write the output")]
     Write {
         #[source]
@@ -85,7 +98,8 @@ impl Error {
             Error::Input(_) | Error::Allowlist { .. } | Error::Sas { .. } => exit::INVALID_INPUT,
             Error::Bundle(crate::bundle::BundleError::Io { .. })
             | Error::Read { .. }
-            | Error::Write { .. } => exit::FAILURE,
+            | Error::Write { .. }
+            | Error::Cluster(_) => exit::FAILURE,
             Error::Bundle(_) => exit::REFUSED,
         }
     }
@@ -94,6 +108,7 @@ impl Error {
     pub fn hint(&self) -> Option<String> {
         match self {
             Error::Input(e) => e.hint(),
+            Error::Cluster(e) => e.hint(),
             Error::Sas { .. } => Some(
                 "pass the output of `swanctl --list-sas` (or `--list-sas --raw`) as printed".into(),
             ),
@@ -128,5 +143,6 @@ where
     match cli.command {
         Command::Plan(args) => plan::run(&args),
         Command::ParseSas(args) => parse_sas::run(&args),
+        Command::Status(args) => status::run(&args),
     }
 }

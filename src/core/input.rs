@@ -24,6 +24,10 @@ pub struct Origin {
 
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.document == 0 {
+            // A live object: `file` says where from.
+            return f.write_str(&self.file);
+        }
         write!(f, "{} document {}", self.file, self.document)?;
         if let Some(i) = self.item {
             write!(f, " items[{i}]")?;
@@ -45,6 +49,23 @@ pub struct Source {
     /// export): the PSK Secret's ownership and key can then be checked offline. Their
     /// values are only ever fingerprinted, never shown.
     pub secrets: Vec<Value>,
+}
+
+impl Source {
+    /// A gateway read from a cluster (no file): `from` says where, e.g. `context prod`.
+    pub fn live(gateway: IPsecGateway, from: &str, secrets: Vec<Value>) -> Source {
+        let raw = serde_json::to_value(&gateway).expect("gateways serialize");
+        Source {
+            raw,
+            gateway,
+            origin: Origin {
+                file: from.to_string(),
+                document: 0,
+                item: None,
+            },
+            secrets,
+        }
+    }
 }
 
 /// Why the input holds no usable IPsecGateway.

@@ -11,5 +11,6 @@ pub mod plan;
 pub mod proposal;
 pub mod psk;
 pub mod report;
+pub mod status;
 pub mod swanctl;
 pub mod translate;

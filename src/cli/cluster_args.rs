@@ -1,0 +1,88 @@
+//! kubectl's cluster flags, shared by every command that talks to a cluster, and the
+//! duration syntax used everywhere (`90s`, `5m`, `1h30m`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cluster::ClusterOptions;
+
+/// `--kubeconfig`, `--context`, `-n/--namespace`, `--request-timeout`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ClusterArgs {
+    /// Path to the kubeconfig file (default: KUBECONFIG, which may list several files, or
+    /// ~/.kube/config; in a pod, its service account).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (default: its current context).
+    #[arg(long, value_name = "NAME", global = true)]
+    pub context: Option<String>,
+    /// The namespace (default: the context's namespace).
+    #[arg(short = 'n', long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Give up on a request after this long, e.g. `30s`, `2m`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, global = true)]
+    pub request_timeout: Option<Duration>,
+}
+
+impl ClusterArgs {
+    pub fn options(&self) -> ClusterOptions {
+        ClusterOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            namespace: self.namespace.clone(),
+            request_timeout: self.request_timeout,
+        }
+    }
+}
+
+/// Parse `90s`, `5m`, `1h30m` (a bare number is seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    if let Ok(secs) = s.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let d: jiff::SignedDuration = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration; write it like 90s, 5m or 1h30m"))?;
+    Duration::try_from(d).map_err(|_| format!("`{s}` is negative"))
+}
+
+/// Write a duration the way it is read: `1h30m`, `5m`, `90s`, `250ms`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let s = d.as_secs();
+    let (h, m, s) = (s / 3600, (s % 3600) / 60, s % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 || out.is_empty() {
+        out.push_str(&format!("{s}s"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_and_write_alike() {
+        for (text, secs) in [("90s", 90), ("5m", 300), ("1h30m", 5400), ("45", 45)] {
+            assert_eq!(
+                parse_duration(text),
+                Ok(Duration::from_secs(secs)),
+                "{text}"
+            );
+        }
+        assert!(parse_duration("soon").is_err());
+        assert_eq!(format_duration(Duration::from_secs(5400)), "1h30m");
+        assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+    }
+}

@@ -1,0 +1,122 @@
+//! `vpnmig status`: every gateway of both kinds, to schedule windows.
+
+use comfy_table::{ContentArrangement, Table, presets};
+
+use crate::cli::Error;
+use crate::cli::cluster_args::ClusterArgs;
+use crate::cluster::{Cluster, list};
+use crate::core::allowlist::Allowlist;
+use crate::core::model::{IPsecGateway, VPNGateway, VPNPeer};
+use crate::core::status::{self, Migration, Row};
+use crate::exit;
+
+/// One row per gateway, old or new kind: migrated or not, floating IP pinned,
+/// tunnels/peers, Ready, and the plan's blockers.
+///
+/// Read-only. Lists are paginated (500 objects a request). The blockers are the checks of
+/// `vpnmig plan` that need nothing but the gateway itself; `vpnmig plan -f` with the PSK
+/// Secret (or the live plan) checks the rest.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Examples:
+  vpnmig status                 # the context's namespace
+  vpnmig status -A -o json | jq '.[] | select(.migrated==\"no\" and (.blockers|length)==0) | .name'
+
+Exit codes: 0 listed, 1 the cluster could not be read (the error names what was refused).")]
+pub struct StatusArgs {
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    /// All namespaces.
+    #[arg(short = 'A', long, conflicts_with = "namespace")]
+    all_namespaces: bool,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = StatusFormat::Text)]
+    output: StatusFormat,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum StatusFormat {
+    /// A table.
+    Text,
+    /// An array of rows.
+    Json,
+}
+
+/// The table.
+pub fn render(rows: &[Row], all_namespaces: bool) -> String {
+    if rows.is_empty() {
+        return "no gateways found\n".into();
+    }
+    let mut table = Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    let mut header = vec![
+        "NAME", "KIND", "MIGRATED", "FIP", "PINNED", "TUNNELS", "READY", "BLOCKERS",
+    ];
+    if all_namespaces {
+        header.insert(0, "NAMESPACE");
+    }
+    table.set_header(header);
+    for r in rows {
+        let migrated = match r.migrated {
+            Migration::No => "no",
+            Migration::InProgress => "IN PROGRESS",
+            Migration::Yes => "yes",
+        };
+        let blockers = match &r.blockers {
+            None => "-".to_string(),
+            Some(b) if b.is_empty() => "none".to_string(),
+            Some(b) => b.join(","),
+        };
+        let mut row = vec![
+            r.name.clone(),
+            r.kind.to_string(),
+            migrated.into(),
+            r.floating_ip.clone().unwrap_or_else(|| "<none>".into()),
+            if r.fip_pinned { "yes" } else { "NO" }.into(),
+            r.tunnels.to_string(),
+            r.ready.clone(),
+            blockers,
+        ];
+        if all_namespaces {
+            row.insert(0, r.namespace.clone());
+        }
+        table.add_row(row);
+    }
+    table
+        .to_string()
+        .lines()
+        .map(|l| format!("{}\n", l.trim_end()))
+        .collect()
+}
+
+async fn gather(args: &StatusArgs) -> Result<(Cluster, Vec<Row>), Error> {
+    let cluster = Cluster::connect(&args.cluster.options()).await?;
+    if args.output == StatusFormat::Text {
+        eprintln!("{}", cluster.banner(args.all_namespaces));
+    }
+    cluster.require_operator().await?;
+    let ns = (!args.all_namespaces).then_some(cluster.namespace.as_str());
+    let old: Vec<IPsecGateway> = list::all(&cluster, ns).await?;
+    let new: Vec<VPNGateway> = list::all(&cluster, ns).await?;
+    let peers: Vec<VPNPeer> = list::all(&cluster, ns).await?;
+    let rows = status::rows(
+        &old,
+        &new,
+        &peers,
+        &Allowlist::default(),
+        &format!("context {}", cluster.context),
+    );
+    Ok((cluster, rows))
+}
+
+pub fn run(args: &StatusArgs) -> Result<i32, Error> {
+    let (_, rows) = crate::cli::runtime()?.block_on(gather(args))?;
+    let doc = match args.output {
+        StatusFormat::Text => render(&rows, args.all_namespaces),
+        StatusFormat::Json => serde_json::to_string_pretty(&rows).expect("rows serialize") + "\n",
+    };
+    crate::cli::write_stdout(&doc)?;
+    Ok(exit::OK)
+}

@@ -1,0 +1,242 @@
+//! The thin Kubernetes layer: connecting like kubectl does, naming what was refused when
+//! the API says no, retrying what is transient, and listing the operator's objects. The
+//! pure core never sees a client; commands compose the two.
+
+pub mod list;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use crate::core::model::{NEW_GROUP, OLD_GROUP, VERSION};
+
+/// How to reach the cluster: kubectl's flags.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterOptions {
+    /// `--kubeconfig`: one file. Without it, `KUBECONFIG` (several files, merged) or
+    /// `~/.kube/config`, else the in-cluster service account.
+    pub kubeconfig: Option<PathBuf>,
+    /// `--context`: instead of the kubeconfig's current context.
+    pub context: Option<String>,
+    /// `-n/--namespace`: instead of the context's namespace.
+    pub namespace: Option<String>,
+    /// `--request-timeout`: connect and read timeout of each request.
+    pub request_timeout: Option<Duration>,
+}
+
+/// A connected cluster and where commands act.
+#[derive(Clone)]
+pub struct Cluster {
+    pub client: Client,
+    /// The context used (`in-cluster` for the service account).
+    pub context: String,
+    /// The API server URL.
+    pub server: String,
+    /// The namespace commands act on: `-n`, else the context's.
+    pub namespace: String,
+}
+
+/// Why the cluster could not be reached or answered no.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeError {
+    #[error("cannot load the kubeconfig: {0}")]
+    Config(String),
+    #[error(
+        "the cluster refused the credentials of context {context} (401 Unauthorized) while trying to {verb} {what}"
+    )]
+    Unauthorized {
+        context: String,
+        verb: String,
+        what: String,
+    },
+    #[error("forbidden: cannot {verb} {what}{scope}: {message}")]
+    Forbidden {
+        verb: String,
+        what: String,
+        scope: String,
+        message: String,
+    },
+    #[error(
+        "{group}/{VERSION} is not served by {server}: the gateway operator v0.3.0 (which serves {NEW_GROUP} beside {OLD_GROUP}) is not installed"
+    )]
+    OperatorMissing { group: &'static str, server: String },
+    #[error("cannot {verb} {what}{scope}")]
+    Api {
+        verb: String,
+        what: String,
+        scope: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+impl KubeError {
+    /// What to do about it.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            KubeError::Config(_) => Some("set KUBECONFIG, pass --kubeconfig FILE, or run inside the cluster".into()),
+            KubeError::Unauthorized { .. } => Some("log in again (your token may have expired) or pick another --context".into()),
+            KubeError::Forbidden { .. } => Some("ask for the missing permission, or use a context that has it".into()),
+            KubeError::OperatorMissing { .. } => Some("check the context (`kubectl config current-context`) and `kubectl api-resources --api-group=vpn.bnerd.net`".into()),
+            KubeError::Api { .. } => None,
+        }
+    }
+}
+
+/// How many times a transient failure (5xx, dropped connection) is tried; kube-rs itself
+/// already retries 429, 503 and 504 honouring `Retry-After`.
+const ATTEMPTS: u32 = 4;
+
+fn transient(e: &kube::Error) -> bool {
+    match e {
+        kube::Error::Api(s) => s.code >= 500,
+        kube::Error::HyperError(_) | kube::Error::Service(_) => true,
+        _ => false,
+    }
+}
+
+impl Cluster {
+    /// Load the config like kubectl and build a client. Nothing is sent yet.
+    pub async fn connect(opts: &ClusterOptions) -> Result<Cluster, KubeError> {
+        let kco = KubeConfigOptions {
+            context: opts.context.clone(),
+            ..Default::default()
+        };
+        let loaded = match &opts.kubeconfig {
+            Some(path) => Some(
+                Kubeconfig::read_from(path)
+                    .map_err(|e| KubeError::Config(format!("{}: {e}", path.display())))?,
+            ),
+            None => Kubeconfig::read().ok(),
+        };
+        let (mut config, context) = match loaded {
+            Some(kc) => {
+                let context = opts
+                    .context
+                    .clone()
+                    .or_else(|| kc.current_context.clone())
+                    .unwrap_or_default();
+                let config = Config::from_custom_kubeconfig(kc, &kco)
+                    .await
+                    .map_err(|e| KubeError::Config(e.to_string()))?;
+                (config, context)
+            }
+            None => (
+                Config::incluster().map_err(|e| {
+                    KubeError::Config(format!("no kubeconfig found and not in a cluster ({e})"))
+                })?,
+                "in-cluster".to_string(),
+            ),
+        };
+        if let Some(t) = opts.request_timeout {
+            config.connect_timeout = Some(t);
+            config.read_timeout = Some(t);
+        }
+        let namespace = opts
+            .namespace
+            .clone()
+            .unwrap_or_else(|| config.default_namespace.clone());
+        let server = config
+            .cluster_url
+            .to_string()
+            .trim_end_matches('/')
+            .to_string();
+        let client = Client::try_from(config).map_err(|e| KubeError::Config(e.to_string()))?;
+        Ok(Cluster {
+            client,
+            context,
+            server,
+            namespace,
+        })
+    }
+
+    /// The line every command prints first (text mode): where it acts.
+    pub fn banner(&self, all_namespaces: bool) -> String {
+        let ns = if all_namespaces {
+            "all namespaces".to_string()
+        } else {
+            format!("namespace {}", self.namespace)
+        };
+        format!("context {}, server {}, {ns}", self.context, self.server)
+    }
+
+    /// Fail early, with a clear message, when the operator's groups are not served.
+    pub async fn require_operator(&self) -> Result<(), KubeError> {
+        let groups = self
+            .call("list", "API groups", None, || self.client.list_api_groups())
+            .await?;
+        for group in [NEW_GROUP, OLD_GROUP] {
+            let served = groups
+                .groups
+                .iter()
+                .any(|g| g.name == group && g.versions.iter().any(|v| v.version == VERSION));
+            if !served {
+                return Err(KubeError::OperatorMissing {
+                    group,
+                    server: self.server.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Run one API call with bounded retries on transient failures, and turn a refusal
+    /// into an error naming the verb, the resource and the namespace.
+    pub async fn call<T, F, Fut>(
+        &self,
+        verb: &str,
+        what: &str,
+        namespace: Option<&str>,
+        f: F,
+    ) -> Result<T, KubeError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<T, kube::Error>>,
+    {
+        let scope = namespace
+            .map(|n| format!(" in namespace {n}"))
+            .unwrap_or_default();
+        let mut delay = Duration::from_millis(200);
+        let mut attempt = 1;
+        loop {
+            match f().await {
+                Ok(v) => return Ok(v),
+                Err(e) if transient(&e) && attempt < ATTEMPTS => {
+                    eprintln!(
+                        "vpnmig: {verb} {what}{scope} failed ({e}); retrying in {}ms ({attempt}/{})",
+                        delay.as_millis(),
+                        ATTEMPTS - 1
+                    );
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                    attempt += 1;
+                }
+                Err(kube::Error::Api(s)) if s.code == 401 => {
+                    return Err(KubeError::Unauthorized {
+                        context: self.context.clone(),
+                        verb: verb.into(),
+                        what: what.into(),
+                    });
+                }
+                Err(kube::Error::Api(s)) if s.code == 403 => {
+                    return Err(KubeError::Forbidden {
+                        verb: verb.into(),
+                        what: what.into(),
+                        scope,
+                        message: s.message.clone(),
+                    });
+                }
+                Err(source) => {
+                    return Err(KubeError::Api {
+                        verb: verb.into(),
+                        what: what.into(),
+                        scope,
+                        source,
+                    });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! The fleet view behind `vpnmig status`: one row per gateway, old or new kind, with
+//! what a team needs to schedule windows — migrated or not, floating IP pinned, tunnels
+//! or peers, Ready, and the plan's blockers (the same checks as `vpnmig plan`). Pure.
+
+use serde::Serialize;
+
+use crate::core::allowlist::Allowlist;
+use crate::core::input::Source;
+use crate::core::model::{IPsecGateway, VPNGateway, VPNPeer, condition};
+use crate::core::plan;
+
+/// Where a gateway is in its migration.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Migration {
+    /// Only the IPsecGateway exists.
+    No,
+    /// Both kinds exist with this name: a cutover is under way (or was left half done).
+    InProgress,
+    /// Only the VPNGateway exists.
+    Yes,
+}
+
+/// One gateway.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Row {
+    pub namespace: String,
+    pub name: String,
+    /// `IPsecGateway` or `VPNGateway`.
+    pub kind: &'static str,
+    pub migrated: Migration,
+    /// The floating IP (spec's when pinned, else status's).
+    #[serde(rename = "floatingIP")]
+    pub floating_ip: Option<String>,
+    pub fip_pinned: bool,
+    /// Tunnels (old kind) or VPNPeers naming the gateway (new kind).
+    pub tunnels: usize,
+    /// The Ready condition's status, `Unknown` when absent.
+    pub ready: String,
+    /// Ids of the plan's failed blocker checks (old kind only; `None` for the new kind).
+    pub blockers: Option<Vec<&'static str>>,
+}
+
+fn ns_name(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+/// Rows for every gateway of both kinds, sorted by namespace, name and kind. `context`
+/// names the cluster in the plans made for the blocker column.
+pub fn rows(
+    old: &[IPsecGateway],
+    new: &[VPNGateway],
+    peers: &[VPNPeer],
+    allowlist: &Allowlist,
+    context: &str,
+) -> Vec<Row> {
+    let mut out = Vec::new();
+    for g in old {
+        let (namespace, name) = ns_name(&g.metadata);
+        let both = new
+            .iter()
+            .any(|n| ns_name(&n.metadata) == (namespace.clone(), name.clone()));
+        let status = g.status.clone().unwrap_or_default();
+        let plan = plan::build(&Source::live(g.clone(), context, Vec::new()), allowlist);
+        out.push(Row {
+            floating_ip: g
+                .spec
+                .endpoint
+                .pinned_fip()
+                .map(str::to_string)
+                .or(status.floating_ip.clone()),
+            fip_pinned: g.spec.endpoint.pinned_fip().is_some(),
+            tunnels: g.spec.tunnels.len(),
+            ready: condition(&status.conditions, "Ready")
+                .map_or("Unknown".into(), |c| c.status.clone()),
+            blockers: Some(
+                plan.checks
+                    .iter()
+                    .filter(|c| c.blocks())
+                    .map(|c| c.id)
+                    .collect(),
+            ),
+            kind: "IPsecGateway",
+            migrated: if both {
+                Migration::InProgress
+            } else {
+                Migration::No
+            },
+            namespace,
+            name,
+        });
+    }
+    for g in new {
+        let (namespace, name) = ns_name(&g.metadata);
+        let both = old
+            .iter()
+            .any(|o| ns_name(&o.metadata) == (namespace.clone(), name.clone()));
+        let status = g.status.clone().unwrap_or_default();
+        out.push(Row {
+            floating_ip: g
+                .spec
+                .endpoint
+                .pinned_fip()
+                .map(str::to_string)
+                .or(status.floating_ip.clone()),
+            fip_pinned: g.spec.endpoint.pinned_fip().is_some(),
+            tunnels: peers
+                .iter()
+                .filter(|p| {
+                    p.metadata.namespace.as_deref() == Some(namespace.as_str())
+                        && p.spec.gateway_ref.name == name
+                })
+                .count(),
+            ready: condition(&status.conditions, "Ready")
+                .map_or("Unknown".into(), |c| c.status.clone()),
+            blockers: None,
+            kind: "VPNGateway",
+            migrated: if both {
+                Migration::InProgress
+            } else {
+                Migration::Yes
+            },
+            namespace,
+            name,
+        });
+    }
+    out.sort_by(|a, b| (&a.namespace, &a.name, a.kind).cmp(&(&b.namespace, &b.name, b.kind)));
+    out
+}

@@ -1,0 +1,262 @@
+//! `vpnmig status` end to end: the built binary against vpnmig-sandbox on 127.0.0.1.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use vpnmig_sandbox::api::auth::{Rule, User};
+use vpnmig_sandbox::api::faults::ErrorRule;
+use vpnmig_sandbox::{Config, Sandbox, SettingsFile, scenario};
+
+const ACME: &str = include_str!("../fixtures/clusters/acme.yaml");
+const INITECH: &str = include_str!("../fixtures/clusters/initech-two-tunnels.yaml");
+
+const EXTRA: &str = r#"
+apiVersion: ipsec.bnerd.net/v1alpha1
+kind: IPsecGateway
+metadata: {name: soylent, namespace: tenant-acme}
+spec:
+  endpoint: {network: public}
+  auth: {pskSecretRef: {name: acme-psk, key: psk}}
+  ike: {version: 2, proposals: [aes256-sha256-modp2048]}
+  tunnels:
+  - {name: main, peer: {address: 203.0.113.70}, remoteSubnets: [10.70.0.0/16], esp: {proposals: [aes256gcm16-modp2048]}}
+---
+apiVersion: vpn.bnerd.net/v1alpha1
+kind: VPNGateway
+metadata: {name: globex, namespace: tenant-acme}
+spec:
+  protocol: ipsec
+  endpoint: {floatingIP: 198.51.100.60}
+  serviceCIDR: 10.250.60.0/24
+  ipsec: {ike: {version: 2, proposals: [aes256-sha256-modp2048]}}
+---
+apiVersion: vpn.bnerd.net/v1alpha1
+kind: VPNPeer
+metadata: {name: globex, namespace: tenant-acme}
+spec:
+  gatewayRef: {name: globex}
+  ipsec: {peer: {address: 203.0.113.60}, remoteSubnets: [10.60.0.0/16], pskSecretRef: {name: acme-psk, key: psk}}
+"#;
+
+async fn sandbox(settings: SettingsFile) -> Sandbox {
+    let text = format!("{ACME}\n---\n{INITECH}\n---\n{EXTRA}");
+    Sandbox::start(Config {
+        scenario: scenario::parse(&text).unwrap(),
+        settings,
+        port: 0,
+    })
+    .await
+    .unwrap()
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+async fn vpnmig(kubeconfig: &Path, args: &[&str]) -> Run {
+    let kc = kubeconfig.to_path_buf();
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig"))
+                .env("KUBECONFIG", &kc)
+                .env("NO_COLOR", "1")
+                .args(&args)
+                .output()
+                .unwrap()
+        }),
+    )
+    .await
+    .expect("vpnmig finishes within 60 s")
+    .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+async fn ready(sb: &Sandbox) {
+    let rt = sb
+        .store
+        .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+        .unwrap();
+    for _ in 0..250 {
+        let (all, _) = sb.store.list(&rt, None);
+        if all.iter().all(|g| {
+            g["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready"))
+        }) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("gateways never reconciled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_lists_both_kinds_with_their_blockers() {
+    let sb = sandbox(SettingsFile::default()).await;
+    ready(&sb).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    sb.write_kubeconfig(&kc).unwrap();
+
+    let r = vpnmig(&kc, &["status"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "context vpnmig-sandbox, server {}, namespace tenant-acme\n",
+            sb.url()
+        )
+    );
+    let lines: Vec<Vec<&str>> = r
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines[0],
+        [
+            "NAME", "KIND", "MIGRATED", "FIP", "PINNED", "TUNNELS", "READY", "BLOCKERS"
+        ]
+    );
+    assert_eq!(
+        lines[1],
+        [
+            "acme",
+            "IPsecGateway",
+            "no",
+            "198.51.100.23",
+            "yes",
+            "1",
+            "True",
+            "none"
+        ]
+    );
+    assert_eq!(
+        lines[2],
+        [
+            "globex",
+            "VPNGateway",
+            "yes",
+            "198.51.100.60",
+            "yes",
+            "1",
+            "True",
+            "-"
+        ]
+    );
+    assert_eq!(
+        lines[3][..5],
+        ["soylent", "IPsecGateway", "no", "198.51.100.200", "NO"]
+    );
+    assert!(lines[3][7].contains("fip-pinned"), "{:?}", lines[3]);
+
+    let r = vpnmig(&kc, &["status", "-A", "-o", "json"]).await;
+    assert_eq!(
+        (r.code, r.stderr.as_str()),
+        (0, ""),
+        "JSON mode prints nothing else"
+    );
+    let rows: Value = serde_json::from_str(&r.stdout).unwrap();
+    let initech = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "initech")
+        .unwrap();
+    assert_eq!(
+        initech,
+        &json!({"namespace": "tenant-initech", "name": "initech", "kind": "IPsecGateway", "migrated": "no", "floatingIP": "198.51.100.41", "fipPinned": true, "tunnels": 2, "ready": "True", "blockers": []})
+    );
+    assert_eq!(rows.as_array().unwrap().len(), 4);
+    sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_and_transient_errors_are_named() {
+    let settings = SettingsFile {
+        users: vec![User {
+            name: "lister".into(),
+            token: "lister-token".into(),
+            rules: vec![Rule {
+                verbs: vec!["list".into(), "get".into()],
+                resources: vec!["ipsecgateways".into()],
+                namespaces: vec![],
+            }],
+        }],
+        ..Default::default()
+    };
+    let sb = sandbox(settings).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    sb.write_kubeconfig(&kc).unwrap();
+
+    let r = vpnmig(&kc, &["status", "--context", "vpnmig-sandbox-lister"]).await;
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("error: forbidden: cannot list vpngateways in namespace tenant-acme: vpngateways.vpn.bnerd.net is forbidden: User \"lister\" cannot list resource \"vpngateways\""), "{}", r.stderr);
+
+    sb.api_faults.write().unwrap().errors.push(ErrorRule {
+        verbs: vec!["list".into()],
+        resources: vec!["ipsecgateways".into()],
+        code: 500,
+        times: Some(2),
+        retry_after_seconds: None,
+    });
+    let r = vpnmig(&kc, &["status"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stderr.matches("retrying in").count(), 2, "{}", r.stderr);
+
+    let crds = sb
+        .store
+        .resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .unwrap();
+    sb.store
+        .delete(&crds, "", "vpngateways.vpn.bnerd.net", &Default::default())
+        .unwrap();
+    sb.store
+        .delete(&crds, "", "vpnpeers.vpn.bnerd.net", &Default::default())
+        .unwrap();
+    let r = vpnmig(&kc, &["status"]).await;
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("vpn.bnerd.net/v1alpha1 is not served by"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("the gateway operator v0.3.0"),
+        "{}",
+        r.stderr
+    );
+    sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_cluster_config_is_a_clear_error() {
+    let out = tokio::task::spawn_blocking(|| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig"))
+            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .args(["status"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.starts_with(
+            "error: cannot load the kubeconfig: no kubeconfig found and not in a cluster"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("hint: set KUBECONFIG"), "{err}");
+}
