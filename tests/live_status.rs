@@ -1,14 +1,12 @@
 //! `vpnmig status` end to end: the built binary against vpnmig-sandbox on 127.0.0.1.
 
-use std::path::Path;
+mod live;
 
+use live::{ACME, INITECH, Live, run_vpnmig};
 use serde_json::{Value, json};
+use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::api::auth::{Rule, User};
 use vpnmig_sandbox::api::faults::ErrorRule;
-use vpnmig_sandbox::{Config, Sandbox, SettingsFile, scenario};
-
-const ACME: &str = include_str!("../fixtures/clusters/acme.yaml");
-const INITECH: &str = include_str!("../fixtures/clusters/initech-two-tunnels.yaml");
 
 const EXTRA: &str = r#"
 apiVersion: ipsec.bnerd.net/v1alpha1
@@ -38,75 +36,16 @@ spec:
   ipsec: {peer: {address: 203.0.113.60}, remoteSubnets: [10.60.0.0/16], pskSecretRef: {name: acme-psk, key: psk}}
 "#;
 
-async fn sandbox(settings: SettingsFile) -> Sandbox {
-    let text = format!("{ACME}\n---\n{INITECH}\n---\n{EXTRA}");
-    Sandbox::start(Config {
-        scenario: scenario::parse(&text).unwrap(),
-        settings,
-        port: 0,
-    })
-    .await
-    .unwrap()
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-async fn vpnmig(kubeconfig: &Path, args: &[&str]) -> Run {
-    let kc = kubeconfig.to_path_buf();
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    let out = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        tokio::task::spawn_blocking(move || {
-            std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig"))
-                .env("KUBECONFIG", &kc)
-                .env("NO_COLOR", "1")
-                .args(&args)
-                .output()
-                .unwrap()
-        }),
-    )
-    .await
-    .expect("vpnmig finishes within 60 s")
-    .unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
-
-async fn ready(sb: &Sandbox) {
-    let rt = sb
-        .store
-        .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
-        .unwrap();
-    for _ in 0..250 {
-        let (all, _) = sb.store.list(&rt, None);
-        if all.iter().all(|g| {
-            g["status"]["conditions"]
-                .as_array()
-                .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready"))
-        }) {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    panic!("gateways never reconciled");
+async fn sandbox(settings: SettingsFile) -> Live {
+    live::start(&format!("{ACME}\n---\n{INITECH}\n---\n{EXTRA}"), settings).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_lists_both_kinds_with_their_blockers() {
-    let sb = sandbox(SettingsFile::default()).await;
-    ready(&sb).await;
-    let dir = tempfile::tempdir().unwrap();
-    let kc = dir.path().join("kubeconfig");
-    sb.write_kubeconfig(&kc).unwrap();
+    let l = sandbox(SettingsFile::default()).await;
+    let (sb, kc) = (&l.sb, &l.kubeconfig);
 
-    let r = vpnmig(&kc, &["status"]).await;
+    let r = run_vpnmig(kc, &["status"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         r.stderr,
@@ -158,7 +97,7 @@ async fn status_lists_both_kinds_with_their_blockers() {
     );
     assert!(lines[3][7].contains("fip-pinned"), "{:?}", lines[3]);
 
-    let r = vpnmig(&kc, &["status", "-A", "-o", "json"]).await;
+    let r = run_vpnmig(kc, &["status", "-A", "-o", "json"]).await;
     assert_eq!(
         (r.code, r.stderr.as_str()),
         (0, ""),
@@ -176,7 +115,6 @@ async fn status_lists_both_kinds_with_their_blockers() {
         &json!({"namespace": "tenant-initech", "name": "initech", "kind": "IPsecGateway", "migrated": "no", "floatingIP": "198.51.100.41", "fipPinned": true, "tunnels": 2, "ready": "True", "blockers": []})
     );
     assert_eq!(rows.as_array().unwrap().len(), 4);
-    sb.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,12 +131,10 @@ async fn refusals_and_transient_errors_are_named() {
         }],
         ..Default::default()
     };
-    let sb = sandbox(settings).await;
-    let dir = tempfile::tempdir().unwrap();
-    let kc = dir.path().join("kubeconfig");
-    sb.write_kubeconfig(&kc).unwrap();
+    let l = sandbox(settings).await;
+    let (sb, kc) = (&l.sb, &l.kubeconfig);
 
-    let r = vpnmig(&kc, &["status", "--context", "vpnmig-sandbox-lister"]).await;
+    let r = run_vpnmig(kc, &["status", "--context", "vpnmig-sandbox-lister"]).await;
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("error: forbidden: cannot list vpngateways in namespace tenant-acme: vpngateways.vpn.bnerd.net is forbidden: User \"lister\" cannot list resource \"vpngateways\""), "{}", r.stderr);
 
@@ -209,7 +145,7 @@ async fn refusals_and_transient_errors_are_named() {
         times: Some(2),
         retry_after_seconds: None,
     });
-    let r = vpnmig(&kc, &["status"]).await;
+    let r = run_vpnmig(kc, &["status"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stderr.matches("retrying in").count(), 2, "{}", r.stderr);
 
@@ -223,7 +159,7 @@ async fn refusals_and_transient_errors_are_named() {
     sb.store
         .delete(&crds, "", "vpnpeers.vpn.bnerd.net", &Default::default())
         .unwrap();
-    let r = vpnmig(&kc, &["status"]).await;
+    let r = run_vpnmig(kc, &["status"]).await;
     assert_eq!(r.code, 1);
     assert!(
         r.stderr.contains("vpn.bnerd.net/v1alpha1 is not served by"),
@@ -235,7 +171,6 @@ async fn refusals_and_transient_errors_are_named() {
         "{}",
         r.stderr
     );
-    sb.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,20 +5,32 @@ use std::path::PathBuf;
 
 use crate::bundle;
 use crate::cli::Error;
+use crate::cli::cluster_args::ClusterArgs;
+use crate::cluster::{Cluster, facts};
 use crate::core::allowlist::Allowlist;
+use crate::core::live;
 use crate::core::{input, plan};
 use crate::exit;
 use crate::output::{Format, manifest, text};
 
-/// Translate an exported IPsecGateway into VPNGateway + VPNPeers and check it.
+/// Translate an IPsecGateway into VPNGateway + VPNPeers and check it.
 ///
-/// Reads the object as `kubectl get ipsecgateway NAME -o yaml` writes it (one object,
-/// several documents, or a List). Prints the pinned-values table, the checks that would
-/// block a cutover and a diff of each new object; with --out, writes the plan bundle.
-/// Nothing is sent to a cluster.
+/// Live (`vpnmig plan NAME`): reads the gateway and its PSK Secret from the cluster
+/// (never showing the key) and adds the checks only a cluster can answer: the Secret
+/// exists, has the key and would survive the old gateway; status is current and Ready;
+/// the new names are free (or already hold exactly the plan); no other gateway holds the
+/// floating IP or service CIDR; your permissions for cutover and rollback; with
+/// --server-dry-run, the API server's verdict. Changes nothing.
+///
+/// Offline (`-f FILE`): reads the object as `kubectl get ipsecgateway NAME -o yaml`
+/// writes it (one object, several documents, or a List). Nothing is sent to a cluster.
+///
+/// Both print the pinned-values table, the checks that would block a cutover and a diff
+/// of each new object; with --out, they write the plan bundle.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Examples:
+  vpnmig plan acme -n tenant-acme --out plans/acme --server-dry-run
   kubectl get ipsecgateway acme -n tenant-acme -o yaml > acme.yaml
   vpnmig plan -f acme.yaml --out plans/acme
   vpnmig plan -f all-gateways.yaml --name acme -o json | jq .checks
@@ -28,15 +40,29 @@ Exit codes: 0 ready, 1 failure (a file could not be read or written), 2 usage,
 3 invalid input, 4 blocked by a check (plan still shown and written; -o yaml marks
 the manifests), 7 refused to replace a bundle (another gateway or object, or a READY
 bundle by a BLOCKED plan; --force overrides).")]
+#[command(group = clap::ArgGroup::new("source").required(true).args(["gateway", "file"]))]
 pub struct PlanArgs {
+    /// The IPsecGateway in the cluster (namespace: -n, else the context's).
+    #[arg(value_name = "NAME")]
+    gateway: Option<String>,
+
     /// Manifest file with the IPsecGateway (YAML or JSON; `-` reads standard input).
+    /// Offline: nothing is sent to a cluster.
     #[arg(
         short = 'f',
         long = "file",
         visible_alias = "filename",
         value_name = "PATH"
     )]
-    file: PathBuf,
+    file: Option<PathBuf>,
+
+    #[command(flatten)]
+    cluster: ClusterArgs,
+
+    /// Live: also have the API server validate and admit the targets (server-side apply
+    /// with dryRun=All); nothing is changed.
+    #[arg(long, requires = "gateway")]
+    server_dry_run: bool,
 
     /// Which IPsecGateway, when the file holds several (NAME or NAMESPACE/NAME).
     #[arg(long, value_name = "NAME")]
@@ -87,6 +113,29 @@ pub(crate) fn read(path: &PathBuf) -> Result<String, Error> {
     })
 }
 
+/// Read the live gateway and its surroundings, plan, and add the live checks.
+async fn live(
+    args: &PlanArgs,
+    name: &str,
+    allowlist: &Allowlist,
+) -> Result<(input::Source, plan::Plan), Error> {
+    let cluster = Cluster::connect(&args.cluster.options()).await?;
+    if args.output == Format::Text {
+        eprintln!("{}", cluster.banner(false));
+    }
+    cluster.require_operator().await?;
+    let source = facts::source(&cluster, name).await.map_err(|e| match e {
+        facts::SourceError::Kube(k) => Error::Cluster(k),
+        facts::SourceError::Input(i) => Error::Input(i),
+    })?;
+    let mut plan = plan::build(&source, allowlist);
+    let found = facts::facts(&cluster, &plan, args.server_dry_run).await?;
+    let (checks, migrated) = live::checks(&plan, &found);
+    live::extend(&mut plan, checks);
+    plan.already_migrated = migrated == live::Migrated::Already;
+    Ok((source, plan))
+}
+
 pub fn run(args: &PlanArgs) -> Result<i32, Error> {
     let allowlist = match &args.allowlist {
         Some(p) => Allowlist::from_yaml(&read(p)?).map_err(|e| Error::Allowlist {
@@ -95,9 +144,19 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
         })?,
         None => Allowlist::default(),
     };
-    let file = args.file.display().to_string();
-    let source = input::load(&read(&args.file)?, &file, args.name.as_deref())?;
-    let plan = plan::build(&source, &allowlist);
+    let (source, plan, file) = match (&args.gateway, &args.file) {
+        (Some(name), _) => {
+            let (source, plan) = crate::cli::runtime()?.block_on(live(args, name, &allowlist))?;
+            (source, plan, format!("vpnmig plan {name}"))
+        }
+        (None, Some(path)) => {
+            let file = path.display().to_string();
+            let source = input::load(&read(path)?, &file, args.name.as_deref())?;
+            let plan = plan::build(&source, &allowlist);
+            (source, plan, format!("vpnmig plan -f {file}"))
+        }
+        (None, None) => unreachable!("clap requires NAME or -f"),
+    };
 
     let previous = match &args.out {
         Some(dir) => bundle::read_previous(dir)?,
@@ -131,7 +190,7 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
             if plan.blocked {
                 // kubectl ignores comments; people and reviewers of a pipeline do not.
                 format!(
-                    "# vpnmig: this plan is BLOCKED by {} check(s): do not apply these manifests.\n# Run `vpnmig plan -f {file}` for the checks.\n{stream}",
+                    "# vpnmig: this plan is BLOCKED by {} check(s): do not apply these manifests.\n# Run `{file}` for the checks.\n{stream}",
                     plan.summary.blockers
                 )
             } else {

@@ -2,6 +2,7 @@
 //! the API says no, retrying what is transient, and listing the operator's objects. The
 //! pure core never sees a client; commands compose the two.
 
+pub mod facts;
 pub mod list;
 
 use std::path::PathBuf;
@@ -58,6 +59,8 @@ pub enum KubeError {
         scope: String,
         message: String,
     },
+    #[error("{what} not found in namespace {namespace}")]
+    NotFound { what: String, namespace: String },
     #[error(
         "{group}/{VERSION} is not served by {server}: the gateway operator v0.3.0 (which serves {NEW_GROUP} beside {OLD_GROUP}) is not installed"
     )]
@@ -80,6 +83,7 @@ impl KubeError {
             KubeError::Unauthorized { .. } => Some("log in again (your token may have expired) or pick another --context".into()),
             KubeError::Forbidden { .. } => Some("ask for the missing permission, or use a context that has it".into()),
             KubeError::OperatorMissing { .. } => Some("check the context (`kubectl config current-context`) and `kubectl api-resources --api-group=vpn.bnerd.net`".into()),
+            KubeError::NotFound { namespace, .. } => Some(format!("list what there is with `kubectl get ipsecgateways -n {namespace}`, or pass -n NAMESPACE")),
             KubeError::Api { .. } => None,
         }
     }

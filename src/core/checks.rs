@@ -304,9 +304,17 @@ pub fn run(inputs: &Inputs) -> Vec<CheckResult> {
                 Ok(f) => (Outcome::Fail, None, f),
                 Err(why) => (Outcome::Skipped, Some(why), Vec::new()),
             };
+            // Live, status that lags the spec or a gateway that is not Ready means the
+            // values read from status cannot be trusted: those warnings block.
+            let severity =
+                if inputs.source.is_live() && matches!(*id, "status-current" | "source-ready") {
+                    Severity::Blocker
+                } else {
+                    *severity
+                };
             CheckResult {
                 id,
-                severity: *severity,
+                severity,
                 title,
                 outcome,
                 skipped,
@@ -464,6 +472,20 @@ fn psk_secret(i: &Inputs) -> Result<Vec<Finding>, String> {
     let r = &i.source.gateway.spec.auth.psk_secret_ref;
     let ns = i.source.gateway.metadata.namespace.as_deref();
     let Some(secret) = psk::find(&i.source.secrets, ns, &r.name) else {
+        if i.source.is_live() {
+            return Ok(vec![finding(
+                &object("Secret", ns, &r.name),
+                "",
+                "<not found>",
+                format!("a Secret with key `{}`", r.key),
+                "the PSK Secret the gateway references does not exist: no VPNPeer could authenticate",
+                Some(format!(
+                    "find the client's PSK and recreate the Secret, or correct spec.auth.pskSecretRef (`kubectl edit ipsecgateway {}{}`)",
+                    i.name(),
+                    i.ns_flag()
+                )),
+            )]);
+        }
         return Err(format!(
             "Secret {} is not in the input; `kubectl get ipsecgateway/{} secret/{}{} -o yaml` exports both",
             r.name,

@@ -52,18 +52,38 @@ pub struct Source {
 }
 
 impl Source {
-    /// A gateway read from a cluster (no file): `from` says where, e.g. `context prod`.
-    pub fn live(gateway: IPsecGateway, from: &str, secrets: Vec<Value>) -> Source {
+    /// Whether it was read from a cluster rather than a file.
+    pub fn is_live(&self) -> bool {
+        self.origin.document == 0
+    }
+
+    /// A gateway read from a cluster as raw JSON, through the same validation as a file
+    /// (types, duplicate names); `from` says where, e.g. `context prod`.
+    pub fn from_live(raw: Value, from: &str, secrets: Vec<Value>) -> Result<Source, InputError> {
+        typed(
+            raw,
+            Origin {
+                file: from.to_string(),
+                document: 0,
+                item: None,
+            },
+            secrets,
+        )
+    }
+
+    /// A gateway from a cluster-wide listing (`vpnmig status`): judged like a file, since
+    /// its Secret was not read; `from` says where, e.g. `context prod`.
+    pub fn listed(gateway: IPsecGateway, from: &str) -> Source {
         let raw = serde_json::to_value(&gateway).expect("gateways serialize");
         Source {
             raw,
             gateway,
             origin: Origin {
                 file: from.to_string(),
-                document: 0,
+                document: 1,
                 item: None,
             },
-            secrets,
+            secrets: Vec::new(),
         }
     }
 }

@@ -5,6 +5,7 @@
 pub mod allowlist;
 pub mod checks;
 pub mod input;
+pub mod live;
 pub mod model;
 pub mod path;
 pub mod plan;

@@ -47,6 +47,9 @@ pub struct Plan {
     pub source: SourceInfo,
     /// True when any blocker check failed: a cutover must not run.
     pub blocked: bool,
+    /// Live plans only: the VPNGateway and VPNPeers already exist exactly as planned.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub already_migrated: bool,
     pub summary: Summary,
     pub fields: Vec<FieldRow>,
     pub checks: Vec<CheckResult>,
@@ -119,6 +122,7 @@ pub fn build(source: &Source, allowlist: &Allowlist) -> Plan {
             origin: source.origin.to_string(),
         },
         blocked: summary.blockers > 0,
+        already_migrated: false,
         summary,
         fields,
         checks,

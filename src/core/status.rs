@@ -65,7 +65,7 @@ pub fn rows(
             .iter()
             .any(|n| ns_name(&n.metadata) == (namespace.clone(), name.clone()));
         let status = g.status.clone().unwrap_or_default();
-        let plan = plan::build(&Source::live(g.clone(), context, Vec::new()), allowlist);
+        let plan = plan::build(&Source::listed(g.clone(), context), allowlist);
         out.push(Row {
             floating_ip: g
                 .spec

@@ -182,6 +182,13 @@ pub fn render_plan(
     } else {
         let _ = writeln!(out, "{} {counts}.", paint(OK, "READY:"));
     }
+    if plan.already_migrated {
+        let _ = writeln!(
+            out,
+            "{} the VPNGateway and VPNPeers already exist exactly as planned.",
+            paint(OK, "ALREADY MIGRATED:")
+        );
+    }
     match bundle {
         Some(dir) => {
             let _ = writeln!(

@@ -1,0 +1,215 @@
+//! Reading what a live plan needs: the IPsecGateway verbatim, its PSK Secret, the new
+//! objects if they exist, every other gateway, the API server's dry run, and the
+//! permissions cutover and rollback need. The decisions are `core::live`'s.
+
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+
+use super::{Cluster, KubeError, list};
+use crate::core::input::Source;
+use crate::core::live::{DryRunError, Facts, NEEDS, OtherGateway};
+use crate::core::model::{IPsecGateway, VPNGateway, VPNPeer};
+use crate::core::plan::Plan;
+
+/// Why the live gateway could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error(transparent)]
+    Kube(#[from] KubeError),
+    #[error(transparent)]
+    Input(#[from] crate::core::input::InputError),
+}
+
+/// The gateway `name` in the cluster's namespace, with its PSK Secret if it exists.
+pub async fn source(cluster: &Cluster, name: &str) -> Result<Source, SourceError> {
+    let ns = cluster.namespace.as_str();
+    let ar = ApiResource::erase::<IPsecGateway>(&());
+    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
+    let what = format!("ipsecgateway {name}");
+    let obj = cluster
+        .call("get", &what, Some(ns), || api.get_opt(name))
+        .await?
+        .ok_or_else(|| KubeError::NotFound {
+            what: what.clone(),
+            namespace: ns.to_string(),
+        })?;
+    let raw = serde_json::to_value(&obj).expect("objects serialize");
+    let secret_name = raw
+        .pointer("/spec/auth/pskSecretRef/name")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_string();
+    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), ns);
+    let secret = if secret_name.is_empty() {
+        None
+    } else {
+        cluster
+            .call("get", &format!("secret {secret_name}"), Some(ns), || {
+                secrets.get_opt(&secret_name)
+            })
+            .await?
+    };
+    let secrets = secret
+        .map(|s| vec![serde_json::to_value(&s).expect("secrets serialize")])
+        .unwrap_or_default();
+    Ok(Source::from_live(
+        raw,
+        &format!("context {}, namespace {ns}", cluster.context),
+        secrets,
+    )?)
+}
+
+/// What the live checks need to know about `plan`'s surroundings.
+pub async fn facts(
+    cluster: &Cluster,
+    plan: &Plan,
+    server_dry_run: bool,
+) -> Result<Facts, KubeError> {
+    let ns = cluster.namespace.as_str();
+    let mut existing = Vec::new();
+    for (label, obj) in plan.targets.objects() {
+        let (kind, name) = label.split_once('/').unwrap_or_default();
+        let ar = if kind == "VPNGateway" {
+            ApiResource::erase::<VPNGateway>(&())
+        } else {
+            ApiResource::erase::<VPNPeer>(&())
+        };
+        let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
+        if let Some(live) = cluster
+            .call(
+                "get",
+                &format!("{} {name}", kind.to_lowercase()),
+                Some(ns),
+                || api.get_opt(name),
+            )
+            .await?
+        {
+            existing.push((
+                label.clone(),
+                live.data.get("spec").cloned().unwrap_or_default(),
+            ));
+        }
+        let _ = obj;
+    }
+
+    let me = (
+        plan.source.namespace.clone().unwrap_or_default(),
+        plan.source.name.clone(),
+    );
+    let others = async {
+        let old: Vec<IPsecGateway> = list::all(cluster, None).await?;
+        let new: Vec<VPNGateway> = list::all(cluster, None).await?;
+        let key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            (
+                m.namespace.clone().unwrap_or_default(),
+                m.name.clone().unwrap_or_default(),
+            )
+        };
+        let mut out = Vec::new();
+        for g in old.iter().filter(|g| key(&g.metadata) != me) {
+            let st = g.status.clone().unwrap_or_default();
+            out.push(OtherGateway {
+                object: format!("IPsecGateway {}/{}", key(&g.metadata).0, key(&g.metadata).1),
+                floating_ip: g
+                    .spec
+                    .endpoint
+                    .pinned_fip()
+                    .map(str::to_string)
+                    .or(st.floating_ip),
+                service_cidr: st.service_cidr,
+            });
+        }
+        for g in new.iter().filter(|g| key(&g.metadata) != me) {
+            let st = g.status.clone().unwrap_or_default();
+            out.push(OtherGateway {
+                object: format!("VPNGateway {}/{}", key(&g.metadata).0, key(&g.metadata).1),
+                floating_ip: g
+                    .spec
+                    .endpoint
+                    .pinned_fip()
+                    .map(str::to_string)
+                    .or(st.floating_ip),
+                service_cidr: g.spec.service_cidr.clone().or(st.service_cidr),
+            });
+        }
+        Ok::<_, KubeError>(out)
+    }
+    .await
+    .map_err(|e| e.to_string());
+
+    let dry_run = if server_dry_run {
+        let mut results = Vec::new();
+        let pp = PatchParams::apply("vpnmig").force().dry_run();
+        for (label, obj) in plan.targets.objects() {
+            let (kind, name) = label.split_once('/').unwrap_or_default();
+            let ar = if kind == "VPNGateway" {
+                ApiResource::erase::<VPNGateway>(&())
+            } else {
+                ApiResource::erase::<VPNPeer>(&())
+            };
+            let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
+            let outcome = match api.patch(name, &pp, &Patch::Apply(&obj)).await {
+                Ok(_) => None,
+                Err(kube::Error::Api(s)) => Some(DryRunError {
+                    webhook_cannot_dry_run: s.message.contains("does not support dry run"),
+                    message: s.message.clone(),
+                }),
+                Err(e) => Some(DryRunError {
+                    message: e.to_string(),
+                    webhook_cannot_dry_run: false,
+                }),
+            };
+            results.push((label.clone(), outcome));
+        }
+        Some(results)
+    } else {
+        None
+    };
+
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(cluster.client.clone());
+    let mut permissions = Ok(Vec::new());
+    for (verb, group, resource, sub) in NEEDS {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    namespace: Some(ns.to_string()),
+                    verb: Some(verb.to_string()),
+                    group: Some(group.to_string()),
+                    resource: Some(resource.to_string()),
+                    subresource: (!sub.is_empty()).then(|| sub.to_string()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let need = if sub.is_empty() {
+            format!("{verb} {resource}")
+        } else {
+            format!("{verb} {resource}/{sub}")
+        };
+        match reviews.create(&PostParams::default(), &review).await {
+            Ok(r) => {
+                if let Ok(list) = permissions.as_mut() {
+                    list.push((
+                        format!("{need} in namespace {ns}"),
+                        r.status.is_some_and(|s| s.allowed),
+                    ));
+                }
+            }
+            Err(e) => {
+                permissions = Err(e.to_string());
+                break;
+            }
+        }
+    }
+    Ok(Facts {
+        existing,
+        others,
+        dry_run,
+        permissions,
+    })
+}

@@ -1,0 +1,246 @@
+//! Checks that need what only a cluster knows, decided here from facts the cluster layer
+//! fetched (pure): whether the new objects already exist (and equal the plan: already
+//! migrated), whether another gateway holds the same floating IP or service CIDR, what
+//! the API server's dry run said, and which permissions the cutover and rollback need.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::core::checks::{CheckResult, Finding, Outcome, Severity};
+use crate::core::plan::Plan;
+
+/// Another gateway in the cluster (either kind), as far as uniqueness goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OtherGateway {
+    /// `Kind namespace/name`.
+    pub object: String,
+    pub floating_ip: Option<String>,
+    pub service_cidr: Option<String>,
+}
+
+/// What the cluster said.
+#[derive(Clone, Debug)]
+pub struct Facts {
+    /// Live objects with the targets' names: `(Kind/name, spec)`; absent ones are not listed.
+    pub existing: Vec<(String, Value)>,
+    /// Every gateway of either kind in the cluster except the source and its targets;
+    /// `Err(why)` when it could not be listed.
+    pub others: Result<Vec<OtherGateway>, String>,
+    /// The server-side dry run of each target, when asked for: `(Kind/name, error)`.
+    pub dry_run: Option<Vec<(String, Option<DryRunError>)>>,
+    /// SelfSubjectAccessReviews of what cutover and rollback need: `(need, allowed)`;
+    /// `Err(why)` when they could not be asked.
+    pub permissions: Result<Vec<(String, bool)>, String>,
+}
+
+/// A target the API server refused in the dry run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DryRunError {
+    pub message: String,
+    /// A webhook that cannot dry-run: a warning, not a failure.
+    pub webhook_cannot_dry_run: bool,
+}
+
+/// Whether the live objects already are the plan.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Migrated {
+    /// None of the targets exist.
+    No,
+    /// Every target exists and equals the plan.
+    Already,
+}
+
+fn result(
+    id: &'static str,
+    severity: Severity,
+    title: &'static str,
+    found: Result<Vec<Finding>, String>,
+) -> CheckResult {
+    let (outcome, skipped, findings) = match found {
+        Ok(f) if f.is_empty() => (Outcome::Pass, None, f),
+        Ok(f) => (Outcome::Fail, None, f),
+        Err(why) => (Outcome::Skipped, Some(why), Vec::new()),
+    };
+    CheckResult {
+        id,
+        severity,
+        title,
+        outcome,
+        skipped,
+        findings,
+    }
+}
+
+fn finding(
+    object: &str,
+    path: &str,
+    seen: String,
+    wanted: String,
+    message: String,
+    fix: Option<String>,
+) -> Finding {
+    Finding {
+        object: object.to_string(),
+        path: path.to_string(),
+        seen,
+        wanted,
+        message,
+        fix,
+    }
+}
+
+/// The live checks for `plan` and whether the targets already exist as planned.
+pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
+    let ns = plan.source.namespace.clone().unwrap_or_default();
+    let targets = plan.targets.objects();
+    let mut clashes = Vec::new();
+    let mut equal = 0;
+    for (label, obj) in &targets {
+        if let Some((_, live_spec)) = facts.existing.iter().find(|(l, _)| l == label) {
+            if *live_spec == obj["spec"] {
+                equal += 1;
+            } else {
+                let (kind, name) = label.split_once('/').unwrap_or((label, ""));
+                clashes.push(finding(
+                    &format!("{kind} {ns}/{name}"),
+                    "spec",
+                    "an existing object with another spec".into(),
+                    "no object of that name, or this plan's".into(),
+                    format!("{label} already exists and differs from the plan: applying would overwrite it"),
+                    Some(format!("inspect it (`kubectl get {} {name} -n {ns} -o yaml`); delete it if it is a leftover, then plan again", kind.to_lowercase())),
+                ));
+            }
+        }
+    }
+    let migrated = if equal == targets.len() && clashes.is_empty() {
+        Migrated::Already
+    } else {
+        Migrated::No
+    };
+    let mut out = vec![result(
+        "targets-free",
+        Severity::Blocker,
+        "no other object holds the new names",
+        Ok(clashes),
+    )];
+
+    let fip = plan.targets.gateway.spec.endpoint.floating_ip.clone();
+    let cidr = plan.targets.gateway.spec.service_cidr.clone();
+    let unique = |what: &str,
+                  mine: &Option<String>,
+                  theirs: fn(&OtherGateway) -> &Option<String>|
+     -> Result<Vec<Finding>, String> {
+        let others = facts
+            .others
+            .as_ref()
+            .map_err(|e| format!("other gateways could not be listed: {e}"))?;
+        let Some(mine) = mine else {
+            return Ok(Vec::new());
+        };
+        Ok(others
+            .iter()
+            .filter(|o| theirs(o).as_deref() == Some(mine.as_str()))
+            .map(|o| finding(&o.object, "", mine.clone(), format!("a {what} no other gateway uses"), format!("{} also holds {what} {mine}: the new gateway would sit at AlreadyAssociated or clash", o.object), Some("find out which gateway owns it before the window".into())))
+            .collect())
+    };
+    out.push(result(
+        "fip-unique",
+        Severity::Blocker,
+        "no other gateway holds the floating IP",
+        unique("floating IP", &fip, |o| &o.floating_ip),
+    ));
+    out.push(result(
+        "service-cidr-unique",
+        Severity::Blocker,
+        "no other gateway holds the service CIDR",
+        unique("service CIDR", &cidr, |o| &o.service_cidr),
+    ));
+
+    let dry = match &facts.dry_run {
+        None => Err("not asked for; pass --server-dry-run to have the API server validate and admit the targets".to_string()),
+        Some(results) => Ok(results
+            .iter()
+            .filter_map(|(label, e)| e.as_ref().map(|e| (label, e)))
+            .filter(|(_, e)| !e.webhook_cannot_dry_run)
+            .map(|(label, e)| finding(label, "", e.message.clone(), "accepted".into(), format!("the API server refused {label} in a dry run"), None))
+            .collect()),
+    };
+    out.push(result(
+        "server-dry-run",
+        Severity::Blocker,
+        "the API server accepts the targets (dryRun=All)",
+        dry,
+    ));
+    if let Some(results) = &facts.dry_run {
+        let webhooks: Vec<Finding> = results
+            .iter()
+            .filter_map(|(label, e)| {
+                e.as_ref().filter(|e| e.webhook_cannot_dry_run).map(|e| {
+                    finding(
+                        label,
+                        "",
+                        e.message.clone(),
+                        "a webhook that supports dry run".into(),
+                        "an admission webhook cannot dry-run: the real apply may still be refused"
+                            .into(),
+                        None,
+                    )
+                })
+            })
+            .collect();
+        out.push(result(
+            "dry-run-webhooks",
+            Severity::Warning,
+            "admission webhooks took part in the dry run",
+            Ok(webhooks),
+        ));
+    }
+
+    let perms = facts.permissions.as_ref().map_err(|e| format!("could not ask the API server: {e}")).map(|p| {
+        p.iter()
+            .filter(|(_, allowed)| !allowed)
+            .map(|(need, _)| finding("you", "", "not allowed".into(), need.clone(), format!("cutover or rollback needs to {need}"), Some("ask for the permission before the window, or use a context that has it".into())))
+            .collect()
+    });
+    out.push(result(
+        "permissions",
+        Severity::Blocker,
+        "you may do everything cutover and rollback need",
+        perms,
+    ));
+    (out, migrated)
+}
+
+/// Add `extra` checks to a plan and recount its summary and verdict.
+pub fn extend(plan: &mut Plan, extra: Vec<CheckResult>) {
+    plan.checks.extend(extra);
+    plan.summary.blockers = plan.checks.iter().filter(|c| c.blocks()).count();
+    plan.summary.warnings = plan
+        .checks
+        .iter()
+        .filter(|c| c.severity == Severity::Warning && c.outcome == Outcome::Fail)
+        .count();
+    plan.blocked = plan.summary.blockers > 0;
+}
+
+/// What cutover and rollback will do, as `(verb, group, resource, subresource)`: asked of
+/// the API server with SelfSubjectAccessReviews.
+pub const NEEDS: &[(&str, &str, &str, &str)] = &[
+    ("get", "ipsec.bnerd.net", "ipsecgateways", ""),
+    ("delete", "ipsec.bnerd.net", "ipsecgateways", ""),
+    ("create", "ipsec.bnerd.net", "ipsecgateways", ""),
+    ("get", "vpn.bnerd.net", "vpngateways", ""),
+    ("patch", "vpn.bnerd.net", "vpngateways", ""),
+    ("delete", "vpn.bnerd.net", "vpngateways", ""),
+    ("get", "vpn.bnerd.net", "vpnpeers", ""),
+    ("patch", "vpn.bnerd.net", "vpnpeers", ""),
+    ("delete", "vpn.bnerd.net", "vpnpeers", ""),
+    ("get", "", "secrets", ""),
+    ("patch", "", "secrets", ""),
+    ("create", "", "configmaps", ""),
+    ("update", "", "configmaps", ""),
+    ("create", "coordination.k8s.io", "leases", ""),
+    ("update", "coordination.k8s.io", "leases", ""),
+    ("create", "", "pods", "exec"),
+];

@@ -1,0 +1,293 @@
+//! `vpnmig plan NAME` end to end against vpnmig-sandbox: each live check passing and
+//! failing, with the values the sandbox really holds.
+
+mod live;
+
+use live::{ACME, INITECH, start};
+use serde_json::{Value, json};
+use vpnmig_sandbox::SettingsFile;
+use vpnmig_sandbox::api::auth::{Rule, User};
+use vpnmig_sandbox::store::WriteOptions;
+
+fn check<'a>(plan: &'a Value, id: &str) -> &'a Value {
+    plan["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}"))
+}
+
+fn failed(plan: &Value) -> Vec<String> {
+    plan["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["outcome"] == "fail")
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healthy_gateway_plans_ready_with_every_live_check() {
+    let l = start(ACME, SettingsFile::default()).await;
+    let r = l.vpnmig(&["plan", "acme", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    let plan: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        plan["source"]["origin"],
+        "context vpnmig-sandbox, namespace tenant-acme"
+    );
+    // sha256("rehearsal-only-not-a-real-key"): the Secret was read, its value never shown.
+    assert_eq!(
+        plan["source"]["pskFingerprint"],
+        vpnmig::core::psk::fingerprint(b"rehearsal-only-not-a-real-key")
+    );
+    assert!(!r.stdout.contains("rehearsal-only"));
+    for id in [
+        "psk-secret",
+        "status-current",
+        "source-ready",
+        "targets-free",
+        "fip-unique",
+        "service-cidr-unique",
+        "permissions",
+    ] {
+        assert_eq!(
+            check(&plan, id)["outcome"],
+            "pass",
+            "{id}: {}",
+            check(&plan, id)
+        );
+    }
+    assert_eq!(check(&plan, "server-dry-run")["outcome"], "skipped");
+    assert_eq!(
+        plan["targets"]["gateway"]["spec"]["serviceCIDR"],
+        "10.250.3.0/24"
+    );
+    assert_eq!(
+        plan["targets"]["gateway"]["spec"]["exposures"][0]["virtualIP"],
+        "10.250.3.10"
+    );
+
+    let r = l.vpnmig(&["plan", "acme", "--server-dry-run"]).await;
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(
+        r.stderr
+            .starts_with("context vpnmig-sandbox, server https://127.0.0.1:"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.contains("✓ server-dry-run"), "{}", r.stdout);
+    // A dry run changes nothing.
+    let vpngw =
+        l.sb.store
+            .resource("vpn.bnerd.net", "v1alpha1", "vpngateways")
+            .unwrap();
+    assert!(l.sb.store.get(&vpngw, "tenant-acme", "acme").is_err());
+    l.sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owned_psk_secret_blocks() {
+    let l = start(INITECH, SettingsFile::default()).await;
+    let r = l
+        .vpnmig(&["plan", "initech", "-n", "tenant-initech", "-o", "json"])
+        .await;
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    let plan: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(failed(&plan), ["psk-secret"]);
+    let f = &check(&plan, "psk-secret")["findings"][0];
+    assert_eq!(
+        (f["path"].as_str(), f["seen"].as_str()),
+        (
+            Some("metadata.ownerReferences"),
+            Some("IPsecGateway initech")
+        )
+    );
+    l.sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_secret_or_key_blocks() {
+    let l = start(ACME, SettingsFile::default()).await;
+    let secrets = l.sb.store.resource("", "v1", "secrets").unwrap();
+    l.sb.store.modify(&secrets, "tenant-acme", "acme-psk", false, &WriteOptions::default(), |s| Ok(json!({"apiVersion": "v1", "kind": "Secret", "metadata": s["metadata"], "data": {"other": "eA=="}}))).unwrap();
+    let plan: Value =
+        serde_json::from_str(&l.vpnmig(&["plan", "acme", "-o", "json"]).await.stdout).unwrap();
+    assert_eq!(
+        check(&plan, "psk-secret")["findings"][0]["path"],
+        "data.psk"
+    );
+    l.sb.store
+        .delete(&secrets, "tenant-acme", "acme-psk", &Default::default())
+        .unwrap();
+    let plan: Value =
+        serde_json::from_str(&l.vpnmig(&["plan", "acme", "-o", "json"]).await.stdout).unwrap();
+    assert_eq!(
+        check(&plan, "psk-secret")["findings"][0]["seen"],
+        "<not found>"
+    );
+    l.sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn name_collisions_fip_holders_and_already_migrated() {
+    let l = start(ACME, SettingsFile::default()).await;
+    let vpngw =
+        l.sb.store
+            .resource("vpn.bnerd.net", "v1alpha1", "vpngateways")
+            .unwrap();
+    let opts = WriteOptions::default();
+    // Another gateway holding the same floating IP.
+    l.sb.store.create(&vpngw, "tenant-acme", json!({"metadata": {"name": "squatter"}, "spec": {"protocol": "ipsec", "endpoint": {"floatingIP": "198.51.100.23"}, "serviceCIDR": "10.250.99.0/24"}}), &opts).unwrap();
+    // A leftover VPNGateway with the target's name but another spec.
+    l.sb.store.create(&vpngw, "tenant-acme", json!({"metadata": {"name": "acme"}, "spec": {"protocol": "ipsec", "endpoint": {"floatingIP": "198.51.100.99"}}}), &opts).unwrap();
+    let plan: Value =
+        serde_json::from_str(&l.vpnmig(&["plan", "acme", "-o", "json"]).await.stdout).unwrap();
+    assert_eq!(failed(&plan), ["targets-free", "fip-unique"]);
+    assert_eq!(
+        check(&plan, "fip-unique")["findings"][0]["object"],
+        "VPNGateway tenant-acme/squatter"
+    );
+
+    // The targets exactly as planned: already migrated.
+    l.sb.store
+        .delete(&vpngw, "tenant-acme", "squatter", &Default::default())
+        .unwrap();
+    let targets = &plan["targets"];
+    let spec = targets["gateway"]["spec"].clone();
+    l.sb.store
+        .modify(&vpngw, "tenant-acme", "acme", false, &opts, |g| {
+            let mut g = g.clone();
+            g["spec"] = spec;
+            Ok(g)
+        })
+        .unwrap();
+    let peers =
+        l.sb.store
+            .resource("vpn.bnerd.net", "v1alpha1", "vpnpeers")
+            .unwrap();
+    l.sb.store
+        .create(&peers, "tenant-acme", targets["peers"][0].clone(), &opts)
+        .unwrap();
+    let r = l.vpnmig(&["plan", "acme"]).await;
+    assert!(
+        r.stdout.contains(
+            "ALREADY MIGRATED: the VPNGateway and VPNPeers already exist exactly as planned."
+        ),
+        "{}",
+        r.stdout
+    );
+    l.sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_status_blocks_live() {
+    let mut settings = SettingsFile::default();
+    settings
+        .operator
+        .gateway_mut("ipsecgateway/tenant-acme/acme")
+        .paused = false;
+    let l = start(ACME, settings).await;
+    l.sb.operator
+        .settings()
+        .write()
+        .unwrap()
+        .gateway_mut("ipsecgateway/tenant-acme/acme")
+        .paused = true;
+    l.sb.operator.kick();
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let gws =
+        l.sb.store
+            .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+            .unwrap();
+    l.sb.store
+        .modify(
+            &gws,
+            "tenant-acme",
+            "acme",
+            false,
+            &WriteOptions::default(),
+            |g| {
+                let mut g = g.clone();
+                g["spec"]["endpoint"]["network"] = json!("internal");
+                Ok(g)
+            },
+        )
+        .unwrap();
+    let r = l.vpnmig(&["plan", "acme", "-o", "json"]).await;
+    assert_eq!(r.code, 4);
+    let plan: Value = serde_json::from_str(&r.stdout).unwrap();
+    let c = check(&plan, "status-current");
+    assert_eq!(
+        (c["severity"].as_str(), c["outcome"].as_str()),
+        (Some("blocker"), Some("fail"))
+    );
+    l.sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_permissions_are_listed() {
+    let settings = SettingsFile {
+        users: vec![User {
+            name: "reader".into(),
+            token: "reader-token".into(),
+            rules: vec![
+                Rule {
+                    verbs: vec!["get".into(), "list".into()],
+                    resources: vec!["*".into()],
+                    namespaces: vec![],
+                },
+                Rule {
+                    verbs: vec!["create".into()],
+                    resources: vec!["selfsubjectaccessreviews".into()],
+                    namespaces: vec![],
+                },
+            ],
+        }],
+        ..Default::default()
+    };
+    let l = start(ACME, settings).await;
+    let r = l
+        .vpnmig(&[
+            "plan",
+            "acme",
+            "--context",
+            "vpnmig-sandbox-reader",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    let plan: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(failed(&plan), ["permissions"]);
+    let missing: Vec<&str> = check(&plan, "permissions")["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["wanted"].as_str().unwrap())
+        .collect();
+    assert!(
+        missing.contains(&"delete ipsecgateways in namespace tenant-acme"),
+        "{missing:?}"
+    );
+    assert!(
+        missing.contains(&"create pods/exec in namespace tenant-acme"),
+        "{missing:?}"
+    );
+    assert!(
+        !missing.iter().any(|m| m.starts_with("get ")),
+        "{missing:?}"
+    );
+    l.sb.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_gateway_is_a_clear_error() {
+    let l = start(ACME, SettingsFile::default()).await;
+    let r = l.vpnmig(&["plan", "nosuch"]).await;
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("error: ipsecgateway nosuch not found in namespace tenant-acme\nhint: list what there is with `kubectl get ipsecgateways -n tenant-acme`"), "{}", r.stderr);
+    l.sb.shutdown().await;
+}
