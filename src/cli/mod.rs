@@ -5,6 +5,7 @@ pub mod cluster_args;
 mod parse_sas;
 mod plan;
 mod status;
+mod verify;
 
 use std::ffi::OsString;
 
@@ -41,6 +42,7 @@ enum Command {
     Plan(plan::PlanArgs),
     ParseSas(parse_sas::ParseSasArgs),
     Status(status::StatusArgs),
+    Verify(verify::VerifyArgs),
 }
 
 /// The async runtime of a command that talks to a cluster: one thread is plenty.
@@ -144,5 +146,6 @@ where
         Command::Plan(args) => plan::run(&args),
         Command::ParseSas(args) => parse_sas::run(&args),
         Command::Status(args) => status::run(&args),
+        Command::Verify(args) => verify::run(&args),
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod facts;
 pub mod list;
+pub mod verify;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -15,3 +15,4 @@ pub mod report;
 pub mod status;
 pub mod swanctl;
 pub mod translate;
+pub mod verify;

@@ -1,0 +1,114 @@
+//! `vpnmig verify NAME`: is the gateway healthy — conditions, pinned values, tunnels.
+
+use std::time::{Duration, Instant};
+
+use comfy_table::{ContentArrangement, Table, presets};
+
+use crate::cli::Error;
+use crate::cli::cluster_args::{ClusterArgs, format_duration, parse_duration};
+use crate::cluster::{Cluster, verify as fetch};
+use crate::core::verify::{self, Row, Verdict};
+use crate::exit;
+
+/// Check a gateway: conditions current for its generation (FIPAttached, Ready, each
+/// peer's Authorized), live status against the pinned floating IP, service CIDR and
+/// virtual IPs, and the tunnels: `swanctl --list-sas` in the gateway pod must show, per
+/// peer, an ESTABLISHED IKE SA with the right remote address and identity and INSTALLED
+/// CHILD SAs covering its remote subnets. A peer up but not Authorized is reported dark.
+///
+/// Works on a migrated gateway (VPNGateway + VPNPeers) and on an IPsecGateway, to take a
+/// baseline before the window. Changes nothing.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Examples:
+  vpnmig verify acme -n tenant-acme
+  vpnmig verify acme --wait --timeout 5m      # after a cutover: until healthy
+  vpnmig verify acme -o json | jq '.[] | select(.verdict==\"fail\")'
+
+Exit codes: 0 healthy, 1 the cluster could not be read, 5 not healthy, 6 --wait timed out.")]
+pub struct VerifyArgs {
+    /// The gateway (VPNGateway, else IPsecGateway) in the namespace.
+    #[arg(value_name = "NAME")]
+    name: String,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    /// Check again every 2s until healthy or --timeout, showing what is still missing.
+    #[arg(long)]
+    wait: bool,
+    /// How long --wait waits, e.g. `90s`, `5m`.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m", requires = "wait")]
+    timeout: Duration,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = VerifyFormat::Text)]
+    output: VerifyFormat,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum VerifyFormat {
+    /// A table, one row per check.
+    Text,
+    /// An array of rows.
+    Json,
+}
+
+/// The table and its verdict line.
+pub fn render(rows: &[Row]) -> String {
+    let mut table = Table::new();
+    table.load_preset(presets::NOTHING).set_content_arrangement(ContentArrangement::Disabled);
+    table.set_header(["CHECK", "OBJECT", "WHAT", "VERDICT", "DETAIL"]);
+    for r in rows {
+        let verdict = if r.verdict == Verdict::Ok { "ok" } else { "FAIL" };
+        table.add_row([r.check, &r.object, &r.what, verdict, &r.detail]);
+    }
+    let mut out: String = table.to_string().lines().map(|l| format!("{}\n", l.trim_end())).collect();
+    let failed = rows.iter().filter(|r| r.verdict == Verdict::Fail).count();
+    out.push_str(&if failed == 0 { "HEALTHY\n".to_string() } else { format!("NOT HEALTHY: {failed} check(s) failed\n") });
+    out
+}
+
+async fn once(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
+    let view = fetch::view(cluster, name).await?;
+    let sas = fetch::sas(cluster, name).await;
+    Ok(verify::verify(&view, sas.as_ref().map_err(String::as_str)))
+}
+
+async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
+    let cluster = Cluster::connect(&args.cluster.options()).await?;
+    let text = args.output == VerifyFormat::Text;
+    if text {
+        eprintln!("{}", cluster.banner(false));
+    }
+    cluster.require_operator().await?;
+    let started = Instant::now();
+    loop {
+        let rows = once(&cluster, &args.name).await?;
+        if verify::healthy(&rows) || !args.wait {
+            return Ok((rows, false));
+        }
+        if started.elapsed() >= args.timeout {
+            return Ok((rows, true));
+        }
+        if text {
+            let missing: Vec<String> = rows.iter().filter(|r| r.verdict == Verdict::Fail).map(|r| format!("{} {}: {}", r.object, r.what, r.detail)).collect();
+            eprintln!("waiting {} of {}: {}", format_duration(started.elapsed()), format_duration(args.timeout), missing.join("; "));
+        }
+        tokio::time::sleep(Duration::from_secs(2).min(args.timeout.saturating_sub(started.elapsed()))).await;
+    }
+}
+
+pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
+    let (rows, timed_out) = crate::cli::runtime()?.block_on(run_async(args))?;
+    let doc = match args.output {
+        VerifyFormat::Text => render(&rows),
+        VerifyFormat::Json => serde_json::to_string_pretty(&rows).expect("rows serialize") + "\n",
+    };
+    crate::cli::write_stdout(&doc)?;
+    Ok(match (verify::healthy(&rows), timed_out) {
+        (true, _) => exit::OK,
+        (false, true) => {
+            eprintln!("vpnmig: timed out after {} waiting for {} to be healthy", format_duration(args.timeout), args.name);
+            exit::TIMEOUT
+        }
+        (false, false) => exit::VERIFY_FAILED,
+    })
+}
