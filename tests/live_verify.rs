@@ -16,24 +16,45 @@ async fn cut_over(l: &Live, edit: impl FnOnce(&mut Value)) {
     let r = l.vpnmig(&["plan", "acme", "-o", "json"]).await;
     let plan: Value = serde_json::from_str(&r.stdout).unwrap();
     let store = &l.sb.store;
-    let old = store.resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways").unwrap();
-    store.delete(&old, "tenant-acme", "acme", &Default::default()).unwrap();
+    let old = store
+        .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+        .unwrap();
+    store
+        .delete(&old, "tenant-acme", "acme", &Default::default())
+        .unwrap();
     for _ in 0..250 {
         if store.get(&old, "tenant-acme", "acme").is_err() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let gw = store.resource("vpn.bnerd.net", "v1alpha1", "vpngateways").unwrap();
-    let peers = store.resource("vpn.bnerd.net", "v1alpha1", "vpnpeers").unwrap();
-    store.create(&gw, "tenant-acme", plan["targets"]["gateway"].clone(), &WriteOptions::default()).unwrap();
+    let gw = store
+        .resource("vpn.bnerd.net", "v1alpha1", "vpngateways")
+        .unwrap();
+    let peers = store
+        .resource("vpn.bnerd.net", "v1alpha1", "vpnpeers")
+        .unwrap();
+    store
+        .create(
+            &gw,
+            "tenant-acme",
+            plan["targets"]["gateway"].clone(),
+            &WriteOptions::default(),
+        )
+        .unwrap();
     let mut peer = plan["targets"]["peers"][0].clone();
     edit(&mut peer);
-    store.create(&peers, "tenant-acme", peer, &WriteOptions::default()).unwrap();
+    store
+        .create(&peers, "tenant-acme", peer, &WriteOptions::default())
+        .unwrap();
 }
 
 fn rows(stdout: &str) -> Vec<Value> {
-    serde_json::from_str::<Value>(stdout).unwrap().as_array().unwrap().clone()
+    serde_json::from_str::<Value>(stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -41,29 +62,58 @@ async fn a_baseline_then_a_healthy_cutover() {
     let l = start(ACME, SettingsFile::default()).await;
     let r = l.vpnmig(&["verify", "acme"]).await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("IPsecGateway tenant-acme/acme"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("IPsecGateway tenant-acme/acme"),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.ends_with("HEALTHY\n"), "{}", r.stdout);
 
     cut_over(&l, |_| {}).await;
-    let r = l.vpnmig(&["verify", "acme", "--wait", "--timeout", "30s", "-o", "json"]).await;
+    let r = l
+        .vpnmig(&["verify", "acme", "--wait", "--timeout", "30s", "-o", "json"])
+        .await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let rows = rows(&r.stdout);
-    let what: Vec<(&str, &str)> = rows.iter().map(|r| (r["check"].as_str().unwrap(), r["verdict"].as_str().unwrap())).collect();
-    assert_eq!(what, [("condition", "ok"), ("condition", "ok"), ("pinned", "ok"), ("pinned", "ok"), ("pinned", "ok"), ("authorization", "ok"), ("tunnel", "ok")]);
-    assert_eq!(rows[6]["detail"], "IKE SA #1 ESTABLISHED, CHILD SAs cover 10.20.0.0/16");
+    let what: Vec<(&str, &str)> = rows
+        .iter()
+        .map(|r| (r["check"].as_str().unwrap(), r["verdict"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        what,
+        [
+            ("condition", "ok"),
+            ("condition", "ok"),
+            ("pinned", "ok"),
+            ("pinned", "ok"),
+            ("pinned", "ok"),
+            ("authorization", "ok"),
+            ("tunnel", "ok")
+        ]
+    );
+    assert_eq!(
+        rows[6]["detail"],
+        "IKE SA #1 ESTABLISHED, CHILD SAs cover 10.20.0.0/16"
+    );
     l.sb.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_established_but_unauthorized_is_dark() {
     let l = start(ACME, SettingsFile::default()).await;
-    cut_over(&l, |p| p["spec"]["authorization"] = json!({"exposures": ["nosuch"]})).await;
+    cut_over(&l, |p| {
+        p["spec"]["authorization"] = json!({"exposures": ["nosuch"]})
+    })
+    .await;
     // Wait for the tunnel to come up, then check.
     let mut last = String::new();
     for _ in 0..100 {
         let r = l.vpnmig(&["verify", "acme", "-o", "json"]).await;
         last = r.stdout.clone();
-        if rows(&r.stdout).iter().any(|r| r["detail"].as_str().is_some_and(|d| d.contains("DARK"))) {
+        if rows(&r.stdout)
+            .iter()
+            .any(|r| r["detail"].as_str().is_some_and(|d| d.contains("DARK")))
+        {
             assert_eq!(r.code, 5);
             l.sb.shutdown().await;
             return;
@@ -76,15 +126,40 @@ async fn a_peer_established_but_unauthorized_is_dark() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_peer_down_fails_and_wait_times_out() {
     let l = start(ACME, SettingsFile::default()).await;
-    l.sb.operator.settings().write().unwrap().gateway_mut("vpngateway/tenant-acme/acme").psk_mismatch = true;
+    l.sb.operator
+        .settings()
+        .write()
+        .unwrap()
+        .gateway_mut("vpngateway/tenant-acme/acme")
+        .psk_mismatch = true;
     cut_over(&l, |_| {}).await;
-    let r = l.vpnmig(&["verify", "acme", "--wait", "--timeout", "3s"]).await;
+    let r = l
+        .vpnmig(&["verify", "acme", "--wait", "--timeout", "3s"])
+        .await;
     assert_eq!(r.code, 6, "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("waiting "), "progress is shown: {}", r.stderr);
-    assert!(r.stderr.contains("vpnmig: timed out after 3s waiting for acme to be healthy"), "{}", r.stderr);
-    assert!(r.stdout.contains("no IKE SA with remote 'fw.acme.example' @ 203.0.113.10"), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("waiting "),
+        "progress is shown: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("vpnmig: timed out after 3s waiting for acme to be healthy"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout
+            .contains("no IKE SA with remote 'fw.acme.example' @ 203.0.113.10"),
+        "{}",
+        r.stdout
+    );
     let r = l.vpnmig(&["verify", "acme"]).await;
     assert_eq!(r.code, 5);
-    assert!(r.stdout.ends_with("NOT HEALTHY: 1 check(s) failed\n"), "{}", r.stdout);
+    assert!(
+        r.stdout.ends_with("NOT HEALTHY: 1 check(s) failed\n"),
+        "{}",
+        r.stdout
+    );
     l.sb.shutdown().await;
 }

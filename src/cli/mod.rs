@@ -15,15 +15,16 @@ use crate::exit;
 
 const WORKFLOW: &str = "\
 Workflow (one client, one maintenance window; runbook: migrating IPsecGateway to VPNGateway):
+  0. status    which gateways are migrated, pinned, healthy, blocked:  vpnmig status -A
   1. plan      translate the IPsecGateway, prove every pinned value, run the checks,
-               write a bundle:  vpnmig plan -f acme.yaml --out plans/acme
+               write a bundle:  vpnmig plan acme --out plans/acme
   2. cutover   at the window: delete the old CR, wait, apply the new ones, wait
   3. verify    conditions, pinned values and `swanctl --list-sas` in the gateway pod
   4. rollback  delete the new CRs, wait, re-apply plans/acme/old-ipsecgateway.yaml
 
-This version ships step 1, offline. Until cutover, verify and rollback exist, a ready
-plan written with --out prints the runbook's kubectl commands for the window, the
-verification and the rollback, using the bundle's files.
+Available now: status, plan (live or -f offline), verify, parse-sas. Until cutover and
+rollback exist, a ready plan written with --out prints the runbook's kubectl commands for
+the window, the verification and the rollback, using the bundle's files.
 
 Exit codes: 0 ok, 1 failure, 2 usage, 3 invalid input, 4 blocked by checks,
 5 verify failed, 6 timeout, 7 refused (see docs/exit-codes.md).";

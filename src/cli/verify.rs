@@ -10,8 +10,10 @@ use crate::cluster::{Cluster, verify as fetch};
 use crate::core::verify::{self, Row, Verdict};
 use crate::exit;
 
-/// Check a gateway: conditions current for its generation (FIPAttached, Ready, each
-/// peer's Authorized), live status against the pinned floating IP, service CIDR and
+/// Check that a gateway is healthy: conditions, pinned values, tunnels.
+///
+/// Conditions must describe the current generation (FIPAttached, Ready, each
+/// peer's Authorized); live status is compared with the pinned floating IP, service CIDR and
 /// virtual IPs, and the tunnels: `swanctl --list-sas` in the gateway pod must show, per
 /// peer, an ESTABLISHED IKE SA with the right remote address and identity and INSTALLED
 /// CHILD SAs covering its remote subnets. A peer up but not Authorized is reported dark.
@@ -54,15 +56,29 @@ enum VerifyFormat {
 /// The table and its verdict line.
 pub fn render(rows: &[Row]) -> String {
     let mut table = Table::new();
-    table.load_preset(presets::NOTHING).set_content_arrangement(ContentArrangement::Disabled);
+    table
+        .load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled);
     table.set_header(["CHECK", "OBJECT", "WHAT", "VERDICT", "DETAIL"]);
     for r in rows {
-        let verdict = if r.verdict == Verdict::Ok { "ok" } else { "FAIL" };
+        let verdict = if r.verdict == Verdict::Ok {
+            "ok"
+        } else {
+            "FAIL"
+        };
         table.add_row([r.check, &r.object, &r.what, verdict, &r.detail]);
     }
-    let mut out: String = table.to_string().lines().map(|l| format!("{}\n", l.trim_end())).collect();
+    let mut out: String = table
+        .to_string()
+        .lines()
+        .map(|l| format!("{}\n", l.trim_end()))
+        .collect();
     let failed = rows.iter().filter(|r| r.verdict == Verdict::Fail).count();
-    out.push_str(&if failed == 0 { "HEALTHY\n".to_string() } else { format!("NOT HEALTHY: {failed} check(s) failed\n") });
+    out.push_str(&if failed == 0 {
+        "HEALTHY\n".to_string()
+    } else {
+        format!("NOT HEALTHY: {failed} check(s) failed\n")
+    });
     out
 }
 
@@ -89,10 +105,22 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
             return Ok((rows, true));
         }
         if text {
-            let missing: Vec<String> = rows.iter().filter(|r| r.verdict == Verdict::Fail).map(|r| format!("{} {}: {}", r.object, r.what, r.detail)).collect();
-            eprintln!("waiting {} of {}: {}", format_duration(started.elapsed()), format_duration(args.timeout), missing.join("; "));
+            let missing: Vec<String> = rows
+                .iter()
+                .filter(|r| r.verdict == Verdict::Fail)
+                .map(|r| format!("{} {}: {}", r.object, r.what, r.detail))
+                .collect();
+            eprintln!(
+                "waiting {} of {}: {}",
+                format_duration(started.elapsed()),
+                format_duration(args.timeout),
+                missing.join("; ")
+            );
         }
-        tokio::time::sleep(Duration::from_secs(2).min(args.timeout.saturating_sub(started.elapsed()))).await;
+        tokio::time::sleep(
+            Duration::from_secs(2).min(args.timeout.saturating_sub(started.elapsed())),
+        )
+        .await;
     }
 }
 
@@ -106,7 +134,11 @@ pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
     Ok(match (verify::healthy(&rows), timed_out) {
         (true, _) => exit::OK,
         (false, true) => {
-            eprintln!("vpnmig: timed out after {} waiting for {} to be healthy", format_duration(args.timeout), args.name);
+            eprintln!(
+                "vpnmig: timed out after {} waiting for {} to be healthy",
+                format_duration(args.timeout),
+                args.name
+            );
             exit::TIMEOUT
         }
         (false, false) => exit::VERIFY_FAILED,

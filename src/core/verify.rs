@@ -61,44 +61,102 @@ pub struct Row {
 }
 
 /// A condition counts only when it describes the object's current generation.
-fn current<'a>(conditions: &'a [Condition], type_: &str, generation: Option<i64>) -> Result<&'a Condition, String> {
+fn current<'a>(
+    conditions: &'a [Condition],
+    type_: &str,
+    generation: Option<i64>,
+) -> Result<&'a Condition, String> {
     let c = condition(conditions, type_).ok_or_else(|| format!("{type_} not reported"))?;
     match (c.observed_generation, generation) {
-        (Some(o), Some(g)) if o != g => Err(format!("{type_} describes generation {o}, the object is at {g}")),
+        (Some(o), Some(g)) if o != g => Err(format!(
+            "{type_} describes generation {o}, the object is at {g}"
+        )),
         _ => Ok(c),
     }
 }
 
-fn condition_row(object: &str, conditions: &[Condition], type_: &str, generation: Option<i64>) -> Row {
+fn condition_row(
+    object: &str,
+    conditions: &[Condition],
+    type_: &str,
+    generation: Option<i64>,
+) -> Row {
     let (verdict, detail) = match current(conditions, type_, generation) {
         Ok(c) if c.status == "True" => (Verdict::Ok, c.reason.clone().unwrap_or_default()),
-        Ok(c) => (Verdict::Fail, format!("{} ({}): {}", c.status, c.reason.as_deref().unwrap_or("-"), c.message.as_deref().unwrap_or(""))),
+        Ok(c) => (
+            Verdict::Fail,
+            format!(
+                "{} ({}): {}",
+                c.status,
+                c.reason.as_deref().unwrap_or("-"),
+                c.message.as_deref().unwrap_or("")
+            ),
+        ),
         Err(why) => (Verdict::Fail, why),
     };
-    Row { check: "condition", object: object.to_string(), what: type_.to_string(), verdict, detail }
+    Row {
+        check: "condition",
+        object: object.to_string(),
+        what: type_.to_string(),
+        verdict,
+        detail,
+    }
 }
 
 /// A traffic selector as printed (`10.0.0.0/24`, `192.0.2.1/32[udp]`, `10.1.0.5`) as a
 /// network.
 fn selector(ts: &str) -> Option<IpNet> {
     let net = ts.split('[').next()?.trim();
-    net.parse::<IpNet>().ok().or_else(|| net.parse::<IpAddr>().ok().map(IpNet::from))
+    net.parse::<IpNet>()
+        .ok()
+        .or_else(|| net.parse::<IpAddr>().ok().map(IpNet::from))
 }
 
 /// Verify `gw` against `sas` (`None`: the SAs could not be read, said in `sas_error`).
 pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
-    let mut rows = vec![condition_row(&gw.object, &gw.status.conditions, "FIPAttached", gw.generation), condition_row(&gw.object, &gw.status.conditions, "Ready", gw.generation)];
+    let mut rows = vec![
+        condition_row(
+            &gw.object,
+            &gw.status.conditions,
+            "FIPAttached",
+            gw.generation,
+        ),
+        condition_row(&gw.object, &gw.status.conditions, "Ready", gw.generation),
+    ];
     let mut pinned = |what: &str, want: &Option<String>, seen: Option<&str>| {
         if let Some(want) = want {
             let ok = seen == Some(want.as_str());
-            rows.push(Row { check: "pinned", object: gw.object.clone(), what: what.to_string(), verdict: if ok { Verdict::Ok } else { Verdict::Fail }, detail: format!("{} (pinned {want})", seen.unwrap_or("<unset>")) });
+            rows.push(Row {
+                check: "pinned",
+                object: gw.object.clone(),
+                what: what.to_string(),
+                verdict: if ok { Verdict::Ok } else { Verdict::Fail },
+                detail: format!("{} (pinned {want})", seen.unwrap_or("<unset>")),
+            });
         }
     };
-    pinned("status.floatingIP", &gw.pinned_fip, gw.status.floating_ip.as_deref());
-    pinned("status.serviceCIDR", &gw.pinned_cidr, gw.status.service_cidr.as_deref());
+    pinned(
+        "status.floatingIP",
+        &gw.pinned_fip,
+        gw.status.floating_ip.as_deref(),
+    );
+    pinned(
+        "status.serviceCIDR",
+        &gw.pinned_cidr,
+        gw.status.service_cidr.as_deref(),
+    );
     for (name, vip) in &gw.pinned_vips {
-        let seen = gw.status.exposures.iter().find(|e| &e.name == name).and_then(|e| e.virtual_ip.as_deref());
-        pinned(&format!("exposure {name} virtual IP"), &Some(vip.clone()), seen);
+        let seen = gw
+            .status
+            .exposures
+            .iter()
+            .find(|e| &e.name == name)
+            .and_then(|e| e.virtual_ip.as_deref());
+        pinned(
+            &format!("exposure {name} virtual IP"),
+            &Some(vip.clone()),
+            seen,
+        );
     }
 
     for p in &gw.peers {
@@ -107,7 +165,10 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
             Some((conds, generation)) => {
                 let row = condition_row(&object, conds, "Authorized", *generation);
                 let ok = row.verdict == Verdict::Ok;
-                rows.push(Row { check: "authorization", ..row });
+                rows.push(Row {
+                    check: "authorization",
+                    ..row
+                });
                 ok
             }
             None => true,
@@ -117,8 +178,20 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
             Ok(sas) => tunnel(p, sas),
         };
         let dark = verdict == Verdict::Ok && !authorized;
-        let detail = if dark { format!("{detail}; DARK: the IKE SA is up but the peer is not Authorized, so it reaches nothing") } else { detail };
-        rows.push(Row { check: "tunnel", object, what: format!("IKE SA with {}", p.id.as_deref().unwrap_or(&p.address)), verdict: if dark { Verdict::Fail } else { verdict }, detail });
+        let detail = if dark {
+            format!(
+                "{detail}; DARK: the IKE SA is up but the peer is not Authorized, so it reaches nothing"
+            )
+        } else {
+            detail
+        };
+        rows.push(Row {
+            check: "tunnel",
+            object,
+            what: format!("IKE SA with {}", p.id.as_deref().unwrap_or(&p.address)),
+            verdict: if dark { Verdict::Fail } else { verdict },
+            detail,
+        });
     }
     rows
 }
@@ -126,20 +199,58 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
 fn tunnel(p: &PeerView, sas: &Sas) -> (Verdict, String) {
     let want_id = p.id.as_deref().unwrap_or(&p.address);
     let address_is_ip = p.address.parse::<IpAddr>().is_ok();
-    let candidates: Vec<_> = sas.ike_sas.iter().filter(|s| s.remote.id == want_id && (!address_is_ip || s.remote.address == p.address)).collect();
+    let candidates: Vec<_> = sas
+        .ike_sas
+        .iter()
+        .filter(|s| s.remote.id == want_id && (!address_is_ip || s.remote.address == p.address))
+        .collect();
     if candidates.is_empty() {
-        return (Verdict::Fail, format!("no IKE SA with remote '{want_id}' @ {}", p.address));
+        return (
+            Verdict::Fail,
+            format!("no IKE SA with remote '{want_id}' @ {}", p.address),
+        );
     }
     let Some(up) = candidates.iter().find(|s| s.state == "ESTABLISHED") else {
         let states: Vec<&str> = candidates.iter().map(|s| s.state.as_str()).collect();
-        return (Verdict::Fail, format!("IKE SA is {}, not ESTABLISHED", states.join(", ")));
+        return (
+            Verdict::Fail,
+            format!("IKE SA is {}, not ESTABLISHED", states.join(", ")),
+        );
     };
-    let covered: Vec<IpNet> = candidates.iter().filter(|s| s.state == "ESTABLISHED").flat_map(|s| &s.child_sas).filter(|c| c.state == "INSTALLED").flat_map(|c| c.remote_ts.iter().filter_map(|t| selector(t))).collect();
-    let missing: Vec<&str> = p.remote_subnets.iter().filter(|s| s.parse::<IpNet>().is_ok_and(|net| !covered.iter().any(|c| c.contains(&net)))).map(String::as_str).collect();
+    let covered: Vec<IpNet> = candidates
+        .iter()
+        .filter(|s| s.state == "ESTABLISHED")
+        .flat_map(|s| &s.child_sas)
+        .filter(|c| c.state == "INSTALLED")
+        .flat_map(|c| c.remote_ts.iter().filter_map(|t| selector(t)))
+        .collect();
+    let missing: Vec<&str> = p
+        .remote_subnets
+        .iter()
+        .filter(|s| {
+            s.parse::<IpNet>()
+                .is_ok_and(|net| !covered.iter().any(|c| c.contains(&net)))
+        })
+        .map(String::as_str)
+        .collect();
     if !missing.is_empty() {
-        return (Verdict::Fail, format!("IKE SA #{} ESTABLISHED, but no INSTALLED CHILD SA covers {}", up.unique_id, missing.join(", ")));
+        return (
+            Verdict::Fail,
+            format!(
+                "IKE SA #{} ESTABLISHED, but no INSTALLED CHILD SA covers {}",
+                up.unique_id,
+                missing.join(", ")
+            ),
+        );
     }
-    (Verdict::Ok, format!("IKE SA #{} ESTABLISHED, CHILD SAs cover {}", up.unique_id, p.remote_subnets.join(", ")))
+    (
+        Verdict::Ok,
+        format!(
+            "IKE SA #{} ESTABLISHED, CHILD SAs cover {}",
+            up.unique_id,
+            p.remote_subnets.join(", ")
+        ),
+    )
 }
 
 /// Whether every row is ok.
@@ -153,14 +264,24 @@ mod tests {
     use crate::core::swanctl::parse;
 
     fn cond(t: &str, s: &str, g: i64) -> Condition {
-        Condition { type_: t.into(), status: s.into(), observed_generation: Some(g), ..Default::default() }
+        Condition {
+            type_: t.into(),
+            status: s.into(),
+            observed_generation: Some(g),
+            ..Default::default()
+        }
     }
 
     fn gw(peers: Vec<PeerView>) -> GatewayView {
         GatewayView {
             object: "VPNGateway t/acme".into(),
             generation: Some(2),
-            status: GatewayStatus { floating_ip: Some("198.51.100.23".into()), service_cidr: Some("10.250.3.0/24".into()), conditions: vec![cond("FIPAttached", "True", 2), cond("Ready", "True", 2)], ..Default::default() },
+            status: GatewayStatus {
+                floating_ip: Some("198.51.100.23".into()),
+                service_cidr: Some("10.250.3.0/24".into()),
+                conditions: vec![cond("FIPAttached", "True", 2), cond("Ready", "True", 2)],
+                ..Default::default()
+            },
             pinned_fip: Some("198.51.100.23".into()),
             pinned_cidr: Some("10.250.3.0/24".into()),
             peers,
@@ -169,7 +290,13 @@ mod tests {
     }
 
     fn peer(authorized: &str) -> PeerView {
-        PeerView { name: "acme".into(), address: "203.0.113.10".into(), id: Some("fw.acme.example".into()), remote_subnets: vec!["10.20.0.0/16".into(), "10.21.1.0/24".into()], conditions: Some((vec![cond("Authorized", authorized, 1)], Some(1))) }
+        PeerView {
+            name: "acme".into(),
+            address: "203.0.113.10".into(),
+            id: Some("fw.acme.example".into()),
+            remote_subnets: vec!["10.20.0.0/16".into(), "10.21.1.0/24".into()],
+            conditions: Some((vec![cond("Authorized", authorized, 1)], Some(1))),
+        }
     }
 
     const UP: &str = "\
@@ -191,7 +318,10 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
     fn healthy_with_duplicates_rekeying_and_suffixed_selectors() {
         let rows = verify(&gw(vec![peer("True")]), Ok(&parse(UP).unwrap()));
         assert!(healthy(&rows), "{rows:#?}");
-        assert_eq!(rows.last().unwrap().detail, "IKE SA #3 ESTABLISHED, CHILD SAs cover 10.20.0.0/16, 10.21.1.0/24");
+        assert_eq!(
+            rows.last().unwrap().detail,
+            "IKE SA #3 ESTABLISHED, CHILD SAs cover 10.20.0.0/16, 10.21.1.0/24"
+        );
     }
 
     #[test]
@@ -205,10 +335,16 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
     #[test]
     fn peer_down_or_subnet_missing_fails() {
         let rows = verify(&gw(vec![peer("True")]), Ok(&Sas::default()));
-        assert_eq!(rows.last().unwrap().detail, "no IKE SA with remote 'fw.acme.example' @ 203.0.113.10");
+        assert_eq!(
+            rows.last().unwrap().detail,
+            "no IKE SA with remote 'fw.acme.example' @ 203.0.113.10"
+        );
         let partial = UP.replace("    remote 10.21.0.0/16\n", "    remote 10.22.0.0/16\n");
         let rows = verify(&gw(vec![peer("True")]), Ok(&parse(&partial).unwrap()));
-        assert_eq!(rows.last().unwrap().detail, "IKE SA #3 ESTABLISHED, but no INSTALLED CHILD SA covers 10.21.1.0/24");
+        assert_eq!(
+            rows.last().unwrap().detail,
+            "IKE SA #3 ESTABLISHED, but no INSTALLED CHILD SA covers 10.21.1.0/24"
+        );
     }
 
     #[test]
@@ -217,7 +353,21 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
         g.generation = Some(3);
         g.status.floating_ip = Some("198.51.100.99".into());
         let rows = verify(&g, Ok(&Sas::default()));
-        let bad: Vec<(&str, &str)> = rows.iter().filter(|r| r.verdict == Verdict::Fail).map(|r| (r.what.as_str(), r.detail.as_str())).collect();
-        assert_eq!(bad, [("FIPAttached", "FIPAttached describes generation 2, the object is at 3"), ("Ready", "Ready describes generation 2, the object is at 3"), ("status.floatingIP", "198.51.100.99 (pinned 198.51.100.23)")]);
+        let bad: Vec<(&str, &str)> = rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Fail)
+            .map(|r| (r.what.as_str(), r.detail.as_str()))
+            .collect();
+        assert_eq!(
+            bad,
+            [
+                (
+                    "FIPAttached",
+                    "FIPAttached describes generation 2, the object is at 3"
+                ),
+                ("Ready", "Ready describes generation 2, the object is at 3"),
+                ("status.floatingIP", "198.51.100.99 (pinned 198.51.100.23)")
+            ]
+        );
     }
 }

@@ -46,6 +46,20 @@ pub async fn exec(
     }
 }
 
+/// `POST` (SPDY, kubectl's fallback when the WebSocket upgrade was refused): answer with
+/// the reason the WebSocket request was refused, or say that only WebSocket is served.
+pub async fn exec_post(
+    State(app): State<App>,
+    Path((ns, pod)): Path<(String, String)>,
+    uri: Uri,
+    headers: HeaderMap,
+) -> Response {
+    match prepare(&app, &ns, &pod, &uri, &headers) {
+        Err(e) => e.into_response(),
+        Ok(_) => ApiError::bad_request("vpnmig-sandbox serves exec over WebSocket only (v5.channel.k8s.io, v4.channel.k8s.io), not SPDY").into_response(),
+    }
+}
+
 fn prepare(
     app: &App,
     ns: &str,

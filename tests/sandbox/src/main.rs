@@ -43,6 +43,29 @@ async fn run(args: Args) -> Result<(), String> {
         }
         None => SettingsFile::default(),
     };
+    // A fault for a gateway the scenario does not have would silently never fire.
+    let gateways: Vec<String> = objects
+        .iter()
+        .filter(|o| matches!(o["kind"].as_str(), Some("IPsecGateway" | "VPNGateway")))
+        .map(|o| {
+            format!(
+                "{}/{}",
+                o["metadata"]["namespace"].as_str().unwrap_or("default"),
+                o["metadata"]["name"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    for key in settings.operator.gateways.keys() {
+        let bare = key
+            .strip_prefix("ipsecgateway/")
+            .or_else(|| key.strip_prefix("vpngateway/"))
+            .unwrap_or(key);
+        if !gateways.iter().any(|g| g == bare) {
+            eprintln!(
+                "vpnmig-sandbox: warning: operator.gateways[{key:?}] names no gateway of the scenario (yet); it applies once one with that name exists"
+            );
+        }
+    }
     let sandbox = Sandbox::start(Config {
         scenario: objects,
         settings,
@@ -58,6 +81,19 @@ async fn run(args: Args) -> Result<(), String> {
         }
         msg
     })?;
+    // Never clobber a real kubeconfig: only a previous sandbox's may be replaced.
+    if let Ok(existing) = std::fs::read_to_string(&args.kubeconfig) {
+        let ours = serde_saphyr::from_str::<serde_json::Value>(&existing)
+            .ok()
+            .and_then(|v| v["clusters"].as_array().cloned())
+            .is_some_and(|c| c.iter().all(|c| c["name"] == "vpnmig-sandbox"));
+        if !ours {
+            return Err(format!(
+                "{}: holds another kubeconfig; refusing to overwrite it (pass another --kubeconfig path)",
+                args.kubeconfig.display()
+            ));
+        }
+    }
     sandbox
         .write_kubeconfig(&args.kubeconfig)
         .map_err(|e| format!("{}: {e}", args.kubeconfig.display()))?;

@@ -59,8 +59,44 @@ fn set(values: &str) -> Result<Vec<String>, ApiError> {
         .collect())
 }
 
+/// A label key (`prefix/name`) or value as the API server accepts them.
+fn valid_label(k: &str, key: bool) -> bool {
+    let name = if key {
+        k.rsplit_once('/').map_or(k, |(_, n)| n)
+    } else {
+        k
+    };
+    if !key && name.is_empty() {
+        return true;
+    }
+    !name.is_empty()
+        && name.len() <= 63
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 impl LabelSelector {
     pub fn parse(s: &str) -> Result<Self, ApiError> {
+        let reqs = Self::parse_terms(s)?;
+        for r in &reqs {
+            let (k, vs): (&str, Vec<&str>) = match r {
+                Req::Eq(k, v) | Req::Ne(k, v) => (k, vec![v.as_str()]),
+                Req::In(k, vs) | Req::NotIn(k, vs) => (k, vs.iter().map(String::as_str).collect()),
+                Req::Exists(k) | Req::NotExists(k) => (k, vec![]),
+            };
+            if !valid_label(k, true) || !vs.iter().all(|v| valid_label(v, false)) {
+                return Err(ApiError::bad_request(format!(
+                    "unable to parse requirement: invalid label selector {s:?}"
+                )));
+            }
+        }
+        Ok(LabelSelector(reqs))
+    }
+
+    fn parse_terms(s: &str) -> Result<Vec<Req>, ApiError> {
         let mut reqs = Vec::new();
         for t in terms(s) {
             let req = if let Some((k, v)) = t.split_once("!=") {
@@ -80,7 +116,7 @@ impl LabelSelector {
             };
             reqs.push(req);
         }
-        Ok(LabelSelector(reqs))
+        Ok(reqs)
     }
 
     /// Whether an object's `metadata.labels` match.
@@ -118,6 +154,11 @@ impl FieldSelector {
             reqs.push((path.trim().to_string(), eq, value.trim().to_string()));
         }
         Ok(FieldSelector(reqs))
+    }
+
+    /// The field paths it names.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(p, _, _)| p.as_str())
     }
 
     pub fn matches(&self, obj: &Value) -> bool {

@@ -88,6 +88,11 @@ impl Sandbox {
             .operator
             .validate()
             .map_err(StartError::Settings)?;
+        config
+            .settings
+            .api
+            .validate()
+            .map_err(StartError::Settings)?;
         let store = Store::new();
         let namespace = scenario::load(&store, &config.scenario)?;
         let operator = Operator::start(store.clone(), config.settings.operator.clone());
@@ -119,7 +124,7 @@ impl Sandbox {
         let router = Router::new()
             .route(
                 "/api/v1/namespaces/{ns}/pods/{pod}/exec",
-                get(exec::exec).post(exec::exec),
+                get(exec::exec).post(exec::exec_post),
             )
             .fallback(api::handle)
             .with_state(app);
@@ -185,7 +190,14 @@ impl Sandbox {
         opts.write(true).create(true).truncate(true);
         #[cfg(unix)]
         opts.mode(0o600);
-        opts.open(path)?.write_all(self.kubeconfig().as_bytes())
+        let mut file = opts.open(path)?;
+        // It holds a bearer token: owner-only, also when the file existed before.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+        file.write_all(self.kubeconfig().as_bytes())
     }
 
     /// Stop serving, end every stream and connection, stop the operator.

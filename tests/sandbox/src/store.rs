@@ -247,6 +247,7 @@ impl Store {
         mut obj: Value,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
+        check_shape(rt, &obj)?;
         let mut st = self.lock();
         let name = match (meta_str(&obj, "name"), meta_str(&obj, "generateName")) {
             (Some(n), _) if !n.is_empty() => n.to_string(),
@@ -344,6 +345,7 @@ impl Store {
         status: bool,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
+        check_shape(rt, &obj)?;
         let mut st = self.lock();
         let current = st
             .objects
@@ -396,6 +398,7 @@ impl Store {
             .cloned()
             .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
         let mut new = f(&current)?;
+        check_shape(rt, &new)?;
         if let Some(rv) = meta_str(&new, "resourceVersion").filter(|r| !r.is_empty())
             && Some(rv) != meta_str(&current, "resourceVersion")
         {
@@ -490,6 +493,7 @@ impl Store {
         status: bool,
         opts: &WriteOptions,
     ) -> Result<Value, ApiError> {
+        check_shape(rt, &applied)?;
         let current = { self.lock().objects.get(&key(rt, ns, name)).cloned() };
         let Some(current) = current else {
             if status {
@@ -591,6 +595,118 @@ impl Store {
         st.applied.insert((uid, manager.to_string()), applied);
         set_managed_fields(&mut st, &self.notify, rt, ns, name)
     }
+}
+
+/// What the real server's decoding and ObjectMeta validation reject before anything
+/// else: a body that is not an object, metadata fields of the wrong shape, an invalid
+/// name, Secret data that is not base64 strings.
+fn check_shape(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
+    let Some(o) = obj.as_object() else {
+        return Err(ApiError::bad_request(format!(
+            "the body of the request could not be decoded: a {} must be a JSON object",
+            rt.kind
+        )));
+    };
+    let invalid = |field: &str, message: String| {
+        Err(ApiError::invalid(
+            &rt.kind,
+            &rt.group,
+            meta_str(obj, "name").unwrap_or_default(),
+            vec![Cause {
+                reason: "FieldValueInvalid",
+                message,
+                field: field.into(),
+            }],
+        ))
+    };
+    if let Some(kind) = o
+        .get("kind")
+        .and_then(Value::as_str)
+        .filter(|k| *k != rt.kind)
+    {
+        return Err(ApiError::bad_request(format!(
+            "the kind of the object ({kind}) does not match the resource of the request ({})",
+            rt.kind
+        )));
+    }
+    let Some(meta) = o.get("metadata") else {
+        return Ok(());
+    };
+    let Some(meta) = meta.as_object() else {
+        return invalid(
+            "metadata",
+            "Invalid value: metadata must be an object".into(),
+        );
+    };
+    for field in ["labels", "annotations"] {
+        if let Some(v) = meta.get(field).filter(|v| !v.is_null())
+            && !v
+                .as_object()
+                .is_some_and(|m| m.values().all(Value::is_string))
+        {
+            return invalid(
+                &format!("metadata.{field}"),
+                format!("Invalid value: {field} must be a map of strings"),
+            );
+        }
+    }
+    if let Some(refs) = meta.get("ownerReferences").filter(|v| !v.is_null()) {
+        let ok = refs.as_array().is_some_and(|a| {
+            a.iter().all(|r| {
+                ["apiVersion", "kind", "name", "uid"]
+                    .iter()
+                    .all(|k| r.get(*k).is_some_and(Value::is_string))
+            })
+        });
+        if !ok {
+            return invalid(
+                "metadata.ownerReferences",
+                "Invalid value: each needs apiVersion, kind, name and uid strings".into(),
+            );
+        }
+    }
+    if let Some(name) = meta.get("name").and_then(Value::as_str) {
+        let label = |l: &str| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && l.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && l.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        };
+        let valid = if rt.kind == "Namespace" {
+            label(name)
+        } else {
+            name.len() <= 253 && name.split('.').all(label)
+        };
+        if !valid {
+            return invalid(
+                "metadata.name",
+                format!(
+                    "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+                ),
+            );
+        }
+    }
+    if rt.gvr() == secret_gvr() {
+        use base64::Engine;
+        if let Some(data) = o.get("data").filter(|v| !v.is_null()) {
+            let ok = data.as_object().is_some_and(|m| {
+                m.values().all(|v| {
+                    v.as_str().is_some_and(|s| {
+                        base64::engine::general_purpose::STANDARD.decode(s).is_ok()
+                    })
+                })
+            });
+            if !ok {
+                return invalid(
+                    "data",
+                    "Invalid value: data must map keys to base64 strings".into(),
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 fn crd_gvr() -> Gvr {

@@ -779,3 +779,51 @@ async fn deleting_a_namespace_respects_the_finalizers_inside() {
     .await;
     sb.shutdown().await;
 }
+
+#[tokio::test]
+async fn malformed_bodies_and_selectors_are_refused_not_crashed() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let c = client(&sb, None).await;
+    let gws: Api<IPsecGateway> = Api::namespaced(c.clone(), NS);
+    let err = gws
+        .patch("acme", &PatchParams::default(), &Patch::Merge(json!([1])))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), 400);
+    let err = gws
+        .patch(
+            "acme",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": "oops"}})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), 422);
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), NS);
+    assert_eq!(
+        code(
+            &cms.create(&PostParams::default(), &cm("UPPER", &[]))
+                .await
+                .unwrap_err()
+        ),
+        422
+    );
+    assert_eq!(
+        code(
+            &cms.list(&ListParams::default().labels("bad=selector!!"))
+                .await
+                .unwrap_err()
+        ),
+        400
+    );
+    assert_eq!(
+        code(
+            &gws.list(&ListParams::default().fields("spec.foo=bar"))
+                .await
+                .unwrap_err()
+        ),
+        400
+    );
+    assert!(gws.get("acme").await.is_ok(), "the server is still up");
+    sb.shutdown().await;
+}

@@ -1049,15 +1049,18 @@ async fn fault_paused_operator_does_nothing_for_the_gateway() {
 async fn the_client_re_initiates_after_its_retry_delay() {
     let bed = Bed::new(settings(|s| s.peer_retry_ms = 400));
     bed.apply(psk_secret("acme-psk", "k"));
-    let t0 = Instant::now();
     bed.apply(vpn_gw("acme", Some(FIP), Some(CIDR)));
-    bed.apply(vpn_peer(
-        "acme",
-        "acme",
-        "203.0.113.10",
-        &["10.20.0.0/16"],
-        None,
-    ));
+    let peer = || vpn_peer("acme", "acme", "203.0.113.10", &["10.20.0.0/16"], None);
+    bed.apply(peer());
+    // A client seen for the first time was already connected: it is up at once.
+    bed.wait_cond("vpnpeers", "acme", "Established", "True", None)
+        .await;
+    // Its tunnel goes away (the peer is re-created, as in a cutover): the client
+    // re-initiates only after its retry delay.
+    bed.delete("vpnpeers", "acme");
+    bed.gone("vpnpeers", "acme").await;
+    let t0 = Instant::now();
+    bed.apply(peer());
     bed.wait_cond(
         "vpnpeers",
         "acme",
@@ -1479,4 +1482,32 @@ async fn the_operator_is_quiet_once_everything_converged() {
             .map(|e| (&e.gvr.plural, &e.object["metadata"]["name"]))
             .collect::<Vec<_>>()
     );
+}
+
+#[tokio::test]
+async fn a_new_gateway_with_another_psk_is_caught_not_learned() {
+    // The client is configured from the existing gateway (the customer's firewall
+    // does not change at the window): a new gateway with another PSK never comes up.
+    let bed = Bed::new(Settings::default());
+    old_acme(&bed);
+    bed.until("the old tunnel's SA", || {
+        let out = bed
+            .exec(&bed.pod("acme")?, &["swanctl", "--list-sas"])
+            .stdout;
+        (!out.is_empty()).then_some(())
+    })
+    .await;
+    bed.delete("ipsecgateways", "acme");
+    bed.gone("ipsecgateways", "acme").await;
+    bed.apply(psk_secret("typo-psk", "correct horse battery"));
+    new_acme(&bed, "typo-psk");
+    bed.wait_cond(
+        "vpnpeers",
+        "acme",
+        "Established",
+        "False",
+        Some("AuthenticationFailed"),
+    )
+    .await;
+    assert_eq!(bed.list_sas("acme").await, "");
 }

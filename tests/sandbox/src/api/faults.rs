@@ -38,6 +38,36 @@ pub struct ApiFaults {
 }
 
 impl ApiFaults {
+    /// Reject rules that could never fire: unknown codes or verbs.
+    pub fn validate(&self) -> Result<(), String> {
+        const VERBS: &[&str] = &[
+            "*",
+            "get",
+            "list",
+            "watch",
+            "create",
+            "update",
+            "patch",
+            "delete",
+            "deletecollection",
+        ];
+        for (i, r) in self.errors.iter().enumerate() {
+            if !matches!(r.code, 429 | 500 | 503) {
+                return Err(format!(
+                    "api.errors[{i}].code: {} is not one of 429, 500, 503",
+                    r.code
+                ));
+            }
+            if let Some(v) = r.verbs.iter().find(|v| !VERBS.contains(&v.as_str())) {
+                return Err(format!(
+                    "api.errors[{i}].verbs: `{v}` is not a verb ({})",
+                    VERBS.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The error to answer `verb` on `resource` with, if a rule matches; counts it down.
     pub fn take_error(&mut self, verb: &str, resource: &str) -> Option<ApiError> {
         let any = |list: &[String], x: &str| list.iter().any(|v| v == "*" || v == x);

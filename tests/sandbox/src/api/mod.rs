@@ -229,7 +229,9 @@ fn route(
     if target.sub.as_deref().is_some_and(|s| s != "status") {
         return Err(not_found_path());
     }
-    if !user.allows(verb, &target.resource(), target.ns.as_deref()) {
+    // Every authenticated user may ask what it may do, as on a real cluster.
+    let self_review = target.rt.plural == "selfsubjectaccessreviews" && verb == "create";
+    if !self_review && !user.allows(verb, &target.resource(), target.ns.as_deref()) {
         return Err(auth::forbidden(
             &user,
             verb,
@@ -307,16 +309,27 @@ fn aggregated(v: &Value) -> Response {
         .into_response()
 }
 
-fn selectors(query: &Query) -> Result<(LabelSelector, FieldSelector), ApiError> {
+fn selectors(t: &Target, query: &Query) -> Result<(LabelSelector, FieldSelector), ApiError> {
+    let fields = FieldSelector::parse(param(query, "fieldSelector").unwrap_or(""))?;
+    // Custom resources support only the metadata fields, like the real server.
+    if t.rt.from_crd
+        && let Some(bad) = fields
+            .paths()
+            .find(|p| !matches!(*p, "metadata.name" | "metadata.namespace"))
+    {
+        return Err(ApiError::bad_request(format!(
+            "field label not supported: {bad}"
+        )));
+    }
     Ok((
         LabelSelector::parse(param(query, "labelSelector").unwrap_or(""))?,
-        FieldSelector::parse(param(query, "fieldSelector").unwrap_or(""))?,
+        fields,
     ))
 }
 
 fn list(app: &App, t: &Target, query: &Query, as_table: bool) -> Result<Response, ApiError> {
     use base64::Engine;
-    let (labels, fields) = selectors(query)?;
+    let (labels, fields) = selectors(t, query)?;
     let (items, rv) = app.store.list(&t.rt, t.ns.as_deref());
     let mut items: Vec<Value> = items
         .into_iter()
@@ -492,7 +505,7 @@ fn delete(
 }
 
 fn delete_collection(app: &App, t: &Target, query: &Query) -> Result<Response, ApiError> {
-    let (labels, fields) = selectors(query)?;
+    let (labels, fields) = selectors(t, query)?;
     let (items, _) = app.store.list(&t.rt, t.ns.as_deref());
     let opts = DeleteOptions {
         dry_run: param(query, "dryRun") == Some("All"),

@@ -37,7 +37,7 @@ fn bookmark(t: &Target, rv: u64, initial_end: bool) -> Value {
 }
 
 pub fn watch(app: &App, t: &Target, query: &Query) -> Result<Response, ApiError> {
-    let (labels, fields) = selectors(query)?;
+    let (labels, fields) = selectors(t, query)?;
     let start: Option<u64> = match param(query, "resourceVersion") {
         None | Some("") | Some("0") => None,
         Some(rv) => Some(

@@ -313,7 +313,16 @@ impl Clients {
                 .map(|c| vec![c.to_string()])
                 .unwrap_or_default(),
         };
-        let base = self.configs.get(&ckey).cloned().unwrap_or(candidate);
+        // The client stands for the customer's firewall: it is configured like the first
+        // gateway seen for it (in a scenario, the existing one, at load), so a new gateway
+        // with another FIP, PSK or proposal is caught rather than learned. A client seen
+        // for the first time was already connected: no retry delay.
+        let first_sight = !self.configs.contains_key(&ckey);
+        let base = self
+            .configs
+            .entry(ckey.clone())
+            .or_insert(candidate)
+            .clone();
         let client = overlay(base.clone(), explicit);
         let who = format!("'{}' @ {}", peer.id, peer.address);
         if client.floating_ip != fip {
@@ -367,7 +376,11 @@ impl Clients {
             );
         }
         if !up {
-            let due = *self.ready_since.entry(key.clone()).or_insert(now) + retry;
+            let due = if first_sight {
+                now
+            } else {
+                *self.ready_since.entry(key.clone()).or_insert(now) + retry
+            };
             if now < due {
                 let message = format!(
                     "gateway reachable; waiting for {who} to re-initiate (retry delay {}ms)",
