@@ -291,3 +291,54 @@ async fn an_unknown_gateway_is_a_clear_error() {
     assert!(r.stderr.contains("error: ipsecgateway nosuch not found in namespace tenant-acme\nhint: list what there is with `kubectl get ipsecgateways -n tenant-acme`"), "{}", r.stderr);
     l.sb.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clusters_crd_schema_and_server_dry_run_refuse_what_the_allowlist_let_through() {
+    // The operator's real list allows aes128-sha1-modp2048 (so says --allowlist), but
+    // the CRD installed in the cluster does not: the live plan must catch it.
+    let scenario = ACME.replace(
+        "proposals: [aes256-sha256-modp2048]",
+        "proposals: [aes128-sha1-modp2048]",
+    );
+    let l = start(&scenario, SettingsFile::default()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let allow = dir.path().join("allow.yaml");
+    std::fs::write(
+        &allow,
+        "ike: [aes128-sha1-modp2048]\nesp: [aes256gcm16-modp2048]\n",
+    )
+    .unwrap();
+    let r = l
+        .vpnmig(&[
+            "plan",
+            "acme",
+            "--allowlist",
+            allow.to_str().unwrap(),
+            "--server-dry-run",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    let plan: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(failed(&plan), ["server-dry-run", "schema"]);
+    let f = &check(&plan, "schema")["findings"][0];
+    assert_eq!(
+        (f["object"].as_str(), f["path"].as_str()),
+        (Some("VPNGateway/acme"), Some("spec.ipsec.ike.proposals[0]"))
+    );
+    assert!(
+        f["seen"]
+            .as_str()
+            .unwrap()
+            .starts_with("Unsupported value: \"aes128-sha1-modp2048\""),
+        "{f}"
+    );
+    assert!(
+        check(&plan, "server-dry-run")["findings"][0]["seen"]
+            .as_str()
+            .unwrap()
+            .contains("spec.ipsec.ike.proposals[0]")
+    );
+    l.sb.shutdown().await;
+}

@@ -118,7 +118,7 @@ async fn live(
     args: &PlanArgs,
     name: &str,
     allowlist: &Allowlist,
-) -> Result<(input::Source, plan::Plan), Error> {
+) -> Result<(input::Source, plan::Plan, Vec<(String, serde_json::Value)>), Error> {
     let cluster = Cluster::connect(&args.cluster.options()).await?;
     if args.output == Format::Text {
         eprintln!("{}", cluster.banner(false));
@@ -133,7 +133,7 @@ async fn live(
     let (checks, migrated) = live::checks(&plan, &found);
     live::extend(&mut plan, checks);
     plan.already_migrated = migrated == live::Migrated::Already;
-    Ok((source, plan))
+    Ok((source, plan, found.existing))
 }
 
 pub fn run(args: &PlanArgs) -> Result<i32, Error> {
@@ -144,9 +144,12 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
         })?,
         None => Allowlist::default(),
     };
+    let mut live_objects = Vec::new();
     let (source, plan, file) = match (&args.gateway, &args.file) {
         (Some(name), _) => {
-            let (source, plan) = crate::cli::runtime()?.block_on(live(args, name, &allowlist))?;
+            let (source, plan, existing) =
+                crate::cli::runtime()?.block_on(live(args, name, &allowlist))?;
+            live_objects = existing;
             (source, plan, format!("vpnmig plan {name}"))
         }
         (None, Some(path)) => {
@@ -163,7 +166,19 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
         None => bundle::Previous::default(),
     };
     let old_manifest = plan::clean_old_manifest(&source.raw);
-    let diffs = bundle::diff(&plan, &old_manifest, &previous);
+    // Like `kubectl diff`: against the live objects when they exist, else the bundle.
+    let diffs = if live_objects.is_empty() {
+        bundle::diff(&plan, &old_manifest, &previous)
+    } else {
+        let live = bundle::Previous {
+            objects: live_objects
+                .iter()
+                .map(|(l, v)| (l.clone(), manifest::to_yaml(v)))
+                .collect(),
+            ..Default::default()
+        };
+        bundle::diff(&plan, &old_manifest, &live)
+    };
     let written = match &args.out {
         Some(dir) => {
             bundle::guard(dir, &plan, &previous, args.force)?;
@@ -176,6 +191,7 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
     let doc = match args.output {
         Format::Text => {
             let base = match (&args.out, previous.gateway.is_some()) {
+                _ if !live_objects.is_empty() => text::DiffBase::Live,
                 (Some(_), true) => text::DiffBase::Bundle(written.as_deref().unwrap_or_default()),
                 _ => text::DiffBase::Nothing,
             };

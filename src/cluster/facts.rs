@@ -70,7 +70,7 @@ pub async fn facts(
 ) -> Result<Facts, KubeError> {
     let ns = cluster.namespace.as_str();
     let mut existing = Vec::new();
-    for (label, obj) in plan.targets.objects() {
+    for (label, _) in plan.targets.objects() {
         let (kind, name) = label.split_once('/').unwrap_or_default();
         let ar = if kind == "VPNGateway" {
             ApiResource::erase::<VPNGateway>(&())
@@ -87,12 +87,14 @@ pub async fn facts(
             )
             .await?
         {
+            // Cleaned like a saved manifest, so a diff shows what the plan would change.
             existing.push((
                 label.clone(),
-                live.data.get("spec").cloned().unwrap_or_default(),
+                crate::core::plan::clean_old_manifest(
+                    &serde_json::to_value(&live).expect("objects serialize"),
+                ),
             ));
         }
-        let _ = obj;
     }
 
     let me = (
@@ -206,10 +208,57 @@ pub async fn facts(
             }
         }
     }
+    let schema = crds_schema(cluster, plan).await;
     Ok(Facts {
         existing,
         others,
         dry_run,
         permissions,
+        schema,
     })
+}
+
+/// Validate each target against the storage version schema of the cluster's CRD.
+async fn crds_schema(
+    cluster: &Cluster,
+    plan: &Plan,
+) -> Result<Vec<(String, crate::core::schema::Report)>, String> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
+    let mut out = Vec::new();
+    for (label, obj) in plan.targets.objects() {
+        let crd_name = if label.starts_with("VPNGateway/") {
+            "vpngateways.vpn.bnerd.net"
+        } else {
+            "vpnpeers.vpn.bnerd.net"
+        };
+        let crd = cluster
+            .call(
+                "get",
+                &format!("customresourcedefinition {crd_name}"),
+                None,
+                || crds.get(crd_name),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        let version = crd
+            .spec
+            .versions
+            .iter()
+            .find(|v| v.storage)
+            .or(crd.spec.versions.first())
+            .ok_or_else(|| format!("{crd_name} has no versions"))?;
+        let schema = version
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.as_ref())
+            .map(|s| serde_json::to_value(s).expect("schemas serialize"));
+        let Some(schema) = schema else { continue };
+        let mut candidate = obj.clone();
+        out.push((
+            label,
+            crate::core::schema::validate(&schema, &mut candidate),
+        ));
+    }
+    Ok(out)
 }

@@ -21,7 +21,8 @@ pub struct OtherGateway {
 /// What the cluster said.
 #[derive(Clone, Debug)]
 pub struct Facts {
-    /// Live objects with the targets' names: `(Kind/name, spec)`; absent ones are not listed.
+    /// Live objects with the targets' names, cleaned of status and server-set metadata:
+    /// `(Kind/name, object)`; absent ones are not listed.
     pub existing: Vec<(String, Value)>,
     /// Every gateway of either kind in the cluster except the source and its targets;
     /// `Err(why)` when it could not be listed.
@@ -31,6 +32,9 @@ pub struct Facts {
     /// SelfSubjectAccessReviews of what cutover and rollback need: `(need, allowed)`;
     /// `Err(why)` when they could not be asked.
     pub permissions: Result<Vec<(String, bool)>, String>,
+    /// Each target validated against the cluster's CRD: `(Kind/name, report)`; `Err(why)`
+    /// when the CRDs could not be read.
+    pub schema: Result<Vec<(String, crate::core::schema::Report)>, String>,
 }
 
 /// A target the API server refused in the dry run.
@@ -97,8 +101,8 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
     let mut clashes = Vec::new();
     let mut equal = 0;
     for (label, obj) in &targets {
-        if let Some((_, live_spec)) = facts.existing.iter().find(|(l, _)| l == label) {
-            if *live_spec == obj["spec"] {
+        if let Some((_, live)) = facts.existing.iter().find(|(l, _)| l == label) {
+            if live["spec"] == obj["spec"] {
                 equal += 1;
             } else {
                 let (kind, name) = label.split_once('/').unwrap_or((label, ""));
@@ -196,6 +200,23 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
             Ok(webhooks),
         ));
     }
+
+    let schema = facts.schema.as_ref().map_err(|e| format!("the cluster's CRDs could not be read: {e}")).map(|reports| {
+        reports
+            .iter()
+            .flat_map(|(label, r)| {
+                let invalid = r.causes.iter().map(move |c| finding(label, &c.field, c.message.clone(), "valid per the cluster's CRD".into(), format!("the cluster's CRD refuses {label}"), Some("the CRD installed differs from vpnmig's model (docs/model.md): compare `kubectl get crd -o yaml` with fixtures/crds/".into())));
+                let pruned = r.unknown.iter().map(move |f| finding(label, f, "a field the CRD does not know".into(), "a field of the CRD".into(), format!("the cluster's CRD would silently drop {f} of {label}"), None));
+                invalid.chain(pruned)
+            })
+            .collect()
+    });
+    out.push(result(
+        "schema",
+        Severity::Blocker,
+        "the targets are valid for the cluster's CRDs",
+        schema,
+    ));
 
     let perms = facts.permissions.as_ref().map_err(|e| format!("could not ask the API server: {e}")).map(|p| {
         p.iter()

@@ -12,6 +12,7 @@ pub mod plan;
 pub mod proposal;
 pub mod psk;
 pub mod report;
+pub mod schema;
 pub mod status;
 pub mod swanctl;
 pub mod translate;

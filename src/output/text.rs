@@ -15,6 +15,8 @@ use crate::output::style::{BAD, DIM, HEADING, OK, WARN, paint};
 pub enum DiffBase<'a> {
     Nothing,
     Bundle(&'a str),
+    /// The live objects of the targets' names (`vpnmig plan NAME`).
+    Live,
 }
 
 /// A value as a person reads it: strings bare, everything else as JSON.
@@ -155,6 +157,7 @@ pub fn render_plan(
     let heading = match base {
         DiffBase::Nothing => "Diff (against nothing: no previous bundle)".to_string(),
         DiffBase::Bundle(dir) => format!("Diff (against the previous bundle in {dir})"),
+        DiffBase::Live => "Diff (against the live objects, like kubectl diff)".to_string(),
     };
     let _ = writeln!(out, "\n{}", paint(HEADING, heading));
     let changed: Vec<&ObjectDiff> = diffs.iter().filter(|d| d.changed()).collect();

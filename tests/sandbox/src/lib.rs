@@ -12,6 +12,5 @@ pub mod server;
 pub mod status;
 pub mod store;
 pub mod tls;
-pub mod validate;
 
 pub use server::{Config, Sandbox, SettingsFile, StartError};

@@ -5,15 +5,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-/// One field cause of an `Invalid` error.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cause {
-    /// `FieldValueRequired`, `FieldValueInvalid`, `FieldValueNotSupported`, …
-    pub reason: &'static str,
-    pub message: String,
-    /// The field path, e.g. `spec.endpoint.floatingIP`.
-    pub field: String,
-}
+pub use vpnmig::core::schema::Cause;
 
 /// An error answer of the API server.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use crate::resources::{Gvr, ResourceType, builtins};
 use crate::status::{ApiError, Cause};
-use crate::validate;
+use vpnmig::core::schema as validate;
 
 /// How many events the log keeps for watches that resume from a resourceVersion.
 const LOG_CAPACITY: usize = 200_000;

@@ -1,13 +1,23 @@
 //! Validation and pruning of custom resources against their CRD's `openAPIV3Schema`, as
 //! the real API server does it for structural schemas: types, `required`, `enum`,
 //! `minItems`; unknown fields are pruned (and reported, for `fieldValidation=Strict`).
+//! Pure. Used by the live plan (targets against the cluster's CRDs) and by
+//! vpnmig-sandbox (every write to a custom resource).
 
 use serde_json::Value;
 
-use crate::status::Cause;
+/// One field the schema refuses (the API server's `details.causes[]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cause {
+    /// `FieldValueRequired`, `FieldValueInvalid`, `FieldValueNotSupported`, …
+    pub reason: &'static str,
+    pub message: String,
+    /// The field path, e.g. `spec.endpoint.floatingIP`.
+    pub field: String,
+}
 
 /// What validation found.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Report {
     pub causes: Vec<Cause>,
     /// Paths of fields not in the schema, which were pruned.
