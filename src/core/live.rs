@@ -196,7 +196,7 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
         out.push(result(
             "dry-run-webhooks",
             Severity::Warning,
-            "admission webhooks took part in the dry run",
+            "every admission webhook could dry-run",
             Ok(webhooks),
         ));
     }
