@@ -342,3 +342,46 @@ async fn the_clusters_crd_schema_and_server_dry_run_refuse_what_the_allowlist_le
     );
     l.sb.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unpinned_fip_blocks_and_a_503_is_retried() {
+    let scenario = ACME
+        .replace(
+            "    floatingIP: 198.51.100.23\n    network: public",
+            "    network: public",
+        )
+        .replace("  floatingIP: 198.51.100.23\n  exposures:", "  exposures:");
+    let l = start(&scenario, SettingsFile::default()).await;
+    l.sb.api_faults
+        .write()
+        .unwrap()
+        .errors
+        .push(vpnmig_sandbox::api::faults::ErrorRule {
+            verbs: vec!["get".into()],
+            resources: vec!["ipsecgateways".into()],
+            code: 503,
+            times: Some(1),
+            retry_after_seconds: Some(1),
+        });
+    let r = l.vpnmig(&["plan", "acme", "-o", "json"]).await;
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert_eq!(
+        l.sb.api_faults.read().unwrap().errors[0].times,
+        Some(0),
+        "the 503 was answered and retried"
+    );
+    let plan: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(failed(&plan), ["fip-pinned"]);
+    let f = &check(&plan, "fip-pinned")["findings"][0];
+    // The operator allocated one from its pool; the fix pins exactly that address.
+    let allocated = f["wanted"].as_str().unwrap();
+    assert!(allocated.starts_with("198.51.100.2"), "{f}");
+    assert!(
+        f["fix"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{{\"floatingIP\":\"{allocated}\"}}")),
+        "{f}"
+    );
+    l.sb.shutdown().await;
+}
