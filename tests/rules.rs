@@ -802,3 +802,23 @@ fn explicit_nulls_are_absent_values() {
         json!({"floatingIP": "198.51.100.50"})
     );
 }
+
+#[test]
+fn a_psk_secret_owned_by_the_gateways_deployment_also_blocks() {
+    let gw = Gw::new("acme");
+    let owned = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "acme-psk", "namespace": "tenant-test",
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "acme", "uid": "d-1"}]},
+        "data": {"psk": "c2VjcmV0"}});
+    let plan = with_secret(&gw, owned);
+    assert_eq!(
+        check(&plan, "psk-secret").findings[0].seen,
+        "Deployment acme"
+    );
+    let other = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "acme-psk", "namespace": "tenant-test",
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "vault-sync", "uid": "c-1"}]},
+        "data": {"psk": "c2VjcmV0"}});
+    assert_eq!(
+        check(&with_secret(&gw, other), "psk-secret").outcome,
+        Outcome::Pass
+    );
+}

@@ -60,6 +60,14 @@ pub enum KubeError {
         scope: String,
         message: String,
     },
+    #[error(
+        "{group_version} is served by {server} but has no kind {kind}: the operator's CRDs are not those of v0.3.0"
+    )]
+    KindMissing {
+        kind: String,
+        group_version: String,
+        server: String,
+    },
     #[error("{what} not found in namespace {namespace}")]
     NotFound { what: String, namespace: String },
     #[error(
@@ -83,7 +91,7 @@ impl KubeError {
             KubeError::Config(_) => Some("set KUBECONFIG, pass --kubeconfig FILE, or run inside the cluster".into()),
             KubeError::Unauthorized { .. } => Some("log in again (your token may have expired) or pick another --context".into()),
             KubeError::Forbidden { .. } => Some("ask for the missing permission, or use a context that has it".into()),
-            KubeError::OperatorMissing { .. } => Some("check the context (`kubectl config current-context`) and `kubectl api-resources --api-group=vpn.bnerd.net`".into()),
+            KubeError::OperatorMissing { .. } | KubeError::KindMissing { .. } => Some("check the context (`kubectl config current-context`) and `kubectl api-resources --api-group=vpn.bnerd.net`".into()),
             KubeError::NotFound { namespace, .. } => Some(format!("list what there is with `kubectl get ipsecgateways -n {namespace}`, or pass -n NAMESPACE")),
             KubeError::Api { .. } => None,
         }
@@ -180,6 +188,28 @@ impl Cluster {
             if !served {
                 return Err(KubeError::OperatorMissing {
                     group,
+                    server: self.server.clone(),
+                });
+            }
+            // The group is there; each kind vpnmig uses must be too.
+            let gv = format!("{group}/{VERSION}");
+            let resources = self
+                .call("list", &format!("API resources of {gv}"), None, || {
+                    self.client.list_api_group_resources(&gv)
+                })
+                .await?;
+            let kinds: &[&str] = if group == NEW_GROUP {
+                &["VPNGateway", "VPNPeer"]
+            } else {
+                &["IPsecGateway"]
+            };
+            if let Some(missing) = kinds
+                .iter()
+                .find(|k| !resources.resources.iter().any(|r| r.kind == **k))
+            {
+                return Err(KubeError::KindMissing {
+                    kind: missing.to_string(),
+                    group_version: gv,
                     server: self.server.clone(),
                 });
             }

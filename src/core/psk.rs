@@ -65,7 +65,9 @@ pub fn fingerprint(bytes: &[u8]) -> String {
 }
 
 /// The ownerReference that would let the Secret be garbage-collected with `gateway`:
-/// one naming its uid, or (uid unknown) its kind and name. Returns `kind name`.
+/// one naming its uid, or (uid unknown) its kind and name, or one of the children the
+/// operator deletes in the gateway's unwind (Deployment `<gateway>`, its ReplicaSets and
+/// Pods `<gateway>-…`). Returns `kind name`.
 pub fn owner_is_gateway(secret: &Value, gateway: &IPsecGateway) -> Option<String> {
     let refs = secret
         .pointer("/metadata/ownerReferences")
@@ -75,10 +77,15 @@ pub fn owner_is_gateway(secret: &Value, gateway: &IPsecGateway) -> Option<String
     refs.iter()
         .find(|r| {
             let s = |k: &str| r.get(k).and_then(Value::as_str);
-            match (uid, s("uid")) {
-                (Some(u), Some(ru)) => u == ru,
-                _ => s("kind") == Some("IPsecGateway") && s("name") == name,
-            }
+            let child = matches!(s("kind"), Some("Deployment" | "ReplicaSet" | "Pod"))
+                && name.is_some_and(|n| {
+                    s("name").is_some_and(|o| o == n || o.starts_with(&format!("{n}-")))
+                });
+            child
+                || match (uid, s("uid")) {
+                    (Some(u), Some(ru)) => u == ru,
+                    _ => s("kind") == Some("IPsecGateway") && s("name") == name,
+                }
         })
         .map(|r| {
             format!(
