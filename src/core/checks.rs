@@ -135,7 +135,7 @@ fn object(kind: &str, ns: Option<&str>, name: &str) -> String {
     }
 }
 
-fn finding(
+pub(crate) fn finding(
     object: &str,
     path: impl Into<String>,
     seen: impl Into<String>,
@@ -158,6 +158,29 @@ fn shown(v: Option<&str>) -> String {
         None => "<unset>".into(),
         Some("") => "\"\" (empty)".into(),
         Some(s) => s.to_string(),
+    }
+}
+
+/// A check's result from what it found: no findings pass, findings fail, `Err(why)`
+/// means it could not be evaluated.
+pub fn result(
+    id: &'static str,
+    severity: Severity,
+    title: &'static str,
+    found: Result<Vec<Finding>, String>,
+) -> CheckResult {
+    let (outcome, skipped, findings) = match found {
+        Ok(f) if f.is_empty() => (Outcome::Pass, None, f),
+        Ok(f) => (Outcome::Fail, None, f),
+        Err(why) => (Outcome::Skipped, Some(why), Vec::new()),
+    };
+    CheckResult {
+        id,
+        severity,
+        title,
+        outcome,
+        skipped,
+        findings,
     }
 }
 
@@ -299,11 +322,6 @@ pub fn run(inputs: &Inputs) -> Vec<CheckResult> {
     CHECKS
         .iter()
         .map(|(id, severity, title, f)| {
-            let (outcome, skipped, findings) = match f(inputs) {
-                Ok(f) if f.is_empty() => (Outcome::Pass, None, f),
-                Ok(f) => (Outcome::Fail, None, f),
-                Err(why) => (Outcome::Skipped, Some(why), Vec::new()),
-            };
             // Live, status that lags the spec or a gateway that is not Ready means the
             // values read from status cannot be trusted: those warnings block.
             let severity =
@@ -312,14 +330,7 @@ pub fn run(inputs: &Inputs) -> Vec<CheckResult> {
                 } else {
                     *severity
                 };
-            CheckResult {
-                id,
-                severity,
-                title,
-                outcome,
-                skipped,
-                findings,
-            }
+            result(id, severity, title, f(inputs))
         })
         .collect()
 }

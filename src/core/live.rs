@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::core::checks::{CheckResult, Finding, Outcome, Severity};
+use crate::core::checks::{CheckResult, Finding, Outcome, Severity, finding, result};
 use crate::core::plan::Plan;
 
 /// Another gateway in the cluster (either kind), as far as uniqueness goes.
@@ -55,45 +55,6 @@ pub enum Migrated {
     Already,
 }
 
-fn result(
-    id: &'static str,
-    severity: Severity,
-    title: &'static str,
-    found: Result<Vec<Finding>, String>,
-) -> CheckResult {
-    let (outcome, skipped, findings) = match found {
-        Ok(f) if f.is_empty() => (Outcome::Pass, None, f),
-        Ok(f) => (Outcome::Fail, None, f),
-        Err(why) => (Outcome::Skipped, Some(why), Vec::new()),
-    };
-    CheckResult {
-        id,
-        severity,
-        title,
-        outcome,
-        skipped,
-        findings,
-    }
-}
-
-fn finding(
-    object: &str,
-    path: &str,
-    seen: String,
-    wanted: String,
-    message: String,
-    fix: Option<String>,
-) -> Finding {
-    Finding {
-        object: object.to_string(),
-        path: path.to_string(),
-        seen,
-        wanted,
-        message,
-        fix,
-    }
-}
-
 /// The live checks for `plan` and whether the targets already exist as planned.
 pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
     let ns = plan.source.namespace.clone().unwrap_or_default();
@@ -109,8 +70,8 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
                 clashes.push(finding(
                     &format!("{kind} {ns}/{name}"),
                     "spec",
-                    "an existing object with another spec".into(),
-                    "no object of that name, or this plan's".into(),
+                    "an existing object with another spec",
+                    "no object of that name, or this plan's",
                     format!("{label} already exists and differs from the plan: applying would overwrite it"),
                     Some(format!("inspect it (`kubectl get {} {name} -n {ns} -o yaml`); delete it if it is a leftover, then plan again", kind.to_lowercase())),
                 ));
@@ -167,7 +128,7 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
             .iter()
             .filter_map(|(label, e)| e.as_ref().map(|e| (label, e)))
             .filter(|(_, e)| !e.webhook_cannot_dry_run)
-            .map(|(label, e)| finding(label, "", e.message.clone(), "accepted".into(), format!("the API server refused {label} in a dry run"), None))
+            .map(|(label, e)| finding(label, "", e.message.clone(), "accepted", format!("the API server refused {label} in a dry run"), None))
             .collect()),
     };
     out.push(result(
@@ -185,9 +146,8 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
                         label,
                         "",
                         e.message.clone(),
-                        "a webhook that supports dry run".into(),
-                        "an admission webhook cannot dry-run: the real apply may still be refused"
-                            .into(),
+                        "a webhook that supports dry run",
+                        "an admission webhook cannot dry-run: the real apply may still be refused",
                         None,
                     )
                 })
@@ -205,8 +165,8 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
         reports
             .iter()
             .flat_map(|(label, r)| {
-                let invalid = r.causes.iter().map(move |c| finding(label, &c.field, c.message.clone(), "valid per the cluster's CRD".into(), format!("the cluster's CRD refuses {label}"), Some("the CRD installed differs from vpnmig's model (docs/model.md): compare `kubectl get crd -o yaml` with fixtures/crds/".into())));
-                let pruned = r.unknown.iter().map(move |f| finding(label, f, "a field the CRD does not know".into(), "a field of the CRD".into(), format!("the cluster's CRD would silently drop {f} of {label}"), None));
+                let invalid = r.causes.iter().map(move |c| finding(label, &c.field, c.message.clone(), "valid per the cluster's CRD", format!("the cluster's CRD refuses {label}"), Some("the CRD installed differs from vpnmig's model (docs/model.md): compare `kubectl get crd -o yaml` with fixtures/crds/".into())));
+                let pruned = r.unknown.iter().map(move |f| finding(label, f, "a field the CRD does not know", "a field of the CRD", format!("the cluster's CRD would silently drop {f} of {label}"), None));
                 invalid.chain(pruned)
             })
             .collect()
@@ -221,7 +181,7 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
     let perms = facts.permissions.as_ref().map_err(|e| format!("could not ask the API server: {e}")).map(|p| {
         p.iter()
             .filter(|(_, allowed)| !allowed)
-            .map(|(need, _)| finding("you", "", "not allowed".into(), need.clone(), format!("cutover or rollback needs to {need}"), Some("ask for the permission before the window, or use a context that has it".into())))
+            .map(|(need, _)| finding("you", "", "not allowed", need.clone(), format!("cutover or rollback needs to {need}"), Some("ask for the permission before the window, or use a context that has it".into())))
             .collect()
     });
     out.push(result(

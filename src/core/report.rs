@@ -264,20 +264,14 @@ fn map_spec(p: &[T], old: &IPsecGateway) -> Option<Mapping> {
     }
 }
 
-/// Server-set metadata: never carried to a new object.
-const SERVER_METADATA: &[&str] = &[
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "managedFields",
-    "selfLink",
-    "finalizers",
-    "ownerReferences",
-    "generateName",
-];
+/// Server-set metadata: never carried to a new object. What the saved old manifest drops
+/// (`plan::CLEANED_METADATA`), plus the old object's owners and name prefix.
+fn server_metadata() -> impl Iterator<Item = &'static str> {
+    crate::core::plan::CLEANED_METADATA
+        .iter()
+        .copied()
+        .chain(["ownerReferences", "generateName"])
+}
 
 /// Build the field report for `raw` (the verbatim source object) against `targets`.
 pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<FieldRow> {
@@ -527,14 +521,14 @@ pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<F
             }
         }
     }
-    for key in SERVER_METADATA {
-        if let Some(v) = meta.get(*key) {
+    for key in server_metadata() {
+        if let Some(v) = meta.get(key) {
             let shown = if v.is_array() || v.is_object() {
                 Value::String("<omitted>".into())
             } else {
                 v.clone()
             };
-            let reason = if *key == "ownerReferences" {
+            let reason = if key == "ownerReferences" {
                 "points at the old object's owners; if a controller owns the gateway, adopt the new one explicitly"
             } else {
                 "set by the API server or the operator for the new object"
