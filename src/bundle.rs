@@ -148,7 +148,7 @@ pub fn read_previous(dir: &Path) -> Result<Previous, BundleError> {
                 } else {
                     manifest::label_of(d)
                 };
-                (label, manifest::to_yaml(d))
+                (label, manifest::to_yaml_sorted(d))
             }));
     }
     Ok(prev)
@@ -174,7 +174,7 @@ pub fn diff(plan: &Plan, old_manifest: &Value, previous: &Previous) -> Vec<Objec
         .map(|(label, v)| ObjectDiff {
             object: label.clone(),
             before: before(label),
-            after: Some(manifest::to_yaml(v)),
+            after: Some(manifest::to_yaml_sorted(v)),
         })
         .collect();
     diffs.extend(

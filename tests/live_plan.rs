@@ -41,7 +41,12 @@ async fn a_healthy_gateway_plans_ready_with_every_live_check() {
     // sha256("rehearsal-only-not-a-real-key"): the Secret was read, its value never shown.
     assert_eq!(
         plan["source"]["pskFingerprint"],
-        vpnmig::core::psk::fingerprint(b"rehearsal-only-not-a-real-key")
+        vpnmig::core::psk::fingerprint(
+            "tenant-acme",
+            "acme-psk",
+            "psk",
+            b"rehearsal-only-not-a-real-key"
+        )
     );
     assert!(!r.stdout.contains("rehearsal-only"));
     for id in [

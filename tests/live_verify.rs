@@ -163,3 +163,56 @@ async fn a_peer_down_fails_and_wait_times_out() {
     );
     l.sb.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn narrower_grants_fail_and_a_refused_exec_is_not_a_verdict() {
+    let settings = SettingsFile {
+        users: vec![vpnmig_sandbox::api::auth::User {
+            name: "viewer".into(),
+            token: "viewer-token".into(),
+            rules: vec![vpnmig_sandbox::api::auth::Rule {
+                verbs: vec!["get".into(), "list".into()],
+                resources: vec!["*".into()],
+                namespaces: vec![],
+            }],
+        }],
+        ..Default::default()
+    };
+    let l = start(ACME, settings).await;
+    cut_over(&l, |p| {
+        p["spec"]["authorization"] = json!({"exposures": []})
+    })
+    .await;
+    let mut last = String::new();
+    for _ in 0..100 {
+        let r = l.vpnmig(&["verify", "acme", "-o", "json"]).await;
+        last = r.stdout.clone();
+        let rows = rows(&r.stdout);
+        if rows
+            .iter()
+            .any(|r| r["check"] == "tunnel" && r["verdict"] == "ok")
+        {
+            let reach = rows.iter().find(|r| r["check"] == "reach").unwrap();
+            assert_eq!(
+                reach["detail"],
+                "not granted: crm (it reached them before the migration)"
+            );
+            assert_eq!(r.code, 5);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(last.contains("\"reach\""), "{last}");
+    // Without pods/exec the gateway's health is unknown: exit 1, not "unhealthy".
+    let r = l
+        .vpnmig(&["verify", "acme", "--context", "vpnmig-sandbox-viewer"])
+        .await;
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("error: forbidden: cannot create pods/exec"),
+        "{}",
+        r.stderr
+    );
+    l.sb.shutdown().await;
+}

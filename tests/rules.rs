@@ -680,10 +680,11 @@ fn psk_secret_owned_by_the_gateway_blocks_and_its_value_is_only_fingerprinted() 
         f.fix
     );
     assert!(plan.blocked);
-    // sha256("secret"); the value itself appears nowhere in the plan.
+    // printf 'vpnmig-psk-v1\ntenant-test/acme-psk/psk\nsecret' | sha256sum; the value
+    // itself appears nowhere in the plan.
     assert_eq!(
         plan.source.psk_fingerprint.as_deref(),
-        Some("sha256:2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b")
+        Some("sha256:aa4d7c8680f60610272a94bdb92c029a6d418986b055c6a4990279383f490305")
     );
     let json = serde_json::to_string(&plan).unwrap();
     assert!(!json.contains("c2VjcmV0") && !json.contains("\"secret\""));

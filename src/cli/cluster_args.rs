@@ -19,7 +19,7 @@ pub struct ClusterArgs {
     /// The namespace (default: the context's namespace).
     #[arg(short = 'n', long, value_name = "NS")]
     pub namespace: Option<String>,
-    /// Give up on a request after this long, e.g. `30s`, `2m`.
+    /// Give up on a request after this long, e.g. `30s`, `2m` (0: no timeout).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, global = true)]
     pub request_timeout: Option<Duration>,
 }
@@ -30,7 +30,8 @@ impl ClusterArgs {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
             namespace: self.namespace.clone(),
-            request_timeout: self.request_timeout,
+            // kubectl's habit: 0 means no timeout.
+            request_timeout: self.request_timeout.filter(|t| !t.is_zero()),
         }
     }
 }

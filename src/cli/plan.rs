@@ -43,7 +43,7 @@ bundle by a BLOCKED plan; --force overrides).")]
 #[command(group = clap::ArgGroup::new("source").required(true).args(["gateway", "file"]))]
 pub struct PlanArgs {
     /// The IPsecGateway in the cluster (namespace: -n, else the context's).
-    #[arg(value_name = "NAME")]
+    #[arg(value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     gateway: Option<String>,
 
     /// Manifest file with the IPsecGateway (YAML or JSON; `-` reads standard input).
@@ -173,7 +173,7 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
         let live = bundle::Previous {
             objects: live_objects
                 .iter()
-                .map(|(l, v)| (l.clone(), manifest::to_yaml(v)))
+                .map(|(l, v)| (l.clone(), manifest::to_yaml_sorted(v)))
                 .collect(),
             ..Default::default()
         };

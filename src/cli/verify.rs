@@ -30,7 +30,7 @@ Examples:
 Exit codes: 0 healthy, 1 the cluster could not be read, 5 not healthy, 6 --wait timed out.")]
 pub struct VerifyArgs {
     /// The gateway (VPNGateway, else IPsecGateway) in the namespace.
-    #[arg(value_name = "NAME")]
+    #[arg(value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     name: String,
     #[command(flatten)]
     cluster: ClusterArgs,
@@ -84,7 +84,7 @@ pub fn render(rows: &[Row]) -> String {
 
 async fn once(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
     let view = fetch::view(cluster, name).await?;
-    let sas = fetch::sas(cluster, name).await;
+    let sas = fetch::sas(cluster, name).await?;
     Ok(verify::verify(&view, sas.as_ref().map_err(String::as_str)))
 }
 
@@ -94,29 +94,64 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
     if text {
         eprintln!("{}", cluster.banner(false));
     }
-    cluster.require_operator().await?;
+    if !args.wait {
+        cluster.require_operator().await?;
+        return Ok((once(&cluster, &args.name).await?, false));
+    }
+    // --timeout bounds the whole wait, whatever the API server does; an outage or a
+    // dropped connection during the wait is one more thing still missing, not the end.
     let started = Instant::now();
+    let mut rows = Vec::new();
     loop {
-        let rows = once(&cluster, &args.name).await?;
-        if verify::healthy(&rows) || !args.wait {
-            return Ok((rows, false));
-        }
-        if started.elapsed() >= args.timeout {
+        let remaining = args.timeout.saturating_sub(started.elapsed());
+        if remaining.is_zero() {
             return Ok((rows, true));
         }
-        if text {
-            let missing: Vec<String> = rows
-                .iter()
-                .filter(|r| r.verdict == Verdict::Fail)
-                .map(|r| format!("{} {}: {}", r.object, r.what, r.detail))
-                .collect();
-            eprintln!(
-                "waiting {} of {}: {}",
-                format_duration(started.elapsed()),
-                format_duration(args.timeout),
-                missing.join("; ")
-            );
-        }
+        let attempt = tokio::time::timeout(remaining, async {
+            cluster.require_operator().await?;
+            once(&cluster, &args.name).await
+        })
+        .await;
+        let missing: Vec<String> = match attempt {
+            Err(_) => {
+                if rows.is_empty() {
+                    rows.push(Row {
+                        check: "cluster",
+                        object: cluster.server.clone(),
+                        what: "API server".into(),
+                        verdict: Verdict::Fail,
+                        detail: format!("did not answer within {}", format_duration(args.timeout)),
+                    });
+                }
+                return Ok((rows, true));
+            }
+            Ok(Ok(now)) => {
+                rows = now;
+                if verify::healthy(&rows) {
+                    return Ok((rows, false));
+                }
+                rows.iter()
+                    .filter(|r| r.verdict == Verdict::Fail)
+                    .map(|r| format!("{} {}: {}", r.object, r.what, r.detail))
+                    .collect()
+            }
+            // Refusals do not heal by waiting.
+            Ok(Err(
+                e @ Error::Cluster(
+                    crate::cluster::KubeError::Forbidden { .. }
+                    | crate::cluster::KubeError::Unauthorized { .. }
+                    | crate::cluster::KubeError::NotFound { .. },
+                ),
+            )) => return Err(e),
+            Ok(Err(e)) => vec![format!("cannot read the cluster: {e}")],
+        };
+        // Progress goes to stderr in every mode: stdout stays the document.
+        eprintln!(
+            "waiting {} of {}: {}",
+            format_duration(started.elapsed()),
+            format_duration(args.timeout),
+            missing.join("; ")
+        );
         tokio::time::sleep(
             Duration::from_secs(2).min(args.timeout.saturating_sub(started.elapsed())),
         )

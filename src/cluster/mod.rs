@@ -102,6 +102,15 @@ impl KubeError {
 /// already retries 429, 503 and 504 honouring `Retry-After`.
 const ATTEMPTS: u32 = 4;
 
+/// A kube error as one readable line: an API status as `message (code Reason)`, not its
+/// debug dump.
+pub fn describe(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(s) => format!("{} ({} {})", s.message, s.code, s.reason),
+        other => other.to_string(),
+    }
+}
+
 fn transient(e: &kube::Error) -> bool {
     match e {
         kube::Error::Api(s) => s.code >= 500,
@@ -240,7 +249,8 @@ impl Cluster {
                 Ok(v) => return Ok(v),
                 Err(e) if transient(&e) && attempt < ATTEMPTS => {
                     eprintln!(
-                        "vpnmig: {verb} {what}{scope} failed ({e}); retrying in {}ms ({attempt}/{})",
+                        "vpnmig: {verb} {what}{scope} failed ({}); retrying in {}ms ({attempt}/{})",
+                        describe(&e),
                         delay.as_millis(),
                         ATTEMPTS - 1
                     );

@@ -17,6 +17,12 @@ use crate::core::verify::{GatewayView, PeerView};
 pub async fn view(cluster: &Cluster, name: &str) -> Result<GatewayView, KubeError> {
     let ns = cluster.namespace.as_str();
     let new: Api<VPNGateway> = Api::namespaced(cluster.client.clone(), ns);
+    let old: Api<IPsecGateway> = Api::namespaced(cluster.client.clone(), ns);
+    let old_gw = cluster
+        .call("get", &format!("ipsecgateway {name}"), Some(ns), || {
+            old.get_opt(name)
+        })
+        .await?;
     if let Some(g) = cluster
         .call("get", &format!("vpngateway {name}"), Some(ns), || {
             new.get_opt(name)
@@ -41,6 +47,11 @@ pub async fn view(cluster: &Cluster, name: &str) -> Result<GatewayView, KubeErro
                     id: ipsec.peer.id,
                     remote_subnets: ipsec.remote_subnets,
                     conditions: Some((st.conditions, p.metadata.generation)),
+                    grants: p
+                        .spec
+                        .authorization
+                        .clone()
+                        .map(|a| (a.exposures, a.reverse_exposures)),
                 }
             })
             .collect();
@@ -57,18 +68,23 @@ pub async fn view(cluster: &Cluster, name: &str) -> Result<GatewayView, KubeErro
                 .filter_map(|e| e.virtual_ip.clone().map(|v| (e.name.clone(), v)))
                 .collect(),
             peers,
+            exposures: g.spec.exposures.iter().map(|e| e.name.clone()).collect(),
+            reverse_exposures: g
+                .spec
+                .reverse_exposures
+                .iter()
+                .map(|e| e.name.clone())
+                .collect(),
+            problems: lifecycle(
+                g.metadata.deletion_timestamp.is_some(),
+                old_gw.as_ref().map(|_| "IPsecGateway"),
+            ),
         });
     }
-    let old: Api<IPsecGateway> = Api::namespaced(cluster.client.clone(), ns);
-    let g = cluster
-        .call("get", &format!("ipsecgateway {name}"), Some(ns), || {
-            old.get_opt(name)
-        })
-        .await?
-        .ok_or_else(|| KubeError::NotFound {
-            what: format!("vpngateway or ipsecgateway {name}"),
-            namespace: ns.to_string(),
-        })?;
+    let g = old_gw.ok_or_else(|| KubeError::NotFound {
+        what: format!("vpngateway or ipsecgateway {name}"),
+        namespace: ns.to_string(),
+    })?;
     Ok(GatewayView {
         object: format!("IPsecGateway {ns}/{name}"),
         generation: g.metadata.generation,
@@ -91,23 +107,46 @@ pub async fn view(cluster: &Cluster, name: &str) -> Result<GatewayView, KubeErro
                 id: t.peer.id.clone(),
                 remote_subnets: t.remote_subnets.clone(),
                 conditions: None,
+                grants: None,
             })
             .collect(),
+        exposures: Vec::new(),
+        reverse_exposures: Vec::new(),
+        problems: lifecycle(g.metadata.deletion_timestamp.is_some(), None),
     })
 }
 
+/// What is wrong with the object itself, in words.
+fn lifecycle(deleting: bool, other_kind: Option<&str>) -> Vec<String> {
+    let mut out = Vec::new();
+    if deleting {
+        out.push(
+            "being deleted (deletionTimestamp set): the finalizer unwind is running".to_string(),
+        );
+    }
+    if let Some(kind) = other_kind {
+        out.push(format!("an {kind} of the same name exists too: a cutover or rollback is half done (see `vpnmig status`)"));
+    }
+    out
+}
+
 /// `swanctl --list-sas` in a running pod of Deployment `name`, container `strongswan`,
-/// parsed. `Err` says why the SAs could not be read.
-pub async fn sas(cluster: &Cluster, name: &str) -> Result<Sas, String> {
+/// parsed. The outer `Err` is the cluster refusing or not answering (the command fails,
+/// exit 1: nothing is known about the gateway); the inner one says why the gateway's
+/// SAs could not be read (no pod, swanctl failed), which is a verdict about the gateway.
+pub async fn sas(cluster: &Cluster, name: &str) -> Result<Result<Sas, String>, KubeError> {
     let ns = cluster.namespace.as_str();
     let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), ns);
-    let d = cluster
+    let Some(d) = cluster
         .call("get", &format!("deployment {name}"), Some(ns), || {
             deployments.get_opt(name)
         })
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("deployment {name} not found in namespace {ns}"))?;
+        .await?
+    else {
+        return Ok(Err(format!(
+            "deployment {name} not found in namespace {ns}"
+        )));
+    };
     let selector = d
         .spec
         .selector
@@ -121,29 +160,46 @@ pub async fn sas(cluster: &Cluster, name: &str) -> Result<Sas, String> {
     let lp = ListParams::default().labels(&selector);
     let list = cluster
         .call("list", "pods", Some(ns), || pods.list(&lp))
-        .await
-        .map_err(|e| e.to_string())?;
-    let pod = list
+        .await?;
+    let Some(pod) = list
         .items
         .iter()
         .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
         .and_then(|p| p.metadata.name.clone())
-        .ok_or_else(|| format!("no running pod of deployment {name}"))?;
+    else {
+        return Ok(Err(format!("no running pod of deployment {name}")));
+    };
     let params = AttachParams::default()
         .container("strongswan")
         .stdout(true)
         .stderr(true);
-    let mut proc = pods
-        .exec(&pod, ["swanctl", "--list-sas"], &params)
-        .await
-        .map_err(|e| format!("exec in pod {pod}: {e}"))?;
+    let what = format!("pods/exec {pod}");
+    let mut proc = match pods.exec(&pod, ["swanctl", "--list-sas"], &params).await {
+        Ok(p) => p,
+        Err(kube::Error::Api(s)) if s.code == 403 => {
+            return Err(KubeError::Forbidden {
+                verb: "create".into(),
+                what,
+                scope: format!(" in namespace {ns}"),
+                message: s.message.clone(),
+            });
+        }
+        Err(kube::Error::Api(s)) if s.code == 401 => {
+            return Err(KubeError::Unauthorized {
+                context: cluster.context.clone(),
+                verb: "create".into(),
+                what,
+            });
+        }
+        Err(e) => return Ok(Err(format!("exec in pod {pod}: {}", super::describe(&e)))),
+    };
     let status = proc.take_status();
     let mut stdout = String::new();
     let mut stderr = String::new();
-    if let Some(mut out) = proc.stdout() {
-        out.read_to_string(&mut stdout)
-            .await
-            .map_err(|e| e.to_string())?;
+    if let Some(mut out) = proc.stdout()
+        && let Err(e) = out.read_to_string(&mut stdout).await
+    {
+        return Ok(Err(format!("reading swanctl's output in pod {pod}: {e}")));
     }
     if let Some(mut err) = proc.stderr() {
         let _ = err.read_to_string(&mut stderr).await;
@@ -152,12 +208,12 @@ pub async fn sas(cluster: &Cluster, name: &str) -> Result<Sas, String> {
         && let Some(s) = status.await
         && s.status.as_deref() == Some("Failure")
     {
-        return Err(format!(
+        return Ok(Err(format!(
             "swanctl failed in pod {pod}: {} {}",
             s.message.unwrap_or_default(),
             stderr.trim()
-        ));
+        )));
     }
     let _ = proc.join().await;
-    swanctl::parse(&stdout).map_err(|e| format!("swanctl output of pod {pod}: {e}"))
+    Ok(swanctl::parse(&stdout).map_err(|e| format!("swanctl output of pod {pod}: {e}")))
 }

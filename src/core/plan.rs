@@ -117,7 +117,14 @@ pub fn build(source: &Source, allowlist: &Allowlist) -> Plan {
                 let r = &source.gateway.spec.auth.psk_secret_ref;
                 psk::find(&source.secrets, meta.namespace.as_deref(), &r.name)
                     .and_then(|s| psk::value(s, &r.key))
-                    .map(|v| psk::fingerprint(&v))
+                    .map(|v| {
+                        psk::fingerprint(
+                            meta.namespace.as_deref().unwrap_or_default(),
+                            &r.name,
+                            &r.key,
+                            &v,
+                        )
+                    })
             },
             origin: source.origin.to_string(),
         },
@@ -139,7 +146,8 @@ pub fn fingerprint(v: &Value) -> String {
     format!("sha256:{hex}")
 }
 
-fn canonical(v: &Value) -> Value {
+/// `v` with object keys sorted at every level.
+pub fn canonical(v: &Value) -> Value {
     match v {
         Value::Object(o) => {
             let mut keys: Vec<&String> = o.keys().collect();

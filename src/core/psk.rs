@@ -55,12 +55,16 @@ pub fn keys(secret: &Value) -> Vec<String> {
     keys
 }
 
-/// `sha256:<hex>` of a key's bytes.
-pub fn fingerprint(bytes: &[u8]) -> String {
-    let hex: String = Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+/// `sha256:<hex>` of a PSK, salted with where it lives: SHA-256 over
+/// `vpnmig-psk-v1\n<namespace>/<secret>/<key>\n` followed by the key's bytes. The same
+/// Secret keeps its fingerprint across a cutover (what rollback and verification compare);
+/// the salt keeps plans from telling that two tenants share a key and defeats precomputed
+/// tables. A weak PSK can still be guessed from it offline, so plans stay internal.
+pub fn fingerprint(namespace: &str, secret: &str, key: &str, bytes: &[u8]) -> String {
+    let mut h = Sha256::new();
+    h.update(format!("vpnmig-psk-v1\n{namespace}/{secret}/{key}\n").as_bytes());
+    h.update(bytes);
+    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
     format!("sha256:{hex}")
 }
 
@@ -111,11 +115,16 @@ mod tests {
     }
 
     #[test]
-    fn fingerprints_are_sha256() {
-        // printf secret | sha256sum
+    fn fingerprints_are_salted_sha256() {
+        // printf 'vpnmig-psk-v1\nt/acme-psk/psk\nsecret' | sha256sum
         assert_eq!(
-            fingerprint(b"secret"),
-            "sha256:2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b"
+            fingerprint("t", "acme-psk", "psk", b"secret"),
+            "sha256:c6d1e508460766248d5ab6b45994c44c258f80f7adc61f185d2dac45b093aa74"
+        );
+        assert_ne!(
+            fingerprint("t", "acme-psk", "psk", b"secret"),
+            fingerprint("u", "acme-psk", "psk", b"secret"),
+            "tenants sharing a key do not show it"
         );
     }
 }

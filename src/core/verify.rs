@@ -24,6 +24,9 @@ pub struct PeerView {
     pub remote_subnets: Vec<String>,
     /// The VPNPeer's conditions and generation (`None` for a tunnel of the old kind).
     pub conditions: Option<(Vec<Condition>, Option<i64>)>,
+    /// The VPNPeer's grants `(exposures, reverse exposures)`; `None`: no authorization
+    /// block (default-allow when it is the only peer), or a tunnel of the old kind.
+    pub grants: Option<(Vec<String>, Vec<String>)>,
 }
 
 /// A gateway as verification sees it.
@@ -38,6 +41,11 @@ pub struct GatewayView {
     pub pinned_cidr: Option<String>,
     pub pinned_vips: Vec<(String, String)>,
     pub peers: Vec<PeerView>,
+    /// Exposure and reverse exposure names: what every peer reached in the old model.
+    pub exposures: Vec<String>,
+    pub reverse_exposures: Vec<String>,
+    /// Problems with the object itself: being deleted, the other kind of the same name.
+    pub problems: Vec<String>,
 }
 
 /// The verdict of one check.
@@ -114,15 +122,29 @@ fn selector(ts: &str) -> Option<IpNet> {
 
 /// Verify `gw` against `sas` (`None`: the SAs could not be read, said in `sas_error`).
 pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
-    let mut rows = vec![
-        condition_row(
-            &gw.object,
-            &gw.status.conditions,
-            "FIPAttached",
-            gw.generation,
-        ),
-        condition_row(&gw.object, &gw.status.conditions, "Ready", gw.generation),
-    ];
+    let mut rows: Vec<Row> = gw
+        .problems
+        .iter()
+        .map(|p| Row {
+            check: "object",
+            object: gw.object.clone(),
+            what: "lifecycle".into(),
+            verdict: Verdict::Fail,
+            detail: p.clone(),
+        })
+        .collect();
+    rows.push(condition_row(
+        &gw.object,
+        &gw.status.conditions,
+        "FIPAttached",
+        gw.generation,
+    ));
+    rows.push(condition_row(
+        &gw.object,
+        &gw.status.conditions,
+        "Ready",
+        gw.generation,
+    ));
     let mut pinned = |what: &str, want: &Option<String>, seen: Option<&str>| {
         if let Some(want) = want {
             let ok = seen == Some(want.as_str());
@@ -173,10 +195,56 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
             }
             None => true,
         };
-        let (verdict, detail) = match sas {
+        // Every peer reached every exposure in the old model; the translation grants them
+        // all. Fewer grants mean a client that silently reaches less.
+        if let Some((ex, rev)) = &p.grants {
+            let missing: Vec<&str> = gw
+                .exposures
+                .iter()
+                .filter(|e| !ex.contains(e))
+                .chain(gw.reverse_exposures.iter().filter(|e| !rev.contains(e)))
+                .map(String::as_str)
+                .collect();
+            let verdict = if missing.is_empty() {
+                Verdict::Ok
+            } else {
+                Verdict::Fail
+            };
+            let detail = if missing.is_empty() {
+                "grants every exposure and reverse exposure".to_string()
+            } else {
+                format!(
+                    "not granted: {} (it reached them before the migration)",
+                    missing.join(", ")
+                )
+            };
+            rows.push(Row {
+                check: "reach",
+                object: object.clone(),
+                what: "authorization grants".into(),
+                verdict,
+                detail,
+            });
+        }
+        let (verdict, mut detail) = match sas {
             Err(why) => (Verdict::Fail, format!("SAs could not be read: {why}")),
             Ok(sas) => tunnel(p, sas),
         };
+        // The operator may know why the tunnel is down (PSK mismatch, Secret missing, …).
+        if verdict == Verdict::Fail
+            && let Some(c) = p
+                .conditions
+                .as_ref()
+                .and_then(|(c, _)| condition(c, "Established"))
+                .filter(|c| c.status != "True")
+        {
+            detail = format!(
+                "{detail}; the operator says {} ({}): {}",
+                c.status,
+                c.reason.as_deref().unwrap_or("-"),
+                c.message.as_deref().unwrap_or("")
+            );
+        }
         let dark = verdict == Verdict::Ok && !authorized;
         let detail = if dark {
             format!(
@@ -296,6 +364,7 @@ mod tests {
             id: Some("fw.acme.example".into()),
             remote_subnets: vec!["10.20.0.0/16".into(), "10.21.1.0/24".into()],
             conditions: Some((vec![cond("Authorized", authorized, 1)], Some(1))),
+            grants: None,
         }
     }
 
@@ -345,6 +414,34 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
             rows.last().unwrap().detail,
             "IKE SA #3 ESTABLISHED, but no INSTALLED CHILD SA covers 10.21.1.0/24"
         );
+    }
+
+    #[test]
+    fn grants_narrower_than_the_old_reach_fail() {
+        let mut g = gw(vec![PeerView {
+            grants: Some((vec![], vec!["ldap".into()])),
+            ..peer("True")
+        }]);
+        g.exposures = vec!["crm".into()];
+        g.reverse_exposures = vec!["ldap".into()];
+        let rows = verify(&g, Ok(&parse(UP).unwrap()));
+        let reach = rows.iter().find(|r| r.check == "reach").unwrap();
+        assert_eq!(
+            (reach.verdict, reach.detail.as_str()),
+            (
+                Verdict::Fail,
+                "not granted: crm (it reached them before the migration)"
+            )
+        );
+        assert!(!healthy(&rows));
+    }
+
+    #[test]
+    fn lifecycle_problems_fail() {
+        let mut g = gw(vec![]);
+        g.problems = vec!["being deleted".into()];
+        let rows = verify(&g, Ok(&Sas::default()));
+        assert_eq!((rows[0].check, rows[0].verdict), ("object", Verdict::Fail));
     }
 
     #[test]

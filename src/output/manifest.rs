@@ -11,6 +11,12 @@ pub fn to_yaml<T: Serialize>(obj: &T) -> String {
     serde_saphyr::to_string(&v).expect("JSON values serialize to YAML")
 }
 
+/// One object as YAML with keys sorted at every level: what diffs compare, so that key
+/// order (the server sorts, vpnmig writes in schema order) never shows as a change.
+pub fn to_yaml_sorted(obj: &Value) -> String {
+    to_yaml(&crate::core::plan::canonical(obj))
+}
+
 /// Several objects as one multi-document YAML stream, `---` between documents.
 pub fn to_yaml_stream<T: Serialize>(objs: &[T]) -> String {
     objs.iter().map(to_yaml).collect::<Vec<_>>().join("---\n")
