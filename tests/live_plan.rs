@@ -390,3 +390,48 @@ async fn an_unpinned_fip_blocks_and_a_503_is_retried() {
     );
     l.sb.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_secret_is_a_finding_not_the_end_of_the_plan() {
+    let settings = SettingsFile {
+        users: vec![User {
+            name: "nosecrets".into(),
+            token: "nosecrets-token".into(),
+            rules: vec![Rule {
+                verbs: vec!["get".into(), "list".into()],
+                resources: vec![
+                    "ipsecgateways".into(),
+                    "vpngateways".into(),
+                    "vpnpeers".into(),
+                    "customresourcedefinitions".into(),
+                ],
+                namespaces: vec![],
+            }],
+        }],
+        ..Default::default()
+    };
+    let l = start(ACME, settings).await;
+    let r = l
+        .vpnmig(&[
+            "plan",
+            "acme",
+            "--context",
+            "vpnmig-sandbox-nosecrets",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    let plan: Value = serde_json::from_str(&r.stdout).unwrap();
+    let f = &check(&plan, "psk-secret")["findings"][0];
+    assert_eq!(f["seen"], "<cannot read>");
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("forbidden: cannot get secret acme-psk"),
+        "{f}"
+    );
+    assert_eq!(plan["source"]["pskFingerprint"], Value::Null);
+    l.sb.shutdown().await;
+}

@@ -43,23 +43,33 @@ pub async fn source(cluster: &Cluster, name: &str) -> Result<Source, SourceError
         .unwrap_or_default()
         .to_string();
     let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), ns);
-    let secret = if secret_name.is_empty() {
-        None
+    // A Secret we may not read is a finding (the plan goes on), not the end of the plan.
+    let (secret, secret_error) = if secret_name.is_empty() {
+        (None, None)
     } else {
-        cluster
+        match cluster
             .call("get", &format!("secret {secret_name}"), Some(ns), || {
                 secrets.get_opt(&secret_name)
             })
-            .await?
+            .await
+        {
+            Ok(s) => (s, None),
+            Err(e @ (KubeError::Forbidden { .. } | KubeError::Unauthorized { .. })) => {
+                (None, Some(e.to_string()))
+            }
+            Err(e) => return Err(e.into()),
+        }
     };
     let secrets = secret
         .map(|s| vec![serde_json::to_value(&s).expect("secrets serialize")])
         .unwrap_or_default();
-    Ok(Source::from_live(
+    let mut source = Source::from_live(
         raw,
         &format!("context {}, namespace {ns}", cluster.context),
         secrets,
-    )?)
+    )?;
+    source.secret_error = secret_error;
+    Ok(source)
 }
 
 /// What the live checks need to know about `plan`'s surroundings.

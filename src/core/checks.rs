@@ -483,6 +483,18 @@ fn psk_secret(i: &Inputs) -> Result<Vec<Finding>, String> {
     let r = &i.source.gateway.spec.auth.psk_secret_ref;
     let ns = i.source.gateway.metadata.namespace.as_deref();
     let Some(secret) = psk::find(&i.source.secrets, ns, &r.name) else {
+        if let Some(why) = &i.source.secret_error {
+            return Ok(vec![finding(
+                &object("Secret", ns, &r.name),
+                "",
+                "<cannot read>",
+                format!("a readable Secret with key `{}`", r.key),
+                format!(
+                    "the PSK Secret could not be read, so its key and owners are unchecked: {why}"
+                ),
+                Some("plan with a context that may get secrets in this namespace".into()),
+            )]);
+        }
         if i.source.is_live() {
             return Ok(vec![finding(
                 &object("Secret", ns, &r.name),

@@ -49,6 +49,8 @@ pub struct Source {
     /// export): the PSK Secret's ownership and key can then be checked offline. Their
     /// values are only ever fingerprinted, never shown.
     pub secrets: Vec<Value>,
+    /// Live only: why the PSK Secret could not be read (e.g. 403), if so.
+    pub secret_error: Option<String>,
 }
 
 impl Source {
@@ -84,6 +86,7 @@ impl Source {
                 item: None,
             },
             secrets: Vec::new(),
+            secret_error: None,
         }
     }
 }
@@ -435,6 +438,7 @@ fn typed(raw: Value, origin: Origin, secrets: Vec<Value>) -> Result<Source, Inpu
         gateway,
         origin,
         secrets,
+        secret_error: None,
     })
 }
 
