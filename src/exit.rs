@@ -13,9 +13,9 @@ pub const INVALID_INPUT: i32 = 3;
 /// The plan was made (and written with `--out`) but a blocker check failed: a cutover
 /// must not run until it is fixed.
 pub const BLOCKED: i32 = 4;
-/// `verify` ran and the gateway is not healthy (reserved for `vpnmig verify`).
+/// `vpnmig verify` ran and the gateway is not healthy.
 pub const VERIFY_FAILED: i32 = 5;
-/// A wait ran out of time (reserved for the live commands).
+/// A wait ran out of time (`verify --wait --timeout`).
 pub const TIMEOUT: i32 = 6;
 /// vpnmig refused to act to protect something: a bundle of another gateway in `--out`,
 /// a held lock, drift between plan and cluster. The message says what to pass to proceed.
