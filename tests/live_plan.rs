@@ -235,22 +235,13 @@ async fn stale_status_blocks_live() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_permissions_are_listed() {
     let settings = SettingsFile {
-        users: vec![User {
-            name: "reader".into(),
-            token: "reader-token".into(),
-            rules: vec![
-                Rule {
-                    verbs: vec!["get".into(), "list".into()],
-                    resources: vec!["*".into()],
-                    namespaces: vec![],
-                },
-                Rule {
-                    verbs: vec!["create".into()],
-                    resources: vec!["selfsubjectaccessreviews".into()],
-                    namespaces: vec![],
-                },
+        users: vec![User::with_rules(
+            "reader",
+            vec![
+                Rule::new(&["get", "list"], &["*"]),
+                Rule::new(&["create"], &["selfsubjectaccessreviews"]),
             ],
-        }],
+        )],
         ..Default::default()
     };
     let l = start(ACME, settings).await;
@@ -394,20 +385,18 @@ async fn an_unpinned_fip_blocks_and_a_503_is_retried() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreadable_secret_is_a_finding_not_the_end_of_the_plan() {
     let settings = SettingsFile {
-        users: vec![User {
-            name: "nosecrets".into(),
-            token: "nosecrets-token".into(),
-            rules: vec![Rule {
-                verbs: vec!["get".into(), "list".into()],
-                resources: vec![
-                    "ipsecgateways".into(),
-                    "vpngateways".into(),
-                    "vpnpeers".into(),
-                    "customresourcedefinitions".into(),
+        users: vec![User::with_rules(
+            "nosecrets",
+            vec![Rule::new(
+                &["get", "list"],
+                &[
+                    "ipsecgateways",
+                    "vpngateways",
+                    "vpnpeers",
+                    "customresourcedefinitions",
                 ],
-                namespaces: vec![],
-            }],
-        }],
+            )],
+        )],
         ..Default::default()
     };
     let l = start(ACME, settings).await;

@@ -120,15 +120,10 @@ async fn status_lists_both_kinds_with_their_blockers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refusals_and_transient_errors_are_named() {
     let settings = SettingsFile {
-        users: vec![User {
-            name: "lister".into(),
-            token: "lister-token".into(),
-            rules: vec![Rule {
-                verbs: vec!["list".into(), "get".into()],
-                resources: vec!["ipsecgateways".into()],
-                namespaces: vec![],
-            }],
-        }],
+        users: vec![User::with_rules(
+            "lister",
+            vec![Rule::new(&["list", "get"], &["ipsecgateways"])],
+        )],
         ..Default::default()
     };
     let l = sandbox(settings).await;

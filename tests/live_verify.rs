@@ -8,6 +8,7 @@ use std::time::Duration;
 use live::{ACME, Live, start};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
+use vpnmig_sandbox::api::auth::{Rule, User};
 use vpnmig_sandbox::store::WriteOptions;
 
 /// Cut acme over by hand in the store: delete the old gateway, wait until it is gone,
@@ -167,15 +168,10 @@ async fn a_peer_down_fails_and_wait_times_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn narrower_grants_fail_and_a_refused_exec_is_not_a_verdict() {
     let settings = SettingsFile {
-        users: vec![vpnmig_sandbox::api::auth::User {
-            name: "viewer".into(),
-            token: "viewer-token".into(),
-            rules: vec![vpnmig_sandbox::api::auth::Rule {
-                verbs: vec!["get".into(), "list".into()],
-                resources: vec!["*".into()],
-                namespaces: vec![],
-            }],
-        }],
+        users: vec![User::with_rules(
+            "viewer",
+            vec![Rule::new(&["get", "list"], &["*"])],
+        )],
         ..Default::default()
     };
     let l = start(ACME, settings).await;

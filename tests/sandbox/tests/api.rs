@@ -463,15 +463,10 @@ async fn the_runtime_watcher_follows_changes() {
 #[tokio::test]
 async fn tokens_are_authenticated_and_rules_enforced() {
     let settings = SettingsFile {
-        users: vec![User {
-            name: "viewer".into(),
-            token: "viewer-token".into(),
-            rules: vec![Rule {
-                verbs: vec!["get".into(), "list".into()],
-                resources: vec!["ipsecgateways".into()],
-                namespaces: vec![],
-            }],
-        }],
+        users: vec![User::with_rules(
+            "viewer",
+            vec![Rule::new(&["get", "list"], &["ipsecgateways"])],
+        )],
         ..Default::default()
     };
     let sb = start(ACME, settings).await;

@@ -25,7 +25,27 @@ pub struct User {
     pub rules: Vec<Rule>,
 }
 
+impl Rule {
+    /// `verbs` × `resources` in every namespace.
+    pub fn new(verbs: &[&str], resources: &[&str]) -> Rule {
+        Rule {
+            verbs: verbs.iter().map(|v| v.to_string()).collect(),
+            resources: resources.iter().map(|r| r.to_string()).collect(),
+            namespaces: Vec::new(),
+        }
+    }
+}
+
 impl User {
+    /// A user `name` with token `<name>-token` and `rules` (context `vpnmig-sandbox-<name>`).
+    pub fn with_rules(name: &str, rules: Vec<Rule>) -> User {
+        User {
+            name: name.into(),
+            token: format!("{name}-token"),
+            rules,
+        }
+    }
+
     /// A user allowed everything.
     pub fn admin(token: &str) -> Self {
         User {
