@@ -50,6 +50,8 @@ pub enum BundleError {
     NotABundle { dir: String, file: String },
     #[error("{dir}: is a file, not a directory")]
     NotADirectory { dir: String },
+    #[error("{path}: not what vpnmig writes: {why}")]
+    Unreadable { path: String, why: String },
     #[error("{path}: {action}")]
     Io {
         path: String,
@@ -69,6 +71,7 @@ impl BundleError {
             BundleError::WouldBlock { .. } => Some("fix the blockers and plan again, write this plan to another --out directory, or pass --force".into()),
             BundleError::NotADirectory { .. } => Some("--out names the bundle directory, e.g. --out plans/acme".into()),
             BundleError::Io { .. } => None,
+            BundleError::Unreadable { .. } => Some("pass the directory `vpnmig plan NAME --out DIR` wrote, unchanged".into()),
         }
     }
 }
@@ -152,6 +155,42 @@ pub fn read_previous(dir: &Path) -> Result<Previous, BundleError> {
             }));
     }
     Ok(prev)
+}
+
+/// A saved bundle for cutover and rollback: `plan.json` and the old manifest from
+/// `old-ipsecgateway.yaml`, both as written.
+pub fn read_saved(dir: &Path) -> Result<(Value, Value), BundleError> {
+    let plan_path = dir.join(PLAN_FILE);
+    let text =
+        fs::read_to_string(&plan_path).map_err(io(&plan_path, "cannot read the saved plan"))?;
+    let plan: Value = serde_json::from_str(&text).map_err(|e| BundleError::Unreadable {
+        path: plan_path.display().to_string(),
+        why: e.to_string(),
+    })?;
+    if plan["apiVersion"] != crate::core::plan::PLAN_API_VERSION {
+        return Err(BundleError::Unreadable {
+            path: plan_path.display().to_string(),
+            why: format!(
+                "apiVersion {}, wanted {}",
+                plan["apiVersion"],
+                crate::core::plan::PLAN_API_VERSION
+            ),
+        });
+    }
+    let old_path = dir.join(OLD_FILE);
+    let text = fs::read_to_string(&old_path)
+        .map_err(io(&old_path, "cannot read the saved old manifest"))?;
+    let old: Value = serde_saphyr::from_str(&text).map_err(|e| BundleError::Unreadable {
+        path: old_path.display().to_string(),
+        why: crate::core::input::yaml_message(&e),
+    })?;
+    if old["kind"] != "IPsecGateway" {
+        return Err(BundleError::Unreadable {
+            path: old_path.display().to_string(),
+            why: format!("kind {}, wanted IPsecGateway", old["kind"]),
+        });
+    }
+    Ok((plan, old))
 }
 
 /// Diff each target of `plan`, and the old manifest, against `previous`; objects only in

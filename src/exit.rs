@@ -15,11 +15,16 @@ pub const INVALID_INPUT: i32 = 3;
 pub const BLOCKED: i32 = 4;
 /// `vpnmig verify` ran and the gateway is not healthy.
 pub const VERIFY_FAILED: i32 = 5;
-/// A wait ran out of time (`verify --wait --timeout`).
+/// A wait ran out of time (`verify --wait --timeout`, a cutover or rollback step).
 pub const TIMEOUT: i32 = 6;
 /// vpnmig refused to act to protect something: a bundle of another gateway in `--out`,
-/// a held lock, drift between plan and cluster. The message says what to pass to proceed.
+/// a held lock, drift between plan and cluster, no TTY and no `--yes`, a confirmation
+/// not typed. The message says what to pass to proceed.
 pub const REFUSED: i32 = 7;
+
+/// The command was interrupted (Ctrl-C, SIGINT): the journal is consistent and the
+/// message says how to resume or roll back. 128 + SIGINT, the shell's convention.
+pub const INTERRUPTED: i32 = 130;
 
 /// Every code with its name, in order: what `docs/exit-codes.md` lists.
 pub const ALL: &[(i32, &str)] = &[
@@ -31,4 +36,5 @@ pub const ALL: &[(i32, &str)] = &[
     (VERIFY_FAILED, "VERIFY_FAILED"),
     (TIMEOUT, "TIMEOUT"),
     (REFUSED, "REFUSED"),
+    (INTERRUPTED, "INTERRUPTED"),
 ];

@@ -2,10 +2,13 @@
 //! `main.rs` calls [`run`] and maps the result to the process exit code.
 
 pub mod cluster_args;
+mod cutover;
 mod parse_sas;
 mod plan;
+mod rollback;
 mod status;
-mod verify;
+pub(crate) mod verify;
+pub(crate) mod window;
 
 use std::ffi::OsString;
 
@@ -41,6 +44,8 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     Plan(plan::PlanArgs),
+    Cutover(cutover::CutoverArgs),
+    Rollback(rollback::RollbackArgs),
     ParseSas(parse_sas::ParseSasArgs),
     Status(status::StatusArgs),
     Verify(verify::VerifyArgs),
@@ -68,6 +73,22 @@ pub(crate) fn write_stdout(doc: &str) -> Result<(), Error> {
     }
 }
 
+/// An error with its causes, on one line (`what: why: root cause`), for journals and
+/// wrapped messages.
+pub(crate) fn error_line(e: &Error) -> String {
+    let mut line = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        source = s.source();
+    }
+    line
+}
+
 /// An error that ends a command, with its exit code and an optional hint.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -92,6 +113,17 @@ pub enum Error {
     },
     #[error("{path}: not a valid allowlist: {message}")]
     Allowlist { path: String, message: String },
+    #[error(transparent)]
+    Lock(#[from] crate::cluster::lock::LockError),
+    #[error(transparent)]
+    Journal(#[from] crate::cluster::journal::ReadError),
+    /// A cutover or rollback stopped: refused, blocked, timed out or interrupted.
+    #[error("{message}")]
+    Stop {
+        code: i32,
+        message: String,
+        hint: Option<String>,
+    },
 }
 
 impl Error {
@@ -104,6 +136,11 @@ impl Error {
             | Error::Write { .. }
             | Error::Cluster(_) => exit::FAILURE,
             Error::Bundle(_) => exit::REFUSED,
+            Error::Lock(crate::cluster::lock::LockError::Kube(_)) | Error::Journal(_) => {
+                exit::FAILURE
+            }
+            Error::Lock(_) => exit::REFUSED,
+            Error::Stop { code, .. } => *code,
         }
     }
 
@@ -120,6 +157,18 @@ impl Error {
             Error::Allowlist { .. } => Some(
                 "the file is a YAML mapping with two lists: `ike: [...]` and `esp: [...]`".into(),
             ),
+            Error::Lock(crate::cluster::lock::LockError::Held { .. }) => Some(
+                "wait for that run to finish; if it is surely gone (its machine died), pass --break-lock".into(),
+            ),
+            Error::Lock(crate::cluster::lock::LockError::Lost { .. }) => Some(
+                "another run took the lock (--break-lock): stop here and agree on who finishes the window".into(),
+            ),
+            Error::Lock(crate::cluster::lock::LockError::Kube(e)) => e.hint(),
+            Error::Journal(crate::cluster::journal::ReadError::Invalid { namespace, name, .. }) => Some(format!(
+                "inspect it with `kubectl get configmap {name} -n {namespace} -o yaml`; the saved old manifest is under data.old-ipsecgateway.yaml"
+            )),
+            Error::Journal(crate::cluster::journal::ReadError::Kube(e)) => e.hint(),
+            Error::Stop { hint, .. } => hint.clone(),
         }
     }
 }
@@ -145,6 +194,8 @@ where
     };
     match cli.command {
         Command::Plan(args) => plan::run(&args),
+        Command::Cutover(args) => cutover::run(&args),
+        Command::Rollback(args) => rollback::run(&args),
         Command::ParseSas(args) => parse_sas::run(&args),
         Command::Status(args) => status::run(&args),
         Command::Verify(args) => verify::run(&args),

@@ -124,26 +124,42 @@ async fn live(
         eprintln!("{}", cluster.banner(false));
     }
     cluster.require_operator().await?;
-    let source = facts::source(&cluster, name).await.map_err(|e| match e {
+    live_plan(&cluster, name, allowlist, args.server_dry_run).await
+}
+
+/// The live plan of `name`: the source, the plan with the live checks, and the targets
+/// that already exist (cleaned). Shared by `plan NAME` and `cutover`.
+pub(crate) async fn live_plan(
+    cluster: &Cluster,
+    name: &str,
+    allowlist: &Allowlist,
+    server_dry_run: bool,
+) -> Result<(input::Source, plan::Plan, Vec<(String, serde_json::Value)>), Error> {
+    let source = facts::source(cluster, name).await.map_err(|e| match e {
         facts::SourceError::Kube(k) => Error::Cluster(k),
         facts::SourceError::Input(i) => Error::Input(i),
     })?;
     let mut plan = plan::build(&source, allowlist);
-    let found = facts::facts(&cluster, &plan, args.server_dry_run).await?;
+    let found = facts::facts(cluster, &plan, server_dry_run).await?;
     let (checks, migrated) = live::checks(&plan, &found);
     live::extend(&mut plan, checks);
     plan.already_migrated = migrated == live::Migrated::Already;
     Ok((source, plan, found.existing))
 }
 
-pub fn run(args: &PlanArgs) -> Result<i32, Error> {
-    let allowlist = match &args.allowlist {
+/// The allowlist from `--allowlist FILE`, else the built-in one.
+pub(crate) fn allowlist(path: Option<&PathBuf>) -> Result<Allowlist, Error> {
+    match path {
         Some(p) => Allowlist::from_yaml(&read(p)?).map_err(|e| Error::Allowlist {
             path: p.display().to_string(),
             message: input::yaml_message(&e),
-        })?,
-        None => Allowlist::default(),
-    };
+        }),
+        None => Ok(Allowlist::default()),
+    }
+}
+
+pub fn run(args: &PlanArgs) -> Result<i32, Error> {
+    let allowlist = allowlist(args.allowlist.as_ref())?;
     let mut live_objects = Vec::new();
     let (source, plan, file) = match (&args.gateway, &args.file) {
         (Some(name), _) => {

@@ -3,8 +3,12 @@
 //! pure core never sees a client; commands compose the two.
 
 pub mod facts;
+pub mod journal;
 pub mod list;
+pub mod lock;
+pub mod objects;
 pub mod verify;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -258,30 +262,41 @@ impl Cluster {
                     delay *= 2;
                     attempt += 1;
                 }
-                Err(kube::Error::Api(s)) if s.code == 401 => {
-                    return Err(KubeError::Unauthorized {
-                        context: self.context.clone(),
-                        verb: verb.into(),
-                        what: what.into(),
-                    });
-                }
-                Err(kube::Error::Api(s)) if s.code == 403 => {
-                    return Err(KubeError::Forbidden {
-                        verb: verb.into(),
-                        what: what.into(),
-                        scope,
-                        message: s.message.clone(),
-                    });
-                }
-                Err(source) => {
-                    return Err(KubeError::Api {
-                        verb: verb.into(),
-                        what: what.into(),
-                        scope,
-                        source,
-                    });
-                }
+                Err(e) => return Err(self.error(verb, what, namespace, e)),
             }
+        }
+    }
+
+    /// A failed call as a [`KubeError`]: 401 and 403 name the verb, resource and
+    /// namespace; anything else keeps its source.
+    pub fn error(
+        &self,
+        verb: &str,
+        what: &str,
+        namespace: Option<&str>,
+        e: kube::Error,
+    ) -> KubeError {
+        let scope = namespace
+            .map(|n| format!(" in namespace {n}"))
+            .unwrap_or_default();
+        match e {
+            kube::Error::Api(s) if s.code == 401 => KubeError::Unauthorized {
+                context: self.context.clone(),
+                verb: verb.into(),
+                what: what.into(),
+            },
+            kube::Error::Api(s) if s.code == 403 => KubeError::Forbidden {
+                verb: verb.into(),
+                what: what.into(),
+                scope,
+                message: s.message.clone(),
+            },
+            source => KubeError::Api {
+                verb: verb.into(),
+                what: what.into(),
+                scope,
+                source,
+            },
         }
     }
 }

@@ -5,7 +5,9 @@
 pub mod allowlist;
 pub mod checks;
 pub mod input;
+pub mod journal;
 pub mod live;
+pub mod lock;
 pub mod model;
 pub mod path;
 pub mod plan;
@@ -17,3 +19,4 @@ pub mod status;
 pub mod swanctl;
 pub mod translate;
 pub mod verify;
+pub mod wait;

@@ -69,7 +69,7 @@ pub struct Row {
 }
 
 /// A condition counts only when it describes the object's current generation.
-fn current<'a>(
+pub(crate) fn current<'a>(
     conditions: &'a [Condition],
     type_: &str,
     generation: Option<i64>,

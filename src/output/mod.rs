@@ -4,8 +4,10 @@
 
 pub mod diff;
 pub mod manifest;
+pub mod progress;
 pub mod style;
 pub mod text;
+pub mod window;
 
 /// `-o/--output`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]

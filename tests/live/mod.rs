@@ -57,6 +57,11 @@ pub async fn start(scenario_yaml: &str, settings: SettingsFile) -> Live {
 }
 
 impl Live {
+    /// The working directory vpnmig runs in (where default bundles land).
+    pub fn cwd(&self) -> &Path {
+        self._dir.path()
+    }
+
     /// Run `vpnmig ARGS` with this sandbox's kubeconfig, on a blocking thread.
     pub async fn vpnmig(&self, args: &[&str]) -> Run {
         run_vpnmig(&self.kubeconfig, args).await
@@ -70,6 +75,7 @@ pub async fn run_vpnmig(kubeconfig: &Path, args: &[&str]) -> Run {
         Duration::from_secs(60),
         tokio::task::spawn_blocking(move || {
             std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig"))
+                .current_dir(kc.parent().expect("the kubeconfig is in a directory"))
                 .env("KUBECONFIG", &kc)
                 .env("NO_COLOR", "1")
                 .args(&args)
@@ -84,5 +90,48 @@ pub async fn run_vpnmig(kubeconfig: &Path, args: &[&str]) -> Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8(out.stdout).unwrap(),
         stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+impl Live {
+    /// Start `vpnmig ARGS` in the background (stdout and stderr captured).
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig"))
+            .current_dir(self.cwd())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("NO_COLOR", "1")
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+}
+
+/// Wait (at most 60 s) for a background vpnmig to end.
+pub async fn finish(child: std::process::Child) -> Run {
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()),
+    )
+    .await
+    .expect("vpnmig finishes within 60 s")
+    .unwrap();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// Poll `cond` every 2 ms until it holds; panics after `secs` seconds naming `what`.
+pub async fn eventually(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }

@@ -50,6 +50,9 @@ pub struct FloatingIps {
     pub allocated: BTreeMap<String, String>,
     /// Associations: FIP → `IPsecGateway ns/name` or `port <id>` (foreign).
     pub associated: BTreeMap<String, String>,
+    /// Every FIP ever released back to the pool, in order (the invariant tests read this:
+    /// a pinned FIP must never appear here).
+    pub released: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -58,6 +61,7 @@ pub struct Fips {
     /// gateway uid → (FIP, gateway display) allocated from the pool (releasable).
     allocated: BTreeMap<String, (String, String)>,
     associated: BTreeMap<String, Holder>,
+    released: Vec<String>,
 }
 
 /// A port id that looks like Neutron's, stable for a seed.
@@ -203,6 +207,7 @@ impl Fips {
         self.associated.retain(|_, h| h.uid != uid);
         if let Some((fip, _)) = self.allocated.remove(uid) {
             self.reserved.remove(&fip);
+            self.released.push(fip);
         }
     }
 
@@ -228,6 +233,7 @@ impl Fips {
                 .iter()
                 .map(|(f, h)| (f.clone(), h.owner.clone()))
                 .collect(),
+            released: self.released.clone(),
         }
     }
 }

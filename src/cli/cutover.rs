@@ -1,0 +1,623 @@
+//! `vpnmig cutover NAME`: the maintenance window (runbook steps 2 and 3). Every step is
+//! checked before and waited for after, recorded in the journal, and idempotent, so a
+//! run that stops anywhere is resumed by running the command again (DESIGN.md §4).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::bundle;
+use crate::cli::Error;
+use crate::cli::cluster_args::ClusterArgs;
+use crate::cli::window::{self, Timeouts, Window, confirm, now, timed_out};
+use crate::cluster::{Cluster, journal as stored, lock, objects};
+use crate::core::journal::{self, Journal, Phase, PskDetach};
+use crate::core::model::IPsecGateway;
+use crate::core::{plan, psk};
+use crate::exit;
+use crate::output::window as render;
+
+/// Cut a gateway over: delete the IPsecGateway, apply its VPNGateway and VPNPeers.
+///
+/// In order, each step proven before the next: take the gateway's lock (a Lease); plan
+/// live again (with --plan DIR, the gateway must still match that plan); refuse on any
+/// blocker; show what will be deleted and created and the pinned values, and ask you to
+/// type the gateway's name; write the journal (a ConfigMap `vpnmig-NAME` with the old
+/// manifest and the targets) and the local bundle; detach the PSK Secret if the old
+/// gateway owns it; have the API server dry-run the targets; delete the IPsecGateway
+/// and wait until it is gone (its finalizers shown); apply the targets (server-side
+/// apply, field manager vpnmig); wait for FIPAttached, Ready, every peer Authorized and
+/// the tunnels ESTABLISHED; print the verify report and the outage.
+///
+/// Interrupted (Ctrl-C, a lost connection, a dead laptop): run it again, from any machine,
+/// to resume from the recorded phase, or run `vpnmig rollback NAME`.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Examples:
+  vpnmig plan acme -n tenant-acme --out plans/acme          # before the window: review
+  vpnmig cutover acme -n tenant-acme --plan plans/acme      # at the window
+  vpnmig cutover acme -n tenant-acme --plan plans/acme --dry-run
+  vpnmig cutover acme -n tenant-acme --yes --rollback-on-failure -o json
+
+Exit codes: 0 done, 1 failure (an API error; the message says the phase and what to run),
+4 blocked by a check, 6 a wait timed out, 7 refused (lock held, drift, no --yes without
+a terminal, confirmation mismatch), 130 interrupted.")]
+pub struct CutoverArgs {
+    /// The IPsecGateway to cut over (namespace: -n, else the context's).
+    #[arg(value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub name: String,
+
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+
+    /// The bundle `vpnmig plan NAME --out DIR` wrote and you reviewed: the live gateway
+    /// must still match it (uid, generation, spec fingerprint, targets), else nothing is done.
+    #[arg(long, value_name = "DIR")]
+    pub plan: Option<PathBuf>,
+
+    /// Where the local copy of the bundle is written before anything changes (default:
+    /// --plan DIR, else ./vpnmig-NAMESPACE-NAME-UID8, UID8 the start of the gateway's uid).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+
+    /// Do not ask for the gateway's name (needed without a terminal).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+
+    /// Do every read, check, server-side dry run and the prompt; change nothing (no lock,
+    /// no journal, no bundle).
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Take the gateway's lock even though another run holds it. Only when that run is
+    /// surely gone.
+    #[arg(long)]
+    pub break_lock: bool,
+
+    /// If a step after the delete fails or times out, roll back at once instead of
+    /// printing the rollback command.
+    #[arg(long)]
+    pub rollback_on_failure: bool,
+
+    #[command(flatten)]
+    pub timeouts: Timeouts,
+
+    /// Replace the built-in proposal allowlist with the operator's.
+    #[arg(long, value_name = "FILE")]
+    pub allowlist: Option<PathBuf>,
+
+    /// Output format of the final report (progress always goes to stderr).
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = render::Format::Text)]
+    pub output: render::Format,
+}
+
+pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
+    crate::cli::runtime()?.block_on(async {
+        let cluster = Cluster::connect(&args.cluster.options()).await?;
+        anstream::eprintln!("{}", cluster.banner(false));
+        cluster.require_operator().await?;
+        let held = if args.dry_run {
+            None
+        } else {
+            Some(lock::acquire(&cluster, &args.name, args.break_lock).await?)
+        };
+        let result = window::interruptible(cutover(&cluster, held.as_ref(), args)).await;
+        if let Some(l) = &held {
+            l.release().await;
+        }
+        window::after_interrupt(&cluster, &args.name, result).await
+    })
+}
+
+async fn cutover(
+    cluster: &Cluster,
+    held: Option<&lock::Lock>,
+    args: &CutoverArgs,
+) -> Result<i32, Error> {
+    let name = args.name.as_str();
+    let ns = cluster.namespace.clone();
+    let by = held
+        .map(|l| l.identity.clone())
+        .unwrap_or_else(|| lock::me().identity());
+    let previous = stored::read(cluster, name).await?;
+    match &previous {
+        Some(j) if j.phase == Phase::Done => {
+            anstream::eprintln!(
+                "the cutover of {ns}/{name} is already done (journal ConfigMap {ns}/{}, {}): nothing to do",
+                journal::object_name(name),
+                j.history.last().map(|e| e.at.as_str()).unwrap_or("?")
+            );
+            anstream::eprintln!("{}", Phase::Done.recovery(name, &ns));
+            return Ok(exit::OK);
+        }
+        Some(j) if j.phase.rolling_back() => {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "a rollback of {ns}/{name} is under way (journal phase {}): a cutover now would fight it",
+                    j.phase
+                ),
+                hint: Some(j.phase.recovery(name, &ns)),
+            });
+        }
+        Some(j) if j.phase.past_delete() => {
+            return resume(cluster, held, args, j.clone(), by).await;
+        }
+        _ => {}
+    }
+
+    let allowlist = crate::cli::plan::allowlist(args.allowlist.as_ref())?;
+    // The plan's own server-side dry run (facts) is the first one; another follows right
+    // before the delete.
+    let (source, plan, _) = crate::cli::plan::live_plan(cluster, name, &allowlist, true).await?;
+    if let Some(dir) = &args.plan {
+        let (saved, _) = bundle::read_saved(dir)?;
+        let drift = journal::drift(&saved, &plan);
+        if !drift.is_empty() {
+            anstream::eprint!("{}", render::drift(&drift));
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the live IPsecGateway {ns}/{name} no longer matches the plan in {}: nothing was changed",
+                    dir.display()
+                ),
+                hint: Some(format!(
+                    "plan again (`vpnmig plan {name} -n {ns} --out {}`), review the diff, then cut over",
+                    dir.display()
+                )),
+            });
+        }
+    }
+    let blocking = render::blockers(&plan);
+    if !blocking.is_empty() {
+        anstream::eprint!("{}", blocking.join(""));
+        return Err(Error::Stop {
+            code: exit::BLOCKED,
+            message: format!("{} blocker(s): nothing was changed", blocking.len()),
+            hint: Some(format!(
+                "`vpnmig plan {name} -n {ns}` shows every check and its fix"
+            )),
+        });
+    }
+    let secret = objects::secret(cluster, &plan_psk_secret(&source.gateway)).await?;
+    let detach = secret
+        .as_ref()
+        .map(|s| journal::detach_owners(s, &source.gateway))
+        .filter(|(removed, _)| !removed.is_empty());
+    let out_dir = args
+        .out
+        .clone()
+        .or_else(|| args.plan.clone())
+        .unwrap_or_else(|| {
+            // One directory per object: a re-created gateway of the same name (after a
+            // rollback) gets its own, and never replaces the record of the first.
+            let uid = plan.source.uid.as_deref().unwrap_or("no-uid");
+            PathBuf::from(format!("vpnmig-{ns}-{name}-{}", &uid[..uid.len().min(8)]))
+        });
+    anstream::eprint!(
+        "{}",
+        render::cutover_summary(
+            cluster,
+            &plan,
+            detach.as_ref().map(|d| d.0.len()),
+            &out_dir,
+            &args.timeouts
+        )
+    );
+    confirm(name, args.yes, "cut over")?;
+
+    let old_manifest = plan::clean_old_manifest(&source.raw);
+    let fip = source
+        .gateway
+        .spec
+        .endpoint
+        .pinned_fip()
+        .unwrap_or_default()
+        .to_string();
+    let mut j = Journal::new(&plan, old_manifest.clone(), fip, &now(), &by);
+    if let Some(prev) = previous.as_ref().filter(|p| p.phase != Phase::RolledBack) {
+        // Resuming before the delete: keep what the first run detached.
+        j.psk_detached = prev.psk_detached.clone();
+    }
+
+    if args.dry_run {
+        return dry_run(cluster, &j, &secret, detach).await;
+    }
+
+    // Step d: the journal, locally and in the cluster, before anything is touched.
+    let prev_bundle = bundle::read_previous(&out_dir)?;
+    bundle::guard(&out_dir, &plan, &prev_bundle, false)?;
+    bundle::write(&out_dir, &plan, &old_manifest)?;
+    stored::write(cluster, &j, false).await?;
+    anstream::eprintln!(
+        "✓ journal written: ConfigMap {ns}/{} (phase started) and bundle {}",
+        journal::object_name(name),
+        out_dir.display()
+    );
+    let mut w = Window {
+        cluster,
+        journal: j,
+        lock: held,
+        by,
+    };
+    let gateway = source.gateway.clone();
+    steps(&mut w, args, Some(&gateway)).await
+}
+
+/// The PSK Secret the old gateway references.
+fn plan_psk_secret(g: &IPsecGateway) -> String {
+    g.spec.auth.psk_secret_ref.name.clone()
+}
+
+/// A journal past the delete: go on from its phase with what it recorded (the old
+/// gateway is gone: nothing is re-planned).
+async fn resume(
+    cluster: &Cluster,
+    held: Option<&lock::Lock>,
+    args: &CutoverArgs,
+    j: Journal,
+    by: String,
+) -> Result<i32, Error> {
+    let (name, ns) = (j.gateway.clone(), j.namespace.clone());
+    if let Some(old) = objects::get(cluster, "IPsecGateway", &name).await? {
+        let uid = old.pointer("/metadata/uid").and_then(Value::as_str);
+        let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
+        if uid != j.old_uid.as_deref() && !deleting {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the journal says IPsecGateway {ns}/{name} (uid {}) was deleted at phase {}, but an IPsecGateway of that name exists again (uid {})",
+                    j.old_uid.as_deref().unwrap_or("?"),
+                    j.phase,
+                    uid.unwrap_or("?")
+                ),
+                hint: Some(format!(
+                    "someone re-created it: `vpnmig rollback {name} -n {ns}` settles the journal on it; then plan again"
+                )),
+            });
+        }
+    }
+    if let Some(dir) = &args.plan {
+        let (saved, _) = bundle::read_saved(dir)?;
+        let drift = journal::journal_drift(&saved, &j);
+        if !drift.is_empty() {
+            anstream::eprint!("{}", render::drift(&drift));
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the journal of {ns}/{name} does not match the plan in {}",
+                    dir.display()
+                ),
+                hint: Some(format!(
+                    "resume without --plan (the journal is what was started), or inspect `kubectl get configmap {} -n {ns} -o yaml`",
+                    journal::object_name(&name)
+                )),
+            });
+        }
+    }
+    anstream::eprint!("{}", render::resume_summary(cluster, &j, &args.timeouts));
+    confirm(&name, args.yes, "resume the cutover of")?;
+    if args.dry_run {
+        anstream::eprintln!(
+            "dry run: nothing was changed; without --dry-run the cutover resumes from phase {}",
+            j.phase
+        );
+        return Ok(exit::OK);
+    }
+    let mut w = Window {
+        cluster,
+        journal: j,
+        lock: held,
+        by,
+    };
+    steps(&mut w, args, None).await
+}
+
+/// `--dry-run`: every write sent with dryRun=All, in the order the cutover would.
+async fn dry_run(
+    cluster: &Cluster,
+    j: &Journal,
+    secret: &Option<Value>,
+    detach: Option<(Vec<Value>, Vec<Value>)>,
+) -> Result<i32, Error> {
+    let name = j.gateway.as_str();
+    if let Some((h, since)) = lock::holder(cluster, name).await? {
+        anstream::eprintln!(
+            "note: the lock of {name} is held by {h} since {since}: a real run would be refused"
+        );
+    }
+    stored::write(cluster, j, true).await?;
+    anstream::eprintln!(
+        "✓ dry run: journal ConfigMap {} admitted",
+        journal::object_name(name)
+    );
+    if let (Some(s), Some((removed, kept))) = (secret, detach) {
+        let rv = s
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        objects::set_owner_references(cluster, &j.psk_secret, rv, &kept, true).await?;
+        anstream::eprintln!(
+            "✓ dry run: PSK Secret {} would be detached ({} ownerReference(s) removed)",
+            j.psk_secret,
+            removed.len()
+        );
+    }
+    for t in &j.targets {
+        objects::apply(cluster, t, true).await?;
+    }
+    anstream::eprintln!(
+        "✓ dry run: {} target(s) admitted by server-side apply",
+        j.targets.len()
+    );
+    objects::delete(cluster, "IPsecGateway", name, j.old_uid.as_deref(), true).await?;
+    anstream::eprintln!("✓ dry run: delete of IPsecGateway {name} admitted");
+    anstream::eprintln!("dry run: nothing was changed");
+    Ok(exit::OK)
+}
+
+/// The steps from the journal's phase to `Done`.
+async fn steps(
+    w: &mut Window<'_>,
+    args: &CutoverArgs,
+    old: Option<&IPsecGateway>,
+) -> Result<i32, Error> {
+    match forward(w, args, old).await {
+        Ok(code) => Ok(code),
+        Err(e) if w.journal.phase.past_delete() => {
+            let message = crate::cli::error_line(&e);
+            w.record_error(&message).await;
+            let (name, ns) = (w.name().to_string(), w.ns().to_string());
+            if args.rollback_on_failure && !matches!(e, Error::Lock(_)) {
+                anstream::eprintln!("✗ cutover stopped at phase {}: {message}", w.journal.phase);
+                anstream::eprintln!("--rollback-on-failure: rolling back");
+                let t = crate::cli::rollback::roll_back(w, &args.timeouts).await?;
+                anstream::print!(
+                    "{}",
+                    render::report("rollback", &w.journal, &t.rows, args.output)
+                );
+                return Err(Error::Stop {
+                    code: e.exit_code(),
+                    message: format!(
+                        "the cutover of {ns}/{name} failed ({message}) and was rolled back"
+                    ),
+                    hint: Some(format!("vpnmig verify {name} -n {ns}")),
+                });
+            }
+            Err(Error::Stop {
+                code: e.exit_code(),
+                message: format!(
+                    "cutover of {ns}/{name} stopped at phase {}: {message}",
+                    w.journal.phase
+                ),
+                hint: Some(format!(
+                    "the IPsecGateway is deleted; restore it with `vpnmig rollback {name} -n {ns}`, or fix the cause and resume with `vpnmig cutover {name} -n {ns}`{}",
+                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
+                )),
+            })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn forward(
+    w: &mut Window<'_>,
+    args: &CutoverArgs,
+    old: Option<&IPsecGateway>,
+) -> Result<i32, Error> {
+    let t = &args.timeouts;
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let cluster = w.cluster;
+
+    // Step e: the PSK Secret must not go with the old gateway.
+    if w.journal.phase < Phase::PskDetached {
+        if let (Some(gw), Some(s)) = (old, objects::secret(cluster, &w.journal.psk_secret).await?) {
+            let (removed, kept) = journal::detach_owners(&s, gw);
+            if !removed.is_empty() {
+                w.check_lock().await?;
+                let rv = s
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                objects::set_owner_references(cluster, &w.journal.psk_secret, rv, &kept, false)
+                    .await?;
+                let mut record = w.journal.psk_detached.take().unwrap_or(PskDetach {
+                    secret: w.journal.psk_secret.clone(),
+                    removed_owner_references: Vec::new(),
+                });
+                record.removed_owner_references.extend(removed.clone());
+                w.journal.psk_detached = Some(record);
+                anstream::eprintln!(
+                    "✓ PSK Secret {} detached from the old gateway ({} ownerReference(s) removed, recorded in the journal)",
+                    w.journal.psk_secret,
+                    removed.len()
+                );
+            }
+        }
+        w.save(Phase::PskDetached).await?;
+    }
+
+    // Step f and g: dry run, then the delete (recorded before it is sent).
+    if w.journal.phase < Phase::Deleting {
+        for target in &w.journal.targets {
+            objects::apply(cluster, target, true).await?;
+        }
+        anstream::eprintln!(
+            "✓ server-side dry run: {} target(s) admitted",
+            w.journal.targets.len()
+        );
+        w.save(Phase::Deleting).await?;
+        match objects::delete(
+            cluster,
+            "IPsecGateway",
+            &name,
+            w.journal.old_uid.as_deref(),
+            false,
+        )
+        .await
+        {
+            Ok(_) => {}
+            // The uid precondition failed: that is not the object the journal is about.
+            Err(crate::cluster::KubeError::Api {
+                source: kube::Error::Api(s),
+                ..
+            }) if s.code == 409 => {
+                return Err(Error::Stop {
+                    code: exit::REFUSED,
+                    message: format!(
+                        "IPsecGateway {ns}/{name} is no longer the object planned (uid changed): {}",
+                        s.message
+                    ),
+                    hint: Some(format!(
+                        "`vpnmig rollback {name} -n {ns}` settles the journal; then plan again"
+                    )),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if w.journal.phase < Phase::Deleted {
+        let title = format!("delete IPsecGateway {ns}/{name}");
+        if let Err(diagnosis) = window::wait_gone(
+            cluster,
+            "IPsecGateway",
+            std::slice::from_ref(&name),
+            t.timeout_delete,
+            &title,
+        )
+        .await?
+        {
+            return Err(timed_out(
+                &format!("IPsecGateway {ns}/{name} to be deleted"),
+                t.timeout_delete,
+                &diagnosis,
+                Some("the operator's finalizer unwind has not finished: look at the operator's logs; the finalizer is the operator's to remove".into()),
+            ));
+        }
+        check_psk(w).await?;
+        w.save(Phase::Deleted).await?;
+    }
+
+    // Step h: apply, then wait for each condition in turn.
+    if w.journal.phase < Phase::Applied {
+        w.check_lock().await?;
+        for target in &w.journal.targets {
+            objects::apply(cluster, target, false).await?;
+        }
+        anstream::eprintln!(
+            "✓ applied {} (server-side apply, field manager {})",
+            w.journal
+                .target_names()
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            stored::FIELD_MANAGER
+        );
+        w.save(Phase::Applied).await?;
+    }
+    let me = [name.clone()];
+    if w.journal.phase < Phase::Attached {
+        let title = format!(
+            "VPNGateway {ns}/{name} FIPAttached (floating IP {})",
+            w.journal.floating_ip
+        );
+        if let Err(d) = window::wait_conditions(
+            cluster,
+            "VPNGateway",
+            &me,
+            &["FIPAttached"],
+            t.timeout_attach,
+            &title,
+        )
+        .await?
+        {
+            return Err(timed_out(&format!("VPNGateway {ns}/{name} FIPAttached"), t.timeout_attach, &d, Some(
+                "AlreadyAssociated means the floating IP is still on another port: find it with `openstack floating ip show`".into())));
+        }
+        w.save(Phase::Attached).await?;
+    }
+    if w.journal.phase < Phase::Ready {
+        let title = format!("VPNGateway {ns}/{name} Ready");
+        if let Err(d) = window::wait_conditions(
+            cluster,
+            "VPNGateway",
+            &me,
+            &["Ready"],
+            t.timeout_attach,
+            &title,
+        )
+        .await?
+        {
+            return Err(timed_out(
+                &format!("VPNGateway {ns}/{name} Ready"),
+                t.timeout_attach,
+                &d,
+                None,
+            ));
+        }
+        let peers = w.journal.peer_names();
+        let title = format!("VPNPeer {} Authorized", peers.join(", "));
+        if let Err(d) = window::wait_conditions(
+            cluster,
+            "VPNPeer",
+            &peers,
+            &["Authorized"],
+            t.timeout_attach,
+            &title,
+        )
+        .await?
+        {
+            return Err(timed_out("every VPNPeer Authorized", t.timeout_attach, &d, Some(
+                "a grant naming an unknown exposure leaves a peer Authorized=False: compare the authorization block with the gateway's exposures".into())));
+        }
+        w.save(Phase::Ready).await?;
+    }
+    let tunnels = window::wait_tunnels(cluster, &name, t.timeout_tunnel).await?;
+    if let Some(d) = &tunnels.timed_out {
+        return Err(timed_out(&format!("the tunnels of {ns}/{name}"), t.timeout_tunnel, d, Some(
+            "the client's peer re-initiates on its own DPD/retry timer; a PSK or proposal mismatch shows in the client's logs".into())));
+    }
+    w.journal.outage_ms = window::between(w.delete_sent(), tunnels.first_up);
+    w.save(Phase::Done).await?;
+    anstream::print!(
+        "{}",
+        render::report("cutover", &w.journal, &tunnels.rows, args.output)
+    );
+    Ok(exit::OK)
+}
+
+/// After the old gateway is gone: the PSK Secret is still there, with the same key.
+async fn check_psk(w: &Window<'_>) -> Result<(), Error> {
+    let (ns, secret) = (w.ns().to_string(), w.journal.psk_secret.clone());
+    let Some(s) = objects::secret(w.cluster, &secret).await? else {
+        return Err(Error::Stop {
+            code: exit::FAILURE,
+            message: format!("PSK Secret {ns}/{secret} is gone after the old gateway's delete"),
+            hint: Some(format!(
+                "re-create it from your own records (vpnmig never stores a key), then `vpnmig cutover {} -n {ns}` resumes",
+                w.name()
+            )),
+        });
+    };
+    let key = w
+        .journal
+        .targets
+        .iter()
+        .find_map(|t| t.pointer("/spec/ipsec/pskSecretRef/key"))
+        .and_then(Value::as_str)
+        .unwrap_or("psk");
+    let now = psk::value(&s, key).map(|b| psk::fingerprint(&ns, &secret, key, &b));
+    if w.journal.psk_fingerprint.is_some() && now != w.journal.psk_fingerprint {
+        return Err(Error::Stop {
+            code: exit::FAILURE,
+            message: format!(
+                "PSK Secret {ns}/{secret} key {key} changed during the cutover (fingerprint {} → {})",
+                w.journal.psk_fingerprint.as_deref().unwrap_or("?"),
+                now.as_deref().unwrap_or("<no key>")
+            ),
+            hint: Some("restore the key the client uses before the new gateway comes up".into()),
+        });
+    }
+    Ok(())
+}

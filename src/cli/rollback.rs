@@ -1,0 +1,409 @@
+//! `vpnmig rollback NAME`: the runbook's rollback, from the journal. The old IPsecGateway
+//! is re-created from the saved manifest, verbatim (never translated back from the new
+//! kinds), after the VPNPeers and the VPNGateway are gone.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::bundle;
+use crate::cli::Error;
+use crate::cli::cluster_args::ClusterArgs;
+use crate::cli::window::{self, Timeouts, Tunnels, Window, confirm, now, timed_out};
+use crate::cluster::{Cluster, journal as stored, lock, objects};
+use crate::core::journal::{self, Journal, Phase};
+use crate::exit;
+use crate::output::window as render;
+
+/// Roll a gateway back to its IPsecGateway.
+///
+/// Reads the journal the cutover wrote (ConfigMap `vpnmig-NAME`; or, if it is gone, the
+/// bundle in --plan DIR); takes the gateway's lock; checks the VPNGateway's floating IP is
+/// pinned (so its delete only disassociates it) and asks you to type the gateway's name;
+/// deletes the VPNPeers and the VPNGateway and waits until they are gone; re-creates the
+/// IPsecGateway from the saved manifest; waits for FIPAttached and Ready and verifies its
+/// tunnels; marks the journal rolled back.
+///
+/// Works after a completed cutover, a failed one, and one interrupted at any phase; run
+/// it again to resume an interrupted rollback.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Examples:
+  vpnmig rollback acme -n tenant-acme
+  vpnmig rollback acme -n tenant-acme --plan plans/acme --yes   # the journal ConfigMap is gone
+
+Exit codes: 0 rolled back, 1 failure, 6 a wait timed out, 7 refused (lock held, no
+journal, the floating IP not pinned, no --yes without a terminal), 130 interrupted.")]
+pub struct RollbackArgs {
+    /// The gateway to roll back (namespace: -n, else the context's).
+    #[arg(value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub name: String,
+
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+
+    /// The bundle of the cutover (`plan --out DIR`): used when the journal ConfigMap is
+    /// gone; with a journal, it must be of the same gateway.
+    #[arg(long, value_name = "DIR")]
+    pub plan: Option<PathBuf>,
+
+    /// Do not ask for the gateway's name (needed without a terminal).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+
+    /// Do every read, check, server-side dry run and the prompt; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Take the gateway's lock even though another run holds it.
+    #[arg(long)]
+    pub break_lock: bool,
+
+    #[command(flatten)]
+    pub timeouts: Timeouts,
+
+    /// Output format of the final report (progress always goes to stderr).
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = render::Format::Text)]
+    pub output: render::Format,
+}
+
+pub fn run(args: &RollbackArgs) -> Result<i32, Error> {
+    crate::cli::runtime()?.block_on(async {
+        let cluster = Cluster::connect(&args.cluster.options()).await?;
+        anstream::eprintln!("{}", cluster.banner(false));
+        cluster.require_operator().await?;
+        let held = if args.dry_run {
+            None
+        } else {
+            Some(lock::acquire(&cluster, &args.name, args.break_lock).await?)
+        };
+        let result = window::interruptible(rollback(&cluster, held.as_ref(), args)).await;
+        if let Some(l) = &held {
+            l.release().await;
+        }
+        window::after_interrupt(&cluster, &args.name, result).await
+    })
+}
+
+async fn rollback(
+    cluster: &Cluster,
+    held: Option<&lock::Lock>,
+    args: &RollbackArgs,
+) -> Result<i32, Error> {
+    let name = args.name.as_str();
+    let ns = cluster.namespace.clone();
+    let by = held
+        .map(|l| l.identity.clone())
+        .unwrap_or_else(|| lock::me().identity());
+    let saved = args
+        .plan
+        .as_ref()
+        .map(|d| bundle::read_saved(d))
+        .transpose()?;
+    let j = match (stored::read(cluster, name).await?, saved) {
+        (Some(j), saved) => {
+            if let Some((plan, _)) = saved {
+                let drift = journal::journal_drift(&plan, &j);
+                if !drift.is_empty() {
+                    anstream::eprint!("{}", render::drift(&drift));
+                    return Err(Error::Stop {
+                        code: exit::REFUSED,
+                        message: format!("the journal of {ns}/{name} is not of the plan in --plan"),
+                        hint: Some(
+                            "leave out --plan: the journal in the cluster is what the cutover did"
+                                .into(),
+                        ),
+                    });
+                }
+            }
+            j
+        }
+        (None, Some((plan, old))) => {
+            let j = Journal::from_bundle(&plan, old, &now(), &by);
+            if j.gateway != name || j.namespace != ns {
+                return Err(Error::Stop {
+                    code: exit::REFUSED,
+                    message: format!(
+                        "the bundle in --plan is of {}/{}, not {ns}/{name}",
+                        j.namespace, j.gateway
+                    ),
+                    hint: None,
+                });
+            }
+            anstream::eprintln!(
+                "no journal ConfigMap {ns}/{}: rolling back from the bundle",
+                journal::object_name(name)
+            );
+            j
+        }
+        (None, None) => {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "no journal of {ns}/{name} (ConfigMap {}): nothing recorded to roll back to",
+                    journal::object_name(name)
+                ),
+                hint: Some(format!(
+                    "pass the bundle of the cutover (--plan DIR), or check the namespace (`kubectl get configmaps -n {ns} -l app.kubernetes.io/managed-by=vpnmig`)"
+                )),
+            });
+        }
+    };
+    if j.phase == Phase::RolledBack {
+        anstream::eprintln!(
+            "{ns}/{name} is already rolled back ({}): nothing to do",
+            j.history.last().map(|e| e.at.as_str()).unwrap_or("?")
+        );
+        return Ok(exit::OK);
+    }
+    let fip = j
+        .old_manifest
+        .pointer("/spec/endpoint/floatingIP")
+        .and_then(Value::as_str)
+        .filter(|f| !f.is_empty());
+    if fip.is_none() {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!("the saved IPsecGateway {ns}/{name} does not pin its floating IP (spec.endpoint.floatingIP is empty): re-creating it would allocate a new one"),
+            hint: Some("restore the old gateway by hand with the floating IP pinned in spec.endpoint.floatingIP".into()),
+        });
+    }
+    if let Some(gw) = objects::get(cluster, "VPNGateway", name).await? {
+        let pinned = gw
+            .pointer("/spec/endpoint/floatingIP")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if pinned != j.floating_ip {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "VPNGateway {ns}/{name} pins floating IP `{pinned}`, not {}: deleting it could release the address to the pool",
+                    j.floating_ip
+                ),
+                hint: Some(format!(
+                    "pin it first: kubectl patch vpngateway {name} -n {ns} --type merge -p '{{\"spec\":{{\"endpoint\":{{\"floatingIP\":\"{}\"}}}}}}'",
+                    j.floating_ip
+                )),
+            });
+        }
+    }
+    anstream::eprint!("{}", render::rollback_summary(cluster, &j, &args.timeouts));
+    confirm(name, args.yes, "roll back")?;
+    if args.dry_run {
+        for (kind, n) in j.target_names().iter().rev() {
+            objects::delete(cluster, kind, n, None, true).await?;
+        }
+        anstream::eprintln!(
+            "✓ dry run: deletes of {} admitted",
+            j.target_names()
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        if objects::get(cluster, "IPsecGateway", name).await?.is_none() {
+            objects::create(cluster, &j.old_manifest, true).await?;
+            anstream::eprintln!("✓ dry run: create of IPsecGateway {name} admitted");
+        }
+        anstream::eprintln!("dry run: nothing was changed");
+        return Ok(exit::OK);
+    }
+    let mut w = Window {
+        cluster,
+        journal: j,
+        lock: held,
+        by,
+    };
+    let t = roll_back(&mut w, &args.timeouts).await?;
+    anstream::print!(
+        "{}",
+        render::report("rollback", &w.journal, &t.rows, args.output)
+    );
+    Ok(exit::OK)
+}
+
+/// The rollback steps from the journal's phase to `RolledBack` (also run by
+/// `cutover --rollback-on-failure`, under the cutover's lock).
+pub async fn roll_back(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let cluster = w.cluster;
+    let again = Some(format!(
+        "`vpnmig rollback {name} -n {ns}` resumes the rollback"
+    ));
+    if !w.journal.phase.rolling_back() {
+        w.save(Phase::RollingBack).await?;
+    }
+    if w.journal.phase < Phase::NewDeleted {
+        w.check_lock().await?;
+        let targets = w.journal.target_names();
+        for (kind, n) in targets.iter().rev() {
+            objects::delete(cluster, kind, n, None, false).await?;
+        }
+        let peers = w.journal.peer_names();
+        let title = format!("delete VPNPeer {}", peers.join(", "));
+        if let Err(d) =
+            window::wait_gone(cluster, "VPNPeer", &peers, t.timeout_delete, &title).await?
+        {
+            return Err(timed_out(
+                "the VPNPeers to be deleted",
+                t.timeout_delete,
+                &d,
+                again,
+            ));
+        }
+        let title = format!(
+            "delete VPNGateway {ns}/{name} (floating IP {} stays pinned)",
+            w.journal.floating_ip
+        );
+        if let Err(d) = window::wait_gone(
+            cluster,
+            "VPNGateway",
+            std::slice::from_ref(&name),
+            t.timeout_delete,
+            &title,
+        )
+        .await?
+        {
+            return Err(timed_out(
+                &format!("VPNGateway {ns}/{name} to be deleted"),
+                t.timeout_delete,
+                &d,
+                again,
+            ));
+        }
+        w.save(Phase::NewDeleted).await?;
+    }
+    if w.journal.phase < Phase::OldApplied {
+        w.check_lock().await?;
+        if let Some(old) = objects::get(cluster, "IPsecGateway", &name).await? {
+            if old.pointer("/metadata/deletionTimestamp").is_some() {
+                // An interrupted cutover's delete is still unwinding: let it finish first.
+                let title = format!(
+                    "delete of IPsecGateway {ns}/{name} (started by the cutover) to finish"
+                );
+                if let Err(d) = window::wait_gone(
+                    cluster,
+                    "IPsecGateway",
+                    std::slice::from_ref(&name),
+                    t.timeout_delete,
+                    &title,
+                )
+                .await?
+                {
+                    return Err(timed_out(
+                        &format!("IPsecGateway {ns}/{name} to be deleted"),
+                        t.timeout_delete,
+                        &d,
+                        again,
+                    ));
+                }
+                create_old(w).await?;
+            } else {
+                anstream::eprintln!(
+                    "✓ IPsecGateway {ns}/{name} is still there (uid {}): kept",
+                    old.pointer("/metadata/uid")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                );
+            }
+        } else {
+            create_old(w).await?;
+        }
+        w.save(Phase::OldApplied).await?;
+    }
+    let me = [name.clone()];
+    let title = format!(
+        "IPsecGateway {ns}/{name} FIPAttached (floating IP {})",
+        w.journal.floating_ip
+    );
+    if let Err(d) = window::wait_conditions(
+        cluster,
+        "IPsecGateway",
+        &me,
+        &["FIPAttached"],
+        t.timeout_attach,
+        &title,
+    )
+    .await?
+    {
+        return Err(timed_out(
+            &format!("IPsecGateway {ns}/{name} FIPAttached"),
+            t.timeout_attach,
+            &d,
+            again,
+        ));
+    }
+    let title = format!("IPsecGateway {ns}/{name} Ready");
+    if let Err(d) = window::wait_conditions(
+        cluster,
+        "IPsecGateway",
+        &me,
+        &["Ready"],
+        t.timeout_attach,
+        &title,
+    )
+    .await?
+    {
+        return Err(timed_out(
+            &format!("IPsecGateway {ns}/{name} Ready"),
+            t.timeout_attach,
+            &d,
+            again,
+        ));
+    }
+    // The old kind cannot pin its serviceCIDR: say at once if the operator gave another.
+    let status = objects::get(cluster, "IPsecGateway", &name)
+        .await?
+        .and_then(|o| o.get("status").cloned())
+        .unwrap_or_default();
+    let lost = journal::lost_addresses(&w.journal, &status);
+    if !lost.is_empty() {
+        let message = format!(
+            "IPsecGateway {ns}/{name} is back with its floating IP, but the operator allocated other addresses: {}",
+            lost.join(", ")
+        );
+        w.record_error(&message).await;
+        return Err(Error::Stop {
+            code: exit::VERIFY_FAILED,
+            message,
+            hint: Some(format!(
+                "the IPsecGateway kind has no spec field for its serviceCIDR, so a re-created one gets the next free /24 (the runbook's rollback cannot pin it). \
+The client's routes and firewall name the old addresses: either change them on the client side, or move forward again to a VPNGateway, which pins them (`kubectl get configmap {} -n {ns} -o jsonpath='{{.data.journal\\.json}}'` has the targets)",
+                journal::object_name(&name)
+            )),
+        });
+    }
+    let tunnels = window::wait_tunnels(cluster, &name, t.timeout_tunnel).await?;
+    if let Some(d) = &tunnels.timed_out {
+        return Err(timed_out(
+            &format!("the tunnels of {ns}/{name}"),
+            t.timeout_tunnel,
+            d,
+            again,
+        ));
+    }
+    w.save(Phase::RolledBack).await?;
+    if let Some(d) = &w.journal.psk_detached {
+        anstream::eprintln!(
+            "note: PSK Secret {} stays detached ({} ownerReference(s) to the deleted gateway were removed by the cutover; they would point at an object that no longer exists)",
+            d.secret,
+            d.removed_owner_references.len()
+        );
+    }
+    Ok(tunnels)
+}
+
+async fn create_old(w: &Window<'_>) -> Result<(), Error> {
+    let created = objects::create(w.cluster, &w.journal.old_manifest, false).await?;
+    anstream::eprintln!(
+        "✓ IPsecGateway {}/{} {} from the saved manifest",
+        w.ns(),
+        w.name(),
+        if created {
+            "re-created"
+        } else {
+            "already exists"
+        }
+    );
+    Ok(())
+}

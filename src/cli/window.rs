@@ -1,0 +1,369 @@
+//! What `cutover` and `rollback` share: the timeouts, the confirmation, the journal kept
+//! in step with every phase under the lock, the waits with their live line, and the
+//! tunnel check through the verify machinery.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use crate::cli::Error;
+use crate::cli::cluster_args::{format_duration, parse_duration};
+use crate::cluster::lock::Lock;
+use crate::cluster::{Cluster, KubeError, journal, objects, verify as fetch, watch};
+use crate::core::journal::{Journal, Phase};
+use crate::core::verify::{self, Row, Verdict};
+use crate::core::wait::{self, State};
+use crate::exit;
+use crate::output::progress::Step;
+
+/// The bound of each wait (DESIGN.md §4.5).
+#[derive(clap::Args, Debug, Clone)]
+pub struct Timeouts {
+    /// How long the delete of a gateway may take: its finalizer unwind (children, then
+    /// the OpenStack cleanup that disassociates the floating IP).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    pub timeout_delete: Duration,
+    /// How long to wait for FIPAttached=True, and again for Ready and every VPNPeer
+    /// Authorized.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    pub timeout_attach: Duration,
+    /// How long to wait for every tunnel to be ESTABLISHED and verified (`swanctl
+    /// --list-sas` in the gateway pod). The client's peer re-initiates on its own DPD or
+    /// retry timer: allow for it.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    pub timeout_tunnel: Duration,
+}
+
+/// Now, RFC 3339 UTC with milliseconds: the journal's timestamps.
+pub fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+/// Ask the user to type the gateway's name (DESIGN.md §5: prompts only on a TTY;
+/// without one, a mutating command needs `--yes`).
+pub fn confirm(name: &str, yes: bool, action: &str) -> Result<(), Error> {
+    if yes {
+        return Ok(());
+    }
+    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "no terminal to confirm on: refusing to {action} {name} without --yes"
+            ),
+            hint: Some(
+                "read the summary above (or `vpnmig plan NAME`), then run again with --yes".into(),
+            ),
+        });
+    }
+    let typed: String = dialoguer::Input::new()
+        .with_prompt(format!("Type the gateway's name ({name}) to {action} it"))
+        .allow_empty(true)
+        .interact_text_on(&dialoguer::console::Term::stderr())
+        .map_err(|e| Error::Stop {
+            code: exit::REFUSED,
+            message: format!("the confirmation could not be read: {e}"),
+            hint: None,
+        })?;
+    if typed.trim() != name {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "typed `{}`, not `{name}`: nothing was changed",
+                typed.trim()
+            ),
+            hint: None,
+        });
+    }
+    Ok(())
+}
+
+/// A cutover or rollback in progress: the cluster, the journal, the lock.
+pub struct Window<'a> {
+    pub cluster: &'a Cluster,
+    pub journal: Journal,
+    pub lock: Option<&'a Lock>,
+    /// The lock holder's identity, written into the journal's history.
+    pub by: String,
+}
+
+impl Window<'_> {
+    /// Record `phase` in the journal in the cluster, after checking the lock is still ours.
+    pub async fn save(&mut self, phase: Phase) -> Result<(), Error> {
+        if let Some(lock) = self.lock {
+            lock.check().await?;
+        }
+        self.journal.advance(phase, &now(), &self.by);
+        journal::write(self.cluster, &self.journal, false).await?;
+        Ok(())
+    }
+
+    /// Note the failure in the journal (best effort: the run is stopping anyway).
+    pub async fn record_error(&mut self, message: &str) {
+        self.journal.last_error = Some(message.to_string());
+        let _ = journal::write(self.cluster, &self.journal, false).await;
+    }
+
+    /// Check the lock is still ours before a change.
+    pub async fn check_lock(&self) -> Result<(), Error> {
+        if let Some(lock) = self.lock {
+            lock.check().await?;
+        }
+        Ok(())
+    }
+
+    pub fn ns(&self) -> &str {
+        &self.cluster.namespace
+    }
+
+    pub fn name(&self) -> &str {
+        &self.journal.gateway
+    }
+
+    /// The time the delete of the old gateway was sent, from the journal's history.
+    pub fn delete_sent(&self) -> Option<jiff::Timestamp> {
+        self.journal
+            .history
+            .iter()
+            .rev()
+            .find(|e| e.phase == Phase::Deleting)
+            .and_then(|e| e.at.parse().ok())
+    }
+}
+
+/// A wait that ran out of time, as the error that stops the run.
+pub fn timed_out(what: &str, timeout: Duration, diagnosis: &str, hint: Option<String>) -> Error {
+    Error::Stop {
+        code: exit::TIMEOUT,
+        message: format!(
+            "timed out after {} waiting for {what}: {diagnosis}",
+            format_duration(timeout)
+        ),
+        hint,
+    }
+}
+
+/// Wait until every object `kind/names` is gone; on timeout, `Err(diagnosis)`.
+pub async fn wait_gone(
+    cluster: &Cluster,
+    kind: &str,
+    names: &[String],
+    timeout: Duration,
+    title: &str,
+) -> Result<Result<(), String>, KubeError> {
+    let step = Step::start(title);
+    let outcome = watch::until(
+        cluster,
+        &objects::resource(kind),
+        names,
+        timeout,
+        |objs| {
+            let waiting: Vec<String> = objs
+                .iter()
+                .filter_map(|(n, o)| match wait::gone(&format!("{kind} {n}"), *o) {
+                    State::Done => None,
+                    State::Waiting(w) => Some(w),
+                })
+                .collect();
+            if waiting.is_empty() {
+                State::Done
+            } else {
+                State::Waiting(waiting.join("; "))
+            }
+        },
+        |w| step.update(w),
+    )
+    .await?;
+    Ok(finish(step, outcome, "gone"))
+}
+
+/// Wait until every condition of `types` is True, for its generation, on every object
+/// `kind/names`; on timeout, `Err(diagnosis)`.
+pub async fn wait_conditions(
+    cluster: &Cluster,
+    kind: &str,
+    names: &[String],
+    types: &[&str],
+    timeout: Duration,
+    title: &str,
+) -> Result<Result<(), String>, KubeError> {
+    let step = Step::start(title);
+    let outcome = watch::until(
+        cluster,
+        &objects::resource(kind),
+        names,
+        timeout,
+        |objs| {
+            let labelled: Vec<(String, Option<&serde_json::Value>)> = objs
+                .iter()
+                .map(|(n, o)| (format!("{kind} {n}"), *o))
+                .collect();
+            wait::all(&labelled, types)
+        },
+        |w| step.update(w),
+    )
+    .await?;
+    Ok(finish(step, outcome, &types.join(", ")))
+}
+
+fn finish(step: Step, outcome: watch::Outcome, note: &str) -> Result<(), String> {
+    match outcome {
+        watch::Outcome::Done => {
+            step.done(note);
+            Ok(())
+        }
+        watch::Outcome::TimedOut(diagnosis) => {
+            step.failed(&diagnosis);
+            Err(diagnosis)
+        }
+    }
+}
+
+/// How the tunnel wait ended.
+pub struct Tunnels {
+    /// The last verify report.
+    pub rows: Vec<Row>,
+    /// When the first tunnel was seen ESTABLISHED (its CHILD SAs installed).
+    pub first_up: Option<jiff::Timestamp>,
+    /// `Some(diagnosis)`: the time ran out before the gateway was healthy.
+    pub timed_out: Option<String>,
+}
+
+/// How often the tunnels are looked at: `swanctl` has nothing to watch, so this one wait
+/// polls (every other wait watches).
+const TUNNEL_POLL: Duration = Duration::from_millis(500);
+
+/// Wait until `verify` finds gateway `name` healthy (conditions, pinned values, every
+/// tunnel ESTABLISHED with its CHILD SAs), at most `timeout`. A refusal (401/403) ends
+/// the wait; anything else the cluster says is one more thing still missing.
+pub async fn wait_tunnels(
+    cluster: &Cluster,
+    name: &str,
+    timeout: Duration,
+) -> Result<Tunnels, Error> {
+    let step = Step::start(format!("tunnels of {name} ESTABLISHED and verified"));
+    let started = Instant::now();
+    let mut first_up = None;
+    let mut rows = Vec::new();
+    let mut last = String::new();
+    loop {
+        let remaining = timeout.saturating_sub(started.elapsed());
+        let attempt = tokio::time::timeout(remaining, async {
+            let view = fetch::view(cluster, name).await?;
+            let sas = fetch::sas(cluster, name).await?;
+            Ok::<_, KubeError>(verify::verify(&view, sas.as_ref().map_err(String::as_str)))
+        })
+        .await;
+        let waiting = match attempt {
+            Err(_) => None,
+            Ok(Ok(now)) => {
+                rows = now;
+                if first_up.is_none()
+                    && rows
+                        .iter()
+                        .any(|r| r.check == "tunnel" && r.verdict == Verdict::Ok)
+                {
+                    first_up = Some(jiff::Timestamp::now());
+                }
+                if verify::healthy(&rows) {
+                    step.done("HEALTHY");
+                    return Ok(Tunnels {
+                        rows,
+                        first_up,
+                        timed_out: None,
+                    });
+                }
+                Some(
+                    rows.iter()
+                        .filter(|r| r.verdict == Verdict::Fail)
+                        .map(|r| format!("{} {}: {}", r.object, r.what, r.detail))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                )
+            }
+            Ok(Err(e @ (KubeError::Forbidden { .. } | KubeError::Unauthorized { .. }))) => {
+                step.failed(&e.to_string());
+                return Err(e.into());
+            }
+            Ok(Err(e)) => Some(format!("cannot read the cluster: {e}")),
+        };
+        if let Some(w) = waiting
+            && w != last
+        {
+            step.update(&w);
+            last = w;
+        }
+        if started.elapsed() >= timeout {
+            step.failed(&last);
+            return Ok(Tunnels {
+                rows,
+                first_up,
+                timed_out: Some(last),
+            });
+        }
+        tokio::time::sleep(TUNNEL_POLL.min(timeout.saturating_sub(started.elapsed()))).await;
+    }
+}
+
+/// Milliseconds between two instants of the journal, if both are known and in order.
+pub fn between(from: Option<jiff::Timestamp>, to: Option<jiff::Timestamp>) -> Option<u64> {
+    let d = to?.duration_since(from?);
+    u64::try_from(d.as_millis()).ok()
+}
+
+/// Run `flow`; on Ctrl-C, stop it where it is (every step is idempotent and the journal
+/// is written before and after each one).
+pub async fn interruptible<T>(
+    flow: impl std::future::Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    tokio::select! {
+        r = flow => r,
+        _ = tokio::signal::ctrl_c() => Err(Error::Stop {
+            code: exit::INTERRUPTED,
+            message: "interrupted".into(),
+            hint: None,
+        }),
+    }
+}
+
+/// After an interrupted run: say where the journal stands and how to go on.
+pub async fn after_interrupt(
+    cluster: &Cluster,
+    name: &str,
+    result: Result<i32, Error>,
+) -> Result<i32, Error> {
+    match result {
+        Err(Error::Stop {
+            code: exit::INTERRUPTED,
+            ..
+        }) => {
+            let ns = cluster.namespace.as_str();
+            let (message, hint) = match journal::read(cluster, name).await {
+                Ok(Some(j)) => (
+                    format!(
+                        "interrupted; the journal of {ns}/{name} is at phase {}",
+                        j.phase
+                    ),
+                    j.phase.recovery(name, ns),
+                ),
+                Ok(None) => (
+                    "interrupted before the journal was written: nothing was changed".into(),
+                    format!("run `vpnmig cutover {name} -n {ns}` again when ready"),
+                ),
+                Err(e) => (
+                    format!("interrupted; the journal could not be read: {e}"),
+                    format!(
+                        "`vpnmig cutover {name} -n {ns}` resumes from the journal; `vpnmig rollback {name} -n {ns}` reverses"
+                    ),
+                ),
+            };
+            Err(Error::Stop {
+                code: exit::INTERRUPTED,
+                message,
+                hint: Some(hint),
+            })
+        }
+        other => other,
+    }
+}

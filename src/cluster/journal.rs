@@ -1,0 +1,98 @@
+//! The journal in the cluster: ConfigMap `vpnmig-<gateway>` in the gateway's namespace,
+//! written with server-side apply (field manager `vpnmig`) before anything is touched and
+//! after every step. Keys: `journal.json` (the document, `core::journal::Journal`),
+//! `phase`, and `old-ipsecgateway.yaml` (the saved old manifest, ready for
+//! `kubectl apply -f -`).
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+
+use super::{Cluster, KubeError};
+use crate::core::journal::{Journal, object_name};
+
+/// The field manager of every write vpnmig makes.
+pub const FIELD_MANAGER: &str = "vpnmig";
+
+/// Why a journal could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Kube(#[from] KubeError),
+    #[error("ConfigMap {namespace}/{name} is not a vpnmig journal this version can read: {why}")]
+    Invalid {
+        namespace: String,
+        name: String,
+        why: String,
+    },
+}
+
+/// The journal of `gateway`, if there is one.
+pub async fn read(cluster: &Cluster, gateway: &str) -> Result<Option<Journal>, ReadError> {
+    let ns = cluster.namespace.as_str();
+    let name = object_name(gateway);
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    let Some(cm) = cluster
+        .call("get", &format!("configmap {name}"), Some(ns), || {
+            api.get_opt(&name)
+        })
+        .await?
+    else {
+        return Ok(None);
+    };
+    let text = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get("journal.json"))
+        .ok_or_else(|| ReadError::Invalid {
+            namespace: ns.into(),
+            name: name.clone(),
+            why: "no key journal.json".into(),
+        })?;
+    Journal::from_json(text)
+        .map(Some)
+        .map_err(|why| ReadError::Invalid {
+            namespace: ns.into(),
+            name,
+            why,
+        })
+}
+
+/// Write `journal` (create or update). With `dry_run`, the API server validates and
+/// admits it but stores nothing.
+pub async fn write(cluster: &Cluster, journal: &Journal, dry_run: bool) -> Result<(), KubeError> {
+    let ns = cluster.namespace.as_str();
+    let name = object_name(&journal.gateway);
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    let cm = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "labels": {
+                "app.kubernetes.io/managed-by": "vpnmig",
+                "vpnmig.bnerd.net/gateway": journal.gateway,
+            },
+            "annotations": {
+                "vpnmig.bnerd.net/recover": format!("vpnmig rollback {} -n {ns}", journal.gateway),
+            },
+        },
+        "data": {
+            "journal.json": serde_json::to_string_pretty(journal).expect("journals serialize"),
+            "phase": journal.phase.as_str(),
+            "old-ipsecgateway.yaml": crate::output::manifest::to_yaml(&journal.old_manifest),
+        }
+    });
+    let mut pp = PatchParams::apply(FIELD_MANAGER).force();
+    if dry_run {
+        pp = pp.dry_run();
+    }
+    let patch = Patch::Apply(&cm);
+    cluster
+        .call("apply", &format!("configmap {name}"), Some(ns), || {
+            api.patch(&name, &pp, &patch)
+        })
+        .await
+        .map(|_| ())
+}

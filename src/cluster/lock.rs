@@ -1,0 +1,292 @@
+//! The per-gateway lock: a coordination.k8s.io/v1 Lease `vpnmig-<gateway>` whose holder
+//! names user, host and pid, renewed while vpnmig runs (DESIGN.md §4.6: two people must
+//! never run the same window at once). The decision is `core::lock`'s.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{Api, DeleteParams, PostParams};
+
+use super::{Cluster, KubeError};
+use crate::core::lock::{Decision, Holder, LeaseState, decide};
+
+/// How long a Lease stays valid without renewal.
+pub const LEASE_SECONDS: i32 = 30;
+/// How often it is renewed.
+const RENEW_EVERY: Duration = Duration::from_secs(10);
+
+/// Why the lock was not taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(
+        "gateway {gateway} is locked by {holder} since {since} (Lease {lease}, renewed {renewed}): another vpnmig is working on it"
+    )]
+    Held {
+        gateway: String,
+        lease: String,
+        holder: String,
+        since: String,
+        renewed: String,
+    },
+    #[error("lost the lock on gateway {gateway}: Lease {lease} is now held by {holder}")]
+    Lost {
+        gateway: String,
+        lease: String,
+        holder: String,
+    },
+    #[error(transparent)]
+    Kube(#[from] KubeError),
+}
+
+/// A held lock. Renewed in the background until [`Lock::release`].
+pub struct Lock {
+    api: Api<Lease>,
+    cluster: Cluster,
+    pub name: String,
+    pub gateway: String,
+    pub identity: String,
+    lost: Arc<AtomicBool>,
+    renewer: tokio::task::JoinHandle<()>,
+}
+
+/// This process as a lock holder: `$USER` (else the uid), the host name, the pid.
+pub fn me() -> Holder {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| format!("uid{}", rustix::process::getuid().as_raw()));
+    let host = rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned();
+    Holder {
+        user,
+        host,
+        pid: std::process::id(),
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    rustix::process::Pid::from_raw(pid as i32)
+        .map(|p| {
+            !matches!(
+                rustix::process::test_kill_process(p),
+                Err(rustix::io::Errno::SRCH)
+            )
+        })
+        .unwrap_or(false)
+}
+
+fn now() -> MicroTime {
+    MicroTime(jiff::Timestamp::now())
+}
+
+fn state(lease: &Lease) -> LeaseState {
+    let spec = lease.spec.clone().unwrap_or_default();
+    let last = spec.renew_time.or(spec.acquire_time);
+    LeaseState {
+        holder: spec.holder_identity,
+        since_renew: last.map(|t| {
+            let d = jiff::Timestamp::now().duration_since(t.0);
+            Duration::try_from(d).unwrap_or_default()
+        }),
+        duration: Duration::from_secs(
+            spec.lease_duration_seconds.unwrap_or(LEASE_SECONDS).max(0) as u64
+        ),
+    }
+}
+
+fn show(t: Option<&MicroTime>) -> String {
+    t.map(|t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|| "<never>".into())
+}
+
+/// Whoever holds the Lease of `gateway` now, if anyone: `(holder, since)`.
+pub async fn holder(
+    cluster: &Cluster,
+    gateway: &str,
+) -> Result<Option<(String, String)>, KubeError> {
+    let ns = cluster.namespace.as_str();
+    let api: Api<Lease> = Api::namespaced(cluster.client.clone(), ns);
+    let name = crate::core::journal::object_name(gateway);
+    let lease = cluster
+        .call("get", &format!("lease {name}"), Some(ns), || {
+            api.get_opt(&name)
+        })
+        .await?;
+    Ok(lease.and_then(|l| {
+        let spec = l.spec?;
+        let h = spec.holder_identity.filter(|h| !h.is_empty())?;
+        Some((h, show(spec.acquire_time.as_ref())))
+    }))
+}
+
+/// Take the lock of `gateway`; `break_lock` takes it from a live holder too. A stale
+/// holder (not renewed, or a dead process on this host) is taken over with a note on
+/// stderr.
+pub async fn acquire(
+    cluster: &Cluster,
+    gateway: &str,
+    break_lock: bool,
+) -> Result<Lock, LockError> {
+    let ns = cluster.namespace.clone();
+    let api: Api<Lease> = Api::namespaced(cluster.client.clone(), &ns);
+    let name = crate::core::journal::object_name(gateway);
+    let me = me();
+    let identity = me.identity();
+    let what = format!("lease {name}");
+    let fresh = |rv: Option<String>, transitions: i32| Lease {
+        metadata: ObjectMeta {
+            name: Some(name.clone()),
+            namespace: Some(ns.clone()),
+            resource_version: rv,
+            labels: Some(
+                [
+                    (
+                        "app.kubernetes.io/managed-by".to_string(),
+                        "vpnmig".to_string(),
+                    ),
+                    ("vpnmig.bnerd.net/gateway".to_string(), gateway.to_string()),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(identity.clone()),
+            lease_duration_seconds: Some(LEASE_SECONDS),
+            acquire_time: Some(now()),
+            renew_time: Some(now()),
+            lease_transitions: Some(transitions),
+            ..Default::default()
+        }),
+    };
+    for _ in 0..3 {
+        let existing = cluster
+            .call("get", &what, Some(&ns), || api.get_opt(&name))
+            .await?;
+        let Some(lease) = existing else {
+            match api.create(&PostParams::default(), &fresh(None, 0)).await {
+                Ok(_) => return Ok(Lock::start(cluster, api, name, gateway, identity)),
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) => return Err(cluster.error("create", &what, Some(&ns), e).into()),
+            }
+        };
+        let spec = lease.spec.clone().unwrap_or_default();
+        let held_by = spec.holder_identity.clone().unwrap_or_default();
+        match decide(&state(&lease), &me, alive) {
+            Decision::Free => {}
+            Decision::Stale(why) => eprintln!("vpnmig: taking over the lock of {held_by}: {why}"),
+            Decision::Held if break_lock => {
+                eprintln!("vpnmig: --break-lock: taking the lock from {held_by}")
+            }
+            Decision::Held => {
+                return Err(LockError::Held {
+                    gateway: gateway.into(),
+                    lease: format!("{ns}/{name}"),
+                    holder: held_by,
+                    since: show(spec.acquire_time.as_ref()),
+                    renewed: show(spec.renew_time.as_ref()),
+                });
+            }
+        }
+        let next = fresh(
+            lease.metadata.resource_version.clone(),
+            spec.lease_transitions.unwrap_or(0) + 1,
+        );
+        // The resourceVersion makes this a compare-and-swap: two takers, one winner.
+        match api.replace(&name, &PostParams::default(), &next).await {
+            Ok(_) => return Ok(Lock::start(cluster, api, name, gateway, identity)),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(e) => return Err(cluster.error("update", &what, Some(&ns), e).into()),
+        }
+    }
+    Err(LockError::Kube(KubeError::Api {
+        verb: "update".into(),
+        what,
+        scope: format!(" in namespace {ns}"),
+        source: kube::Error::Service(
+            "the Lease kept changing while vpnmig tried to take it".into(),
+        ),
+    }))
+}
+
+impl Lock {
+    fn start(
+        cluster: &Cluster,
+        api: Api<Lease>,
+        name: String,
+        gateway: &str,
+        identity: String,
+    ) -> Lock {
+        let lost = Arc::new(AtomicBool::new(false));
+        let renewer = {
+            let (api, name, identity, lost) =
+                (api.clone(), name.clone(), identity.clone(), lost.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(RENEW_EVERY).await;
+                    let Ok(Some(mut lease)) = api.get_opt(&name).await else {
+                        continue; // a blip: try again before the lease runs out
+                    };
+                    let spec = lease.spec.get_or_insert_with(Default::default);
+                    if spec.holder_identity.as_deref() != Some(&identity) {
+                        lost.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    spec.renew_time = Some(now());
+                    let _ = api.replace(&name, &PostParams::default(), &lease).await;
+                }
+            })
+        };
+        Lock {
+            api,
+            cluster: cluster.clone(),
+            name,
+            gateway: gateway.into(),
+            identity,
+            lost,
+            renewer,
+        }
+    }
+
+    /// Still ours? Checked before every step that changes the cluster.
+    pub async fn check(&self) -> Result<(), LockError> {
+        let lease = self
+            .cluster
+            .call(
+                "get",
+                &format!("lease {}", self.name),
+                Some(&self.cluster.namespace),
+                || self.api.get_opt(&self.name),
+            )
+            .await?;
+        let holder = lease
+            .and_then(|l| l.spec?.holder_identity)
+            .unwrap_or_default();
+        if self.lost.load(Ordering::SeqCst) || holder != self.identity {
+            return Err(LockError::Lost {
+                gateway: self.gateway.clone(),
+                lease: format!("{}/{}", self.cluster.namespace, self.name),
+                holder: if holder.is_empty() {
+                    "nobody".into()
+                } else {
+                    holder
+                },
+            });
+        }
+        Ok(())
+    }
+
+    /// Stop renewing and delete the Lease if it is still ours.
+    pub async fn release(&self) {
+        self.renewer.abort();
+        if let Ok(Some(lease)) = self.api.get_opt(&self.name).await
+            && lease.spec.and_then(|s| s.holder_identity).as_deref() == Some(&self.identity)
+        {
+            let _ = self.api.delete(&self.name, &DeleteParams::default()).await;
+        }
+    }
+}

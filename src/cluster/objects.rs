@@ -1,0 +1,143 @@
+//! The writes of a cutover and a rollback, one API call each: delete (with a uid
+//! precondition), server-side apply (field manager `vpnmig`), create, and the PSK
+//! Secret's ownerReferences patch. Every one may be a dry run.
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
+};
+use serde_json::{Value, json};
+
+use super::journal::FIELD_MANAGER;
+use super::{Cluster, KubeError};
+use crate::core::model::{IPsecGateway, VPNGateway, VPNPeer};
+
+/// The API resource of one of the three kinds (`IPsecGateway`, `VPNGateway`, `VPNPeer`).
+pub fn resource(kind: &str) -> ApiResource {
+    match kind {
+        "IPsecGateway" => ApiResource::erase::<IPsecGateway>(&()),
+        "VPNGateway" => ApiResource::erase::<VPNGateway>(&()),
+        _ => ApiResource::erase::<VPNPeer>(&()),
+    }
+}
+
+fn api(cluster: &Cluster, kind: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(cluster.client.clone(), &cluster.namespace, &resource(kind))
+}
+
+fn what(kind: &str, name: &str) -> String {
+    format!("{} {name}", kind.to_lowercase())
+}
+
+/// The object as JSON, if it exists.
+pub async fn get(cluster: &Cluster, kind: &str, name: &str) -> Result<Option<Value>, KubeError> {
+    let api = api(cluster, kind);
+    let obj = cluster
+        .call("get", &what(kind, name), Some(&cluster.namespace), || {
+            api.get_opt(name)
+        })
+        .await?;
+    Ok(obj.map(|o| serde_json::to_value(o).expect("objects serialize")))
+}
+
+/// Delete `kind/name`; with `uid`, only that very object (a re-created one of the same
+/// name is left alone: 409). Returns whether it existed.
+pub async fn delete(
+    cluster: &Cluster,
+    kind: &str,
+    name: &str,
+    uid: Option<&str>,
+    dry_run: bool,
+) -> Result<bool, KubeError> {
+    let api = api(cluster, kind);
+    let dp = DeleteParams {
+        dry_run,
+        preconditions: uid.map(|u| Preconditions {
+            uid: Some(u.to_string()),
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
+    match api.delete(name, &dp).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+        Err(e) => Err(cluster.error("delete", &what(kind, name), Some(&cluster.namespace), e)),
+    }
+}
+
+/// Server-side apply `obj` as field manager `vpnmig` (no force: a field another manager
+/// owns is a conflict to look at, not to overwrite).
+pub async fn apply(cluster: &Cluster, obj: &Value, dry_run: bool) -> Result<(), KubeError> {
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    let api = api(cluster, kind);
+    let mut pp = PatchParams::apply(FIELD_MANAGER);
+    if dry_run {
+        pp = pp.dry_run();
+    }
+    let patch = Patch::Apply(obj);
+    cluster
+        .call("apply", &what(kind, name), Some(&cluster.namespace), || {
+            api.patch(name, &pp, &patch)
+        })
+        .await
+        .map(|_| ())
+}
+
+/// Create `obj` (the old gateway's saved manifest); `Ok(false)` if it already exists.
+pub async fn create(cluster: &Cluster, obj: &Value, dry_run: bool) -> Result<bool, KubeError> {
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    let api = api(cluster, kind);
+    let pp = PostParams {
+        dry_run,
+        field_manager: Some(FIELD_MANAGER.into()),
+    };
+    let body: DynamicObject = serde_json::from_value(obj.clone()).expect("manifests are objects");
+    match api.create(&pp, &body).await {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
+        Err(e) => Err(cluster.error("create", &what(kind, name), Some(&cluster.namespace), e)),
+    }
+}
+
+/// The PSK Secret as JSON, if it exists.
+pub async fn secret(cluster: &Cluster, name: &str) -> Result<Option<Value>, KubeError> {
+    let api: Api<Secret> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
+    let s = cluster
+        .call(
+            "get",
+            &format!("secret {name}"),
+            Some(&cluster.namespace),
+            || api.get_opt(name),
+        )
+        .await?;
+    Ok(s.map(|s| serde_json::to_value(s).expect("secrets serialize")))
+}
+
+/// Replace the Secret's ownerReferences with `kept`, if it is still at
+/// `resource_version` (a concurrent change is a 409, not a lost update).
+pub async fn set_owner_references(
+    cluster: &Cluster,
+    name: &str,
+    resource_version: &str,
+    kept: &[Value],
+    dry_run: bool,
+) -> Result<(), KubeError> {
+    let api: Api<Secret> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
+    let body = json!({"metadata": {"resourceVersion": resource_version, "ownerReferences": kept}});
+    let mut pp = PatchParams::default();
+    if dry_run {
+        pp = pp.dry_run();
+    }
+    let patch = Patch::Merge(&body);
+    cluster
+        .call(
+            "patch",
+            &format!("secret {name}"),
+            Some(&cluster.namespace),
+            || api.patch(name, &pp, &patch),
+        )
+        .await
+        .map(|_| ())
+}

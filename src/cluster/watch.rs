@@ -1,0 +1,131 @@
+//! Waiting with a watch, not a sleep loop: list the objects once (their state and a
+//! resourceVersion), then watch from there and decide again on every event, until the
+//! decision is done or the time is up. A watch the server closes, an expired
+//! resourceVersion (410) or a dropped connection start over with a fresh list. What is
+//! waited for is decided by the caller (`core::wait`); every change of that text is
+//! reported through `on_change`, the live display.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, WatchEvent, WatchParams};
+use serde_json::Value;
+
+use super::{Cluster, KubeError};
+use crate::core::wait::State;
+
+/// How the wait ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Done,
+    /// Time is up; what it was still waiting for (the diagnosis).
+    TimedOut(String),
+}
+
+/// Wait until `decide` is done for the objects `names` of `ar` in the cluster's
+/// namespace (`None` for each one that does not exist), at most `timeout`.
+pub async fn until(
+    cluster: &Cluster,
+    ar: &ApiResource,
+    names: &[String],
+    timeout: Duration,
+    decide: impl Fn(&[(String, Option<&Value>)]) -> State,
+    mut on_change: impl FnMut(&str),
+) -> Result<Outcome, KubeError> {
+    let ns = cluster.namespace.as_str();
+    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, ar);
+    let deadline = Instant::now() + timeout;
+    let fields = match names {
+        [one] => format!("metadata.name={one}"),
+        _ => String::new(),
+    };
+    let mut objects: BTreeMap<String, Value> = BTreeMap::new();
+    let mut last = String::new();
+    let mut judge = |objects: &BTreeMap<String, Value>, last: &mut String| {
+        let view: Vec<(String, Option<&Value>)> =
+            names.iter().map(|n| (n.clone(), objects.get(n))).collect();
+        match decide(&view) {
+            State::Done => true,
+            State::Waiting(w) => {
+                if w != *last {
+                    on_change(&w);
+                    *last = w;
+                }
+                false
+            }
+        }
+    };
+    loop {
+        let lp = ListParams::default().fields(&fields);
+        let list = match tokio::time::timeout_at(
+            deadline.into(),
+            cluster.call(
+                "list",
+                &format!("{} {}", ar.plural, names.join(",")),
+                Some(ns),
+                || api.list(&lp),
+            ),
+        )
+        .await
+        {
+            Err(_) => return Ok(Outcome::TimedOut(last)),
+            Ok(r) => r?,
+        };
+        objects.clear();
+        for o in list.items {
+            let name = o.metadata.name.clone().unwrap_or_default();
+            if names.contains(&name) {
+                objects.insert(name, serde_json::to_value(o).expect("objects serialize"));
+            }
+        }
+        if judge(&objects, &mut last) {
+            return Ok(Outcome::Done);
+        }
+        let rv = list.metadata.resource_version.unwrap_or_default();
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        let wp = WatchParams::default()
+            .fields(&fields)
+            .timeout(remaining.as_secs().clamp(1, 290) as u32);
+        let stream = match api.watch(&wp, &rv).await {
+            Ok(s) => s,
+            Err(e) => {
+                // A blip: list again shortly (bounded by the deadline).
+                if Instant::now() >= deadline {
+                    return Ok(Outcome::TimedOut(last));
+                }
+                eprintln!(
+                    "vpnmig: watch {} failed ({}); listing again",
+                    ar.plural,
+                    super::describe(&e)
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        let mut stream = stream.boxed();
+        loop {
+            let next = match tokio::time::timeout_at(deadline.into(), stream.try_next()).await {
+                Err(_) => return Ok(Outcome::TimedOut(last)),
+                Ok(n) => n,
+            };
+            match next {
+                Ok(Some(WatchEvent::Added(o) | WatchEvent::Modified(o))) => {
+                    let name = o.metadata.name.clone().unwrap_or_default();
+                    if names.contains(&name) {
+                        objects.insert(name, serde_json::to_value(o).expect("objects serialize"));
+                    }
+                }
+                Ok(Some(WatchEvent::Deleted(o))) => {
+                    objects.remove(&o.metadata.name.clone().unwrap_or_default());
+                }
+                Ok(Some(WatchEvent::Bookmark(_))) => continue,
+                // 410 Gone and friends, the end of the stream, a broken connection: relist.
+                Ok(Some(WatchEvent::Error(_))) | Ok(None) | Err(_) => break,
+            }
+            if judge(&objects, &mut last) {
+                return Ok(Outcome::Done);
+            }
+        }
+    }
+}

@@ -1,0 +1,559 @@
+//! The cutover journal and its state machine (DESIGN.md §4.3 and §4.6), pure.
+//!
+//! A journal is written into the cluster (ConfigMap `vpnmig-<gateway>`, see
+//! `cluster::journal`) *before* anything is changed, and again after every step, so that
+//! an interrupted cutover or rollback can be resumed or reversed from any machine. It
+//! holds the old IPsecGateway cleaned of server fields (what rollback re-creates,
+//! verbatim, never translated back), the targets (what cutover applies after the old
+//! object is gone, never re-translated from a source that no longer exists), the PSK
+//! Secret's fingerprint (never its value) and the ownerReferences vpnmig removed from it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Schema identifier of the journal document; bumped on incompatible changes.
+pub const JOURNAL_API_VERSION: &str = "vpnmig.bnerd.net/journal/v1";
+
+/// The ConfigMap (and Lease) name of a gateway's journal (and lock).
+pub fn object_name(gateway: &str) -> String {
+    format!("vpnmig-{gateway}")
+}
+
+/// The last step completed, in the order they happen. Cutover runs `Started` →
+/// `Done`; rollback `RollingBack` → `RolledBack`.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    /// Journal written, nothing in the cluster changed yet.
+    Started,
+    /// The PSK Secret's ownerReferences to the old gateway removed (or none were there).
+    PskDetached,
+    /// The delete of the IPsecGateway was sent: the outage has begun.
+    Deleting,
+    /// The IPsecGateway is gone (its finalizer unwind finished; the pinned FIP is free).
+    Deleted,
+    /// VPNGateway and VPNPeers applied (server-side apply, field manager `vpnmig`).
+    Applied,
+    /// The VPNGateway reports `FIPAttached=True`.
+    Attached,
+    /// The VPNGateway is Ready and every VPNPeer Authorized.
+    Ready,
+    /// Tunnels ESTABLISHED and verified: the cutover is complete.
+    Done,
+    /// A rollback began: the new objects may be partly deleted.
+    RollingBack,
+    /// The VPNPeers and VPNGateway are gone.
+    NewDeleted,
+    /// The old IPsecGateway was re-created from the saved manifest.
+    OldApplied,
+    /// The old IPsecGateway is FIPAttached, Ready and its tunnels verified.
+    RolledBack,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Started => "started",
+            Phase::PskDetached => "psk-detached",
+            Phase::Deleting => "deleting",
+            Phase::Deleted => "deleted",
+            Phase::Applied => "applied",
+            Phase::Attached => "attached",
+            Phase::Ready => "ready",
+            Phase::Done => "done",
+            Phase::RollingBack => "rolling-back",
+            Phase::NewDeleted => "new-deleted",
+            Phase::OldApplied => "old-applied",
+            Phase::RolledBack => "rolled-back",
+        }
+    }
+
+    /// Whether a cutover sent the delete of the old IPsecGateway (it may be gone).
+    pub fn past_delete(self) -> bool {
+        (Phase::Deleting..=Phase::Done).contains(&self)
+    }
+
+    /// Whether the operation recorded is over (nothing to resume).
+    pub fn finished(self) -> bool {
+        matches!(self, Phase::Done | Phase::RolledBack)
+    }
+
+    /// Whether a rollback is under way.
+    pub fn rolling_back(self) -> bool {
+        self >= Phase::RollingBack && self != Phase::RolledBack
+    }
+
+    /// What to run after an interruption in this phase (the README's recovery table).
+    pub fn recovery(self, name: &str, ns: &str) -> String {
+        let cutover = format!("vpnmig cutover {name} -n {ns}");
+        let rollback = format!("vpnmig rollback {name} -n {ns}");
+        match self {
+            Phase::Started | Phase::PskDetached => format!(
+                "nothing was deleted: `{cutover}` resumes; `{rollback}` closes the journal (the IPsecGateway is untouched)"
+            ),
+            Phase::Deleting | Phase::Deleted | Phase::Applied | Phase::Attached | Phase::Ready => {
+                format!(
+                    "the tunnel is down or unverified: `{cutover}` resumes from `{}`; `{rollback}` restores the IPsecGateway from the journal",
+                    self.as_str()
+                )
+            }
+            Phase::Done => format!(
+                "the cutover is complete: `vpnmig verify {name} -n {ns}`; `{rollback}` reverses it"
+            ),
+            Phase::RollingBack | Phase::NewDeleted | Phase::OldApplied => {
+                format!("a rollback was interrupted: `{rollback}` resumes it")
+            }
+            Phase::RolledBack => format!(
+                "the IPsecGateway is back: `vpnmig verify {name} -n {ns}`; a new `{cutover}` starts over"
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One entry of the journal's history: a phase reached, when (RFC 3339, UTC) and by whom.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub phase: Phase,
+    pub at: String,
+    pub by: String,
+}
+
+/// The ownerReferences removed from the PSK Secret so it survives the old gateway.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PskDetach {
+    pub secret: String,
+    pub removed_owner_references: Vec<Value>,
+}
+
+/// The journal document (`journal.json` in the ConfigMap).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Journal {
+    /// Always [`JOURNAL_API_VERSION`].
+    pub api_version: String,
+    pub namespace: String,
+    pub gateway: String,
+    pub phase: Phase,
+    /// uid of the IPsecGateway the cutover started from.
+    pub old_uid: Option<String>,
+    /// The plan's `source.specFingerprint` of that object.
+    pub spec_fingerprint: String,
+    /// The pinned floating IP (what must end on the live gateway).
+    #[serde(rename = "floatingIP")]
+    pub floating_ip: String,
+    /// PSK Secret `name` and salted fingerprint (see `core::psk::fingerprint`).
+    pub psk_secret: String,
+    pub psk_fingerprint: Option<String>,
+    /// The old IPsecGateway cleaned of server fields: what rollback re-creates.
+    pub old_manifest: Value,
+    /// The VPNGateway, then the VPNPeers: what cutover applies.
+    pub targets: Vec<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psk_detached: Option<PskDetach>,
+    /// Milliseconds from the delete of the old gateway to the first ESTABLISHED tunnel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outage_ms: Option<u64>,
+    /// The last failure, if the run stopped on one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    pub history: Vec<Entry>,
+}
+
+impl Journal {
+    /// A new journal in phase `Started`.
+    pub fn new(
+        plan: &crate::core::plan::Plan,
+        old_manifest: Value,
+        floating_ip: String,
+        now: &str,
+        by: &str,
+    ) -> Journal {
+        let targets: Vec<Value> = plan.targets.objects().into_iter().map(|(_, v)| v).collect();
+        let psk_secret = targets
+            .iter()
+            .find_map(|t| t.pointer("/spec/ipsec/pskSecretRef/name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        Journal {
+            api_version: JOURNAL_API_VERSION.into(),
+            namespace: plan.source.namespace.clone().unwrap_or_default(),
+            gateway: plan.source.name.clone(),
+            phase: Phase::Started,
+            old_uid: plan.source.uid.clone(),
+            spec_fingerprint: plan.source.spec_fingerprint.clone(),
+            floating_ip,
+            psk_secret,
+            psk_fingerprint: plan.source.psk_fingerprint.clone(),
+            old_manifest,
+            targets,
+            psk_detached: None,
+            outage_ms: None,
+            last_error: None,
+            history: vec![Entry {
+                phase: Phase::Started,
+                at: now.into(),
+                by: by.into(),
+            }],
+        }
+    }
+
+    /// A journal rebuilt from a saved bundle (`plan.json` and the old manifest), for a
+    /// rollback when the one in the cluster is gone. Its phase is `Done`: the state of
+    /// the cluster is found out by the rollback itself.
+    pub fn from_bundle(plan: &Value, old_manifest: Value, now: &str, by: &str) -> Journal {
+        let s = |p: &str| plan.pointer(p).and_then(Value::as_str).map(str::to_string);
+        let mut targets = vec![plan["targets"]["gateway"].clone()];
+        targets.extend(
+            plan["targets"]["peers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+        );
+        let psk_secret = targets
+            .iter()
+            .find_map(|t| t.pointer("/spec/ipsec/pskSecretRef/name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        Journal {
+            api_version: JOURNAL_API_VERSION.into(),
+            namespace: s("/source/namespace").unwrap_or_default(),
+            gateway: s("/source/name").unwrap_or_default(),
+            phase: Phase::Done,
+            old_uid: s("/source/uid"),
+            spec_fingerprint: s("/source/specFingerprint").unwrap_or_default(),
+            floating_ip: old_manifest
+                .pointer("/spec/endpoint/floatingIP")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            psk_secret,
+            psk_fingerprint: s("/source/pskFingerprint"),
+            old_manifest,
+            targets,
+            psk_detached: None,
+            outage_ms: None,
+            last_error: None,
+            history: vec![Entry {
+                phase: Phase::Done,
+                at: now.into(),
+                by: format!("{by} (rebuilt from a plan bundle)"),
+            }],
+        }
+    }
+
+    /// Record reaching `phase`.
+    pub fn advance(&mut self, phase: Phase, now: &str, by: &str) {
+        self.phase = phase;
+        self.last_error = None;
+        self.history.push(Entry {
+            phase,
+            at: now.into(),
+            by: by.into(),
+        });
+    }
+
+    /// `(Kind, name)` of each target, VPNGateway first.
+    pub fn target_names(&self) -> Vec<(String, String)> {
+        self.targets
+            .iter()
+            .map(|t| {
+                (
+                    t["kind"].as_str().unwrap_or_default().to_string(),
+                    t["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// The serviceCIDR and `(exposure, virtual IP)`s the VPNGateway target pins: what the
+    /// old gateway had in its status.
+    pub fn pinned_addresses(&self) -> (Option<String>, Vec<(String, String)>) {
+        let gw = self.targets.iter().find(|t| t["kind"] == "VPNGateway");
+        let cidr = gw
+            .and_then(|g| g.pointer("/spec/serviceCIDR"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let vips = gw
+            .and_then(|g| g.pointer("/spec/exposures"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| {
+                Some((
+                    e["name"].as_str()?.to_string(),
+                    e["virtualIP"].as_str()?.to_string(),
+                ))
+            })
+            .collect();
+        (cidr, vips)
+    }
+
+    /// The VPNPeer names.
+    pub fn peer_names(&self) -> Vec<String> {
+        self.target_names()
+            .into_iter()
+            .filter(|(k, _)| k == "VPNPeer")
+            .map(|(_, n)| n)
+            .collect()
+    }
+
+    /// Read `journal.json`. A document that is not a journal of this version is an error
+    /// naming what was seen.
+    pub fn from_json(text: &str) -> Result<Journal, String> {
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let seen = v["apiVersion"].as_str().unwrap_or("<none>");
+        if seen != JOURNAL_API_VERSION {
+            return Err(format!(
+                "apiVersion {seen}, this vpnmig reads {JOURNAL_API_VERSION}"
+            ));
+        }
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+}
+
+/// One difference between a saved plan and the live one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Drift {
+    /// What differs, as a `plan.json` path (`source.uid`, `targets`).
+    pub what: String,
+    pub saved: String,
+    pub live: String,
+}
+
+/// Compare a saved `plan.json` with the live plan (DESIGN.md §4.4): the same object
+/// (uid), the same spec (generation and spec fingerprint) and the same targets. The
+/// resourceVersion is not compared: the operator's status writes change it without
+/// changing what the plan was made from.
+pub fn drift(saved: &Value, live: &crate::core::plan::Plan) -> Vec<Drift> {
+    let live_v = serde_json::to_value(live).expect("plans serialize");
+    let mut out = Vec::new();
+    let show = |v: &Value| match v {
+        Value::Null => "<none>".to_string(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    for path in [
+        "/source/namespace",
+        "/source/name",
+        "/source/uid",
+        "/source/generation",
+        "/source/specFingerprint",
+        "/source/pskFingerprint",
+    ] {
+        let a = saved.pointer(path).cloned().unwrap_or(Value::Null);
+        let b = live_v.pointer(path).cloned().unwrap_or(Value::Null);
+        if a != b {
+            out.push(Drift {
+                what: path[1..].replace('/', "."),
+                saved: show(&a),
+                live: show(&b),
+            });
+        }
+    }
+    let a = saved.pointer("/targets").cloned().unwrap_or(Value::Null);
+    let b = live_v.pointer("/targets").cloned().unwrap_or(Value::Null);
+    if a != b {
+        let (sa, sb) = (
+            crate::output::manifest::to_yaml_sorted(&a),
+            crate::output::manifest::to_yaml_sorted(&b),
+        );
+        let diff = similar::TextDiff::from_lines(&sa, &sb)
+            .unified_diff()
+            .context_radius(1)
+            .header("saved plan", "live plan")
+            .to_string();
+        out.push(Drift {
+            what: "targets".into(),
+            saved: "see diff".into(),
+            live: diff,
+        });
+    }
+    out
+}
+
+/// What the re-created old gateway lost: its serviceCIDR and virtual IPs as the
+/// operator allocated them now (`status`) against what the journal recorded. The
+/// IPsecGateway kind has no spec field for its serviceCIDR, so a re-created one gets the
+/// operator's next free /24 (DESIGN.md §2) unless that is the same one. One line per
+/// value that changed; empty when nothing did.
+pub fn lost_addresses(j: &Journal, status: &Value) -> Vec<String> {
+    let (cidr, vips) = j.pinned_addresses();
+    let mut out = Vec::new();
+    let now = status.get("serviceCIDR").and_then(Value::as_str);
+    if let Some(c) = &cidr
+        && now != Some(c.as_str())
+    {
+        out.push(format!("serviceCIDR {c} → {}", now.unwrap_or("<none>")));
+    }
+    for (name, vip) in vips {
+        let now = status
+            .get("exposures")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|e| e["name"] == name.as_str())
+            .and_then(|e| e["virtualIP"].as_str());
+        if now != Some(vip.as_str()) {
+            out.push(format!(
+                "exposure {name} virtual IP {vip} → {}",
+                now.unwrap_or("<none>")
+            ));
+        }
+    }
+    out
+}
+
+/// Compare a saved `plan.json` with a journal: the same object (uid) and the same
+/// targets. Used when the source is gone (a resumed cutover, a rollback).
+pub fn journal_drift(saved: &Value, j: &Journal) -> Vec<Drift> {
+    let mut out = Vec::new();
+    let uid = saved.pointer("/source/uid").and_then(Value::as_str);
+    if uid != j.old_uid.as_deref() {
+        out.push(Drift {
+            what: "source.uid".into(),
+            saved: uid.unwrap_or("<none>").into(),
+            live: j.old_uid.clone().unwrap_or_else(|| "<none>".into()),
+        });
+    }
+    let mut targets = vec![saved["targets"]["gateway"].clone()];
+    targets.extend(
+        saved["targets"]["peers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    if targets != j.targets {
+        out.push(Drift {
+            what: "targets".into(),
+            saved: format!("{} object(s)", targets.len()),
+            live: format!("{} object(s) in the journal, not equal", j.targets.len()),
+        });
+    }
+    out
+}
+
+/// The blocker checks of `plan` that stop a cutover: every failed blocker, less the
+/// findings the cutover resolves itself ([`resolved_by_cutover`]). `(check id, finding)`;
+/// `None` for a failed check without findings.
+pub fn blocking(
+    plan: &crate::core::plan::Plan,
+) -> Vec<(&'static str, Option<&crate::core::checks::Finding>)> {
+    let mut out = Vec::new();
+    for c in plan.checks.iter().filter(|c| c.blocks()) {
+        if c.findings.is_empty() {
+            out.push((c.id, None));
+        }
+        for f in &c.findings {
+            if !resolved_by_cutover(c.id, &f.path) {
+                out.push((c.id, Some(f)));
+            }
+        }
+    }
+    out
+}
+
+/// The ownerReferences of `secret` that tie it to the old gateway (see
+/// `core::psk::owner_is_gateway`), and the list that remains without them.
+pub fn detach_owners(
+    secret: &Value,
+    gateway: &crate::core::model::IPsecGateway,
+) -> (Vec<Value>, Vec<Value>) {
+    let refs = secret
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    refs.into_iter().partition(|r| {
+        let one = serde_json::json!({"metadata": {"ownerReferences": [r]}});
+        crate::core::psk::owner_is_gateway(&one, gateway).is_some()
+    })
+}
+
+/// Whether a check finding is the one cutover resolves itself (step e: the PSK Secret
+/// owned by the old gateway is detached, recorded in the journal).
+pub fn resolved_by_cutover(check: &str, path: &str) -> bool {
+    check == "psk-secret" && path == "metadata.ownerReferences"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn phases_order_and_serialize_in_kebab_case() {
+        assert!(Phase::Started < Phase::Deleting && Phase::Deleting < Phase::Done);
+        assert!(Phase::Deleting.past_delete() && !Phase::PskDetached.past_delete());
+        assert!(!Phase::RolledBack.past_delete() && !Phase::RollingBack.past_delete());
+        assert!(Phase::NewDeleted.rolling_back() && !Phase::RolledBack.rolling_back());
+        assert_eq!(
+            serde_json::to_value(Phase::PskDetached).unwrap(),
+            json!("psk-detached")
+        );
+        for p in [Phase::Started, Phase::Ready, Phase::RolledBack] {
+            assert_eq!(serde_json::to_value(p).unwrap(), json!(p.as_str()));
+        }
+    }
+
+    #[test]
+    fn recovery_names_the_commands() {
+        let r = Phase::Applied.recovery("acme", "tenant-acme");
+        assert!(r.contains("`vpnmig cutover acme -n tenant-acme` resumes from `applied`"));
+        assert!(r.contains("`vpnmig rollback acme -n tenant-acme` restores"));
+        assert!(
+            Phase::OldApplied
+                .recovery("a", "b")
+                .contains("`vpnmig rollback a -n b` resumes")
+        );
+    }
+
+    #[test]
+    fn other_versions_are_refused() {
+        let e = Journal::from_json(r#"{"apiVersion":"vpnmig.bnerd.net/journal/v0"}"#).unwrap_err();
+        assert_eq!(
+            e,
+            "apiVersion vpnmig.bnerd.net/journal/v0, this vpnmig reads vpnmig.bnerd.net/journal/v1"
+        );
+        assert!(Journal::from_json("{").unwrap_err().starts_with("not JSON"));
+    }
+
+    #[test]
+    fn detaches_only_references_to_the_gateway() {
+        let gw: crate::core::model::IPsecGateway = serde_json::from_value(json!({
+            "apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway",
+            "metadata": {"name": "acme", "namespace": "t", "uid": "u-1"},
+            "spec": {"endpoint": {}, "auth": {"pskSecretRef": {"name": "s", "key": "psk"}},
+                     "ike": {"version": 2, "proposals": []}, "tunnels": []}
+        }))
+        .unwrap();
+        let secret = json!({"metadata": {"ownerReferences": [
+            {"apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway", "name": "acme", "uid": "u-1"},
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "keep", "uid": "u-2"},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "acme", "uid": "u-3"}
+        ]}});
+        let (removed, kept) = detach_owners(&secret, &gw);
+        assert_eq!(
+            removed
+                .iter()
+                .map(|r| r["uid"].as_str().unwrap())
+                .collect::<Vec<_>>(),
+            ["u-1", "u-3"]
+        );
+        assert_eq!(
+            kept,
+            [json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "keep", "uid": "u-2"})]
+        );
+    }
+}

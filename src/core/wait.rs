@@ -1,0 +1,158 @@
+//! What each wait of a cutover or rollback waits for, decided from the objects as the
+//! watch delivers them (pure). Every wait has a live display of what it still waits for
+//! and, on timeout, that same text is the diagnosis (DESIGN.md §4.5): which finalizers
+//! are left, which condition is missing and its reason and message.
+
+use serde_json::Value;
+
+/// Done, or still waiting for what the text says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum State {
+    Done,
+    Waiting(String),
+}
+
+impl State {
+    pub fn done(&self) -> bool {
+        *self == State::Done
+    }
+}
+
+/// The object is gone. While it is there: its finalizers and whether the deletion has
+/// started (`deletionTimestamp`).
+pub fn gone(label: &str, obj: Option<&Value>) -> State {
+    let Some(o) = obj else { return State::Done };
+    let finalizers: Vec<&str> = o
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let deleting = o.pointer("/metadata/deletionTimestamp").is_some();
+    let fins = if finalizers.is_empty() {
+        "no finalizers".to_string()
+    } else {
+        format!("finalizers: {}", finalizers.join(", "))
+    };
+    State::Waiting(if deleting {
+        format!("{label} still present, being deleted; {fins}")
+    } else {
+        format!("{label} still present, deletion not started; {fins}")
+    })
+}
+
+/// Condition `type_` of `obj` is `True` for the object's current generation. While it is
+/// not: its status, reason and message as the operator wrote them.
+pub fn condition(label: &str, obj: Option<&Value>, type_: &str) -> State {
+    let Some(o) = obj else {
+        return State::Waiting(format!("{label} does not exist"));
+    };
+    let conditions: Vec<crate::core::model::Condition> = o
+        .pointer("/status/conditions")
+        .cloned()
+        .and_then(|c| serde_json::from_value(c).ok())
+        .unwrap_or_default();
+    let generation = o.pointer("/metadata/generation").and_then(Value::as_i64);
+    match crate::core::verify::current(&conditions, type_, generation) {
+        Ok(c) if c.status == "True" => State::Done,
+        Ok(c) => State::Waiting(format!(
+            "{label} {type_}={} reason {}{}",
+            c.status,
+            c.reason.as_deref().unwrap_or("-"),
+            c.message
+                .as_deref()
+                .filter(|m| !m.is_empty())
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        )),
+        Err(why) => State::Waiting(format!("{label}: {why}")),
+    }
+}
+
+/// Every condition of `types` on every object: the first not yet true.
+pub fn all(objects: &[(String, Option<&Value>)], types: &[&str]) -> State {
+    let mut missing = Vec::new();
+    for (label, obj) in objects {
+        for t in types {
+            if let State::Waiting(w) = condition(label, *obj, t) {
+                missing.push(w);
+            }
+        }
+    }
+    if missing.is_empty() {
+        State::Done
+    } else {
+        State::Waiting(missing.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn gone_shows_finalizers() {
+        assert_eq!(gone("IPsecGateway t/acme", None), State::Done);
+        let o = json!({"metadata": {"finalizers": ["ipsec.bnerd.net/cleanup"], "deletionTimestamp": "2026-11-29T02:00:00Z"}});
+        assert_eq!(
+            gone("IPsecGateway t/acme", Some(&o)),
+            State::Waiting("IPsecGateway t/acme still present, being deleted; finalizers: ipsec.bnerd.net/cleanup".into())
+        );
+        let o = json!({"metadata": {}});
+        assert_eq!(
+            gone("x", Some(&o)),
+            State::Waiting("x still present, deletion not started; no finalizers".into())
+        );
+    }
+
+    #[test]
+    fn conditions_count_for_the_current_generation_and_show_the_reason() {
+        let gw = |status: &str, reason: &str, observed: i64| {
+            json!({"metadata": {"generation": 2}, "status": {"conditions": [
+                {"type": "FIPAttached", "status": status, "reason": reason,
+                 "message": "198.51.100.23 is associated with port p-1", "observedGeneration": observed}
+            ]}})
+        };
+        assert_eq!(
+            condition("VPNGateway t/acme", Some(&gw("False", "AlreadyAssociated", 2)), "FIPAttached"),
+            State::Waiting("VPNGateway t/acme FIPAttached=False reason AlreadyAssociated: 198.51.100.23 is associated with port p-1".into())
+        );
+        assert_eq!(
+            condition("g", Some(&gw("True", "Attached", 1)), "FIPAttached"),
+            State::Waiting("g: FIPAttached describes generation 1, the object is at 2".into())
+        );
+        assert_eq!(
+            condition("g", Some(&gw("True", "Attached", 2)), "FIPAttached"),
+            State::Done
+        );
+        assert_eq!(
+            condition("g", Some(&gw("True", "Attached", 2)), "Ready"),
+            State::Waiting("g: Ready not reported".into())
+        );
+        assert_eq!(
+            condition("g", None, "Ready"),
+            State::Waiting("g does not exist".into())
+        );
+    }
+
+    #[test]
+    fn all_lists_every_missing_condition() {
+        let ok = json!({"status": {"conditions": [{"type": "Authorized", "status": "True"}]}});
+        let no = json!({"status": {"conditions": [{"type": "Authorized", "status": "False", "reason": "UnknownExposure"}]}});
+        assert_eq!(
+            all(&[("p1".into(), Some(&ok))], &["Authorized"]),
+            State::Done
+        );
+        assert_eq!(
+            all(
+                &[
+                    ("p1".into(), Some(&ok)),
+                    ("p2".into(), Some(&no)),
+                    ("p3".into(), None)
+                ],
+                &["Authorized"]
+            ),
+            State::Waiting("p2 Authorized=False reason UnknownExposure; p3 does not exist".into())
+        );
+    }
+}

@@ -1,0 +1,114 @@
+//! The live line of a wait (DESIGN.md §4.5): on a terminal an indicatif spinner with the
+//! elapsed time and what is still awaited; elsewhere (a log, CI, a pipe) one line each
+//! time what is awaited changes, so the record shows every state the wait went through.
+//! Always on stderr: stdout is the report.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::output::style::{BAD, DIM, OK, paint};
+
+/// One step being waited on.
+pub struct Step {
+    title: String,
+    started: Instant,
+    bar: Option<ProgressBar>,
+}
+
+/// `12.3s` or `2m05s`.
+pub fn elapsed(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 60.0 {
+        format!("{s:.1}s")
+    } else {
+        format!("{}m{:02}s", d.as_secs() / 60, d.as_secs() % 60)
+    }
+}
+
+fn say(line: &str) {
+    let _ = writeln!(anstream::stderr(), "{line}");
+}
+
+impl Step {
+    /// Begin a step: `title` is what it does (`delete IPsecGateway tenant-acme/acme`).
+    pub fn start(title: impl Into<String>) -> Step {
+        let title = title.into();
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {prefix} [{elapsed}] {wide_msg}")
+                    .expect("the template is valid"),
+            );
+            bar.set_prefix(title.clone());
+            bar.enable_steady_tick(Duration::from_millis(100));
+            bar
+        });
+        if bar.is_none() {
+            say(&format!("… {title}"));
+        }
+        Step {
+            title,
+            started: Instant::now(),
+            bar,
+        }
+    }
+
+    /// What the step is waiting for now.
+    pub fn update(&self, waiting: &str) {
+        match &self.bar {
+            Some(bar) => bar.set_message(waiting.to_string()),
+            None => say(&paint(
+                DIM,
+                format!("    [{}] {waiting}", elapsed(self.started.elapsed())),
+            )),
+        }
+    }
+
+    pub fn took(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The step succeeded; `note` is appended.
+    pub fn done(self, note: &str) {
+        let line = format!(
+            "{} {} ({}){}",
+            paint(OK, "✓"),
+            self.title,
+            elapsed(self.started.elapsed()),
+            if note.is_empty() {
+                String::new()
+            } else {
+                format!(": {note}")
+            }
+        );
+        self.finish(&line);
+    }
+
+    /// The step failed.
+    pub fn failed(self, why: &str) {
+        let line = format!(
+            "{} {} ({}): {why}",
+            paint(BAD, "✗"),
+            self.title,
+            elapsed(self.started.elapsed())
+        );
+        self.finish(&line);
+    }
+
+    fn finish(self, line: &str) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+        say(line);
+    }
+}
+
+impl Drop for Step {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

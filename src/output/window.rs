@@ -1,0 +1,284 @@
+//! The text of a cutover and a rollback: what will happen (shown before the prompt),
+//! the drift and blockers that refuse it, and the final report (text or JSON).
+
+use serde_json::{Value, json};
+
+use crate::cli::cluster_args::format_duration;
+use crate::cli::window::Timeouts;
+use crate::cluster::Cluster;
+use crate::core::journal::{self, Drift, Journal};
+use crate::core::plan::Plan;
+use crate::core::verify::Row;
+use crate::output::progress::elapsed;
+use crate::output::style::{BAD, HEADING, paint};
+
+/// `-o` of cutover and rollback.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Format {
+    /// The outcome, the outage and the verify table.
+    #[default]
+    Text,
+    /// `{operation, namespace, gateway, phase, outageMs, journal, verify}`.
+    Json,
+}
+
+/// The drift between a saved plan and the cluster, one line each (a diff for targets).
+pub fn drift(drift: &[Drift]) -> String {
+    let mut out = paint(HEADING, "Drift between the saved plan and the cluster:") + "\n";
+    for d in drift {
+        if d.what == "targets" && d.saved == "see diff" {
+            out.push_str("  targets differ:\n");
+            for line in d.live.lines() {
+                out.push_str(&format!("    {line}\n"));
+            }
+        } else {
+            out.push_str(&format!(
+                "  {}: saved {}, now {}\n",
+                d.what, d.saved, d.live
+            ));
+        }
+    }
+    out
+}
+
+/// The blockers that stop a cutover, one paragraph each.
+pub fn blockers(plan: &Plan) -> Vec<String> {
+    journal::blocking(plan)
+        .into_iter()
+        .map(|(id, f)| match f {
+            None => format!("{} {id}\n", paint(BAD, "BLOCKER")),
+            Some(f) => format!(
+                "{} {id}: {} {}: {}\n    seen {}, wanted {}\n{}",
+                paint(BAD, "BLOCKER"),
+                f.object,
+                f.path,
+                f.message,
+                f.seen,
+                f.wanted,
+                f.fix
+                    .as_ref()
+                    .map(|x| format!("    fix: {x}\n"))
+                    .unwrap_or_default()
+            ),
+        })
+        .collect()
+}
+
+/// The pinned values the targets carry: what the client's firewall depends on.
+fn pinned(targets: &[Value]) -> String {
+    let mut out = String::new();
+    let s = |v: &Value, p: &str| {
+        v.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("<unset>")
+            .to_string()
+    };
+    for t in targets {
+        let name = s(t, "/metadata/name");
+        if t["kind"] == "VPNGateway" {
+            out.push_str(&format!(
+                "  pinned     floating IP {}, service CIDR {}\n",
+                s(t, "/spec/endpoint/floatingIP"),
+                s(t, "/spec/serviceCIDR")
+            ));
+            for e in t["spec"]["exposures"].as_array().into_iter().flatten() {
+                if let Some(vip) = e["virtualIP"].as_str() {
+                    out.push_str(&format!(
+                        "             exposure {} virtual IP {vip}\n",
+                        s(e, "/name")
+                    ));
+                }
+            }
+        } else {
+            let subnets: Vec<&str> = t["spec"]["ipsec"]["remoteSubnets"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            out.push_str(&format!(
+                "             peer {name}: {} (id {}), remote subnets {}, PSK Secret {} key {}\n",
+                s(t, "/spec/ipsec/peer/address"),
+                s(t, "/spec/ipsec/peer/id"),
+                subnets.join(", "),
+                s(t, "/spec/ipsec/pskSecretRef/name"),
+                s(t, "/spec/ipsec/pskSecretRef/key"),
+            ));
+        }
+    }
+    out
+}
+
+fn waits(t: &Timeouts) -> String {
+    format!(
+        "  waits      delete ≤ {}, FIPAttached / Ready / Authorized ≤ {} each, tunnels ≤ {}\n",
+        format_duration(t.timeout_delete),
+        format_duration(t.timeout_attach),
+        format_duration(t.timeout_tunnel)
+    )
+}
+
+fn names(j_targets: &[Value]) -> String {
+    j_targets
+        .iter()
+        .map(|t| {
+            format!(
+                "{} {}",
+                t["kind"].as_str().unwrap_or("?"),
+                t["metadata"]["name"].as_str().unwrap_or("?")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What a cutover will do, shown before the prompt.
+pub fn cutover_summary(
+    cluster: &Cluster,
+    plan: &Plan,
+    detach: Option<usize>,
+    bundle: &std::path::Path,
+    t: &Timeouts,
+) -> String {
+    let ns = plan.source.namespace.as_deref().unwrap_or_default();
+    let name = &plan.source.name;
+    let targets: Vec<Value> = plan.targets.objects().into_iter().map(|(_, v)| v).collect();
+    let mut out = paint(HEADING, format!("Cutover of IPsecGateway {ns}/{name}")) + "\n";
+    out.push_str(&format!(
+        "  where      context {}, namespace {ns}\n",
+        cluster.context
+    ));
+    out.push_str(&format!(
+        "  delete     IPsecGateway {name} (uid {}, generation {}): the tunnel goes down here\n",
+        plan.source.uid.as_deref().unwrap_or("?"),
+        plan.source
+            .generation
+            .map(|g| g.to_string())
+            .unwrap_or("?".into())
+    ));
+    out.push_str(&format!(
+        "  create     {} (server-side apply, field manager vpnmig)\n",
+        names(&targets)
+    ));
+    out.push_str(&pinned(&targets));
+    if let Some(fp) = &plan.source.psk_fingerprint {
+        out.push_str(&format!(
+            "             PSK fingerprint {fp} (the key itself is never shown)\n"
+        ));
+    }
+    if let Some(n) = detach {
+        out.push_str(&format!(
+            "  PSK        the Secret is owned by the old gateway: {n} ownerReference(s) removed first (recorded in the journal)\n"
+        ));
+    }
+    out.push_str(&format!(
+        "  journal    ConfigMap {ns}/{} and bundle {}\n",
+        journal::object_name(name),
+        bundle.display()
+    ));
+    if let Some(cidr) = plan.targets.gateway.spec.service_cidr.as_deref() {
+        out.push_str(&format!(
+            "  rollback   restores the IPsecGateway verbatim; that kind cannot pin its serviceCIDR, so it keeps {cidr} only if the operator hands it out again\n"
+        ));
+    }
+    out.push_str(&waits(t));
+    out
+}
+
+/// What resuming a cutover will do.
+pub fn resume_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String {
+    let mut out = paint(
+        HEADING,
+        format!(
+            "Resuming the cutover of {}/{} from phase {}",
+            j.namespace, j.gateway, j.phase
+        ),
+    ) + "\n";
+    out.push_str(&format!(
+        "  where      context {}, namespace {}\n",
+        cluster.context, j.namespace
+    ));
+    if let Some(e) = j.history.last() {
+        out.push_str(&format!(
+            "  last step  {} at {} by {}\n",
+            e.phase, e.at, e.by
+        ));
+    }
+    if let Some(err) = &j.last_error {
+        out.push_str(&format!("  stopped on {err}\n"));
+    }
+    out.push_str(&format!(
+        "  create     {} (from the journal)\n",
+        names(&j.targets)
+    ));
+    out.push_str(&pinned(&j.targets));
+    out.push_str(&waits(t));
+    out
+}
+
+/// What a rollback will do.
+pub fn rollback_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String {
+    let mut out = paint(
+        HEADING,
+        format!(
+            "Rollback of {}/{} (journal phase {})",
+            j.namespace, j.gateway, j.phase
+        ),
+    ) + "\n";
+    out.push_str(&format!(
+        "  where      context {}, namespace {}\n",
+        cluster.context, j.namespace
+    ));
+    out.push_str(&format!(
+        "  delete     {} (if present); the floating IP {} is pinned, so it is only disassociated\n",
+        names(&j.targets),
+        j.floating_ip
+    ));
+    out.push_str(&format!(
+        "  create     IPsecGateway {} from the saved manifest (uid was {}), unless it still exists\n",
+        j.gateway,
+        j.old_uid.as_deref().unwrap_or("?")
+    ));
+    out.push_str(&waits(t));
+    out
+}
+
+/// The final report.
+pub fn report(operation: &str, j: &Journal, rows: &[Row], format: Format) -> String {
+    let cm = format!("{}/{}", j.namespace, journal::object_name(&j.gateway));
+    match format {
+        Format::Json => {
+            let doc = json!({
+                "operation": operation,
+                "namespace": j.namespace,
+                "gateway": j.gateway,
+                "phase": j.phase,
+                "outageMs": if operation == "cutover" { j.outage_ms } else { None },
+                "journal": format!("ConfigMap {cm}"),
+                "verify": rows,
+            });
+            serde_json::to_string_pretty(&doc).expect("reports serialize") + "\n"
+        }
+        Format::Text => {
+            let mut out = paint(
+                HEADING,
+                format!("{operation} of {}/{}: {}", j.namespace, j.gateway, j.phase),
+            ) + "\n";
+            if operation == "cutover" {
+                out.push_str(&match j.outage_ms {
+                    Some(ms) => format!(
+                        "  outage     {} (from the delete of the IPsecGateway to the first ESTABLISHED tunnel)\n",
+                        elapsed(std::time::Duration::from_millis(ms))
+                    ),
+                    None => "  outage     not measured (the delete time or the first tunnel was not seen)\n".into(),
+                });
+            }
+            out.push_str(&format!(
+                "  journal    ConfigMap {cm}, phase {}\n\n",
+                j.phase
+            ));
+            out.push_str(&crate::cli::verify::render(rows));
+            out
+        }
+    }
+}

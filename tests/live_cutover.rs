@@ -1,0 +1,781 @@
+//! `vpnmig cutover` and `vpnmig rollback` end to end against vpnmig-sandbox: the built
+//! binary, the simulated operator and its faults. After every scenario the invariants of
+//! DESIGN.md §4 are asserted on the sandbox's own state (`invariants`).
+
+mod live;
+
+use std::time::Duration;
+
+use live::{ACME, INITECH, Live, start};
+use serde_json::Value;
+use vpnmig_sandbox::SettingsFile;
+
+const ACME_FIP: &str = "198.51.100.23";
+
+/// The operator's serviceCIDR pool with every /24 but `cidr` taken by other tenants: a
+/// re-created IPsecGateway (which cannot pin its serviceCIDR) gets `cidr` back, as it
+/// would in a full pool. See `rollback_says_when_the_operator_hands_out_another_cidr`
+/// for the other case.
+fn settings(cidr: &str) -> SettingsFile {
+    let mut s = SettingsFile::default();
+    s.operator.service_cidr_pool = cidr.into();
+    s
+}
+
+fn acme_settings() -> SettingsFile {
+    settings("10.250.3.0/24")
+}
+
+fn initech_settings() -> SettingsFile {
+    settings("10.250.41.0/24")
+}
+
+fn objects(l: &Live, group: &str, plural: &str, ns: &str) -> Vec<Value> {
+    let rt = l.sb.store.resource(group, "v1alpha1", plural).unwrap();
+    l.sb.store
+        .list(&rt, Some(ns))
+        .0
+        .into_iter()
+        .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
+        .collect()
+}
+
+fn core(l: &Live, plural: &str, ns: &str, name: &str) -> Option<Value> {
+    let group = if plural == "leases" {
+        "coordination.k8s.io"
+    } else {
+        ""
+    };
+    let rt = l.sb.store.resource(group, "v1", plural).unwrap();
+    l.sb.store.get(&rt, ns, name).ok()
+}
+
+fn psk_fingerprint(l: &Live, ns: &str, secret: &str) -> String {
+    let s = core(l, "secrets", ns, secret).expect("the PSK Secret exists");
+    let bytes = vpnmig::core::psk::value(&s, "psk").expect("the Secret has its key");
+    vpnmig::core::psk::fingerprint(ns, secret, "psk", &bytes)
+}
+
+fn journal(l: &Live, ns: &str, name: &str) -> Option<Value> {
+    let cm = core(l, "configmaps", ns, &format!("vpnmig-{name}"))?;
+    Some(serde_json::from_str(cm["data"]["journal.json"].as_str().unwrap()).unwrap())
+}
+
+fn phase(l: &Live, ns: &str, name: &str) -> Option<String> {
+    journal(l, ns, name).map(|j| j["phase"].as_str().unwrap().to_string())
+}
+
+/// DESIGN.md §4 on the sandbox's state: the FIP was never released to the pool and is
+/// associated with the live gateway (`kind`); the PSK Secret exists with `psk`; the old
+/// manifest is in the journal (when one was written); exactly one gateway of one kind
+/// plus its peers exists, nothing orphaned; no lock is left.
+fn invariants(l: &Live, ns: &str, name: &str, fip: &str, psk: &str, kind: &str, peers: &[&str]) {
+    let fips = l.sb.operator.floating_ips();
+    assert!(
+        !fips.released.contains(&fip.to_string()),
+        "{fip} was released to the pool: {fips:?}"
+    );
+    assert_eq!(
+        fips.associated.get(fip),
+        Some(&format!("{kind} {ns}/{name}")),
+        "{fips:?}"
+    );
+    assert_eq!(psk_fingerprint(l, ns, &format!("{name}-psk")), psk);
+    if let Some(j) = journal(l, ns, name) {
+        let cm = core(l, "configmaps", ns, &format!("vpnmig-{name}")).unwrap();
+        let old: Value =
+            serde_saphyr::from_str(cm["data"]["old-ipsecgateway.yaml"].as_str().unwrap()).unwrap();
+        assert_eq!(old["kind"], "IPsecGateway");
+        assert_eq!(old["metadata"]["name"], name);
+        assert_eq!(old["spec"]["endpoint"]["floatingIP"], fip);
+        assert!(old["metadata"]["uid"].is_null() && old["status"].is_null());
+        assert_eq!(j["oldManifest"], old);
+    }
+    let old = objects(l, "ipsec.bnerd.net", "ipsecgateways", ns);
+    let new = objects(l, "vpn.bnerd.net", "vpngateways", ns);
+    let mut peer_names: Vec<String> = objects(l, "vpn.bnerd.net", "vpnpeers", ns)
+        .iter()
+        .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    peer_names.sort();
+    let names = |v: &[Value]| -> Vec<String> {
+        v.iter()
+            .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    if kind == "VPNGateway" {
+        assert_eq!(names(&new), [name], "one VPNGateway");
+        assert!(names(&old).is_empty(), "no IPsecGateway left: {old:?}");
+        assert_eq!(peer_names, peers);
+    } else {
+        assert_eq!(names(&old), [name], "one IPsecGateway");
+        assert!(names(&new).is_empty(), "no VPNGateway left");
+        assert!(peer_names.is_empty(), "no VPNPeer orphaned: {peer_names:?}");
+    }
+    assert!(
+        core(l, "leases", ns, &format!("vpnmig-{name}")).is_none(),
+        "the lock was released"
+    );
+}
+
+fn acme_ok(l: &Live, psk: &str, kind: &str) {
+    invariants(l, "tenant-acme", "acme", ACME_FIP, psk, kind, &["acme"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_tunnel_cutover_verify_rollback() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("acme");
+    let bundle = bundle.to_str().unwrap();
+    let r = l.vpnmig(&["plan", "acme", "--out", bundle]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+
+    let r = l
+        .vpnmig(&["cutover", "acme", "--plan", bundle, "--yes"])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.starts_with("cutover of tenant-acme/acme: done\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("  outage     "), "{}", r.stdout);
+    assert!(r.stdout.ends_with("HEALTHY\n"), "{}", r.stdout);
+    for step in [
+        "✓ journal written: ConfigMap tenant-acme/vpnmig-acme (phase started)",
+        "✓ server-side dry run: 2 target(s) admitted",
+        "✓ delete IPsecGateway tenant-acme/acme",
+        "✓ applied VPNGateway acme, VPNPeer acme (server-side apply, field manager vpnmig)",
+        "✓ VPNGateway tenant-acme/acme FIPAttached (floating IP 198.51.100.23)",
+        "✓ VPNPeer acme Authorized",
+        "✓ tunnels of acme ESTABLISHED and verified",
+    ] {
+        assert!(r.stderr.contains(step), "missing `{step}` in\n{}", r.stderr);
+    }
+    acme_ok(&l, &psk, "VPNGateway");
+    let j = journal(&l, "tenant-acme", "acme").unwrap();
+    assert_eq!(j["phase"], "done");
+    let phases: Vec<&str> = j["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "started",
+            "psk-detached",
+            "deleting",
+            "deleted",
+            "applied",
+            "attached",
+            "ready",
+            "done"
+        ]
+    );
+    assert!(j["outageMs"].as_u64().is_some(), "{j}");
+    // The new objects carry vpnmig's field manager (server-side apply).
+    let gw = &objects(&l, "vpn.bnerd.net", "vpngateways", "tenant-acme")[0];
+    assert!(
+        gw["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["manager"] == "vpnmig" && m["operation"] == "Apply"),
+        "{gw}"
+    );
+    // The local bundle is the plan's, and holds the old manifest.
+    assert!(
+        std::path::Path::new(bundle)
+            .join("old-ipsecgateway.yaml")
+            .exists()
+    );
+
+    let r = l.vpnmig(&["verify", "acme"]).await;
+    assert_eq!(r.code, 0, "{}", r.stdout);
+
+    // Idempotent: again is nothing to do.
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("is already done"), "{}", r.stderr);
+
+    let r = l.vpnmig(&["rollback", "acme", "--yes", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let report: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(report["operation"], "rollback");
+    assert_eq!(report["phase"], "rolled-back");
+    assert!(
+        r.stderr
+            .contains("✓ IPsecGateway tenant-acme/acme re-created from the saved manifest"),
+        "{}",
+        r.stderr
+    );
+    acme_ok(&l, &psk, "IPsecGateway");
+    let r = l.vpnmig(&["verify", "acme"]).await;
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("IPsecGateway tenant-acme/acme"),
+        "{}",
+        r.stdout
+    );
+
+    let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("is already rolled back"), "{}", r.stderr);
+
+    // After a rollback, a new cutover starts over from the live gateway.
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    acme_ok(&l, &psk, "VPNGateway");
+    let uid = |j: Value| j["oldUid"].as_str().unwrap()[..8].to_string();
+    let second = uid(journal(&l, "tenant-acme", "acme").unwrap());
+    assert!(
+        l.cwd()
+            .join(format!(
+                "vpnmig-tenant-acme-acme-{second}/old-ipsecgateway.yaml"
+            ))
+            .exists()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_tunnel_with_an_owned_psk_secret() {
+    let l = start(INITECH, initech_settings()).await;
+    let ns = "tenant-initech";
+    let psk = psk_fingerprint(&l, ns, "initech-psk");
+    let owners =
+        core(&l, "secrets", ns, "initech-psk").unwrap()["metadata"]["ownerReferences"].clone();
+    assert!(
+        owners.as_array().is_some_and(|o| !o.is_empty()),
+        "the scenario's Secret is owned"
+    );
+
+    let r = l.vpnmig(&["cutover", "initech", "-n", ns, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("✓ PSK Secret initech-psk detached from the old gateway (1 ownerReference(s) removed, recorded in the journal)"),
+        "{}",
+        r.stderr
+    );
+    let fip = journal(&l, ns, "initech").unwrap()["floatingIP"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    invariants(
+        &l,
+        ns,
+        "initech",
+        &fip,
+        &psk,
+        "VPNGateway",
+        &["initech-branch", "initech-hq"],
+    );
+    let j = journal(&l, ns, "initech").unwrap();
+    assert_eq!(j["pskDetached"]["secret"], "initech-psk");
+    assert_eq!(j["pskDetached"]["removedOwnerReferences"], owners);
+
+    let r = l.vpnmig(&["rollback", "initech", "-n", ns, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("stays detached"), "{}", r.stderr);
+    invariants(&l, ns, "initech", &fip, &psk, "IPsecGateway", &[]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_terminal_it_needs_yes_and_changes_nothing() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let r = l.vpnmig(&["cutover", "acme"]).await;
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("Cutover of IPsecGateway tenant-acme/acme"),
+        "the summary is shown: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("error: no terminal to confirm on: refusing to cut over acme without --yes"),
+        "{}",
+        r.stderr
+    );
+    assert!(journal(&l, "tenant-acme", "acme").is_none(), "no journal");
+    acme_ok(&l, &psk, "IPsecGateway");
+
+    let r = l.vpnmig(&["rollback", "acme"]).await;
+    assert_eq!(r.code, 7, "no journal to roll back: {}", r.stderr);
+    assert!(
+        r.stderr.contains("no journal of tenant-acme/acme"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dry_run_changes_nothing() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let rv = l.sb.store.resource_version();
+    let r = l.vpnmig(&["cutover", "acme", "--dry-run", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for line in [
+        "✓ dry run: journal ConfigMap vpnmig-acme admitted",
+        "✓ dry run: 2 target(s) admitted by server-side apply",
+        "✓ dry run: delete of IPsecGateway acme admitted",
+        "dry run: nothing was changed",
+    ] {
+        assert!(r.stderr.contains(line), "missing `{line}` in\n{}", r.stderr);
+    }
+    // Nothing was written: not the journal, not a lock, not a status.
+    let events = l.sb.store.events_after(rv).unwrap();
+    let writes: Vec<_> = events
+        .iter()
+        .filter(|e| !matches!(e.object["kind"].as_str(), Some("IPsecGateway")))
+        .collect();
+    assert!(writes.is_empty(), "{writes:?}");
+    assert_eq!(
+        std::fs::read_dir(l.cwd()).unwrap().count(),
+        1,
+        "only the kubeconfig: no bundle"
+    );
+    acme_ok(&l, &psk, "IPsecGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drift_between_plan_and_cutover_is_refused() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("acme");
+    let bundle = bundle.to_str().unwrap();
+    assert_eq!(l.vpnmig(&["plan", "acme", "--out", bundle]).await.code, 0);
+    // Someone edits the remote subnets after the plan was reviewed.
+    let rt =
+        l.sb.store
+            .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+            .unwrap();
+    let mut gw = l.sb.store.get(&rt, "tenant-acme", "acme").unwrap();
+    gw["spec"]["tunnels"][0]["remoteSubnets"] = serde_json::json!(["10.20.0.0/16", "10.21.0.0/16"]);
+    l.sb.store
+        .update(&rt, "tenant-acme", "acme", gw, false, &Default::default())
+        .unwrap();
+
+    let r = l
+        .vpnmig(&["cutover", "acme", "--plan", bundle, "--yes"])
+        .await;
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("Drift between the saved plan and the cluster:"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("  source.generation: saved 1, now 2"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("source.specFingerprint: saved sha256:"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("    +      - 10.21.0.0/16"),
+        "the targets' diff: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("no longer matches the plan in"),
+        "{}",
+        r.stderr
+    );
+    assert!(journal(&l, "tenant-acme", "acme").is_none());
+    acme_ok(&l, &psk, "IPsecGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blockers_refuse_before_anything_changes() {
+    let l = start(ACME, acme_settings()).await;
+    let rt =
+        l.sb.store
+            .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+            .unwrap();
+    let mut gw = l.sb.store.get(&rt, "tenant-acme", "acme").unwrap();
+    gw["spec"]["endpoint"]["floatingIP"] = Value::String(String::new());
+    l.sb.store
+        .update(&rt, "tenant-acme", "acme", gw, false, &Default::default())
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("BLOCKER fip-pinned: IPsecGateway tenant-acme/acme spec.endpoint.floatingIP"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("nothing was changed"), "{}", r.stderr);
+    assert!(journal(&l, "tenant-acme", "acme").is_none());
+    assert!(
+        core(&l, "leases", "tenant-acme", "vpnmig-acme").is_none(),
+        "lock released"
+    );
+}
+
+fn fault(
+    l: &Live,
+    key: &str,
+    set: impl FnOnce(&mut vpnmig_sandbox::operator::settings::GatewayFaults),
+) {
+    set(l.sb.operator.settings().write().unwrap().gateway_mut(key));
+    l.sb.operator.kick();
+}
+
+fn old_deleting(l: &Live) -> bool {
+    let rt =
+        l.sb.store
+            .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+            .unwrap();
+    l.sb.store
+        .get(&rt, "tenant-acme", "acme")
+        .is_ok_and(|g| !g["metadata"]["deletionTimestamp"].is_null())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_run_is_refused_while_the_first_holds_the_lock() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = true
+    });
+    let first = l.spawn(&["cutover", "acme", "--yes", "--timeout-delete", "50s"]);
+    live::eventually(20, "the first run to delete", || old_deleting(&l)).await;
+
+    for cmd in [["cutover", "acme", "--yes"], ["rollback", "acme", "--yes"]] {
+        let r = l.vpnmig(&cmd).await;
+        assert_eq!(r.code, 7, "{}", r.stderr);
+        assert!(
+            r.stderr.contains("error: gateway acme is locked by "),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains(" since 20"),
+            "names since when: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr
+                .contains("(Lease tenant-acme/vpnmig-acme, renewed "),
+            "{}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("pass --break-lock"), "{}", r.stderr);
+    }
+    let lease = core(&l, "leases", "tenant-acme", "vpnmig-acme").unwrap();
+    let holder = lease["spec"]["holderIdentity"].as_str().unwrap();
+    assert!(
+        holder.ends_with(&format!(" pid {}", first.id())),
+        "{holder}"
+    );
+
+    fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = false
+    });
+    let r = live::finish(first).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "IPsecGateway acme still present, being deleted; finalizers: ipsec.bnerd.net/cleanup"
+        ),
+        "the live line shows the finalizer: {}",
+        r.stderr
+    );
+    acme_ok(&l, &psk, "VPNGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stuck_finalizer_times_out_with_a_diagnosis_then_resumes() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = true
+    });
+    let r = l
+        .vpnmig(&["cutover", "acme", "--yes", "--timeout-delete", "1s"])
+        .await;
+    assert_eq!(r.code, 6, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("timed out after 1s waiting for IPsecGateway tenant-acme/acme to be deleted: IPsecGateway acme still present, being deleted; finalizers: ipsec.bnerd.net/cleanup"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("cutover of tenant-acme/acme stopped at phase deleting"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("restore it with `vpnmig rollback acme -n tenant-acme`"),
+        "{}",
+        r.stderr
+    );
+    let j = journal(&l, "tenant-acme", "acme").unwrap();
+    assert_eq!(j["phase"], "deleting");
+    assert!(
+        j["lastError"].as_str().unwrap().contains("timed out"),
+        "{j}"
+    );
+    assert!(
+        core(&l, "leases", "tenant-acme", "vpnmig-acme").is_none(),
+        "lock released"
+    );
+
+    fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = false
+    });
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("Resuming the cutover of tenant-acme/acme from phase deleting"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("  stopped on timed out after 1s"),
+        "{}",
+        r.stderr
+    );
+    acme_ok(&l, &psk, "VPNGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_finalizer_is_waited_for_and_counted_in_the_outage() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
+        f.slow_finalizer_ms = 700
+    });
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let outage = journal(&l, "tenant-acme", "acme").unwrap()["outageMs"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        outage >= 700,
+        "the unwind is part of the outage: {outage} ms"
+    );
+    acme_ok(&l, &psk, "VPNGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fip_held_elsewhere_shows_already_associated_then_resumes() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    fault(&l, "vpngateway/tenant-acme/acme", |f| {
+        f.fip_held_by_other_port = true
+    });
+    let r = l
+        .vpnmig(&["cutover", "acme", "--yes", "--timeout-attach", "1s"])
+        .await;
+    assert_eq!(r.code, 6, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("VPNGateway acme FIPAttached=False reason AlreadyAssociated"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("stopped at phase applied"),
+        "{}",
+        r.stderr
+    );
+    let fips = l.sb.operator.floating_ips();
+    assert!(!fips.released.contains(&ACME_FIP.to_string()), "{fips:?}");
+
+    fault(&l, "vpngateway/tenant-acme/acme", |f| {
+        f.fip_held_by_other_port = false
+    });
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    acme_ok(&l, &psk, "VPNGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_on_failure_restores_the_old_gateway() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    fault(&l, "vpngateway/tenant-acme/acme", |f| f.psk_mismatch = true);
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "acme",
+            "--yes",
+            "--timeout-tunnel",
+            "1s",
+            "--rollback-on-failure",
+        ])
+        .await;
+    assert_eq!(r.code, 6, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--rollback-on-failure: rolling back"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout
+            .starts_with("rollback of tenant-acme/acme: rolled-back\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr
+            .contains("failed (timed out after 1s waiting for the tunnels of tenant-acme/acme"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        journal(&l, "tenant-acme", "acme").unwrap()["phase"],
+        "rolled-back"
+    );
+    acme_ok(&l, &psk, "IPsecGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_returns_is_a_tunnel_timeout_then_a_rollback() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    fault(&l, "vpngateway/tenant-acme/acme", |f| {
+        f.client_peer_never_returns = true
+    });
+    let r = l
+        .vpnmig(&["cutover", "acme", "--yes", "--timeout-tunnel", "1s"])
+        .await;
+    assert_eq!(r.code, 6, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("waiting for the tunnels of tenant-acme/acme: peer acme"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        journal(&l, "tenant-acme", "acme").unwrap()["phase"],
+        "ready"
+    );
+    let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    acme_ok(&l, &psk, "IPsecGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_operator_is_diagnosed_then_resumed() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    fault(&l, "vpngateway/tenant-acme/acme", |f| f.paused = true);
+    let r = l
+        .vpnmig(&["cutover", "acme", "--yes", "--timeout-attach", "1s"])
+        .await;
+    assert_eq!(r.code, 6, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("VPNGateway acme: FIPAttached not reported"),
+        "{}",
+        r.stderr
+    );
+    fault(&l, "vpngateway/tenant-acme/acme", |f| f.paused = false);
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("from phase applied"), "{}", r.stderr);
+    acme_ok(&l, &psk, "VPNGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_cleanly_and_says_how_to_go_on() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = true
+    });
+    let child = l.spawn(&["cutover", "acme", "--yes"]);
+    live::eventually(20, "the delete", || old_deleting(&l)).await;
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let r = live::finish(child).await;
+    assert_eq!(r.code, 130, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("error: interrupted; the journal of tenant-acme/acme is at phase deleting"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("`vpnmig cutover acme -n tenant-acme` resumes from `deleting`"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        core(&l, "leases", "tenant-acme", "vpnmig-acme").is_none(),
+        "lock released"
+    );
+    assert!(old_deleting(&l), "still unwinding");
+    // The rollback waits for the unwind the cutover started before re-creating.
+    let rollback = l.spawn(&["rollback", "acme", "--yes"]);
+    live::eventually(20, "the rollback to delete the new objects", || {
+        phase(&l, "tenant-acme", "acme").as_deref() == Some("new-deleted")
+    })
+    .await;
+    // Give it the one GET that finds the old gateway still unwinding, then free it.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = false
+    });
+    let r = live::finish(rollback).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "✓ delete of IPsecGateway tenant-acme/acme (started by the cutover) to finish"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("✓ IPsecGateway tenant-acme/acme re-created from the saved manifest"),
+        "{}",
+        r.stderr
+    );
+    acme_ok(&l, &psk, "IPsecGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_says_when_the_operator_hands_out_another_cidr() {
+    // The default pool: 10.250.0.0/24 is free, so a re-created IPsecGateway gets it.
+    let l = start(ACME, SettingsFile::default()).await;
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("error: IPsecGateway tenant-acme/acme is back with its floating IP, but the operator allocated other addresses: serviceCIDR 10.250.3.0/24 → 10.250.0.0/24, exposure crm virtual IP 10.250.3.10 → 10.250.0.10"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("the IPsecGateway kind has no spec field for its serviceCIDR"),
+        "{}",
+        r.stderr
+    );
+    let fips = l.sb.operator.floating_ips();
+    assert_eq!(
+        fips.associated.get(ACME_FIP),
+        Some(&"IPsecGateway tenant-acme/acme".to_string())
+    );
+}
