@@ -447,34 +447,11 @@ async fn forward(
             w.journal.targets.len()
         );
         w.save(Phase::Deleting).await?;
-        match objects::delete(
-            cluster,
-            "IPsecGateway",
-            &name,
-            w.journal.old_uid.as_deref(),
-            false,
-        )
-        .await
-        {
-            Ok(_) => {}
-            // The uid precondition failed: that is not the object the journal is about.
-            Err(crate::cluster::KubeError::Api {
-                source: kube::Error::Api(s),
-                ..
-            }) if s.code == 409 => {
-                return Err(Error::Stop {
-                    code: exit::REFUSED,
-                    message: format!(
-                        "IPsecGateway {ns}/{name} is no longer the object planned (uid changed): {}",
-                        s.message
-                    ),
-                    hint: Some(format!(
-                        "`vpnmig rollback {name} -n {ns}` settles the journal; then plan again"
-                    )),
-                });
-            }
-            Err(e) => return Err(e.into()),
-        }
+        send_delete(w).await?;
+    } else if w.journal.phase == Phase::Deleting {
+        // Stopped between recording the phase and the delete landing: send it (again;
+        // a delete of an object already being deleted changes nothing).
+        send_delete(w).await?;
     }
     if w.journal.phase < Phase::Deleted {
         let title = format!("delete IPsecGateway {ns}/{name}");
@@ -585,6 +562,38 @@ async fn forward(
         render::report("cutover", &w.journal, &tunnels.rows, args.output)
     );
     Ok(exit::OK)
+}
+
+/// Delete the old IPsecGateway: only the very object the journal is about (uid
+/// precondition); gone already is fine.
+async fn send_delete(w: &Window<'_>) -> Result<(), Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    match objects::delete(
+        w.cluster,
+        "IPsecGateway",
+        &name,
+        w.journal.old_uid.as_deref(),
+        false,
+    )
+    .await
+    {
+        Ok(_) => Ok(()),
+        // The uid precondition failed: that is not the object the journal is about.
+        Err(crate::cluster::KubeError::Api {
+            source: kube::Error::Api(s),
+            ..
+        }) if s.code == 409 => Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "IPsecGateway {ns}/{name} is no longer the object planned (uid changed): {}",
+                s.message
+            ),
+            hint: Some(format!(
+                "`vpnmig rollback {name} -n {ns}` settles the journal; then plan again"
+            )),
+        }),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// After the old gateway is gone: the PSK Secret is still there, with the same key.
