@@ -40,3 +40,12 @@ fn version_prints_the_crate_version() {
     let r = vpnmig(&["--version"], None);
     assert_eq!(r.stdout, format!("vpnmig {}\n", env!("CARGO_PKG_VERSION")));
 }
+
+#[test]
+fn cutover_and_rollback_help_teach_the_window() {
+    for cmd in ["cutover", "rollback"] {
+        let r = vpnmig(&[cmd, "--help"], None);
+        assert_eq!(r.code, 0);
+        insta::assert_snapshot!(format!("{cmd}_help"), r.stdout);
+    }
+}

@@ -21,16 +21,18 @@ Workflow (one client, one maintenance window; runbook: migrating IPsecGateway to
   0. status    which gateways are migrated, pinned, healthy, blocked:  vpnmig status -A
   1. plan      translate the IPsecGateway, prove every pinned value, run the checks,
                write a bundle:  vpnmig plan acme --out plans/acme
-  2. cutover   at the window: delete the old CR, wait, apply the new ones, wait
+  2. cutover   at the window: lock, re-plan, journal, delete the old CR, wait, apply the
+               new ones, wait for each condition and the tunnels:
+               vpnmig cutover acme --plan plans/acme
   3. verify    conditions, pinned values and `swanctl --list-sas` in the gateway pod
-  4. rollback  delete the new CRs, wait, re-apply plans/acme/old-ipsecgateway.yaml
+  4. rollback  delete the new CRs, wait, re-create the old one from the journal:
+               vpnmig rollback acme
 
-Available now: status, plan (live or -f offline), verify, parse-sas. Until cutover and
-rollback exist, a ready plan written with --out prints the runbook's kubectl commands for
-the window, the verification and the rollback, using the bundle's files.
+An interrupted cutover or rollback resumes when run again (from any machine); the journal
+is the ConfigMap vpnmig-NAME in the gateway's namespace.
 
 Exit codes: 0 ok, 1 failure, 2 usage, 3 invalid input, 4 blocked by checks,
-5 verify failed, 6 timeout, 7 refused (see docs/exit-codes.md).";
+5 verify failed, 6 timeout, 7 refused, 130 interrupted (see docs/exit-codes.md).";
 
 /// vpnmig: move a client's site-to-site VPN from IPsecGateway to VPNGateway + VPNPeer
 /// without changing a value the client's firewall depends on.
@@ -43,12 +45,12 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    Status(status::StatusArgs),
     Plan(plan::PlanArgs),
     Cutover(cutover::CutoverArgs),
+    Verify(verify::VerifyArgs),
     Rollback(rollback::RollbackArgs),
     ParseSas(parse_sas::ParseSasArgs),
-    Status(status::StatusArgs),
-    Verify(verify::VerifyArgs),
 }
 
 /// The async runtime of a command that talks to a cluster: one thread is plenty.

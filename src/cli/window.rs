@@ -58,7 +58,7 @@ pub fn confirm(name: &str, yes: bool, action: &str) -> Result<(), Error> {
         });
     }
     let typed: String = dialoguer::Input::new()
-        .with_prompt(format!("Type the gateway's name ({name}) to {action} it"))
+        .with_prompt(format!("To {action} {name}, type its name"))
         .allow_empty(true)
         .interact_text_on(&dialoguer::console::Term::stderr())
         .map_err(|e| Error::Stop {

@@ -213,8 +213,8 @@ pub fn render_plan(
     out
 }
 
-/// The runbook's steps 2, 3 and rollback with the bundle's files (until `vpnmig cutover`,
-/// `verify` and `rollback` exist, these are the commands to run).
+/// The commands for the window: vpnmig's, then the runbook's steps 2, 3 and rollback by
+/// hand with the bundle's files (what vpnmig automates, for a cluster it cannot reach).
 fn next_steps(out: &mut String, plan: &Plan, dir: &str) {
     let ns_name = plan
         .source
@@ -236,9 +236,18 @@ fn next_steps(out: &mut String, plan: &Plan, dir: &str) {
         .service_cidr
         .as_deref()
         .unwrap_or("<unknown>");
+    let _ = writeln!(out, "\nAt the window:");
     let _ = writeln!(
         out,
-        "\nAt the window (runbook step 2; `vpnmig cutover` will automate this):"
+        "  vpnmig cutover {gw}{ns} --plan {dir}     # lock, drift check, journal, delete, apply, wait, verify"
+    );
+    let _ = writeln!(
+        out,
+        "  vpnmig rollback {gw}{ns}                 # if it must be undone: from the journal"
+    );
+    let _ = writeln!(
+        out,
+        "By hand (the runbook's step 2, without the checks and waits):"
     );
     let _ = writeln!(out, "  kubectl delete ipsecgateway {gw}{ns}");
     let _ = writeln!(
