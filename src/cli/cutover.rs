@@ -92,7 +92,7 @@ pub struct CutoverArgs {
 }
 
 pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
-    crate::cli::runtime()?.block_on(async {
+    window::block_on(async {
         let cluster = Cluster::connect(&args.cluster.options()).await?;
         anstream::eprintln!("{}", cluster.banner(false));
         cluster.require_operator().await?;
@@ -106,7 +106,7 @@ pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
             l.release().await;
         }
         window::after_interrupt(&cluster, &args.name, result).await
-    })
+    })?
 }
 
 async fn cutover(
@@ -204,7 +204,7 @@ async fn cutover(
             &args.timeouts
         )
     );
-    confirm(name, args.yes, "cut over")?;
+    confirm(name, args.yes, "cut over").await?;
 
     let old_manifest = plan::clean_old_manifest(&source.raw);
     let fip = source
@@ -296,7 +296,7 @@ async fn resume(
         }
     }
     anstream::eprint!("{}", render::resume_summary(cluster, &j, &args.timeouts));
-    confirm(&name, args.yes, "resume the cutover of")?;
+    confirm(&name, args.yes, "resume the cutover of").await?;
     if args.dry_run {
         anstream::eprintln!(
             "dry run: nothing was changed; without --dry-run the cutover resumes from phase {}",

@@ -68,7 +68,7 @@ pub struct RollbackArgs {
 }
 
 pub fn run(args: &RollbackArgs) -> Result<i32, Error> {
-    crate::cli::runtime()?.block_on(async {
+    window::block_on(async {
         let cluster = Cluster::connect(&args.cluster.options()).await?;
         anstream::eprintln!("{}", cluster.banner(false));
         cluster.require_operator().await?;
@@ -82,7 +82,7 @@ pub fn run(args: &RollbackArgs) -> Result<i32, Error> {
             l.release().await;
         }
         window::after_interrupt(&cluster, &args.name, result).await
-    })
+    })?
 }
 
 async fn rollback(
@@ -188,7 +188,7 @@ async fn rollback(
         }
     }
     anstream::eprint!("{}", render::rollback_summary(cluster, &j, &args.timeouts));
-    confirm(name, args.yes, "roll back")?;
+    confirm(name, args.yes, "roll back").await?;
     if args.dry_run {
         for (kind, n) in j.target_names().iter().rev() {
             objects::delete(cluster, kind, n, None, true).await?;

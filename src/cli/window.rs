@@ -41,8 +41,9 @@ pub fn now() -> String {
 }
 
 /// Ask the user to type the gateway's name (DESIGN.md §5: prompts only on a TTY;
-/// without one, a mutating command needs `--yes`).
-pub fn confirm(name: &str, yes: bool, action: &str) -> Result<(), Error> {
+/// without one, a mutating command needs `--yes`). The prompt reads on a blocking thread
+/// so that Ctrl-C still ends the run at once.
+pub async fn confirm(name: &str, yes: bool, action: &str) -> Result<(), Error> {
     if yes {
         return Ok(());
     }
@@ -57,15 +58,20 @@ pub fn confirm(name: &str, yes: bool, action: &str) -> Result<(), Error> {
             ),
         });
     }
-    let typed: String = dialoguer::Input::new()
-        .with_prompt(format!("To {action} {name}, type its name"))
-        .allow_empty(true)
-        .interact_text_on(&dialoguer::console::Term::stderr())
-        .map_err(|e| Error::Stop {
-            code: exit::REFUSED,
-            message: format!("the confirmation could not be read: {e}"),
-            hint: None,
-        })?;
+    let prompt = format!("To {action} {name}, type its name");
+    let typed = tokio::task::spawn_blocking(move || {
+        dialoguer::Input::<String>::new()
+            .with_prompt(prompt)
+            .allow_empty(true)
+            .interact_text_on(&dialoguer::console::Term::stderr())
+    })
+    .await
+    .expect("the prompt does not panic")
+    .map_err(|e| Error::Stop {
+        code: exit::REFUSED,
+        message: format!("the confirmation could not be read: {e}"),
+        hint: None,
+    })?;
     if typed.trim() != name {
         return Err(Error::Stop {
             code: exit::REFUSED,
@@ -77,6 +83,15 @@ pub fn confirm(name: &str, yes: bool, action: &str) -> Result<(), Error> {
         });
     }
     Ok(())
+}
+
+/// Run a window command's future to the end, then drop the runtime without waiting for a
+/// prompt still blocked on the terminal (after Ctrl-C).
+pub fn block_on<T>(f: impl std::future::Future<Output = T>) -> Result<T, Error> {
+    let rt = crate::cli::runtime()?;
+    let out = rt.block_on(f);
+    rt.shutdown_background();
+    Ok(out)
 }
 
 /// A cutover or rollback in progress: the cluster, the journal, the lock.
