@@ -19,38 +19,19 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use vpnmig_sandbox::store::EventKind;
-use vpnmig_sandbox::{Config, Sandbox, SettingsFile, scenario};
+use vpnmig_sandbox::{Sandbox, SettingsFile};
+
+#[path = "../tests/live/mod.rs"]
+mod live;
 
 const RUNS: usize = 5;
-const ACME: &str = include_str!("../fixtures/clusters/acme.yaml");
 
 async fn sandbox() -> Sandbox {
     let mut settings = SettingsFile::default();
     settings.operator.service_cidr_pool = "10.250.3.0/24".into();
-    let sb = Sandbox::start(Config {
-        scenario: scenario::parse(ACME).unwrap(),
-        settings,
-        port: 0,
-    })
-    .await
-    .unwrap();
-    // Until the old gateway is reconciled (bounded).
-    let rt = sb
-        .store
-        .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
-        .unwrap();
-    for _ in 0..500 {
-        if sb.store.get(&rt, "tenant-acme", "acme").is_ok_and(|g| {
-            g["status"]["conditions"].as_array().is_some_and(|c| {
-                c.iter()
-                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
-            })
-        }) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    sb
+    // The tests' harness: starts the sandbox and waits (bounded) until the old gateway
+    // is reconciled.
+    live::start(live::ACME, settings).await.sb
 }
 
 fn condition_true(obj: &serde_json::Value, type_: &str) -> bool {

@@ -92,21 +92,13 @@ pub struct CutoverArgs {
 }
 
 pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
-    window::block_on(async {
-        let cluster = Cluster::connect(&args.cluster.options()).await?;
-        anstream::eprintln!("{}", cluster.banner(false));
-        cluster.require_operator().await?;
-        let held = if args.dry_run {
-            None
-        } else {
-            Some(lock::acquire(&cluster, &args.name, args.break_lock).await?)
-        };
-        let result = window::interruptible(cutover(&cluster, held.as_ref(), args)).await;
-        if let Some(l) = &held {
-            l.release().await;
-        }
-        window::after_interrupt(&cluster, &args.name, result).await
-    })?
+    window::run(
+        &args.cluster,
+        &args.name,
+        args.dry_run,
+        args.break_lock,
+        async |cluster, held| cutover(cluster, held, args).await,
+    )
 }
 
 async fn cutover(

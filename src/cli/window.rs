@@ -85,9 +85,36 @@ pub async fn confirm(name: &str, yes: bool, action: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// What `cutover` and `rollback` do around their steps: connect and say where, require
+/// the operator, take the gateway's lock (not for a dry run), run `flow` so that Ctrl-C
+/// stops it, release the lock whatever happened, and explain an interruption.
+pub fn run(
+    cluster_args: &crate::cli::cluster_args::ClusterArgs,
+    name: &str,
+    dry_run: bool,
+    break_lock: bool,
+    flow: impl for<'a> AsyncFnOnce(&'a Cluster, Option<&'a Lock>) -> Result<i32, Error>,
+) -> Result<i32, Error> {
+    block_on(async {
+        let cluster = Cluster::connect(&cluster_args.options()).await?;
+        anstream::eprintln!("{}", cluster.banner(false));
+        cluster.require_operator().await?;
+        let held = if dry_run {
+            None
+        } else {
+            Some(crate::cluster::lock::acquire(&cluster, name, break_lock).await?)
+        };
+        let result = interruptible(flow(&cluster, held.as_ref())).await;
+        if let Some(l) = &held {
+            l.release().await;
+        }
+        after_interrupt(&cluster, name, result).await
+    })?
+}
+
 /// Run a window command's future to the end, then drop the runtime without waiting for a
 /// prompt still blocked on the terminal (after Ctrl-C).
-pub fn block_on<T>(f: impl std::future::Future<Output = T>) -> Result<T, Error> {
+fn block_on<T>(f: impl std::future::Future<Output = T>) -> Result<T, Error> {
     let rt = crate::cli::runtime()?;
     let out = rt.block_on(f);
     rt.shutdown_background();
@@ -167,30 +194,7 @@ pub async fn wait_gone(
     timeout: Duration,
     title: &str,
 ) -> Result<Result<(), String>, KubeError> {
-    let step = Step::start(title);
-    let outcome = watch::until(
-        cluster,
-        &objects::resource(kind),
-        names,
-        timeout,
-        |objs| {
-            let waiting: Vec<String> = objs
-                .iter()
-                .filter_map(|(n, o)| match wait::gone(&format!("{kind} {n}"), *o) {
-                    State::Done => None,
-                    State::Waiting(w) => Some(w),
-                })
-                .collect();
-            if waiting.is_empty() {
-                State::Done
-            } else {
-                State::Waiting(waiting.join("; "))
-            }
-        },
-        |w| step.update(w),
-    )
-    .await?;
-    Ok(finish(step, outcome, "gone"))
+    wait_for(cluster, kind, names, timeout, title, "gone", wait::all_gone).await
 }
 
 /// Wait until every condition of `types` is True, for its generation, on every object
@@ -203,6 +207,24 @@ pub async fn wait_conditions(
     timeout: Duration,
     title: &str,
 ) -> Result<Result<(), String>, KubeError> {
+    let note = types.join(", ");
+    wait_for(cluster, kind, names, timeout, title, &note, |objs| {
+        wait::all(objs, types)
+    })
+    .await
+}
+
+/// One watched wait with its live line: `decide` sees each object as `(Kind name,
+/// object)`.
+async fn wait_for(
+    cluster: &Cluster,
+    kind: &str,
+    names: &[String],
+    timeout: Duration,
+    title: &str,
+    note: &str,
+    decide: impl Fn(&[(String, Option<&serde_json::Value>)]) -> State,
+) -> Result<Result<(), String>, KubeError> {
     let step = Step::start(title);
     let outcome = watch::until(
         cluster,
@@ -214,12 +236,12 @@ pub async fn wait_conditions(
                 .iter()
                 .map(|(n, o)| (format!("{kind} {n}"), *o))
                 .collect();
-            wait::all(&labelled, types)
+            decide(&labelled)
         },
         |w| step.update(w),
     )
     .await?;
-    Ok(finish(step, outcome, &types.join(", ")))
+    Ok(finish(step, outcome, note))
 }
 
 fn finish(step: Step, outcome: watch::Outcome, note: &str) -> Result<(), String> {

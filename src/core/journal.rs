@@ -166,6 +166,16 @@ pub struct Journal {
     pub history: Vec<Entry>,
 }
 
+/// The PSK Secret the VPNPeer targets reference (all reference the old gateway's).
+fn psk_secret_of(targets: &[Value]) -> String {
+    targets
+        .iter()
+        .find_map(|t| t.pointer("/spec/ipsec/pskSecretRef/name"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
 impl Journal {
     /// A new journal in phase `Started`.
     pub fn new(
@@ -176,12 +186,7 @@ impl Journal {
         by: &str,
     ) -> Journal {
         let targets: Vec<Value> = plan.targets.objects().into_iter().map(|(_, v)| v).collect();
-        let psk_secret = targets
-            .iter()
-            .find_map(|t| t.pointer("/spec/ipsec/pskSecretRef/name"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+        let psk_secret = psk_secret_of(&targets);
         Journal {
             api_version: JOURNAL_API_VERSION.into(),
             namespace: plan.source.namespace.clone().unwrap_or_default(),
@@ -217,12 +222,7 @@ impl Journal {
                 .cloned()
                 .unwrap_or_default(),
         );
-        let psk_secret = targets
-            .iter()
-            .find_map(|t| t.pointer("/spec/ipsec/pskSecretRef/name"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+        let psk_secret = psk_secret_of(&targets);
         Journal {
             api_version: JOURNAL_API_VERSION.into(),
             namespace: s("/source/namespace").unwrap_or_default(),

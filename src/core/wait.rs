@@ -40,6 +40,22 @@ pub fn gone(label: &str, obj: Option<&Value>) -> State {
     })
 }
 
+/// Every object gone; while not, what [`gone`] says of each one left.
+pub fn all_gone(objects: &[(String, Option<&Value>)]) -> State {
+    let waiting: Vec<String> = objects
+        .iter()
+        .filter_map(|(label, o)| match gone(label, *o) {
+            State::Done => None,
+            State::Waiting(w) => Some(w),
+        })
+        .collect();
+    if waiting.is_empty() {
+        State::Done
+    } else {
+        State::Waiting(waiting.join("; "))
+    }
+}
+
 /// Condition `type_` of `obj` is `True` for the object's current generation. While it is
 /// not: its status, reason and message as the operator wrote them.
 pub fn condition(label: &str, obj: Option<&Value>, type_: &str) -> State {
@@ -102,6 +118,18 @@ mod tests {
         assert_eq!(
             gone("x", Some(&o)),
             State::Waiting("x still present, deletion not started; no finalizers".into())
+        );
+    }
+
+    #[test]
+    fn all_gone_lists_what_is_left() {
+        let o = json!({"metadata": {"finalizers": ["vpn.bnerd.net/cleanup"], "deletionTimestamp": "t"}});
+        assert_eq!(all_gone(&[("VPNPeer a".into(), None)]), State::Done);
+        assert_eq!(
+            all_gone(&[("VPNPeer a".into(), None), ("VPNPeer b".into(), Some(&o))]),
+            State::Waiting(
+                "VPNPeer b still present, being deleted; finalizers: vpn.bnerd.net/cleanup".into()
+            )
         );
     }
 
