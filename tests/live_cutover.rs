@@ -481,6 +481,15 @@ async fn a_second_run_is_refused_while_the_first_holds_the_lock() {
         holder.ends_with(&format!(" pid {}", first.id())),
         "{holder}"
     );
+    assert_eq!(lease["spec"]["leaseDurationSeconds"], 30);
+    // Renewed while the first run waits (every 10 s).
+    assert_eq!(lease["spec"]["renewTime"], lease["spec"]["acquireTime"]);
+    let first_renew = lease["spec"]["renewTime"].clone();
+    live::eventually(15, "the lease to be renewed", || {
+        core(&l, "leases", "tenant-acme", "vpnmig-acme")
+            .is_some_and(|l| l["spec"]["renewTime"] != first_renew)
+    })
+    .await;
 
     fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
         f.stuck_finalizer = false

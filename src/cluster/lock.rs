@@ -137,31 +137,34 @@ pub async fn acquire(
     let me = me();
     let identity = me.identity();
     let what = format!("lease {name}");
-    let fresh = |rv: Option<String>, transitions: i32| Lease {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            namespace: Some(ns.clone()),
-            resource_version: rv,
-            labels: Some(
-                [
-                    (
-                        "app.kubernetes.io/managed-by".to_string(),
-                        "vpnmig".to_string(),
-                    ),
-                    ("vpnmig.bnerd.net/gateway".to_string(), gateway.to_string()),
-                ]
-                .into(),
-            ),
-            ..Default::default()
-        },
-        spec: Some(LeaseSpec {
-            holder_identity: Some(identity.clone()),
-            lease_duration_seconds: Some(LEASE_SECONDS),
-            acquire_time: Some(now()),
-            renew_time: Some(now()),
-            lease_transitions: Some(transitions),
-            ..Default::default()
-        }),
+    let fresh = |rv: Option<String>, transitions: i32| {
+        let at = now();
+        Lease {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(ns.clone()),
+                resource_version: rv,
+                labels: Some(
+                    [
+                        (
+                            "app.kubernetes.io/managed-by".to_string(),
+                            "vpnmig".to_string(),
+                        ),
+                        ("vpnmig.bnerd.net/gateway".to_string(), gateway.to_string()),
+                    ]
+                    .into(),
+                ),
+                ..Default::default()
+            },
+            spec: Some(LeaseSpec {
+                holder_identity: Some(identity.clone()),
+                lease_duration_seconds: Some(LEASE_SECONDS),
+                acquire_time: Some(at.clone()),
+                renew_time: Some(at),
+                lease_transitions: Some(transitions),
+                ..Default::default()
+            }),
+        }
     };
     for _ in 0..3 {
         let existing = cluster
