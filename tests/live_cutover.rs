@@ -788,3 +788,160 @@ async fn rollback_says_when_the_operator_hands_out_another_cidr() {
         Some(&"IPsecGateway tenant-acme/acme".to_string())
     );
 }
+
+fn error_rule(
+    verb: &str,
+    resource: &str,
+    code: u16,
+    times: Option<u32>,
+) -> vpnmig_sandbox::api::faults::ErrorRule {
+    vpnmig_sandbox::api::faults::ErrorRule {
+        verbs: vec![verb.into()],
+        resources: vec![resource.into()],
+        code,
+        times,
+        retry_after_seconds: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_errors_latency_and_dropped_watches_are_survived() {
+    let mut settings = acme_settings();
+    settings.operator.finalizer_delay_ms = 300;
+    settings.api.latency_ms = 5;
+    settings.api.drop_watches_after_ms = Some(100);
+    settings.api.errors = vec![
+        error_rule("delete", "ipsecgateways", 500, Some(2)),
+        error_rule("patch", "vpngateways", 503, Some(1)),
+        error_rule("watch", "ipsecgateways", 500, Some(1)),
+    ];
+    let l = start(ACME, settings).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("delete ipsecgateway acme in namespace tenant-acme failed"),
+        "retried: {}",
+        r.stderr
+    );
+    assert!(
+        l.sb.api_faults
+            .read()
+            .unwrap()
+            .errors
+            .iter()
+            .all(|e| e.times == Some(0)),
+        "every fault fired: {:?}",
+        l.sb.api_faults.read().unwrap().errors
+    );
+    acme_ok(&l, &psk, "VPNGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_journal_that_cannot_be_written_stops_before_any_change() {
+    let mut settings = acme_settings();
+    settings.api.errors = vec![error_rule("patch", "configmaps", 500, None)];
+    let l = start(ACME, settings).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("error: cannot apply configmap vpnmig-acme in namespace tenant-acme"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("server-side dry run: "),
+        "stopped before the next step: {}",
+        r.stderr
+    );
+    assert!(!old_deleting(&l));
+    acme_ok(&l, &psk, "IPsecGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_permissions_refuse_before_any_change() {
+    use vpnmig_sandbox::api::auth::{Rule, User};
+    let mut settings = acme_settings();
+    settings.users = vec![User::with_rules(
+        "operator-on-call",
+        vec![
+            Rule::new(
+                &["*"],
+                &[
+                    "ipsecgateways",
+                    "vpngateways",
+                    "vpnpeers",
+                    "secrets",
+                    "leases",
+                    "pods",
+                    "pods/exec",
+                    "deployments",
+                ],
+            ),
+            Rule::new(&["get", "list"], &["*"]),
+            Rule::new(&["create"], &["selfsubjectaccessreviews"]),
+        ],
+    )];
+    let l = start(ACME, settings).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "acme",
+            "--yes",
+            "--context",
+            "vpnmig-sandbox-operator-on-call",
+        ])
+        .await;
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("BLOCKER permissions"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("create configmaps in namespace tenant-acme"),
+        "{}",
+        r.stderr
+    );
+    acme_ok(&l, &psk, "IPsecGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_from_the_bundle_when_the_journal_is_gone() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("acme");
+    let bundle = bundle.to_str().unwrap();
+    assert_eq!(l.vpnmig(&["plan", "acme", "--out", bundle]).await.code, 0);
+    let r = l
+        .vpnmig(&["cutover", "acme", "--plan", bundle, "--yes"])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let cms = l.sb.store.resource("", "v1", "configmaps").unwrap();
+    l.sb.store
+        .delete(&cms, "tenant-acme", "vpnmig-acme", &Default::default())
+        .unwrap();
+
+    let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("pass the bundle of the cutover (--plan DIR)"),
+        "{}",
+        r.stderr
+    );
+
+    let r = l
+        .vpnmig(&["rollback", "acme", "--plan", bundle, "--yes"])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("no journal ConfigMap tenant-acme/vpnmig-acme: rolling back from the bundle"),
+        "{}",
+        r.stderr
+    );
+    acme_ok(&l, &psk, "IPsecGateway");
+}

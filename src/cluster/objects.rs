@@ -58,10 +58,27 @@ pub async fn delete(
         }),
         ..Default::default()
     };
-    match api.delete(name, &dp).await {
+    let what = what(kind, name);
+    match cluster
+        .call("delete", &what, Some(&cluster.namespace), || {
+            api.delete(name, &dp)
+        })
+        .await
+    {
         Ok(_) => Ok(true),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
-        Err(e) => Err(cluster.error("delete", &what(kind, name), Some(&cluster.namespace), e)),
+        Err(e) if status(&e) == Some(404) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The HTTP status of an API error the cluster layer passed through.
+pub fn status(e: &KubeError) -> Option<u16> {
+    match e {
+        KubeError::Api {
+            source: kube::Error::Api(s),
+            ..
+        } => Some(s.code),
+        _ => None,
     }
 }
 
@@ -94,10 +111,19 @@ pub async fn create(cluster: &Cluster, obj: &Value, dry_run: bool) -> Result<boo
         field_manager: Some(FIELD_MANAGER.into()),
     };
     let body: DynamicObject = serde_json::from_value(obj.clone()).expect("manifests are objects");
-    match api.create(&pp, &body).await {
+    // Retried on 5xx: a create that landed before the error is a 409 on the retry.
+    match cluster
+        .call(
+            "create",
+            &what(kind, name),
+            Some(&cluster.namespace),
+            || api.create(&pp, &body),
+        )
+        .await
+    {
         Ok(_) => Ok(true),
-        Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
-        Err(e) => Err(cluster.error("create", &what(kind, name), Some(&cluster.namespace), e)),
+        Err(e) if status(&e) == Some(409) => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
