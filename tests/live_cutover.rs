@@ -645,13 +645,33 @@ async fn rollback_on_failure_restores_the_old_gateway() {
     );
     assert!(
         r.stderr
-            .contains("failed (timed out after 1s waiting for the tunnels of tenant-acme/acme"),
+            .contains("✗ tunnels of acme ESTABLISHED and verified (1.0s): peer acme"),
+        "the failure is shown once, where it happened: {}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("error: the cutover of tenant-acme/acme failed and was rolled back"),
         "{}",
         r.stderr
     );
-    assert_eq!(
-        journal(&l, "tenant-acme", "acme").unwrap()["phase"],
-        "rolled-back"
+    let j = journal(&l, "tenant-acme", "acme").unwrap();
+    assert_eq!(j["phase"], "rolled-back");
+    let phases: Vec<&str> = j["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["phase"].as_str().unwrap())
+        .collect();
+    assert!(
+        phases.ends_with(&[
+            "ready",
+            "rolling-back",
+            "new-deleted",
+            "old-applied",
+            "rolled-back"
+        ]),
+        "{phases:?}"
     );
     acme_ok(&l, &psk, "IPsecGateway");
 }
@@ -782,11 +802,49 @@ async fn rollback_says_when_the_operator_hands_out_another_cidr() {
         "{}",
         r.stderr
     );
+    assert!(
+        r.stderr
+            .contains("`vpnmig cutover acme -n tenant-acme --forward`"),
+        "{}",
+        r.stderr
+    );
     let fips = l.sb.operator.floating_ips();
     assert_eq!(
         fips.associated.get(ACME_FIP),
         Some(&"IPsecGateway tenant-acme/acme".to_string())
     );
+    let j = journal(&l, "tenant-acme", "acme").unwrap();
+    assert!(
+        j["lastError"].as_str().unwrap().contains("10.250.0.0/24"),
+        "{j}"
+    );
+
+    // A plain cutover would plan the re-created gateway (with the wrong /24): refused.
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("--forward` cuts over again with the journal's targets"),
+        "{}",
+        r.stderr
+    );
+    // Forward again with the journal's targets: the VPNGateway pins the old /24.
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let r = l.vpnmig(&["cutover", "acme", "--forward", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("Cutting tenant-acme/acme over again, to the journal's targets"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout
+            .contains("status.serviceCIDR           ok       10.250.3.0/24 (pinned 10.250.3.0/24)"),
+        "{}",
+        r.stdout
+    );
+    acme_ok(&l, &psk, "VPNGateway");
 }
 
 fn error_rule(

@@ -79,6 +79,12 @@ pub struct CutoverArgs {
     #[arg(long)]
     pub rollback_on_failure: bool,
 
+    /// After a rollback that could not give the re-created IPsecGateway its old addresses
+    /// (journal phase old-applied), cut over again with the journal's targets, which pin
+    /// them, instead of planning the re-created gateway (whose status has the new ones).
+    #[arg(long)]
+    pub forward: bool,
+
     #[command(flatten)]
     pub timeouts: Timeouts,
 
@@ -122,14 +128,27 @@ async fn cutover(
             anstream::eprintln!("{}", Phase::Done.recovery(name, &ns));
             return Ok(exit::OK);
         }
+        Some(j) if j.phase == Phase::OldApplied && args.forward => {
+            return forward_again(cluster, held, args, j.clone(), by).await;
+        }
         Some(j) if j.phase.rolling_back() => {
+            let mut hint = j.phase.recovery(name, &ns);
+            if j.phase == Phase::OldApplied {
+                hint.push_str(&format!(
+                    "; if the rollback reported lost addresses, `vpnmig cutover {name} -n {ns} --forward` cuts over again with the journal's targets, which pin them"
+                ));
+            }
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
-                    "a rollback of {ns}/{name} is under way (journal phase {}): a cutover now would fight it",
-                    j.phase
+                    "a rollback of {ns}/{name} is under way (journal phase {}{}): a cutover now would fight it",
+                    j.phase,
+                    j.last_error
+                        .as_deref()
+                        .map(|e| format!(", stopped on: {e}"))
+                        .unwrap_or_default()
                 ),
-                hint: Some(j.phase.recovery(name, &ns)),
+                hint: Some(hint),
             });
         }
         Some(j) if j.phase.past_delete() => {
@@ -154,7 +173,7 @@ async fn cutover(
                     dir.display()
                 ),
                 hint: Some(format!(
-                    "plan again (`vpnmig plan {name} -n {ns} --out {}`), review the diff, then cut over",
+                    "plan again (`vpnmig plan {name} -n {ns} --out {} --force`: --force because the bundle records the old state), review the diff, then cut over",
                     dir.display()
                 )),
             });
@@ -305,6 +324,46 @@ async fn resume(
     steps(&mut w, args, None).await
 }
 
+/// `--forward`: cut the re-created IPsecGateway over to the journal's targets. The saved
+/// old manifest stays the original; the object to delete is the re-created one.
+async fn forward_again(
+    cluster: &Cluster,
+    held: Option<&lock::Lock>,
+    args: &CutoverArgs,
+    mut j: Journal,
+    by: String,
+) -> Result<i32, Error> {
+    let (name, ns) = (j.gateway.clone(), j.namespace.clone());
+    let Some(live) = objects::get(cluster, "IPsecGateway", &name).await? else {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!("--forward: there is no IPsecGateway {ns}/{name} to cut over"),
+            hint: Some(j.phase.recovery(&name, &ns)),
+        });
+    };
+    let gw: IPsecGateway = serde_json::from_value(live.clone()).map_err(|e| Error::Stop {
+        code: exit::FAILURE,
+        message: format!("IPsecGateway {ns}/{name} cannot be read: {e}"),
+        hint: None,
+    })?;
+    j.old_uid = gw.metadata.uid.clone();
+    anstream::eprint!("{}", render::forward_summary(cluster, &j, &args.timeouts));
+    confirm(&name, args.yes, "cut over again").await?;
+    if args.dry_run {
+        anstream::eprintln!("dry run: nothing was changed");
+        return Ok(exit::OK);
+    }
+    j.advance(Phase::Started, &now(), &by);
+    stored::write(cluster, &j, false).await?;
+    let mut w = Window {
+        cluster,
+        journal: j,
+        lock: held,
+        by,
+    };
+    steps(&mut w, args, Some(&gw)).await
+}
+
 /// `--dry-run`: every write sent with dryRun=All, in the order the cutover would.
 async fn dry_run(
     cluster: &Cluster,
@@ -356,13 +415,17 @@ async fn steps(
 ) -> Result<i32, Error> {
     match forward(w, args, old).await {
         Ok(code) => Ok(code),
+        // Another run holds the lock now: it decides; no advice that would fight it.
+        Err(e @ Error::Lock(_)) => Err(e),
         Err(e) if w.journal.phase.past_delete() => {
             let message = crate::cli::error_line(&e);
             w.record_error(&message).await;
             let (name, ns) = (w.name().to_string(), w.ns().to_string());
-            if args.rollback_on_failure && !matches!(e, Error::Lock(_)) {
-                anstream::eprintln!("✗ cutover stopped at phase {}: {message}", w.journal.phase);
-                anstream::eprintln!("--rollback-on-failure: rolling back");
+            if args.rollback_on_failure {
+                anstream::eprintln!(
+                    "✗ cutover stopped at phase {}; --rollback-on-failure: rolling back",
+                    w.journal.phase
+                );
                 let t = crate::cli::rollback::roll_back(w, &args.timeouts).await?;
                 anstream::print!(
                     "{}",
@@ -370,12 +433,17 @@ async fn steps(
                 );
                 return Err(Error::Stop {
                     code: e.exit_code(),
-                    message: format!(
-                        "the cutover of {ns}/{name} failed ({message}) and was rolled back"
-                    ),
-                    hint: Some(format!("vpnmig verify {name} -n {ns}")),
+                    message: format!("the cutover of {ns}/{name} failed and was rolled back"),
+                    hint: Some(format!(
+                        "the failure is above and in the journal (lastError); `vpnmig verify {name} -n {ns}` checks the restored gateway"
+                    )),
                 });
             }
+            let state = if w.journal.phase == Phase::Deleting {
+                "the IPsecGateway's delete was sent and its unwind may still be running"
+            } else {
+                "the IPsecGateway is deleted"
+            };
             Err(Error::Stop {
                 code: e.exit_code(),
                 message: format!(
@@ -383,7 +451,7 @@ async fn steps(
                     w.journal.phase
                 ),
                 hint: Some(format!(
-                    "the IPsecGateway is deleted; restore it with `vpnmig rollback {name} -n {ns}`, or fix the cause and resume with `vpnmig cutover {name} -n {ns}`{}",
+                    "{state}; restore it with `vpnmig rollback {name} -n {ns}`, or fix the cause and resume with `vpnmig cutover {name} -n {ns}`{}",
                     e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
                 )),
             })

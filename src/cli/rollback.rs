@@ -217,6 +217,16 @@ async fn rollback(
 /// The rollback steps from the journal's phase to `RolledBack` (also run by
 /// `cutover --rollback-on-failure`, under the cutover's lock).
 pub async fn roll_back(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
+    match steps(w, t).await {
+        Err(e) if !matches!(e, Error::Lock(_)) => {
+            w.record_error(&crate::cli::error_line(&e)).await;
+            Err(e)
+        }
+        other => other,
+    }
+}
+
+async fn steps(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
     let cluster = w.cluster;
     let again = Some(format!(
@@ -243,10 +253,7 @@ pub async fn roll_back(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Erro
                 again,
             ));
         }
-        let title = format!(
-            "delete VPNGateway {ns}/{name} (floating IP {} stays pinned)",
-            w.journal.floating_ip
-        );
+        let title = format!("delete VPNGateway {ns}/{name}");
         if let Err(d) = window::wait_gone(
             cluster,
             "VPNGateway",
@@ -286,7 +293,9 @@ pub async fn roll_back(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Erro
                         &format!("IPsecGateway {ns}/{name} to be deleted"),
                         t.timeout_delete,
                         &d,
-                        again,
+                        Some(format!(
+                            "the operator's unwind of the old IPsecGateway has not finished and its finalizer is the operator's to remove: look at the operator's logs; once it is gone, `vpnmig rollback {name} -n {ns}` resumes"
+                        )),
                     ));
                 }
                 create_old(w).await?;
@@ -360,8 +369,7 @@ pub async fn roll_back(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Erro
             message,
             hint: Some(format!(
                 "the IPsecGateway kind has no spec field for its serviceCIDR, so a re-created one gets the next free /24 (the runbook's rollback cannot pin it). \
-The client's routes and firewall name the old addresses: either change them on the client side, or move forward again to a VPNGateway, which pins them (`kubectl get configmap {} -n {ns} -o jsonpath='{{.data.journal\\.json}}'` has the targets)",
-                journal::object_name(&name)
+The client's routes and firewall name the old addresses: either change them on the client side, or move forward again with `vpnmig cutover {name} -n {ns} --forward`: the journal's VPNGateway pins them"
             )),
         });
     }

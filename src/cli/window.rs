@@ -53,9 +53,7 @@ pub async fn confirm(name: &str, yes: bool, action: &str) -> Result<(), Error> {
             message: format!(
                 "no terminal to confirm on: refusing to {action} {name} without --yes"
             ),
-            hint: Some(
-                "read the summary above (or `vpnmig plan NAME`), then run again with --yes".into(),
-            ),
+            hint: Some("read the summary above, then run again with --yes".into()),
         });
     }
     let prompt = format!("To {action} {name}, type its name");
@@ -104,7 +102,7 @@ pub fn run(
         } else {
             Some(crate::cluster::lock::acquire(&cluster, name, break_lock).await?)
         };
-        let result = interruptible(flow(&cluster, held.as_ref())).await;
+        let result = interruptible(flow(&cluster, held.as_ref()), held.as_ref()).await;
         if let Some(l) = &held {
             l.release().await;
         }
@@ -349,13 +347,21 @@ pub fn between(from: Option<jiff::Timestamp>, to: Option<jiff::Timestamp>) -> Op
     u64::try_from(d.as_millis()).ok()
 }
 
-/// Run `flow`; on Ctrl-C, stop it where it is (every step is idempotent and the journal
-/// is written before and after each one).
-pub async fn interruptible<T>(
+/// Run `flow`; on Ctrl-C, or when another run takes the lock, stop it where it is (every
+/// step is idempotent and the journal is written before and after each one).
+async fn interruptible<T>(
     flow: impl std::future::Future<Output = Result<T, Error>>,
+    lock: Option<&Lock>,
 ) -> Result<T, Error> {
+    let lost = async {
+        match lock {
+            Some(l) => l.lost().await,
+            None => std::future::pending().await,
+        }
+    };
     tokio::select! {
         r = flow => r,
+        e = lost => Err(Error::Lock(e)),
         _ = tokio::signal::ctrl_c() => Err(Error::Stop {
             code: exit::INTERRUPTED,
             message: "interrupted".into(),

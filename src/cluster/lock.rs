@@ -2,8 +2,6 @@
 //! names user, host and pid, renewed while vpnmig runs (DESIGN.md §4.6: two people must
 //! never run the same window at once). The decision is `core::lock`'s.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
@@ -48,7 +46,8 @@ pub struct Lock {
     pub name: String,
     pub gateway: String,
     pub identity: String,
-    lost: Arc<AtomicBool>,
+    /// Who took the lock, once the renewer sees it is not ours any more.
+    lost: tokio::sync::watch::Receiver<Option<String>>,
     renewer: tokio::task::JoinHandle<()>,
 }
 
@@ -224,10 +223,9 @@ impl Lock {
         gateway: &str,
         identity: String,
     ) -> Lock {
-        let lost = Arc::new(AtomicBool::new(false));
+        let (tx, lost) = tokio::sync::watch::channel(None);
         let renewer = {
-            let (api, name, identity, lost) =
-                (api.clone(), name.clone(), identity.clone(), lost.clone());
+            let (api, name, identity) = (api.clone(), name.clone(), identity.clone());
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(RENEW_EVERY).await;
@@ -236,7 +234,11 @@ impl Lock {
                     };
                     let spec = lease.spec.get_or_insert_with(Default::default);
                     if spec.holder_identity.as_deref() != Some(&identity) {
-                        lost.store(true, Ordering::SeqCst);
+                        let holder = spec
+                            .holder_identity
+                            .clone()
+                            .unwrap_or_else(|| "nobody".into());
+                        let _ = tx.send(Some(holder));
                         return;
                     }
                     spec.renew_time = Some(now());
@@ -269,7 +271,7 @@ impl Lock {
         let holder = lease
             .and_then(|l| l.spec?.holder_identity)
             .unwrap_or_default();
-        if self.lost.load(Ordering::SeqCst) || holder != self.identity {
+        if self.lost.borrow().is_some() || holder != self.identity {
             return Err(LockError::Lost {
                 gateway: self.gateway.clone(),
                 lease: format!("{}/{}", self.cluster.namespace, self.name),
@@ -281,6 +283,22 @@ impl Lock {
             });
         }
         Ok(())
+    }
+
+    /// Resolves when the renewer finds the Lease held by someone else (`--break-lock`
+    /// elsewhere): the run must stop at once, whatever it is waiting for.
+    pub async fn lost(&self) -> LockError {
+        let mut rx = self.lost.clone();
+        let holder = match rx.wait_for(Option::is_some).await {
+            Ok(h) => h.clone().unwrap_or_default(),
+            // The renewer ended without losing the lock: never resolve.
+            Err(_) => std::future::pending().await,
+        };
+        LockError::Lost {
+            gateway: self.gateway.clone(),
+            lease: format!("{}/{}", self.cluster.namespace, self.name),
+            holder,
+        }
     }
 
     /// Stop renewing and delete the Lease if it is still ours.

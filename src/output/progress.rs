@@ -1,7 +1,8 @@
 //! The live line of a wait (DESIGN.md §4.5): on a terminal an indicatif spinner with the
-//! elapsed time and what is still awaited; elsewhere (a log, CI, a pipe) one line each
-//! time what is awaited changes, so the record shows every state the wait went through.
-//! Always on stderr: stdout is the report.
+//! step and its elapsed time, and above it one line each time what is awaited changes
+//! (printed whole, never cut to the terminal's width, and kept on screen as the record
+//! of the states the wait went through); elsewhere (a log, CI, a pipe) the same lines
+//! without the spinner. Always on stderr: stdout is the report.
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -38,7 +39,7 @@ impl Step {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("{spinner} {prefix} [{elapsed}] {wide_msg}")
+                ProgressStyle::with_template("{spinner} {prefix} [{elapsed}]")
                     .expect("the template is valid"),
             );
             bar.set_prefix(title.clone());
@@ -57,12 +58,12 @@ impl Step {
 
     /// What the step is waiting for now.
     pub fn update(&self, waiting: &str) {
+        let line = format!("    [{}] {waiting}", elapsed(self.started.elapsed()));
         match &self.bar {
-            Some(bar) => bar.set_message(waiting.to_string()),
-            None => say(&paint(
-                DIM,
-                format!("    [{}] {waiting}", elapsed(self.started.elapsed())),
-            )),
+            // Above the spinner, so the live line stays one line whatever the width
+            // (indicatif writes it as is: no colour codes).
+            Some(bar) => bar.println(line),
+            None => say(&paint(DIM, line)),
         }
     }
 

@@ -216,6 +216,36 @@ pub fn resume_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String {
     out
 }
 
+/// What `cutover --forward` will do.
+pub fn forward_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String {
+    let mut out = paint(
+        HEADING,
+        format!(
+            "Cutting {}/{} over again, to the journal's targets",
+            j.namespace, j.gateway
+        ),
+    ) + "\n";
+    out.push_str(&format!(
+        "  where      context {}, namespace {}\n",
+        cluster.context, j.namespace
+    ));
+    if let Some(err) = &j.last_error {
+        out.push_str(&format!("  why        the rollback stopped on: {err}\n"));
+    }
+    out.push_str(&format!(
+        "  delete     IPsecGateway {} (the re-created one, uid {})\n",
+        j.gateway,
+        j.old_uid.as_deref().unwrap_or("?")
+    ));
+    out.push_str(&format!(
+        "  create     {} (from the journal)\n",
+        names(&j.targets)
+    ));
+    out.push_str(&pinned(&j.targets));
+    out.push_str(&waits(t));
+    out
+}
+
 /// What a rollback will do.
 pub fn rollback_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String {
     let mut out = paint(
@@ -239,6 +269,11 @@ pub fn rollback_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String 
         j.gateway,
         j.old_uid.as_deref().unwrap_or("?")
     ));
+    if let (Some(cidr), _) = j.pinned_addresses() {
+        out.push_str(&format!(
+            "  addresses  that kind cannot pin its serviceCIDR: it gets {cidr} back only if the operator hands it out again (checked before the tunnels)\n"
+        ));
+    }
     out.push_str(&waits(t));
     out
 }
