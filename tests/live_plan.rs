@@ -94,21 +94,29 @@ async fn a_healthy_gateway_plans_ready_with_every_live_check() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_owned_psk_secret_blocks() {
+async fn an_owned_psk_secret_is_a_warning_the_cutover_resolves() {
     let l = start(INITECH, SettingsFile::default()).await;
     let r = l
         .vpnmig(&["plan", "initech", "-n", "tenant-initech", "-o", "json"])
         .await;
-    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
     let plan: Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(failed(&plan), ["psk-secret"]);
-    let f = &check(&plan, "psk-secret")["findings"][0];
+    assert_eq!(failed(&plan), ["psk-owner"]);
+    assert_eq!(check(&plan, "psk-owner")["severity"], "warning");
+    let f = &check(&plan, "psk-owner")["findings"][0];
     assert_eq!(
         (f["path"].as_str(), f["seen"].as_str()),
         (
             Some("metadata.ownerReferences"),
             Some("IPsecGateway initech")
         )
+    );
+    assert!(
+        f["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("`vpnmig cutover` detaches it first (recorded in the journal)"),
+        "{f}"
     );
     l.sb.shutdown().await;
 }

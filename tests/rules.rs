@@ -657,13 +657,17 @@ fn with_secret(gw: &Gw, secret: serde_json::Value) -> Plan {
 }
 
 #[test]
-fn psk_secret_owned_by_the_gateway_blocks_and_its_value_is_only_fingerprinted() {
+fn psk_secret_owned_by_the_gateway_warns_and_its_value_is_only_fingerprinted() {
     let gw = Gw::new("acme");
     let owned = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "acme-psk", "namespace": "tenant-test",
-        "ownerReferences": [{"apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway", "name": "acme", "uid": "0e7c55a4-1111-4c2b-9d3e-5f6a7b8c9d0e"}]},
+        "ownerReferences": [
+            {"apiVersion": "v1", "kind": "ConfigMap", "name": "vault-sync", "uid": "c-1"},
+            {"apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway", "name": "acme", "uid": "0e7c55a4-1111-4c2b-9d3e-5f6a7b8c9d0e"}]},
         "data": {"psk": "c2VjcmV0"}});
     let plan = with_secret(&gw, owned);
-    let f = &check(&plan, "psk-secret").findings[0];
+    let c = check(&plan, "psk-owner");
+    assert_eq!(c.severity, Severity::Warning);
+    let f = &c.findings[0];
     assert_eq!(
         (f.object.as_str(), f.path.as_str(), f.seen.as_str()),
         (
@@ -672,14 +676,18 @@ fn psk_secret_owned_by_the_gateway_blocks_and_its_value_is_only_fingerprinted() 
             "IPsecGateway acme"
         )
     );
-    assert!(
-        f.fix.as_ref().unwrap().starts_with(
-            "detach it first: kubectl patch secret acme-psk -n tenant-test --type json"
-        ),
-        "{:?}",
-        f.fix
+    // The by-hand patch removes only the gateway's reference, guarded by its uid.
+    assert_eq!(
+        f.fix.as_deref(),
+        Some(
+            r#"by hand, before the delete: kubectl patch secret acme-psk -n tenant-test --type json -p '[{"op":"test","path":"/metadata/ownerReferences/1/uid","value":"0e7c55a4-1111-4c2b-9d3e-5f6a7b8c9d0e"},{"op":"remove","path":"/metadata/ownerReferences/1"}]'"#
+        )
     );
-    assert!(plan.blocked);
+    assert_eq!(check(&plan, "psk-secret").outcome, Outcome::Pass);
+    assert!(
+        !plan.blocked,
+        "cutover detaches it: a warning, not a blocker"
+    );
     // printf 'vpnmig-psk-v1\ntenant-test/acme-psk/psk\nsecret' | sha256sum; the value
     // itself appears nowhere in the plan.
     assert_eq!(
@@ -805,21 +813,21 @@ fn explicit_nulls_are_absent_values() {
 }
 
 #[test]
-fn a_psk_secret_owned_by_the_gateways_deployment_also_blocks() {
+fn a_psk_secret_owned_by_the_gateways_deployment_also_warns() {
     let gw = Gw::new("acme");
     let owned = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "acme-psk", "namespace": "tenant-test",
         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "acme", "uid": "d-1"}]},
         "data": {"psk": "c2VjcmV0"}});
     let plan = with_secret(&gw, owned);
     assert_eq!(
-        check(&plan, "psk-secret").findings[0].seen,
+        check(&plan, "psk-owner").findings[0].seen,
         "Deployment acme"
     );
     let other = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "acme-psk", "namespace": "tenant-test",
         "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "vault-sync", "uid": "c-1"}]},
         "data": {"psk": "c2VjcmV0"}});
     assert_eq!(
-        check(&with_secret(&gw, other), "psk-secret").outcome,
+        check(&with_secret(&gw, other), "psk-owner").outcome,
         Outcome::Pass
     );
 }

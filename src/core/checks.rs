@@ -210,8 +210,14 @@ pub const CHECKS: &[(&str, Severity, &str, CheckFn)] = &[
     (
         "psk-secret",
         Severity::Blocker,
-        "the PSK Secret has the key and would survive the old gateway's deletion",
+        "the PSK Secret exists and has the key",
         psk_secret,
+    ),
+    (
+        "psk-owner",
+        Severity::Warning,
+        "the PSK Secret is not owned by the old gateway (else cutover detaches it)",
+        psk_owner,
     ),
     (
         "not-deleting",
@@ -529,21 +535,60 @@ fn psk_secret(i: &Inputs) -> Result<Vec<Finding>, String> {
             Some(format!("correct spec.auth.pskSecretRef.key (`kubectl edit ipsecgateway {}{}`) or the Secret, then export again", i.name(), i.ns_flag())),
         ));
     }
-    if let Some(owner) = psk::owner_is_gateway(secret, &i.source.gateway) {
-        out.push(finding(
-            &obj,
-            "metadata.ownerReferences",
-            owner,
-            "no ownerReference to the old gateway",
-            "deleting the old gateway would garbage-collect the PSK Secret the new VPNPeers need",
-            Some(format!(
-                "detach it first: kubectl patch secret {}{} --type json -p '[{{\"op\":\"remove\",\"path\":\"/metadata/ownerReferences\"}}]'  # keeps the Secret when the gateway goes",
-                r.name,
-                i.ns_flag()
-            )),
-        ));
-    }
     Ok(out)
+}
+
+/// DESIGN.md §4.2: a PSK Secret the old gateway (or the children its unwind deletes)
+/// owns would be garbage-collected with it. `vpnmig cutover` detaches it, explicitly:
+/// the summary says so before the confirmation and the journal records what it removed.
+/// A warning, so that the plan, `status` and `cutover` give one answer; by hand, the fix
+/// is the same patch, removing only those references.
+fn psk_owner(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let r = &i.source.gateway.spec.auth.psk_secret_ref;
+    let ns = i.source.gateway.metadata.namespace.as_deref();
+    let Some(secret) = psk::find(&i.source.secrets, ns, &r.name) else {
+        return Err(format!(
+            "whether Secret {} is owned by the old gateway: it was not read (see psk-secret)",
+            r.name
+        ));
+    };
+    let Some(owner) = psk::owner_is_gateway(secret, &i.source.gateway) else {
+        return Ok(Vec::new());
+    };
+    let refs = secret
+        .pointer("/metadata/ownerReferences")
+        .and_then(serde_json::Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    // JSON patch ops removing only the references to the gateway, last index first, each
+    // guarded by a test of its uid.
+    let mut ops = Vec::new();
+    for (idx, rf) in refs.iter().enumerate().rev() {
+        let one = serde_json::json!({"metadata": {"ownerReferences": [rf]}});
+        if psk::owner_is_gateway(&one, &i.source.gateway).is_some() {
+            if let Some(uid) = rf.get("uid").and_then(serde_json::Value::as_str) {
+                ops.push(format!(
+                    r#"{{"op":"test","path":"/metadata/ownerReferences/{idx}/uid","value":"{uid}"}}"#
+                ));
+            }
+            ops.push(format!(
+                r#"{{"op":"remove","path":"/metadata/ownerReferences/{idx}"}}"#
+            ));
+        }
+    }
+    Ok(vec![finding(
+        &object("Secret", ns, &r.name),
+        "metadata.ownerReferences",
+        owner,
+        "no ownerReference to the old gateway",
+        "deleting the old gateway would garbage-collect the PSK Secret the new VPNPeers need: `vpnmig cutover` detaches it first (recorded in the journal)",
+        Some(format!(
+            "by hand, before the delete: kubectl patch secret {}{} --type json -p '[{}]'",
+            r.name,
+            i.ns_flag(),
+            ops.join(",")
+        )),
+    )])
 }
 
 fn service_cidr(i: &Inputs) -> Result<Vec<Finding>, String> {

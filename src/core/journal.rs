@@ -444,9 +444,8 @@ pub fn journal_drift(saved: &Value, j: &Journal) -> Vec<Drift> {
     out
 }
 
-/// The blocker checks of `plan` that stop a cutover: every failed blocker, less the
-/// findings the cutover resolves itself ([`resolved_by_cutover`]). `(check id, finding)`;
-/// `None` for a failed check without findings.
+/// The blocker checks of `plan` that stop a cutover, one entry per finding: `(check id,
+/// finding)`; `None` for a failed check without findings.
 pub fn blocking(
     plan: &crate::core::plan::Plan,
 ) -> Vec<(&'static str, Option<&crate::core::checks::Finding>)> {
@@ -455,11 +454,7 @@ pub fn blocking(
         if c.findings.is_empty() {
             out.push((c.id, None));
         }
-        for f in &c.findings {
-            if !resolved_by_cutover(c.id, &f.path) {
-                out.push((c.id, Some(f)));
-            }
-        }
+        out.extend(c.findings.iter().map(|f| (c.id, Some(f))));
     }
     out
 }
@@ -479,12 +474,6 @@ pub fn detach_owners(
         let one = serde_json::json!({"metadata": {"ownerReferences": [r]}});
         crate::core::psk::owner_is_gateway(&one, gateway).is_some()
     })
-}
-
-/// Whether a check finding is the one cutover resolves itself (step e: the PSK Secret
-/// owned by the old gateway is detached, recorded in the journal).
-pub fn resolved_by_cutover(check: &str, path: &str) -> bool {
-    check == "psk-secret" && path == "metadata.ownerReferences"
 }
 
 #[cfg(test)]

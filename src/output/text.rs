@@ -132,12 +132,13 @@ pub fn render_plan(
     for c in &plan.checks {
         let (mark, tag) = match (c.outcome, c.severity) {
             (Outcome::Pass, _) => (paint(OK, "✓"), String::new()),
-            (Outcome::Skipped, _) => (paint(DIM, "-"), paint(DIM, "skipped: ")),
+            (Outcome::Skipped, _) => (paint(DIM, "-"), paint(DIM, "not checked: ")),
             (Outcome::Fail, Severity::Blocker) => (paint(BAD, "✗"), paint(BAD, "BLOCKER ")),
             (Outcome::Fail, Severity::Warning) => (paint(WARN, "!"), paint(WARN, "warning ")),
         };
+        // A skipped check shows why, not its title: the title would read as a claim.
         let text = match &c.skipped {
-            Some(why) => format!("{} ({why})", c.title),
+            Some(why) => why.clone(),
             None => c.title.to_string(),
         };
         let _ = writeln!(out, "  {mark} {:width$}  {tag}{text}", c.id);
@@ -239,16 +240,29 @@ fn next_steps(out: &mut String, plan: &Plan, dir: &str) {
     let _ = writeln!(out, "\nAt the window:");
     let _ = writeln!(
         out,
-        "  vpnmig cutover {gw}{ns} --plan {dir}     # lock, drift check, journal, delete, apply, wait, verify"
+        "  vpnmig cutover {gw}{ns} --plan {dir}\n    (lock, drift check, journal, delete, apply, wait for each condition, verify)"
     );
     let _ = writeln!(
         out,
-        "  vpnmig rollback {gw}{ns}                 # if it must be undone: from the journal"
+        "  vpnmig rollback {gw}{ns}\n    (if it must be undone: from the journal)"
     );
     let _ = writeln!(
         out,
         "By hand (the runbook's step 2, without the checks and waits):"
     );
+    if let Some(f) = plan
+        .checks
+        .iter()
+        .find(|c| c.id == "psk-owner")
+        .and_then(|c| c.findings.first())
+        && let Some(fix) = f.fix.as_deref()
+    {
+        let _ = writeln!(
+            out,
+            "  {}",
+            fix.trim_start_matches("by hand, before the delete: ")
+        );
+    }
     let _ = writeln!(out, "  kubectl delete ipsecgateway {gw}{ns}");
     let _ = writeln!(
         out,
