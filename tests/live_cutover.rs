@@ -1007,3 +1007,94 @@ async fn rollback_from_the_bundle_when_the_journal_is_gone() {
     );
     acme_ok(&l, &psk, "IPsecGateway");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_after_the_journal_is_refused_before_the_delete() {
+    let mut settings = acme_settings();
+    settings.api.latency_ms = 20;
+    let l = start(ACME, settings).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let child = l.spawn(&["cutover", "acme", "--yes"]);
+    live::eventually(30, "the journal", || {
+        phase(&l, "tenant-acme", "acme").as_deref() == Some("psk-detached")
+    })
+    .await;
+    // Someone unpins the floating IP while the cutover dry-runs its targets.
+    let rt =
+        l.sb.store
+            .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+            .unwrap();
+    let mut gw = l.sb.store.get(&rt, "tenant-acme", "acme").unwrap();
+    gw["spec"]["endpoint"]["floatingIP"] = Value::String(String::new());
+    l.sb.store
+        .update(&rt, "tenant-acme", "acme", gw, false, &Default::default())
+        .unwrap();
+    let r = live::finish(child).await;
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("error: IPsecGateway tenant-acme/acme was not deleted: its spec changed since the journal was written"),
+        "{}",
+        r.stderr
+    );
+    assert!(!old_deleting(&l), "nothing deleted");
+    // The journal is closed by a rollback that keeps the gateway.
+    let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("is still there"), "{}", r.stderr);
+    assert_eq!(psk_fingerprint(&l, "tenant-acme", "acme-psk"), psk);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_psk_secret_owned_again_during_the_unwind_is_detached_again() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = true
+    });
+    let child = l.spawn(&["cutover", "acme", "--yes"]);
+    live::eventually(20, "the delete", || old_deleting(&l)).await;
+    // Something (an operator re-adopting it) makes the old gateway the Secret's owner.
+    let rt =
+        l.sb.store
+            .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+            .unwrap();
+    let uid = l.sb.store.get(&rt, "tenant-acme", "acme").unwrap()["metadata"]["uid"].clone();
+    let secrets = l.sb.store.resource("", "v1", "secrets").unwrap();
+    let mut s = l.sb.store.get(&secrets, "tenant-acme", "acme-psk").unwrap();
+    let owner = serde_json::json!({"apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway", "name": "acme", "uid": uid});
+    s["metadata"]["ownerReferences"] = serde_json::json!([owner]);
+    l.sb.store
+        .update(
+            &secrets,
+            "tenant-acme",
+            "acme-psk",
+            s,
+            false,
+            &Default::default(),
+        )
+        .unwrap();
+    live::eventually(20, "the guard to remove it", || {
+        l.sb.store.get(&secrets, "tenant-acme", "acme-psk").unwrap()["metadata"]["ownerReferences"]
+            .as_array()
+            .is_none_or(|a| a.is_empty())
+    })
+    .await;
+    fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = false
+    });
+    let r = live::finish(child).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "! PSK Secret acme-psk was given an ownerReference to the old gateway again: removed"
+        ),
+        "{}",
+        r.stderr
+    );
+    let j = journal(&l, "tenant-acme", "acme").unwrap();
+    assert_eq!(
+        j["pskDetached"]["removedOwnerReferences"],
+        serde_json::json!([owner])
+    );
+    acme_ok(&l, &psk, "VPNGateway");
+}

@@ -401,7 +401,15 @@ async fn dry_run(
         "✓ dry run: {} target(s) admitted by server-side apply",
         j.targets.len()
     );
-    objects::delete(cluster, "IPsecGateway", name, j.old_uid.as_deref(), true).await?;
+    objects::delete(
+        cluster,
+        "IPsecGateway",
+        name,
+        j.old_uid.as_deref(),
+        None,
+        true,
+    )
+    .await?;
     anstream::eprintln!("✓ dry run: delete of IPsecGateway {name} admitted");
     anstream::eprintln!("dry run: nothing was changed");
     Ok(exit::OK)
@@ -471,33 +479,14 @@ async fn forward(
 
     // Step e: the PSK Secret must not go with the old gateway.
     if w.journal.phase < Phase::PskDetached {
-        if let (Some(gw), Some(s)) = (old, objects::secret(cluster, &w.journal.psk_secret).await?) {
-            let (removed, kept) = journal::detach_owners(&s, gw);
-            if !removed.is_empty() {
-                w.check_lock().await?;
-                let rv = s
-                    .pointer("/metadata/resourceVersion")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                objects::set_owner_references(cluster, &w.journal.psk_secret, rv, &kept, false)
-                    .await?;
-                let mut record = w.journal.psk_detached.take().unwrap_or(PskDetach {
-                    secret: w.journal.psk_secret.clone(),
-                    removed_owner_references: Vec::new(),
-                });
-                record.removed_owner_references.extend(removed.clone());
-                w.journal.psk_detached = Some(record);
-                anstream::eprintln!(
-                    "✓ PSK Secret {} detached from the old gateway ({} ownerReference(s) removed, recorded in the journal)",
-                    w.journal.psk_secret,
-                    removed.len()
-                );
-            }
+        if let Some(gw) = old {
+            detach_psk(w, gw).await?;
         }
         w.save(Phase::PskDetached).await?;
     }
 
-    // Step f and g: dry run, then the delete (recorded before it is sent).
+    // Steps f and g: dry run; then, checked again right before it, the delete (the phase
+    // is recorded before it is sent, the delete is of the very version checked).
     if w.journal.phase < Phase::Deleting {
         for target in &w.journal.targets {
             objects::apply(cluster, target, true).await?;
@@ -506,24 +495,48 @@ async fn forward(
             "✓ server-side dry run: {} target(s) admitted",
             w.journal.targets.len()
         );
+        let gw = recheck(w).await?;
         w.save(Phase::Deleting).await?;
-        send_delete(w).await?;
+        if gw.is_some() {
+            delete_checked(w).await?;
+        }
     } else if w.journal.phase == Phase::Deleting {
-        // Stopped between recording the phase and the delete landing: send it (again;
-        // a delete of an object already being deleted changes nothing).
-        send_delete(w).await?;
+        // Stopped between recording the phase and the delete landing: send it (again; a
+        // gateway already being deleted is left to its unwind).
+        delete_checked(w).await?;
     }
     if w.journal.phase < Phase::Deleted {
         let title = format!("delete IPsecGateway {ns}/{name}");
-        if let Err(diagnosis) = window::wait_gone(
+        // While the old gateway unwinds, nothing may make it the PSK Secret's owner again.
+        let gw = match old.cloned() {
+            Some(g) => Some(g),
+            None => objects::get(cluster, "IPsecGateway", &name)
+                .await?
+                .and_then(|v| serde_json::from_value::<IPsecGateway>(v).ok()),
+        };
+        let removed = std::sync::Mutex::new(Vec::new());
+        let wait = window::wait_gone(
             cluster,
             "IPsecGateway",
             std::slice::from_ref(&name),
             t.timeout_delete,
             &title,
-        )
-        .await?
-        {
+        );
+        let outcome = match &gw {
+            Some(gw) => {
+                let guard = objects::guard_psk(cluster, &w.journal.psk_secret, gw, &removed);
+                tokio::select! {
+                    r = wait => r?,
+                    e = guard => return Err(e.into()),
+                }
+            }
+            None => wait.await?,
+        };
+        let removed = removed.into_inner().expect("not poisoned");
+        if !removed.is_empty() {
+            record_detach(w, removed);
+        }
+        if let Err(diagnosis) = outcome {
             return Err(timed_out(
                 &format!("IPsecGateway {ns}/{name} to be deleted"),
                 t.timeout_delete,
@@ -624,36 +637,122 @@ async fn forward(
     Ok(exit::OK)
 }
 
-/// Delete the old IPsecGateway: only the very object the journal is about (uid
-/// precondition); gone already is fine.
-async fn send_delete(w: &Window<'_>) -> Result<(), Error> {
+/// Right before the delete: the IPsecGateway must still be the object and the spec the
+/// journal was written from (an edit while the prompt was open or since an interrupted
+/// run is refused, nothing deleted), and its PSK Secret must not be owned by it again.
+/// `None` when it is gone or already being deleted.
+async fn recheck(w: &mut Window<'_>) -> Result<Option<(IPsecGateway, String)>, Error> {
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
-    match objects::delete(
-        w.cluster,
-        "IPsecGateway",
-        &name,
-        w.journal.old_uid.as_deref(),
-        false,
-    )
-    .await
-    {
-        Ok(_) => Ok(()),
-        // The uid precondition failed: that is not the object the journal is about.
-        Err(crate::cluster::KubeError::Api {
-            source: kube::Error::Api(s),
-            ..
-        }) if s.code == 409 => Err(Error::Stop {
-            code: exit::REFUSED,
-            message: format!(
-                "IPsecGateway {ns}/{name} is no longer the object planned (uid changed): {}",
-                s.message
-            ),
-            hint: Some(format!(
-                "`vpnmig rollback {name} -n {ns}` settles the journal; then plan again"
-            )),
-        }),
-        Err(e) => Err(e.into()),
+    let Some(live) = objects::get(w.cluster, "IPsecGateway", &name).await? else {
+        return Ok(None);
+    };
+    if live.pointer("/metadata/deletionTimestamp").is_some() {
+        return Ok(None);
     }
+    let uid = live.pointer("/metadata/uid").and_then(Value::as_str);
+    let fingerprint = plan::fingerprint(live.get("spec").unwrap_or(&Value::Null));
+    let changed = if uid != w.journal.old_uid.as_deref() {
+        Some(format!(
+            "it is another object now (uid {} → {})",
+            w.journal.old_uid.as_deref().unwrap_or("?"),
+            uid.unwrap_or("?")
+        ))
+    } else if fingerprint != w.journal.spec_fingerprint {
+        Some(format!(
+            "its spec changed since the journal was written (fingerprint {} → {fingerprint})",
+            w.journal.spec_fingerprint
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = changed {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!("IPsecGateway {ns}/{name} was not deleted: {why}"),
+            hint: Some(format!(
+                "nothing was deleted: `vpnmig rollback {name} -n {ns}` closes the journal (the gateway stays), then plan again and review: `vpnmig plan {name} -n {ns}`"
+            )),
+        });
+    }
+    let rv = live
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let gw: IPsecGateway = serde_json::from_value(live).map_err(|e| Error::Stop {
+        code: exit::FAILURE,
+        message: format!("IPsecGateway {ns}/{name} cannot be read: {e}"),
+        hint: None,
+    })?;
+    detach_psk(w, &gw).await?;
+    Ok(Some((gw, rv)))
+}
+
+/// Delete the old IPsecGateway: the very version [`recheck`] accepted (uid and
+/// resourceVersion preconditions); a change in between (the operator writing status) is
+/// checked again. Gone or already being deleted is fine.
+async fn delete_checked(w: &mut Window<'_>) -> Result<(), Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    for _ in 0..5 {
+        let Some((_, rv)) = recheck(w).await? else {
+            return Ok(());
+        };
+        match objects::delete(
+            w.cluster,
+            "IPsecGateway",
+            &name,
+            w.journal.old_uid.as_deref(),
+            Some(&rv),
+            false,
+        )
+        .await
+        {
+            Ok(_) => return Ok(()),
+            Err(e) if objects::status(&e) == Some(409) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::Stop {
+        code: exit::FAILURE,
+        message: format!(
+            "IPsecGateway {ns}/{name} kept changing between the check and the delete (5 tries): nothing was deleted"
+        ),
+        hint: Some(format!(
+            "something is writing it continuously: find out what, then `vpnmig cutover {name} -n {ns}` resumes"
+        )),
+    })
+}
+
+/// Remove the PSK Secret's ownerReferences to `gw` (step e), recording them.
+async fn detach_psk(w: &mut Window<'_>, gw: &IPsecGateway) -> Result<(), Error> {
+    let Some(s) = objects::secret(w.cluster, &w.journal.psk_secret).await? else {
+        return Ok(());
+    };
+    let (removed, kept) = journal::detach_owners(&s, gw);
+    if removed.is_empty() {
+        return Ok(());
+    }
+    w.check_lock().await?;
+    let rv = s
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    objects::set_owner_references(w.cluster, &w.journal.psk_secret, rv, &kept, false).await?;
+    anstream::eprintln!(
+        "✓ PSK Secret {} detached from the old gateway ({} ownerReference(s) removed, recorded in the journal)",
+        w.journal.psk_secret,
+        removed.len()
+    );
+    record_detach(w, removed);
+    Ok(())
+}
+
+fn record_detach(w: &mut Window<'_>, removed: Vec<Value>) {
+    let record = w.journal.psk_detached.get_or_insert_with(|| PskDetach {
+        secret: w.journal.psk_secret.clone(),
+        removed_owner_references: Vec::new(),
+    });
+    record.removed_owner_references.extend(removed);
 }
 
 /// After the old gateway is gone: the PSK Secret is still there, with the same key.

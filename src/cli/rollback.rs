@@ -160,30 +160,12 @@ async fn rollback(
             hint: Some("restore the old gateway by hand with the floating IP pinned in spec.endpoint.floatingIP".into()),
         });
     }
-    if let Some(gw) = objects::get(cluster, "VPNGateway", name).await? {
-        let pinned = gw
-            .pointer("/spec/endpoint/floatingIP")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if pinned != j.floating_ip {
-            return Err(Error::Stop {
-                code: exit::REFUSED,
-                message: format!(
-                    "VPNGateway {ns}/{name} pins floating IP `{pinned}`, not {}: deleting it could release the address to the pool",
-                    j.floating_ip
-                ),
-                hint: Some(format!(
-                    "pin it first: kubectl patch vpngateway {name} -n {ns} --type merge -p '{{\"spec\":{{\"endpoint\":{{\"floatingIP\":\"{}\"}}}}}}'",
-                    j.floating_ip
-                )),
-            });
-        }
-    }
+    new_fip_pinned(cluster, &j).await?;
     anstream::eprint!("{}", render::rollback_summary(cluster, &j, &args.timeouts));
     confirm(name, args.yes, "roll back").await?;
     if args.dry_run {
         for (kind, n) in j.target_names().iter().rev() {
-            objects::delete(cluster, kind, n, None, true).await?;
+            objects::delete(cluster, kind, n, None, None, true).await?;
         }
         anstream::eprintln!(
             "✓ dry run: deletes of {} admitted",
@@ -238,9 +220,10 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
     if w.journal.phase < Phase::NewDeleted {
         w.check_lock().await?;
         let targets = w.journal.target_names();
-        for (kind, n) in targets.iter().rev() {
-            objects::delete(cluster, kind, n, None, false).await?;
+        for (kind, n) in targets.iter().rev().filter(|(k, _)| k != "VPNGateway") {
+            objects::delete(cluster, kind, n, None, None, false).await?;
         }
+        delete_new_gateway(w).await?;
         let peers = w.journal.peer_names();
         let title = format!("delete VPNPeer {}", peers.join(", "));
         if let Err(d) =
@@ -391,6 +374,79 @@ The client's routes and firewall name the old addresses: either change them on t
         );
     }
     Ok(tunnels)
+}
+
+/// The live VPNGateway (if any) pins the journal's floating IP: deleting it then only
+/// disassociates the address. Checked before the prompt and again right before the
+/// delete (also under `cutover --rollback-on-failure`).
+async fn new_fip_pinned(cluster: &Cluster, j: &Journal) -> Result<Option<(String, String)>, Error> {
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    let Some(gw) = objects::get(cluster, "VPNGateway", name).await? else {
+        return Ok(None);
+    };
+    {
+        let pinned = gw
+            .pointer("/spec/endpoint/floatingIP")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if pinned != j.floating_ip {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "VPNGateway {ns}/{name} pins floating IP `{pinned}`, not {}: deleting it could release the address to the pool",
+                    j.floating_ip
+                ),
+                hint: Some(format!(
+                    "pin it first: kubectl patch vpngateway {name} -n {ns} --type merge -p '{{\"spec\":{{\"endpoint\":{{\"floatingIP\":\"{}\"}}}}}}'",
+                    j.floating_ip
+                )),
+            });
+        }
+    }
+    let s = |p: &str| {
+        gw.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    Ok(Some((s("/metadata/uid"), s("/metadata/resourceVersion"))))
+}
+
+/// Delete the VPNGateway: the very version whose pinned floating IP was just checked
+/// (uid and resourceVersion preconditions; a change in between is checked again).
+async fn delete_new_gateway(w: &Window<'_>) -> Result<(), Error> {
+    for _ in 0..5 {
+        let Some((uid, rv)) = new_fip_pinned(w.cluster, &w.journal).await? else {
+            return Ok(());
+        };
+        match objects::delete(
+            w.cluster,
+            "VPNGateway",
+            w.name(),
+            Some(&uid),
+            Some(&rv),
+            false,
+        )
+        .await
+        {
+            Ok(_) => return Ok(()),
+            Err(e) if objects::status(&e) == Some(409) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::Stop {
+        code: exit::FAILURE,
+        message: format!(
+            "VPNGateway {}/{} kept changing between the check and the delete (5 tries)",
+            w.ns(),
+            w.name()
+        ),
+        hint: Some(format!(
+            "`vpnmig rollback {} -n {}` resumes",
+            w.name(),
+            w.ns()
+        )),
+    })
 }
 
 async fn create_old(w: &Window<'_>) -> Result<(), Error> {

@@ -41,12 +41,14 @@ pub async fn get(cluster: &Cluster, kind: &str, name: &str) -> Result<Option<Val
 }
 
 /// Delete `kind/name`; with `uid`, only that very object (a re-created one of the same
-/// name is left alone: 409). Returns whether it existed.
+/// name is left alone: 409); with `resource_version` too, only that very version of it
+/// (a change since it was checked: 409). Returns whether it existed.
 pub async fn delete(
     cluster: &Cluster,
     kind: &str,
     name: &str,
     uid: Option<&str>,
+    resource_version: Option<&str>,
     dry_run: bool,
 ) -> Result<bool, KubeError> {
     let api = api(cluster, kind);
@@ -54,7 +56,7 @@ pub async fn delete(
         dry_run,
         preconditions: uid.map(|u| Preconditions {
             uid: Some(u.to_string()),
-            resource_version: None,
+            resource_version: resource_version.map(str::to_string),
         }),
         ..Default::default()
     };
@@ -166,4 +168,65 @@ pub async fn set_owner_references(
         )
         .await
         .map(|_| ())
+}
+
+/// Keep the PSK Secret `secret` free of ownerReferences to `gateway` until cancelled:
+/// whatever re-adds one (an operator re-adopting it, a hand edit) while the old gateway
+/// unwinds, it is removed again before the garbage collector can act on it. Every
+/// removed reference is pushed to `removed` and announced on stderr. Returns only on an
+/// error the guard cannot get past (a refusal); a dropped watch is reopened.
+pub async fn guard_psk(
+    cluster: &Cluster,
+    secret: &str,
+    gateway: &IPsecGateway,
+    removed: &std::sync::Mutex<Vec<Value>>,
+) -> KubeError {
+    use futures::{StreamExt, TryStreamExt};
+    use kube::api::WatchParams;
+    let api: Api<Secret> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
+    let fields = format!("metadata.name={secret}");
+    loop {
+        let current = match self::secret(cluster, secret).await {
+            Ok(Some(s)) => s,
+            Ok(None) => {
+                return KubeError::NotFound {
+                    what: format!("secret {secret}"),
+                    namespace: cluster.namespace.clone(),
+                };
+            }
+            Err(e) => return e,
+        };
+        let (gone, kept) = crate::core::journal::detach_owners(&current, gateway);
+        let rv = current
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if !gone.is_empty() {
+            match set_owner_references(cluster, secret, &rv, &kept, false).await {
+                Ok(()) => {
+                    anstream::eprintln!(
+                        "! PSK Secret {secret} was given an ownerReference to the old gateway again: removed ({} reference(s), recorded in the journal)",
+                        gone.len()
+                    );
+                    removed.lock().expect("not poisoned").extend(gone);
+                }
+                Err(e @ (KubeError::Forbidden { .. } | KubeError::Unauthorized { .. })) => {
+                    return e;
+                }
+                // A conflict (it changed again) or a blip: look again.
+                Err(_) => {}
+            }
+            continue;
+        }
+        let wp = WatchParams::default().fields(&fields).timeout(290);
+        match api.watch(&wp, &rv).await {
+            Ok(stream) => {
+                let mut stream = stream.boxed();
+                // Any event (or the end of the stream) means: look again.
+                let _ = stream.try_next().await;
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(500)).await,
+        }
+    }
 }
