@@ -742,8 +742,9 @@ async fn ctrl_c_stops_cleanly_and_says_how_to_go_on() {
     let r = live::finish(child).await;
     assert_eq!(r.code, 130, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("error: interrupted; the journal of tenant-acme/acme is at phase deleting"),
+        r.stderr.contains(
+            "error: interrupted (SIGINT); the journal of tenant-acme/acme is at phase deleting"
+        ),
         "{}",
         r.stderr
     );
@@ -962,7 +963,7 @@ async fn missing_permissions_refuse_before_any_change() {
     assert!(r.stderr.contains("BLOCKER permissions"), "{}", r.stderr);
     assert!(
         r.stderr
-            .contains("create configmaps in namespace tenant-acme"),
+            .contains("patch configmaps in namespace tenant-acme"),
         "{}",
         r.stderr
     );
@@ -1097,4 +1098,81 @@ async fn a_psk_secret_owned_again_during_the_unwind_is_detached_again() {
         serde_json::json!([owner])
     );
     acme_ok(&l, &psk, "VPNGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_releases_the_lock_too() {
+    let l = start(ACME, acme_settings()).await;
+    fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = true
+    });
+    let child = l.spawn(&["cutover", "acme", "--yes"]);
+    live::eventually(20, "the delete", || old_deleting(&l)).await;
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let r = live::finish(child).await;
+    assert_eq!(r.code, 130, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "error: interrupted (SIGTERM); the journal of tenant-acme/acme is at phase deleting"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        core(&l, "leases", "tenant-acme", "vpnmig-acme").is_none(),
+        "lock released"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tampered_journal_is_refused_not_applied() {
+    let l = start(ACME, acme_settings()).await;
+    fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = true
+    });
+    let r = l
+        .vpnmig(&["cutover", "acme", "--yes", "--timeout-delete", "1s"])
+        .await;
+    assert_eq!(r.code, 6, "{}", r.stderr);
+    // Someone edits the journal: the VPNGateway target loses its pinned floating IP.
+    let cms = l.sb.store.resource("", "v1", "configmaps").unwrap();
+    let mut cm = l.sb.store.get(&cms, "tenant-acme", "vpnmig-acme").unwrap();
+    let mut j: Value = serde_json::from_str(cm["data"]["journal.json"].as_str().unwrap()).unwrap();
+    j["targets"][0]["spec"]["endpoint"]["floatingIP"] = Value::String(String::new());
+    cm["data"]["journal.json"] = Value::String(j.to_string());
+    l.sb.store
+        .update(
+            &cms,
+            "tenant-acme",
+            "vpnmig-acme",
+            cm,
+            false,
+            &Default::default(),
+        )
+        .unwrap();
+    fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = false
+    });
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is not a vpnmig journal this version can read: targets[0] (the VPNGateway) does not pin floatingIP 198.51.100.23"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        objects(&l, "vpn.bnerd.net", "vpngateways", "tenant-acme").is_empty(),
+        "nothing applied"
+    );
+}
+
+#[test]
+fn timeouts_of_zero_are_a_usage_error() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig"))
+        .args(["cutover", "acme", "--timeout-delete", "0s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must be more than 0"));
 }

@@ -119,6 +119,20 @@ async fn cutover(
         .unwrap_or_else(|| lock::me().identity());
     let previous = stored::read(cluster, name).await?;
     match &previous {
+        Some(j)
+            if j.phase == Phase::Done
+                && objects::get(cluster, "VPNGateway", name).await?.is_none() =>
+        {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the journal says the cutover of {ns}/{name} is done, but VPNGateway {name} does not exist (deleted since?)"
+                ),
+                hint: Some(format!(
+                    "`vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal; `vpnmig status` shows what is there"
+                )),
+            });
+        }
         Some(j) if j.phase == Phase::Done => {
             anstream::eprintln!(
                 "the cutover of {ns}/{name} is already done (journal ConfigMap {ns}/{}, {}): nothing to do",
@@ -623,7 +637,12 @@ async fn forward(
         }
         w.save(Phase::Ready).await?;
     }
-    let tunnels = window::wait_tunnels(cluster, &name, t.timeout_tunnel).await?;
+    let expect = window::Expect {
+        kind: "VPNGateway",
+        service_cidr: None,
+        virtual_ips: Vec::new(),
+    };
+    let tunnels = window::wait_tunnels(cluster, &name, t.timeout_tunnel, &expect).await?;
     if let Some(d) = &tunnels.timed_out {
         return Err(timed_out(&format!("the tunnels of {ns}/{name}"), t.timeout_tunnel, d, Some(
             "the client's peer re-initiates on its own DPD/retry timer; a PSK or proposal mismatch shows in the client's logs".into())));

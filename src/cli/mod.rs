@@ -163,11 +163,11 @@ impl Error {
                 "wait for that run to finish; if it is surely gone (its machine died), pass --break-lock".into(),
             ),
             Error::Lock(crate::cluster::lock::LockError::Lost { .. }) => Some(
-                "another run took the lock (--break-lock): stop here and agree on who finishes the window".into(),
+                "the lock was taken (--break-lock), deleted or expired: agree on who finishes the window before running cutover or rollback again; the journal says where it stands".into(),
             ),
             Error::Lock(crate::cluster::lock::LockError::Kube(e)) => e.hint(),
             Error::Journal(crate::cluster::journal::ReadError::Invalid { namespace, name, .. }) => Some(format!(
-                "inspect it with `kubectl get configmap {name} -n {namespace} -o yaml`; the saved old manifest is under data.old-ipsecgateway.yaml"
+                "inspect it with `kubectl get configmap {name} -n {namespace} -o yaml` (the saved old manifest is under data.old-ipsecgateway.yaml); if it cannot be mended, save it, delete it, and roll back from the bundle: `vpnmig rollback GATEWAY -n {namespace} --plan DIR`"
             )),
             Error::Journal(crate::cluster::journal::ReadError::Kube(e)) => e.hint(),
             Error::Stop { hint, .. } => hint.clone(),

@@ -126,6 +126,16 @@ async fn rollback(
                 "no journal ConfigMap {ns}/{}: rolling back from the bundle",
                 journal::object_name(name)
             );
+            anstream::eprintln!(
+                "note: the bundle is the gateway as it was planned (uid {}, spec {}); an edit made after that plan is not in it",
+                j.old_uid.as_deref().unwrap_or("?"),
+                j.spec_fingerprint
+            );
+            j.validate().map_err(|why| Error::Stop {
+                code: exit::REFUSED,
+                message: format!("the bundle cannot be rolled back to: {why}"),
+                hint: None,
+            })?;
             j
         }
         (None, None) => {
@@ -201,8 +211,23 @@ async fn rollback(
 pub async fn roll_back(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
     match steps(w, t).await {
         Err(e) if !matches!(e, Error::Lock(_)) => {
-            w.record_error(&crate::cli::error_line(&e)).await;
-            Err(e)
+            let line = crate::cli::error_line(&e);
+            w.record_error(&line).await;
+            if matches!(e, Error::Stop { .. }) {
+                return Err(e);
+            }
+            let (name, ns) = (w.name().to_string(), w.ns().to_string());
+            Err(Error::Stop {
+                code: e.exit_code(),
+                message: format!(
+                    "rollback of {ns}/{name} stopped at phase {}: {line}",
+                    w.journal.phase
+                ),
+                hint: Some(format!(
+                    "once the cause is fixed, `vpnmig rollback {name} -n {ns}` resumes from there{}",
+                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
+                )),
+            })
         }
         other => other,
     }
@@ -356,7 +381,13 @@ The client's routes and firewall name the old addresses: either change them on t
             )),
         });
     }
-    let tunnels = window::wait_tunnels(cluster, &name, t.timeout_tunnel).await?;
+    let (service_cidr, virtual_ips) = w.journal.pinned_addresses();
+    let expect = window::Expect {
+        kind: "IPsecGateway",
+        service_cidr,
+        virtual_ips,
+    };
+    let tunnels = window::wait_tunnels(cluster, &name, t.timeout_tunnel, &expect).await?;
     if let Some(d) = &tunnels.timed_out {
         return Err(timed_out(
             &format!("the tunnels of {ns}/{name}"),

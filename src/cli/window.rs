@@ -20,17 +20,26 @@ use crate::output::progress::Step;
 pub struct Timeouts {
     /// How long the delete of a gateway may take: its finalizer unwind (children, then
     /// the OpenStack cleanup that disassociates the floating IP).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration, default_value = "5m")]
     pub timeout_delete: Duration,
     /// How long to wait for FIPAttached=True, and again for Ready and every VPNPeer
     /// Authorized.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration, default_value = "5m")]
     pub timeout_attach: Duration,
     /// How long to wait for every tunnel to be ESTABLISHED and verified (`swanctl
     /// --list-sas` in the gateway pod). The client's peer re-initiates on its own DPD or
     /// retry timer: allow for it.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
+    #[arg(long, value_name = "DURATION", value_parser = positive_duration, default_value = "5m")]
     pub timeout_tunnel: Duration,
+}
+
+/// A duration that is not zero: a wait of nothing would only ever time out.
+fn positive_duration(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d.is_zero() {
+        return Err("must be more than 0 (e.g. `90s`, `5m`)".into());
+    }
+    Ok(d)
 }
 
 /// Now, RFC 3339 UTC with milliseconds: the journal's timestamps.
@@ -141,6 +150,12 @@ impl Window<'_> {
 
     /// Note the failure in the journal (best effort: the run is stopping anyway).
     pub async fn record_error(&mut self, message: &str) {
+        // A run that lost the lock must not write over the new holder's journal.
+        if let Some(lock) = self.lock
+            && lock.check().await.is_err()
+        {
+            return;
+        }
         self.journal.last_error = Some(message.to_string());
         let _ = journal::write(self.cluster, &self.journal, false).await;
     }
@@ -265,6 +280,33 @@ pub struct Tunnels {
     pub timed_out: Option<String>,
 }
 
+/// What the tunnel wait expects of the gateway beyond what `verify` reads from it: its
+/// kind (the other kind of the same name is not the gateway this run is about), and for
+/// an IPsecGateway, which cannot pin them, the serviceCIDR and virtual IPs the journal
+/// recorded.
+pub struct Expect {
+    pub kind: &'static str,
+    pub service_cidr: Option<String>,
+    pub virtual_ips: Vec<(String, String)>,
+}
+
+impl Expect {
+    fn apply(&self, view: &mut verify::GatewayView) {
+        if !view.object.starts_with(&format!("{} ", self.kind)) {
+            view.problems.push(format!(
+                "this run expects the {} of that name, but the cluster has {} (another run may have changed it)",
+                self.kind, view.object
+            ));
+        }
+        if view.pinned_cidr.is_none() {
+            view.pinned_cidr = self.service_cidr.clone();
+        }
+        if view.pinned_vips.is_empty() {
+            view.pinned_vips = self.virtual_ips.clone();
+        }
+    }
+}
+
 /// How often the tunnels are looked at: `swanctl` has nothing to watch, so this one wait
 /// polls (every other wait watches).
 const TUNNEL_POLL: Duration = Duration::from_millis(500);
@@ -276,6 +318,7 @@ pub async fn wait_tunnels(
     cluster: &Cluster,
     name: &str,
     timeout: Duration,
+    expect: &Expect,
 ) -> Result<Tunnels, Error> {
     let step = Step::start(format!("tunnels of {name} ESTABLISHED and verified"));
     let started = Instant::now();
@@ -285,7 +328,8 @@ pub async fn wait_tunnels(
     loop {
         let remaining = timeout.saturating_sub(started.elapsed());
         let attempt = tokio::time::timeout(remaining, async {
-            let view = fetch::view(cluster, name).await?;
+            let mut view = fetch::view(cluster, name).await?;
+            expect.apply(&mut view);
             let sas = fetch::sas(cluster, name).await?;
             Ok::<_, KubeError>(verify::verify(&view, sas.as_ref().map_err(String::as_str)))
         })
@@ -359,14 +403,24 @@ async fn interruptible<T>(
             None => std::future::pending().await,
         }
     };
+    // SIGTERM (a job runner, `timeout`) and SIGHUP (a dropped SSH session) stop it like
+    // Ctrl-C: the lock is released and the way on is printed, not left for 30 s.
+    use tokio::signal::unix::{SignalKind, signal};
+    let (mut term, mut hup) = (
+        signal(SignalKind::terminate()).map_err(|source| Error::Write { source })?,
+        signal(SignalKind::hangup()).map_err(|source| Error::Write { source })?,
+    );
+    let stopped = |how: &str| Error::Stop {
+        code: exit::INTERRUPTED,
+        message: format!("interrupted ({how})"),
+        hint: None,
+    };
     tokio::select! {
         r = flow => r,
         e = lost => Err(Error::Lock(e)),
-        _ = tokio::signal::ctrl_c() => Err(Error::Stop {
-            code: exit::INTERRUPTED,
-            message: "interrupted".into(),
-            hint: None,
-        }),
+        _ = tokio::signal::ctrl_c() => Err(stopped("SIGINT")),
+        _ = term.recv() => Err(stopped("SIGTERM")),
+        _ = hup.recv() => Err(stopped("SIGHUP")),
     }
 }
 
@@ -379,23 +433,24 @@ pub async fn after_interrupt(
     match result {
         Err(Error::Stop {
             code: exit::INTERRUPTED,
+            message,
             ..
         }) => {
             let ns = cluster.namespace.as_str();
             let (message, hint) = match journal::read(cluster, name).await {
                 Ok(Some(j)) => (
                     format!(
-                        "interrupted; the journal of {ns}/{name} is at phase {}",
+                        "{message}; the journal of {ns}/{name} is at phase {}",
                         j.phase
                     ),
                     j.phase.recovery(name, ns),
                 ),
                 Ok(None) => (
-                    "interrupted before the journal was written: nothing was changed".into(),
+                    format!("{message} before the journal was written: nothing was changed"),
                     format!("run `vpnmig cutover {name} -n {ns}` again when ready"),
                 ),
                 Err(e) => (
-                    format!("interrupted; the journal could not be read: {e}"),
+                    format!("{message}; the journal could not be read: {e}"),
                     format!(
                         "`vpnmig cutover {name} -n {ns}` resumes from the journal; `vpnmig rollback {name} -n {ns}` reverses"
                     ),

@@ -29,7 +29,7 @@ pub enum LockError {
         since: String,
         renewed: String,
     },
-    #[error("lost the lock on gateway {gateway}: Lease {lease} is now held by {holder}")]
+    #[error("lost the lock on gateway {gateway}: Lease {lease} is now held by {holder}; stopped")]
     Lost {
         gateway: String,
         lease: String,
@@ -209,7 +209,7 @@ pub async fn acquire(
         verb: "update".into(),
         what,
         scope: format!(" in namespace {ns}"),
-        source: kube::Error::Service(
+        answer: kube::Error::Service(
             "the Lease kept changing while vpnmig tried to take it".into(),
         ),
     }))
@@ -227,22 +227,50 @@ impl Lock {
         let renewer = {
             let (api, name, identity) = (api.clone(), name.clone(), identity.clone());
             tokio::spawn(async move {
+                let mut renewed = std::time::Instant::now();
+                let valid = Duration::from_secs(LEASE_SECONDS as u64);
                 loop {
                     tokio::time::sleep(RENEW_EVERY).await;
-                    let Ok(Some(mut lease)) = api.get_opt(&name).await else {
-                        continue; // a blip: try again before the lease runs out
+                    let lease = match api.get_opt(&name).await {
+                        Ok(Some(lease)) => Some(lease),
+                        // Deleted under us: the lock is broken, someone else may take it.
+                        Ok(None) => {
+                            let _ = tx.send(Some("nobody (the Lease was deleted)".into()));
+                            return;
+                        }
+                        Err(_) => None,
                     };
-                    let spec = lease.spec.get_or_insert_with(Default::default);
-                    if spec.holder_identity.as_deref() != Some(&identity) {
-                        let holder = spec
-                            .holder_identity
-                            .clone()
-                            .unwrap_or_else(|| "nobody".into());
-                        let _ = tx.send(Some(holder));
+                    if let Some(mut lease) = lease {
+                        let spec = lease.spec.get_or_insert_with(Default::default);
+                        if spec.holder_identity.as_deref() != Some(&identity) {
+                            let holder = spec
+                                .holder_identity
+                                .clone()
+                                .unwrap_or_else(|| "nobody".into());
+                            let _ = tx.send(Some(holder));
+                            return;
+                        }
+                        spec.renew_time = Some(now());
+                        match api.replace(&name, &PostParams::default(), &lease).await {
+                            Ok(_) => {
+                                renewed = std::time::Instant::now();
+                                continue;
+                            }
+                            Err(e) => anstream::eprintln!(
+                                "vpnmig: could not renew the lock (Lease {name}): {}",
+                                super::describe(&e)
+                            ),
+                        }
+                    }
+                    // Not renewed for the whole lease duration: another run may rightly
+                    // take it over, so this one must stop.
+                    if renewed.elapsed() >= valid {
+                        let _ = tx.send(Some(format!(
+                            "nobody (it could not be renewed for {}s and expired)",
+                            LEASE_SECONDS
+                        )));
                         return;
                     }
-                    spec.renew_time = Some(now());
-                    let _ = api.replace(&name, &PostParams::default(), &lease).await;
                 }
             })
         };

@@ -78,13 +78,14 @@ pub enum KubeError {
         "{group}/{VERSION} is not served by {server}: the gateway operator v0.3.0 (which serves {NEW_GROUP} beside {OLD_GROUP}) is not installed"
     )]
     OperatorMissing { group: &'static str, server: String },
-    #[error("cannot {verb} {what}{scope}")]
+    /// The API's answer is part of the message (as `describe` renders it: the status
+    /// message, code and reason, not the debug form of the whole Status).
+    #[error("cannot {verb} {what}{scope}: {}", describe(answer))]
     Api {
         verb: String,
         what: String,
         scope: String,
-        #[source]
-        source: kube::Error,
+        answer: kube::Error,
     },
 }
 
@@ -291,11 +292,11 @@ impl Cluster {
                 scope,
                 message: s.message.clone(),
             },
-            source => KubeError::Api {
+            answer => KubeError::Api {
                 verb: verb.into(),
                 what: what.into(),
                 scope,
-                source,
+                answer,
             },
         }
     }

@@ -77,7 +77,7 @@ pub async fn delete(
 pub fn status(e: &KubeError) -> Option<u16> {
     match e {
         KubeError::Api {
-            source: kube::Error::Api(s),
+            answer: kube::Error::Api(s),
             ..
         } => Some(s.code),
         _ => None,

@@ -31,7 +31,7 @@ pub async fn until(
     names: &[String],
     timeout: Duration,
     decide: impl Fn(&[(String, Option<&Value>)]) -> State,
-    mut on_change: impl FnMut(&str),
+    on_change: impl Fn(&str),
 ) -> Result<Outcome, KubeError> {
     let ns = cluster.namespace.as_str();
     let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, ar);
@@ -42,7 +42,7 @@ pub async fn until(
     };
     let mut objects: BTreeMap<String, Value> = BTreeMap::new();
     let mut last = String::new();
-    let mut judge = |objects: &BTreeMap<String, Value>, last: &mut String| {
+    let judge = |objects: &BTreeMap<String, Value>, last: &mut String| {
         let view: Vec<(String, Option<&Value>)> =
             names.iter().map(|n| (n.clone(), objects.get(n))).collect();
         match decide(&view) {
@@ -70,7 +70,26 @@ pub async fn until(
         .await
         {
             Err(_) => return Ok(Outcome::TimedOut(last)),
-            Ok(r) => r?,
+            Ok(Ok(list)) => list,
+            // A refusal does not heal by waiting.
+            Ok(Err(e @ (KubeError::Forbidden { .. } | KubeError::Unauthorized { .. }))) => {
+                return Err(e);
+            }
+            // An outage is one more thing the wait waits through, up to its deadline.
+            Ok(Err(e)) => {
+                let w = format!("cannot read the cluster: {e}");
+                if w != last {
+                    on_change(&w);
+                    last = w;
+                }
+                tokio::time::sleep_until(
+                    (Instant::now() + Duration::from_secs(1))
+                        .min(deadline)
+                        .into(),
+                )
+                .await;
+                continue;
+            }
         };
         objects.clear();
         for o in list.items {
@@ -104,6 +123,7 @@ pub async fn until(
             }
         };
         let mut stream = stream.boxed();
+        let opened = Instant::now();
         loop {
             let next = match tokio::time::timeout_at(deadline.into(), stream.try_next()).await {
                 Err(_) => return Ok(Outcome::TimedOut(last)),
@@ -120,8 +140,13 @@ pub async fn until(
                     objects.remove(&o.metadata.name.clone().unwrap_or_default());
                 }
                 Ok(Some(WatchEvent::Bookmark(_))) => continue,
-                // 410 Gone and friends, the end of the stream, a broken connection: relist.
-                Ok(Some(WatchEvent::Error(_))) | Ok(None) | Err(_) => break,
+                // 410 Gone and friends, the end of the stream, a broken connection: relist,
+                // but not in a tight loop when the server closes every watch at once.
+                Ok(Some(WatchEvent::Error(_))) | Ok(None) | Err(_) => {
+                    let again = (opened + Duration::from_millis(200)).min(deadline);
+                    tokio::time::sleep_until(again.into()).await;
+                    break;
+                }
             }
             if judge(&objects, &mut last) {
                 return Ok(Outcome::Done);

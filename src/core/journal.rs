@@ -309,8 +309,9 @@ impl Journal {
             .collect()
     }
 
-    /// Read `journal.json`. A document that is not a journal of this version is an error
-    /// naming what was seen.
+    /// Read `journal.json`. A document that is not a journal of this version, or one
+    /// that does not hold together ([`Journal::validate`]), is an error naming what was
+    /// seen.
     pub fn from_json(text: &str) -> Result<Journal, String> {
         let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let seen = v["apiVersion"].as_str().unwrap_or("<none>");
@@ -319,7 +320,63 @@ impl Journal {
                 "apiVersion {seen}, this vpnmig reads {JOURNAL_API_VERSION}"
             ));
         }
-        serde_json::from_value(v).map_err(|e| e.to_string())
+        let j: Journal = serde_json::from_value(v).map_err(|e| e.to_string())?;
+        j.validate()?;
+        Ok(j)
+    }
+
+    /// What a journal must say of itself before anything is applied or re-created from
+    /// it (a hand edit, a truncated write): the old manifest is this IPsecGateway and pins
+    /// `floatingIP`; the targets are this VPNGateway, pinning the same floating IP, and
+    /// its VPNPeers, each referencing it and the PSK Secret.
+    pub fn validate(&self) -> Result<(), String> {
+        let s = |v: &Value, p: &str| {
+            v.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let fip = self.floating_ip.as_str();
+        if fip.is_empty() {
+            return Err("floatingIP is empty".into());
+        }
+        let old = &self.old_manifest;
+        if s(old, "/kind") != "IPsecGateway" || s(old, "/metadata/name") != self.gateway {
+            return Err(format!("oldManifest is not IPsecGateway {}", self.gateway));
+        }
+        if s(old, "/spec/endpoint/floatingIP") != fip {
+            return Err(format!("oldManifest does not pin floatingIP {fip}"));
+        }
+        let Some((gw, peers)) = self.targets.split_first() else {
+            return Err("targets is empty".into());
+        };
+        if s(gw, "/kind") != "VPNGateway" || s(gw, "/metadata/name") != self.gateway {
+            return Err(format!("targets[0] is not VPNGateway {}", self.gateway));
+        }
+        if s(gw, "/spec/endpoint/floatingIP") != fip {
+            return Err(format!(
+                "targets[0] (the VPNGateway) does not pin floatingIP {fip}"
+            ));
+        }
+        if peers.is_empty() {
+            return Err("targets has no VPNPeer".into());
+        }
+        for (i, p) in peers.iter().enumerate() {
+            let at = i + 1;
+            if s(p, "/kind") != "VPNPeer" || s(p, "/spec/gatewayRef/name") != self.gateway {
+                return Err(format!(
+                    "targets[{at}] is not a VPNPeer of gateway {}",
+                    self.gateway
+                ));
+            }
+            if s(p, "/spec/ipsec/pskSecretRef/name") != self.psk_secret {
+                return Err(format!(
+                    "targets[{at}] does not reference PSK Secret {}",
+                    self.psk_secret
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -505,6 +562,52 @@ mod tests {
             Phase::OldApplied
                 .recovery("a", "b")
                 .contains("`vpnmig rollback a -n b` resumes")
+        );
+    }
+
+    #[test]
+    fn a_journal_that_does_not_hold_together_is_refused() {
+        let gw = json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNGateway", "metadata": {"name": "acme"},
+            "spec": {"endpoint": {"floatingIP": "198.51.100.23"}}});
+        let peer = json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNPeer", "metadata": {"name": "acme"},
+            "spec": {"gatewayRef": {"name": "acme"}, "ipsec": {"pskSecretRef": {"name": "acme-psk", "key": "psk"}}}});
+        let mut j = Journal {
+            api_version: JOURNAL_API_VERSION.into(),
+            namespace: "t".into(),
+            gateway: "acme".into(),
+            phase: Phase::Deleting,
+            old_uid: Some("u".into()),
+            spec_fingerprint: "sha256:x".into(),
+            floating_ip: "198.51.100.23".into(),
+            psk_secret: "acme-psk".into(),
+            psk_fingerprint: None,
+            old_manifest: json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}, "spec": {"endpoint": {"floatingIP": "198.51.100.23"}}}),
+            targets: vec![gw, peer],
+            psk_detached: None,
+            outage_ms: None,
+            last_error: None,
+            history: Vec::new(),
+        };
+        assert_eq!(j.validate(), Ok(()));
+        let text = serde_json::to_string(&j).unwrap();
+        assert_eq!(Journal::from_json(&text).unwrap(), j);
+        j.targets[0]["spec"]["endpoint"]["floatingIP"] = json!("");
+        assert_eq!(
+            j.validate(),
+            Err("targets[0] (the VPNGateway) does not pin floatingIP 198.51.100.23".into())
+        );
+        j.targets[0]["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.23");
+        j.targets[1]["spec"]["gatewayRef"]["name"] = json!("other");
+        assert_eq!(
+            j.validate(),
+            Err("targets[1] is not a VPNPeer of gateway acme".into())
+        );
+        j.targets.truncate(1);
+        assert_eq!(j.validate(), Err("targets has no VPNPeer".into()));
+        j.old_manifest["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.99");
+        assert_eq!(
+            j.validate(),
+            Err("oldManifest does not pin floatingIP 198.51.100.23".into())
         );
     }
 

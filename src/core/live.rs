@@ -208,20 +208,35 @@ pub fn extend(plan: &mut Plan, extra: Vec<CheckResult>) {
 /// What cutover and rollback will do, as `(verb, group, resource, subresource)`: asked of
 /// the API server with SelfSubjectAccessReviews.
 pub const NEEDS: &[(&str, &str, &str, &str)] = &[
+    // The gateways: read, wait (list + watch), delete, re-create on rollback.
     ("get", "ipsec.bnerd.net", "ipsecgateways", ""),
+    ("list", "ipsec.bnerd.net", "ipsecgateways", ""),
+    ("watch", "ipsec.bnerd.net", "ipsecgateways", ""),
     ("delete", "ipsec.bnerd.net", "ipsecgateways", ""),
     ("create", "ipsec.bnerd.net", "ipsecgateways", ""),
     ("get", "vpn.bnerd.net", "vpngateways", ""),
+    ("list", "vpn.bnerd.net", "vpngateways", ""),
+    ("watch", "vpn.bnerd.net", "vpngateways", ""),
     ("patch", "vpn.bnerd.net", "vpngateways", ""),
     ("delete", "vpn.bnerd.net", "vpngateways", ""),
     ("get", "vpn.bnerd.net", "vpnpeers", ""),
+    ("list", "vpn.bnerd.net", "vpnpeers", ""),
+    ("watch", "vpn.bnerd.net", "vpnpeers", ""),
     ("patch", "vpn.bnerd.net", "vpnpeers", ""),
     ("delete", "vpn.bnerd.net", "vpnpeers", ""),
+    // The PSK Secret: read, detach, guard during the unwind.
     ("get", "", "secrets", ""),
+    ("watch", "", "secrets", ""),
     ("patch", "", "secrets", ""),
-    ("create", "", "configmaps", ""),
-    ("update", "", "configmaps", ""),
+    // The journal (server-side apply is a patch) and the lock.
+    ("get", "", "configmaps", ""),
+    ("patch", "", "configmaps", ""),
+    ("get", "coordination.k8s.io", "leases", ""),
     ("create", "coordination.k8s.io", "leases", ""),
     ("update", "coordination.k8s.io", "leases", ""),
+    ("delete", "coordination.k8s.io", "leases", ""),
+    // The tunnels: the gateway's pod and swanctl in it.
+    ("get", "apps", "deployments", ""),
+    ("list", "", "pods", ""),
     ("create", "", "pods", "exec"),
 ];
