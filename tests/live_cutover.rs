@@ -548,6 +548,22 @@ async fn a_stuck_finalizer_times_out_with_a_diagnosis_then_resumes() {
     fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
         f.stuck_finalizer = false
     });
+    live::eventually(20, "the unwind", || {
+        objects(&l, "ipsec.bnerd.net", "ipsecgateways", "tenant-acme").is_empty()
+            && !old_deleting(&l)
+    })
+    .await;
+    // Neither kind exists now: verify says a window is under way, and what to run.
+    let r = l.vpnmig(&["verify", "acme"]).await;
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("a window is under way (journal phase deleting)")
+            && r.stderr
+                .contains("`vpnmig cutover acme -n tenant-acme` resumes from `deleting`"),
+        "{}",
+        r.stderr
+    );
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(

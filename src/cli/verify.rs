@@ -83,7 +83,26 @@ pub fn render(rows: &[Row]) -> String {
 }
 
 async fn once(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
-    let view = fetch::view(cluster, name).await?;
+    let view = match fetch::view(cluster, name).await {
+        Ok(v) => v,
+        // Neither kind exists: between a delete and a create, a window may be under way.
+        Err(e @ crate::cluster::KubeError::NotFound { .. }) => {
+            if let Ok(Some(j)) = crate::cluster::journal::read(cluster, name).await
+                && !j.phase.finished()
+            {
+                return Err(Error::Stop {
+                    code: exit::VERIFY_FAILED,
+                    message: format!(
+                        "neither a VPNGateway nor an IPsecGateway {name} exists in namespace {}: a window is under way (journal phase {})",
+                        cluster.namespace, j.phase
+                    ),
+                    hint: Some(j.phase.recovery(name, &cluster.namespace)),
+                });
+            }
+            return Err(e.into());
+        }
+        Err(e) => return Err(e.into()),
+    };
     let sas = fetch::sas(cluster, name).await?;
     Ok(verify::verify(&view, sas.as_ref().map_err(String::as_str)))
 }
