@@ -548,6 +548,13 @@ async fn a_stuck_finalizer_times_out_with_a_diagnosis_then_resumes() {
     fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
         f.stuck_finalizer = false
     });
+    let r = l.vpnmig(&["status"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("window under way: tenant-acme/acme at journal phase deleting: the tunnel is down or unverified"),
+        "{}",
+        r.stdout
+    );
     live::eventually(20, "the unwind", || {
         objects(&l, "ipsec.bnerd.net", "ipsecgateways", "tenant-acme").is_empty()
             && !old_deleting(&l)

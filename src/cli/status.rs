@@ -111,10 +111,51 @@ async fn gather(args: &StatusArgs) -> Result<(Cluster, Vec<Row>), Error> {
     Ok((cluster, rows))
 }
 
+/// Windows under way (journals not done or rolled back), one line each with what to run.
+/// Best effort: a context that may not list ConfigMaps just does not see them.
+async fn open_windows(cluster: &Cluster, all_namespaces: bool) -> Vec<String> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, ListParams};
+    let api: Api<ConfigMap> = if all_namespaces {
+        Api::all(cluster.client.clone())
+    } else {
+        Api::namespaced(cluster.client.clone(), &cluster.namespace)
+    };
+    let lp = ListParams::default().labels("app.kubernetes.io/managed-by=vpnmig");
+    let Ok(list) = api.list(&lp).await else {
+        return Vec::new();
+    };
+    list.items
+        .iter()
+        .filter_map(|cm| {
+            let j =
+                crate::core::journal::Journal::from_json(cm.data.as_ref()?.get("journal.json")?)
+                    .ok()?;
+            (!j.phase.finished()).then(|| {
+                format!(
+                    "window under way: {}/{} at journal phase {}: {}\n",
+                    j.namespace,
+                    j.gateway,
+                    j.phase,
+                    j.phase.recovery(&j.gateway, &j.namespace)
+                )
+            })
+        })
+        .collect()
+}
+
 pub fn run(args: &StatusArgs) -> Result<i32, Error> {
-    let (_, rows) = crate::cli::runtime()?.block_on(gather(args))?;
+    let (rows, windows) = crate::cli::runtime()?.block_on(async {
+        let (cluster, rows) = gather(args).await?;
+        let windows = if args.output == StatusFormat::Text {
+            open_windows(&cluster, args.all_namespaces).await
+        } else {
+            Vec::new()
+        };
+        Ok::<_, Error>((rows, windows))
+    })?;
     let doc = match args.output {
-        StatusFormat::Text => render(&rows, args.all_namespaces),
+        StatusFormat::Text => render(&rows, args.all_namespaces) + &windows.concat(),
         StatusFormat::Json => serde_json::to_string_pretty(&rows).expect("rows serialize") + "\n",
     };
     crate::cli::write_stdout(&doc)?;
