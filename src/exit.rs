@@ -13,7 +13,8 @@ pub const INVALID_INPUT: i32 = 3;
 /// The plan was made (and written with `--out`) but a blocker check failed: a cutover
 /// must not run until it is fixed.
 pub const BLOCKED: i32 = 4;
-/// `vpnmig verify` ran and the gateway is not healthy.
+/// `vpnmig verify` ran and the gateway is not healthy (or a window is under way); or
+/// `vpnmig rollback` re-created the IPsecGateway but the operator gave it other addresses.
 pub const VERIFY_FAILED: i32 = 5;
 /// A wait ran out of time (`verify --wait --timeout`, a cutover or rollback step).
 pub const TIMEOUT: i32 = 6;
@@ -22,8 +23,9 @@ pub const TIMEOUT: i32 = 6;
 /// not typed. The message says what to pass to proceed.
 pub const REFUSED: i32 = 7;
 
-/// The command was interrupted (Ctrl-C, SIGINT): the journal is consistent and the
-/// message says how to resume or roll back. 128 + SIGINT, the shell's convention.
+/// The command was interrupted (Ctrl-C, SIGTERM, SIGHUP): the lock is released, the
+/// journal is consistent and the message says how to resume or roll back. 128 + SIGINT,
+/// the shell's convention.
 pub const INTERRUPTED: i32 = 130;
 
 /// Every code with its name, in order: what `docs/exit-codes.md` lists.
