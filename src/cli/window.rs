@@ -406,9 +406,14 @@ async fn interruptible<T>(
     // SIGTERM (a job runner, `timeout`) and SIGHUP (a dropped SSH session) stop it like
     // Ctrl-C: the lock is released and the way on is printed, not left for 30 s.
     use tokio::signal::unix::{SignalKind, signal};
+    let no_handler = |e: std::io::Error| Error::Stop {
+        code: exit::FAILURE,
+        message: format!("cannot handle SIGTERM/SIGHUP: {e}"),
+        hint: None,
+    };
     let (mut term, mut hup) = (
-        signal(SignalKind::terminate()).map_err(|source| Error::Write { source })?,
-        signal(SignalKind::hangup()).map_err(|source| Error::Write { source })?,
+        signal(SignalKind::terminate()).map_err(no_handler)?,
+        signal(SignalKind::hangup()).map_err(no_handler)?,
     );
     let stopped = |how: &str| Error::Stop {
         code: exit::INTERRUPTED,
