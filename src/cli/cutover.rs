@@ -222,11 +222,11 @@ async fn cutover(
     anstream::eprint!(
         "{}",
         render::cutover_summary(
-            cluster,
+            &cluster.context,
             &plan,
             detach.as_ref().map(|d| d.0.len()),
             &out_dir,
-            &args.timeouts
+            &args.timeouts.waits()
         )
     );
     confirm(name, args.yes, "cut over").await?;
@@ -320,7 +320,10 @@ async fn resume(
             });
         }
     }
-    anstream::eprint!("{}", render::resume_summary(cluster, &j, &args.timeouts));
+    anstream::eprint!(
+        "{}",
+        render::resume_summary(&cluster.context, &j, &args.timeouts.waits())
+    );
     confirm(&name, args.yes, "resume the cutover of").await?;
     if args.dry_run {
         anstream::eprintln!(
@@ -361,7 +364,10 @@ async fn forward_again(
         hint: None,
     })?;
     j.old_uid = gw.metadata.uid.clone();
-    anstream::eprint!("{}", render::forward_summary(cluster, &j, &args.timeouts));
+    anstream::eprint!(
+        "{}",
+        render::forward_summary(&cluster.context, &j, &args.timeouts.waits())
+    );
     confirm(&name, args.yes, "cut over again").await?;
     if args.dry_run {
         anstream::eprintln!("dry run: nothing was changed");

@@ -171,7 +171,10 @@ async fn rollback(
         });
     }
     new_fip_pinned(cluster, &j).await?;
-    anstream::eprint!("{}", render::rollback_summary(cluster, &j, &args.timeouts));
+    anstream::eprint!(
+        "{}",
+        render::rollback_summary(&cluster.context, &j, &args.timeouts.waits())
+    );
     confirm(name, args.yes, "roll back").await?;
     if args.dry_run {
         for (kind, n) in j.target_names().iter().rev() {

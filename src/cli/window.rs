@@ -42,6 +42,17 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+impl Timeouts {
+    /// As the summaries show them.
+    pub fn waits(&self) -> crate::output::window::Waits {
+        crate::output::window::Waits {
+            delete: self.timeout_delete,
+            attach: self.timeout_attach,
+            tunnel: self.timeout_tunnel,
+        }
+    }
+}
+
 /// Now, RFC 3339 UTC with milliseconds: the journal's timestamps.
 pub fn now() -> String {
     jiff::Timestamp::now()

@@ -4,13 +4,19 @@
 use serde_json::{Value, json};
 
 use crate::cli::cluster_args::format_duration;
-use crate::cli::window::Timeouts;
-use crate::cluster::Cluster;
 use crate::core::journal::{self, Drift, Journal};
 use crate::core::plan::Plan;
 use crate::core::verify::Row;
 use crate::output::progress::elapsed;
 use crate::output::style::{BAD, HEADING, paint};
+
+/// The bound of each wait, as the summaries show them.
+#[derive(Clone, Copy, Debug)]
+pub struct Waits {
+    pub delete: std::time::Duration,
+    pub attach: std::time::Duration,
+    pub tunnel: std::time::Duration,
+}
 
 /// `-o` of cutover and rollback.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -109,12 +115,12 @@ fn pinned(targets: &[Value]) -> String {
     out
 }
 
-fn waits(t: &Timeouts) -> String {
+fn waits(t: &Waits) -> String {
     format!(
         "  waits      delete ≤ {}, FIPAttached / Ready / Authorized ≤ {} each, tunnels ≤ {}\n",
-        format_duration(t.timeout_delete),
-        format_duration(t.timeout_attach),
-        format_duration(t.timeout_tunnel)
+        format_duration(t.delete),
+        format_duration(t.attach),
+        format_duration(t.tunnel)
     )
 }
 
@@ -134,11 +140,11 @@ fn names(j_targets: &[Value]) -> String {
 
 /// What a cutover will do, shown before the prompt.
 pub fn cutover_summary(
-    cluster: &Cluster,
+    context: &str,
     plan: &Plan,
     detach: Option<usize>,
     bundle: &std::path::Path,
-    t: &Timeouts,
+    t: &Waits,
 ) -> String {
     let ns = plan.source.namespace.as_deref().unwrap_or_default();
     let name = &plan.source.name;
@@ -146,7 +152,7 @@ pub fn cutover_summary(
     let mut out = paint(HEADING, format!("Cutover of IPsecGateway {ns}/{name}")) + "\n";
     out.push_str(&format!(
         "  where      context {}, namespace {ns}\n",
-        cluster.context
+        context
     ));
     out.push_str(&format!(
         "  delete     IPsecGateway {name} (uid {}, generation {}): the tunnel goes down here\n",
@@ -186,7 +192,7 @@ pub fn cutover_summary(
 }
 
 /// What resuming a cutover will do.
-pub fn resume_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String {
+pub fn resume_summary(context: &str, j: &Journal, t: &Waits) -> String {
     let mut out = paint(
         HEADING,
         format!(
@@ -196,7 +202,7 @@ pub fn resume_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String {
     ) + "\n";
     out.push_str(&format!(
         "  where      context {}, namespace {}\n",
-        cluster.context, j.namespace
+        context, j.namespace
     ));
     if let Some(e) = j.history.last() {
         out.push_str(&format!(
@@ -217,7 +223,7 @@ pub fn resume_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String {
 }
 
 /// What `cutover --forward` will do.
-pub fn forward_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String {
+pub fn forward_summary(context: &str, j: &Journal, t: &Waits) -> String {
     let mut out = paint(
         HEADING,
         format!(
@@ -227,7 +233,7 @@ pub fn forward_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String {
     ) + "\n";
     out.push_str(&format!(
         "  where      context {}, namespace {}\n",
-        cluster.context, j.namespace
+        context, j.namespace
     ));
     if let Some(err) = &j.last_error {
         out.push_str(&format!("  why        the rollback stopped on: {err}\n"));
@@ -247,7 +253,7 @@ pub fn forward_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String {
 }
 
 /// What a rollback will do.
-pub fn rollback_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String {
+pub fn rollback_summary(context: &str, j: &Journal, t: &Waits) -> String {
     let mut out = paint(
         HEADING,
         format!(
@@ -257,7 +263,7 @@ pub fn rollback_summary(cluster: &Cluster, j: &Journal, t: &Timeouts) -> String 
     ) + "\n";
     out.push_str(&format!(
         "  where      context {}, namespace {}\n",
-        cluster.context, j.namespace
+        context, j.namespace
     ));
     out.push_str(&format!(
         "  delete     {} (if present); the floating IP {} is pinned, so it is only disassociated\n",
