@@ -478,7 +478,7 @@ async fn a_second_run_is_refused_while_the_first_holds_the_lock() {
     let lease = core(&l, "leases", "tenant-acme", "vpnmig-acme").unwrap();
     let holder = lease["spec"]["holderIdentity"].as_str().unwrap();
     assert!(
-        holder.ends_with(&format!(" pid {}", first.id())),
+        holder.contains(&format!(" pid {} pidns ", first.id())),
         "{holder}"
     );
     assert_eq!(lease["spec"]["leaseDurationSeconds"], 30);
@@ -1110,7 +1110,7 @@ async fn a_psk_secret_owned_again_during_the_unwind_is_detached_again() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.stderr.contains(
-            "! PSK Secret acme-psk was given an ownerReference to the old gateway again: removed"
+            "! PSK Secret acme-psk was given an ownerReference to a gateway being deleted: removed"
         ),
         "{}",
         r.stderr

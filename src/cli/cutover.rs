@@ -13,7 +13,7 @@ use crate::cli::window::{self, Timeouts, Window, confirm, now, timed_out};
 use crate::cluster::{Cluster, journal as stored, lock, objects};
 use crate::core::journal::{self, Journal, Phase, PskDetach};
 use crate::core::model::IPsecGateway;
-use crate::core::{plan, psk};
+use crate::core::plan;
 use crate::exit;
 use crate::output::window as render;
 
@@ -165,7 +165,7 @@ async fn cutover(
                 hint: Some(hint),
             });
         }
-        Some(j) if j.phase.past_delete() => {
+        Some(j) if j.phase.past_delete() || (j.fixed_targets && !j.phase.finished()) => {
             return resume(cluster, held, args, j.clone(), by).await;
         }
         _ => {}
@@ -287,6 +287,19 @@ async fn resume(
     if let Some(old) = objects::get(cluster, "IPsecGateway", &name).await? {
         let uid = old.pointer("/metadata/uid").and_then(Value::as_str);
         let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
+        if uid == j.old_uid.as_deref() && !deleting && j.phase > Phase::Deleting {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the journal says IPsecGateway {ns}/{name} was deleted (phase {}), but it is still there and not being deleted",
+                    j.phase
+                ),
+                hint: Some(format!(
+                    "the journal does not match the cluster (edited?): inspect `kubectl get configmap {} -n {ns} -o yaml`; `vpnmig rollback {name} -n {ns}` keeps the IPsecGateway and closes it",
+                    journal::object_name(&name)
+                )),
+            });
+        }
         if uid != j.old_uid.as_deref() && !deleting {
             return Err(Error::Stop {
                 code: exit::REFUSED,
@@ -364,6 +377,9 @@ async fn forward_again(
         hint: None,
     })?;
     j.old_uid = gw.metadata.uid.clone();
+    j.spec_fingerprint = plan::fingerprint(live.get("spec").unwrap_or(&Value::Null));
+    j.fixed_targets = true;
+    window::require_permissions(cluster, "cut over again").await?;
     anstream::eprint!(
         "{}",
         render::forward_summary(&cluster.context, &j, &args.timeouts.waits())
@@ -544,7 +560,8 @@ async fn forward(
         );
         let outcome = match &gw {
             Some(gw) => {
-                let guard = objects::guard_psk(cluster, &w.journal.psk_secret, gw, &removed);
+                let owners = journal::Owners::of_old(gw);
+                let guard = objects::guard_psk(cluster, &w.journal.psk_secret, &owners, &removed);
                 tokio::select! {
                     r = wait => r?,
                     e = guard => return Err(e.into()),
@@ -564,7 +581,7 @@ async fn forward(
                 Some("the operator's finalizer unwind has not finished: look at the operator's logs; the finalizer is the operator's to remove".into()),
             ));
         }
-        check_psk(w).await?;
+        window::check_psk(w).await?;
         w.save(Phase::Deleted).await?;
     }
 
@@ -719,7 +736,20 @@ async fn recheck(w: &mut Window<'_>) -> Result<Option<(IPsecGateway, String)>, E
 async fn delete_checked(w: &mut Window<'_>) -> Result<(), Error> {
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
     for _ in 0..5 {
-        let Some((_, rv)) = recheck(w).await? else {
+        let checked = match recheck(w).await {
+            // Refused: nothing was deleted, and the journal must not say otherwise.
+            Err(
+                e @ Error::Stop {
+                    code: exit::REFUSED,
+                    ..
+                },
+            ) => {
+                w.save(Phase::PskDetached).await?;
+                return Err(e);
+            }
+            other => other?,
+        };
+        let Some((_, rv)) = checked else {
             return Ok(());
         };
         match objects::delete(
@@ -778,39 +808,4 @@ fn record_detach(w: &mut Window<'_>, removed: Vec<Value>) {
         removed_owner_references: Vec::new(),
     });
     record.removed_owner_references.extend(removed);
-}
-
-/// After the old gateway is gone: the PSK Secret is still there, with the same key.
-async fn check_psk(w: &Window<'_>) -> Result<(), Error> {
-    let (ns, secret) = (w.ns().to_string(), w.journal.psk_secret.clone());
-    let Some(s) = objects::secret(w.cluster, &secret).await? else {
-        return Err(Error::Stop {
-            code: exit::FAILURE,
-            message: format!("PSK Secret {ns}/{secret} is gone after the old gateway's delete"),
-            hint: Some(format!(
-                "re-create it from your own records (vpnmig never stores a key), then `vpnmig cutover {} -n {ns}` resumes",
-                w.name()
-            )),
-        });
-    };
-    let key = w
-        .journal
-        .targets
-        .iter()
-        .find_map(|t| t.pointer("/spec/ipsec/pskSecretRef/key"))
-        .and_then(Value::as_str)
-        .unwrap_or("psk");
-    let now = psk::value(&s, key).map(|b| psk::fingerprint(&ns, &secret, key, &b));
-    if w.journal.psk_fingerprint.is_some() && now != w.journal.psk_fingerprint {
-        return Err(Error::Stop {
-            code: exit::FAILURE,
-            message: format!(
-                "PSK Secret {ns}/{secret} key {key} changed during the cutover (fingerprint {} → {})",
-                w.journal.psk_fingerprint.as_deref().unwrap_or("?"),
-                now.as_deref().unwrap_or("<no key>")
-            ),
-            hint: Some("restore the key the client uses before the new gateway comes up".into()),
-        });
-    }
-    Ok(())
 }

@@ -11,7 +11,7 @@ use crate::cli::Error;
 use crate::cli::cluster_args::ClusterArgs;
 use crate::cli::window::{self, Timeouts, Tunnels, Window, confirm, now, timed_out};
 use crate::cluster::{Cluster, journal as stored, lock, objects};
-use crate::core::journal::{self, Journal, Phase};
+use crate::core::journal::{self, Journal, Owners, Phase, PskDetach};
 use crate::exit;
 use crate::output::window as render;
 
@@ -171,6 +171,7 @@ async fn rollback(
         });
     }
     new_fip_pinned(cluster, &j).await?;
+    window::require_permissions(cluster, "roll back").await?;
     anstream::eprint!(
         "{}",
         render::rollback_summary(&cluster.context, &j, &args.timeouts.waits())
@@ -245,6 +246,28 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
     if !w.journal.phase.rolling_back() {
         w.save(Phase::RollingBack).await?;
     }
+    // Nothing being deleted may take the PSK Secret with it: detach it from the new
+    // objects (and an old gateway still unwinding) first, then guard it while they go.
+    let owners = window_owners(w).await?;
+    if w.journal.phase < Phase::OldApplied {
+        let secret = w.journal.psk_secret.clone();
+        if let Some(s) = objects::secret(cluster, &secret).await? {
+            let (removed, kept) = owners.split(&s);
+            if !removed.is_empty() {
+                w.check_lock().await?;
+                let rv = s
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                objects::set_owner_references(cluster, &secret, rv, &kept, false).await?;
+                anstream::eprintln!(
+                    "✓ PSK Secret {secret} detached from the objects being deleted ({} ownerReference(s) removed, recorded in the journal)",
+                    removed.len()
+                );
+                record_detach(w, removed);
+            }
+        }
+    }
     if w.journal.phase < Phase::NewDeleted {
         w.check_lock().await?;
         let targets = w.journal.target_names();
@@ -254,9 +277,8 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
         delete_new_gateway(w).await?;
         let peers = w.journal.peer_names();
         let title = format!("delete VPNPeer {}", peers.join(", "));
-        if let Err(d) =
-            window::wait_gone(cluster, "VPNPeer", &peers, t.timeout_delete, &title).await?
-        {
+        let wait = window::wait_gone(cluster, "VPNPeer", &peers, t.timeout_delete, &title);
+        if let Err(d) = guarded(w, &owners, wait).await? {
             return Err(timed_out(
                 "the VPNPeers to be deleted",
                 t.timeout_delete,
@@ -265,15 +287,14 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
             ));
         }
         let title = format!("delete VPNGateway {ns}/{name}");
-        if let Err(d) = window::wait_gone(
+        let wait = window::wait_gone(
             cluster,
             "VPNGateway",
             std::slice::from_ref(&name),
             t.timeout_delete,
             &title,
-        )
-        .await?
-        {
+        );
+        if let Err(d) = guarded(w, &owners, wait).await? {
             return Err(timed_out(
                 &format!("VPNGateway {ns}/{name} to be deleted"),
                 t.timeout_delete,
@@ -291,15 +312,14 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
                 let title = format!(
                     "delete of IPsecGateway {ns}/{name} (started by the cutover) to finish"
                 );
-                if let Err(d) = window::wait_gone(
+                let wait = window::wait_gone(
                     cluster,
                     "IPsecGateway",
                     std::slice::from_ref(&name),
                     t.timeout_delete,
                     &title,
-                )
-                .await?
-                {
+                );
+                if let Err(d) = guarded(w, &owners, wait).await? {
                     return Err(timed_out(
                         &format!("IPsecGateway {ns}/{name} to be deleted"),
                         t.timeout_delete,
@@ -321,6 +341,7 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
         } else {
             create_old(w).await?;
         }
+        window::check_psk(w).await?;
         w.save(Phase::OldApplied).await?;
     }
     let me = [name.clone()];
@@ -481,6 +502,49 @@ async fn delete_new_gateway(w: &Window<'_>) -> Result<(), Error> {
             w.ns()
         )),
     })
+}
+
+/// What the PSK Secret must not be owned by during this rollback.
+async fn window_owners(w: &Window<'_>) -> Result<Owners, Error> {
+    let mut uids = Vec::new();
+    for (kind, n) in w.journal.target_names() {
+        if let Some(o) = objects::get(w.cluster, &kind, &n).await?
+            && let Some(uid) = o.pointer("/metadata/uid").and_then(Value::as_str)
+        {
+            uids.push(uid.to_string());
+        }
+    }
+    Ok(Owners::of_window(&w.journal, uids))
+}
+
+/// Run a deletion wait while guarding the PSK Secret; what the guard removed goes into
+/// the journal.
+async fn guarded(
+    w: &mut Window<'_>,
+    owners: &Owners,
+    wait: impl std::future::Future<Output = Result<Result<(), String>, crate::cluster::KubeError>>,
+) -> Result<Result<(), String>, Error> {
+    let removed = std::sync::Mutex::new(Vec::new());
+    let outcome = {
+        let guard = objects::guard_psk(w.cluster, &w.journal.psk_secret, owners, &removed);
+        tokio::select! {
+            r = wait => r.map_err(Error::from),
+            e = guard => Err(e.into()),
+        }
+    };
+    let removed = removed.into_inner().expect("not poisoned");
+    if !removed.is_empty() {
+        record_detach(w, removed);
+    }
+    outcome
+}
+
+fn record_detach(w: &mut Window<'_>, removed: Vec<Value>) {
+    let record = w.journal.psk_detached.get_or_insert_with(|| PskDetach {
+        secret: w.journal.psk_secret.clone(),
+        removed_owner_references: Vec::new(),
+    });
+    record.removed_owner_references.extend(removed);
 }
 
 async fn create_old(w: &Window<'_>) -> Result<(), Error> {

@@ -10,10 +10,12 @@ use crate::cli::cluster_args::{format_duration, parse_duration};
 use crate::cluster::lock::Lock;
 use crate::cluster::{Cluster, KubeError, journal, objects, verify as fetch, watch};
 use crate::core::journal::{Journal, Phase};
+use crate::core::psk;
 use crate::core::verify::{self, Row, Verdict};
 use crate::core::wait::{self, State};
 use crate::exit;
 use crate::output::progress::Step;
+use serde_json::Value;
 
 /// The bound of each wait (DESIGN.md §4.5).
 #[derive(clap::Args, Debug, Clone)]
@@ -33,11 +35,15 @@ pub struct Timeouts {
     pub timeout_tunnel: Duration,
 }
 
-/// A duration that is not zero: a wait of nothing would only ever time out.
+/// A duration that is not zero (a wait of nothing would only ever time out) and at most
+/// a week (a window is not longer; larger values overflow the clock's arithmetic).
 fn positive_duration(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d.is_zero() {
         return Err("must be more than 0 (e.g. `90s`, `5m`)".into());
+    }
+    if d > Duration::from_secs(7 * 24 * 3600) {
+        return Err("must be at most 7 days (168h)".into());
     }
     Ok(d)
 }
@@ -196,6 +202,67 @@ impl Window<'_> {
             .find(|e| e.phase == Phase::Deleting)
             .and_then(|e| e.at.parse().ok())
     }
+}
+
+/// After a gateway is gone: the PSK Secret is still there, with the same key (its
+/// fingerprint, never its value).
+pub async fn check_psk(w: &Window<'_>) -> Result<(), Error> {
+    let (ns, secret) = (w.ns().to_string(), w.journal.psk_secret.clone());
+    let Some(s) = objects::secret(w.cluster, &secret).await? else {
+        return Err(Error::Stop {
+            code: exit::FAILURE,
+            message: format!("PSK Secret {ns}/{secret} is gone after the old gateway's delete"),
+            hint: Some(format!(
+                "re-create it from your own records (vpnmig never stores a key), then `vpnmig cutover {} -n {ns}` resumes",
+                w.name()
+            )),
+        });
+    };
+    let key = w
+        .journal
+        .targets
+        .iter()
+        .find_map(|t| t.pointer("/spec/ipsec/pskSecretRef/key"))
+        .and_then(Value::as_str)
+        .unwrap_or("psk");
+    let now = psk::value(&s, key).map(|b| psk::fingerprint(&ns, &secret, key, &b));
+    if w.journal.psk_fingerprint.is_some() && now != w.journal.psk_fingerprint {
+        return Err(Error::Stop {
+            code: exit::FAILURE,
+            message: format!(
+                "PSK Secret {ns}/{secret} key {key} changed during the cutover (fingerprint {} → {})",
+                w.journal.psk_fingerprint.as_deref().unwrap_or("?"),
+                now.as_deref().unwrap_or("<no key>")
+            ),
+            hint: Some("restore the key the client uses before the new gateway comes up".into()),
+        });
+    }
+    Ok(())
+}
+
+/// Before a rollback or `cutover --forward` (which skip the plan and its checks): every
+/// permission the window needs, else nothing is done (a rollback that cannot re-create
+/// the IPsecGateway after deleting the VPNGateway would leave no gateway at all).
+pub async fn require_permissions(cluster: &Cluster, action: &str) -> Result<(), Error> {
+    let missing: Vec<String> = match crate::cluster::facts::permissions(cluster).await {
+        Ok(p) => p
+            .into_iter()
+            .filter(|(_, ok)| !ok)
+            .map(|(n, _)| n)
+            .collect(),
+        Err(why) => vec![format!("(could not ask the API server: {why})")],
+    };
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "refusing to {action}: you may not {}",
+            missing.join("; ")
+        ),
+        hint: Some("ask for the permissions (or use a context that has them), then run it again: nothing was changed".into()),
+    })
 }
 
 /// A wait that ran out of time, as the error that stops the run.

@@ -181,43 +181,7 @@ pub async fn facts(
         None
     };
 
-    let reviews: Api<SelfSubjectAccessReview> = Api::all(cluster.client.clone());
-    let mut permissions = Ok(Vec::new());
-    for (verb, group, resource, sub) in NEEDS {
-        let review = SelfSubjectAccessReview {
-            spec: SelfSubjectAccessReviewSpec {
-                resource_attributes: Some(ResourceAttributes {
-                    namespace: Some(ns.to_string()),
-                    verb: Some(verb.to_string()),
-                    group: Some(group.to_string()),
-                    resource: Some(resource.to_string()),
-                    subresource: (!sub.is_empty()).then(|| sub.to_string()),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let need = if sub.is_empty() {
-            format!("{verb} {resource}")
-        } else {
-            format!("{verb} {resource}/{sub}")
-        };
-        match reviews.create(&PostParams::default(), &review).await {
-            Ok(r) => {
-                if let Ok(list) = permissions.as_mut() {
-                    list.push((
-                        format!("{need} in namespace {ns}"),
-                        r.status.is_some_and(|s| s.allowed),
-                    ));
-                }
-            }
-            Err(e) => {
-                permissions = Err(e.to_string());
-                break;
-            }
-        }
-    }
+    let permissions = permissions(cluster).await;
     let schema = crds_schema(cluster, plan).await;
     Ok(Facts {
         existing,
@@ -271,4 +235,48 @@ async fn crds_schema(
         ));
     }
     Ok(out)
+}
+
+/// SelfSubjectAccessReviews of everything cutover and rollback do (`core::live::NEEDS`)
+/// in the cluster's namespace: `(need, allowed)`; `Err(why)` when they could not be asked.
+pub async fn permissions(cluster: &Cluster) -> Result<Vec<(String, bool)>, String> {
+    let ns = cluster.namespace.as_str();
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(cluster.client.clone());
+    let mut permissions = Ok(Vec::new());
+    for (verb, group, resource, sub) in NEEDS {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    namespace: Some(ns.to_string()),
+                    verb: Some(verb.to_string()),
+                    group: Some(group.to_string()),
+                    resource: Some(resource.to_string()),
+                    subresource: (!sub.is_empty()).then(|| sub.to_string()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let need = if sub.is_empty() {
+            format!("{verb} {resource}")
+        } else {
+            format!("{verb} {resource}/{sub}")
+        };
+        match reviews.create(&PostParams::default(), &review).await {
+            Ok(r) => {
+                if let Ok(list) = permissions.as_mut() {
+                    list.push((
+                        format!("{need} in namespace {ns}"),
+                        r.status.is_some_and(|s| s.allowed),
+                    ));
+                }
+            }
+            Err(e) => {
+                permissions = Err(e.to_string());
+                break;
+            }
+        }
+    }
+    permissions
 }

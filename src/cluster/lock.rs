@@ -13,8 +13,11 @@ use crate::core::lock::{Decision, Holder, LeaseState, decide};
 
 /// How long a Lease stays valid without renewal.
 pub const LEASE_SECONDS: i32 = 30;
-/// How often it is renewed.
-const RENEW_EVERY: Duration = Duration::from_secs(10);
+/// How often it is renewed (and how soon a lock taken or deleted by someone else stops
+/// this run).
+const RENEW_EVERY: Duration = Duration::from_secs(5);
+/// A run that could not renew for this long stops, well before others may take it over.
+const GIVE_UP_AFTER: Duration = Duration::from_secs(20);
 
 /// Why the lock was not taken.
 #[derive(Debug, thiserror::Error)]
@@ -60,10 +63,16 @@ pub fn me() -> Holder {
         .nodename()
         .to_string_lossy()
         .into_owned();
+    // The pid namespace's inode: pids mean something only within one.
+    let pidns = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self/ns/pid").ok().map(|m| m.ino())
+    };
     Holder {
         user,
         host,
         pid: std::process::id(),
+        pidns,
     }
 }
 
@@ -228,7 +237,7 @@ impl Lock {
             let (api, name, identity) = (api.clone(), name.clone(), identity.clone());
             tokio::spawn(async move {
                 let mut renewed = std::time::Instant::now();
-                let valid = Duration::from_secs(LEASE_SECONDS as u64);
+
                 loop {
                     tokio::time::sleep(RENEW_EVERY).await;
                     let lease = match api.get_opt(&name).await {
@@ -264,10 +273,10 @@ impl Lock {
                     }
                     // Not renewed for the whole lease duration: another run may rightly
                     // take it over, so this one must stop.
-                    if renewed.elapsed() >= valid {
+                    if renewed.elapsed() >= GIVE_UP_AFTER {
                         let _ = tx.send(Some(format!(
-                            "nobody (it could not be renewed for {}s and expired)",
-                            LEASE_SECONDS
+                            "nobody (it could not be renewed for {}s of its {LEASE_SECONDS}s)",
+                            GIVE_UP_AFTER.as_secs()
                         )));
                         return;
                     }

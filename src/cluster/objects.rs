@@ -170,7 +170,7 @@ pub async fn set_owner_references(
         .map(|_| ())
 }
 
-/// Keep the PSK Secret `secret` free of ownerReferences to `gateway` until cancelled:
+/// Keep the PSK Secret `secret` free of ownerReferences to `owners` until cancelled:
 /// whatever re-adds one (an operator re-adopting it, a hand edit) while the old gateway
 /// unwinds, it is removed again before the garbage collector can act on it. Every
 /// removed reference is pushed to `removed` and announced on stderr. Returns only on an
@@ -178,7 +178,7 @@ pub async fn set_owner_references(
 pub async fn guard_psk(
     cluster: &Cluster,
     secret: &str,
-    gateway: &IPsecGateway,
+    owners: &crate::core::journal::Owners,
     removed: &std::sync::Mutex<Vec<Value>>,
 ) -> KubeError {
     use futures::{StreamExt, TryStreamExt};
@@ -188,15 +188,11 @@ pub async fn guard_psk(
     loop {
         let current = match self::secret(cluster, secret).await {
             Ok(Some(s)) => s,
-            Ok(None) => {
-                return KubeError::NotFound {
-                    what: format!("secret {secret}"),
-                    namespace: cluster.namespace.clone(),
-                };
-            }
+            // Nothing to guard (the window's own check says the Secret is missing).
+            Ok(None) => return std::future::pending().await,
             Err(e) => return e,
         };
-        let (gone, kept) = crate::core::journal::detach_owners(&current, gateway);
+        let (gone, kept) = owners.split(&current);
         let rv = current
             .pointer("/metadata/resourceVersion")
             .and_then(Value::as_str)
@@ -206,7 +202,7 @@ pub async fn guard_psk(
             match set_owner_references(cluster, secret, &rv, &kept, false).await {
                 Ok(()) => {
                     anstream::eprintln!(
-                        "! PSK Secret {secret} was given an ownerReference to the old gateway again: removed ({} reference(s), recorded in the journal)",
+                        "! PSK Secret {secret} was given an ownerReference to a gateway being deleted: removed ({} reference(s), recorded in the journal)",
                         gone.len()
                     );
                     removed.lock().expect("not poisoned").extend(gone);

@@ -160,6 +160,10 @@ pub struct Journal {
     /// Milliseconds from the delete of the old gateway to the first ESTABLISHED tunnel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outage_ms: Option<u64>,
+    /// The targets come from an earlier journal (`cutover --forward`): a resumed run
+    /// applies them, never a new plan of the live gateway.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fixed_targets: bool,
     /// The last failure, if the run stopped on one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -201,6 +205,7 @@ impl Journal {
             targets,
             psk_detached: None,
             outage_ms: None,
+            fixed_targets: false,
             last_error: None,
             history: vec![Entry {
                 phase: Phase::Started,
@@ -241,6 +246,7 @@ impl Journal {
             targets,
             psk_detached: None,
             outage_ms: None,
+            fixed_targets: false,
             last_error: None,
             history: vec![Entry {
                 phase: Phase::Done,
@@ -516,21 +522,69 @@ pub fn blocking(
     out
 }
 
-/// The ownerReferences of `secret` that tie it to the old gateway (see
-/// `core::psk::owner_is_gateway`), and the list that remains without them.
+/// What a PSK Secret must not be owned by during a window, or it would be
+/// garbage-collected when vpnmig deletes a gateway: the gateway of either kind (by uid,
+/// or by kind and name), its VPNPeers, and the children the operator's unwind deletes
+/// (Deployment `<gateway>`, its ReplicaSets and Pods `<gateway>-…`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Owners {
+    pub gateway: String,
+    pub uids: Vec<String>,
+    pub peers: Vec<String>,
+}
+
+impl Owners {
+    /// The old gateway (cutover).
+    pub fn of_old(gateway: &crate::core::model::IPsecGateway) -> Owners {
+        Owners {
+            gateway: gateway.metadata.name.clone().unwrap_or_default(),
+            uids: gateway.metadata.uid.iter().cloned().collect(),
+            peers: Vec::new(),
+        }
+    }
+
+    /// The objects a rollback deletes: the VPNGateway and VPNPeers (`uids` of those
+    /// that exist) and, should it still be unwinding, the old gateway.
+    pub fn of_window(j: &Journal, uids: Vec<String>) -> Owners {
+        let mut uids = uids;
+        uids.extend(j.old_uid.iter().cloned());
+        Owners {
+            gateway: j.gateway.clone(),
+            uids,
+            peers: j.peer_names(),
+        }
+    }
+
+    /// Whether one ownerReference ties the Secret to these objects.
+    pub fn ties(&self, r: &Value) -> bool {
+        let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
+        let (kind, name, uid) = (s("kind"), s("name"), s("uid"));
+        (!uid.is_empty() && self.uids.iter().any(|u| u == uid))
+            || (matches!(kind, "IPsecGateway" | "VPNGateway") && name == self.gateway)
+            || (kind == "VPNPeer" && self.peers.iter().any(|p| p == name))
+            || (matches!(kind, "Deployment" | "ReplicaSet" | "Pod")
+                && (name == self.gateway || name.starts_with(&format!("{}-", self.gateway))))
+    }
+
+    /// The Secret's ownerReferences split into `(to remove, to keep)`.
+    pub fn split(&self, secret: &Value) -> (Vec<Value>, Vec<Value>) {
+        secret
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .partition(|r| self.ties(r))
+    }
+}
+
+/// The ownerReferences of `secret` that tie it to the old gateway, and the list that
+/// remains without them.
 pub fn detach_owners(
     secret: &Value,
     gateway: &crate::core::model::IPsecGateway,
 ) -> (Vec<Value>, Vec<Value>) {
-    let refs = secret
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    refs.into_iter().partition(|r| {
-        let one = serde_json::json!({"metadata": {"ownerReferences": [r]}});
-        crate::core::psk::owner_is_gateway(&one, gateway).is_some()
-    })
+    Owners::of_old(gateway).split(secret)
 }
 
 #[cfg(test)]
@@ -585,6 +639,7 @@ mod tests {
             targets: vec![gw, peer],
             psk_detached: None,
             outage_ms: None,
+            fixed_targets: false,
             last_error: None,
             history: Vec::new(),
         };

@@ -3,29 +3,40 @@
 
 use std::time::Duration;
 
-/// Who holds (or wants) a lock: user, host and process id. Its text form is the Lease's
-/// `spec.holderIdentity`: `user@host pid 4242`.
+/// Who holds (or wants) a lock: user, host, process id and the process's pid namespace
+/// (containers of one pod share a host name, not their pids). Its text form is the
+/// Lease's `spec.holderIdentity`: `user@host pid 4242` or `user@host pid 4242 pidns
+/// 4026531836`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Holder {
     pub user: String,
     pub host: String,
     pub pid: u32,
+    pub pidns: Option<u64>,
 }
 
 impl Holder {
     pub fn identity(&self) -> String {
-        format!("{}@{} pid {}", self.user, self.host, self.pid)
+        match self.pidns {
+            Some(ns) => format!("{}@{} pid {} pidns {ns}", self.user, self.host, self.pid),
+            None => format!("{}@{} pid {}", self.user, self.host, self.pid),
+        }
     }
 
     /// Read a holderIdentity written by [`Holder::identity`]; `None` for any other text
     /// (another tool's Lease, a hand edit).
     pub fn parse(identity: &str) -> Option<Holder> {
+        let (identity, pidns) = match identity.rsplit_once(" pidns ") {
+            Some((rest, ns)) => (rest, Some(ns.parse().ok()?)),
+            None => (identity, None),
+        };
         let (who, pid) = identity.rsplit_once(" pid ")?;
         let (user, host) = who.split_once('@')?;
         Some(Holder {
             user: user.into(),
             host: host.into(),
             pid: pid.parse().ok()?,
+            pidns,
         })
     }
 }
@@ -53,8 +64,8 @@ pub enum Decision {
 
 /// Decide whether `me` may take the lock. A holder is gone when the Lease was not
 /// renewed within its duration (the process stopped renewing), or when it names a process
-/// on this very host that no longer runs (`alive` answers that; a SIGKILLed vpnmig is
-/// noticed at once instead of after the lease duration).
+/// on this very host, in this very pid namespace, that no longer runs (`alive` answers
+/// that; a SIGKILLed vpnmig is noticed at once instead of after the lease duration).
 pub fn decide(state: &LeaseState, me: &Holder, alive: impl Fn(u32) -> bool) -> Decision {
     let Some(holder) = state.holder.as_deref().filter(|h| !h.is_empty()) else {
         return Decision::Free;
@@ -71,6 +82,8 @@ pub fn decide(state: &LeaseState, me: &Holder, alive: impl Fn(u32) -> bool) -> D
     }
     if let Some(h) = Holder::parse(holder)
         && h.host == me.host
+        && h.pidns.is_some()
+        && h.pidns == me.pidns
         && h.pid != me.pid
         && !alive(h.pid)
     {
@@ -104,8 +117,9 @@ mod tests {
 
     #[test]
     fn identity_round_trips() {
-        assert_eq!(me().identity(), "alice@bastion pid 10");
-        assert_eq!(Holder::parse("alice@bastion pid 10"), Some(me()));
+        assert_eq!(me().identity(), "alice@bastion pid 10 pidns 1");
+        assert_eq!(Holder::parse("alice@bastion pid 10 pidns 1"), Some(me()));
+        assert_eq!(Holder::parse("alice@bastion pid 10").unwrap().pidns, None);
         assert_eq!(Holder::parse("kube-controller-manager"), None);
     }
 
