@@ -1199,3 +1199,118 @@ fn timeouts_of_zero_are_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("must be more than 0"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_detaches_the_psk_secret_from_the_new_objects() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // Someone made the VPNGateway the Secret's owner: deleting it would take the key.
+    let gws =
+        l.sb.store
+            .resource("vpn.bnerd.net", "v1alpha1", "vpngateways")
+            .unwrap();
+    let uid = l.sb.store.get(&gws, "tenant-acme", "acme").unwrap()["metadata"]["uid"].clone();
+    let secrets = l.sb.store.resource("", "v1", "secrets").unwrap();
+    let mut s = l.sb.store.get(&secrets, "tenant-acme", "acme-psk").unwrap();
+    let owner = serde_json::json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNGateway", "name": "acme", "uid": uid});
+    s["metadata"]["ownerReferences"] = serde_json::json!([owner]);
+    l.sb.store
+        .update(
+            &secrets,
+            "tenant-acme",
+            "acme-psk",
+            s,
+            false,
+            &Default::default(),
+        )
+        .unwrap();
+
+    let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("✓ PSK Secret acme-psk detached from the objects being deleted (1 ownerReference(s) removed, recorded in the journal)"),
+        "{}",
+        r.stderr
+    );
+    let j = journal(&l, "tenant-acme", "acme").unwrap();
+    assert_eq!(
+        j["pskDetached"]["removedOwnerReferences"],
+        serde_json::json!([owner])
+    );
+    acme_ok(&l, &psk, "IPsecGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_without_a_permission_deletes_nothing() {
+    use vpnmig_sandbox::api::auth::{Rule, User};
+    let mut settings = acme_settings();
+    settings.users = vec![User::with_rules(
+        "no-create",
+        vec![
+            Rule::new(
+                &["get", "list", "watch", "patch", "delete", "update"],
+                &["*"],
+            ),
+            Rule::new(
+                &["create"],
+                &["selfsubjectaccessreviews", "leases", "pods/exec"],
+            ),
+        ],
+    )];
+    let l = start(ACME, settings).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    assert_eq!(l.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
+    let r = l
+        .vpnmig(&[
+            "rollback",
+            "acme",
+            "--yes",
+            "--context",
+            "vpnmig-sandbox-no-create",
+        ])
+        .await;
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("error: refusing to roll back: you may not create ipsecgateways in namespace tenant-acme"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(journal(&l, "tenant-acme", "acme").unwrap()["phase"], "done");
+    acme_ok(&l, &psk, "VPNGateway");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forward_cutover_stopped_before_the_delete_resumes_with_the_journal_targets() {
+    let l = start(ACME, SettingsFile::default()).await;
+    assert_eq!(l.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
+    assert_eq!(
+        l.vpnmig(&["rollback", "acme", "--yes"]).await.code,
+        5,
+        "the /24 was lost"
+    );
+    // The forward run fails before its delete (the dry run is refused).
+    l.sb.api_faults.write().unwrap().errors = vec![error_rule("patch", "vpngateways", 500, None)];
+    let r = l.vpnmig(&["cutover", "acme", "--forward", "--yes"]).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(!old_deleting(&l), "nothing deleted");
+    l.sb.api_faults.write().unwrap().errors.clear();
+    // Any later cutover goes on with the journal's targets, not a plan of the new /24.
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("Resuming the cutover of tenant-acme/acme from phase"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stdout
+            .contains("status.serviceCIDR           ok       10.250.3.0/24 (pinned 10.250.3.0/24)"),
+        "{}",
+        r.stdout
+    );
+    acme_ok(&l, &psk, "VPNGateway");
+}
