@@ -104,6 +104,7 @@ mod tests {
             user: "alice".into(),
             host: "bastion".into(),
             pid: 10,
+            pidns: Some(1),
         }
     }
 
@@ -137,17 +138,27 @@ mod tests {
             decide(&state(Some("bob@laptop pid 7"), 31), &me(), alive),
             Decision::Stale("not renewed for 31s (lease duration 30s)".into())
         );
-        // A dead pid only means something on the same host.
+        // A dead pid only means something on the same host and in the same pid namespace.
         assert_eq!(
-            decide(&state(Some("bob@laptop pid 7"), 5), &me(), dead),
+            decide(&state(Some("bob@laptop pid 7 pidns 1"), 5), &me(), dead),
+            Decision::Held
+        );
+        assert_eq!(
+            decide(&state(Some("bob@bastion pid 7 pidns 1"), 5), &me(), dead),
+            Decision::Stale("process 7 on this host is no longer running".into())
+        );
+        assert_eq!(
+            decide(&state(Some("bob@bastion pid 7 pidns 1"), 5), &me(), alive),
+            Decision::Held
+        );
+        // Another container of the same pod (same host name, other pid namespace), or a
+        // holder that did not say which: its pid means nothing here.
+        assert_eq!(
+            decide(&state(Some("bob@bastion pid 7 pidns 2"), 5), &me(), dead),
             Decision::Held
         );
         assert_eq!(
             decide(&state(Some("bob@bastion pid 7"), 5), &me(), dead),
-            Decision::Stale("process 7 on this host is no longer running".into())
-        );
-        assert_eq!(
-            decide(&state(Some("bob@bastion pid 7"), 5), &me(), alive),
             Decision::Held
         );
     }
