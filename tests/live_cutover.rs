@@ -318,8 +318,14 @@ async fn dry_run_changes_nothing() {
     let l = start(ACME, acme_settings()).await;
     let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
     let rv = l.sb.store.resource_version();
-    let r = l.vpnmig(&["cutover", "acme", "--dry-run", "--yes"]).await;
+    // Without a terminal a dry run needs no --yes: it changes nothing.
+    let r = l.vpnmig(&["cutover", "acme", "--dry-run"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("dry run: no terminal, so no prompt"),
+        "{}",
+        r.stderr
+    );
     for line in [
         "✓ dry run: journal ConfigMap vpnmig-acme admitted",
         "✓ dry run: 2 target(s) admitted by server-side apply",
@@ -529,8 +535,9 @@ async fn a_stuck_finalizer_times_out_with_a_diagnosis_then_resumes() {
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("restore it with `vpnmig rollback acme -n tenant-acme`"),
+        r.stderr.contains(
+            "going back (`vpnmig rollback acme -n tenant-acme`) both wait for that unwind first"
+        ),
         "{}",
         r.stderr
     );

@@ -229,7 +229,7 @@ async fn cutover(
             &args.timeouts.waits()
         )
     );
-    confirm(name, args.yes, "cut over").await?;
+    confirm(name, args.yes, args.dry_run, "cut over").await?;
 
     let old_manifest = plan::clean_old_manifest(&source.raw);
     let fip = source
@@ -337,7 +337,7 @@ async fn resume(
         "{}",
         render::resume_summary(&cluster.context, &j, &args.timeouts.waits())
     );
-    confirm(&name, args.yes, "resume the cutover of").await?;
+    confirm(&name, args.yes, args.dry_run, "resume the cutover of").await?;
     if args.dry_run {
         anstream::eprintln!(
             "dry run: nothing was changed; without --dry-run the cutover resumes from phase {}",
@@ -384,7 +384,7 @@ async fn forward_again(
         "{}",
         render::forward_summary(&cluster.context, &j, &args.timeouts.waits())
     );
-    confirm(&name, args.yes, "cut over again").await?;
+    confirm(&name, args.yes, args.dry_run, "cut over again").await?;
     if args.dry_run {
         anstream::eprintln!("dry run: nothing was changed");
         return Ok(exit::OK);
@@ -483,10 +483,16 @@ async fn steps(
                     )),
                 });
             }
-            let state = if w.journal.phase == Phase::Deleting {
-                "the IPsecGateway's delete was sent and its unwind may still be running"
+            let hint = if w.journal.phase == Phase::Deleting {
+                format!(
+                    "the IPsecGateway's delete was sent and its unwind has not finished{}. Going on (`vpnmig cutover {name} -n {ns}`) and going back (`vpnmig rollback {name} -n {ns}`) both wait for that unwind first; going on keeps the choice open",
+                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
+                )
             } else {
-                "the IPsecGateway is deleted"
+                format!(
+                    "the IPsecGateway is deleted; restore it with `vpnmig rollback {name} -n {ns}`, or fix the cause and resume with `vpnmig cutover {name} -n {ns}`{}",
+                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
+                )
             };
             Err(Error::Stop {
                 code: e.exit_code(),
@@ -494,10 +500,7 @@ async fn steps(
                     "cutover of {ns}/{name} stopped at phase {}: {message}",
                     w.journal.phase
                 ),
-                hint: Some(format!(
-                    "{state}; restore it with `vpnmig rollback {name} -n {ns}`, or fix the cause and resume with `vpnmig cutover {name} -n {ns}`{}",
-                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
-                )),
+                hint: Some(hint),
             })
         }
         Err(e) => Err(e),

@@ -176,7 +176,7 @@ async fn rollback(
         "{}",
         render::rollback_summary(&cluster.context, &j, &args.timeouts.waits())
     );
-    confirm(name, args.yes, "roll back").await?;
+    confirm(name, args.yes, args.dry_run, "roll back").await?;
     if args.dry_run {
         for (kind, n) in j.target_names().iter().rev() {
             objects::delete(cluster, kind, n, None, None, true).await?;
@@ -414,10 +414,15 @@ The client's routes and firewall name the old addresses: either change them on t
     let tunnels = window::wait_tunnels(cluster, &name, t.timeout_tunnel, &expect).await?;
     if let Some(d) = &tunnels.timed_out {
         return Err(timed_out(
-            &format!("the tunnels of {ns}/{name}"),
+            &format!(
+                "the tunnels of {ns}/{name} (journal phase {})",
+                w.journal.phase
+            ),
             t.timeout_tunnel,
             d,
-            again,
+            Some(format!(
+                "the IPsecGateway is back and Ready; only its tunnels are missing. The client's peer re-initiates on its own DPD/retry timer; a PSK or proposal mismatch shows in the client's logs. `vpnmig rollback {name} -n {ns}` waits for them again"
+            )),
         ));
     }
     w.save(Phase::RolledBack).await?;

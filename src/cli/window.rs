@@ -67,13 +67,22 @@ pub fn now() -> String {
 }
 
 /// Ask the user to type the gateway's name (DESIGN.md §5: prompts only on a TTY;
-/// without one, a mutating command needs `--yes`). The prompt reads on a blocking thread
+/// without one, a mutating command needs `--yes`; a dry run, which changes nothing,
+/// asks only on a terminal). The prompt reads on a blocking thread
 /// so that Ctrl-C still ends the run at once.
-pub async fn confirm(name: &str, yes: bool, action: &str) -> Result<(), Error> {
+pub async fn confirm(name: &str, yes: bool, dry_run: bool, action: &str) -> Result<(), Error> {
     if yes {
         return Ok(());
     }
-    if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+    let tty = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if dry_run && !tty {
+        // Nothing will change: a script's dry run needs no confirmation.
+        anstream::eprintln!(
+            "dry run: no terminal, so no prompt (a real run would ask, or need --yes)"
+        );
+        return Ok(());
+    }
+    if !tty {
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!(
@@ -82,7 +91,11 @@ pub async fn confirm(name: &str, yes: bool, action: &str) -> Result<(), Error> {
             hint: Some("read the summary above, then run again with --yes".into()),
         });
     }
-    let prompt = format!("To {action} {name}, type its name");
+    let prompt = if dry_run {
+        format!("(dry run: nothing will change) To {action} {name}, type its name")
+    } else {
+        format!("To {action} {name}, type its name")
+    };
     let typed = tokio::task::spawn_blocking(move || {
         dialoguer::Input::<String>::new()
             .with_prompt(prompt)

@@ -101,7 +101,7 @@ impl Phase {
                 "the cutover is complete: `vpnmig verify {name} -n {ns}`; `{rollback}` reverses it"
             ),
             Phase::RollingBack | Phase::NewDeleted | Phase::OldApplied => {
-                format!("a rollback was interrupted: `{rollback}` resumes it")
+                format!("a rollback has not finished: `{rollback}` resumes it")
             }
             Phase::RolledBack => format!(
                 "the IPsecGateway is back: `vpnmig verify {name} -n {ns}`; a new `{cutover}` starts over"
@@ -615,7 +615,7 @@ mod tests {
         assert!(
             Phase::OldApplied
                 .recovery("a", "b")
-                .contains("`vpnmig rollback a -n b` resumes")
+                .contains("a rollback has not finished: `vpnmig rollback a -n b` resumes")
         );
     }
 

@@ -306,9 +306,14 @@ pub fn report(operation: &str, j: &Journal, rows: &[Row], format: Format) -> Str
                 format!("{operation} of {}/{}: {}", j.namespace, j.gateway, j.phase),
             ) + "\n";
             if operation == "cutover" {
+                // After a resume the first tunnel is seen when the resumed run looks: the
+                // figure is then an upper bound.
+                let runs: std::collections::BTreeSet<&str> =
+                    j.history.iter().map(|e| e.by.as_str()).collect();
+                let bound = if runs.len() > 1 { "at most " } else { "" };
                 out.push_str(&match j.outage_ms {
                     Some(ms) => format!(
-                        "  outage     {} (from the delete of the IPsecGateway to the first ESTABLISHED tunnel)\n",
+                        "  outage     {bound}{} (from the delete of the IPsecGateway to the first ESTABLISHED tunnel)\n",
                         elapsed(std::time::Duration::from_millis(ms))
                     ),
                     None => "  outage     not measured (the delete time or the first tunnel was not seen)\n".into(),
