@@ -488,6 +488,21 @@ async fn a_second_run_is_refused_while_the_first_holds_the_lock() {
         "{holder}"
     );
     assert_eq!(lease["spec"]["leaseDurationSeconds"], 30);
+    // status does not call a gateway being deleted Ready, and shows the open window.
+    let r = l.vpnmig(&["status"]).await;
+    let row = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("IPsecGateway"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(row.contains(" Deleting "), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("window under way: tenant-acme/acme at journal phase deleting"),
+        "{}",
+        r.stdout
+    );
     // Renewed while the first run waits (every 10 s).
     assert_eq!(lease["spec"]["renewTime"], lease["spec"]["acquireTime"]);
     let first_renew = lease["spec"]["renewTime"].clone();

@@ -36,10 +36,21 @@ pub struct Row {
     pub fip_pinned: bool,
     /// Tunnels (old kind) or VPNPeers naming the gateway (new kind).
     pub tunnels: usize,
-    /// The Ready condition's status, `Unknown` when absent.
+    /// The Ready condition's status, `Unknown` when absent, `Deleting` while the object is
+    /// being deleted (its conditions are stale then).
     pub ready: String,
     /// Ids of the plan's failed blocker checks (old kind only; `None` for the new kind).
     pub blockers: Option<Vec<&'static str>>,
+}
+
+fn ready(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    status: &crate::core::model::GatewayStatus,
+) -> String {
+    if meta.deletion_timestamp.is_some() {
+        return "Deleting".into();
+    }
+    condition(&status.conditions, "Ready").map_or("Unknown".into(), |c| c.status.clone())
 }
 
 fn ns_name(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, String) {
@@ -75,8 +86,7 @@ pub fn rows(
                 .or(status.floating_ip.clone()),
             fip_pinned: g.spec.endpoint.pinned_fip().is_some(),
             tunnels: g.spec.tunnels.len(),
-            ready: condition(&status.conditions, "Ready")
-                .map_or("Unknown".into(), |c| c.status.clone()),
+            ready: ready(&g.metadata, &status),
             blockers: Some(
                 plan.checks
                     .iter()
@@ -115,8 +125,7 @@ pub fn rows(
                         && p.spec.gateway_ref.name == name
                 })
                 .count(),
-            ready: condition(&status.conditions, "Ready")
-                .map_or("Unknown".into(), |c| c.status.clone()),
+            ready: ready(&g.metadata, &status),
             blockers: None,
             kind: "VPNGateway",
             migrated: if both {
