@@ -11,7 +11,7 @@ use crate::cli::Error;
 use crate::cli::cluster_args::ClusterArgs;
 use crate::cli::window::{self, Timeouts, Window, confirm, now, timed_out};
 use crate::cluster::{Cluster, journal as stored, lock, objects};
-use crate::core::journal::{self, Journal, Phase, PskDetach};
+use crate::core::journal::{self, Journal, Phase};
 use crate::core::model::IPsecGateway;
 use crate::core::plan;
 use crate::exit;
@@ -114,9 +114,7 @@ async fn cutover(
 ) -> Result<i32, Error> {
     let name = args.name.as_str();
     let ns = cluster.namespace.clone();
-    let by = held
-        .map(|l| l.identity.clone())
-        .unwrap_or_else(|| lock::me().identity());
+    let by = window::identity(held);
     let previous = stored::read(cluster, name).await?;
     match &previous {
         Some(j)
@@ -519,7 +517,8 @@ async fn forward(
     // Step e: the PSK Secret must not go with the old gateway.
     if w.journal.phase < Phase::PskDetached {
         if let Some(gw) = old {
-            detach_psk(w, gw).await?;
+            w.detach_psk(&journal::Owners::of_old(gw), "the old gateway")
+                .await?;
         }
         w.save(Phase::PskDetached).await?;
     }
@@ -553,7 +552,6 @@ async fn forward(
                 .await?
                 .and_then(|v| serde_json::from_value::<IPsecGateway>(v).ok()),
         };
-        let removed = std::sync::Mutex::new(Vec::new());
         let wait = window::wait_gone(
             cluster,
             "IPsecGateway",
@@ -562,20 +560,9 @@ async fn forward(
             &title,
         );
         let outcome = match &gw {
-            Some(gw) => {
-                let owners = journal::Owners::of_old(gw);
-                let guard = objects::guard_psk(cluster, &w.journal.psk_secret, &owners, &removed);
-                tokio::select! {
-                    r = wait => r?,
-                    e = guard => return Err(e.into()),
-                }
-            }
+            Some(gw) => w.guarded(&journal::Owners::of_old(gw), wait).await?,
             None => wait.await?,
         };
-        let removed = removed.into_inner().expect("not poisoned");
-        if !removed.is_empty() {
-            record_detach(w, removed);
-        }
         if let Err(diagnosis) = outcome {
             return Err(timed_out(
                 &format!("IPsecGateway {ns}/{name} to be deleted"),
@@ -729,7 +716,8 @@ async fn recheck(w: &mut Window<'_>) -> Result<Option<(IPsecGateway, String)>, E
         message: format!("IPsecGateway {ns}/{name} cannot be read: {e}"),
         hint: None,
     })?;
-    detach_psk(w, &gw).await?;
+    w.detach_psk(&journal::Owners::of_old(&gw), "the old gateway")
+        .await?;
     Ok(Some((gw, rv)))
 }
 
@@ -779,36 +767,4 @@ async fn delete_checked(w: &mut Window<'_>) -> Result<(), Error> {
             "something is writing it continuously: find out what, then `vpnmig cutover {name} -n {ns}` resumes"
         )),
     })
-}
-
-/// Remove the PSK Secret's ownerReferences to `gw` (step e), recording them.
-async fn detach_psk(w: &mut Window<'_>, gw: &IPsecGateway) -> Result<(), Error> {
-    let Some(s) = objects::secret(w.cluster, &w.journal.psk_secret).await? else {
-        return Ok(());
-    };
-    let (removed, kept) = journal::detach_owners(&s, gw);
-    if removed.is_empty() {
-        return Ok(());
-    }
-    w.check_lock().await?;
-    let rv = s
-        .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    objects::set_owner_references(w.cluster, &w.journal.psk_secret, rv, &kept, false).await?;
-    anstream::eprintln!(
-        "✓ PSK Secret {} detached from the old gateway ({} ownerReference(s) removed, recorded in the journal)",
-        w.journal.psk_secret,
-        removed.len()
-    );
-    record_detach(w, removed);
-    Ok(())
-}
-
-fn record_detach(w: &mut Window<'_>, removed: Vec<Value>) {
-    let record = w.journal.psk_detached.get_or_insert_with(|| PskDetach {
-        secret: w.journal.psk_secret.clone(),
-        removed_owner_references: Vec::new(),
-    });
-    record.removed_owner_references.extend(removed);
 }

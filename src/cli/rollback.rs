@@ -11,7 +11,7 @@ use crate::cli::Error;
 use crate::cli::cluster_args::ClusterArgs;
 use crate::cli::window::{self, Timeouts, Tunnels, Window, confirm, now, timed_out};
 use crate::cluster::{Cluster, journal as stored, lock, objects};
-use crate::core::journal::{self, Journal, Owners, Phase, PskDetach};
+use crate::core::journal::{self, Journal, Owners, Phase};
 use crate::exit;
 use crate::output::window as render;
 
@@ -84,9 +84,7 @@ async fn rollback(
 ) -> Result<i32, Error> {
     let name = args.name.as_str();
     let ns = cluster.namespace.clone();
-    let by = held
-        .map(|l| l.identity.clone())
-        .unwrap_or_else(|| lock::me().identity());
+    let by = window::identity(held);
     let saved = args
         .plan
         .as_ref()
@@ -250,23 +248,7 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
     // objects (and an old gateway still unwinding) first, then guard it while they go.
     let owners = window_owners(w).await?;
     if w.journal.phase < Phase::OldApplied {
-        let secret = w.journal.psk_secret.clone();
-        if let Some(s) = objects::secret(cluster, &secret).await? {
-            let (removed, kept) = owners.split(&s);
-            if !removed.is_empty() {
-                w.check_lock().await?;
-                let rv = s
-                    .pointer("/metadata/resourceVersion")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                objects::set_owner_references(cluster, &secret, rv, &kept, false).await?;
-                anstream::eprintln!(
-                    "✓ PSK Secret {secret} detached from the objects being deleted ({} ownerReference(s) removed, recorded in the journal)",
-                    removed.len()
-                );
-                record_detach(w, removed);
-            }
-        }
+        w.detach_psk(&owners, "the objects being deleted").await?;
     }
     if w.journal.phase < Phase::NewDeleted {
         w.check_lock().await?;
@@ -278,7 +260,7 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
         let peers = w.journal.peer_names();
         let title = format!("delete VPNPeer {}", peers.join(", "));
         let wait = window::wait_gone(cluster, "VPNPeer", &peers, t.timeout_delete, &title);
-        if let Err(d) = guarded(w, &owners, wait).await? {
+        if let Err(d) = w.guarded(&owners, wait).await? {
             return Err(timed_out(
                 "the VPNPeers to be deleted",
                 t.timeout_delete,
@@ -294,7 +276,7 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
             t.timeout_delete,
             &title,
         );
-        if let Err(d) = guarded(w, &owners, wait).await? {
+        if let Err(d) = w.guarded(&owners, wait).await? {
             return Err(timed_out(
                 &format!("VPNGateway {ns}/{name} to be deleted"),
                 t.timeout_delete,
@@ -319,7 +301,7 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
                     t.timeout_delete,
                     &title,
                 );
-                if let Err(d) = guarded(w, &owners, wait).await? {
+                if let Err(d) = w.guarded(&owners, wait).await? {
                     return Err(timed_out(
                         &format!("IPsecGateway {ns}/{name} to be deleted"),
                         t.timeout_delete,
@@ -520,36 +502,6 @@ async fn window_owners(w: &Window<'_>) -> Result<Owners, Error> {
         }
     }
     Ok(Owners::of_window(&w.journal, uids))
-}
-
-/// Run a deletion wait while guarding the PSK Secret; what the guard removed goes into
-/// the journal.
-async fn guarded(
-    w: &mut Window<'_>,
-    owners: &Owners,
-    wait: impl std::future::Future<Output = Result<Result<(), String>, crate::cluster::KubeError>>,
-) -> Result<Result<(), String>, Error> {
-    let removed = std::sync::Mutex::new(Vec::new());
-    let outcome = {
-        let guard = objects::guard_psk(w.cluster, &w.journal.psk_secret, owners, &removed);
-        tokio::select! {
-            r = wait => r.map_err(Error::from),
-            e = guard => Err(e.into()),
-        }
-    };
-    let removed = removed.into_inner().expect("not poisoned");
-    if !removed.is_empty() {
-        record_detach(w, removed);
-    }
-    outcome
-}
-
-fn record_detach(w: &mut Window<'_>, removed: Vec<Value>) {
-    let record = w.journal.psk_detached.get_or_insert_with(|| PskDetach {
-        secret: w.journal.psk_secret.clone(),
-        removed_owner_references: Vec::new(),
-    });
-    record.removed_owner_references.extend(removed);
 }
 
 async fn create_old(w: &Window<'_>) -> Result<(), Error> {

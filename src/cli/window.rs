@@ -9,7 +9,7 @@ use crate::cli::Error;
 use crate::cli::cluster_args::{format_duration, parse_duration};
 use crate::cluster::lock::Lock;
 use crate::cluster::{Cluster, KubeError, journal, objects, verify as fetch, watch};
-use crate::core::journal::{Journal, Phase};
+use crate::core::journal::{Journal, Owners, Phase, PskDetach};
 use crate::core::psk;
 use crate::core::verify::{self, Row, Verdict};
 use crate::core::wait::{self, State};
@@ -158,6 +158,13 @@ fn block_on<T>(f: impl std::future::Future<Output = T>) -> Result<T, Error> {
     Ok(out)
 }
 
+/// Who this run is, for the journal's history: the lock holder's identity (or, for a dry
+/// run, which holds no lock, the one it would have).
+pub fn identity(held: Option<&Lock>) -> String {
+    held.map(|l| l.identity.clone())
+        .unwrap_or_else(|| crate::cluster::lock::me().identity())
+}
+
 /// A cutover or rollback in progress: the cluster, the journal, the lock.
 pub struct Window<'a> {
     pub cluster: &'a Cluster,
@@ -188,6 +195,63 @@ impl Window<'_> {
         }
         self.journal.last_error = Some(message.to_string());
         let _ = journal::write(self.cluster, &self.journal, false).await;
+    }
+
+    /// Remove the PSK Secret's ownerReferences to `owners` (`from` names them for the
+    /// message), recording them in the journal: a Secret owned by something vpnmig is
+    /// about to delete would be garbage-collected with it (DESIGN.md §4.2).
+    pub async fn detach_psk(&mut self, owners: &Owners, from: &str) -> Result<(), Error> {
+        let secret = self.journal.psk_secret.clone();
+        let Some(s) = objects::secret(self.cluster, &secret).await? else {
+            return Ok(());
+        };
+        let (removed, kept) = owners.split(&s);
+        if removed.is_empty() {
+            return Ok(());
+        }
+        self.check_lock().await?;
+        let rv = s
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        objects::set_owner_references(self.cluster, &secret, rv, &kept, false).await?;
+        anstream::eprintln!(
+            "✓ PSK Secret {secret} detached from {from} ({} ownerReference(s) removed, recorded in the journal)",
+            removed.len()
+        );
+        self.record_detach(removed);
+        Ok(())
+    }
+
+    /// Run a deletion wait while a watch keeps the PSK Secret free of ownerReferences to
+    /// `owners`; what it removed goes into the journal.
+    pub async fn guarded(
+        &mut self,
+        owners: &Owners,
+        wait: impl std::future::Future<Output = Result<Result<(), String>, KubeError>>,
+    ) -> Result<Result<(), String>, Error> {
+        let removed = std::sync::Mutex::new(Vec::new());
+        let outcome = {
+            let guard =
+                objects::guard_psk(self.cluster, &self.journal.psk_secret, owners, &removed);
+            tokio::select! {
+                r = wait => r.map_err(Error::from),
+                e = guard => Err(e.into()),
+            }
+        };
+        self.record_detach(removed.into_inner().expect("not poisoned"));
+        outcome
+    }
+
+    fn record_detach(&mut self, removed: Vec<Value>) {
+        if removed.is_empty() {
+            return;
+        }
+        let record = self.journal.psk_detached.get_or_insert_with(|| PskDetach {
+            secret: self.journal.psk_secret.clone(),
+            removed_owner_references: Vec::new(),
+        });
+        record.removed_owner_references.extend(removed);
     }
 
     /// Check the lock is still ours before a change.

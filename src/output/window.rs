@@ -138,6 +138,11 @@ fn names(j_targets: &[Value]) -> String {
         .join(", ")
 }
 
+/// The heading of a summary and where it acts.
+fn head(title: &str, context: &str, ns: &str) -> String {
+    paint(HEADING, title) + &format!("\n  where      context {context}, namespace {ns}\n")
+}
+
 /// What a cutover will do, shown before the prompt.
 pub fn cutover_summary(
     context: &str,
@@ -149,11 +154,7 @@ pub fn cutover_summary(
     let ns = plan.source.namespace.as_deref().unwrap_or_default();
     let name = &plan.source.name;
     let targets: Vec<Value> = plan.targets.objects().into_iter().map(|(_, v)| v).collect();
-    let mut out = paint(HEADING, format!("Cutover of IPsecGateway {ns}/{name}")) + "\n";
-    out.push_str(&format!(
-        "  where      context {}, namespace {ns}\n",
-        context
-    ));
+    let mut out = head(&format!("Cutover of IPsecGateway {ns}/{name}"), context, ns);
     out.push_str(&format!(
         "  delete     IPsecGateway {name} (uid {}, generation {}): the tunnel goes down here\n",
         plan.source.uid.as_deref().unwrap_or("?"),
@@ -193,17 +194,14 @@ pub fn cutover_summary(
 
 /// What resuming a cutover will do.
 pub fn resume_summary(context: &str, j: &Journal, t: &Waits) -> String {
-    let mut out = paint(
-        HEADING,
-        format!(
+    let mut out = head(
+        &format!(
             "Resuming the cutover of {}/{} from phase {}",
             j.namespace, j.gateway, j.phase
         ),
-    ) + "\n";
-    out.push_str(&format!(
-        "  where      context {}, namespace {}\n",
-        context, j.namespace
-    ));
+        context,
+        &j.namespace,
+    );
     if let Some(e) = j.history.last() {
         out.push_str(&format!(
             "  last step  {} at {} by {}\n",
@@ -224,17 +222,14 @@ pub fn resume_summary(context: &str, j: &Journal, t: &Waits) -> String {
 
 /// What `cutover --forward` will do.
 pub fn forward_summary(context: &str, j: &Journal, t: &Waits) -> String {
-    let mut out = paint(
-        HEADING,
-        format!(
+    let mut out = head(
+        &format!(
             "Cutting {}/{} over again, to the journal's targets",
             j.namespace, j.gateway
         ),
-    ) + "\n";
-    out.push_str(&format!(
-        "  where      context {}, namespace {}\n",
-        context, j.namespace
-    ));
+        context,
+        &j.namespace,
+    );
     if let Some(err) = &j.last_error {
         out.push_str(&format!("  why        the rollback stopped on: {err}\n"));
     }
@@ -254,17 +249,14 @@ pub fn forward_summary(context: &str, j: &Journal, t: &Waits) -> String {
 
 /// What a rollback will do.
 pub fn rollback_summary(context: &str, j: &Journal, t: &Waits) -> String {
-    let mut out = paint(
-        HEADING,
-        format!(
+    let mut out = head(
+        &format!(
             "Rollback of {}/{} (journal phase {})",
             j.namespace, j.gateway, j.phase
         ),
-    ) + "\n";
-    out.push_str(&format!(
-        "  where      context {}, namespace {}\n",
-        context, j.namespace
-    ));
+        context,
+        &j.namespace,
+    );
     out.push_str(&format!(
         "  delete     {} (if present); the floating IP {} is pinned, so it is only disassociated\n",
         names(&j.targets),
