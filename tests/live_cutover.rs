@@ -6,7 +6,9 @@ mod live;
 
 use std::time::Duration;
 
-use live::{ACME, INITECH, Live, start};
+use live::{
+    ACME, INITECH, Live, core, invariants, journal, objects, phase, psk_fingerprint, start,
+};
 use serde_json::Value;
 use vpnmig_sandbox::SettingsFile;
 
@@ -28,94 +30,6 @@ fn acme_settings() -> SettingsFile {
 
 fn initech_settings() -> SettingsFile {
     settings("10.250.41.0/24")
-}
-
-fn objects(l: &Live, group: &str, plural: &str, ns: &str) -> Vec<Value> {
-    let rt = l.sb.store.resource(group, "v1alpha1", plural).unwrap();
-    l.sb.store
-        .list(&rt, Some(ns))
-        .0
-        .into_iter()
-        .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
-        .collect()
-}
-
-fn core(l: &Live, plural: &str, ns: &str, name: &str) -> Option<Value> {
-    let group = if plural == "leases" {
-        "coordination.k8s.io"
-    } else {
-        ""
-    };
-    let rt = l.sb.store.resource(group, "v1", plural).unwrap();
-    l.sb.store.get(&rt, ns, name).ok()
-}
-
-fn psk_fingerprint(l: &Live, ns: &str, secret: &str) -> String {
-    let s = core(l, "secrets", ns, secret).expect("the PSK Secret exists");
-    let bytes = vpnmig::core::psk::value(&s, "psk").expect("the Secret has its key");
-    vpnmig::core::psk::fingerprint(ns, secret, "psk", &bytes)
-}
-
-fn journal(l: &Live, ns: &str, name: &str) -> Option<Value> {
-    let cm = core(l, "configmaps", ns, &format!("vpnmig-{name}"))?;
-    Some(serde_json::from_str(cm["data"]["journal.json"].as_str().unwrap()).unwrap())
-}
-
-fn phase(l: &Live, ns: &str, name: &str) -> Option<String> {
-    journal(l, ns, name).map(|j| j["phase"].as_str().unwrap().to_string())
-}
-
-/// DESIGN.md §4 on the sandbox's state: the FIP was never released to the pool and is
-/// associated with the live gateway (`kind`); the PSK Secret exists with `psk`; the old
-/// manifest is in the journal (when one was written); exactly one gateway of one kind
-/// plus its peers exists, nothing orphaned; no lock is left.
-fn invariants(l: &Live, ns: &str, name: &str, fip: &str, psk: &str, kind: &str, peers: &[&str]) {
-    let fips = l.sb.operator.floating_ips();
-    assert!(
-        !fips.released.contains(&fip.to_string()),
-        "{fip} was released to the pool: {fips:?}"
-    );
-    assert_eq!(
-        fips.associated.get(fip),
-        Some(&format!("{kind} {ns}/{name}")),
-        "{fips:?}"
-    );
-    assert_eq!(psk_fingerprint(l, ns, &format!("{name}-psk")), psk);
-    if let Some(j) = journal(l, ns, name) {
-        let cm = core(l, "configmaps", ns, &format!("vpnmig-{name}")).unwrap();
-        let old: Value =
-            serde_saphyr::from_str(cm["data"]["old-ipsecgateway.yaml"].as_str().unwrap()).unwrap();
-        assert_eq!(old["kind"], "IPsecGateway");
-        assert_eq!(old["metadata"]["name"], name);
-        assert_eq!(old["spec"]["endpoint"]["floatingIP"], fip);
-        assert!(old["metadata"]["uid"].is_null() && old["status"].is_null());
-        assert_eq!(j["oldManifest"], old);
-    }
-    let old = objects(l, "ipsec.bnerd.net", "ipsecgateways", ns);
-    let new = objects(l, "vpn.bnerd.net", "vpngateways", ns);
-    let mut peer_names: Vec<String> = objects(l, "vpn.bnerd.net", "vpnpeers", ns)
-        .iter()
-        .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
-        .collect();
-    peer_names.sort();
-    let names = |v: &[Value]| -> Vec<String> {
-        v.iter()
-            .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
-            .collect()
-    };
-    if kind == "VPNGateway" {
-        assert_eq!(names(&new), [name], "one VPNGateway");
-        assert!(names(&old).is_empty(), "no IPsecGateway left: {old:?}");
-        assert_eq!(peer_names, peers);
-    } else {
-        assert_eq!(names(&old), [name], "one IPsecGateway");
-        assert!(names(&new).is_empty(), "no VPNGateway left");
-        assert!(peer_names.is_empty(), "no VPNPeer orphaned: {peer_names:?}");
-    }
-    assert!(
-        core(l, "leases", ns, &format!("vpnmig-{name}")).is_none(),
-        "the lock was released"
-    );
 }
 
 fn acme_ok(l: &Live, psk: &str, kind: &str) {

@@ -9,7 +9,6 @@ mod live;
 use std::time::Duration;
 
 use live::{ACME, Live, start};
-use serde_json::Value;
 use vpnmig_sandbox::SettingsFile;
 
 const PHASES: [&str; 7] = [
@@ -32,15 +31,8 @@ fn settings() -> SettingsFile {
     s
 }
 
-fn get(l: &Live, group: &str, version: &str, plural: &str, name: &str) -> Option<Value> {
-    let rt = l.sb.store.resource(group, version, plural).unwrap();
-    l.sb.store.get(&rt, "tenant-acme", name).ok()
-}
-
 fn phase(l: &Live) -> Option<String> {
-    let cm = get(l, "", "v1", "configmaps", "vpnmig-acme")?;
-    let j: Value = serde_json::from_str(cm["data"]["journal.json"].as_str()?).ok()?;
-    j["phase"].as_str().map(str::to_string)
+    live::phase(l, "tenant-acme", "acme")
 }
 
 /// Start a cutover and SIGKILL it the moment the journal records `at`.
@@ -66,38 +58,17 @@ async fn kill_at(l: &Live, at: &str) {
     assert_eq!(phase(l).as_deref(), Some(at), "killed at the boundary");
 }
 
-/// The invariants after a resumed cutover or a rollback (see tests/live_cutover.rs).
-fn settled(l: &Live, kind: &str) {
-    let fips = l.sb.operator.floating_ips();
-    assert!(
-        !fips.released.contains(&"198.51.100.23".to_string()),
-        "{fips:?}"
-    );
-    assert_eq!(
-        fips.associated.get("198.51.100.23"),
-        Some(&format!("{kind} tenant-acme/acme"))
-    );
-    let secret = get(l, "", "v1", "secrets", "acme-psk").expect("the PSK Secret survives");
-    let psk = vpnmig::core::psk::value(&secret, "psk").unwrap();
-    assert_eq!(psk, b"rehearsal-only-not-a-real-key");
-    let old = get(l, "ipsec.bnerd.net", "v1alpha1", "ipsecgateways", "acme");
-    let new = get(l, "vpn.bnerd.net", "v1alpha1", "vpngateways", "acme");
-    let peer = get(l, "vpn.bnerd.net", "v1alpha1", "vpnpeers", "acme");
-    if kind == "VPNGateway" {
-        assert!(old.is_none() && new.is_some() && peer.is_some());
-    } else {
-        assert!(old.is_some() && new.is_none() && peer.is_none());
-    }
-    let cm = get(l, "", "v1", "configmaps", "vpnmig-acme").expect("the journal stays");
-    assert!(
-        cm["data"]["old-ipsecgateway.yaml"]
-            .as_str()
-            .unwrap()
-            .contains("floatingIP: \"198.51.100.23\"")
-    );
-    assert!(
-        get(l, "coordination.k8s.io", "v1", "leases", "vpnmig-acme").is_none(),
-        "the lock is released"
+/// DESIGN.md §4 after a resumed cutover or a rollback: `live::invariants`, with the PSK
+/// fingerprint taken before the window.
+fn settled(l: &Live, psk: &str, kind: &str) {
+    live::invariants(
+        l,
+        "tenant-acme",
+        "acme",
+        "198.51.100.23",
+        psk,
+        kind,
+        &["acme"],
     );
 }
 
@@ -105,6 +76,7 @@ fn settled(l: &Live, kind: &str) {
 async fn killed_at_each_phase_then_resumed() {
     for at in PHASES {
         let l = start(ACME, settings()).await;
+        let psk = live::psk_fingerprint(&l, "tenant-acme", "acme-psk");
         kill_at(&l, at).await;
         eprintln!("killed at {at}");
         let r = l
@@ -136,7 +108,7 @@ async fn killed_at_each_phase_then_resumed() {
                 r.stderr
             );
         }
-        settled(&l, "VPNGateway");
+        settled(&l, &psk, "VPNGateway");
         l.sb.shutdown().await;
     }
 }
@@ -145,6 +117,7 @@ async fn killed_at_each_phase_then_resumed() {
 async fn killed_at_each_phase_then_rolled_back() {
     for at in PHASES {
         let l = start(ACME, settings()).await;
+        let psk = live::psk_fingerprint(&l, "tenant-acme", "acme-psk");
         kill_at(&l, at).await;
         let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
         assert_eq!(r.code, 0, "rollback after a kill at {at}:\n{}", r.stderr);
@@ -155,7 +128,7 @@ async fn killed_at_each_phase_then_rolled_back() {
             "{at}: {}",
             r.stderr
         );
-        settled(&l, "IPsecGateway");
+        settled(&l, &psk, "IPsecGateway");
         l.sb.shutdown().await;
     }
 }
