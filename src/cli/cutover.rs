@@ -10,10 +10,11 @@ use crate::bundle;
 use crate::cli::Error;
 use crate::cli::cluster_args::ClusterArgs;
 use crate::cli::window::{self, Timeouts, Window, confirm, now, timed_out};
+use crate::cluster::delete::{self, Target};
 use crate::cluster::{Cluster, journal as stored, lock, objects};
 use crate::core::journal::{self, Journal, Phase};
 use crate::core::model::IPsecGateway;
-use crate::core::plan;
+use crate::core::{plan, scope};
 use crate::exit;
 use crate::output::window as render;
 
@@ -374,6 +375,42 @@ async fn forward_again(
         message: format!("IPsecGateway {ns}/{name} cannot be read: {e}"),
         hint: None,
     })?;
+    // The re-created gateway must be the journal's old manifest, unedited: the targets
+    // applied next are the journal's, so an edit (a tunnel added, the floating IP
+    // unpinned) would be lost or, worse, let the delete release the address (issue 14
+    // items 1 and 2).
+    let recorded = j.old_manifest.get("spec").cloned().unwrap_or(Value::Null);
+    let differences = scope::differences(&recorded, live.get("spec").unwrap_or(&Value::Null));
+    if !differences.is_empty() {
+        let drift: Vec<journal::Drift> = differences
+            .into_iter()
+            .map(|(what, saved, live)| journal::Drift { what, saved, live })
+            .collect();
+        anstream::eprint!("{}", render::drift(&drift));
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "--forward: IPsecGateway {ns}/{name} is not the one the journal recorded ({} field(s) differ, above): its targets would drop the edit; nothing was changed",
+                drift.len()
+            ),
+            hint: Some(format!(
+                "undo the edit (the recorded spec is data.old-ipsecgateway.yaml of `kubectl get configmap {} -n {ns} -o yaml`) and run --forward again; or keep the edit: close the journal with `vpnmig rollback {name} -n {ns}`, then plan the edited gateway (`vpnmig plan {name} -n {ns}`) and cut over from that plan",
+                journal::object_name(&name)
+            )),
+        });
+    }
+    if let Err(why) = scope::gateway_deletable(&live, &j.floating_ip) {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "--forward: IPsecGateway {ns}/{name} cannot be deleted: {why}; nothing was changed"
+            ),
+            hint: Some(format!(
+                "pin it first: {}",
+                scope::pin_command("IPsecGateway", &name, &ns, &j.floating_ip)
+            )),
+        });
+    }
     j.old_uid = gw.metadata.uid.clone();
     j.spec_fingerprint = plan::fingerprint(live.get("spec").unwrap_or(&Value::Null));
     j.fixed_targets = true;
@@ -435,12 +472,13 @@ async fn dry_run(
         "✓ dry run: {} target(s) admitted by server-side apply",
         j.targets.len()
     );
-    objects::delete(
+    delete::delete(
         cluster,
-        "IPsecGateway",
+        Target::OldGateway {
+            fip: &j.floating_ip,
+        },
         name,
-        j.old_uid.as_deref(),
-        None,
+        |o| scope::same_as_recorded(o, j.old_uid.as_deref(), &j.spec_fingerprint),
         true,
     )
     .await?;
@@ -468,7 +506,7 @@ async fn steps(
                     "✗ cutover stopped at phase {}; --rollback-on-failure: rolling back",
                     w.journal.phase
                 );
-                let t = crate::cli::rollback::roll_back(w, &args.timeouts).await?;
+                let t = crate::cli::rollback::roll_back(w, &args.timeouts, false).await?;
                 anstream::print!(
                     "{}",
                     render::report("rollback", &w.journal, &t.rows, args.output)
@@ -578,9 +616,11 @@ async fn forward(
     // Step h: apply, then wait for each condition in turn.
     if w.journal.phase < Phase::Applied {
         w.check_lock().await?;
+        let mut uids = Vec::new();
         for target in &w.journal.targets {
-            objects::apply(cluster, target, false).await?;
+            uids.push(objects::apply(cluster, target, false).await?);
         }
+        w.journal.target_uids = uids;
         anstream::eprintln!(
             "✓ applied {} (server-side apply, field manager {})",
             w.journal
@@ -681,22 +721,12 @@ async fn recheck(w: &mut Window<'_>) -> Result<Option<(IPsecGateway, String)>, E
     if live.pointer("/metadata/deletionTimestamp").is_some() {
         return Ok(None);
     }
-    let uid = live.pointer("/metadata/uid").and_then(Value::as_str);
-    let fingerprint = plan::fingerprint(live.get("spec").unwrap_or(&Value::Null));
-    let changed = if uid != w.journal.old_uid.as_deref() {
-        Some(format!(
-            "it is another object now (uid {} → {})",
-            w.journal.old_uid.as_deref().unwrap_or("?"),
-            uid.unwrap_or("?")
-        ))
-    } else if fingerprint != w.journal.spec_fingerprint {
-        Some(format!(
-            "its spec changed since the journal was written (fingerprint {} → {fingerprint})",
-            w.journal.spec_fingerprint
-        ))
-    } else {
-        None
-    };
+    let changed = scope::same_as_recorded(
+        &live,
+        w.journal.old_uid.as_deref(),
+        &w.journal.spec_fingerprint,
+    )
+    .err();
     if let Some(why) = changed {
         return Err(Error::Stop {
             code: exit::REFUSED,
@@ -721,50 +751,68 @@ async fn recheck(w: &mut Window<'_>) -> Result<Option<(IPsecGateway, String)>, E
     Ok(Some((gw, rv)))
 }
 
-/// Delete the old IPsecGateway: the very version [`recheck`] accepted (uid and
-/// resourceVersion preconditions); a change in between (the operator writing status) is
-/// checked again. Gone or already being deleted is fine.
+/// Delete the old IPsecGateway through the one guarded delete: at the version deleted it
+/// is the journal's object (uid, spec fingerprint) and pins the journal's floating IP
+/// (DESIGN.md §4.8). Gone or already being deleted is fine. When the delete is refused
+/// or fails, the gateway is looked at: if it is still there untouched, the journal goes
+/// back to `psk-detached` and the message says nothing was deleted (issue 14 item 6).
 async fn delete_checked(w: &mut Window<'_>) -> Result<(), Error> {
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
-    for _ in 0..5 {
-        let checked = match recheck(w).await {
-            // Refused: nothing was deleted, and the journal must not say otherwise.
-            Err(
-                e @ Error::Stop {
-                    code: exit::REFUSED,
-                    ..
-                },
-            ) => {
-                w.save(Phase::PskDetached).await?;
-                return Err(e);
-            }
-            other => other?,
-        };
-        let Some((_, rv)) = checked else {
-            return Ok(());
-        };
-        match objects::delete(
-            w.cluster,
-            "IPsecGateway",
-            &name,
-            w.journal.old_uid.as_deref(),
-            Some(&rv),
-            false,
-        )
-        .await
-        {
-            Ok(_) => return Ok(()),
-            Err(e) if objects::status(&e) == Some(409) => continue,
-            Err(e) => return Err(e.into()),
+    let checked = match recheck(w).await {
+        // Refused: nothing was deleted, and the journal must not say otherwise.
+        Err(
+            e @ Error::Stop {
+                code: exit::REFUSED,
+                ..
+            },
+        ) => {
+            w.save(Phase::PskDetached).await?;
+            return Err(e);
         }
+        other => other?,
+    };
+    if checked.is_none() {
+        return Ok(());
     }
+    let (uid, fingerprint) = (
+        w.journal.old_uid.clone(),
+        w.journal.spec_fingerprint.clone(),
+    );
+    let fip = w.journal.floating_ip.clone();
+    let sent = delete::delete(
+        w.cluster,
+        Target::OldGateway { fip: &fip },
+        &name,
+        |o| scope::same_as_recorded(o, uid.as_deref(), &fingerprint),
+        false,
+    )
+    .await;
+    let Err(e) = sent else { return Ok(()) };
+    // What happened, from what the cluster shows now, not from what was intended.
+    let untouched = matches!(
+        objects::get(w.cluster, "IPsecGateway", &name).await,
+        Ok(Some(o)) if o.pointer("/metadata/deletionTimestamp").is_none()
+            && o.pointer("/metadata/uid").and_then(Value::as_str) == uid.as_deref()
+    );
+    if !untouched {
+        return Err(e.into());
+    }
+    w.save(Phase::PskDetached).await?;
+    let hint = e.hint();
+    let e = Error::from(e);
     Err(Error::Stop {
-        code: exit::FAILURE,
+        code: e.exit_code(),
         message: format!(
-            "IPsecGateway {ns}/{name} kept changing between the check and the delete (5 tries): nothing was deleted"
+            "{}; IPsecGateway {ns}/{name} is still there and untouched: nothing was deleted, the tunnel stays up",
+            crate::cli::error_line(&e)
         ),
-        hint: Some(format!(
-            "something is writing it continuously: find out what, then `vpnmig cutover {name} -n {ns}` resumes"
-        )),
+        hint: Some(match hint {
+            Some(h) => format!(
+                "{h}; then `vpnmig cutover {name} -n {ns}` resumes (journal phase psk-detached)"
+            ),
+            None => format!(
+                "once the cause is fixed, `vpnmig cutover {name} -n {ns}` resumes (journal phase psk-detached); `vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway"
+            ),
+        }),
     })
 }

@@ -119,6 +119,8 @@ pub enum Error {
     Lock(#[from] crate::cluster::lock::LockError),
     #[error(transparent)]
     Journal(#[from] crate::cluster::journal::ReadError),
+    #[error(transparent)]
+    Delete(#[from] crate::cluster::delete::DeleteError),
     /// A cutover or rollback stopped: refused, blocked, timed out or interrupted.
     #[error("{message}")]
     Stop {
@@ -142,6 +144,8 @@ impl Error {
                 exit::FAILURE
             }
             Error::Lock(_) => exit::REFUSED,
+            Error::Delete(crate::cluster::delete::DeleteError::Refused { .. }) => exit::REFUSED,
+            Error::Delete(_) => exit::FAILURE,
             Error::Stop { code, .. } => *code,
         }
     }
@@ -170,6 +174,7 @@ impl Error {
                 "inspect it with `kubectl get configmap {name} -n {namespace} -o yaml` (the saved old manifest is under data.old-ipsecgateway.yaml); if it cannot be mended, save it, delete it, and roll back from the bundle: `vpnmig rollback GATEWAY -n {namespace} --plan DIR`"
             )),
             Error::Journal(crate::cluster::journal::ReadError::Kube(e)) => e.hint(),
+            Error::Delete(e) => e.hint(),
             Error::Stop { hint, .. } => hint.clone(),
         }
     }

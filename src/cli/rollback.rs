@@ -10,8 +10,10 @@ use crate::bundle;
 use crate::cli::Error;
 use crate::cli::cluster_args::ClusterArgs;
 use crate::cli::window::{self, Timeouts, Tunnels, Window, confirm, now, timed_out};
+use crate::cluster::delete::{self, Target};
 use crate::cluster::{Cluster, journal as stored, lock, objects};
 use crate::core::journal::{self, Journal, Owners, Phase};
+use crate::core::scope::{self, PeerFate};
 use crate::exit;
 use crate::output::window as render;
 
@@ -58,6 +60,12 @@ pub struct RollbackArgs {
     /// Take the gateway's lock even though another run holds it.
     #[arg(long)]
     pub break_lock: bool,
+
+    /// Also delete VPNPeers that reference the gateway but were not created by the
+    /// cutover (added by hand since): without it the rollback refuses, naming them, as
+    /// they would be orphaned and a later cutover would find two peers (default-deny).
+    #[arg(long)]
+    pub delete_extra_peers: bool,
 
     #[command(flatten)]
     pub timeouts: Timeouts,
@@ -170,22 +178,64 @@ async fn rollback(
     }
     new_fip_pinned(cluster, &j).await?;
     window::require_permissions(cluster, "roll back").await?;
+    // Every precondition before the first change (issue 14 item 6): the PSK Secret the
+    // re-created gateway authenticates with, and which VPNPeers the rollback may delete.
+    if j.phase < Phase::OldApplied && objects::secret(cluster, &j.psk_secret).await?.is_none() {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "PSK Secret {ns}/{} does not exist: the re-created IPsecGateway could not authenticate its peers; nothing was changed",
+                j.psk_secret
+            ),
+            hint: Some(format!(
+                "re-create the Secret from your own records (vpnmig never stores a key): `kubectl create secret generic {} -n {ns} --from-literal=psk=…`, then run the rollback again",
+                j.psk_secret
+            )),
+        });
+    }
+    let scope = if j.phase < Phase::NewDeleted {
+        let s = peer_scope(cluster, &j, args.delete_extra_peers).await?;
+        for (peer, why) in &s.foreign {
+            anstream::eprintln!("note: VPNPeer {ns}/{peer} is left alone: {why}");
+        }
+        s
+    } else {
+        PeerScope::default()
+    };
     anstream::eprint!(
         "{}",
         render::rollback_summary(&cluster.context, &j, &args.timeouts.waits())
     );
     confirm(name, args.yes, args.dry_run, "roll back").await?;
     if args.dry_run {
-        for (kind, n) in j.target_names().iter().rev() {
-            objects::delete(cluster, kind, n, None, None, true).await?;
+        let mut admitted = Vec::new();
+        for n in &scope.peers {
+            let target = Target::Peer {
+                gateway: name,
+                recorded: &scope.recorded,
+            };
+            if let delete::Outcome::Sent { .. } =
+                delete::delete(cluster, target, n, |_| Ok(()), true).await?
+            {
+                admitted.push(format!("VPNPeer {n}"));
+            }
+        }
+        let target = Target::NewGateway {
+            fip: &j.floating_ip,
+            recorded: &scope.recorded,
+        };
+        if let delete::Outcome::Sent { .. } =
+            delete::delete(cluster, target, name, |_| Ok(()), true).await?
+        {
+            admitted.push(format!("VPNGateway {name}"));
         }
         anstream::eprintln!(
-            "✓ dry run: deletes of {} admitted",
-            j.target_names()
-                .iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "✓ dry run: deletes admitted: {}",
+            if admitted.is_empty() {
+                "none (nothing of the new kinds exists)".to_string()
+            } else {
+                admitted.join(", ")
+            }
         );
         if objects::get(cluster, "IPsecGateway", name).await?.is_none() {
             objects::create(cluster, &j.old_manifest, true).await?;
@@ -200,7 +250,7 @@ async fn rollback(
         lock: held,
         by,
     };
-    let t = roll_back(&mut w, &args.timeouts).await?;
+    let t = roll_back(&mut w, &args.timeouts, args.delete_extra_peers).await?;
     anstream::print!(
         "{}",
         render::report("rollback", &w.journal, &t.rows, args.output)
@@ -210,8 +260,12 @@ async fn rollback(
 
 /// The rollback steps from the journal's phase to `RolledBack` (also run by
 /// `cutover --rollback-on-failure`, under the cutover's lock).
-pub async fn roll_back(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
-    match steps(w, t).await {
+pub async fn roll_back(
+    w: &mut Window<'_>,
+    t: &Timeouts,
+    delete_extra_peers: bool,
+) -> Result<Tunnels, Error> {
+    match steps(w, t, delete_extra_peers).await {
         Err(e) if !matches!(e, Error::Lock(_)) => {
             let line = crate::cli::error_line(&e);
             w.record_error(&line).await;
@@ -235,12 +289,23 @@ pub async fn roll_back(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Erro
     }
 }
 
-async fn steps(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
+async fn steps(
+    w: &mut Window<'_>,
+    t: &Timeouts,
+    delete_extra_peers: bool,
+) -> Result<Tunnels, Error> {
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
     let cluster = w.cluster;
     let again = Some(format!(
         "`vpnmig rollback {name} -n {ns}` resumes the rollback"
     ));
+    // Which VPNPeers are this window's, judged before anything changes (and each again,
+    // at its version, by the guarded delete).
+    let scope = if w.journal.phase < Phase::NewDeleted {
+        peer_scope(cluster, &w.journal, delete_extra_peers).await?
+    } else {
+        PeerScope::default()
+    };
     if !w.journal.phase.rolling_back() {
         w.save(Phase::RollingBack).await?;
     }
@@ -252,12 +317,19 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts) -> Result<Tunnels, Error> {
     }
     if w.journal.phase < Phase::NewDeleted {
         w.check_lock().await?;
-        let targets = w.journal.target_names();
-        for (kind, n) in targets.iter().rev().filter(|(k, _)| k != "VPNGateway") {
-            objects::delete(cluster, kind, n, None, None, false).await?;
+        for n in &scope.peers {
+            let target = Target::Peer {
+                gateway: &name,
+                recorded: &scope.recorded,
+            };
+            delete::delete(cluster, target, n, |_| Ok(()), false).await?;
         }
-        delete_new_gateway(w).await?;
-        let peers = w.journal.peer_names();
+        let target = Target::NewGateway {
+            fip: &w.journal.floating_ip,
+            recorded: &scope.recorded,
+        };
+        delete::delete(cluster, target, &name, |_| Ok(()), false).await?;
+        let peers = scope.peers.clone();
         let title = format!("delete VPNPeer {}", peers.join(", "));
         let wait = window::wait_gone(cluster, "VPNPeer", &peers, t.timeout_delete, &title);
         if let Err(d) = w.guarded(&owners, wait).await? {
@@ -454,43 +526,6 @@ async fn new_fip_pinned(cluster: &Cluster, j: &Journal) -> Result<Option<(String
     Ok(Some((s("/metadata/uid"), s("/metadata/resourceVersion"))))
 }
 
-/// Delete the VPNGateway: the very version whose pinned floating IP was just checked
-/// (uid and resourceVersion preconditions; a change in between is checked again).
-async fn delete_new_gateway(w: &Window<'_>) -> Result<(), Error> {
-    for _ in 0..5 {
-        let Some((uid, rv)) = new_fip_pinned(w.cluster, &w.journal).await? else {
-            return Ok(());
-        };
-        match objects::delete(
-            w.cluster,
-            "VPNGateway",
-            w.name(),
-            Some(&uid),
-            Some(&rv),
-            false,
-        )
-        .await
-        {
-            Ok(_) => return Ok(()),
-            Err(e) if objects::status(&e) == Some(409) => continue,
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(Error::Stop {
-        code: exit::FAILURE,
-        message: format!(
-            "VPNGateway {}/{} kept changing between the check and the delete (5 tries)",
-            w.ns(),
-            w.name()
-        ),
-        hint: Some(format!(
-            "`vpnmig rollback {} -n {}` resumes",
-            w.name(),
-            w.ns()
-        )),
-    })
-}
-
 /// What the PSK Secret must not be owned by during this rollback.
 async fn window_owners(w: &Window<'_>) -> Result<Owners, Error> {
     let mut uids = Vec::new();
@@ -517,4 +552,79 @@ async fn create_old(w: &Window<'_>) -> Result<(), Error> {
         }
     );
     Ok(())
+}
+
+/// The VPNPeers a rollback deletes, and those it leaves alone (DESIGN.md §4.8; issue 14
+/// items 3 and 4).
+#[derive(Default)]
+struct PeerScope {
+    /// To delete: proven the window's, or extras named by --delete-extra-peers.
+    peers: Vec<String>,
+    /// The uids that count as the window's: the journal's, and the extras consented to.
+    recorded: Vec<String>,
+    /// Left alone (another gateway's, or under a journal name but not the window's).
+    foreign: Vec<(String, String)>,
+}
+
+/// Sort the namespace's VPNPeers for a rollback of the journal's gateway. Peers that
+/// reference it but were not made by the window refuse the rollback (nothing changed)
+/// unless `delete_extras`.
+async fn peer_scope(
+    cluster: &Cluster,
+    j: &Journal,
+    delete_extras: bool,
+) -> Result<PeerScope, Error> {
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    let all = objects::list(cluster, "VPNPeer").await?;
+    let mut out = PeerScope {
+        recorded: j.target_uids.clone(),
+        ..Default::default()
+    };
+    let mut extras = Vec::new();
+    for fate in scope::sort_peers(&all, name, &j.peer_names(), &j.target_uids) {
+        match fate {
+            PeerFate::Delete { name, .. } => out.peers.push(name),
+            PeerFate::Foreign { name, why } => out.foreign.push((name, why)),
+            PeerFate::Extra { name, why } => extras.push((name, why)),
+        }
+    }
+    if extras.is_empty() {
+        return Ok(out);
+    }
+    if !delete_extras {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "{} VPNPeer(s) reference gateway {ns}/{name} but were not created by its cutover: {}. A rollback would leave them orphaned, and a later cutover would find more than one peer (default-deny); nothing was changed",
+                extras.len(),
+                extras
+                    .iter()
+                    .map(|(n, why)| format!("{n} ({why})"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            hint: Some(format!(
+                "keep what they configure elsewhere, then either delete them yourself (`kubectl delete vpnpeer {} -n {ns}`) or run the rollback again with --delete-extra-peers",
+                extras
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )),
+        });
+    }
+    for (n, _) in extras {
+        if let Some(uid) = all
+            .iter()
+            .find(|p| p.pointer("/metadata/name").and_then(Value::as_str) == Some(&n))
+            .and_then(|p| p.pointer("/metadata/uid").and_then(Value::as_str))
+        {
+            out.recorded.push(uid.to_string());
+        }
+        anstream::eprintln!(
+            "note: VPNPeer {ns}/{n} is not the cutover's; deleting it as --delete-extra-peers asks"
+        );
+        out.peers.push(n);
+    }
+    Ok(out)
 }

@@ -121,9 +121,15 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
     // dropped connection during the wait is one more thing still missing, not the end.
     let started = Instant::now();
     let mut rows = Vec::new();
+    // Why the last attempt could not read the cluster: a wait that never read it ends
+    // with that, never with an empty (and so "healthy") table (issue 9 item 0).
+    let mut unread: Option<String> = None;
     loop {
         let remaining = args.timeout.saturating_sub(started.elapsed());
         if remaining.is_zero() {
+            if rows.is_empty() {
+                return Err(never_read(args, &cluster, unread));
+            }
             return Ok((rows, true));
         }
         let attempt = tokio::time::timeout(remaining, async {
@@ -134,17 +140,19 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
         let missing: Vec<String> = match attempt {
             Err(_) => {
                 if rows.is_empty() {
-                    rows.push(Row {
-                        check: "cluster",
-                        object: cluster.server.clone(),
-                        what: "API server".into(),
-                        verdict: Verdict::Fail,
-                        detail: format!("did not answer within {}", format_duration(args.timeout)),
-                    });
+                    return Err(never_read(
+                        args,
+                        &cluster,
+                        unread.or(Some(format!(
+                            "the API server {} did not answer",
+                            cluster.server
+                        ))),
+                    ));
                 }
                 return Ok((rows, true));
             }
             Ok(Ok(now)) => {
+                unread = None;
                 rows = now;
                 if verify::healthy(&rows) {
                     return Ok((rows, false));
@@ -162,7 +170,10 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
                     | crate::cluster::KubeError::NotFound { .. },
                 ),
             )) => return Err(e),
-            Ok(Err(e)) => vec![format!("cannot read the cluster: {e}")],
+            Ok(Err(e)) => {
+                unread = Some(crate::cli::error_line(&e));
+                vec![format!("cannot read the cluster: {e}")]
+            }
         };
         // Progress goes to stderr in every mode: stdout stays the document.
         eprintln!(
@@ -175,6 +186,24 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
             Duration::from_secs(2).min(args.timeout.saturating_sub(started.elapsed())),
         )
         .await;
+    }
+}
+
+/// A `--wait` that ran out of time without one answer from the cluster: exit 6, with the
+/// last reason; there is no table, because nothing was seen.
+fn never_read(args: &VerifyArgs, cluster: &Cluster, why: Option<String>) -> Error {
+    Error::Stop {
+        code: exit::TIMEOUT,
+        message: format!(
+            "timed out after {} without reading {} from the cluster: {}",
+            format_duration(args.timeout),
+            args.name,
+            why.unwrap_or_else(|| "no answer".into())
+        ),
+        hint: Some(format!(
+            "nothing is known about the gateway's health; `kubectl cluster-info --context {}` tells whether the API server answers",
+            cluster.context
+        )),
     }
 }
 

@@ -12,7 +12,7 @@ use super::{Cluster, KubeError};
 use crate::core::journal::{Journal, object_name};
 
 /// The field manager of every write vpnmig makes.
-pub const FIELD_MANAGER: &str = "vpnmig";
+pub use crate::core::scope::FIELD_MANAGER;
 
 /// Why a journal could not be read.
 #[derive(Debug, thiserror::Error)]

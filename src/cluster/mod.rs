@@ -2,6 +2,7 @@
 //! the API says no, retrying what is transient, and listing the operator's objects. The
 //! pure core never sees a client; commands compose the two.
 
+pub mod delete;
 pub mod facts;
 pub mod journal;
 pub mod list;
@@ -72,6 +73,13 @@ pub enum KubeError {
         group_version: String,
         server: String,
     },
+    /// The API server could not be reached at all: no answer is a verdict (DESIGN.md §4.9).
+    #[error("{how} to {server} (context {context}): is the cluster up, is this the right context?")]
+    Unreachable {
+        how: String,
+        server: String,
+        context: String,
+    },
     #[error("{what} not found in namespace {namespace}")]
     NotFound { what: String, namespace: String },
     #[error(
@@ -98,6 +106,9 @@ impl KubeError {
             KubeError::Forbidden { .. } => Some("ask for the missing permission, or use a context that has it".into()),
             KubeError::OperatorMissing { .. } | KubeError::KindMissing { .. } => Some("check the context (`kubectl config current-context`) and `kubectl api-resources --api-group=vpn.bnerd.net`".into()),
             KubeError::NotFound { namespace, .. } => Some(format!("list what there is with `kubectl get ipsecgateways -n {namespace}`, or pass -n NAMESPACE")),
+            KubeError::Unreachable { context, .. } => Some(format!(
+                "`kubectl cluster-info --context {context}` tells whether the API server answers"
+            )),
             KubeError::Api { .. } => None,
         }
     }
@@ -106,6 +117,43 @@ impl KubeError {
 /// How many times a transient failure (5xx, dropped connection) is tried; kube-rs itself
 /// already retries 429, 503 and 504 honouring `Retry-After`.
 const ATTEMPTS: u32 = 4;
+
+/// How a request failed to reach the API server at all (refused, timed out, no route,
+/// name not resolved, TLS), read from the error's causes; `None` when the server
+/// answered (or the cause is something else).
+pub fn unreachable(e: &kube::Error) -> Option<String> {
+    if !matches!(e, kube::Error::HyperError(_) | kube::Error::Service(_)) {
+        return None;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut texts = Vec::new();
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            use std::io::ErrorKind as K;
+            return Some(match io.kind() {
+                K::ConnectionRefused => "connection refused".into(),
+                K::TimedOut => "connection timed out".into(),
+                K::ConnectionReset | K::ConnectionAborted => "connection reset".into(),
+                K::HostUnreachable | K::NetworkUnreachable => "no route".into(),
+                _ => format!("cannot connect ({io})"),
+            });
+        }
+        texts.push(s.to_string());
+        source = s.source();
+    }
+    let all = texts.join(": ").to_lowercase();
+    if all.contains("connect")
+        || all.contains("dns")
+        || all.contains("timed out")
+        || all.contains("elapsed")
+    {
+        return Some(format!(
+            "cannot connect ({})",
+            texts.last().map(String::as_str).unwrap_or("?")
+        ));
+    }
+    None
+}
 
 /// A kube error as one readable line: an API status as `message (code Reason)`, not its
 /// debug dump.
@@ -255,7 +303,9 @@ impl Cluster {
                 Err(e) if transient(&e) && attempt < ATTEMPTS => {
                     eprintln!(
                         "vpnmig: {verb} {what}{scope} failed ({}); retrying in {}ms ({attempt}/{})",
-                        describe(&e),
+                        unreachable(&e)
+                            .map(|how| format!("{how} to {}", self.server))
+                            .unwrap_or_else(|| describe(&e)),
                         delay.as_millis(),
                         ATTEMPTS - 1
                     );
@@ -291,6 +341,11 @@ impl Cluster {
                 what: what.into(),
                 scope,
                 message: s.message.clone(),
+            },
+            answer if unreachable(&answer).is_some() => KubeError::Unreachable {
+                how: unreachable(&answer).unwrap_or_default(),
+                server: self.server.clone(),
+                context: self.context.clone(),
             },
             answer => KubeError::Api {
                 verb: verb.into(),

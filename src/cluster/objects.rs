@@ -40,10 +40,26 @@ pub async fn get(cluster: &Cluster, kind: &str, name: &str) -> Result<Option<Val
     Ok(obj.map(|o| serde_json::to_value(o).expect("objects serialize")))
 }
 
+/// Every object of `kind` in the namespace, as JSON (paged by the API's default).
+pub async fn list(cluster: &Cluster, kind: &str) -> Result<Vec<Value>, KubeError> {
+    let api = api(cluster, kind);
+    let lp = kube::api::ListParams::default();
+    let plural = format!("{}s", kind.to_lowercase());
+    let list = cluster
+        .call("list", &plural, Some(&cluster.namespace), || api.list(&lp))
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
+        .map(|o| serde_json::to_value(o).expect("objects serialize"))
+        .collect())
+}
+
 /// Delete `kind/name`; with `uid`, only that very object (a re-created one of the same
 /// name is left alone: 409); with `resource_version` too, only that very version of it
-/// (a change since it was checked: 409). Returns whether it existed.
-pub async fn delete(
+/// (a change since it was checked: 409). Returns whether it existed. Only
+/// `cluster::delete` calls it: every delete is judged there first.
+pub(super) async fn delete(
     cluster: &Cluster,
     kind: &str,
     name: &str,
@@ -85,8 +101,9 @@ pub fn status(e: &KubeError) -> Option<u16> {
 }
 
 /// Server-side apply `obj` as field manager `vpnmig` (no force: a field another manager
-/// owns is a conflict to look at, not to overwrite).
-pub async fn apply(cluster: &Cluster, obj: &Value, dry_run: bool) -> Result<(), KubeError> {
+/// owns is a conflict to look at, not to overwrite). Returns the uid of the object
+/// applied (empty in a dry run of a create).
+pub async fn apply(cluster: &Cluster, obj: &Value, dry_run: bool) -> Result<String, KubeError> {
     let kind = obj["kind"].as_str().unwrap_or_default();
     let name = obj["metadata"]["name"].as_str().unwrap_or_default();
     let api = api(cluster, kind);
@@ -100,7 +117,7 @@ pub async fn apply(cluster: &Cluster, obj: &Value, dry_run: bool) -> Result<(), 
             api.patch(name, &pp, &patch)
         })
         .await
-        .map(|_| ())
+        .map(|o| o.metadata.uid.unwrap_or_default())
 }
 
 /// Create `obj` (the old gateway's saved manifest); `Ok(false)` if it already exists.

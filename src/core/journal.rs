@@ -164,6 +164,11 @@ pub struct Journal {
     /// applies them, never a new plan of the live gateway.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fixed_targets: bool,
+    /// The uids of the targets as applied (VPNGateway, then VPNPeers): what proves an
+    /// object is this window's when it is deleted (DESIGN.md §4.8). Empty before the
+    /// apply and in journals written by earlier versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_uids: Vec<String>,
     /// The last failure, if the run stopped on one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -206,6 +211,7 @@ impl Journal {
             psk_detached: None,
             outage_ms: None,
             fixed_targets: false,
+            target_uids: Vec::new(),
             last_error: None,
             history: vec![Entry {
                 phase: Phase::Started,
@@ -247,6 +253,7 @@ impl Journal {
             psk_detached: None,
             outage_ms: None,
             fixed_targets: false,
+            target_uids: Vec::new(),
             last_error: None,
             history: vec![Entry {
                 phase: Phase::Done,
@@ -640,6 +647,7 @@ mod tests {
             psk_detached: None,
             outage_ms: None,
             fixed_targets: false,
+            target_uids: Vec::new(),
             last_error: None,
             history: Vec::new(),
         };

@@ -15,6 +15,7 @@ pub mod proposal;
 pub mod psk;
 pub mod report;
 pub mod schema;
+pub mod scope;
 pub mod status;
 pub mod swanctl;
 pub mod translate;
