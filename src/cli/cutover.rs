@@ -394,7 +394,7 @@ async fn forward_again(
                 drift.len()
             ),
             hint: Some(format!(
-                "undo the edit (the recorded spec is data.old-ipsecgateway.yaml of `kubectl get configmap {} -n {ns} -o yaml`) and run --forward again; or keep the edit: close the journal with `vpnmig rollback {name} -n {ns}`, then plan the edited gateway (`vpnmig plan {name} -n {ns}`) and cut over from that plan",
+                "undo the edit (the recorded spec is data.old-ipsecgateway.yaml of `kubectl get configmap {} -n {ns} -o yaml`) and run --forward again; or keep the edit: close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`, then plan the edited gateway (`vpnmig plan {name} -n {ns}`) and cut over from that plan",
                 journal::object_name(&name)
             )),
         });
@@ -506,7 +506,8 @@ async fn steps(
                     "✗ cutover stopped at phase {}; --rollback-on-failure: rolling back",
                     w.journal.phase
                 );
-                let t = crate::cli::rollback::roll_back(w, &args.timeouts, false).await?;
+                let t =
+                    crate::cli::rollback::roll_back(w, &args.timeouts, Default::default()).await?;
                 anstream::print!(
                     "{}",
                     render::report("rollback", &w.journal, &t.rows, args.output)

@@ -67,6 +67,12 @@ pub struct RollbackArgs {
     #[arg(long)]
     pub delete_extra_peers: bool,
 
+    /// Finish a rollback whose re-created IPsecGateway got another serviceCIDR or
+    /// virtual IPs (the old kind cannot pin them): accept them and close the journal as
+    /// rolled back. The client's side must then be changed to the new addresses.
+    #[arg(long)]
+    pub accept_new_addresses: bool,
+
     #[command(flatten)]
     pub timeouts: Timeouts,
 
@@ -250,7 +256,15 @@ async fn rollback(
         lock: held,
         by,
     };
-    let t = roll_back(&mut w, &args.timeouts, args.delete_extra_peers).await?;
+    let t = roll_back(
+        &mut w,
+        &args.timeouts,
+        Choices {
+            delete_extra_peers: args.delete_extra_peers,
+            accept_new_addresses: args.accept_new_addresses,
+        },
+    )
+    .await?;
     anstream::print!(
         "{}",
         render::report("rollback", &w.journal, &t.rows, args.output)
@@ -263,9 +277,9 @@ async fn rollback(
 pub async fn roll_back(
     w: &mut Window<'_>,
     t: &Timeouts,
-    delete_extra_peers: bool,
+    choices: Choices,
 ) -> Result<Tunnels, Error> {
-    match steps(w, t, delete_extra_peers).await {
+    match steps(w, t, choices).await {
         Err(e) if !matches!(e, Error::Lock(_)) => {
             let line = crate::cli::error_line(&e);
             w.record_error(&line).await;
@@ -289,11 +303,7 @@ pub async fn roll_back(
     }
 }
 
-async fn steps(
-    w: &mut Window<'_>,
-    t: &Timeouts,
-    delete_extra_peers: bool,
-) -> Result<Tunnels, Error> {
+async fn steps(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tunnels, Error> {
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
     let cluster = w.cluster;
     let again = Some(format!(
@@ -302,7 +312,7 @@ async fn steps(
     // Which VPNPeers are this window's, judged before anything changes (and each again,
     // at its version, by the guarded delete).
     let scope = if w.journal.phase < Phase::NewDeleted {
-        peer_scope(cluster, &w.journal, delete_extra_peers).await?
+        peer_scope(cluster, &w.journal, choices.delete_extra_peers).await?
     } else {
         PeerScope::default()
     };
@@ -444,7 +454,12 @@ async fn steps(
         .and_then(|o| o.get("status").cloned())
         .unwrap_or_default();
     let lost = journal::lost_addresses(&w.journal, &status);
-    if !lost.is_empty() {
+    if !lost.is_empty() && choices.accept_new_addresses {
+        anstream::eprintln!(
+            "note: --accept-new-addresses: IPsecGateway {ns}/{name} keeps the addresses the operator gave it ({}); the client's side must be changed to them",
+            lost.join(", ")
+        );
+    } else if !lost.is_empty() {
         let message = format!(
             "IPsecGateway {ns}/{name} is back with its floating IP, but the operator allocated other addresses: {}",
             lost.join(", ")
@@ -455,16 +470,35 @@ async fn steps(
             message,
             hint: Some(format!(
                 "the IPsecGateway kind has no spec field for its serviceCIDR, so a re-created one gets the next free /24 (the runbook's rollback cannot pin it). \
-The client's routes and firewall name the old addresses: either change them on the client side, or move forward again with `vpnmig cutover {name} -n {ns} --forward`: the journal's VPNGateway pins them"
+The client's routes and firewall name the old addresses: either move forward again with `vpnmig cutover {name} -n {ns} --forward` (the journal's VPNGateway pins them), or change them on the client side and close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`"
             )),
         });
     }
-    let (service_cidr, virtual_ips) = w.journal.pinned_addresses();
+    let (service_cidr, virtual_ips) = if choices.accept_new_addresses {
+        (None, Vec::new())
+    } else {
+        w.journal.pinned_addresses()
+    };
     let expect = window::Expect {
         kind: "IPsecGateway",
         service_cidr,
         virtual_ips,
     };
+    if choices.accept_new_addresses && !lost.is_empty() {
+        // The client still dials the old addresses: its tunnels come up only after it is
+        // changed, which no wait here can bring about. Close the journal, show the state
+        // as it is, and say what checks the tunnels later.
+        let rows = window::verify_once(cluster, &name, &expect).await?;
+        w.save(Phase::RolledBack).await?;
+        anstream::eprintln!(
+            "note: the tunnels were not waited for: they come up once the client uses the new addresses; `vpnmig verify {name} -n {ns} --wait` checks them"
+        );
+        return Ok(Tunnels {
+            rows,
+            first_up: None,
+            timed_out: None,
+        });
+    }
     let tunnels = window::wait_tunnels(cluster, &name, t.timeout_tunnel, &expect).await?;
     if let Some(d) = &tunnels.timed_out {
         return Err(timed_out(
@@ -627,4 +661,14 @@ async fn peer_scope(
         out.peers.push(n);
     }
     Ok(out)
+}
+
+/// What the user chose for a rollback beyond the defaults (the flags that let it go on
+/// where it would otherwise refuse).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Choices {
+    /// `--delete-extra-peers`.
+    pub delete_extra_peers: bool,
+    /// `--accept-new-addresses`.
+    pub accept_new_addresses: bool,
 }

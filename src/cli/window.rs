@@ -540,6 +540,18 @@ pub async fn wait_tunnels(
     }
 }
 
+/// One look at gateway `name` through verify, without waiting: the rows as they are.
+pub async fn verify_once(
+    cluster: &Cluster,
+    name: &str,
+    expect: &Expect,
+) -> Result<Vec<Row>, Error> {
+    let mut view = fetch::view(cluster, name).await?;
+    expect.apply(&mut view);
+    let sas = fetch::sas(cluster, name).await?;
+    Ok(verify::verify(&view, sas.as_ref().map_err(String::as_str)))
+}
+
 /// Milliseconds between two instants of the journal, if both are known and in order.
 pub fn between(from: Option<jiff::Timestamp>, to: Option<jiff::Timestamp>) -> Option<u64> {
     let d = to?.duration_since(from?);
