@@ -277,3 +277,61 @@ async fn the_journal_records_the_uids_of_what_the_window_applied() {
         json!([gw["metadata"]["uid"], peer["metadata"]["uid"]])
     );
 }
+
+/// Issue 9 item 1: the reference is the journal, never the live object. A window
+/// interrupted after the apply, whose VPNGateway another field manager then changes,
+/// must not end `done`; verify must fail the same field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pinned_value_changed_after_the_apply_stops_the_window_and_fails_verify() {
+    let mut s = SettingsFile::default();
+    s.operator.service_cidr_pool = "10.250.3.0/24".into();
+    s.operator.peer_retry_ms = 3000;
+    let l = start(ACME, s).await;
+    let r = l
+        .vpnmig(&["cutover", "acme", "--yes", "--timeout-tunnel", "1s"])
+        .await;
+    assert_eq!(r.code, 6, "{}", r.stderr);
+    assert_eq!(phase(&l, "tenant-acme", "acme").as_deref(), Some("ready"));
+    // Another team's tool moves the exposure's virtual IP (server-side apply, forced).
+    let rt =
+        l.sb.store
+            .resource("vpn.bnerd.net", "v1alpha1", "vpngateways")
+            .unwrap();
+    let ops = json!({
+        "apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNGateway",
+        "metadata": {"name": "acme", "namespace": "tenant-acme"},
+        "spec": {"exposures": [{"name": "crm", "protocol": "TCP",
+            "target": {"address": "crm.tenant-acme.svc", "port": 443}, "virtualIP": "10.250.3.77"}]}
+    });
+    l.sb.store
+        .apply(
+            &rt,
+            "tenant-acme",
+            "acme",
+            ops,
+            "ops",
+            true,
+            false,
+            &Default::default(),
+        )
+        .unwrap();
+
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("a pinned value differs from the journal, so the window cannot be done: VPNGateway tenant-acme/acme spec.exposures[crm].virtualIP: 10.250.3.77, the journal pins 10.250.3.10; last written by field manager ops"),
+        "{}",
+        r.stderr
+    );
+    assert_ne!(phase(&l, "tenant-acme", "acme").as_deref(), Some("done"));
+
+    let r = l.vpnmig(&["verify", "acme"]).await;
+    assert_eq!(r.code, 5, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains(
+            "10.250.3.77, the journal pins 10.250.3.10; last written by field manager ops"
+        ),
+        "{}",
+        r.stdout
+    );
+}

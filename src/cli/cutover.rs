@@ -695,6 +695,7 @@ async fn forward(
         kind: "VPNGateway",
         service_cidr: None,
         virtual_ips: Vec::new(),
+        reference: w.journal.targets.clone(),
     };
     let tunnels = window::wait_tunnels(cluster, &name, t.timeout_tunnel, &expect).await?;
     if let Some(d) = &tunnels.timed_out {

@@ -479,10 +479,25 @@ The client's routes and firewall name the old addresses: either move forward aga
     } else {
         w.journal.pinned_addresses()
     };
+    // The saved manifest is the reference of a gateway this window re-created; one that
+    // was never deleted (same uid) is kept as it is, edits and all.
+    let live_uid = objects::get(cluster, "IPsecGateway", &name)
+        .await?
+        .and_then(|o| {
+            o.pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+    let reference = if live_uid.is_some() && live_uid != w.journal.old_uid {
+        vec![w.journal.old_manifest.clone()]
+    } else {
+        Vec::new()
+    };
     let expect = window::Expect {
         kind: "IPsecGateway",
         service_cidr,
         virtual_ips,
+        reference,
     };
     if choices.accept_new_addresses && !lost.is_empty() {
         // The client still dials the old addresses: its tunnels come up only after it is

@@ -43,6 +43,11 @@ pub struct VerifyArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = VerifyFormat::Text)]
     output: VerifyFormat,
+    /// The approved plan bundle (`plan --out DIR`): every pinned value of the live objects
+    /// is compared with it. Without it, the gateway's journal (ConfigMap vpnmig-NAME) is
+    /// the reference when there is one.
+    #[arg(long, value_name = "DIR")]
+    plan: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,7 +90,56 @@ pub fn render(rows: &[Row]) -> String {
     out
 }
 
-async fn once(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
+/// The approved objects the live ones are compared with, and what to call them: the
+/// plan in `--plan DIR`, else the journal's (targets for a VPNGateway, the saved old
+/// manifest for an IPsecGateway), else nothing (DESIGN.md §4.7; issue 9 item 1).
+async fn reference(
+    cluster: &Cluster,
+    name: &str,
+    plan: Option<&std::path::Path>,
+    new_kind: bool,
+) -> Result<(Vec<serde_json::Value>, String), Error> {
+    if let Some(dir) = plan {
+        let (plan, old) = crate::bundle::read_saved(dir)?;
+        let source = format!("the plan in {}", dir.display());
+        if !new_kind {
+            return Ok((vec![old], source));
+        }
+        let mut objs = vec![plan["targets"]["gateway"].clone()];
+        objs.extend(
+            plan["targets"]["peers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+        );
+        return Ok((objs, source));
+    }
+    let Some(j) = crate::cluster::journal::read(cluster, name).await? else {
+        return Ok((Vec::new(), String::new()));
+    };
+    let objs = if new_kind {
+        j.targets.clone()
+    } else {
+        vec![j.old_manifest.clone()]
+    };
+    Ok((objs, "the journal".into()))
+}
+
+async fn once(
+    cluster: &Cluster,
+    name: &str,
+    plan: Option<&std::path::Path>,
+) -> Result<Vec<Row>, Error> {
+    let mut rows = once_live(cluster, name).await?;
+    let is_new = crate::cluster::objects::get(cluster, "VPNGateway", name)
+        .await?
+        .is_some();
+    let (objs, source) = reference(cluster, name, plan, is_new).await?;
+    rows.extend(crate::cli::window::reference_rows(cluster, &objs, &source).await?);
+    Ok(rows)
+}
+
+async fn once_live(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
     let view = match fetch::view(cluster, name).await {
         Ok(v) => v,
         // Neither kind exists: between a delete and a create, a window may be under way.
@@ -118,7 +172,10 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
     }
     if !args.wait {
         cluster.require_operator().await?;
-        return Ok((once(&cluster, &args.name).await?, false));
+        return Ok((
+            once(&cluster, &args.name, args.plan.as_deref()).await?,
+            false,
+        ));
     }
     // --timeout bounds the whole wait, whatever the API server does; an outage or a
     // dropped connection during the wait is one more thing still missing, not the end.
@@ -137,7 +194,7 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
         }
         let attempt = tokio::time::timeout(remaining, async {
             cluster.require_operator().await?;
-            once(&cluster, &args.name).await
+            once(&cluster, &args.name, args.plan.as_deref()).await
         })
         .await;
         let missing: Vec<String> = match attempt {

@@ -443,6 +443,39 @@ pub struct Expect {
     pub kind: &'static str,
     pub service_cidr: Option<String>,
     pub virtual_ips: Vec<(String, String)>,
+    /// The approved objects (the journal's targets, or its old manifest) that the live
+    /// ones must match on every pinned field (`core::reference`; issue 9 item 1).
+    pub reference: Vec<Value>,
+}
+
+/// The live objects compared with each of `reference` on their pinned fields
+/// (`core::reference::compare`); `source` names the reference in the rows.
+pub async fn reference_rows(
+    cluster: &Cluster,
+    reference: &[Value],
+    source: &str,
+) -> Result<Vec<Row>, KubeError> {
+    let mut rows = Vec::new();
+    for r in reference {
+        let kind = r["kind"].as_str().unwrap_or_default();
+        let name = r
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let live = objects::get(cluster, kind, name).await?;
+        rows.extend(crate::core::reference::compare(r, live.as_ref(), source));
+    }
+    Ok(rows)
+}
+
+/// A pinned value that differs from the approved reference does not heal by waiting:
+/// the rows that say so, if any.
+fn reference_failures(rows: &[Row]) -> Vec<&Row> {
+    rows.iter()
+        .filter(|r| {
+            r.check == "pinned" && r.verdict == Verdict::Fail && r.detail.contains(" pins ")
+        })
+        .collect()
 }
 
 impl Expect {
@@ -486,13 +519,34 @@ pub async fn wait_tunnels(
             let mut view = fetch::view(cluster, name).await?;
             expect.apply(&mut view);
             let sas = fetch::sas(cluster, name).await?;
-            Ok::<_, KubeError>(verify::verify(&view, sas.as_ref().map_err(String::as_str)))
+            let mut rows = verify::verify(&view, sas.as_ref().map_err(String::as_str));
+            rows.extend(reference_rows(cluster, &expect.reference, "the journal").await?);
+            Ok::<_, KubeError>(rows)
         })
         .await;
         let waiting = match attempt {
             Err(_) => None,
             Ok(Ok(now)) => {
                 rows = now;
+                let changed = reference_failures(&rows);
+                if !changed.is_empty() {
+                    let what = changed
+                        .iter()
+                        .map(|r| format!("{} {}: {}", r.object, r.what, r.detail))
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    step.failed(&what);
+                    return Err(Error::Stop {
+                        code: exit::VERIFY_FAILED,
+                        message: format!(
+                            "a pinned value differs from the journal, so the window cannot be done: {what}"
+                        ),
+                        hint: Some(format!(
+                            "someone changed it after the apply (the field manager is named above): set it back to the journal's value (`kubectl edit`, or ask its owner), then run the same command again to resume; `vpnmig verify {name} -n {}` shows every pinned value",
+                            cluster.namespace
+                        )),
+                    });
+                }
                 if first_up.is_none()
                     && rows
                         .iter()
@@ -549,7 +603,9 @@ pub async fn verify_once(
     let mut view = fetch::view(cluster, name).await?;
     expect.apply(&mut view);
     let sas = fetch::sas(cluster, name).await?;
-    Ok(verify::verify(&view, sas.as_ref().map_err(String::as_str)))
+    let mut rows = verify::verify(&view, sas.as_ref().map_err(String::as_str));
+    rows.extend(reference_rows(cluster, &expect.reference, "the journal").await?);
+    Ok(rows)
 }
 
 /// Milliseconds between two instants of the journal, if both are known and in order.

@@ -13,6 +13,7 @@ pub mod path;
 pub mod plan;
 pub mod proposal;
 pub mod psk;
+pub mod reference;
 pub mod report;
 pub mod schema;
 pub mod scope;
