@@ -335,3 +335,93 @@ async fn a_pinned_value_changed_after_the_apply_stops_the_window_and_fails_verif
         r.stdout
     );
 }
+
+/// Issue 9 item 3: a GitOps controller's self-heal re-creates the deleted IPsecGateway
+/// while the cutover waits. The wait stops at once (not after its timeout) naming who
+/// wrote it, the hint never says "deleted", and the advised rollback works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once() {
+    let mut s = SettingsFile::default();
+    s.operator.service_cidr_pool = "10.250.3.0/24".into();
+    s.operator.peer_retry_ms = 4000;
+    let l = start(ACME, s).await;
+    let rt =
+        l.sb.store
+            .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+            .unwrap();
+    let mut in_git = l.sb.store.get(&rt, "tenant-acme", "acme").unwrap();
+    in_git["metadata"] = json!({
+        "name": "acme", "namespace": "tenant-acme",
+        "labels": {"client": "acme", "app.kubernetes.io/instance": "tenants"},
+        "annotations": {"argocd.argoproj.io/tracking-id": "tenants:ipsec.bnerd.net/IPsecGateway:tenant-acme/acme"}
+    });
+    in_git.as_object_mut().unwrap().remove("status");
+    let started = std::time::Instant::now();
+    let child = l.spawn(&["cutover", "acme", "--yes"]);
+    live::eventually(30, "the delete to finish", || {
+        phase(&l, "tenant-acme", "acme")
+            .is_some_and(|p| p == "applied" || p == "attached" || p == "ready")
+    })
+    .await;
+    // The self-heal: the gateway as it is in Git, applied by Argo CD's field manager.
+    l.sb.store
+        .apply(
+            &rt,
+            "tenant-acme",
+            "acme",
+            in_git,
+            "argocd-controller",
+            true,
+            false,
+            &Default::default(),
+        )
+        .unwrap();
+    let r = live::finish(child).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "stopped long before the 5 minute tunnel timeout"
+    );
+    assert!(
+        r.stderr
+            .contains("IPsecGateway tenant-acme/acme was re-created during the window"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("field manager argocd-controller"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("app.kubernetes.io/instance=tenants"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("the IPsecGateway is deleted"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("`vpnmig rollback acme -n tenant-acme` (keeps the re-created IPsecGateway"),
+        "{}",
+        r.stderr
+    );
+
+    // The advice works: the rollback keeps the re-created gateway and removes the new ones.
+    let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(objects(&l, "vpn.bnerd.net", "vpngateways", "tenant-acme").is_empty());
+    assert_eq!(
+        names(&objects(
+            &l,
+            "ipsec.bnerd.net",
+            "ipsecgateways",
+            "tenant-acme"
+        )),
+        ["acme"]
+    );
+    assert!(l.sb.operator.floating_ips().released.is_empty());
+}

@@ -520,7 +520,17 @@ async fn steps(
                     )),
                 });
             }
-            let hint = if w.journal.phase == Phase::Deleting {
+            // The advice follows what the cluster shows, not the phase: an IPsecGateway
+            // that exists again (re-created by someone) is not "deleted".
+            let old_back = matches!(
+                objects::get(w.cluster, "IPsecGateway", &name).await,
+                Ok(Some(o)) if o.pointer("/metadata/deletionTimestamp").is_none()
+            );
+            let hint = if old_back {
+                e.hint().unwrap_or_else(|| format!(
+                    "IPsecGateway {ns}/{name} exists again: `vpnmig rollback {name} -n {ns}` keeps it and removes the new objects"
+                ))
+            } else if w.journal.phase == Phase::Deleting {
                 format!(
                     "the IPsecGateway's delete was sent and its unwind has not finished{}. Going on (`vpnmig cutover {name} -n {ns}`) and going back (`vpnmig rollback {name} -n {ns}`) both wait for that unwind first; going on keeps the choice open",
                     e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
@@ -614,6 +624,23 @@ async fn forward(
         w.save(Phase::Deleted).await?;
     }
 
+    // From here the old gateway is gone: if anything re-creates it, every wait below
+    // stops at once (issue 9 item 3).
+    window::unless_recreated(
+        cluster,
+        "IPsecGateway",
+        &name,
+        "cutover",
+        after_delete(w, args),
+    )
+    .await
+}
+
+/// Steps h and i: apply, wait for each condition in turn, verify the tunnels.
+async fn after_delete(w: &mut Window<'_>, args: &CutoverArgs) -> Result<i32, Error> {
+    let t = &args.timeouts;
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let cluster = w.cluster;
     // Step h: apply, then wait for each condition in turn.
     if w.journal.phase < Phase::Applied {
         w.check_lock().await?;

@@ -594,6 +594,101 @@ pub async fn wait_tunnels(
     }
 }
 
+/// Run `wait` while watching that `kind/name`, which this window deleted, does not
+/// appear again (issue 9 item 3): a GitOps controller's self-heal re-creating it would
+/// take the pinned floating IP back, and no wait would ever end well. When it appears,
+/// the wait stops at once with who wrote it (field managers, tracking labels) and what
+/// to do; `verb` is the command that resumes (`cutover` or `rollback`).
+pub async fn unless_recreated<T>(
+    cluster: &Cluster,
+    kind: &str,
+    name: &str,
+    verb: &str,
+    wait: impl std::future::Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let names = [name.to_string()];
+    let resource = objects::resource(kind);
+    // Bounded like every wait: a week is longer than any window (`positive_duration`).
+    let sentinel = watch::until(
+        cluster,
+        &resource,
+        &names,
+        Duration::from_secs(7 * 24 * 3600),
+        |objs| match objs.first().and_then(|(_, o)| *o) {
+            Some(o) if o.pointer("/metadata/deletionTimestamp").is_none() => State::Done,
+            _ => State::Waiting(String::new()),
+        },
+        |_| {},
+    );
+    tokio::select! {
+        r = wait => r,
+        seen = sentinel => {
+            match seen {
+                Ok(watch::Outcome::Done) => {}
+                Ok(watch::Outcome::TimedOut(_)) => return std::future::pending().await,
+                Err(e) => return Err(e.into()),
+            }
+            let obj = objects::get(cluster, kind, name).await?.unwrap_or_default();
+            Err(recreated(cluster, kind, name, verb, &obj))
+        }
+    }
+}
+
+/// The stop of a window whose deleted object came back.
+fn recreated(cluster: &Cluster, kind: &str, name: &str, verb: &str, obj: &Value) -> Error {
+    let ns = cluster.namespace.as_str();
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let managers = crate::core::scope::managers(obj);
+    let tracking: Vec<String> = obj
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .chain(
+            obj.pointer("/metadata/annotations")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten(),
+        )
+        .filter(|(k, _)| {
+            k.contains("argocd.argoproj.io")
+                || k.contains("toolkit.fluxcd.io")
+                || k.starts_with("meta.helm.sh")
+                || *k == "app.kubernetes.io/instance"
+                || *k == "app.kubernetes.io/managed-by"
+        })
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    let by = if managers.is_empty() {
+        "no field manager recorded".to_string()
+    } else {
+        format!("field manager {}", managers.join(", "))
+    };
+    let marks = if tracking.is_empty() {
+        String::new()
+    } else {
+        format!("; tracking metadata {}", tracking.join(", "))
+    };
+    Error::Stop {
+        code: exit::FAILURE,
+        message: format!(
+            "{kind} {ns}/{name} was re-created during the window (uid {uid}; {by}{marks}): something reconciles it back, most often a GitOps controller's self-heal (Argo CD, Flux)"
+        ),
+        hint: Some(if verb == "cutover" {
+            format!(
+                "suspend that sync first (Argo CD: turn off auto-sync/self-heal of the Application; Flux: `flux suspend kustomization …`). Then either `vpnmig rollback {name} -n {ns}` (keeps the re-created IPsecGateway, removes the new objects) or delete the re-created IPsecGateway and `vpnmig cutover {name} -n {ns}` resumes"
+            )
+        } else {
+            format!(
+                "suspend that sync first, delete the re-created {kind}, then `vpnmig rollback {name} -n {ns}` resumes"
+            )
+        }),
+    }
+}
+
 /// One look at gateway `name` through verify, without waiting: the rows as they are.
 pub async fn verify_once(
     cluster: &Cluster,
