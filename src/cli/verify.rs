@@ -74,8 +74,10 @@ pub fn render(rows: &[Row]) -> String {
         .map(|l| format!("{}\n", l.trim_end()))
         .collect();
     let failed = rows.iter().filter(|r| r.verdict == Verdict::Fail).count();
-    out.push_str(&if failed == 0 {
+    out.push_str(&if verify::healthy(rows) {
         "HEALTHY\n".to_string()
+    } else if rows.is_empty() {
+        "NOT HEALTHY: nothing was checked\n".to_string()
     } else {
         format!("NOT HEALTHY: {failed} check(s) failed\n")
     });

@@ -181,6 +181,22 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
         );
     }
 
+    // A gateway without peers carries no traffic: nothing to find up is not "up"
+    // (DESIGN.md §4.9, issue 9 item 0).
+    if gw.peers.is_empty() {
+        let (what, detail) = if gw.object.starts_with("IPsecGateway ") {
+            ("tunnels", "the gateway has no tunnels (spec.tunnels is empty)")
+        } else {
+            ("VPNPeers", "no VPNPeer references this gateway")
+        };
+        rows.push(Row {
+            check: "tunnel",
+            object: gw.object.clone(),
+            what: what.into(),
+            verdict: Verdict::Fail,
+            detail: detail.into(),
+        });
+    }
     for p in &gw.peers {
         let object = format!("peer {}", p.name);
         let authorized = match &p.conditions {
@@ -321,9 +337,11 @@ fn tunnel(p: &PeerView, sas: &Sas) -> (Verdict, String) {
     )
 }
 
-/// Whether every row is ok.
+/// Whether there is something to judge and every row of it is ok. No rows is never
+/// healthy: an empty or unread answer is no verdict (DESIGN.md §4.9, issue 9 item 0,
+/// issue 14 item 3).
 pub fn healthy(rows: &[Row]) -> bool {
-    rows.iter().all(|r| r.verdict == Verdict::Ok)
+    !rows.is_empty() && rows.iter().all(|r| r.verdict == Verdict::Ok)
 }
 
 #[cfg(test)]
@@ -437,6 +455,34 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
     }
 
     #[test]
+    fn no_rows_is_never_healthy() {
+        assert!(!healthy(&[]));
+    }
+
+    #[test]
+    fn a_vpngateway_without_vpnpeers_is_not_healthy() {
+        let rows = verify(&gw(vec![]), Ok(&Sas::default()));
+        let fail: Vec<(&str, &str, &str)> = rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Fail)
+            .map(|r| (r.check, r.what.as_str(), r.detail.as_str()))
+            .collect();
+        assert_eq!(
+            fail,
+            [("tunnel", "VPNPeers", "no VPNPeer references this gateway")]
+        );
+        assert!(!healthy(&rows));
+        let mut old = gw(vec![]);
+        old.object = "IPsecGateway t/acme".into();
+        let rows = verify(&old, Ok(&Sas::default()));
+        assert_eq!(
+            rows.last().unwrap().detail,
+            "the gateway has no tunnels (spec.tunnels is empty)"
+        );
+        assert!(!healthy(&rows));
+    }
+
+    #[test]
     fn lifecycle_problems_fail() {
         let mut g = gw(vec![]);
         g.problems = vec!["being deleted".into()];
@@ -446,10 +492,11 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
 
     #[test]
     fn stale_conditions_and_drifted_pins_fail() {
-        let mut g = gw(vec![]);
+        // The peer is up, so the only failures are the gateway's own.
+        let mut g = gw(vec![peer("True")]);
         g.generation = Some(3);
         g.status.floating_ip = Some("198.51.100.99".into());
-        let rows = verify(&g, Ok(&Sas::default()));
+        let rows = verify(&g, Ok(&parse(UP).unwrap()));
         let bad: Vec<(&str, &str)> = rows
             .iter()
             .filter(|r| r.verdict == Verdict::Fail)
