@@ -212,3 +212,27 @@ async fn narrower_grants_fail_and_a_refused_exec_is_not_a_verdict() {
     );
     l.sb.shutdown().await;
 }
+
+/// Issue 9 item 4: the spec spells the peer address `2001:DB8:5:0::10`, strongSwan (and
+/// the sandbox's swanctl) prints `2001:db8:5::10`. The tunnel is up, so verify must say
+/// so: addresses are compared parsed, never as text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_noncanonical_ipv6_peer_address_matches_swanctls_canonical_form() {
+    let scenario = ACME.replace("address: 203.0.113.10", "address: \"2001:DB8:5:0::10\"");
+    assert_ne!(scenario, ACME, "the fixture names the peer address");
+    let l = start(&scenario, SettingsFile::default()).await;
+    let r = l
+        .vpnmig(&["verify", "acme", "--wait", "--timeout", "20s", "-o", "json"])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let rows = rows(&r.stdout);
+    let tunnel = rows.iter().find(|r| r["check"] == "tunnel").unwrap();
+    assert_eq!(
+        (&tunnel["verdict"], &tunnel["detail"]),
+        (
+            &json!("ok"),
+            &json!("IKE SA #1 ESTABLISHED, CHILD SAs cover 10.20.0.0/16")
+        )
+    );
+    l.sb.shutdown().await;
+}

@@ -6,11 +6,10 @@
 //! as the runbook warns. Duplicate and rekeyed SAs, several connections and selectors
 //! with protocol/port suffixes are all read correctly.
 
-use std::net::IpAddr;
-
 use ipnet::IpNet;
 use serde::Serialize;
 
+use crate::core::addr;
 use crate::core::model::{Condition, GatewayStatus, condition};
 use crate::core::swanctl::Sas;
 
@@ -114,10 +113,7 @@ fn condition_row(
 /// A traffic selector as printed (`10.0.0.0/24`, `192.0.2.1/32[udp]`, `10.1.0.5`) as a
 /// network.
 fn selector(ts: &str) -> Option<IpNet> {
-    let net = ts.split('[').next()?.trim();
-    net.parse::<IpNet>()
-        .ok()
-        .or_else(|| net.parse::<IpAddr>().ok().map(IpNet::from))
+    addr::net(ts.split('[').next()?)
 }
 
 /// Verify `gw` against `sas` (`None`: the SAs could not be read, said in `sas_error`).
@@ -145,27 +141,31 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
         "Ready",
         gw.generation,
     ));
-    let mut pinned = |what: &str, want: &Option<String>, seen: Option<&str>| {
-        if let Some(want) = want {
-            let ok = seen == Some(want.as_str());
-            rows.push(Row {
-                check: "pinned",
-                object: gw.object.clone(),
-                what: what.to_string(),
-                verdict: if ok { Verdict::Ok } else { Verdict::Fail },
-                detail: format!("{} (pinned {want})", seen.unwrap_or("<unset>")),
-            });
-        }
-    };
+    // Pinned values compare parsed (issue 9 item 4): `2001:DB8::1` is `2001:db8::1`.
+    let mut pinned =
+        |what: &str, want: &Option<String>, seen: Option<&str>, same: fn(&str, &str) -> bool| {
+            if let Some(want) = want {
+                let ok = seen.is_some_and(|s| same(s, want));
+                rows.push(Row {
+                    check: "pinned",
+                    object: gw.object.clone(),
+                    what: what.to_string(),
+                    verdict: if ok { Verdict::Ok } else { Verdict::Fail },
+                    detail: format!("{} (pinned {want})", seen.unwrap_or("<unset>")),
+                });
+            }
+        };
     pinned(
         "status.floatingIP",
         &gw.pinned_fip,
         gw.status.floating_ip.as_deref(),
+        addr::same_addr,
     );
     pinned(
         "status.serviceCIDR",
         &gw.pinned_cidr,
         gw.status.service_cidr.as_deref(),
+        addr::same_net,
     );
     for (name, vip) in &gw.pinned_vips {
         let seen = gw
@@ -178,6 +178,7 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
             &format!("exposure {name} virtual IP"),
             &Some(vip.clone()),
             seen,
+            addr::same_addr,
         );
     }
 
@@ -185,7 +186,10 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
     // (DESIGN.md §4.9, issue 9 item 0).
     if gw.peers.is_empty() {
         let (what, detail) = if gw.object.starts_with("IPsecGateway ") {
-            ("tunnels", "the gateway has no tunnels (spec.tunnels is empty)")
+            (
+                "tunnels",
+                "the gateway has no tunnels (spec.tunnels is empty)",
+            )
         } else {
             ("VPNPeers", "no VPNPeer references this gateway")
         };
@@ -281,12 +285,19 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
 }
 
 fn tunnel(p: &PeerView, sas: &Sas) -> (Verdict, String) {
+    // Addresses and identities compare parsed, the way strongSwan matches them (issue 9
+    // item 4): swanctl prints `2001:db8:5::10` for a spec's `2001:DB8:5:0::10`. A peer
+    // address that is a DNS name is not what swanctl prints (it prints the resolved
+    // address), so only the identity is matched then.
     let want_id = p.id.as_deref().unwrap_or(&p.address);
-    let address_is_ip = p.address.parse::<IpAddr>().is_ok();
+    let address_is_ip = addr::addr(&p.address).is_some();
     let candidates: Vec<_> = sas
         .ike_sas
         .iter()
-        .filter(|s| s.remote.id == want_id && (!address_is_ip || s.remote.address == p.address))
+        .filter(|s| {
+            addr::same_identity(&s.remote.id, want_id)
+                && (!address_is_ip || addr::same_addr(&s.remote.address, &p.address))
+        })
         .collect();
     if candidates.is_empty() {
         return (
@@ -311,10 +322,7 @@ fn tunnel(p: &PeerView, sas: &Sas) -> (Verdict, String) {
     let missing: Vec<&str> = p
         .remote_subnets
         .iter()
-        .filter(|s| {
-            s.parse::<IpNet>()
-                .is_ok_and(|net| !covered.iter().any(|c| c.contains(&net)))
-        })
+        .filter(|s| addr::net(s).is_some_and(|net| !covered.iter().any(|c| c.contains(&net))))
         .map(String::as_str)
         .collect();
     if !missing.is_empty() {
@@ -409,6 +417,80 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
             rows.last().unwrap().detail,
             "IKE SA #3 ESTABLISHED, CHILD SAs cover 10.20.0.0/16, 10.21.1.0/24"
         );
+    }
+
+    /// Issue 9 item 4: swanctl prints addresses canonically (RFC 5952) and identities
+    /// typed; the spec may spell them any way. Matching is on the parsed values.
+    #[test]
+    fn addresses_and_identities_match_parsed_not_as_text() {
+        let v6 = UP.replace(
+            "remote 'fw.acme.example' @ 203.0.113.10[4500]",
+            "remote 'fw.acme.example' @ 2001:db8:5::10[4500]",
+        );
+        let sas = parse(&v6).unwrap();
+        for spelled in ["2001:DB8:5:0::10", "2001:0db8:0005::0010", "2001:db8:5::10"] {
+            let p = PeerView {
+                address: spelled.into(),
+                id: Some("FW.Acme.Example".into()),
+                ..peer("True")
+            };
+            let rows = verify(&gw(vec![p]), Ok(&sas));
+            assert!(healthy(&rows), "{spelled}: {rows:#?}");
+        }
+        // No id: the identity is the address, which swanctl prints canonically too.
+        let by_ip = UP.replace(
+            "'fw.acme.example' @ 203.0.113.10",
+            "'2001:db8:5::10' @ 2001:db8:5::10",
+        );
+        let p = PeerView {
+            address: "2001:DB8:5::10".into(),
+            id: None,
+            ..peer("True")
+        };
+        assert!(healthy(&verify(
+            &gw(vec![p.clone()]),
+            Ok(&parse(&by_ip).unwrap())
+        )));
+        // An IPv4-mapped spelling of the IPv4 peer is that peer.
+        let p4 = PeerView {
+            address: "::ffff:203.0.113.10".into(),
+            ..peer("True")
+        };
+        assert!(healthy(&verify(&gw(vec![p4]), Ok(&parse(UP).unwrap()))));
+        // Another address is still another peer.
+        let other = PeerView {
+            address: "2001:db8:5::11".into(),
+            ..peer("True")
+        };
+        let rows = verify(&gw(vec![other]), Ok(&sas));
+        assert_eq!(
+            rows.last().unwrap().detail,
+            "no IKE SA with remote 'fw.acme.example' @ 2001:db8:5::11"
+        );
+    }
+
+    #[test]
+    fn pinned_values_compare_parsed() {
+        let mut g = gw(vec![peer("True")]);
+        g.pinned_fip = Some("2001:DB8::23".into());
+        g.status.floating_ip = Some("2001:db8::23".into());
+        g.pinned_cidr = Some("FD00:250:3::/64".into());
+        g.status.service_cidr = Some("fd00:250:3:0::/64".into());
+        g.pinned_vips = vec![("crm".into(), "10.250.3.10/32".into())];
+        g.status.exposures = vec![crate::core::model::ExposureStatus {
+            name: "crm".into(),
+            virtual_ip: Some("10.250.3.10".into()),
+        }];
+        let rows = verify(&g, Ok(&parse(UP).unwrap()));
+        assert!(healthy(&rows), "{rows:#?}");
+        g.status.floating_ip = Some("2001:db8::24".into());
+        let rows = verify(&g, Ok(&parse(UP).unwrap()));
+        let bad: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Fail)
+            .map(|r| r.detail.as_str())
+            .collect();
+        assert_eq!(bad, ["2001:db8::24 (pinned 2001:DB8::23)"]);
     }
 
     #[test]
