@@ -940,3 +940,31 @@ fn fip_and_service_cidr_uniqueness_compare_parsed() {
         )]
     );
 }
+
+/// Issue 9 item 6: the plan's source-ready check judges the old gateway's conditions as
+/// `kubectl wait` does: True without its own observedGeneration, on a status older than
+/// the spec, is not a current True.
+#[test]
+fn source_ready_does_not_take_stale_conditions_as_current() {
+    let plan = Gw::new("acme")
+        .set("/status/observedGeneration", json!(2))
+        .set(
+            "/status/conditions/1",
+            json!({"type": "Ready", "status": "True", "reason": "Reconciled"}),
+        )
+        .plan();
+    let c = check(&plan, "source-ready");
+    let got: Vec<(&str, &str, &str)> = c
+        .findings
+        .iter()
+        .map(|f| (f.path.as_str(), f.seen.as_str(), f.message.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [(
+            "status.conditions[type=Ready]",
+            "True (Reconciled)",
+            "the old gateway's Ready is not current (Ready=True has no observedGeneration and status.observedGeneration is 2, the object is at 3: stale): the cutover cannot be compared with a healthy baseline"
+        )]
+    );
+}

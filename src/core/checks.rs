@@ -1033,15 +1033,29 @@ fn source_ready(i: &Inputs) -> Result<Vec<Finding>, String> {
         .as_ref()
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default();
+    let generation = i.source.gateway.metadata.generation;
+    let status_generation = i
+        .source
+        .gateway
+        .status
+        .as_ref()
+        .and_then(|s| s.observed_generation);
     Ok(["FIPAttached", "Ready"]
         .into_iter()
         .filter_map(|t| {
             let c = condition(conditions, t);
-            if c.is_some_and(|c| c.status == "True") {
-                return None;
-            }
+            // Judged current as `kubectl wait` does (issue 9 item 6).
+            let stale = match crate::core::verify::current(conditions, t, generation, status_generation) {
+                Ok(c) if c.status == "True" => return None,
+                Ok(_) => None,
+                Err(why) => c.map(|_| why),
+            };
             let seen = c.map_or("<absent>".to_string(), |c| format!("{}{}", c.status, c.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()));
-            Some(finding(&i.old_object(), format!("status.conditions[type={t}]"), seen, "True", format!("the old gateway is not {t} now: the cutover cannot be compared with a healthy baseline"), None))
+            let message = match stale {
+                Some(why) => format!("the old gateway's {t} is not current ({why}): the cutover cannot be compared with a healthy baseline"),
+                None => format!("the old gateway is not {t} now: the cutover cannot be compared with a healthy baseline"),
+            };
+            Some(finding(&i.old_object(), format!("status.conditions[type={t}]"), seen, "True", message, None))
         })
         .collect())
 }

@@ -23,6 +23,9 @@ pub struct PeerView {
     pub remote_subnets: Vec<String>,
     /// The VPNPeer's conditions and generation (`None` for a tunnel of the old kind).
     pub conditions: Option<(Vec<Condition>, Option<i64>)>,
+    /// The VPNPeer's `status.observedGeneration`: what its conditions describe when they
+    /// carry no observedGeneration of their own (issue 9 item 6).
+    pub observed_generation: Option<i64>,
     /// The VPNPeer's grants `(exposures, reverse exposures)`; `None`: no authorization
     /// block (default-allow when it is the only peer), or a tunnel of the old kind.
     pub grants: Option<(Vec<String>, Vec<String>)>,
@@ -67,18 +70,38 @@ pub struct Row {
     pub detail: String,
 }
 
-/// A condition counts only when it describes the object's current generation.
-pub(crate) fn current<'a>(
+/// A condition counts only when it describes the object's current generation, judged
+/// the way `kubectl wait` does since kubernetes#97408 (issue 9 item 6): the condition's
+/// own `observedGeneration`, else the status's `observedGeneration`; with neither (or
+/// without a `metadata.generation` to compare with) it is not known to be current, so it
+/// does not count. `Err` says why, for the detail and the wait's display.
+pub fn current<'a>(
     conditions: &'a [Condition],
     type_: &str,
     generation: Option<i64>,
+    status_generation: Option<i64>,
 ) -> Result<&'a Condition, String> {
     let c = condition(conditions, type_).ok_or_else(|| format!("{type_} not reported"))?;
-    match (c.observed_generation, generation) {
-        (Some(o), Some(g)) if o != g => Err(format!(
+    let Some(g) = generation else {
+        return Err(format!(
+            "{type_}={} cannot be judged current: the object has no metadata.generation",
+            c.status
+        ));
+    };
+    match (c.observed_generation, status_generation) {
+        (Some(o), _) if o != g => Err(format!(
             "{type_} describes generation {o}, the object is at {g}"
         )),
-        _ => Ok(c),
+        (Some(_), _) => Ok(c),
+        (None, Some(o)) if o != g => Err(format!(
+            "{type_}={} has no observedGeneration and status.observedGeneration is {o}, the object is at {g}: stale",
+            c.status
+        )),
+        (None, Some(_)) => Ok(c),
+        (None, None) => Err(format!(
+            "{type_}={} is not known to be current: neither the condition nor the status has an observedGeneration (the object is at {g})",
+            c.status
+        )),
     }
 }
 
@@ -87,8 +110,9 @@ fn condition_row(
     conditions: &[Condition],
     type_: &str,
     generation: Option<i64>,
+    status_generation: Option<i64>,
 ) -> Row {
-    let (verdict, detail) = match current(conditions, type_, generation) {
+    let (verdict, detail) = match current(conditions, type_, generation, status_generation) {
         Ok(c) if c.status == "True" => (Verdict::Ok, c.reason.clone().unwrap_or_default()),
         Ok(c) => (
             Verdict::Fail,
@@ -134,12 +158,14 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
         &gw.status.conditions,
         "FIPAttached",
         gw.generation,
+        gw.status.observed_generation,
     ));
     rows.push(condition_row(
         &gw.object,
         &gw.status.conditions,
         "Ready",
         gw.generation,
+        gw.status.observed_generation,
     ));
     // Pinned values compare parsed (issue 9 item 4): `2001:DB8::1` is `2001:db8::1`.
     let mut pinned =
@@ -205,7 +231,13 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
         let object = format!("peer {}", p.name);
         let authorized = match &p.conditions {
             Some((conds, generation)) => {
-                let row = condition_row(&object, conds, "Authorized", *generation);
+                let row = condition_row(
+                    &object,
+                    conds,
+                    "Authorized",
+                    *generation,
+                    p.observed_generation,
+                );
                 let ok = row.verdict == Verdict::Ok;
                 rows.push(Row {
                     check: "authorization",
@@ -390,6 +422,7 @@ mod tests {
             id: Some("fw.acme.example".into()),
             remote_subnets: vec!["10.20.0.0/16".into(), "10.21.1.0/24".into()],
             conditions: Some((vec![cond("Authorized", authorized, 1)], Some(1))),
+            observed_generation: None,
             grants: None,
         }
     }
@@ -570,6 +603,63 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
         g.problems = vec!["being deleted".into()];
         let rows = verify(&g, Ok(&Sas::default()));
         assert_eq!((rows[0].check, rows[0].verdict), ("object", Verdict::Fail));
+    }
+
+    /// Issue 9 item 6: conditions without their own observedGeneration are judged by
+    /// status.observedGeneration, and with neither they are not current.
+    #[test]
+    fn conditions_without_observed_generation_follow_kubectl_wait() {
+        let bare = |t: &str| Condition {
+            type_: t.into(),
+            status: "True".into(),
+            ..Default::default()
+        };
+        let mut g = gw(vec![peer("True")]);
+        g.status.conditions = vec![bare("FIPAttached"), bare("Ready")];
+        g.status.observed_generation = Some(1);
+        let rows = verify(&g, Ok(&parse(UP).unwrap()));
+        let bad: Vec<(&str, &str)> = rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::Fail)
+            .map(|r| (r.what.as_str(), r.detail.as_str()))
+            .collect();
+        assert_eq!(
+            bad,
+            [
+                (
+                    "FIPAttached",
+                    "FIPAttached=True has no observedGeneration and status.observedGeneration is 1, the object is at 2: stale"
+                ),
+                (
+                    "Ready",
+                    "Ready=True has no observedGeneration and status.observedGeneration is 1, the object is at 2: stale"
+                ),
+            ]
+        );
+        g.status.observed_generation = Some(2);
+        assert!(healthy(&verify(&g, Ok(&parse(UP).unwrap()))));
+        g.status.observed_generation = None;
+        let rows = verify(&g, Ok(&parse(UP).unwrap()));
+        assert_eq!(
+            rows[0].detail,
+            "FIPAttached=True is not known to be current: neither the condition nor the status has an observedGeneration (the object is at 2)"
+        );
+        assert!(!healthy(&rows));
+        // A peer's Authorized falls back to the peer's status.observedGeneration.
+        let mut p = peer("True");
+        p.conditions = Some((vec![bare("Authorized")], Some(3)));
+        p.observed_generation = Some(2);
+        let rows = verify(&gw(vec![p.clone()]), Ok(&parse(UP).unwrap()));
+        let auth = rows.iter().find(|r| r.check == "authorization").unwrap();
+        assert_eq!(
+            (auth.verdict, auth.detail.as_str()),
+            (
+                Verdict::Fail,
+                "Authorized=True has no observedGeneration and status.observedGeneration is 2, the object is at 3: stale"
+            )
+        );
+        p.observed_generation = Some(3);
+        assert!(healthy(&verify(&gw(vec![p]), Ok(&parse(UP).unwrap()))));
     }
 
     #[test]
