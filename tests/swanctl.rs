@@ -189,6 +189,58 @@ fn raw_values_with_spaces_and_udp_encapsulation() {
     assert_eq!(c.remote_ts, ["10.1.0.0/16", "10.2.0.0/16"]);
 }
 
+/// Issue 9 item 10: empty output (zero bytes or whitespace) is no SAs, as swanctl prints
+/// nothing when none exists; text in which nothing is swanctl's is an error naming what
+/// it is, never "nothing is up".
+#[test]
+fn text_that_is_not_swanctl_output_is_named_not_read_as_no_sas() {
+    use vpnmig::core::swanctl::SwanctlError;
+    for empty in ["", "\n", "  \n\t\n"] {
+        assert_eq!(parse(empty), Ok(Sas::default()), "{empty:?}");
+    }
+    let charon = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/swanctl-errors/charon-down.txt"
+    ))
+    .unwrap();
+    let e = parse(&charon).unwrap_err();
+    assert_eq!(
+        e,
+        SwanctlError::CharonDown {
+            line: "connecting to 'unix:///var/run/charon.vici' failed: No such file or directory"
+                .into()
+        }
+    );
+    assert!(
+        e.to_string()
+            .starts_with("charon is not running / the VICI socket is not reachable"),
+        "{e}"
+    );
+    // Another socket path, the TCP URI form.
+    assert!(matches!(
+        parse("connecting to 'tcp://127.0.0.1:4502' failed: Connection refused\n"),
+        Err(SwanctlError::CharonDown { .. })
+    ));
+    for kubectl in [
+        "Error from server (NotFound): pods \"acme-7d9\" not found\n",
+        "error: unable to upgrade connection: container not found (\"strongswan\")\n",
+        "Unable to connect to the server: dial tcp 127.0.0.1:6443: connect: connection refused\n",
+        "OCI runtime exec failed: exec failed: unable to start container process\ncommand terminated with exit code 126\n",
+    ] {
+        assert!(
+            matches!(parse(kubectl), Err(SwanctlError::ExecError { .. })),
+            "{kubectl}"
+        );
+    }
+    assert_eq!(
+        parse("hello world\nsecond line\n"),
+        Err(SwanctlError::NotSwanctl {
+            lines: 2,
+            first: "hello world".into()
+        })
+    );
+}
+
 mod cli {
     use assert_cmd::Command;
 
@@ -269,6 +321,28 @@ mod cli {
             ]
         );
         assert!(ike["unique_id"].is_u64());
+    }
+
+    /// Issue 9 item 10 through the binary: charon down and other non-swanctl text are
+    /// exit 3 naming what they are; empty input stays "nothing is up", exit 0.
+    #[test]
+    fn parse_sas_names_charon_down_and_refuses_other_text() {
+        let (code, out, err) = run(
+            &["parse-sas", "fixtures/swanctl-errors/charon-down.txt"],
+            None,
+        );
+        assert_eq!((code, out.as_str()), (3, ""));
+        insta::assert_snapshot!("parse_sas_charon_down_stderr", err);
+        let (code, out, err) = run(&["parse-sas", "-o", "json"], Some("hello world\n"));
+        assert_eq!((code, out.as_str()), (3, ""));
+        insta::assert_snapshot!("parse_sas_random_text_stderr", err);
+        let (code, out, err) = run(&["parse-sas"], Some(""));
+        assert_eq!(
+            (code, out.as_str(), err.as_str()),
+            (0, "no IKE SAs: nothing is up\n", "")
+        );
+        let (code, out, _) = run(&["parse-sas", "-o", "json"], Some(" \n\n"));
+        assert_eq!((code, out.as_str()), (0, "{\n  \"ike_sas\": []\n}\n"));
     }
 
     #[test]

@@ -213,7 +213,7 @@ pub async fn sas(cluster: &Cluster, name: &str) -> Result<Result<Sas, String>, K
         return Ok(Err(format!(
             "swanctl failed in pod {pod}: {} {}",
             s.message.unwrap_or_default(),
-            stderr.trim()
+            swanctl::failure(&stderr)
         )));
     }
     let _ = proc.join().await;

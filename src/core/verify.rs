@@ -526,6 +526,22 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
         assert_eq!(bad, ["2001:db8::24 (pinned 2001:DB8::23)"]);
     }
 
+    /// Issue 9 item 10: an error text in place of swanctl's output reaches the verdict
+    /// named (the cluster layer passes `parse`'s error), never as "no IKE SA".
+    #[test]
+    fn an_error_text_instead_of_sas_is_named_in_the_verdict() {
+        let charon =
+            "connecting to 'unix:///var/run/charon.vici' failed: No such file or directory\n";
+        let why = parse(charon).unwrap_err().to_string();
+        let rows = verify(&gw(vec![peer("True")]), Err(&why));
+        let t = rows.last().unwrap();
+        assert_eq!(t.verdict, Verdict::Fail);
+        assert_eq!(
+            t.detail,
+            "SAs could not be read: charon is not running / the VICI socket is not reachable: swanctl printed \"connecting to 'unix:///var/run/charon.vici' failed: No such file or directory\", not a list of SAs"
+        );
+    }
+
     #[test]
     fn established_but_unauthorized_is_dark() {
         let rows = verify(&gw(vec![peer("False")]), Ok(&parse(UP).unwrap()));
