@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::core::addr;
 use crate::core::model::{Condition, GatewayStatus, condition};
-use crate::core::swanctl::Sas;
+use crate::core::swanctl::{ChildSa, IkeSa, Sas};
 
 /// One peer (a tunnel of the old kind, a VPNPeer of the new) as verification sees it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -132,12 +132,6 @@ fn condition_row(
         verdict,
         detail,
     }
-}
-
-/// A traffic selector as printed (`10.0.0.0/24`, `192.0.2.1/32[udp]`, `10.1.0.5`) as a
-/// network.
-fn selector(ts: &str) -> Option<IpNet> {
-    addr::net(ts.split('[').next()?)
 }
 
 /// Verify `gw` against `sas` (`None`: the SAs could not be read, said in `sas_error`).
@@ -280,7 +274,13 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
         }
         let (verdict, mut detail) = match sas {
             Err(why) => (Verdict::Fail, format!("SAs could not be read: {why}")),
-            Ok(sas) => tunnel(p, sas),
+            Ok(sas) => tunnel(
+                p,
+                sas,
+                gw.pinned_cidr
+                    .as_deref()
+                    .or(gw.status.service_cidr.as_deref()),
+            ),
         };
         // The operator may know why the tunnel is down (PSK mismatch, Secret missing, …).
         if verdict == Verdict::Fail
@@ -316,7 +316,7 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
     rows
 }
 
-fn tunnel(p: &PeerView, sas: &Sas) -> (Verdict, String) {
+fn tunnel(p: &PeerView, sas: &Sas, service_cidr: Option<&str>) -> (Verdict, String) {
     // Addresses and identities compare parsed, the way strongSwan matches them (issue 9
     // item 4): swanctl prints `2001:db8:5::10` for a spec's `2001:DB8:5:0::10`. A peer
     // address that is a DNS name is not what swanctl prints (it prints the resolved
@@ -337,44 +337,132 @@ fn tunnel(p: &PeerView, sas: &Sas) -> (Verdict, String) {
             format!("no IKE SA with remote '{want_id}' @ {}", p.address),
         );
     }
-    let Some(up) = candidates.iter().find(|s| s.state == "ESTABLISHED") else {
+    let installed = |s: &&&IkeSa| s.child_sas.iter().any(|c| c.state == "INSTALLED");
+    // An IKE SA being rekeyed (make-before-break) still carries its installed CHILD SAs:
+    // up, and said to be transient (issue 9 item 5).
+    let up: Vec<&&IkeSa> = candidates
+        .iter()
+        .filter(|s| s.state == "ESTABLISHED" || (s.state == "REKEYING" && installed(s)))
+        .collect();
+    let Some(first) = up
+        .iter()
+        .find(|s| s.state == "ESTABLISHED")
+        .or_else(|| up.first())
+    else {
         let states: Vec<&str> = candidates.iter().map(|s| s.state.as_str()).collect();
         return (
             Verdict::Fail,
             format!("IKE SA is {}, not ESTABLISHED", states.join(", ")),
         );
     };
-    let covered: Vec<IpNet> = candidates
+    let label = if first.state == "REKEYING" {
+        format!(
+            "IKE SA #{} REKEYING (an IKE rekey in progress, transient; its CHILD SAs are installed)",
+            first.unique_id
+        )
+    } else {
+        format!("IKE SA #{} ESTABLISHED", first.unique_id)
+    };
+    // Coverage is the union of the INSTALLED CHILD SAs' selectors, on each side; a
+    // selector restricted to a protocol or port carries only part of the traffic.
+    let children: Vec<&ChildSa> = up
         .iter()
-        .filter(|s| s.state == "ESTABLISHED")
         .flat_map(|s| &s.child_sas)
         .filter(|c| c.state == "INSTALLED")
-        .flat_map(|c| c.remote_ts.iter().filter_map(|t| selector(t)))
         .collect();
-    let missing: Vec<&str> = p
-        .remote_subnets
-        .iter()
-        .filter(|s| addr::net(s).is_some_and(|net| !covered.iter().any(|c| c.contains(&net))))
-        .map(String::as_str)
-        .collect();
-    if !missing.is_empty() {
+    let mut problems = Vec::new();
+    let remote: Vec<&String> = p.remote_subnets.iter().collect();
+    problems.extend(coverage(
+        &remote,
+        children.iter().flat_map(|c| &c.remote_ts),
+        "remote",
+    ));
+    if let Some(cidr) = service_cidr {
+        let cidr = cidr.to_string();
+        problems.extend(coverage(
+            &[&cidr],
+            children.iter().flat_map(|c| &c.local_ts),
+            "local",
+        ));
+    }
+    if !problems.is_empty() {
         return (
             Verdict::Fail,
-            format!(
-                "IKE SA #{} ESTABLISHED, but no INSTALLED CHILD SA covers {}",
-                up.unique_id,
-                missing.join(", ")
-            ),
+            format!("{label}, but {}", problems.join("; ")),
         );
     }
     (
         Verdict::Ok,
-        format!(
-            "IKE SA #{} ESTABLISHED, CHILD SAs cover {}",
-            up.unique_id,
-            p.remote_subnets.join(", ")
-        ),
+        format!("{label}, CHILD SAs cover {}", p.remote_subnets.join(", ")),
     )
+}
+
+/// A traffic selector as printed (`10.0.0.0/24`, `192.0.2.1/32[udp]`, `10.1.0.5`): its
+/// network and the protocol/port restriction in brackets, if any.
+fn selector(ts: &str) -> Option<(IpNet, Option<&str>)> {
+    let (net, rest) = ts.split_once('[').unwrap_or((ts, ""));
+    let restriction = rest.strip_suffix(']').filter(|r| !r.is_empty());
+    Some((addr::net(net)?, restriction))
+}
+
+/// Whether the union of `nets` covers all of `target` (two /17s cover their /16).
+fn union_covers(target: IpNet, nets: &[IpNet]) -> bool {
+    if nets.iter().any(|n| n.contains(&target)) {
+        return true;
+    }
+    if !nets.iter().any(|n| target.contains(n)) {
+        return false;
+    }
+    match target.subnets(target.prefix_len() + 1) {
+        Ok(halves) => halves.into_iter().all(|h| union_covers(h, nets)),
+        Err(_) => false,
+    }
+}
+
+/// What of `wanted` the selectors `ts` of one side (`remote` or `local`) leave uncovered,
+/// in words; empty when every network is covered by unrestricted selectors (issue 9
+/// item 5).
+fn coverage<'a>(
+    wanted: &[&String],
+    ts: impl Iterator<Item = &'a String>,
+    side: &str,
+) -> Vec<String> {
+    let parsed: Vec<(IpNet, Option<&str>)> = ts.filter_map(|t| selector(t)).collect();
+    let full: Vec<IpNet> = parsed
+        .iter()
+        .filter(|(_, r)| r.is_none())
+        .map(|(n, _)| *n)
+        .collect();
+    let mut out = Vec::new();
+    for w in wanted {
+        let Some(net) = addr::net(w) else {
+            out.push(format!(
+                "{w} is not a network, so its {side} coverage cannot be judged"
+            ));
+            continue;
+        };
+        if union_covers(net, &full) {
+            continue;
+        }
+        let restricted: Vec<String> = parsed
+            .iter()
+            .filter(|(n, r)| r.is_some() && addr::overlaps(n, &net))
+            .map(|(n, r)| format!("{n}[{}]", r.unwrap_or_default()))
+            .collect();
+        if restricted.is_empty() {
+            out.push(if side == "local" {
+                format!("no INSTALLED CHILD SA has the serviceCIDR {w} as its local selector")
+            } else {
+                format!("no INSTALLED CHILD SA covers {w}")
+            });
+        } else {
+            out.push(format!(
+                "{w} is only partly covered ({side} selectors restricted to a protocol/port: {}): traffic outside the restriction is not carried",
+                restricted.join(", ")
+            ));
+        }
+    }
+    out
 }
 
 /// Whether there is something to judge and every row of it is ok. No rows is never
@@ -432,11 +520,17 @@ acme: #3, ESTABLISHED, IKEv2, 1111111111111111_i 2222222222222222_r*
   local  '198.51.100.23' @ 198.51.100.23[4500]
   remote 'fw.acme.example' @ 203.0.113.10[4500]
   acme-1: #7, reqid 1, REKEYED, TUNNEL, ESP:AES_GCM_16-256
+    local  10.250.3.0/24
     remote 10.20.0.0/16
   acme-1: #9, reqid 1, INSTALLED, TUNNEL-in-UDP, ESP:AES_GCM_16-256
-    remote 10.20.0.0/16[tcp/443]
+    local  10.250.3.0/24
+    remote 10.20.0.0/16
   acme-2: #8, reqid 2, INSTALLED, TUNNEL, ESP:AES_GCM_16-256
+    local  10.250.3.0/24
     remote 10.21.0.0/16
+  acme-3: #10, reqid 3, INSTALLED, TUNNEL, ESP:AES_GCM_16-256
+    local  10.250.3.10/32[tcp/443]
+    remote 10.20.5.0/24[tcp/443]
 acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
   local  '198.51.100.23' @ 198.51.100.23[4500]
   remote 'fw.acme.example' @ 203.0.113.10[4500]
@@ -514,10 +608,15 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
             name: "crm".into(),
             virtual_ip: Some("10.250.3.10".into()),
         }];
-        let rows = verify(&g, Ok(&parse(UP).unwrap()));
+        // (The tunnel row is not the point here: UP's local selectors are IPv4.)
+        let pinned = |rows: Vec<Row>| -> Vec<Row> {
+            rows.into_iter().filter(|r| r.check == "pinned").collect()
+        };
+        let rows = pinned(verify(&g, Ok(&parse(UP).unwrap())));
+        assert_eq!(rows.len(), 3);
         assert!(healthy(&rows), "{rows:#?}");
         g.status.floating_ip = Some("2001:db8::24".into());
-        let rows = verify(&g, Ok(&parse(UP).unwrap()));
+        let rows = pinned(verify(&g, Ok(&parse(UP).unwrap())));
         let bad: Vec<&str> = rows
             .iter()
             .filter(|r| r.verdict == Verdict::Fail)
