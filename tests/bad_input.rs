@@ -216,3 +216,60 @@ fn output_that_cannot_be_written_fails() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("error: cannot write the output: "));
 }
+
+/// Issue 9 item 11: Windows PowerShell 5's `kubectl get ... > FILE` writes UTF-16 LE with
+/// a BOM (fixtures/encodings/, from ../shared/cases/hardening/). kubectl reads it, and so
+/// does plan: the same plan as from the UTF-8 fixture it encodes.
+#[test]
+fn a_utf16le_bom_powershell_export_plans_like_its_utf8_original() {
+    let utf16 = vpnmig(
+        &[
+            "plan",
+            "-f",
+            "fixtures/encodings/utf16le-bom-powershell-export.yaml",
+            "-o",
+            "yaml",
+        ],
+        None,
+    );
+    let utf8 = vpnmig(
+        &[
+            "plan",
+            "-f",
+            "fixtures/gateways/01-single-tunnel.yaml",
+            "-o",
+            "yaml",
+        ],
+        None,
+    );
+    assert_eq!(utf8.code, 0, "{}", utf8.stderr);
+    assert_eq!(
+        (utf16.code, utf16.stderr.as_str()),
+        (utf8.code, utf8.stderr.as_str())
+    );
+    assert_eq!(utf16.stdout, utf8.stdout);
+}
+
+/// Issue 9 item 11: bytes that are not text in the encoding found are invalid input
+/// naming that encoding, with a hint that converts the file (not the command that
+/// produced it).
+#[test]
+fn a_broken_utf16_file_names_its_encoding_and_how_to_convert_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.yaml");
+    let mut bytes =
+        std::fs::read(root().join("fixtures/encodings/utf16le-bom-powershell-export.yaml"))
+            .unwrap();
+    bytes.pop();
+    std::fs::write(&path, &bytes).unwrap();
+    let r = vpnmig(&["plan", "-f", path.to_str().unwrap()], None);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    let shown = path.to_str().unwrap();
+    assert_eq!(
+        r.stderr,
+        format!(
+            "error: {shown}: not UTF-16 text: an odd number of bytes ({}), the file is cut short (encoding found: UTF-16 LE (BOM))\nhint: convert it to UTF-8 and plan from the copy: `iconv -f UTF-16 -t UTF-8 {shown} > gateway.utf8.yaml` (or in PowerShell: `Get-Content {shown} | Set-Content -Encoding utf8 gateway.utf8.yaml`); from Windows PowerShell, export with `| Out-File -Encoding utf8 NAME.yaml` rather than `> NAME.yaml`\n",
+            bytes.len()
+        )
+    );
+}

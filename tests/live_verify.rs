@@ -212,3 +212,97 @@ async fn narrower_grants_fail_and_a_refused_exec_is_not_a_verdict() {
     );
     l.sb.shutdown().await;
 }
+
+/// Issue 9 item 4: the spec spells the peer address `2001:DB8:5:0::10`, strongSwan (and
+/// the sandbox's swanctl) prints `2001:db8:5::10`. The tunnel is up, so verify must say
+/// so: addresses are compared parsed, never as text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_noncanonical_ipv6_peer_address_matches_swanctls_canonical_form() {
+    let scenario = ACME.replace("address: 203.0.113.10", "address: \"2001:DB8:5:0::10\"");
+    assert_ne!(scenario, ACME, "the fixture names the peer address");
+    let l = start(&scenario, SettingsFile::default()).await;
+    let r = l
+        .vpnmig(&["verify", "acme", "--wait", "--timeout", "20s", "-o", "json"])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let rows = rows(&r.stdout);
+    let tunnel = rows.iter().find(|r| r["check"] == "tunnel").unwrap();
+    assert_eq!(
+        (&tunnel["verdict"], &tunnel["detail"]),
+        (
+            &json!("ok"),
+            &json!("IKE SA #1 ESTABLISHED, CHILD SAs cover 10.20.0.0/16")
+        )
+    );
+    l.sb.shutdown().await;
+}
+
+/// Issue 9 item 6: conditions without their own observedGeneration, on a status older
+/// than the spec (status.observedGeneration 1, metadata.generation 2), are not current;
+/// verify says why, as `kubectl wait` would judge them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_conditions_without_observed_generation_are_not_current() {
+    let l = start(ACME, SettingsFile::default()).await;
+    l.sb.operator
+        .settings()
+        .write()
+        .unwrap()
+        .gateway_mut("tenant-acme/acme")
+        .paused = true;
+    let store = &l.sb.store;
+    let rt = store
+        .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+        .unwrap();
+    let opts = WriteOptions::default();
+    let before = store.get(&rt, "tenant-acme", "acme").unwrap();
+    store
+        .modify(&rt, "tenant-acme", "acme", false, &opts, |g| {
+            let mut g = g.clone();
+            g["spec"]["ike"]["lifetime"] = json!("12h");
+            Ok(g)
+        })
+        .unwrap();
+    let generation = store.get(&rt, "tenant-acme", "acme").unwrap()["metadata"]["generation"]
+        .as_i64()
+        .unwrap();
+    assert_eq!(
+        generation,
+        before["metadata"]["generation"].as_i64().unwrap() + 1
+    );
+    store
+        .modify(&rt, "tenant-acme", "acme", true, &opts, |g| {
+            let mut g = g.clone();
+            g["status"]["observedGeneration"] = json!(generation - 1);
+            g["status"]["conditions"] = json!([
+                {"type": "FIPAttached", "status": "True", "reason": "Associated", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                {"type": "Ready", "status": "True", "reason": "Reconciled", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+            ]);
+            Ok(g)
+        })
+        .unwrap();
+    let r = l.vpnmig(&["verify", "acme", "-o", "json"]).await;
+    assert_eq!(r.code, 5, "{}\n{}", r.stdout, r.stderr);
+    let conditions: Vec<(String, String, String)> = rows(&r.stdout)
+        .iter()
+        .filter(|r| r["check"] == "condition")
+        .map(|r| {
+            (
+                r["what"].as_str().unwrap().to_string(),
+                r["verdict"].as_str().unwrap().to_string(),
+                r["detail"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let stale = |t: &str| {
+        (
+            t.to_string(),
+            "fail".to_string(),
+            format!(
+                "{t}=True has no observedGeneration and status.observedGeneration is {}, the object is at {generation}: stale",
+                generation - 1
+            ),
+        )
+    };
+    assert_eq!(conditions, [stale("FIPAttached"), stale("Ready")]);
+    l.sb.shutdown().await;
+}

@@ -831,3 +831,140 @@ fn a_psk_secret_owned_by_the_gateways_deployment_also_warns() {
         Outcome::Pass
     );
 }
+
+/// Issue 9 item 4: pinned addresses compare parsed. The same floating IP and virtual IP
+/// spelled differently in spec and status are no finding (and the spec's spelling is
+/// what the VPNGateway pins); a different address still is.
+#[test]
+fn addresses_spelled_differently_are_the_same_address() {
+    let plan = Gw::new("acme")
+        .set("/spec/endpoint/floatingIP", json!("2001:DB8:5:0::23"))
+        .set("/status/floatingIP", json!("2001:db8:5::23"))
+        .set("/status/serviceCIDR", json!("fd00:250:9::/64"))
+        .set("/spec/exposures/0/virtualIP", json!("FD00:250:9::A"))
+        .set("/status/exposures/0/virtualIP", json!("fd00:250:9::a"))
+        .plan();
+    for id in ["fip-pinned", "virtual-ips", "values-identical"] {
+        let c = check(&plan, id);
+        assert_eq!(c.outcome, Outcome::Pass, "{id}: {:#?}", c.findings);
+    }
+    assert_eq!(
+        gw_json(&plan)["spec"]["exposures"][0]["virtualIP"],
+        "FD00:250:9::A"
+    );
+    let plan = Gw::new("acme")
+        .set("/spec/endpoint/floatingIP", json!("2001:DB8:5:0::23"))
+        .set("/status/floatingIP", json!("2001:db8:5::24"))
+        .plan();
+    let f = &check(&plan, "fip-pinned").findings[0];
+    assert_eq!(
+        (f.path.as_str(), f.seen.as_str(), f.wanted.as_str()),
+        ("status.floatingIP", "2001:db8:5::24", "2001:DB8:5:0::23")
+    );
+}
+
+/// Issue 9 item 4: a remote subnet overlapping the serviceCIDR is found whatever the
+/// spelling (IPv6 upper case, zero-compressed or not).
+#[test]
+fn remote_subnet_overlap_with_the_service_cidr_is_found_parsed() {
+    let plan = Gw::new("acme")
+        .set("/status/serviceCIDR", json!("fd00:250:9::/64"))
+        .set("/spec/exposures", json!([]))
+        .set("/status/exposures", json!([]))
+        .tunnels(vec![tunnel(
+            "main",
+            "203.0.113.50",
+            &["FD00:250:0:0::/32", "fd00:251::/48"],
+        )])
+        .plan();
+    let got: Vec<(&str, &str)> = check(&plan, "remote-subnets")
+        .findings
+        .iter()
+        .map(|f| (f.path.as_str(), f.seen.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [("spec.tunnels[0].remoteSubnets[0]", "FD00:250:0:0::/32")]
+    );
+}
+
+/// Issue 9 item 4: uniqueness in the cluster is judged on addresses: another gateway
+/// holding the same floating IP in another spelling, or a service CIDR overlapping this
+/// one, is found; a different address is not.
+#[test]
+fn fip_and_service_cidr_uniqueness_compare_parsed() {
+    use vpnmig::core::live::{Facts, OtherGateway, checks as live_checks};
+    let plan = Gw::new("acme")
+        .set("/spec/endpoint/floatingIP", json!("2001:db8:5::23"))
+        .set("/status/floatingIP", json!("2001:db8:5::23"))
+        .plan();
+    let other = |name: &str, fip: &str, cidr: &str| OtherGateway {
+        object: format!("VPNGateway t/{name}"),
+        floating_ip: Some(fip.into()),
+        service_cidr: Some(cidr.into()),
+    };
+    let facts = Facts {
+        existing: Vec::new(),
+        others: Ok(vec![
+            other("same-fip", "2001:DB8:5:0::23", "10.250.77.0/24"),
+            other("wide-cidr", "2001:db8:5::99", "10.250.0.0/16"),
+            other("unrelated", "2001:db8:5::98", "10.250.10.0/24"),
+        ]),
+        dry_run: None,
+        permissions: Ok(Vec::new()),
+        schema: Ok(Vec::new()),
+    };
+    let (results, _) = live_checks(&plan, &facts);
+    let found = |id: &str| -> Vec<(String, String)> {
+        results
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap()
+            .findings
+            .iter()
+            .map(|f| (f.object.clone(), f.message.clone()))
+            .collect()
+    };
+    assert_eq!(
+        found("fip-unique"),
+        [(
+            "VPNGateway t/same-fip".to_string(),
+            "VPNGateway t/same-fip also holds floating IP 2001:DB8:5:0::23 (this gateway's: 2001:db8:5::23): the new gateway would sit at AlreadyAssociated or clash".to_string()
+        )]
+    );
+    assert_eq!(
+        found("service-cidr-unique"),
+        [(
+            "VPNGateway t/wide-cidr".to_string(),
+            "VPNGateway t/wide-cidr also holds service CIDR 10.250.0.0/16 (this gateway's: 10.250.9.0/24): the new gateway would sit at AlreadyAssociated or clash".to_string()
+        )]
+    );
+}
+
+/// Issue 9 item 6: the plan's source-ready check judges the old gateway's conditions as
+/// `kubectl wait` does: True without its own observedGeneration, on a status older than
+/// the spec, is not a current True.
+#[test]
+fn source_ready_does_not_take_stale_conditions_as_current() {
+    let plan = Gw::new("acme")
+        .set("/status/observedGeneration", json!(2))
+        .set(
+            "/status/conditions/1",
+            json!({"type": "Ready", "status": "True", "reason": "Reconciled"}),
+        )
+        .plan();
+    let c = check(&plan, "source-ready");
+    let got: Vec<(&str, &str, &str)> = c
+        .findings
+        .iter()
+        .map(|f| (f.path.as_str(), f.seen.as_str(), f.message.as_str()))
+        .collect();
+    assert_eq!(
+        got,
+        [(
+            "status.conditions[type=Ready]",
+            "True (Reconciled)",
+            "the old gateway's Ready is not current (Ready=True has no observedGeneration and status.observedGeneration is 2, the object is at 3: stale): the cutover cannot be compared with a healthy baseline"
+        )]
+    );
+}

@@ -189,6 +189,58 @@ fn raw_values_with_spaces_and_udp_encapsulation() {
     assert_eq!(c.remote_ts, ["10.1.0.0/16", "10.2.0.0/16"]);
 }
 
+/// Issue 9 item 10: empty output (zero bytes or whitespace) is no SAs, as swanctl prints
+/// nothing when none exists; text in which nothing is swanctl's is an error naming what
+/// it is, never "nothing is up".
+#[test]
+fn text_that_is_not_swanctl_output_is_named_not_read_as_no_sas() {
+    use vpnmig::core::swanctl::SwanctlError;
+    for empty in ["", "\n", "  \n\t\n"] {
+        assert_eq!(parse(empty), Ok(Sas::default()), "{empty:?}");
+    }
+    let charon = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/swanctl-errors/charon-down.txt"
+    ))
+    .unwrap();
+    let e = parse(&charon).unwrap_err();
+    assert_eq!(
+        e,
+        SwanctlError::CharonDown {
+            line: "connecting to 'unix:///var/run/charon.vici' failed: No such file or directory"
+                .into()
+        }
+    );
+    assert!(
+        e.to_string()
+            .starts_with("charon is not running / the VICI socket is not reachable"),
+        "{e}"
+    );
+    // Another socket path, the TCP URI form.
+    assert!(matches!(
+        parse("connecting to 'tcp://127.0.0.1:4502' failed: Connection refused\n"),
+        Err(SwanctlError::CharonDown { .. })
+    ));
+    for kubectl in [
+        "Error from server (NotFound): pods \"acme-7d9\" not found\n",
+        "error: unable to upgrade connection: container not found (\"strongswan\")\n",
+        "Unable to connect to the server: dial tcp 127.0.0.1:6443: connect: connection refused\n",
+        "OCI runtime exec failed: exec failed: unable to start container process\ncommand terminated with exit code 126\n",
+    ] {
+        assert!(
+            matches!(parse(kubectl), Err(SwanctlError::ExecError { .. })),
+            "{kubectl}"
+        );
+    }
+    assert_eq!(
+        parse("hello world\nsecond line\n"),
+        Err(SwanctlError::NotSwanctl {
+            lines: 2,
+            first: "hello world".into()
+        })
+    );
+}
+
 mod cli {
     use assert_cmd::Command;
 
@@ -271,6 +323,28 @@ mod cli {
         assert!(ike["unique_id"].is_u64());
     }
 
+    /// Issue 9 item 10 through the binary: charon down and other non-swanctl text are
+    /// exit 3 naming what they are; empty input stays "nothing is up", exit 0.
+    #[test]
+    fn parse_sas_names_charon_down_and_refuses_other_text() {
+        let (code, out, err) = run(
+            &["parse-sas", "fixtures/swanctl-errors/charon-down.txt"],
+            None,
+        );
+        assert_eq!((code, out.as_str()), (3, ""));
+        insta::assert_snapshot!("parse_sas_charon_down_stderr", err);
+        let (code, out, err) = run(&["parse-sas", "-o", "json"], Some("hello world\n"));
+        assert_eq!((code, out.as_str()), (3, ""));
+        insta::assert_snapshot!("parse_sas_random_text_stderr", err);
+        let (code, out, err) = run(&["parse-sas"], Some(""));
+        assert_eq!(
+            (code, out.as_str(), err.as_str()),
+            (0, "no IKE SAs: nothing is up\n", "")
+        );
+        let (code, out, _) = run(&["parse-sas", "-o", "json"], Some(" \n\n"));
+        assert_eq!((code, out.as_str()), (0, "{\n  \"ike_sas\": []\n}\n"));
+    }
+
     #[test]
     fn not_swanctl_output_is_invalid_input() {
         let (code, out, err) = run(&["parse-sas", "-"], Some("    local  10.0.0.0/24\n"));
@@ -278,6 +352,169 @@ mod cli {
         assert!(
             err.starts_with("error: -: not swanctl --list-sas output: line 1:"),
             "{err}"
+        );
+    }
+}
+
+/// Issue 9 item 5: what verify makes of the traffic selectors in the shared samples.
+mod coverage {
+    use super::sample;
+    use vpnmig::core::model::{Condition, GatewayStatus};
+    use vpnmig::core::swanctl::parse;
+    use vpnmig::core::verify::{GatewayView, PeerView, Row, Verdict, verify};
+
+    fn acme(service_cidr: &str, address: &str) -> GatewayView {
+        let ok = |t: &str| Condition {
+            type_: t.into(),
+            status: "True".into(),
+            observed_generation: Some(1),
+            ..Default::default()
+        };
+        GatewayView {
+            object: "VPNGateway tenant-acme/acme".into(),
+            generation: Some(1),
+            status: GatewayStatus {
+                service_cidr: Some(service_cidr.into()),
+                conditions: vec![ok("FIPAttached"), ok("Ready")],
+                ..Default::default()
+            },
+            peers: vec![PeerView {
+                name: "acme".into(),
+                address: address.into(),
+                id: Some("fw.acme.example".into()),
+                remote_subnets: vec!["10.20.0.0/16".into()],
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    }
+
+    fn tunnel(rows: Vec<Row>) -> (Verdict, String) {
+        let t = rows.into_iter().find(|r| r.check == "tunnel").unwrap();
+        (t.verdict, t.detail)
+    }
+
+    fn judge(text: &str) -> (Verdict, String) {
+        tunnel(verify(
+            &acme("10.250.3.0/24", "203.0.113.10"),
+            Ok(&parse(text).unwrap()),
+        ))
+    }
+
+    #[test]
+    fn a_subnet_carried_by_two_child_sas_or_two_selectors_is_covered() {
+        for s in ["22-", "23-"] {
+            assert_eq!(
+                tunnel(verify(
+                    &acme("10.250.3.0/24", "203.0.113.10"),
+                    Ok(&sample(s))
+                )),
+                (
+                    Verdict::Ok,
+                    "IKE SA #1 ESTABLISHED, CHILD SAs cover 10.20.0.0/16".into()
+                ),
+                "{s}"
+            );
+        }
+        // One half alone is not the subnet.
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/swanctl/22-hardening-two-halves-one-line.txt"
+        ))
+        .unwrap()
+        .replace("10.20.0.0/17 10.20.128.0/17", "10.20.0.0/17");
+        assert_eq!(
+            judge(&text),
+            (
+                Verdict::Fail,
+                "IKE SA #1 ESTABLISHED, but no INSTALLED CHILD SA covers 10.20.0.0/16".into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_protocol_or_port_restricted_selector_is_partial_coverage() {
+        let icmp = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/swanctl/24-hardening-icmp-only.txt"
+        ))
+        .unwrap();
+        for restriction in ["icmp/8", "tcp", "udp/53"] {
+            let text = icmp.replace("[icmp/8]", &format!("[{restriction}]"));
+            assert_eq!(
+                judge(&text),
+                (
+                    Verdict::Fail,
+                    format!(
+                        "IKE SA #1 ESTABLISHED, but 10.20.0.0/16 is only partly covered (remote selectors restricted to a protocol/port: 10.20.0.0/16[{restriction}]): traffic outside the restriction is not carried"
+                    )
+                ),
+                "{restriction}"
+            );
+        }
+        // A restricted local selector is partial on the local side.
+        let text = icmp
+            .replace("10.20.0.0/16[icmp/8]", "10.20.0.0/16")
+            .replace("local  10.250.3.0/24", "local  10.250.3.0/24[tcp/443]");
+        assert_eq!(
+            judge(&text),
+            (
+                Verdict::Fail,
+                "IKE SA #1 ESTABLISHED, but 10.250.3.0/24 is only partly covered (local selectors restricted to a protocol/port: 10.250.3.0/24[tcp/443]): traffic outside the restriction is not carried".into()
+            )
+        );
+    }
+
+    #[test]
+    fn the_local_selector_is_compared_with_the_service_cidr() {
+        assert_eq!(
+            tunnel(verify(
+                &acme("10.250.4.0/24", "203.0.113.10"),
+                Ok(&sample("23-"))
+            )),
+            (
+                Verdict::Fail,
+                "IKE SA #1 ESTABLISHED, but no INSTALLED CHILD SA has the serviceCIDR 10.250.4.0/24 as its local selector".into()
+            )
+        );
+    }
+
+    #[test]
+    fn an_ike_sa_rekeying_with_installed_children_is_up_and_said_transient() {
+        assert_eq!(
+            tunnel(verify(
+                &acme("10.250.3.0/24", "203.0.113.10"),
+                Ok(&sample("21-"))
+            )),
+            (
+                Verdict::Ok,
+                "IKE SA #1 REKEYING (an IKE rekey in progress, transient; its CHILD SAs are installed), CHILD SAs cover 10.20.0.0/16".into()
+            )
+        );
+        // Without an INSTALLED child it is not up.
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/swanctl/21-hardening-ike-rekeying.txt"
+        ))
+        .unwrap()
+        .replace("reqid 1, INSTALLED", "reqid 1, DELETING");
+        assert_eq!(
+            judge(&text),
+            (Verdict::Fail, "IKE SA is REKEYING, not ESTABLISHED".into())
+        );
+    }
+
+    #[test]
+    fn an_ipv6_peer_printed_canonically_matches_its_spec_spelling() {
+        assert_eq!(
+            tunnel(verify(
+                &acme("10.250.3.0/24", "2001:DB8:5:0::10"),
+                Ok(&sample("20-"))
+            )),
+            (
+                Verdict::Ok,
+                "IKE SA #1 ESTABLISHED, CHILD SAs cover 10.20.0.0/16".into()
+            )
         );
     }
 }

@@ -104,8 +104,11 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("{file}: not swanctl --list-sas output: {message}")]
-    Sas { file: String, message: String },
+    #[error("{file}: {}", error.described())]
+    Sas {
+        file: String,
+        error: crate::core::swanctl::SwanctlError,
+    },
     #[error(transparent)]
     Cluster(#[from] crate::cluster::KubeError),
     #[error("cannot write the output")]
@@ -155,9 +158,7 @@ impl Error {
         match self {
             Error::Input(e) => e.hint(),
             Error::Cluster(e) => e.hint(),
-            Error::Sas { .. } => Some(
-                "pass the output of `swanctl --list-sas` (or `--list-sas --raw`) as printed".into(),
-            ),
+            Error::Sas { error, .. } => Some(error.hint()),
             Error::Bundle(e) => e.hint(),
             Error::Read { .. } | Error::Write { .. } => None,
             Error::Allowlist { .. } => Some(

@@ -22,6 +22,9 @@ Examples:
 
 JSON: {\"ike_sas\":[{\"name\",\"unique_id\",\"state\",\"ike_version\",\"local\":{\"id\",\"address\",\"port\"},
 \"remote\":{…},\"child_sas\":[{\"name\",\"unique_id\",\"state\",\"mode\",\"udp_encap\",\"local_ts\",\"remote_ts\"}]}]}
+Empty input (no bytes, or only whitespace) reads as no SAs: swanctl prints nothing when
+none exists. Non-empty text with no IKE SA in it is not swanctl output: exit 3, naming
+what it is (charon not running, a kubectl/exec error, or its first line).
 Exit codes: 0 read, 1 the file could not be read, 3 not swanctl output.")]
 pub struct ParseSasArgs {
     /// The output to read; `-` or nothing reads standard input.
@@ -90,10 +93,7 @@ pub fn render(sas: &Sas) -> String {
 pub fn run(args: &ParseSasArgs) -> Result<i32, Error> {
     let shown = args.file.display().to_string();
     let text = crate::cli::plan::read(&args.file)?;
-    let sas = swanctl::parse(&text).map_err(|e| Error::Sas {
-        file: shown,
-        message: e.to_string(),
-    })?;
+    let sas = swanctl::parse(&text).map_err(|error| Error::Sas { file: shown, error })?;
     let doc = match args.output {
         SasFormat::Text => render(&sas),
         SasFormat::Json => serde_json::to_string_pretty(&sas).expect("SAs serialize") + "\n",

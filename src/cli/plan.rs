@@ -101,16 +101,8 @@ pub(crate) fn read(path: &PathBuf) -> Result<String, Error> {
         path: shown.clone(),
         source,
     })?;
-    String::from_utf8(bytes).map_err(|e| {
-        let message = format!(
-            "not UTF-8 text (invalid byte at offset {})",
-            e.utf8_error().valid_up_to()
-        );
-        Error::Input(input::InputError::Syntax {
-            file: shown,
-            message,
-        })
-    })
+    // UTF-8, or UTF-16/UTF-32 with a BOM, decoded like kubectl does (issue 9 item 11).
+    input::decode(&bytes, &shown).map_err(Error::Input)
 }
 
 /// Read the live gateway and its surroundings, plan, and add the live checks.

@@ -79,11 +79,10 @@ pub fn render(rows: &[Row]) -> String {
         .map(|l| format!("{}\n", l.trim_end()))
         .collect();
     let failed = rows.iter().filter(|r| r.verdict == Verdict::Fail).count();
-    out.push_str(&if rows.is_empty() {
-        // Nothing checked is no verdict (DESIGN.md §4.9).
-        "NOT VERIFIED: nothing was checked\n".to_string()
-    } else if failed == 0 {
+    out.push_str(&if verify::healthy(rows) {
         "HEALTHY\n".to_string()
+    } else if rows.is_empty() {
+        "NOT HEALTHY: nothing was checked\n".to_string()
     } else {
         format!("NOT HEALTHY: {failed} check(s) failed\n")
     });

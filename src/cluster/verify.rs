@@ -47,6 +47,7 @@ pub async fn view(cluster: &Cluster, name: &str) -> Result<GatewayView, KubeErro
                     id: ipsec.peer.id,
                     remote_subnets: ipsec.remote_subnets,
                     conditions: Some((st.conditions, p.metadata.generation)),
+                    observed_generation: st.observed_generation,
                     grants: p
                         .spec
                         .authorization
@@ -107,6 +108,7 @@ pub async fn view(cluster: &Cluster, name: &str) -> Result<GatewayView, KubeErro
                 id: t.peer.id.clone(),
                 remote_subnets: t.remote_subnets.clone(),
                 conditions: None,
+                observed_generation: None,
                 grants: None,
             })
             .collect(),
@@ -211,7 +213,7 @@ pub async fn sas(cluster: &Cluster, name: &str) -> Result<Result<Sas, String>, K
         return Ok(Err(format!(
             "swanctl failed in pod {pod}: {} {}",
             s.message.unwrap_or_default(),
-            stderr.trim()
+            swanctl::failure(&stderr)
         )));
     }
     let _ = proc.join().await;

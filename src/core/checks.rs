@@ -11,6 +11,7 @@ use std::net::IpAddr;
 use ipnet::IpNet;
 use serde::Serialize;
 
+use crate::core::addr;
 use crate::core::allowlist::Allowlist;
 use crate::core::input::Source;
 use crate::core::model::condition;
@@ -470,7 +471,7 @@ fn fip_pinned(i: &Inputs) -> Result<Vec<Finding>, String> {
         (Some(pinned), live) => {
             if pinned.parse::<IpAddr>().is_err() {
                 out.push(finding(&obj, path, pinned, "an IPv4 or IPv6 address", "the pinned floating IP is not an IP address", Some(format!("kubectl edit ipsecgateway {}{}", i.name(), i.ns_flag()))));
-            } else if let Some(live) = live.filter(|l| *l != pinned) {
+            } else if let Some(live) = live.filter(|l| !addr::same_addr(l, pinned)) {
                 out.push(finding(
                     &obj,
                     "status.floatingIP",
@@ -695,7 +696,8 @@ fn remote_subnets(i: &Inputs) -> Result<Vec<Finding>, String> {
                     fix(),
                 )),
                 Ok(n) => {
-                    if let Some(c) = cidr.filter(|c| c.contains(&n) || n.contains(c)) {
+                    let n = addr::net(subnet).unwrap_or(n);
+                    if let Some(c) = cidr.filter(|c| addr::overlaps(c, &n)) {
                         out.push(finding(&obj, path, subnet, format!("a network outside the serviceCIDR {c}"), format!("remote subnet overlaps the serviceCIDR {c}: traffic to exposures would be routed into the tunnel"), fix()));
                     }
                 }
@@ -922,11 +924,11 @@ fn virtual_ips(i: &Inputs) -> Result<Vec<Finding>, String> {
         let path = format!("spec.exposures[{n}].virtualIP");
         match (&e.virtual_ip, &allocated) {
             (None, None) => out.push(finding(&obj, format!("status.exposures[name={}].virtualIP", e.name), "<unset>", format!("the address the client uses, inside {cidr}"), format!("exposure `{}` has no virtual IP in spec or status: the new gateway could allocate a different one", e.name), Some(format!("wait until the operator reports status.exposures for `{}`, then export again: {}", e.name, i.export_again())))),
-            (Some(s), Some(a)) if s != a => out.push(finding(&obj, path.clone(), s, a, format!("exposure `{}`: spec asks for {s} but the operator allocated {a}; the plan keeps {a}, the address clients use now", e.name), Some("set spec.exposures[].virtualIP to the allocated address (or remove it) and let the operator reconcile, then export again".into()))),
+            (Some(s), Some(a)) if !addr::same_addr(s, a) => out.push(finding(&obj, path.clone(), s, a, format!("exposure `{}`: spec asks for {s} but the operator allocated {a}; the plan keeps {a}, the address clients use now", e.name), Some("set spec.exposures[].virtualIP to the allocated address (or remove it) and let the operator reconcile, then export again".into()))),
             _ => {}
         }
         if let Some(vip) = allocated.as_ref().or(e.virtual_ip.as_ref()) {
-            match vip.parse::<IpAddr>() {
+            match vip.parse::<IpAddr>().map(|ip| ip.to_canonical()) {
                 Err(_) => out.push(finding(
                     &obj,
                     path,
@@ -1031,15 +1033,29 @@ fn source_ready(i: &Inputs) -> Result<Vec<Finding>, String> {
         .as_ref()
         .map(|s| s.conditions.as_slice())
         .unwrap_or_default();
+    let generation = i.source.gateway.metadata.generation;
+    let status_generation = i
+        .source
+        .gateway
+        .status
+        .as_ref()
+        .and_then(|s| s.observed_generation);
     Ok(["FIPAttached", "Ready"]
         .into_iter()
         .filter_map(|t| {
             let c = condition(conditions, t);
-            if c.is_some_and(|c| c.status == "True") {
-                return None;
-            }
+            // Judged current as `kubectl wait` does (issue 9 item 6).
+            let stale = match crate::core::verify::current(conditions, t, generation, status_generation) {
+                Ok(c) if c.status == "True" => return None,
+                Ok(_) => None,
+                Err(why) => c.map(|_| why),
+            };
             let seen = c.map_or("<absent>".to_string(), |c| format!("{}{}", c.status, c.reason.as_deref().map(|r| format!(" ({r})")).unwrap_or_default()));
-            Some(finding(&i.old_object(), format!("status.conditions[type={t}]"), seen, "True", format!("the old gateway is not {t} now: the cutover cannot be compared with a healthy baseline"), None))
+            let message = match stale {
+                Some(why) => format!("the old gateway's {t} is not current ({why}): the cutover cannot be compared with a healthy baseline"),
+                None => format!("the old gateway is not {t} now: the cutover cannot be compared with a healthy baseline"),
+            };
+            Some(finding(&i.old_object(), format!("status.conditions[type={t}]"), seen, "True", message, None))
         })
         .collect())
 }

@@ -96,6 +96,14 @@ impl Source {
 pub enum InputError {
     #[error("{file}: not valid YAML or JSON: {message}")]
     Syntax { file: String, message: String },
+    /// The bytes are not text in the encoding found (issue 9 item 11).
+    #[error("{file}: {message} (encoding found: {encoding})")]
+    Encoding {
+        file: String,
+        /// The encoding found: `UTF-16 LE (BOM)`, `UTF-16 LE without a BOM`, `UTF-8`, …
+        encoding: &'static str,
+        message: String,
+    },
     #[error("{file}: the file holds no documents")]
     Empty { file: String },
     #[error("{file}: no IPsecGateway found ({seen})")]
@@ -148,6 +156,20 @@ impl InputError {
             InputError::NoGateway { seen, .. } if seen.contains("already the new API") => {
                 "the file holds VPNGateway/VPNPeer objects: this gateway looks migrated already; plan from the IPsecGateway export instead".into()
             }
+            InputError::Encoding { file, encoding, .. } => {
+                let from = if encoding.starts_with("UTF-32") {
+                    "UTF-32"
+                } else if encoding.starts_with("UTF-16 without") {
+                    "UTF-16LE"
+                } else if encoding.starts_with("UTF-16") {
+                    "UTF-16"
+                } else {
+                    "WINDOWS-1252"
+                };
+                format!(
+                    "convert it to UTF-8 and plan from the copy: `iconv -f {from} -t UTF-8 {file} > gateway.utf8.yaml` (or in PowerShell: `Get-Content {file} | Set-Content -Encoding utf8 gateway.utf8.yaml`); from Windows PowerShell, export with `| Out-File -Encoding utf8 NAME.yaml` rather than `> NAME.yaml`"
+                )
+            }
             InputError::Syntax { .. } | InputError::Empty { .. } | InputError::NoGateway { .. } => {
                 "export the gateway with `kubectl get ipsecgateway NAME -n NAMESPACE -o yaml > NAME.yaml`".into()
             }
@@ -168,6 +190,143 @@ impl InputError {
             ),
         })
     }
+}
+
+/// The text of a file read as bytes, as kubectl reads it (issue 9 item 11): UTF-8 with or
+/// without a BOM, and UTF-16 LE/BE and UTF-32 LE/BE recognised by their byte-order
+/// mark (Windows PowerShell 5's `>` writes UTF-16 LE with a BOM) and decoded. Bytes that
+/// are not text in the encoding found are an [`InputError::Encoding`] naming that
+/// encoding and the offset; UTF-16 without a BOM is recognised by its zero bytes and
+/// named, not guessed at.
+pub fn decode(bytes: &[u8], file: &str) -> Result<String, InputError> {
+    let err = |encoding: &'static str, message: String| InputError::Encoding {
+        file: file.to_string(),
+        encoding,
+        message,
+    };
+    // UTF-32 first: its LE mark begins with UTF-16 LE's.
+    let boms: [(&[u8], &'static str); 5] = [
+        (&[0xFF, 0xFE, 0x00, 0x00], "UTF-32 LE (BOM)"),
+        (&[0x00, 0x00, 0xFE, 0xFF], "UTF-32 BE (BOM)"),
+        (&[0xEF, 0xBB, 0xBF], "UTF-8 (BOM)"),
+        (&[0xFF, 0xFE], "UTF-16 LE (BOM)"),
+        (&[0xFE, 0xFF], "UTF-16 BE (BOM)"),
+    ];
+    let Some((bom, encoding)) = boms.iter().find(|(b, _)| bytes.starts_with(b)) else {
+        // ASCII in UTF-16 is valid UTF-8 full of NULs: name it rather than guess.
+        if looks_like_utf16(bytes) {
+            return Err(err(
+                "UTF-16 without a BOM",
+                "not UTF-8 text: a zero byte between every two characters, so UTF-16 without a byte-order mark, whose byte order is not known".into(),
+            ));
+        }
+        return String::from_utf8(bytes.to_vec()).map_err(|e| {
+            err(
+                "no BOM, not UTF-8 (perhaps Latin-1 or Windows-1252)",
+                format!(
+                    "not UTF-8 text (invalid byte at offset {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            )
+        });
+    };
+    let body = &bytes[bom.len()..];
+    let at = |i: usize| i + bom.len();
+    match *encoding {
+        "UTF-8 (BOM)" => String::from_utf8(body.to_vec()).map_err(|e| {
+            err(
+                encoding,
+                format!(
+                    "not UTF-8 text after its UTF-8 BOM (invalid byte at offset {})",
+                    at(e.utf8_error().valid_up_to())
+                ),
+            )
+        }),
+        "UTF-16 LE (BOM)" | "UTF-16 BE (BOM)" => {
+            if !body.len().is_multiple_of(2) {
+                return Err(err(
+                    encoding,
+                    format!(
+                        "not UTF-16 text: an odd number of bytes ({}), the file is cut short",
+                        bytes.len()
+                    ),
+                ));
+            }
+            let le = encoding.contains("LE");
+            let units = body.chunks_exact(2).map(|c| {
+                if le {
+                    u16::from_le_bytes([c[0], c[1]])
+                } else {
+                    u16::from_be_bytes([c[0], c[1]])
+                }
+            });
+            let mut out = String::with_capacity(body.len() / 2);
+            let mut offset = 0;
+            for c in char::decode_utf16(units) {
+                match c {
+                    Ok(c) => {
+                        offset += c.len_utf16() * 2;
+                        out.push(c);
+                    }
+                    Err(e) => {
+                        return Err(err(
+                            encoding,
+                            format!(
+                                "not UTF-16 text: unpaired surrogate {:#06x} at byte offset {}",
+                                e.unpaired_surrogate(),
+                                at(offset)
+                            ),
+                        ));
+                    }
+                }
+            }
+            Ok(out)
+        }
+        _ => {
+            if !body.len().is_multiple_of(4) {
+                return Err(err(
+                    encoding,
+                    format!(
+                        "not UTF-32 text: {} bytes, not a multiple of 4, the file is cut short",
+                        bytes.len()
+                    ),
+                ));
+            }
+            let le = encoding.contains("LE");
+            body.chunks_exact(4)
+                .enumerate()
+                .map(|(i, c)| {
+                    let v = if le {
+                        u32::from_le_bytes([c[0], c[1], c[2], c[3]])
+                    } else {
+                        u32::from_be_bytes([c[0], c[1], c[2], c[3]])
+                    };
+                    char::from_u32(v).ok_or_else(|| {
+                        err(
+                            encoding,
+                            format!(
+                                "not UTF-32 text: {v:#x} at byte offset {} is not a character",
+                                at(i * 4)
+                            ),
+                        )
+                    })
+                })
+                .collect()
+        }
+    }
+}
+
+/// Whether bytes without a BOM look like UTF-16: ASCII text in UTF-16 has a zero byte
+/// in every other position.
+fn looks_like_utf16(bytes: &[u8]) -> bool {
+    let sample = &bytes[..bytes.len().min(512)];
+    let pairs = sample.len() / 2;
+    if pairs < 2 {
+        return false;
+    }
+    let zero_odd = sample.chunks_exact(2).filter(|c| c[1] == 0).count();
+    let zero_even = sample.chunks_exact(2).filter(|c| c[0] == 0).count();
+    zero_odd * 10 >= pairs * 8 || zero_even * 10 >= pairs * 8
 }
 
 /// A YAML parser error as one line for users: the parser's first line only (its later
@@ -461,4 +620,103 @@ fn first_duplicate<'a>(names: impl Iterator<Item = &'a str>) -> Option<(&'a str,
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn utf16(text: &str, le: bool) -> Vec<u8> {
+        let mut out = if le {
+            vec![0xFF, 0xFE]
+        } else {
+            vec![0xFE, 0xFF]
+        };
+        for u in text.encode_utf16() {
+            out.extend(if le { u.to_le_bytes() } else { u.to_be_bytes() });
+        }
+        out
+    }
+
+    fn utf32(text: &str, le: bool) -> Vec<u8> {
+        let mut out = if le {
+            vec![0xFF, 0xFE, 0, 0]
+        } else {
+            vec![0, 0, 0xFE, 0xFF]
+        };
+        for c in text.chars() {
+            let v = c as u32;
+            out.extend(if le { v.to_le_bytes() } else { v.to_be_bytes() });
+        }
+        out
+    }
+
+    /// Issue 9 item 11: every BOM kubectl reads is read, and the BOM is not text.
+    #[test]
+    fn boms_are_recognised_and_decoded() {
+        let text = "apiVersion: ipsec.bnerd.net/v1alpha1\r\nkind: IPsecGateway # Zürich 🔐\n";
+        assert_eq!(decode(text.as_bytes(), "f").unwrap(), text);
+        let mut bom8 = vec![0xEF, 0xBB, 0xBF];
+        bom8.extend(text.as_bytes());
+        assert_eq!(decode(&bom8, "f").unwrap(), text);
+        for le in [true, false] {
+            assert_eq!(
+                decode(&utf16(text, le), "f").unwrap(),
+                text,
+                "utf16 le={le}"
+            );
+            assert_eq!(
+                decode(&utf32(text, le), "f").unwrap(),
+                text,
+                "utf32 le={le}"
+            );
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_not_text_name_the_encoding_found() {
+        let msg = |b: &[u8]| decode(b, "g.yaml").unwrap_err().to_string();
+        let mut cut = utf16("kind: IPsecGateway", true);
+        cut.pop();
+        assert_eq!(
+            msg(&cut),
+            "g.yaml: not UTF-16 text: an odd number of bytes (37), the file is cut short (encoding found: UTF-16 LE (BOM))"
+        );
+        let mut lone = utf16("ab", false);
+        lone.extend([0xD8, 0x00, 0x00, 0x61]);
+        assert_eq!(
+            msg(&lone),
+            "g.yaml: not UTF-16 text: unpaired surrogate 0xd800 at byte offset 6 (encoding found: UTF-16 BE (BOM))"
+        );
+        let no_bom: Vec<u8> = utf16("apiVersion: v1\n", true)[2..].to_vec();
+        assert!(
+            msg(&no_bom).ends_with("(encoding found: UTF-16 without a BOM)"),
+            "{}",
+            msg(&no_bom)
+        );
+        assert_eq!(
+            msg(b"apiVersion: v1\n\xe9t\xe9\n"),
+            "g.yaml: not UTF-8 text (invalid byte at offset 15) (encoding found: no BOM, not UTF-8 (perhaps Latin-1 or Windows-1252))"
+        );
+        let mut bad32 = utf32("a", true);
+        bad32.extend(0x0011_0000u32.to_le_bytes());
+        assert_eq!(
+            msg(&bad32),
+            "g.yaml: not UTF-32 text: 0x110000 at byte offset 8 is not a character (encoding found: UTF-32 LE (BOM))"
+        );
+    }
+
+    /// The hint converts from the encoding found and never repeats the command that
+    /// wrote the file.
+    #[test]
+    fn the_encoding_hint_converts_from_what_was_found() {
+        let e = decode(&[0xFF, 0xFE, 0x61], "acme.yaml").unwrap_err();
+        let hint = e.hint().unwrap();
+        assert!(
+            hint.contains("`iconv -f UTF-16 -t UTF-8 acme.yaml > gateway.utf8.yaml`"),
+            "{hint}"
+        );
+        assert!(hint.contains("Out-File -Encoding utf8"), "{hint}");
+        assert!(!hint.contains("kubectl get ipsecgateway"), "{hint}");
+    }
 }

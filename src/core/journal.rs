@@ -11,6 +11,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::core::addr;
+
 /// Schema identifier of the journal document; bumped on incompatible changes.
 pub const JOURNAL_API_VERSION: &str = "vpnmig.bnerd.net/journal/v1";
 
@@ -357,7 +359,8 @@ impl Journal {
         if s(old, "/kind") != "IPsecGateway" || s(old, "/metadata/name") != self.gateway {
             return Err(format!("oldManifest is not IPsecGateway {}", self.gateway));
         }
-        if s(old, "/spec/endpoint/floatingIP") != fip {
+        // Addresses compare parsed (issue 9 item 4).
+        if !addr::same_addr(&s(old, "/spec/endpoint/floatingIP"), fip) {
             return Err(format!("oldManifest does not pin floatingIP {fip}"));
         }
         let Some((gw, peers)) = self.targets.split_first() else {
@@ -366,7 +369,7 @@ impl Journal {
         if s(gw, "/kind") != "VPNGateway" || s(gw, "/metadata/name") != self.gateway {
             return Err(format!("targets[0] is not VPNGateway {}", self.gateway));
         }
-        if s(gw, "/spec/endpoint/floatingIP") != fip {
+        if !addr::same_addr(&s(gw, "/spec/endpoint/floatingIP"), fip) {
             return Err(format!(
                 "targets[0] (the VPNGateway) does not pin floatingIP {fip}"
             ));
@@ -462,8 +465,10 @@ pub fn lost_addresses(j: &Journal, status: &Value) -> Vec<String> {
     let (cidr, vips) = j.pinned_addresses();
     let mut out = Vec::new();
     let now = status.get("serviceCIDR").and_then(Value::as_str);
+    // Compared parsed (issue 9 item 4): the operator may print what it allocated in
+    // another spelling than the one recorded.
     if let Some(c) = &cidr
-        && now != Some(c.as_str())
+        && !now.is_some_and(|n| addr::same_net(n, c))
     {
         out.push(format!("serviceCIDR {c} → {}", now.unwrap_or("<none>")));
     }
@@ -475,7 +480,7 @@ pub fn lost_addresses(j: &Journal, status: &Value) -> Vec<String> {
             .flatten()
             .find(|e| e["name"] == name.as_str())
             .and_then(|e| e["virtualIP"].as_str());
-        if now != Some(vip.as_str()) {
+        if !now.is_some_and(|n| addr::same_addr(n, &vip)) {
             out.push(format!(
                 "exposure {name} virtual IP {vip} → {}",
                 now.unwrap_or("<none>")
@@ -672,6 +677,44 @@ mod tests {
             j.validate(),
             Err("oldManifest does not pin floatingIP 198.51.100.23".into())
         );
+    }
+
+    /// Issue 9 item 4: what a re-created gateway lost is judged on addresses, not on how
+    /// the operator spells them.
+    #[test]
+    fn lost_addresses_compare_parsed() {
+        let gw = json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNGateway", "metadata": {"name": "acme"},
+            "spec": {"endpoint": {"floatingIP": "2001:DB8:5:0::23"}, "serviceCIDR": "FD00:250:9:0::/64",
+                     "exposures": [{"name": "crm", "virtualIP": "FD00:250:9::A"}, {"name": "ldap", "virtualIP": "10.250.3.11"}]}});
+        let j = Journal {
+            api_version: JOURNAL_API_VERSION.into(),
+            namespace: "t".into(),
+            gateway: "acme".into(),
+            phase: Phase::OldApplied,
+            old_uid: None,
+            spec_fingerprint: "sha256:x".into(),
+            floating_ip: "2001:db8:5::23".into(),
+            psk_secret: "acme-psk".into(),
+            psk_fingerprint: None,
+            old_manifest: json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}, "spec": {"endpoint": {"floatingIP": "2001:DB8:5::23"}}}),
+            targets: vec![gw],
+            psk_detached: None,
+            outage_ms: None,
+            fixed_targets: false,
+            target_uids: Vec::new(),
+            last_error: None,
+            history: Vec::new(),
+        };
+        let status = json!({"serviceCIDR": "fd00:250:9::/64", "exposures": [
+            {"name": "crm", "virtualIP": "fd00:250:9::a"}, {"name": "ldap", "virtualIP": "10.250.3.12"}]});
+        assert_eq!(
+            lost_addresses(&j, &status),
+            ["exposure ldap virtual IP 10.250.3.11 → 10.250.3.12"]
+        );
+        // The floating IP spelled otherwise in the old manifest is the same pin.
+        let mut ok = j.clone();
+        ok.targets.push(json!({"kind": "VPNPeer", "spec": {"gatewayRef": {"name": "acme"}, "ipsec": {"pskSecretRef": {"name": "acme-psk"}}}}));
+        assert_eq!(ok.validate(), Ok(()));
     }
 
     #[test]

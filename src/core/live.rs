@@ -6,6 +6,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::core::addr;
 use crate::core::checks::{CheckResult, Finding, Outcome, Severity, finding, result};
 use crate::core::plan::Plan;
 
@@ -92,9 +93,13 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
 
     let fip = plan.targets.gateway.spec.endpoint.floating_ip.clone();
     let cidr = plan.targets.gateway.spec.service_cidr.clone();
+    // Compared parsed (issue 9 item 4): the same floating IP spelled another way is the
+    // same address, and a service CIDR that overlaps another gateway's (a /16 holding
+    // this /24) clashes as surely as an equal one.
     let unique = |what: &str,
                   mine: &Option<String>,
-                  theirs: fn(&OtherGateway) -> &Option<String>|
+                  theirs: fn(&OtherGateway) -> &Option<String>,
+                  clash: fn(&str, &str) -> bool|
      -> Result<Vec<Finding>, String> {
         let others = facts
             .others
@@ -105,21 +110,29 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
         };
         Ok(others
             .iter()
-            .filter(|o| theirs(o).as_deref() == Some(mine.as_str()))
-            .map(|o| finding(&o.object, "", mine.clone(), format!("a {what} no other gateway uses"), format!("{} also holds {what} {mine}: the new gateway would sit at AlreadyAssociated or clash", o.object), Some("find out which gateway owns it before the window".into())))
+            .filter_map(|o| theirs(o).as_deref().filter(|t| clash(t, mine)).map(|t| (o, t)))
+            .map(|(o, t)| finding(&o.object, "", t.to_string(), format!("a {what} no other gateway uses"), format!("{} also holds {what} {t}{}: the new gateway would sit at AlreadyAssociated or clash", o.object, if t == mine.as_str() { String::new() } else { format!(" (this gateway's: {mine})") }), Some("find out which gateway owns it before the window".into())))
             .collect())
     };
     out.push(result(
         "fip-unique",
         Severity::Blocker,
         "no other gateway holds the floating IP",
-        unique("floating IP", &fip, |o| &o.floating_ip),
+        unique("floating IP", &fip, |o| &o.floating_ip, addr::same_addr),
     ));
     out.push(result(
         "service-cidr-unique",
         Severity::Blocker,
         "no other gateway holds the service CIDR",
-        unique("service CIDR", &cidr, |o| &o.service_cidr),
+        unique(
+            "service CIDR",
+            &cidr,
+            |o| &o.service_cidr,
+            |a, b| match (addr::net(a), addr::net(b)) {
+                (Some(x), Some(y)) => addr::overlaps(&x, &y),
+                _ => a.trim() == b.trim(),
+            },
+        ),
     ));
 
     let dry = match &facts.dry_run {

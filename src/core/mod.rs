@@ -2,6 +2,7 @@
 //! parsers. Nothing here touches the network or the file system; it turns values into
 //! values, so every rule is testable without a cluster.
 
+pub mod addr;
 pub mod allowlist;
 pub mod checks;
 pub mod input;

@@ -8,9 +8,6 @@
 //! "pinned". Every difference names the field, both values and the field manager that
 //! last wrote it (from metadata.managedFields).
 
-use std::net::IpAddr;
-
-use ipnet::IpNet;
 use serde_json::Value;
 
 use crate::core::verify::{Row, Verdict};
@@ -82,13 +79,11 @@ fn select(obj: &Value, path: &str) -> Vec<(String, Value)> {
 pub fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::String(x), Value::String(y)) => {
-            if let (Ok(p), Ok(q)) = (x.trim().parse::<IpAddr>(), y.trim().parse::<IpAddr>()) {
-                return p == q;
+            use crate::core::addr;
+            match (addr::net(x), addr::net(y)) {
+                (Some(p), Some(q)) => p == q,
+                _ => x == y,
             }
-            if let (Ok(p), Ok(q)) = (x.trim().parse::<IpNet>(), y.trim().parse::<IpNet>()) {
-                return p == q;
-            }
-            x == y
         }
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))

@@ -10,6 +10,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::core::addr;
 use crate::core::model::IPsecGateway;
 use crate::core::path::{JsonPath, Seg};
 use crate::core::translate::{LAST_APPLIED, MIGRATED_FROM, Targets, not_carried};
@@ -312,7 +313,7 @@ pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<F
             let found = to.get(doc);
             let (verdict, new_value) = match (rule, found) {
                 (Rule::Derived, f) => (Verdict::Derived, f.cloned()),
-                (_, Some(v)) if v == value => (Verdict::Identical, None),
+                (_, Some(v)) if v == value || same_address(v, value) => (Verdict::Identical, None),
                 (_, None) if value.is_null() || is_empty_container(value) => {
                     (Verdict::Identical, None)
                 }
@@ -584,6 +585,19 @@ pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<F
         }
     }
     rows
+}
+
+/// Whether two values are the same IP address or network spelled differently
+/// (`FD00::A` and `fd00::a`): the address arrives, so the value is identical for the
+/// client's firewall (issue 9 item 4: addresses are compared parsed, never as text).
+fn same_address(a: &Value, b: &Value) -> bool {
+    let (Some(a), Some(b)) = (a.as_str(), b.as_str()) else {
+        return false;
+    };
+    if addr::addr(a).is_some() {
+        return addr::same_addr(a, b);
+    }
+    a.contains('/') && addr::net(a).is_some() && addr::same_net(a, b)
 }
 
 /// Whether a path's keys suggest a credential (`psk`, `password`, `token`, …): the value

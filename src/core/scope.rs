@@ -12,8 +12,6 @@
 //!   the window can prove it made it: its uid is recorded in the journal, or it carries
 //!   vpnmig's field manager and the migrated-from annotation of this gateway.
 
-use std::net::IpAddr;
-
 use serde_json::Value;
 
 use crate::core::translate::MIGRATED_FROM;
@@ -28,12 +26,9 @@ fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
 }
 
 /// Whether two floating IPs are the same address: compared parsed (`2001:DB8::1` and
-/// `2001:db8::1` are one address), as text only when either does not parse.
+/// `2001:db8::1` are one address; `core::addr`).
 pub fn same_ip(a: &str, b: &str) -> bool {
-    match (a.trim().parse::<IpAddr>(), b.trim().parse::<IpAddr>()) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => a == b,
-    }
+    crate::core::addr::same_addr(a, b)
 }
 
 /// Whether a gateway (`IPsecGateway` or `VPNGateway`, as JSON) may be deleted by a window

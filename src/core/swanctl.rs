@@ -60,24 +60,129 @@ pub struct ChildSa {
     pub remote_ts: Vec<String>,
 }
 
-/// Why the text could not be read. Only structure that cannot be recovered from is an
-/// error; unknown lines are skipped.
+/// Why the text could not be read. Structure that cannot be recovered from is an error,
+/// and so is text in which nothing is swanctl's: an error message is not "no SAs"
+/// (issue 9 item 10). Unknown lines among recognised ones are skipped.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SwanctlError {
     #[error("line {line}: a CHILD SA or selector before any IKE SA: {text:?}")]
     Orphan { line: usize, text: String },
     #[error("raw output: unbalanced braces")]
     Unbalanced,
+    /// swanctl's own error when it cannot reach the daemon
+    /// (`connecting to 'unix:///var/run/charon.vici' failed: …`).
+    #[error(
+        "charon is not running / the VICI socket is not reachable: swanctl printed {line:?}, not a list of SAs"
+    )]
+    CharonDown { line: String },
+    /// kubectl's or the container runtime's error instead of swanctl's output.
+    #[error(
+        "not swanctl --list-sas output: an error from kubectl or the container runtime (the command did not reach swanctl): {line:?}"
+    )]
+    ExecError { line: String },
+    /// Text in which no line is an IKE SA, CHILD SA or selector line.
+    #[error(
+        "not swanctl --list-sas output: no IKE SA, CHILD SA or selector line in {lines} non-empty line(s); the first is {first:?}"
+    )]
+    NotSwanctl { lines: usize, first: String },
+}
+
+impl SwanctlError {
+    /// The error as a sentence that says what the text is: the structural errors get
+    /// "not swanctl --list-sas output: " in front, the others name themselves.
+    pub fn described(&self) -> String {
+        match self {
+            SwanctlError::Orphan { .. } | SwanctlError::Unbalanced => {
+                format!("not swanctl --list-sas output: {self}")
+            }
+            _ => self.to_string(),
+        }
+    }
+
+    /// What would change the outcome, rendered after the error.
+    pub fn hint(&self) -> String {
+        match self {
+            SwanctlError::CharonDown { .. } => "start charon (strongSwan's IKE daemon) in the gateway pod, or find why it stopped: `kubectl logs deploy/GATEWAY -c strongswan`; when no SA exists swanctl prints nothing, never this".into(),
+            SwanctlError::ExecError { .. } => "check the pod and container (`-c strongswan`) the exec went to, and pass only swanctl's standard output (no `2>&1`)".into(),
+            _ => "pass the output of `swanctl --list-sas` (or `--list-sas --raw`) as printed; when no SA exists swanctl prints nothing (an empty input reads as no SAs)".into(),
+        }
+    }
 }
 
 /// Read either format (the `--raw` form is recognised by its `list-sa` event lines).
+///
+/// Empty input (zero bytes or whitespace only) is no SAs: swanctl prints nothing when
+/// none exists. Non-empty input in which no IKE SA is recognised is an error that names
+/// what the text was: charon not running, a kubectl/exec error, or something else with
+/// its first line (issue 9 item 10), so that no caller turns an error into "nothing is
+/// up".
 pub fn parse(text: &str) -> Result<Sas, SwanctlError> {
+    if text.trim().is_empty() {
+        return Ok(Sas::default());
+    }
     if text.lines().any(|l| {
         l.trim_start().starts_with("list-sa event") || l.trim_start().starts_with("list-sas reply")
     }) {
-        parse_raw(text)
-    } else {
-        parse_human(text)
+        return parse_raw(text);
+    }
+    let sas = parse_human(text)?;
+    if sas.ike_sas.is_empty() {
+        return Err(classify(text));
+    }
+    Ok(sas)
+}
+
+/// Why `swanctl` failed, from what it printed on standard error: charon not running
+/// (the VICI socket not reachable) is named as such (issue 9 item 10); anything else is
+/// given as printed.
+pub fn failure(stderr: &str) -> String {
+    match classify(stderr) {
+        e @ SwanctlError::CharonDown { .. } => e.to_string(),
+        _ => stderr.trim().to_string(),
+    }
+}
+
+/// What a non-empty text without any IKE SA is.
+fn classify(text: &str) -> SwanctlError {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let shown = |l: &str| -> String {
+        let mut s: String = l.chars().take(160).collect();
+        if s.len() < l.len() {
+            s.push('…');
+        }
+        s
+    };
+    let charon = |l: &str| {
+        l.contains("charon.vici")
+            || (l.contains("connecting to '") && l.contains("failed"))
+            || l.contains("connecting to 'default' URI failed")
+    };
+    if let Some(l) = lines.iter().find(|l| charon(l)) {
+        return SwanctlError::CharonDown { line: shown(l) };
+    }
+    let exec = |l: &str| {
+        [
+            "error: ",
+            "Error from server",
+            "Unable to connect to the server",
+            "The connection to the server",
+            "OCI runtime exec failed",
+            "command terminated with exit code",
+            "error executing command",
+        ]
+        .iter()
+        .any(|p| l.starts_with(p))
+    };
+    if let Some(l) = lines.iter().find(|l| exec(l)) {
+        return SwanctlError::ExecError { line: shown(l) };
+    }
+    SwanctlError::NotSwanctl {
+        lines: lines.len(),
+        first: shown(lines.first().copied().unwrap_or_default()),
     }
 }
 

@@ -115,7 +115,13 @@ pub fn translate(old: &IPsecGateway) -> Targets {
                 .find(|s| s.name == e.name)
                 .and_then(|s| s.virtual_ip.clone());
             let mut e = e.clone();
-            e.virtual_ip = allocated.or(e.virtual_ip);
+            // The spec's spelling is kept when it is the address the operator allocated
+            // (`FD00::A` and `fd00::a`): values stay byte-for-byte identical, and the
+            // addresses are compared parsed (issue 9 item 4).
+            e.virtual_ip = match (allocated, e.virtual_ip) {
+                (Some(a), Some(s)) if crate::core::addr::same_addr(&a, &s) => Some(s),
+                (a, s) => a.or(s),
+            };
             e
         })
         .collect();

@@ -56,8 +56,10 @@ pub fn all_gone(objects: &[(String, Option<&Value>)]) -> State {
     }
 }
 
-/// Condition `type_` of `obj` is `True` for the object's current generation. While it is
-/// not: its status, reason and message as the operator wrote them.
+/// Condition `type_` of `obj` is `True` for the object's current generation, judged as
+/// `kubectl wait` judges it ([`crate::core::verify::current`], issue 9 item 6). While it
+/// is not: its status, reason and message as the operator wrote them, or why it is not
+/// current.
 pub fn condition(label: &str, obj: Option<&Value>, type_: &str) -> State {
     let Some(o) = obj else {
         return State::Waiting(format!("{label} does not exist"));
@@ -68,7 +70,10 @@ pub fn condition(label: &str, obj: Option<&Value>, type_: &str) -> State {
         .and_then(|c| serde_json::from_value(c).ok())
         .unwrap_or_default();
     let generation = o.pointer("/metadata/generation").and_then(Value::as_i64);
-    match crate::core::verify::current(&conditions, type_, generation) {
+    let status_generation = o
+        .pointer("/status/observedGeneration")
+        .and_then(Value::as_i64);
+    match crate::core::verify::current(&conditions, type_, generation, status_generation) {
         Ok(c) if c.status == "True" => State::Done,
         Ok(c) => State::Waiting(format!(
             "{label} {type_}={} reason {}{}",
@@ -163,10 +168,39 @@ mod tests {
         );
     }
 
+    /// Issue 9 item 6: a condition without its own observedGeneration is judged by
+    /// status.observedGeneration, and with neither it is not current.
+    #[test]
+    fn a_stale_status_without_condition_generations_is_not_done() {
+        let gw =
+            |status: serde_json::Value| json!({"metadata": {"generation": 2}, "status": status});
+        let stale = gw(
+            json!({"observedGeneration": 1, "conditions": [{"type": "Ready", "status": "True"}]}),
+        );
+        assert_eq!(
+            condition("g", Some(&stale), "Ready"),
+            State::Waiting("g: Ready=True has no observedGeneration and status.observedGeneration is 1, the object is at 2: stale".into())
+        );
+        let fresh = gw(
+            json!({"observedGeneration": 2, "conditions": [{"type": "Ready", "status": "True"}]}),
+        );
+        assert_eq!(condition("g", Some(&fresh), "Ready"), State::Done);
+        let unknown = gw(json!({"conditions": [{"type": "Ready", "status": "True"}]}));
+        assert_eq!(
+            condition("g", Some(&unknown), "Ready"),
+            State::Waiting("g: Ready=True is not known to be current: neither the condition nor the status has an observedGeneration (the object is at 2)".into())
+        );
+        // The condition's own observedGeneration wins over the status's.
+        let own = gw(
+            json!({"observedGeneration": 1, "conditions": [{"type": "Ready", "status": "True", "observedGeneration": 2}]}),
+        );
+        assert_eq!(condition("g", Some(&own), "Ready"), State::Done);
+    }
+
     #[test]
     fn all_lists_every_missing_condition() {
-        let ok = json!({"status": {"conditions": [{"type": "Authorized", "status": "True"}]}});
-        let no = json!({"status": {"conditions": [{"type": "Authorized", "status": "False", "reason": "UnknownExposure"}]}});
+        let ok = json!({"metadata": {"generation": 1}, "status": {"observedGeneration": 1, "conditions": [{"type": "Authorized", "status": "True"}]}});
+        let no = json!({"metadata": {"generation": 1}, "status": {"observedGeneration": 1, "conditions": [{"type": "Authorized", "status": "False", "reason": "UnknownExposure"}]}});
         assert_eq!(
             all(&[("p1".into(), Some(&ok))], &["Authorized"]),
             State::Done

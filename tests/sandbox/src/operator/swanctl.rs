@@ -8,6 +8,9 @@
 //! encapsulation (`TUNNEL`, like the documentation example, sample 08).
 
 use std::fmt::Write;
+use std::net::IpAddr;
+
+use ipnet::IpNet;
 
 use tokio::time::Instant;
 
@@ -200,6 +203,41 @@ impl Algs {
     }
 }
 
+/// An address as strongSwan prints it (`%H`): parsed, then printed canonically (RFC 5952
+/// for IPv6, through `std::net::Ipv6Addr`'s Display), whatever spelling the spec used
+/// (issue 9 item 4: `2001:DB8:5:0::10` is printed `2001:db8:5::10`). A DNS name, which
+/// charon would have resolved, is printed as configured.
+pub fn host(s: &str) -> String {
+    match s.trim().parse::<IpAddr>() {
+        Ok(ip) => ip.to_string(),
+        Err(_) => s.to_string(),
+    }
+}
+
+/// An IKE identity as strongSwan prints it (`%Y`): one that parses as an IP address is an
+/// `ID_IPV4_ADDR`/`ID_IPV6_ADDR` and printed canonically; FQDNs, user@FQDNs and DNs as
+/// configured.
+pub fn identity(s: &str) -> String {
+    match s.trim().parse::<IpAddr>() {
+        Ok(ip) => ip.to_string(),
+        Err(_) => s.to_string(),
+    }
+}
+
+/// A traffic selector as strongSwan prints it (`%R`): the network address and prefix,
+/// canonical (host bits cleared, IPv6 in RFC 5952 form); a bare address is its /32 or
+/// /128.
+pub fn selector(s: &str) -> String {
+    let t = s.trim();
+    match t.parse::<IpNet>() {
+        Ok(n) => n.trunc().to_string(),
+        Err(_) => match t.parse::<IpAddr>() {
+            Ok(ip) => IpNet::from(ip).to_string(),
+            Err(_) => s.to_string(),
+        },
+    }
+}
+
 fn secs(since: Instant, now: Instant) -> u64 {
     now.saturating_duration_since(since).as_secs()
 }
@@ -227,8 +265,18 @@ pub fn list_sas(daemon: &Daemon, ike: Option<&str>, now: Instant) -> String {
             "{}: #{}, ESTABLISHED, IKEv{}, {}_i {}_r*",
             sa.conn, sa.uid, sa.version, sa.spi_i, sa.spi_r
         );
-        let _ = writeln!(o, "  local  '{}' @ {}[4500]", sa.local_id, sa.local_host);
-        let _ = writeln!(o, "  remote '{}' @ {}[4500]", sa.remote_id, sa.remote_host);
+        let _ = writeln!(
+            o,
+            "  local  '{}' @ {}[4500]",
+            identity(&sa.local_id),
+            host(&sa.local_host)
+        );
+        let _ = writeln!(
+            o,
+            "  remote '{}' @ {}[4500]",
+            identity(&sa.remote_id),
+            host(&sa.remote_host)
+        );
         let _ = writeln!(o, "  {}", Algs::of(&sa.proposal, true).human());
         let _ = writeln!(
             o,
@@ -253,8 +301,8 @@ pub fn list_sas(daemon: &Daemon, ike: Option<&str>, now: Instant) -> String {
             );
             let _ = writeln!(o, "    in  {}, {:>6} bytes, {:>5} packets", c.spi_in, 0, 0);
             let _ = writeln!(o, "    out {}, {:>6} bytes, {:>5} packets", c.spi_out, 0, 0);
-            let _ = writeln!(o, "    local  {}", c.local_ts);
-            let _ = writeln!(o, "    remote {}", c.remote_ts);
+            let _ = writeln!(o, "    local  {}", selector(&c.local_ts));
+            let _ = writeln!(o, "    remote {}", selector(&c.remote_ts));
         }
     }
     o
@@ -282,8 +330,8 @@ pub fn list_sas_raw(daemon: &Daemon, ike: Option<&str>, now: Instant) -> String 
                     Algs::of(&c.proposal, false).raw(),
                     rekey(c.life_s).saturating_sub(inst),
                     c.life_s.saturating_sub(inst),
-                    c.local_ts,
-                    c.remote_ts
+                    selector(&c.local_ts),
+                    selector(&c.remote_ts)
                 )
             })
             .collect();
@@ -293,10 +341,10 @@ pub fn list_sas_raw(daemon: &Daemon, ike: Option<&str>, now: Instant) -> String 
             sa.conn,
             sa.uid,
             sa.version,
-            sa.local_host,
-            sa.local_id,
-            sa.remote_host,
-            sa.remote_id,
+            host(&sa.local_host),
+            identity(&sa.local_id),
+            host(&sa.remote_host),
+            identity(&sa.remote_id),
             sa.spi_i,
             sa.spi_r,
             Algs::of(&sa.proposal, true).raw(),
@@ -391,6 +439,22 @@ mod tests {
             Algs::of("aes128-sha256-ecp256bp", true).raw(),
             "encr-alg=AES_CBC encr-keysize=128 integ-alg=HMAC_SHA2_256_128 prf-alg=PRF_HMAC_SHA2_256 dh-group=ECP_256_BP"
         );
+    }
+
+    #[test]
+    fn addresses_are_printed_as_strongswan_prints_them() {
+        assert_eq!(host("2001:DB8:5:0::10"), "2001:db8:5::10");
+        assert_eq!(
+            host("2001:0db8:0000:0000:0000:0000:0000:0001"),
+            "2001:db8::1"
+        );
+        assert_eq!(host("203.0.113.10"), "203.0.113.10");
+        assert_eq!(host("vpn.acme.example"), "vpn.acme.example");
+        assert_eq!(identity("2001:DB8::A"), "2001:db8::a");
+        assert_eq!(identity("FW.acme.example"), "FW.acme.example");
+        assert_eq!(selector("2001:DB8:20::/48"), "2001:db8:20::/48");
+        assert_eq!(selector("10.20.0.1/16"), "10.20.0.0/16");
+        assert_eq!(selector("10.1.0.5"), "10.1.0.5/32");
     }
 
     #[test]

@@ -1,0 +1,217 @@
+//! Comparing addresses, networks and IKE identities the way the network compares them,
+//! never as text (issue 9 item 4). `2001:DB8:5:0::10`, `2001:db8:5::10` and
+//! `2001:0db8:0005:0000:0000:0000:0000:0010` are one address; strongSwan prints the
+//! RFC 5952 form whatever the spec says, so a text comparison fails for a tunnel that is
+//! up. Every comparison of an IP address, a network or an identity in the pure core goes
+//! through this module.
+//!
+//! Rules:
+//! - An address is parsed with `std::net`; an IPv4-mapped IPv6 address
+//!   (`::ffff:192.0.2.1`) is the IPv4 address (`IpAddr::to_canonical`).
+//! - A host network (`/32`, `/128`) is the address where an address is expected
+//!   ([`same_addr`]); a bare address is the host network where a network is expected
+//!   ([`net`]).
+//! - Networks are compared as `(network, prefix)` after parsing ([`same_net`]); host bits
+//!   are not silently dropped (`10.0.0.1/24` is not `10.0.0.0/24`).
+//! - Text that is not an address (a DNS name as peer address) compares
+//!   case-insensitively, without a trailing dot: DNS names are case-insensitive.
+//! - Identities follow strongSwan's `identification_t` matching ([`same_identity`]).
+
+use std::net::IpAddr;
+
+use ipnet::IpNet;
+
+/// `s` as an IP address: IPv4, IPv6 in any RFC 4291 spelling (case, zero compression,
+/// `::ffff:` mapped IPv4, which becomes the IPv4 address), or a host network (`/32`,
+/// `/128`) of one. `None` for anything else.
+pub fn addr(s: &str) -> Option<IpAddr> {
+    let s = s.trim();
+    if let Ok(ip) = s.parse::<IpAddr>() {
+        return Some(ip.to_canonical());
+    }
+    let n = s.parse::<IpNet>().ok()?;
+    (n.prefix_len() == n.max_prefix_len()).then(|| n.addr().to_canonical())
+}
+
+/// `s` as a network: a CIDR (`10.20.0.0/16`, `2001:DB8::/32`) or a bare address as its
+/// host network. An IPv4-mapped IPv6 network of prefix 96 or more becomes the IPv4
+/// network, as the kernel treats it. `None` for anything else.
+pub fn net(s: &str) -> Option<IpNet> {
+    let s = s.trim();
+    let n = match s.parse::<IpNet>() {
+        Ok(n) => n,
+        Err(_) => IpNet::from(s.parse::<IpAddr>().ok()?),
+    };
+    Some(canonical_net(n))
+}
+
+/// An IPv4-mapped IPv6 network (`::ffff:10.0.0.0/104`) as the IPv4 network it maps.
+fn canonical_net(n: IpNet) -> IpNet {
+    match n {
+        IpNet::V6(v6) if v6.prefix_len() >= 96 => match v6.addr().to_ipv4_mapped() {
+            Some(v4) => IpNet::new(IpAddr::V4(v4), v6.prefix_len() - 96).unwrap_or(n),
+            None => n,
+        },
+        _ => n,
+    }
+}
+
+/// Whether `a` and `b` are the same address. Both parse as addresses: compared as
+/// addresses ([`addr`]). One parses and the other does not: different. Neither parses
+/// (DNS names): compared case-insensitively, ignoring a trailing dot.
+pub fn same_addr(a: &str, b: &str) -> bool {
+    match (addr(a), addr(b)) {
+        (Some(x), Some(y)) => x == y,
+        (None, None) => same_dns_name(a, b),
+        _ => false,
+    }
+}
+
+/// Whether `a` and `b` are the same network ([`net`]); text that is not a network
+/// compares as given (trimmed).
+pub fn same_net(a: &str, b: &str) -> bool {
+    match (net(a), net(b)) {
+        (Some(x), Some(y)) => x == y,
+        (None, None) => a.trim() == b.trim(),
+        _ => false,
+    }
+}
+
+/// Whether two networks share at least one address.
+pub fn overlaps(a: &IpNet, b: &IpNet) -> bool {
+    a.contains(&b.network()) || b.contains(&a.network())
+}
+
+fn same_dns_name(a: &str, b: &str) -> bool {
+    let norm = |s: &str| s.trim().trim_end_matches('.').to_ascii_lowercase();
+    norm(a) == norm(b)
+}
+
+/// An IKE identity as strongSwan types it (`identification_create_from_string`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Identity {
+    Ip(IpAddr),
+    /// FQDN or user@FQDN, lowercased (strongSwan compares them with `strncasecmp`).
+    Name(String),
+    /// A distinguished name or anything else: compared as given.
+    Other(String),
+}
+
+fn identity(s: &str) -> Identity {
+    let s = s.trim();
+    // Explicit type prefixes (`fqdn:`, `email:`, `ipv4:` …) as swanctl.conf allows.
+    let (kind, value) = match s.split_once(':') {
+        Some((k, v))
+            if ["ipv4", "ipv6", "fqdn", "email", "rfc822", "userfqdn", "dns"]
+                .contains(&k.to_ascii_lowercase().as_str()) =>
+        {
+            (Some(k.to_ascii_lowercase()), v.trim())
+        }
+        _ => (None, s),
+    };
+    match kind.as_deref() {
+        Some("ipv4" | "ipv6") => addr(value)
+            .map(Identity::Ip)
+            .unwrap_or_else(|| Identity::Other(value.to_string())),
+        Some(_) => Identity::Name(value.to_ascii_lowercase()),
+        None => {
+            if let Some(ip) = addr(value) {
+                return Identity::Ip(ip);
+            }
+            // `@name` forces an FQDN (`@@` user FQDN); `@#` is a binary key id.
+            if let Some(forced) = value.strip_prefix('@').filter(|v| !v.starts_with('#')) {
+                return Identity::Name(forced.trim_start_matches('@').to_ascii_lowercase());
+            }
+            if value.contains('=') {
+                Identity::Other(value.to_string())
+            } else {
+                Identity::Name(value.to_ascii_lowercase())
+            }
+        }
+    }
+}
+
+/// Whether IKE identities `a` and `b` match as strongSwan matches them: an identity that
+/// parses as an IP address compares as that address (strongSwan types it `ID_IPV4_ADDR` /
+/// `ID_IPV6_ADDR` and prints it canonically); FQDN and user@FQDN identities compare
+/// case-insensitively (`@fw.example` is the FQDN `fw.example`); distinguished names and
+/// anything else compare as given (issue 9 item 4).
+pub fn same_identity(a: &str, b: &str) -> bool {
+    identity(a) == identity(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv6_spellings_are_one_address() {
+        for spelled in [
+            "2001:DB8:5:0::10",
+            "2001:db8:5::10",
+            "2001:0db8:0005:0000:0000:0000:0000:0010",
+            " 2001:db8:5:0:0:0:0:10 ",
+            "2001:db8:5::10/128",
+        ] {
+            assert!(same_addr(spelled, "2001:db8:5::10"), "{spelled}");
+        }
+        assert!(!same_addr("2001:db8:5::11", "2001:db8:5::10"));
+    }
+
+    #[test]
+    fn ipv4_mapped_ipv6_is_the_ipv4_address() {
+        assert!(same_addr("::ffff:203.0.113.10", "203.0.113.10"));
+        assert!(same_addr("::FFFF:cb00:710a", "203.0.113.10"));
+        assert_eq!(
+            net("::ffff:10.20.0.0/112"),
+            Some("10.20.0.0/16".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn a_host_network_is_its_address_and_back() {
+        assert!(same_addr("203.0.113.10/32", "203.0.113.10"));
+        assert!(!same_addr("203.0.113.0/24", "203.0.113.0"));
+        assert!(same_net("203.0.113.10", "203.0.113.10/32"));
+        assert!(!same_net("10.0.0.1/24", "10.0.0.0/24"));
+        assert!(same_net("2001:DB8::/32", "2001:db8::/32"));
+    }
+
+    #[test]
+    fn names_compare_without_case_and_never_equal_an_address() {
+        assert!(same_addr("VPN.Acme.Example.", "vpn.acme.example"));
+        assert!(!same_addr("vpn.acme.example", "203.0.113.10"));
+        assert!(!same_addr("", "203.0.113.10"));
+    }
+
+    #[test]
+    fn overlap_is_either_containing_the_other() {
+        let n = |s: &str| net(s).unwrap();
+        assert!(overlaps(&n("10.250.0.0/16"), &n("10.250.3.0/24")));
+        assert!(overlaps(&n("10.250.3.0/24"), &n("10.250.3.0/24")));
+        assert!(!overlaps(&n("10.250.3.0/24"), &n("10.250.4.0/24")));
+        assert!(!overlaps(&n("10.250.3.0/24"), &n("2001:db8::/32")));
+    }
+
+    #[test]
+    fn identities_match_as_strongswan_matches_them() {
+        assert!(same_identity("2001:DB8:5:0::10", "2001:db8:5::10"));
+        assert!(same_identity("ipv4:203.0.113.10", "203.0.113.10"));
+        assert!(same_identity("FW.Acme.Example", "fw.acme.example"));
+        assert!(same_identity("@fw.acme.example", "fw.acme.example"));
+        assert!(same_identity("fqdn:fw.acme.example", "fw.acme.example"));
+        assert!(same_identity("VPN@Acme.Example", "vpn@acme.example"));
+        assert!(same_identity("email:vpn@acme.example", "vpn@acme.example"));
+        // Distinguished names compare as given.
+        assert!(same_identity(
+            "C=CH, O=strongSwan, CN=moon",
+            "C=CH, O=strongSwan, CN=moon"
+        ));
+        assert!(!same_identity(
+            "C=CH, O=strongSwan, CN=moon",
+            "c=ch, o=strongswan, cn=moon"
+        ));
+        // An address is never a name that happens to spell it.
+        assert!(!same_identity("fw.acme.example", "203.0.113.10"));
+    }
+}
