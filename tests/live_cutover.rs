@@ -501,6 +501,11 @@ fn renewed_elsewhere(
             let mut renewals = 0;
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 tokio::time::sleep(Duration::from_secs(1)).await;
+                // Like a real holder, stop once the Lease is gone or someone else's.
+                match store.get(&rt, "tenant-acme", "vpnmig-acme") {
+                    Ok(l) if l["spec"]["holderIdentity"] == OTHER_MACHINE => {}
+                    _ => break,
+                }
                 store
                     .modify(&rt, "tenant-acme", "vpnmig-acme", false, &opts, |old| {
                         let mut new = old.clone();
@@ -629,6 +634,33 @@ async fn a_lease_renewed_by_a_machine_with_a_skewed_clock_is_refused_until_it_st
         "taken over and cut over in {took:?}; whole test {:?}",
         began.elapsed()
     );
+}
+
+/// `--break-lock` takes a Lease another machine is renewing at once, without watching it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn break_lock_takes_a_renewed_lease_at_once() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let (stop, renewer) = renewed_elsewhere(&l, 120);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let asked = std::time::Instant::now();
+    let r = l
+        .vpnmig(&["cutover", "acme", "--yes", "--break-lock"])
+        .await;
+    let took = asked.elapsed();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "vpnmig: --break-lock: taking the lock from {OTHER_MACHINE}\n"
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("watching it"), "{}", r.stderr);
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(renewer.await.unwrap() >= 1);
+    acme_ok(&l, &psk, "VPNGateway");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
