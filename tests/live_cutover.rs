@@ -559,7 +559,7 @@ async fn a_lease_renewed_by_a_machine_with_a_skewed_clock_is_refused_until_it_st
             r.stderr
                 .contains("another vpnmig is working on it (renewed once in the last ")
                 && r.stderr
-                    .contains(" s (watched on this machine's clock); renewTime is "),
+                    .contains(" s, watched on this machine's clock; renewTime is "),
             "skew {skew}: {}",
             r.stderr
         );

@@ -178,7 +178,7 @@ impl Watch {
         let watched = self.watched();
         if self.renewals > 0 {
             return Decision::Held(format!(
-                "renewed {} in the last {} s (watched on this machine's clock)",
+                "renewed {} in the last {} s, watched on this machine's clock",
                 times(self.renewals),
                 secs_up(watched)
             ));
@@ -344,14 +344,14 @@ mod tests {
         let w = watch(BOB, &[(T0, "1", 0.0), (T0, "1", 1.0), (T1, "2", 2.2)]);
         assert_eq!(
             w.decide(&me(), ALIVE),
-            Decision::Held("renewed once in the last 3 s (watched on this machine's clock)".into())
+            Decision::Held("renewed once in the last 3 s, watched on this machine's clock".into())
         );
         // Only the resourceVersion changed (a holder whose clock stands still).
         let w = watch(BOB, &[(T0, "1", 0.0), (T0, "2", 5.0), (T0, "3", 10.0)]);
         assert_eq!(
             w.decide(&me(), ALIVE),
             Decision::Held(
-                "renewed 2 times in the last 10 s (watched on this machine's clock)".into()
+                "renewed 2 times in the last 10 s, watched on this machine's clock".into()
             )
         );
         // Taken by a third run meanwhile: held, by the new holder.
@@ -379,7 +379,7 @@ mod tests {
             assert_eq!(
                 renewed.decide(&me(), ALIVE),
                 Decision::Held(
-                    "renewed once in the last 5 s (watched on this machine's clock)".into()
+                    "renewed once in the last 5 s, watched on this machine's clock".into()
                 ),
                 "{renew}"
             );
