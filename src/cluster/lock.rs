@@ -1,6 +1,8 @@
 //! The per-gateway lock: a coordination.k8s.io/v1 Lease `vpnmig-<gateway>` whose holder
 //! names user, host and pid, renewed while vpnmig runs (DESIGN.md §4.6: two people must
-//! never run the same window at once). The decision is `core::lock`'s.
+//! never run the same window at once). The decision is `core::lock`'s; this side reads
+//! the Lease, keeps the time (this machine's monotonic clock, never the holder's
+//! renewTime: issue 9 item 2) and says what it saw.
 
 use std::time::Duration;
 
@@ -9,10 +11,17 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, DeleteParams, PostParams};
 
 use super::{Cluster, KubeError};
-use crate::core::lock::{Decision, Holder, LeaseState, decide};
+use crate::core::lock::{Decision, Holder, Seen, Watch, clock_note};
 
-/// How long a Lease stays valid without renewal.
+/// How long a Lease stays valid without renewal: what vpnmig writes into
+/// `spec.leaseDurationSeconds`, and how long another run watches a held Lease without
+/// seeing it renewed before taking it over (`core::lock`; the watch uses the duration the
+/// Lease declares, this one when it declares none).
 pub const LEASE_SECONDS: i32 = 30;
+/// How often a held Lease is read again while watching whether its holder renews it.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+/// How often the watch says on stderr how long it has watched (never silent for longer).
+const SAY_EVERY: Duration = Duration::from_secs(3);
 /// How often it is renewed (and how soon a lock taken or deleted by someone else stops
 /// this run).
 const RENEW_EVERY: Duration = Duration::from_secs(5);
@@ -23,7 +32,7 @@ const GIVE_UP_AFTER: Duration = Duration::from_secs(20);
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     #[error(
-        "gateway {gateway} is locked by {holder} since {since} (Lease {lease}, renewed {renewed}): another vpnmig is working on it"
+        "gateway {gateway} is locked by {holder} since {since} (Lease {lease}, renewed {renewed}): another vpnmig is working on it ({seen})"
     )]
     Held {
         gateway: String,
@@ -31,6 +40,8 @@ pub enum LockError {
         holder: String,
         since: String,
         renewed: String,
+        /// What showed the holder alive (a renewal watched, a running process).
+        seen: String,
     },
     #[error("lost the lock on gateway {gateway}: Lease {lease} is now held by {holder}; stopped")]
     Lost {
@@ -91,19 +102,34 @@ fn now() -> MicroTime {
     MicroTime(jiff::Timestamp::now())
 }
 
-fn state(lease: &Lease) -> LeaseState {
+/// The Lease as read `at` into the watch (by this machine's monotonic clock).
+fn seen(lease: &Lease, at: Duration) -> Seen {
     let spec = lease.spec.clone().unwrap_or_default();
-    let last = spec.renew_time.or(spec.acquire_time);
-    LeaseState {
+    Seen {
         holder: spec.holder_identity,
-        since_renew: last.map(|t| {
-            let d = jiff::Timestamp::now().duration_since(t.0);
-            Duration::try_from(d).unwrap_or_default()
-        }),
+        renew_time: spec
+            .renew_time
+            .or(spec.acquire_time)
+            .map(|t| t.0.to_string()),
+        resource_version: lease.metadata.resource_version.clone(),
         duration: Duration::from_secs(
             spec.lease_duration_seconds.unwrap_or(LEASE_SECONDS).max(0) as u64
         ),
+        at,
     }
+}
+
+/// What the holder's renewTime says about its clock and this one, if anything (shown,
+/// never used to decide).
+fn clock(lease: &Lease) -> Option<String> {
+    let spec = lease.spec.as_ref()?;
+    let renewed = spec.renew_time.as_ref().or(spec.acquire_time.as_ref())?;
+    let duration = spec.lease_duration_seconds.unwrap_or(LEASE_SECONDS).max(0) as u64;
+    clock_note(
+        renewed.0,
+        jiff::Timestamp::now(),
+        Duration::from_secs(duration),
+    )
 }
 
 fn show(t: Option<&MicroTime>) -> String {
@@ -131,9 +157,11 @@ pub async fn holder(
     }))
 }
 
-/// Take the lock of `gateway`; `break_lock` takes it from a live holder too. A stale
-/// holder (not renewed, or a dead process on this host) is taken over with a note on
-/// stderr.
+/// Take the lock of `gateway`; `break_lock` takes it from a live holder too, without
+/// watching. A held Lease is watched for up to one lease duration on this machine's clock
+/// (progress on stderr every few seconds): a renewal seen, or a holder process running on
+/// this host, refuses; a Lease unchanged for the whole duration, or a holder process on
+/// this host that is gone, is taken over with a note on stderr (`core::lock`).
 pub async fn acquire(
     cluster: &Cluster,
     gateway: &str,
@@ -174,35 +202,96 @@ pub async fn acquire(
             }),
         }
     };
-    for _ in 0..3 {
+    let lease_name = format!("{ns}/{name}");
+    let holder_of = |lease: &Lease| {
+        lease
+            .spec
+            .as_ref()
+            .and_then(|s| s.holder_identity.clone())
+            .unwrap_or_default()
+    };
+    'take: for _ in 0..3 {
         let existing = cluster
             .call("get", &what, Some(&ns), || api.get_opt(&name))
             .await?;
-        let Some(lease) = existing else {
+        let Some(mut lease) = existing else {
             match api.create(&PostParams::default(), &fresh(None, 0)).await {
                 Ok(_) => return Ok(Lock::start(cluster, api, name, gateway, identity)),
                 Err(kube::Error::Api(s)) if s.code == 409 => continue,
                 Err(e) => return Err(cluster.error("create", &what, Some(&ns), e).into()),
             }
         };
-        let spec = lease.spec.clone().unwrap_or_default();
-        let held_by = spec.holder_identity.clone().unwrap_or_default();
-        match decide(&state(&lease), &me, alive) {
-            Decision::Free => {}
-            Decision::Stale(why) => eprintln!("vpnmig: taking over the lock of {held_by}: {why}"),
-            Decision::Held if break_lock => {
-                eprintln!("vpnmig: --break-lock: taking the lock from {held_by}")
-            }
-            Decision::Held => {
-                return Err(LockError::Held {
-                    gateway: gateway.into(),
-                    lease: format!("{ns}/{name}"),
-                    holder: held_by,
-                    since: show(spec.acquire_time.as_ref()),
-                    renewed: show(spec.renew_time.as_ref()),
-                });
+        // Watch the Lease on this machine's clock until the core decides (bounded by
+        // core::lock::MAX_WATCH): a renewal proves the holder alive, a full lease duration
+        // without one makes it stale.
+        let started = std::time::Instant::now();
+        let mut watch = Watch::new(seen(&lease, Duration::ZERO));
+        let mut said: Option<std::time::Instant> = None;
+        loop {
+            match watch.decide(&me, alive) {
+                Decision::Free => break,
+                Decision::Stale(why) => {
+                    eprintln!(
+                        "vpnmig: taking over the lock of {}: {why}",
+                        holder_of(&lease)
+                    );
+                    break;
+                }
+                _ if break_lock => {
+                    eprintln!(
+                        "vpnmig: --break-lock: taking the lock from {}",
+                        holder_of(&lease)
+                    );
+                    break;
+                }
+                Decision::Held(why) => {
+                    let spec = lease.spec.clone().unwrap_or_default();
+                    return Err(LockError::Held {
+                        gateway: gateway.into(),
+                        lease: lease_name,
+                        holder: holder_of(&lease),
+                        since: show(spec.acquire_time.as_ref()),
+                        renewed: show(spec.renew_time.as_ref()),
+                        seen: match clock(&lease) {
+                            Some(note) => format!("{why}; {note}"),
+                            None => why,
+                        },
+                    });
+                }
+                Decision::Watching { left } => {
+                    let to_go = left.as_secs_f64().ceil();
+                    if said.is_none() {
+                        eprintln!(
+                            "vpnmig: gateway {gateway} is locked by {} (Lease {lease_name}{}); watching it for up to {to_go} s, by this machine's clock, to see whether it is still renewed",
+                            holder_of(&lease),
+                            clock(&lease).map(|n| format!(", {n}")).unwrap_or_default(),
+                        );
+                        said = Some(std::time::Instant::now());
+                    } else if said.is_some_and(|t| t.elapsed() >= SAY_EVERY) {
+                        eprintln!(
+                            "vpnmig: Lease {lease_name} not renewed in the {} s watched so far; {to_go} s to go",
+                            watch.watched().as_secs(),
+                        );
+                        said = Some(std::time::Instant::now());
+                    }
+                    tokio::time::sleep(WATCH_EVERY.min(left)).await;
+                    // When the read was sent: the state it returns is at least that recent.
+                    let at = started.elapsed();
+                    match cluster
+                        .call("get", &what, Some(&ns), || api.get_opt(&name))
+                        .await?
+                    {
+                        Some(l) => {
+                            watch.see(seen(&l, at));
+                            lease = l;
+                        }
+                        // Deleted meanwhile: start again (create it).
+                        None => continue 'take,
+                    }
+                }
             }
         }
+        let spec = lease.spec.clone().unwrap_or_default();
         let next = fresh(
             lease.metadata.resource_version.clone(),
             spec.lease_transitions.unwrap_or(0) + 1,
