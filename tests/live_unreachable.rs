@@ -32,9 +32,9 @@ const COMMANDS: &[(&[&str], i32)] = &[
     (&["plan", "acme", "--server-dry-run", "-o", "json"], 1),
     (&["verify", "acme"], 1),
     (&["verify", "acme", "-o", "json"], 1),
-    (&["verify", "acme", "--wait", "--timeout", "3s"], 6),
+    (&["verify", "acme", "--wait", "--timeout", "5s"], 6),
     (
-        &["verify", "acme", "--wait", "--timeout", "3s", "-o", "json"],
+        &["verify", "acme", "--wait", "--timeout", "5s", "-o", "json"],
         6,
     ),
     (&["cutover", "acme", "--yes"], 1),

@@ -163,16 +163,24 @@ pub async fn facts(
                 ApiResource::erase::<VPNPeer>(&())
             };
             let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
-            let outcome = match api.patch(name, &pp, &Patch::Apply(&obj)).await {
+            // Through the one retry policy (issue 9 item 8): a 5xx or no answer is retried,
+            // and a call that still could not be made is "could not ask" (exit 1), never
+            // a check that failed. Only the API's refusal of the object is a verdict.
+            let what = format!("{} {name} (server-side dry run)", kind.to_lowercase());
+            let patch = Patch::Apply(&obj);
+            let outcome = match cluster
+                .call("apply", &what, Some(ns), || api.patch(name, &pp, &patch))
+                .await
+            {
                 Ok(_) => None,
-                Err(kube::Error::Api(s)) => Some(DryRunError {
+                Err(KubeError::Api {
+                    answer: kube::Error::Api(s),
+                    ..
+                }) if s.code < 500 => Some(DryRunError {
                     webhook_cannot_dry_run: s.message.contains("does not support dry run"),
                     message: s.message.clone(),
                 }),
-                Err(e) => Some(DryRunError {
-                    message: e.to_string(),
-                    webhook_cannot_dry_run: false,
-                }),
+                Err(e) => return Err(e),
             };
             results.push((label.clone(), outcome));
         }

@@ -215,10 +215,16 @@ pub async fn acquire(
             .call("get", &what, Some(&ns), || api.get_opt(&name))
             .await?;
         let Some(mut lease) = existing else {
-            match api.create(&PostParams::default(), &fresh(None, 0)).await {
+            let (lease, pp) = (fresh(None, 0), PostParams::default());
+            match cluster
+                .call("create", &what, Some(&ns), || api.create(&pp, &lease))
+                .await
+            {
                 Ok(_) => return Ok(Lock::start(cluster, api, name, gateway, identity)),
-                Err(kube::Error::Api(s)) if s.code == 409 => continue,
-                Err(e) => return Err(cluster.error("create", &what, Some(&ns), e).into()),
+                // Taken by another run in between, or our own create landed before a
+                // retried error: read it again and judge.
+                Err(e) if super::objects::status(&e) == Some(409) => continue,
+                Err(e) => return Err(e.into()),
             }
         };
         // Watch the Lease on this machine's clock until the core decides (bounded by
@@ -297,10 +303,16 @@ pub async fn acquire(
             spec.lease_transitions.unwrap_or(0) + 1,
         );
         // The resourceVersion makes this a compare-and-swap: two takers, one winner.
-        match api.replace(&name, &PostParams::default(), &next).await {
+        let pp = PostParams::default();
+        match cluster
+            .call("update", &what, Some(&ns), || {
+                api.replace(&name, &pp, &next)
+            })
+            .await
+        {
             Ok(_) => return Ok(Lock::start(cluster, api, name, gateway, identity)),
-            Err(kube::Error::Api(s)) if s.code == 409 => continue,
-            Err(e) => return Err(cluster.error("update", &what, Some(&ns), e).into()),
+            Err(e) if super::objects::status(&e) == Some(409) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
     Err(LockError::Kube(KubeError::Api {
@@ -329,14 +341,30 @@ impl Lock {
 
                 loop {
                     tokio::time::sleep(RENEW_EVERY).await;
-                    let lease = match api.get_opt(&name).await {
-                        Ok(Some(lease)) => Some(lease),
+                    // Bounded like every call: a hung API server must not keep the
+                    // renewer from noticing that it has not renewed (RENEW_EVERY).
+                    let read = tokio::time::timeout(RENEW_EVERY, api.get_opt(&name)).await;
+                    let lease = match read {
+                        Ok(Ok(Some(lease))) => Some(lease),
                         // Deleted under us: the lock is broken, someone else may take it.
-                        Ok(None) => {
+                        Ok(Ok(None)) => {
                             let _ = tx.send(Some("nobody (the Lease was deleted)".into()));
                             return;
                         }
-                        Err(_) => None,
+                        Ok(Err(e)) => {
+                            anstream::eprintln!(
+                                "vpnmig: could not read the lock (Lease {name}): {}",
+                                super::describe(&e)
+                            );
+                            None
+                        }
+                        Err(_) => {
+                            anstream::eprintln!(
+                                "vpnmig: could not read the lock (Lease {name}): no answer within {}s",
+                                RENEW_EVERY.as_secs()
+                            );
+                            None
+                        }
                     };
                     if let Some(mut lease) = lease {
                         let spec = lease.spec.get_or_insert_with(Default::default);
@@ -349,14 +377,23 @@ impl Lock {
                             return;
                         }
                         spec.renew_time = Some(now());
-                        match api.replace(&name, &PostParams::default(), &lease).await {
-                            Ok(_) => {
+                        let write = tokio::time::timeout(
+                            RENEW_EVERY,
+                            api.replace(&name, &PostParams::default(), &lease),
+                        )
+                        .await;
+                        match write {
+                            Ok(Ok(_)) => {
                                 renewed = std::time::Instant::now();
                                 continue;
                             }
-                            Err(e) => anstream::eprintln!(
+                            Ok(Err(e)) => anstream::eprintln!(
                                 "vpnmig: could not renew the lock (Lease {name}): {}",
                                 super::describe(&e)
+                            ),
+                            Err(_) => anstream::eprintln!(
+                                "vpnmig: could not renew the lock (Lease {name}): no answer within {}s",
+                                RENEW_EVERY.as_secs()
                             ),
                         }
                     }

@@ -43,6 +43,9 @@ pub struct Cluster {
     pub server: String,
     /// The namespace commands act on: `-n`, else the context's.
     pub namespace: String,
+    /// How long one attempt of one API call may take (`--request-timeout`, else
+    /// [`CALL_TIMEOUT`]).
+    pub call_timeout: Duration,
 }
 
 /// Why the cluster could not be reached or answered no.
@@ -80,6 +83,15 @@ pub enum KubeError {
         server: String,
         context: String,
     },
+    /// A call that got no answer within its deadline, retries included.
+    #[error("{verb} {what}{scope}: {server} gave no answer within {seconds}s (retries included)")]
+    Deadline {
+        verb: String,
+        what: String,
+        scope: String,
+        server: String,
+        seconds: u64,
+    },
     #[error("{what} not found in namespace {namespace}")]
     NotFound { what: String, namespace: String },
     #[error(
@@ -109,14 +121,29 @@ impl KubeError {
             KubeError::Unreachable { context, .. } => Some(format!(
                 "`kubectl cluster-info --context {context}` tells whether the API server answers"
             )),
+            KubeError::Deadline { .. } => Some(
+                "the API server is overloaded or unreachable: look at its health (`kubectl get --raw /readyz?verbose`), or pass a longer --request-timeout".into(),
+            ),
             KubeError::Api { .. } => None,
         }
     }
 }
 
-/// How many times a transient failure (5xx, dropped connection) is tried; kube-rs itself
-/// already retries 429, 503 and 504 honouring `Retry-After`.
-const ATTEMPTS: u32 = 4;
+/// The one retry policy of every API call (issue 14 item 5; DESIGN.md §4.9). kube-rs's
+/// own retry layer is turned off (`Config::default_retry`): it retried 503s up to 15
+/// times with delays up to 1000 s, silently, under vpnmig's own attempts.
+///
+/// How many times a transient failure (429, 5xx, a dropped connection, an attempt that
+/// did not answer in time) is tried.
+const ATTEMPTS: u32 = 5;
+/// How long one call may take with all its retries.
+const CALL_BUDGET: Duration = Duration::from_secs(60);
+/// The longest `Retry-After` honoured; a longer one is shortened to this (and said so).
+const RETRY_AFTER_CAP: Duration = Duration::from_secs(10);
+/// One attempt's deadline when `--request-timeout` is not given.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// While an attempt is unanswered, a line every this often: no call is silent longer.
+const TICK: Duration = Duration::from_secs(5);
 
 /// How a request failed to reach the API server at all (refused, timed out, no route,
 /// name not resolved, TLS), read from the error's causes; `None` when the server
@@ -164,9 +191,22 @@ pub fn describe(e: &kube::Error) -> String {
     }
 }
 
+/// The server's `Retry-After` of a refusal, in seconds (`Status.details.retryAfterSeconds`,
+/// which the API server sets with the header).
+fn retry_after(e: &kube::Error) -> Option<u64> {
+    match e {
+        kube::Error::Api(s) => s
+            .details
+            .as_ref()
+            .map(|d| u64::from(d.retry_after_seconds))
+            .filter(|s| *s > 0),
+        _ => None,
+    }
+}
+
 fn transient(e: &kube::Error) -> bool {
     match e {
-        kube::Error::Api(s) => s.code >= 500,
+        kube::Error::Api(s) => s.code >= 500 || s.code == 429,
         kube::Error::HyperError(_) | kube::Error::Service(_) => true,
         _ => false,
     }
@@ -209,6 +249,9 @@ impl Cluster {
             config.connect_timeout = Some(t);
             config.read_timeout = Some(t);
         }
+        // Every retry is `call`'s, bounded and shown; none hidden in the client.
+        config.default_retry = false;
+        let call_timeout = opts.request_timeout.unwrap_or(CALL_TIMEOUT);
         let namespace = opts
             .namespace
             .clone()
@@ -224,6 +267,7 @@ impl Cluster {
             context,
             server,
             namespace,
+            call_timeout,
         })
     }
 
@@ -279,8 +323,11 @@ impl Cluster {
         Ok(())
     }
 
-    /// Run one API call with bounded retries on transient failures, and turn a refusal
-    /// into an error naming the verb, the resource and the namespace.
+    /// Run one API call under the retry policy ([`ATTEMPTS`], [`CALL_BUDGET`]): each
+    /// attempt has a deadline (`call_timeout`) and says every [`TICK`] that it is still
+    /// waiting; a transient failure is retried after a backoff or the server's
+    /// `Retry-After` (capped at [`RETRY_AFTER_CAP`]), shown on stderr; a refusal becomes
+    /// an error naming the verb, the resource and the namespace.
     pub async fn call<T, F, Fut>(
         &self,
         verb: &str,
@@ -295,25 +342,113 @@ impl Cluster {
         let scope = namespace
             .map(|n| format!(" in namespace {n}"))
             .unwrap_or_default();
+        let started = std::time::Instant::now();
         let mut delay = Duration::from_millis(200);
         let mut attempt = 1;
         loop {
-            match f().await {
-                Ok(v) => return Ok(v),
-                Err(e) if transient(&e) && attempt < ATTEMPTS => {
-                    eprintln!(
-                        "vpnmig: {verb} {what}{scope} failed ({}); retrying in {}ms ({attempt}/{})",
-                        unreachable(&e)
-                            .map(|how| format!("{how} to {}", self.server))
-                            .unwrap_or_else(|| describe(&e)),
-                        delay.as_millis(),
-                        ATTEMPTS - 1
-                    );
-                    tokio::time::sleep(delay).await;
-                    delay *= 2;
-                    attempt += 1;
+            let left = CALL_BUDGET.saturating_sub(started.elapsed());
+            let outcome = self
+                .attempt(verb, what, &scope, self.call_timeout.min(left), f())
+                .await;
+            let e = match outcome {
+                Some(Ok(v)) => return Ok(v),
+                Some(Err(e)) => e,
+                None => {
+                    // No answer in time: a deadline, not a verdict.
+                    if attempt < ATTEMPTS
+                        && !CALL_BUDGET.saturating_sub(started.elapsed()).is_zero()
+                    {
+                        eprintln!(
+                            "vpnmig: {verb} {what}{scope}: no answer within {}s; trying again ({attempt}/{})",
+                            self.call_timeout.min(left).as_secs(),
+                            ATTEMPTS - 1
+                        );
+                        attempt += 1;
+                        continue;
+                    }
+                    return Err(KubeError::Deadline {
+                        verb: verb.into(),
+                        what: what.into(),
+                        scope,
+                        server: self.server.clone(),
+                        seconds: started.elapsed().as_secs(),
+                    });
                 }
-                Err(e) => return Err(self.error(verb, what, namespace, e)),
+            };
+            let left = CALL_BUDGET.saturating_sub(started.elapsed());
+            if !transient(&e) || attempt >= ATTEMPTS || left.is_zero() {
+                return Err(self.error(verb, what, namespace, e));
+            }
+            let (wait, why) = match retry_after(&e) {
+                Some(s) if Duration::from_secs(s) > RETRY_AFTER_CAP => (
+                    RETRY_AFTER_CAP,
+                    format!("Retry-After {s}s, capped at {}s", RETRY_AFTER_CAP.as_secs()),
+                ),
+                Some(s) => (Duration::from_secs(s), "Retry-After".to_string()),
+                None => (delay, "backoff".to_string()),
+            };
+            let wait = wait.min(left);
+            let cause = unreachable(&e)
+                .map(|how| format!("{how} to {}", self.server))
+                .unwrap_or_else(|| describe(&e));
+            let busy = matches!(&e, kube::Error::Api(s) if s.code == 429 || s.code == 503);
+            eprintln!(
+                "vpnmig: {verb} {what}{scope} failed ({cause}); {}retrying in {} ({why}; {attempt}/{})",
+                if busy { "API busy, " } else { "" },
+                if wait < Duration::from_secs(1) {
+                    format!("{}ms", wait.as_millis())
+                } else {
+                    format!("{}s", wait.as_secs())
+                },
+                ATTEMPTS - 1
+            );
+            // A long wait says so as it goes: never silent for more than a TICK.
+            let until = std::time::Instant::now() + wait;
+            loop {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                tokio::time::sleep(left.min(TICK)).await;
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if !left.is_zero() {
+                    eprintln!(
+                        "vpnmig: {verb} {what}{scope}: retrying in {}s",
+                        left.as_secs().max(1)
+                    );
+                }
+            }
+            delay *= 2;
+            attempt += 1;
+        }
+    }
+
+    /// One attempt of a call, at most `deadline`, saying every [`TICK`] that it waits.
+    /// `None`: no answer in time.
+    async fn attempt<T>(
+        &self,
+        verb: &str,
+        what: &str,
+        scope: &str,
+        deadline: Duration,
+        fut: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Option<Result<T, kube::Error>> {
+        let started = std::time::Instant::now();
+        let mut fut = std::pin::pin!(fut);
+        loop {
+            let left = deadline.saturating_sub(started.elapsed());
+            if left.is_zero() {
+                return None;
+            }
+            match tokio::time::timeout(left.min(TICK), &mut fut).await {
+                Ok(r) => return Some(r),
+                Err(_) if started.elapsed() < deadline => eprintln!(
+                    "vpnmig: waiting for {} to answer {verb} {what}{scope} ({}s of {}s)",
+                    self.server,
+                    started.elapsed().as_secs(),
+                    deadline.as_secs()
+                ),
+                Err(_) => return None,
             }
         }
     }

@@ -237,3 +237,40 @@ pub fn invariants(
         "the lock was released"
     );
 }
+
+/// Wait (at most 90 s) for a background vpnmig to end, timing its stderr line by line:
+/// the run and the longest time it was silent (no line), from start to exit.
+pub async fn finish_timed(mut child: std::process::Child) -> (Run, Duration) {
+    use std::io::BufRead;
+    let started = std::time::Instant::now();
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        let mut last = std::time::Instant::now();
+        let mut longest = Duration::ZERO;
+        for line in std::io::BufReader::new(stderr).split(b'\n') {
+            let Ok(line) = line else { break };
+            longest = longest.max(last.elapsed());
+            last = std::time::Instant::now();
+            lines.push(String::from_utf8_lossy(&line).into_owned());
+        }
+        (lines.join("\n"), longest.max(last.elapsed()))
+    });
+    let out = tokio::time::timeout(
+        Duration::from_secs(90),
+        tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()),
+    )
+    .await
+    .expect("vpnmig finishes within 90 s")
+    .unwrap();
+    let (stderr, longest) = reader.join().unwrap();
+    let _ = started;
+    (
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8(out.stdout).unwrap(),
+            stderr,
+        },
+        longest,
+    )
+}
