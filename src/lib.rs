@@ -15,3 +15,4 @@ pub mod cluster;
 pub mod core;
 pub mod exit;
 pub mod output;
+pub mod state;

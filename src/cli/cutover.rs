@@ -173,7 +173,13 @@ async fn cutover(
     let allowlist = crate::cli::plan::allowlist(args.allowlist.as_ref())?;
     // The plan's own server-side dry run (facts) is the first one; another follows right
     // before the delete.
-    let (source, plan, _) = crate::cli::plan::live_plan(cluster, name, &allowlist, true).await?;
+    let (source, plan, _) = match crate::cli::plan::live_plan(cluster, name, &allowlist, true).await
+    {
+        Err(Error::Cluster(e @ crate::cluster::KubeError::NotFound { .. })) => {
+            return Err(no_old_gateway(cluster, name, e).await);
+        }
+        other => other?,
+    };
     if let Some(dir) = &args.plan {
         let (saved, _) = bundle::read_saved(dir)?;
         let drift = journal::drift(&saved, &plan);
@@ -252,6 +258,10 @@ async fn cutover(
     let prev_bundle = bundle::read_previous(&out_dir)?;
     bundle::guard(&out_dir, &plan, &prev_bundle, false)?;
     bundle::write(&out_dir, &plan, &old_manifest)?;
+    // Where the bundle is, for the day the journal is lost (issue 14 item 7).
+    if let Err(why) = crate::state::remember(&cluster.server, &ns, name, &out_dir, &now()) {
+        anstream::eprintln!("note: this machine cannot remember where the bundle is ({why})");
+    }
     stored::write(cluster, &j, false).await?;
     anstream::eprintln!(
         "✓ journal written: ConfigMap {ns}/{} (phase started) and bundle {}",
@@ -266,6 +276,41 @@ async fn cutover(
     };
     let gateway = source.gateway.clone();
     steps(&mut w, args, Some(&gateway)).await
+}
+
+/// No IPsecGateway and no journal: say what is there instead (a migrated gateway whose
+/// journal was lost, or nothing) and name the local bundle when this machine has one
+/// (issue 14 items 7 and 9).
+async fn no_old_gateway(cluster: &Cluster, name: &str, e: crate::cluster::KubeError) -> Error {
+    let ns = cluster.namespace.as_str();
+    let lost = crate::state::lost_journal_hint(&cluster.server, ns, name);
+    match objects::get(cluster, "VPNGateway", name).await {
+        Ok(Some(gw)) => Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "{ns}/{name} is migrated: VPNGateway {name} exists (uid {}) and IPsecGateway {name} does not, but its journal (ConfigMap {}) is gone: nothing to cut over",
+                gw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("?"),
+                journal::object_name(name)
+            ),
+            hint: Some(format!(
+                "`vpnmig verify {name} -n {ns}` checks it; to go back, {}",
+                lost.unwrap_or_else(|| format!(
+                    "roll back from the bundle its cutover wrote: `vpnmig rollback {name} -n {ns} --plan DIR`"
+                ))
+            )),
+        },
+        _ => match lost {
+            Some(hint) => Error::Stop {
+                code: exit::FAILURE,
+                message: format!(
+                    "{e}, and there is no journal of it (ConfigMap {}): a window may have lost its journal",
+                    journal::object_name(name)
+                ),
+                hint: Some(hint),
+            },
+            None => Error::Cluster(e),
+        },
+    }
 }
 
 /// The PSK Secret the old gateway references.

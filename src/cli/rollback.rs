@@ -157,9 +157,9 @@ async fn rollback(
                     "no journal of {ns}/{name} (ConfigMap {}): nothing recorded to roll back to",
                     journal::object_name(name)
                 ),
-                hint: Some(format!(
+                hint: Some(crate::state::lost_journal_hint(&cluster.server, &ns, name).unwrap_or_else(|| format!(
                     "pass the bundle of the cutover (--plan DIR), or check the namespace (`kubectl get configmaps -n {ns} -l app.kubernetes.io/managed-by=vpnmig`)"
-                )),
+                ))),
             });
         }
     };

@@ -91,7 +91,9 @@ pub fn render(rows: &[Row], all_namespaces: bool) -> String {
         .collect()
 }
 
-async fn gather(args: &StatusArgs) -> Result<(Cluster, Vec<Row>), Error> {
+/// The cluster, the table's rows, and the gateways vpnmig migrated (their VPNGateway
+/// carries the migrated-from annotation): `(namespace, name)`.
+async fn gather(args: &StatusArgs) -> Result<(Cluster, Vec<Row>, Vec<(String, String)>), Error> {
     let cluster = Cluster::connect(&args.cluster.options()).await?;
     if args.output == StatusFormat::Text {
         eprintln!("{}", cluster.banner(args.all_namespaces));
@@ -108,12 +110,28 @@ async fn gather(args: &StatusArgs) -> Result<(Cluster, Vec<Row>), Error> {
         &Allowlist::default(),
         &format!("context {}", cluster.context),
     );
-    Ok((cluster, rows))
+    let ours = new
+        .iter()
+        .filter(|g| {
+            g.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(crate::core::translate::MIGRATED_FROM))
+        })
+        .filter_map(|g| Some((g.metadata.namespace.clone()?, g.metadata.name.clone()?)))
+        .collect();
+    Ok((cluster, rows, ours))
 }
 
 /// Windows under way (journals not done or rolled back), one line each with what to run.
 /// Best effort: a context that may not list ConfigMaps just does not see them.
-async fn open_windows(cluster: &Cluster, all_namespaces: bool) -> Vec<String> {
+/// Gateways vpnmig migrated (`ours`: namespace, name) whose journal is gone are said too,
+/// with the local bundle when this machine has one (issue 14 item 7).
+async fn open_windows(
+    cluster: &Cluster,
+    all_namespaces: bool,
+    ours: &[(String, String)],
+) -> Vec<String> {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::api::{Api, ListParams};
     let api: Api<ConfigMap> = if all_namespaces {
@@ -137,6 +155,22 @@ async fn open_windows(cluster: &Cluster, all_namespaces: bool) -> Vec<String> {
             )];
         }
     };
+    let journals: Vec<(String, String)> = list
+        .items
+        .iter()
+        .filter_map(|cm| {
+            let name = cm.metadata.name.as_deref()?.strip_prefix("vpnmig-")?;
+            Some((cm.metadata.namespace.clone()?, name.to_string()))
+        })
+        .collect();
+    let lost = ours.iter().filter(|g| !journals.contains(g)).map(|(ns, name)| {
+        format!(
+            "journal missing: {ns}/{name} was migrated by vpnmig but ConfigMap {ns}/vpnmig-{name} is gone; {}\n",
+            crate::state::lost_journal_hint(&cluster.server, ns, name).unwrap_or_else(|| format!(
+                "a rollback needs the bundle of its cutover: `vpnmig rollback {name} -n {ns} --plan DIR`"
+            ))
+        )
+    });
     list.items
         .iter()
         .filter_map(|cm| {
@@ -153,14 +187,15 @@ async fn open_windows(cluster: &Cluster, all_namespaces: bool) -> Vec<String> {
                 )
             })
         })
+        .chain(lost)
         .collect()
 }
 
 pub fn run(args: &StatusArgs) -> Result<i32, Error> {
     let (rows, windows) = crate::cli::runtime()?.block_on(async {
-        let (cluster, rows) = gather(args).await?;
+        let (cluster, rows, ours) = gather(args).await?;
         let windows = if args.output == StatusFormat::Text {
-            open_windows(&cluster, args.all_namespaces).await
+            open_windows(&cluster, args.all_namespaces, &ours).await
         } else {
             Vec::new()
         };

@@ -155,6 +155,17 @@ async fn once_live(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
                     hint: Some(j.phase.recovery(name, &cluster.namespace)),
                 });
             }
+            if let Some(hint) =
+                crate::state::lost_journal_hint(&cluster.server, &cluster.namespace, name)
+            {
+                return Err(Error::Stop {
+                    code: exit::FAILURE,
+                    message: format!(
+                        "{e}, and there is no journal of it: a window may have lost its journal"
+                    ),
+                    hint: Some(hint),
+                });
+            }
             return Err(e.into());
         }
         Err(e) => return Err(e.into()),

@@ -1,0 +1,92 @@
+//! Advice that works from the state it describes (issue 14 items 6, 7 and 9): each test
+//! stops a window in some state, takes the command the stop advises from its message,
+//! runs it, and asserts it succeeds.
+
+mod live;
+
+use live::{ACME, Live, invariants, objects, psk_fingerprint, start};
+use vpnmig_sandbox::SettingsFile;
+
+fn acme_settings() -> SettingsFile {
+    let mut s = SettingsFile::default();
+    s.operator.service_cidr_pool = "10.250.3.0/24".into();
+    s
+}
+
+/// The first backquoted `vpnmig …` command in `text` that starts with `prefix`, as
+/// arguments (without `vpnmig`).
+fn advised(text: &str, prefix: &str) -> Vec<String> {
+    let start = text
+        .find(&format!("`vpnmig {prefix}"))
+        .unwrap_or_else(|| panic!("no `vpnmig {prefix}…` advised in:\n{text}"));
+    let rest = &text[start + 1..];
+    let end = rest.find('`').expect("closing backquote");
+    rest[..end]
+        .split_whitespace()
+        .skip(1)
+        .map(str::to_string)
+        .collect()
+}
+
+async fn run_advised(l: &Live, args: &[String], more: &[&str]) -> live::Run {
+    let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+    all.extend_from_slice(more);
+    l.vpnmig(&all).await
+}
+
+fn delete_journal(l: &Live) {
+    let cms = l.sb.store.resource("", "v1", "configmaps").unwrap();
+    l.sb.store
+        .delete(&cms, "tenant-acme", "vpnmig-acme", &Default::default())
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_journal_leads_to_the_local_bundle_from_every_command() {
+    let l = start(ACME, acme_settings()).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    delete_journal(&l);
+
+    // status reports the loss itself, with the bundle.
+    let r = l.vpnmig(&["status"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("journal missing: tenant-acme/acme was migrated by vpnmig but ConfigMap tenant-acme/vpnmig-acme is gone; this machine has the bundle of its cutover"),
+        "{}",
+        r.stdout
+    );
+    // cutover says migrated (not "ipsecgateway not found") and names the bundle.
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("tenant-acme/acme is migrated: VPNGateway acme exists"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("ipsecgateway acme not found"),
+        "{}",
+        r.stderr
+    );
+    let from_cutover = advised(&r.stderr, "rollback acme -n tenant-acme --plan ");
+    // rollback without --plan names the same bundle, and it works.
+    let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    let from_rollback = advised(&r.stderr, "rollback acme -n tenant-acme --plan ");
+    assert_eq!(from_cutover, from_rollback);
+    let r = run_advised(&l, &from_rollback, &["--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    invariants(
+        &l,
+        "tenant-acme",
+        "acme",
+        "198.51.100.23",
+        &psk,
+        "IPsecGateway",
+        &[],
+    );
+    assert!(objects(&l, "vpn.bnerd.net", "vpnpeers", "tenant-acme").is_empty());
+}
