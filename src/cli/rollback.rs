@@ -35,7 +35,8 @@ Examples:
   vpnmig rollback acme -n tenant-acme --plan plans/acme --yes   # the journal ConfigMap is gone
 
 Exit codes: 0 rolled back, 1 failure, 6 a wait timed out, 7 refused (lock held, no
-journal, the floating IP not pinned, no --yes without a terminal), 130 interrupted.")]
+journal, the floating IP not pinned, an owner of the saved gateway gone, no --yes
+without a terminal), 130 interrupted.")]
 pub struct RollbackArgs {
     /// The gateway to roll back (namespace: -n, else the context's).
     #[arg(value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
@@ -72,6 +73,13 @@ pub struct RollbackArgs {
     /// rolled back. The client's side must then be changed to the new addresses.
     #[arg(long)]
     pub accept_new_addresses: bool,
+
+    /// Re-create the IPsecGateway without the ownerReferences whose owners no longer
+    /// exist (or were re-created with another uid): restored as saved, the garbage
+    /// collector would delete the gateway right after the rollback. Without it the
+    /// rollback refuses, naming them. The dropped references are recorded in the journal.
+    #[arg(long)]
+    pub drop_missing_owners: bool,
 
     #[command(flatten)]
     pub timeouts: Timeouts,
@@ -199,6 +207,9 @@ async fn rollback(
             )),
         });
     }
+    if !args.drop_missing_owners {
+        missing_owners(cluster, &j, false).await?;
+    }
     let scope = if j.phase < Phase::NewDeleted {
         let s = peer_scope(cluster, &j, args.delete_extra_peers).await?;
         for (peer, why) in &s.foreign {
@@ -244,7 +255,10 @@ async fn rollback(
             }
         );
         if objects::get(cluster, "IPsecGateway", name).await?.is_none() {
-            objects::create(cluster, &j.old_manifest, true).await?;
+            let mut j = j.clone();
+            j.dropped_owner_references
+                .extend(missing_owners(cluster, &j, args.drop_missing_owners).await?);
+            objects::create(cluster, &j.manifest_to_create(), true).await?;
             anstream::eprintln!("✓ dry run: create of IPsecGateway {name} admitted");
         }
         anstream::eprintln!("dry run: nothing was changed");
@@ -262,6 +276,7 @@ async fn rollback(
         Choices {
             delete_extra_peers: args.delete_extra_peers,
             accept_new_addresses: args.accept_new_addresses,
+            drop_missing_owners: args.drop_missing_owners,
         },
     )
     .await?;
@@ -316,8 +331,16 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tun
     } else {
         PeerScope::default()
     };
+    // The owners the re-created gateway would name, before anything changes (also
+    // under `cutover --rollback-on-failure`); a choice to drop some is recorded first.
+    let dropped = missing_owners(cluster, &w.journal, choices.drop_missing_owners).await?;
+    let recorded = !dropped.is_empty();
+    w.journal.dropped_owner_references.extend(dropped);
     if !w.journal.phase.rolling_back() {
         w.save(Phase::RollingBack).await?;
+    } else if recorded {
+        w.check_lock().await?;
+        stored::write(cluster, &w.journal, false).await?;
     }
     // Nothing being deleted may take the PSK Secret with it: detach it from the new
     // objects (and an old gateway still unwinding) first, then guard it while they go.
@@ -588,8 +611,68 @@ async fn window_owners(w: &Window<'_>) -> Result<Owners, Error> {
     Ok(Owners::of_window(&w.journal, uids))
 }
 
+/// The ownerReferences of the saved old manifest whose owners are gone (issue 9 item 9),
+/// checked only while the IPsecGateway is still to be re-created: absent, or another
+/// object of that name (another uid). None: `Ok(vec![])`. Some and `drop`: they are
+/// announced and returned (to be recorded and left out of the create). Some without
+/// `drop`: a refusal naming them, before anything changed.
+async fn missing_owners(cluster: &Cluster, j: &Journal, drop: bool) -> Result<Vec<Value>, Error> {
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    if j.phase >= Phase::OldApplied {
+        return Ok(Vec::new());
+    }
+    let live = objects::get(cluster, "IPsecGateway", name).await?;
+    if live.is_some_and(|o| o.pointer("/metadata/deletionTimestamp").is_none()) {
+        // Kept as it is, not re-created: its owners are its own business.
+        return Ok(Vec::new());
+    }
+    let mut missing = Vec::new();
+    for owner in j.old_owners() {
+        let (uid, note) =
+            objects::owner_uid(cluster, &owner.api_version, &owner.kind, &owner.name).await?;
+        if let Some(note) = note {
+            anstream::eprintln!("note: {note}");
+        }
+        let seen = uid.map_or(journal::OwnerSeen::Absent, journal::OwnerSeen::Uid);
+        if let Some(why) = journal::owner_missing(&owner, &seen) {
+            missing.push((owner, why));
+        }
+    }
+    if missing.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = missing
+        .iter()
+        .map(|(_, why)| why.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    if !drop {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "the saved IPsecGateway {ns}/{name} is owned by {} that no longer exist{}: {list}. Re-created with these ownerReferences, it would be deleted by the garbage collector right after the rollback; nothing was changed",
+                if missing.len() == 1 {
+                    "an object"
+                } else {
+                    "objects"
+                },
+                if missing.len() == 1 { "s" } else { "" },
+            ),
+            hint: Some(format!(
+                "either restore the owner with its uid (e.g. from a backup), or run `vpnmig rollback {name} -n {ns} --drop-missing-owners` to re-create the gateway without these references (recorded in the journal); whatever owned it then no longer manages it"
+            )),
+        });
+    }
+    for (_, why) in &missing {
+        anstream::eprintln!(
+            "note: --drop-missing-owners: IPsecGateway {ns}/{name} is re-created without its ownerReference to {why}; recorded in the journal"
+        );
+    }
+    Ok(missing.into_iter().map(|(o, _)| o.raw).collect())
+}
+
 async fn create_old(w: &Window<'_>) -> Result<(), Error> {
-    let created = objects::create(w.cluster, &w.journal.old_manifest, false).await?;
+    let created = objects::create(w.cluster, &w.journal.manifest_to_create(), false).await?;
     anstream::eprintln!(
         "✓ IPsecGateway {}/{} {} from the saved manifest",
         w.ns(),
@@ -686,4 +769,6 @@ pub struct Choices {
     pub delete_extra_peers: bool,
     /// `--accept-new-addresses`.
     pub accept_new_addresses: bool,
+    /// `--drop-missing-owners`.
+    pub drop_missing_owners: bool,
 }

@@ -243,3 +243,77 @@ pub async fn guard_psk(
         }
     }
 }
+
+/// The uid of the object an ownerReference names (`api_version`, `kind`, `name`; in the
+/// namespace unless discovery says the kind is cluster-scoped), or `None` if there is
+/// none. The kinds vpnmig knows are looked up directly; any other through discovery;
+/// a kind discovery does not list is guessed as `ApiResource::from_gvk` pluralises it,
+/// and the second value says so (a guess that misses reads as "absent").
+pub async fn owner_uid(
+    cluster: &Cluster,
+    api_version: &str,
+    kind: &str,
+    name: &str,
+) -> Result<(Option<String>, Option<String>), KubeError> {
+    use kube::api::GroupVersionKind;
+    let known = matches!(kind, "IPsecGateway" | "VPNGateway" | "VPNPeer")
+        && resource(kind).api_version == api_version;
+    let (group, version) = match api_version.split_once('/') {
+        Some((g, v)) => (g, v),
+        None => ("", api_version),
+    };
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let mut note = None;
+    let (ar, namespaced) = if known {
+        (resource(kind), true)
+    } else {
+        match kube::discovery::pinned_kind(&cluster.client, &gvk).await {
+            Ok((ar, caps)) => (ar, caps.scope == kube::discovery::Scope::Namespaced),
+            Err(e)
+                if status_of(&e).is_some_and(|c| c < 500)
+                    || matches!(e, kube::Error::Discovery(_)) =>
+            {
+                let ar = ApiResource::from_gvk(&gvk);
+                note = Some(format!(
+                    "{kind} ({api_version}) is not listed by the cluster's discovery: looked it up as `{}`, the plural guessed from the kind",
+                    ar.plural
+                ));
+                (ar, true)
+            }
+            Err(_) => {
+                // Unreachable or a server error: ask through the retrying path, whose
+                // error is the answer (never read as "absent").
+                let (ar, caps) = cluster
+                    .call(
+                        "discover",
+                        &format!("the resource of {kind} ({api_version})"),
+                        None,
+                        || kube::discovery::pinned_kind(&cluster.client, &gvk),
+                    )
+                    .await?;
+                (ar, caps.scope == kube::discovery::Scope::Namespaced)
+            }
+        }
+    };
+    let api: Api<DynamicObject> = if namespaced {
+        Api::namespaced_with(cluster.client.clone(), &cluster.namespace, &ar)
+    } else {
+        Api::all_with(cluster.client.clone(), &ar)
+    };
+    let obj = cluster
+        .call(
+            "get",
+            &format!("{} {name}", kind.to_lowercase()),
+            namespaced.then_some(cluster.namespace.as_str()),
+            || api.get_opt(name),
+        )
+        .await?;
+    Ok((obj.and_then(|o| o.metadata.uid), note))
+}
+
+fn status_of(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}

@@ -171,10 +171,54 @@ pub struct Journal {
     /// apply and in journals written by earlier versions.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target_uids: Vec<String>,
+    /// ownerReferences of the old manifest left out of the re-created IPsecGateway
+    /// because their owners no longer existed (`rollback --drop-missing-owners`; issue 9
+    /// item 9): restored verbatim, the garbage collector would delete the gateway.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_owner_references: Vec<Value>,
     /// The last failure, if the run stopped on one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     pub history: Vec<Entry>,
+}
+
+/// One ownerReference of the saved old manifest, as the rollback checks it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnerRef {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub uid: String,
+    /// The reference as saved.
+    pub raw: Value,
+}
+
+impl std::fmt::Display for OwnerRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} (uid {})", self.kind, self.name, self.uid)
+    }
+}
+
+/// What the cluster holds under an ownerReference's apiVersion/kind/name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OwnerSeen {
+    /// Nothing of that name.
+    Absent,
+    /// An object of that name, with this uid.
+    Uid(String),
+}
+
+/// An owner the re-created object would reference but that is gone: absent, or
+/// re-created since (another uid), which the garbage collector treats the same.
+pub fn owner_missing(r: &OwnerRef, seen: &OwnerSeen) -> Option<String> {
+    match seen {
+        OwnerSeen::Absent => Some(format!("{r}: no {} {} exists", r.kind, r.name)),
+        OwnerSeen::Uid(u) if *u != r.uid => Some(format!(
+            "{r}: the {} {} that exists now is another object (uid {u})",
+            r.kind, r.name
+        )),
+        OwnerSeen::Uid(_) => None,
+    }
 }
 
 /// The PSK Secret the VPNPeer targets reference (all reference the old gateway's).
@@ -214,6 +258,7 @@ impl Journal {
             outage_ms: None,
             fixed_targets: false,
             target_uids: Vec::new(),
+            dropped_owner_references: Vec::new(),
             last_error: None,
             history: vec![Entry {
                 phase: Phase::Started,
@@ -256,6 +301,7 @@ impl Journal {
             outage_ms: None,
             fixed_targets: false,
             target_uids: Vec::new(),
+            dropped_owner_references: Vec::new(),
             last_error: None,
             history: vec![Entry {
                 phase: Phase::Done,
@@ -274,6 +320,56 @@ impl Journal {
             at: now.into(),
             by: by.into(),
         });
+    }
+
+    /// The ownerReferences of the old manifest a re-created IPsecGateway would carry
+    /// (those not already dropped).
+    pub fn old_owners(&self) -> Vec<OwnerRef> {
+        let s = |r: &Value, f: &str| {
+            r.get(f)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        self.old_manifest
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|r| !self.dropped_owner_references.contains(r))
+            .map(|r| OwnerRef {
+                api_version: s(r, "apiVersion"),
+                kind: s(r, "kind"),
+                name: s(r, "name"),
+                uid: s(r, "uid"),
+                raw: r.clone(),
+            })
+            .collect()
+    }
+
+    /// What a rollback creates: the old manifest, verbatim but for the ownerReferences
+    /// recorded as dropped (an empty list is left out).
+    pub fn manifest_to_create(&self) -> Value {
+        let mut m = self.old_manifest.clone();
+        if self.dropped_owner_references.is_empty() {
+            return m;
+        }
+        if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
+            let kept: Vec<Value> = meta
+                .get("ownerReferences")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|r| !self.dropped_owner_references.contains(r))
+                .cloned()
+                .collect();
+            if kept.is_empty() {
+                meta.remove("ownerReferences");
+            } else {
+                meta.insert("ownerReferences".into(), Value::Array(kept));
+            }
+        }
+        m
     }
 
     /// `(Kind, name)` of each target, VPNGateway first.
@@ -653,6 +749,7 @@ mod tests {
             outage_ms: None,
             fixed_targets: false,
             target_uids: Vec::new(),
+            dropped_owner_references: Vec::new(),
             last_error: None,
             history: Vec::new(),
         };
@@ -702,6 +799,7 @@ mod tests {
             outage_ms: None,
             fixed_targets: false,
             target_uids: Vec::new(),
+            dropped_owner_references: Vec::new(),
             last_error: None,
             history: Vec::new(),
         };
@@ -752,6 +850,67 @@ mod tests {
         assert_eq!(
             kept,
             [json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "keep", "uid": "u-2"})]
+        );
+    }
+
+    #[test]
+    fn dropped_owner_references_are_left_out_of_the_re_created_manifest_only() {
+        let root = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "tenant-root", "uid": "u-root"});
+        let keep =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "keep", "uid": "u-keep"});
+        let mut j = Journal::from_bundle(
+            &json!({"source": {"name": "acme", "namespace": "t"}, "targets": {"gateway": {}, "peers": []}}),
+            json!({"kind": "IPsecGateway", "metadata": {"name": "acme", "ownerReferences": [root, keep]}}),
+            "2026-01-01T00:00:00Z",
+            "me",
+        );
+        let names = |j: &Journal| {
+            j.old_owners()
+                .iter()
+                .map(|o| o.name.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&j), ["tenant-root", "keep"]);
+        assert_eq!(j.manifest_to_create(), j.old_manifest);
+        j.dropped_owner_references.push(root.clone());
+        assert_eq!(names(&j), ["keep"]);
+        assert_eq!(
+            j.manifest_to_create()["metadata"]["ownerReferences"],
+            json!([keep])
+        );
+        assert_eq!(
+            j.old_manifest["metadata"]["ownerReferences"][0], root,
+            "the record stays verbatim"
+        );
+        j.dropped_owner_references.push(keep);
+        assert!(
+            j.manifest_to_create()["metadata"]
+                .get("ownerReferences")
+                .is_none()
+        );
+        let text = serde_json::to_value(&j).unwrap();
+        assert_eq!(text["droppedOwnerReferences"][0]["name"], "tenant-root");
+    }
+
+    #[test]
+    fn an_owner_is_missing_when_absent_or_re_created_with_another_uid() {
+        let r = OwnerRef {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name: "tenant-root".into(),
+            uid: "u-1".into(),
+            raw: json!({}),
+        };
+        assert_eq!(owner_missing(&r, &OwnerSeen::Uid("u-1".into())), None);
+        assert_eq!(
+            owner_missing(&r, &OwnerSeen::Absent).as_deref(),
+            Some("ConfigMap tenant-root (uid u-1): no ConfigMap tenant-root exists")
+        );
+        assert_eq!(
+            owner_missing(&r, &OwnerSeen::Uid("u-2".into())).as_deref(),
+            Some(
+                "ConfigMap tenant-root (uid u-1): the ConfigMap tenant-root that exists now is another object (uid u-2)"
+            )
         );
     }
 }

@@ -13,4 +13,4 @@ pub mod status;
 pub mod store;
 pub mod tls;
 
-pub use server::{Config, Sandbox, SettingsFile, StartError};
+pub use server::{Config, GcSettings, Sandbox, SettingsFile, StartError};

@@ -34,6 +34,34 @@ pub struct SettingsFile {
     pub api: ApiFaults,
     #[serde(default)]
     pub users: Vec<User>,
+    #[serde(default)]
+    pub gc: GcSettings,
+}
+
+/// The garbage collector's pace (the `gc:` section of the settings file). Tests change
+/// it at run time through [`Sandbox::gc`].
+///
+/// ```yaml
+/// gc: {intervalMs: 50, paused: false}
+/// ```
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct GcSettings {
+    /// How often the collector looks for dependents whose owners are all gone. The
+    /// real one reacts to informer events within about a second; here it is a poll.
+    pub interval_ms: u64,
+    /// Collect nothing until cleared: a collector that is behind (a backlog, a restart
+    /// of kube-controller-manager), so a test can see what happens before it acts.
+    pub paused: bool,
+}
+
+impl Default for GcSettings {
+    fn default() -> Self {
+        GcSettings {
+            interval_ms: 50,
+            paused: false,
+        }
+    }
 }
 
 /// What to start.
@@ -70,6 +98,8 @@ pub struct Sandbox {
     pub operator: Arc<Operator>,
     /// API fault knobs, changeable at run time.
     pub api_faults: Arc<RwLock<ApiFaults>>,
+    /// The garbage collector's pace, changeable at run time.
+    pub gc: Arc<RwLock<GcSettings>>,
     /// The admin user's bearer token.
     pub token: String,
     /// The namespace the kubeconfig's context selects: the scenario's first tenant.
@@ -78,6 +108,7 @@ pub struct Sandbox {
     ca_pem: String,
     stop: watch::Sender<bool>,
     server: Option<JoinHandle<()>>,
+    collector: Option<JoinHandle<()>>,
 }
 
 impl Sandbox {
@@ -130,6 +161,8 @@ impl Sandbox {
             .with_state(app);
         let acceptor = tokio_rustls::TlsAcceptor::from(tls.server.clone());
         let server = tokio::spawn(serve(listener, acceptor, router, stopped));
+        let gc = Arc::new(RwLock::new(config.settings.gc.clone()));
+        let collector = tokio::spawn(collect(store.clone(), gc.clone()));
         Ok(Sandbox {
             addr,
             store,
@@ -139,8 +172,10 @@ impl Sandbox {
             namespace,
             users,
             ca_pem: tls.ca_pem,
+            gc,
             stop,
             server: Some(server),
+            collector: Some(collector),
         })
     }
 
@@ -206,6 +241,9 @@ impl Sandbox {
         if let Some(server) = self.server.take() {
             let _ = server.await;
         }
+        if let Some(c) = self.collector.take() {
+            c.abort();
+        }
         self.operator.shutdown();
     }
 }
@@ -216,7 +254,25 @@ impl Drop for Sandbox {
         if let Some(server) = self.server.take() {
             server.abort();
         }
+        if let Some(c) = self.collector.take() {
+            c.abort();
+        }
         self.operator.shutdown();
+    }
+}
+
+/// The garbage collector: every `intervalMs`, unless paused, delete the dependents
+/// whose owners are all gone (`Store::collect_orphans`).
+async fn collect(store: Arc<Store>, gc: Arc<RwLock<GcSettings>>) {
+    loop {
+        let (interval, paused) = gc
+            .read()
+            .map(|g| (g.interval_ms, g.paused))
+            .unwrap_or((50, false));
+        tokio::time::sleep(std::time::Duration::from_millis(interval.max(1))).await;
+        if !paused {
+            store.collect_orphans();
+        }
     }
 }
 

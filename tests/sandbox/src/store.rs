@@ -55,6 +55,11 @@ pub struct WriteOptions {
     /// Keep `status` and a given `metadata.uid` on create (scenario loading: objects
     /// arrive as exported, and ownerReferences name those uids).
     pub keep_status: bool,
+    /// The field manager of a create/update/patch (`fieldManager`, else the User-Agent's
+    /// product): recorded in `metadata.managedFields` with operation `Update`, as
+    /// kube-apiserver does. `None` (the store's in-process callers: the scenario loader,
+    /// the simulated operator) records nothing.
+    pub field_manager: Option<String>,
 }
 
 /// `propagationPolicy` of a delete.
@@ -93,6 +98,17 @@ struct State {
     log: VecDeque<Event>,
     /// Server-side apply: the last configuration each manager applied, per object uid.
     applied: HashMap<(String, String), Value>,
+    /// Fields owned by `Update` managers (create/update/patch), per (uid, manager,
+    /// subresource `status`): leaf paths as [`leaves`] spells them, the value that write
+    /// set, and when.
+    updated: HashMap<(String, String, bool), Updated>,
+}
+
+/// What one `Update` manager owns of an object.
+#[derive(Clone, Debug, Default)]
+struct Updated {
+    fields: BTreeMap<String, Value>,
+    time: String,
 }
 
 /// The store. Cheap to share: `Arc<Store>`.
@@ -156,6 +172,7 @@ impl Store {
                 rv: 1,
                 log: VecDeque::new(),
                 applied: HashMap::new(),
+                updated: HashMap::new(),
             }),
             notify,
         })
@@ -328,6 +345,11 @@ impl Store {
             obj["metadata"]["resourceVersion"] = json!("");
             return Ok(obj);
         }
+        if let Some(manager) = &opts.field_manager {
+            let uid = meta_str(&obj, "uid").unwrap_or_default().to_string();
+            record_update(&mut st, rt, &uid, manager, false, &Value::Null, &obj);
+            set_entries(&st, rt, &uid, &mut obj);
+        }
         let created = commit(&mut st, &self.notify, &k, Some(obj), EventKind::Added);
         if rt.gvr() == crd_gvr() {
             serve_crd(&mut st, &self.notify, &created);
@@ -477,6 +499,62 @@ impl Store {
         Ok(begin_delete(&mut st, &self.notify, &k, opts.propagation))
     }
 
+    /// One pass of the garbage collector over dependents (background propagation, as
+    /// kube-controller-manager's does): an object whose ownerReferences name no owner
+    /// that exists — looked up by apiVersion/kind/name in the dependent's namespace (or
+    /// cluster-wide for a cluster-scoped owner) and compared by uid — is deleted (its
+    /// finalizers respected); one with some owners left loses only the dangling
+    /// references. An owner whose kind is not served cannot be judged and counts as
+    /// present (the real collector retries such a reference, never deleting on it); so
+    /// does a namespaced owner of a cluster-scoped dependent. Objects being deleted are
+    /// left to their own deletion. Returns the keys deleted, as `(plural, namespace,
+    /// name)`.
+    pub fn collect_orphans(&self) -> Vec<(String, String, String)> {
+        let mut st = self.lock();
+        let mut verdicts: Vec<(Key, Vec<usize>, usize)> = Vec::new();
+        for (k, obj) in &st.objects {
+            if obj.pointer("/metadata/deletionTimestamp").is_some() {
+                continue;
+            }
+            let Some(refs) = obj
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .filter(|r| !r.is_empty())
+            else {
+                continue;
+            };
+            let dangling: Vec<usize> = refs
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| owner_absent(&st, &k.1, r))
+                .map(|(i, _)| i)
+                .collect();
+            if !dangling.is_empty() {
+                verdicts.push((k.clone(), dangling, refs.len()));
+            }
+        }
+        let mut deleted = Vec::new();
+        for (k, dangling, all) in verdicts {
+            if dangling.len() == all {
+                begin_delete(&mut st, &self.notify, &k, Propagation::Background);
+                deleted.push((k.0.plural.clone(), k.1.clone(), k.2.clone()));
+            } else if let Some(mut dep) = st.objects.get(&k).cloned() {
+                if let Some(refs) = dep
+                    .pointer_mut("/metadata/ownerReferences")
+                    .and_then(Value::as_array_mut)
+                {
+                    let mut i = 0;
+                    refs.retain(|_| {
+                        i += 1;
+                        !dangling.contains(&(i - 1))
+                    });
+                }
+                commit(&mut st, &self.notify, &k, Some(dep), EventKind::Modified);
+            }
+        }
+        deleted
+    }
+
     /// Server-side apply (`application/apply-patch+yaml`): create or merge `applied` as
     /// `manager`'s configuration, removing what that manager applied before and no longer
     /// does; a field another manager applied with another value is a conflict unless
@@ -501,7 +579,11 @@ impl Store {
             }
             let mut obj = applied.clone();
             meta_mut(&mut obj).insert("name".into(), json!(name));
-            let created = self.create(rt, ns, obj, opts)?;
+            let as_apply = WriteOptions {
+                field_manager: None,
+                ..opts.clone()
+            };
+            let created = self.create(rt, ns, obj, &as_apply)?;
             if opts.dry_run {
                 return Ok(created);
             }
@@ -514,7 +596,9 @@ impl Store {
         let mut st = self.lock();
         let uid = meta_str(&current, "uid").unwrap_or_default().to_string();
         let mine = leaves(&applied);
-        let mut conflicts = Vec::new();
+        // (who, path, how the message names who): Apply managers by name; Update
+        // managers as kube-apiserver prints them, `"m" using API-VERSION at TIME`.
+        let mut conflicts: Vec<(Owner, String, String)> = Vec::new();
         for ((u, m), cfg) in st.applied.iter() {
             if *u != uid || m == manager {
                 continue;
@@ -522,22 +606,43 @@ impl Store {
             for (path, v) in leaves(cfg) {
                 if mine.get(&path).is_some_and(|mv| *mv != v) && !path.starts_with(".metadata.name")
                 {
-                    conflicts.push((m.clone(), path));
+                    conflicts.push((Owner::Apply(m.clone()), path, format!("\"{m}\"")));
                 }
             }
         }
+        for ((u, m, sub), e) in st.updated.iter() {
+            if *u != uid || *sub != status {
+                continue;
+            }
+            for (path, v) in &e.fields {
+                if mine.get(path).is_some_and(|mv| mv != v) {
+                    let shown = format!(
+                        "\"{m}\"{} using {} at {}",
+                        if *sub {
+                            " with subresource \"status\""
+                        } else {
+                            ""
+                        },
+                        rt.api_version(),
+                        e.time
+                    );
+                    conflicts.push((Owner::Update(m.clone(), *sub), path.clone(), shown));
+                }
+            }
+        }
+        conflicts.sort_by(|a, b| (&a.1, &a.2).cmp(&(&b.1, &b.2)));
         if !conflicts.is_empty() && !force {
             let causes: Vec<Cause> = conflicts
                 .iter()
-                .map(|(m, p)| Cause {
+                .map(|(_, p, shown)| Cause {
                     reason: "FieldManagerConflict",
-                    message: format!("conflict with \"{m}\""),
+                    message: format!("conflict with {shown}"),
                     field: p.clone(),
                 })
                 .collect();
             let list = conflicts
                 .iter()
-                .map(|(m, p)| format!("conflict with \"{m}\": {p}"))
+                .map(|(_, p, shown)| format!("conflict with {shown}: {p}"))
                 .collect::<Vec<_>>()
                 .join("\n- ");
             let mut e = ApiError::new(
@@ -553,11 +658,22 @@ impl Store {
             return Err(e);
         }
         if !opts.dry_run {
-            for (m, path) in &conflicts {
-                if let Some(cfg) = st.applied.get_mut(&(uid.clone(), m.clone())) {
-                    remove_path(cfg, path);
+            // `force`: the applier takes the fields over.
+            for (owner, path, _) in &conflicts {
+                match owner {
+                    Owner::Apply(m) => {
+                        if let Some(cfg) = st.applied.get_mut(&(uid.clone(), m.clone())) {
+                            prune_path(cfg, path);
+                        }
+                    }
+                    Owner::Update(m, sub) => {
+                        if let Some(e) = st.updated.get_mut(&(uid.clone(), m.clone(), *sub)) {
+                            e.fields.remove(path);
+                        }
+                    }
                 }
             }
+            st.updated.retain(|_, e| !e.fields.is_empty());
         }
         let previous = st
             .applied
@@ -578,6 +694,10 @@ impl Store {
             remove_path(&mut new, path);
         }
         merge(&mut new, &applied);
+        let as_apply = WriteOptions {
+            field_manager: None,
+            ..opts.clone()
+        };
         let result = write(
             &mut st,
             &self.notify,
@@ -587,7 +707,7 @@ impl Store {
             &current,
             new,
             status,
-            opts,
+            &as_apply,
         )?;
         if opts.dry_run {
             return Ok(result);
@@ -854,6 +974,11 @@ fn write(
     if rt.gvr() == secret_gvr() {
         fold_string_data(&mut new);
     }
+    if let Some(manager) = &opts.field_manager {
+        let uid = meta_str(current, "uid").unwrap_or_default().to_string();
+        record_update(st, rt, &uid, manager, status, current, &new);
+        set_entries(st, rt, &uid, &mut new);
+    }
     let result = commit(st, notify, &k, Some(new), EventKind::Modified);
     if result.pointer("/metadata/deletionTimestamp").is_some() {
         sweep(st, notify);
@@ -935,6 +1060,30 @@ fn fold_string_data(obj: &mut Value) {
         let text = v.as_str().unwrap_or_default();
         obj["data"][k] = json!(base64::engine::general_purpose::STANDARD.encode(text));
     }
+}
+
+/// Whether the owner one ownerReference names is absent: its kind is served, and no
+/// object of that kind and name (in `ns` when the kind is namespaced) has its uid.
+fn owner_absent(st: &State, ns: &str, r: &Value) -> bool {
+    let s = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or_default();
+    let Some(t) = st
+        .types
+        .values()
+        .find(|t| t.api_version() == s("apiVersion") && t.kind == s("kind"))
+    else {
+        return false;
+    };
+    if t.namespaced && ns.is_empty() {
+        return false;
+    }
+    let at = (
+        t.gvr(),
+        if t.namespaced { ns } else { "" }.to_string(),
+        s("name").to_string(),
+    );
+    st.objects
+        .get(&at)
+        .is_none_or(|o| meta_str(o, "uid") != Some(s("uid")))
 }
 
 /// Keys of objects listing `uid` among their ownerReferences.
@@ -1094,6 +1243,7 @@ fn remove(st: &mut State, notify: &watch::Sender<u64>, k: &Key) {
     commit(st, notify, k, None, EventKind::Deleted);
     let uid = meta_str(&obj, "uid").unwrap_or_default().to_string();
     st.applied.retain(|(u, _), _| *u != uid);
+    st.updated.retain(|(u, _, _), _| *u != uid);
     if k.0 == crd_gvr() {
         unserve_crd(st, notify, &obj);
     }
@@ -1196,18 +1346,171 @@ fn set_managed_fields(
         .cloned()
         .ok_or_else(|| ApiError::not_found(&rt.plural, &rt.group, name))?;
     let uid = meta_str(&obj, "uid").unwrap_or_default().to_string();
+    let before = obj["metadata"]["managedFields"].clone();
+    set_entries(st, rt, &uid, &mut obj);
+    if obj["metadata"]["managedFields"] == before {
+        return Ok(obj);
+    }
+    Ok(commit(st, notify, &k, Some(obj), EventKind::Modified))
+}
+
+/// Who owns a field that an apply conflicts with.
+enum Owner {
+    Apply(String),
+    /// An `Update` manager, and whether its entry is of the status subresource.
+    Update(String, bool),
+}
+
+/// Set `metadata.managedFields` of `obj` from the store's record of its managers, in the
+/// real server's format (`manager`, `operation`, `apiVersion`, `time`, `fieldsType`,
+/// `fieldsV1`, and `subresource` for status writes). Sorted by manager and operation.
+fn set_entries(st: &State, rt: &ResourceType, uid: &str, obj: &mut Value) {
     let mut entries: Vec<Value> = st
         .applied
         .iter()
-        .filter(|((u, _), _)| *u == uid)
+        .filter(|((u, _), _)| u == uid)
         .map(|((_, m), cfg)| json!({"manager": m, "operation": "Apply", "apiVersion": rt.api_version(), "time": now(), "fieldsType": "FieldsV1", "fieldsV1": fields_v1(cfg)}))
         .collect();
-    entries.sort_by(|a, b| a["manager"].as_str().cmp(&b["manager"].as_str()));
-    if obj["metadata"]["managedFields"] == json!(entries) {
-        return Ok(obj);
+    entries.extend(
+        st.updated
+            .iter()
+            .filter(|((u, _, _), e)| u == uid && !e.fields.is_empty())
+            .map(|((_, m, sub), e)| {
+                let mut entry = json!({"manager": m, "operation": "Update", "apiVersion": rt.api_version(), "time": e.time, "fieldsType": "FieldsV1", "fieldsV1": paths_v1(e.fields.keys())});
+                if *sub {
+                    entry["subresource"] = json!("status");
+                }
+                entry
+            }),
+    );
+    entries.sort_by(|a, b| {
+        (
+            a["manager"].as_str(),
+            a["operation"].as_str(),
+            a["subresource"].as_str(),
+        )
+            .cmp(&(
+                b["manager"].as_str(),
+                b["operation"].as_str(),
+                b["subresource"].as_str(),
+            ))
+    });
+    let m = meta_mut(obj);
+    if entries.is_empty() {
+        m.remove("managedFields");
+    } else {
+        m.insert("managedFields".into(), json!(entries));
     }
-    meta_mut(&mut obj).insert("managedFields".into(), json!(entries));
-    Ok(commit(st, notify, &k, Some(obj), EventKind::Modified))
+}
+
+/// Metadata the server sets or that names the object: in nobody's managedFields.
+const SERVER_META: [&str; 9] = [
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+];
+
+/// The leaves a write of the main resource (`status` false) or of its status owns.
+fn owned_leaves(rt: &ResourceType, obj: &Value, status: bool) -> BTreeMap<String, Value> {
+    leaves(obj)
+        .into_iter()
+        .filter(|(p, _)| {
+            let in_status = p == ".status" || p.starts_with(".status.");
+            let server = p == ".metadata"
+                || SERVER_META.iter().any(|f| {
+                    p == &format!(".metadata.{f}") || p.starts_with(&format!(".metadata.{f}."))
+                });
+            !server
+                && if status {
+                    in_status
+                } else {
+                    !(in_status && rt.status_subresource)
+                }
+        })
+        .collect()
+}
+
+/// Whether two leaf paths overlap (equal, or one inside the other).
+fn touches(a: &str, b: &str) -> bool {
+    a == b
+        || a.strip_prefix(b).is_some_and(|r| r.starts_with('.'))
+        || b.strip_prefix(a).is_some_and(|r| r.starts_with('.'))
+}
+
+/// Record an `Update` write by `manager` (create, update, patch) as kube-apiserver's
+/// field manager does: the manager now owns every field the write set or changed, and
+/// no other manager (Apply or Update) keeps a field it changed or removed. Fields the
+/// write left as they were keep their owners; a manager left with none disappears.
+/// Lists are atomic leaves here (the real server tracks items by merge key).
+fn record_update(
+    st: &mut State,
+    rt: &ResourceType,
+    uid: &str,
+    manager: &str,
+    status: bool,
+    before: &Value,
+    after: &Value,
+) {
+    let old = owned_leaves(rt, before, status);
+    let new = owned_leaves(rt, after, status);
+    let changed: Vec<String> = new
+        .iter()
+        .filter(|(p, v)| old.get(*p) != Some(*v))
+        .map(|(p, _)| p.clone())
+        .collect();
+    let gone: Vec<String> = old
+        .keys()
+        .filter(|p| !new.contains_key(*p))
+        .cloned()
+        .collect();
+    if changed.is_empty() && gone.is_empty() {
+        return;
+    }
+    let hit = |p: &str| changed.iter().chain(&gone).any(|c| touches(p, c));
+    for ((u, _, sub), e) in st.updated.iter_mut() {
+        if u == uid && *sub == status {
+            e.fields.retain(|p, _| !hit(p));
+        }
+    }
+    for ((u, _), cfg) in st.applied.iter_mut() {
+        if u != uid {
+            continue;
+        }
+        for p in leaves(cfg).into_keys().filter(|p| hit(p)) {
+            prune_path(cfg, &p);
+        }
+    }
+    let e = st
+        .updated
+        .entry((uid.to_string(), manager.to_string(), status))
+        .or_default();
+    for p in changed {
+        e.fields.insert(p.clone(), new[&p].clone());
+    }
+    e.time = now();
+    st.updated.retain(|_, e| !e.fields.is_empty());
+}
+
+/// The `FieldsV1` form of leaf paths: `.spec.x` → `{"f:spec": {"f:x": {}}}`.
+fn paths_v1<'a>(paths: impl Iterator<Item = &'a String>) -> Value {
+    let mut out = json!({});
+    for p in paths {
+        let mut cur = &mut out;
+        for part in p.trim_start_matches('.').split('.') {
+            cur = cur
+                .as_object_mut()
+                .expect("FieldsV1 nodes are objects")
+                .entry(format!("f:{part}"))
+                .or_insert_with(|| json!({}));
+        }
+    }
+    out
 }
 
 /// The `FieldsV1` form of a configuration: `{"f:spec": {"f:x": {}}}`.
@@ -1252,6 +1555,24 @@ fn leaves(cfg: &Value) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
     walk(cfg, String::new(), &mut out);
     out
+}
+
+/// [`remove_path`], then drop the objects it left empty (a configuration keeps no `{}`
+/// that [`leaves`] would read as a field of its own).
+fn prune_path(v: &mut Value, path: &str) {
+    remove_path(v, path);
+    let parts: Vec<&str> = path.trim_start_matches('.').split('.').collect();
+    for n in (1..parts.len()).rev() {
+        let parent = format!(".{}", parts[..n].join("."));
+        let empty = parts[..n]
+            .iter()
+            .try_fold(&*v, |cur, p| cur.get(*p))
+            .is_some_and(|o| o.as_object().is_some_and(Map::is_empty));
+        if !empty {
+            return;
+        }
+        remove_path(v, &parent);
+    }
 }
 
 fn remove_path(v: &mut Value, path: &str) {

@@ -822,3 +822,286 @@ async fn malformed_bodies_and_selectors_are_refused_not_crashed() {
     assert!(gws.get("acme").await.is_ok(), "the server is still up");
     sb.shutdown().await;
 }
+
+/// `metadata.managedFields` entries of `manager` (operation, fieldsV1).
+fn entries_of(obj: &serde_json::Value, manager: &str) -> Vec<(String, serde_json::Value)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["manager"] == manager)
+        .map(|e| {
+            (
+                e["operation"].as_str().unwrap().to_string(),
+                e["fieldsV1"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_write_records_its_update_manager_like_the_real_server() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client(&sb, None).await,
+        NS,
+        &kube::api::ApiResource::erase::<ConfigMap>(&()),
+    );
+    let as_json = |o: kube::api::DynamicObject| serde_json::to_value(o).unwrap();
+    // Create with a fieldManager: an Update entry of every field it set.
+    let body: kube::api::DynamicObject = serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "mf", "labels": {"team": "a"}}, "data": {"x": "1", "y": "2"}})).unwrap();
+    let created = as_json(
+        api.create(
+            &PostParams {
+                field_manager: Some("kubectl-create".into()),
+                ..Default::default()
+            },
+            &body,
+        )
+        .await
+        .unwrap(),
+    );
+    let entry = created["metadata"]["managedFields"][0].clone();
+    assert_eq!(entry["manager"], "kubectl-create");
+    assert_eq!(entry["operation"], "Update");
+    assert_eq!(entry["apiVersion"], "v1");
+    assert_eq!(entry["fieldsType"], "FieldsV1");
+    assert!(entry["time"].as_str().is_some_and(|t| t.ends_with('Z')));
+    assert_eq!(
+        entry["fieldsV1"],
+        json!({"f:data": {"f:x": {}, "f:y": {}}, "f:metadata": {"f:labels": {"f:team": {}}}})
+    );
+    // A merge patch as `kubectl patch` sends it: kubectl-patch owns what it changed, and
+    // kubectl-create keeps only what nobody changed since.
+    let patched = as_json(
+        api.patch(
+            "mf",
+            &PatchParams {
+                field_manager: Some("kubectl-patch".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"data": {"x": "9"}})),
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(
+        entries_of(&patched, "kubectl-patch"),
+        [("Update".to_string(), json!({"f:data": {"f:x": {}}}))]
+    );
+    assert_eq!(
+        entries_of(&patched, "kubectl-create"),
+        [(
+            "Update".to_string(),
+            json!({"f:data": {"f:y": {}}, "f:metadata": {"f:labels": {"f:team": {}}}})
+        )]
+    );
+    // No fieldManager: the User-Agent's product, as kube-apiserver derives it.
+    let agent = kube::Client::try_from({
+        let kc = kube::config::Kubeconfig::from_yaml(&sb.kubeconfig()).unwrap();
+        let mut c =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .unwrap();
+        c.headers.push((
+            axum::http::header::USER_AGENT,
+            axum::http::HeaderValue::from_static("my-controller/v2.1 (linux/amd64)"),
+        ));
+        c
+    })
+    .unwrap();
+    let by_agent: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(agent, NS, &kube::api::ApiResource::erase::<ConfigMap>(&()));
+    let edited = as_json(
+        by_agent
+            .patch(
+                "mf",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"data": {"z": "3"}})),
+            )
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        entries_of(&edited, "my-controller"),
+        [("Update".to_string(), json!({"f:data": {"f:z": {}}}))]
+    );
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_side_apply_conflicts_with_update_managers_and_force_takes_over() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let api: Api<ConfigMap> = Api::namespaced(client(&sb, None).await, NS);
+    let doc = |data: serde_json::Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa-upd"}, "data": data});
+    api.patch(
+        "ssa-upd",
+        &PatchParams::apply("vpnmig"),
+        &Patch::Apply(doc(json!({"x": "1", "y": "2"}))),
+    )
+    .await
+    .unwrap();
+    // `kubectl edit` changes x: the field moves to kubectl-edit.
+    api.patch(
+        "ssa-upd",
+        &PatchParams {
+            field_manager: Some("kubectl-edit".into()),
+            ..Default::default()
+        },
+        &Patch::Merge(json!({"data": {"x": "edited"}})),
+    )
+    .await
+    .unwrap();
+    let err = api
+        .patch(
+            "ssa-upd",
+            &PatchParams::apply("vpnmig"),
+            &Patch::Apply(doc(json!({"x": "1", "y": "2"}))),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code(&err), 409);
+    let kube::Error::Api(status) = &err else {
+        panic!("{err}")
+    };
+    assert!(
+        status.message.starts_with(
+            "Apply failed with 1 conflict: conflict with \"kubectl-edit\" using v1 at "
+        ),
+        "{}",
+        status.message
+    );
+    assert!(status.message.ends_with(": .data.x"), "{}", status.message);
+    let causes = status
+        .details
+        .as_ref()
+        .map(|d| d.causes.clone())
+        .unwrap_or_default();
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    assert_eq!(causes[0].reason, "FieldManagerConflict");
+    assert_eq!(causes[0].field, ".data.x");
+    assert!(causes[0].message.contains("\"kubectl-edit\""), "{causes:?}");
+    // Applying the value kubectl-edit set is no conflict (shared ownership).
+    api.patch(
+        "ssa-upd",
+        &PatchParams::apply("vpnmig"),
+        &Patch::Apply(doc(json!({"x": "edited", "y": "2"}))),
+    )
+    .await
+    .unwrap();
+    // force: vpnmig takes x over; kubectl-edit owns nothing and its entry goes.
+    let forced = api
+        .patch(
+            "ssa-upd",
+            &PatchParams::apply("vpnmig").force(),
+            &Patch::Apply(doc(json!({"x": "1", "y": "2"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(forced.data.as_ref().unwrap()["x"], "1");
+    let managers: Vec<(String, String)> = forced
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .map(|m| (m.manager.unwrap(), m.operation.unwrap()))
+        .collect();
+    assert_eq!(managers, [("vpnmig".to_string(), "Apply".to_string())]);
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_garbage_collector_deletes_dependents_whose_owners_are_all_gone() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let c = client(&sb, None).await;
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), NS);
+    let secrets: Api<Secret> = Api::namespaced(c, NS);
+    let alive = cms
+        .create(&PostParams::default(), &cm("alive", &[]))
+        .await
+        .unwrap();
+    let owner = |name: &str, uid: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "name": name, "uid": uid});
+    let secret = |name: &str, refs: serde_json::Value| -> Secret {
+        serde_json::from_value(json!({"metadata": {"name": name, "ownerReferences": refs}}))
+            .unwrap()
+    };
+    let gone = "0b7c1d2e-0000-4000-8000-00000000dead";
+    // Created with an owner that does not exist: collected.
+    secrets
+        .create(
+            &PostParams::default(),
+            &secret("dangling", json!([owner("nobody", gone)])),
+        )
+        .await
+        .unwrap();
+    // Named owner exists, but with another uid: just as absent.
+    secrets
+        .create(
+            &PostParams::default(),
+            &secret("stale-uid", json!([owner("alive", gone)])),
+        )
+        .await
+        .unwrap();
+    // One owner left: only the dangling reference goes.
+    let alive_uid = alive.metadata.uid.clone().unwrap();
+    secrets
+        .create(
+            &PostParams::default(),
+            &secret(
+                "half",
+                json!([owner("nobody", gone), owner("alive", &alive_uid)]),
+            ),
+        )
+        .await
+        .unwrap();
+    // An owner of a kind nobody serves cannot be judged: kept, like the real collector.
+    secrets
+        .create(
+            &PostParams::default(),
+            &secret("unknown-kind", json!([{"apiVersion": "example.com/v1", "kind": "Widget", "name": "w", "uid": gone}])),
+        )
+        .await
+        .unwrap();
+    for name in ["dangling", "stale-uid"] {
+        eventually(5, name, || async {
+            secrets.get_opt(name).await.unwrap().is_none().then_some(())
+        })
+        .await;
+    }
+    let refs = eventually(5, "half loses its dangling reference", || async {
+        let refs = secrets
+            .get("half")
+            .await
+            .unwrap()
+            .metadata
+            .owner_references?;
+        (refs.len() == 1).then_some(refs)
+    })
+    .await;
+    assert_eq!(refs[0].uid, alive_uid);
+    assert!(secrets.get_opt("unknown-kind").await.unwrap().is_some());
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_paused_garbage_collector_acts_once_resumed() {
+    let mut settings = SettingsFile::default();
+    settings.gc.paused = true;
+    let sb = start(ACME, settings).await;
+    let secrets: Api<Secret> = Api::namespaced(client(&sb, None).await, NS);
+    let s: Secret = serde_json::from_value(json!({"metadata": {"name": "later", "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "nobody", "uid": "0b7c1d2e-0000-4000-8000-00000000dead"}]}})).unwrap();
+    secrets.create(&PostParams::default(), &s).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(secrets.get_opt("later").await.unwrap().is_some());
+    sb.gc.write().unwrap().paused = false;
+    eventually(5, "collected once resumed", || async {
+        secrets
+            .get_opt("later")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    sb.shutdown().await;
+}

@@ -254,6 +254,7 @@ fn route(
         dry_run: param(&query, "dryRun") == Some("All"),
         strict: param(&query, "fieldValidation") == Some("Strict"),
         keep_status: false,
+        field_manager: Some(field_manager(&query, headers)?),
     };
     let status_sub = target.sub.as_deref() == Some("status");
     match verb {
@@ -298,6 +299,39 @@ fn route(
         "delete" => delete(app, &target, &query, headers, body),
         _ => delete_collection(app, &target, &query),
     }
+}
+
+/// The field manager of a write, as kube-apiserver names it: `fieldManager`, else the
+/// User-Agent up to its first `/` (`kubectl/v1.34.1 (linux/amd64) kubernetes/abc` →
+/// `kubectl`). kubectl passes its own names (`kubectl-client-side-apply`, `kubectl-edit`,
+/// `kubectl-patch`, …); kube-rs passes none unless told. A `fieldManager` over 128 characters is refused.
+fn field_manager(query: &Query, headers: &HeaderMap) -> Result<String, ApiError> {
+    let Some(manager) = param(query, "fieldManager").filter(|m| !m.is_empty()) else {
+        // The derived name is cut to fit, never refused.
+        return Ok(headers
+            .get("user-agent")
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or_default()
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .chars()
+            .take(128)
+            .collect());
+    };
+    if manager.chars().count() > 128 {
+        return Err(ApiError::invalid(
+            "PatchOptions",
+            "meta.k8s.io",
+            "",
+            vec![status::Cause {
+                reason: "FieldValueTooLong",
+                message: "Too long: may not be more than 128 bytes".into(),
+                field: "fieldManager".into(),
+            }],
+        ));
+    }
+    Ok(manager.to_string())
 }
 
 fn aggregated(v: &Value) -> Response {
