@@ -1170,9 +1170,11 @@ async fn rollback_from_the_bundle_when_the_journal_is_gone() {
 
     let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
+    // The journal is gone, but this machine remembers where the bundle is (issue 14
+    // item 7): the hint names it.
     assert!(
         r.stderr
-            .contains("pass the bundle of the cutover (--plan DIR)"),
+            .contains(&format!("`vpnmig rollback acme -n tenant-acme --plan {bundle}`")),
         "{}",
         r.stderr
     );

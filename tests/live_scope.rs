@@ -425,3 +425,115 @@ async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once() {
     );
     assert!(l.sb.operator.floating_ips().released.is_empty());
 }
+
+/// Issue 9 item 7: `globex` (tunnel `east`) and `globex-east` (one tunnel) both derive
+/// VPNPeer `globex-east`. The name's owner (the single-tunnel gateway named like it) is
+/// READY; the other is blocked before either window with a way out that works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn colliding_peer_names_block_the_later_gateway_with_a_way_out() {
+    let mut s = SettingsFile::default();
+    s.operator.service_cidr_pool = "10.250.61.0/24".into();
+    let l = start(GLOBEX, s).await;
+    let r = l.vpnmig(&["status", "-n", "tenant-globex"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let line = |name: &str| {
+        r.stdout
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        line("globex").ends_with("peer-names-unique"),
+        "{}",
+        r.stdout
+    );
+    assert!(line("globex-east").ends_with("none"), "{}", r.stdout);
+
+    let r = l.vpnmig(&["plan", "globex", "-n", "tenant-globex"]).await;
+    assert_eq!(r.code, 4, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("IPsecGateway tenant-globex/globex-east will create VPNPeer globex-east for its tunnel main and owns that name"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("never delete the other gateway's peer"),
+        "{}",
+        r.stdout
+    );
+    let owner = l
+        .vpnmig(&["plan", "globex-east", "-n", "tenant-globex"])
+        .await;
+    assert_eq!(owner.code, 0, "{}", owner.stdout);
+    assert!(
+        owner.stdout.contains("peer-names-shared"),
+        "{}",
+        owner.stdout
+    );
+
+    // The way out: the advised --peer-name, recorded in the bundle and used by the cutover.
+    let start = r.stdout.find("`vpnmig plan globex").unwrap();
+    let advised = &r.stdout[start + 1..];
+    let advised: Vec<&str> = advised[..advised.find('`').unwrap()]
+        .split_whitespace()
+        .skip(1)
+        .collect();
+    assert_eq!(
+        advised,
+        [
+            "plan",
+            "globex",
+            "-n",
+            "tenant-globex",
+            "--peer-name",
+            "east=globex-east-2"
+        ]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("globex");
+    let mut args = advised.clone();
+    args.extend(["--out", bundle.to_str().unwrap()]);
+    let r = l.vpnmig(&args).await;
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "globex",
+            "-n",
+            "tenant-globex",
+            "--plan",
+            bundle.to_str().unwrap(),
+            "--yes",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = l
+        .vpnmig(&["cutover", "globex-east", "-n", "tenant-globex", "--yes"])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let peers = objects(&l, "vpn.bnerd.net", "vpnpeers", "tenant-globex");
+    let owners: Vec<(String, String)> = peers
+        .iter()
+        .map(|p| {
+            (
+                p["metadata"]["name"].as_str().unwrap().to_string(),
+                p["spec"]["gatewayRef"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            )
+        })
+        .collect();
+    let mut owners = owners;
+    owners.sort();
+    assert_eq!(
+        owners,
+        [
+            ("globex-east".to_string(), "globex-east".to_string()),
+            ("globex-east-2".to_string(), "globex".to_string()),
+            ("globex-main".to_string(), "globex".to_string()),
+        ]
+    );
+    assert!(l.sb.operator.floating_ips().released.is_empty());
+}

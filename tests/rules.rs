@@ -902,6 +902,7 @@ fn fip_and_service_cidr_uniqueness_compare_parsed() {
         object: format!("VPNGateway t/{name}"),
         floating_ip: Some(fip.into()),
         service_cidr: Some(cidr.into()),
+        ..Default::default()
     };
     let facts = Facts {
         existing: Vec::new(),

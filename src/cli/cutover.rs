@@ -93,6 +93,11 @@ pub struct CutoverArgs {
     #[arg(long, value_name = "FILE")]
     pub allowlist: Option<PathBuf>,
 
+    /// Name the VPNPeer of tunnel TUNNEL NAME (repeatable), as `plan --peer-name` did;
+    /// with --plan DIR the bundle's choice is used unless this is given.
+    #[arg(long = "peer-name", value_name = "TUNNEL=NAME", value_parser = crate::cli::plan::parse_peer_name)]
+    pub peer_names: Vec<(String, String)>,
+
     /// Output format of the final report (progress always goes to stderr).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = render::Format::Text)]
     pub output: render::Format,
@@ -173,13 +178,27 @@ async fn cutover(
     let allowlist = crate::cli::plan::allowlist(args.allowlist.as_ref())?;
     // The plan's own server-side dry run (facts) is the first one; another follows right
     // before the delete.
-    let (source, plan, _) = match crate::cli::plan::live_plan(cluster, name, &allowlist, true).await
+    // The peer names chosen at plan time (`plan --peer-name`) come with the bundle
+    // unless the flag names them here.
+    let mut chosen = args.peer_names.clone();
+    if let Some(dir) = &args.plan
+        && chosen.is_empty()
     {
-        Err(Error::Cluster(e @ crate::cluster::KubeError::NotFound { .. })) => {
-            return Err(no_old_gateway(cluster, name, e).await);
-        }
-        other => other?,
-    };
+        let (saved, _) = bundle::read_saved(dir)?;
+        chosen = saved["peerNames"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(t, n)| Some((t.clone(), n.as_str()?.to_string())))
+            .collect();
+    }
+    let (source, plan, _) =
+        match crate::cli::plan::live_plan(cluster, name, &allowlist, true, &chosen).await {
+            Err(Error::Cluster(e @ crate::cluster::KubeError::NotFound { .. })) => {
+                return Err(no_old_gateway(cluster, name, e).await);
+            }
+            other => other?,
+        };
     if let Some(dir) = &args.plan {
         let (saved, _) = bundle::read_saved(dir)?;
         let drift = journal::drift(&saved, &plan);

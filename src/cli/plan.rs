@@ -85,6 +85,47 @@ pub struct PlanArgs {
     /// `esp: [...]`).
     #[arg(long, value_name = "FILE")]
     allowlist: Option<PathBuf>,
+
+    /// Name the VPNPeer of tunnel TUNNEL NAME instead of the derived name (repeatable):
+    /// the way out when another gateway of the namespace owns the derived one. Recorded
+    /// in the plan; a cutover from the bundle uses it.
+    #[arg(long = "peer-name", value_name = "TUNNEL=NAME", value_parser = parse_peer_name)]
+    pub peer_names: Vec<(String, String)>,
+}
+
+/// `TUNNEL=NAME` of `--peer-name`.
+pub(crate) fn parse_peer_name(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((t, n)) if !t.is_empty() && !n.is_empty() => Ok((t.to_string(), n.to_string())),
+        _ => Err("expected TUNNEL=NAME, e.g. `--peer-name b=a-b-2`".into()),
+    }
+}
+
+/// The `--peer-name` choices as a map, each naming a tunnel `gateway` has.
+pub(crate) fn peer_names(
+    chosen: &[(String, String)],
+    gateway: &crate::core::model::IPsecGateway,
+) -> Result<std::collections::BTreeMap<String, String>, Error> {
+    let tunnels: Vec<&str> = gateway
+        .spec
+        .tunnels
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    for (t, _) in chosen {
+        if !tunnels.contains(&t.as_str()) {
+            return Err(Error::Stop {
+                code: crate::exit::USAGE,
+                message: format!(
+                    "--peer-name {t}=…: IPsecGateway {} has no tunnel {t} (its tunnels: {})",
+                    gateway.metadata.name.as_deref().unwrap_or("?"),
+                    tunnels.join(", ")
+                ),
+                hint: None,
+            });
+        }
+    }
+    Ok(chosen.iter().cloned().collect())
 }
 
 /// Read a file (`-`: standard input) as UTF-8 text. A file that is there but is not text
@@ -116,7 +157,14 @@ async fn live(
         eprintln!("{}", cluster.banner(false));
     }
     cluster.require_operator().await?;
-    live_plan(&cluster, name, allowlist, args.server_dry_run).await
+    live_plan(
+        &cluster,
+        name,
+        allowlist,
+        args.server_dry_run,
+        &args.peer_names,
+    )
+    .await
 }
 
 /// The live plan of `name`: the source, the plan with the live checks, and the targets
@@ -126,14 +174,24 @@ pub(crate) async fn live_plan(
     name: &str,
     allowlist: &Allowlist,
     server_dry_run: bool,
+    chosen_names: &[(String, String)],
 ) -> Result<(input::Source, plan::Plan, Vec<(String, serde_json::Value)>), Error> {
     let source = facts::source(cluster, name).await.map_err(|e| match e {
         facts::SourceError::Kube(k) => Error::Cluster(k),
         facts::SourceError::Input(i) => Error::Input(i),
     })?;
-    let mut plan = plan::build(&source, allowlist);
+    let names = peer_names(chosen_names, &source.gateway)?;
+    let mut plan = plan::build_named(&source, allowlist, &names);
     let found = facts::facts(cluster, &plan, server_dry_run).await?;
-    let (checks, migrated) = live::checks(&plan, &found);
+    let (mut checks, migrated) = live::checks(&plan, &found);
+    let tunnels: Vec<String> = source
+        .gateway
+        .spec
+        .tunnels
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    checks.extend(live::peer_name_checks(&plan, &tunnels, &found.others));
     live::extend(&mut plan, checks);
     plan.already_migrated = migrated == live::Migrated::Already;
     Ok((source, plan, found.existing))
@@ -163,7 +221,8 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
         (None, Some(path)) => {
             let file = path.display().to_string();
             let source = input::load(&read(path)?, &file, args.name.as_deref())?;
-            let plan = plan::build(&source, &allowlist);
+            let names = peer_names(&args.peer_names, &source.gateway)?;
+            let plan = plan::build_named(&source, &allowlist, &names);
             (source, plan, format!("vpnmig plan -f {file}"))
         }
         (None, None) => unreachable!("clap requires NAME or -f"),

@@ -123,7 +123,22 @@ pub async fn facts(
         let mut out = Vec::new();
         for g in old.iter().filter(|g| key(&g.metadata) != me) {
             let st = g.status.clone().unwrap_or_default();
+            let n = g.spec.tunnels.len();
+            let gw_name = key(&g.metadata).1;
             out.push(OtherGateway {
+                future_peers: g
+                    .spec
+                    .tunnels
+                    .iter()
+                    .map(|t| {
+                        (
+                            t.name.clone(),
+                            crate::core::translate::peer_name(&gw_name, &t.name, n),
+                        )
+                    })
+                    .collect(),
+                namespace: key(&g.metadata).0,
+                name: gw_name.clone(),
                 object: format!("IPsecGateway {}/{}", key(&g.metadata).0, key(&g.metadata).1),
                 floating_ip: g
                     .spec
@@ -137,6 +152,9 @@ pub async fn facts(
         for g in new.iter().filter(|g| key(&g.metadata) != me) {
             let st = g.status.clone().unwrap_or_default();
             out.push(OtherGateway {
+                namespace: key(&g.metadata).0,
+                name: key(&g.metadata).1,
+                future_peers: Vec::new(),
                 object: format!("VPNGateway {}/{}", key(&g.metadata).0, key(&g.metadata).1),
                 floating_ip: g
                     .spec

@@ -11,12 +11,158 @@ use crate::core::checks::{CheckResult, Finding, Outcome, Severity, finding, resu
 use crate::core::plan::Plan;
 
 /// Another gateway in the cluster (either kind), as far as uniqueness goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OtherGateway {
     /// `Kind namespace/name`.
     pub object: String,
     pub floating_ip: Option<String>,
     pub service_cidr: Option<String>,
+    /// An IPsecGateway not migrated yet: the VPNPeer names its own cutover would create,
+    /// `(tunnel, name)` (`core::translate::peer_name`), in its namespace `namespace`.
+    pub future_peers: Vec<(String, String)>,
+    pub namespace: String,
+    /// Its name (the gateway's, not `object`).
+    pub name: String,
+}
+
+/// Whose an existing object is when it is not this gateway's: a VPNPeer whose gatewayRef
+/// or migrated-from annotation names another gateway, as words.
+fn owner_of(obj: &Value, me: &str) -> Option<String> {
+    let gateway_ref = obj.pointer("/spec/gatewayRef/name").and_then(Value::as_str);
+    let from = obj
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(crate::core::translate::MIGRATED_FROM))
+        .and_then(Value::as_str)
+        .and_then(|f| f.rsplit('/').next());
+    match (gateway_ref, from) {
+        (Some(g), _) if g != me => Some(format!(
+            "the VPNPeer of gateway {g}: its spec.gatewayRef.name says so"
+        )),
+        (_, Some(f)) if f != me => Some(format!(
+            "migrated from IPsecGateway {f}: its migrated-from annotation says so"
+        )),
+        _ => None,
+    }
+}
+
+/// The longest label value Kubernetes accepts: operators commonly select a peer's
+/// children by a label holding its name.
+pub const LABEL_VALUE_MAX: usize = 63;
+
+/// Whether `theirs` (a gateway not migrated yet whose tunnel `their_tunnel` derives the
+/// same VPNPeer name) owns the name rather than `mine` (issue 9 item 7). A single-tunnel
+/// gateway's peer is named like the gateway itself, so that gateway is the name's natural
+/// owner; between two derived names, the gateway whose name sorts first owns it. Every
+/// gateway judges the same way, so exactly one of two colliding plans is blocked.
+fn owns_before(theirs: &OtherGateway, mine: &str, my_tunnels: usize, peer: &str) -> bool {
+    let their_single = theirs.future_peers.len() == 1 && theirs.name == peer;
+    let my_single = my_tunnels == 1 && mine == peer;
+    their_single || (!my_single && theirs.name.as_str() < mine)
+}
+
+/// `peer-names-unique` (issue 9 item 7): no VPNPeer name of this plan is also one another
+/// gateway of the namespace will derive for its own cutover; a name that gateway owns
+/// blocks this plan with the way out (`--peer-name`), and a name this plan owns is a
+/// warning on the other gateway's behalf. `plan` holds the peer names after overrides.
+pub fn peer_name_checks(
+    plan: &Plan,
+    tunnel_names: &[String],
+    others: &Result<Vec<OtherGateway>, String>,
+) -> Vec<CheckResult> {
+    let ns = plan.source.namespace.clone().unwrap_or_default();
+    let me = plan.source.name.as_str();
+    let tunnels: Vec<String> = plan
+        .targets
+        .peers
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap_or_default())
+        .collect();
+    let mut blocking = Vec::new();
+    let mut warnings = Vec::new();
+    let others = others
+        .as_ref()
+        .map_err(|e| format!("other gateways could not be listed: {e}"));
+    if let Ok(others) = &others {
+        for (i, peer) in tunnels.iter().enumerate() {
+            let tunnel = tunnel_names.get(i).cloned().unwrap_or_default();
+            for o in others.iter().filter(|o| o.namespace == ns && o.name != me) {
+                let Some((their_tunnel, _)) = o.future_peers.iter().find(|(_, n)| n == peer) else {
+                    continue;
+                };
+                let what = format!("VPNPeer {ns}/{peer}");
+                if owns_before(o, me, tunnels.len(), peer) {
+                    let free = (2..)
+                        .map(|k| format!("{peer}-{k}"))
+                        .find(|n| {
+                            !others
+                                .iter()
+                                .any(|o| o.future_peers.iter().any(|(_, f)| f == n))
+                                && !tunnels.contains(n)
+                        })
+                        .expect("a free name exists");
+                    blocking.push(finding(
+                        &what,
+                        "metadata.name",
+                        peer.clone(),
+                        "a VPNPeer name no other gateway of the namespace uses",
+                        format!(
+                            "IPsecGateway {ns}/{} will create VPNPeer {peer} for its tunnel {their_tunnel} and owns that name: whichever migrates first takes it, and the other could never migrate",
+                            o.name
+                        ),
+                        Some(format!(
+                            "give this gateway's tunnel {tunnel} another peer name: `vpnmig plan {me} -n {ns} --peer-name {tunnel}={free}` (recorded in the plan; the cutover uses it); never delete the other gateway's peer"
+                        )),
+                    ));
+                } else {
+                    warnings.push(finding(
+                        &what,
+                        "metadata.name",
+                        peer.clone(),
+                        "a VPNPeer name no other gateway of the namespace uses",
+                        format!(
+                            "IPsecGateway {ns}/{} would derive the same name for its tunnel {their_tunnel}; this gateway owns it, so that one's plan is blocked until it picks another with --peer-name",
+                            o.name
+                        ),
+                        None,
+                    ));
+                }
+            }
+        }
+    }
+    let long: Vec<Finding> = tunnels
+        .iter()
+        .filter(|n| n.len() > LABEL_VALUE_MAX)
+        .map(|n| {
+            finding(
+                &format!("VPNPeer {ns}/{n}"),
+                "metadata.name",
+                format!("{} characters", n.len()),
+                format!("at most {LABEL_VALUE_MAX}"),
+                format!("the name is longer than a label value may be ({LABEL_VALUE_MAX}): an operator that labels the peer's children with it would fail"),
+                Some(format!("choose a shorter one with `--peer-name TUNNEL=NAME` on `vpnmig plan {me} -n {ns}`")),
+            )
+        })
+        .collect();
+    vec![
+        result(
+            "peer-names-unique",
+            Severity::Blocker,
+            "no other gateway of the namespace will create the same VPNPeer names",
+            others.map(|_| blocking),
+        ),
+        result(
+            "peer-names-shared",
+            Severity::Warning,
+            "no other gateway of the namespace derives a VPNPeer name this one owns",
+            Ok(warnings),
+        ),
+        result(
+            "peer-name-length",
+            Severity::Warning,
+            "every VPNPeer name fits a label value (63 characters)",
+            Ok(long),
+        ),
+    ]
 }
 
 /// What the cluster said.
@@ -73,8 +219,12 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
                     "spec",
                     "an existing object with another spec",
                     "no object of that name, or this plan's",
-                    format!("{label} already exists and differs from the plan: applying would overwrite it"),
-                    Some(format!("inspect it (`kubectl get {} {name} -n {ns} -o yaml`); delete it if it is a leftover, then plan again", kind.to_lowercase())),
+                    format!("{label} already exists and differs from the plan: applying would overwrite it{}", owner_of(live, &plan.source.name).map(|o| format!(" (it is {o})")).unwrap_or_default()),
+                    Some(match owner_of(live, &plan.source.name) {
+                        // Another gateway's live peer: never advise deleting it (issue 9 item 7).
+                        Some(_) => format!("never delete it: give this gateway's tunnel another peer name with `vpnmig plan {} -n {ns} --peer-name TUNNEL=NAME` (recorded in the plan; the cutover uses it)", plan.source.name),
+                        None => format!("inspect it (`kubectl get {} {name} -n {ns} -o yaml`); delete it if it is a leftover, then plan again", kind.to_lowercase()),
+                    }),
                 ));
             }
         }

@@ -12,7 +12,7 @@ use crate::core::checks::{self, CheckResult, Inputs};
 use crate::core::input::Source;
 use crate::core::psk;
 use crate::core::report::{FieldRow, field_report};
-use crate::core::translate::{Targets, translate};
+use crate::core::translate::Targets;
 
 /// Schema identifier written into every plan; bumped on incompatible changes.
 pub const PLAN_API_VERSION: &str = "vpnmig.bnerd.net/plan/v1";
@@ -54,6 +54,10 @@ pub struct Plan {
     pub fields: Vec<FieldRow>,
     pub checks: Vec<CheckResult>,
     pub targets: Targets,
+    /// Peer names chosen with `--peer-name TUNNEL=NAME` (tunnel → VPNPeer name), instead
+    /// of the derived ones; a cutover from this plan uses the same.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub peer_names: std::collections::BTreeMap<String, String>,
 }
 
 /// Counts for people and scripts.
@@ -71,7 +75,16 @@ pub struct Summary {
 
 /// Translate, report and check `source` against `allowlist`.
 pub fn build(source: &Source, allowlist: &Allowlist) -> Plan {
-    let targets = translate(&source.gateway);
+    build_named(source, allowlist, &Default::default())
+}
+
+/// [`build`] with peer names chosen for some tunnels (`core::translate::translate_named`).
+pub fn build_named(
+    source: &Source,
+    allowlist: &Allowlist,
+    peer_names: &std::collections::BTreeMap<String, String>,
+) -> Plan {
+    let targets = crate::core::translate::translate_named(&source.gateway, peer_names);
     let fields = field_report(&source.raw, &source.gateway, &targets);
     let checks = checks::run(&Inputs {
         source,
@@ -134,6 +147,7 @@ pub fn build(source: &Source, allowlist: &Allowlist) -> Plan {
         fields,
         checks,
         targets,
+        peer_names: peer_names.clone(),
     }
 }
 

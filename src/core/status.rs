@@ -77,6 +77,42 @@ pub fn rows(
             .any(|n| ns_name(&n.metadata) == (namespace.clone(), name.clone()));
         let status = g.status.clone().unwrap_or_default();
         let plan = plan::build(&Source::listed(g.clone(), context), allowlist);
+        // The namespace's other gateways: a future VPNPeer name another one owns (or a
+        // live peer of another gateway holds) blocks this one (issue 9 item 7).
+        let others: Vec<crate::core::live::OtherGateway> = old
+            .iter()
+            .filter(|o| ns_name(&o.metadata) != (namespace.clone(), name.clone()))
+            .map(|o| {
+                let (ns, n) = ns_name(&o.metadata);
+                let count = o.spec.tunnels.len();
+                crate::core::live::OtherGateway {
+                    object: format!("IPsecGateway {ns}/{n}"),
+                    future_peers: o
+                        .spec
+                        .tunnels
+                        .iter()
+                        .map(|t| {
+                            (
+                                t.name.clone(),
+                                crate::core::translate::peer_name(&n, &t.name, count),
+                            )
+                        })
+                        .collect(),
+                    namespace: ns,
+                    name: n,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        let tunnels: Vec<String> = g.spec.tunnels.iter().map(|t| t.name.clone()).collect();
+        let collisions = crate::core::live::peer_name_checks(&plan, &tunnels, &Ok(others));
+        let taken = plan.targets.peers.iter().any(|p| {
+            peers.iter().any(|live| {
+                live.metadata.namespace.as_deref() == Some(namespace.as_str())
+                    && live.metadata.name == p.metadata.name
+                    && live.spec.gateway_ref.name != name
+            })
+        });
         out.push(Row {
             floating_ip: g
                 .spec
@@ -90,8 +126,10 @@ pub fn rows(
             blockers: Some(
                 plan.checks
                     .iter()
+                    .chain(collisions.iter())
                     .filter(|c| c.blocks())
                     .map(|c| c.id)
+                    .chain(taken.then_some("targets-free"))
                     .collect(),
             ),
             kind: "IPsecGateway",

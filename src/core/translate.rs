@@ -97,6 +97,13 @@ pub fn peer_name(gateway: &str, tunnel: &str, tunnel_count: usize) -> String {
 /// allocated `virtualIP`, and the `floatingIP` when spec does not pin one (the checks
 /// block that case; it is filled in here so the plan shows what would be needed).
 pub fn translate(old: &IPsecGateway) -> Targets {
+    translate_named(old, &BTreeMap::new())
+}
+
+/// [`translate`], with the VPNPeer of each tunnel named in `names` (tunnel name → peer
+/// name; `plan --peer-name TUNNEL=NAME`) named so instead of by [`peer_name`]: the way
+/// out of a name another gateway owns (issue 9 item 7).
+pub fn translate_named(old: &IPsecGateway, names: &BTreeMap<String, String>) -> Targets {
     let name = old.metadata.name.clone().unwrap_or_default();
     let status = old.status.clone().unwrap_or_default();
     let spec = &old.spec;
@@ -161,7 +168,10 @@ pub fn translate(old: &IPsecGateway) -> Targets {
         .tunnels
         .iter()
         .map(|t| {
-            let peer_name = peer_name(&name, &t.name, spec.tunnels.len());
+            let peer_name = names
+                .get(&t.name)
+                .cloned()
+                .unwrap_or_else(|| peer_name(&name, &t.name, spec.tunnels.len()));
             let peer = VPNPeer::new(
                 &peer_name,
                 VPNPeerSpec {
