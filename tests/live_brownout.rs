@@ -84,3 +84,30 @@ async fn a_long_retry_after_mid_outage_is_capped_shown_and_the_window_finishes()
     );
     assert_eq!(phase(&l, "tenant-acme", "acme").as_deref(), Some("done"));
 }
+
+/// Attack finding: a persistent 503 on listing VPNPeers once hung `verify` and `status`
+/// silently for ever (kube-rs's own retry layer). Each now ends within its budget with
+/// exit 1 naming the 503, and is never silent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persistent_503_on_a_list_ends_verify_and_status_with_exit_1() {
+    let l = start(ACME, acme_settings()).await;
+    assert_eq!(l.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
+    l.sb.api_faults.write().unwrap().errors = vec![rule("list", "vpnpeers", 503, None, None)];
+    for args in [
+        &["verify", "acme"][..],
+        &["status"],
+        &["status", "-A"],
+        &["verify", "acme", "-o", "json"],
+    ] {
+        let started = std::time::Instant::now();
+        let (r, silent) = live::finish_timed(l.spawn(args)).await;
+        assert_eq!(r.code, 1, "vpnmig {args:?}\n{}\n{}", r.stdout, r.stderr);
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "vpnmig {args:?} bounded"
+        );
+        assert!(silent < SILENCE, "vpnmig {args:?} silent for {silent:?}");
+        assert!(r.stderr.contains("503"), "vpnmig {args:?}: {}", r.stderr);
+        assert!(!r.stdout.contains("HEALTHY"), "{}", r.stdout);
+    }
+}

@@ -1173,8 +1173,9 @@ async fn rollback_from_the_bundle_when_the_journal_is_gone() {
     // The journal is gone, but this machine remembers where the bundle is (issue 14
     // item 7): the hint names it.
     assert!(
-        r.stderr
-            .contains(&format!("`vpnmig rollback acme -n tenant-acme --plan {bundle}`")),
+        r.stderr.contains(&format!(
+            "`vpnmig rollback acme -n tenant-acme --plan {bundle}`"
+        )),
         "{}",
         r.stderr
     );

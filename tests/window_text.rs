@@ -84,7 +84,12 @@ fn resume_forward_and_rollback_summaries() {
     );
     insta::assert_snapshot!(
         "rollback",
-        plain(render::rollback_summary("prod-eu1", &j, &WAITS))
+        plain(render::rollback_summary(
+            "prod-eu1",
+            &j,
+            Some(&j.peer_names()),
+            &WAITS
+        ))
     );
     j.advance(
         Phase::OldApplied,

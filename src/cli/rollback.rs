@@ -221,7 +221,12 @@ async fn rollback(
     };
     anstream::eprint!(
         "{}",
-        render::rollback_summary(&cluster.context, &j, &args.timeouts.waits())
+        render::rollback_summary(
+            &cluster.context,
+            &j,
+            (j.phase < Phase::NewDeleted).then_some(scope.peers.as_slice()),
+            &args.timeouts.waits()
+        )
     );
     confirm(name, args.yes, args.dry_run, "roll back").await?;
     if args.dry_run {
@@ -418,12 +423,20 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tun
                 }
                 create_old(w).await?;
             } else {
-                anstream::eprintln!(
-                    "✓ IPsecGateway {ns}/{name} is still there (uid {}): kept",
-                    old.pointer("/metadata/uid")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?")
-                );
+                let uid = old
+                    .pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?");
+                if Some(uid) == w.journal.old_uid.as_deref() {
+                    anstream::eprintln!(
+                        "✓ IPsecGateway {ns}/{name} is still there (uid {uid}): kept"
+                    );
+                } else {
+                    anstream::eprintln!(
+                        "! IPsecGateway {ns}/{name} exists, but it is not the object the journal recorded (uid {uid}, the journal's {}): kept as it is, and judged below",
+                        w.journal.old_uid.as_deref().unwrap_or("?")
+                    );
+                }
             }
         } else {
             create_old(w).await?;
@@ -575,13 +588,20 @@ async fn new_fip_pinned(cluster: &Cluster, j: &Journal) -> Result<Option<(String
             .pointer("/spec/endpoint/floatingIP")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if pinned != j.floating_ip {
+        if !crate::core::scope::same_ip(pinned, &j.floating_ip) || pinned.is_empty() {
             return Err(Error::Stop {
                 code: exit::REFUSED,
-                message: format!(
-                    "VPNGateway {ns}/{name} pins floating IP `{pinned}`, not {}: deleting it could release the address to the pool",
-                    j.floating_ip
-                ),
+                message: if pinned.is_empty() {
+                    format!(
+                        "VPNGateway {ns}/{name} does not pin a floating IP (spec.endpoint.floatingIP is unset; the journal pins {}): deleting it would release the address to the pool; nothing was changed",
+                        j.floating_ip
+                    )
+                } else {
+                    format!(
+                        "VPNGateway {ns}/{name} pins floating IP {pinned}, not the journal's {}: deleting it could release an address to the pool; nothing was changed",
+                        j.floating_ip
+                    )
+                },
                 hint: Some(format!(
                     "pin it first: kubectl patch vpngateway {name} -n {ns} --type merge -p '{{\"spec\":{{\"endpoint\":{{\"floatingIP\":\"{}\"}}}}}}'",
                     j.floating_ip

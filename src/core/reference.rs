@@ -78,18 +78,28 @@ fn select(obj: &Value, path: &str) -> Vec<(String, Value)> {
 /// (`2001:DB8::1` is `2001:db8::1`), lists item by item, anything else as JSON.
 pub fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::String(x), Value::String(y)) => {
-            use crate::core::addr;
-            match (addr::net(x), addr::net(y)) {
-                (Some(p), Some(q)) => p == q,
-                _ => x == y,
-            }
-        }
+        (Value::String(x), Value::String(y)) => same_text(x, y),
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
         }
         _ => a == b,
     }
+}
+
+/// Two pinned strings: the same address or network in any spelling of *one* family
+/// (`2001:DB8::A` is `2001:db8::a`), never across families — `::ffff:203.0.113.66` is an
+/// IPv6 address to strongSwan and the kernel, not `203.0.113.66`, and a traffic selector
+/// of one family does not match the other (attack finding on issue 9 item 1).
+fn same_text(x: &str, y: &str) -> bool {
+    use std::net::IpAddr;
+    let (x, y) = (x.trim(), y.trim());
+    if let (Ok(p), Ok(q)) = (x.parse::<IpAddr>(), y.parse::<IpAddr>()) {
+        return p == q;
+    }
+    if let (Ok(p), Ok(q)) = (x.parse::<ipnet::IpNet>(), y.parse::<ipnet::IpNet>()) {
+        return p == q;
+    }
+    x == y
 }
 
 fn show(v: &Value) -> String {
@@ -141,17 +151,22 @@ pub fn last_writer(obj: &Value, path: &str) -> Option<String> {
             e["time"].as_str().unwrap_or_default().to_string(),
         )
     });
-    owners.last().map(|e| {
-        format!(
-            "{} ({}{})",
-            e["manager"].as_str().unwrap_or("?"),
-            e["operation"].as_str().unwrap_or("?"),
-            e["time"]
-                .as_str()
-                .map(|t| format!(", {t}"))
-                .unwrap_or_default()
-        )
-    })
+    // vpnmig applied the reference's value: if it is the only owner recorded, whoever
+    // changed the field did not record themselves (a write path without managedFields).
+    owners
+        .last()
+        .filter(|e| e["manager"].as_str() != Some(crate::core::scope::FIELD_MANAGER))
+        .map(|e| {
+            format!(
+                "{} ({}{})",
+                e["manager"].as_str().unwrap_or("?"),
+                e["operation"].as_str().unwrap_or("?"),
+                e["time"]
+                    .as_str()
+                    .map(|t| format!(", {t}"))
+                    .unwrap_or_default()
+            )
+        })
 }
 
 /// Compare the live object with its reference (`recorded`, both as JSON) on every
@@ -198,7 +213,7 @@ pub fn compare(recorded: &Value, live: Option<&Value>, source: &str) -> Vec<Row>
             if !same(w, &s) {
                 let by = last_writer(live, field)
                     .map(|m| format!("; last written by field manager {m}"))
-                    .unwrap_or_default();
+                    .unwrap_or_else(|| "; the writer is not recorded in managedFields".into());
                 rows.push(row(
                     field.clone(),
                     Verdict::Fail,
@@ -280,6 +295,20 @@ mod tests {
     }
 
     #[test]
+    fn an_ipv4_mapped_ipv6_value_is_not_its_ipv4_address() {
+        assert!(same(
+            &json!("::FFFF:10.60.0.0/112"),
+            &json!("::ffff:a3c:0/112")
+        ));
+        assert!(!same(&json!("::ffff:203.0.113.66"), &json!("203.0.113.66")));
+        assert!(!same(
+            &json!("::ffff:10.60.0.0/112"),
+            &json!("10.60.0.0/16")
+        ));
+        assert!(same(&json!(["2001:DB8::/32"]), &json!(["2001:db8:0::/32"])));
+    }
+
+    #[test]
     fn an_added_exposure_a_removed_pin_and_a_missing_object_fail() {
         let recorded = gateway("10.250.3.10", "10.250.3.0/24");
         let mut live = gateway("10.250.3.10", "10.250.3.0/24");
@@ -297,7 +326,7 @@ mod tests {
             [
                 (
                     "spec.serviceCIDR".to_string(),
-                    "<unset>, the plan pins 10.250.3.0/24".to_string()
+                    "<unset>, the plan pins 10.250.3.0/24; the writer is not recorded in managedFields".to_string()
                 ),
                 (
                     "spec.exposures[erp].virtualIP".to_string(),

@@ -25,10 +25,17 @@ fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
         .unwrap_or_default()
 }
 
-/// Whether two floating IPs are the same address: compared parsed (`2001:DB8::1` and
-/// `2001:db8::1` are one address; `core::addr`).
+/// Whether two floating IPs are the same address: compared parsed within one family
+/// (`2001:DB8::1` and `2001:db8::1` are one address; an IPv4-mapped IPv6 address is not
+/// its IPv4 address), as text when either does not parse.
 pub fn same_ip(a: &str, b: &str) -> bool {
-    crate::core::addr::same_addr(a, b)
+    match (
+        a.trim().parse::<std::net::IpAddr>(),
+        b.trim().parse::<std::net::IpAddr>(),
+    ) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a.trim() == b.trim(),
+    }
 }
 
 /// Whether a gateway (`IPsecGateway` or `VPNGateway`, as JSON) may be deleted by a window

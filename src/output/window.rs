@@ -248,7 +248,11 @@ pub fn forward_summary(context: &str, j: &Journal, t: &Waits) -> String {
 }
 
 /// What a rollback will do.
-pub fn rollback_summary(context: &str, j: &Journal, t: &Waits) -> String {
+///
+/// `peers`: the VPNPeers this rollback will delete, as judged before the prompt (the
+/// journal's, less any left alone, plus any extra named by `--delete-extra-peers`);
+/// `None` when the new objects are already gone.
+pub fn rollback_summary(context: &str, j: &Journal, peers: Option<&[String]>, t: &Waits) -> String {
     let mut out = head(
         &format!(
             "Rollback of {}/{} (journal phase {})",
@@ -257,11 +261,15 @@ pub fn rollback_summary(context: &str, j: &Journal, t: &Waits) -> String {
         context,
         &j.namespace,
     );
-    out.push_str(&format!(
-        "  delete     {} (if present); the floating IP {} is pinned, so it is only disassociated\n",
-        names(&j.targets),
-        j.floating_ip
-    ));
+    match peers {
+        Some(peers) => out.push_str(&format!(
+            "  delete     VPNGateway {}{} (if present); the floating IP {} is pinned, so it is only disassociated\n",
+            j.gateway,
+            peers.iter().map(|p| format!(", VPNPeer {p}")).collect::<String>(),
+            j.floating_ip
+        )),
+        None => out.push_str("  delete     nothing: the new objects are already gone\n"),
+    }
     out.push_str(&format!(
         "  create     IPsecGateway {} from the saved manifest (uid was {}), unless it still exists\n",
         j.gateway,
