@@ -273,3 +273,56 @@ fn a_broken_utf16_file_names_its_encoding_and_how_to_convert_it() {
         )
     );
 }
+
+/// Issue 9 item 13: `-n` with `-f` behaves as kubectl's: a file of another namespace is
+/// refused, a file without one takes `-n`'s.
+#[test]
+fn a_namespace_flag_that_contradicts_the_file_is_refused_and_fills_a_missing_one() {
+    let r = vpnmig(
+        &[
+            "plan",
+            "-f",
+            "fixtures/gateways/01-single-tunnel.yaml",
+            "-n",
+            "other",
+        ],
+        None,
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the namespace of IPsecGateway acme in fixtures/gateways/01-single-tunnel.yaml is tenant-acme, not -n other"),
+        "{}",
+        r.stderr
+    );
+    let text =
+        std::fs::read_to_string(root().join("fixtures/gateways/01-single-tunnel.yaml")).unwrap();
+    let without: String = text
+        .lines()
+        .filter(|l| l.trim() != "namespace: tenant-acme")
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let r = vpnmig(
+        &["plan", "-f", "-", "-n", "tenant-x", "-o", "yaml"],
+        Some(&without),
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("namespace: tenant-x"), "{}", r.stdout);
+}
+
+/// Issue 9 item 13: a PSK Secret whose value is not base64 is named so, never echoed.
+#[test]
+fn a_psk_value_that_is_not_base64_is_named_never_echoed() {
+    let doc = "apiVersion: v1\nkind: Secret\nmetadata: {name: acme-psk, namespace: tenant-acme}\ndata: {psk: 'not-base64!!'}\n---\n";
+    let gw =
+        std::fs::read_to_string(root().join("fixtures/gateways/01-single-tunnel.yaml")).unwrap();
+    let r = vpnmig(&["plan", "-f", "-"], Some(&format!("{doc}{gw}")));
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .contains("data.psk of the PSK Secret is not valid base64"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("not-base64!!") && !r.stderr.contains("not-base64!!"));
+    assert!(!r.stdout.contains("no such key"), "{}", r.stdout);
+}

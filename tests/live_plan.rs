@@ -38,15 +38,27 @@ async fn a_healthy_gateway_plans_ready_with_every_live_check() {
         plan["source"]["origin"],
         "context vpnmig-sandbox, namespace tenant-acme"
     );
-    // sha256("rehearsal-only-not-a-real-key"): the Secret was read, its value never shown.
+    // HMAC of "rehearsal-only-not-a-real-key" keyed with the Secret's uid: the Secret was
+    // read, its value never shown, and the fingerprint cannot be tested without the uid.
+    let uid = live::core(&l, "secrets", "tenant-acme", "acme-psk").unwrap()["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(
         plan["source"]["pskFingerprint"],
         vpnmig::core::psk::fingerprint(
             "tenant-acme",
             "acme-psk",
             "psk",
+            Some(&uid),
             b"rehearsal-only-not-a-real-key"
         )
+    );
+    assert!(
+        plan["source"]["pskFingerprint"]
+            .as_str()
+            .unwrap()
+            .starts_with("hmac-sha256:")
     );
     assert!(!r.stdout.contains("rehearsal-only"));
     for id in [

@@ -197,6 +197,45 @@ pub(crate) async fn live_plan(
     Ok((source, plan, found.existing))
 }
 
+/// `-n` with `-f`, as kubectl does (issue 9 item 13): a file that names another
+/// namespace is refused; a file that names none takes `-n`'s.
+fn with_namespace(
+    source: &mut input::Source,
+    namespace: Option<&str>,
+    file: &str,
+) -> Result<(), Error> {
+    let Some(wanted) = namespace else {
+        return Ok(());
+    };
+    match source.gateway.metadata.namespace.as_deref() {
+        Some(ns) if ns != wanted => Err(Error::Stop {
+            code: crate::exit::INVALID_INPUT,
+            message: format!(
+                "the namespace of IPsecGateway {} in {file} is {ns}, not -n {wanted}: nothing was planned",
+                source.gateway.metadata.name.as_deref().unwrap_or("?")
+            ),
+            hint: Some(format!(
+                "leave out -n (the file says {ns}), or pass -n {ns}"
+            )),
+        }),
+        Some(_) => Ok(()),
+        None => {
+            source.gateway.metadata.namespace = Some(wanted.to_string());
+            if let Some(meta) = source
+                .raw
+                .get_mut("metadata")
+                .and_then(|m| m.as_object_mut())
+            {
+                meta.insert(
+                    "namespace".into(),
+                    serde_json::Value::String(wanted.to_string()),
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
 /// The allowlist from `--allowlist FILE`, else the built-in one.
 pub(crate) fn allowlist(path: Option<&PathBuf>) -> Result<Allowlist, Error> {
     match path {
@@ -220,7 +259,8 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
         }
         (None, Some(path)) => {
             let file = path.display().to_string();
-            let source = input::load(&read(path)?, &file, args.name.as_deref())?;
+            let mut source = input::load(&read(path)?, &file, args.name.as_deref())?;
+            with_namespace(&mut source, args.cluster.namespace.as_deref(), &file)?;
             let names = peer_names(&args.peer_names, &source.gateway)?;
             let plan = plan::build_named(&source, &allowlist, &names);
             (source, plan, format!("vpnmig plan -f {file}"))

@@ -302,7 +302,7 @@ pub async fn check_psk(w: &Window<'_>) -> Result<(), Error> {
         .find_map(|t| t.pointer("/spec/ipsec/pskSecretRef/key"))
         .and_then(Value::as_str)
         .unwrap_or("psk");
-    let now = psk::value(&s, key).map(|b| psk::fingerprint(&ns, &secret, key, &b));
+    let now = psk::fingerprint_like(w.journal.psk_fingerprint.as_deref(), &ns, &secret, key, &s);
     if w.journal.psk_fingerprint.is_some() && now != w.journal.psk_fingerprint {
         return Err(Error::Stop {
             code: exit::FAILURE,

@@ -526,15 +526,29 @@ fn psk_secret(i: &Inputs) -> Result<Vec<Finding>, String> {
     };
     let obj = object("Secret", ns, &r.name);
     let mut out = Vec::new();
-    if psk::value(secret, &r.key).is_none() {
-        out.push(finding(
+    match psk::problem(secret, &r.key) {
+        None => {}
+        Some(psk::KeyProblem::Missing) => out.push(finding(
             &obj,
             format!("data.{}", r.key),
             format!("keys {:?}", psk::keys(secret)),
             format!("a key `{}`", r.key),
             "the PSK Secret has no such key: every VPNPeer would reference a missing key and no tunnel would come up",
             Some(format!("correct spec.auth.pskSecretRef.key (`kubectl edit ipsecgateway {}{}`) or the Secret, then export again", i.name(), i.ns_flag())),
-        ));
+        )),
+        // The key is there: say what is wrong with its value, never the value itself.
+        Some(p) => out.push(finding(
+            &obj,
+            format!("data.{}", r.key),
+            p.describe(&r.key),
+            "a non-empty PSK, base64-encoded in data (or plain in stringData)",
+            format!("{}: no VPNPeer could authenticate with it", p.describe(&r.key)),
+            Some(format!(
+                "re-export the Secret as the cluster holds it (`kubectl get secret {}{} -o yaml`), or put the key in stringData",
+                r.name,
+                i.ns_flag()
+            )),
+        )),
     }
     Ok(out)
 }

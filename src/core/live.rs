@@ -337,7 +337,7 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
     out.push(result(
         "schema",
         Severity::Blocker,
-        "the targets are valid for the cluster's CRDs",
+        "the targets satisfy the cluster's CRD schemas (type, required, enum, pattern, lengths, bounds, item counts; CEL rules: server-side dry run)",
         schema,
     ));
 

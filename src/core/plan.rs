@@ -128,16 +128,15 @@ pub fn build_named(
             spec_fingerprint: fingerprint(source.raw.get("spec").unwrap_or(&Value::Null)),
             psk_fingerprint: {
                 let r = &source.gateway.spec.auth.psk_secret_ref;
-                psk::find(&source.secrets, meta.namespace.as_deref(), &r.name)
-                    .and_then(|s| psk::value(s, &r.key))
-                    .map(|v| {
-                        psk::fingerprint(
-                            meta.namespace.as_deref().unwrap_or_default(),
-                            &r.name,
-                            &r.key,
-                            &v,
-                        )
-                    })
+                psk::find(&source.secrets, meta.namespace.as_deref(), &r.name).and_then(|s| {
+                    psk::fingerprint_like(
+                        None,
+                        meta.namespace.as_deref().unwrap_or_default(),
+                        &r.name,
+                        &r.key,
+                        s,
+                    )
+                })
             },
             origin: source.origin.to_string(),
         },

@@ -43,6 +43,68 @@ pub fn value(secret: &Value, key: &str) -> Option<Vec<u8>> {
         .ok()
 }
 
+/// Why the Secret's `key` gives no PSK: what a message may say about it without ever
+/// showing the value (issue 9 item 13).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyProblem {
+    /// Neither `data` nor `stringData` has the key.
+    Missing,
+    /// `data.KEY` is there but is not a string.
+    NotAString,
+    /// `data.KEY` is there but is not valid base64 (the API server would have refused it;
+    /// an export edited by hand, or a file written by a tool).
+    NotBase64,
+    /// The key is there and empty: no PSK at all.
+    Empty,
+}
+
+impl KeyProblem {
+    /// In words, for `data.KEY`.
+    pub fn describe(self, key: &str) -> String {
+        match self {
+            KeyProblem::Missing => format!("the PSK Secret has no key `{key}`"),
+            KeyProblem::NotAString => format!("data.{key} of the PSK Secret is not a string"),
+            KeyProblem::NotBase64 => {
+                format!("data.{key} of the PSK Secret is not valid base64 (its value is not shown)")
+            }
+            KeyProblem::Empty => format!("data.{key} of the PSK Secret is empty"),
+        }
+    }
+}
+
+/// Whether `key` of `secret` holds a PSK, and if not, why.
+pub fn problem(secret: &Value, key: &str) -> Option<KeyProblem> {
+    if secret
+        .pointer("/stringData")
+        .and_then(|d| d.get(key))
+        .is_some()
+        || secret.pointer("/data").and_then(|d| d.get(key)).is_some()
+    {
+        if let Some(v) = secret.pointer("/data").and_then(|d| d.get(key))
+            && secret
+                .pointer("/stringData")
+                .and_then(|d| d.get(key))
+                .is_none()
+        {
+            let Some(text) = v.as_str() else {
+                return Some(KeyProblem::NotAString);
+            };
+            if base64::engine::general_purpose::STANDARD
+                .decode(text.trim())
+                .is_err()
+            {
+                return Some(KeyProblem::NotBase64);
+            }
+        }
+        return match value(secret, key) {
+            Some(v) if v.is_empty() => Some(KeyProblem::Empty),
+            Some(_) => None,
+            None => Some(KeyProblem::NotAString),
+        };
+    }
+    Some(KeyProblem::Missing)
+}
+
 /// The keys the Secret holds (names only: never values).
 pub fn keys(secret: &Value) -> Vec<String> {
     let mut keys: Vec<String> = ["/data", "/stringData"]
@@ -55,17 +117,63 @@ pub fn keys(secret: &Value) -> Vec<String> {
     keys
 }
 
-/// `sha256:<hex>` of a PSK, salted with where it lives: SHA-256 over
-/// `vpnmig-psk-v1\n<namespace>/<secret>/<key>\n` followed by the key's bytes. The same
-/// Secret keeps its fingerprint across a cutover (what rollback and verification compare);
-/// the salt keeps plans from telling that two tenants share a key and defeats precomputed
-/// tables. A weak PSK can still be guessed from it offline, so plans stay internal.
-pub fn fingerprint(namespace: &str, secret: &str, key: &str, bytes: &[u8]) -> String {
-    let mut h = Sha256::new();
-    h.update(format!("vpnmig-psk-v1\n{namespace}/{secret}/{key}\n").as_bytes());
-    h.update(bytes);
-    let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
+/// The fingerprint of a PSK: what plans and the journal record instead of the key, to
+/// tell whether the key changed (never to show it).
+///
+/// With the Secret's `uid` (every Secret read from a cluster, or exported from one):
+/// `hmac-sha256:<hex>`, HMAC-SHA256 keyed with the uid over
+/// `vpnmig-psk-v2\n<namespace>/<secret>/<key>\n` and the key's bytes. The uid is random and
+/// readable only by those who may read the Secret (and so the key itself): someone who
+/// can read the journal ConfigMap or a plan, but not the Secret, cannot test guesses of a
+/// weak PSK against it (issue 9 item 13). A Secret re-created with the same key gets
+/// another fingerprint: it is another object, and is reported as a change.
+///
+/// Without a uid (a Secret written by hand into an export): `sha256:<hex>` over
+/// `vpnmig-psk-v1\n<namespace>/<secret>/<key>\n` and the bytes, salted only with where it
+/// lives, as earlier versions recorded it.
+pub fn fingerprint(
+    namespace: &str,
+    secret: &str,
+    key: &str,
+    uid: Option<&str>,
+    bytes: &[u8],
+) -> String {
+    use hmac::{Hmac, Mac};
+    let hex = |d: &[u8]| d.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    match uid.filter(|u| !u.is_empty()) {
+        Some(uid) => {
+            let mut mac =
+                Hmac::<Sha256>::new_from_slice(uid.as_bytes()).expect("HMAC takes any key length");
+            mac.update(format!("vpnmig-psk-v2\n{namespace}/{secret}/{key}\n").as_bytes());
+            mac.update(bytes);
+            format!("hmac-sha256:{}", hex(&mac.finalize().into_bytes()))
+        }
+        None => {
+            let mut h = Sha256::new();
+            h.update(format!("vpnmig-psk-v1\n{namespace}/{secret}/{key}\n").as_bytes());
+            h.update(bytes);
+            format!("sha256:{}", hex(&h.finalize()))
+        }
+    }
+}
+
+/// The fingerprint of `key` in the Secret object `secret` as it is now, in the scheme of
+/// `recorded` (a journal written by an earlier version holds a `sha256:` one): what a
+/// window compares to tell whether the key changed.
+pub fn fingerprint_like(
+    recorded: Option<&str>,
+    namespace: &str,
+    name: &str,
+    key: &str,
+    secret: &Value,
+) -> Option<String> {
+    let uid = secret.pointer("/metadata/uid").and_then(Value::as_str);
+    let uid = if recorded.is_some_and(|r| r.starts_with("sha256:")) {
+        None
+    } else {
+        uid
+    };
+    value(secret, key).map(|b| fingerprint(namespace, name, key, uid, &b))
 }
 
 /// The ownerReference that would let the Secret be garbage-collected with `gateway`:
@@ -102,6 +210,62 @@ pub fn owner_is_gateway(secret: &Value, gateway: &IPsecGateway) -> Option<String
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_fingerprint_is_keyed_with_the_secrets_uid() {
+        let with = fingerprint("t", "acme-psk", "psk", Some("5f1c-uid"), b"weak");
+        assert!(with.starts_with("hmac-sha256:"), "{with}");
+        // Without the uid (what a ConfigMap reader has) the same guess gives another value.
+        assert_ne!(with, fingerprint("t", "acme-psk", "psk", None, b"weak"));
+        assert_ne!(
+            with,
+            fingerprint("t", "acme-psk", "psk", Some("other-uid"), b"weak")
+        );
+        assert_eq!(
+            with,
+            fingerprint("t", "acme-psk", "psk", Some("5f1c-uid"), b"weak")
+        );
+        let secret =
+            serde_json::json!({"metadata": {"uid": "5f1c-uid"}, "stringData": {"psk": "weak"}});
+        assert_eq!(
+            fingerprint_like(Some(&with), "t", "acme-psk", "psk", &secret),
+            Some(with.clone())
+        );
+        let v1 = fingerprint("t", "acme-psk", "psk", None, b"weak");
+        assert_eq!(
+            fingerprint_like(Some(&v1), "t", "acme-psk", "psk", &secret),
+            Some(v1)
+        );
+    }
+
+    #[test]
+    fn a_key_that_is_not_base64_is_named_never_echoed() {
+        use serde_json::json;
+        let bad = json!({"data": {"psk": "not-base64!!"}});
+        assert_eq!(problem(&bad, "psk"), Some(KeyProblem::NotBase64));
+        assert!(
+            !KeyProblem::NotBase64
+                .describe("psk")
+                .contains("not-base64!!")
+        );
+        assert_eq!(
+            problem(&json!({"data": {"psk": 5}}), "psk"),
+            Some(KeyProblem::NotAString)
+        );
+        assert_eq!(
+            problem(&json!({"data": {"psk": ""}}), "psk"),
+            Some(KeyProblem::Empty)
+        );
+        assert_eq!(
+            problem(&json!({"data": {"other": "eA=="}}), "psk"),
+            Some(KeyProblem::Missing)
+        );
+        assert_eq!(problem(&json!({"data": {"psk": "c2VjcmV0"}}), "psk"), None);
+        assert_eq!(
+            problem(&json!({"stringData": {"psk": "secret"}}), "psk"),
+            None
+        );
+    }
+
     use super::*;
     use serde_json::json;
 
@@ -115,15 +279,15 @@ mod tests {
     }
 
     #[test]
-    fn fingerprints_are_salted_sha256() {
+    fn without_a_uid_fingerprints_are_salted_sha256() {
         // printf 'vpnmig-psk-v1\nt/acme-psk/psk\nsecret' | sha256sum
         assert_eq!(
-            fingerprint("t", "acme-psk", "psk", b"secret"),
+            fingerprint("t", "acme-psk", "psk", None, b"secret"),
             "sha256:c6d1e508460766248d5ab6b45994c44c258f80f7adc61f185d2dac45b093aa74"
         );
         assert_ne!(
-            fingerprint("t", "acme-psk", "psk", b"secret"),
-            fingerprint("u", "acme-psk", "psk", b"secret"),
+            fingerprint("t", "acme-psk", "psk", None, b"secret"),
+            fingerprint("u", "acme-psk", "psk", None, b"secret"),
             "tenants sharing a key do not show it"
         );
     }

@@ -1,6 +1,10 @@
 //! Validation and pruning of custom resources against their CRD's `openAPIV3Schema`, as
 //! the real API server does it for structural schemas: types, `required`, `enum`,
-//! `minItems`; unknown fields are pruned (and reported, for `fieldValidation=Strict`).
+//! `pattern`, `minLength`/`maxLength`, `minimum`/`maximum` (and their exclusive forms),
+//! `minItems`/`maxItems`; unknown fields are pruned (and reported, for
+//! `fieldValidation=Strict`). `x-kubernetes-validations` (CEL) rules are not evaluated:
+//! they are listed in [`Report::not_evaluated`] and left to the server-side dry run
+//! (issue 9 item 13). [`KEYWORDS`] says so in words.
 //! Pure. Used by the live plan (targets against the cluster's CRDs) and by
 //! vpnmig-sandbox (every write to a custom resource).
 
@@ -16,12 +20,18 @@ pub struct Cause {
     pub field: String,
 }
 
+/// The schema keywords [`validate`] evaluates, for messages that must not claim more.
+pub const KEYWORDS: &str =
+    "type, required, enum, pattern, min/maxLength, minimum/maximum, min/maxItems";
+
 /// What validation found.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Report {
     pub causes: Vec<Cause>,
     /// Paths of fields not in the schema, which were pruned.
     pub unknown: Vec<String>,
+    /// Paths whose schema has `x-kubernetes-validations` (CEL) rules, not evaluated here.
+    pub not_evaluated: Vec<String>,
 }
 
 /// Validate `obj` (a whole object) against `schema` and prune unknown fields in place.
@@ -99,6 +109,10 @@ fn walk(schema: &Value, v: &mut Value, path: &str, report: &mut Report) {
             return;
         }
     }
+    if schema.get("x-kubernetes-validations").is_some() {
+        report.not_evaluated.push(path.into());
+    }
+    bounds(schema, v, path, report);
     if let Some(options) = schema.get("enum").and_then(Value::as_array)
         && !options.contains(v)
     {
@@ -148,6 +162,18 @@ fn walk(schema: &Value, v: &mut Value, path: &str, report: &mut Report) {
             }
         }
         Value::Array(items) => {
+            if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
+                && (items.len() as u64) > max
+            {
+                report.causes.push(Cause {
+                    reason: "FieldValueTooMany",
+                    message: format!(
+                        "Too many: {}: {path} in body should have at most {max} items",
+                        items.len()
+                    ),
+                    field: path.into(),
+                });
+            }
             if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
                 && (items.len() as u64) < min
             {
@@ -170,6 +196,79 @@ fn walk(schema: &Value, v: &mut Value, path: &str, report: &mut Report) {
     }
 }
 
+/// `pattern`, `minLength`/`maxLength` of a string and `minimum`/`maximum` of a number, in
+/// the API server's words (k8s.io/kube-openapi's validate errors).
+fn bounds(schema: &Value, v: &Value, path: &str, report: &mut Report) {
+    let mut invalid = |reason: &'static str, message: String| {
+        report.causes.push(Cause {
+            reason,
+            message,
+            field: path.into(),
+        })
+    };
+    if let Some(text) = v.as_str() {
+        let chars = text.chars().count() as u64;
+        if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+            && chars > max
+        {
+            invalid(
+                "FieldValueTooLong",
+                format!(
+                    "Too long: may not be more than {max} bytes: {path} in body should be at most {max} chars long"
+                ),
+            );
+        }
+        if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+            && chars < min
+        {
+            invalid(
+                "FieldValueInvalid",
+                format!(
+                    "Invalid value: \"{text}\": {path} in body should be at least {min} chars long"
+                ),
+            );
+        }
+        if let Some(pattern) = schema.get("pattern").and_then(Value::as_str)
+            && let Ok(re) = regex::Regex::new(pattern)
+            && !re.is_match(text)
+        {
+            invalid(
+                "FieldValueInvalid",
+                format!("Invalid value: \"{text}\": {path} in body should match '{pattern}'"),
+            );
+        }
+    }
+    if let Some(n) = v.as_f64() {
+        let exclusive = |k: &str| schema.get(k).and_then(Value::as_bool) == Some(true);
+        if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
+            && (n < min || (exclusive("exclusiveMinimum") && n == min))
+        {
+            let op = if exclusive("exclusiveMinimum") {
+                "greater than"
+            } else {
+                "greater than or equal to"
+            };
+            invalid(
+                "FieldValueInvalid",
+                format!("Invalid value: {v}: {path} in body should be {op} {min}"),
+            );
+        }
+        if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
+            && (n > max || (exclusive("exclusiveMaximum") && n == max))
+        {
+            let op = if exclusive("exclusiveMaximum") {
+                "less than"
+            } else {
+                "less than or equal to"
+            };
+            invalid(
+                "FieldValueInvalid",
+                format!("Invalid value: {v}: {path} in body should be {op} {max}"),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,6 +284,49 @@ mod tests {
             }},
             "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
         }})
+    }
+
+    #[test]
+    fn patterns_lengths_bounds_and_max_items_are_evaluated_cel_is_listed() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "id": {"type": "string", "maxLength": 10, "pattern": "^[a-z.]+$"},
+            "short": {"type": "string", "minLength": 3},
+            "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+            "list": {"type": "array", "maxItems": 1, "items": {"type": "string"}},
+            "rule": {"type": "string", "x-kubernetes-validations": [{"rule": "self != 'x'"}]}
+        }}}});
+        let mut obj = json!({"spec": {"id": "FW.acme.example", "short": "ab", "port": 0, "list": ["a", "b"], "rule": "x"}});
+        let r = validate(&schema, &mut obj);
+        let got: Vec<(&str, &str)> = r
+            .causes
+            .iter()
+            .map(|c| (c.field.as_str(), c.reason))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("spec.id", "FieldValueTooLong"),
+                ("spec.id", "FieldValueInvalid"),
+                ("spec.short", "FieldValueInvalid"),
+                ("spec.port", "FieldValueInvalid"),
+                ("spec.list", "FieldValueTooMany"),
+            ]
+        );
+        assert!(
+            r.causes[1].message.contains("should match '^[a-z.]+$'"),
+            "{:?}",
+            r.causes[1]
+        );
+        assert!(
+            r.causes[3]
+                .message
+                .contains("should be greater than or equal to 1"),
+            "{:?}",
+            r.causes[3]
+        );
+        assert_eq!(r.not_evaluated, ["spec.rule"]);
+        let mut ok = json!({"spec": {"id": "fw.acme", "short": "abc", "port": 443, "list": ["a"]}});
+        assert!(validate(&schema, &mut ok).causes.is_empty());
     }
 
     #[test]

@@ -165,7 +165,8 @@ pub fn core(l: &Live, plural: &str, ns: &str, name: &str) -> Option<Value> {
 pub fn psk_fingerprint(l: &Live, ns: &str, secret: &str) -> String {
     let s = core(l, "secrets", ns, secret).expect("the PSK Secret exists");
     let bytes = vpnmig::core::psk::value(&s, "psk").expect("the Secret has its key");
-    vpnmig::core::psk::fingerprint(ns, secret, "psk", &bytes)
+    let uid = s["metadata"]["uid"].as_str();
+    vpnmig::core::psk::fingerprint(ns, secret, "psk", uid, &bytes)
 }
 
 /// The journal document of gateway `name`, if written.
