@@ -269,17 +269,32 @@ async fn stale_conditions_without_observed_generation_are_not_current() {
         generation,
         before["metadata"]["generation"].as_i64().unwrap() + 1
     );
-    store
-        .modify(&rt, "tenant-acme", "acme", true, &opts, |g| {
-            let mut g = g.clone();
-            g["status"]["observedGeneration"] = json!(generation - 1);
-            g["status"]["conditions"] = json!([
-                {"type": "FIPAttached", "status": "True", "reason": "Associated", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"},
-                {"type": "Ready", "status": "True", "reason": "Reconciled", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"}
-            ]);
-            Ok(g)
-        })
-        .unwrap();
+    // The operator was paused after it started: a reconcile already under way may still
+    // write its status once. Write ours until it is the one that stays.
+    let mut stuck = false;
+    for _ in 0..20 {
+        store
+            .modify(&rt, "tenant-acme", "acme", true, &opts, |g| {
+                let mut g = g.clone();
+                g["status"]["observedGeneration"] = json!(generation - 1);
+                g["status"]["conditions"] = json!([
+                    {"type": "FIPAttached", "status": "True", "reason": "Associated", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                    {"type": "Ready", "status": "True", "reason": "Reconciled", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+                ]);
+                Ok(g)
+            })
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let now = store.get(&rt, "tenant-acme", "acme").unwrap();
+        if now["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().all(|c| c["observedGeneration"].is_null()))
+        {
+            stuck = true;
+            break;
+        }
+    }
+    assert!(stuck, "the paused operator kept rewriting the status");
     let r = l.vpnmig(&["verify", "acme", "-o", "json"]).await;
     assert_eq!(r.code, 5, "{}\n{}", r.stdout, r.stderr);
     let conditions: Vec<(String, String, String)> = rows(&r.stdout)

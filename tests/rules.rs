@@ -969,3 +969,41 @@ fn source_ready_does_not_take_stale_conditions_as_current() {
         )]
     );
 }
+
+/// Issue 14 item 8: the journal copies the gateway's annotations into the old manifest
+/// and every target. One 200 KB annotation with two tunnels would exceed a ConfigMap's
+/// 1 MiB at a save during the window: the plan blocks it before any change.
+#[test]
+fn a_journal_that_would_not_fit_a_configmap_blocks_the_plan() {
+    let big = "x".repeat(200 * 1024);
+    let plan = Gw::new("acme")
+        .set(
+            "/metadata/annotations",
+            json!({"notes.example/runbook": big}),
+        )
+        .tunnels(vec![
+            common::tunnel("main", "203.0.113.50", &["10.60.0.0/16"]),
+            common::tunnel("dr", "203.0.113.51", &["10.61.0.0/16"]),
+        ])
+        .plan();
+    let c = plan.checks.iter().find(|c| c.id == "api-limits").unwrap();
+    assert!(c.blocks(), "{c:?}");
+    assert_eq!(c.findings.len(), 1, "{:?}", c.findings);
+    assert_eq!(c.findings[0].path, "data");
+    assert!(c.findings[0].message.contains("would not fit a ConfigMap"));
+    assert!(plan.blocked);
+    // One tunnel with the same annotation still fits.
+    let one = Gw::new("acme")
+        .set(
+            "/metadata/annotations",
+            json!({"notes.example/runbook": "x".repeat(150 * 1024)}),
+        )
+        .plan();
+    assert!(
+        !one.checks
+            .iter()
+            .find(|c| c.id == "api-limits")
+            .unwrap()
+            .blocks()
+    );
+}

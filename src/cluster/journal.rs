@@ -70,9 +70,10 @@ pub async fn write(cluster: &Cluster, journal: &Journal, dry_run: bool) -> Resul
         "metadata": {
             "name": name,
             "namespace": ns,
-            "labels": {
-                "app.kubernetes.io/managed-by": "vpnmig",
-                "vpnmig.bnerd.net/gateway": journal.gateway,
+            "labels": match crate::core::limits::gateway_label(&journal.gateway) {
+                Some(g) => json!({"app.kubernetes.io/managed-by": "vpnmig", "vpnmig.bnerd.net/gateway": g}),
+                // Too long for a label value (issue 14 item 8): the ConfigMap's name has it.
+                None => json!({"app.kubernetes.io/managed-by": "vpnmig"}),
             },
             "annotations": {
                 "vpnmig.bnerd.net/recover": format!("vpnmig rollback {} -n {ns}", journal.gateway),

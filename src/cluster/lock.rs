@@ -181,14 +181,18 @@ pub async fn acquire(
                 namespace: Some(ns.clone()),
                 resource_version: rv,
                 labels: Some(
-                    [
-                        (
-                            "app.kubernetes.io/managed-by".to_string(),
-                            "vpnmig".to_string(),
-                        ),
-                        ("vpnmig.bnerd.net/gateway".to_string(), gateway.to_string()),
-                    ]
-                    .into(),
+                    [(
+                        "app.kubernetes.io/managed-by".to_string(),
+                        "vpnmig".to_string(),
+                    )]
+                    .into_iter()
+                    // A name too long for a label value must not make the lock fail
+                    // (issue 14 item 8): the Lease's own name carries it.
+                    .chain(
+                        crate::core::limits::gateway_label(gateway)
+                            .map(|g| ("vpnmig.bnerd.net/gateway".to_string(), g.to_string())),
+                    )
+                    .collect(),
                 ),
                 ..Default::default()
             },

@@ -380,11 +380,14 @@ pub const NEEDS: &[(&str, &str, &str, &str)] = &[
     ("get", "vpn.bnerd.net", "vpngateways", ""),
     ("list", "vpn.bnerd.net", "vpngateways", ""),
     ("watch", "vpn.bnerd.net", "vpngateways", ""),
+    // Server-side apply that creates an object is authorized as a create (issue 14 item 8).
+    ("create", "vpn.bnerd.net", "vpngateways", ""),
     ("patch", "vpn.bnerd.net", "vpngateways", ""),
     ("delete", "vpn.bnerd.net", "vpngateways", ""),
     ("get", "vpn.bnerd.net", "vpnpeers", ""),
     ("list", "vpn.bnerd.net", "vpnpeers", ""),
     ("watch", "vpn.bnerd.net", "vpnpeers", ""),
+    ("create", "vpn.bnerd.net", "vpnpeers", ""),
     ("patch", "vpn.bnerd.net", "vpnpeers", ""),
     ("delete", "vpn.bnerd.net", "vpnpeers", ""),
     // The PSK Secret: read, detach, guard during the unwind.
@@ -393,6 +396,7 @@ pub const NEEDS: &[(&str, &str, &str, &str)] = &[
     ("patch", "", "secrets", ""),
     // The journal (server-side apply is a patch) and the lock.
     ("get", "", "configmaps", ""),
+    ("create", "", "configmaps", ""),
     ("patch", "", "configmaps", ""),
     ("get", "coordination.k8s.io", "leases", ""),
     ("create", "coordination.k8s.io", "leases", ""),

@@ -7,6 +7,7 @@ pub mod allowlist;
 pub mod checks;
 pub mod input;
 pub mod journal;
+pub mod limits;
 pub mod live;
 pub mod lock;
 pub mod model;

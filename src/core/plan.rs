@@ -109,7 +109,7 @@ pub fn build_named(
         not_carried: count(Rule::NotCarried),
         unknown: count(Rule::Unknown),
     };
-    Plan {
+    let mut plan = Plan {
         api_version: PLAN_API_VERSION,
         tool_version: env!("CARGO_PKG_VERSION"),
         source: SourceInfo {
@@ -147,7 +147,27 @@ pub fn build_named(
         checks,
         targets,
         peer_names: peer_names.clone(),
+    };
+    // The limits a real API server applies to what the window writes (issue 14 item 8):
+    // the journal is estimated as its first write would be, the old manifest counted
+    // twice (in journal.json and as old-ipsecgateway.yaml, which is never larger).
+    let old_manifest = clean_old_manifest(&source.raw);
+    let journal =
+        crate::core::journal::Journal::new(&plan, old_manifest.clone(), String::new(), "", "");
+    let bytes = serde_json::to_string_pretty(&journal).map_or(0, |j| j.len())
+        + serde_json::to_string_pretty(&old_manifest).map_or(0, |o| o.len());
+    let limits = crate::core::limits::check(
+        plan.source.namespace.as_deref().unwrap_or_default(),
+        &plan.source.name,
+        &plan.targets.objects(),
+        bytes,
+    );
+    if limits.blocks() {
+        plan.summary.blockers += 1;
+        plan.blocked = true;
     }
+    plan.checks.push(limits);
+    plan
 }
 
 /// `sha256:<hex>` of `v` as canonical JSON: object keys sorted at every level, no
