@@ -360,3 +360,27 @@ fn exchange(a: &Path, b: &Path) -> Result<(), BundleError> {
     fs::rename(a, b).map_err(io(b, "cannot move the bundle into place"))?;
     fs::rename(&aside, a).map_err(io(a, "cannot move the previous bundle away"))
 }
+
+/// Whether a bundle can be written to `dir`: the directory (or, if it does not exist yet,
+/// its nearest existing parent) accepts a new file. Checked before any prompt so that a
+/// window never stops on a local path after the confirmation (issue 10 item 3).
+pub fn check_writable(dir: &Path) -> Result<(), String> {
+    let mut probe = dir.to_path_buf();
+    while !probe.exists() {
+        match probe.parent() {
+            Some(p) if !p.as_os_str().is_empty() => probe = p.to_path_buf(),
+            _ => {
+                probe = PathBuf::from(".");
+                break;
+            }
+        }
+    }
+    if !probe.is_dir() {
+        return Err(format!("{} is not a directory", probe.display()));
+    }
+    tempfile::Builder::new()
+        .prefix(".vpnmig-probe")
+        .tempfile_in(&probe)
+        .map(drop)
+        .map_err(|e| format!("{} is not writable ({e})", probe.display()))
+}

@@ -1140,13 +1140,19 @@ async fn missing_permissions_refuse_before_any_change() {
             "vpnmig-sandbox-operator-on-call",
         ])
         .await;
-    assert_eq!(r.code, 4, "{}", r.stderr);
-    assert!(r.stderr.contains("BLOCKER permissions"), "{}", r.stderr);
+    // Refused before the lock, the plan and the prompt, listing every missing
+    // permission (issue 10 item 3): server-side apply of the journal needs create and
+    // patch on configmaps.
+    assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("patch configmaps in namespace tenant-acme"),
+        r.stderr.contains("error: refusing to cut over: you may not create configmaps in namespace tenant-acme; patch configmaps in namespace tenant-acme"),
         "{}",
         r.stderr
+    );
+    assert!(r.stderr.contains("nothing was changed"), "{}", r.stderr);
+    assert!(
+        core(&l, "leases", "tenant-acme", "vpnmig-acme").is_none(),
+        "no lock taken"
     );
     acme_ok(&l, &psk, "IPsecGateway");
 }

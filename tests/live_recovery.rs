@@ -90,3 +90,81 @@ async fn a_lost_journal_leads_to_the_local_bundle_from_every_command() {
     );
     assert!(objects(&l, "vpn.bnerd.net", "vpnpeers", "tenant-acme").is_empty());
 }
+
+/// Issue 10 item 3: a bundle that cannot be written is found before the prompt (not after
+/// the confirmation), nothing is changed, and the advised `--out DIR` works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unwritable_bundle_directory_is_refused_before_anything() {
+    let l = start(ACME, acme_settings()).await;
+    let r = l
+        .vpnmig(&["cutover", "acme", "--yes", "--out", "/proc/vpnmig-bundle"])
+        .await;
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("cannot write the bundle to /proc/vpnmig-bundle"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("nothing was changed"), "{}", r.stderr);
+    assert!(
+        !r.stderr
+            .contains("Cutover of IPsecGateway tenant-acme/acme"),
+        "refused before the summary: {}",
+        r.stderr
+    );
+    assert!(live::journal(&l, "tenant-acme", "acme").is_none());
+    assert!(live::core(&l, "leases", "tenant-acme", "vpnmig-acme").is_none());
+    let out = l.cwd().join("bundles/acme");
+    let r = l
+        .vpnmig(&["cutover", "acme", "--yes", "--out", out.to_str().unwrap()])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(out.join("plan.json").is_file());
+}
+
+/// Issue 10 item 2: a wrong namespace or kubeconfig is named, not reported as something
+/// else (a Lease that cannot be created, "no gateways found", "not in a cluster").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_namespace_or_kubeconfig_is_named() {
+    let l = start(ACME, acme_settings()).await;
+    for cmd in ["cutover", "rollback"] {
+        let r = l.vpnmig(&[cmd, "acme", "-n", "tenant-nope", "--yes"]).await;
+        assert_eq!(r.code, 1, "{cmd}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("no IPsecGateway, VPNGateway or journal named acme: gateway acme not found in namespace tenant-nope"),
+            "{cmd}: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr.contains("pass -n NAMESPACE"),
+            "{cmd}: {}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("lease"), "{cmd}: {}", r.stderr);
+    }
+    let r = l.vpnmig(&["status", "-n", "tenant-nope"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("hint: namespace tenant-nope does not exist in context vpnmig-sandbox"),
+        "{}",
+        r.stderr
+    );
+    let missing = l.cwd().join("no-such-kubeconfig");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig"))
+        .env("KUBECONFIG", &missing)
+        .env("NO_COLOR", "1")
+        .args(["status"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "KUBECONFIG names {}, which does not exist",
+            missing.display()
+        )),
+        "{stderr}"
+    );
+}

@@ -109,6 +109,12 @@ pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
         &args.name,
         args.dry_run,
         args.break_lock,
+        true,
+        if args.forward {
+            "cut over again"
+        } else {
+            "cut over"
+        },
         async |cluster, held| cutover(cluster, held, args).await,
     )
 }
@@ -243,6 +249,19 @@ async fn cutover(
             let uid = plan.source.uid.as_deref().unwrap_or("no-uid");
             PathBuf::from(format!("vpnmig-{ns}-{name}-{}", &uid[..uid.len().min(8)]))
         });
+    // Every local path before the prompt (issue 10 item 3).
+    if !args.dry_run {
+        bundle::check_writable(&out_dir).map_err(|why| Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "cannot write the bundle to {}: {why}; nothing was changed",
+                out_dir.display()
+            ),
+            hint: Some(format!(
+                "run from a directory you can write, or pass `--out DIR`: `vpnmig cutover {name} -n {ns} --out DIR`"
+            )),
+        })?;
+    }
     anstream::eprint!(
         "{}",
         render::cutover_summary(

@@ -95,6 +95,9 @@ pub fn run(args: &RollbackArgs) -> Result<i32, Error> {
         &args.name,
         args.dry_run,
         args.break_lock,
+        // From a bundle, nothing of the gateway need be left.
+        args.plan.is_none(),
+        "roll back",
         async |cluster, held| rollback(cluster, held, args).await,
     )
 }

@@ -123,6 +123,29 @@ async fn gather(args: &StatusArgs) -> Result<(Cluster, Vec<Row>, Vec<(String, St
     Ok((cluster, rows, ours))
 }
 
+/// Why the table is empty (issue 10 item 2): the namespace does not exist, or it has no
+/// gateways, or it could not be told which.
+async fn namespace_note(cluster: &Cluster) -> String {
+    use k8s_openapi::api::core::v1::Namespace;
+    let ns = cluster.namespace.as_str();
+    let api: kube::Api<Namespace> = kube::Api::all(cluster.client.clone());
+    match cluster
+        .call("get", &format!("namespace {ns}"), None, || api.get_opt(ns))
+        .await
+    {
+        Ok(None) => format!(
+            "hint: namespace {ns} does not exist in context {}: pass -n NAMESPACE, or -A for all (`kubectl get ipsecgateways,vpngateways -A`)",
+            cluster.context
+        ),
+        Ok(Some(_)) => format!(
+            "hint: namespace {ns} exists but has no IPsecGateway or VPNGateway: -A lists every namespace"
+        ),
+        Err(e) => format!(
+            "hint: no gateways in namespace {ns} (whether it exists could not be checked: {e}); -A lists every namespace"
+        ),
+    }
+}
+
 /// Windows under way (journals not done or rolled back), one line each with what to run.
 /// Best effort: a context that may not list ConfigMaps just does not see them.
 /// Gateways vpnmig migrated (`ours`: namespace, name) whose journal is gone are said too,
@@ -194,6 +217,9 @@ async fn open_windows(
 pub fn run(args: &StatusArgs) -> Result<i32, Error> {
     let (rows, windows) = crate::cli::runtime()?.block_on(async {
         let (cluster, rows, ours) = gather(args).await?;
+        if rows.is_empty() && !args.all_namespaces && args.output == StatusFormat::Text {
+            eprintln!("{}", namespace_note(&cluster).await);
+        }
         let windows = if args.output == StatusFormat::Text {
             open_windows(&cluster, args.all_namespaces, &ours).await
         } else {

@@ -104,10 +104,22 @@ pub async fn confirm(name: &str, yes: bool, dry_run: bool, action: &str) -> Resu
     })
     .await
     .expect("the prompt does not panic")
-    .map_err(|e| Error::Stop {
-        code: exit::REFUSED,
-        message: format!("the confirmation could not be read: {e}"),
-        hint: None,
+    .map_err(|e| {
+        let dialoguer::Error::IO(io) = &e;
+        // Ctrl-C at the prompt (issue 10 item 3): a cancellation, not a refusal.
+        if io.kind() == std::io::ErrorKind::Interrupted {
+            Error::Stop {
+                code: exit::INTERRUPTED,
+                message: format!("cancelled at the prompt: nothing was changed ({name})"),
+                hint: None,
+            }
+        } else {
+            Error::Stop {
+                code: exit::REFUSED,
+                message: format!("the confirmation could not be read: {e}; nothing was changed"),
+                hint: Some("run it again with --yes after reading the summary".into()),
+            }
+        }
     })?;
     if typed.trim() != name {
         return Err(Error::Stop {
@@ -130,12 +142,24 @@ pub fn run(
     name: &str,
     dry_run: bool,
     break_lock: bool,
+    must_exist: bool,
+    action: &str,
     flow: impl for<'a> AsyncFnOnce(&'a Cluster, Option<&'a Lock>) -> Result<i32, Error>,
 ) -> Result<i32, Error> {
     block_on(async {
         let cluster = Cluster::connect(&cluster_args.options()).await?;
         anstream::eprintln!("{}", cluster.banner(false));
         cluster.require_operator().await?;
+        // Something of the gateway must be there (else the namespace or the name is wrong:
+        // say so, not fail on creating the Lease; issue 10 item 2).
+        if must_exist {
+            require_something(&cluster, name).await?;
+        }
+        // Every permission the window needs, before the lock or any prompt (issue 10
+        // item 3): a window that cannot finish must not start.
+        if !dry_run {
+            require_permissions(&cluster, action).await?;
+        }
         let held = if dry_run {
             None
         } else {
@@ -147,6 +171,34 @@ pub fn run(
         }
         after_interrupt(&cluster, name, result).await
     })?
+}
+
+/// The gateway `name` exists in the namespace as either kind, or a journal of it does;
+/// else a not-found error with the `-n` hint (and the bundle this machine has, if any).
+async fn require_something(cluster: &Cluster, name: &str) -> Result<(), Error> {
+    let ns = cluster.namespace.as_str();
+    for kind in ["IPsecGateway", "VPNGateway"] {
+        if objects::get(cluster, kind, name).await?.is_some() {
+            return Ok(());
+        }
+    }
+    if journal::read(cluster, name).await?.is_some() {
+        return Ok(());
+    }
+    let e = KubeError::NotFound {
+        what: format!("no IPsecGateway, VPNGateway or journal named {name}: gateway {name}"),
+        namespace: ns.to_string(),
+    };
+    Err(
+        match crate::state::lost_journal_hint(&cluster.server, ns, name) {
+            Some(hint) => Error::Stop {
+                code: exit::FAILURE,
+                message: e.to_string(),
+                hint: Some(hint),
+            },
+            None => e.into(),
+        },
+    )
 }
 
 /// Run a window command's future to the end, then drop the runtime without waiting for a

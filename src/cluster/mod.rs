@@ -224,7 +224,28 @@ impl Cluster {
                 Kubeconfig::read_from(path)
                     .map_err(|e| KubeError::Config(format!("{}: {e}", path.display())))?,
             ),
-            None => Kubeconfig::read().ok(),
+            None => {
+                // KUBECONFIG naming files that are not there is a mistake to name, not a
+                // reason to fall back to in-cluster config (issue 10 item 2).
+                if let Some(list) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+                    let paths: Vec<PathBuf> = std::env::split_paths(&list).collect();
+                    let missing: Vec<String> = paths
+                        .iter()
+                        .filter(|p| !p.exists())
+                        .map(|p| p.display().to_string())
+                        .collect();
+                    if missing.len() == paths.len() {
+                        return Err(KubeError::Config(format!(
+                            "KUBECONFIG names {}, which does not exist",
+                            missing.join(", ")
+                        )));
+                    }
+                    for m in &missing {
+                        eprintln!("vpnmig: KUBECONFIG names {m}, which does not exist: ignored");
+                    }
+                }
+                Kubeconfig::read().ok()
+            }
         };
         let (mut config, context) = match loaded {
             Some(kc) => {
