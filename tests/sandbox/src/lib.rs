@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod exec;
+pub mod limits;
 pub mod operator;
 pub mod resources;
 pub mod scenario;

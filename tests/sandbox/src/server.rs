@@ -158,6 +158,9 @@ impl Sandbox {
                 get(exec::exec).post(exec::exec_post),
             )
             .fallback(api::handle)
+            // No 2 MiB cut-off of axum's own: kube-apiserver reads bodies up to 3 MiB, and
+            // the handler refuses larger ones with its 413 (crate::limits::check_body).
+            .layer(axum::extract::DefaultBodyLimit::disable())
             .with_state(app);
         let acceptor = tokio_rustls::TlsAcceptor::from(tls.server.clone());
         let server = tokio::spawn(serve(listener, acceptor, router, stopped));

@@ -71,17 +71,26 @@ impl ApiError {
         .with_details(name, group, plural)
     }
 
-    /// `422 Invalid` with field causes.
+    /// `422 Invalid` with field causes: `ConfigMap "x" is invalid: data: …` (a core kind
+    /// is not qualified), several causes in brackets as Go's error aggregate prints them.
     pub fn invalid(kind: &str, group: &str, name: &str, causes: Vec<Cause>) -> Self {
-        let list = causes
+        let mut list = causes
             .iter()
             .map(|c| format!("{}: {}", c.field, c.message))
             .collect::<Vec<_>>()
             .join(", ");
+        if causes.len() > 1 {
+            list = format!("[{list}]");
+        }
+        let what = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
         let mut e = ApiError::new(
             422,
             "Invalid",
-            format!("{kind}.{group} \"{name}\" is invalid: {list}"),
+            format!("{what} \"{name}\" is invalid: {list}"),
         )
         .with_details(name, group, kind);
         e.causes = causes;
@@ -141,6 +150,12 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        // An error the server has no reason for (an etcd error passed on) has none.
+        if self.reason.is_empty()
+            && let Some(o) = status.as_object_mut()
+        {
+            o.remove("reason");
+        }
         if !details.is_empty() {
             status["details"] = Value::Object(details);
         }

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
+use crate::limits;
 use crate::resources::{Gvr, ResourceType, builtins};
 use crate::status::{ApiError, Cause};
 use vpnmig::core::schema as validate;
@@ -293,11 +294,12 @@ impl Store {
                 )));
             }
             let ns_type = Gvr::new("", "v1", "namespaces");
-            if !st
-                .objects
-                .contains_key(&(ns_type, String::new(), ns.to_string()))
-            {
+            let Some(namespace) = st.objects.get(&(ns_type, String::new(), ns.to_string())) else {
                 return Err(ApiError::not_found("namespaces", "", ns));
+            };
+            if terminating(namespace) {
+                let name = meta_str(&obj, "name").unwrap_or_default();
+                return Err(namespace_terminating(rt, name, ns));
             }
         }
         let k = key(rt, ns, &name);
@@ -341,10 +343,13 @@ impl Store {
         }
         check_schema(rt, &mut obj, &name, opts.strict)?;
         defaults(rt, &mut obj);
+        check_limits(rt, &obj, &name)?;
         if opts.dry_run {
             obj["metadata"]["resourceVersion"] = json!("");
             return Ok(obj);
         }
+        // etcd's limit, measured before this write's managedFields entry is added.
+        limits::check_stored_size(&obj)?;
         if let Some(manager) = &opts.field_manager {
             let uid = meta_str(&obj, "uid").unwrap_or_default().to_string();
             record_update(&mut st, rt, &uid, manager, false, &Value::Null, &obj);
@@ -786,26 +791,9 @@ fn check_shape(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
         }
     }
     if let Some(name) = meta.get("name").and_then(Value::as_str) {
-        let label = |l: &str| {
-            !l.is_empty()
-                && l.len() <= 63
-                && l.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-                && l.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-                && l.chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        };
-        let valid = if rt.kind == "Namespace" {
-            label(name)
-        } else {
-            name.len() <= 253 && name.split('.').all(label)
-        };
-        if !valid {
-            return invalid(
-                "metadata.name",
-                format!(
-                    "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
-                ),
-            );
+        let causes = limits::name_causes(&rt.kind, name);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&rt.kind, &rt.group, name, causes));
         }
     }
     if rt.gvr() == secret_gvr() {
@@ -827,6 +815,58 @@ fn check_shape(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
         }
     }
     Ok(())
+}
+
+/// The metadata and data limits of the real server's validation ([`limits`]): labels,
+/// annotations, ConfigMap and Secret data size. One `422 Invalid` with every cause.
+fn check_limits(rt: &ResourceType, obj: &Value, name: &str) -> Result<(), ApiError> {
+    let mut causes = limits::metadata_causes(obj);
+    if rt.group.is_empty() {
+        causes.extend(limits::data_causes(&rt.kind, obj));
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(&rt.kind, &rt.group, name, causes))
+    }
+}
+
+/// Whether a namespace is being deleted: phase `Terminating` (what the NamespaceLifecycle
+/// admission plugin reads) or a deletionTimestamp.
+fn terminating(namespace: &Value) -> bool {
+    namespace.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+        || namespace.pointer("/metadata/deletionTimestamp").is_some()
+}
+
+/// The NamespaceLifecycle admission plugin's refusal of a create in a terminating
+/// namespace: `403 Forbidden`, `configmaps "x" is forbidden: unable to create new content
+/// in namespace tenant-acme because it is being terminated`, with a `NamespaceTerminating`
+/// cause on `metadata.namespace`. Updates and deletes are not refused.
+fn namespace_terminating(rt: &ResourceType, name: &str, ns: &str) -> ApiError {
+    let what = crate::status::qualified(&rt.plural, &rt.group);
+    let subject = if name.is_empty() {
+        what
+    } else {
+        format!("{what} \"{name}\"")
+    };
+    let mut e = ApiError::new(
+        403,
+        "Forbidden",
+        format!(
+            "{subject} is forbidden: unable to create new content in namespace {ns} because it is being terminated"
+        ),
+    );
+    e.details = Some(Box::new((
+        name.to_string(),
+        rt.group.clone(),
+        rt.plural.clone(),
+    )));
+    e.causes = vec![Cause {
+        reason: "NamespaceTerminating",
+        message: format!("namespace {ns} is being terminated"),
+        field: "metadata.namespace".into(),
+    }];
+    e
 }
 
 fn crd_gvr() -> Gvr {
@@ -965,6 +1005,13 @@ fn write(
             new["metadata"]["generation"] = json!(g + 1);
         }
     }
+    {
+        let mut folded = new.clone();
+        if rt.gvr() == secret_gvr() {
+            fold_string_data(&mut folded);
+        }
+        check_limits(rt, &folded, name)?;
+    }
     if opts.dry_run {
         return Ok(new);
     }
@@ -974,6 +1021,8 @@ fn write(
     if rt.gvr() == secret_gvr() {
         fold_string_data(&mut new);
     }
+    // etcd's limit, measured before this write's managedFields entry is updated.
+    limits::check_stored_size(&new)?;
     if let Some(manager) = &opts.field_manager {
         let uid = meta_str(current, "uid").unwrap_or_default().to_string();
         record_update(st, rt, &uid, manager, status, current, &new);

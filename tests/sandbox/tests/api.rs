@@ -1105,3 +1105,429 @@ async fn a_paused_garbage_collector_acts_once_resumed() {
     .await;
     sb.shutdown().await;
 }
+
+/// The `Status` of a refused request: code, reason, message and its causes as
+/// (reason, message, field).
+fn refusal(e: &kube::Error) -> (u16, String, String, Vec<(String, String, String)>) {
+    let kube::Error::Api(s) = e else {
+        panic!("not an API error: {e:?}")
+    };
+    let causes = s
+        .details
+        .as_ref()
+        .map(|d| {
+            d.causes
+                .iter()
+                .map(|c| (c.reason.clone(), c.message.clone(), c.field.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    (s.code, s.reason.clone(), s.message.clone(), causes)
+}
+
+fn cm_with(name: &str, data: &[(&str, String)]) -> ConfigMap {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "data": data.iter().map(|(k, v)| (k.to_string(), v.clone())).collect::<BTreeMap<_, _>>()
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn object_sizes_are_bounded_like_a_real_server() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let sb = start(ACME, SettingsFile::default()).await;
+    let c = client(&sb, None).await;
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), NS);
+    let pp = PostParams::default();
+    // 1 MiB of data values is the limit (keys do not count), split over two keys.
+    let half = 512 * 1024;
+    cms.create(
+        &pp,
+        &cm_with("full", &[("a", "x".repeat(half)), ("b", "y".repeat(half))]),
+    )
+    .await
+    .unwrap();
+    let err = cms
+        .create(
+            &pp,
+            &cm_with(
+                "over",
+                &[("a", "x".repeat(half)), ("b", "y".repeat(half + 1))],
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refusal(&err),
+        (
+            422,
+            "Invalid".into(),
+            "ConfigMap \"over\" is invalid: []: Too long: may not be more than 1048576 bytes"
+                .into(),
+            vec![(
+                "FieldValueTooLong".into(),
+                "Too long: may not be more than 1048576 bytes".into(),
+                "[]".into()
+            )]
+        )
+    );
+    assert_eq!(code(&cms.get("over").await.unwrap_err()), 404);
+    // Growing an existing one past the limit is refused the same way, and changes nothing.
+    let err = cms
+        .patch(
+            "full",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"c": "z"}})),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refusal(&err).0, 422);
+    assert!(
+        cms.get("full")
+            .await
+            .unwrap()
+            .data
+            .unwrap()
+            .keys()
+            .eq(["a", "b"])
+    );
+
+    // Secrets: the decoded bytes of data.
+    use base64::Engine;
+    let secrets: Api<Secret> = Api::namespaced(c.clone(), NS);
+    let big = base64::engine::general_purpose::STANDARD.encode(vec![7u8; 1024 * 1024 + 1]);
+    let secret: Secret =
+        serde_json::from_value(json!({"metadata": {"name": "big"}, "data": {"k": big}})).unwrap();
+    let err = secrets.create(&pp, &secret).await.unwrap_err();
+    assert_eq!(
+        refusal(&err).2,
+        "Secret \"big\" is invalid: data: Too long: may not be more than 1048576 bytes"
+    );
+
+    // An object etcd will not store (over 1.5 MiB): the apiserver passes etcd's error on.
+    let leases: Api<Lease> = Api::namespaced(c.clone(), NS);
+    let lease: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "huge"},
+        "spec": {"holderIdentity": "h".repeat(1600 * 1024)}
+    }))
+    .unwrap();
+    let err = leases.create(&pp, &lease).await.unwrap_err();
+    assert_eq!(
+        refusal(&err),
+        (
+            500,
+            String::new(),
+            "etcdserver: request is too large".into(),
+            vec![]
+        )
+    );
+    assert_eq!(code(&leases.get("huge").await.unwrap_err()), 404);
+
+    // A body over 3 MiB is not read at all.
+    let lease: Lease = serde_json::from_value(json!({
+        "metadata": {"name": "huger"},
+        "spec": {"holderIdentity": "h".repeat(3 * 1024 * 1024)}
+    }))
+    .unwrap();
+    let err = leases.create(&pp, &lease).await.unwrap_err();
+    assert_eq!(
+        refusal(&err),
+        (
+            413,
+            "RequestEntityTooLarge".into(),
+            "Request entity too large: limit is 3145728".into(),
+            vec![]
+        )
+    );
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn labels_and_annotations_follow_apimachinery_and_nothing_stricter() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client(&sb, None).await, NS);
+    let pp = PostParams::default();
+    // What a real server accepts: 63 characters, dots anywhere, upper case, a prefixed key.
+    let v63 = format!("{}.{}", "a".repeat(31), "B".repeat(31));
+    cms.create(
+        &pp,
+        &cm(
+            "fine",
+            &[
+                ("vpn.bnerd.net/gateway", v63.as_str()),
+                ("Example_Key", "a.b.c"),
+                ("empty", ""),
+            ],
+        ),
+    )
+    .await
+    .unwrap();
+
+    let v64 = "g".repeat(64);
+    let err = cms
+        .create(&pp, &cm("long", &[("vpn.bnerd.net/lock", v64.as_str())]))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refusal(&err),
+        (
+            422,
+            "Invalid".into(),
+            format!(
+                "ConfigMap \"long\" is invalid: metadata.labels: Invalid value: \"{v64}\": must be no more than 63 characters"
+            ),
+            vec![(
+                "FieldValueInvalid".into(),
+                format!("Invalid value: \"{v64}\": must be no more than 63 characters"),
+                "metadata.labels".into()
+            )]
+        )
+    );
+    let err = cms
+        .create(&pp, &cm("slashes", &[("a/b/c", "v")]))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refusal(&err).2,
+        "ConfigMap \"slashes\" is invalid: metadata.labels: Invalid value: \"a/b/c\": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+    );
+
+    // Annotations: keys and values together at most 256 KiB.
+    let with_annotation = |name: &str, len: usize| -> ConfigMap {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "annotations": {"k": "a".repeat(len - 1)}}
+        }))
+        .unwrap()
+    };
+    cms.create(&pp, &with_annotation("at-limit", 262_144))
+        .await
+        .unwrap();
+    let err = cms
+        .create(&pp, &with_annotation("over-limit", 262_145))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refusal(&err),
+        (
+            422,
+            "Invalid".into(),
+            "ConfigMap \"over-limit\" is invalid: metadata.annotations: Too long: may not be more than 262144 bytes".into(),
+            vec![(
+                "FieldValueTooLong".into(),
+                "Too long: may not be more than 262144 bytes".into(),
+                "metadata.annotations".into()
+            )]
+        )
+    );
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn names_are_dns_subdomains_for_every_kind_but_namespaces() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+    let sb = start(ACME, SettingsFile::default()).await;
+    let c = client(&sb, None).await;
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), NS);
+    let pp = PostParams::default();
+    // A segment longer than 63 is fine: only the whole name is bounded (253).
+    let long_segment = format!("{}.example", "s".repeat(100));
+    cms.create(&pp, &cm(&long_segment, &[])).await.unwrap();
+    let n253 = format!("{}.{}", "a".repeat(126), "b".repeat(126));
+    cms.create(&pp, &cm(&n253, &[])).await.unwrap();
+    let n254 = "a".repeat(254);
+    let err = cms.create(&pp, &cm(&n254, &[])).await.unwrap_err();
+    assert_eq!(
+        refusal(&err).2,
+        format!(
+            "ConfigMap \"{n254}\" is invalid: metadata.name: Invalid value: \"{n254}\": must be no more than 253 characters"
+        )
+    );
+    let subdomain_rule = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+    let leases: Api<Lease> = Api::namespaced(c.clone(), NS);
+    let lease: Lease =
+        serde_json::from_value(json!({"metadata": {"name": "Acme-Lock"}, "spec": {}})).unwrap();
+    let err = leases.create(&pp, &lease).await.unwrap_err();
+    assert_eq!(
+        refusal(&err),
+        (
+            422,
+            "Invalid".into(),
+            format!(
+                "Lease.coordination.k8s.io \"Acme-Lock\" is invalid: metadata.name: Invalid value: \"Acme-Lock\": {subdomain_rule}"
+            ),
+            vec![(
+                "FieldValueInvalid".into(),
+                format!("Invalid value: \"Acme-Lock\": {subdomain_rule}"),
+                "metadata.name".into()
+            )]
+        )
+    );
+    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "vpn.bnerd.net",
+        "v1alpha1",
+        "VPNPeer",
+    ));
+    let peers: Api<DynamicObject> = Api::namespaced_with(c.clone(), NS, &ar);
+    let peer: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNPeer",
+        "metadata": {"name": "acme_branch"}, "spec": {}
+    }))
+    .unwrap();
+    let err = peers.create(&pp, &peer).await.unwrap_err();
+    assert_eq!(
+        refusal(&err).2,
+        format!(
+            "VPNPeer.vpn.bnerd.net \"acme_branch\" is invalid: metadata.name: Invalid value: \"acme_branch\": {subdomain_rule}"
+        )
+    );
+    // Namespaces are DNS-1123 labels: 63 at most, no dots.
+    let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(c);
+    let ns: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "tenant.acme"}})).unwrap();
+    let err = nss.create(&pp, &ns).await.unwrap_err();
+    assert_eq!(
+        refusal(&err).2,
+        "Namespace \"tenant.acme\" is invalid: metadata.name: Invalid value: \"tenant.acme\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+    );
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_terminating_namespace_refuses_creates_but_not_updates_or_deletes() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let c = client(&sb, None).await;
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), NS);
+    let mut held = cm("held", &[]);
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    cms.create(&PostParams::default(), &held).await.unwrap();
+    cms.create(&PostParams::default(), &cm("other", &[]))
+        .await
+        .unwrap();
+    let other_held = {
+        let mut o = cm("second", &[]);
+        o.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+        o
+    };
+    cms.create(&PostParams::default(), &other_held)
+        .await
+        .unwrap();
+    let nss: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(c);
+    nss.delete(NS, &DeleteParams::default()).await.unwrap();
+
+    let expected = (
+        403,
+        "Forbidden".to_string(),
+        "configmaps \"late\" is forbidden: unable to create new content in namespace tenant-acme because it is being terminated".to_string(),
+        vec![(
+            "NamespaceTerminating".to_string(),
+            "namespace tenant-acme is being terminated".to_string(),
+            "metadata.namespace".to_string(),
+        )],
+    );
+    let err = cms
+        .create(&PostParams::default(), &cm("late", &[]))
+        .await
+        .unwrap_err();
+    assert_eq!(refusal(&err), expected);
+    // A server-side apply that would create is refused the same way.
+    let err = cms
+        .patch(
+            "late",
+            &PatchParams::apply("vpnmig"),
+            &Patch::Apply(
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late"}}),
+            ),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refusal(&err), expected);
+    // Objects already there can still be changed, and deleted.
+    let patched = cms
+        .patch(
+            "held",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"seen": "yes"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.metadata.labels.unwrap()["seen"], "yes");
+    cms.patch(
+        "second",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    eventually(5, "second gone", || async {
+        cms.get_opt("second").await.unwrap().is_none().then_some(())
+    })
+    .await;
+    sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn server_side_apply_that_creates_needs_create_permission() {
+    let settings = SettingsFile {
+        users: vec![
+            User::with_rules(
+                "patcher",
+                vec![Rule::new(&["get", "patch"], &["configmaps"])],
+            ),
+            User::with_rules(
+                "creator",
+                vec![Rule::new(&["get", "patch", "create"], &["configmaps"])],
+            ),
+        ],
+        ..Default::default()
+    };
+    let sb = start(ACME, settings).await;
+    let admin: Api<ConfigMap> = Api::namespaced(client(&sb, None).await, NS);
+    admin
+        .create(&PostParams::default(), &cm("exists", &[]))
+        .await
+        .unwrap();
+    let doc = |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"applied": "yes"}});
+    let patcher: Api<ConfigMap> =
+        Api::namespaced(client(&sb, Some("vpnmig-sandbox-patcher")).await, NS);
+    let err = patcher
+        .patch(
+            "new",
+            &PatchParams::apply("vpnmig"),
+            &Patch::Apply(doc("new")),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        refusal(&err),
+        (
+            403,
+            "Forbidden".into(),
+            "configmaps \"new\" is forbidden: ".into(),
+            vec![]
+        )
+    );
+    assert_eq!(code(&admin.get("new").await.unwrap_err()), 404);
+    // Patching what exists needs only patch.
+    let applied = patcher
+        .patch(
+            "exists",
+            &PatchParams::apply("vpnmig"),
+            &Patch::Apply(doc("exists")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(applied.data.unwrap()["applied"], "yes");
+    let creator: Api<ConfigMap> =
+        Api::namespaced(client(&sb, Some("vpnmig-sandbox-creator")).await, NS);
+    creator
+        .patch(
+            "new",
+            &PatchParams::apply("vpnmig"),
+            &Patch::Apply(doc("new")),
+        )
+        .await
+        .unwrap();
+    sb.shutdown().await;
+}
