@@ -182,11 +182,34 @@ async fn no_cluster_config_is_a_clear_error() {
     .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
+    // The path KUBECONFIG names is what is wrong (issue 10 item 2).
+    assert!(
+        err.starts_with(
+            "error: cannot load the kubeconfig: KUBECONFIG names /nonexistent/kubeconfig, which does not exist"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("hint: set KUBECONFIG"), "{err}");
+    // No KUBECONFIG and no ~/.kube/config, outside a cluster.
+    let home = tempfile::tempdir().unwrap();
+    let home_path = home.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig"))
+            .env_remove("KUBECONFIG")
+            .env("HOME", &home_path)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .args(["status"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
     assert!(
         err.starts_with(
             "error: cannot load the kubeconfig: no kubeconfig found and not in a cluster"
         ),
         "{err}"
     );
-    assert!(err.contains("hint: set KUBECONFIG"), "{err}");
 }
