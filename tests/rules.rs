@@ -1007,3 +1007,50 @@ fn a_journal_that_would_not_fit_a_configmap_blocks_the_plan() {
             .blocks()
     );
 }
+
+/// Issue 9 item 3: the gitops check also sees Argo CD's field manager and its default
+/// tracking label, and Flux's controllers by their field managers.
+#[test]
+fn gitops_markers_include_argo_cd_and_flux_field_managers_and_the_instance_label() {
+    for (pointer, value, seen) in [
+        (
+            "/metadata/managedFields",
+            json!([{"manager": "argocd-controller", "operation": "Apply"}]),
+            "field manager argocd-controller",
+        ),
+        (
+            "/metadata/managedFields",
+            json!([{"manager": "kustomize-controller", "operation": "Apply"}]),
+            "field manager kustomize-controller",
+        ),
+        (
+            "/metadata/labels",
+            json!({"app.kubernetes.io/instance": "tenants"}),
+            "app.kubernetes.io/instance=tenants",
+        ),
+    ] {
+        let plan = Gw::new("acme").set(pointer, value).plan();
+        let c = plan.checks.iter().find(|c| c.id == "gitops").unwrap();
+        assert_eq!(c.outcome, Outcome::Fail, "{seen}: {c:?}");
+        assert!(
+            c.findings[0].seen.contains(seen),
+            "{seen}: {:?}",
+            c.findings[0].seen
+        );
+    }
+    let plain = Gw::new("acme")
+        .set(
+            "/metadata/managedFields",
+            json!([{"manager": "kubectl-client-side-apply"}]),
+        )
+        .plan();
+    assert_eq!(
+        plain
+            .checks
+            .iter()
+            .find(|c| c.id == "gitops")
+            .unwrap()
+            .outcome,
+        Outcome::Pass
+    );
+}

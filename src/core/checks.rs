@@ -356,6 +356,15 @@ fn not_deleting(i: &Inputs) -> Result<Vec<Finding>, String> {
     })
 }
 
+/// Field managers of GitOps controllers and Helm (issue 9 item 3; issue 11 item 1).
+pub const GITOPS_MANAGERS: &[&str] = &[
+    "argocd-controller",
+    "argocd-application-controller",
+    "kustomize-controller",
+    "helm-controller",
+    "helm",
+];
+
 fn gitops(i: &Inputs) -> Result<Vec<Finding>, String> {
     let meta = &i.source.gateway.metadata;
     let markers: Vec<String> = meta
@@ -373,6 +382,28 @@ fn gitops(i: &Inputs) -> Result<Vec<Finding>, String> {
                 .filter(|(k, _)| crate::core::translate::not_carried(false, k).is_some()),
         )
         .map(|(k, v)| format!("{k}={v}"))
+        // Argo CD's default tracking label before 3.0 (carried: it is also a common label
+        // of the user's; issue 9 item 3).
+        .chain(
+            meta.labels
+                .iter()
+                .flatten()
+                .filter(|(k, _)| k.as_str() == "app.kubernetes.io/instance")
+                .map(|(k, v)| format!("{k}={v} (Argo CD's label tracking, if it is Argo CD's)")),
+        )
+        // The controllers' own field managers (kubectl apply --server-side by Argo CD,
+        // Flux's kustomize-controller and helm-controller, Helm).
+        .chain(
+            i.source
+                .raw
+                .pointer("/metadata/managedFields")
+                .and_then(serde_json::Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m["manager"].as_str())
+                .filter(|m| GITOPS_MANAGERS.contains(m))
+                .map(|m| format!("field manager {m}")),
+        )
         .collect();
     Ok(if markers.is_empty() {
         vec![]
@@ -382,7 +413,7 @@ fn gitops(i: &Inputs) -> Result<Vec<Finding>, String> {
             "metadata",
             markers.join(", "),
             "no GitOps or Helm ownership",
-            "a GitOps tool or Helm manages the old gateway: after the delete it may re-create it (and fight for the floating IP) or prune the new objects; its markers are not carried",
+            "a GitOps tool or Helm manages the old gateway: after the delete it may re-create it (and fight for the floating IP) or prune the new objects; its ownership markers are not carried (the field report lists each)",
             Some("before the window, suspend its sync (e.g. `argocd app set APP --sync-policy none`, `flux suspend kustomization NAME`) and change the source repository to the new manifests".into()),
         )]
     })
