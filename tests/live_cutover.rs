@@ -842,6 +842,14 @@ async fn rollback_on_failure_restores_the_old_gateway() {
     );
     let j = journal(&l, "tenant-acme", "acme").unwrap();
     assert_eq!(j["phase"], "rolled-back");
+    // Why it rolled back stays on record after the rollback's phases (issue 14 item 9).
+    let why = j["cutoverFailure"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with(
+            "at phase ready: timed out after 1s waiting for the tunnels of tenant-acme/acme"
+        ),
+        "{j}"
+    );
     let phases: Vec<&str> = j["history"]
         .as_array()
         .unwrap()

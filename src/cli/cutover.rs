@@ -589,6 +589,8 @@ async fn steps(
                     "✗ cutover stopped at phase {}; --rollback-on-failure: rolling back",
                     w.journal.phase
                 );
+                w.journal.cutover_failure =
+                    Some(format!("at phase {}: {message}", w.journal.phase));
                 let t =
                     crate::cli::rollback::roll_back(w, &args.timeouts, Default::default()).await?;
                 anstream::print!(

@@ -176,6 +176,11 @@ pub struct Journal {
     /// item 9): restored verbatim, the garbage collector would delete the gateway.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped_owner_references: Vec<Value>,
+    /// The failure that made `cutover --rollback-on-failure` roll back: kept through the
+    /// rollback's phases (which clear `lastError`) so the record says why (issue 14
+    /// item 9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cutover_failure: Option<String>,
     /// The last failure, if the run stopped on one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -259,6 +264,7 @@ impl Journal {
             fixed_targets: false,
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
+            cutover_failure: None,
             last_error: None,
             history: vec![Entry {
                 phase: Phase::Started,
@@ -302,6 +308,7 @@ impl Journal {
             fixed_targets: false,
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
+            cutover_failure: None,
             last_error: None,
             history: vec![Entry {
                 phase: Phase::Done,
@@ -750,6 +757,7 @@ mod tests {
             fixed_targets: false,
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
+            cutover_failure: None,
             last_error: None,
             history: Vec::new(),
         };
@@ -800,6 +808,7 @@ mod tests {
             fixed_targets: false,
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
+            cutover_failure: None,
             last_error: None,
             history: Vec::new(),
         };
