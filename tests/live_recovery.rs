@@ -168,3 +168,44 @@ async fn a_wrong_namespace_or_kubeconfig_is_named() {
         "{stderr}"
     );
 }
+
+/// Issue 10 item 4: after a rollback that lost its addresses (exit 5), `status` points to
+/// the commands that work from there, not to a rollback that stops the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_after_a_rollback_that_lost_addresses_advises_what_works() {
+    let l = start(ACME, SettingsFile::default()).await;
+    assert_eq!(l.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
+    assert_eq!(l.vpnmig(&["rollback", "acme", "--yes"]).await.code, 5);
+    let r = l.vpnmig(&["status"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !r.stdout
+            .contains("`vpnmig rollback acme -n tenant-acme` resumes"),
+        "{}",
+        r.stdout
+    );
+    let forward = advised(&r.stdout, "cutover acme -n tenant-acme --forward");
+    let r = run_advised(&l, &forward, &["--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        live::phase(&l, "tenant-acme", "acme").as_deref(),
+        Some("done")
+    );
+}
+
+/// Issue 10 item 4: `plan NAME` after the cutover says the gateway is migrated, and the
+/// command it names works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_of_a_migrated_gateway_says_so() {
+    let l = start(ACME, acme_settings()).await;
+    assert_eq!(l.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
+    let r = l.vpnmig(&["plan", "acme"]).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("tenant-acme/acme is already migrated: VPNGateway acme exists and IPsecGateway acme does not (journal phase done)"),
+        "{}",
+        r.stderr
+    );
+    let verify = advised(&r.stderr, "verify acme");
+    assert_eq!(run_advised(&l, &verify, &[]).await.code, 0);
+}

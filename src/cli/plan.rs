@@ -157,14 +157,43 @@ async fn live(
         eprintln!("{}", cluster.banner(false));
     }
     cluster.require_operator().await?;
-    live_plan(
+    let planned = live_plan(
         &cluster,
         name,
         allowlist,
         args.server_dry_run,
         &args.peer_names,
     )
-    .await
+    .await;
+    match planned {
+        // No IPsecGateway: say what is there instead (issue 10 item 4).
+        Err(Error::Cluster(e @ crate::cluster::KubeError::NotFound { .. })) => {
+            Err(migrated_or(&cluster, name, e).await)
+        }
+        other => other,
+    }
+}
+
+/// `plan NAME` of a gateway that is already migrated: say so, and what checks it.
+async fn migrated_or(cluster: &Cluster, name: &str, e: crate::cluster::KubeError) -> Error {
+    let ns = cluster.namespace.as_str();
+    let Ok(Some(_)) = crate::cluster::objects::get(cluster, "VPNGateway", name).await else {
+        return Error::Cluster(e);
+    };
+    let phase = match crate::cluster::journal::read(cluster, name).await {
+        Ok(Some(j)) => format!("journal phase {}", j.phase),
+        Ok(None) => "no journal".into(),
+        Err(_) => "journal unreadable".into(),
+    };
+    Error::Stop {
+        code: crate::exit::FAILURE,
+        message: format!(
+            "{ns}/{name} is already migrated: VPNGateway {name} exists and IPsecGateway {name} does not ({phase}); there is nothing to plan"
+        ),
+        hint: Some(format!(
+            "`vpnmig verify {name} -n {ns}` checks it; `vpnmig status -n {ns}` shows every gateway"
+        )),
+    }
 }
 
 /// The live plan of `name`: the source, the plan with the live checks, and the targets

@@ -206,7 +206,7 @@ async fn open_windows(
                     j.namespace,
                     j.gateway,
                     j.phase,
-                    j.phase.recovery(&j.gateway, &j.namespace)
+                    j.recovery()
                 )
             })
         })

@@ -152,7 +152,7 @@ async fn once_live(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
                         "neither a VPNGateway nor an IPsecGateway {name} exists in namespace {}: a window is under way (journal phase {})",
                         cluster.namespace, j.phase
                     ),
-                    hint: Some(j.phase.recovery(name, &cluster.namespace)),
+                    hint: Some(j.recovery()),
                 });
             }
             if let Some(hint) =

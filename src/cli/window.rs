@@ -818,7 +818,7 @@ pub async fn after_interrupt(
                         "{message}; the journal of {ns}/{name} is at phase {}",
                         j.phase
                     ),
-                    j.phase.recovery(name, ns),
+                    j.recovery(),
                 ),
                 Ok(None) => (
                     format!("{message} before the journal was written: nothing was changed"),

@@ -318,6 +318,24 @@ impl Journal {
         }
     }
 
+    /// What to run from where this journal stands: [`Phase::recovery`], except that a
+    /// rollback that stopped on lost addresses (the re-created IPsecGateway got another
+    /// serviceCIDR) is not resumed by running it again, which would stop the same way
+    /// (issue 10 item 4).
+    pub fn recovery(&self) -> String {
+        let (name, ns) = (self.gateway.as_str(), self.namespace.as_str());
+        let lost = self
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("the operator allocated other addresses"));
+        if self.phase == Phase::OldApplied && lost {
+            return format!(
+                "the re-created IPsecGateway got other addresses than the client knows: `vpnmig cutover {name} -n {ns} --forward` cuts over again to the journal's targets, which pin the old ones; or change the client's side and close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`"
+            );
+        }
+        self.phase.recovery(name, ns)
+    }
+
     /// Record reaching `phase`.
     pub fn advance(&mut self, phase: Phase, now: &str, by: &str) {
         self.phase = phase;
