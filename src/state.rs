@@ -35,6 +35,23 @@ pub fn dir() -> Option<PathBuf> {
         .or_else(|| env("HOME").map(|h| h.join(".local/state/vpnmig")))
 }
 
+/// Where a cutover without `--out`/`--plan` writes its bundle (issue 10 item 7): one
+/// directory per object under the state directory, `windows/<ns>/<gateway>-<uid8>`, so
+/// rehearsals do not litter the working directory and a re-created gateway of the same
+/// name never replaces the record of the first. Without a state directory, the working
+/// directory as before.
+pub fn bundle_dir(ns: &str, gateway: &str, uid: Option<&str>) -> PathBuf {
+    let uid = uid.unwrap_or("no-uid");
+    let short = &uid[..uid.len().min(8)];
+    match dir() {
+        Some(d) => d
+            .join("windows")
+            .join(ns)
+            .join(format!("{gateway}-{short}")),
+        None => PathBuf::from(format!("vpnmig-{ns}-{gateway}-{short}")),
+    }
+}
+
 fn index(ns: &str, gateway: &str) -> Option<PathBuf> {
     Some(
         dir()?

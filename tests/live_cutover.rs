@@ -146,13 +146,21 @@ async fn single_tunnel_cutover_verify_rollback() {
     acme_ok(&l, &psk, "VPNGateway");
     let uid = |j: Value| j["oldUid"].as_str().unwrap()[..8].to_string();
     let second = uid(journal(&l, "tenant-acme", "acme").unwrap());
+    // Each under the state directory (issue 10 item 7), one per object; none in the
+    // working directory.
     assert!(
         l.cwd()
             .join(format!(
-                "vpnmig-tenant-acme-acme-{second}/old-ipsecgateway.yaml"
+                "state/windows/tenant-acme/acme-{second}/old-ipsecgateway.yaml"
             ))
             .exists()
     );
+    let litter: Vec<_> = std::fs::read_dir(l.cwd())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("vpnmig-"))
+        .collect();
+    assert!(litter.is_empty(), "{litter:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

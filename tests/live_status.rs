@@ -213,3 +213,40 @@ async fn no_cluster_config_is_a_clear_error() {
         "{err}"
     );
 }
+
+/// Issue 10 item 8: kubectl's cluster flags go before the subcommand too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_flags_before_the_subcommand_are_accepted() {
+    let l = live::start(live::ACME, SettingsFile::default()).await;
+    let kc = l.kubeconfig.to_str().unwrap().to_string();
+    let r = l
+        .vpnmig(&[
+            "--kubeconfig",
+            &kc,
+            "-n",
+            "tenant-acme",
+            "status",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rows: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(rows[0]["name"], "acme", "{}", r.stdout);
+    let r = l.vpnmig(&["-n", "tenant-nope", "status"]).await;
+    assert!(
+        r.stderr.contains("namespace tenant-nope does not exist"),
+        "{}",
+        r.stderr
+    );
+    let r = l
+        .vpnmig(&["--kubeconfig", "/nonexistent/kc", "status"])
+        .await;
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr
+            .contains("--kubeconfig /nonexistent/kc: no such file"),
+        "{}",
+        r.stderr
+    );
+}

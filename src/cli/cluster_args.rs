@@ -6,21 +6,23 @@ use std::time::Duration;
 
 use crate::cluster::ClusterOptions;
 
-/// `--kubeconfig`, `--context`, `-n/--namespace`, `--request-timeout`.
-#[derive(clap::Args, Debug, Clone)]
+/// `--kubeconfig`, `--context`, `-n/--namespace`, `--request-timeout`: defined once, on
+/// the top-level command, and global, so that they go before or after the subcommand as
+/// with kubectl (`vpnmig -n tenant-acme status`; issue 10 item 8).
+#[derive(clap::Args, Debug, Clone, Default)]
 pub struct ClusterArgs {
     /// Path to the kubeconfig file (default: KUBECONFIG, which may list several files, or
     /// ~/.kube/config; in a pod, its service account).
-    #[arg(long, value_name = "FILE", global = true)]
+    #[arg(long, value_name = "FILE", global = true, help_heading = "Cluster options (kubectl's)")]
     pub kubeconfig: Option<PathBuf>,
     /// The kubeconfig context to use (default: its current context).
-    #[arg(long, value_name = "NAME", global = true)]
+    #[arg(long, value_name = "NAME", global = true, help_heading = "Cluster options (kubectl's)")]
     pub context: Option<String>,
     /// The namespace (default: the context's namespace).
-    #[arg(short = 'n', long, value_name = "NS")]
+    #[arg(short = 'n', long, value_name = "NS", global = true, help_heading = "Cluster options (kubectl's)")]
     pub namespace: Option<String>,
     /// Give up on a request after this long, e.g. `30s`, `2m` (0: no timeout).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, global = true)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, global = true, help_heading = "Cluster options (kubectl's)")]
     pub request_timeout: Option<Duration>,
 }
 

@@ -44,12 +44,12 @@ Exit codes: 0 done, 1 failure (an API error; the message says the phase and what
 4 blocked by a check, 6 a wait timed out, 7 refused (lock held, drift, no --yes without
 a terminal, confirmation mismatch), 130 interrupted.")]
 pub struct CutoverArgs {
+    /// kubectl's cluster flags, from the top-level command (global).
+    #[arg(skip)]
+    pub cluster: ClusterArgs,
     /// The IPsecGateway to cut over (namespace: -n, else the context's).
     #[arg(value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub name: String,
-
-    #[command(flatten)]
-    pub cluster: ClusterArgs,
 
     /// The bundle `vpnmig plan NAME --out DIR` wrote and you reviewed: the live gateway
     /// must still match it (uid, generation, spec fingerprint, targets), else nothing is done.
@@ -57,7 +57,8 @@ pub struct CutoverArgs {
     pub plan: Option<PathBuf>,
 
     /// Where the local copy of the bundle is written before anything changes (default:
-    /// --plan DIR, else ./vpnmig-NAMESPACE-NAME-UID8, UID8 the start of the gateway's uid).
+    /// --plan DIR, else the state directory: $XDG_STATE_HOME/vpnmig/windows/NAMESPACE/NAME-UID8,
+    /// UID8 the start of the gateway's uid; the summary says where).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 
@@ -243,12 +244,7 @@ async fn cutover(
         .out
         .clone()
         .or_else(|| args.plan.clone())
-        .unwrap_or_else(|| {
-            // One directory per object: a re-created gateway of the same name (after a
-            // rollback) gets its own, and never replaces the record of the first.
-            let uid = plan.source.uid.as_deref().unwrap_or("no-uid");
-            PathBuf::from(format!("vpnmig-{ns}-{name}-{}", &uid[..uid.len().min(8)]))
-        });
+        .unwrap_or_else(|| crate::state::bundle_dir(&ns, name, plan.source.uid.as_deref()));
     // Every local path before the prompt (issue 10 item 3).
     if !args.dry_run {
         bundle::check_writable(&out_dir).map_err(|why| Error::Stop {

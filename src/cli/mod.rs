@@ -39,6 +39,8 @@ Exit codes: 0 ok, 1 failure, 2 usage, 3 invalid input, 4 blocked by checks,
 #[derive(Parser, Debug)]
 #[command(name = "vpnmig", version, max_term_width = 100, after_long_help = WORKFLOW, after_help = "Run `vpnmig --help` for the workflow and exit codes.")]
 pub struct Cli {
+    #[command(flatten)]
+    cluster: cluster_args::ClusterArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -201,11 +203,26 @@ where
         }
     };
     match cli.command {
-        Command::Plan(args) => plan::run(&args),
-        Command::Cutover(args) => cutover::run(&args),
-        Command::Rollback(args) => rollback::run(&args),
+        Command::Plan(mut args) => {
+            args.cluster = cli.cluster;
+            plan::run(&args)
+        }
+        Command::Cutover(mut args) => {
+            args.cluster = cli.cluster;
+            cutover::run(&args)
+        }
+        Command::Rollback(mut args) => {
+            args.cluster = cli.cluster;
+            rollback::run(&args)
+        }
         Command::ParseSas(args) => parse_sas::run(&args),
-        Command::Status(args) => status::run(&args),
-        Command::Verify(args) => verify::run(&args),
+        Command::Status(mut args) => {
+            args.cluster = cli.cluster;
+            status::run(&args)
+        }
+        Command::Verify(mut args) => {
+            args.cluster = cli.cluster;
+            verify::run(&args)
+        }
     }
 }

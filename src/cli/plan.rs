@@ -42,6 +42,9 @@ the manifests), 7 refused to replace a bundle (another gateway or object, or a R
 bundle by a BLOCKED plan; --force overrides).")]
 #[command(group = clap::ArgGroup::new("source").required(true).args(["gateway", "file"]))]
 pub struct PlanArgs {
+    /// kubectl's cluster flags, from the top-level command (global).
+    #[arg(skip)]
+    pub cluster: ClusterArgs,
     /// The IPsecGateway in the cluster (namespace: -n, else the context's).
     #[arg(value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     gateway: Option<String>,
@@ -55,9 +58,6 @@ pub struct PlanArgs {
         value_name = "PATH"
     )]
     file: Option<PathBuf>,
-
-    #[command(flatten)]
-    cluster: ClusterArgs,
 
     /// Live: also have the API server validate and admit the targets (server-side apply
     /// with dryRun=All); nothing is changed.

@@ -38,12 +38,12 @@ Exit codes: 0 rolled back, 1 failure, 6 a wait timed out, 7 refused (lock held, 
 journal, the floating IP not pinned, an owner of the saved gateway gone, no --yes
 without a terminal), 130 interrupted.")]
 pub struct RollbackArgs {
+    /// kubectl's cluster flags, from the top-level command (global).
+    #[arg(skip)]
+    pub cluster: ClusterArgs,
     /// The gateway to roll back (namespace: -n, else the context's).
     #[arg(value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub name: String,
-
-    #[command(flatten)]
-    pub cluster: ClusterArgs,
 
     /// The bundle of the cutover (`plan --out DIR`): used when the journal ConfigMap is
     /// gone; with a journal, it must be of the same gateway.

@@ -24,8 +24,9 @@ Examples:
 
 Exit codes: 0 listed, 1 the cluster could not be read (the error names what was refused).")]
 pub struct StatusArgs {
-    #[command(flatten)]
-    cluster: ClusterArgs,
+    /// kubectl's cluster flags, from the top-level command (global).
+    #[arg(skip)]
+    pub cluster: ClusterArgs,
     /// All namespaces.
     #[arg(short = 'A', long, conflicts_with = "namespace")]
     all_namespaces: bool,

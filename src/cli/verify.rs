@@ -29,11 +29,12 @@ Examples:
 
 Exit codes: 0 healthy, 1 the cluster could not be read, 5 not healthy, 6 --wait timed out.")]
 pub struct VerifyArgs {
+    /// kubectl's cluster flags, from the top-level command (global).
+    #[arg(skip)]
+    pub cluster: ClusterArgs,
     /// The gateway (VPNGateway, else IPsecGateway) in the namespace.
     #[arg(value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     name: String,
-    #[command(flatten)]
-    cluster: ClusterArgs,
     /// Check again every 2s until healthy or --timeout, showing what is still missing.
     #[arg(long)]
     wait: bool,

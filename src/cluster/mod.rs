@@ -220,6 +220,12 @@ impl Cluster {
             ..Default::default()
         };
         let loaded = match &opts.kubeconfig {
+            Some(path) if !path.exists() => {
+                return Err(KubeError::Config(format!(
+                    "--kubeconfig {}: no such file",
+                    path.display()
+                )));
+            }
             Some(path) => Some(
                 Kubeconfig::read_from(path)
                     .map_err(|e| KubeError::Config(format!("{}: {e}", path.display())))?,
