@@ -50,7 +50,7 @@ fn a_mistyped_field_is_named_by_its_path() {
     assert_eq!(r.code, 3);
     assert_eq!(
         r.stderr.lines().next().unwrap(),
-        "error: - document 1: IPsecGateway tenant-test/acme: field `spec.tunnels[0].remoteSubnets`: invalid type: integer `42`, expected a sequence"
+        "error: standard input document 1: IPsecGateway tenant-test/acme: field `spec.tunnels[0].remoteSubnets`: invalid type: integer `42`, expected a sequence"
     );
 }
 
@@ -135,7 +135,7 @@ fn serde_type_names_do_not_leak_into_messages() {
     assert_eq!(r.code, 3);
     assert_eq!(
         r.stderr.lines().next().unwrap(),
-        "error: - document 1: IPsecGateway a: field `spec`: invalid length 0, expected a mapping"
+        "error: standard input document 1: IPsecGateway a: field `spec`: invalid length 0, expected a mapping"
     );
 }
 
@@ -188,7 +188,7 @@ fn the_same_gateway_twice_is_named_as_repeated() {
     assert_eq!(r.code, 3);
     assert!(
         r.stderr.starts_with(
-            "error: -: IPsecGateway tenant-test/acme appears 2 times (- document 1, - document 2)"
+            "error: -: IPsecGateway tenant-test/acme appears 2 times (standard input document 1, standard input document 2)"
         ),
         "{}",
         r.stderr

@@ -49,3 +49,23 @@ fn cutover_and_rollback_help_teach_the_window() {
         insta::assert_snapshot!(format!("{cmd}_help"), r.stdout);
     }
 }
+
+/// Issue 10 item 6: installed as `kubectl-vpnmig`, usage says `kubectl vpnmig`.
+#[test]
+fn as_a_kubectl_plugin_usage_says_kubectl_vpnmig() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = dir.path().join("kubectl-vpnmig");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_vpnmig"), &plugin).unwrap();
+    let out = std::process::Command::new(&plugin)
+        .args(["status", "--bogus"])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("Usage: kubectl vpnmig status [OPTIONS]"),
+        "{err}"
+    );
+    assert!(!err.contains("kubectl-vpnmig"), "{err}");
+}

@@ -13,13 +13,29 @@ use crate::cluster::ClusterOptions;
 pub struct ClusterArgs {
     /// Path to the kubeconfig file (default: KUBECONFIG, which may list several files, or
     /// ~/.kube/config; in a pod, its service account).
-    #[arg(long, value_name = "FILE", global = true, help_heading = "Cluster options (kubectl's)")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        global = true,
+        help_heading = "Cluster options (kubectl's)"
+    )]
     pub kubeconfig: Option<PathBuf>,
     /// The kubeconfig context to use (default: its current context).
-    #[arg(long, value_name = "NAME", global = true, help_heading = "Cluster options (kubectl's)")]
+    #[arg(
+        long,
+        value_name = "NAME",
+        global = true,
+        help_heading = "Cluster options (kubectl's)"
+    )]
     pub context: Option<String>,
     /// The namespace (default: the context's namespace).
-    #[arg(short = 'n', long, value_name = "NS", global = true, help_heading = "Cluster options (kubectl's)")]
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NS",
+        global = true,
+        help_heading = "Cluster options (kubectl's)"
+    )]
     pub namespace: Option<String>,
     /// Give up on a request after this long, e.g. `30s`, `2m` (0: no timeout).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, global = true, help_heading = "Cluster options (kubectl's)")]

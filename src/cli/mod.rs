@@ -191,7 +191,19 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
+    use clap::{CommandFactory, FromArgMatches};
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    // Installed as `kubectl-vpnmig`, kubectl runs it as `kubectl vpnmig`: usage and
+    // errors say so (issue 10 item 6).
+    let plugin = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| n == "kubectl-vpnmig");
+    let command = Cli::command().bin_name(if plugin { "kubectl vpnmig" } else { "vpnmig" });
+    let parsed = command
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();

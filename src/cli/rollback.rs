@@ -34,9 +34,11 @@ Examples:
   vpnmig rollback acme -n tenant-acme
   vpnmig rollback acme -n tenant-acme --plan plans/acme --yes   # the journal ConfigMap is gone
 
-Exit codes: 0 rolled back, 1 failure, 6 a wait timed out, 7 refused (lock held, no
-journal, the floating IP not pinned, an owner of the saved gateway gone, no --yes
-without a terminal), 130 interrupted.")]
+Exit codes: 0 rolled back, 1 failure, 5 the re-created IPsecGateway got other addresses
+(its kind cannot pin its serviceCIDR: --accept-new-addresses, or cutover --forward), 6 a
+wait timed out, 7 refused (lock held, no journal, the floating IP not pinned, VPNPeers it
+did not create, an owner of the saved gateway gone, no --yes without a terminal), 130
+interrupted.")]
 pub struct RollbackArgs {
     /// kubectl's cluster flags, from the top-level command (global).
     #[arg(skip)]

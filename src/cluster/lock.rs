@@ -65,11 +65,30 @@ pub struct Lock {
     renewer: tokio::task::JoinHandle<()>,
 }
 
+/// The account name of `uid` in /etc/passwd, if listed.
+fn passwd_name(uid: u32) -> Option<String> {
+    std::fs::read_to_string("/etc/passwd")
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split(':');
+            let name = f.next()?;
+            let id: u32 = f.nth(1)?.parse().ok()?;
+            (id == uid).then(|| name.to_string())
+        })
+}
+
 /// This process as a lock holder: `$USER` (else the uid), the host name, the pid.
 pub fn me() -> Holder {
+    // $USER, else $LOGNAME, else the account name of the uid from /etc/passwd (a
+    // container or cron job often sets neither; issue 10 item 6), else the uid.
+    let uid = rustix::process::getuid().as_raw();
     let user = std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| format!("uid{}", rustix::process::getuid().as_raw()));
+        .ok()
+        .filter(|u| !u.is_empty())
+        .or_else(|| passwd_name(uid))
+        .unwrap_or_else(|| format!("uid{uid}"));
     let host = rustix::system::uname()
         .nodename()
         .to_string_lossy()

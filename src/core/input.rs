@@ -28,7 +28,13 @@ impl fmt::Display for Origin {
             // A live object: `file` says where from.
             return f.write_str(&self.file);
         }
-        write!(f, "{} document {}", self.file, self.document)?;
+        // `-f -`: say where it came from in words (issue 10 item 6).
+        let file = if self.file == "-" {
+            "standard input"
+        } else {
+            self.file.as_str()
+        };
+        write!(f, "{file} document {}", self.document)?;
         if let Some(i) = self.item {
             write!(f, " items[{i}]")?;
         }
@@ -180,6 +186,11 @@ impl InputError {
             InputError::ApiVersion { .. } => format!(
                 "vpnmig migrates `{OLD_GROUP}/{VERSION}` IPsecGateways; export the object again with kubectl from a cluster running operator v0.3.0"
             ),
+            // An object without a name cannot be edited in a cluster: only the file can
+            // be wrong (issue 10 item 6).
+            InputError::Field { name, .. } if name.ends_with(NO_NAME) => {
+                "give the object its metadata.name in the file (as `kubectl get ipsecgateway NAME -o yaml` writes it), then plan again".into()
+            }
             InputError::Field { name, .. } => format!(
                 "fix the field in the cluster (`{}`) or in the file, then export and plan again",
                 edit_command(name)
@@ -342,6 +353,9 @@ pub fn yaml_message(e: &serde_saphyr::Error) -> String {
         .to_string()
 }
 
+/// How an object without `metadata.name` is shown.
+const NO_NAME: &str = "<no name>";
+
 /// `kubectl edit` for a `namespace/name` (or bare name) as shown in errors.
 fn edit_command(qualified: &str) -> String {
     match qualified.split_once('/') {
@@ -474,7 +488,7 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
 
 /// `namespace/name`, or `name` when the object has no namespace.
 fn qualified_name(v: &Value) -> String {
-    let name = str_at(v, "/metadata/name").unwrap_or("<no name>");
+    let name = str_at(v, "/metadata/name").unwrap_or(NO_NAME);
     match str_at(v, "/metadata/namespace") {
         Some(ns) => format!("{ns}/{name}"),
         None => name.to_string(),
@@ -607,7 +621,7 @@ fn plain_message(m: &str) -> String {
     match m.split_once("expected struct ") {
         Some((head, _)) => format!("{head}expected a mapping"),
         None => m
-            .replace("expected u16", "expected an integer from 0 to 65535")
+            .replace("expected u16", "expected an integer from 1 to 65535")
             .replace("expected u8", "expected an integer from 0 to 255"),
     }
 }
