@@ -209,3 +209,41 @@ async fn plan_of_a_migrated_gateway_says_so() {
     let verify = advised(&r.stderr, "verify acme");
     assert_eq!(run_advised(&l, &verify, &[]).await.code, 0);
 }
+
+/// Issue 14 item 9: a ConfigMap that only has the journal's name is not taken for a
+/// journal: no advice to roll back "from the bundle" when nothing happened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_configmap_named_like_a_journal_is_said_to_be_foreign() {
+    let l = start(ACME, acme_settings()).await;
+    let cms = l.sb.store.resource("", "v1", "configmaps").unwrap();
+    l.sb.store
+        .create(
+            &cms,
+            "tenant-acme",
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "vpnmig-acme", "namespace": "tenant-acme"},
+                "data": {"motd": "hello"}}),
+            &Default::default(),
+        )
+        .unwrap();
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "ConfigMap tenant-acme/vpnmig-acme has the name of vpnmig's journal but is not one"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("roll back from the bundle"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("nothing was changed"), "{}", r.stderr);
+    assert_eq!(
+        objects(&l, "ipsec.bnerd.net", "ipsecgateways", "tenant-acme").len(),
+        1,
+        "the gateway is untouched"
+    );
+}

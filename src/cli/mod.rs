@@ -177,6 +177,9 @@ impl Error {
                 "inspect it with `kubectl get configmap {name} -n {namespace} -o yaml` (the saved old manifest is under data.old-ipsecgateway.yaml); if it cannot be mended, save it, delete it, and roll back from the bundle: `vpnmig rollback GATEWAY -n {namespace} --plan DIR`"
             )),
             Error::Journal(crate::cluster::journal::ReadError::Kube(e)) => e.hint(),
+            Error::Journal(crate::cluster::journal::ReadError::Foreign { namespace, name, .. }) => Some(format!(
+                "nothing was changed: if it is not needed, delete or rename it (`kubectl get configmap {name} -n {namespace} -o yaml` shows what it is), then run the command again"
+            )),
             Error::Delete(e) => e.hint(),
             Error::Stop { hint, .. } => hint.clone(),
         }

@@ -25,6 +25,16 @@ pub enum ReadError {
         name: String,
         why: String,
     },
+    /// A ConfigMap of the journal's name that vpnmig never wrote (no managed-by label, no
+    /// journal.json): not evidence that any window happened (issue 14 item 9).
+    #[error(
+        "ConfigMap {namespace}/{name} has the name of vpnmig's journal but is not one (written by {writers}, no journal.json): vpnmig will not read, overwrite or delete it"
+    )]
+    Foreign {
+        namespace: String,
+        name: String,
+        writers: String,
+    },
 }
 
 /// The journal of `gateway`, if there is one.
@@ -40,6 +50,34 @@ pub async fn read(cluster: &Cluster, gateway: &str) -> Result<Option<Journal>, R
     else {
         return Ok(None);
     };
+    let ours = cm
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get("app.kubernetes.io/managed-by"))
+        .is_some_and(|v| v == "vpnmig");
+    let has_journal = cm
+        .data
+        .as_ref()
+        .is_some_and(|d| d.contains_key("journal.json"));
+    if !ours && !has_journal {
+        let writers: Vec<String> = cm
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter_map(|m| m.manager.clone())
+            .collect();
+        return Err(ReadError::Foreign {
+            namespace: ns.into(),
+            name,
+            writers: if writers.is_empty() {
+                "an unrecorded writer".into()
+            } else {
+                writers.join(", ")
+            },
+        });
+    }
     let text = cm
         .data
         .as_ref()
