@@ -15,6 +15,7 @@ pub struct Live {
     pub sb: Sandbox,
     pub kubeconfig: PathBuf,
     _dir: tempfile::TempDir,
+    _fips: NoFipReleased,
 }
 
 pub struct Run {
@@ -51,9 +52,29 @@ pub async fn start(scenario_yaml: &str, settings: SettingsFile) -> Live {
     let kubeconfig = dir.path().join("kubeconfig");
     sb.write_kubeconfig(&kubeconfig).unwrap();
     Live {
+        _fips: NoFipReleased(sb.operator.clone()),
         sb,
         kubeconfig,
         _dir: dir,
+    }
+}
+
+/// DESIGN.md §4.1 across every end-to-end test (issue 14): whatever a test did, no
+/// floating IP was released to the pool. Checked when the test's `Live` goes away (not
+/// while a test is already failing).
+pub struct NoFipReleased(std::sync::Arc<vpnmig_sandbox::operator::Operator>);
+
+impl Drop for NoFipReleased {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        let fips = self.0.floating_ips();
+        assert!(
+            fips.released.is_empty(),
+            "a floating IP was released to the pool during this test: {:?}",
+            fips.released
+        );
     }
 }
 
