@@ -124,6 +124,33 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
     assert_eq!(r.code, 7, "{}", r.stderr);
     untouched(&l);
 
+    // `--dry-run` with the flag: every dry run, the webhook's skipped and said so.
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "acme",
+            "--yes",
+            "--dry-run",
+            "--skip-dry-run-webhook",
+            POLICY,
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "! dry run: VPNPeer/acme not validated by admission webhook {POLICY}, which cannot dry-run (--skip-dry-run-webhook {POLICY})"
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("dry run: nothing was changed"),
+        "{}",
+        r.stderr
+    );
+    assert!(journal(&l, "tenant-acme", "acme").is_none());
+    untouched(&l);
+
     // The advised command, as printed (plus --yes: no terminal here).
     let mut args: Vec<&str> = cmd.iter().map(String::as_str).collect();
     args.push("--yes");
@@ -259,6 +286,69 @@ async fn a_webhook_that_denies_the_real_apply_after_the_delete_says_what_to_run(
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(phase(&l, "tenant-acme", "acme").as_deref(), Some("done"));
+    invariants(
+        &l,
+        "tenant-acme",
+        "acme",
+        ACME_FIP,
+        &psk,
+        "VPNGateway",
+        &["acme"],
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_target_refused_by_the_pre_delete_dry_run_stops_with_nothing_deleted_and_resumes() {
+    let mut s = settings();
+    s.api.latency_ms = 100;
+    let l = start(ACME, s).await;
+    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    let child = l.spawn(&["cutover", "acme", "--yes"]);
+    eventually(30, "the journal", || {
+        journal(&l, "tenant-acme", "acme").is_some()
+    })
+    .await;
+    // A webhook that can dry-run (called for dry runs) and denies.
+    l.sb.api_faults
+        .write()
+        .unwrap()
+        .webhooks
+        .push(policy(SideEffects::NoneOnDryRun, true));
+    let r = finish(child).await;
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "the pre-delete server-side dry run of VPNGateway/acme failed: cannot apply vpngateway acme in namespace tenant-acme: admission webhook \"{POLICY}\" denied the request: peers need a change ticket"
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("nothing was deleted (journal phase psk-detached)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains(
+            "hint: the API server refuses the target as it stands: fix the cause; nothing was deleted: `vpnmig cutover acme -n tenant-acme` resumes"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("missing permission"), "{}", r.stderr);
+    assert_eq!(
+        phase(&l, "tenant-acme", "acme").as_deref(),
+        Some("psk-detached")
+    );
+    untouched(&l);
+
+    l.sb.api_faults.write().unwrap().webhooks.clear();
+    l.sb.api_faults.write().unwrap().latency_ms = 0;
+    let r = l
+        .vpnmig(&["cutover", "acme", "-n", "tenant-acme", "--yes"])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
     invariants(
         &l,
         "tenant-acme",

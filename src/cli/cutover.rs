@@ -839,12 +839,14 @@ async fn pre_delete_dry_run(w: &mut Window<'_>, args: &CutoverArgs) -> Result<()
                     ),
                     hint: Some(if refused {
                         format!(
-                            "the API server refuses the target as it stands: fix the cause, then `vpnmig cutover {name} -n {ns}` goes on from here; `vpnmig rollback {name} -n {ns}` gives the PSK Secret its owners back"
+                            "the API server refuses the target as it stands: fix the cause; {}",
+                            w.journal.phase.recovery(&name, &ns)
                         )
                     } else {
                         format!(
-                            "{}then `vpnmig cutover {name} -n {ns}` goes on from here",
-                            e.hint().map(|h| format!("{h}; ")).unwrap_or_default()
+                            "{}{}",
+                            e.hint().map(|h| format!("{h}; ")).unwrap_or_default(),
+                            w.journal.phase.recovery(&name, &ns)
                         )
                     }),
                 });
