@@ -1054,3 +1054,56 @@ fn gitops_markers_include_argo_cd_and_flux_field_managers_and_the_instance_label
         Outcome::Pass
     );
 }
+
+/// Issue 9 item 8: the webhook's name is read from kube-apiserver's dry-run refusal,
+/// whatever the name; other refusals (a denial, a validation error) name no webhook.
+#[test]
+fn the_webhook_that_cannot_dry_run_is_named_from_the_refusal() {
+    use vpnmig::core::live::webhook_without_dry_run;
+    assert_eq!(
+        webhook_without_dry_run(
+            "admission webhook \"vpngateway-policy.example.net\" does not support dry run"
+        )
+        .as_deref(),
+        Some("vpngateway-policy.example.net")
+    );
+    assert_eq!(
+        webhook_without_dry_run(
+            "cannot apply vpnpeer x: admission webhook \"gk-validating.gatekeeper.sh\" does not support dry run (400 BadRequest)"
+        )
+        .as_deref(),
+        Some("gk-validating.gatekeeper.sh")
+    );
+    assert_eq!(
+        webhook_without_dry_run(
+            "admission webhook \"policy.example.net\" denied the request: no dry run here"
+        ),
+        None
+    );
+    assert_eq!(webhook_without_dry_run("does not support dry run"), None);
+    assert_eq!(
+        webhook_without_dry_run("admission webhook \"\" does not support dry run"),
+        None
+    );
+}
+
+/// Issue 9 item 8: every webhook that cannot dry-run must be named by a flag; each is
+/// reported once, in the order seen.
+#[test]
+fn every_webhook_that_cannot_dry_run_must_be_skipped_by_name() {
+    use vpnmig::core::live::{skip_flags, unskipped_webhooks};
+    let seen = ["b.example.net", "a.example.net", "b.example.net"];
+    assert_eq!(
+        unskipped_webhooks(seen, &[]),
+        ["b.example.net", "a.example.net"]
+    );
+    assert_eq!(
+        unskipped_webhooks(seen, &["a.example.net".into()]),
+        ["b.example.net"]
+    );
+    assert!(unskipped_webhooks(seen, &["a.example.net".into(), "b.example.net".into()]).is_empty());
+    assert_eq!(
+        skip_flags(&["b".into(), "a".into()]),
+        "--skip-dry-run-webhook b --skip-dry-run-webhook a"
+    );
+}

@@ -14,7 +14,7 @@ use crate::cluster::delete::{self, Target};
 use crate::cluster::{Cluster, journal as stored, lock, objects};
 use crate::core::journal::{self, Journal, Phase};
 use crate::core::model::IPsecGateway;
-use crate::core::{plan, scope};
+use crate::core::{live, plan, scope};
 use crate::exit;
 use crate::output::window as render;
 
@@ -98,6 +98,12 @@ pub struct CutoverArgs {
     /// with --plan DIR the bundle's choice is used unless this is given.
     #[arg(long = "peer-name", value_name = "TUNNEL=NAME", value_parser = crate::cli::plan::parse_peer_name)]
     pub peer_names: Vec<(String, String)>,
+
+    /// Go on although admission webhook NAME cannot dry-run (its sideEffects are Some or
+    /// Unknown), so it validates the targets only in the real apply after the delete
+    /// (repeatable; every such webhook must be named).
+    #[arg(long = "skip-dry-run-webhook", value_name = "NAME")]
+    pub skip_dry_run_webhooks: Vec<String>,
 
     /// Output format of the final report (progress always goes to stderr).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = render::Format::Text)]
@@ -235,6 +241,19 @@ async fn cutover(
             )),
         });
     }
+    // The plan's dry run found webhooks that cannot dry-run: one verdict with the plan's
+    // warning, decided before anything changes (issue 9 item 8).
+    let unskipped =
+        live::unskipped_webhooks(live::webhooks_in_plan(&plan), &args.skip_dry_run_webhooks);
+    if !unskipped.is_empty() {
+        return Err(webhooks_refused(
+            name,
+            &ns,
+            &unskipped,
+            "nothing was changed",
+            args,
+        ));
+    }
     let secret = objects::secret(cluster, &plan_psk_secret(&source.gateway)).await?;
     let detach = secret
         .as_ref()
@@ -285,7 +304,7 @@ async fn cutover(
     }
 
     if args.dry_run {
-        return dry_run(cluster, &j, &secret, detach).await;
+        return dry_run(cluster, &j, &secret, detach, &args.skip_dry_run_webhooks).await;
     }
 
     // Step d: the journal, locally and in the cluster, before anything is touched.
@@ -520,6 +539,7 @@ async fn dry_run(
     j: &Journal,
     secret: &Option<Value>,
     detach: Option<(Vec<Value>, Vec<Value>)>,
+    skip: &[String],
 ) -> Result<i32, Error> {
     let name = j.gateway.as_str();
     if let Some((h, since)) = lock::holder(cluster, name).await? {
@@ -544,12 +564,24 @@ async fn dry_run(
             removed.len()
         );
     }
+    let mut skipped = Vec::new();
     for t in &j.targets {
-        objects::apply(cluster, t, true).await?;
+        match objects::apply(cluster, t, true).await {
+            Ok(_) => {}
+            Err(e) => match skippable(&e, skip) {
+                Some(w) => skipped.push((target_label(t), w)),
+                None => return Err(e.into()),
+            },
+        }
+    }
+    for (label, w) in &skipped {
+        anstream::eprintln!(
+            "! dry run: {label} not validated by admission webhook {w}, which cannot dry-run (--skip-dry-run-webhook {w})"
+        );
     }
     anstream::eprintln!(
         "✓ dry run: {} target(s) admitted by server-side apply",
-        j.targets.len()
+        j.targets.len() - skipped.len()
     );
     delete::delete(
         cluster,
@@ -656,13 +688,7 @@ async fn forward(
     // Steps f and g: dry run; then, checked again right before it, the delete (the phase
     // is recorded before it is sent, the delete is of the very version checked).
     if w.journal.phase < Phase::Deleting {
-        for target in &w.journal.targets {
-            objects::apply(cluster, target, true).await?;
-        }
-        anstream::eprintln!(
-            "✓ server-side dry run: {} target(s) admitted",
-            w.journal.targets.len()
-        );
+        pre_delete_dry_run(w, args).await?;
         let gw = recheck(w).await?;
         w.save(Phase::Deleting).await?;
         if gw.is_some() {
@@ -715,6 +741,136 @@ async fn forward(
         after_delete(w, args),
     )
     .await
+}
+
+/// `Kind/name` of a target manifest.
+fn target_label(t: &Value) -> String {
+    format!(
+        "{}/{}",
+        t["kind"].as_str().unwrap_or("?"),
+        t.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+    )
+}
+
+/// The webhook of a dry-run refusal by a webhook that cannot dry-run, when
+/// `--skip-dry-run-webhook` names it.
+fn skippable(e: &crate::cluster::KubeError, skip: &[String]) -> Option<String> {
+    let crate::cluster::KubeError::Api {
+        answer: kube::Error::Api(s),
+        ..
+    } = e
+    else {
+        return None;
+    };
+    live::webhook_without_dry_run(&s.message).filter(|w| skip.contains(w))
+}
+
+/// The refusal of a cutover that meets webhooks that cannot dry-run and are not skipped.
+fn webhooks_refused(
+    name: &str,
+    ns: &str,
+    webhooks: &[String],
+    changed: &str,
+    args: &CutoverArgs,
+) -> Error {
+    let mut all = args.skip_dry_run_webhooks.clone();
+    all.extend(webhooks.iter().cloned());
+    Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "admission webhook{} {} cannot dry-run (sideEffects Some or Unknown): the pre-delete server-side dry run cannot validate the targets, and the real apply, after the IPsecGateway is deleted, may be refused; {changed}",
+            if webhooks.len() == 1 { "" } else { "s" },
+            webhooks.join(", "),
+        ),
+        hint: Some(format!(
+            "to go on and let the real apply be the webhook's check: `vpnmig cutover {name} -n {ns} {}`",
+            live::skip_flags(&all)
+        )),
+    }
+}
+
+/// Step f: the server-side dry run of every target right before the delete. A refusal
+/// stops the window before anything is deleted; a webhook that cannot dry-run is
+/// skipped only when `--skip-dry-run-webhook` names it.
+async fn pre_delete_dry_run(w: &mut Window<'_>, args: &CutoverArgs) -> Result<(), Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let mut skipped = Vec::new();
+    let mut unskipped = Vec::new();
+    for target in &w.journal.targets {
+        match objects::apply(w.cluster, target, true).await {
+            Ok(_) => {}
+            Err(e) => {
+                if let Some(webhook) = skippable(&e, &args.skip_dry_run_webhooks) {
+                    skipped.push((target_label(target), webhook));
+                    continue;
+                }
+                let cannot = match &e {
+                    crate::cluster::KubeError::Api {
+                        answer: kube::Error::Api(s),
+                        ..
+                    } => live::webhook_without_dry_run(&s.message),
+                    _ => None,
+                };
+                if let Some(webhook) = cannot {
+                    unskipped.push(webhook);
+                    continue;
+                }
+                let refused = matches!(&e, crate::cluster::KubeError::Api { answer: kube::Error::Api(s), .. } if s.code < 500);
+                let message = format!(
+                    "the pre-delete server-side dry run of {} failed: {e}",
+                    target_label(target)
+                );
+                w.record_error(&message).await;
+                return Err(Error::Stop {
+                    code: if refused {
+                        exit::BLOCKED
+                    } else {
+                        exit::FAILURE
+                    },
+                    message: format!(
+                        "{message}; nothing was deleted (journal phase {})",
+                        w.journal.phase
+                    ),
+                    hint: Some(if refused {
+                        format!(
+                            "the API server refuses the target as it stands: fix the cause; {}",
+                            w.journal.phase.recovery(&name, &ns)
+                        )
+                    } else {
+                        format!(
+                            "{}{}",
+                            e.hint().map(|h| format!("{h}; ")).unwrap_or_default(),
+                            w.journal.phase.recovery(&name, &ns)
+                        )
+                    }),
+                });
+            }
+        }
+    }
+    let unskipped = live::unskipped_webhooks(unskipped.iter().map(String::as_str), &[]);
+    if !unskipped.is_empty() {
+        let err = webhooks_refused(
+            &name,
+            &ns,
+            &unskipped,
+            &format!("nothing was deleted (journal phase {})", w.journal.phase),
+            args,
+        );
+        w.record_error(&crate::cli::error_line(&err)).await;
+        return Err(err);
+    }
+    for (label, webhook) in &skipped {
+        anstream::eprintln!(
+            "! server-side dry run: {label} not validated by admission webhook {webhook}, which cannot dry-run (skipped: --skip-dry-run-webhook {webhook}); the real apply is its check"
+        );
+    }
+    anstream::eprintln!(
+        "✓ server-side dry run: {} target(s) admitted",
+        w.journal.targets.len() - skipped.len()
+    );
+    Ok(())
 }
 
 /// Steps h and i: apply, wait for each condition in turn, verify the tunnels.

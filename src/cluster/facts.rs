@@ -195,7 +195,7 @@ pub async fn facts(
                     answer: kube::Error::Api(s),
                     ..
                 }) if s.code < 500 => Some(DryRunError {
-                    webhook_cannot_dry_run: s.message.contains("does not support dry run"),
+                    webhook_cannot_dry_run: crate::core::live::webhook_without_dry_run(&s.message),
                     message: s.message.clone(),
                 }),
                 Err(e) => return Err(e),

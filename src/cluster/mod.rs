@@ -498,12 +498,17 @@ impl Cluster {
                 verb: verb.into(),
                 what: what.into(),
             },
-            kube::Error::Api(s) if s.code == 403 => KubeError::Forbidden {
-                verb: verb.into(),
-                what: what.into(),
-                scope,
-                message: s.message.clone(),
-            },
+            // A webhook's denial is an answer about the object, not about permissions.
+            kube::Error::Api(s)
+                if s.code == 403 && !s.message.starts_with("admission webhook \"") =>
+            {
+                KubeError::Forbidden {
+                    verb: verb.into(),
+                    what: what.into(),
+                    scope,
+                    message: s.message.clone(),
+                }
+            }
             answer if unreachable(&answer).is_some() => KubeError::Unreachable {
                 how: unreachable(&answer).unwrap_or_default(),
                 server: self.server.clone(),

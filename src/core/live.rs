@@ -188,8 +188,61 @@ pub struct Facts {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DryRunError {
     pub message: String,
-    /// A webhook that cannot dry-run: a warning, not a failure.
-    pub webhook_cannot_dry_run: bool,
+    /// The name of an admission webhook that cannot dry-run: a warning, not a failure
+    /// (see [`webhook_without_dry_run`]).
+    pub webhook_cannot_dry_run: Option<String>,
+}
+
+/// The webhook named in kube-apiserver's refusal of a dry run by a webhook whose
+/// sideEffects are `Some` or `Unknown`: `admission webhook "NAME" does not support dry
+/// run` (apiserver's `webhookerrors.NewDryRunUnsupportedErr`). `None` for any other message.
+pub fn webhook_without_dry_run(message: &str) -> Option<String> {
+    const HEAD: &str = "admission webhook \"";
+    const TAIL: &str = "\" does not support dry run";
+    let start = message.find(HEAD)? + HEAD.len();
+    let len = message[start..].find(TAIL)?;
+    let name = &message[start..start + len];
+    (!name.is_empty() && !name.contains('"')).then(|| name.to_string())
+}
+
+/// The webhooks that cannot dry-run and are not named by `--skip-dry-run-webhook`, in
+/// first-seen order, each once: a cutover must not go on while this is not empty.
+pub fn unskipped_webhooks<'a>(
+    seen: impl IntoIterator<Item = &'a str>,
+    skip: &[String],
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in seen {
+        if !skip.iter().any(|s| s == w) && !out.iter().any(|o| o == w) {
+            out.push(w.to_string());
+        }
+    }
+    out
+}
+
+/// The webhooks the plan's dry run found unable to dry-run (check `dry-run-webhooks`),
+/// in the order found.
+pub fn webhooks_in_plan(plan: &crate::core::plan::Plan) -> Vec<&str> {
+    plan.checks
+        .iter()
+        .filter(|c| c.id == "dry-run-webhooks")
+        .flat_map(|c| &c.findings)
+        .filter_map(|f| {
+            let start = f.seen.find("admission webhook \"")? + "admission webhook \"".len();
+            let len = f.seen[start..].find('"')?;
+            webhook_without_dry_run(&f.seen).map(|_| &f.seen[start..start + len])
+        })
+        .collect()
+}
+
+/// `--skip-dry-run-webhook A --skip-dry-run-webhook B`: the flags that let a cutover go
+/// on past these webhooks.
+pub fn skip_flags(webhooks: &[String]) -> String {
+    webhooks
+        .iter()
+        .map(|w| format!("--skip-dry-run-webhook {w}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Whether the live objects already are the plan.
@@ -290,7 +343,7 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
         Some(results) => Ok(results
             .iter()
             .filter_map(|(label, e)| e.as_ref().map(|e| (label, e)))
-            .filter(|(_, e)| !e.webhook_cannot_dry_run)
+            .filter(|(_, e)| e.webhook_cannot_dry_run.is_none())
             .map(|(label, e)| finding(label, "", e.message.clone(), "accepted", format!("the API server refused {label} in a dry run"), None))
             .collect()),
     };
@@ -304,16 +357,20 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
         let webhooks: Vec<Finding> = results
             .iter()
             .filter_map(|(label, e)| {
-                e.as_ref().filter(|e| e.webhook_cannot_dry_run).map(|e| {
-                    finding(
-                        label,
-                        "",
-                        e.message.clone(),
-                        "a webhook that supports dry run",
-                        "an admission webhook cannot dry-run: the real apply may still be refused",
-                        None,
-                    )
-                })
+                let e = e.as_ref()?;
+                let webhook = e.webhook_cannot_dry_run.as_ref()?;
+                Some(finding(
+                    label,
+                    "",
+                    e.message.clone(),
+                    "a webhook that supports dry run",
+                    format!(
+                        "admission webhook {webhook} cannot dry-run, so it has not validated {label}: the real apply after the delete may still be refused"
+                    ),
+                    Some(format!(
+                        "cutover refuses until you accept that: pass `--skip-dry-run-webhook {webhook}` (or have the webhook declare sideEffects None/NoneOnDryRun)"
+                    )),
+                ))
             })
             .collect();
         out.push(result(

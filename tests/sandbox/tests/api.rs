@@ -20,7 +20,7 @@ use serde_json::json;
 use vpnmig::core::model::{IPsecGateway, VPNGateway};
 use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::api::auth::{Rule, User};
-use vpnmig_sandbox::api::faults::ErrorRule;
+use vpnmig_sandbox::api::faults::{ErrorRule, SideEffects, Webhook};
 
 const NS: &str = "tenant-acme";
 
@@ -1530,4 +1530,142 @@ async fn server_side_apply_that_creates_needs_create_permission() {
         .await
         .unwrap();
     sb.shutdown().await;
+}
+
+#[tokio::test]
+async fn admission_webhooks_refuse_dry_runs_and_deny_like_the_real_server() {
+    let settings: SettingsFile = serde_saphyr::from_str(
+        r#"
+api:
+  webhooks:
+  - {name: cm-policy.example.net, resources: [configmaps], verbs: [create, patch], sideEffects: Unknown}
+  - {name: side.example.net, resources: [secrets], verbs: ["*"], sideEffects: Some}
+"#,
+    )
+    .unwrap();
+    let sb = start(ACME, settings).await;
+    let c = client(&sb, None).await;
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), NS);
+    let dry = PostParams {
+        dry_run: true,
+        ..Default::default()
+    };
+    // A dry run that matches a webhook with sideEffects Unknown or Some: 400, named.
+    let e = cms.create(&dry, &cm("w", &[])).await.unwrap_err();
+    assert_eq!(
+        refusal(&e),
+        (
+            400,
+            "BadRequest".into(),
+            "admission webhook \"cm-policy.example.net\" does not support dry run".into(),
+            vec![]
+        )
+    );
+    let secrets: Api<Secret> = Api::namespaced(c.clone(), NS);
+    let s: Secret = serde_json::from_value(json!({"metadata": {"name": "s"}})).unwrap();
+    let e = secrets.create(&dry, &s).await.unwrap_err();
+    assert_eq!(
+        refusal(&e).2,
+        "admission webhook \"side.example.net\" does not support dry run"
+    );
+    // The real request is admitted; a verb the webhook does not name is not matched.
+    cms.create(&PostParams::default(), &cm("w", &[]))
+        .await
+        .unwrap();
+    let dry_apply = PatchParams::apply("t").dry_run();
+    let e = cms
+        .patch("w", &dry_apply, &Patch::Apply(cm("w", &[("a", "b")])))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 400);
+    cms.delete(
+        "w",
+        &DeleteParams {
+            dry_run: true,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    // A dry-run delete of a secret matches `*` and is refused (the option is in the body).
+    secrets.create(&PostParams::default(), &s).await.unwrap();
+    let e = secrets
+        .delete(
+            "s",
+            &DeleteParams {
+                dry_run: true,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), 400);
+
+    // At run time, through the same lock as the fault rules: one webhook that can
+    // dry-run and denies (called for dry runs too), one that denies without a message.
+    {
+        let mut f = sb.api_faults.write().unwrap();
+        f.webhooks = vec![
+            Webhook {
+                name: "freeze.example.net".into(),
+                resources: vec!["configmaps".into()],
+                verbs: vec!["patch".into()],
+                side_effects: SideEffects::NoneOnDryRun,
+                deny: true,
+                message: Some("configmaps are frozen".into()),
+            },
+            Webhook {
+                name: "quiet.example.net".into(),
+                resources: vec!["configmaps".into()],
+                verbs: vec!["delete".into()],
+                side_effects: SideEffects::None,
+                deny: true,
+                message: None,
+            },
+        ];
+    }
+    for pp in [PatchParams::apply("t").dry_run(), PatchParams::apply("t")] {
+        let e = cms
+            .patch("w", &pp, &Patch::Apply(cm("w", &[("a", "b")])))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refusal(&e),
+            (
+                403,
+                "Forbidden".into(),
+                "admission webhook \"freeze.example.net\" denied the request: configmaps are frozen"
+                    .into(),
+                vec![]
+            )
+        );
+    }
+    assert_eq!(
+        cms.get("w").await.unwrap().metadata.labels,
+        Some(BTreeMap::new()),
+        "the denied apply changed nothing"
+    );
+    let e = cms.delete("w", &DeleteParams::default()).await.unwrap_err();
+    assert_eq!(
+        refusal(&e).2,
+        "admission webhook \"quiet.example.net\" denied the request without explanation"
+    );
+    // Creates are not matched by a webhook for patch and delete.
+    cms.create(&PostParams::default(), &cm("x", &[]))
+        .await
+        .unwrap();
+    sb.api_faults.write().unwrap().webhooks.clear();
+    cms.delete("w", &DeleteParams::default()).await.unwrap();
+    sb.shutdown().await;
+}
+
+#[test]
+fn webhooks_with_a_verb_that_is_no_write_are_refused() {
+    let settings: Result<SettingsFile, _> =
+        serde_saphyr::from_str("api: {webhooks: [{name: w, resources: ['*'], verbs: [get]}]}");
+    let err = settings.unwrap().api.validate().unwrap_err();
+    assert_eq!(
+        err,
+        "api.webhooks[0].verbs: `get` is not a write verb (*, create, update, patch, delete)"
+    );
 }

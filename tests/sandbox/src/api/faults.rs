@@ -1,6 +1,7 @@
 //! API fault knobs: errors on chosen verbs/resources (429 with Retry-After, 500, 503),
 //! added latency, and watch connections dropped. Settable in the settings file and at
-//! run time (`Sandbox::api_faults`).
+//! run time (`Sandbox::api_faults`). Validating admission webhooks live here too
+//! (`api.webhooks`): they are the other way a real API server refuses a write.
 
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +36,65 @@ pub struct ApiFaults {
     /// Close every watch stream this many milliseconds after it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drop_watches_after_ms: Option<u64>,
+    /// Validating admission webhooks, consulted on writes in list order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub webhooks: Vec<Webhook>,
+}
+
+/// `sideEffects` of a webhook configuration (admissionregistration.k8s.io/v1).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub enum SideEffects {
+    #[default]
+    None,
+    NoneOnDryRun,
+    Some,
+    Unknown,
+}
+
+/// A validating admission webhook, answered in process: what kube-apiserver's
+/// dispatcher makes of a `ValidatingWebhookConfiguration` entry.
+///
+/// ```yaml
+/// api:
+///   webhooks:
+///   - {name: vpngateway-policy.example.net, resources: [vpngateways, vpnpeers],
+///      verbs: [create, update, patch], sideEffects: Unknown}
+///   - {name: deny.example.net, resources: [vpnpeers], verbs: [patch], deny: true,
+///      message: "peers are frozen"}
+/// ```
+///
+/// A request that matches (verb and resource, `*` = any) is refused as the real server
+/// does: a dry run (`dryRun=All`) with sideEffects `Some` or `Unknown` is 400
+/// BadRequest `admission webhook "NAME" does not support dry run` (the webhook is not
+/// called); otherwise a webhook with `deny` refuses with 403 Forbidden `admission
+/// webhook "NAME" denied the request: MESSAGE` (dry runs included: the webhook is called
+/// for them when it declares None/NoneOnDryRun). Verbs are the request's own: `patch`
+/// (server-side apply included) is matched by `patch`, not by `update` or `create`.
+/// Simplification: the sandbox consults webhooks before the object is validated and
+/// looked up, the real server after (a 404 or 422 would come first there).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Webhook {
+    pub name: String,
+    /// Resources (`plural` or `plural/subresource`; `*` = any).
+    pub resources: Vec<String>,
+    /// Verbs (`create`, `update`, `patch`, `delete`; `*` = any).
+    pub verbs: Vec<String>,
+    #[serde(default)]
+    pub side_effects: SideEffects,
+    /// Refuse every matching request it is called for.
+    #[serde(default)]
+    pub deny: bool,
+    /// The webhook's reason for a denial.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl Webhook {
+    fn matches(&self, verb: &str, resource: &str) -> bool {
+        let any = |list: &[String], x: &str| list.iter().any(|v| v == "*" || v == x);
+        any(&self.verbs, verb) && any(&self.resources, resource)
+    }
 }
 
 impl ApiFaults {
@@ -51,6 +111,18 @@ impl ApiFaults {
             "delete",
             "deletecollection",
         ];
+        const WRITES: &[&str] = &["*", "create", "update", "patch", "delete"];
+        for (i, w) in self.webhooks.iter().enumerate() {
+            if w.name.is_empty() {
+                return Err(format!("api.webhooks[{i}].name: must not be empty"));
+            }
+            if let Some(v) = w.verbs.iter().find(|v| !WRITES.contains(&v.as_str())) {
+                return Err(format!(
+                    "api.webhooks[{i}].verbs: `{v}` is not a write verb ({})",
+                    WRITES.join(", ")
+                ));
+            }
+        }
         for (i, r) in self.errors.iter().enumerate() {
             if !matches!(r.code, 429 | 500 | 503) {
                 return Err(format!(
@@ -62,6 +134,31 @@ impl ApiFaults {
                 return Err(format!(
                     "api.errors[{i}].verbs: `{v}` is not a verb ({})",
                     VERBS.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The refusal of the first webhook that refuses `verb` on `resource` (a dry run
+    /// when `dry_run`), as kube-apiserver words it.
+    pub fn admit(&self, verb: &str, resource: &str, dry_run: bool) -> Result<(), ApiError> {
+        for w in self.webhooks.iter().filter(|w| w.matches(verb, resource)) {
+            if dry_run && matches!(w.side_effects, SideEffects::Some | SideEffects::Unknown) {
+                return Err(ApiError::bad_request(format!(
+                    "admission webhook \"{}\" does not support dry run",
+                    w.name
+                )));
+            }
+            if w.deny {
+                let denied = format!("admission webhook \"{}\" denied the request", w.name);
+                return Err(ApiError::new(
+                    403,
+                    "Forbidden",
+                    match w.message.as_deref().filter(|m| !m.is_empty()) {
+                        Some(m) => format!("{denied}: {m}"),
+                        None => format!("{denied} without explanation"),
+                    },
                 ));
             }
         }

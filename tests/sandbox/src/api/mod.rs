@@ -253,6 +253,13 @@ fn route(
     if matches!(verb, "create" | "update" | "patch") {
         crate::limits::check_body(body)?;
     }
+    if matches!(verb, "create" | "update" | "patch" | "delete") {
+        let dry_run = param(&query, "dryRun") == Some("All")
+            || (verb == "delete" && delete_body_dry_run(headers, body));
+        if let Ok(f) = app.faults.read() {
+            f.admit(verb, &target.resource(), dry_run)?;
+        }
+    }
     let wopts = WriteOptions {
         dry_run: param(&query, "dryRun") == Some("All"),
         strict: param(&query, "fieldValidation") == Some("Strict"),
@@ -519,6 +526,16 @@ fn patch(
         other => return Err(ApiError::unsupported_media_type(other)),
     };
     Ok(ok(&result))
+}
+
+/// Whether a delete's `DeleteOptions` body asks for a dry run.
+fn delete_body_dry_run(headers: &HeaderMap, body: &[u8]) -> bool {
+    !body.is_empty()
+        && parse_body(headers, body).is_ok_and(|b| {
+            b.get("dryRun")
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.iter().any(|v| v == "All"))
+        })
 }
 
 fn delete(
