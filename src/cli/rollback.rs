@@ -373,15 +373,18 @@ async fn steps(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tun
         };
         delete::delete(cluster, target, &name, |_| Ok(()), false).await?;
         let peers = scope.peers.clone();
-        let title = format!("delete VPNPeer {}", peers.join(", "));
-        let wait = window::wait_gone(cluster, "VPNPeer", &peers, t.timeout_delete, &title);
-        if let Err(d) = w.guarded(&owners, wait).await? {
-            return Err(timed_out(
-                "the VPNPeers to be deleted",
-                t.timeout_delete,
-                &d,
-                again,
-            ));
+        // Nothing to wait for when no VPNPeer was the window's to delete.
+        if !peers.is_empty() {
+            let title = format!("delete VPNPeer {}", peers.join(", "));
+            let wait = window::wait_gone(cluster, "VPNPeer", &peers, t.timeout_delete, &title);
+            if let Err(d) = w.guarded(&owners, wait).await? {
+                return Err(timed_out(
+                    "the VPNPeers to be deleted",
+                    t.timeout_delete,
+                    &d,
+                    again.clone(),
+                ));
+            }
         }
         let title = format!("delete VPNGateway {ns}/{name}");
         let wait = window::wait_gone(
