@@ -217,7 +217,7 @@ pub const CHECKS: &[(&str, Severity, &str, CheckFn)] = &[
     (
         "psk-owner",
         Severity::Warning,
-        "the PSK Secret is not owned by the old gateway (else cutover detaches it)",
+        "the PSK Secret survives the old gateway's delete (cutover detaches it where it is owned)",
         psk_owner,
     ),
     (
