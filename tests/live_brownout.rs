@@ -27,9 +27,7 @@ fn rule(
 }
 
 fn acme_settings() -> SettingsFile {
-    let mut s = SettingsFile::default();
-    s.operator.service_cidr_pool = "10.250.3.0/24".into();
-    s
+    live::pool("10.250.3.0/24")
 }
 
 /// The longest silence any test here allows (the bound is 10 s).

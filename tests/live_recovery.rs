@@ -8,9 +8,7 @@ use live::{ACME, Live, invariants, objects, psk_fingerprint, start};
 use vpnmig_sandbox::SettingsFile;
 
 fn acme_settings() -> SettingsFile {
-    let mut s = SettingsFile::default();
-    s.operator.service_cidr_pool = "10.250.3.0/24".into();
-    s
+    live::pool("10.250.3.0/24")
 }
 
 /// The first backquoted `vpnmig …` command in `text` that starts with `prefix`, as

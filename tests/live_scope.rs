@@ -147,8 +147,7 @@ async fn forward_never_drops_an_edit_of_the_recreated_gateway() {
 
 /// globex (tunnels main, east) and globex-east (one tunnel) both name a peer globex-east.
 async fn globex_east_migrated_and_a_globex_bundle() -> (Live, tempfile::TempDir) {
-    let mut s = SettingsFile::default();
-    s.operator.service_cidr_pool = "10.250.62.0/24".into();
+    let s = live::pool("10.250.62.0/24");
     let l = start(GLOBEX, s).await;
     let dir = tempfile::tempdir().unwrap();
     let export = dir.path().join("globex.json");
@@ -217,8 +216,7 @@ async fn rollback_from_a_bundle_never_deletes_another_gateways_peer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rollback_refuses_over_a_peer_it_did_not_create_and_deletes_it_only_when_asked() {
-    let mut s = SettingsFile::default();
-    s.operator.service_cidr_pool = "10.250.3.0/24".into();
+    let s = live::pool("10.250.3.0/24");
     let l = start(ACME, s).await;
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -264,8 +262,7 @@ async fn rollback_refuses_over_a_peer_it_did_not_create_and_deletes_it_only_when
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_journal_records_the_uids_of_what_the_window_applied() {
-    let mut s = SettingsFile::default();
-    s.operator.service_cidr_pool = "10.250.3.0/24".into();
+    let s = live::pool("10.250.3.0/24");
     let l = start(ACME, s).await;
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -283,8 +280,7 @@ async fn the_journal_records_the_uids_of_what_the_window_applied() {
 /// must not end `done`; verify must fail the same field.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pinned_value_changed_after_the_apply_stops_the_window_and_fails_verify() {
-    let mut s = SettingsFile::default();
-    s.operator.service_cidr_pool = "10.250.3.0/24".into();
+    let mut s = live::pool("10.250.3.0/24");
     s.operator.peer_retry_ms = 3000;
     let l = start(ACME, s).await;
     let r = l
@@ -341,8 +337,7 @@ async fn a_pinned_value_changed_after_the_apply_stops_the_window_and_fails_verif
 /// wrote it, the hint never says "deleted", and the advised rollback works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once() {
-    let mut s = SettingsFile::default();
-    s.operator.service_cidr_pool = "10.250.3.0/24".into();
+    let mut s = live::pool("10.250.3.0/24");
     s.operator.peer_retry_ms = 4000;
     let l = start(ACME, s).await;
     let rt =
@@ -431,8 +426,7 @@ async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once() {
 /// READY; the other is blocked before either window with a way out that works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn colliding_peer_names_block_the_later_gateway_with_a_way_out() {
-    let mut s = SettingsFile::default();
-    s.operator.service_cidr_pool = "10.250.61.0/24".into();
+    let s = live::pool("10.250.61.0/24");
     let l = start(GLOBEX, s).await;
     let r = l.vpnmig(&["status", "-n", "tenant-globex"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);

@@ -24,6 +24,15 @@ pub struct Run {
     pub stderr: String,
 }
 
+/// Default settings whose operator hands out only `cidr` from its serviceCIDR pool (every
+/// other /24 taken by other tenants): a re-created IPsecGateway, which cannot pin its
+/// serviceCIDR, gets `cidr` back, as it would in a full pool.
+pub fn pool(cidr: &str) -> SettingsFile {
+    let mut s = SettingsFile::default();
+    s.operator.service_cidr_pool = cidr.into();
+    s
+}
+
 /// Start a sandbox with `scenario_yaml` and wait until its gateways are reconciled.
 pub async fn start(scenario_yaml: &str, settings: SettingsFile) -> Live {
     let sb = Sandbox::start(Config {
