@@ -586,44 +586,20 @@ The client's routes and firewall name the old addresses: either move forward aga
 /// The live VPNGateway (if any) pins the journal's floating IP: deleting it then only
 /// disassociates the address. Checked before the prompt and again right before the
 /// delete (also under `cutover --rollback-on-failure`).
-async fn new_fip_pinned(cluster: &Cluster, j: &Journal) -> Result<Option<(String, String)>, Error> {
+async fn new_fip_pinned(cluster: &Cluster, j: &Journal) -> Result<(), Error> {
     let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
     let Some(gw) = objects::get(cluster, "VPNGateway", name).await? else {
-        return Ok(None);
+        return Ok(());
     };
-    {
-        let pinned = gw
-            .pointer("/spec/endpoint/floatingIP")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if !crate::core::scope::same_ip(pinned, &j.floating_ip) || pinned.is_empty() {
-            return Err(Error::Stop {
-                code: exit::REFUSED,
-                message: if pinned.is_empty() {
-                    format!(
-                        "VPNGateway {ns}/{name} does not pin a floating IP (spec.endpoint.floatingIP is unset; the journal pins {}): deleting it would release the address to the pool; nothing was changed",
-                        j.floating_ip
-                    )
-                } else {
-                    format!(
-                        "VPNGateway {ns}/{name} pins floating IP {pinned}, not the journal's {}: deleting it could release an address to the pool; nothing was changed",
-                        j.floating_ip
-                    )
-                },
-                hint: Some(format!(
-                    "pin it first: kubectl patch vpngateway {name} -n {ns} --type merge -p '{{\"spec\":{{\"endpoint\":{{\"floatingIP\":\"{}\"}}}}}}'",
-                    j.floating_ip
-                )),
-            });
-        }
-    }
-    let s = |p: &str| {
-        gw.pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    Ok(Some((s("/metadata/uid"), s("/metadata/resourceVersion"))))
+    // The rule every delete applies (`core::scope`), asked before the prompt.
+    crate::core::scope::gateway_deletable(&gw, &j.floating_ip).map_err(|why| Error::Stop {
+        code: exit::REFUSED,
+        message: format!("VPNGateway {ns}/{name} cannot be deleted: {why}; nothing was changed"),
+        hint: Some(format!(
+            "pin it first: {}",
+            crate::core::scope::pin_command("VPNGateway", name, ns, &j.floating_ip)
+        )),
+    })
 }
 
 /// What the PSK Secret must not be owned by during this rollback.

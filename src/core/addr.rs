@@ -56,6 +56,23 @@ fn canonical_net(n: IpNet) -> IpNet {
     }
 }
 
+/// Whether two pinned strings are the same address or network in any spelling of *one*
+/// family (`2001:DB8::A` is `2001:db8::a`), never across families: `::ffff:203.0.113.66`
+/// is an IPv6 address to strongSwan and the kernel, not `203.0.113.66`, and a traffic
+/// selector of one family does not match the other. Text that is neither compares as
+/// given (trimmed). Used for values that must stay byte-for-byte (the floating IP, pinned
+/// fields against the journal).
+pub fn same_in_family(a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim(), b.trim());
+    if let (Ok(p), Ok(q)) = (a.parse::<IpAddr>(), b.parse::<IpAddr>()) {
+        return p == q;
+    }
+    if let (Ok(p), Ok(q)) = (a.parse::<IpNet>(), b.parse::<IpNet>()) {
+        return p == q;
+    }
+    a == b
+}
+
 /// Whether `a` and `b` are the same address. Both parse as addresses: compared as
 /// addresses ([`addr`]). One parses and the other does not: different. Neither parses
 /// (DNS names): compared case-insensitively, ignoring a trailing dot.

@@ -78,28 +78,12 @@ fn select(obj: &Value, path: &str) -> Vec<(String, Value)> {
 /// (`2001:DB8::1` is `2001:db8::1`), lists item by item, anything else as JSON.
 pub fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::String(x), Value::String(y)) => same_text(x, y),
+        (Value::String(x), Value::String(y)) => crate::core::addr::same_in_family(x, y),
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
         }
         _ => a == b,
     }
-}
-
-/// Two pinned strings: the same address or network in any spelling of *one* family
-/// (`2001:DB8::A` is `2001:db8::a`), never across families — `::ffff:203.0.113.66` is an
-/// IPv6 address to strongSwan and the kernel, not `203.0.113.66`, and a traffic selector
-/// of one family does not match the other (attack finding on issue 9 item 1).
-fn same_text(x: &str, y: &str) -> bool {
-    use std::net::IpAddr;
-    let (x, y) = (x.trim(), y.trim());
-    if let (Ok(p), Ok(q)) = (x.parse::<IpAddr>(), y.parse::<IpAddr>()) {
-        return p == q;
-    }
-    if let (Ok(p), Ok(q)) = (x.parse::<ipnet::IpNet>(), y.parse::<ipnet::IpNet>()) {
-        return p == q;
-    }
-    x == y
 }
 
 fn show(v: &Value) -> String {

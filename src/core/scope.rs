@@ -25,19 +25,6 @@ fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
         .unwrap_or_default()
 }
 
-/// Whether two floating IPs are the same address: compared parsed within one family
-/// (`2001:DB8::1` and `2001:db8::1` are one address; an IPv4-mapped IPv6 address is not
-/// its IPv4 address), as text when either does not parse.
-pub fn same_ip(a: &str, b: &str) -> bool {
-    match (
-        a.trim().parse::<std::net::IpAddr>(),
-        b.trim().parse::<std::net::IpAddr>(),
-    ) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => a.trim() == b.trim(),
-    }
-}
-
 /// Whether a gateway (`IPsecGateway` or `VPNGateway`, as JSON) may be deleted by a window
 /// whose journal pins `fip`: its spec must pin that floating IP.
 ///
@@ -52,7 +39,7 @@ pub fn gateway_deletable(obj: &Value, fip: &str) -> Result<(), String> {
             "spec.endpoint.floatingIP is not set (wanted {fip}): the operator's cleanup would release the floating IP to the pool"
         ));
     }
-    if !same_ip(pinned, fip) {
+    if !crate::core::addr::same_in_family(pinned, fip) {
         return Err(format!(
             "spec.endpoint.floatingIP is {pinned}, not the window's {fip}: deleting it could release an address the client depends on"
         ));
