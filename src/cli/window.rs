@@ -379,7 +379,11 @@ pub async fn require_permissions(cluster: &Cluster, action: &str) -> Result<(), 
             .filter(|(_, ok)| !ok)
             .map(|(n, _)| n)
             .collect(),
-        Err(why) => vec![format!("(could not ask the API server: {why})")],
+        // Refused: say what; no answer: "could not ask" is exit 1, never a refusal.
+        Err(e @ (KubeError::Forbidden { .. } | KubeError::Unauthorized { .. })) => {
+            vec![format!("(could not ask the API server: {e})")]
+        }
+        Err(e) => return Err(Error::Cluster(e)),
     };
     if missing.is_empty() {
         return Ok(());

@@ -54,10 +54,7 @@ pub async fn source(cluster: &Cluster, name: &str) -> Result<Source, SourceError
             .await
         {
             Ok(s) => (s, None),
-            Err(e @ (KubeError::Forbidden { .. } | KubeError::Unauthorized { .. })) => {
-                (None, Some(e.to_string()))
-            }
-            Err(e) => return Err(e.into()),
+            Err(e) => (None, Some(refusal(e)?)),
         }
     };
     let secrets = secret
@@ -70,6 +67,17 @@ pub async fn source(cluster: &Cluster, name: &str) -> Result<Source, SourceError
     )?;
     source.secret_error = secret_error;
     Ok(source)
+}
+
+/// A call's failure as a fact the checks judge, or the end of the command. Only a
+/// refusal (401, 403) is an answer a check can turn into a finding; a server that was
+/// not reached, gave no answer in time or failed after the retries said nothing, and
+/// "could not ask" is never a verdict (issue 9 item 0; DESIGN.md §4.9): exit 1.
+fn refusal(e: KubeError) -> Result<String, KubeError> {
+    match e {
+        KubeError::Forbidden { .. } | KubeError::Unauthorized { .. } => Ok(e.to_string()),
+        e => Err(e),
+    }
 }
 
 /// What the live checks need to know about `plan`'s surroundings.
@@ -167,8 +175,11 @@ pub async fn facts(
         }
         Ok::<_, KubeError>(out)
     }
-    .await
-    .map_err(|e| e.to_string());
+    .await;
+    let others = match others {
+        Ok(o) => Ok(o),
+        Err(e) => Err(refusal(e)?),
+    };
 
     let dry_run = if server_dry_run {
         let mut results = Vec::new();
@@ -207,8 +218,11 @@ pub async fn facts(
         None
     };
 
-    let permissions = permissions(cluster).await;
-    let schema = crds_schema(cluster, plan).await;
+    let permissions = match permissions(cluster).await {
+        Ok(p) => Ok(p),
+        Err(e) => Err(refusal(e)?),
+    };
+    let schema = crds_schema(cluster, plan).await?;
     Ok(Facts {
         existing,
         others,
@@ -222,7 +236,7 @@ pub async fn facts(
 async fn crds_schema(
     cluster: &Cluster,
     plan: &Plan,
-) -> Result<Vec<(String, crate::core::schema::Report)>, String> {
+) -> Result<Result<Vec<(String, crate::core::schema::Report)>, String>, KubeError> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
     let mut out = Vec::new();
@@ -232,7 +246,7 @@ async fn crds_schema(
         } else {
             "vpnpeers.vpn.bnerd.net"
         };
-        let crd = cluster
+        let crd = match cluster
             .call(
                 "get",
                 &format!("customresourcedefinition {crd_name}"),
@@ -240,14 +254,19 @@ async fn crds_schema(
                 || crds.get(crd_name),
             )
             .await
-            .map_err(|e| e.to_string())?;
-        let version = crd
+        {
+            Ok(crd) => crd,
+            Err(e) => return Ok(Err(refusal(e)?)),
+        };
+        let Some(version) = crd
             .spec
             .versions
             .iter()
             .find(|v| v.storage)
             .or(crd.spec.versions.first())
-            .ok_or_else(|| format!("{crd_name} has no versions"))?;
+        else {
+            return Ok(Err(format!("{crd_name} has no versions")));
+        };
         let schema = version
             .schema
             .as_ref()
@@ -260,15 +279,17 @@ async fn crds_schema(
             crate::core::schema::validate(&schema, &mut candidate),
         ));
     }
-    Ok(out)
+    Ok(Ok(out))
 }
 
 /// SelfSubjectAccessReviews of everything cutover and rollback do (`core::live::NEEDS`)
-/// in the cluster's namespace: `(need, allowed)`; `Err(why)` when they could not be asked.
-pub async fn permissions(cluster: &Cluster) -> Result<Vec<(String, bool)>, String> {
+/// in the cluster's namespace: `(need, allowed)`; `Err` when they could not be asked
+/// (refused, or no answer: through [`Cluster::call`]'s one retry policy).
+pub async fn permissions(cluster: &Cluster) -> Result<Vec<(String, bool)>, KubeError> {
     let ns = cluster.namespace.as_str();
     let reviews: Api<SelfSubjectAccessReview> = Api::all(cluster.client.clone());
-    let mut permissions = Ok(Vec::new());
+    let pp = PostParams::default();
+    let mut permissions = Vec::new();
     for (verb, group, resource, sub) in NEEDS {
         let review = SelfSubjectAccessReview {
             spec: SelfSubjectAccessReviewSpec {
@@ -289,20 +310,15 @@ pub async fn permissions(cluster: &Cluster) -> Result<Vec<(String, bool)>, Strin
         } else {
             format!("{verb} {resource}/{sub}")
         };
-        match reviews.create(&PostParams::default(), &review).await {
-            Ok(r) => {
-                if let Ok(list) = permissions.as_mut() {
-                    list.push((
-                        format!("{need} in namespace {ns}"),
-                        r.status.is_some_and(|s| s.allowed),
-                    ));
-                }
-            }
-            Err(e) => {
-                permissions = Err(e.to_string());
-                break;
-            }
-        }
+        let r = cluster
+            .call("create", "selfsubjectaccessreview", None, || {
+                reviews.create(&pp, &review)
+            })
+            .await?;
+        permissions.push((
+            format!("{need} in namespace {ns}"),
+            r.status.is_some_and(|s| s.allowed),
+        ));
     }
-    permissions
+    Ok(permissions)
 }

@@ -79,10 +79,10 @@ pub fn peer_name_checks(
         .collect();
     let mut blocking = Vec::new();
     let mut warnings = Vec::new();
-    let others = others
-        .as_ref()
-        .map_err(|e| format!("other gateways could not be listed: {e}"));
-    if let Ok(others) = &others {
+    if let Err(why) = others {
+        blocking.push(unlisted("VPNPeer name", why));
+    }
+    if let Ok(others) = others {
         for (i, peer) in tunnels.iter().enumerate() {
             let tunnel = tunnel_names.get(i).cloned().unwrap_or_default();
             for o in others.iter().filter(|o| o.namespace == ns && o.name != me) {
@@ -148,7 +148,7 @@ pub fn peer_name_checks(
             "peer-names-unique",
             Severity::Blocker,
             "no other gateway of the namespace will create the same VPNPeer names",
-            others.map(|_| blocking),
+            Ok(blocking),
         ),
         result(
             "peer-names-shared",
@@ -163,6 +163,33 @@ pub fn peer_name_checks(
             Ok(long),
         ),
     ]
+}
+
+/// A finding for a fact that could not be read because the API server refused to tell
+/// (401/403): the check fails, it is never skipped (issue 9 item 0: "could not ask" is
+/// no verdict, so a plan is never READY on it). No answer at all ends the command
+/// before the checks (`cluster::facts`).
+fn cannot_read(object: &str, wanted: &str, message: String, fix: &str) -> Finding {
+    finding(
+        object,
+        "",
+        "<cannot read>",
+        wanted,
+        message,
+        Some(fix.into()),
+    )
+}
+
+/// [`cannot_read`] for the other gateways, which the uniqueness checks compare with.
+fn unlisted(what: &str, why: &str) -> Finding {
+    cannot_read(
+        "IPsecGateways and VPNGateways in all namespaces",
+        &format!("every other gateway's {what}"),
+        format!(
+            "the other gateways could not be listed, so no other gateway is known not to hold this {what}: {why}"
+        ),
+        "ask for `list ipsecgateways,vpngateways` in all namespaces (a ClusterRole), or plan with a context that has it",
+    )
 }
 
 /// What the cluster said.
@@ -304,10 +331,10 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
                   theirs: fn(&OtherGateway) -> &Option<String>,
                   clash: fn(&str, &str) -> bool|
      -> Result<Vec<Finding>, String> {
-        let others = facts
-            .others
-            .as_ref()
-            .map_err(|e| format!("other gateways could not be listed: {e}"))?;
+        let others = match &facts.others {
+            Ok(o) => o,
+            Err(why) => return Ok(vec![unlisted(what, why)]),
+        };
         let Some(mine) = mine else {
             return Ok(Vec::new());
         };
@@ -381,16 +408,22 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
         ));
     }
 
-    let schema = facts.schema.as_ref().map_err(|e| format!("the cluster's CRDs could not be read: {e}")).map(|reports| {
-        reports
+    let schema = match &facts.schema {
+        Err(why) => Ok(vec![cannot_read(
+            "CustomResourceDefinitions vpngateways.vpn.bnerd.net, vpnpeers.vpn.bnerd.net",
+            "the CRDs the targets must satisfy",
+            format!("the cluster's CRDs could not be read, so the targets are not validated against them: {why}"),
+            "ask for `get customresourcedefinitions` (cluster-scoped), or plan with a context that has it",
+        )]),
+        Ok(reports) => Ok(reports
             .iter()
             .flat_map(|(label, r)| {
                 let invalid = r.causes.iter().map(move |c| finding(label, &c.field, c.message.clone(), "valid per the cluster's CRD", format!("the cluster's CRD refuses {label}"), Some("the CRD installed differs from vpnmig's model (docs/model.md): compare `kubectl get crd -o yaml` with fixtures/crds/".into())));
                 let pruned = r.unknown.iter().map(move |f| finding(label, f, "a field the CRD does not know", "a field of the CRD", format!("the cluster's CRD would silently drop {f} of {label}"), None));
                 invalid.chain(pruned)
             })
-            .collect()
-    });
+            .collect()),
+    };
     out.push(result(
         "schema",
         Severity::Blocker,
@@ -398,12 +431,33 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
         schema,
     ));
 
-    let perms = facts.permissions.as_ref().map_err(|e| format!("could not ask the API server: {e}")).map(|p| {
-        p.iter()
+    let perms = match &facts.permissions {
+        Err(why) => Ok(vec![cannot_read(
+            "you",
+            "an answer to a SelfSubjectAccessReview for each permission cutover and rollback need",
+            format!(
+                "the API server could not be asked what you may do, so no permission is checked: {why}"
+            ),
+            "ask for `create selfsubjectaccessreviews` (every authenticated user has it by default: system:basic-user), or use a context that has it",
+        )]),
+        Ok(p) => Ok(p
+            .iter()
             .filter(|(_, allowed)| !allowed)
-            .map(|(need, _)| finding("you", "", "not allowed", need.clone(), format!("cutover or rollback needs to {need}"), Some("ask for the permission before the window, or use a context that has it".into())))
-            .collect()
-    });
+            .map(|(need, _)| {
+                finding(
+                    "you",
+                    "",
+                    "not allowed",
+                    need.clone(),
+                    format!("cutover or rollback needs to {need}"),
+                    Some(
+                        "ask for the permission before the window, or use a context that has it"
+                            .into(),
+                    ),
+                )
+            })
+            .collect()),
+    };
     out.push(result(
         "permissions",
         Severity::Blocker,

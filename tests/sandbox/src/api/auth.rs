@@ -23,6 +23,11 @@ pub struct User {
     pub name: String,
     pub token: String,
     pub rules: Vec<Rule>,
+    /// Not covered by the `system:basic-user` binding that lets every authenticated user
+    /// create SelfSubjectAccessReviews (a hardened cluster can remove it): such a user
+    /// needs a rule for them like for anything else.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub without_basic_user: bool,
 }
 
 impl Rule {
@@ -43,6 +48,7 @@ impl User {
             name: name.into(),
             token: format!("{name}-token"),
             rules,
+            without_basic_user: false,
         }
     }
 
@@ -56,6 +62,7 @@ impl User {
                 resources: vec!["*".into()],
                 namespaces: vec![],
             }],
+            without_basic_user: false,
         }
     }
 
@@ -138,6 +145,7 @@ mod tests {
                 resources: vec!["ipsecgateways".into(), "pods/*".into()],
                 namespaces: vec!["a".into()],
             }],
+            without_basic_user: false,
         };
         assert!(u.allows("get", "ipsecgateways", Some("a")));
         assert!(!u.allows("delete", "ipsecgateways", Some("a")));

@@ -229,8 +229,11 @@ fn route(
     if target.sub.as_deref().is_some_and(|s| s != "status") {
         return Err(not_found_path());
     }
-    // Every authenticated user may ask what it may do, as on a real cluster.
-    let self_review = target.rt.plural == "selfsubjectaccessreviews" && verb == "create";
+    // Every authenticated user may ask what it may do, as on a real cluster (the
+    // system:basic-user binding), unless the settings take that away.
+    let self_review = target.rt.plural == "selfsubjectaccessreviews"
+        && verb == "create"
+        && !user.without_basic_user;
     if !self_review && !user.allows(verb, &target.resource(), target.ns.as_deref()) {
         return Err(auth::forbidden(
             &user,
