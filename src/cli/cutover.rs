@@ -298,6 +298,11 @@ async fn cutover(
         .unwrap_or_default()
         .to_string();
     let mut j = Journal::new(&plan, old_manifest.clone(), fip, &now(), &by);
+    j.psk_secret_uid = secret
+        .as_ref()
+        .and_then(|s| s.pointer("/metadata/uid"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
     if let Some(prev) = previous.as_ref().filter(|p| p.phase != Phase::RolledBack) {
         // Resuming before the delete: keep what the first run detached.
         j.psk_detached = prev.psk_detached.clone();

@@ -55,6 +55,33 @@ enum Command {
     ParseSas(parse_sas::ParseSasArgs),
 }
 
+/// This process's own command line as `vpnmig ARGS`, with `extra` flags added where
+/// absent: what a hint that says "run it again" quotes, so every stop names a command
+/// that works from the state it leaves (issue 14 item 6). An argument that a shell would
+/// split or expand is single-quoted.
+pub(crate) fn again(extra: &[&str]) -> String {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    for e in extra {
+        if !args.iter().any(|a| a == e) {
+            args.push(e.to_string());
+        }
+    }
+    let quoted: Vec<String> = args
+        .iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        })
+        .collect();
+    format!("vpnmig {}", quoted.join(" "))
+}
+
 /// The async runtime of a command that talks to a cluster: one thread is plenty.
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_current_thread()

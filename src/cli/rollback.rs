@@ -199,7 +199,24 @@ async fn rollback(
     window::require_permissions(cluster, "roll back").await?;
     // Every precondition before the first change (issue 14 item 6): the PSK Secret the
     // re-created gateway authenticates with, and which VPNPeers the rollback may delete.
-    if j.phase < Phase::OldApplied && objects::secret(cluster, &j.psk_secret).await?.is_none() {
+    let psk = if j.phase < Phase::OldApplied {
+        objects::secret(cluster, &j.psk_secret).await?
+    } else {
+        None
+    };
+    if let Some(s) = &psk {
+        // A key rotated during the window would fail the re-created gateway's tunnels:
+        // refuse before the first change, not after the re-create.
+        window::psk_unchanged(&j, s).map_err(|e| match e {
+            Error::Stop { message, hint, .. } => Error::Stop {
+                code: exit::REFUSED,
+                message: format!("{message}; nothing was changed"),
+                hint,
+            },
+            e => e,
+        })?;
+    }
+    if j.phase < Phase::OldApplied && psk.is_none() {
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!(
@@ -207,8 +224,9 @@ async fn rollback(
                 j.psk_secret
             ),
             hint: Some(format!(
-                "re-create the Secret from your own records (vpnmig never stores a key): `kubectl create secret generic {} -n {ns} --from-literal=psk=…`, then run the rollback again",
-                j.psk_secret
+                "re-create the Secret from your own records (vpnmig never stores a key): `kubectl create secret generic {} -n {ns} --from-literal=psk=…`, then run the rollback again: `{}`",
+                j.psk_secret,
+                crate::cli::again(&[])
             )),
         });
     }
@@ -740,12 +758,13 @@ async fn peer_scope(
                     .join("; ")
             ),
             hint: Some(format!(
-                "keep what they configure elsewhere, then either delete them yourself (`kubectl delete vpnpeer {} -n {ns}`) or run the rollback again with --delete-extra-peers",
+                "keep what they configure elsewhere, then either delete them yourself (`kubectl delete vpnpeer {} -n {ns}`) or run the rollback again with --delete-extra-peers: `{}`",
                 extras
                     .iter()
                     .map(|(n, _)| n.as_str())
                     .collect::<Vec<_>>()
-                    .join(" ")
+                    .join(" "),
+                crate::cli::again(&["--delete-extra-peers"])
             )),
         });
     }

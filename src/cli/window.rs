@@ -117,7 +117,10 @@ pub async fn confirm(name: &str, yes: bool, dry_run: bool, action: &str) -> Resu
             Error::Stop {
                 code: exit::REFUSED,
                 message: format!("the confirmation could not be read: {e}; nothing was changed"),
-                hint: Some("run it again with --yes after reading the summary".into()),
+                hint: Some(format!(
+                    "read the summary, then run it again with --yes: `{}`",
+                    crate::cli::again(&["--yes"])
+                )),
             }
         }
     })?;
@@ -147,30 +150,58 @@ pub fn run(
     flow: impl for<'a> AsyncFnOnce(&'a Cluster, Option<&'a Lock>) -> Result<i32, Error>,
 ) -> Result<i32, Error> {
     block_on(async {
-        let cluster = Cluster::connect(&cluster_args.options()).await?;
+        let cluster = Cluster::connect(&cluster_args.options())
+            .await
+            .map_err(|e| before_any_change(e.into()))?;
         anstream::eprintln!("{}", cluster.banner(false));
-        cluster.require_operator().await?;
-        // Something of the gateway must be there (else the namespace or the name is wrong:
-        // say so, not fail on creating the Lease; issue 10 item 2).
-        if must_exist {
-            require_something(&cluster, name).await?;
+        let held = async {
+            cluster.require_operator().await?;
+            // Something of the gateway must be there (else the namespace or the name is
+            // wrong: say so, not fail on creating the Lease; issue 10 item 2).
+            if must_exist {
+                require_something(&cluster, name).await?;
+            }
+            // Every permission the window needs, before the lock or any prompt (issue 10
+            // item 3): a window that cannot finish must not start.
+            if !dry_run {
+                require_permissions(&cluster, action).await?;
+            }
+            Ok::<_, Error>(if dry_run {
+                None
+            } else {
+                Some(crate::cluster::lock::acquire(&cluster, name, break_lock).await?)
+            })
         }
-        // Every permission the window needs, before the lock or any prompt (issue 10
-        // item 3): a window that cannot finish must not start.
-        if !dry_run {
-            require_permissions(&cluster, action).await?;
-        }
-        let held = if dry_run {
-            None
-        } else {
-            Some(crate::cluster::lock::acquire(&cluster, name, break_lock).await?)
-        };
+        .await
+        .map_err(before_any_change)?;
         let result = interruptible(flow(&cluster, held.as_ref()), held.as_ref()).await;
         if let Some(l) = &held {
             l.release().await;
         }
         after_interrupt(&cluster, name, result).await
     })?
+}
+
+/// A failure before the lock is held has changed nothing. When the API server gave no
+/// verdict, say so and name the command that works once it answers: the same one
+/// (issue 14 item 6).
+fn before_any_change(e: Error) -> Error {
+    match e {
+        Error::Cluster(k) | Error::Lock(crate::cluster::lock::LockError::Kube(k))
+            if k.no_answer() =>
+        {
+            Error::Stop {
+                code: exit::FAILURE,
+                message: format!("{k}; nothing was changed"),
+                hint: Some(format!(
+                    "{}run the same command again once the API server answers: `{}`",
+                    k.hint().map(|h| format!("{h}; then ")).unwrap_or_default(),
+                    crate::cli::again(&[])
+                )),
+            }
+        }
+        e => e,
+    }
 }
 
 /// The gateway `name` exists in the namespace as either kind, or a journal of it does;
@@ -347,23 +378,49 @@ pub async fn check_psk(w: &Window<'_>) -> Result<(), Error> {
             )),
         });
     };
+    psk_unchanged(&w.journal, &s)
+}
+
+/// The PSK Secret `s` still holds the key the journal fingerprinted. A Secret re-created
+/// since (another uid) cannot be compared, because the fingerprint is keyed by the
+/// Secret's uid (`core::psk::fingerprint`): say so and go on, the tunnels coming up are
+/// then the proof that it holds the client's key. Used by the windows after a delete and
+/// by rollback before its first change.
+pub fn psk_unchanged(journal: &Journal, s: &Value) -> Result<(), Error> {
+    let (ns, secret) = (journal.namespace.as_str(), journal.psk_secret.as_str());
+    let uid = s.pointer("/metadata/uid").and_then(Value::as_str);
+    let keyed = !journal
+        .psk_fingerprint
+        .as_deref()
+        .is_some_and(|f| f.starts_with("sha256:"));
+    if let (true, Some(then), Some(now)) = (keyed, journal.psk_secret_uid.as_deref(), uid)
+        && then != now
+    {
+        anstream::eprintln!(
+            "! PSK Secret {ns}/{secret} was re-created during the window (uid {then} → {now}): its key cannot be compared with the recorded fingerprint, which is keyed by the old Secret's uid; the tunnels coming up are the proof that it holds the client's key"
+        );
+        return Ok(());
+    }
+    let w = journal;
     let key = w
-        .journal
         .targets
         .iter()
         .find_map(|t| t.pointer("/spec/ipsec/pskSecretRef/key"))
         .and_then(Value::as_str)
         .unwrap_or("psk");
-    let now = psk::fingerprint_like(w.journal.psk_fingerprint.as_deref(), &ns, &secret, key, &s);
-    if w.journal.psk_fingerprint.is_some() && now != w.journal.psk_fingerprint {
+    let now = psk::fingerprint_like(w.psk_fingerprint.as_deref(), ns, secret, key, s);
+    if w.psk_fingerprint.is_some() && now != w.psk_fingerprint {
         return Err(Error::Stop {
             code: exit::FAILURE,
             message: format!(
-                "PSK Secret {ns}/{secret} key {key} changed during the cutover (fingerprint {} → {})",
-                w.journal.psk_fingerprint.as_deref().unwrap_or("?"),
+                "PSK Secret {ns}/{secret} key {key} changed during the window (fingerprint {} → {})",
+                w.psk_fingerprint.as_deref().unwrap_or("?"),
                 now.as_deref().unwrap_or("<no key>")
             ),
-            hint: Some("restore the key the client uses before the new gateway comes up".into()),
+            hint: Some(format!(
+                "restore the key the client uses (vpnmig never stores it), then run it again: `{}`",
+                crate::cli::again(&[])
+            )),
         });
     }
     Ok(())
@@ -390,11 +447,11 @@ pub async fn require_permissions(cluster: &Cluster, action: &str) -> Result<(), 
     }
     Err(Error::Stop {
         code: exit::REFUSED,
-        message: format!(
-            "refusing to {action}: you may not {}",
-            missing.join("; ")
-        ),
-        hint: Some("ask for the permissions (or use a context that has them), then run it again: nothing was changed".into()),
+        message: format!("refusing to {action}: you may not {}", missing.join("; ")),
+        hint: Some(format!(
+            "ask for the permissions (or use a context that has them), then run it again: `{}`; nothing was changed",
+            crate::cli::again(&[])
+        )),
     })
 }
 

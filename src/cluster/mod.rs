@@ -110,6 +110,21 @@ pub enum KubeError {
 }
 
 impl KubeError {
+    /// The API server gave no verdict: not reached, no answer within the deadline, or a
+    /// server error (5xx, 429) that outlasted the retries. Running the same command again
+    /// once it answers is the way on.
+    pub fn no_answer(&self) -> bool {
+        match self {
+            KubeError::Unreachable { .. } | KubeError::Deadline { .. } => true,
+            KubeError::Api {
+                answer: kube::Error::Api(s),
+                ..
+            } => s.code >= 500 || s.code == 429,
+            KubeError::Api { .. } => true,
+            _ => false,
+        }
+    }
+
     /// What to do about it.
     pub fn hint(&self) -> Option<String> {
         match self {

@@ -153,6 +153,12 @@ pub struct Journal {
     /// PSK Secret `name` and salted fingerprint (see `core::psk::fingerprint`).
     pub psk_secret: String,
     pub psk_fingerprint: Option<String>,
+    /// The uid of the PSK Secret the fingerprint was keyed with: a Secret re-created
+    /// during the window (same name, new uid) cannot be compared with the fingerprint, and
+    /// is said to be re-created rather than changed. Absent in journals of earlier
+    /// versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psk_secret_uid: Option<String>,
     /// The old IPsecGateway cleaned of server fields: what rollback re-creates.
     pub old_manifest: Value,
     /// The VPNGateway, then the VPNPeers: what cutover applies.
@@ -257,6 +263,7 @@ impl Journal {
             floating_ip,
             psk_secret,
             psk_fingerprint: plan.source.psk_fingerprint.clone(),
+            psk_secret_uid: None,
             old_manifest,
             targets,
             psk_detached: None,
@@ -301,6 +308,7 @@ impl Journal {
                 .to_string(),
             psk_secret,
             psk_fingerprint: s("/source/pskFingerprint"),
+            psk_secret_uid: None,
             old_manifest,
             targets,
             psk_detached: None,
@@ -768,6 +776,7 @@ mod tests {
             floating_ip: "198.51.100.23".into(),
             psk_secret: "acme-psk".into(),
             psk_fingerprint: None,
+            psk_secret_uid: None,
             old_manifest: json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}, "spec": {"endpoint": {"floatingIP": "198.51.100.23"}}}),
             targets: vec![gw, peer],
             psk_detached: None,
@@ -819,6 +828,7 @@ mod tests {
             floating_ip: "2001:db8:5::23".into(),
             psk_secret: "acme-psk".into(),
             psk_fingerprint: None,
+            psk_secret_uid: None,
             old_manifest: json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}, "spec": {"endpoint": {"floatingIP": "2001:DB8:5::23"}}}),
             targets: vec![gw],
             psk_detached: None,

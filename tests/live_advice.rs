@@ -1,0 +1,654 @@
+//! Every stop names a command that works from the state it leaves (issue 14 item 6).
+//!
+//! One row per stop cause: a signal at each phase of a cutover and of a rollback, each
+//! operator fault knob, API faults at the moments that matter, and the refusals before
+//! any change. Each row stops a window in the sandbox, then a robot operator follows the
+//! advice as a person at 2 a.m. would: it takes a `vpnmig …` command quoted in the
+//! message (preferring the row's direction: resume forward or roll back), runs it, and
+//! repeats while the command stops with further advice, at most [`STEPS`] times. The row
+//! passes when the chain ends with exit 0 in a settled state (DESIGN.md §4: one gateway
+//! of one kind with the pinned FIP and the PSK, nothing orphaned, no lock) and no
+//! floating IP was ever released (the `NoFipReleased` guard of every sandbox).
+//!
+//! `Then::Clear` rows model a cause that goes away (the brown-out ends, the person fixes
+//! the finalizer) before the advice is followed; `Then::Keep` rows follow the advice
+//! with the fault still there, which only a rollback can get out of.
+//!
+//! The table here is the source of docs/cutover.md's recovery table: a new stop cause
+//! gets a row here and a line there.
+
+mod live;
+
+use std::time::Duration;
+
+use live::{ACME, Live, Run, start};
+use vpnmig_sandbox::SettingsFile;
+use vpnmig_sandbox::api::faults::ErrorRule;
+use vpnmig_sandbox::operator::settings::GatewayFaults;
+
+/// How many advised commands the robot follows before the row fails.
+const STEPS: usize = 4;
+
+/// The window that is stopped.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Window {
+    /// `cutover acme` of the untouched gateway.
+    Cutover,
+    /// `rollback acme` after a finished cutover.
+    Rollback,
+}
+
+/// What stops it.
+#[derive(Clone, Copy, Debug)]
+enum Stop {
+    /// SIGINT the moment the journal records this phase.
+    Interrupt(&'static str),
+    /// An operator fault knob on a gateway (settings key) from the start, with the flags
+    /// that make its wait short.
+    Operator(
+        &'static str,
+        fn(&mut GatewayFaults),
+        &'static [&'static str],
+    ),
+    /// A persistent API error on (verb, resource) from the moment the journal records the
+    /// phase (`None`: from the start), with the flags that bound its wait.
+    Api(
+        Option<&'static str>,
+        &'static str,
+        &'static str,
+        u16,
+        &'static [&'static str],
+    ),
+    /// Something done to the cluster before the window; the fix undoes it.
+    Before(fn(&Live), fn(&Live)),
+    /// Something done to the cluster the moment the journal records the phase, while the
+    /// window runs on; the fix undoes it.
+    During(&'static str, fn(&Live), fn(&Live)),
+}
+
+/// Whether the cause is still there when the advice is followed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Then {
+    Clear,
+    Keep,
+}
+
+/// Which advised command the robot prefers when a stop offers both.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Prefer {
+    Forward,
+    Back,
+}
+
+fn settings() -> SettingsFile {
+    let mut s = live::pool("10.250.3.0/24");
+    s.operator.finalizer_delay_ms = 50;
+    s.operator.peer_retry_ms = 100;
+    // Every request slowed a little, so a signal lands inside the phase it is aimed at.
+    s.api.latency_ms = 10;
+    s
+}
+
+fn fault(l: &Live, key: &str, set: fn(&mut GatewayFaults)) {
+    set(l.sb.operator.settings().write().unwrap().gateway_mut(key));
+    l.sb.operator.kick();
+}
+
+fn clear_faults(l: &Live) {
+    l.sb.operator.settings().write().unwrap().gateways.clear();
+    l.sb.operator.kick();
+    l.sb.api_faults.write().unwrap().errors.clear();
+}
+
+fn phase(l: &Live) -> Option<String> {
+    live::phase(l, "tenant-acme", "acme")
+}
+
+/// Every backquoted `vpnmig …` command in `text` that can be run as written (no
+/// placeholder such as DIR or NAME), as arguments without `vpnmig`.
+fn advised(text: &str) -> Vec<Vec<String>> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|quoted| quoted.strip_prefix("vpnmig "))
+        .map(|c| c.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .filter(|args| {
+            !args.iter().any(|a| {
+                a.contains('<')
+                    || a.contains('…')
+                    || (a.len() > 1 && a.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+            })
+        })
+        .collect()
+}
+
+/// The command the robot runs next: the first of the preferred direction, else the
+/// first that changes something (cutover, rollback), else the first.
+fn pick(advice: &[Vec<String>], prefer: Prefer) -> Vec<String> {
+    let verb = match prefer {
+        Prefer::Forward => "cutover",
+        Prefer::Back => "rollback",
+    };
+    advice
+        .iter()
+        .find(|a| a[0] == verb)
+        .or_else(|| {
+            advice
+                .iter()
+                .find(|a| a[0] == "cutover" || a[0] == "rollback")
+        })
+        .or(advice.first())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Run the window, stopping it at `stop`; returns the stopped run.
+async fn stopped(l: &Live, window: Window, stop: Stop) -> Run {
+    let args: &[&str] = match window {
+        Window::Cutover => &["cutover", "acme", "--yes"],
+        Window::Rollback => &["rollback", "acme", "--yes"],
+    };
+    match stop {
+        Stop::Interrupt(at) => {
+            let mut changes = l.sb.store.subscribe();
+            let child = l.spawn(args);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while phase(l).as_deref() != Some(at) {
+                assert!(
+                    tokio::time::timeout_at(deadline, changes.changed())
+                        .await
+                        .is_ok(),
+                    "the window never reached {at} (journal phase {:?})",
+                    phase(l)
+                );
+            }
+            let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+            rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+            live::finish(child).await
+        }
+        Stop::Operator(key, set, flags) => {
+            fault(l, key, set);
+            l.vpnmig(&[args, flags].concat()).await
+        }
+        Stop::Api(at, verb, resource, code, flags) => {
+            let args = &[args, flags].concat();
+            let rule = ErrorRule {
+                verbs: vec![verb.into()],
+                resources: vec![resource.into()],
+                code,
+                times: None,
+                retry_after_seconds: None,
+            };
+            let Some(at) = at else {
+                l.sb.api_faults.write().unwrap().errors = vec![rule];
+                return l.vpnmig(args).await;
+            };
+            let mut changes = l.sb.store.subscribe();
+            let child = l.spawn(args);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while phase(l).as_deref() != Some(at) {
+                assert!(
+                    tokio::time::timeout_at(deadline, changes.changed())
+                        .await
+                        .is_ok(),
+                    "the window never reached {at} (journal phase {:?})",
+                    phase(l)
+                );
+            }
+            l.sb.api_faults.write().unwrap().errors = vec![rule];
+            live::finish(child).await
+        }
+        Stop::Before(break_it, _) => {
+            break_it(l);
+            l.vpnmig(args).await
+        }
+        Stop::During(at, break_it, _) => {
+            let mut changes = l.sb.store.subscribe();
+            let child = l.spawn(args);
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while phase(l).as_deref() != Some(at) {
+                assert!(
+                    tokio::time::timeout_at(deadline, changes.changed())
+                        .await
+                        .is_ok(),
+                    "the window never reached {at} (journal phase {:?})",
+                    phase(l)
+                );
+            }
+            break_it(l);
+            live::finish(child).await
+        }
+    }
+}
+
+/// One row: stop the window, follow the advice, assert a settled state.
+async fn row(window: Window, stop: Stop, then: Then, prefer: Prefer) {
+    let l = start(ACME, settings()).await;
+    let psk = live::psk_fingerprint(&l, "tenant-acme", "acme-psk");
+    if window == Window::Rollback {
+        let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+        assert_eq!(r.code, 0, "the cutover before the rollback: {}", r.stderr);
+    }
+    let first = stopped(&l, window, stop).await;
+    let mut transcript = format!(
+        "$ vpnmig {window:?} (stopped by {stop:?})\nexit {}\n{}{}",
+        first.code, first.stdout, first.stderr
+    );
+    let mut psk = psk;
+    if then == Then::Clear {
+        clear_faults(&l);
+        if let Stop::Before(_, fix) | Stop::During(_, _, fix) = stop {
+            fix(&l);
+            // A restored Secret has another uid, so another keyed fingerprint.
+            psk = live::psk_fingerprint(&l, "tenant-acme", "acme-psk");
+        }
+    }
+    let mut run = first;
+    let mut steps = 0;
+    while run.code != 0 {
+        assert!(
+            steps < STEPS,
+            "still stopped after following {STEPS} advised commands:\n{transcript}"
+        );
+        let advice = advised(&format!("{}\n{}", run.stdout, run.stderr));
+        assert!(
+            !advice.is_empty(),
+            "a stop (exit {}) that names no runnable vpnmig command:\n{transcript}",
+            run.code
+        );
+        let mut next = pick(&advice, prefer);
+        if matches!(next[0].as_str(), "cutover" | "rollback") && !next.contains(&"--yes".into()) {
+            next.push("--yes".into());
+        }
+        let args: Vec<&str> = next.iter().map(String::as_str).collect();
+        run = l.vpnmig(&args).await;
+        transcript += &format!(
+            "\n$ vpnmig {}\nexit {}\n{}{}",
+            args.join(" "),
+            run.code,
+            run.stdout,
+            run.stderr
+        );
+        steps += 1;
+    }
+    // Settled: whichever kind the advice led to, the invariants hold for it.
+    let kind = if live::objects(&l, "vpn.bnerd.net", "vpngateways", "tenant-acme").is_empty() {
+        "IPsecGateway"
+    } else {
+        "VPNGateway"
+    };
+    let settled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        live::invariants(
+            &l,
+            "tenant-acme",
+            "acme",
+            "198.51.100.23",
+            &psk,
+            kind,
+            &["acme"],
+        )
+    }));
+    assert!(settled.is_ok(), "not settled after:\n{transcript}");
+    if then == Then::Keep {
+        assert_eq!(
+            kind, "IPsecGateway",
+            "a kept fault is got out of by a rollback:\n{transcript}"
+        );
+    }
+    l.sb.shutdown().await;
+}
+
+/// One test per row, named after the stop (ripgrep's `rgtest!` style).
+macro_rules! stop {
+    ($name:ident, $window:ident, $stop:expr, $then:ident, $prefer:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            row(Window::$window, $stop, Then::$then, Prefer::$prefer).await;
+        }
+    };
+}
+
+// Signals at each phase of a cutover, followed forward and back.
+stop!(
+    sigint_cutover_started_forward,
+    Cutover,
+    Stop::Interrupt("started"),
+    Clear,
+    Forward
+);
+stop!(
+    sigint_cutover_psk_detached_back,
+    Cutover,
+    Stop::Interrupt("psk-detached"),
+    Clear,
+    Back
+);
+stop!(
+    sigint_cutover_deleting_forward,
+    Cutover,
+    Stop::Interrupt("deleting"),
+    Clear,
+    Forward
+);
+stop!(
+    sigint_cutover_deleting_back,
+    Cutover,
+    Stop::Interrupt("deleting"),
+    Clear,
+    Back
+);
+stop!(
+    sigint_cutover_deleted_back,
+    Cutover,
+    Stop::Interrupt("deleted"),
+    Clear,
+    Back
+);
+stop!(
+    sigint_cutover_applied_forward,
+    Cutover,
+    Stop::Interrupt("applied"),
+    Clear,
+    Forward
+);
+stop!(
+    sigint_cutover_attached_back,
+    Cutover,
+    Stop::Interrupt("attached"),
+    Clear,
+    Back
+);
+stop!(
+    sigint_cutover_ready_forward,
+    Cutover,
+    Stop::Interrupt("ready"),
+    Clear,
+    Forward
+);
+// Signals at each phase of a rollback.
+stop!(
+    sigint_rollback_rolling_back_back,
+    Rollback,
+    Stop::Interrupt("rolling-back"),
+    Clear,
+    Back
+);
+stop!(
+    sigint_rollback_new_deleted_back,
+    Rollback,
+    Stop::Interrupt("new-deleted"),
+    Clear,
+    Back
+);
+stop!(
+    sigint_rollback_old_applied_back,
+    Rollback,
+    Stop::Interrupt("old-applied"),
+    Clear,
+    Back
+);
+stop!(
+    sigint_rollback_new_deleted_forward,
+    Rollback,
+    Stop::Interrupt("new-deleted"),
+    Clear,
+    Forward
+);
+
+// Every operator fault knob: cleared by the person, then the advice; kept, then back.
+stop!(
+    stuck_finalizer_on_the_old_gateway_cleared,
+    Cutover,
+    Stop::Operator(
+        "ipsecgateway/tenant-acme/acme",
+        |f| f.stuck_finalizer = true,
+        &["--timeout-delete", "1s"]
+    ),
+    Clear,
+    Forward
+);
+stop!(
+    slow_finalizer_on_the_old_gateway_cleared,
+    Cutover,
+    Stop::Operator(
+        "ipsecgateway/tenant-acme/acme",
+        |f| f.slow_finalizer_ms = 5000,
+        &["--timeout-delete", "1s"]
+    ),
+    Clear,
+    Back
+);
+stop!(
+    fip_held_by_another_port_kept,
+    Cutover,
+    Stop::Operator(
+        "vpngateway/tenant-acme/acme",
+        |f| f.fip_held_by_other_port = true,
+        &["--timeout-attach", "1s"]
+    ),
+    Keep,
+    Back
+);
+stop!(
+    fip_held_by_another_port_cleared,
+    Cutover,
+    Stop::Operator(
+        "vpngateway/tenant-acme/acme",
+        |f| f.fip_held_by_other_port = true,
+        &["--timeout-attach", "1s"]
+    ),
+    Clear,
+    Forward
+);
+stop!(
+    client_peer_never_returns_kept,
+    Cutover,
+    Stop::Operator(
+        "vpngateway/tenant-acme/acme",
+        |f| f.client_peer_never_returns = true,
+        &["--timeout-tunnel", "1s"]
+    ),
+    Keep,
+    Back
+);
+stop!(
+    psk_mismatch_kept,
+    Cutover,
+    Stop::Operator(
+        "vpngateway/tenant-acme/acme",
+        |f| f.psk_mismatch = true,
+        &["--timeout-tunnel", "1s"]
+    ),
+    Keep,
+    Back
+);
+stop!(
+    paused_operator_cleared,
+    Cutover,
+    Stop::Operator(
+        "vpngateway/tenant-acme/acme",
+        |f| f.paused = true,
+        &["--timeout-attach", "1s"]
+    ),
+    Clear,
+    Forward
+);
+stop!(
+    stuck_finalizer_on_the_new_gateway_during_rollback_cleared,
+    Rollback,
+    Stop::Operator(
+        "vpngateway/tenant-acme/acme",
+        |f| f.stuck_finalizer = true,
+        &["--timeout-delete", "1s"]
+    ),
+    Clear,
+    Back
+);
+
+// API faults that outlast the retries, at the moments that matter; the brown-out ends.
+stop!(
+    api_503_on_the_lock_forward,
+    Cutover,
+    Stop::Api(None, "get", "leases", 503, &[]),
+    Clear,
+    Forward
+);
+stop!(
+    api_500_on_the_delete_back,
+    Cutover,
+    Stop::Api(None, "delete", "ipsecgateways", 500, &[]),
+    Clear,
+    Back
+);
+stop!(
+    api_503_on_the_journal_after_the_delete_forward,
+    Cutover,
+    Stop::Api(Some("deleted"), "patch", "configmaps", 503, &[]),
+    Clear,
+    Forward
+);
+stop!(
+    api_503_on_the_journal_after_the_delete_back,
+    Cutover,
+    Stop::Api(Some("deleted"), "patch", "configmaps", 503, &[]),
+    Clear,
+    Back
+);
+stop!(
+    api_503_on_the_apply_forward,
+    Cutover,
+    Stop::Api(Some("deleted"), "patch", "vpngateways", 503, &[]),
+    Clear,
+    Forward
+);
+stop!(
+    api_503_on_listing_peers_in_verify_forward,
+    Cutover,
+    Stop::Api(
+        Some("ready"),
+        "list",
+        "vpnpeers",
+        503,
+        &["--timeout-tunnel", "5s"]
+    ),
+    Clear,
+    Forward
+);
+stop!(
+    api_500_on_re_creating_the_old_gateway_back,
+    Rollback,
+    Stop::Api(Some("new-deleted"), "create", "ipsecgateways", 500, &[]),
+    Clear,
+    Back
+);
+
+// Refusals before any change.
+fn delete_psk(l: &Live) {
+    let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
+    l.sb.store
+        .delete(&rt, "tenant-acme", "acme-psk", &Default::default())
+        .unwrap();
+}
+/// The Secret as the person re-creates it from their records: same name, same key.
+fn restore_psk(l: &Live) {
+    use base64::Engine;
+    let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
+    let s = serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": "acme-psk", "namespace": "tenant-acme"},
+        "data": {"psk": base64::engine::general_purpose::STANDARD.encode("rehearsal-only-not-a-real-key")},
+    });
+    l.sb.store
+        .create(&rt, "tenant-acme", s, &Default::default())
+        .unwrap();
+}
+
+fn held_lock(l: &Live) {
+    let rt =
+        l.sb.store
+            .resource("coordination.k8s.io", "v1", "leases")
+            .unwrap();
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string();
+    let lease = serde_json::json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "vpnmig-acme", "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
+        "spec": {"holderIdentity": "alice@laptop pid 4242", "leaseDurationSeconds": 2,
+                 "acquireTime": now, "renewTime": now},
+    });
+    l.sb.store
+        .create(&rt, "tenant-acme", lease, &Default::default())
+        .unwrap();
+}
+fn nothing(_: &Live) {}
+
+stop!(
+    psk_secret_deleted_before_rollback_restored,
+    Rollback,
+    Stop::Before(delete_psk, restore_psk),
+    Clear,
+    Back
+);
+stop!(
+    lock_held_by_someone_else,
+    Cutover,
+    Stop::Before(held_lock, nothing),
+    Clear,
+    Forward
+);
+
+/// The same key in a re-created Secret (new uid): not a change, the window goes on.
+fn recreate_psk(l: &Live) {
+    delete_psk(l);
+    restore_psk(l);
+}
+/// Another key (a rotation during the unwind); the fix puts the client's key back.
+fn rotate_psk(l: &Live) {
+    use base64::Engine;
+    let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
+    let opts = Default::default();
+    l.sb.store
+        .modify(&rt, "tenant-acme", "acme-psk", false, &opts, |old| {
+            let mut new = old.clone();
+            new["data"]["psk"] =
+                serde_json::json!(base64::engine::general_purpose::STANDARD.encode("rotated"));
+            Ok(new)
+        })
+        .unwrap();
+}
+fn unrotate_psk(l: &Live) {
+    use base64::Engine;
+    let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
+    let opts = Default::default();
+    l.sb.store
+        .modify(&rt, "tenant-acme", "acme-psk", false, &opts, |old| {
+            let mut new = old.clone();
+            new["data"]["psk"] = serde_json::json!(
+                base64::engine::general_purpose::STANDARD.encode("rehearsal-only-not-a-real-key")
+            );
+            Ok(new)
+        })
+        .unwrap();
+}
+stop!(
+    psk_secret_recreated_with_the_same_key_during_the_delete,
+    Cutover,
+    Stop::During("deleting", recreate_psk, nothing),
+    Clear,
+    Forward
+);
+stop!(
+    psk_rotated_during_the_delete_restored_forward,
+    Cutover,
+    Stop::During("deleting", rotate_psk, unrotate_psk),
+    Clear,
+    Forward
+);
+stop!(
+    psk_rotated_during_the_delete_restored_back,
+    Cutover,
+    Stop::During("deleting", rotate_psk, unrotate_psk),
+    Clear,
+    Back
+);
