@@ -164,6 +164,20 @@ async fn rollback(
             j
         }
         (None, None) => {
+            // A cutover stopped before its journal (killed while planning, refused) left
+            // the old gateway as it was: that is the state a rollback ends in, so there is
+            // nothing to do, not a refusal without a way on (issue 14 item 6).
+            let old = objects::get(cluster, "IPsecGateway", name).await?;
+            let untouched = old
+                .as_ref()
+                .is_some_and(|o| o.pointer("/metadata/deletionTimestamp").is_none());
+            if untouched && objects::get(cluster, "VPNGateway", name).await?.is_none() {
+                anstream::eprintln!(
+                    "IPsecGateway {ns}/{name} is live and no window of it was started (no journal ConfigMap {}, no VPNGateway): nothing to roll back",
+                    journal::object_name(name)
+                );
+                return Ok(exit::OK);
+            }
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
