@@ -109,3 +109,76 @@ async fn a_persistent_503_on_a_list_ends_verify_and_status_with_exit_1() {
         assert!(!r.stdout.contains("HEALTHY"), "{}", r.stdout);
     }
 }
+
+/// Attack finding (issue 9 item 0): a persistent 5xx on what the tunnel check needs
+/// (`pods/exec`, `list pods`, `get deployments`) was a FAIL tunnel row, so `verify` said
+/// NOT HEALTHY (exit 5) and `cutover --rollback-on-failure` rolled back a working
+/// migration, losing its addresses. No answer says nothing about the gateway: verify ends
+/// with exit 1, and the window stops at `ready` (exit 1) without rolling back, with the
+/// command that resumes it, which then finishes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_answer_about_the_tunnels_is_no_verdict_and_no_rollback() {
+    for (verb, resource) in [
+        ("create", "pods/exec"),
+        ("list", "pods"),
+        ("get", "deployments"),
+    ] {
+        let l = start(ACME, acme_settings()).await;
+        let psk = live::psk_fingerprint(&l, "tenant-acme", "acme-psk");
+        l.sb.api_faults.write().unwrap().errors = vec![ErrorRule {
+            verbs: vec![verb.into(), "get".into()],
+            ..rule(verb, resource, 503, None, None)
+        }];
+        let v = l.vpnmig(&["verify", "acme"]).await;
+        assert_eq!(v.code, 1, "{resource}: verify\n{}\n{}", v.stdout, v.stderr);
+        assert!(
+            !v.stdout.contains("NOT HEALTHY"),
+            "{resource}: {}",
+            v.stdout
+        );
+
+        let r = l
+            .vpnmig(&[
+                "cutover",
+                "acme",
+                "--yes",
+                "--rollback-on-failure",
+                "--timeout-tunnel",
+                "3s",
+            ])
+            .await;
+        assert_eq!(r.code, 1, "{resource}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("not rolling back, the API server did not answer"),
+            "{resource}: {}",
+            r.stderr
+        );
+        assert!(r.stderr.contains("503"), "{resource}: {}", r.stderr);
+        assert_eq!(
+            phase(&l, "tenant-acme", "acme").as_deref(),
+            Some("ready"),
+            "{resource}: the window stopped where it was, nothing undone"
+        );
+        assert!(
+            r.stderr.contains("`vpnmig cutover acme -n tenant-acme`"),
+            "{resource}: the resume is advised: {}",
+            r.stderr
+        );
+        l.sb.api_faults.write().unwrap().errors.clear();
+        let r = l
+            .vpnmig(&["cutover", "acme", "-n", "tenant-acme", "--yes"])
+            .await;
+        assert_eq!(r.code, 0, "{resource}: the advised resume: {}", r.stderr);
+        live::invariants(
+            &l,
+            "tenant-acme",
+            "acme",
+            "198.51.100.23",
+            &psk,
+            "VPNGateway",
+            &["acme"],
+        );
+        l.sb.shutdown().await;
+    }
+}

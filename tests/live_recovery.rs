@@ -172,8 +172,39 @@ async fn a_wrong_namespace_or_kubeconfig_is_named() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_after_a_rollback_that_lost_addresses_advises_what_works() {
     let l = start(ACME, SettingsFile::default()).await;
+    assert_eq!(
+        l.vpnmig(&["plan", "acme", "--out", "plans/acme"])
+            .await
+            .code,
+        0
+    );
     assert_eq!(l.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
     assert_eq!(l.vpnmig(&["rollback", "acme", "--yes"]).await.code, 5);
+    // Attack finding (issue 9 item 1): verify said HEALTHY here, although the serviceCIDR
+    // and virtual IP the client's firewall names are gone. The IPsecGateway cannot pin
+    // them, so they are compared with the journal's (or the plan's) in its status.
+    for args in [
+        &["verify", "acme"][..],
+        &["verify", "acme", "--plan", "plans/acme"],
+    ] {
+        let v = l.vpnmig(args).await;
+        assert_eq!(v.code, 5, "{args:?}\n{}\n{}", v.stdout, v.stderr);
+        assert!(
+            !v.stdout.contains("HEALTHY\n") || v.stdout.contains("NOT HEALTHY"),
+            "{}",
+            v.stdout
+        );
+        assert!(
+            v.stdout.contains("10.250.3.0/24"),
+            "{args:?}: the pinned serviceCIDR is named\n{}",
+            v.stdout
+        );
+        assert!(
+            v.stdout.contains("10.250.3.10"),
+            "{args:?}: the pinned virtual IP is named\n{}",
+            v.stdout
+        );
+    }
     let r = l.vpnmig(&["status"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(

@@ -617,7 +617,16 @@ async fn steps(
             let message = crate::cli::error_line(&e);
             w.record_error(&message).await;
             let (name, ns) = (w.name().to_string(), w.ns().to_string());
-            if args.rollback_on_failure {
+            // Only a verdict about the new gateway is a reason to roll back: an API
+            // server that did not answer says nothing about it, and rolling back a
+            // working gateway is an outage and may lose its addresses (issue 9 item 0).
+            let no_answer = matches!(&e, Error::Cluster(k) if k.no_answer());
+            if args.rollback_on_failure && no_answer {
+                anstream::eprintln!(
+                    "! --rollback-on-failure: not rolling back, the API server did not answer, which says nothing about the new gateway"
+                );
+            }
+            if args.rollback_on_failure && !no_answer {
                 anstream::eprintln!(
                     "✗ cutover stopped at phase {}; --rollback-on-failure: rolling back",
                     w.journal.phase

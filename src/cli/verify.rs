@@ -125,12 +125,34 @@ async fn reference(
     Ok((objs, "the journal".into()))
 }
 
+/// The serviceCIDR and virtual IPs an IPsecGateway must still have, which it cannot pin
+/// in its spec: those of `--plan`'s VPNGateway, or of the journal of a window under way
+/// (a rollback that lost them stops at old-applied). A finished journal asks nothing: a
+/// rollback with `--accept-new-addresses` closed it on purpose.
+async fn expected_addresses(
+    cluster: &Cluster,
+    name: &str,
+    plan: Option<&std::path::Path>,
+) -> Result<(Option<String>, Vec<(String, String)>), Error> {
+    if let Some(dir) = plan {
+        let (plan, _) = crate::bundle::read_saved(dir)?;
+        return Ok(crate::core::journal::pinned_addresses(
+            plan.pointer("/targets/gateway"),
+        ));
+    }
+    Ok(match crate::cluster::journal::read(cluster, name).await? {
+        Some(j) if !j.phase.finished() => j.pinned_addresses(),
+        _ => (None, Vec::new()),
+    })
+}
+
 async fn once(
     cluster: &Cluster,
     name: &str,
     plan: Option<&std::path::Path>,
 ) -> Result<Vec<Row>, Error> {
-    let mut rows = once_live(cluster, name).await?;
+    let expected = expected_addresses(cluster, name, plan).await?;
+    let mut rows = once_live(cluster, name, expected).await?;
     let is_new = crate::cluster::objects::get(cluster, "VPNGateway", name)
         .await?
         .is_some();
@@ -139,8 +161,12 @@ async fn once(
     Ok(rows)
 }
 
-async fn once_live(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
-    let view = match fetch::view(cluster, name).await {
+async fn once_live(
+    cluster: &Cluster,
+    name: &str,
+    (cidr, vips): (Option<String>, Vec<(String, String)>),
+) -> Result<Vec<Row>, Error> {
+    let mut view = match fetch::view(cluster, name).await {
         Ok(v) => v,
         // Neither kind exists: between a delete and a create, a window may be under way.
         Err(e @ crate::cluster::KubeError::NotFound { .. }) => {
@@ -171,6 +197,13 @@ async fn once_live(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
         }
         Err(e) => return Err(e.into()),
     };
+    // What the kind cannot pin is still pinned (issue 9 item 1): compared with status.
+    if view.pinned_cidr.is_none() {
+        view.pinned_cidr = cidr;
+    }
+    if view.pinned_vips.is_empty() {
+        view.pinned_vips = vips;
+    }
     let sas = fetch::sas(cluster, name).await?;
     Ok(verify::verify(&view, sas.as_ref().map_err(String::as_str)))
 }

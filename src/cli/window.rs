@@ -626,6 +626,8 @@ pub async fn wait_tunnels(
     let mut first_up = None;
     let mut rows = Vec::new();
     let mut last = String::new();
+    // Why the latest look could not be taken (cleared by a look that was).
+    let mut unread: Option<KubeError>;
     loop {
         let remaining = timeout.saturating_sub(started.elapsed());
         let attempt = tokio::time::timeout(remaining, async {
@@ -638,8 +640,20 @@ pub async fn wait_tunnels(
         })
         .await;
         let waiting = match attempt {
-            Err(_) => None,
+            // The look did not finish before the timeout (the calls were still retrying):
+            // as unknown as a look that failed.
+            Err(_) => {
+                unread = Some(KubeError::Deadline {
+                    verb: "read".into(),
+                    what: format!("the conditions and SAs of {name}"),
+                    scope: format!(" in namespace {}", cluster.namespace),
+                    server: cluster.server.clone(),
+                    seconds: started.elapsed().as_secs(),
+                });
+                None
+            }
             Ok(Ok(now)) => {
+                unread = None;
                 rows = now;
                 let changed = reference_failures(&rows);
                 if !changed.is_empty() {
@@ -687,7 +701,11 @@ pub async fn wait_tunnels(
                 step.failed(&e.to_string());
                 return Err(e.into());
             }
-            Ok(Err(e)) => Some(format!("cannot read the cluster: {e}")),
+            Ok(Err(e)) => {
+                let w = format!("cannot read the cluster: {e}");
+                unread = Some(e);
+                Some(w)
+            }
         };
         if let Some(w) = waiting
             && w != last
@@ -697,6 +715,11 @@ pub async fn wait_tunnels(
         }
         if started.elapsed() >= timeout {
             step.failed(&last);
+            // The last look could not be taken: the tunnels' state is unknown, which is
+            // no verdict (issue 9 item 0) and no reason to roll back.
+            if let Some(e) = unread {
+                return Err(e.into());
+            }
             return Ok(Tunnels {
                 rows,
                 first_up,

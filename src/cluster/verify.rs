@@ -178,22 +178,45 @@ pub async fn sas(cluster: &Cluster, name: &str) -> Result<Result<Sas, String>, K
     let what = format!("pods/exec {pod}");
     let mut proc = match pods.exec(&pod, ["swanctl", "--list-sas"], &params).await {
         Ok(p) => p,
-        Err(kube::Error::Api(s)) if s.code == 403 => {
-            return Err(KubeError::Forbidden {
-                verb: "create".into(),
-                what,
-                scope: format!(" in namespace {ns}"),
-                message: s.message.clone(),
-            });
+        Err(e) => {
+            // The exec is refused (401/403), answered about the pod (another 4xx: gone,
+            // no such container), or not answered at all (5xx, 429, a dropped upgrade):
+            // only the second says anything about the gateway. No answer is "could not
+            // ask" (exit 1 in verify, "waiting" in a window), never a failed tunnel
+            // (issue 9 item 0): a window must not roll back a working gateway on it.
+            use kube::client::UpgradeConnectionError::ProtocolSwitch;
+            let code = match &e {
+                kube::Error::Api(s) => Some(s.code),
+                kube::Error::UpgradeConnection(ProtocolSwitch(c)) => Some(c.as_u16()),
+                _ => None,
+            };
+            let message = match &e {
+                kube::Error::Api(s) => s.message.clone(),
+                e => e.to_string(),
+            };
+            return match code {
+                Some(403) => Err(KubeError::Forbidden {
+                    verb: "create".into(),
+                    what,
+                    scope: format!(" in namespace {ns}"),
+                    message,
+                }),
+                Some(401) => Err(KubeError::Unauthorized {
+                    context: cluster.context.clone(),
+                    verb: "create".into(),
+                    what,
+                }),
+                Some(c) if (400..500).contains(&c) && c != 429 => {
+                    Ok(Err(format!("exec in pod {pod}: {}", super::describe(&e))))
+                }
+                _ => Err(KubeError::Api {
+                    verb: "create".into(),
+                    what,
+                    scope: format!(" in namespace {ns}"),
+                    answer: e,
+                }),
+            };
         }
-        Err(kube::Error::Api(s)) if s.code == 401 => {
-            return Err(KubeError::Unauthorized {
-                context: cluster.context.clone(),
-                verb: "create".into(),
-                what,
-            });
-        }
-        Err(e) => return Ok(Err(format!("exec in pod {pod}: {}", super::describe(&e)))),
     };
     let status = proc.take_status();
     let mut stdout = String::new();

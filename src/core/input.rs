@@ -163,18 +163,32 @@ impl InputError {
                 "the file holds VPNGateway/VPNPeer objects: this gateway looks migrated already; plan from the IPsecGateway export instead".into()
             }
             InputError::Encoding { file, encoding, .. } => {
-                let from = if encoding.starts_with("UTF-32") {
-                    "UTF-32"
-                } else if encoding.starts_with("UTF-16 without") {
-                    "UTF-16LE"
-                } else if encoding.starts_with("UTF-16") {
-                    "UTF-16"
+                // iconv's name for what was found: with a BOM iconv reads the byte order
+                // from it; without one it must be told (issue 9 item 11).
+                let from = match *encoding {
+                    e if e.ends_with("(BOM)") && e.starts_with("UTF-32") => "UTF-32",
+                    e if e.ends_with("(BOM)") && e.starts_with("UTF-16") => "UTF-16",
+                    e if e.starts_with("UTF-") && e.contains(" without a BOM") => {
+                        &e[..e.find(" without").unwrap_or(e.len())]
+                    }
+                    _ => "WINDOWS-1252",
+                }
+                .replace(" ", "");
+                if file == "-" || file == "standard input" {
+                    format!(
+                        "convert it on the way in: `… | iconv -f {from} -t UTF-8 | vpnmig plan -f -`; from Windows PowerShell, export with `| Out-File -Encoding utf8 NAME.yaml` and plan from that file"
+                    )
                 } else {
-                    "WINDOWS-1252"
-                };
-                format!(
-                    "convert it to UTF-8 and plan from the copy: `iconv -f {from} -t UTF-8 {file} > gateway.utf8.yaml` (or in PowerShell: `Get-Content {file} | Set-Content -Encoding utf8 gateway.utf8.yaml`); from Windows PowerShell, export with `| Out-File -Encoding utf8 NAME.yaml` rather than `> NAME.yaml`"
-                )
+                    format!(
+                        "convert it to UTF-8 and plan from the copy: `iconv -f {from} -t UTF-8 {file} > gateway.utf8.yaml`{}; from Windows PowerShell, export with `| Out-File -Encoding utf8 NAME.yaml` rather than `> NAME.yaml`",
+                        // Get-Content reads a BOM; without one it would guess wrong.
+                        if !encoding.contains("without a BOM") {
+                            format!(" (or in PowerShell: `Get-Content {file} | Set-Content -Encoding utf8 gateway.utf8.yaml`)")
+                        } else {
+                            String::new()
+                        }
+                    )
+                }
             }
             InputError::Syntax { .. } | InputError::Empty { .. } | InputError::NoGateway { .. } => {
                 "export the gateway with `kubectl get ipsecgateway NAME -n NAMESPACE -o yaml > NAME.yaml`".into()
@@ -224,11 +238,12 @@ pub fn decode(bytes: &[u8], file: &str) -> Result<String, InputError> {
         (&[0xFE, 0xFF], "UTF-16 BE (BOM)"),
     ];
     let Some((bom, encoding)) = boms.iter().find(|(b, _)| bytes.starts_with(b)) else {
-        // ASCII in UTF-16 is valid UTF-8 full of NULs: name it rather than guess.
-        if looks_like_utf16(bytes) {
+        // ASCII in UTF-16 or UTF-32 is valid UTF-8 full of NULs: name it, with the byte
+        // order its zero bytes show, rather than guess at the text.
+        if let Some((encoding, how)) = without_bom(bytes) {
             return Err(err(
-                "UTF-16 without a BOM",
-                "not UTF-8 text: a zero byte between every two characters, so UTF-16 without a byte-order mark, whose byte order is not known".into(),
+                encoding,
+                format!("not UTF-8 text: {how}, so {encoding}"),
             ));
         }
         return String::from_utf8(bytes.to_vec()).map_err(|e| {
@@ -329,15 +344,38 @@ pub fn decode(bytes: &[u8], file: &str) -> Result<String, InputError> {
 
 /// Whether bytes without a BOM look like UTF-16: ASCII text in UTF-16 has a zero byte
 /// in every other position.
-fn looks_like_utf16(bytes: &[u8]) -> bool {
+/// UTF-32 or UTF-16 without a byte-order mark, told by where the zero bytes of mostly
+/// ASCII text fall (at least 80 % of the first 512 bytes' units): `(encoding, how)`.
+/// UTF-32 first, since its units also look like UTF-16 ones.
+fn without_bom(bytes: &[u8]) -> Option<(&'static str, &'static str)> {
     let sample = &bytes[..bytes.len().min(512)];
-    let pairs = sample.len() / 2;
-    if pairs < 2 {
-        return false;
+    let share = |width: usize, zero: &dyn Fn(&[u8]) -> bool| {
+        let units = sample.len() / width;
+        units >= 2 && sample.chunks_exact(width).filter(|c| zero(c)).count() * 10 >= units * 8
+    };
+    if share(4, &|c| c[1] == 0 && c[2] == 0 && c[3] == 0) {
+        Some((
+            "UTF-32 LE without a BOM",
+            "three zero bytes after every character",
+        ))
+    } else if share(4, &|c| c[0] == 0 && c[1] == 0 && c[2] == 0) {
+        Some((
+            "UTF-32 BE without a BOM",
+            "three zero bytes before every character",
+        ))
+    } else if share(2, &|c| c[1] == 0) {
+        Some((
+            "UTF-16 LE without a BOM",
+            "a zero byte after every character",
+        ))
+    } else if share(2, &|c| c[0] == 0) {
+        Some((
+            "UTF-16 BE without a BOM",
+            "a zero byte before every character",
+        ))
+    } else {
+        None
     }
-    let zero_odd = sample.chunks_exact(2).filter(|c| c[1] == 0).count();
-    let zero_even = sample.chunks_exact(2).filter(|c| c[0] == 0).count();
-    zero_odd * 10 >= pairs * 8 || zero_even * 10 >= pairs * 8
 }
 
 /// A YAML parser error as one line for users: the parser's first line only (its later
@@ -703,10 +741,9 @@ mod tests {
             "g.yaml: not UTF-16 text: unpaired surrogate 0xd800 at byte offset 6 (encoding found: UTF-16 BE (BOM))"
         );
         let no_bom: Vec<u8> = utf16("apiVersion: v1\n", true)[2..].to_vec();
-        assert!(
-            msg(&no_bom).ends_with("(encoding found: UTF-16 without a BOM)"),
-            "{}",
-            msg(&no_bom)
+        assert_eq!(
+            msg(&no_bom),
+            "g.yaml: not UTF-8 text: a zero byte after every character, so UTF-16 LE without a BOM (encoding found: UTF-16 LE without a BOM)"
         );
         assert_eq!(
             msg(b"apiVersion: v1\n\xe9t\xe9\n"),
@@ -732,5 +769,45 @@ mod tests {
         );
         assert!(hint.contains("Out-File -Encoding utf8"), "{hint}");
         assert!(!hint.contains("kubectl get ipsecgateway"), "{hint}");
+    }
+
+    /// Attack finding: every BOM-less UTF-16/UTF-32 file got `iconv -f UTF-16LE`, which
+    /// garbles big-endian and UTF-32 input. The byte order and width its zero bytes show
+    /// are named, and iconv is told exactly that; standard input gets a pipe.
+    #[test]
+    fn a_file_without_a_bom_is_converted_from_its_own_byte_order() {
+        let text = "apiVersion: ipsec.bnerd.net/v1alpha1\nkind: IPsecGateway\n";
+        let units = |width: usize, big: bool| -> Vec<u8> {
+            text.chars()
+                .flat_map(|c| {
+                    let mut unit = vec![0u8; width];
+                    unit[if big { width - 1 } else { 0 }] = c as u8;
+                    unit
+                })
+                .collect()
+        };
+        for (width, big, from) in [
+            (2, false, "UTF-16LE"),
+            (2, true, "UTF-16BE"),
+            (4, false, "UTF-32LE"),
+            (4, true, "UTF-32BE"),
+        ] {
+            let e = decode(&units(width, big), "g.yaml").unwrap_err();
+            let hint = e.hint().unwrap();
+            assert!(
+                hint.contains(&format!(
+                    "`iconv -f {from} -t UTF-8 g.yaml > gateway.utf8.yaml`"
+                )),
+                "{from}: {hint}"
+            );
+            let e = decode(&units(width, big), "-").unwrap_err();
+            assert!(
+                e.hint().unwrap().contains(&format!(
+                    "`… | iconv -f {from} -t UTF-8 | vpnmig plan -f -`"
+                )),
+                "{from} from standard input: {}",
+                e.hint().unwrap()
+            );
+        }
     }
 }

@@ -424,24 +424,7 @@ impl Journal {
     /// The serviceCIDR and `(exposure, virtual IP)`s the VPNGateway target pins: what the
     /// old gateway had in its status.
     pub fn pinned_addresses(&self) -> (Option<String>, Vec<(String, String)>) {
-        let gw = self.targets.iter().find(|t| t["kind"] == "VPNGateway");
-        let cidr = gw
-            .and_then(|g| g.pointer("/spec/serviceCIDR"))
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let vips = gw
-            .and_then(|g| g.pointer("/spec/exposures"))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|e| {
-                Some((
-                    e["name"].as_str()?.to_string(),
-                    e["virtualIP"].as_str()?.to_string(),
-                ))
-            })
-            .collect();
-        (cidr, vips)
+        pinned_addresses(self.targets.iter().find(|t| t["kind"] == "VPNGateway"))
     }
 
     /// The VPNPeer names.
@@ -726,6 +709,29 @@ pub fn detach_owners(
     gateway: &crate::core::model::IPsecGateway,
 ) -> (Vec<Value>, Vec<Value>) {
     Owners::of_old(gateway).split(secret)
+}
+
+/// The serviceCIDR and `(exposure, virtual IP)`s a VPNGateway target (journal or plan)
+/// pins: what the old gateway had in its status, and what an IPsecGateway, which cannot
+/// pin them, must still have after a rollback (runbook, "Rollback").
+pub fn pinned_addresses(gw: Option<&Value>) -> (Option<String>, Vec<(String, String)>) {
+    let cidr = gw
+        .and_then(|g| g.pointer("/spec/serviceCIDR"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let vips = gw
+        .and_then(|g| g.pointer("/spec/exposures"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| {
+            Some((
+                e["name"].as_str()?.to_string(),
+                e["virtualIP"].as_str()?.to_string(),
+            ))
+        })
+        .collect();
+    (cidr, vips)
 }
 
 #[cfg(test)]
