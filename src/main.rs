@@ -7,6 +7,10 @@ use std::process::ExitCode;
 use anstyle::AnsiColor;
 
 fn main() -> ExitCode {
+    // A TAB in a shell that loaded `vpnmig completions SHELL`: answer and exit.
+    vpnmig::cli::complete::handle_request(vpnmig::cli::is_plugin(
+        std::env::args_os().next().as_deref(),
+    ));
     let code = match vpnmig::cli::run(std::env::args_os()) {
         Ok(code) => code,
         Err(err) => {
