@@ -482,3 +482,66 @@ async fn completion_offers_live_names_within_a_budget() {
     assert!(!r.stdout.lines().any(|c| c == "acme"), "{}", r.stdout);
     drop(silent);
 }
+
+/// `status --watch` prints the table, then each gateway again when it changes (a watch,
+/// so the change shows at once), and ends at --timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_watch_prints_changes_until_its_timeout() {
+    let l = live::start(ACME, SettingsFile::default()).await;
+    let started = Instant::now();
+    let child = l.spawn(&["status", "--watch", "--timeout", "6s"]);
+    let json_child = l.spawn(&["status", "-w", "--timeout", "6s", "-o", "json"]);
+    // Let both print their first table and open their watches.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let gws =
+        l.sb.store
+            .resource("vpn.bnerd.net", "v1alpha1", "vpngateways")
+            .unwrap();
+    l.sb.store
+        .create(
+            &gws,
+            "tenant-acme",
+            json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNGateway",
+                   "metadata": {"name": "globex"},
+                   "spec": {"protocol": "ipsec", "endpoint": {"floatingIP": "198.51.100.60"}, "serviceCIDR": "10.250.60.0/24"}}),
+            &Default::default(),
+        )
+        .unwrap();
+    let r = live::finish(child).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(started.elapsed() < Duration::from_secs(15));
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(lines[0].trim_start().starts_with("NAME"), "{}", r.stdout);
+    assert!(lines[1].trim_start().starts_with("acme"), "{}", r.stdout);
+    assert!(
+        lines[2..]
+            .iter()
+            .any(|l| l.trim_start().starts_with("globex")),
+        "the new gateway is printed when it appears:\n{}",
+        r.stdout
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.contains("NAME")).count(),
+        1,
+        "one header"
+    );
+    assert!(r.stderr.contains("watch ended after 6s"), "{}", r.stderr);
+
+    let r = live::finish(json_child).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let docs: Vec<Value> = r
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(docs[0]["gateways"].as_array().unwrap().len(), 1);
+    assert!(
+        docs.last().unwrap()["gateways"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["name"] == "globex"),
+        "{}",
+        r.stdout
+    );
+}

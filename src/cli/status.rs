@@ -41,6 +41,14 @@ pub struct StatusArgs {
     /// Leave out the header line of the table (text and wide), as kubectl's --no-headers.
     #[arg(long)]
     no_headers: bool,
+    /// After the table, print each gateway again whenever it changes (a watch on the
+    /// three kinds and the journals, not polling), until --timeout or Ctrl-C. With -o
+    /// json, one document a line on each change; with -o yaml, one `---` document.
+    #[arg(short = 'w', long)]
+    watch: bool,
+    /// How long --watch runs.
+    #[arg(long, value_name = "DURATION", requires = "watch", default_value = "1h", value_parser = crate::cli::cluster_args::parse_duration)]
+    timeout: std::time::Duration,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,7 +104,7 @@ pub struct LostJournal {
 }
 
 /// What `status` knows of windows: under way, journals lost, or why it could not tell.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq)]
 struct Windows {
     open: Vec<Window>,
     lost: Vec<LostJournal>,
@@ -225,10 +233,19 @@ async fn gather(args: &StatusArgs) -> Result<(Cluster, Vec<Row>, Vec<(String, St
         eprintln!("{}", cluster.banner(args.all_namespaces));
     }
     cluster.require_operator().await?;
-    let ns = (!args.all_namespaces).then_some(cluster.namespace.as_str());
-    let old: Vec<IPsecGateway> = list::all(&cluster, ns).await?;
-    let new: Vec<VPNGateway> = list::all(&cluster, ns).await?;
-    let peers: Vec<VPNPeer> = list::all(&cluster, ns).await?;
+    let (rows, ours) = read_rows(&cluster, args.all_namespaces).await?;
+    Ok((cluster, rows, ours))
+}
+
+/// The rows of the namespace (or all) and the gateways vpnmig migrated.
+async fn read_rows(
+    cluster: &Cluster,
+    all_namespaces: bool,
+) -> Result<(Vec<Row>, Vec<(String, String)>), Error> {
+    let ns = (!all_namespaces).then_some(cluster.namespace.as_str());
+    let old: Vec<IPsecGateway> = list::all(cluster, ns).await?;
+    let new: Vec<VPNGateway> = list::all(cluster, ns).await?;
+    let peers: Vec<VPNPeer> = list::all(cluster, ns).await?;
     let rows = status::rows(
         &old,
         &new,
@@ -246,7 +263,7 @@ async fn gather(args: &StatusArgs) -> Result<(Cluster, Vec<Row>, Vec<(String, St
         })
         .filter_map(|g| Some((g.metadata.namespace.clone()?, g.metadata.name.clone()?)))
         .collect();
-    Ok((cluster, rows, ours))
+    Ok((rows, ours))
 }
 
 /// Why the table is empty (issue 10 item 2): the namespace does not exist, or it has no
@@ -349,16 +366,26 @@ async fn open_windows(
 
 pub fn run(args: &StatusArgs) -> Result<i32, Error> {
     let text = matches!(args.output, StatusFormat::Text | StatusFormat::Wide);
-    let (rows, windows) = crate::cli::runtime()?.block_on(async {
+    crate::cli::runtime()?.block_on(async {
         let (cluster, rows, ours) = gather(args).await?;
         if rows.is_empty() && !args.all_namespaces && text {
             eprintln!("{}", namespace_note(&cluster).await);
         }
         let windows = open_windows(&cluster, args.all_namespaces, &ours).await;
-        Ok::<_, Error>((rows, windows))
+        crate::cli::write_stdout(&print(args, &rows, &windows, true))?;
+        if args.watch {
+            watch(args, &cluster, rows, windows).await?;
+        }
+        Ok::<_, Error>(())
     })?;
+    Ok(exit::OK)
+}
+
+/// The output of one state: the whole table (`first`), or, under --watch, what changed
+/// since (done by the caller, which passes only the changed rows).
+fn print(args: &StatusArgs, rows: &[Row], windows: &Windows, first: bool) -> String {
     let doc = || StatusDoc {
-        gateways: &rows,
+        gateways: rows,
         windows: &windows.open,
         lost_journals: &windows.lost,
         windows_unknown: windows.unknown.as_deref(),
@@ -366,20 +393,240 @@ pub fn run(args: &StatusArgs) -> Result<i32, Error> {
     let style = TableStyle {
         all_namespaces: args.all_namespaces,
         wide: args.output == StatusFormat::Wide,
-        no_headers: args.no_headers,
+        no_headers: args.no_headers || !first,
     };
-    let out = match args.output {
+    match args.output {
         StatusFormat::Text | StatusFormat::Wide => {
-            render(&rows, style, &|r| windows.phase_of(r).map(str::to_string)) + &windows.lines()
+            if rows.is_empty() && !first {
+                return windows.lines();
+            }
+            render(rows, style, &|r| windows.phase_of(r).map(str::to_string)) + &windows.lines()
         }
         StatusFormat::Name => {
             // Only names on stdout; what is under way still reaches the operator.
             eprint!("{}", windows.lines());
-            names(&rows)
+            names(rows)
+        }
+        // Under --watch, one compact document a line (JSON lines).
+        StatusFormat::Json if args.watch => {
+            serde_json::to_string(&doc()).expect("rows serialize") + "\n"
         }
         StatusFormat::Json => serde_json::to_string_pretty(&doc()).expect("rows serialize") + "\n",
+        StatusFormat::Yaml if args.watch => {
+            "---\n".to_string() + &serde_saphyr::to_string(&doc()).expect("rows serialize")
+        }
         StatusFormat::Yaml => serde_saphyr::to_string(&doc()).expect("rows serialize"),
-    };
-    crate::cli::write_stdout(&out)?;
-    Ok(exit::OK)
+    }
+}
+
+/// `--watch`: watch the three kinds and the journals from the resourceVersion read before
+/// the last listing; on any event, list again and print what changed (rows that are new
+/// or differ, gateways gone with READY `Deleted`, the windows when they changed). A
+/// watch that ends or fails is opened again after a fresh listing. Ends at --timeout.
+async fn watch(
+    args: &StatusArgs,
+    cluster: &Cluster,
+    mut rows: Vec<Row>,
+    mut windows: Windows,
+) -> Result<(), Error> {
+    let deadline = tokio::time::Instant::now() + args.timeout;
+    let first = rows.clone();
+    // Changes between the first listing and the first watch are caught by reading the
+    // resourceVersions first, then listing again, then watching from them.
+    loop {
+        let versions = match tokio::time::timeout_at(deadline, versions(cluster, args)).await {
+            Err(_) => break,
+            Ok(v) => v?,
+        };
+        let (now, ours) = read_rows(cluster, args.all_namespaces).await?;
+        let now_windows = open_windows(cluster, args.all_namespaces, &ours).await;
+        let changed = changes(&rows, &now);
+        let windows_changed = now_windows != windows;
+        if !changed.is_empty() || windows_changed {
+            let shown = if windows_changed {
+                now_windows.clone()
+            } else {
+                Windows::default()
+            };
+            let out = match args.output {
+                StatusFormat::Json | StatusFormat::Yaml => print(args, &now, &now_windows, false),
+                StatusFormat::Text | StatusFormat::Wide if !changed.is_empty() => {
+                    // Laid out with the first table's rows, so the columns stay under
+                    // its header; only the changed rows' lines are printed.
+                    let style = TableStyle {
+                        all_namespaces: args.all_namespaces,
+                        wide: args.output == StatusFormat::Wide,
+                        no_headers: args.no_headers,
+                    };
+                    let table = render(&[&first[..], &changed[..]].concat(), style, &|r| {
+                        now_windows.phase_of(r).map(str::to_string)
+                    });
+                    let skip = table.lines().count() - changed.len();
+                    table
+                        .lines()
+                        .skip(skip)
+                        .map(|l| format!("{l}\n"))
+                        .collect::<String>()
+                        + &shown.lines()
+                }
+                _ => print(args, &changed, &shown, false),
+            };
+            crate::cli::write_stdout(&out)?;
+        }
+        rows = now;
+        windows = now_windows;
+        match tokio::time::timeout_at(deadline, next_event(cluster, args, &versions)).await {
+            Err(_) => break,
+            // An event: list again. A watch that ended or failed: list again too, after a
+            // pause, so a server that closes every watch at once is not hammered.
+            Ok(true) => {}
+            Ok(false) => {
+                if tokio::time::timeout_at(
+                    deadline,
+                    tokio::time::sleep(std::time::Duration::from_secs(1)),
+                )
+                .await
+                .is_err()
+                {
+                    break;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "watch ended after {} (--timeout)",
+        crate::cli::cluster_args::format_duration(args.timeout)
+    );
+    Ok(())
+}
+
+/// Rows that are new or changed in `now`, then those gone from it (READY `Deleted`).
+fn changes(before: &[Row], now: &[Row]) -> Vec<Row> {
+    let key = |r: &Row| (r.namespace.clone(), r.name.clone(), r.kind);
+    let mut out: Vec<Row> = now
+        .iter()
+        .filter(|r| !before.iter().any(|b| b == *r))
+        .cloned()
+        .collect();
+    out.extend(
+        before
+            .iter()
+            .filter(|b| !now.iter().any(|r| key(r) == key(b)))
+            .map(|b| Row {
+                ready: "Deleted".into(),
+                ..b.clone()
+            }),
+    );
+    out
+}
+
+/// The current resourceVersion of each watched collection (one object listed, for its
+/// list's resourceVersion).
+async fn versions(cluster: &Cluster, args: &StatusArgs) -> Result<[String; 4], Error> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let ns = (!args.all_namespaces).then_some(cluster.namespace.as_str());
+    Ok([
+        version::<IPsecGateway>(cluster, ns, None).await?,
+        version::<VPNGateway>(cluster, ns, None).await?,
+        version::<VPNPeer>(cluster, ns, None).await?,
+        version::<ConfigMap>(cluster, ns, Some(JOURNALS)).await?,
+    ])
+}
+
+/// The label of vpnmig's journals (and locks).
+const JOURNALS: &str = "app.kubernetes.io/managed-by=vpnmig";
+
+fn api<K>(cluster: &Cluster, ns: Option<&str>) -> kube::Api<K>
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match ns {
+        Some(ns) => kube::Api::namespaced(cluster.client.clone(), ns),
+        None => kube::Api::all(cluster.client.clone()),
+    }
+}
+
+async fn version<K>(
+    cluster: &Cluster,
+    ns: Option<&str>,
+    labels: Option<&str>,
+) -> Result<String, Error>
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let api = api::<K>(cluster, ns);
+    let mut lp = kube::api::ListParams::default().limit(1);
+    if let Some(l) = labels {
+        lp = lp.labels(l);
+    }
+    let plural = K::plural(&Default::default()).to_string();
+    let list = cluster
+        .call("list", &plural, ns, || api.list_metadata(&lp))
+        .await?;
+    Ok(list.metadata.resource_version.unwrap_or_default())
+}
+
+/// Wait for the first event of any of the four watches: `true` for a change, `false`
+/// when a watch ended, failed or could not be opened (list again, then watch again).
+async fn next_event(cluster: &Cluster, args: &StatusArgs, versions: &[String; 4]) -> bool {
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let ns = (!args.all_namespaces).then_some(cluster.namespace.as_str());
+    let streams = vec![
+        changed::<IPsecGateway>(cluster, ns, None, &versions[0]).boxed(),
+        changed::<VPNGateway>(cluster, ns, None, &versions[1]).boxed(),
+        changed::<VPNPeer>(cluster, ns, None, &versions[2]).boxed(),
+        changed::<ConfigMap>(cluster, ns, Some(JOURNALS), &versions[3]).boxed(),
+    ];
+    futures::stream::select_all(streams)
+        .next()
+        .await
+        .unwrap_or(false)
+}
+
+/// One watch as a stream of verdicts: `true` per change (added, modified, deleted),
+/// `false` when it fails or ends. Bookmarks are not changes.
+fn changed<K>(
+    cluster: &Cluster,
+    ns: Option<&str>,
+    labels: Option<&str>,
+    version: &str,
+) -> impl futures::Stream<Item = bool> + Send + 'static
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+    K::DynamicType: Default,
+{
+    use futures::StreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+    let api = api::<K>(cluster, ns);
+    let mut wp = WatchParams::default().timeout(290);
+    if let Some(l) = labels {
+        wp = wp.labels(l);
+    }
+    let version = version.to_string();
+    futures::stream::once(async move { api.watch(&wp, &version).await }).flat_map(|opened| {
+        match opened {
+            Ok(events) => events
+                .filter_map(|e| async move {
+                    match e {
+                        Ok(WatchEvent::Bookmark(_)) => None,
+                        Ok(WatchEvent::Error(_)) | Err(_) => Some(false),
+                        Ok(_) => Some(true),
+                    }
+                })
+                .chain(futures::stream::once(async { false }))
+                .boxed(),
+            Err(_) => futures::stream::once(async { false }).boxed(),
+        }
+    })
 }
