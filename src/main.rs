@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use anstyle::AnsiColor;
 
 fn main() -> ExitCode {
-    // A TAB in a shell that loaded `vpnmig completions SHELL`: answer and exit.
+    // A TAB in a shell that loaded `vpnmig completions SHELL`, or kubectl completing
+    // `kubectl vpnmig …`: answer and exit.
+    vpnmig::cli::complete::handle_kubectl_request();
     vpnmig::cli::complete::handle_request(vpnmig::cli::is_plugin(
         std::env::args_os().next().as_deref(),
     ));

@@ -465,6 +465,21 @@ async fn completion_offers_live_names_within_a_budget() {
     let r = complete(&["status", "--no-h"], kc(&l).into()).await;
     assert!(r.stdout.starts_with("--no-headers"), "{}", r.stdout);
 
+    // kubectl's plugin completion: `kubectl vpnmig cutover <TAB>` runs
+    // `kubectl_complete-vpnmig cutover ""` and reads cobra's answer.
+    let bin = tempfile::tempdir().unwrap();
+    let link = bin.path().join("kubectl_complete-vpnmig");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_vpnmig"), &link).unwrap();
+    let out = std::process::Command::new(&link)
+        .args(["cutover", "-n", "tenant-acme", ""])
+        .env("KUBECONFIG", kc(&l))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.lines().any(|c| c == "acme"), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some(":4"), "{stdout}");
+
     let dir = tempfile::tempdir().unwrap();
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let mut v = kubeconfig(&l);

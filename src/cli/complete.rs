@@ -85,6 +85,51 @@ pub fn handle_request(plugin: bool) {
         .complete();
 }
 
+/// kubectl's own completion of plugins (kubectl 1.26+): at `kubectl vpnmig <TAB>` kubectl
+/// runs `kubectl_complete-vpnmig WORDS…` from PATH and reads cobra's `__complete` answer
+/// (one `candidate\tdescription` a line, then `:DIRECTIVE`). Installed as a link named
+/// `kubectl_complete-vpnmig` (or called as `vpnmig __complete WORDS…`), vpnmig answers
+/// from the same engine and completers as the shells' scripts, and exits.
+pub fn handle_kubectl_request() {
+    let Some(words) = kubectl_words() else {
+        return;
+    };
+    let mut line: Vec<OsString> = vec!["kubectl-vpnmig".into()];
+    line.extend(words);
+    if line.len() == 1 {
+        line.push(OsString::new());
+    }
+    let index = line.len() - 1;
+    let current_dir = std::env::current_dir().ok();
+    let mut cmd = crate::cli::command(true);
+    let candidates = clap_complete::engine::complete(&mut cmd, line, index, current_dir.as_deref())
+        .unwrap_or_default();
+    let mut out = String::new();
+    for c in candidates.iter().filter(|c| !c.is_hide_set()) {
+        out.push_str(&c.get_value().to_string_lossy());
+        if let Some(help) = c.get_help() {
+            let help = help.to_string();
+            out.push('\t');
+            out.push_str(help.lines().next().unwrap_or_default());
+        }
+        out.push('\n');
+    }
+    // ShellCompDirectiveNoFileComp: no file names when nothing matches.
+    out.push_str(":4\n");
+    let _ = crate::cli::write_stdout(&out);
+    std::process::exit(0);
+}
+
+/// The words after the plugin's name when this run is a kubectl completion request.
+fn kubectl_words() -> Option<Vec<OsString>> {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let argv0 = args.first().map(std::path::Path::new)?.file_name()?;
+    if argv0 == "kubectl_complete-vpnmig" {
+        return Some(args[1..].to_vec());
+    }
+    (args.get(1)? == "__complete").then(|| args[2..].to_vec())
+}
+
 /// What the objects' names are read from.
 #[derive(Clone, Copy)]
 enum Kinds {
@@ -171,9 +216,12 @@ async fn namespace_names(cluster: Cluster) -> Option<Vec<String>> {
 }
 
 /// The words of the command line being completed: the engine is run as
-/// `vpnmig -- vpnmig WORDS…`, and a value completer is told only the word under the
+/// `vpnmig -- vpnmig WORDS…` (or kubectl's `kubectl_complete-vpnmig WORDS…`), and a value completer is told only the word under the
 /// cursor, so the cluster flags already typed are read from here.
 fn words_being_completed() -> Vec<OsString> {
+    if let Some(words) = kubectl_words() {
+        return words;
+    }
     let args: Vec<OsString> = std::env::args_os().collect();
     match args.iter().position(|a| a == "--") {
         Some(i) => args[i + 1..].to_vec(),
