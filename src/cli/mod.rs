@@ -90,15 +90,20 @@ pub fn command(plugin: bool) -> clap::Command {
     if plugin { as_plugin(cmd) } else { cmd }
 }
 
-/// Examples and help that say `vpnmig …` say `kubectl vpnmig …` (issue 13 item 3).
-fn as_plugin(mut cmd: clap::Command) -> clap::Command {
+/// A text that names `vpnmig …` commands, naming them `kubectl vpnmig …` instead: as a
+/// plugin installed by krew there may be no `vpnmig` on the PATH. Only commands: the
+/// journal `vpnmig-NAME`, `managed-by=vpnmig` and `vpnmig:` stay.
+pub fn as_plugin_text(text: &str) -> String {
     static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(r"(^|[\s`(|])vpnmig( |`|$)").expect("valid regex")
     });
-    let fix = |s: &clap::builder::StyledStr| {
-        RE.replace_all(&s.to_string(), "${1}kubectl vpnmig$2")
-            .into_owned()
-    };
+    RE.replace_all(text, "${1}kubectl vpnmig$2")
+        .replace("kubectl kubectl vpnmig", "kubectl vpnmig")
+}
+
+/// Examples and help that say `vpnmig …` say `kubectl vpnmig …` (issue 13 item 3).
+fn as_plugin(mut cmd: clap::Command) -> clap::Command {
+    let fix = |s: &clap::builder::StyledStr| as_plugin_text(&s.to_string());
     if let Some(t) = cmd.get_about().map(fix) {
         cmd = cmd.about(t);
     }
@@ -315,6 +320,28 @@ where
         Command::Verify(mut args) => {
             args.cluster = cli.cluster;
             verify::run(&args)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::as_plugin_text;
+
+    #[test]
+    fn as_a_plugin_commands_are_named_kubectl_vpnmig() {
+        assert_eq!(
+            as_plugin_text("`vpnmig rollback acme -n t` restores it; run vpnmig status"),
+            "`kubectl vpnmig rollback acme -n t` restores it; run kubectl vpnmig status"
+        );
+        // Not commands: the journal's name, a label value, a prefix; nor twice.
+        for same in [
+            "ConfigMap vpnmig-acme",
+            "managed-by=vpnmig",
+            "vpnmig: KUBECONFIG",
+            "`kubectl vpnmig plan`",
+        ] {
+            assert_eq!(as_plugin_text(same), same);
         }
     }
 }
