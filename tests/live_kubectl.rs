@@ -440,7 +440,7 @@ async fn status_prints_kubectls_formats_and_the_windows_under_way() {
 /// namespaces; a silent cluster costs at most the 2 s budget and gives no candidates.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn completion_offers_live_names_within_a_budget() {
-    let l = live::start(ACME, SettingsFile::default()).await;
+    let l = live::start(ACME, settings()).await;
     let complete = |words: &'static [&'static str], kubeconfig: String| async move {
         let mut args = vec!["--", "vpnmig"];
         args.extend_from_slice(words);
@@ -461,6 +461,15 @@ async fn completion_offers_live_names_within_a_budget() {
         "{}",
         r.stdout
     );
+    // Contexts, clusters and users from the kubeconfig.
+    let r = complete(&["status", "--context", "vpnmig-sandbox-"], kc(&l).into()).await;
+    assert!(
+        r.stdout.lines().any(|c| c == "vpnmig-sandbox-viewer"),
+        "{}",
+        r.stdout
+    );
+    let r = complete(&["--user", ""], kc(&l).into()).await;
+    assert!(r.stdout.lines().any(|c| c == "lister"), "{}", r.stdout);
     // Flags come from the clap tree.
     let r = complete(&["status", "--no-h"], kc(&l).into()).await;
     assert!(r.stdout.starts_with("--no-headers"), "{}", r.stdout);

@@ -150,6 +150,38 @@ pub(crate) fn namespaces() -> ArgValueCandidates {
     ArgValueCandidates::new(|| from_cluster(namespace_names))
 }
 
+/// Candidates for `--context`, `--cluster` and `--user`: the names in the kubeconfig of
+/// the line being completed (`--kubeconfig`, else KUBECONFIG, else ~/.kube/config). No
+/// cluster is asked.
+pub(crate) fn kubeconfig_names(what: KubeconfigNames) -> ArgValueCandidates {
+    ArgValueCandidates::new(move || {
+        let opts = options_from_words(&words_being_completed());
+        let kc = match &opts.kubeconfig {
+            Some(path) => kube::config::Kubeconfig::read_from(path).ok(),
+            None => kube::config::Kubeconfig::read().ok(),
+        };
+        let Some(kc) = kc else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = match what {
+            KubeconfigNames::Contexts => kc.contexts.into_iter().map(|c| c.name).collect(),
+            KubeconfigNames::Clusters => kc.clusters.into_iter().map(|c| c.name).collect(),
+            KubeconfigNames::Users => kc.auth_infos.into_iter().map(|u| u.name).collect(),
+        };
+        names.sort();
+        names.dedup();
+        names.into_iter().map(CompletionCandidate::new).collect()
+    })
+}
+
+/// Which names of the kubeconfig [`kubeconfig_names`] offers.
+#[derive(Clone, Copy)]
+pub(crate) enum KubeconfigNames {
+    Contexts,
+    Clusters,
+    Users,
+}
+
 /// Run `f` against the cluster named by the command line being completed, within
 /// [`BUDGET`]; any failure (no kubeconfig, no answer, forbidden) is no candidates. Nothing
 /// is printed: stderr would land in the middle of the user's prompt.

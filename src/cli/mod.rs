@@ -76,7 +76,20 @@ pub fn command(plugin: bool) -> clap::Command {
     use clap::CommandFactory;
     let mut cmd = Cli::command()
         .bin_name(if plugin { "kubectl vpnmig" } else { "vpnmig" })
-        .mut_arg("namespace", |a| a.add(complete::namespaces()));
+        .mut_arg("namespace", |a| a.add(complete::namespaces()))
+        .mut_arg("context", |a| {
+            a.add(complete::kubeconfig_names(
+                complete::KubeconfigNames::Contexts,
+            ))
+        })
+        .mut_arg("cluster", |a| {
+            a.add(complete::kubeconfig_names(
+                complete::KubeconfigNames::Clusters,
+            ))
+        })
+        .mut_arg("user", |a| {
+            a.add(complete::kubeconfig_names(complete::KubeconfigNames::Users))
+        });
     for (sub, arg, old_only) in [
         ("plan", "gateway", true),
         ("cutover", "name", true),
