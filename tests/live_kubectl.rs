@@ -175,6 +175,24 @@ async fn impersonation_reaches_the_api_server() {
         r.stderr
     );
 
+    // Every live command sends it: as nobody, each is refused by the server by that name.
+    for args in [
+        &["plan", "acme"][..],
+        &["verify", "acme"],
+        &["cutover", "acme", "--dry-run"],
+        &["rollback", "acme", "--dry-run"],
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--as", "nobody"]);
+        let r = run_env(&args, &env).await;
+        assert_ne!(r.code, 0, "{args:?}: {}", r.stdout);
+        assert!(
+            r.stderr.contains("User \"nobody\" cannot"),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+
     // --as-group needs --as, as in kubectl.
     let r = run_env(&["status", "--as-group", "auditors"], &env).await;
     assert_eq!(r.code, 2, "{}", r.stderr);
