@@ -525,6 +525,39 @@ async fn completion_offers_live_names_within_a_budget() {
     drop(silent);
 }
 
+/// Journals that cannot be listed are "unknown" in the JSON, never an empty "none".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_json_says_when_the_windows_are_unknown() {
+    let settings = SettingsFile {
+        users: vec![User::with_rules(
+            "gateways-only",
+            vec![Rule::new(
+                &["get", "list"],
+                &["ipsecgateways", "vpngateways", "vpnpeers", "namespaces"],
+            )],
+        )],
+        ..Default::default()
+    };
+    let l = live::start(ACME, settings).await;
+    let r = run_env(
+        &[
+            "status",
+            "-o",
+            "json",
+            "--context",
+            "vpnmig-sandbox-gateways-only",
+        ],
+        &[("KUBECONFIG", kc(&l))],
+    )
+    .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["gateways"][0]["name"], "acme");
+    assert_eq!(doc["windows"], json!([]));
+    let why = doc["windowsUnknown"].as_str().unwrap();
+    assert!(why.contains("cannot list resource \"configmaps\""), "{why}");
+}
+
 /// `status --watch` prints the table, then each gateway again when it changes (a watch,
 /// so the change shows at once), and ends at --timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
