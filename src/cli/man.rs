@@ -12,7 +12,7 @@ use crate::exit;
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Examples:
-  vpnmig man --out ~/.local/share/man/man1 && man vpnmig-cutover
+  vpnmig man --out ~/.cargo/share/man/man1 && man vpnmig-cutover
   vpnmig man | man -l -")]
 pub struct ManArgs {
     /// Write every page into this directory (created if missing), one file per command.
