@@ -103,7 +103,11 @@ async fn status_lists_both_kinds_with_their_blockers() {
         (0, ""),
         "JSON mode prints nothing else"
     );
-    let rows: Value = serde_json::from_str(&r.stdout).unwrap();
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    let rows = &doc["gateways"];
+    assert_eq!(doc["windows"], json!([]), "no window under way");
+    assert_eq!(doc["lostJournals"], json!([]));
+    assert_eq!(doc.get("windowsUnknown"), None, "the journals were listed");
     let initech = rows
         .as_array()
         .unwrap()
@@ -112,7 +116,7 @@ async fn status_lists_both_kinds_with_their_blockers() {
         .unwrap();
     assert_eq!(
         initech,
-        &json!({"namespace": "tenant-initech", "name": "initech", "kind": "IPsecGateway", "migrated": "no", "floatingIP": "198.51.100.41", "fipPinned": true, "tunnels": 2, "ready": "True", "blockers": []})
+        &json!({"namespace": "tenant-initech", "name": "initech", "kind": "IPsecGateway", "migrated": "no", "floatingIP": "198.51.100.41", "fipPinned": true, "serviceCIDR": "10.250.41.0/24", "tunnels": 2, "ready": "True", "blockers": []})
     );
     assert_eq!(rows.as_array().unwrap().len(), 4);
 }
@@ -232,7 +236,7 @@ async fn cluster_flags_before_the_subcommand_are_accepted() {
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     let rows: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(rows[0]["name"], "acme", "{}", r.stdout);
+    assert_eq!(rows["gateways"][0]["name"], "acme", "{}", r.stdout);
     let r = l.vpnmig(&["-n", "tenant-nope", "status"]).await;
     assert!(
         r.stderr.contains("namespace tenant-nope does not exist"),

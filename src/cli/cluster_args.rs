@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use crate::cluster::ClusterOptions;
 
-/// `--kubeconfig`, `--context`, `-n/--namespace`, `--request-timeout`: defined once, on
+/// `--kubeconfig`, `--context`, `--cluster`, `--user`, `-n/--namespace`, `--as`,
+/// `--as-group`, `--request-timeout`: defined once, on
 /// the top-level command, and global, so that they go before or after the subcommand as
 /// with kubectl (`vpnmig -n tenant-acme status`; issue 10 item 8).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -28,6 +29,22 @@ pub struct ClusterArgs {
         help_heading = "Cluster options (kubectl's)"
     )]
     pub context: Option<String>,
+    /// The kubeconfig cluster to use (default: the context's).
+    #[arg(
+        long,
+        value_name = "NAME",
+        global = true,
+        help_heading = "Cluster options (kubectl's)"
+    )]
+    pub cluster: Option<String>,
+    /// The kubeconfig user to use (default: the context's).
+    #[arg(
+        long,
+        value_name = "NAME",
+        global = true,
+        help_heading = "Cluster options (kubectl's)"
+    )]
+    pub user: Option<String>,
     /// The namespace (default: the context's namespace).
     #[arg(
         short = 'n',
@@ -37,6 +54,23 @@ pub struct ClusterArgs {
         help_heading = "Cluster options (kubectl's)"
     )]
     pub namespace: Option<String>,
+    /// Act as this user (impersonation; your own user needs RBAC's `impersonate` verb).
+    #[arg(
+        long = "as",
+        value_name = "USER",
+        global = true,
+        help_heading = "Cluster options (kubectl's)"
+    )]
+    pub as_user: Option<String>,
+    /// Act as a member of this group (repeat for several; needs --as, as in kubectl).
+    #[arg(
+        long = "as-group",
+        value_name = "GROUP",
+        global = true,
+        requires = "as_user",
+        help_heading = "Cluster options (kubectl's)"
+    )]
+    pub as_group: Vec<String>,
     /// Give up on a request after this long, e.g. `30s`, `2m` (0: no timeout).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, global = true, help_heading = "Cluster options (kubectl's)")]
     pub request_timeout: Option<Duration>,
@@ -47,7 +81,11 @@ impl ClusterArgs {
         ClusterOptions {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
+            cluster: self.cluster.clone(),
+            user: self.user.clone(),
             namespace: self.namespace.clone(),
+            impersonate: self.as_user.clone(),
+            impersonate_groups: self.as_group.clone(),
             // kubectl's habit: 0 means no timeout.
             request_timeout: self.request_timeout.filter(|t| !t.is_zero()),
         }

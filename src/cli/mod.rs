@@ -2,12 +2,15 @@
 //! `main.rs` calls [`run`] and maps the result to the process exit code.
 
 pub mod cluster_args;
+pub mod complete;
 mod cutover;
+pub mod man;
 mod parse_sas;
 mod plan;
 mod rollback;
 mod status;
 pub(crate) mod verify;
+pub mod version;
 pub(crate) mod window;
 
 use std::ffi::OsString;
@@ -53,6 +56,90 @@ enum Command {
     Verify(verify::VerifyArgs),
     Rollback(rollback::RollbackArgs),
     ParseSas(parse_sas::ParseSasArgs),
+    Completions(complete::CompletionsArgs),
+    Man(man::ManArgs),
+    Version(version::VersionArgs),
+}
+
+/// Whether this run is `kubectl vpnmig` (the binary installed as `kubectl-vpnmig`), from
+/// the program name.
+pub fn is_plugin(argv0: Option<&std::ffi::OsStr>) -> bool {
+    argv0
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| n == "kubectl-vpnmig")
+}
+
+/// The whole command tree, as help, man pages and completions see it: named
+/// `kubectl vpnmig` as a plugin (usage lines and examples alike), with the dynamic
+/// completers of gateway names and namespaces attached.
+pub fn command(plugin: bool) -> clap::Command {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command()
+        .bin_name(if plugin { "kubectl vpnmig" } else { "vpnmig" })
+        .mut_arg("namespace", |a| a.add(complete::namespaces()))
+        .mut_arg("context", |a| {
+            a.add(complete::kubeconfig_names(
+                complete::KubeconfigNames::Contexts,
+            ))
+        })
+        .mut_arg("cluster", |a| {
+            a.add(complete::kubeconfig_names(
+                complete::KubeconfigNames::Clusters,
+            ))
+        })
+        .mut_arg("user", |a| {
+            a.add(complete::kubeconfig_names(complete::KubeconfigNames::Users))
+        });
+    for (sub, arg, old_only) in [
+        ("plan", "gateway", true),
+        ("cutover", "name", true),
+        ("verify", "name", false),
+        ("rollback", "name", false),
+    ] {
+        cmd = cmd.mut_subcommand(sub, |s| {
+            s.mut_arg(arg, |a| a.add(complete::gateway_names(old_only)))
+        });
+    }
+    if plugin { as_plugin(cmd) } else { cmd }
+}
+
+/// A text that names `vpnmig …` commands, naming them `kubectl vpnmig …` instead: as a
+/// plugin installed by krew there may be no `vpnmig` on the PATH. Only commands: the
+/// journal `vpnmig-NAME`, `managed-by=vpnmig` and `vpnmig:` stay.
+pub fn as_plugin_text(text: &str) -> String {
+    static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(^|[\s`(|])vpnmig( |`|$)").expect("valid regex")
+    });
+    RE.replace_all(text, "${1}kubectl vpnmig$2")
+        .replace("kubectl kubectl vpnmig", "kubectl vpnmig")
+}
+
+/// Examples and help that say `vpnmig …` say `kubectl vpnmig …` (issue 13 item 3).
+fn as_plugin(mut cmd: clap::Command) -> clap::Command {
+    let fix = |s: &clap::builder::StyledStr| as_plugin_text(&s.to_string());
+    if let Some(t) = cmd.get_about().map(fix) {
+        cmd = cmd.about(t);
+    }
+    if let Some(t) = cmd.get_long_about().map(fix) {
+        cmd = cmd.long_about(t);
+    }
+    if let Some(t) = cmd.get_before_help().map(fix) {
+        cmd = cmd.before_help(t);
+    }
+    if let Some(t) = cmd.get_after_help().map(fix) {
+        cmd = cmd.after_help(t);
+    }
+    if let Some(t) = cmd.get_after_long_help().map(fix) {
+        cmd = cmd.after_long_help(t);
+    }
+    let subs: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for name in subs {
+        cmd = cmd.mut_subcommand(name, as_plugin);
+    }
+    cmd
 }
 
 /// This process's own command line as `vpnmig ARGS`, with `extra` flags added where
@@ -133,6 +220,12 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    #[error("{path}: cannot write")]
+    WriteFile {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{file}: {}", error.described())]
     Sas {
         file: String,
@@ -169,6 +262,7 @@ impl Error {
             Error::Input(_) | Error::Allowlist { .. } | Error::Sas { .. } => exit::INVALID_INPUT,
             Error::Bundle(crate::bundle::BundleError::Io { .. })
             | Error::Read { .. }
+            | Error::WriteFile { .. }
             | Error::Write { .. }
             | Error::Cluster(_) => exit::FAILURE,
             Error::Bundle(_) => exit::REFUSED,
@@ -189,7 +283,7 @@ impl Error {
             Error::Cluster(e) => e.hint(),
             Error::Sas { error, .. } => Some(error.hint()),
             Error::Bundle(e) => e.hint(),
-            Error::Read { .. } | Error::Write { .. } => None,
+            Error::Read { .. } | Error::WriteFile { .. } | Error::Write { .. } => None,
             Error::Allowlist { .. } => Some(
                 "the file is a YAML mapping with two lists: `ike: [...]` and `esp: [...]`".into(),
             ),
@@ -221,16 +315,12 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    use clap::{CommandFactory, FromArgMatches};
+    use clap::FromArgMatches;
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    // Installed as `kubectl-vpnmig`, kubectl runs it as `kubectl vpnmig`: usage and
-    // errors say so (issue 10 item 6).
-    let plugin = args
-        .first()
-        .and_then(|a| std::path::Path::new(a).file_name())
-        .is_some_and(|n| n == "kubectl-vpnmig");
-    let command = Cli::command().bin_name(if plugin { "kubectl vpnmig" } else { "vpnmig" });
-    let parsed = command
+    // Installed as `kubectl-vpnmig`, kubectl runs it as `kubectl vpnmig`: usage, examples
+    // and errors say so (issue 10 item 6, issue 13 item 3).
+    let plugin = is_plugin(args.first().map(OsString::as_os_str));
+    let parsed = command(plugin)
         .try_get_matches_from(args)
         .and_then(|m| Cli::from_arg_matches(&m));
     let cli = match parsed {
@@ -258,6 +348,11 @@ where
             rollback::run(&args)
         }
         Command::ParseSas(args) => parse_sas::run(&args),
+        Command::Completions(args) => {
+            complete::run(&args, if plugin { "kubectl-vpnmig" } else { "vpnmig" })
+        }
+        Command::Man(args) => man::run(&args, command(plugin)),
+        Command::Version(args) => version::run(&args),
         Command::Status(mut args) => {
             args.cluster = cli.cluster;
             status::run(&args)
@@ -265,6 +360,28 @@ where
         Command::Verify(mut args) => {
             args.cluster = cli.cluster;
             verify::run(&args)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::as_plugin_text;
+
+    #[test]
+    fn as_a_plugin_commands_are_named_kubectl_vpnmig() {
+        assert_eq!(
+            as_plugin_text("`vpnmig rollback acme -n t` restores it; run vpnmig status"),
+            "`kubectl vpnmig rollback acme -n t` restores it; run kubectl vpnmig status"
+        );
+        // Not commands: the journal's name, a label value, a prefix; nor twice.
+        for same in [
+            "ConfigMap vpnmig-acme",
+            "managed-by=vpnmig",
+            "vpnmig: KUBECONFIG",
+            "`kubectl vpnmig plan`",
+        ] {
+            assert_eq!(as_plugin_text(same), same);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! `vpnmig status`: every gateway of both kinds, to schedule windows.
 
 use comfy_table::{ContentArrangement, Table, presets};
+use serde::Serialize;
 
 use crate::cli::Error;
 use crate::cli::cluster_args::ClusterArgs;
@@ -20,7 +21,11 @@ use crate::exit;
 #[command(after_help = "\
 Examples:
   vpnmig status                 # the context's namespace
-  vpnmig status -A -o json | jq '.[] | select(.migrated==\"no\" and (.blockers|length)==0) | .name'
+  vpnmig status -A -o wide      # every namespace, with service CIDR and window phase
+  vpnmig status -o name         # ipsecgateway.ipsec.bnerd.net/acme, as kubectl writes it
+  vpnmig status -A -o json | jq '.gateways[] | select(.migrated==\"no\" and (.blockers|length)==0) | .name'
+
+-o json and -o yaml: {gateways, windows, lostJournals, windowsUnknown}; docs/status-json.md.
 
 Exit codes: 0 listed, 1 the cluster could not be read (the error names what was refused).")]
 pub struct StatusArgs {
@@ -33,18 +38,123 @@ pub struct StatusArgs {
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value_t = StatusFormat::Text)]
     output: StatusFormat,
+    /// Leave out the header line of the table (text and wide), as kubectl's --no-headers.
+    #[arg(long)]
+    no_headers: bool,
+    /// After the table, print each gateway again whenever it changes (a watch on the
+    /// three kinds and the journals, not polling), until --timeout or Ctrl-C. With -o
+    /// json, one document a line on each change; with -o yaml, one `---` document.
+    #[arg(short = 'w', long)]
+    watch: bool,
+    /// How long --watch runs.
+    #[arg(long, value_name = "DURATION", requires = "watch", default_value = "1h", value_parser = crate::cli::cluster_args::parse_duration)]
+    timeout: std::time::Duration,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum StatusFormat {
-    /// A table.
+    /// A table, then the windows under way.
     Text,
-    /// An array of rows.
+    /// The table with the service CIDR and the phase of a window under way.
+    Wide,
+    /// `kind.group/name`, one a line (kubectl's -o name).
+    Name,
+    /// One object: gateways, windows under way, lost journals (docs/status-json.md).
     Json,
+    /// The same document as YAML.
+    Yaml,
 }
 
-/// The table.
-pub fn render(rows: &[Row], all_namespaces: bool) -> String {
+/// `status -o json` / `-o yaml` (docs/status-json.md).
+#[derive(Serialize, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusDoc<'a> {
+    /// One row per gateway, old or new kind.
+    pub gateways: &'a [Row],
+    /// Windows under way: journals neither done nor rolled back.
+    pub windows: &'a [Window],
+    /// Gateways vpnmig migrated whose journal ConfigMap is gone.
+    pub lost_journals: &'a [LostJournal],
+    /// Why the windows are not known (the journals could not be listed); absent when they
+    /// were. Never read an empty `windows` as "none under way" when this is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub windows_unknown: Option<&'a str>,
+}
+
+/// A window under way, from its journal.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Window {
+    pub namespace: String,
+    pub gateway: String,
+    /// The journal's phase, e.g. `old-deleted`.
+    pub phase: String,
+    /// What to run from here.
+    pub recovery: String,
+}
+
+/// A gateway vpnmig migrated whose journal is gone.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct LostJournal {
+    pub namespace: String,
+    pub gateway: String,
+    /// How to roll back without it.
+    pub hint: String,
+}
+
+/// What `status` knows of windows: under way, journals lost, or why it could not tell.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Windows {
+    open: Vec<Window>,
+    lost: Vec<LostJournal>,
+    unknown: Option<String>,
+}
+
+impl Windows {
+    /// The lines the text table is followed by.
+    fn lines(&self) -> String {
+        let mut out = String::new();
+        if let Some(e) = &self.unknown {
+            out.push_str(&format!(
+                "windows under way: unknown, the journals could not be listed: {e}\n"
+            ));
+        }
+        for w in &self.open {
+            out.push_str(&format!(
+                "window under way: {}/{} at journal phase {}: {}\n",
+                w.namespace, w.gateway, w.phase, w.recovery
+            ));
+        }
+        for l in &self.lost {
+            out.push_str(&format!(
+                "journal missing: {ns}/{name} was migrated by vpnmig but ConfigMap {ns}/vpnmig-{name} is gone; {}\n",
+                l.hint,
+                ns = l.namespace,
+                name = l.gateway
+            ));
+        }
+        out
+    }
+
+    fn phase_of(&self, r: &Row) -> Option<&str> {
+        self.open
+            .iter()
+            .find(|w| w.namespace == r.namespace && w.gateway == r.name)
+            .map(|w| w.phase.as_str())
+    }
+}
+
+/// How a table is drawn: wide adds columns; headers may be left out.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TableStyle {
+    pub all_namespaces: bool,
+    pub wide: bool,
+    pub no_headers: bool,
+}
+
+/// The table (`phase`: the journal phase of a window under way, for -o wide).
+pub fn render(rows: &[Row], style: TableStyle, phase: &dyn Fn(&Row) -> Option<String>) -> String {
     if rows.is_empty() {
         return "no gateways found\n".into();
     }
@@ -55,10 +165,15 @@ pub fn render(rows: &[Row], all_namespaces: bool) -> String {
     let mut header = vec![
         "NAME", "KIND", "MIGRATED", "FIP", "PINNED", "TUNNELS", "READY", "BLOCKERS",
     ];
-    if all_namespaces {
+    if style.wide {
+        header.extend(["SERVICE-CIDR", "WINDOW"]);
+    }
+    if style.all_namespaces {
         header.insert(0, "NAMESPACE");
     }
-    table.set_header(header);
+    if !style.no_headers {
+        table.set_header(header);
+    }
     for r in rows {
         let migrated = match r.migrated {
             Migration::No => "no",
@@ -80,7 +195,11 @@ pub fn render(rows: &[Row], all_namespaces: bool) -> String {
             r.ready.clone(),
             blockers,
         ];
-        if all_namespaces {
+        if style.wide {
+            row.push(r.service_cidr.clone().unwrap_or_else(|| "<none>".into()));
+            row.push(phase(r).unwrap_or_else(|| "-".into()));
+        }
+        if style.all_namespaces {
             row.insert(0, r.namespace.clone());
         }
         table.add_row(row);
@@ -92,18 +211,41 @@ pub fn render(rows: &[Row], all_namespaces: bool) -> String {
         .collect()
 }
 
+/// `-o name`: `kind.group/name`, as `kubectl get -o name` writes it.
+pub fn names(rows: &[Row]) -> String {
+    rows.iter()
+        .map(|r| {
+            let group = if r.kind == "IPsecGateway" {
+                crate::core::model::OLD_GROUP
+            } else {
+                crate::core::model::NEW_GROUP
+            };
+            format!("{}.{group}/{}\n", r.kind.to_lowercase(), r.name)
+        })
+        .collect()
+}
+
 /// The cluster, the table's rows, and the gateways vpnmig migrated (their VPNGateway
 /// carries the migrated-from annotation): `(namespace, name)`.
 async fn gather(args: &StatusArgs) -> Result<(Cluster, Vec<Row>, Vec<(String, String)>), Error> {
     let cluster = Cluster::connect(&args.cluster.options()).await?;
-    if args.output == StatusFormat::Text {
+    if matches!(args.output, StatusFormat::Text | StatusFormat::Wide) {
         eprintln!("{}", cluster.banner(args.all_namespaces));
     }
     cluster.require_operator().await?;
-    let ns = (!args.all_namespaces).then_some(cluster.namespace.as_str());
-    let old: Vec<IPsecGateway> = list::all(&cluster, ns).await?;
-    let new: Vec<VPNGateway> = list::all(&cluster, ns).await?;
-    let peers: Vec<VPNPeer> = list::all(&cluster, ns).await?;
+    let (rows, ours) = read_rows(&cluster, args.all_namespaces).await?;
+    Ok((cluster, rows, ours))
+}
+
+/// The rows of the namespace (or all) and the gateways vpnmig migrated.
+async fn read_rows(
+    cluster: &Cluster,
+    all_namespaces: bool,
+) -> Result<(Vec<Row>, Vec<(String, String)>), Error> {
+    let ns = (!all_namespaces).then_some(cluster.namespace.as_str());
+    let old: Vec<IPsecGateway> = list::all(cluster, ns).await?;
+    let new: Vec<VPNGateway> = list::all(cluster, ns).await?;
+    let peers: Vec<VPNPeer> = list::all(cluster, ns).await?;
     let rows = status::rows(
         &old,
         &new,
@@ -121,7 +263,7 @@ async fn gather(args: &StatusArgs) -> Result<(Cluster, Vec<Row>, Vec<(String, St
         })
         .filter_map(|g| Some((g.metadata.namespace.clone()?, g.metadata.name.clone()?)))
         .collect();
-    Ok((cluster, rows, ours))
+    Ok((rows, ours))
 }
 
 /// Why the table is empty (issue 10 item 2): the namespace does not exist, or it has no
@@ -147,15 +289,16 @@ async fn namespace_note(cluster: &Cluster) -> String {
     }
 }
 
-/// Windows under way (journals not done or rolled back), one line each with what to run.
-/// Best effort: a context that may not list ConfigMaps just does not see them.
+/// Windows under way (journals not done or rolled back), each with what to run.
+/// Best effort: a context that may not list ConfigMaps just does not see them, and says
+/// so (`unknown`), never "no window under way" (DESIGN.md §4.9).
 /// Gateways vpnmig migrated (`ours`: namespace, name) whose journal is gone are said too,
 /// with the local bundle when this machine has one (issue 14 item 7).
 async fn open_windows(
     cluster: &Cluster,
     all_namespaces: bool,
     ours: &[(String, String)],
-) -> Vec<String> {
+) -> Windows {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::api::{Api, ListParams};
     let api: Api<ConfigMap> = if all_namespaces {
@@ -171,12 +314,11 @@ async fn open_windows(
         .await
     {
         Ok(list) => list,
-        // Not being allowed to list them is no reason to hide the table; but "could not
-        // ask" is said, never shown as "no window under way" (DESIGN.md §4.9).
         Err(e) => {
-            return vec![format!(
-                "windows under way: unknown, the journals could not be listed: {e}\n"
-            )];
+            return Windows {
+                unknown: Some(e.to_string()),
+                ..Default::default()
+            };
         }
     };
     let journals: Vec<(String, String)> = list
@@ -187,51 +329,304 @@ async fn open_windows(
             Some((cm.metadata.namespace.clone()?, name.to_string()))
         })
         .collect();
-    let lost = ours.iter().filter(|g| !journals.contains(g)).map(|(ns, name)| {
-        format!(
-            "journal missing: {ns}/{name} was migrated by vpnmig but ConfigMap {ns}/vpnmig-{name} is gone; {}\n",
-            crate::state::lost_journal_hint(&cluster.server, ns, name).unwrap_or_else(|| format!(
-                "a rollback needs the bundle of its cutover: `vpnmig rollback {name} -n {ns} --plan DIR`"
-            ))
-        )
-    });
-    list.items
+    let lost = ours
+        .iter()
+        .filter(|g| !journals.contains(g))
+        .map(|(ns, name)| LostJournal {
+            namespace: ns.clone(),
+            gateway: name.clone(),
+            hint: crate::state::lost_journal_hint(&cluster.server, ns, name).unwrap_or_else(|| {
+                format!(
+                    "a rollback needs the bundle of its cutover: `vpnmig rollback {name} -n {ns} --plan DIR`"
+                )
+            }),
+        })
+        .collect();
+    let open = list
+        .items
         .iter()
         .filter_map(|cm| {
             let j =
                 crate::core::journal::Journal::from_json(cm.data.as_ref()?.get("journal.json")?)
                     .ok()?;
-            (!j.phase.finished()).then(|| {
-                format!(
-                    "window under way: {}/{} at journal phase {}: {}\n",
-                    j.namespace,
-                    j.gateway,
-                    j.phase,
-                    j.recovery()
-                )
+            (!j.phase.finished()).then(|| Window {
+                namespace: j.namespace.clone(),
+                gateway: j.gateway.clone(),
+                phase: j.phase.to_string(),
+                recovery: j.recovery(),
             })
         })
-        .chain(lost)
-        .collect()
+        .collect();
+    Windows {
+        open,
+        lost,
+        unknown: None,
+    }
 }
 
 pub fn run(args: &StatusArgs) -> Result<i32, Error> {
-    let (rows, windows) = crate::cli::runtime()?.block_on(async {
+    let text = matches!(args.output, StatusFormat::Text | StatusFormat::Wide);
+    crate::cli::runtime()?.block_on(async {
         let (cluster, rows, ours) = gather(args).await?;
-        if rows.is_empty() && !args.all_namespaces && args.output == StatusFormat::Text {
+        if rows.is_empty() && !args.all_namespaces && text {
             eprintln!("{}", namespace_note(&cluster).await);
         }
-        let windows = if args.output == StatusFormat::Text {
-            open_windows(&cluster, args.all_namespaces, &ours).await
-        } else {
-            Vec::new()
-        };
-        Ok::<_, Error>((rows, windows))
+        let windows = open_windows(&cluster, args.all_namespaces, &ours).await;
+        crate::cli::write_stdout(&print(args, &rows, &windows, true))?;
+        if args.watch {
+            watch(args, &cluster, rows, windows).await?;
+        }
+        Ok::<_, Error>(())
     })?;
-    let doc = match args.output {
-        StatusFormat::Text => render(&rows, args.all_namespaces) + &windows.concat(),
-        StatusFormat::Json => serde_json::to_string_pretty(&rows).expect("rows serialize") + "\n",
-    };
-    crate::cli::write_stdout(&doc)?;
     Ok(exit::OK)
+}
+
+/// The output of one state: the whole table (`first`), or, under --watch, what changed
+/// since (done by the caller, which passes only the changed rows).
+fn print(args: &StatusArgs, rows: &[Row], windows: &Windows, first: bool) -> String {
+    let doc = || StatusDoc {
+        gateways: rows,
+        windows: &windows.open,
+        lost_journals: &windows.lost,
+        windows_unknown: windows.unknown.as_deref(),
+    };
+    let style = TableStyle {
+        all_namespaces: args.all_namespaces,
+        wide: args.output == StatusFormat::Wide,
+        no_headers: args.no_headers || !first,
+    };
+    match args.output {
+        StatusFormat::Text | StatusFormat::Wide => {
+            if rows.is_empty() && !first {
+                return windows.lines();
+            }
+            render(rows, style, &|r| windows.phase_of(r).map(str::to_string)) + &windows.lines()
+        }
+        StatusFormat::Name => {
+            // Only names on stdout; what is under way still reaches the operator.
+            eprint!("{}", windows.lines());
+            names(rows)
+        }
+        // Under --watch, one compact document a line (JSON lines).
+        StatusFormat::Json if args.watch => {
+            serde_json::to_string(&doc()).expect("rows serialize") + "\n"
+        }
+        StatusFormat::Json => serde_json::to_string_pretty(&doc()).expect("rows serialize") + "\n",
+        StatusFormat::Yaml if args.watch => {
+            "---\n".to_string() + &serde_saphyr::to_string(&doc()).expect("rows serialize")
+        }
+        StatusFormat::Yaml => serde_saphyr::to_string(&doc()).expect("rows serialize"),
+    }
+}
+
+/// `--watch`: watch the three kinds and the journals from the resourceVersion read before
+/// the last listing; on any event, list again and print what changed (rows that are new
+/// or differ, gateways gone with READY `Deleted`, the windows when they changed). A
+/// watch that ends or fails is opened again after a fresh listing. Ends at --timeout.
+async fn watch(
+    args: &StatusArgs,
+    cluster: &Cluster,
+    mut rows: Vec<Row>,
+    mut windows: Windows,
+) -> Result<(), Error> {
+    let deadline = tokio::time::Instant::now() + args.timeout;
+    let first = rows.clone();
+    // Changes between the first listing and the first watch are caught by reading the
+    // resourceVersions first, then listing again, then watching from them.
+    loop {
+        let versions = match tokio::time::timeout_at(deadline, versions(cluster, args)).await {
+            Err(_) => break,
+            Ok(v) => v?,
+        };
+        let (now, ours) = read_rows(cluster, args.all_namespaces).await?;
+        let now_windows = open_windows(cluster, args.all_namespaces, &ours).await;
+        let changed = changes(&rows, &now);
+        let windows_changed = now_windows != windows;
+        if !changed.is_empty() || windows_changed {
+            let shown = if windows_changed {
+                now_windows.clone()
+            } else {
+                Windows::default()
+            };
+            let out = match args.output {
+                StatusFormat::Json | StatusFormat::Yaml => print(args, &now, &now_windows, false),
+                StatusFormat::Text | StatusFormat::Wide if !changed.is_empty() => {
+                    // Laid out with the first table's rows, so the columns stay under
+                    // its header; only the changed rows' lines are printed.
+                    let style = TableStyle {
+                        all_namespaces: args.all_namespaces,
+                        wide: args.output == StatusFormat::Wide,
+                        no_headers: args.no_headers,
+                    };
+                    let table = render(&[&first[..], &changed[..]].concat(), style, &|r| {
+                        now_windows.phase_of(r).map(str::to_string)
+                    });
+                    let skip = table.lines().count() - changed.len();
+                    table
+                        .lines()
+                        .skip(skip)
+                        .map(|l| format!("{l}\n"))
+                        .collect::<String>()
+                        + &shown.lines()
+                }
+                _ => print(args, &changed, &shown, false),
+            };
+            crate::cli::write_stdout(&out)?;
+        }
+        rows = now;
+        windows = now_windows;
+        match tokio::time::timeout_at(deadline, next_event(cluster, args, &versions)).await {
+            Err(_) => break,
+            // An event: list again. A watch that ended or failed: list again too, after a
+            // pause, so a server that closes every watch at once is not hammered.
+            Ok(true) => {}
+            Ok(false) => {
+                if tokio::time::timeout_at(
+                    deadline,
+                    tokio::time::sleep(std::time::Duration::from_secs(1)),
+                )
+                .await
+                .is_err()
+                {
+                    break;
+                }
+            }
+        }
+    }
+    eprintln!(
+        "watch ended after {} (--timeout)",
+        crate::cli::cluster_args::format_duration(args.timeout)
+    );
+    Ok(())
+}
+
+/// Rows that are new or changed in `now`, then those gone from it (READY `Deleted`).
+fn changes(before: &[Row], now: &[Row]) -> Vec<Row> {
+    let key = |r: &Row| (r.namespace.clone(), r.name.clone(), r.kind);
+    let mut out: Vec<Row> = now
+        .iter()
+        .filter(|r| !before.iter().any(|b| b == *r))
+        .cloned()
+        .collect();
+    out.extend(
+        before
+            .iter()
+            .filter(|b| !now.iter().any(|r| key(r) == key(b)))
+            .map(|b| Row {
+                ready: "Deleted".into(),
+                ..b.clone()
+            }),
+    );
+    out
+}
+
+/// The current resourceVersion of each watched collection (one object listed, for its
+/// list's resourceVersion).
+async fn versions(cluster: &Cluster, args: &StatusArgs) -> Result<[String; 4], Error> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let ns = (!args.all_namespaces).then_some(cluster.namespace.as_str());
+    Ok([
+        version::<IPsecGateway>(cluster, ns, None).await?,
+        version::<VPNGateway>(cluster, ns, None).await?,
+        version::<VPNPeer>(cluster, ns, None).await?,
+        version::<ConfigMap>(cluster, ns, Some(JOURNALS)).await?,
+    ])
+}
+
+/// The label of vpnmig's journals (and locks).
+const JOURNALS: &str = "app.kubernetes.io/managed-by=vpnmig";
+
+fn api<K>(cluster: &Cluster, ns: Option<&str>) -> kube::Api<K>
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>,
+    K::DynamicType: Default,
+{
+    match ns {
+        Some(ns) => kube::Api::namespaced(cluster.client.clone(), ns),
+        None => kube::Api::all(cluster.client.clone()),
+    }
+}
+
+async fn version<K>(
+    cluster: &Cluster,
+    ns: Option<&str>,
+    labels: Option<&str>,
+) -> Result<String, Error>
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let api = api::<K>(cluster, ns);
+    let mut lp = kube::api::ListParams::default().limit(1);
+    if let Some(l) = labels {
+        lp = lp.labels(l);
+    }
+    let plural = K::plural(&Default::default()).to_string();
+    let list = cluster
+        .call("list", &plural, ns, || api.list_metadata(&lp))
+        .await?;
+    Ok(list.metadata.resource_version.unwrap_or_default())
+}
+
+/// Wait for the first event of any of the four watches: `true` for a change, `false`
+/// when a watch ended, failed or could not be opened (list again, then watch again).
+async fn next_event(cluster: &Cluster, args: &StatusArgs, versions: &[String; 4]) -> bool {
+    use futures::StreamExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let ns = (!args.all_namespaces).then_some(cluster.namespace.as_str());
+    let streams = vec![
+        changed::<IPsecGateway>(cluster, ns, None, &versions[0]).boxed(),
+        changed::<VPNGateway>(cluster, ns, None, &versions[1]).boxed(),
+        changed::<VPNPeer>(cluster, ns, None, &versions[2]).boxed(),
+        changed::<ConfigMap>(cluster, ns, Some(JOURNALS), &versions[3]).boxed(),
+    ];
+    futures::stream::select_all(streams)
+        .next()
+        .await
+        .unwrap_or(false)
+}
+
+/// One watch as a stream of verdicts: `true` per change (added, modified, deleted),
+/// `false` when it fails or ends. Bookmarks are not changes.
+fn changed<K>(
+    cluster: &Cluster,
+    ns: Option<&str>,
+    labels: Option<&str>,
+    version: &str,
+) -> impl futures::Stream<Item = bool> + Send + 'static
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+    K::DynamicType: Default,
+{
+    use futures::StreamExt;
+    use kube::api::{WatchEvent, WatchParams};
+    let api = api::<K>(cluster, ns);
+    let mut wp = WatchParams::default().timeout(290);
+    if let Some(l) = labels {
+        wp = wp.labels(l);
+    }
+    let version = version.to_string();
+    futures::stream::once(async move { api.watch(&wp, &version).await }).flat_map(|opened| {
+        match opened {
+            Ok(events) => events
+                .filter_map(|e| async move {
+                    match e {
+                        Ok(WatchEvent::Bookmark(_)) => None,
+                        Ok(WatchEvent::Error(_)) | Err(_) => Some(false),
+                        Ok(_) => Some(true),
+                    }
+                })
+                .chain(futures::stream::once(async { false }))
+                .boxed(),
+            Err(_) => futures::stream::once(async { false }).boxed(),
+        }
+    })
 }

@@ -27,8 +27,16 @@ pub struct ClusterOptions {
     pub kubeconfig: Option<PathBuf>,
     /// `--context`: instead of the kubeconfig's current context.
     pub context: Option<String>,
+    /// `--cluster`: instead of the context's cluster.
+    pub cluster: Option<String>,
+    /// `--user`: instead of the context's user.
+    pub user: Option<String>,
     /// `-n/--namespace`: instead of the context's namespace.
     pub namespace: Option<String>,
+    /// `--as`: the user to impersonate (`Impersonate-User`).
+    pub impersonate: Option<String>,
+    /// `--as-group`: the groups to impersonate (`Impersonate-Group`, one header each).
+    pub impersonate_groups: Vec<String>,
     /// `--request-timeout`: connect and read timeout of each request.
     pub request_timeout: Option<Duration>,
 }
@@ -232,7 +240,8 @@ impl Cluster {
     pub async fn connect(opts: &ClusterOptions) -> Result<Cluster, KubeError> {
         let kco = KubeConfigOptions {
             context: opts.context.clone(),
-            ..Default::default()
+            cluster: opts.cluster.clone(),
+            user: opts.user.clone(),
         };
         let loaded = match &opts.kubeconfig {
             Some(path) if !path.exists() => {
@@ -249,7 +258,9 @@ impl Cluster {
                 // KUBECONFIG naming files that are not there is a mistake to name, not a
                 // reason to fall back to in-cluster config (issue 10 item 2).
                 if let Some(list) = std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
-                    let paths: Vec<PathBuf> = std::env::split_paths(&list).collect();
+                    let paths: Vec<PathBuf> = std::env::split_paths(&list)
+                        .filter(|p| !p.as_os_str().is_empty())
+                        .collect();
                     let missing: Vec<String> = paths
                         .iter()
                         .filter(|p| !p.exists())
@@ -264,8 +275,20 @@ impl Cluster {
                     for m in &missing {
                         eprintln!("vpnmig: KUBECONFIG names {m}, which does not exist: ignored");
                     }
+                    // Merged in order, the first to set a value wins (kubectl's rules);
+                    // missing files skipped as kubectl skips them, unreadable ones named.
+                    let mut merged = Kubeconfig::default();
+                    for p in paths.iter().filter(|p| p.exists()) {
+                        let kc = Kubeconfig::read_from(p)
+                            .map_err(|e| KubeError::Config(format!("{}: {e}", p.display())))?;
+                        merged = merged
+                            .merge(kc)
+                            .map_err(|e| KubeError::Config(format!("KUBECONFIG: {e}")))?;
+                    }
+                    Some(merged)
+                } else {
+                    Kubeconfig::read().ok()
                 }
-                Kubeconfig::read().ok()
             }
         };
         let (mut config, context) = match loaded {
@@ -287,6 +310,13 @@ impl Cluster {
                 "in-cluster".to_string(),
             ),
         };
+        // kubectl's --as/--as-group: kube sends them as Impersonate-* headers; they replace
+        // whatever the kubeconfig's user says, as with kubectl.
+        if let Some(user) = &opts.impersonate {
+            config.auth_info.impersonate = Some(user.clone());
+            config.auth_info.impersonate_groups =
+                (!opts.impersonate_groups.is_empty()).then(|| opts.impersonate_groups.clone());
+        }
         if let Some(t) = opts.request_timeout {
             config.connect_timeout = Some(t);
             config.read_timeout = Some(t);

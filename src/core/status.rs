@@ -34,6 +34,9 @@ pub struct Row {
     #[serde(rename = "floatingIP")]
     pub floating_ip: Option<String>,
     pub fip_pinned: bool,
+    /// The service CIDR (the new kind's spec, else status's): `-o wide`.
+    #[serde(rename = "serviceCIDR")]
+    pub service_cidr: Option<String>,
     /// Tunnels (old kind) or VPNPeers naming the gateway (new kind).
     pub tunnels: usize,
     /// The Ready condition's status, `Unknown` when absent, `Deleting` while the object is
@@ -121,6 +124,7 @@ pub fn rows(
                 .map(str::to_string)
                 .or(status.floating_ip.clone()),
             fip_pinned: g.spec.endpoint.pinned_fip().is_some(),
+            service_cidr: status.service_cidr.clone(),
             tunnels: g.spec.tunnels.len(),
             ready: ready(&g.metadata, &status),
             blockers: Some(
@@ -156,6 +160,7 @@ pub fn rows(
                 .map(str::to_string)
                 .or(status.floating_ip.clone()),
             fip_pinned: g.spec.endpoint.pinned_fip().is_some(),
+            service_cidr: g.spec.service_cidr.clone().or(status.service_cidr.clone()),
             tunnels: peers
                 .iter()
                 .filter(|p| {

@@ -67,13 +67,10 @@ fn prepare(
     uri: &Uri,
     headers: &HeaderMap,
 ) -> Result<(String, Vec<String>), ApiError> {
-    let user = auth::authenticate(
-        &app.users,
-        headers.get("authorization").and_then(|h| h.to_str().ok()),
-    )?;
+    let user = auth::identify(&app.users, &app.groups, headers)?;
     if !user.allows("create", "pods/exec", Some(ns)) {
         return Err(auth::forbidden(
-            user,
+            &user,
             "create",
             "pods",
             Some("exec"),

@@ -15,7 +15,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::api::auth::User;
+use crate::api::auth::{Group, User};
 use crate::api::faults::ApiFaults;
 use crate::api::{self, App};
 use crate::operator::{self, Operator};
@@ -34,6 +34,9 @@ pub struct SettingsFile {
     pub api: ApiFaults,
     #[serde(default)]
     pub users: Vec<User>,
+    /// Groups' rules, for requests that impersonate a member (`--as-group`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<Group>,
     #[serde(default)]
     pub gc: GcSettings,
 }
@@ -148,6 +151,7 @@ impl Sandbox {
             store: store.clone(),
             operator: operator.clone(),
             users: users.clone(),
+            groups: Arc::new(config.settings.groups.clone()),
             faults: api_faults.clone(),
             addr: addr.to_string(),
             shutdown: stopped.clone(),

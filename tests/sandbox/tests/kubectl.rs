@@ -320,3 +320,111 @@ async fn the_runbooks_kubectl_commands_work_against_the_sandbox() {
     );
     sb.shutdown().await;
 }
+
+/// kubectl's own `--as`/`--as-group` against the sandbox's impersonation: the headers a
+/// real client sends are the ones it checks, with kube-apiserver's answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_impersonation_is_checked_like_kube_apiserver() {
+    use vpnmig_sandbox::api::auth::{Group, Rule, User};
+    if !kubectl_available() {
+        eprintln!("SKIPPED: kubectl is not on PATH; this fidelity test needs a real kubectl");
+        return;
+    }
+    let settings = SettingsFile {
+        users: vec![User::with_rules(
+            "viewer",
+            vec![Rule::new(&["get", "list"], &["ipsecgateways"])],
+        )],
+        groups: vec![Group {
+            name: "deleters".into(),
+            rules: vec![Rule::new(&["delete"], &["ipsecgateways"])],
+        }],
+        ..Default::default()
+    };
+    let sb = start(ACME, settings).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kc = dir.path().join("kubeconfig");
+    sb.write_kubeconfig(&kc).unwrap();
+
+    let ok = kubectl(
+        &kc,
+        &[
+            "get",
+            "ipsecgateway",
+            "acme",
+            "-n",
+            NS,
+            "--as",
+            "viewer",
+            "-o",
+            "name",
+        ],
+    )
+    .await;
+    assert_eq!(
+        (ok.code, ok.stdout.as_str()),
+        (0, "ipsecgateway.ipsec.bnerd.net/acme\n"),
+        "{}",
+        ok.stderr
+    );
+    let no = kubectl(&kc, &["get", "vpngateways", "-n", NS, "--as", "viewer"]).await;
+    assert_eq!(no.code, 1);
+    assert!(
+        no.stderr.contains(
+            "User \"viewer\" cannot list resource \"vpngateways\" in API group \"vpn.bnerd.net\""
+        ),
+        "{}",
+        no.stderr
+    );
+    // The group's rules count for the impersonated identity: a delete (dry run) is
+    // allowed with the group and refused without it.
+    let del = |groups: bool| {
+        let mut args = vec![
+            "delete",
+            "ipsecgateway",
+            "acme",
+            "-n",
+            NS,
+            "--dry-run=server",
+            "--as",
+            "viewer",
+        ];
+        if groups {
+            args.extend(["--as-group", "deleters"]);
+        }
+        let kc = kc.clone();
+        async move { kubectl(&kc, &args).await }
+    };
+    let with = del(true).await;
+    assert_eq!(with.code, 0, "{} {}", with.stdout, with.stderr);
+    let without = del(false).await;
+    assert_eq!(without.code, 1, "{}", without.stdout);
+    assert!(
+        without
+            .stderr
+            .contains("User \"viewer\" cannot delete resource \"ipsecgateways\""),
+        "{}",
+        without.stderr
+    );
+    let denied = kubectl(
+        &kc,
+        &[
+            "get",
+            "ipsecgateways",
+            "-n",
+            NS,
+            "--context",
+            "vpnmig-sandbox-viewer",
+            "--as",
+            "sandbox-admin",
+        ],
+    )
+    .await;
+    assert_eq!(denied.code, 1);
+    assert!(
+        denied.stderr.contains("User \"viewer\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"),
+        "{}",
+        denied.stderr
+    );
+    sb.shutdown().await;
+}

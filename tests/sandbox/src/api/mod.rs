@@ -21,7 +21,7 @@ use crate::resources::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::{self, ApiError};
 use crate::store::{DeleteOptions, Deleted, Propagation, Store, WriteOptions};
-use auth::User;
+use auth::{Group, User};
 use faults::ApiFaults;
 
 /// Everything a request handler needs.
@@ -30,6 +30,8 @@ pub struct App {
     pub store: Arc<Store>,
     pub operator: Arc<Operator>,
     pub users: Arc<Vec<User>>,
+    /// Groups' rules, for impersonated requests (`Impersonate-Group`).
+    pub groups: Arc<Vec<Group>>,
     pub faults: Arc<RwLock<ApiFaults>>,
     /// `host:port` the server listens on.
     pub addr: String,
@@ -143,11 +145,7 @@ fn route(
         "/healthz" | "/livez" | "/readyz" => return Ok((StatusCode::OK, "ok").into_response()),
         _ => {}
     }
-    let user = auth::authenticate(
-        &app.users,
-        headers.get("authorization").and_then(|h| h.to_str().ok()),
-    )?
-    .clone();
+    let user = auth::identify(&app.users, &app.groups, headers)?;
     let accept = headers
         .get("accept")
         .and_then(|h| h.to_str().ok())
