@@ -152,6 +152,9 @@ pub fn impersonate(
         name: name.to_string(),
         token: String::new(),
         rules,
+        // The impersonated user keeps system:basic-user unless it is a user the
+        // settings took it from.
+        without_basic_user: users.iter().any(|u| u.name == name && u.without_basic_user),
     })
 }
 
