@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use crate::cli::Error;
-use crate::cli::cluster_args::{format_duration, parse_duration};
+use crate::cli::cluster_args::parse_duration;
 use crate::cluster::lock::Lock;
 use crate::cluster::{Cluster, KubeError, journal, objects, verify as fetch, watch};
 use crate::core::journal::{Journal, Owners, Phase, PskDetach};
@@ -14,6 +14,7 @@ use crate::core::psk;
 use crate::core::verify::{self, Row, Verdict};
 use crate::core::wait::{self, State};
 use crate::exit;
+use crate::output::duration::format_duration;
 use crate::output::progress::Step;
 use serde_json::Value;
 

@@ -3,10 +3,12 @@
 //! it); YAML is manifests for `kubectl apply -f -`; JSON is the stable plan document.
 
 pub mod diff;
+pub mod duration;
 pub mod manifest;
 pub mod progress;
 pub mod style;
 pub mod text;
+pub mod verify;
 pub mod window;
 
 /// `-o/--output`.
