@@ -13,6 +13,7 @@ pub mod bundle;
 pub mod cli;
 pub mod cluster;
 pub mod core;
+pub mod error;
 pub mod exit;
 pub mod output;
 pub mod state;
