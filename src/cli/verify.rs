@@ -104,7 +104,7 @@ async fn once(
         .await?
         .is_some();
     let (objs, source) = reference(cluster, name, plan, is_new).await?;
-    rows.extend(crate::cli::window::reference_rows(cluster, &objs, &source).await?);
+    rows.extend(crate::window::reference_rows(cluster, &objs, &source).await?);
     Ok(rows)
 }
 
