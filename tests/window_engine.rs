@@ -1,6 +1,7 @@
 //! The window engine as a library (`vpnmig::window`), driven in-process against the
-//! sandbox with a recording sink: the ordered events of one successful cutover and of
-//! the rollback after it, and what the engine asked to confirm. The CLI's rendering of
+//! sandbox with a recording sink: the ordered events of a dry run, of a run the caller
+//! declines, of one successful cutover and of the rollback after it, and what the engine
+//! asked to confirm. The CLI's rendering of
 //! the same runs is covered by live_cutover.rs.
 
 mod live;
@@ -41,6 +42,19 @@ impl Confirm for Recorder {
             ask.action, ask.gateway, ask.dry_run
         ));
         Ok(())
+    }
+}
+
+/// A caller that declines, as a wave runner would for a gateway it skips.
+struct Refuse;
+
+impl Confirm for Refuse {
+    async fn confirm(&mut self, _: Ask) -> Result<(), Error> {
+        Err(Error::Stop {
+            code: vpnmig::exit::REFUSED,
+            message: "not now: nothing was changed".into(),
+            hint: None,
+        })
     }
 }
 
@@ -100,6 +114,70 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
         .await
         .unwrap();
         let out = state.path().join("bundle");
+        let no_journal = |l: &live::Live| live::core(l, "configmaps", "tenant-acme", "vpnmig-acme").is_none();
+
+        // A dry run: every check and server-side dry run, no lock, nothing changed.
+        let mut rec = Recorder::default();
+        let mut confirm = rec.clone();
+        let opts = CutoverOptions {
+            out: Some(out.clone()),
+            dry_run: true,
+            ..Default::default()
+        };
+        let outcome = window::cutover(
+            &cluster,
+            "acme",
+            &opts,
+            &mut rec,
+            &mut confirm,
+            std::future::pending(),
+        )
+        .await;
+        let log = rec.1.borrow().clone();
+        assert_eq!(outcome.unwrap(), Outcome::DryRun, "{log:#?}");
+        assert_eq!(
+            shape(&log),
+            [
+                "stage preflight",
+                "stage plan",
+                "stage confirm",
+                "confirm cut over acme (cutover of acme, dry run true)",
+                "info dry run: nothing was changed",
+            ]
+        );
+        assert!(no_journal(&l));
+
+        // A caller that says no: the run stops before any change.
+        let mut rec = Recorder::default();
+        let opts = CutoverOptions {
+            out: Some(out.clone()),
+            ..Default::default()
+        };
+        let outcome = window::cutover(
+            &cluster,
+            "acme",
+            &opts,
+            &mut rec,
+            &mut Refuse,
+            std::future::pending(),
+        )
+        .await;
+        let log = rec.1.borrow().clone();
+        let Err(Error::Stop { code, .. }) = outcome else {
+            panic!("not refused: {outcome:?}")
+        };
+        assert_eq!(code, vpnmig::exit::REFUSED);
+        assert_eq!(
+            shape(&log),
+            [
+                "stage preflight",
+                "stage lock",
+                "stage plan",
+                "stage confirm",
+                "stopped: not now: nothing was changed",
+            ]
+        );
+        assert!(no_journal(&l));
 
         // The cutover.
         let mut rec = Recorder::default();

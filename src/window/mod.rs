@@ -6,7 +6,7 @@
 //! verified gateway. (`ops` would say nothing about what it operates; `cutover` alone
 //! would leave out the rollback and the resume, which share every step.)
 //!
-//! Callers give a connected [`Cluster`], the gateway's name (the namespace is the
+//! Callers give a connected [`Cluster`](crate::cluster::Cluster), the gateway's name (the namespace is the
 //! cluster's), plain options ([`CutoverOptions`], [`RollbackOptions`]: no clap types), an
 //! event sink ([`Events`]) and a [`Confirm`]. The engine knows nothing of terminals: the
 //! one-gateway commands (`cli::cutover`, `cli::rollback`) render the events as today's
