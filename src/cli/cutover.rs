@@ -118,7 +118,7 @@ pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
         peer_names: args.peer_names.clone(),
         skip_dry_run_webhooks: args.skip_dry_run_webhooks.clone(),
     };
-    let mut sink = window::Render::new(args.output);
+    let mut sink = crate::output::events::LiveView::new(args.output);
     let mut prompt = window::Prompt {
         yes: args.yes,
         waits: args.timeouts.waits(),

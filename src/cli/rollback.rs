@@ -97,7 +97,7 @@ pub fn run(args: &RollbackArgs) -> Result<i32, Error> {
         },
         timeouts: args.timeouts.engine(),
     };
-    let mut sink = window::Render::new(args.output);
+    let mut sink = crate::output::events::LiveView::new(args.output);
     let mut prompt = window::Prompt {
         yes: args.yes,
         waits: args.timeouts.waits(),

@@ -1,7 +1,6 @@
 //! What `cutover` and `rollback` share on the command line: the timeout flags, the
-//! typed-name confirmation, the sink that renders the window engine's events
-//! (`crate::window`) as the live lines on stderr and the report on stdout, and the frame
-//! that connects, handles signals and runs the engine.
+//! typed-name confirmation, and the frame that connects, handles signals and runs the
+//! window engine (`crate::window`), whose events `output::events::LiveView` renders.
 
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -10,9 +9,8 @@ use crate::cli::Error;
 use crate::cli::cluster_args::parse_duration;
 use crate::cluster::Cluster;
 use crate::exit;
-use crate::output::progress::Step;
-use crate::output::window::{self as render, Format, Waits};
-use crate::window::{Ask, Confirm, Event, Events, Summary};
+use crate::output::window::{self as render, Waits};
+use crate::window::{Ask, Confirm, Summary};
 
 /// The bound of each wait (DESIGN.md §4.5).
 #[derive(clap::Args, Debug, Clone)]
@@ -163,74 +161,6 @@ impl Confirm for Prompt {
         };
         anstream::eprint!("{summary}");
         confirm(&ask.gateway, self.yes, ask.dry_run, ask.action).await
-    }
-}
-
-/// The engine's events as the one-gateway commands show them: each wait as its live
-/// line (`output::progress`), the steps, warnings and notes as lines on stderr, and the
-/// final report on stdout in the `-o` format.
-pub struct Render {
-    format: Format,
-    /// The wait under way.
-    step: Option<Step>,
-}
-
-impl Render {
-    pub fn new(format: Format) -> Self {
-        Render { format, step: None }
-    }
-}
-
-impl Events for Render {
-    fn event(&mut self, e: Event) {
-        match e {
-            Event::WaitStarted { title } => self.step = Some(Step::start(title)),
-            Event::Waiting { seen, .. } => {
-                if let Some(step) = &self.step {
-                    step.update(&seen);
-                }
-            }
-            Event::WaitFinished { result, .. } => {
-                if let Some(step) = self.step.take() {
-                    match result {
-                        Ok(note) => step.done(&note),
-                        Err(diagnosis) => step.failed(&diagnosis),
-                    }
-                }
-            }
-            other => {
-                // A wait that ended in an error has no line of its own: its live line
-                // goes before anything else is written.
-                self.step = None;
-                match other {
-                    Event::Step(line) => anstream::eprintln!("✓ {line}"),
-                    Event::Warning(line) => anstream::eprintln!("! {line}"),
-                    Event::Note(line) => anstream::eprintln!("note: {line}"),
-                    Event::Info(line) => anstream::eprintln!("{line}"),
-                    Event::RollingBack { phase } => anstream::eprintln!(
-                        "✗ cutover stopped at phase {phase}; --rollback-on-failure: rolling back"
-                    ),
-                    Event::Drift(drift) => anstream::eprint!("{}", render::drift(&drift)),
-                    Event::Blocked(plan) => {
-                        anstream::eprint!("{}", render::blockers(&plan).join(""))
-                    }
-                    Event::Finished {
-                        operation,
-                        journal,
-                        verify,
-                    } => anstream::print!(
-                        "{}",
-                        render::report(operation.as_str(), &journal, &verify, self.format)
-                    ),
-                    // The stages and the journal's phases have no line of their own; the
-                    // error that stops a run is printed by `main`.
-                    Event::Stage(_) | Event::Recorded { .. } | Event::Stopped { .. } => {}
-                    Event::WaitStarted { .. }
-                    | Event::Waiting { .. }
-                    | Event::WaitFinished { .. } => unreachable!("matched above"),
-                }
-            }
-        }
     }
 }
 

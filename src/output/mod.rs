@@ -4,6 +4,7 @@
 
 pub mod diff;
 pub mod duration;
+pub mod events;
 pub mod manifest;
 pub mod progress;
 pub mod style;

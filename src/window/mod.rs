@@ -9,8 +9,8 @@
 //! Callers give a connected [`Cluster`](crate::cluster::Cluster), the gateway's name (the namespace is the
 //! cluster's), plain options ([`CutoverOptions`], [`RollbackOptions`]: no clap types), an
 //! event sink ([`Events`]) and a [`Confirm`]. The engine knows nothing of terminals: the
-//! one-gateway commands (`cli::cutover`, `cli::rollback`) render the events as today's
-//! live lines and report; a wave runner could confirm once for many gateways and log
+//! one-gateway commands (`cli::cutover`, `cli::rollback`) render the events with
+//! `output::events::LiveView` as the live lines and the report; a wave runner could confirm once for many gateways and log
 //! the events of each.
 //!
 //! # Phases and where they come from
