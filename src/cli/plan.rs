@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use crate::bundle;
 use crate::cli::Error;
 use crate::cli::cluster_args::ClusterArgs;
-use crate::cluster::{Cluster, facts};
+use crate::cluster::Cluster;
 use crate::core::allowlist::Allowlist;
-use crate::core::live;
 use crate::core::{input, plan};
 use crate::exit;
 use crate::output::{Format, manifest, text};
+use crate::window::plan::{live_plan, peer_names};
 
 /// Translate an IPsecGateway into VPNGateway + VPNPeers and check it.
 ///
@@ -101,33 +101,6 @@ pub(crate) fn parse_peer_name(s: &str) -> Result<(String, String), String> {
     }
 }
 
-/// The `--peer-name` choices as a map, each naming a tunnel `gateway` has.
-pub(crate) fn peer_names(
-    chosen: &[(String, String)],
-    gateway: &crate::core::model::IPsecGateway,
-) -> Result<std::collections::BTreeMap<String, String>, Error> {
-    let tunnels: Vec<&str> = gateway
-        .spec
-        .tunnels
-        .iter()
-        .map(|t| t.name.as_str())
-        .collect();
-    for (t, _) in chosen {
-        if !tunnels.contains(&t.as_str()) {
-            return Err(Error::Stop {
-                code: crate::exit::USAGE,
-                message: format!(
-                    "--peer-name {t}=…: IPsecGateway {} has no tunnel {t} (its tunnels: {})",
-                    gateway.metadata.name.as_deref().unwrap_or("?"),
-                    tunnels.join(", ")
-                ),
-                hint: None,
-            });
-        }
-    }
-    Ok(chosen.iter().cloned().collect())
-}
-
 /// Read a file (`-`: standard input) as UTF-8 text. A file that is there but is not text
 /// is invalid input, not an I/O failure.
 pub(crate) fn read(path: &PathBuf) -> Result<String, Error> {
@@ -194,36 +167,6 @@ async fn migrated_or(cluster: &Cluster, name: &str, e: crate::cluster::KubeError
             "`vpnmig verify {name} -n {ns}` checks it; `vpnmig status -n {ns}` shows every gateway"
         )),
     }
-}
-
-/// The live plan of `name`: the source, the plan with the live checks, and the targets
-/// that already exist (cleaned). Shared by `plan NAME` and `cutover`.
-pub(crate) async fn live_plan(
-    cluster: &Cluster,
-    name: &str,
-    allowlist: &Allowlist,
-    server_dry_run: bool,
-    chosen_names: &[(String, String)],
-) -> Result<(input::Source, plan::Plan, Vec<(String, serde_json::Value)>), Error> {
-    let source = facts::source(cluster, name).await.map_err(|e| match e {
-        facts::SourceError::Kube(k) => Error::Cluster(k),
-        facts::SourceError::Input(i) => Error::Input(i),
-    })?;
-    let names = peer_names(chosen_names, &source.gateway)?;
-    let mut plan = plan::build_named(&source, allowlist, &names);
-    let found = facts::facts(cluster, &plan, server_dry_run).await?;
-    let (mut checks, migrated) = live::checks(&plan, &found);
-    let tunnels: Vec<String> = source
-        .gateway
-        .spec
-        .tunnels
-        .iter()
-        .map(|t| t.name.clone())
-        .collect();
-    checks.extend(live::peer_name_checks(&plan, &tunnels, &found.others));
-    live::extend(&mut plan, checks);
-    plan.already_migrated = migrated == live::Migrated::Already;
-    Ok((source, plan, found.existing))
 }
 
 /// `-n` with `-f`, as kubectl does (issue 9 item 13): a file that names another

@@ -495,7 +495,7 @@ async fn watch(
     }
     eprintln!(
         "watch ended after {} (--timeout)",
-        crate::cli::cluster_args::format_duration(args.timeout)
+        crate::output::duration::format_duration(args.timeout)
     );
     Ok(())
 }

@@ -2,13 +2,13 @@
 
 use std::time::{Duration, Instant};
 
-use comfy_table::{ContentArrangement, Table, presets};
-
 use crate::cli::Error;
-use crate::cli::cluster_args::{ClusterArgs, format_duration, parse_duration};
+use crate::cli::cluster_args::{ClusterArgs, parse_duration};
 use crate::cluster::{Cluster, verify as fetch};
 use crate::core::verify::{self, Row, Verdict};
 use crate::exit;
+use crate::output::duration::format_duration;
+use crate::output::verify::render;
 
 /// Check that a gateway is healthy: conditions, pinned values, tunnels.
 ///
@@ -57,37 +57,6 @@ enum VerifyFormat {
     Text,
     /// An array of rows.
     Json,
-}
-
-/// The table and its verdict line.
-pub fn render(rows: &[Row]) -> String {
-    let mut table = Table::new();
-    table
-        .load_preset(presets::NOTHING)
-        .set_content_arrangement(ContentArrangement::Disabled);
-    table.set_header(["CHECK", "OBJECT", "WHAT", "VERDICT", "DETAIL"]);
-    for r in rows {
-        let verdict = if r.verdict == Verdict::Ok {
-            "ok"
-        } else {
-            "FAIL"
-        };
-        table.add_row([r.check, &r.object, &r.what, verdict, &r.detail]);
-    }
-    let mut out: String = table
-        .to_string()
-        .lines()
-        .map(|l| format!("{}\n", l.trim_end()))
-        .collect();
-    let failed = rows.iter().filter(|r| r.verdict == Verdict::Fail).count();
-    out.push_str(&if verify::healthy(rows) {
-        "HEALTHY\n".to_string()
-    } else if rows.is_empty() {
-        "NOT HEALTHY: nothing was checked\n".to_string()
-    } else {
-        format!("NOT HEALTHY: {failed} check(s) failed\n")
-    });
-    out
 }
 
 /// The approved objects the live ones are compared with, and what to call them: the
@@ -157,7 +126,7 @@ async fn once(
         .await?
         .is_some();
     let (objs, source) = reference(cluster, name, plan, is_new).await?;
-    rows.extend(crate::cli::window::reference_rows(cluster, &objs, &source).await?);
+    rows.extend(crate::window::reference_rows(cluster, &objs, &source).await?);
     Ok(rows)
 }
 

@@ -120,7 +120,7 @@ pub async fn write(cluster: &Cluster, journal: &Journal, dry_run: bool) -> Resul
         "data": {
             "journal.json": serde_json::to_string_pretty(journal).expect("journals serialize"),
             "phase": journal.phase.as_str(),
-            "old-ipsecgateway.yaml": crate::output::manifest::to_yaml(&journal.old_manifest),
+            "old-ipsecgateway.yaml": crate::core::yaml::to_yaml(&journal.old_manifest),
         }
     });
     let mut pp = PatchParams::apply(FIELD_MANAGER).force();

@@ -551,8 +551,8 @@ pub fn drift(saved: &Value, live: &crate::core::plan::Plan) -> Vec<Drift> {
     let b = live_v.pointer("/targets").cloned().unwrap_or(Value::Null);
     if a != b {
         let (sa, sb) = (
-            crate::output::manifest::to_yaml_sorted(&a),
-            crate::output::manifest::to_yaml_sorted(&b),
+            crate::core::yaml::to_yaml_sorted(&a),
+            crate::core::yaml::to_yaml_sorted(&b),
         );
         let diff = similar::TextDiff::from_lines(&sa, &sb)
             .unified_diff()

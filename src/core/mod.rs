@@ -24,3 +24,4 @@ pub mod swanctl;
 pub mod translate;
 pub mod verify;
 pub mod wait;
+pub mod yaml;

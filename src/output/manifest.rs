@@ -5,17 +5,7 @@ use serde_json::Value;
 
 use crate::core::plan::Plan;
 
-/// One object as a YAML document (no leading `---`).
-pub fn to_yaml<T: Serialize>(obj: &T) -> String {
-    let v = serde_json::to_value(obj).expect("manifests serialize to JSON");
-    serde_saphyr::to_string(&v).expect("JSON values serialize to YAML")
-}
-
-/// One object as YAML with keys sorted at every level: what diffs compare, so that key
-/// order (the server sorts, vpnmig writes in schema order) never shows as a change.
-pub fn to_yaml_sorted(obj: &Value) -> String {
-    to_yaml(&crate::core::plan::canonical(obj))
-}
+pub use crate::core::yaml::{to_yaml, to_yaml_sorted};
 
 /// Several objects as one multi-document YAML stream, `---` between documents.
 pub fn to_yaml_stream<T: Serialize>(objs: &[T]) -> String {

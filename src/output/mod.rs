@@ -3,10 +3,13 @@
 //! it); YAML is manifests for `kubectl apply -f -`; JSON is the stable plan document.
 
 pub mod diff;
+pub mod duration;
+pub mod events;
 pub mod manifest;
 pub mod progress;
 pub mod style;
 pub mod text;
+pub mod verify;
 pub mod window;
 
 /// `-o/--output`.

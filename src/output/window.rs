@@ -3,10 +3,10 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::cluster_args::format_duration;
 use crate::core::journal::{self, Drift, Journal};
 use crate::core::plan::Plan;
 use crate::core::verify::Row;
+use crate::output::duration::format_duration;
 use crate::output::progress::elapsed;
 use crate::output::style::{BAD, HEADING, paint};
 
@@ -323,7 +323,7 @@ pub fn report(operation: &str, j: &Journal, rows: &[Row], format: Format) -> Str
                 "  journal    ConfigMap {cm}, phase {}\n\n",
                 j.phase
             ));
-            out.push_str(&crate::cli::verify::render(rows));
+            out.push_str(&crate::output::verify::render(rows));
             out
         }
     }

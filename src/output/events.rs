@@ -1,0 +1,69 @@
+//! The window engine's events (`crate::window::Event`) as one gateway's live view: what
+//! `vpnmig cutover` and `vpnmig rollback` print while they run. Each wait is its live
+//! line (`output::progress`); steps, warnings and notes are lines on stderr; the final
+//! report goes to stdout in the `-o` format (`output::window::report`).
+
+use crate::output::progress::Step;
+use crate::output::window::{self as render, Format};
+use crate::window::{Event, Events};
+
+/// The engine's events as the one-gateway commands show them: each wait as its live
+/// line (`output::progress`), the steps, warnings and notes as lines on stderr, and the
+/// final report on stdout in the `-o` format.
+pub struct LiveView {
+    format: Format,
+    /// The wait under way.
+    step: Option<Step>,
+}
+
+impl LiveView {
+    pub fn new(format: Format) -> Self {
+        LiveView { format, step: None }
+    }
+}
+
+impl Events for LiveView {
+    fn event(&mut self, e: Event) {
+        // A wait that ended in an error has no line of its own: its live line is cleared
+        // before anything else is written.
+        if !matches!(e, Event::Waiting { .. } | Event::WaitFinished { .. }) {
+            self.step = None;
+        }
+        match e {
+            Event::WaitStarted { title } => self.step = Some(Step::start(title)),
+            Event::Waiting { seen, .. } => {
+                if let Some(step) = &self.step {
+                    step.update(&seen);
+                }
+            }
+            Event::WaitFinished { result, .. } => {
+                if let Some(step) = self.step.take() {
+                    match result {
+                        Ok(note) => step.done(&note),
+                        Err(diagnosis) => step.failed(&diagnosis),
+                    }
+                }
+            }
+            Event::Step(line) => anstream::eprintln!("✓ {line}"),
+            Event::Warning(line) => anstream::eprintln!("! {line}"),
+            Event::Note(line) => anstream::eprintln!("note: {line}"),
+            Event::Info(line) => anstream::eprintln!("{line}"),
+            Event::RollingBack { phase } => anstream::eprintln!(
+                "✗ cutover stopped at phase {phase}; --rollback-on-failure: rolling back"
+            ),
+            Event::Drift(drift) => anstream::eprint!("{}", render::drift(&drift)),
+            Event::Blocked(plan) => anstream::eprint!("{}", render::blockers(&plan).join("")),
+            Event::Finished {
+                operation,
+                journal,
+                verify,
+            } => anstream::print!(
+                "{}",
+                render::report(operation.as_str(), &journal, &verify, self.format)
+            ),
+            // The stages and the journal's phases have no line of their own; the error
+            // that stops a run is printed by `main`.
+            Event::Stage(_) | Event::Recorded { .. } | Event::Stopped { .. } => {}
+        }
+    }
+}

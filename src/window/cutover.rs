@@ -1,0 +1,1096 @@
+//! The cutover (runbook steps 2 and 3): every step checked before and waited for after,
+//! recorded in the journal, and idempotent, so a run that stops anywhere is resumed by
+//! running it again (DESIGN.md §4.6). Stages and events: the module doc of
+//! `crate::window`.
+
+use std::future::Future;
+
+use serde_json::Value;
+
+use super::steps::{self, Window, now, timed_out};
+use super::{
+    Ask, Confirm, CutoverOptions, Emit, Event, Events, Operation, Outcome, Sink, Stage, Summary,
+};
+use crate::bundle;
+use crate::cluster::delete::{self, Target};
+use crate::cluster::{Cluster, journal as stored, lock, objects};
+use crate::core::journal::{self, Journal, Phase};
+use crate::core::model::IPsecGateway;
+use crate::core::{live, plan, scope};
+use crate::error::Error;
+use crate::exit;
+
+/// Cut gateway `name` (in the cluster's namespace) over: take its lock, plan it live
+/// again (with `opts.plan`, the gateway must still match that plan), refuse on any
+/// blocker, ask `confirm` with the summary, write the journal and the local bundle,
+/// detach the PSK Secret, dry-run the targets, delete the IPsecGateway and wait until it
+/// is gone, apply the targets, wait for FIPAttached, Ready, every peer Authorized and the
+/// tunnels ESTABLISHED. A journal past the delete is resumed from its phase; after a
+/// rollback that lost addresses, `opts.forward` cuts over again with its targets.
+///
+/// `stop` ends the run where it is when it resolves, with the error it resolves to (the
+/// caller's Ctrl-C: a `Stop` with `exit::INTERRUPTED`, which the engine completes with
+/// where the journal stands); the lock is released whatever happened. Everything the run does is reported to `events`; the
+/// error that stops it is returned (and reported as [`Event::Stopped`]).
+pub async fn cutover(
+    cluster: &Cluster,
+    name: &str,
+    opts: &CutoverOptions,
+    events: &mut dyn Events,
+    confirm: &mut impl Confirm,
+    stop: impl Future<Output = Error>,
+) -> Result<Outcome, Error> {
+    let ev = Sink::new(events);
+    let action = if opts.forward {
+        "cut over again"
+    } else {
+        "cut over"
+    };
+    // On the heap: the whole window is one large future, and a caller may run it on a
+    // thread with a small stack (a test's, a tokio worker's).
+    let result = Box::pin(steps::frame(
+        cluster,
+        name,
+        opts.dry_run,
+        opts.break_lock,
+        true,
+        action,
+        &ev,
+        stop,
+        async |held| run(cluster, held, name, opts, &ev, confirm).await,
+    ))
+    .await;
+    if let Err(e) = &result {
+        ev.emit(Event::Stopped {
+            code: e.exit_code(),
+            message: crate::error::error_line(e),
+        });
+    }
+    result
+}
+
+async fn run(
+    cluster: &Cluster,
+    held: Option<&lock::Lock>,
+    name: &str,
+    opts: &CutoverOptions,
+    ev: &dyn Emit,
+    confirm: &mut impl Confirm,
+) -> Result<Outcome, Error> {
+    let ns = cluster.namespace.clone();
+    let by = steps::identity(held);
+    let previous = stored::read(cluster, name).await?;
+    match &previous {
+        Some(j)
+            if j.phase == Phase::Done
+                && objects::get(cluster, "VPNGateway", name).await?.is_none() =>
+        {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the journal says the cutover of {ns}/{name} is done, but VPNGateway {name} does not exist (deleted since?)"
+                ),
+                hint: Some(format!(
+                    "`vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal; `vpnmig status` shows what is there"
+                )),
+            });
+        }
+        Some(j) if j.phase == Phase::Done => {
+            ev.emit(Event::Info(format!(
+                "the cutover of {ns}/{name} is already done (journal ConfigMap {ns}/{}, {}): nothing to do",
+                journal::object_name(name),
+                j.history.last().map(|e| e.at.as_str()).unwrap_or("?")
+            )));
+            ev.emit(Event::Info(Phase::Done.recovery(name, &ns)));
+            return Ok(Outcome::NothingToDo);
+        }
+        Some(j) if j.phase == Phase::OldApplied && opts.forward => {
+            return forward_again(cluster, held, opts, ev, confirm, j.clone(), by).await;
+        }
+        Some(j) if j.phase.rolling_back() => {
+            let mut hint = j.phase.recovery(name, &ns);
+            if j.phase == Phase::OldApplied {
+                hint.push_str(&format!(
+                    "; if the rollback reported lost addresses, `vpnmig cutover {name} -n {ns} --forward` cuts over again with the journal's targets, which pin them"
+                ));
+            }
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "a rollback of {ns}/{name} is under way (journal phase {}{}): a cutover now would fight it",
+                    j.phase,
+                    j.last_error
+                        .as_deref()
+                        .map(|e| format!(", stopped on: {e}"))
+                        .unwrap_or_default()
+                ),
+                hint: Some(hint),
+            });
+        }
+        Some(j) if j.phase.past_delete() || (j.fixed_targets && !j.phase.finished()) => {
+            return resume(cluster, held, opts, ev, confirm, j.clone(), by).await;
+        }
+        _ => {}
+    }
+
+    ev.emit(Event::Stage(Stage::Plan));
+    // The plan's own server-side dry run (facts) is the first one; another follows right
+    // before the delete.
+    // The peer names chosen at plan time (`plan --peer-name`) come with the bundle
+    // unless the flag names them here.
+    let mut chosen = opts.peer_names.clone();
+    if let Some(dir) = &opts.plan
+        && chosen.is_empty()
+    {
+        let (saved, _) = bundle::read_saved(dir)?;
+        chosen = saved["peerNames"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(t, n)| Some((t.clone(), n.as_str()?.to_string())))
+            .collect();
+    }
+    let (source, plan, _) =
+        match super::plan::live_plan(cluster, name, &opts.allowlist, true, &chosen).await {
+            Err(Error::Cluster(e @ crate::cluster::KubeError::NotFound { .. })) => {
+                return Err(no_old_gateway(cluster, name, e).await);
+            }
+            other => other?,
+        };
+    if let Some(dir) = &opts.plan {
+        let (saved, _) = bundle::read_saved(dir)?;
+        let drift = journal::drift(&saved, &plan);
+        if !drift.is_empty() {
+            ev.emit(Event::Drift(drift));
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the live IPsecGateway {ns}/{name} no longer matches the plan in {}: nothing was changed",
+                    dir.display()
+                ),
+                hint: Some(format!(
+                    "plan again (`vpnmig plan {name} -n {ns} --out {} --force`: --force because the bundle records the old state), review the diff, then cut over",
+                    dir.display()
+                )),
+            });
+        }
+    }
+    let blocking = journal::blocking(&plan).len();
+    if blocking > 0 {
+        ev.emit(Event::Blocked(Box::new(plan.clone())));
+        return Err(Error::Stop {
+            code: exit::BLOCKED,
+            message: format!("{blocking} blocker(s): nothing was changed"),
+            hint: Some(format!(
+                "`vpnmig plan {name} -n {ns}` shows every check and its fix"
+            )),
+        });
+    }
+    // The plan's dry run found webhooks that cannot dry-run: one verdict with the plan's
+    // warning, decided before anything changes (issue 9 item 8).
+    let unskipped =
+        live::unskipped_webhooks(live::webhooks_in_plan(&plan), &opts.skip_dry_run_webhooks);
+    if !unskipped.is_empty() {
+        return Err(webhooks_refused(
+            name,
+            &ns,
+            &unskipped,
+            "nothing was changed",
+            opts,
+        ));
+    }
+    let secret = objects::secret(cluster, &plan_psk_secret(&source.gateway)).await?;
+    let detach = secret
+        .as_ref()
+        .map(|s| journal::detach_owners(s, &source.gateway))
+        .filter(|(removed, _)| !removed.is_empty());
+    let out_dir = opts
+        .out
+        .clone()
+        .or_else(|| opts.plan.clone())
+        .unwrap_or_else(|| crate::state::bundle_dir(&ns, name, plan.source.uid.as_deref()));
+    // Every local path before the prompt (issue 10 item 3).
+    if !opts.dry_run {
+        bundle::check_writable(&out_dir).map_err(|why| Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "cannot write the bundle to {}: {why}; nothing was changed",
+                out_dir.display()
+            ),
+            hint: Some(format!(
+                "run from a directory you can write, or pass `--out DIR`: `vpnmig cutover {name} -n {ns} --out DIR`"
+            )),
+        })?;
+    }
+    ev.emit(Event::Stage(Stage::Confirm));
+    confirm
+        .confirm(Ask {
+            gateway: name.to_string(),
+            action: "cut over",
+            dry_run: opts.dry_run,
+            summary: Summary::Cutover {
+                context: cluster.context.clone(),
+                plan: Box::new(plan.clone()),
+                detach: detach.as_ref().map(|d| d.0.len()),
+                out_dir: out_dir.clone(),
+            },
+        })
+        .await?;
+
+    let old_manifest = plan::clean_old_manifest(&source.raw);
+    let fip = source
+        .gateway
+        .spec
+        .endpoint
+        .pinned_fip()
+        .unwrap_or_default()
+        .to_string();
+    let mut j = Journal::new(&plan, old_manifest.clone(), fip, &now(), &by);
+    j.psk_secret_uid = secret
+        .as_ref()
+        .and_then(|s| s.pointer("/metadata/uid"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(prev) = previous.as_ref().filter(|p| p.phase != Phase::RolledBack) {
+        // Resuming before the delete: keep what the first run detached.
+        j.psk_detached = prev.psk_detached.clone();
+    }
+
+    if opts.dry_run {
+        return dry_run(
+            cluster,
+            ev,
+            &j,
+            &secret,
+            detach,
+            &opts.skip_dry_run_webhooks,
+        )
+        .await;
+    }
+
+    // Step d: the journal, locally and in the cluster, before anything is touched.
+    ev.emit(Event::Stage(Stage::Journal));
+    let prev_bundle = bundle::read_previous(&out_dir)?;
+    bundle::guard(&out_dir, &plan, &prev_bundle, false)?;
+    bundle::write(&out_dir, &plan, &old_manifest)?;
+    // Where the bundle is, for the day the journal is lost (issue 14 item 7).
+    if let Err(why) = crate::state::remember(&cluster.server, &ns, name, &out_dir, &now()) {
+        ev.emit(Event::Note(format!(
+            "this machine cannot remember where the bundle is ({why})"
+        )));
+    }
+    stored::write(cluster, &j, false).await?;
+    ev.emit(Event::Recorded { phase: j.phase });
+    ev.emit(Event::Step(format!(
+        "journal written: ConfigMap {ns}/{} (phase started) and bundle {}",
+        journal::object_name(name),
+        out_dir.display()
+    )));
+    let mut w = Window {
+        cluster,
+        ev,
+        journal: j,
+        lock: held,
+        by,
+    };
+    let gateway = source.gateway.clone();
+    phases(&mut w, opts, Some(&gateway)).await
+}
+
+/// No IPsecGateway and no journal: say what is there instead (a migrated gateway whose
+/// journal was lost, or nothing) and name the local bundle when this machine has one
+/// (issue 14 items 7 and 9).
+async fn no_old_gateway(cluster: &Cluster, name: &str, e: crate::cluster::KubeError) -> Error {
+    let ns = cluster.namespace.as_str();
+    let lost = crate::state::lost_journal_hint(&cluster.server, ns, name);
+    match objects::get(cluster, "VPNGateway", name).await {
+        Ok(Some(gw)) => Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "{ns}/{name} is migrated: VPNGateway {name} exists (uid {}) and IPsecGateway {name} does not, but its journal (ConfigMap {}) is gone: nothing to cut over",
+                gw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("?"),
+                journal::object_name(name)
+            ),
+            hint: Some(format!(
+                "`vpnmig verify {name} -n {ns}` checks it; to go back, {}",
+                lost.unwrap_or_else(|| format!(
+                    "roll back from the bundle its cutover wrote: `vpnmig rollback {name} -n {ns} --plan DIR`"
+                ))
+            )),
+        },
+        _ => match lost {
+            Some(hint) => Error::Stop {
+                code: exit::FAILURE,
+                message: format!(
+                    "{e}, and there is no journal of it (ConfigMap {}): a window may have lost its journal",
+                    journal::object_name(name)
+                ),
+                hint: Some(hint),
+            },
+            None => Error::Cluster(e),
+        },
+    }
+}
+
+/// The PSK Secret the old gateway references.
+fn plan_psk_secret(g: &IPsecGateway) -> String {
+    g.spec.auth.psk_secret_ref.name.clone()
+}
+
+/// A journal past the delete: go on from its phase with what it recorded (the old
+/// gateway is gone: nothing is re-planned).
+async fn resume(
+    cluster: &Cluster,
+    held: Option<&lock::Lock>,
+    opts: &CutoverOptions,
+    ev: &dyn Emit,
+    confirm: &mut impl Confirm,
+    j: Journal,
+    by: String,
+) -> Result<Outcome, Error> {
+    let (name, ns) = (j.gateway.clone(), j.namespace.clone());
+    if let Some(old) = objects::get(cluster, "IPsecGateway", &name).await? {
+        let uid = old.pointer("/metadata/uid").and_then(Value::as_str);
+        let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
+        if uid == j.old_uid.as_deref() && !deleting && j.phase > Phase::Deleting {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the journal says IPsecGateway {ns}/{name} was deleted (phase {}), but it is still there and not being deleted",
+                    j.phase
+                ),
+                hint: Some(format!(
+                    "the journal does not match the cluster (edited?): inspect `kubectl get configmap {} -n {ns} -o yaml`; `vpnmig rollback {name} -n {ns}` keeps the IPsecGateway and closes it",
+                    journal::object_name(&name)
+                )),
+            });
+        }
+        if uid != j.old_uid.as_deref() && !deleting {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the journal says IPsecGateway {ns}/{name} (uid {}) was deleted at phase {}, but an IPsecGateway of that name exists again (uid {})",
+                    j.old_uid.as_deref().unwrap_or("?"),
+                    j.phase,
+                    uid.unwrap_or("?")
+                ),
+                hint: Some(format!(
+                    "someone re-created it: `vpnmig rollback {name} -n {ns}` settles the journal on it; then plan again"
+                )),
+            });
+        }
+    }
+    if let Some(dir) = &opts.plan {
+        let (saved, _) = bundle::read_saved(dir)?;
+        let drift = journal::journal_drift(&saved, &j);
+        if !drift.is_empty() {
+            ev.emit(Event::Drift(drift));
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the journal of {ns}/{name} does not match the plan in {}",
+                    dir.display()
+                ),
+                hint: Some(format!(
+                    "resume without --plan (the journal is what was started), or inspect `kubectl get configmap {} -n {ns} -o yaml`",
+                    journal::object_name(&name)
+                )),
+            });
+        }
+    }
+    ev.emit(Event::Stage(Stage::Confirm));
+    confirm
+        .confirm(Ask {
+            gateway: name.clone(),
+            action: "resume the cutover of",
+            dry_run: opts.dry_run,
+            summary: Summary::Resume {
+                context: cluster.context.clone(),
+                journal: Box::new(j.clone()),
+            },
+        })
+        .await?;
+    if opts.dry_run {
+        ev.emit(Event::Info(format!(
+            "dry run: nothing was changed; without --dry-run the cutover resumes from phase {}",
+            j.phase
+        )));
+        return Ok(Outcome::DryRun);
+    }
+    let mut w = Window {
+        cluster,
+        ev,
+        journal: j,
+        lock: held,
+        by,
+    };
+    phases(&mut w, opts, None).await
+}
+
+/// `--forward`: cut the re-created IPsecGateway over to the journal's targets. The saved
+/// old manifest stays the original; the object to delete is the re-created one.
+async fn forward_again(
+    cluster: &Cluster,
+    held: Option<&lock::Lock>,
+    opts: &CutoverOptions,
+    ev: &dyn Emit,
+    confirm: &mut impl Confirm,
+    mut j: Journal,
+    by: String,
+) -> Result<Outcome, Error> {
+    let (name, ns) = (j.gateway.clone(), j.namespace.clone());
+    let Some(live) = objects::get(cluster, "IPsecGateway", &name).await? else {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!("--forward: there is no IPsecGateway {ns}/{name} to cut over"),
+            hint: Some(j.phase.recovery(&name, &ns)),
+        });
+    };
+    let gw: IPsecGateway = serde_json::from_value(live.clone()).map_err(|e| Error::Stop {
+        code: exit::FAILURE,
+        message: format!("IPsecGateway {ns}/{name} cannot be read: {e}"),
+        hint: None,
+    })?;
+    // The re-created gateway must be the journal's old manifest, unedited: the targets
+    // applied next are the journal's, so an edit (a tunnel added, the floating IP
+    // unpinned) would be lost or, worse, let the delete release the address (issue 14
+    // items 1 and 2).
+    let recorded = j.old_manifest.get("spec").cloned().unwrap_or(Value::Null);
+    let differences = scope::differences(&recorded, live.get("spec").unwrap_or(&Value::Null));
+    if !differences.is_empty() {
+        let drift: Vec<journal::Drift> = differences
+            .into_iter()
+            .map(|(what, saved, live)| journal::Drift { what, saved, live })
+            .collect();
+        let differ = drift.len();
+        ev.emit(Event::Drift(drift));
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "--forward: IPsecGateway {ns}/{name} is not the one the journal recorded ({} field(s) differ, above): its targets would drop the edit; nothing was changed",
+                differ
+            ),
+            hint: Some(format!(
+                "undo the edit (the recorded spec is data.old-ipsecgateway.yaml of `kubectl get configmap {} -n {ns} -o yaml`) and run --forward again; or keep the edit: close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`, then plan the edited gateway (`vpnmig plan {name} -n {ns}`) and cut over from that plan",
+                journal::object_name(&name)
+            )),
+        });
+    }
+    if let Err(why) = scope::gateway_deletable(&live, &j.floating_ip) {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "--forward: IPsecGateway {ns}/{name} cannot be deleted: {why}; nothing was changed"
+            ),
+            hint: Some(format!(
+                "pin it first: {}",
+                scope::pin_command("IPsecGateway", &name, &ns, &j.floating_ip)
+            )),
+        });
+    }
+    j.old_uid = gw.metadata.uid.clone();
+    j.spec_fingerprint = plan::fingerprint(live.get("spec").unwrap_or(&Value::Null));
+    j.fixed_targets = true;
+    steps::require_permissions(cluster, "cut over again").await?;
+    ev.emit(Event::Stage(Stage::Confirm));
+    confirm
+        .confirm(Ask {
+            gateway: name.clone(),
+            action: "cut over again",
+            dry_run: opts.dry_run,
+            summary: Summary::Forward {
+                context: cluster.context.clone(),
+                journal: Box::new(j.clone()),
+            },
+        })
+        .await?;
+    if opts.dry_run {
+        ev.emit(Event::Info("dry run: nothing was changed".into()));
+        return Ok(Outcome::DryRun);
+    }
+    j.advance(Phase::Started, &now(), &by);
+    stored::write(cluster, &j, false).await?;
+    ev.emit(Event::Recorded { phase: j.phase });
+    let mut w = Window {
+        cluster,
+        ev,
+        journal: j,
+        lock: held,
+        by,
+    };
+    phases(&mut w, opts, Some(&gw)).await
+}
+
+/// `--dry-run`: every write sent with dryRun=All, in the order the cutover would.
+async fn dry_run(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    j: &Journal,
+    secret: &Option<Value>,
+    detach: Option<(Vec<Value>, Vec<Value>)>,
+    skip: &[String],
+) -> Result<Outcome, Error> {
+    let name = j.gateway.as_str();
+    if let Some((h, since)) = lock::holder(cluster, name).await? {
+        ev.emit(Event::Note(format!(
+            "the lock of {name} is held by {h} since {since}: a real run would be refused"
+        )));
+    }
+    stored::write(cluster, j, true).await?;
+    ev.emit(Event::Step(format!(
+        "dry run: journal ConfigMap {} admitted",
+        journal::object_name(name)
+    )));
+    if let (Some(s), Some((removed, kept))) = (secret, detach) {
+        let rv = s
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        objects::set_owner_references(cluster, &j.psk_secret, rv, &kept, true).await?;
+        ev.emit(Event::Step(format!(
+            "dry run: PSK Secret {} would be detached ({} ownerReference(s) removed)",
+            j.psk_secret,
+            removed.len()
+        )));
+    }
+    let mut skipped = Vec::new();
+    for t in &j.targets {
+        match objects::apply(cluster, t, true).await {
+            Ok(_) => {}
+            Err(e) => match skippable(&e, skip) {
+                Some(w) => skipped.push((target_label(t), w)),
+                None => return Err(e.into()),
+            },
+        }
+    }
+    for (label, w) in &skipped {
+        ev.emit(Event::Warning(format!(
+            "dry run: {label} not validated by admission webhook {w}, which cannot dry-run (--skip-dry-run-webhook {w})"
+        )));
+    }
+    ev.emit(Event::Step(format!(
+        "dry run: {} target(s) admitted by server-side apply",
+        j.targets.len() - skipped.len()
+    )));
+    delete::delete(
+        cluster,
+        Target::OldGateway {
+            fip: &j.floating_ip,
+        },
+        name,
+        |o| scope::same_as_recorded(o, j.old_uid.as_deref(), &j.spec_fingerprint),
+        true,
+    )
+    .await?;
+    ev.emit(Event::Step(format!(
+        "dry run: delete of IPsecGateway {name} admitted"
+    )));
+    ev.emit(Event::Info("dry run: nothing was changed".into()));
+    Ok(Outcome::DryRun)
+}
+
+/// The steps from the journal's phase to `Done`.
+async fn phases(
+    w: &mut Window<'_>,
+    opts: &CutoverOptions,
+    old: Option<&IPsecGateway>,
+) -> Result<Outcome, Error> {
+    match forward(w, opts, old).await {
+        Ok(code) => Ok(code),
+        // Another run holds the lock now: it decides; no advice that would fight it.
+        Err(e @ Error::Lock(_)) => Err(e),
+        Err(e) if w.journal.phase.past_delete() => {
+            let message = crate::error::error_line(&e);
+            w.record_error(&message).await;
+            let (name, ns) = (w.name().to_string(), w.ns().to_string());
+            // Only a verdict about the new gateway is a reason to roll back: an API
+            // server that did not answer says nothing about it, and rolling back a
+            // working gateway is an outage and may lose its addresses (issue 9 item 0).
+            let no_answer = matches!(&e, Error::Cluster(k) if k.no_answer());
+            if opts.rollback_on_failure && no_answer {
+                w.ev.emit(Event::Warning(
+                    "--rollback-on-failure: not rolling back, the API server did not answer, which says nothing about the new gateway".into(),
+                ));
+            }
+            if opts.rollback_on_failure && !no_answer {
+                w.ev.emit(Event::RollingBack {
+                    phase: w.journal.phase,
+                });
+                w.journal.cutover_failure =
+                    Some(format!("at phase {}: {message}", w.journal.phase));
+                let t = super::rollback::roll_back(w, &opts.timeouts, Default::default()).await?;
+                w.ev.emit(Event::Finished {
+                    operation: Operation::Rollback,
+                    journal: Box::new(w.journal.clone()),
+                    verify: t.rows,
+                });
+                return Err(Error::Stop {
+                    code: e.exit_code(),
+                    message: format!("the cutover of {ns}/{name} failed and was rolled back"),
+                    hint: Some(format!(
+                        "the failure is above and in the journal (lastError); `vpnmig verify {name} -n {ns}` checks the restored gateway"
+                    )),
+                });
+            }
+            // The advice follows what the cluster shows, not the phase: an IPsecGateway
+            // that exists again (re-created by someone) is not "deleted".
+            let old_back = matches!(
+                objects::get(w.cluster, "IPsecGateway", &name).await,
+                Ok(Some(o)) if o.pointer("/metadata/deletionTimestamp").is_none()
+            );
+            let hint = if old_back {
+                e.hint().unwrap_or_else(|| format!(
+                    "IPsecGateway {ns}/{name} exists again: `vpnmig rollback {name} -n {ns}` keeps it and removes the new objects"
+                ))
+            } else if w.journal.phase == Phase::Deleting {
+                format!(
+                    "the IPsecGateway's delete was sent and its unwind has not finished{}. Going on (`vpnmig cutover {name} -n {ns}`) and going back (`vpnmig rollback {name} -n {ns}`) both wait for that unwind first; going on keeps the choice open",
+                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
+                )
+            } else {
+                format!(
+                    "the IPsecGateway is deleted; restore it with `vpnmig rollback {name} -n {ns}`, or fix the cause and resume with `vpnmig cutover {name} -n {ns}`{}",
+                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
+                )
+            };
+            Err(Error::Stop {
+                code: e.exit_code(),
+                message: format!(
+                    "cutover of {ns}/{name} stopped at phase {}: {message}",
+                    w.journal.phase
+                ),
+                hint: Some(hint),
+            })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+async fn forward(
+    w: &mut Window<'_>,
+    opts: &CutoverOptions,
+    old: Option<&IPsecGateway>,
+) -> Result<Outcome, Error> {
+    let t = &opts.timeouts;
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let cluster = w.cluster;
+
+    // Step e: the PSK Secret must not go with the old gateway.
+    if w.journal.phase < Phase::PskDetached {
+        w.ev.emit(Event::Stage(Stage::PskDetach));
+        if let Some(gw) = old {
+            w.detach_psk(&journal::Owners::of_old(gw), "the old gateway")
+                .await?;
+        }
+        w.save(Phase::PskDetached).await?;
+    }
+
+    // Steps f and g: dry run; then, checked again right before it, the delete (the phase
+    // is recorded before it is sent, the delete is of the very version checked).
+    if w.journal.phase < Phase::Deleting {
+        w.ev.emit(Event::Stage(Stage::DryRun));
+        pre_delete_dry_run(w, opts).await?;
+        w.ev.emit(Event::Stage(Stage::Delete));
+        let gw = recheck(w).await?;
+        w.save(Phase::Deleting).await?;
+        if gw.is_some() {
+            delete_checked(w).await?;
+        }
+    } else if w.journal.phase == Phase::Deleting {
+        w.ev.emit(Event::Stage(Stage::Delete));
+        // Stopped between recording the phase and the delete landing: send it (again; a
+        // gateway already being deleted is left to its unwind).
+        delete_checked(w).await?;
+    }
+    if w.journal.phase < Phase::Deleted {
+        let title = format!("delete IPsecGateway {ns}/{name}");
+        // While the old gateway unwinds, nothing may make it the PSK Secret's owner again.
+        let gw = match old.cloned() {
+            Some(g) => Some(g),
+            None => objects::get(cluster, "IPsecGateway", &name)
+                .await?
+                .and_then(|v| serde_json::from_value::<IPsecGateway>(v).ok()),
+        };
+        let wait = steps::wait_gone(
+            cluster,
+            w.ev,
+            "IPsecGateway",
+            std::slice::from_ref(&name),
+            t.delete,
+            &title,
+        );
+        let outcome = match &gw {
+            Some(gw) => w.guarded(&journal::Owners::of_old(gw), wait).await?,
+            None => wait.await?,
+        };
+        if let Err(diagnosis) = outcome {
+            return Err(timed_out(
+                &format!("IPsecGateway {ns}/{name} to be deleted"),
+                t.delete,
+                &diagnosis,
+                Some("the operator's finalizer unwind has not finished: look at the operator's logs; the finalizer is the operator's to remove".into()),
+            ));
+        }
+        steps::check_psk(w).await?;
+        w.save(Phase::Deleted).await?;
+    }
+
+    // From here the old gateway is gone: if anything re-creates it, every wait below
+    // stops at once (issue 9 item 3).
+    steps::unless_recreated(
+        cluster,
+        "IPsecGateway",
+        &name,
+        "cutover",
+        after_delete(w, opts),
+    )
+    .await
+}
+
+/// `Kind/name` of a target manifest.
+fn target_label(t: &Value) -> String {
+    format!(
+        "{}/{}",
+        t["kind"].as_str().unwrap_or("?"),
+        t.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+    )
+}
+
+/// The webhook of a dry-run refusal by a webhook that cannot dry-run, when
+/// `--skip-dry-run-webhook` names it.
+fn skippable(e: &crate::cluster::KubeError, skip: &[String]) -> Option<String> {
+    let crate::cluster::KubeError::Api {
+        answer: kube::Error::Api(s),
+        ..
+    } = e
+    else {
+        return None;
+    };
+    live::webhook_without_dry_run(&s.message).filter(|w| skip.contains(w))
+}
+
+/// The refusal of a cutover that meets webhooks that cannot dry-run and are not skipped.
+fn webhooks_refused(
+    name: &str,
+    ns: &str,
+    webhooks: &[String],
+    changed: &str,
+    opts: &CutoverOptions,
+) -> Error {
+    let mut all = opts.skip_dry_run_webhooks.clone();
+    all.extend(webhooks.iter().cloned());
+    Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "admission webhook{} {} cannot dry-run (sideEffects Some or Unknown): the pre-delete server-side dry run cannot validate the targets, and the real apply, after the IPsecGateway is deleted, may be refused; {changed}",
+            if webhooks.len() == 1 { "" } else { "s" },
+            webhooks.join(", "),
+        ),
+        hint: Some(format!(
+            "to go on and let the real apply be the webhook's check: `vpnmig cutover {name} -n {ns} {}`",
+            live::skip_flags(&all)
+        )),
+    }
+}
+
+/// Step f: the server-side dry run of every target right before the delete. A refusal
+/// stops the window before anything is deleted; a webhook that cannot dry-run is
+/// skipped only when `--skip-dry-run-webhook` names it.
+async fn pre_delete_dry_run(w: &mut Window<'_>, opts: &CutoverOptions) -> Result<(), Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let mut skipped = Vec::new();
+    let mut unskipped = Vec::new();
+    for target in &w.journal.targets {
+        match objects::apply(w.cluster, target, true).await {
+            Ok(_) => {}
+            Err(e) => {
+                if let Some(webhook) = skippable(&e, &opts.skip_dry_run_webhooks) {
+                    skipped.push((target_label(target), webhook));
+                    continue;
+                }
+                let cannot = match &e {
+                    crate::cluster::KubeError::Api {
+                        answer: kube::Error::Api(s),
+                        ..
+                    } => live::webhook_without_dry_run(&s.message),
+                    _ => None,
+                };
+                if let Some(webhook) = cannot {
+                    unskipped.push(webhook);
+                    continue;
+                }
+                let refused = matches!(&e, crate::cluster::KubeError::Api { answer: kube::Error::Api(s), .. } if s.code < 500);
+                let message = format!(
+                    "the pre-delete server-side dry run of {} failed: {e}",
+                    target_label(target)
+                );
+                w.record_error(&message).await;
+                return Err(Error::Stop {
+                    code: if refused {
+                        exit::BLOCKED
+                    } else {
+                        exit::FAILURE
+                    },
+                    message: format!(
+                        "{message}; nothing was deleted (journal phase {})",
+                        w.journal.phase
+                    ),
+                    hint: Some(if refused {
+                        format!(
+                            "the API server refuses the target as it stands: fix the cause; {}",
+                            w.journal.phase.recovery(&name, &ns)
+                        )
+                    } else {
+                        format!(
+                            "{}{}",
+                            e.hint().map(|h| format!("{h}; ")).unwrap_or_default(),
+                            w.journal.phase.recovery(&name, &ns)
+                        )
+                    }),
+                });
+            }
+        }
+    }
+    let unskipped = live::unskipped_webhooks(unskipped.iter().map(String::as_str), &[]);
+    if !unskipped.is_empty() {
+        let err = webhooks_refused(
+            &name,
+            &ns,
+            &unskipped,
+            &format!("nothing was deleted (journal phase {})", w.journal.phase),
+            opts,
+        );
+        w.record_error(&crate::error::error_line(&err)).await;
+        return Err(err);
+    }
+    for (label, webhook) in &skipped {
+        w.ev.emit(Event::Warning(format!(
+            "server-side dry run: {label} not validated by admission webhook {webhook}, which cannot dry-run (skipped: --skip-dry-run-webhook {webhook}); the real apply is its check"
+        )));
+    }
+    w.ev.emit(Event::Step(format!(
+        "server-side dry run: {} target(s) admitted",
+        w.journal.targets.len() - skipped.len()
+    )));
+    Ok(())
+}
+
+/// Steps h and i: apply, wait for each condition in turn, verify the tunnels.
+async fn after_delete(w: &mut Window<'_>, opts: &CutoverOptions) -> Result<Outcome, Error> {
+    let t = &opts.timeouts;
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let cluster = w.cluster;
+    // Step h: apply, then wait for each condition in turn.
+    if w.journal.phase < Phase::Applied {
+        w.ev.emit(Event::Stage(Stage::Apply));
+        w.check_lock().await?;
+        let mut uids = Vec::new();
+        for target in &w.journal.targets {
+            uids.push(objects::apply(cluster, target, false).await?);
+        }
+        w.journal.target_uids = uids;
+        w.ev.emit(Event::Step(format!(
+            "applied {} (server-side apply, field manager {})",
+            w.journal
+                .target_names()
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            stored::FIELD_MANAGER
+        )));
+        w.save(Phase::Applied).await?;
+    }
+    let me = [name.clone()];
+    if w.journal.phase < Phase::Attached {
+        w.ev.emit(Event::Stage(Stage::Attach));
+        let title = format!(
+            "VPNGateway {ns}/{name} FIPAttached (floating IP {})",
+            w.journal.floating_ip
+        );
+        if let Err(d) = steps::wait_conditions(
+            cluster,
+            w.ev,
+            "VPNGateway",
+            &me,
+            &["FIPAttached"],
+            t.attach,
+            &title,
+        )
+        .await?
+        {
+            return Err(timed_out(&format!("VPNGateway {ns}/{name} FIPAttached"), t.attach, &d, Some(
+                "AlreadyAssociated means the floating IP is still on another port: find it with `openstack floating ip show`".into())));
+        }
+        w.save(Phase::Attached).await?;
+    }
+    if w.journal.phase < Phase::Ready {
+        w.ev.emit(Event::Stage(Stage::Ready));
+        let title = format!("VPNGateway {ns}/{name} Ready");
+        if let Err(d) = steps::wait_conditions(
+            cluster,
+            w.ev,
+            "VPNGateway",
+            &me,
+            &["Ready"],
+            t.attach,
+            &title,
+        )
+        .await?
+        {
+            return Err(timed_out(
+                &format!("VPNGateway {ns}/{name} Ready"),
+                t.attach,
+                &d,
+                None,
+            ));
+        }
+        let peers = w.journal.peer_names();
+        let title = format!("VPNPeer {} Authorized", peers.join(", "));
+        if let Err(d) = steps::wait_conditions(
+            cluster,
+            w.ev,
+            "VPNPeer",
+            &peers,
+            &["Authorized"],
+            t.attach,
+            &title,
+        )
+        .await?
+        {
+            return Err(timed_out("every VPNPeer Authorized", t.attach, &d, Some(
+                "a grant naming an unknown exposure leaves a peer Authorized=False: compare the authorization block with the gateway's exposures".into())));
+        }
+        w.save(Phase::Ready).await?;
+    }
+    w.ev.emit(Event::Stage(Stage::Tunnels));
+    let expect = steps::Expect {
+        kind: "VPNGateway",
+        service_cidr: None,
+        virtual_ips: Vec::new(),
+        reference: w.journal.targets.clone(),
+    };
+    let tunnels = steps::wait_tunnels(cluster, w.ev, &name, t.tunnel, &expect).await?;
+    if let Some(d) = &tunnels.timed_out {
+        return Err(timed_out(&format!("the tunnels of {ns}/{name}"), t.tunnel, d, Some(
+            "the client's peer re-initiates on its own DPD/retry timer; a PSK or proposal mismatch shows in the client's logs".into())));
+    }
+    w.journal.outage_ms = steps::between(w.delete_sent(), tunnels.first_up);
+    w.save(Phase::Done).await?;
+    w.ev.emit(Event::Finished {
+        operation: Operation::Cutover,
+        journal: Box::new(w.journal.clone()),
+        verify: tunnels.rows,
+    });
+    Ok(Outcome::Done)
+}
+
+/// Right before the delete: the IPsecGateway must still be the object and the spec the
+/// journal was written from (an edit while the prompt was open or since an interrupted
+/// run is refused, nothing deleted), and its PSK Secret must not be owned by it again.
+/// `None` when it is gone or already being deleted.
+async fn recheck(w: &mut Window<'_>) -> Result<Option<(IPsecGateway, String)>, Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let Some(live) = objects::get(w.cluster, "IPsecGateway", &name).await? else {
+        return Ok(None);
+    };
+    if live.pointer("/metadata/deletionTimestamp").is_some() {
+        return Ok(None);
+    }
+    let changed = scope::same_as_recorded(
+        &live,
+        w.journal.old_uid.as_deref(),
+        &w.journal.spec_fingerprint,
+    )
+    .err();
+    if let Some(why) = changed {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!("IPsecGateway {ns}/{name} was not deleted: {why}"),
+            hint: Some(format!(
+                "nothing was deleted: `vpnmig rollback {name} -n {ns}` closes the journal (the gateway stays), then plan again and review: `vpnmig plan {name} -n {ns}`"
+            )),
+        });
+    }
+    let rv = live
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let gw: IPsecGateway = serde_json::from_value(live).map_err(|e| Error::Stop {
+        code: exit::FAILURE,
+        message: format!("IPsecGateway {ns}/{name} cannot be read: {e}"),
+        hint: None,
+    })?;
+    w.detach_psk(&journal::Owners::of_old(&gw), "the old gateway")
+        .await?;
+    Ok(Some((gw, rv)))
+}
+
+/// Delete the old IPsecGateway through the one guarded delete: at the version deleted it
+/// is the journal's object (uid, spec fingerprint) and pins the journal's floating IP
+/// (DESIGN.md §4.8). Gone or already being deleted is fine. When the delete is refused
+/// or fails, the gateway is looked at: if it is still there untouched, the journal goes
+/// back to `psk-detached` and the message says nothing was deleted (issue 14 item 6).
+async fn delete_checked(w: &mut Window<'_>) -> Result<(), Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let checked = match recheck(w).await {
+        // Refused: nothing was deleted, and the journal must not say otherwise.
+        Err(
+            e @ Error::Stop {
+                code: exit::REFUSED,
+                ..
+            },
+        ) => {
+            w.save(Phase::PskDetached).await?;
+            return Err(e);
+        }
+        other => other?,
+    };
+    if checked.is_none() {
+        return Ok(());
+    }
+    let (uid, fingerprint) = (
+        w.journal.old_uid.clone(),
+        w.journal.spec_fingerprint.clone(),
+    );
+    let fip = w.journal.floating_ip.clone();
+    let sent = delete::delete(
+        w.cluster,
+        Target::OldGateway { fip: &fip },
+        &name,
+        |o| scope::same_as_recorded(o, uid.as_deref(), &fingerprint),
+        false,
+    )
+    .await;
+    let Err(e) = sent else { return Ok(()) };
+    // What happened, from what the cluster shows now, not from what was intended.
+    let untouched = matches!(
+        objects::get(w.cluster, "IPsecGateway", &name).await,
+        Ok(Some(o)) if o.pointer("/metadata/deletionTimestamp").is_none()
+            && o.pointer("/metadata/uid").and_then(Value::as_str) == uid.as_deref()
+    );
+    if !untouched {
+        return Err(e.into());
+    }
+    w.save(Phase::PskDetached).await?;
+    let hint = e.hint();
+    let e = Error::from(e);
+    Err(Error::Stop {
+        code: e.exit_code(),
+        message: format!(
+            "{}; IPsecGateway {ns}/{name} is still there and untouched: nothing was deleted, the tunnel stays up",
+            crate::error::error_line(&e)
+        ),
+        hint: Some(match hint {
+            Some(h) => format!(
+                "{h}; then `vpnmig cutover {name} -n {ns}` resumes (journal phase psk-detached)"
+            ),
+            None => format!(
+                "once the cause is fixed, `vpnmig cutover {name} -n {ns}` resumes (journal phase psk-detached); `vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway"
+            ),
+        }),
+    })
+}

@@ -1,0 +1,775 @@
+//! The rollback (the runbook's "Rollback" section), from the journal: the old
+//! IPsecGateway is re-created from the saved manifest, verbatim (never translated back
+//! from the new kinds), after the VPNPeers and the VPNGateway are gone. Stages and
+//! events: the module doc of `crate::window`.
+
+use std::future::Future;
+
+use serde_json::Value;
+
+use super::steps::{self, Tunnels, Window, now, timed_out};
+use super::{
+    Ask, Choices, Confirm, Emit, Event, Events, Operation, Outcome, RollbackOptions, Sink, Stage,
+    Summary, Timeouts,
+};
+use crate::bundle;
+use crate::cluster::delete::{self, Target};
+use crate::cluster::{Cluster, journal as stored, lock, objects};
+use crate::core::journal::{self, Journal, Owners, Phase};
+use crate::core::scope::{self, PeerFate};
+use crate::error::Error;
+use crate::exit;
+
+/// Roll gateway `name` (in the cluster's namespace) back to its IPsecGateway: read the
+/// journal (or, if it is gone, the bundle in `opts.plan`), take the lock, check the
+/// VPNGateway's floating IP is pinned, ask `confirm` with the summary, delete the
+/// VPNPeers and the VPNGateway and wait until they are gone, re-create the IPsecGateway
+/// from the saved manifest, wait for FIPAttached and Ready, verify its tunnels, and mark
+/// the journal rolled back. Works after a completed, failed or interrupted cutover, and
+/// resumes an interrupted rollback. `stop` and `events` as for [`super::cutover()`].
+pub async fn rollback(
+    cluster: &Cluster,
+    name: &str,
+    opts: &RollbackOptions,
+    events: &mut dyn Events,
+    confirm: &mut impl Confirm,
+    stop: impl Future<Output = Error>,
+) -> Result<Outcome, Error> {
+    let ev = Sink::new(events);
+    // On the heap: the whole window is one large future, and a caller may run it on a
+    // thread with a small stack (a test's, a tokio worker's).
+    let result = Box::pin(steps::frame(
+        cluster,
+        name,
+        opts.dry_run,
+        opts.break_lock,
+        // From a bundle, nothing of the gateway need be left.
+        opts.plan.is_none(),
+        "roll back",
+        &ev,
+        stop,
+        async |held| run(cluster, held, name, opts, &ev, confirm).await,
+    ))
+    .await;
+    if let Err(e) = &result {
+        ev.emit(Event::Stopped {
+            code: e.exit_code(),
+            message: crate::error::error_line(e),
+        });
+    }
+    result
+}
+
+async fn run(
+    cluster: &Cluster,
+    held: Option<&lock::Lock>,
+    name: &str,
+    opts: &RollbackOptions,
+    ev: &dyn Emit,
+    confirm: &mut impl Confirm,
+) -> Result<Outcome, Error> {
+    let ns = cluster.namespace.clone();
+    let by = steps::identity(held);
+    let saved = opts
+        .plan
+        .as_ref()
+        .map(|d| bundle::read_saved(d))
+        .transpose()?;
+    let j = match (stored::read(cluster, name).await?, saved) {
+        (Some(j), saved) => {
+            if let Some((plan, _)) = saved {
+                let drift = journal::journal_drift(&plan, &j);
+                if !drift.is_empty() {
+                    ev.emit(Event::Drift(drift));
+                    return Err(Error::Stop {
+                        code: exit::REFUSED,
+                        message: format!("the journal of {ns}/{name} is not of the plan in --plan"),
+                        hint: Some(
+                            "leave out --plan: the journal in the cluster is what the cutover did"
+                                .into(),
+                        ),
+                    });
+                }
+            }
+            j
+        }
+        (None, Some((plan, old))) => {
+            let j = Journal::from_bundle(&plan, old, &now(), &by);
+            if j.gateway != name || j.namespace != ns {
+                return Err(Error::Stop {
+                    code: exit::REFUSED,
+                    message: format!(
+                        "the bundle in --plan is of {}/{}, not {ns}/{name}",
+                        j.namespace, j.gateway
+                    ),
+                    hint: None,
+                });
+            }
+            ev.emit(Event::Info(format!(
+                "no journal ConfigMap {ns}/{}: rolling back from the bundle",
+                journal::object_name(name)
+            )));
+            ev.emit(Event::Note(format!(
+                "the bundle is the gateway as it was planned (uid {}, spec {}); an edit made after that plan is not in it",
+                j.old_uid.as_deref().unwrap_or("?"),
+                j.spec_fingerprint
+            )));
+            j.validate().map_err(|why| Error::Stop {
+                code: exit::REFUSED,
+                message: format!("the bundle cannot be rolled back to: {why}"),
+                hint: None,
+            })?;
+            j
+        }
+        (None, None) => {
+            // A cutover stopped before its journal (killed while planning, refused) left
+            // the old gateway as it was: that is the state a rollback ends in, so there is
+            // nothing to do, not a refusal without a way on (issue 14 item 6).
+            let old = objects::get(cluster, "IPsecGateway", name).await?;
+            let untouched = old
+                .as_ref()
+                .is_some_and(|o| o.pointer("/metadata/deletionTimestamp").is_none());
+            if untouched && objects::get(cluster, "VPNGateway", name).await?.is_none() {
+                ev.emit(Event::Info(format!(
+                    "IPsecGateway {ns}/{name} is live and no window of it was started (no journal ConfigMap {}, no VPNGateway): nothing to roll back",
+                    journal::object_name(name)
+                )));
+                return Ok(Outcome::NothingToDo);
+            }
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "no journal of {ns}/{name} (ConfigMap {}): nothing recorded to roll back to",
+                    journal::object_name(name)
+                ),
+                hint: Some(crate::state::lost_journal_hint(&cluster.server, &ns, name).unwrap_or_else(|| format!(
+                    "pass the bundle of the cutover (--plan DIR), or check the namespace (`kubectl get configmaps -n {ns} -l app.kubernetes.io/managed-by=vpnmig`)"
+                ))),
+            });
+        }
+    };
+    if j.phase == Phase::RolledBack {
+        ev.emit(Event::Info(format!(
+            "{ns}/{name} is already rolled back ({}): nothing to do",
+            j.history.last().map(|e| e.at.as_str()).unwrap_or("?")
+        )));
+        return Ok(Outcome::NothingToDo);
+    }
+    let fip = j
+        .old_manifest
+        .pointer("/spec/endpoint/floatingIP")
+        .and_then(Value::as_str)
+        .filter(|f| !f.is_empty());
+    if fip.is_none() {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!("the saved IPsecGateway {ns}/{name} does not pin its floating IP (spec.endpoint.floatingIP is empty): re-creating it would allocate a new one"),
+            hint: Some("restore the old gateway by hand with the floating IP pinned in spec.endpoint.floatingIP".into()),
+        });
+    }
+    new_fip_pinned(cluster, &j).await?;
+    steps::require_permissions(cluster, "roll back").await?;
+    // Every precondition before the first change (issue 14 item 6): the PSK Secret the
+    // re-created gateway authenticates with, and which VPNPeers the rollback may delete.
+    let psk = if j.phase < Phase::OldApplied {
+        objects::secret(cluster, &j.psk_secret).await?
+    } else {
+        None
+    };
+    if let Some(s) = &psk {
+        // A key rotated during the window would fail the re-created gateway's tunnels:
+        // refuse before the first change, not after the re-create.
+        steps::psk_unchanged(ev, &j, s).map_err(|e| match e {
+            Error::Stop { message, hint, .. } => Error::Stop {
+                code: exit::REFUSED,
+                message: format!("{message}; nothing was changed"),
+                hint,
+            },
+            e => e,
+        })?;
+    }
+    if j.phase < Phase::OldApplied && psk.is_none() {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "PSK Secret {ns}/{} does not exist: the re-created IPsecGateway could not authenticate its peers; nothing was changed",
+                j.psk_secret
+            ),
+            hint: Some(format!(
+                "re-create the Secret from your own records (vpnmig never stores a key): `kubectl create secret generic {} -n {ns} --from-literal=psk=…`, then run the rollback again: `{}`",
+                j.psk_secret,
+                crate::error::again(&[])
+            )),
+        });
+    }
+    if !opts.choices.drop_missing_owners {
+        missing_owners(cluster, ev, &j, false).await?;
+    }
+    let scope = if j.phase < Phase::NewDeleted {
+        let s = peer_scope(cluster, ev, &j, opts.choices.delete_extra_peers).await?;
+        for (peer, why) in &s.foreign {
+            ev.emit(Event::Note(format!(
+                "VPNPeer {ns}/{peer} is left alone: {why}"
+            )));
+        }
+        s
+    } else {
+        PeerScope::default()
+    };
+    ev.emit(Event::Stage(Stage::Confirm));
+    confirm
+        .confirm(Ask {
+            gateway: name.to_string(),
+            action: "roll back",
+            dry_run: opts.dry_run,
+            summary: Summary::Rollback {
+                context: cluster.context.clone(),
+                journal: Box::new(j.clone()),
+                peers: (j.phase < Phase::NewDeleted).then(|| scope.peers.clone()),
+            },
+        })
+        .await?;
+    if opts.dry_run {
+        let mut admitted = Vec::new();
+        for n in &scope.peers {
+            let target = Target::Peer {
+                gateway: name,
+                recorded: &scope.recorded,
+            };
+            if let delete::Outcome::Sent { .. } =
+                delete::delete(cluster, target, n, |_| Ok(()), true).await?
+            {
+                admitted.push(format!("VPNPeer {n}"));
+            }
+        }
+        let target = Target::NewGateway {
+            fip: &j.floating_ip,
+            recorded: &scope.recorded,
+        };
+        if let delete::Outcome::Sent { .. } =
+            delete::delete(cluster, target, name, |_| Ok(()), true).await?
+        {
+            admitted.push(format!("VPNGateway {name}"));
+        }
+        ev.emit(Event::Step(format!(
+            "dry run: deletes admitted: {}",
+            if admitted.is_empty() {
+                "none (nothing of the new kinds exists)".to_string()
+            } else {
+                admitted.join(", ")
+            }
+        )));
+        if objects::get(cluster, "IPsecGateway", name).await?.is_none() {
+            let mut j = j.clone();
+            j.dropped_owner_references
+                .extend(missing_owners(cluster, ev, &j, opts.choices.drop_missing_owners).await?);
+            objects::create(cluster, &j.manifest_to_create(), true).await?;
+            ev.emit(Event::Step(format!(
+                "dry run: create of IPsecGateway {name} admitted"
+            )));
+        }
+        ev.emit(Event::Info("dry run: nothing was changed".into()));
+        return Ok(Outcome::DryRun);
+    }
+    let mut w = Window {
+        cluster,
+        ev,
+        journal: j,
+        lock: held,
+        by,
+    };
+    let t = roll_back(&mut w, &opts.timeouts, opts.choices).await?;
+    ev.emit(Event::Finished {
+        operation: Operation::Rollback,
+        journal: Box::new(w.journal.clone()),
+        verify: t.rows,
+    });
+    Ok(Outcome::Done)
+}
+
+/// The rollback steps from the journal's phase to `RolledBack` (also run by
+/// `cutover --rollback-on-failure`, under the cutover's lock).
+pub async fn roll_back(
+    w: &mut Window<'_>,
+    t: &Timeouts,
+    choices: Choices,
+) -> Result<Tunnels, Error> {
+    match phases(w, t, choices).await {
+        Err(e) if !matches!(e, Error::Lock(_)) => {
+            let line = crate::error::error_line(&e);
+            w.record_error(&line).await;
+            if matches!(e, Error::Stop { .. }) {
+                return Err(e);
+            }
+            let (name, ns) = (w.name().to_string(), w.ns().to_string());
+            Err(Error::Stop {
+                code: e.exit_code(),
+                message: format!(
+                    "rollback of {ns}/{name} stopped at phase {}: {line}",
+                    w.journal.phase
+                ),
+                hint: Some(format!(
+                    "once the cause is fixed, `vpnmig rollback {name} -n {ns}` resumes from there{}",
+                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
+                )),
+            })
+        }
+        other => other,
+    }
+}
+
+async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tunnels, Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let (cluster, ev) = (w.cluster, w.ev);
+    let again = Some(format!(
+        "`vpnmig rollback {name} -n {ns}` resumes the rollback"
+    ));
+    // Which VPNPeers are this window's, judged before anything changes (and each again,
+    // at its version, by the guarded delete).
+    let scope = if w.journal.phase < Phase::NewDeleted {
+        peer_scope(cluster, ev, &w.journal, choices.delete_extra_peers).await?
+    } else {
+        PeerScope::default()
+    };
+    // The owners the re-created gateway would name, before anything changes (also
+    // under `cutover --rollback-on-failure`); a choice to drop some is recorded first.
+    let dropped = missing_owners(cluster, ev, &w.journal, choices.drop_missing_owners).await?;
+    let recorded = !dropped.is_empty();
+    w.journal.dropped_owner_references.extend(dropped);
+    if !w.journal.phase.rolling_back() {
+        ev.emit(Event::Stage(Stage::Start));
+        w.save(Phase::RollingBack).await?;
+    } else if recorded {
+        w.check_lock().await?;
+        stored::write(cluster, &w.journal, false).await?;
+    }
+    // Nothing being deleted may take the PSK Secret with it: detach it from the new
+    // objects (and an old gateway still unwinding) first, then guard it while they go.
+    let owners = window_owners(w).await?;
+    if w.journal.phase < Phase::OldApplied {
+        ev.emit(Event::Stage(Stage::PskDetach));
+        w.detach_psk(&owners, "the objects being deleted").await?;
+    }
+    if w.journal.phase < Phase::NewDeleted {
+        ev.emit(Event::Stage(Stage::DeleteNew));
+        w.check_lock().await?;
+        for n in &scope.peers {
+            let target = Target::Peer {
+                gateway: &name,
+                recorded: &scope.recorded,
+            };
+            delete::delete(cluster, target, n, |_| Ok(()), false).await?;
+        }
+        let target = Target::NewGateway {
+            fip: &w.journal.floating_ip,
+            recorded: &scope.recorded,
+        };
+        delete::delete(cluster, target, &name, |_| Ok(()), false).await?;
+        let peers = scope.peers.clone();
+        // Nothing to wait for when no VPNPeer was the window's to delete.
+        if !peers.is_empty() {
+            let title = format!("delete VPNPeer {}", peers.join(", "));
+            let wait = steps::wait_gone(cluster, ev, "VPNPeer", &peers, t.delete, &title);
+            if let Err(d) = w.guarded(&owners, wait).await? {
+                return Err(timed_out(
+                    "the VPNPeers to be deleted",
+                    t.delete,
+                    &d,
+                    again.clone(),
+                ));
+            }
+        }
+        let title = format!("delete VPNGateway {ns}/{name}");
+        let wait = steps::wait_gone(
+            cluster,
+            ev,
+            "VPNGateway",
+            std::slice::from_ref(&name),
+            t.delete,
+            &title,
+        );
+        if let Err(d) = w.guarded(&owners, wait).await? {
+            return Err(timed_out(
+                &format!("VPNGateway {ns}/{name} to be deleted"),
+                t.delete,
+                &d,
+                again,
+            ));
+        }
+        w.save(Phase::NewDeleted).await?;
+    }
+    if w.journal.phase < Phase::OldApplied {
+        ev.emit(Event::Stage(Stage::CreateOld));
+        w.check_lock().await?;
+        if let Some(old) = objects::get(cluster, "IPsecGateway", &name).await? {
+            if old.pointer("/metadata/deletionTimestamp").is_some() {
+                // An interrupted cutover's delete is still unwinding: let it finish first.
+                let title = format!(
+                    "delete of IPsecGateway {ns}/{name} (started by the cutover) to finish"
+                );
+                let wait = steps::wait_gone(
+                    cluster,
+                    ev,
+                    "IPsecGateway",
+                    std::slice::from_ref(&name),
+                    t.delete,
+                    &title,
+                );
+                if let Err(d) = w.guarded(&owners, wait).await? {
+                    return Err(timed_out(
+                        &format!("IPsecGateway {ns}/{name} to be deleted"),
+                        t.delete,
+                        &d,
+                        Some(format!(
+                            "the operator's unwind of the old IPsecGateway has not finished and its finalizer is the operator's to remove: look at the operator's logs; once it is gone, `vpnmig rollback {name} -n {ns}` resumes"
+                        )),
+                    ));
+                }
+                create_old(w).await?;
+            } else {
+                let uid = old
+                    .pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?");
+                if Some(uid) == w.journal.old_uid.as_deref() {
+                    ev.emit(Event::Step(format!(
+                        "IPsecGateway {ns}/{name} is still there (uid {uid}): kept"
+                    )));
+                } else {
+                    ev.emit(Event::Warning(format!(
+                        "IPsecGateway {ns}/{name} exists, but it is not the object the journal recorded (uid {uid}, the journal's {}): kept as it is, and judged below",
+                        w.journal.old_uid.as_deref().unwrap_or("?")
+                    )));
+                }
+            }
+        } else {
+            create_old(w).await?;
+        }
+        steps::check_psk(w).await?;
+        w.save(Phase::OldApplied).await?;
+    }
+    let me = [name.clone()];
+    ev.emit(Event::Stage(Stage::Attach));
+    let title = format!(
+        "IPsecGateway {ns}/{name} FIPAttached (floating IP {})",
+        w.journal.floating_ip
+    );
+    if let Err(d) = steps::wait_conditions(
+        cluster,
+        ev,
+        "IPsecGateway",
+        &me,
+        &["FIPAttached"],
+        t.attach,
+        &title,
+    )
+    .await?
+    {
+        return Err(timed_out(
+            &format!("IPsecGateway {ns}/{name} FIPAttached"),
+            t.attach,
+            &d,
+            again,
+        ));
+    }
+    ev.emit(Event::Stage(Stage::Ready));
+    let title = format!("IPsecGateway {ns}/{name} Ready");
+    if let Err(d) = steps::wait_conditions(
+        cluster,
+        ev,
+        "IPsecGateway",
+        &me,
+        &["Ready"],
+        t.attach,
+        &title,
+    )
+    .await?
+    {
+        return Err(timed_out(
+            &format!("IPsecGateway {ns}/{name} Ready"),
+            t.attach,
+            &d,
+            again,
+        ));
+    }
+    // The old kind cannot pin its serviceCIDR: say at once if the operator gave another.
+    let status = objects::get(cluster, "IPsecGateway", &name)
+        .await?
+        .and_then(|o| o.get("status").cloned())
+        .unwrap_or_default();
+    let lost = journal::lost_addresses(&w.journal, &status);
+    if !lost.is_empty() && choices.accept_new_addresses {
+        ev.emit(Event::Note(format!(
+            "--accept-new-addresses: IPsecGateway {ns}/{name} keeps the addresses the operator gave it ({}); the client's side must be changed to them",
+            lost.join(", ")
+        )));
+    } else if !lost.is_empty() {
+        let message = format!(
+            "IPsecGateway {ns}/{name} is back with its floating IP, but the operator allocated other addresses: {}",
+            lost.join(", ")
+        );
+        w.record_error(&message).await;
+        return Err(Error::Stop {
+            code: exit::VERIFY_FAILED,
+            message,
+            hint: Some(format!(
+                "the IPsecGateway kind has no spec field for its serviceCIDR, so a re-created one gets the next free /24 (the runbook's rollback cannot pin it). \
+The client's routes and firewall name the old addresses: either move forward again with `vpnmig cutover {name} -n {ns} --forward` (the journal's VPNGateway pins them), or change them on the client side and close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`"
+            )),
+        });
+    }
+    let (service_cidr, virtual_ips) = if choices.accept_new_addresses {
+        (None, Vec::new())
+    } else {
+        w.journal.pinned_addresses()
+    };
+    // The saved manifest is the reference of a gateway this window re-created; one that
+    // was never deleted (same uid) is kept as it is, edits and all.
+    let live_uid = objects::get(cluster, "IPsecGateway", &name)
+        .await?
+        .and_then(|o| {
+            o.pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+    let reference = if live_uid.is_some() && live_uid != w.journal.old_uid {
+        vec![w.journal.old_manifest.clone()]
+    } else {
+        Vec::new()
+    };
+    ev.emit(Event::Stage(Stage::Tunnels));
+    let expect = steps::Expect {
+        kind: "IPsecGateway",
+        service_cidr,
+        virtual_ips,
+        reference,
+    };
+    if choices.accept_new_addresses && !lost.is_empty() {
+        // The client still dials the old addresses: its tunnels come up only after it is
+        // changed, which no wait here can bring about. Close the journal, show the state
+        // as it is, and say what checks the tunnels later.
+        let rows = steps::verify_once(cluster, &name, &expect).await?;
+        w.save(Phase::RolledBack).await?;
+        ev.emit(Event::Note(format!(
+            "the tunnels were not waited for: they come up once the client uses the new addresses; `vpnmig verify {name} -n {ns} --wait` checks them"
+        )));
+        return Ok(Tunnels {
+            rows,
+            first_up: None,
+            timed_out: None,
+        });
+    }
+    let tunnels = steps::wait_tunnels(cluster, ev, &name, t.tunnel, &expect).await?;
+    if let Some(d) = &tunnels.timed_out {
+        return Err(timed_out(
+            &format!(
+                "the tunnels of {ns}/{name} (journal phase {})",
+                w.journal.phase
+            ),
+            t.tunnel,
+            d,
+            Some(format!(
+                "the IPsecGateway is back and Ready; only its tunnels are missing. The client's peer re-initiates on its own DPD/retry timer; a PSK or proposal mismatch shows in the client's logs. `vpnmig rollback {name} -n {ns}` waits for them again"
+            )),
+        ));
+    }
+    w.save(Phase::RolledBack).await?;
+    if let Some(d) = &w.journal.psk_detached {
+        ev.emit(Event::Note(format!(
+            "PSK Secret {} stays detached ({} ownerReference(s) to the deleted gateway were removed by the cutover; they would point at an object that no longer exists)",
+            d.secret,
+            d.removed_owner_references.len()
+        )));
+    }
+    Ok(tunnels)
+}
+
+/// The live VPNGateway (if any) pins the journal's floating IP: deleting it then only
+/// disassociates the address. Checked before the prompt and again right before the
+/// delete (also under `cutover --rollback-on-failure`).
+async fn new_fip_pinned(cluster: &Cluster, j: &Journal) -> Result<(), Error> {
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    let Some(gw) = objects::get(cluster, "VPNGateway", name).await? else {
+        return Ok(());
+    };
+    // The rule every delete applies (`core::scope`), asked before the prompt.
+    crate::core::scope::gateway_deletable(&gw, &j.floating_ip).map_err(|why| Error::Stop {
+        code: exit::REFUSED,
+        message: format!("VPNGateway {ns}/{name} cannot be deleted: {why}; nothing was changed"),
+        hint: Some(format!(
+            "pin it first: {}",
+            crate::core::scope::pin_command("VPNGateway", name, ns, &j.floating_ip)
+        )),
+    })
+}
+
+/// What the PSK Secret must not be owned by during this rollback.
+async fn window_owners(w: &Window<'_>) -> Result<Owners, Error> {
+    let mut uids = Vec::new();
+    for (kind, n) in w.journal.target_names() {
+        if let Some(o) = objects::get(w.cluster, &kind, &n).await?
+            && let Some(uid) = o.pointer("/metadata/uid").and_then(Value::as_str)
+        {
+            uids.push(uid.to_string());
+        }
+    }
+    Ok(Owners::of_window(&w.journal, uids))
+}
+
+/// The ownerReferences of the saved old manifest whose owners are gone (issue 9 item 9),
+/// checked only while the IPsecGateway is still to be re-created: absent, or another
+/// object of that name (another uid). None: `Ok(vec![])`. Some and `drop`: they are
+/// announced and returned (to be recorded and left out of the create). Some without
+/// `drop`: a refusal naming them, before anything changed.
+async fn missing_owners(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    j: &Journal,
+    drop: bool,
+) -> Result<Vec<Value>, Error> {
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    if j.phase >= Phase::OldApplied {
+        return Ok(Vec::new());
+    }
+    let live = objects::get(cluster, "IPsecGateway", name).await?;
+    if live.is_some_and(|o| o.pointer("/metadata/deletionTimestamp").is_none()) {
+        // Kept as it is, not re-created: its owners are its own business.
+        return Ok(Vec::new());
+    }
+    let mut missing = Vec::new();
+    for owner in j.old_owners() {
+        let (uid, note) =
+            objects::owner_uid(cluster, &owner.api_version, &owner.kind, &owner.name).await?;
+        if let Some(note) = note {
+            ev.emit(Event::Note(note));
+        }
+        let seen = uid.map_or(journal::OwnerSeen::Absent, journal::OwnerSeen::Uid);
+        if let Some(why) = journal::owner_missing(&owner, &seen) {
+            missing.push((owner, why));
+        }
+    }
+    if missing.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = missing
+        .iter()
+        .map(|(_, why)| why.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    if !drop {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "the saved IPsecGateway {ns}/{name} is owned by {} that no longer exist{}: {list}. Re-created with these ownerReferences, it would be deleted by the garbage collector right after the rollback; nothing was changed",
+                if missing.len() == 1 {
+                    "an object"
+                } else {
+                    "objects"
+                },
+                if missing.len() == 1 { "s" } else { "" },
+            ),
+            hint: Some(format!(
+                "either restore the owner with its uid (e.g. from a backup), or run `vpnmig rollback {name} -n {ns} --drop-missing-owners` to re-create the gateway without these references (recorded in the journal); whatever owned it then no longer manages it"
+            )),
+        });
+    }
+    for (_, why) in &missing {
+        ev.emit(Event::Note(format!(
+            "--drop-missing-owners: IPsecGateway {ns}/{name} is re-created without its ownerReference to {why}; recorded in the journal"
+        )));
+    }
+    Ok(missing.into_iter().map(|(o, _)| o.raw).collect())
+}
+
+async fn create_old(w: &Window<'_>) -> Result<(), Error> {
+    let ev = w.ev;
+    let created = objects::create(w.cluster, &w.journal.manifest_to_create(), false).await?;
+    ev.emit(Event::Step(format!(
+        "IPsecGateway {}/{} {} from the saved manifest",
+        w.ns(),
+        w.name(),
+        if created {
+            "re-created"
+        } else {
+            "already exists"
+        }
+    )));
+    Ok(())
+}
+
+/// The VPNPeers a rollback deletes, and those it leaves alone (DESIGN.md §4.8; issue 14
+/// items 3 and 4).
+#[derive(Default)]
+struct PeerScope {
+    /// To delete: proven the window's, or extras named by --delete-extra-peers.
+    peers: Vec<String>,
+    /// The uids that count as the window's: the journal's, and the extras consented to.
+    recorded: Vec<String>,
+    /// Left alone (another gateway's, or under a journal name but not the window's).
+    foreign: Vec<(String, String)>,
+}
+
+/// Sort the namespace's VPNPeers for a rollback of the journal's gateway. Peers that
+/// reference it but were not made by the window refuse the rollback (nothing changed)
+/// unless `delete_extras`.
+async fn peer_scope(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    j: &Journal,
+    delete_extras: bool,
+) -> Result<PeerScope, Error> {
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    let all = objects::list(cluster, "VPNPeer").await?;
+    let mut out = PeerScope {
+        recorded: j.target_uids.clone(),
+        ..Default::default()
+    };
+    let mut extras = Vec::new();
+    for fate in scope::sort_peers(&all, name, &j.peer_names(), &j.target_uids) {
+        match fate {
+            PeerFate::Delete { name, .. } => out.peers.push(name),
+            PeerFate::Foreign { name, why } => out.foreign.push((name, why)),
+            PeerFate::Extra { name, why } => extras.push((name, why)),
+        }
+    }
+    if extras.is_empty() {
+        return Ok(out);
+    }
+    if !delete_extras {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "{} VPNPeer(s) reference gateway {ns}/{name} but were not created by its cutover: {}. A rollback would leave them orphaned, and a later cutover would find more than one peer (default-deny); nothing was changed",
+                extras.len(),
+                extras
+                    .iter()
+                    .map(|(n, why)| format!("{n} ({why})"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+            hint: Some(format!(
+                "keep what they configure elsewhere, then either delete them yourself (`kubectl delete vpnpeer {} -n {ns}`) or run the rollback again with --delete-extra-peers: `{}`",
+                extras
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                crate::error::again(&["--delete-extra-peers"])
+            )),
+        });
+    }
+    for (n, _) in extras {
+        if let Some(uid) = all
+            .iter()
+            .find(|p| p.pointer("/metadata/name").and_then(Value::as_str) == Some(&n))
+            .and_then(|p| p.pointer("/metadata/uid").and_then(Value::as_str))
+        {
+            out.recorded.push(uid.to_string());
+        }
+        ev.emit(Event::Note(format!(
+            "VPNPeer {ns}/{n} is not the cutover's; deleting it as --delete-extra-peers asks"
+        )));
+        out.peers.push(n);
+    }
+    Ok(out)
+}
