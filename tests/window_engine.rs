@@ -107,9 +107,8 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
         let l = start(ACME, pool("10.250.3.0/24")).await;
         let cluster = Cluster::connect(&ClusterOptions {
             kubeconfig: Some(l.kubeconfig.clone()),
-            context: None,
             namespace: Some("tenant-acme".into()),
-            request_timeout: None,
+            ..Default::default()
         })
         .await
         .unwrap();
