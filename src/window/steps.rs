@@ -541,7 +541,7 @@ pub(crate) async fn wait_tunnels(
     let mut rows = Vec::new();
     let mut last = String::new();
     // Why the latest look could not be taken (cleared by a look that was).
-    let mut unread: Option<KubeError>;
+    let mut unread: Option<KubeError> = None;
     loop {
         let remaining = timeout.saturating_sub(started.elapsed());
         let attempt = tokio::time::timeout(remaining, async {
@@ -555,7 +555,9 @@ pub(crate) async fn wait_tunnels(
         .await;
         let waiting = match attempt {
             // The look did not finish before the timeout (the calls were still retrying):
-            // as unknown as a look that failed.
+            // what the last finished look found stands; when no look ever finished, the
+            // state is as unknown as after a look that failed.
+            Err(_) if !rows.is_empty() || unread.is_some() => None,
             Err(_) => {
                 unread = Some(KubeError::Deadline {
                     verb: "read".into(),
