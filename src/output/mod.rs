@@ -7,6 +7,8 @@ pub mod manifest;
 pub mod progress;
 pub mod style;
 pub mod text;
+pub mod verify;
+pub mod width;
 pub mod window;
 
 /// `-o/--output`.
