@@ -172,3 +172,44 @@ fn verify_table_at_60_80_and_200_columns() {
         insta::assert_snapshot!(format!("verify_{columns}"), text);
     }
 }
+
+/// `parse-sas` on every sample: within the width, and every address whole on a line.
+#[test]
+fn parse_sas_fits_the_terminal() {
+    let mut samples: Vec<_> = std::fs::read_dir(root().join("fixtures/swanctl"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
+        .collect();
+    samples.sort();
+    for path in samples {
+        let file = path.strip_prefix(root()).unwrap().to_str().unwrap();
+        let json = vpnmig_at(None, &["parse-sas", file, "-o", "json"], None);
+        let doc: Value = serde_json::from_str(&json.stdout).unwrap();
+        let addresses: Vec<String> = doc["ike_sas"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|ike| {
+                [
+                    ike["local"]["address"].clone(),
+                    ike["remote"]["address"].clone(),
+                ]
+            })
+            .filter_map(|a| a.as_str().map(str::to_string))
+            .collect();
+        for columns in [60, 80, 100] {
+            let r = vpnmig_at(Some(columns), &["parse-sas", file], None);
+            assert_eq!(r.code, 0, "{file}: {}", r.stderr);
+            let (n, line) = widest(&r.stdout);
+            assert!(n <= columns, "{file} at {columns}: {n} columns:\n{line}");
+            for a in &addresses {
+                assert!(
+                    r.stdout.lines().any(|l| l.contains(a.as_str())),
+                    "{file} at {columns}: {a} split:\n{}",
+                    r.stdout
+                );
+            }
+        }
+    }
+}

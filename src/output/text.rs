@@ -61,7 +61,14 @@ pub fn render_plan(
     );
     head(&mut out, "spec", &s.spec_fingerprint);
     if let Some(psk) = &s.psk_fingerprint {
-        head(&mut out, "psk", &format!("{psk} (fingerprint only)"));
+        // The note goes whole onto the next line rather than break in two.
+        let line = format!("{psk} (fingerprint only)");
+        if HANG.len() + visible(&line) <= width {
+            head(&mut out, "psk", &line);
+        } else {
+            head(&mut out, "psk", psk);
+            let _ = writeln!(out, "{HANG}(fingerprint only)");
+        }
     }
     let targets: Vec<String> = crate::output::manifest::targets(plan)
         .into_iter()

@@ -309,3 +309,9 @@ pub async fn finish_timed(mut child: std::process::Child) -> (Run, Duration) {
         longest,
     )
 }
+
+/// `text` with every run of whitespace as one space: a sentence the width wrapped
+/// (issue 10 item 5) reads as one line again, for `contains`.
+pub fn unwrapped(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
