@@ -213,3 +213,67 @@ fn parse_sas_fits_the_terminal() {
         }
     }
 }
+
+/// Every width from 40 to 240: verify's table stays within it and keeps each value whole.
+#[test]
+fn verify_table_fits_every_width() {
+    let rows = verify_rows();
+    for columns in 40..=240 {
+        let text = vpnmig::output::verify::render(&rows, columns);
+        let (n, line) = widest(&text);
+        assert!(n <= columns, "{columns}: {n} columns:\n{line}");
+        for v in [
+            "198.51.100.23",
+            "10.250.3.0/24",
+            "fw.acme.example",
+            "tenant-acme/acme",
+        ] {
+            assert!(
+                text.lines().any(|l| l.contains(v)),
+                "{columns}: {v} split:\n{text}"
+            );
+        }
+    }
+}
+
+/// Every width from 40 to 120 (and every 7th to 240), every fixture that is one gateway: plan's text (with the
+/// commands of a bundle and the diff) stays within it and keeps each pinned value whole.
+#[test]
+fn plan_text_fits_every_width() {
+    use vpnmig::core::report::Rule;
+    use vpnmig::output::text::{DiffBase, render_plan, value};
+    let mut fixtures: Vec<_> = std::fs::read_dir(root().join("fixtures/gateways"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    fixtures.sort();
+    for path in fixtures {
+        let file = path.strip_prefix(root()).unwrap().to_str().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let Ok(source) = vpnmig::core::input::load(&text, file, None) else {
+            continue;
+        };
+        let plan =
+            vpnmig::core::plan::build(&source, &vpnmig::core::allowlist::Allowlist::default());
+        let old = vpnmig::core::plan::clean_old_manifest(&source.raw);
+        let diffs = vpnmig::bundle::diff(&plan, &old, &Default::default());
+        let values: Vec<String> = plan
+            .fields
+            .iter()
+            .filter(|f| f.rule == Rule::Pinned)
+            .map(|f| value(&f.value))
+            .collect();
+        for columns in (40..=120).chain((121..=240).step_by(7)) {
+            let out = render_plan(&plan, &diffs, DiffBase::Nothing, Some("plans/x"), columns);
+            let out = anstream::adapter::strip_str(&out).to_string();
+            let (n, line) = widest(&out);
+            assert!(n <= columns, "{file} at {columns}: {n} columns:\n{line}");
+            for v in &values {
+                assert!(
+                    v.chars().count() > columns || out.lines().any(|l| l.contains(v.as_str())),
+                    "{file} at {columns}: {v} split"
+                );
+            }
+        }
+    }
+}

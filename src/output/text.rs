@@ -44,7 +44,12 @@ pub fn render_plan(
         Some(ns) => format!("{ns}/{}", s.name),
         None => s.name.clone(),
     };
-    let _ = writeln!(out, "{} IPsecGateway {id}", paint(HEADING, "Plan for"));
+    out.push_str(&wrap(
+        &format!("{} IPsecGateway {id}", paint(HEADING, "Plan for")),
+        width,
+        "",
+        "  ",
+    ));
     let head = |out: &mut String, label: &str, text: &str| {
         out.push_str(&wrap(text, width, &format!("  {label:<9}"), HANG));
     };
@@ -77,11 +82,15 @@ pub fn render_plan(
     head(&mut out, "targets", &targets.join(", "));
 
     // Pinned values, plus any row that did not arrive whatever its rule.
-    let _ = writeln!(
-        out,
-        "\n{}",
-        paint(HEADING, "Pinned values (must stay byte-for-byte identical)")
-    );
+    let _ = writeln!(out);
+    for line in wrap_lines(
+        "Pinned values (must stay byte-for-byte identical)",
+        width,
+        "",
+        "  ",
+    ) {
+        let _ = writeln!(out, "{}", paint(HEADING, line));
+    }
     let rows: Vec<Pinned> = plan
         .fields
         .iter()
@@ -350,8 +359,9 @@ const HANG: &str = "           ";
 
 /// The pinned values: one line per row when that fits the width (comfy-table);
 /// otherwise each row's field, value and verdict in wrapped columns, with its old and
-/// new paths on the lines below across the whole width. A value is wrapped whole onto
-/// its own lines, never cut.
+/// new paths on the lines below across the whole width; narrower still (a value would
+/// not fit its column whole), the value goes on a line of its own too. A value is never
+/// cut.
 fn pinned_table(rows: &[Pinned], width: usize) -> String {
     let mut table = Table::new();
     table
@@ -396,8 +406,26 @@ fn pinned_table(rows: &[Pinned], width: usize) -> String {
     let verdict_w = avail
         .saturating_sub(value_w + field_w)
         .clamp(7, verdicts.max(7));
-    let widths = [field_w, value_w, verdict_w];
     let mut out = String::new();
+    if widest(|r| &r.value, "VALUE") > value_w {
+        // A value would not fit its column whole: each goes on its own line.
+        let field_w = widest(|r| &r.field, "FIELD").min(avail.saturating_sub(verdicts.min(12)));
+        let widths = [
+            field_w,
+            avail.saturating_sub(field_w).clamp(7, verdicts.max(7)),
+        ];
+        out.push_str(&grid(&["FIELD", "VERDICT"], &widths));
+        let _ = writeln!(out, "   VALUE\n   OLD PATH → NEW PATH");
+        for r in rows {
+            out.push_str(&grid(&[&r.field, &r.verdict], &widths));
+            out.push_str(&wrap(&r.value, width, "   ", "   "));
+            for line in wrap_lines(&format!("{} → {}", r.from, r.to), width, "   ", "     ") {
+                let _ = writeln!(out, "{}", paint(DIM, line));
+            }
+        }
+        return out;
+    }
+    let widths = [field_w, value_w, verdict_w];
     out.push_str(&grid(&["FIELD", "VALUE", "VERDICT"], &widths));
     let _ = writeln!(out, "   OLD PATH → NEW PATH");
     for r in rows {

@@ -9,7 +9,8 @@ use crate::output::width::{fit, grid, visible, wrap};
 /// The table and its verdict line in lines of at most `width` columns. One line per
 /// check when the table fits (comfy-table, details wrapped in their column when the
 /// others leave them 40 columns); narrower, each check's columns wrap in place and its
-/// detail follows on the lines below it, across the width. Columns are never narrower
+/// detail follows on the lines below it, across the width; narrower still, the object
+/// and what go below too. Columns are never narrower
 /// than their longest word (an address, an identity) while the width allows, so those
 /// are wrapped whole, never cut.
 pub fn render(rows: &[Row], width: usize) -> String {
@@ -64,12 +65,30 @@ pub fn render(rows: &[Row], width: usize) -> String {
                 .unwrap_or(0)
         };
         let mins = [natural[0], words(1), words(2), natural[3]];
-        let widths = fit(&natural, &mins, width.saturating_sub(1 + 2 * 3));
-        out.push_str(&grid(&head, &widths));
-        out.push_str("   DETAIL\n");
-        for (r, row) in rows.iter().zip(&cells) {
-            out.push_str(&grid(row, &widths));
-            out.push_str(&wrap(&r.detail, width, "   ", "   "));
+        let avail = width.saturating_sub(1 + 2 * 3);
+        if mins.iter().sum::<usize>() <= avail {
+            let widths = fit(&natural, &mins, avail);
+            out.push_str(&grid(&head, &widths));
+            out.push_str("   DETAIL\n");
+            for (r, row) in rows.iter().zip(&cells) {
+                out.push_str(&grid(row, &widths));
+                out.push_str(&wrap(&r.detail, width, "   ", "   "));
+            }
+        } else {
+            // Too narrow for the object and what beside each other: they go below too.
+            let widths = [natural[0], natural[3]];
+            out.push_str(&grid(&["CHECK", "VERDICT"], &widths));
+            out.push_str("   OBJECT: WHAT\n   DETAIL\n");
+            for (r, row) in rows.iter().zip(&cells) {
+                out.push_str(&grid(&[row[0], row[3]], &widths));
+                out.push_str(&wrap(
+                    &format!("{}: {}", r.object, r.what),
+                    width,
+                    "   ",
+                    "     ",
+                ));
+                out.push_str(&wrap(&r.detail, width, "   ", "   "));
+            }
         }
     }
     let failed = rows.iter().filter(|r| r.verdict == Verdict::Fail).count();
