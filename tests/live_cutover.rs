@@ -1044,9 +1044,12 @@ async fn rollback_says_when_the_operator_hands_out_another_cidr() {
         "{}",
         r.stderr
     );
+    // At 100 columns (no terminal) each check's detail is on the line below it.
     assert!(
-        r.stdout
-            .contains("status.serviceCIDR           ok       10.250.3.0/24 (pinned 10.250.3.0/24)"),
+        r.stdout.contains("10.250.3.0/24 (pinned 10.250.3.0/24)")
+            && r.stdout
+                .lines()
+                .any(|l| l.contains("status.serviceCIDR") && l.trim_end().ends_with(" ok")),
         "{}",
         r.stdout
     );
@@ -1493,9 +1496,12 @@ async fn a_forward_cutover_stopped_before_the_delete_resumes_with_the_journal_ta
         "{}",
         r.stderr
     );
+    // At 100 columns (no terminal) each check's detail is on the line below it.
     assert!(
-        r.stdout
-            .contains("status.serviceCIDR           ok       10.250.3.0/24 (pinned 10.250.3.0/24)"),
+        r.stdout.contains("10.250.3.0/24 (pinned 10.250.3.0/24)")
+            && r.stdout
+                .lines()
+                .any(|l| l.contains("status.serviceCIDR") && l.trim_end().ends_with(" ok")),
         "{}",
         r.stdout
     );

@@ -444,3 +444,55 @@ async fn an_unreadable_secret_is_a_finding_not_the_end_of_the_plan() {
     assert_eq!(plan["source"]["pskFingerprint"], Value::Null);
     l.sb.shutdown().await;
 }
+
+/// `v` with every object's keys in reverse order: an export whose author ordered the
+/// keys differently from the API server.
+fn reversed(v: &Value) -> Value {
+    match v {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .rev()
+                .map(|(k, c)| (k.clone(), reversed(c)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(reversed).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Issue 10 item 6: the field rows (and so the pinned-values table) come in one order
+/// from `plan NAME` and from `plan -f` of an export, whatever order its keys are in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offline_and_live_plans_list_the_fields_in_one_order() {
+    let l = start(ACME, SettingsFile::default()).await;
+    let live = l.vpnmig(&["plan", "acme", "-o", "json"]).await;
+    assert_eq!(live.code, 0, "{}", live.stderr);
+    let gw = live::objects(&l, "ipsec.bnerd.net", "ipsecgateways", "tenant-acme")
+        .into_iter()
+        .find(|o| o["metadata"]["name"] == "acme")
+        .unwrap();
+    let file = l.cwd().join("acme-export.json");
+    std::fs::write(&file, serde_json::to_string_pretty(&reversed(&gw)).unwrap()).unwrap();
+    let offline = l
+        .vpnmig(&["plan", "-f", file.to_str().unwrap(), "-o", "json"])
+        .await;
+    assert!(offline.code == 0 || offline.code == 4, "{}", offline.stderr);
+    let rows = |doc: &str| -> Vec<(String, String, String)> {
+        let plan: Value = serde_json::from_str(doc).unwrap();
+        plan["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| {
+                (
+                    f["field"].as_str().unwrap_or_default().to_string(),
+                    f["from"].as_str().unwrap_or_default().to_string(),
+                    f["target"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    };
+    let (live, offline) = (rows(&live.stdout), rows(&offline.stdout));
+    assert!(live.iter().any(|r| r.0 == "floating IP"), "{live:?}");
+    assert_eq!(live, offline);
+}

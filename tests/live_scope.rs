@@ -447,7 +447,7 @@ async fn colliding_peer_names_block_the_later_gateway_with_a_way_out() {
     let r = l.vpnmig(&["plan", "globex", "-n", "tenant-globex"]).await;
     assert_eq!(r.code, 4, "{}", r.stdout);
     assert!(
-        r.stdout.contains("IPsecGateway tenant-globex/globex-east will create VPNPeer globex-east for its tunnel main and owns that name"),
+        live::unwrapped(&r.stdout).contains("IPsecGateway tenant-globex/globex-east will create VPNPeer globex-east for its tunnel main and owns that name"),
         "{}",
         r.stdout
     );

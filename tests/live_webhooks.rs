@@ -71,7 +71,8 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
     let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
 
     let r = l.vpnmig(&["plan", "acme", "--server-dry-run"]).await;
-    let out = format!("{}{}", r.stdout, r.stderr);
+    // The plan's text is wrapped to 100 columns: its sentences read joined.
+    let out = live::unwrapped(&format!("{}\n{}", r.stdout, r.stderr));
     assert_eq!(r.code, 0, "a warning, not a blocker: {out}");
     assert!(
         out.contains(&format!(

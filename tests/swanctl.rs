@@ -248,6 +248,7 @@ mod cli {
         let mut cmd = Command::cargo_bin("vpnmig").unwrap();
         cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
             .env("NO_COLOR", "1")
+            .env_remove("COLUMNS")
             .args(args);
         if let Some(s) = stdin {
             cmd.write_stdin(s);

@@ -146,10 +146,22 @@ fn the_final_report_as_text_and_json() {
     ];
     insta::assert_snapshot!(
         "report_text",
-        plain(render::report("cutover", &j, &rows, Format::Text))
+        plain(render::report_width(
+            "cutover",
+            &j,
+            &rows,
+            Format::Text,
+            100
+        ))
     );
     insta::assert_snapshot!(
         "report_json",
-        plain(render::report("cutover", &j, &rows, Format::Json))
+        plain(render::report_width(
+            "cutover",
+            &j,
+            &rows,
+            Format::Json,
+            100
+        ))
     );
 }

@@ -44,20 +44,96 @@ enum SasFormat {
     Json,
 }
 
-/// The text rendering of parsed SAs.
+/// The text rendering of parsed SAs, as wide as stdout.
 pub fn render(sas: &Sas) -> String {
+    render_width(sas, crate::output::width::detect())
+}
+
+/// The text rendering of parsed SAs in lines of at most `width` columns: a table, one
+/// row per IKE and CHILD SA, when it fits; else each SA on a line with its local and
+/// remote ends (or traffic selectors) on the lines below, wrapped at spaces, so an
+/// address, an identity or a selector is never split.
+pub fn render_width(sas: &Sas, width: usize) -> String {
     if sas.ike_sas.is_empty() {
         return "no IKE SAs: nothing is up\n".into();
     }
+    let table = table(sas);
+    if table
+        .lines()
+        .all(|l| crate::output::width::visible(l) <= width)
+    {
+        return table;
+    }
+    let wrap = crate::output::width::wrap;
+    let mut out = String::new();
+    for ike in &sas.ike_sas {
+        out.push_str(&wrap(
+            &format!(
+                "{}  #{}  {}  IKEv{}",
+                ike.name, ike.unique_id, ike.state, ike.ike_version
+            ),
+            width,
+            " ",
+            "   ",
+        ));
+        out.push_str(&wrap(
+            &endpoint(&ike.local),
+            width,
+            "   local  ",
+            "          ",
+        ));
+        out.push_str(&wrap(
+            &endpoint(&ike.remote),
+            width,
+            "   remote ",
+            "          ",
+        ));
+        for c in &ike.child_sas {
+            out.push_str(&wrap(
+                &format!("{}  #{}  {}  {}", c.name, c.unique_id, c.state, mode(c)),
+                width,
+                "   ",
+                "     ",
+            ));
+            out.push_str(&wrap(
+                &c.local_ts.join(" "),
+                width,
+                "     local  ",
+                "            ",
+            ));
+            out.push_str(&wrap(
+                &c.remote_ts.join(" "),
+                width,
+                "     remote ",
+                "            ",
+            ));
+        }
+    }
+    out
+}
+
+fn endpoint(e: &swanctl::Endpoint) -> String {
+    match e.port {
+        Some(p) => format!("'{}' @ {}[{p}]", e.id, e.address),
+        None => format!("'{}' @ {}", e.id, e.address),
+    }
+}
+
+fn mode(c: &swanctl::ChildSa) -> String {
+    if c.udp_encap {
+        format!("{}-in-UDP", c.mode)
+    } else {
+        c.mode.clone()
+    }
+}
+
+/// The one-line-per-SA table.
+fn table(sas: &Sas) -> String {
     let mut table = Table::new();
     table
         .load_preset(presets::NOTHING)
         .set_content_arrangement(ContentArrangement::Disabled);
     table.set_header(["SA", "ID", "STATE", "TYPE", "LOCAL", "REMOTE"]);
-    let endpoint = |e: &swanctl::Endpoint| match e.port {
-        Some(p) => format!("'{}' @ {}[{p}]", e.id, e.address),
-        None => format!("'{}' @ {}", e.id, e.address),
-    };
     for ike in &sas.ike_sas {
         table.add_row([
             ike.name.clone(),
@@ -68,16 +144,11 @@ pub fn render(sas: &Sas) -> String {
             endpoint(&ike.remote),
         ]);
         for c in &ike.child_sas {
-            let mode = if c.udp_encap {
-                format!("{}-in-UDP", c.mode)
-            } else {
-                c.mode.clone()
-            };
             table.add_row([
                 format!("  {}", c.name),
                 format!("#{}", c.unique_id),
                 c.state.clone(),
-                mode,
+                mode(c),
                 c.local_ts.join(" "),
                 c.remote_ts.join(" "),
             ]);

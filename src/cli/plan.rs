@@ -274,7 +274,13 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
                 (Some(_), true) => text::DiffBase::Bundle(written.as_deref().unwrap_or_default()),
                 _ => text::DiffBase::Nothing,
             };
-            text::render_plan(&plan, &diffs, base, written.as_deref())
+            text::render_plan(
+                &plan,
+                &diffs,
+                base,
+                written.as_deref(),
+                crate::output::width::detect(),
+            )
         }
         Format::Yaml => {
             let objects: Vec<_> = manifest::targets(&plan)

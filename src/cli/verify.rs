@@ -283,7 +283,7 @@ fn never_read(args: &VerifyArgs, cluster: &Cluster, why: Option<String>) -> Erro
 pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
     let (rows, timed_out) = crate::cli::runtime()?.block_on(run_async(args))?;
     let doc = match args.output {
-        VerifyFormat::Text => render(&rows),
+        VerifyFormat::Text => render(&rows, crate::output::width::detect()),
         VerifyFormat::Json => serde_json::to_string_pretty(&rows).expect("rows serialize") + "\n",
     };
     crate::cli::write_stdout(&doc)?;

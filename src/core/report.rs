@@ -622,11 +622,17 @@ fn is_empty_container(v: &Value) -> bool {
 }
 
 /// Scalars and empty containers below `v`, depth first, in document order.
+/// The leaves of `v`, keys in alphabetical order and list items in theirs: the rows come
+/// in one order whether the object was read from a file (its author's key order) or
+/// from the API server (the server's), issue 10 item 6.
 fn collect_leaves(v: &Value, at: &JsonPath, out: &mut Vec<(JsonPath, Value)>) {
     match v {
-        Value::Object(o) if !o.is_empty() => o
-            .iter()
-            .for_each(|(k, c)| collect_leaves(c, &at.key(k), out)),
+        Value::Object(o) if !o.is_empty() => {
+            let mut keys: Vec<(&String, &Value)> = o.iter().collect();
+            keys.sort_by(|a, b| a.0.cmp(b.0));
+            keys.into_iter()
+                .for_each(|(k, c)| collect_leaves(c, &at.key(k), out))
+        }
         Value::Array(a) if !a.is_empty() => a
             .iter()
             .enumerate()

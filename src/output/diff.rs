@@ -3,6 +3,7 @@
 use similar::TextDiff;
 
 use crate::output::style::{ADDED, DIM, HUNK, REMOVED, paint};
+use crate::output::width::wrap_lines;
 
 /// One object's change, as YAML before and after (`None`: it did not / will not exist).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +22,13 @@ impl ObjectDiff {
 
     /// The unified diff, three lines of context, coloured; empty when nothing changed.
     pub fn render(&self) -> String {
+        self.render_width(usize::MAX)
+    }
+
+    /// [`Self::render`] in lines of at most `width` columns: a long line continues on
+    /// the next with its own diff mark, two columns deeper than its YAML indent (how
+    /// YAML continues a plain value), so every character is still there.
+    pub fn render_width(&self, width: usize) -> String {
         if !self.changed() {
             return String::new();
         }
@@ -45,15 +53,30 @@ impl ObjectDiff {
             .to_string();
         let mut out = String::new();
         for line in text.lines() {
-            let styled = match line.as_bytes().first() {
-                _ if line.starts_with("---") || line.starts_with("+++") => paint(DIM, line),
-                Some(b'@') => paint(HUNK, line),
-                Some(b'+') => paint(ADDED, line),
-                Some(b'-') => paint(REMOVED, line),
-                _ => line.to_string(),
+            let style = match line.as_bytes().first() {
+                _ if line.starts_with("---") || line.starts_with("+++") => Some(DIM),
+                Some(b'@') => Some(HUNK),
+                Some(b'+') => Some(ADDED),
+                Some(b'-') => Some(REMOVED),
+                _ => None,
             };
-            out.push_str(&styled);
-            out.push('\n');
+            let pieces = if line.chars().count() <= width {
+                vec![line.to_string()]
+            } else {
+                let mark = line.get(..1).unwrap_or_default();
+                let body = line.get(1..).unwrap_or_default();
+                let indent = body.len() - body.trim_start().len();
+                let first = format!("{mark}{}", &body[..indent]);
+                let rest = format!("{mark}{}", " ".repeat(indent + 2));
+                wrap_lines(body.trim_start(), width, &first, &rest)
+            };
+            for piece in pieces {
+                match style {
+                    Some(s) => out.push_str(&paint(s, piece)),
+                    None => out.push_str(&piece),
+                }
+                out.push('\n');
+            }
         }
         out
     }
@@ -74,6 +97,24 @@ mod tests {
         assert_eq!(
             text,
             "--- /dev/null\n+++ b/VPNPeer/acme\n@@ -0,0 +1,2 @@\n+a: 1\n+b: 2\n"
+        );
+    }
+
+    #[test]
+    fn long_lines_continue_under_their_yaml_indent() {
+        let d = ObjectDiff {
+            object: "VPNGateway/acme".into(),
+            before: None,
+            after: Some(
+                "metadata:\n  annotations:\n    vpnmig.bnerd.net/migrated-from: ipsecgateways.ipsec.bnerd.net/acme\n".into(),
+            ),
+        };
+        let text = anstream::adapter::strip_str(&d.render_width(50)).to_string();
+        assert!(
+            text.ends_with(
+                "+    vpnmig.bnerd.net/migrated-from:\n+      ipsecgateways.ipsec.bnerd.net/acme\n"
+            ),
+            "{text}"
         );
     }
 

@@ -10,6 +10,7 @@ pub mod progress;
 pub mod style;
 pub mod text;
 pub mod verify;
+pub mod width;
 pub mod window;
 
 /// `-o/--output`.

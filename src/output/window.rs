@@ -284,8 +284,19 @@ pub fn rollback_summary(context: &str, j: &Journal, peers: Option<&[String]>, t:
     out
 }
 
-/// The final report.
+/// The final report, as wide as stdout.
 pub fn report(operation: &str, j: &Journal, rows: &[Row], format: Format) -> String {
+    report_width(operation, j, rows, format, crate::output::width::detect())
+}
+
+/// The final report, its verify table in lines of at most `width` columns.
+pub fn report_width(
+    operation: &str,
+    j: &Journal,
+    rows: &[Row],
+    format: Format,
+    width: usize,
+) -> String {
     let cm = format!("{}/{}", j.namespace, journal::object_name(&j.gateway));
     match format {
         Format::Json => {
@@ -323,7 +334,7 @@ pub fn report(operation: &str, j: &Journal, rows: &[Row], format: Format) -> Str
                 "  journal    ConfigMap {cm}, phase {}\n\n",
                 j.phase
             ));
-            out.push_str(&crate::output::verify::render(rows));
+            out.push_str(&crate::output::verify::render(rows, width));
             out
         }
     }

@@ -20,10 +20,20 @@ pub struct Run {
     pub stderr: String,
 }
 
-/// Run `vpnmig ARGS` from the crate root, without colour, with `stdin` as input.
+/// Run `vpnmig ARGS` from the crate root, without colour, with `stdin` as input, at the
+/// width of no terminal (100 columns: `COLUMNS` from the caller's shell is removed).
 pub fn vpnmig(args: &[&str], stdin: Option<&str>) -> Run {
+    vpnmig_at(None, args, stdin)
+}
+
+/// [`vpnmig`] with `COLUMNS` set to `columns` (a terminal that wide).
+pub fn vpnmig_at(columns: Option<usize>, args: &[&str], stdin: Option<&str>) -> Run {
     let mut cmd = Command::cargo_bin("vpnmig").unwrap();
     cmd.current_dir(root()).env("NO_COLOR", "1").args(args);
+    match columns {
+        Some(c) => cmd.env("COLUMNS", c.to_string()),
+        None => cmd.env_remove("COLUMNS"),
+    };
     if let Some(s) = stdin {
         cmd.write_stdin(s);
     }

@@ -110,6 +110,7 @@ pub async fn run_vpnmig(kubeconfig: &Path, args: &[&str]) -> Run {
                 .env("KUBECONFIG", &kc)
                 .env("VPNMIG_STATE_DIR", kc.parent().unwrap().join("state"))
                 .env("NO_COLOR", "1")
+                .env_remove("COLUMNS")
                 .args(&args)
                 .output()
                 .unwrap()
@@ -133,6 +134,7 @@ impl Live {
             .env("KUBECONFIG", &self.kubeconfig)
             .env("VPNMIG_STATE_DIR", self.cwd().join("state"))
             .env("NO_COLOR", "1")
+            .env_remove("COLUMNS")
             .args(args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -306,4 +308,10 @@ pub async fn finish_timed(mut child: std::process::Child) -> (Run, Duration) {
         },
         longest,
     )
+}
+
+/// `text` with every run of whitespace as one space: a sentence the width wrapped
+/// (issue 10 item 5) reads as one line again, for `contains`.
+pub fn unwrapped(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -117,3 +117,18 @@ fn the_example_settings_parse_and_validate() {
     );
     assert_eq!(s.users[0].name, "viewer");
 }
+
+/// The initech scenario's settings (README): valid, its pool is initech's /24, and its
+/// fault knobs name the initech gateway.
+#[test]
+fn the_initech_settings_parse_and_fit_the_initech_scenario() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/clusters/settings-initech.yaml"
+    ))
+    .unwrap();
+    assert!(text.contains("serviceCidrPool: 10.250.41.0/24"), "{text}");
+    assert!(text.contains("tenant-initech/initech:"), "{text}");
+    let s: SettingsFile = serde_saphyr::from_str(&text).unwrap();
+    s.operator.validate().unwrap();
+}

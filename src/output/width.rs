@@ -1,0 +1,424 @@
+//! How wide text output may be, and wrapping to it (issue 10 item 5).
+//!
+//! The width is `COLUMNS` when it is set (tests, `COLUMNS=80 vpnmig plan …`), else the
+//! terminal's when stdout is one, else [`UNKNOWN`]: a file, a pipe or a ticket keeps
+//! every line at most 100 columns. Wrapping never drops a character: lines break at
+//! spaces, and a word longer than a whole line (a fingerprint, a long path) is split
+//! across lines, preferably after `/ : . , -`, so an address, a CIDR, an identity or a
+//! fingerprint is always there to copy, whole.
+
+/// The width when neither `COLUMNS` nor a terminal says.
+pub const UNKNOWN: usize = 100;
+/// Narrower than this nothing reads well; `COLUMNS=10` is taken as this.
+pub const MIN: usize = 40;
+
+/// The width of text written to stdout now.
+pub fn detect() -> usize {
+    choose(
+        std::env::var("COLUMNS").ok().as_deref(),
+        terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0)),
+    )
+}
+
+/// `COLUMNS` (when it is a positive number) wins over the terminal; neither: [`UNKNOWN`].
+pub fn choose(columns: Option<&str>, terminal: Option<usize>) -> usize {
+    columns
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&c| c > 0)
+        .or(terminal.filter(|&c| c > 0))
+        .unwrap_or(UNKNOWN)
+        .max(MIN)
+}
+
+/// The columns `s` takes on a terminal: ANSI escape sequences take none.
+pub fn visible(s: &str) -> usize {
+    units(s).iter().filter(|u| !u.starts_with('\x1b')).count()
+}
+
+/// `s` as characters and whole escape sequences (`ESC [ … final`), which never split.
+fn units(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let b = s.as_bytes();
+    while i < s.len() {
+        let start = i;
+        if b[i] == 0x1b && b.get(i + 1) == Some(&b'[') {
+            i += 2;
+            while i < s.len() && !(0x40..=0x7e).contains(&b[i]) {
+                i += 1;
+            }
+            i = (i + 1).min(s.len());
+        } else {
+            i += s[i..].chars().next().map_or(1, char::len_utf8);
+        }
+        out.push(&s[start..i]);
+    }
+    out
+}
+
+/// `text` (one line) in lines of at most `width` columns, each ending in `\n`: the first
+/// starts with `first`, the others with `rest` (their widths count). Breaks at spaces
+/// (runs of spaces inside a line are kept, so aligned columns stay aligned); a word too
+/// long for a line is split, never cut.
+pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
+    let mut out = String::new();
+    for line in wrap_lines(text, width, first, rest) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// [`wrap`], as lines without their `\n`.
+pub fn wrap_lines(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = first.to_string();
+    let mut fresh = true; // nothing but the prefix on `line` yet
+    let mut queue: std::collections::VecDeque<Token> = tokens(text).into();
+    while let Some(Token { gap, word, span }) = queue.pop_front() {
+        let gap_w = if fresh { 0 } else { gap.len() };
+        if visible(&line) + gap_w + visible(word) <= width {
+            if !fresh {
+                line.push_str(gap);
+            }
+            line.push_str(word);
+            fresh = false;
+            continue;
+        }
+        // A command or quoted span too long for a whole line breaks at its own spaces,
+        // starting on this line.
+        if span && visible(rest) + visible(word) > width {
+            let parts = command_words(word);
+            if parts.len() > 1 {
+                for (i, p) in parts.into_iter().enumerate().rev() {
+                    let gap = if i == 0 { gap } else { " " };
+                    queue.push_front(Token {
+                        gap,
+                        word: p,
+                        span: false,
+                    });
+                }
+                continue;
+            }
+        }
+        // A word that fits on a line of its own goes there, even from a line holding only
+        // a label (`  spec     ` before a fingerprint).
+        if !fresh || (!line.trim().is_empty() && visible(word) <= width) {
+            lines.push(
+                std::mem::replace(&mut line, rest.to_string())
+                    .trim_end()
+                    .to_string(),
+            );
+        }
+        // A word that fits the width but not after the indent takes less indent: an
+        // address or a fingerprint is split only when no line could hold it.
+        if visible(&line) + visible(word) > width
+            && visible(word) <= width
+            && line.trim().is_empty()
+        {
+            line = " ".repeat(width - visible(word));
+        }
+        // The word alone on a line, split while it is longer than the line.
+        let mut word = word;
+        loop {
+            let room = width.saturating_sub(visible(&line)).max(1);
+            if visible(word) <= room {
+                line.push_str(word);
+                fresh = false;
+                break;
+            }
+            let (head, tail) = split_word(word, room);
+            line.push_str(head);
+            lines.push(std::mem::replace(&mut line, rest.to_string()));
+            word = tail;
+        }
+    }
+    if !fresh || lines.is_empty() {
+        lines.push(line.trim_end().to_string());
+    }
+    lines
+}
+
+/// A word of prose, or a span that breaks only when it must (`span`): text in backticks,
+/// or a bare `kubectl …` command up to the end, a `  #` comment or a `; `.
+struct Token<'a> {
+    /// The spaces before it (kept as they are when it stays on the line).
+    gap: &'a str,
+    word: &'a str,
+    span: bool,
+}
+
+fn tokens(text: &str) -> Vec<Token<'_>> {
+    let mut out = Vec::new();
+    let b = text.as_bytes();
+    let (mut i, mut gap_start) = (0, 0);
+    while i < b.len() {
+        if b[i] == b' ' {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        let mut span = false;
+        if b[i] == b'`'
+            && let Some(close) = text[i + 1..].find('`')
+        {
+            i += close + 2;
+            span = true;
+        } else if text[i..].starts_with("kubectl ") {
+            let rest = &text[i..];
+            let end = [rest.find("  #"), rest.find("; "), rest.find('`')]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(rest.len());
+            i += rest[..end].trim_end().len();
+            span = true;
+        }
+        // The rest of the word (punctuation after a span, or a plain word).
+        while i < b.len() && b[i] != b' ' {
+            i += 1;
+        }
+        out.push(Token {
+            gap: &text[gap_start..start],
+            word: &text[start..i],
+            span,
+        });
+        gap_start = i;
+    }
+    out
+}
+
+/// A command's words: split at spaces outside single or double quotes.
+fn command_words(cmd: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut start = None;
+    for (i, c) in cmd.char_indices() {
+        match (quote, c) {
+            (None, ' ') => {
+                if let Some(s) = start.take() {
+                    out.push(&cmd[s..i]);
+                }
+                continue;
+            }
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            _ => {}
+        }
+        start.get_or_insert(i);
+    }
+    if let Some(s) = start {
+        out.push(&cmd[s..]);
+    }
+    out
+}
+
+/// The longest head of `word` that fits in `room` columns, ending after one of `/ : . , -`
+/// when that keeps at least half the room, and the tail.
+fn split_word(word: &str, room: usize) -> (&str, &str) {
+    let u = units(word);
+    let mut cols = 0;
+    let mut end = 0; // byte offset
+    let mut soft = None;
+    for unit in &u {
+        let w = usize::from(!unit.starts_with('\x1b'));
+        if cols + w > room {
+            break;
+        }
+        cols += w;
+        end += unit.len();
+        if matches!(*unit, "/" | ":" | "." | "," | "-") && cols * 2 >= room {
+            soft = Some(end);
+        }
+    }
+    let end = if end >= word.len() {
+        end
+    } else {
+        soft.unwrap_or(end)
+    };
+    word.split_at(end.max(u.first().map_or(0, |f| f.len())))
+}
+
+/// A shell command in lines of at most `width` columns that paste as one command: breaks
+/// at spaces outside quotes, each broken line ending in ` \`, continuations indented
+/// four more than `indent`. A word longer than a line (a long path) continues with a `\`
+/// right after it and its rest at the start of the next line, which the shell joins
+/// back; a quoted word is never broken (the shell would keep the break).
+pub fn wrap_command(cmd: &str, width: usize, indent: &str) -> String {
+    let words = command_words(cmd);
+    let cont = format!("{indent}    ");
+    let mut out = String::new();
+    let mut line = indent.to_string();
+    let mut fresh = true;
+    for (i, w) in words.iter().enumerate() {
+        let last = i + 1 == words.len();
+        // Room for " \" unless this word ends the command.
+        let need = visible(&line) + usize::from(!fresh) + visible(w) + if last { 0 } else { 2 };
+        if !fresh && need > width {
+            out.push_str(&line);
+            out.push_str(" \\\n");
+            line = cont.clone();
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+        }
+        let mut w: &str = w;
+        while visible(&line) + visible(w) + 2 > width && !w.contains(['\'', '"']) {
+            let room = width.saturating_sub(visible(&line) + 1);
+            if room == 0 {
+                break;
+            }
+            let (head, tail) = split_word(w, room);
+            out.push_str(&line);
+            out.push_str(head);
+            out.push_str("\\\n");
+            line = String::new();
+            w = tail;
+        }
+        line.push_str(w);
+        fresh = false;
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
+/// Column widths for `avail` columns of content: each its `natural` width, then the
+/// widest narrowed a column at a time, none below its `min` (its longest word) unless
+/// even that does not fit, when the widest is narrowed further.
+pub fn fit(natural: &[usize], min: &[usize], avail: usize) -> Vec<usize> {
+    let mut w = natural.to_vec();
+    while w.iter().sum::<usize>() > avail {
+        let pick = (0..w.len())
+            .filter(|&i| w[i] > min[i].min(natural[i]))
+            .max_by_key(|&i| w[i])
+            .or_else(|| (0..w.len()).filter(|&i| w[i] > 4).max_by_key(|&i| w[i]));
+        match pick {
+            Some(i) => w[i] -= 1,
+            None => break,
+        }
+    }
+    w
+}
+
+/// One row of cells in columns of `widths`, each cell wrapped in its column, two spaces
+/// between columns and one before the first (comfy-table's look).
+pub fn grid(cells: &[&str], widths: &[usize]) -> String {
+    let cols: Vec<Vec<String>> = cells
+        .iter()
+        .zip(widths)
+        .map(|(c, &w)| wrap_lines(c, w.max(1), "", ""))
+        .collect();
+    let height = cols.iter().map(Vec::len).max().unwrap_or(1);
+    let mut out = String::new();
+    for i in 0..height {
+        let mut line = String::from(" ");
+        for (c, col) in cols.iter().enumerate() {
+            let cell = col.get(i).map_or("", String::as_str);
+            if c > 0 {
+                line.push_str("  ");
+            }
+            line.push_str(cell);
+            line.push_str(&" ".repeat(widths[c].saturating_sub(visible(cell))));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn widest(s: &str) -> usize {
+        s.lines().map(visible).max().unwrap_or(0)
+    }
+
+    #[test]
+    fn columns_wins_then_the_terminal_then_100() {
+        assert_eq!(choose(Some("80"), Some(200)), 80);
+        assert_eq!(choose(None, Some(200)), 200);
+        assert_eq!(choose(Some("wide"), None), UNKNOWN);
+        assert_eq!(choose(Some("0"), None), UNKNOWN);
+        assert_eq!(choose(None, None), UNKNOWN);
+        assert_eq!(choose(Some("12"), None), MIN);
+    }
+
+    #[test]
+    fn wraps_at_spaces_with_a_hanging_indent() {
+        let s = wrap("one two three four five six", 14, "  - ", "    ");
+        assert_eq!(s, "  - one two\n    three four\n    five six\n");
+    }
+
+    #[test]
+    fn a_word_longer_than_a_line_is_split_never_cut() {
+        let fp = "sha256:3ac364af5c633b00704a204254f1dc471057c3b37b9f79380542f5350e2e7d84";
+        let s = wrap(&format!("spec {fp}"), 40, "  ", "    ");
+        assert!(widest(&s) <= 40, "{s}");
+        let joined: String = s.split_whitespace().collect();
+        assert_eq!(joined, format!("spec{fp}"));
+    }
+
+    #[test]
+    fn a_word_that_fits_the_width_is_outdented_rather_than_split() {
+        let s = wrap(
+            "fix: '{\"floatingIP\":\"198.51.100.170\"}'",
+            34,
+            "      ",
+            "        ",
+        );
+        assert!(s.contains("'{\"floatingIP\":\"198.51.100.170\"}'"), "{s}");
+        assert!(widest(&s) <= 34, "{s}");
+    }
+
+    #[test]
+    fn escape_codes_take_no_room_and_are_never_split() {
+        let red = "\x1b[31mBLOCKER\x1b[0m";
+        assert_eq!(visible(red), 7);
+        let s = wrap(&format!("{red} abc def"), 11, "", "");
+        assert_eq!(s, format!("{red} abc\ndef\n"));
+    }
+
+    #[test]
+    fn commands_in_prose_stay_on_one_line_when_they_fit() {
+        let text = "not checked: Secret acme-psk is not in the input; `kubectl get ipsecgateway/acme secret/acme-psk -n tenant-acme -o yaml` exports both";
+        let s = wrap(text, 100, "  - psk-secret  ", "                ");
+        assert!(widest(&s) <= 100, "{s}");
+        assert!(
+            s.contains("`kubectl get ipsecgateway/acme secret/acme-psk -n tenant-acme -o yaml`"),
+            "{s}"
+        );
+        // Too long for any line: it breaks at its spaces, not inside a word.
+        let s = wrap(text, 50, "  ", "    ");
+        assert!(widest(&s) <= 50, "{s}");
+        assert!(s.contains("secret/acme-psk"), "{s}");
+    }
+
+    #[test]
+    fn commands_wrap_outside_quotes_with_continuations() {
+        let cmd = "kubectl patch ipsecgateway soylent -n tenant-soylent --type merge -p '{\"spec\": {\"endpoint\": 1}}'";
+        let s = wrap_command(cmd, 40, "  ");
+        assert!(widest(&s) <= 40, "{s}");
+        assert!(s.contains("'{\"spec\": {\"endpoint\": 1}}'"), "{s}");
+        let joined = s.replace(" \\\n", " ");
+        let joined: Vec<&str> = joined.split_whitespace().collect();
+        let orig: Vec<&str> = cmd.split_whitespace().collect();
+        assert_eq!(joined, orig);
+    }
+
+    #[test]
+    fn a_path_longer_than_a_line_continues_mid_word_for_the_shell() {
+        let cmd =
+            "kubectl apply -f /tmp/a-rather-long-directory-name/with/more/old-ipsecgateway.yaml";
+        let s = wrap_command(cmd, 40, "  ");
+        assert!(widest(&s) <= 40, "{s}");
+        // What the shell reads: backslash-newline removed.
+        let shell = s.replace("\\\n", "");
+        assert_eq!(
+            shell.split_whitespace().collect::<Vec<_>>(),
+            cmd.split_whitespace().collect::<Vec<_>>()
+        );
+    }
+}
