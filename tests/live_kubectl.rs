@@ -550,7 +550,14 @@ async fn status_json_says_when_the_windows_are_unknown() {
         &[("KUBECONFIG", kc(&l))],
     )
     .await;
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    // What was read is printed, and the run fails as `kubectl get A,B` does when B is
+    // refused: a script must not read "no window under way" from it (attack finding).
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("which windows are under way is unknown"),
+        "{}",
+        r.stderr
+    );
     let doc: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(doc["gateways"][0]["name"], "acme");
     assert_eq!(doc["windows"], json!([]));

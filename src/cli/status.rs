@@ -27,7 +27,8 @@ Examples:
 
 -o json and -o yaml: {gateways, windows, lostJournals, windowsUnknown}; docs/status-json.md.
 
-Exit codes: 0 listed, 1 the cluster could not be read (the error names what was refused).")]
+Exit codes: 0 listed, 1 the cluster could not be read, or only in part (the journals:
+the windows under way are then unknown; what was read is printed, as kubectl get does).")]
 pub struct StatusArgs {
     /// kubectl's cluster flags, from the top-level command (global).
     #[arg(skip)]
@@ -373,8 +374,23 @@ pub fn run(args: &StatusArgs) -> Result<i32, Error> {
         }
         let windows = open_windows(&cluster, args.all_namespaces, &ours).await;
         crate::cli::write_stdout(&print(args, &rows, &windows, true))?;
+        // Part of the answer could not be read: print what was, and fail as
+        // `kubectl get A,B` does when B is refused (exit 1), so a script never reads
+        // "no window under way" from a listing it was not given (issue 9 item 0).
+        let unknown = windows.unknown.clone();
         if args.watch {
             watch(args, &cluster, rows, windows).await?;
+        }
+        if let Some(e) = unknown {
+            return Err(Error::Stop {
+                code: exit::FAILURE,
+                message: format!(
+                    "which windows are under way is unknown: the journals (ConfigMaps labelled app.kubernetes.io/managed-by=vpnmig) could not be listed: {e}"
+                ),
+                hint: Some(
+                    "ask for `list configmaps` in the namespace (or in all, with -A), or use a context that has it; the gateways above are complete".into(),
+                ),
+            });
         }
         Ok::<_, Error>(())
     })?;
