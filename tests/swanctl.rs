@@ -241,6 +241,56 @@ fn text_that_is_not_swanctl_output_is_named_not_read_as_no_sas() {
     );
 }
 
+/// Attack findings (issue 9 item 10, the same kind): a listing cut short by a killed exec,
+/// one with kubectl's error after it (`2>&1`), and one whose indentation a ticket system
+/// removed were read as complete (exit 0, an IKE SA named `net` in state `reqid 1`).
+/// Each is refused, naming the line.
+#[test]
+fn a_listing_cut_short_mixed_or_unindented_is_not_read_as_complete() {
+    use vpnmig::core::swanctl::SwanctlError;
+    let listing = "home: #1, ESTABLISHED, IKEv2, 6fd55d95f66b4a67_i* cea64d4a303e0ca2_r\n  local  'gw' @ 192.168.0.100[4500]\n  remote 'moon' @ 192.168.0.1[4500]\n  net: #1, reqid 1, INSTALLED, TUNNEL, ESP:AES_GCM_16-128\n    local  192.168.0.100/32\n";
+    for (tail, line) in [
+        ("command terminated with exit code 137\n", 6),
+        (
+            "Error from server: error dialing backend: dial tcp 10.0.0.5:10250: i/o timeout\n",
+            6,
+        ),
+        ("    error: unable to upgrade connection\n", 6),
+    ] {
+        let e = parse(&format!("{listing}{tail}")).unwrap_err();
+        assert_eq!(
+            e,
+            SwanctlError::Interrupted {
+                line,
+                text: tail.trim().into()
+            },
+            "{tail}"
+        );
+    }
+    let flat: String = listing
+        .lines()
+        .map(|l| l.trim_start().to_string() + "\n")
+        .collect();
+    assert_eq!(
+        parse(&flat).unwrap_err(),
+        SwanctlError::Unindented {
+            line: 2,
+            text: "local  'gw' @ 192.168.0.100[4500]".into()
+        }
+    );
+    // What swanctl really prints still reads, every state of an IKE SA included.
+    for state in [
+        "CONNECTING",
+        "ESTABLISHED",
+        "REKEYING",
+        "DELETING",
+        "PASSIVE",
+    ] {
+        let text = listing.replace("ESTABLISHED", state);
+        assert_eq!(parse(&text).unwrap().ike_sas[0].state, state);
+    }
+}
+
 mod cli {
     use assert_cmd::Command;
 

@@ -69,6 +69,20 @@ pub enum SwanctlError {
     Orphan { line: usize, text: String },
     #[error("raw output: unbalanced braces")]
     Unbalanced,
+    /// A line at the left margin that is not an IKE SA: swanctl indents everything else,
+    /// so the text lost its indentation (copied through a ticket or a chat) and cannot be
+    /// read safely.
+    #[error(
+        "line {line} is not an IKE SA line but starts at the left margin: the indentation swanctl prints is missing, so which SA each line belongs to is unknown: {text:?}"
+    )]
+    Unindented { line: usize, text: String },
+    /// An error line of kubectl or the container runtime after or among swanctl's lines:
+    /// the output was cut short (a killed exec) or mixed with stderr, so it may be
+    /// incomplete.
+    #[error(
+        "swanctl's output is cut short or mixed with an error from kubectl or the container runtime at line {line}: {text:?}; the SAs before it may be incomplete"
+    )]
+    Interrupted { line: usize, text: String },
     /// swanctl's own error when it cannot reach the daemon
     /// (`connecting to 'unix:///var/run/charon.vici' failed: …`).
     #[error(
@@ -92,7 +106,10 @@ impl SwanctlError {
     /// "not swanctl --list-sas output: " in front, the others name themselves.
     pub fn described(&self) -> String {
         match self {
-            SwanctlError::Orphan { .. } | SwanctlError::Unbalanced => {
+            SwanctlError::Orphan { .. }
+            | SwanctlError::Unbalanced
+            | SwanctlError::Unindented { .. }
+            | SwanctlError::Interrupted { .. } => {
                 format!("not swanctl --list-sas output: {self}")
             }
             _ => self.to_string(),
@@ -103,7 +120,7 @@ impl SwanctlError {
     pub fn hint(&self) -> String {
         match self {
             SwanctlError::CharonDown { .. } => "start charon (strongSwan's IKE daemon) in the gateway pod, or find why it stopped: `kubectl logs deploy/GATEWAY -c strongswan`; when no SA exists swanctl prints nothing, never this".into(),
-            SwanctlError::ExecError { .. } => "check the pod and container (`-c strongswan`) the exec went to, and pass only swanctl's standard output (no `2>&1`)".into(),
+            SwanctlError::ExecError { .. } | SwanctlError::Interrupted { .. } => "check the pod and container (`-c strongswan`) the exec went to, and pass only swanctl's standard output (no `2>&1`)".into(),
             _ => "pass the output of `swanctl --list-sas` (or `--list-sas --raw`) as printed; when no SA exists swanctl prints nothing (an empty input reads as no SAs)".into(),
         }
     }
@@ -164,20 +181,7 @@ fn classify(text: &str) -> SwanctlError {
     if let Some(l) = lines.iter().find(|l| charon(l)) {
         return SwanctlError::CharonDown { line: shown(l) };
     }
-    let exec = |l: &str| {
-        [
-            "error: ",
-            "Error from server",
-            "Unable to connect to the server",
-            "The connection to the server",
-            "OCI runtime exec failed",
-            "command terminated with exit code",
-            "error executing command",
-        ]
-        .iter()
-        .any(|p| l.starts_with(p))
-    };
-    if let Some(l) = lines.iter().find(|l| exec(l)) {
+    if let Some(l) = lines.iter().find(|l| exec_error(l)) {
         return SwanctlError::ExecError { line: shown(l) };
     }
     SwanctlError::NotSwanctl {
@@ -185,6 +189,34 @@ fn classify(text: &str) -> SwanctlError {
         first: shown(lines.first().copied().unwrap_or_default()),
     }
 }
+
+/// A line kubectl or the container runtime prints instead of (or after) the command's
+/// output.
+fn exec_error(line: &str) -> bool {
+    [
+        "error: ",
+        "Error from server",
+        "Unable to connect to the server",
+        "The connection to the server",
+        "OCI runtime exec failed",
+        "command terminated with exit code",
+        "error executing command",
+    ]
+    .iter()
+    .any(|p| line.trim_start().starts_with(p))
+}
+
+/// The states charon's `ike_sa_state_names` prints for an IKE SA.
+const IKE_STATES: [&str; 8] = [
+    "CREATED",
+    "CONNECTING",
+    "ESTABLISHED",
+    "PASSIVE",
+    "REKEYING",
+    "REKEYED",
+    "DELETING",
+    "DESTROYING",
+];
 
 fn indent(line: &str) -> usize {
     line.len() - line.trim_start().len()
@@ -235,10 +267,27 @@ fn parse_human(text: &str) -> Result<Sas, SwanctlError> {
             line: n + 1,
             text: line.to_string(),
         };
+        // Once swanctl has printed an SA, an error line of kubectl or the runtime means
+        // the listing was cut short or mixed with stderr: never read it as complete.
+        if !sas.ike_sas.is_empty() && exec_error(line) {
+            return Err(SwanctlError::Interrupted {
+                line: n + 1,
+                text: trimmed.to_string(),
+            });
+        }
         match depth {
             0 => {
-                let Some((name, id, rest)) = head(line) else {
-                    continue;
+                let head = head(line).filter(|(_, _, rest)| {
+                    IKE_STATES.contains(&rest.split(',').next().unwrap_or_default().trim())
+                });
+                let Some((name, id, rest)) = head else {
+                    if sas.ike_sas.is_empty() {
+                        continue;
+                    }
+                    return Err(SwanctlError::Unindented {
+                        line: n + 1,
+                        text: trimmed.to_string(),
+                    });
                 };
                 let fields: Vec<&str> = rest.split(',').map(str::trim).collect();
                 let state = fields.first().copied().unwrap_or_default().to_string();
