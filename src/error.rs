@@ -100,9 +100,11 @@ impl Error {
             Error::Allowlist { .. } => Some(
                 "the file is a YAML mapping with two lists: `ike: [...]` and `esp: [...]`".into(),
             ),
-            Error::Lock(crate::cluster::lock::LockError::Held { .. }) => Some(
-                "wait for that run to finish; if it is surely gone (its machine died), pass --break-lock".into(),
-            ),
+            Error::Lock(crate::cluster::lock::LockError::Held { .. }) => Some(format!(
+                "wait for that run to finish, then run the same command again (`{}`); if it is surely gone (its machine died), take the lock over: `{}`",
+                again(&[]),
+                again(&["--break-lock"])
+            )),
             Error::Lock(crate::cluster::lock::LockError::Lost { .. }) => Some(
                 "the lock was taken (--break-lock), deleted or expired: agree on who finishes the window before running cutover or rollback again; the journal says where it stands".into(),
             ),

@@ -122,13 +122,20 @@ fn advised(text: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The command the robot runs next: the first of the preferred direction, else the
-/// first that changes something (cutover, rollback), else the first.
-fn pick(advice: &[Vec<String>], prefer: Prefer) -> Vec<String> {
+/// The command the robot runs next, as a person would: not one that just stopped the
+/// same way (with `--yes` added, as the robot runs it); of the rest, the first of the
+/// preferred direction, else the first that changes something (cutover, rollback), else
+/// the first.
+fn pick(advice: &[Vec<String>], prefer: Prefer, tried: &[Vec<String>]) -> Vec<String> {
     let verb = match prefer {
         Prefer::Forward => "cutover",
         Prefer::Back => "rollback",
     };
+    let advice: Vec<Vec<String>> = advice
+        .iter()
+        .map(|a| with_yes(a.clone()))
+        .filter(|a| !tried.contains(a))
+        .collect();
     advice
         .iter()
         .find(|a| a[0] == verb)
@@ -140,6 +147,14 @@ fn pick(advice: &[Vec<String>], prefer: Prefer) -> Vec<String> {
         .or(advice.first())
         .cloned()
         .unwrap_or_default()
+}
+
+/// `cutover` and `rollback` need `--yes` without a terminal.
+fn with_yes(mut args: Vec<String>) -> Vec<String> {
+    if matches!(args[0].as_str(), "cutover" | "rollback") && !args.contains(&"--yes".into()) {
+        args.push("--yes".into());
+    }
+    args
 }
 
 /// Run the window, stopping it at `stop`; returns the stopped run.
@@ -245,6 +260,9 @@ async fn row(window: Window, stop: Stop, then: Then, prefer: Prefer) {
     }
     let mut run = first;
     let mut steps = 0;
+    // What the robot ran: a command that stopped the same way after the cause was
+    // cleared is not run twice.
+    let mut tried: Vec<Vec<String>> = Vec::new();
     while run.code != 0 {
         assert!(
             steps < STEPS,
@@ -256,10 +274,12 @@ async fn row(window: Window, stop: Stop, then: Then, prefer: Prefer) {
             "a stop (exit {}) that names no runnable vpnmig command:\n{transcript}",
             run.code
         );
-        let mut next = pick(&advice, prefer);
-        if matches!(next[0].as_str(), "cutover" | "rollback") && !next.contains(&"--yes".into()) {
-            next.push("--yes".into());
-        }
+        let next = pick(&advice, prefer, &tried);
+        assert!(
+            !next.is_empty(),
+            "every command the stop names was run already and stopped the same way:\n{transcript}"
+        );
+        tried.push(next.clone());
         let args: Vec<&str> = next.iter().map(String::as_str).collect();
         run = l.vpnmig(&args).await;
         transcript += &format!(
@@ -581,6 +601,29 @@ fn held_lock(l: &Live) {
         .create(&rt, "tenant-acme", lease, &Default::default())
         .unwrap();
 }
+/// A Lease longer than vpnmig waits out, which nothing renews (attack finding: it was
+/// called "another vpnmig is working on it").
+fn held_long_lock(l: &Live) {
+    held_lock(l);
+    let rt =
+        l.sb.store
+            .resource("coordination.k8s.io", "v1", "leases")
+            .unwrap();
+    l.sb.store
+        .modify(
+            &rt,
+            "tenant-acme",
+            "vpnmig-acme",
+            false,
+            &Default::default(),
+            |old| {
+                let mut new = old.clone();
+                new["spec"]["leaseDurationSeconds"] = serde_json::json!(3600);
+                Ok(new)
+            },
+        )
+        .unwrap();
+}
 fn nothing(_: &Live) {}
 
 stop!(
@@ -651,4 +694,11 @@ stop!(
     Stop::During("deleting", rotate_psk, unrotate_psk),
     Clear,
     Back
+);
+stop!(
+    a_long_lock_nothing_renews,
+    Cutover,
+    Stop::Before(held_long_lock, nothing),
+    Clear,
+    Forward
 );

@@ -405,7 +405,11 @@ async fn a_second_run_is_refused_while_the_first_holds_the_lock() {
             "{}",
             r.stderr
         );
-        assert!(r.stderr.contains("pass --break-lock"), "{}", r.stderr);
+        assert!(
+            r.stderr.contains(" acme --yes --break-lock`"),
+            "{}",
+            r.stderr
+        );
         // The first run is a live process on this host: refused at once, whatever the
         // times say (issue 9 item 2), and saying so.
         assert!(
@@ -590,7 +594,12 @@ async fn a_lease_renewed_by_a_machine_with_a_skewed_clock_is_refused_until_it_st
             "skew {skew}: {}",
             r.stderr
         );
-        assert!(r.stderr.contains("pass --break-lock"), "{}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("take the lock over: `vpnmig cutover acme --yes --break-lock`"),
+            "{}",
+            r.stderr
+        );
         assert!(!r.stderr.contains("taking over"), "{}", r.stderr);
         // Refused within a renewal or two, not after a lease duration.
         assert!(took < Duration::from_secs(8), "skew {skew}: took {took:?}");

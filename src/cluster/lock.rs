@@ -32,7 +32,7 @@ const GIVE_UP_AFTER: Duration = Duration::from_secs(20);
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     #[error(
-        "gateway {gateway} is locked by {holder} since {since} (Lease {lease}, renewed {renewed}): another vpnmig is working on it ({seen})"
+        "gateway {gateway} is locked by {holder} since {since} (Lease {lease}, renewed {renewed}): {seen}"
     )]
     Held {
         gateway: String,
@@ -40,7 +40,8 @@ pub enum LockError {
         holder: String,
         since: String,
         renewed: String,
-        /// What showed the holder alive (a renewal watched, a running process).
+        /// What showed the holder alive (a renewal watched, a running process), or why
+        /// that is not known (a lease longer than vpnmig waits).
         seen: String,
     },
     #[error("lost the lock on gateway {gateway}: Lease {lease} is now held by {holder}; stopped")]
@@ -275,6 +276,14 @@ pub async fn acquire(
                 }
                 Decision::Held(why) => {
                     let spec = lease.spec.clone().unwrap_or_default();
+                    // Nothing was seen renewing a lease too long to wait out: say that the
+                    // holder is unverified rather than that it works (attack finding).
+                    let claim = if why.starts_with("its lease duration") {
+                        "whether another vpnmig still works on it is not known"
+                    } else {
+                        "another vpnmig is working on it"
+                    };
+                    let why = format!("{claim} ({why}");
                     return Err(LockError::Held {
                         gateway: gateway.into(),
                         lease: lease_name,
@@ -282,8 +291,8 @@ pub async fn acquire(
                         since: show(spec.acquire_time.as_ref()),
                         renewed: show(spec.renew_time.as_ref()),
                         seen: match clock(&lease) {
-                            Some(note) => format!("{why}; {note}"),
-                            None => why,
+                            Some(note) => format!("{why}; {note})"),
+                            None => format!("{why})"),
                         },
                     });
                 }
