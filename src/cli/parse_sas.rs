@@ -18,7 +18,7 @@ use crate::exit;
 #[command(after_help = "\
 Examples:
   kubectl exec -n tenant-acme deploy/acme -c strongswan -- swanctl --list-sas | vpnmig parse-sas
-  vpnmig parse-sas ticket-4411.txt -o json | jq '.ike_sas[] | select(.state==\"ESTABLISHED\") | .name'
+  set -o pipefail; vpnmig parse-sas ticket-4411.txt -o json | jq '.ike_sas[] | select(.state==\"ESTABLISHED\") | .name'
 
 JSON: {\"ike_sas\":[{\"name\",\"unique_id\",\"state\",\"ike_version\",\"local\":{\"id\",\"address\",\"port\"},
 \"remote\":{…},\"child_sas\":[{\"name\",\"unique_id\",\"state\",\"mode\",\"udp_encap\",\"local_ts\",\"remote_ts\"}]}]}

@@ -23,7 +23,7 @@ Examples:
   vpnmig status                 # the context's namespace
   vpnmig status -A -o wide      # every namespace, with service CIDR and window phase
   vpnmig status -o name         # ipsecgateway.ipsec.bnerd.net/acme, as kubectl writes it
-  vpnmig status -A -o json | jq '.gateways[] | select(.migrated==\"no\" and (.blockers|length)==0) | .name'
+  set -o pipefail; vpnmig status -A -o json | jq '.gateways[] | select(.migrated==\"no\" and (.blockers|length)==0) | .name'
 
 -o json and -o yaml: {gateways, windows, lostJournals, windowsUnknown}; docs/status-json.md.
 

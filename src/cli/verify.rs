@@ -25,7 +25,7 @@ use crate::output::verify::render;
 Examples:
   vpnmig verify acme -n tenant-acme
   vpnmig verify acme --wait --timeout 5m      # after a cutover: until healthy
-  vpnmig verify acme -o json | jq '.[] | select(.verdict==\"fail\")'
+  set -o pipefail; vpnmig verify acme -o json | jq '.[] | select(.verdict==\"fail\")'
 
 Exit codes: 0 healthy, 1 the cluster could not be read, 5 not healthy, 6 --wait timed out.")]
 pub struct VerifyArgs {

@@ -2,9 +2,9 @@
 //! the real API server does it for structural schemas: types, `required`, `enum`,
 //! `pattern`, `minLength`/`maxLength`, `minimum`/`maximum` (and their exclusive forms),
 //! `minItems`/`maxItems`; unknown fields are pruned (and reported, for
-//! `fieldValidation=Strict`). `x-kubernetes-validations` (CEL) rules are not evaluated:
-//! they are listed in [`Report::not_evaluated`] and left to the server-side dry run
-//! (issue 9 item 13). [`KEYWORDS`] says so in words.
+//! `fieldValidation=Strict`). Every other keyword (`x-kubernetes-validations` CEL rules,
+//! `format`, `multipleOf`, `uniqueItems`, list types, …) is not evaluated: it is listed
+//! in [`Report::not_evaluated`] and left to the server-side dry run (issue 9 item 13). [`KEYWORDS`] says so in words.
 //! Pure. Used by the live plan (targets against the cluster's CRDs) and by
 //! vpnmig-sandbox (every write to a custom resource).
 
@@ -30,9 +30,39 @@ pub struct Report {
     pub causes: Vec<Cause>,
     /// Paths of fields not in the schema, which were pruned.
     pub unknown: Vec<String>,
-    /// Paths whose schema has `x-kubernetes-validations` (CEL) rules, not evaluated here.
+    /// `path (keyword)` of every schema keyword on the object's fields that is not
+    /// evaluated here (`x-kubernetes-validations` CEL rules, `format`, `multipleOf`,
+    /// `uniqueItems`, list types, …): left to the API server (server-side dry run).
     pub not_evaluated: Vec<String>,
 }
+
+/// Keywords of a schema node that [`validate`] evaluates, or that say nothing about
+/// validity (documentation, defaults, structure handled by the walk).
+const UNDERSTOOD: [&str; 23] = [
+    "type",
+    "required",
+    "enum",
+    "pattern",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "minItems",
+    "maxItems",
+    "properties",
+    "items",
+    "additionalProperties",
+    "nullable",
+    "description",
+    "title",
+    "default",
+    "example",
+    "externalDocs",
+    "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-int-or-string",
+];
 
 /// Validate `obj` (a whole object) against `schema` and prune unknown fields in place.
 pub fn validate(schema: &Value, obj: &mut Value) -> Report {
@@ -109,8 +139,23 @@ fn walk(schema: &Value, v: &mut Value, path: &str, report: &mut Report) {
             return;
         }
     }
-    if schema.get("x-kubernetes-validations").is_some() {
-        report.not_evaluated.push(path.into());
+    // Say what is not evaluated here rather than let a pass claim it (attack finding).
+    if let Some(keys) = schema.as_object() {
+        for (k, val) in keys
+            .iter()
+            .filter(|(k, _)| !UNDERSTOOD.contains(&k.as_str()))
+        {
+            // A number's width (int64, uint16, …) the API server does not validate
+            // beyond the type; a string format (ipv4, cidr, date-time, …) it does.
+            let number_format = k == "format"
+                && matches!(type_name(v), "integer" | "number")
+                && val.as_str().is_some_and(|f| {
+                    f.starts_with("int") || f.starts_with("uint") || f == "float" || f == "double"
+                });
+            if !number_format {
+                report.not_evaluated.push(format!("{path} ({k})"));
+            }
+        }
     }
     bounds(schema, v, path, report);
     if let Some(options) = schema.get("enum").and_then(Value::as_array)
@@ -324,9 +369,34 @@ mod tests {
             "{:?}",
             r.causes[3]
         );
-        assert_eq!(r.not_evaluated, ["spec.rule"]);
+        assert_eq!(r.not_evaluated, ["spec.rule (x-kubernetes-validations)"]);
         let mut ok = json!({"spec": {"id": "fw.acme", "short": "abc", "port": 443, "list": ["a"]}});
         assert!(validate(&schema, &mut ok).causes.is_empty());
+    }
+
+    /// Attack finding: the check passed (✓) on CRDs with `format: ipv4`, `multipleOf` or
+    /// `maxProperties`, which it never evaluated. Each is listed as not evaluated; a
+    /// number's width format is not a rule.
+    #[test]
+    fn keywords_not_evaluated_are_listed_not_passed() {
+        let schema = json!({"properties": {"spec": {"type": "object", "maxProperties": 5,
+        "properties": {
+            "ip": {"type": "string", "format": "ipv4"},
+            "mtu": {"type": "integer", "format": "int32", "multipleOf": 4},
+            "ports": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "integer", "format": "uint16"}}
+        }}}});
+        let mut o = json!({"spec": {"ip": "not-an-ip", "mtu": 1400, "ports": [1, 1]}});
+        let r = validate(&schema, &mut o);
+        assert!(r.causes.is_empty(), "{:?}", r.causes);
+        assert_eq!(
+            r.not_evaluated,
+            [
+                "spec (maxProperties)",
+                "spec.ip (format)",
+                "spec.mtu (multipleOf)",
+                "spec.ports (x-kubernetes-list-type)"
+            ]
+        );
     }
 
     #[test]
