@@ -119,13 +119,19 @@ impl Inputs<'_> {
             .as_deref()?;
         s.parse::<IpNet>().ok().filter(|n| n.trunc() == *n)
     }
-    fn export_again(&self) -> String {
-        format!(
-            "kubectl get ipsecgateway {}{} -o yaml > {}.yaml",
-            self.name(),
-            self.ns_flag(),
-            self.name()
-        )
+    /// How to see the fixed gateway again: export it again for a file's plan, plan
+    /// again for a live one (attack finding: a live plan advised a re-export).
+    fn again(&self) -> String {
+        if self.source.is_live() {
+            format!("plan again: `vpnmig plan {}{}`", self.name(), self.ns_flag())
+        } else {
+            format!(
+                "export again: `kubectl get ipsecgateway {}{} -o yaml > {}.yaml`",
+                self.name(),
+                self.ns_flag(),
+                self.name()
+            )
+        }
     }
 }
 
@@ -485,10 +491,10 @@ fn fip_pinned(i: &Inputs) -> Result<Vec<Finding>, String> {
             live,
             format!("the floating IP is not pinned: deleting the old gateway would release {live} to the pool and the client's firewall would lose it"),
             Some(format!(
-                "kubectl patch ipsecgateway {}{} --type merge -p '{{\"spec\":{{\"endpoint\":{{\"floatingIP\":\"{live}\"}}}}}}'  # then wait for Ready and export again: {}",
+                "kubectl patch ipsecgateway {}{} --type merge -p '{{\"spec\":{{\"endpoint\":{{\"floatingIP\":\"{live}\"}}}}}}'  # then wait for Ready and {}",
                 i.name(),
                 i.ns_flag(),
-                i.export_again()
+                i.again()
             )),
         )),
         (None, None) => out.push(finding(
@@ -497,7 +503,7 @@ fn fip_pinned(i: &Inputs) -> Result<Vec<Finding>, String> {
             shown(gw.spec.endpoint.floating_ip.as_deref()),
             "the associated floating IP",
             "the floating IP is neither pinned in spec nor reported in status.floatingIP",
-            Some(format!("wait for FIPAttached=True (`kubectl get ipsecgateway {}{} -o yaml`), pin status.floatingIP in spec.endpoint.floatingIP, then export again", i.name(), i.ns_flag())),
+            Some(format!("wait for FIPAttached=True (`kubectl get ipsecgateway {}{} -o yaml`), pin status.floatingIP in spec.endpoint.floatingIP, then {}", i.name(), i.ns_flag(), i.again())),
         )),
         (Some(pinned), live) => {
             if pinned.parse::<IpAddr>().is_err() {
@@ -509,7 +515,7 @@ fn fip_pinned(i: &Inputs) -> Result<Vec<Finding>, String> {
                     live,
                     pinned,
                     format!("spec pins {pinned} but the operator reports {live} associated: the pin has not been reconciled"),
-                    Some(format!("wait until status.floatingIP shows {pinned} and Ready=True, then export again: {}", i.export_again())),
+                    Some(format!("wait until status.floatingIP shows {pinned} and Ready=True, then {}", i.again())),
                 ));
             }
         }
@@ -565,7 +571,7 @@ fn psk_secret(i: &Inputs) -> Result<Vec<Finding>, String> {
             format!("keys {:?}", psk::keys(secret)),
             format!("a key `{}`", r.key),
             "the PSK Secret has no such key: every VPNPeer would reference a missing key and no tunnel would come up",
-            Some(format!("correct spec.auth.pskSecretRef.key (`kubectl edit ipsecgateway {}{}`) or the Secret, then export again", i.name(), i.ns_flag())),
+            Some(format!("correct spec.auth.pskSecretRef.key (`kubectl edit ipsecgateway {}{}`) or the Secret, then {}", i.name(), i.ns_flag(), i.again())),
         )),
         // The key is there: say what is wrong with its value, never the value itself.
         Some(p) => out.push(finding(
@@ -654,8 +660,8 @@ fn service_cidr(i: &Inputs) -> Result<Vec<Finding>, String> {
             "the /24 the operator allocated, e.g. 10.250.3.0/24",
             "no serviceCIDR in status: without it the VPNGateway would get the next free /24 and every exposure's virtual IP would change",
             Some(format!(
-                "wait until the operator has reconciled the gateway (Ready=True, status.serviceCIDR set), then export again: {}",
-                i.export_again()
+                "wait until the operator has reconciled the gateway (Ready=True, status.serviceCIDR set), then {}",
+                i.again()
             )),
         )],
         Some((s, Err(_))) => vec![finding(
@@ -704,9 +710,10 @@ fn remote_subnets(i: &Inputs) -> Result<Vec<Finding>, String> {
     let obj = i.old_object();
     let fix = || {
         Some(format!(
-            "correct spec.tunnels[].remoteSubnets with the client (`kubectl edit ipsecgateway {}{}`), then export again",
+            "correct spec.tunnels[].remoteSubnets with the client (`kubectl edit ipsecgateway {}{}`), then {}",
             i.name(),
-            i.ns_flag()
+            i.ns_flag(),
+            i.again()
         ))
     };
     let mut out = Vec::new();
@@ -968,8 +975,8 @@ fn virtual_ips(i: &Inputs) -> Result<Vec<Finding>, String> {
             .and_then(|s| s.virtual_ip.clone());
         let path = format!("spec.exposures[{n}].virtualIP");
         match (&e.virtual_ip, &allocated) {
-            (None, None) => out.push(finding(&obj, format!("status.exposures[name={}].virtualIP", e.name), "<unset>", format!("the address the client uses, inside {cidr}"), format!("exposure `{}` has no virtual IP in spec or status: the new gateway could allocate a different one", e.name), Some(format!("wait until the operator reports status.exposures for `{}`, then export again: {}", e.name, i.export_again())))),
-            (Some(s), Some(a)) if !addr::same_addr(s, a) => out.push(finding(&obj, path.clone(), s, a, format!("exposure `{}`: spec asks for {s} but the operator allocated {a}; the plan keeps {a}, the address clients use now", e.name), Some("set spec.exposures[].virtualIP to the allocated address (or remove it) and let the operator reconcile, then export again".into()))),
+            (None, None) => out.push(finding(&obj, format!("status.exposures[name={}].virtualIP", e.name), "<unset>", format!("the address the client uses, inside {cidr}"), format!("exposure `{}` has no virtual IP in spec or status: the new gateway could allocate a different one", e.name), Some(format!("wait until the operator reports status.exposures for `{}`, then {}", e.name, i.again())))),
+            (Some(s), Some(a)) if !addr::same_addr(s, a) => out.push(finding(&obj, path.clone(), s, a, format!("exposure `{}`: spec asks for {s} but the operator allocated {a}; the plan keeps {a}, the address clients use now", e.name), Some(format!("set spec.exposures[].virtualIP to the allocated address (or remove it) and let the operator reconcile, then {}", i.again())))),
             _ => {}
         }
         if let Some(vip) = allocated.as_ref().or(e.virtual_ip.as_ref()) {
@@ -1054,8 +1061,8 @@ fn status_current(i: &Inputs) -> Result<Vec<Finding>, String> {
             g.to_string(),
             "the operator has not reconciled the latest spec: values taken from status may be stale",
             Some(format!(
-                "wait for the operator, then export again: {}",
-                i.export_again()
+                "wait for the operator, then {}",
+                i.again()
             )),
         )],
         (Some(g), None) => vec![finding(

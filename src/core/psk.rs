@@ -38,9 +38,15 @@ pub fn value(secret: &Value, key: &str) -> Option<Vec<u8>> {
         .pointer("/data")
         .and_then(|d| d.get(key))
         .and_then(Value::as_str)?;
-    base64::engine::general_purpose::STANDARD
-        .decode(b64.trim())
-        .ok()
+    decode(b64).ok()
+}
+
+/// A Secret's `data` value as the API server decodes it: Go's `encoding/base64` (through
+/// encoding/json) skips `\r` and `\n`, so a value a YAML export wrapped over lines is the
+/// same key (attack finding: it was blocked as not base64).
+fn decode(b64: &str) -> Result<Vec<u8>, base64::DecodeError> {
+    let joined: String = b64.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
+    base64::engine::general_purpose::STANDARD.decode(joined.trim())
 }
 
 /// Why the Secret's `key` gives no PSK: what a message may say about it without ever
@@ -89,10 +95,7 @@ pub fn problem(secret: &Value, key: &str) -> Option<KeyProblem> {
             let Some(text) = v.as_str() else {
                 return Some(KeyProblem::NotAString);
             };
-            if base64::engine::general_purpose::STANDARD
-                .decode(text.trim())
-                .is_err()
-            {
+            if decode(text).is_err() {
                 return Some(KeyProblem::NotBase64);
             }
         }
@@ -264,6 +267,10 @@ mod tests {
             problem(&json!({"stringData": {"psk": "secret"}}), "psk"),
             None
         );
+        // Wrapped over lines as a YAML export may be: the API server reads the same key.
+        let wrapped = json!({"data": {"psk": "c2Vj\ncmV0\r\n"}});
+        assert_eq!(problem(&wrapped, "psk"), None);
+        assert_eq!(value(&wrapped, "psk").unwrap(), b"secret");
     }
 
     use super::*;
