@@ -123,7 +123,11 @@ impl Inputs<'_> {
     /// again for a live one (attack finding: a live plan advised a re-export).
     fn again(&self) -> String {
         if self.source.is_live() {
-            format!("plan again: `vpnmig plan {}{}`", self.name(), self.ns_flag())
+            format!(
+                "plan again: `vpnmig plan {}{}`",
+                self.name(),
+                self.ns_flag()
+            )
         } else {
             format!(
                 "export again: `kubectl get ipsecgateway {}{} -o yaml > {}.yaml`",
@@ -1060,10 +1064,7 @@ fn status_current(i: &Inputs) -> Result<Vec<Finding>, String> {
             o.to_string(),
             g.to_string(),
             "the operator has not reconciled the latest spec: values taken from status may be stale",
-            Some(format!(
-                "wait for the operator, then {}",
-                i.again()
-            )),
+            Some(format!("wait for the operator, then {}", i.again())),
         )],
         (Some(g), None) => vec![finding(
             &i.old_object(),

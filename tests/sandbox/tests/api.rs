@@ -1669,3 +1669,40 @@ fn webhooks_with_a_verb_that_is_no_write_are_refused() {
         "api.webhooks[0].verbs: `get` is not a write verb (*, create, update, patch, delete)"
     );
 }
+
+/// Issue 9 item 12: the simulated operator's writes (status, finalizer, children) carry
+/// its field manager, as a real controller's do, so a test sees who wrote what.
+#[tokio::test]
+async fn the_operator_writes_with_its_own_field_manager() {
+    let sb = start(ACME, SettingsFile::default()).await;
+    let rt = sb
+        .store
+        .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+        .unwrap();
+    let mut gw = serde_json::Value::Null;
+    for _ in 0..200 {
+        gw = sb.store.get(&rt, NS, "acme").unwrap();
+        if !entries_of(&gw, vpnmig_sandbox::operator::FIELD_MANAGER).is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let fields: Vec<serde_json::Value> = entries_of(&gw, "gateway-operator")
+        .into_iter()
+        .map(|(op, f)| {
+            assert_eq!(op, "Update");
+            f
+        })
+        .collect();
+    assert!(
+        fields.iter().any(|f| f.get("f:status").is_some()),
+        "the status is the operator's: {fields:?}"
+    );
+    assert!(
+        fields
+            .iter()
+            .any(|f| f.pointer("/f:metadata/f:finalizers").is_some()),
+        "the finalizer is the operator's: {fields:?}"
+    );
+    sb.shutdown().await;
+}

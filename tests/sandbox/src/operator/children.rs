@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::conditions::now;
 use super::view::Gateway;
 use crate::resources::ResourceType;
-use crate::store::{DeleteOptions, Store, WriteOptions};
+use crate::store::{DeleteOptions, Store};
 
 /// The container the operator runs strongSwan in.
 pub const CONTAINER: &str = "strongswan";
@@ -82,7 +82,7 @@ pub fn ensure(store: &Store, gw: &Gateway, next_ip: &mut u32) -> Result<Workload
     let (Some(deploy_rt), Some(pod_rt)) = (deployments(store), pods(store)) else {
         return Err("deployments or pods are not served".into());
     };
-    let wo = WriteOptions::default();
+    let wo = super::writes();
     let deploy = match store.get(&deploy_rt, &gw.ns, &gw.name) {
         Ok(d) if owned_by(&d, &gw.uid) => d,
         Ok(d) => {

@@ -47,6 +47,19 @@ pub use view::GatewayKind;
 /// How often the controller looks at the settings (and at most how long it sleeps).
 pub const TICK: Duration = Duration::from_millis(25);
 
+/// The field manager the simulated operator writes with (status, finalizers, its
+/// children), as a real controller's client does: its writes show in
+/// `metadata.managedFields` like any other writer's (issue 9 item 12).
+pub const FIELD_MANAGER: &str = "gateway-operator";
+
+/// Write options of the operator's own writes.
+pub fn writes() -> crate::store::WriteOptions {
+    crate::store::WriteOptions {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    }
+}
+
 /// What a command run in a pod printed and how it exited.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExecOutput {

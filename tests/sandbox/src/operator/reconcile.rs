@@ -31,7 +31,7 @@ use super::peers::{Clients, Daemon, Outcome, Reach};
 use super::settings::{GatewayFaults, Settings};
 use super::view::{Gateway, GatewayKind, Peer};
 use crate::resources::ResourceType;
-use crate::store::{Store, WriteOptions};
+use crate::store::Store;
 
 /// Where a gateway's deletion unwind is.
 #[derive(Debug)]
@@ -89,7 +89,7 @@ fn read_psk(store: &Store, ns: &str, r: Option<&SecretKeyRef>) -> Result<Vec<u8>
 }
 
 fn write_status(store: &Store, rt: &ResourceType, ns: &str, name: &str, status: Value) {
-    let _ = store.modify(rt, ns, name, true, &WriteOptions::default(), |cur| {
+    let _ = store.modify(rt, ns, name, true, &super::writes(), |cur| {
         let mut o = cur.clone();
         o["status"] = status;
         Ok(o)
@@ -101,27 +101,20 @@ fn set_finalizer(store: &Store, rt: &ResourceType, gw: &Gateway, present: bool) 
     if gw.finalizers.iter().any(|x| x == f) == present {
         return;
     }
-    let _ = store.modify(
-        rt,
-        &gw.ns,
-        &gw.name,
-        false,
-        &WriteOptions::default(),
-        |cur| {
-            let mut o = cur.clone();
-            let mut list: Vec<Value> = o
-                .pointer("/metadata/finalizers")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            list.retain(|v| v != f);
-            if present {
-                list.push(json!(f));
-            }
-            o["metadata"]["finalizers"] = json!(list);
-            Ok(o)
-        },
-    );
+    let _ = store.modify(rt, &gw.ns, &gw.name, false, &super::writes(), |cur| {
+        let mut o = cur.clone();
+        let mut list: Vec<Value> = o
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        list.retain(|v| v != f);
+        if present {
+            list.push(json!(f));
+        }
+        o["metadata"]["finalizers"] = json!(list);
+        Ok(o)
+    });
 }
 
 /// Run one pass. Returns when the next timer (a delay, a retry) is due.
