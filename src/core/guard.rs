@@ -225,9 +225,12 @@ impl Estimate {
         let how = match self.source {
             Source::Timeouts => "worst case from the timeouts".to_string(),
             Source::Journals { of, capped } => format!(
-                "p95 of {of} earlier window{}'s journal{}{}",
-                if of == 1 { "" } else { "s" },
-                if of == 1 { "" } else { "s" },
+                "p95 of {of} earlier {}{}",
+                if of == 1 {
+                    "window's journal"
+                } else {
+                    "windows' journals"
+                },
                 if capped {
                     ", capped at the timeouts' worst case"
                 } else {
@@ -404,11 +407,9 @@ impl Figures {
 /// `left` before `end`.
 pub fn until(end: &WindowEnd, left: SignedDuration) -> String {
     if left.is_positive() {
-        format!(
-            "the window ends at {} (in {})",
-            show(&end.at),
-            human(left.unsigned_abs())
-        )
+        // Down to the second: what is left is never shown as more than it is.
+        let left = Duration::from_secs(left.unsigned_abs().as_secs());
+        format!("the window ends at {} (in {})", show(&end.at), human(left))
     } else {
         format!(
             "the window ended at {} ({} ago)",
