@@ -127,7 +127,32 @@ impl Error {
 /// that works from the state it leaves (issue 14 item 6). An argument that a shell would
 /// split or expand is single-quoted.
 pub fn again(extra: &[&str]) -> String {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    again_without("", extra)
+}
+
+/// [`again`] without the flag `flag` and its value (`--flag V` or `--flag=V`), then
+/// `extra`: the command line that leaves out one choice (`--window-end`).
+pub fn again_without(flag: &str, extra: &[&str]) -> String {
+    let mut args: Vec<String> = Vec::new();
+    let mut skip = false;
+    for a in std::env::args().skip(1) {
+        if skip {
+            skip = false;
+            continue;
+        }
+        if !flag.is_empty() && a == flag {
+            skip = true;
+            continue;
+        }
+        if !flag.is_empty() && a.starts_with(&format!("{flag}=")) {
+            continue;
+        }
+        args.push(a);
+    }
+    again_from(args, extra)
+}
+
+fn again_from(mut args: Vec<String>, extra: &[&str]) -> String {
     for e in extra {
         if !args.iter().any(|a| a == e) {
             args.push(e.to_string());

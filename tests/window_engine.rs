@@ -79,6 +79,10 @@ fn line(e: &Event) -> String {
         Event::Note(n) => format!("note {n}"),
         Event::Info(i) => format!("info {i}"),
         Event::RollingBack { phase } => format!("rolling back at {phase}"),
+        Event::Guard { figures, .. } => format!(
+            "guard {}",
+            if figures.enough() { "enough" } else { "short" }
+        ),
         Event::Drift(_) => "drift".into(),
         Event::Blocked(_) => "blocked".into(),
     }

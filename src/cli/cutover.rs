@@ -31,11 +31,12 @@ Examples:
   vpnmig plan acme -n tenant-acme --out plans/acme          # before the window: review
   vpnmig cutover acme -n tenant-acme --plan plans/acme      # at the window
   vpnmig cutover acme -n tenant-acme --plan plans/acme --dry-run
+  vpnmig cutover acme -n tenant-acme --plan plans/acme --window-end 02:00
   vpnmig cutover acme -n tenant-acme --yes --rollback-on-failure -o json
 
 Exit codes: 0 done, 1 failure (an API error; the message says the phase and what to run),
 4 blocked by a check, 6 a wait timed out, 7 refused (lock held, drift, no --yes without
-a terminal, confirmation mismatch), 130 interrupted.")]
+a terminal, confirmation mismatch, too little of the window left), 130 interrupted.")]
 pub struct CutoverArgs {
     /// kubectl's cluster flags, from the top-level command (global).
     #[arg(skip)]
@@ -83,6 +84,14 @@ pub struct CutoverArgs {
     #[command(flatten)]
     pub timeouts: Timeouts,
 
+    /// When the maintenance window ends: RFC 3339 (2026-11-30T22:00:00+01:00) or HH:MM
+    /// in local time (the next such moment). The cutover refuses to start, and to go
+    /// past the delete, when less is left than a cutover and its rollback are expected
+    /// to take: the p95 of earlier windows' journals in the cluster, else the worst case
+    /// of the timeouts. A cutover resumed past the delete is never refused.
+    #[arg(long, value_name = "TIME", value_parser = window::window_end)]
+    pub window_end: Option<crate::core::guard::WindowEnd>,
+
     /// Replace the built-in proposal allowlist with the operator's.
     #[arg(long, value_name = "FILE")]
     pub allowlist: Option<PathBuf>,
@@ -117,6 +126,7 @@ pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
         allowlist,
         peer_names: args.peer_names.clone(),
         skip_dry_run_webhooks: args.skip_dry_run_webhooks.clone(),
+        window_end: args.window_end.clone(),
     };
     let mut sink = crate::output::events::LiveView::new(args.output);
     let mut prompt = window::Prompt {

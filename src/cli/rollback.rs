@@ -80,6 +80,12 @@ pub struct RollbackArgs {
     #[command(flatten)]
     pub timeouts: Timeouts,
 
+    /// When the maintenance window ends (RFC 3339, or HH:MM in local time): a rollback
+    /// expected to take longer than what is left only warns (rolling back is the safe
+    /// direction).
+    #[arg(long, value_name = "TIME", value_parser = window::window_end)]
+    pub window_end: Option<crate::core::guard::WindowEnd>,
+
     /// Output format of the final report (progress always goes to stderr).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = render::Format::Text)]
     pub output: render::Format,
@@ -96,6 +102,7 @@ pub fn run(args: &RollbackArgs) -> Result<i32, Error> {
             drop_missing_owners: args.drop_missing_owners,
         },
         timeouts: args.timeouts.engine(),
+        window_end: args.window_end.clone(),
     };
     let mut sink = crate::output::events::LiveView::new(args.output);
     let mut prompt = window::Prompt {

@@ -30,6 +30,12 @@ pub struct Timeouts {
     pub timeout_tunnel: Duration,
 }
 
+/// `--window-end`: RFC 3339, or HH:MM in local time meaning the next such moment
+/// (`core::guard::parse_window_end`).
+pub fn window_end(s: &str) -> Result<crate::core::guard::WindowEnd, String> {
+    crate::core::guard::parse_window_end(s, &jiff::Zoned::now())
+}
+
 /// A duration that is not zero (a wait of nothing would only ever time out) and at most
 /// a week (a window is not longer; larger values overflow the clock's arithmetic).
 fn positive_duration(s: &str) -> Result<Duration, String> {

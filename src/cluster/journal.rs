@@ -135,3 +135,69 @@ pub async fn write(cluster: &Cluster, journal: &Journal, dry_run: bool) -> Resul
         .await
         .map(|_| ())
 }
+
+/// The journals of earlier windows, for the window guard's estimate.
+#[derive(Debug, Default)]
+pub struct Listed {
+    pub journals: Vec<Journal>,
+    /// Where they were listed: `all namespaces`, or the namespace when listing every
+    /// namespace was refused.
+    pub scope: String,
+    /// ConfigMaps with vpnmig's label that are not journals this version reads.
+    pub unreadable: usize,
+}
+
+/// Every vpnmig journal (ConfigMaps labelled `app.kubernetes.io/managed-by=vpnmig`) in
+/// every namespace, or, when that is forbidden, in the cluster's namespace; page by page.
+pub async fn list(cluster: &Cluster) -> Result<Listed, KubeError> {
+    match list_in(cluster, None).await {
+        Err(KubeError::Forbidden { .. }) => {
+            let ns = cluster.namespace.clone();
+            let mut l = list_in(cluster, Some(&ns)).await?;
+            l.scope = format!("namespace {ns}");
+            Ok(l)
+        }
+        other => other,
+    }
+}
+
+async fn list_in(cluster: &Cluster, namespace: Option<&str>) -> Result<Listed, KubeError> {
+    use kube::api::ListParams;
+    let api: Api<ConfigMap> = match namespace {
+        Some(ns) => Api::namespaced(cluster.client.clone(), ns),
+        None => Api::all(cluster.client.clone()),
+    };
+    let mut listed = Listed {
+        scope: "all namespaces".into(),
+        ..Default::default()
+    };
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default()
+            .labels("app.kubernetes.io/managed-by=vpnmig")
+            .limit(super::list::PAGE);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
+        }
+        let page = cluster
+            .call("list", "configmaps (vpnmig journals)", namespace, || {
+                api.list(&lp)
+            })
+            .await?;
+        for cm in page.items {
+            match cm
+                .data
+                .as_ref()
+                .and_then(|d| d.get("journal.json"))
+                .map(|t| Journal::from_json(t))
+            {
+                Some(Ok(j)) => listed.journals.push(j),
+                _ => listed.unreadable += 1,
+            }
+        }
+        match page.metadata.continue_ {
+            Some(t) if !t.is_empty() => token = Some(t),
+            _ => return Ok(listed),
+        }
+    }
+}

@@ -51,6 +51,15 @@ impl Events for LiveView {
             Event::RollingBack { phase } => anstream::eprintln!(
                 "✗ cutover stopped at phase {phase}; --rollback-on-failure: rolling back"
             ),
+            Event::Guard { moment, figures } => {
+                let again = match moment {
+                    crate::core::guard::Moment::Start => "",
+                    crate::core::guard::Moment::Confirmed => " (after the confirmation)",
+                    crate::core::guard::Moment::BeforeDelete { .. } => " (before the delete)",
+                };
+                let mark = if figures.enough() { "✓" } else { "✗" };
+                anstream::eprintln!("{mark} {}{again}", figures.summary());
+            }
             Event::Drift(drift) => anstream::eprint!("{}", render::drift(&drift)),
             Event::Blocked(plan) => anstream::eprint!("{}", render::blockers(&plan).join("")),
             Event::Finished {

@@ -7,6 +7,7 @@ use std::future::Future;
 
 use serde_json::Value;
 
+use super::guard::{self as window_guard, Guard};
 use super::steps::{self, Window, now, timed_out};
 use super::{
     Ask, Confirm, CutoverOptions, Emit, Event, Events, Operation, Outcome, Sink, Stage, Summary,
@@ -14,6 +15,7 @@ use super::{
 use crate::bundle;
 use crate::cluster::delete::{self, Target};
 use crate::cluster::{Cluster, journal as stored, lock, objects};
+use crate::core::guard::Moment;
 use crate::core::journal::{self, Journal, Phase};
 use crate::core::model::IPsecGateway;
 use crate::core::{live, plan, scope};
@@ -133,6 +135,8 @@ async fn run(
         _ => {}
     }
 
+    // The window guard, before anything (issue 13 item 4).
+    let guard = start_guard(cluster, ev, name, opts, Phase::Started).await?;
     ev.emit(Event::Stage(Stage::Plan));
     // The plan's own server-side dry run (facts) is the first one; another follows right
     // before the delete.
@@ -236,6 +240,12 @@ async fn run(
             },
         })
         .await?;
+    // The prompt may have sat for a while.
+    if let Some(g) = &guard
+        && !opts.dry_run
+    {
+        g.check(ev, name, &ns, Moment::Confirmed, false)?;
+    }
 
     let old_manifest = plan::clean_old_manifest(&source.raw);
     let fip = source
@@ -294,7 +304,24 @@ async fn run(
         by,
     };
     let gateway = source.gateway.clone();
-    phases(&mut w, opts, Some(&gateway)).await
+    phases(&mut w, opts, Some(&gateway), guard.as_ref()).await
+}
+
+/// The guard of a cutover going on from phase `from` (`--window-end`), checked at the
+/// start: a window too short is refused before anything is changed.
+async fn start_guard(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    name: &str,
+    opts: &CutoverOptions,
+    from: Phase,
+) -> Result<Option<Guard>, Error> {
+    let Some(end) = &opts.window_end else {
+        return Ok(None);
+    };
+    let g = Guard::new(cluster, ev, end, &opts.timeouts, from, false).await;
+    g.check(ev, name, &cluster.namespace, Moment::Start, opts.dry_run)?;
+    Ok(Some(g))
 }
 
 /// No IPsecGateway and no journal: say what is there instead (a migrated gateway whose
@@ -398,6 +425,14 @@ async fn resume(
             });
         }
     }
+    // The guard applies to what remains; past the delete, going on is the way out.
+    let guard = match &opts.window_end {
+        Some(end) if j.phase.past_delete() => {
+            window_guard::not_applied(ev, end, j.phase);
+            None
+        }
+        _ => start_guard(cluster, ev, &name, opts, j.phase).await?,
+    };
     ev.emit(Event::Stage(Stage::Confirm));
     confirm
         .confirm(Ask {
@@ -417,6 +452,9 @@ async fn resume(
         )));
         return Ok(Outcome::DryRun);
     }
+    if let Some(g) = &guard {
+        g.check(ev, &name, &ns, Moment::Confirmed, false)?;
+    }
     let mut w = Window {
         cluster,
         ev,
@@ -424,7 +462,7 @@ async fn resume(
         lock: held,
         by,
     };
-    phases(&mut w, opts, None).await
+    phases(&mut w, opts, None, guard.as_ref()).await
 }
 
 /// `--forward`: cut the re-created IPsecGateway over to the journal's targets. The saved
@@ -492,6 +530,7 @@ async fn forward_again(
     j.spec_fingerprint = plan::fingerprint(live.get("spec").unwrap_or(&Value::Null));
     j.fixed_targets = true;
     steps::require_permissions(cluster, "cut over again").await?;
+    let guard = start_guard(cluster, ev, &name, opts, Phase::Started).await?;
     ev.emit(Event::Stage(Stage::Confirm));
     confirm
         .confirm(Ask {
@@ -508,6 +547,9 @@ async fn forward_again(
         ev.emit(Event::Info("dry run: nothing was changed".into()));
         return Ok(Outcome::DryRun);
     }
+    if let Some(g) = &guard {
+        g.check(ev, &name, &ns, Moment::Confirmed, false)?;
+    }
     j.advance(Phase::Started, &now(), &by);
     stored::write(cluster, &j, false).await?;
     ev.emit(Event::Recorded { phase: j.phase });
@@ -518,7 +560,7 @@ async fn forward_again(
         lock: held,
         by,
     };
-    phases(&mut w, opts, Some(&gw)).await
+    phases(&mut w, opts, Some(&gw), guard.as_ref()).await
 }
 
 /// `--dry-run`: every write sent with dryRun=All, in the order the cutover would.
@@ -594,8 +636,9 @@ async fn phases(
     w: &mut Window<'_>,
     opts: &CutoverOptions,
     old: Option<&IPsecGateway>,
+    guard: Option<&Guard>,
 ) -> Result<Outcome, Error> {
-    match forward(w, opts, old).await {
+    match forward(w, opts, old, guard).await {
         Ok(code) => Ok(code),
         // Another run holds the lock now: it decides; no advice that would fight it.
         Err(e @ Error::Lock(_)) => Err(e),
@@ -670,6 +713,7 @@ async fn forward(
     w: &mut Window<'_>,
     opts: &CutoverOptions,
     old: Option<&IPsecGateway>,
+    guard: Option<&Guard>,
 ) -> Result<Outcome, Error> {
     let t = &opts.timeouts;
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
@@ -690,6 +734,16 @@ async fn forward(
     if w.journal.phase < Phase::Deleting {
         w.ev.emit(Event::Stage(Stage::DryRun));
         pre_delete_dry_run(w, opts).await?;
+        // The window guard once more, right before the outage begins.
+        if let Some(g) = guard {
+            let moment = Moment::BeforeDelete {
+                phase: w.journal.phase,
+            };
+            if let Err(e) = g.check(w.ev, &name, &ns, moment, false) {
+                w.record_error(&crate::error::error_line(&e)).await;
+                return Err(e);
+            }
+        }
         w.ev.emit(Event::Stage(Stage::Delete));
         let gw = recheck(w).await?;
         w.save(Phase::Deleting).await?;

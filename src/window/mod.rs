@@ -52,6 +52,7 @@
 //! [`Event::Blocked`]).
 
 mod cutover;
+mod guard;
 pub mod plan;
 mod rollback;
 mod steps;
@@ -62,6 +63,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::core::allowlist::Allowlist;
+use crate::core::guard::{Figures, Moment, WindowEnd};
 use crate::core::journal::{Drift, Journal, Phase};
 use crate::core::plan::Plan;
 use crate::core::verify::Row;
@@ -115,6 +117,9 @@ pub struct CutoverOptions {
     pub peer_names: Vec<(String, String)>,
     /// Admission webhooks that cannot dry-run, accepted by name.
     pub skip_dry_run_webhooks: Vec<String>,
+    /// When the maintenance window ends: refuse to start, or to go past the delete, when
+    /// what is left is less than the expected cutover plus rollback (`core::guard`).
+    pub window_end: Option<WindowEnd>,
 }
 
 /// What a rollback is asked to do beyond the gateway's name.
@@ -126,6 +131,8 @@ pub struct RollbackOptions {
     pub break_lock: bool,
     pub choices: Choices,
     pub timeouts: Timeouts,
+    /// When the maintenance window ends: a rollback that may not fit only warns.
+    pub window_end: Option<WindowEnd>,
 }
 
 /// What the user chose for a rollback beyond the defaults (the flags that let it go on
@@ -221,6 +228,12 @@ pub enum Event {
     },
     /// A change made or a precondition proven (the `✓` lines).
     Step(String),
+    /// The window guard's figures at `moment` (`--window-end`): when the window ends,
+    /// what is left, what is needed and from where the estimate comes.
+    Guard {
+        moment: Moment,
+        figures: Box<Figures>,
+    },
     /// Something that needs the user's eye but does not stop the window (`!`).
     Warning(String),
     /// Context the user should know (`note:`).

@@ -216,6 +216,11 @@ async fn run(
     } else {
         PeerScope::default()
     };
+    // `--window-end`: rolling back is the safe direction; a window too short only warns.
+    if let Some(end) = &opts.window_end {
+        let g = super::guard::Guard::new(cluster, ev, end, &opts.timeouts, j.phase, true).await;
+        super::guard::warn_rollback(ev, &g);
+    }
     ev.emit(Event::Stage(Stage::Confirm));
     confirm
         .confirm(Ask {
