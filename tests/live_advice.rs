@@ -702,3 +702,31 @@ stop!(
     Clear,
     Forward
 );
+
+/// Attack finding: an API outage long enough that the Lease could not be renewed ended
+/// the window with "lost the lock" and no command. The operator is held at the attach so
+/// the window is still waiting when the lock runs out.
+fn outage_during_the_attach(l: &Live) {
+    fault(l, "vpngateway/tenant-acme/acme", |f| f.paused = true);
+    l.sb.api_faults.write().unwrap().errors = vec![ErrorRule {
+        verbs: vec!["update".into(), "get".into()],
+        resources: vec!["leases".into()],
+        code: 503,
+        times: None,
+        retry_after_seconds: None,
+    }];
+}
+stop!(
+    lock_lost_in_an_outage_forward,
+    Cutover,
+    Stop::During("applied", outage_during_the_attach, nothing),
+    Clear,
+    Forward
+);
+stop!(
+    lock_lost_in_an_outage_back,
+    Cutover,
+    Stop::During("applied", outage_during_the_attach, nothing),
+    Clear,
+    Back
+);

@@ -297,6 +297,32 @@ pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
             );
             exit::TIMEOUT
         }
-        (false, false) => exit::VERIFY_FAILED,
+        (false, false) => {
+            // A verdict that names what to run next, like every stop (issue 14 item 6).
+            eprintln!("{}", next_steps(&rows, &args.name));
+            exit::VERIFY_FAILED
+        }
     })
+}
+
+/// What to run after NOT HEALTHY: wait for what is still coming up, look at a window
+/// under way, and (for a migrated gateway) the rollback.
+fn next_steps(rows: &[Row], name: &str) -> String {
+    let gateway = rows
+        .iter()
+        .find(|r| r.object.starts_with("VPNGateway ") || r.object.starts_with("IPsecGateway "))
+        .map(|r| r.object.as_str());
+    let ns = gateway
+        .and_then(|o| o.split_once(' '))
+        .and_then(|(_, nn)| nn.split_once('/'))
+        .map(|(ns, _)| format!(" -n {ns}"))
+        .unwrap_or_default();
+    let rollback = if gateway.is_some_and(|o| o.starts_with("VPNGateway ")) {
+        format!("; `vpnmig rollback {name}{ns}` restores the IPsecGateway")
+    } else {
+        String::new()
+    };
+    format!(
+        "hint: each failed check says why (a pinned value names the field manager that changed it: set it back); `vpnmig verify {name}{ns} --wait --timeout 5m` waits for what is still coming up; `vpnmig status{ns}` shows a window under way and the command that goes on{rollback}"
+    )
 }

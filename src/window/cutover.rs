@@ -521,8 +521,9 @@ async fn forward_again(
                 "--forward: IPsecGateway {ns}/{name} cannot be deleted: {why}; nothing was changed"
             ),
             hint: Some(format!(
-                "pin it first: {}",
-                scope::pin_command("IPsecGateway", &name, &ns, &j.floating_ip)
+                "pin it first: {}; then run it again: `{}`",
+                scope::pin_command("IPsecGateway", &name, &ns, &j.floating_ip),
+                crate::error::again(&[])
             )),
         });
     }
@@ -641,7 +642,14 @@ async fn phases(
     match forward(w, opts, old, guard).await {
         Ok(code) => Ok(code),
         // Another run holds the lock now: it decides; no advice that would fight it.
-        Err(e @ Error::Lock(_)) => Err(e),
+        // (A lock that could not be checked for want of an answer is an outage like any
+        // other: it gets the advice below.)
+        Err(
+            e @ Error::Lock(
+                crate::cluster::lock::LockError::Lost { .. }
+                | crate::cluster::lock::LockError::Held { .. },
+            ),
+        ) => Err(e),
         Err(e) if w.journal.phase.past_delete() => {
             let message = crate::error::error_line(&e);
             w.record_error(&message).await;

@@ -602,8 +602,9 @@ async fn new_fip_pinned(cluster: &Cluster, j: &Journal) -> Result<(), Error> {
         code: exit::REFUSED,
         message: format!("VPNGateway {ns}/{name} cannot be deleted: {why}; nothing was changed"),
         hint: Some(format!(
-            "pin it first: {}",
-            crate::core::scope::pin_command("VPNGateway", name, ns, &j.floating_ip)
+            "pin it first: {}; then run it again: `{}`",
+            crate::core::scope::pin_command("VPNGateway", name, ns, &j.floating_ip),
+            crate::error::again(&[])
         )),
     })
 }

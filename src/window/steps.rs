@@ -825,6 +825,59 @@ async fn after_interrupt<T>(
                 hint: Some(hint),
             })
         }
+        // The API server stopped answering mid-window (a journal write, a lock renewal
+        // check): where the journal stands and the commands, never a bare error.
+        Err(Error::Cluster(k) | Error::Lock(crate::cluster::lock::LockError::Kube(k)))
+            if k.no_answer() =>
+        {
+            let ns = cluster.namespace.as_str();
+            let hint = match journal::read(cluster, name).await {
+                Ok(Some(j)) => format!(
+                    "the journal of {ns}/{name} is at phase {}; once the API server answers: {}",
+                    j.phase,
+                    j.recovery()
+                ),
+                Ok(None) => format!(
+                    "no journal was written, so nothing was changed: run the same command again once the API server answers: `{}`",
+                    crate::error::again(&[])
+                ),
+                Err(_) => format!(
+                    "once the API server answers, `vpnmig cutover {name} -n {ns}` resumes from the journal and `vpnmig rollback {name} -n {ns}` reverses"
+                ),
+            };
+            Err(Error::Stop {
+                code: exit::FAILURE,
+                message: k.to_string(),
+                hint: Some(hint),
+            })
+        }
+        // The lock was lost mid-window (not renewed through an API outage, taken with
+        // --break-lock, deleted): say where the journal stands and the commands, as for
+        // an interruption, not only that the lock is gone (attack finding).
+        Err(Error::Lock(e @ crate::cluster::lock::LockError::Lost { .. })) => {
+            let ns = cluster.namespace.as_str();
+            let nobody = matches!(&e, crate::cluster::lock::LockError::Lost { holder, .. } if holder.starts_with("nobody"));
+            let who = if nobody {
+                "nobody holds it now (it could not be renewed, most often because the API server did not answer): once it answers, "
+            } else {
+                "another run holds it now: agree on who finishes the window; then "
+            };
+            let hint = match journal::read(cluster, name).await {
+                Ok(Some(j)) => format!(
+                    "the journal of {ns}/{name} is at phase {}; {who}{}",
+                    j.phase,
+                    j.recovery()
+                ),
+                _ => format!(
+                    "{who}`vpnmig cutover {name} -n {ns}` resumes from the journal; `vpnmig rollback {name} -n {ns}` reverses"
+                ),
+            };
+            Err(Error::Stop {
+                code: exit::REFUSED,
+                message: e.to_string(),
+                hint: Some(hint),
+            })
+        }
         other => other,
     }
 }
