@@ -36,7 +36,22 @@ pub async fn source(cluster: &Cluster, name: &str) -> Result<Source, SourceError
             what: what.clone(),
             namespace: ns.to_string(),
         })?;
-    let raw = serde_json::to_value(&obj).expect("objects serialize");
+    source_of(
+        cluster,
+        serde_json::to_value(&obj).expect("objects serialize"),
+    )
+    .await
+}
+
+/// An IPsecGateway already read (`raw`, e.g. from a list) with its PSK Secret, read from
+/// its namespace: one `get` per gateway.
+pub async fn source_of(cluster: &Cluster, raw: serde_json::Value) -> Result<Source, SourceError> {
+    let ns = raw
+        .pointer("/metadata/namespace")
+        .and_then(|v| v.as_str())
+        .unwrap_or(cluster.namespace.as_str())
+        .to_string();
+    let ns = ns.as_str();
     let secret_name = raw
         .pointer("/spec/auth/pskSecretRef/name")
         .and_then(|v| v.as_str())
