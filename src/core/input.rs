@@ -445,12 +445,14 @@ pub fn parse_documents(text: &str, file: &str) -> Result<Vec<Value>, InputError>
     if text.len() > MAX_INPUT_BYTES {
         return Err(too_large(format!("{} bytes", text.len())));
     }
-    serde_saphyr::from_multiple_with_options(text, yaml_options()).map_err(|e| match e {
-        serde_saphyr::Error::Budget { breach, .. } => too_large(breach_words(&breach)),
-        e => InputError::Syntax {
-            file: file.to_string(),
-            message: yaml_message(&e),
-        },
+    serde_saphyr::from_multiple_with_options(text, yaml_options()).map_err(|e| {
+        match e.without_snippet() {
+            serde_saphyr::Error::Budget { breach, .. } => too_large(breach_words(breach)),
+            _ => InputError::Syntax {
+                file: file.to_string(),
+                message: yaml_message(&e),
+            },
+        }
     })
 }
 
