@@ -5,7 +5,7 @@
 
 mod live;
 
-use live::start;
+use live::{check, start};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::api::auth::{Rule, User};
@@ -95,15 +95,6 @@ fn strs(v: &Value) -> Vec<String> {
         .iter()
         .map(|s| s.as_str().unwrap().to_string())
         .collect()
-}
-
-fn check<'a>(plan: &'a Value, id: &str) -> &'a Value {
-    plan["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("no check {id}"))
 }
 
 fn settings() -> SettingsFile {

@@ -30,50 +30,56 @@ impl OtherGateway {
     /// its service CIDR (status) and the VPNPeer names its own cutover would create.
     pub fn from_ipsec(g: &crate::core::model::IPsecGateway) -> OtherGateway {
         let st = g.status.clone().unwrap_or_default();
-        let ns = g.metadata.namespace.clone().unwrap_or_default();
         let name = g.metadata.name.clone().unwrap_or_default();
         let n = g.spec.tunnels.len();
-        OtherGateway {
-            future_peers: g
-                .spec
-                .tunnels
-                .iter()
-                .map(|t| {
-                    (
-                        t.name.clone(),
-                        crate::core::translate::peer_name(&name, &t.name, n),
-                    )
-                })
-                .collect(),
-            object: format!("IPsecGateway {ns}/{name}"),
-            floating_ip: g
-                .spec
-                .endpoint
-                .pinned_fip()
-                .map(str::to_string)
-                .or(st.floating_ip),
-            service_cidr: st.service_cidr,
-            namespace: ns,
-            name,
-        }
+        let future_peers = g
+            .spec
+            .tunnels
+            .iter()
+            .map(|t| {
+                let peer = crate::core::translate::peer_name(&name, &t.name, n);
+                (t.name.clone(), peer)
+            })
+            .collect();
+        let fip = g.spec.endpoint.pinned_fip().map(str::to_string);
+        Self::of(
+            "IPsecGateway",
+            &g.metadata,
+            fip.or(st.floating_ip),
+            st.service_cidr,
+            future_peers,
+        )
     }
 
     /// A VPNGateway as another gateway (spec values first, else the status's).
     pub fn from_vpn(g: &crate::core::model::VPNGateway) -> OtherGateway {
         let st = g.status.clone().unwrap_or_default();
-        let ns = g.metadata.namespace.clone().unwrap_or_default();
-        let name = g.metadata.name.clone().unwrap_or_default();
+        let fip = g.spec.endpoint.pinned_fip().map(str::to_string);
+        let cidr = g.spec.service_cidr.clone().or(st.service_cidr);
+        Self::of(
+            "VPNGateway",
+            &g.metadata,
+            fip.or(st.floating_ip),
+            cidr,
+            Vec::new(),
+        )
+    }
+
+    fn of(
+        kind: &str,
+        meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        floating_ip: Option<String>,
+        service_cidr: Option<String>,
+        future_peers: Vec<(String, String)>,
+    ) -> OtherGateway {
+        let namespace = meta.namespace.clone().unwrap_or_default();
+        let name = meta.name.clone().unwrap_or_default();
         OtherGateway {
-            future_peers: Vec::new(),
-            object: format!("VPNGateway {ns}/{name}"),
-            floating_ip: g
-                .spec
-                .endpoint
-                .pinned_fip()
-                .map(str::to_string)
-                .or(st.floating_ip),
-            service_cidr: g.spec.service_cidr.clone().or(st.service_cidr),
-            namespace: ns,
+            object: format!("{kind} {namespace}/{name}"),
+            floating_ip,
+            service_cidr,
+            future_peers,
+            namespace,
             name,
         }
     }
