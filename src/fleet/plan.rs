@@ -440,9 +440,10 @@ pub fn write(
             });
         }
     }
-    let mut rows = Vec::with_capacity(planned.len());
-    for p in planned {
-        rows.push(match p {
+    // Each bundle is written and synced as `plan NAME --out` writes it; several at once,
+    // so the syncs of many bundles overlap instead of queueing one by one.
+    let row = |p: &Planned| -> Result<FleetRow, Error> {
+        Ok(match p {
             Planned::Plan { plan, old_manifest } => {
                 let rel = bundle_dir(
                     plan.source.namespace.as_deref().unwrap_or_default(),
@@ -458,8 +459,22 @@ pub fn write(
                 name,
                 why,
             } => FleetRow::invalid(namespace, name, why.clone()),
-        });
-    }
+        })
+    };
+    let chunk = planned.len().div_ceil(IN_FLIGHT).max(1);
+    let rows: Vec<FleetRow> = std::thread::scope(|s| {
+        let workers: Vec<_> = planned
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(row).collect::<Result<Vec<_>, _>>()))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("bundle writers do not panic"))
+            .collect::<Result<Vec<Vec<_>>, _>>()
+    })?
+    .into_iter()
+    .flatten()
+    .collect();
     let fleet = FleetPlan::new(origin, selection, rows);
     if let Some(out) = out {
         let path = out.join("fleet.json");
