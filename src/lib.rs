@@ -17,6 +17,7 @@ pub mod cluster;
 pub mod core;
 pub mod error;
 pub mod exit;
+pub mod fleet;
 pub mod output;
 pub mod state;
 pub mod window;

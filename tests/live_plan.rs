@@ -3,20 +3,11 @@
 
 mod live;
 
-use live::{ACME, INITECH, start};
+use live::{ACME, INITECH, check, start};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::api::auth::{Rule, User};
 use vpnmig_sandbox::store::WriteOptions;
-
-fn check<'a>(plan: &'a Value, id: &str) -> &'a Value {
-    plan["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("no check {id}"))
-}
 
 fn failed(plan: &Value) -> Vec<String> {
     plan["checks"]

@@ -11,7 +11,7 @@
 
 mod live;
 
-use live::{ACME, phase, start};
+use live::{ACME, check, phase, start};
 use serde_json::Value;
 use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::api::auth::{Rule, User};
@@ -99,15 +99,6 @@ fn failed(plan: &Value) -> Vec<&str> {
         .filter(|c| c["outcome"] == "fail")
         .map(|c| c["id"].as_str().unwrap())
         .collect()
-}
-
-fn check<'a>(plan: &'a Value, id: &str) -> &'a Value {
-    plan["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("no check {id}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -27,6 +27,11 @@ use crate::window::plan::{live_plan, peer_names};
 ///
 /// Both print the pinned-values table, the checks that would block a cutover and a diff
 /// of each new object; with --out, they write the plan bundle.
+///
+/// Many (`-A`, `-n NS`, `-l SELECTOR`, `--names FILE` without NAME; or `-f FILE` of
+/// several gateways without --name): every gateway planned with the cluster read once,
+/// collisions between them found too, a bundle each under `DIR/NAMESPACE/NAME/`, and a
+/// summary table and `DIR/fleet.json` (docs/fleet-json.md).
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Examples:
@@ -35,12 +40,15 @@ Examples:
   vpnmig plan -f acme.yaml --out plans/acme
   vpnmig plan -f all-gateways.yaml --name acme -o json | jq .checks
   vpnmig plan -f acme.yaml -o yaml | kubectl apply --dry-run=server -f -
+  vpnmig plan -A --out plans/                  # every gateway: plans/NS/NAME/, plans/fleet.json
+  vpnmig plan -n tenant-acme -l tier=bronze --out plans/
+  kubectl get ipsecgateways -A -o yaml > all.yaml && vpnmig plan -f all.yaml --out plans/
 
-Exit codes: 0 ready, 1 failure (a file could not be read or written), 2 usage,
-3 invalid input, 4 blocked by a check (plan still shown and written; -o yaml marks
+Exit codes: 0 ready (many: every gateway), 1 failure (a file could not be read or
+written, the cluster could not be read), 2 usage, 3 invalid input, 4 blocked by a check
+(many: any gateway) (plan still shown and written; -o yaml marks
 the manifests), 7 refused to replace a bundle (another gateway or object, or a READY
 bundle by a BLOCKED plan; --force overrides).")]
-#[command(group = clap::ArgGroup::new("source").required(true).args(["gateway", "file"]))]
 pub struct PlanArgs {
     /// kubectl's cluster flags, from the top-level command (global).
     #[arg(skip)]
@@ -48,6 +56,20 @@ pub struct PlanArgs {
     /// The IPsecGateway in the cluster (namespace: -n, else the context's).
     #[arg(value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
     gateway: Option<String>,
+
+    /// Every IPsecGateway of every namespace (many: a bundle each under --out).
+    #[arg(short = 'A', long, conflicts_with_all = ["gateway", "file"])]
+    all_namespaces: bool,
+
+    /// Only the IPsecGateways with these labels (`tier=bronze,region in (fra1)`), of the
+    /// namespace or of all with -A.
+    #[arg(short = 'l', long, value_name = "SELECTOR", conflicts_with_all = ["gateway", "file"])]
+    selector: Option<String>,
+
+    /// Only the IPsecGateways named in FILE: one `NAME` or `NAMESPACE/NAME` a line
+    /// (`#` comments); each must exist.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["gateway", "file"])]
+    names: Option<PathBuf>,
 
     /// Manifest file with the IPsecGateway (YAML or JSON; `-` reads standard input).
     /// Offline: nothing is sent to a cluster.
@@ -64,7 +86,8 @@ pub struct PlanArgs {
     #[arg(long, requires = "gateway")]
     server_dry_run: bool,
 
-    /// Which IPsecGateway, when the file holds several (NAME or NAMESPACE/NAME).
+    /// Which IPsecGateway, when the file holds several (NAME or NAMESPACE/NAME). Without
+    /// it, every gateway of the file is planned.
     #[arg(long, value_name = "NAME")]
     name: Option<String>,
 
@@ -219,8 +242,124 @@ pub(crate) fn allowlist(path: Option<&PathBuf>) -> Result<Allowlist, Error> {
     }
 }
 
+/// Whether this is the plan of many: no NAME, and a selection (-A, -n, -l, --names).
+fn selects_many(args: &PlanArgs) -> bool {
+    args.gateway.is_none()
+        && args.file.is_none()
+        && (args.all_namespaces
+            || args.selector.is_some()
+            || args.names.is_some()
+            || args.cluster.namespace.is_some())
+}
+
+fn usage(message: &str) -> Error {
+    Error::Stop {
+        code: exit::USAGE,
+        message: message.to_string(),
+        hint: Some("see `vpnmig plan --help`".into()),
+    }
+}
+
+/// The plan of many, from the cluster or a file: bundles, fleet.json, the table.
+fn run_fleet(
+    args: &PlanArgs,
+    allowlist: &Allowlist,
+    sources: Option<(Vec<input::Source>, String)>,
+) -> Result<i32, Error> {
+    use crate::fleet::plan as fleet;
+    if !args.peer_names.is_empty() {
+        return Err(usage(
+            "--peer-name is for one gateway: plan it by NAME (or -f FILE --name NAME)",
+        ));
+    }
+    if args.output == Format::Yaml {
+        return Err(usage(
+            "-o yaml is for one gateway's manifests; for many, use -o json (fleet.json) or --out DIR",
+        ));
+    }
+    let (planned, origin, selection) = match sources {
+        Some((sources, file)) => (
+            fleet::offline(&sources, allowlist),
+            file,
+            crate::core::fleet::Selection::default(),
+        ),
+        None => {
+            let names = match &args.names {
+                Some(p) => Some(fleet::parse_names(&read(p)?)),
+                None => None,
+            };
+            let select = fleet::Select {
+                all_namespaces: args.all_namespaces,
+                selector: args.selector.clone(),
+                names,
+            };
+            crate::cli::runtime()?.block_on(async {
+                let cluster = Cluster::connect(&args.cluster.options()).await?;
+                if args.output == Format::Text {
+                    eprintln!("{}", cluster.banner(args.all_namespaces));
+                }
+                cluster.require_operator().await?;
+                let planned = fleet::live(&cluster, &select, allowlist).await?;
+                Ok::<_, Error>((
+                    planned,
+                    format!("context {}", cluster.context),
+                    select.recorded(&cluster.namespace),
+                ))
+            })?
+        }
+    };
+    let summary = fleet::write(args.out.as_deref(), &planned, args.force, origin, selection)?;
+    let doc = match args.output {
+        Format::Json => {
+            serde_json::to_string_pretty(&summary).expect("fleet plans serialize") + "\n"
+        }
+        _ => {
+            let written = args.out.as_ref().map(|d| d.display().to_string());
+            crate::output::fleet::render(&summary, written.as_deref())
+        }
+    };
+    crate::cli::write_stdout(&doc)?;
+    Ok(if summary.blocked() {
+        exit::BLOCKED
+    } else {
+        exit::OK
+    })
+}
+
 pub fn run(args: &PlanArgs) -> Result<i32, Error> {
     let allowlist = allowlist(args.allowlist.as_ref())?;
+    if selects_many(args) {
+        return run_fleet(args, &allowlist, None);
+    }
+    // A file of several gateways without --name: the plan of many (a file that is not
+    // valid is left to the one-gateway path, whose errors say what is wrong with it).
+    let mut text = None;
+    if let (None, Some(path), None) = (&args.gateway, &args.file, &args.name) {
+        let file = path.display().to_string();
+        let read_text = read(path)?;
+        if let Ok(sources) = input::load_all(&read_text, &file)
+            && sources.len() > 1
+        {
+            let wanted = args.cluster.namespace.as_deref();
+            let mut sources: Vec<input::Source> = sources
+                .into_iter()
+                .filter(|s| {
+                    wanted.is_none_or(|w| {
+                        s.gateway
+                            .metadata
+                            .namespace
+                            .as_deref()
+                            .is_none_or(|ns| ns == w)
+                    })
+                })
+                .collect();
+            for s in &mut sources {
+                with_namespace(s, wanted, &file)?;
+            }
+            return run_fleet(args, &allowlist, Some((sources, file)));
+        }
+        text = Some(read_text);
+    }
     let mut live_objects = Vec::new();
     let (source, plan, file) = match (&args.gateway, &args.file) {
         (Some(name), _) => {
@@ -231,13 +370,21 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
         }
         (None, Some(path)) => {
             let file = path.display().to_string();
-            let mut source = input::load(&read(path)?, &file, args.name.as_deref())?;
+            let text = match text.take() {
+                Some(t) => t,
+                None => read(path)?,
+            };
+            let mut source = input::load(&text, &file, args.name.as_deref())?;
             with_namespace(&mut source, args.cluster.namespace.as_deref(), &file)?;
             let names = peer_names(&args.peer_names, &source.gateway)?;
             let plan = plan::build_named(&source, &allowlist, &names);
             (source, plan, format!("vpnmig plan -f {file}"))
         }
-        (None, None) => unreachable!("clap requires NAME or -f"),
+        (None, None) => {
+            return Err(usage(
+                "nothing to plan: give NAME, -f FILE, or a selection of many (-A, -n NAMESPACE, -l SELECTOR, --names FILE)",
+            ));
+        }
     };
 
     let previous = match &args.out {

@@ -36,7 +36,22 @@ pub async fn source(cluster: &Cluster, name: &str) -> Result<Source, SourceError
             what: what.clone(),
             namespace: ns.to_string(),
         })?;
-    let raw = serde_json::to_value(&obj).expect("objects serialize");
+    source_of(
+        cluster,
+        serde_json::to_value(&obj).expect("objects serialize"),
+    )
+    .await
+}
+
+/// An IPsecGateway already read (`raw`, e.g. from a list) with its PSK Secret, read from
+/// its namespace: one `get` per gateway.
+pub async fn source_of(cluster: &Cluster, raw: serde_json::Value) -> Result<Source, SourceError> {
+    let ns = raw
+        .pointer("/metadata/namespace")
+        .and_then(|v| v.as_str())
+        .unwrap_or(cluster.namespace.as_str())
+        .to_string();
+    let ns = ns.as_str();
     let secret_name = raw
         .pointer("/spec/auth/pskSecretRef/name")
         .and_then(|v| v.as_str())
@@ -73,7 +88,7 @@ pub async fn source(cluster: &Cluster, name: &str) -> Result<Source, SourceError
 /// refusal (401, 403) is an answer a check can turn into a finding; a server that was
 /// not reached, gave no answer in time or failed after the retries said nothing, and
 /// "could not ask" is never a verdict (issue 9 item 0; DESIGN.md §4.9): exit 1.
-fn refusal(e: KubeError) -> Result<String, KubeError> {
+pub(crate) fn refusal(e: KubeError) -> Result<String, KubeError> {
     match e {
         KubeError::Forbidden { .. } | KubeError::Unauthorized { .. } => Ok(e.to_string()),
         e => Err(e),
@@ -128,51 +143,16 @@ pub async fn facts(
                 m.name.clone().unwrap_or_default(),
             )
         };
-        let mut out = Vec::new();
-        for g in old.iter().filter(|g| key(&g.metadata) != me) {
-            let st = g.status.clone().unwrap_or_default();
-            let n = g.spec.tunnels.len();
-            let gw_name = key(&g.metadata).1;
-            out.push(OtherGateway {
-                future_peers: g
-                    .spec
-                    .tunnels
-                    .iter()
-                    .map(|t| {
-                        (
-                            t.name.clone(),
-                            crate::core::translate::peer_name(&gw_name, &t.name, n),
-                        )
-                    })
-                    .collect(),
-                namespace: key(&g.metadata).0,
-                name: gw_name.clone(),
-                object: format!("IPsecGateway {}/{}", key(&g.metadata).0, key(&g.metadata).1),
-                floating_ip: g
-                    .spec
-                    .endpoint
-                    .pinned_fip()
-                    .map(str::to_string)
-                    .or(st.floating_ip),
-                service_cidr: st.service_cidr,
-            });
-        }
-        for g in new.iter().filter(|g| key(&g.metadata) != me) {
-            let st = g.status.clone().unwrap_or_default();
-            out.push(OtherGateway {
-                namespace: key(&g.metadata).0,
-                name: key(&g.metadata).1,
-                future_peers: Vec::new(),
-                object: format!("VPNGateway {}/{}", key(&g.metadata).0, key(&g.metadata).1),
-                floating_ip: g
-                    .spec
-                    .endpoint
-                    .pinned_fip()
-                    .map(str::to_string)
-                    .or(st.floating_ip),
-                service_cidr: g.spec.service_cidr.clone().or(st.service_cidr),
-            });
-        }
+        let out: Vec<OtherGateway> = old
+            .iter()
+            .filter(|g| key(&g.metadata) != me)
+            .map(OtherGateway::from_ipsec)
+            .chain(
+                new.iter()
+                    .filter(|g| key(&g.metadata) != me)
+                    .map(OtherGateway::from_vpn),
+            )
+            .collect();
         Ok::<_, KubeError>(out)
     }
     .await;
@@ -237,15 +217,20 @@ async fn crds_schema(
     cluster: &Cluster,
     plan: &Plan,
 ) -> Result<Result<Vec<(String, crate::core::schema::Report)>, String>, KubeError> {
+    Ok(crd_schemas(cluster)
+        .await?
+        .map(|schemas| crate::core::schema::validate_targets(plan, &schemas)))
+}
+
+/// The storage version schemas of the VPNGateway and VPNPeer CRDs, each read once;
+/// `Ok(Err(why))` when the API server refused to tell or a CRD has no versions.
+pub async fn crd_schemas(
+    cluster: &Cluster,
+) -> Result<Result<crate::core::schema::TargetSchemas, String>, KubeError> {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let crds: Api<CustomResourceDefinition> = Api::all(cluster.client.clone());
-    let mut out = Vec::new();
-    for (label, obj) in plan.targets.objects() {
-        let crd_name = if label.starts_with("VPNGateway/") {
-            "vpngateways.vpn.bnerd.net"
-        } else {
-            "vpnpeers.vpn.bnerd.net"
-        };
+    let mut found = Vec::new();
+    for crd_name in ["vpngateways.vpn.bnerd.net", "vpnpeers.vpn.bnerd.net"] {
         let crd = match cluster
             .call(
                 "get",
@@ -267,19 +252,17 @@ async fn crds_schema(
         else {
             return Ok(Err(format!("{crd_name} has no versions")));
         };
-        let schema = version
-            .schema
-            .as_ref()
-            .and_then(|s| s.open_api_v3_schema.as_ref())
-            .map(|s| serde_json::to_value(s).expect("schemas serialize"));
-        let Some(schema) = schema else { continue };
-        let mut candidate = obj.clone();
-        out.push((
-            label,
-            crate::core::schema::validate(&schema, &mut candidate),
-        ));
+        found.push(
+            version
+                .schema
+                .as_ref()
+                .and_then(|s| s.open_api_v3_schema.as_ref())
+                .map(|s| serde_json::to_value(s).expect("schemas serialize")),
+        );
     }
-    Ok(Ok(out))
+    let peer = found.pop().flatten();
+    let gateway = found.pop().flatten();
+    Ok(Ok(crate::core::schema::TargetSchemas { gateway, peer }))
 }
 
 /// SelfSubjectAccessReviews of everything cutover and rollback do (`core::live::NEEDS`)

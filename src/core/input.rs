@@ -112,6 +112,16 @@ pub enum InputError {
     },
     #[error("{file}: the file holds no documents")]
     Empty { file: String },
+    /// Beyond [`LIMITS`]: the input is refused before or while it is parsed, never read
+    /// without bound (issue 15 item 4).
+    #[error("{file}: too large for vpnmig's input limit ({limit}): {seen}")]
+    TooLarge {
+        file: String,
+        /// The limit exceeded, in words.
+        limit: String,
+        /// What was seen when it was exceeded.
+        seen: String,
+    },
     #[error("{file}: no IPsecGateway found ({seen})")]
     NoGateway { file: String, seen: String },
     #[error("{file}: {count} IPsecGateways found ({names}); choose one with --name")]
@@ -193,6 +203,9 @@ impl InputError {
             InputError::Syntax { .. } | InputError::Empty { .. } | InputError::NoGateway { .. } => {
                 "export the gateway with `kubectl get ipsecgateway NAME -n NAMESPACE -o yaml > NAME.yaml`".into()
             }
+            InputError::TooLarge { .. } => format!(
+                "split the export, e.g. one file per namespace (`kubectl get ipsecgateways -n NAMESPACE -o yaml`), or plan from the cluster with `vpnmig plan -A --out DIR`; the limits are {LIMITS_TEXT}"
+            ),
             InputError::Repeated { .. } => "keep one copy of the gateway in the file (export it again with kubectl)".into(),
             InputError::Ambiguous { .. } | InputError::NotFound { .. } => {
                 "pass `--name NAME` with one of the names listed".into()
@@ -391,6 +404,70 @@ pub fn yaml_message(e: &serde_saphyr::Error) -> String {
         .to_string()
 }
 
+/// The largest input vpnmig reads, in bytes: a `kubectl get ipsecgateways -A -o yaml`
+/// export of 20,000 gateways is about 19 MiB.
+pub const MAX_INPUT_BYTES: usize = 64 * 1024 * 1024;
+/// The most YAML documents one input may hold (one gateway a document is 100,000 gateways).
+pub const MAX_DOCUMENTS: usize = 100_000;
+/// The most YAML nodes (mappings, sequences, scalars) one input may hold: a gateway as
+/// kubectl exports it is about 80 to 150 nodes, so 20,000 gateways are about 3 million.
+pub const MAX_NODES: usize = 10_000_000;
+
+/// The limits, in words, for errors and docs.
+pub const LIMITS_TEXT: &str =
+    "64 MiB, 100,000 YAML documents, 10,000,000 YAML nodes, nesting 64 deep";
+
+/// The YAML parser's budget for inputs the size of fleet exports (issue 15 item 4): the
+/// defaults of serde-saphyr (250,000 nodes, 1,024 documents) stop at about 3,000 gateways.
+/// Parsing is linear in the input; memory is bounded by the limits (the documents are
+/// held as JSON values, a few times the input's size).
+pub fn yaml_options() -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_reader_input_bytes = Some(MAX_INPUT_BYTES);
+    budget.max_documents = MAX_DOCUMENTS;
+    budget.max_nodes = MAX_NODES;
+    budget.max_events = 2 * MAX_NODES + 2 * MAX_DOCUMENTS + 16;
+    budget.max_total_scalar_bytes = MAX_INPUT_BYTES;
+    budget.max_depth = 64;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options
+}
+
+/// Every YAML document of `text` as a JSON value, within [`LIMITS_TEXT`]; `file` names
+/// the input in errors.
+pub fn parse_documents(text: &str, file: &str) -> Result<Vec<Value>, InputError> {
+    let too_large = |seen: String| InputError::TooLarge {
+        file: file.to_string(),
+        limit: LIMITS_TEXT.to_string(),
+        seen,
+    };
+    if text.len() > MAX_INPUT_BYTES {
+        return Err(too_large(format!("{} bytes", text.len())));
+    }
+    serde_saphyr::from_multiple_with_options(text, yaml_options()).map_err(|e| {
+        match e.without_snippet() {
+            serde_saphyr::Error::Budget { breach, .. } => too_large(breach_words(breach)),
+            _ => InputError::Syntax {
+                file: file.to_string(),
+                message: yaml_message(&e),
+            },
+        }
+    })
+}
+
+/// A budget breach as words (`more than 100,000 documents`).
+fn breach_words(breach: &serde_saphyr::budget::BudgetBreach) -> String {
+    use serde_saphyr::budget::BudgetBreach as B;
+    match breach {
+        B::Documents { .. } => format!("more than {MAX_DOCUMENTS} YAML documents"),
+        B::Nodes { .. } => format!("more than {MAX_NODES} YAML nodes"),
+        B::Events { .. } => "more YAML events than the node limit allows".into(),
+        B::Depth { .. } => "YAML nested more than 64 deep".into(),
+        other => format!("{other:?}"),
+    }
+}
+
 /// How an object without `metadata.name` is shown.
 const NO_NAME: &str = "<no name>";
 
@@ -402,22 +479,22 @@ fn edit_command(qualified: &str) -> String {
     }
 }
 
-/// Parse manifest text and pick the IPsecGateway to migrate.
-///
-/// `file` is only used in messages. With several gateways in the input, `name` (or
-/// `namespace/name`) chooses one. Errors: [`InputError`], never a panic.
-pub fn load(text: &str, file: &str, name: Option<&str>) -> Result<Source, InputError> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| InputError::Syntax {
-        file: file.to_string(),
-        message: yaml_message(&e),
-    })?;
+/// What an input holds: its IPsecGateways (raw, with where each was found), a word on
+/// every other object, and its Secrets.
+struct Collected {
+    gateways: Vec<(Value, Origin)>,
+    others: Vec<String>,
+    secrets: Vec<Value>,
+}
+
+fn collect(text: &str, file: &str) -> Result<Collected, InputError> {
+    let docs: Vec<Value> = parse_documents(text, file)?;
     let docs: Vec<Value> = docs.into_iter().filter(|d| !d.is_null()).collect();
     if docs.is_empty() {
         return Err(InputError::Empty {
             file: file.to_string(),
         });
     }
-
     let mut gateways = Vec::new();
     let mut others = Vec::new();
     let mut secrets = Vec::new();
@@ -450,6 +527,64 @@ pub fn load(text: &str, file: &str, name: Option<&str>) -> Result<Source, InputE
         }
     }
 
+    Ok(Collected {
+        gateways,
+        others,
+        secrets,
+    })
+}
+
+/// Every IPsecGateway of the input, each with the Secrets of its namespace (`plan -f FILE`
+/// without `--name`: the fleet plan of a file). A gateway that is invalid, or appears
+/// twice, makes the whole input invalid: nothing is planned from a file that is wrong.
+pub fn load_all(text: &str, file: &str) -> Result<Vec<Source>, InputError> {
+    let Collected {
+        gateways,
+        others,
+        secrets,
+    } = collect(text, file)?;
+    if gateways.is_empty() {
+        return Err(no_gateway(file, &others));
+    }
+    let mut seen: std::collections::HashMap<String, &Origin> = std::collections::HashMap::new();
+    for (g, origin) in &gateways {
+        let label = qualified_name(g);
+        if let Some(first) = seen.insert(label.clone(), origin) {
+            return Err(InputError::Repeated {
+                file: file.to_string(),
+                name: label,
+                places: format!("{first}, {origin}"),
+                count: 2,
+            });
+        }
+    }
+    let mut by_ns: std::collections::HashMap<&str, Vec<Value>> = std::collections::HashMap::new();
+    for s in &secrets {
+        by_ns
+            .entry(str_at(s, "/metadata/namespace").unwrap_or(""))
+            .or_default()
+            .push(s.clone());
+    }
+    gateways
+        .iter()
+        .map(|(raw, origin)| {
+            let ns = str_at(raw, "/metadata/namespace").unwrap_or("");
+            let mine = by_ns.get(ns).cloned().unwrap_or_default();
+            typed(raw.clone(), origin.clone(), mine)
+        })
+        .collect()
+}
+
+/// Parse manifest text and pick the IPsecGateway to migrate.
+///
+/// `file` is only used in messages. With several gateways in the input, `name` (or
+/// `namespace/name`) chooses one. Errors: [`InputError`], never a panic.
+pub fn load(text: &str, file: &str, name: Option<&str>) -> Result<Source, InputError> {
+    let Collected {
+        gateways,
+        others,
+        secrets,
+    } = collect(text, file)?;
     let label = |(v, _): &(Value, Origin)| qualified_name(v);
     let chosen = match name {
         Some(wanted) => {

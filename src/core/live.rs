@@ -25,6 +25,66 @@ pub struct OtherGateway {
     pub name: String,
 }
 
+impl OtherGateway {
+    /// An IPsecGateway as another gateway: its floating IP (pinned, else the status's),
+    /// its service CIDR (status) and the VPNPeer names its own cutover would create.
+    pub fn from_ipsec(g: &crate::core::model::IPsecGateway) -> OtherGateway {
+        let st = g.status.clone().unwrap_or_default();
+        let name = g.metadata.name.clone().unwrap_or_default();
+        let n = g.spec.tunnels.len();
+        let future_peers = g
+            .spec
+            .tunnels
+            .iter()
+            .map(|t| {
+                let peer = crate::core::translate::peer_name(&name, &t.name, n);
+                (t.name.clone(), peer)
+            })
+            .collect();
+        let fip = g.spec.endpoint.pinned_fip().map(str::to_string);
+        Self::of(
+            "IPsecGateway",
+            &g.metadata,
+            fip.or(st.floating_ip),
+            st.service_cidr,
+            future_peers,
+        )
+    }
+
+    /// A VPNGateway as another gateway (spec values first, else the status's).
+    pub fn from_vpn(g: &crate::core::model::VPNGateway) -> OtherGateway {
+        let st = g.status.clone().unwrap_or_default();
+        let fip = g.spec.endpoint.pinned_fip().map(str::to_string);
+        let cidr = g.spec.service_cidr.clone().or(st.service_cidr);
+        Self::of(
+            "VPNGateway",
+            &g.metadata,
+            fip.or(st.floating_ip),
+            cidr,
+            Vec::new(),
+        )
+    }
+
+    fn of(
+        kind: &str,
+        meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        floating_ip: Option<String>,
+        service_cidr: Option<String>,
+        future_peers: Vec<(String, String)>,
+    ) -> OtherGateway {
+        let namespace = meta.namespace.clone().unwrap_or_default();
+        let name = meta.name.clone().unwrap_or_default();
+        OtherGateway {
+            object: format!("{kind} {namespace}/{name}"),
+            floating_ip,
+            service_cidr,
+            future_peers,
+            namespace,
+            name,
+        }
+    }
+}
+
 /// Whose an existing object is when it is not this gateway's: a VPNPeer whose gatewayRef
 /// or migrated-from annotation names another gateway, as words.
 fn owner_of(obj: &Value, me: &str) -> Option<String> {
@@ -282,6 +342,59 @@ pub enum Migrated {
     Already,
 }
 
+/// `fip-unique` and `service-cidr-unique`: no gateway of `others` (either kind, the
+/// source and its targets left out) holds this plan's floating IP or a service CIDR that
+/// overlaps its own. Shared by the live plan and the fleet plan (whose `others` are the
+/// gateways it found could clash, `core::fleet`).
+pub fn unique_checks(plan: &Plan, others: &Result<Vec<OtherGateway>, String>) -> Vec<CheckResult> {
+    let mut out = Vec::new();
+    let fip = plan.targets.gateway.spec.endpoint.floating_ip.clone();
+    let cidr = plan.targets.gateway.spec.service_cidr.clone();
+    // Compared parsed (issue 9 item 4): the same floating IP spelled another way is the
+    // same address, and a service CIDR that overlaps another gateway's (a /16 holding
+    // this /24) clashes as surely as an equal one.
+    let unique = |what: &str,
+                  mine: &Option<String>,
+                  theirs: fn(&OtherGateway) -> &Option<String>,
+                  clash: fn(&str, &str) -> bool|
+     -> Result<Vec<Finding>, String> {
+        let others = match others {
+            Ok(o) => o,
+            Err(why) => return Ok(vec![unlisted(what, why)]),
+        };
+        let Some(mine) = mine else {
+            return Ok(Vec::new());
+        };
+        Ok(others
+            .iter()
+            .filter_map(|o| theirs(o).as_deref().filter(|t| clash(t, mine)).map(|t| (o, t)))
+            .map(|(o, t)| finding(&o.object, "", t.to_string(), format!("a {what} no other gateway uses"), format!("{} also holds {what} {t}{}: the new gateway would sit at AlreadyAssociated or clash", o.object, if t == mine.as_str() { String::new() } else { format!(" (this gateway's: {mine})") }), Some("find out which gateway owns it before the window".into())))
+            .collect())
+    };
+    out.push(result(
+        "fip-unique",
+        Severity::Blocker,
+        "no other gateway holds the floating IP",
+        unique("floating IP", &fip, |o| &o.floating_ip, addr::same_addr),
+    ));
+    out.push(result(
+        "service-cidr-unique",
+        Severity::Blocker,
+        "no other gateway holds the service CIDR",
+        unique(
+            "service CIDR",
+            &cidr,
+            |o| &o.service_cidr,
+            |a, b| match (addr::net(a), addr::net(b)) {
+                (Some(x), Some(y)) => addr::overlaps(&x, &y),
+                _ => a.trim() == b.trim(),
+            },
+        ),
+    ));
+
+    out
+}
+
 /// The live checks for `plan` and whether the targets already exist as planned.
 pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
     let ns = plan.source.namespace.clone().unwrap_or_default();
@@ -321,49 +434,7 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
         Ok(clashes),
     )];
 
-    let fip = plan.targets.gateway.spec.endpoint.floating_ip.clone();
-    let cidr = plan.targets.gateway.spec.service_cidr.clone();
-    // Compared parsed (issue 9 item 4): the same floating IP spelled another way is the
-    // same address, and a service CIDR that overlaps another gateway's (a /16 holding
-    // this /24) clashes as surely as an equal one.
-    let unique = |what: &str,
-                  mine: &Option<String>,
-                  theirs: fn(&OtherGateway) -> &Option<String>,
-                  clash: fn(&str, &str) -> bool|
-     -> Result<Vec<Finding>, String> {
-        let others = match &facts.others {
-            Ok(o) => o,
-            Err(why) => return Ok(vec![unlisted(what, why)]),
-        };
-        let Some(mine) = mine else {
-            return Ok(Vec::new());
-        };
-        Ok(others
-            .iter()
-            .filter_map(|o| theirs(o).as_deref().filter(|t| clash(t, mine)).map(|t| (o, t)))
-            .map(|(o, t)| finding(&o.object, "", t.to_string(), format!("a {what} no other gateway uses"), format!("{} also holds {what} {t}{}: the new gateway would sit at AlreadyAssociated or clash", o.object, if t == mine.as_str() { String::new() } else { format!(" (this gateway's: {mine})") }), Some("find out which gateway owns it before the window".into())))
-            .collect())
-    };
-    out.push(result(
-        "fip-unique",
-        Severity::Blocker,
-        "no other gateway holds the floating IP",
-        unique("floating IP", &fip, |o| &o.floating_ip, addr::same_addr),
-    ));
-    out.push(result(
-        "service-cidr-unique",
-        Severity::Blocker,
-        "no other gateway holds the service CIDR",
-        unique(
-            "service CIDR",
-            &cidr,
-            |o| &o.service_cidr,
-            |a, b| match (addr::net(a), addr::net(b)) {
-                (Some(x), Some(y)) => addr::overlaps(&x, &y),
-                _ => a.trim() == b.trim(),
-            },
-        ),
-    ));
+    out.extend(unique_checks(plan, &facts.others));
 
     let dry = match &facts.dry_run {
         None => Err("not asked for; pass --server-dry-run to have the API server validate and admit the targets".to_string()),

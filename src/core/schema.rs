@@ -436,3 +436,32 @@ mod tests {
         );
     }
 }
+
+/// The OpenAPI schemas of the cluster's VPNGateway and VPNPeer CRDs (storage version);
+/// `None`: that CRD has no schema, so its objects are not validated.
+#[derive(Clone, Debug, Default)]
+pub struct TargetSchemas {
+    pub gateway: Option<serde_json::Value>,
+    pub peer: Option<serde_json::Value>,
+}
+
+/// Each target of `plan` validated against its CRD's schema: `(Kind/name, report)`.
+pub fn validate_targets(
+    plan: &crate::core::plan::Plan,
+    schemas: &TargetSchemas,
+) -> Vec<(String, Report)> {
+    plan.targets
+        .objects()
+        .into_iter()
+        .filter_map(|(label, obj)| {
+            let schema = if label.starts_with("VPNGateway/") {
+                schemas.gateway.as_ref()
+            } else {
+                schemas.peer.as_ref()
+            }?;
+            let mut candidate = obj.clone();
+            let report = validate(schema, &mut candidate);
+            Some((label, report))
+        })
+        .collect()
+}

@@ -5,6 +5,7 @@
 pub mod diff;
 pub mod duration;
 pub mod events;
+pub mod fleet;
 pub mod manifest;
 pub mod progress;
 pub mod style;

@@ -315,3 +315,13 @@ pub async fn finish_timed(mut child: std::process::Child) -> (Run, Duration) {
 pub fn unwrapped(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// The check `id` of a plan document (`plan -o json`, plan.json).
+pub fn check<'a>(plan: &'a Value, id: &str) -> &'a Value {
+    plan["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no check {id}"))
+}

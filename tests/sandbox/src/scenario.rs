@@ -25,10 +25,12 @@ pub enum ScenarioError {
     },
 }
 
-/// Parse scenario text into its objects (Lists expanded).
+/// Parse scenario text into its objects (Lists expanded), within vpnmig's own input
+/// limits (`vpnmig::core::input::LIMITS_TEXT`: fleet-sized, 20,000 gateways and more),
+/// so a scenario is refused beyond them with the limit named.
 pub fn parse(text: &str) -> Result<Vec<Value>, ScenarioError> {
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| ScenarioError::Yaml(e.to_string()))?;
+    let docs: Vec<Value> = vpnmig::core::input::parse_documents(text, "scenario")
+        .map_err(|e| ScenarioError::Yaml(e.to_string()))?;
     let mut out = Vec::new();
     for d in docs.into_iter().filter(|d| d.is_object()) {
         match d.get("items").and_then(Value::as_array) {

@@ -107,6 +107,8 @@ pub struct Sandbox {
     pub token: String,
     /// The namespace the kubeconfig's context selects: the scenario's first tenant.
     pub namespace: String,
+    /// Requests served so far (every one but exec): what a benchmark counts.
+    pub requests: Arc<std::sync::atomic::AtomicU64>,
     users: Arc<Vec<User>>,
     ca_pem: String,
     stop: watch::Sender<bool>,
@@ -147,7 +149,9 @@ impl Sandbox {
         let users = Arc::new(users);
         let api_faults = Arc::new(RwLock::new(config.settings.api.clone()));
         let (stop, stopped) = watch::channel(false);
+        let requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
         let app = App {
+            requests: requests.clone(),
             store: store.clone(),
             operator: operator.clone(),
             users: users.clone(),
@@ -177,6 +181,7 @@ impl Sandbox {
             api_faults,
             token,
             namespace,
+            requests,
             users,
             ca_pem: tls.ca_pem,
             gc,

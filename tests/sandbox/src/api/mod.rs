@@ -37,6 +37,8 @@ pub struct App {
     pub addr: String,
     /// Flips to true when the server shuts down: streams end.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// Requests served (every one but exec), for benchmarks that count them.
+    pub requests: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// A request for a resource, parsed from the URL.
@@ -112,6 +114,8 @@ pub async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    app.requests
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let latency = app.faults.read().map(|f| f.latency_ms).unwrap_or(0);
     if latency > 0 {
         tokio::time::sleep(Duration::from_millis(latency)).await;

@@ -1,0 +1,4 @@
+//! Many gateways at once (issue 15): the fleet plan reads the cluster (or a file) once
+//! and plans every selected gateway with `core::fleet`; the CLI only parses and renders.
+
+pub mod plan;
