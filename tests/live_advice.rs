@@ -157,6 +157,24 @@ fn with_yes(mut args: Vec<String>) -> Vec<String> {
     args
 }
 
+/// Start `vpnmig ARGS` in the background and return it the moment the journal records
+/// phase `at` (at most 30 s).
+async fn spawn_until(l: &Live, args: &[&str], at: &str) -> std::process::Child {
+    let mut changes = l.sb.store.subscribe();
+    let child = l.spawn(args);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while phase(l).as_deref() != Some(at) {
+        assert!(
+            tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .is_ok(),
+            "the window never reached {at} (journal phase {:?})",
+            phase(l)
+        );
+    }
+    child
+}
+
 /// Run the window, stopping it at `stop`; returns the stopped run.
 async fn stopped(l: &Live, window: Window, stop: Stop) -> Run {
     let args: &[&str] = match window {
@@ -165,18 +183,7 @@ async fn stopped(l: &Live, window: Window, stop: Stop) -> Run {
     };
     match stop {
         Stop::Interrupt(at) => {
-            let mut changes = l.sb.store.subscribe();
-            let child = l.spawn(args);
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-            while phase(l).as_deref() != Some(at) {
-                assert!(
-                    tokio::time::timeout_at(deadline, changes.changed())
-                        .await
-                        .is_ok(),
-                    "the window never reached {at} (journal phase {:?})",
-                    phase(l)
-                );
-            }
+            let child = spawn_until(l, args, at).await;
             let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
             rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
             live::finish(child).await
@@ -198,18 +205,7 @@ async fn stopped(l: &Live, window: Window, stop: Stop) -> Run {
                 l.sb.api_faults.write().unwrap().errors = vec![rule];
                 return l.vpnmig(args).await;
             };
-            let mut changes = l.sb.store.subscribe();
-            let child = l.spawn(args);
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-            while phase(l).as_deref() != Some(at) {
-                assert!(
-                    tokio::time::timeout_at(deadline, changes.changed())
-                        .await
-                        .is_ok(),
-                    "the window never reached {at} (journal phase {:?})",
-                    phase(l)
-                );
-            }
+            let child = spawn_until(l, args, at).await;
             l.sb.api_faults.write().unwrap().errors = vec![rule];
             live::finish(child).await
         }
@@ -218,18 +214,7 @@ async fn stopped(l: &Live, window: Window, stop: Stop) -> Run {
             l.vpnmig(args).await
         }
         Stop::During(at, break_it, _) => {
-            let mut changes = l.sb.store.subscribe();
-            let child = l.spawn(args);
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-            while phase(l).as_deref() != Some(at) {
-                assert!(
-                    tokio::time::timeout_at(deadline, changes.changed())
-                        .await
-                        .is_ok(),
-                    "the window never reached {at} (journal phase {:?})",
-                    phase(l)
-                );
-            }
+            let child = spawn_until(l, args, at).await;
             break_it(l);
             live::finish(child).await
         }
