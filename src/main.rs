@@ -33,13 +33,33 @@ fn main() -> ExitCode {
             let hint = hint.map(fix);
             let red = AnsiColor::Red.on_default().bold();
             let cyan = AnsiColor::Cyan.on_default().bold();
+            // Each line at most as wide as stderr, continuations under the message.
+            let red = format!("{red}error{red:#}: ");
+            let cyan = format!("{cyan}hint{cyan:#}: ");
             let mut stderr = anstream::stderr();
-            let _ = writeln!(stderr, "{red}error{red:#}: {err}");
+            let _ = write!(stderr, "{}", labelled(&red, &err));
             if let Some(hint) = hint {
-                let _ = writeln!(stderr, "{cyan}hint{cyan:#}: {hint}");
+                let _ = write!(stderr, "{}", labelled(&cyan, &hint));
             }
             code
         }
     };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// `label` and `text` in lines no wider than stderr: the first line's continuations under
+/// the text after the label, any further lines of `text` (a list) as they hang.
+fn labelled(label: &str, text: &str) -> String {
+    use vpnmig::output::width;
+    let width = width::detect_stderr();
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    let indent = " ".repeat(width::visible(label));
+    let mut out = width::wrap(first, width, label, &indent);
+    if !rest.is_empty() {
+        out.push_str(&width::hanging(rest, width));
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
 }

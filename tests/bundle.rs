@@ -209,8 +209,7 @@ fn stray_files_without_a_plan_are_not_overwritten() {
     );
     assert_eq!(r.code, 7);
     assert!(
-        r.stderr
-            .contains("has vpngateway.yaml but no plan.json naming a gateway"),
+        r.says("has vpngateway.yaml but no plan.json naming a gateway"),
         "{}",
         r.stderr
     );
@@ -292,8 +291,7 @@ fn another_object_of_the_same_name_is_refused() {
     let r = vpnmig(&["plan", "-f", "-", "--out", d], Some(&other.yaml()));
     assert_eq!(r.code, 7);
     assert!(
-        r.stderr
-            .contains("another object of that name (uid 99999999-0000-0000-0000-000000000000)"),
+        r.says("another object of that name (uid 99999999-0000-0000-0000-000000000000)"),
         "{}",
         r.stderr
     );
@@ -317,8 +315,7 @@ fn a_ready_bundle_is_not_replaced_by_a_blocked_plan() {
     let r = vpnmig(&["plan", "-f", saved.to_str().unwrap(), "--out", d], None);
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("holds a READY bundle; this plan is BLOCKED"),
+        r.says("holds a READY bundle; this plan is BLOCKED"),
         "{}",
         r.stderr
     );
@@ -385,11 +382,7 @@ fn out_pointing_at_a_file_is_refused() {
         None,
     );
     assert_eq!(r.code, 7);
-    assert!(
-        r.stderr.contains("is a file, not a directory"),
-        "{}",
-        r.stderr
-    );
+    assert!(r.says("is a file, not a directory"), "{}", r.stderr);
 }
 
 #[test]

@@ -196,7 +196,7 @@ fn mistakes_are_errors_with_suggestions() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.starts_with("error: "), "{}", r.stderr);
     assert!(
-        r.stderr.contains("similar subcommand exists: 'status'"),
+        r.says("similar subcommand exists: 'status'"),
         "{}",
         r.stderr
     );
@@ -204,14 +204,13 @@ fn mistakes_are_errors_with_suggestions() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.starts_with("error: "), "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("similar argument exists: '--all-namespaces'"),
+        r.says("similar argument exists: '--all-namespaces'"),
         "{}",
         r.stderr
     );
     let r = vpnmig(&["cutover", "acme", "--rollback-on-fail"], None);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("'--rollback-on-failure'"), "{}", r.stderr);
+    assert!(r.says("'--rollback-on-failure'"), "{}", r.stderr);
     let r = vpnmig(&["plan", "-f", "/nonexistent.yaml"], None);
     assert_ne!(r.code, 0);
     assert!(r.stderr.starts_with("error: "), "{}", r.stderr);

@@ -107,11 +107,8 @@ fn phase(l: &Live) -> Option<String> {
 /// Every backquoted `vpnmig …` command in `text` that can be run as written (no
 /// placeholder such as DIR or NAME), as arguments without `vpnmig`.
 fn advised(text: &str) -> Vec<Vec<String>> {
-    text.split('`')
-        .skip(1)
-        .step_by(2)
-        .filter_map(|quoted| quoted.strip_prefix("vpnmig "))
-        .map(|c| c.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+    live::advised(text)
+        .into_iter()
         .filter(|args| {
             !args.iter().any(|a| {
                 a.contains('<')

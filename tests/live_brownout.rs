@@ -46,9 +46,9 @@ async fn a_persistent_503_ends_the_run_within_its_budget_and_is_never_silent() {
         started.elapsed()
     );
     assert!(silent < SILENCE, "silent for {silent:?}:\n{}", r.stderr);
-    assert!(r.stderr.contains("API busy, retrying in"), "{}", r.stderr);
-    assert!(r.stderr.contains("(backoff; 4/4)"), "{}", r.stderr);
-    assert!(r.stderr.contains("lease vpnmig-acme"), "{}", r.stderr);
+    assert!(r.says("API busy, retrying in"), "{}", r.stderr);
+    assert!(r.says("(backoff; 4/4)"), "{}", r.stderr);
+    assert!(r.says("lease vpnmig-acme"), "{}", r.stderr);
     assert_eq!(
         phase(&l, "tenant-acme", "acme"),
         None,
@@ -70,8 +70,7 @@ async fn a_long_retry_after_mid_outage_is_capped_shown_and_the_window_finishes()
     let (r, silent) = live::finish_timed(child).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("API busy, retrying in 10s (Retry-After 90s, capped at 10s; 1/4)"),
+        r.says("API busy, retrying in 10s (Retry-After 90s, capped at 10s; 1/4)"),
         "{}",
         r.stderr
     );
@@ -105,7 +104,7 @@ async fn a_persistent_503_on_a_list_ends_verify_and_status_with_exit_1() {
             "vpnmig {args:?} bounded"
         );
         assert!(silent < SILENCE, "vpnmig {args:?} silent for {silent:?}");
-        assert!(r.stderr.contains("503"), "vpnmig {args:?}: {}", r.stderr);
+        assert!(r.says("503"), "vpnmig {args:?}: {}", r.stderr);
         assert!(!r.stdout.contains("HEALTHY"), "{}", r.stdout);
     }
 }
@@ -149,19 +148,18 @@ async fn no_answer_about_the_tunnels_is_no_verdict_and_no_rollback() {
             .await;
         assert_eq!(r.code, 1, "{resource}: {}", r.stderr);
         assert!(
-            r.stderr
-                .contains("not rolling back, the API server did not answer"),
+            r.says("not rolling back, the API server did not answer"),
             "{resource}: {}",
             r.stderr
         );
-        assert!(r.stderr.contains("503"), "{resource}: {}", r.stderr);
+        assert!(r.says("503"), "{resource}: {}", r.stderr);
         assert_eq!(
             phase(&l, "tenant-acme", "acme").as_deref(),
             Some("ready"),
             "{resource}: the window stopped where it was, nothing undone"
         );
         assert!(
-            r.stderr.contains("`vpnmig cutover acme -n tenant-acme`"),
+            r.says("`vpnmig cutover acme -n tenant-acme`"),
             "{resource}: the resume is advised: {}",
             r.stderr
         );

@@ -66,7 +66,7 @@ async fn single_tunnel_cutover_verify_rollback() {
         "✓ VPNPeer acme Authorized",
         "✓ tunnels of acme ESTABLISHED and verified",
     ] {
-        assert!(r.stderr.contains(step), "missing `{step}` in\n{}", r.stderr);
+        assert!(r.says(step), "missing `{step}` in\n{}", r.stderr);
     }
     acme_ok(&l, &psk, "VPNGateway");
     let j = journal(&l, "tenant-acme", "acme").unwrap();
@@ -114,7 +114,7 @@ async fn single_tunnel_cutover_verify_rollback() {
     // Idempotent: again is nothing to do.
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("is already done"), "{}", r.stderr);
+    assert!(r.says("is already done"), "{}", r.stderr);
 
     let r = l.vpnmig(&["rollback", "acme", "--yes", "-o", "json"]).await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
@@ -122,8 +122,7 @@ async fn single_tunnel_cutover_verify_rollback() {
     assert_eq!(report["operation"], "rollback");
     assert_eq!(report["phase"], "rolled-back");
     assert!(
-        r.stderr
-            .contains("✓ IPsecGateway tenant-acme/acme re-created from the saved manifest"),
+        r.says("✓ IPsecGateway tenant-acme/acme re-created from the saved manifest"),
         "{}",
         r.stderr
     );
@@ -138,7 +137,7 @@ async fn single_tunnel_cutover_verify_rollback() {
 
     let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("is already rolled back"), "{}", r.stderr);
+    assert!(r.says("is already rolled back"), "{}", r.stderr);
 
     // After a rollback, a new cutover starts over from the live gateway.
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
@@ -178,7 +177,7 @@ async fn multi_tunnel_with_an_owned_psk_secret() {
     let r = l.vpnmig(&["cutover", "initech", "-n", ns, "--yes"]).await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert!(
-        r.stderr.contains("✓ PSK Secret initech-psk detached from the old gateway (1 ownerReference(s) removed, recorded in the journal)"),
+        r.says("✓ PSK Secret initech-psk detached from the old gateway (1 ownerReference(s) removed, recorded in the journal)"),
         "{}",
         r.stderr
     );
@@ -201,7 +200,7 @@ async fn multi_tunnel_with_an_owned_psk_secret() {
 
     let r = l.vpnmig(&["rollback", "initech", "-n", ns, "--yes"]).await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    assert!(r.stderr.contains("stays detached"), "{}", r.stderr);
+    assert!(r.says("stays detached"), "{}", r.stderr);
     invariants(&l, ns, "initech", &fip, &psk, "IPsecGateway", &[]);
 }
 
@@ -212,14 +211,12 @@ async fn without_a_terminal_it_needs_yes_and_changes_nothing() {
     let r = l.vpnmig(&["cutover", "acme"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("Cutover of IPsecGateway tenant-acme/acme"),
+        r.says("Cutover of IPsecGateway tenant-acme/acme"),
         "the summary is shown: {}",
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("error: no terminal to confirm on: refusing to cut over acme without --yes"),
+        r.says("error: no terminal to confirm on: refusing to cut over acme without --yes"),
         "{}",
         r.stderr
     );
@@ -231,7 +228,7 @@ async fn without_a_terminal_it_needs_yes_and_changes_nothing() {
     let r = l.vpnmig(&["rollback", "acme"]).await;
     assert_eq!(r.code, 0, "nothing to roll back: {}", r.stderr);
     assert!(
-        r.stderr.contains("IPsecGateway tenant-acme/acme is live and no window of it was started (no journal ConfigMap vpnmig-acme, no VPNGateway): nothing to roll back"),
+        r.says("IPsecGateway tenant-acme/acme is live and no window of it was started (no journal ConfigMap vpnmig-acme, no VPNGateway): nothing to roll back"),
         "{}",
         r.stderr
     );
@@ -247,18 +244,14 @@ async fn dry_run_changes_nothing() {
     // Without a terminal a dry run needs no --yes: it changes nothing.
     let r = l.vpnmig(&["cutover", "acme", "--dry-run"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("dry run: no terminal, so no prompt"),
-        "{}",
-        r.stderr
-    );
+    assert!(r.says("dry run: no terminal, so no prompt"), "{}", r.stderr);
     for line in [
         "✓ dry run: journal ConfigMap vpnmig-acme admitted",
         "✓ dry run: 2 target(s) admitted by server-side apply",
         "✓ dry run: delete of IPsecGateway acme admitted",
         "dry run: nothing was changed",
     ] {
-        assert!(r.stderr.contains(line), "missing `{line}` in\n{}", r.stderr);
+        assert!(r.says(line), "missing `{line}` in\n{}", r.stderr);
     }
     // Nothing was written: not the journal, not a lock, not a status.
     let events = l.sb.store.events_after(rv).unwrap();
@@ -299,31 +292,26 @@ async fn drift_between_plan_and_cutover_is_refused() {
         .await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("Drift between the saved plan and the cluster:"),
+        r.says("Drift between the saved plan and the cluster:"),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr.contains("  source.generation: saved 1, now 2"),
+        r.says("  source.generation: saved 1, now 2"),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr.contains("source.specFingerprint: saved sha256:"),
+        r.says("source.specFingerprint: saved sha256:"),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr.contains("    +      - 10.21.0.0/16"),
+        r.says("    +      - 10.21.0.0/16"),
         "the targets' diff: {}",
         r.stderr
     );
-    assert!(
-        r.stderr.contains("no longer matches the plan in"),
-        "{}",
-        r.stderr
-    );
+    assert!(r.says("no longer matches the plan in"), "{}", r.stderr);
     assert!(journal(&l, "tenant-acme", "acme").is_none());
     acme_ok(&l, &psk, "IPsecGateway");
 }
@@ -344,12 +332,11 @@ async fn blockers_refuse_before_anything_changes() {
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 4, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("BLOCKER fip-pinned: IPsecGateway tenant-acme/acme spec.endpoint.floatingIP"),
+        r.says("BLOCKER fip-pinned: IPsecGateway tenant-acme/acme spec.endpoint.floatingIP"),
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("nothing was changed"), "{}", r.stderr);
+    assert!(r.says("nothing was changed"), "{}", r.stderr);
     assert!(journal(&l, "tenant-acme", "acme").is_none());
     assert!(
         core(&l, "leases", "tenant-acme", "vpnmig-acme").is_none(),
@@ -389,31 +376,18 @@ async fn a_second_run_is_refused_while_the_first_holds_the_lock() {
     for cmd in [["cutover", "acme", "--yes"], ["rollback", "acme", "--yes"]] {
         let r = l.vpnmig(&cmd).await;
         assert_eq!(r.code, 7, "{}", r.stderr);
+        assert!(r.says("error: gateway acme is locked by "), "{}", r.stderr);
+        assert!(r.says(" since 20"), "names since when: {}", r.stderr);
         assert!(
-            r.stderr.contains("error: gateway acme is locked by "),
+            r.says("(Lease tenant-acme/vpnmig-acme, renewed "),
             "{}",
             r.stderr
         );
-        assert!(
-            r.stderr.contains(" since 20"),
-            "names since when: {}",
-            r.stderr
-        );
-        assert!(
-            r.stderr
-                .contains("(Lease tenant-acme/vpnmig-acme, renewed "),
-            "{}",
-            r.stderr
-        );
-        assert!(
-            r.stderr.contains(" acme --yes --break-lock`"),
-            "{}",
-            r.stderr
-        );
+        assert!(r.says(" acme --yes --break-lock`"), "{}", r.stderr);
         // The first run is a live process on this host: refused at once, whatever the
         // times say (issue 9 item 2), and saying so.
         assert!(
-            r.stderr.contains(&format!(
+            r.says(&format!(
                 "another vpnmig is working on it (process {} runs on this host, in this pid namespace)",
                 first.id()
             )),
@@ -459,7 +433,7 @@ async fn a_second_run_is_refused_while_the_first_holds_the_lock() {
     let r = live::finish(first).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains(
+        r.says(
             "IPsecGateway acme still present, being deleted; finalizers: ipsec.bnerd.net/cleanup"
         ),
         "the live line shows the finalizer: {}",
@@ -565,17 +539,15 @@ async fn a_lease_renewed_by_a_machine_with_a_skewed_clock_is_refused_until_it_st
         let took = asked.elapsed();
         assert_eq!(r.code, 7, "skew {skew}: {}", r.stderr);
         assert!(
-            r.stderr.contains(&format!(
+            r.says(&format!(
                 "error: gateway acme is locked by {OTHER_MACHINE} since 20"
             )),
             "skew {skew}: {}",
             r.stderr
         );
         assert!(
-            r.stderr
-                .contains("another vpnmig is working on it (renewed once in the last ")
-                && r.stderr
-                    .contains(" s, watched on this machine's clock; renewTime is "),
+            r.says("another vpnmig is working on it (renewed once in the last ")
+                && r.says(" s, watched on this machine's clock; renewTime is "),
             "skew {skew}: {}",
             r.stderr
         );
@@ -588,15 +560,14 @@ async fn a_lease_renewed_by_a_machine_with_a_skewed_clock_is_refused_until_it_st
             r.stderr
         );
         assert!(
-            r.stderr.contains(&format!(
+            r.says(&format!(
                 "vpnmig: gateway acme is locked by {OTHER_MACHINE} (Lease tenant-acme/vpnmig-acme, renewTime is "
             )),
             "skew {skew}: {}",
             r.stderr
         );
         assert!(
-            r.stderr
-                .contains("take the lock over: `vpnmig cutover acme --yes --break-lock`"),
+            r.says("take the lock over: `vpnmig cutover acme --yes --break-lock`"),
             "{}",
             r.stderr
         );
@@ -625,16 +596,16 @@ async fn a_lease_renewed_by_a_machine_with_a_skewed_clock_is_refused_until_it_st
     let took = asked.elapsed();
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains(&format!(
+        r.says(&format!(
             "vpnmig: gateway acme is locked by {OTHER_MACHINE} (Lease tenant-acme/vpnmig-acme, renewTime is "
-        )) && r.stderr.contains(" s ahead of this machine's clock); watching it for up to 10 s, by this machine's clock, to see whether it is still renewed\n"),
+        )) && r.says(" s ahead of this machine's clock); watching it for up to 10 s, by this machine's clock, to see whether it is still renewed\n"),
         "{}",
         r.stderr
     );
     // Never silent for more than a few seconds while watching.
     for so_far in [3, 6, 9] {
         assert!(
-            r.stderr.contains(&format!(
+            r.says(&format!(
                 "vpnmig: Lease tenant-acme/vpnmig-acme not renewed in the {so_far} s watched so far; "
             )),
             "{so_far}: {}",
@@ -642,7 +613,7 @@ async fn a_lease_renewed_by_a_machine_with_a_skewed_clock_is_refused_until_it_st
         );
     }
     assert!(
-        r.stderr.contains(&format!(
+        r.says(&format!(
             "vpnmig: taking over the lock of {OTHER_MACHINE}: not renewed in the 10 s this machine watched it, on its own clock (lease duration 10 s)\n"
         )),
         "{}",
@@ -671,7 +642,7 @@ async fn break_lock_takes_a_renewed_lease_at_once() {
     let took = asked.elapsed();
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains(&format!(
+        r.says(&format!(
             "vpnmig: --break-lock: taking the lock from {OTHER_MACHINE}\n"
         )),
         "{}",
@@ -696,18 +667,17 @@ async fn a_stuck_finalizer_times_out_with_a_diagnosis_then_resumes() {
         .await;
     assert_eq!(r.code, 6, "{}", r.stderr);
     assert!(
-        r.stderr.contains("timed out after 1s waiting for IPsecGateway tenant-acme/acme to be deleted: IPsecGateway acme still present, being deleted; finalizers: ipsec.bnerd.net/cleanup"),
+        r.says("timed out after 1s waiting for IPsecGateway tenant-acme/acme to be deleted: IPsecGateway acme still present, being deleted; finalizers: ipsec.bnerd.net/cleanup"),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("cutover of tenant-acme/acme stopped at phase deleting"),
+        r.says("cutover of tenant-acme/acme stopped at phase deleting"),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr.contains(
+        r.says(
             "going back (`vpnmig rollback acme -n tenant-acme`) both wait for that unwind first"
         ),
         "{}",
@@ -743,26 +713,19 @@ async fn a_stuck_finalizer_times_out_with_a_diagnosis_then_resumes() {
     let r = l.vpnmig(&["verify", "acme"]).await;
     assert_eq!(r.code, 5, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("a window is under way (journal phase deleting)")
-            && r.stderr
-                .contains("`vpnmig cutover acme -n tenant-acme` resumes from `deleting`"),
+        r.says("a window is under way (journal phase deleting)")
+            && r.says("`vpnmig cutover acme -n tenant-acme` resumes from `deleting`"),
         "{}",
         r.stderr
     );
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("Resuming the cutover of tenant-acme/acme from phase deleting"),
+        r.says("Resuming the cutover of tenant-acme/acme from phase deleting"),
         "{}",
         r.stderr
     );
-    assert!(
-        r.stderr.contains("  stopped on timed out after 1s"),
-        "{}",
-        r.stderr
-    );
+    assert!(r.says("  stopped on timed out after 1s"), "{}", r.stderr);
     acme_ok(&l, &psk, "VPNGateway");
 }
 
@@ -797,16 +760,11 @@ async fn a_fip_held_elsewhere_shows_already_associated_then_resumes() {
         .await;
     assert_eq!(r.code, 6, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("VPNGateway acme FIPAttached=False reason AlreadyAssociated"),
+        r.says("VPNGateway acme FIPAttached=False reason AlreadyAssociated"),
         "{}",
         r.stderr
     );
-    assert!(
-        r.stderr.contains("stopped at phase applied"),
-        "{}",
-        r.stderr
-    );
+    assert!(r.says("stopped at phase applied"), "{}", r.stderr);
     let fips = l.sb.operator.floating_ips();
     assert!(!fips.released.contains(&ACME_FIP.to_string()), "{fips:?}");
 
@@ -835,7 +793,7 @@ async fn rollback_on_failure_restores_the_old_gateway() {
         .await;
     assert_eq!(r.code, 6, "{}", r.stderr);
     assert!(
-        r.stderr.contains("--rollback-on-failure: rolling back"),
+        r.says("--rollback-on-failure: rolling back"),
         "{}",
         r.stderr
     );
@@ -846,8 +804,7 @@ async fn rollback_on_failure_restores_the_old_gateway() {
         r.stdout
     );
     assert!(
-        r.stderr
-            .contains("✗ tunnels of acme ESTABLISHED and verified (")
+        r.says("✗ tunnels of acme ESTABLISHED and verified (")
             && r.stderr
                 .matches("peer acme IKE SA with fw.acme.example")
                 .count()
@@ -856,8 +813,7 @@ async fn rollback_on_failure_restores_the_old_gateway() {
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("error: the cutover of tenant-acme/acme failed and was rolled back"),
+        r.says("error: the cutover of tenant-acme/acme failed and was rolled back"),
         "{}",
         r.stderr
     );
@@ -902,8 +858,7 @@ async fn a_client_that_never_returns_is_a_tunnel_timeout_then_a_rollback() {
         .await;
     assert_eq!(r.code, 6, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("waiting for the tunnels of tenant-acme/acme: peer acme"),
+        r.says("waiting for the tunnels of tenant-acme/acme: peer acme"),
         "{}",
         r.stderr
     );
@@ -926,15 +881,14 @@ async fn a_paused_operator_is_diagnosed_then_resumed() {
         .await;
     assert_eq!(r.code, 6, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("VPNGateway acme: FIPAttached not reported"),
+        r.says("VPNGateway acme: FIPAttached not reported"),
         "{}",
         r.stderr
     );
     fault(&l, "vpngateway/tenant-acme/acme", |f| f.paused = false);
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("from phase applied"), "{}", r.stderr);
+    assert!(r.says("from phase applied"), "{}", r.stderr);
     acme_ok(&l, &psk, "VPNGateway");
 }
 
@@ -952,15 +906,12 @@ async fn ctrl_c_stops_cleanly_and_says_how_to_go_on() {
     let r = live::finish(child).await;
     assert_eq!(r.code, 130, "{}", r.stderr);
     assert!(
-        r.stderr.contains(
-            "error: interrupted (SIGINT); the journal of tenant-acme/acme is at phase deleting"
-        ),
+        r.says("error: interrupted (SIGINT); the journal of tenant-acme/acme is at phase deleting"),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("`vpnmig cutover acme -n tenant-acme` resumes from `deleting`"),
+        r.says("`vpnmig cutover acme -n tenant-acme` resumes from `deleting`"),
         "{}",
         r.stderr
     );
@@ -983,15 +934,12 @@ async fn ctrl_c_stops_cleanly_and_says_how_to_go_on() {
     let r = live::finish(rollback).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains(
-            "✓ delete of IPsecGateway tenant-acme/acme (started by the cutover) to finish"
-        ),
+        r.says("✓ delete of IPsecGateway tenant-acme/acme (started by the cutover) to finish"),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("✓ IPsecGateway tenant-acme/acme re-created from the saved manifest"),
+        r.says("✓ IPsecGateway tenant-acme/acme re-created from the saved manifest"),
         "{}",
         r.stderr
     );
@@ -1007,19 +955,17 @@ async fn rollback_says_when_the_operator_hands_out_another_cidr() {
     let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
     assert_eq!(r.code, 5, "{}", r.stderr);
     assert!(
-        r.stderr.contains("error: IPsecGateway tenant-acme/acme is back with its floating IP, but the operator allocated other addresses: serviceCIDR 10.250.3.0/24 → 10.250.0.0/24, exposure crm virtual IP 10.250.3.10 → 10.250.0.10"),
+        r.says("error: IPsecGateway tenant-acme/acme is back with its floating IP, but the operator allocated other addresses: serviceCIDR 10.250.3.0/24 → 10.250.0.0/24, exposure crm virtual IP 10.250.3.10 → 10.250.0.10"),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("the IPsecGateway kind has no spec field for its serviceCIDR"),
+        r.says("the IPsecGateway kind has no spec field for its serviceCIDR"),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("`vpnmig cutover acme -n tenant-acme --forward`"),
+        r.says("`vpnmig cutover acme -n tenant-acme --forward`"),
         "{}",
         r.stderr
     );
@@ -1038,8 +984,7 @@ async fn rollback_says_when_the_operator_hands_out_another_cidr() {
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("--forward` cuts over again with the journal's targets"),
+        r.says("--forward` cuts over again with the journal's targets"),
         "{}",
         r.stderr
     );
@@ -1048,8 +993,7 @@ async fn rollback_says_when_the_operator_hands_out_another_cidr() {
     let r = l.vpnmig(&["cutover", "acme", "--forward", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("Cutting tenant-acme/acme over again, to the journal's targets"),
+        r.says("Cutting tenant-acme/acme over again, to the journal's targets"),
         "{}",
         r.stderr
     );
@@ -1096,8 +1040,7 @@ async fn api_errors_latency_and_dropped_watches_are_survived() {
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("delete ipsecgateway acme in namespace tenant-acme failed"),
+        r.says("delete ipsecgateway acme in namespace tenant-acme failed"),
         "retried: {}",
         r.stderr
     );
@@ -1123,8 +1066,7 @@ async fn a_journal_that_cannot_be_written_stops_before_any_change() {
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("error: cannot apply configmap vpnmig-acme in namespace tenant-acme"),
+        r.says("error: cannot apply configmap vpnmig-acme in namespace tenant-acme"),
         "{}",
         r.stderr
     );
@@ -1177,11 +1119,11 @@ async fn missing_permissions_refuse_before_any_change() {
     // patch on configmaps.
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr.contains("error: refusing to cut over: you may not create configmaps in namespace tenant-acme; patch configmaps in namespace tenant-acme"),
+        r.says("error: refusing to cut over: you may not create configmaps in namespace tenant-acme; patch configmaps in namespace tenant-acme"),
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("nothing was changed"), "{}", r.stderr);
+    assert!(r.says("nothing was changed"), "{}", r.stderr);
     assert!(
         core(&l, "leases", "tenant-acme", "vpnmig-acme").is_none(),
         "no lock taken"
@@ -1211,7 +1153,7 @@ async fn rollback_from_the_bundle_when_the_journal_is_gone() {
     // The journal is gone, but this machine remembers where the bundle is (issue 14
     // item 7): the hint names it.
     assert!(
-        r.stderr.contains(&format!(
+        r.says(&format!(
             "`vpnmig rollback acme -n tenant-acme --plan {bundle}`"
         )),
         "{}",
@@ -1223,8 +1165,7 @@ async fn rollback_from_the_bundle_when_the_journal_is_gone() {
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("no journal ConfigMap tenant-acme/vpnmig-acme: rolling back from the bundle"),
+        r.says("no journal ConfigMap tenant-acme/vpnmig-acme: rolling back from the bundle"),
         "{}",
         r.stderr
     );
@@ -1255,7 +1196,7 @@ async fn an_edit_after_the_journal_is_refused_before_the_delete() {
     let r = live::finish(child).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr.contains("error: IPsecGateway tenant-acme/acme was not deleted: its spec changed since the journal was written"),
+        r.says("error: IPsecGateway tenant-acme/acme was not deleted: its spec changed since the journal was written"),
         "{}",
         r.stderr
     );
@@ -1263,7 +1204,7 @@ async fn an_edit_after_the_journal_is_refused_before_the_delete() {
     // The journal is closed by a rollback that keeps the gateway.
     let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("is still there"), "{}", r.stderr);
+    assert!(r.says("is still there"), "{}", r.stderr);
     assert_eq!(psk_fingerprint(&l, "tenant-acme", "acme-psk"), psk);
 }
 
@@ -1308,7 +1249,7 @@ async fn a_psk_secret_owned_again_during_the_unwind_is_detached_again() {
     let r = live::finish(child).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains(
+        r.says(
             "! PSK Secret acme-psk was given an ownerReference to a gateway being deleted: removed"
         ),
         "{}",
@@ -1335,7 +1276,7 @@ async fn sigterm_releases_the_lock_too() {
     let r = live::finish(child).await;
     assert_eq!(r.code, 130, "{}", r.stderr);
     assert!(
-        r.stderr.contains(
+        r.says(
             "error: interrupted (SIGTERM); the journal of tenant-acme/acme is at phase deleting"
         ),
         "{}",
@@ -1379,7 +1320,7 @@ async fn a_tampered_journal_is_refused_not_applied() {
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.stderr.contains("is not a vpnmig journal this version can read: targets[0] (the VPNGateway) does not pin floatingIP 198.51.100.23"),
+        r.says("is not a vpnmig journal this version can read: targets[0] (the VPNGateway) does not pin floatingIP 198.51.100.23"),
         "{}",
         r.stderr
     );
@@ -1429,7 +1370,7 @@ async fn rollback_detaches_the_psk_secret_from_the_new_objects() {
     let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains("✓ PSK Secret acme-psk detached from the objects being deleted (1 ownerReference(s) removed, recorded in the journal)"),
+        r.says("✓ PSK Secret acme-psk detached from the objects being deleted (1 ownerReference(s) removed, recorded in the journal)"),
         "{}",
         r.stderr
     );
@@ -1472,7 +1413,7 @@ async fn rollback_without_a_permission_deletes_nothing() {
         .await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr.contains("error: refusing to roll back: you may not create ipsecgateways in namespace tenant-acme"),
+        r.says("error: refusing to roll back: you may not create ipsecgateways in namespace tenant-acme"),
         "{}",
         r.stderr
     );
@@ -1500,8 +1441,7 @@ async fn a_forward_cutover_stopped_before_the_delete_resumes_with_the_journal_ta
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("Resuming the cutover of tenant-acme/acme from phase"),
+        r.says("Resuming the cutover of tenant-acme/acme from phase"),
         "{}",
         r.stderr
     );

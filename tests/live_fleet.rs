@@ -307,7 +307,7 @@ async fn plan_selects_by_namespace_label_and_names_file() {
         .vpnmig(&["plan", "-A", "--names", file.to_str().unwrap()])
         .await;
     assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(r.stderr.contains("no IPsecGateway nope"), "{}", r.stderr);
+    assert!(r.says("no IPsecGateway nope"), "{}", r.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -94,14 +94,13 @@ async fn killed_at_each_phase_then_resumed() {
             .await;
         assert_eq!(r.code, 0, "resume after a kill at {at}:\n{}", r.stderr);
         assert!(
-            r.stderr.contains("taking over the lock of ")
-                && r.stderr.contains("on this host is no longer running"),
+            r.says("taking over the lock of ") && r.says("on this host is no longer running"),
             "{at}: {}",
             r.stderr
         );
         if PHASES.iter().position(|p| *p == at) >= PHASES.iter().position(|p| *p == "deleting") {
             assert!(
-                r.stderr.contains(&format!(
+                r.says(&format!(
                     "Resuming the cutover of tenant-acme/acme from phase {at}"
                 )),
                 "{at}: {}",
@@ -122,7 +121,7 @@ async fn killed_at_each_phase_then_rolled_back() {
         let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
         assert_eq!(r.code, 0, "rollback after a kill at {at}:\n{}", r.stderr);
         assert!(
-            r.stderr.contains(&format!(
+            r.says(&format!(
                 "Rollback of tenant-acme/acme (journal phase {at})"
             )),
             "{at}: {}",

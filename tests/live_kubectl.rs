@@ -129,7 +129,7 @@ async fn impersonation_reaches_the_api_server() {
     let r = run_env(&["status", "--as", "nobody"], &env).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.stderr.contains("User \"nobody\" cannot list resource"),
+        r.says("User \"nobody\" cannot list resource"),
         "{}",
         r.stderr
     );
@@ -169,8 +169,7 @@ async fn impersonation_reaches_the_api_server() {
     .await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("User \"viewer\" cannot impersonate resource \"users\""),
+        r.says("User \"viewer\" cannot impersonate resource \"users\""),
         "{}",
         r.stderr
     );
@@ -186,17 +185,13 @@ async fn impersonation_reaches_the_api_server() {
         args.extend(["--as", "nobody"]);
         let r = run_env(&args, &env).await;
         assert_ne!(r.code, 0, "{args:?}: {}", r.stdout);
-        assert!(
-            r.stderr.contains("User \"nobody\" cannot"),
-            "{args:?}: {}",
-            r.stderr
-        );
+        assert!(r.says("User \"nobody\" cannot"), "{args:?}: {}", r.stderr);
     }
 
     // --as-group needs --as, as in kubectl.
     let r = run_env(&["status", "--as-group", "auditors"], &env).await;
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("--as <USER>"), "{}", r.stderr);
+    assert!(r.says("--as <USER>"), "{}", r.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -217,13 +212,13 @@ async fn context_cluster_user_and_kubeconfig_select_like_kubectl() {
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("User \"lister\""), "{}", r.stderr);
+    assert!(r.says("User \"lister\""), "{}", r.stderr);
 
     // --user: another user of the kubeconfig in the current context.
     let r = run_env(&["status", "--user", "lister"], &[("KUBECONFIG", kc(&l))]).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.stderr.contains(
+        r.says(
             "User \"lister\" cannot list resource \"vpngateways\" in API group \"vpn.bnerd.net\""
         ),
         "{}",
@@ -243,8 +238,7 @@ async fn context_cluster_user_and_kubeconfig_select_like_kubectl() {
     let r = run_env(&["--kubeconfig", &two, "status", "--cluster", "dead"], &[]).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains(&format!("connection refused to https://127.0.0.1:{port}")),
+        r.says(&format!("connection refused to https://127.0.0.1:{port}")),
         "{}",
         r.stderr
     );
@@ -258,7 +252,7 @@ async fn context_cluster_user_and_kubeconfig_select_like_kubectl() {
     )
     .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("namespace tenant-other"), "{}", r.stderr);
+    assert!(r.says("namespace tenant-other"), "{}", r.stderr);
 }
 
 /// KUBECONFIG lists several files (colon-separated) that are merged, as kubectl does:
@@ -283,7 +277,7 @@ async fn kubeconfig_lists_are_merged() {
     let list = format!("/nonexistent/kc:{a}:{b}");
     let r = run_env(&["status", "-o", "name"], &[("KUBECONFIG", &list)]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stderr.contains("/nonexistent/kc"), "{}", r.stderr);
+    assert!(r.says("/nonexistent/kc"), "{}", r.stderr);
 }
 
 /// --request-timeout bounds each request: a server that accepts and never answers is
@@ -306,8 +300,7 @@ async fn request_timeout_bounds_a_silent_server() {
     .await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.stderr.contains("gave no answer within 1s")
-            || r.stderr.contains("connection timed out to"),
+        r.says("gave no answer within 1s") || r.says("connection timed out to"),
         "{}",
         r.stderr
     );
@@ -451,7 +444,7 @@ async fn status_prints_kubectls_formats_and_the_windows_under_way() {
     );
     let r = run_env(&["status", "-o", "name"], &env).await;
     assert_eq!(r.stdout, "vpngateway.vpn.bnerd.net/acme\n");
-    assert!(r.stderr.contains("window under way"), "{}", r.stderr);
+    assert!(r.says("window under way"), "{}", r.stderr);
 }
 
 /// Completion asks the cluster of the line being completed for gateway names and
@@ -554,7 +547,7 @@ async fn status_json_says_when_the_windows_are_unknown() {
     // refused: a script must not read "no window under way" from it (attack finding).
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.stderr.contains("which windows are under way is unknown"),
+        r.says("which windows are under way is unknown"),
         "{}",
         r.stderr
     );
@@ -607,7 +600,7 @@ async fn status_watch_prints_changes_until_its_timeout() {
         1,
         "one header"
     );
-    assert!(r.stderr.contains("watch ended after 6s"), "{}", r.stderr);
+    assert!(r.says("watch ended after 6s"), "{}", r.stderr);
 
     let r = live::finish(json_child).await;
     assert_eq!(r.code, 0, "{}", r.stderr);

@@ -77,15 +77,15 @@ async fn rollback_refuses_an_owner_that_is_gone_then_drops_it_when_told() {
     let r = l.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr.contains(&format!(
+        r.says(&format!(
             "the saved IPsecGateway {NS}/acme is owned by an object that no longer exists: ConfigMap tenant-root (uid {ROOT_UID}): no ConfigMap tenant-root exists"
         )),
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("nothing was changed"), "{}", r.stderr);
+    assert!(r.says("nothing was changed"), "{}", r.stderr);
     assert!(
-        r.stderr.contains(&format!(
+        r.says(&format!(
             "`vpnmig rollback acme -n {NS} --drop-missing-owners`"
         )),
         "{}",
@@ -108,7 +108,7 @@ async fn rollback_refuses_an_owner_that_is_gone_then_drops_it_when_told() {
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains(&format!(
+        r.says(&format!(
             "note: --drop-missing-owners: IPsecGateway {NS}/acme is re-created without its ownerReference to ConfigMap tenant-root (uid {ROOT_UID})"
         )),
         "{}",
@@ -187,12 +187,11 @@ async fn an_apply_conflict_names_the_kubectl_patch_field_manager() {
     let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
     assert_ne!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("conflict with \"kubectl-patch\" using vpn.bnerd.net/v1alpha1 at "),
+        r.says("conflict with \"kubectl-patch\" using vpn.bnerd.net/v1alpha1 at "),
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains(".spec.serviceCIDR"), "{}", r.stderr);
+    assert!(r.says(".spec.serviceCIDR"), "{}", r.stderr);
     // Refused, not overwritten.
     assert_eq!(
         objects(&l, "vpn.bnerd.net", "vpngateways", NS)[0]["spec"]["serviceCIDR"],

@@ -295,7 +295,7 @@ async fn an_unknown_gateway_is_a_clear_error() {
     let l = start(ACME, SettingsFile::default()).await;
     let r = l.vpnmig(&["plan", "nosuch"]).await;
     assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("error: ipsecgateway nosuch not found in namespace tenant-acme\nhint: list what there is with `kubectl get ipsecgateways -n tenant-acme`"), "{}", r.stderr);
+    assert!(r.says("error: ipsecgateway nosuch not found in namespace tenant-acme\nhint: list what there is with `kubectl get ipsecgateways -n tenant-acme`"), "{}", r.stderr);
     l.sb.shutdown().await;
 }
 

@@ -94,11 +94,8 @@ fn draw(seed: u64) -> Draw {
 
 /// The first backquoted `vpnmig cutover|rollback …` command in `text`.
 fn advised(text: &str) -> Option<Vec<String>> {
-    text.split('`')
-        .skip(1)
-        .step_by(2)
-        .filter_map(|q| q.strip_prefix("vpnmig "))
-        .map(|c| c.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+    live::advised(text)
+        .into_iter()
         .find(|a| matches!(a[0].as_str(), "cutover" | "rollback") && !a.iter().any(|w| w == "DIR"))
 }
 

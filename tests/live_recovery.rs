@@ -14,16 +14,10 @@ fn acme_settings() -> SettingsFile {
 /// The first backquoted `vpnmig …` command in `text` that starts with `prefix`, as
 /// arguments (without `vpnmig`).
 fn advised(text: &str, prefix: &str) -> Vec<String> {
-    let start = text
-        .find(&format!("`vpnmig {prefix}"))
-        .unwrap_or_else(|| panic!("no `vpnmig {prefix}…` advised in:\n{text}"));
-    let rest = &text[start + 1..];
-    let end = rest.find('`').expect("closing backquote");
-    rest[..end]
-        .split_whitespace()
-        .skip(1)
-        .map(str::to_string)
-        .collect()
+    live::advised(text)
+        .into_iter()
+        .find(|args| args.join(" ").starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `vpnmig {prefix}…` advised in:\n{text}"))
 }
 
 async fn run_advised(l: &Live, args: &[String], more: &[&str]) -> live::Run {
@@ -59,8 +53,7 @@ async fn a_lost_journal_leads_to_the_local_bundle_from_every_command() {
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("tenant-acme/acme is migrated: VPNGateway acme exists"),
+        r.says("tenant-acme/acme is migrated: VPNGateway acme exists"),
         "{}",
         r.stderr
     );
@@ -99,12 +92,11 @@ async fn an_unwritable_bundle_directory_is_refused_before_anything() {
         .await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("cannot write the bundle to /proc/vpnmig-bundle"),
+        r.says("cannot write the bundle to /proc/vpnmig-bundle"),
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("nothing was changed"), "{}", r.stderr);
+    assert!(r.says("nothing was changed"), "{}", r.stderr);
     assert!(
         !r.stderr
             .contains("Cutover of IPsecGateway tenant-acme/acme"),
@@ -130,22 +122,17 @@ async fn a_wrong_namespace_or_kubeconfig_is_named() {
         let r = l.vpnmig(&[cmd, "acme", "-n", "tenant-nope", "--yes"]).await;
         assert_eq!(r.code, 1, "{cmd}: {}", r.stderr);
         assert!(
-            r.stderr.contains("no IPsecGateway, VPNGateway or journal named acme: gateway acme not found in namespace tenant-nope"),
+            r.says("no IPsecGateway, VPNGateway or journal named acme: gateway acme not found in namespace tenant-nope"),
             "{cmd}: {}",
             r.stderr
         );
-        assert!(
-            r.stderr.contains("pass -n NAMESPACE"),
-            "{cmd}: {}",
-            r.stderr
-        );
+        assert!(r.says("pass -n NAMESPACE"), "{cmd}: {}", r.stderr);
         assert!(!r.stderr.contains("lease"), "{cmd}: {}", r.stderr);
     }
     let r = l.vpnmig(&["status", "-n", "tenant-nope"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("hint: namespace tenant-nope does not exist in context vpnmig-sandbox"),
+        r.says("hint: namespace tenant-nope does not exist in context vpnmig-sandbox"),
         "{}",
         r.stderr
     );
@@ -159,7 +146,7 @@ async fn a_wrong_namespace_or_kubeconfig_is_named() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains(&format!(
+        live::flat(&stderr).contains(&format!(
             "KUBECONFIG names {}, which does not exist",
             missing.display()
         )),
@@ -231,7 +218,7 @@ async fn plan_of_a_migrated_gateway_says_so() {
     let r = l.vpnmig(&["plan", "acme"]).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.stderr.contains("tenant-acme/acme is already migrated: VPNGateway acme exists and IPsecGateway acme does not (journal phase done)"),
+        r.says("tenant-acme/acme is already migrated: VPNGateway acme exists and IPsecGateway acme does not (journal phase done)"),
         "{}",
         r.stderr
     );
@@ -258,9 +245,7 @@ async fn a_foreign_configmap_named_like_a_journal_is_said_to_be_foreign() {
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.stderr.contains(
-            "ConfigMap tenant-acme/vpnmig-acme has the name of vpnmig's journal but is not one"
-        ),
+        r.says("ConfigMap tenant-acme/vpnmig-acme has the name of vpnmig's journal but is not one"),
         "{}",
         r.stderr
     );
@@ -269,7 +254,7 @@ async fn a_foreign_configmap_named_like_a_journal_is_said_to_be_foreign() {
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("nothing was changed"), "{}", r.stderr);
+    assert!(r.says("nothing was changed"), "{}", r.stderr);
     assert_eq!(
         objects(&l, "ipsec.bnerd.net", "ipsecgateways", "tenant-acme").len(),
         1,

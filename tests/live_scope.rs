@@ -84,16 +84,12 @@ async fn forward_never_deletes_a_recreated_gateway_whose_fip_was_unpinned() {
     let r = l.vpnmig(&["cutover", "acme", "--forward", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr.contains("--forward: IPsecGateway tenant-acme/acme is not the one the journal recorded (1 field(s) differ, above)"),
+        r.says("--forward: IPsecGateway tenant-acme/acme is not the one the journal recorded (1 field(s) differ, above)"),
         "{}",
         r.stderr
     );
-    assert!(
-        r.stderr.contains("spec.endpoint.floatingIP"),
-        "{}",
-        r.stderr
-    );
-    assert!(r.stderr.contains("198.51.100.23"), "{}", r.stderr);
+    assert!(r.says("spec.endpoint.floatingIP"), "{}", r.stderr);
+    assert!(r.says("198.51.100.23"), "{}", r.stderr);
     forward_refused_nothing_changed(&l, "198.51.100.23");
 }
 
@@ -110,11 +106,10 @@ async fn forward_never_drops_an_edit_of_the_recreated_gateway() {
     });
     let r = l.vpnmig(&["cutover", "acme", "--forward", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
-    assert!(r.stderr.contains("spec.exposures[1]"), "{}", r.stderr);
-    assert!(r.stderr.contains("erp.tenant-acme.svc"), "{}", r.stderr);
+    assert!(r.says("spec.exposures[1]"), "{}", r.stderr);
+    assert!(r.says("erp.tenant-acme.svc"), "{}", r.stderr);
     assert!(
-        r.stderr
-            .contains("close the journal with `vpnmig rollback acme -n tenant-acme --accept-new-addresses`, then plan the edited gateway"),
+        r.says("close the journal with `vpnmig rollback acme -n tenant-acme --accept-new-addresses`, then plan the edited gateway"),
         "{}",
         r.stderr
     );
@@ -126,7 +121,7 @@ async fn forward_never_drops_an_edit_of_the_recreated_gateway() {
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains("note: the tunnels were not waited for: they come up once the client uses the new addresses; `vpnmig verify acme -n tenant-acme --wait` checks them"),
+        r.says("note: the tunnels were not waited for: they come up once the client uses the new addresses; `vpnmig verify acme -n tenant-acme --wait` checks them"),
         "{}",
         r.stderr
     );
@@ -195,7 +190,7 @@ async fn rollback_from_a_bundle_never_deletes_another_gateways_peer() {
         ])
         .await;
     assert!(
-        r.stderr.contains("note: VPNPeer tenant-globex/globex-east is left alone: its spec.gatewayRef.name is `globex-east`, not `globex`"),
+        r.says("note: VPNPeer tenant-globex/globex-east is left alone: its spec.gatewayRef.name is `globex-east`, not `globex`"),
         "{}",
         r.stderr
     );
@@ -235,12 +230,12 @@ async fn rollback_refuses_over_a_peer_it_did_not_create_and_deletes_it_only_when
     let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr.contains("1 VPNPeer(s) reference gateway tenant-acme/acme but were not created by its cutover: acme-lab"),
+        r.says("1 VPNPeer(s) reference gateway tenant-acme/acme but were not created by its cutover: acme-lab"),
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("nothing was changed"), "{}", r.stderr);
-    assert!(r.stderr.contains("--delete-extra-peers"), "{}", r.stderr);
+    assert!(r.says("nothing was changed"), "{}", r.stderr);
+    assert!(r.says("--delete-extra-peers"), "{}", r.stderr);
     assert_eq!(phase(&l, "tenant-acme", "acme").as_deref(), Some("done"));
     assert_eq!(
         names(&objects(&l, "vpn.bnerd.net", "vpnpeers", "tenant-acme")),
@@ -315,7 +310,7 @@ async fn a_pinned_value_changed_after_the_apply_stops_the_window_and_fails_verif
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 5, "{}", r.stderr);
     assert!(
-        r.stderr.contains("a pinned value differs from the journal, so the window cannot be done: VPNGateway tenant-acme/acme spec.exposures[crm].virtualIP: 10.250.3.77, the journal pins 10.250.3.10; last written by field manager ops"),
+        r.says("a pinned value differs from the journal, so the window cannot be done: VPNGateway tenant-acme/acme spec.exposures[crm].virtualIP: 10.250.3.77, the journal pins 10.250.3.10; last written by field manager ops"),
         "{}",
         r.stderr
     );
@@ -378,29 +373,19 @@ async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once() {
         "stopped long before the 5 minute tunnel timeout"
     );
     assert!(
-        r.stderr
-            .contains("IPsecGateway tenant-acme/acme was re-created during the window"),
+        r.says("IPsecGateway tenant-acme/acme was re-created during the window"),
         "{}",
         r.stderr
     );
-    assert!(
-        r.stderr.contains("field manager argocd-controller"),
-        "{}",
-        r.stderr
-    );
-    assert!(
-        r.stderr.contains("app.kubernetes.io/instance=tenants"),
-        "{}",
-        r.stderr
-    );
+    assert!(r.says("field manager argocd-controller"), "{}", r.stderr);
+    assert!(r.says("app.kubernetes.io/instance=tenants"), "{}", r.stderr);
     assert!(
         !r.stderr.contains("the IPsecGateway is deleted"),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("`vpnmig rollback acme -n tenant-acme` (keeps the re-created IPsecGateway"),
+        r.says("`vpnmig rollback acme -n tenant-acme` (keeps the re-created IPsecGateway"),
         "{}",
         r.stderr
     );

@@ -135,7 +135,7 @@ async fn refusals_and_transient_errors_are_named() {
 
     let r = run_vpnmig(kc, &["status", "--context", "vpnmig-sandbox-lister"]).await;
     assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("error: forbidden: cannot list vpngateways in namespace tenant-acme: vpngateways.vpn.bnerd.net is forbidden: User \"lister\" cannot list resource \"vpngateways\""), "{}", r.stderr);
+    assert!(r.says("error: forbidden: cannot list vpngateways in namespace tenant-acme: vpngateways.vpn.bnerd.net is forbidden: User \"lister\" cannot list resource \"vpngateways\""), "{}", r.stderr);
 
     sb.api_faults.write().unwrap().errors.push(ErrorRule {
         verbs: vec!["list".into()],
@@ -161,15 +161,11 @@ async fn refusals_and_transient_errors_are_named() {
     let r = run_vpnmig(kc, &["status"]).await;
     assert_eq!(r.code, 1);
     assert!(
-        r.stderr.contains("vpn.bnerd.net/v1alpha1 is not served by"),
+        r.says("vpn.bnerd.net/v1alpha1 is not served by"),
         "{}",
         r.stderr
     );
-    assert!(
-        r.stderr.contains("the gateway operator v0.3.0"),
-        "{}",
-        r.stderr
-    );
+    assert!(r.says("the gateway operator v0.3.0"), "{}", r.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -239,7 +235,7 @@ async fn cluster_flags_before_the_subcommand_are_accepted() {
     assert_eq!(rows["gateways"][0]["name"], "acme", "{}", r.stdout);
     let r = l.vpnmig(&["-n", "tenant-nope", "status"]).await;
     assert!(
-        r.stderr.contains("namespace tenant-nope does not exist"),
+        r.says("namespace tenant-nope does not exist"),
         "{}",
         r.stderr
     );
@@ -248,8 +244,7 @@ async fn cluster_flags_before_the_subcommand_are_accepted() {
         .await;
     assert_eq!(r.code, 1);
     assert!(
-        r.stderr
-            .contains("--kubeconfig /nonexistent/kc: no such file"),
+        r.says("--kubeconfig /nonexistent/kc: no such file"),
         "{}",
         r.stderr
     );

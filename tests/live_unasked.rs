@@ -149,11 +149,7 @@ async fn a_refused_fact_fails_its_checks_and_blocks_plan_and_cutover() {
             cut.code,
             cut.stderr
         );
-        assert!(
-            cut.stderr.contains("nothing was changed"),
-            "{what}: {}",
-            cut.stderr
-        );
+        assert!(cut.says("nothing was changed"), "{what}: {}", cut.stderr);
         assert_eq!(phase(&l, "tenant-acme", "acme"), None, "{what}");
         assert!(
             live::objects(&l, "ipsec.bnerd.net", "ipsecgateways", "tenant-acme").len() == 1,
@@ -188,13 +184,12 @@ async fn an_unanswered_fact_ends_plan_and_cutover_with_exit_1() {
             );
             assert!(!r.stdout.contains("READY"), "{what}: {}", r.stdout);
             assert!(
-                r.stderr.contains("503"),
+                r.says("503"),
                 "{what}: vpnmig {args:?} names the answer: {}",
                 r.stderr
             );
             assert!(
-                r.stderr
-                    .contains(&format!("{verb} {}", resource.trim_end_matches('s'))),
+                r.says(&format!("{verb} {}", resource.trim_end_matches('s'))),
                 "{what}: vpnmig {args:?} names the call: {}",
                 r.stderr
             );

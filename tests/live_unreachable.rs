@@ -52,8 +52,7 @@ async fn an_unreachable_cluster_is_never_a_verdict() {
         let cmd = args.join(" ");
         assert_eq!(r.code, *code, "vpnmig {cmd}\n{}\n{}", r.stdout, r.stderr);
         assert!(
-            r.stderr
-                .contains(&format!("connection refused to {url} (context vpnmig-sandbox): is the cluster up, is this the right context?")),
+            r.says(&format!("connection refused to {url} (context vpnmig-sandbox): is the cluster up, is this the right context?")),
             "vpnmig {cmd}: {}",
             r.stderr
         );

@@ -138,14 +138,9 @@ async fn a_peer_down_fails_and_wait_times_out() {
         .vpnmig(&["verify", "acme", "--wait", "--timeout", "3s"])
         .await;
     assert_eq!(r.code, 6, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.says("waiting "), "progress is shown: {}", r.stderr);
     assert!(
-        r.stderr.contains("waiting "),
-        "progress is shown: {}",
-        r.stderr
-    );
-    assert!(
-        r.stderr
-            .contains("vpnmig: timed out after 3s waiting for acme to be healthy"),
+        r.says("vpnmig: timed out after 3s waiting for acme to be healthy"),
         "{}",
         r.stderr
     );
@@ -205,8 +200,7 @@ async fn narrower_grants_fail_and_a_refused_exec_is_not_a_verdict() {
         .await;
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
     assert!(
-        r.stderr
-            .contains("error: forbidden: cannot create pods/exec"),
+        r.says("error: forbidden: cannot create pods/exec"),
         "{}",
         r.stderr
     );

@@ -53,14 +53,11 @@ fn untouched(l: &Live) {
 
 /// The command in the `hint:` line, between backticks, as argv (without `vpnmig`).
 fn advised(stderr: &str) -> Vec<String> {
-    let hint = stderr
-        .lines()
-        .find(|l| l.starts_with("hint:"))
-        .unwrap_or_else(|| panic!("no hint in {stderr}"));
-    let cmd = hint.split('`').nth(1).unwrap();
-    let mut words: Vec<String> = cmd.split_whitespace().map(str::to_string).collect();
-    assert_eq!(words.remove(0), "vpnmig");
-    words
+    let hint = live::labelled(stderr, "hint: ").unwrap_or_else(|| panic!("no hint in {stderr}"));
+    live::advised(&hint)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no `vpnmig …` in the hint: {hint}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -90,13 +87,13 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr.contains(&format!(
+        r.says(&format!(
             "admission webhook {POLICY} cannot dry-run (sideEffects Some or Unknown)"
         )),
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("nothing was changed"), "{}", r.stderr);
+    assert!(r.says("nothing was changed"), "{}", r.stderr);
     assert!(journal(&l, "tenant-acme", "acme").is_none());
     untouched(&l);
     let cmd = advised(&r.stderr);
@@ -138,17 +135,13 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains(&format!(
+        r.says(&format!(
             "! dry run: VPNPeer/acme not validated by admission webhook {POLICY}, which cannot dry-run (--skip-dry-run-webhook {POLICY})"
         )),
         "{}",
         r.stderr
     );
-    assert!(
-        r.stderr.contains("dry run: nothing was changed"),
-        "{}",
-        r.stderr
-    );
+    assert!(r.says("dry run: nothing was changed"), "{}", r.stderr);
     assert!(journal(&l, "tenant-acme", "acme").is_none());
     untouched(&l);
 
@@ -158,7 +151,7 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
     let r = l.vpnmig(&args).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stderr.contains(&format!(
+        r.says(&format!(
             "! server-side dry run: VPNGateway/acme not validated by admission webhook {POLICY}, which cannot dry-run (skipped: --skip-dry-run-webhook {POLICY})"
         )),
         "{}",
@@ -197,15 +190,14 @@ async fn a_webhook_met_first_by_the_pre_delete_dry_run_stops_with_nothing_delete
     let r = finish(child).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.stderr.contains(&format!(
+        r.says(&format!(
             "admission webhook {POLICY} cannot dry-run (sideEffects Some or Unknown)"
         )),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("nothing was deleted (journal phase psk-detached)"),
+        r.says("nothing was deleted (journal phase psk-detached)"),
         "{}",
         r.stderr
     );
@@ -257,20 +249,19 @@ async fn a_webhook_that_denies_the_real_apply_after_the_delete_says_what_to_run(
     let r = finish(child).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.stderr.contains(&format!(
+        r.says(&format!(
             "admission webhook \"{POLICY}\" denied the request: peers need a change ticket"
         )),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("cutover of tenant-acme/acme stopped at phase deleted"),
+        r.says("cutover of tenant-acme/acme stopped at phase deleted"),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr.contains(
+        r.says(
             "the IPsecGateway is deleted; restore it with `vpnmig rollback acme -n tenant-acme`, or fix the cause and resume with `vpnmig cutover acme -n tenant-acme`"
         ),
         "{}",
@@ -318,20 +309,19 @@ async fn a_target_refused_by_the_pre_delete_dry_run_stops_with_nothing_deleted_a
     let r = finish(child).await;
     assert_eq!(r.code, 4, "{}", r.stderr);
     assert!(
-        r.stderr.contains(&format!(
+        r.says(&format!(
             "the pre-delete server-side dry run of VPNGateway/acme failed: cannot apply vpngateway acme in namespace tenant-acme: admission webhook \"{POLICY}\" denied the request: peers need a change ticket"
         )),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr
-            .contains("nothing was deleted (journal phase psk-detached)"),
+        r.says("nothing was deleted (journal phase psk-detached)"),
         "{}",
         r.stderr
     );
     assert!(
-        r.stderr.contains(
+        r.says(
             "hint: the API server refuses the target as it stands: fix the cause; nothing was deleted: `vpnmig cutover acme -n tenant-acme` resumes"
         ),
         "{}",

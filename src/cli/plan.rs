@@ -150,7 +150,7 @@ async fn live(
 ) -> Result<(input::Source, plan::Plan, Vec<(String, serde_json::Value)>), Error> {
     let cluster = Cluster::connect(&args.cluster.options()).await?;
     if args.output == Format::Text {
-        eprintln!("{}", cluster.banner(false));
+        crate::output::say(&cluster.banner(false));
     }
     cluster.require_operator().await?;
     let planned = live_plan(
@@ -296,7 +296,7 @@ fn run_fleet(
             crate::cli::runtime()?.block_on(async {
                 let cluster = Cluster::connect(&args.cluster.options()).await?;
                 if args.output == Format::Text {
-                    eprintln!("{}", cluster.banner(args.all_namespaces));
+                    crate::output::say(&cluster.banner(args.all_namespaces));
                 }
                 cluster.require_operator().await?;
                 let planned = fleet::live(&cluster, &select, allowlist).await?;

@@ -231,7 +231,7 @@ pub fn names(rows: &[Row]) -> String {
 async fn gather(args: &StatusArgs) -> Result<(Cluster, Vec<Row>, Vec<(String, String)>), Error> {
     let cluster = Cluster::connect(&args.cluster.options()).await?;
     if matches!(args.output, StatusFormat::Text | StatusFormat::Wide) {
-        eprintln!("{}", cluster.banner(args.all_namespaces));
+        crate::output::say(&cluster.banner(args.all_namespaces));
     }
     cluster.require_operator().await?;
     let (rows, ours) = read_rows(&cluster, args.all_namespaces).await?;
@@ -370,7 +370,7 @@ pub fn run(args: &StatusArgs) -> Result<i32, Error> {
     crate::cli::runtime()?.block_on(async {
         let (cluster, rows, ours) = gather(args).await?;
         if rows.is_empty() && !args.all_namespaces && text {
-            eprintln!("{}", namespace_note(&cluster).await);
+            crate::output::say(&namespace_note(&cluster).await);
         }
         let windows = open_windows(&cluster, args.all_namespaces, &ours).await;
         crate::cli::write_stdout(&print(args, &rows, &windows, true))?;
@@ -420,7 +420,10 @@ fn print(args: &StatusArgs, rows: &[Row], windows: &Windows, first: bool) -> Str
         }
         StatusFormat::Name => {
             // Only names on stdout; what is under way still reaches the operator.
-            eprint!("{}", windows.lines());
+            let lines = windows.lines();
+            if !lines.is_empty() {
+                crate::output::say(lines.trim_end_matches('\n'));
+            }
             names(rows)
         }
         // Under --watch, one compact document a line (JSON lines).
@@ -509,10 +512,10 @@ async fn watch(
             }
         }
     }
-    eprintln!(
+    crate::output::say(&format!(
         "watch ended after {} (--timeout)",
         crate::output::duration::format_duration(args.timeout)
-    );
+    ));
     Ok(())
 }
 

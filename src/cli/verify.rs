@@ -181,7 +181,7 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
     let cluster = Cluster::connect(&args.cluster.options()).await?;
     let text = args.output == VerifyFormat::Text;
     if text {
-        eprintln!("{}", cluster.banner(false));
+        crate::output::say(&cluster.banner(false));
     }
     if !args.wait {
         cluster.require_operator().await?;
@@ -249,12 +249,12 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
             }
         };
         // Progress goes to stderr in every mode: stdout stays the document.
-        eprintln!(
+        crate::output::say(&format!(
             "waiting {} of {}: {}",
             format_duration(started.elapsed()),
             format_duration(args.timeout),
             missing.join("; ")
-        );
+        ));
         tokio::time::sleep(
             Duration::from_secs(2).min(args.timeout.saturating_sub(started.elapsed())),
         )
@@ -290,16 +290,16 @@ pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
     Ok(match (verify::healthy(&rows), timed_out) {
         (true, _) => exit::OK,
         (false, true) => {
-            eprintln!(
+            crate::output::say(&format!(
                 "vpnmig: timed out after {} waiting for {} to be healthy",
                 format_duration(args.timeout),
                 args.name
-            );
+            ));
             exit::TIMEOUT
         }
         (false, false) => {
             // A verdict that names what to run next, like every stop (issue 14 item 6).
-            eprintln!("{}", next_steps(&rows, &args.name));
+            crate::output::say(&next_steps(&rows, &args.name));
             exit::VERIFY_FAILED
         }
     })

@@ -80,8 +80,8 @@ pub async fn confirm(name: &str, yes: bool, dry_run: bool, action: &str) -> Resu
     let tty = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if dry_run && !tty {
         // Nothing will change: a script's dry run needs no confirmation.
-        anstream::eprintln!(
-            "dry run: no terminal, so no prompt (a real run would ask, or need --yes)"
+        crate::output::say(
+            "dry run: no terminal, so no prompt (a real run would ask, or need --yes)",
         );
         return Ok(());
     }
@@ -168,7 +168,7 @@ impl Confirm for Prompt {
                 peers,
             } => render::rollback_summary(context, journal, peers.as_deref(), &self.waits),
         };
-        anstream::eprint!("{summary}");
+        crate::output::say(summary.trim_end_matches('\n'));
         confirm(&ask.gateway, self.yes, ask.dry_run, ask.action).await
     }
 }
@@ -185,7 +185,7 @@ pub fn run<T>(
         let cluster = Cluster::connect(&cluster_args.options())
             .await
             .map_err(|e| crate::window::before_any_change(e.into()))?;
-        anstream::eprintln!("{}", cluster.banner(false));
+        crate::output::say(&cluster.banner(false));
         cluster
             .require_operator()
             .await

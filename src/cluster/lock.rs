@@ -261,17 +261,17 @@ pub async fn acquire(
             match watch.decide(&me, alive) {
                 Decision::Free => break,
                 Decision::Stale(why) => {
-                    eprintln!(
+                    crate::output::say(&format!(
                         "vpnmig: taking over the lock of {}: {why}",
                         holder_of(&lease)
-                    );
+                    ));
                     break;
                 }
                 _ if break_lock => {
-                    eprintln!(
+                    crate::output::say(&format!(
                         "vpnmig: --break-lock: taking the lock from {}",
                         holder_of(&lease)
-                    );
+                    ));
                     break;
                 }
                 Decision::Held(why) => {
@@ -299,17 +299,17 @@ pub async fn acquire(
                 Decision::Watching { left } => {
                     let to_go = left.as_secs_f64().ceil();
                     if said.is_none() {
-                        eprintln!(
+                        crate::output::say(&format!(
                             "vpnmig: gateway {gateway} is locked by {} (Lease {lease_name}{}); watching it for up to {to_go} s, by this machine's clock, to see whether it is still renewed",
                             holder_of(&lease),
                             clock(&lease).map(|n| format!(", {n}")).unwrap_or_default(),
-                        );
+                        ));
                         said = Some(std::time::Instant::now());
                     } else if said.is_some_and(|t| t.elapsed() >= SAY_EVERY) {
-                        eprintln!(
+                        crate::output::say(&format!(
                             "vpnmig: Lease {lease_name} not renewed in the {} s watched so far; {to_go} s to go",
                             watch.watched().as_secs(),
-                        );
+                        ));
                         said = Some(std::time::Instant::now());
                     }
                     tokio::time::sleep(WATCH_EVERY.min(left)).await;
@@ -384,17 +384,17 @@ impl Lock {
                             return;
                         }
                         Ok(Err(e)) => {
-                            anstream::eprintln!(
+                            crate::output::say(&format!(
                                 "vpnmig: could not read the lock (Lease {name}): {}",
                                 super::describe(&e)
-                            );
+                            ));
                             None
                         }
                         Err(_) => {
-                            anstream::eprintln!(
+                            crate::output::say(&format!(
                                 "vpnmig: could not read the lock (Lease {name}): no answer within {}s",
                                 RENEW_EVERY.as_secs()
-                            );
+                            ));
                             None
                         }
                     };
@@ -419,14 +419,14 @@ impl Lock {
                                 renewed = std::time::Instant::now();
                                 continue;
                             }
-                            Ok(Err(e)) => anstream::eprintln!(
+                            Ok(Err(e)) => crate::output::say(&format!(
                                 "vpnmig: could not renew the lock (Lease {name}): {}",
                                 super::describe(&e)
-                            ),
-                            Err(_) => anstream::eprintln!(
+                            )),
+                            Err(_) => crate::output::say(&format!(
                                 "vpnmig: could not renew the lock (Lease {name}): no answer within {}s",
                                 RENEW_EVERY.as_secs()
-                            ),
+                            )),
                         }
                     }
                     // Not renewed for the whole lease duration: another run may rightly

@@ -273,7 +273,9 @@ impl Cluster {
                         )));
                     }
                     for m in &missing {
-                        eprintln!("vpnmig: KUBECONFIG names {m}, which does not exist: ignored");
+                        crate::output::say(&format!(
+                            "vpnmig: KUBECONFIG names {m}, which does not exist: ignored"
+                        ));
                     }
                     // Merged in order, the first to set a value wins (kubectl's rules);
                     // missing files skipped as kubectl skips them, unreadable ones named.
@@ -430,11 +432,11 @@ impl Cluster {
                     if attempt < ATTEMPTS
                         && !CALL_BUDGET.saturating_sub(started.elapsed()).is_zero()
                     {
-                        eprintln!(
+                        crate::output::say(&format!(
                             "vpnmig: {verb} {what}{scope}: no answer within {}s; trying again ({attempt}/{})",
                             self.call_timeout.min(left).as_secs(),
                             ATTEMPTS - 1
-                        );
+                        ));
                         attempt += 1;
                         continue;
                     }
@@ -464,7 +466,7 @@ impl Cluster {
                 .map(|how| format!("{how} to {}", self.server))
                 .unwrap_or_else(|| describe(&e));
             let busy = matches!(&e, kube::Error::Api(s) if s.code == 429 || s.code == 503);
-            eprintln!(
+            crate::output::say(&format!(
                 "vpnmig: {verb} {what}{scope} failed ({cause}); {}retrying in {} ({why}; {attempt}/{})",
                 if busy { "API busy, " } else { "" },
                 if wait < Duration::from_secs(1) {
@@ -473,7 +475,7 @@ impl Cluster {
                     format!("{}s", wait.as_secs())
                 },
                 ATTEMPTS - 1
-            );
+            ));
             // A long wait says so as it goes: never silent for more than a TICK.
             let until = std::time::Instant::now() + wait;
             loop {
@@ -484,10 +486,10 @@ impl Cluster {
                 tokio::time::sleep(left.min(TICK)).await;
                 let left = until.saturating_duration_since(std::time::Instant::now());
                 if !left.is_zero() {
-                    eprintln!(
+                    crate::output::say(&format!(
                         "vpnmig: {verb} {what}{scope}: retrying in {}s",
                         left.as_secs().max(1)
-                    );
+                    ));
                 }
             }
             delay *= 2;
@@ -514,12 +516,12 @@ impl Cluster {
             }
             match tokio::time::timeout(left.min(TICK), &mut fut).await {
                 Ok(r) => return Some(r),
-                Err(_) if started.elapsed() < deadline => eprintln!(
+                Err(_) if started.elapsed() < deadline => crate::output::say(&format!(
                     "vpnmig: waiting for {} to answer {verb} {what}{scope} ({}s of {}s)",
                     self.server,
                     started.elapsed().as_secs(),
                     deadline.as_secs()
-                ),
+                )),
                 Err(_) => return None,
             }
         }

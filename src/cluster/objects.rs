@@ -218,10 +218,10 @@ pub async fn guard_psk(
         if !gone.is_empty() {
             match set_owner_references(cluster, secret, &rv, &kept, false).await {
                 Ok(()) => {
-                    anstream::eprintln!(
+                    crate::output::say(&format!(
                         "! PSK Secret {secret} was given an ownerReference to a gateway being deleted: removed ({} reference(s), recorded in the journal)",
                         gone.len()
-                    );
+                    ));
                     removed.lock().expect("not poisoned").extend(gone);
                 }
                 Err(e @ (KubeError::Forbidden { .. } | KubeError::Unauthorized { .. })) => {

@@ -113,11 +113,11 @@ pub async fn until(
                 if Instant::now() >= deadline {
                     return Ok(Outcome::TimedOut(last));
                 }
-                eprintln!(
+                crate::output::say(&format!(
                     "vpnmig: watch {} failed ({}); listing again",
                     ar.plural,
                     super::describe(&e)
-                );
+                ));
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }

@@ -44,13 +44,13 @@ impl Events for LiveView {
                     }
                 }
             }
-            Event::Step(line) => anstream::eprintln!("✓ {line}"),
-            Event::Warning(line) => anstream::eprintln!("! {line}"),
-            Event::Note(line) => anstream::eprintln!("note: {line}"),
-            Event::Info(line) => anstream::eprintln!("{line}"),
-            Event::RollingBack { phase } => anstream::eprintln!(
+            Event::Step(line) => crate::output::say(&format!("✓ {line}")),
+            Event::Warning(line) => crate::output::say(&format!("! {line}")),
+            Event::Note(line) => crate::output::say(&format!("note: {line}")),
+            Event::Info(line) => crate::output::say(&line),
+            Event::RollingBack { phase } => crate::output::say(&format!(
                 "✗ cutover stopped at phase {phase}; --rollback-on-failure: rolling back"
-            ),
+            )),
             Event::Guard { moment, figures } => {
                 let again = match moment {
                     crate::core::guard::Moment::Start => "",
@@ -58,10 +58,12 @@ impl Events for LiveView {
                     crate::core::guard::Moment::BeforeDelete { .. } => " (before the delete)",
                 };
                 let mark = if figures.enough() { "✓" } else { "✗" };
-                anstream::eprintln!("{mark} {}{again}", figures.summary());
+                crate::output::say(&format!("{mark} {}{again}", figures.summary()));
             }
-            Event::Drift(drift) => anstream::eprint!("{}", render::drift(&drift)),
-            Event::Blocked(plan) => anstream::eprint!("{}", render::blockers(&plan).join("")),
+            Event::Drift(drift) => crate::output::say(render::drift(&drift).trim_end_matches('\n')),
+            Event::Blocked(plan) => {
+                crate::output::say(render::blockers(&plan).join("").trim_end_matches('\n'))
+            }
             Event::Finished {
                 operation,
                 journal,

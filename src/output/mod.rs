@@ -25,3 +25,13 @@ pub enum Format {
     /// The plan document (docs/plan-json.md), for scripts.
     Json,
 }
+
+/// Write `line` and a newline to stderr, each line at most as wide as stderr
+/// ([`width::detect_stderr`]), continuations hanging under the text ([`width::hanging`]).
+/// Every message of a run goes through here (progress, warnings, retries, summaries), so
+/// a log or a ticket keeps to 100 columns (issue 10 item 5).
+pub fn say(line: &str) {
+    use std::io::Write;
+    let text = width::hanging(line, width::detect_stderr());
+    let _ = writeln!(anstream::stderr(), "{}", text.trim_end_matches('\n'));
+}

@@ -4,7 +4,7 @@
 //! of the states the wait went through); elsewhere (a log, CI, a pipe) the same lines
 //! without the spinner. Always on stderr: stdout is the report.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -28,9 +28,7 @@ pub fn elapsed(d: Duration) -> String {
     }
 }
 
-fn say(line: &str) {
-    let _ = writeln!(anstream::stderr(), "{line}");
-}
+use crate::output::say;
 
 impl Step {
     /// Begin a step: `title` is what it does (`delete IPsecGateway tenant-acme/acme`).
@@ -62,7 +60,10 @@ impl Step {
         match &self.bar {
             // Above the spinner, so the live line stays one line whatever the width
             // (indicatif writes it as is: no colour codes).
-            Some(bar) => bar.println(line),
+            Some(bar) => bar.println(
+                crate::output::width::hanging(&line, crate::output::width::detect_stderr())
+                    .trim_end_matches('\n'),
+            ),
             None => say(&paint(DIM, line)),
         }
     }

@@ -20,6 +20,16 @@ pub fn detect() -> usize {
     )
 }
 
+/// The width of text written to stderr now (progress, summaries, errors): `COLUMNS`, else
+/// stderr's terminal, else [`UNKNOWN`]. Stderr, not stdout: `vpnmig cutover -o json > f`
+/// still shows its progress on the terminal at the terminal's width.
+pub fn detect_stderr() -> usize {
+    choose(
+        std::env::var("COLUMNS").ok().as_deref(),
+        terminal_size::terminal_size_of(std::io::stderr()).map(|(w, _)| usize::from(w.0)),
+    )
+}
+
 /// `COLUMNS` (when it is a positive number) wins over the terminal; neither: [`UNKNOWN`].
 pub fn choose(columns: Option<&str>, terminal: Option<usize>) -> usize {
     columns
@@ -67,6 +77,74 @@ pub fn wrap(text: &str, width: usize, first: &str, rest: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Each line of `text` in lines of at most `width` columns, its continuations indented
+/// under where its text starts (DESIGN.md §5: stderr keeps to the width as stdout does):
+/// after a label and its gap (`  delete     IPsecGateway …`), after `error: `, `hint: `,
+/// `note: `, after an elapsed time (`    [2.1s] …`), after a mark (`✓ `, `! `), else two
+/// columns in. Blank lines and lines that fit stay as they are.
+pub fn hanging(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        let (body, nl) = match line.strip_suffix('\n') {
+            Some(b) => (b, "\n"),
+            None => (line, ""),
+        };
+        if visible(body) <= width {
+            out.push_str(line);
+            continue;
+        }
+        let at = indent_of(body).min(width / 2);
+        let (head, rest) = split_at_column(body, at);
+        let lines = wrap_lines(rest, width, head, &" ".repeat(at));
+        out.push_str(&lines.join("\n"));
+        out.push_str(nl);
+    }
+    out
+}
+
+/// The column where `line`'s text starts, for its continuations (see [`hanging`]).
+fn indent_of(line: &str) -> usize {
+    let plain: String = units(line)
+        .into_iter()
+        .filter(|u| !u.starts_with('\x1b'))
+        .collect();
+    let chars: Vec<char> = plain.chars().collect();
+    let lead = chars.iter().take_while(|c| **c == ' ').count();
+    let word_end = (lead..chars.len())
+        .find(|&i| chars[i] == ' ')
+        .unwrap_or(chars.len());
+    let word: String = chars[lead..word_end].iter().collect();
+    let gap = (word_end..chars.len())
+        .take_while(|&i| chars[i] == ' ')
+        .count();
+    let after = word_end + gap;
+    if word.starts_with('[') && word.ends_with(']')
+        || word.ends_with(':')
+        || word.chars().count() == 1
+    {
+        after
+    } else if gap >= 2 {
+        // A label and its column (`  delete     …`).
+        after
+    } else {
+        lead + 2
+    }
+}
+
+/// `line` cut after `col` visible columns (escape sequences never split).
+fn split_at_column(line: &str, col: usize) -> (&str, &str) {
+    let mut cols = 0;
+    let mut end = 0;
+    for unit in units(line) {
+        if cols == col && !unit.starts_with('\x1b') {
+            break;
+        }
+        cols += usize::from(!unit.starts_with('\x1b'));
+        end += unit.len();
+    }
+    line.split_at(end)
 }
 
 /// [`wrap`], as lines without their `\n`.
@@ -263,6 +341,23 @@ pub fn wrap_command(cmd: &str, width: usize, indent: &str) -> String {
         if !fresh {
             line.push(' ');
         }
+        // A single-quoted JSON document (`kubectl patch -p '[…]'`) too long for the line
+        // breaks after its commas: inside the quotes the line break is part of the
+        // argument, and JSON takes it as whitespace.
+        if visible(&line) + visible(w) + 2 > width
+            && let Some(pieces) = json_pieces(w)
+        {
+            for p in pieces {
+                if !line.trim().is_empty() && visible(&line) + visible(p) + 2 > width {
+                    out.push_str(&line);
+                    out.push('\n');
+                    line = cont.clone();
+                }
+                line.push_str(p);
+            }
+            fresh = false;
+            continue;
+        }
         let mut w: &str = w;
         while visible(&line) + visible(w) + 2 > width && !w.contains(['\'', '"']) {
             let room = width.saturating_sub(visible(&line) + 1);
@@ -282,6 +377,31 @@ pub fn wrap_command(cmd: &str, width: usize, indent: &str) -> String {
     out.push_str(&line);
     out.push('\n');
     out
+}
+
+/// `'{…}'` or `'[…]'` cut after each comma outside JSON strings (the pieces, in order),
+/// or `None` for any other word.
+fn json_pieces(word: &str) -> Option<Vec<&str>> {
+    let inner = word.strip_prefix('\'')?.strip_suffix('\'')?;
+    if !(inner.starts_with('{') || inner.starts_with('[')) || inner.contains('\'') {
+        return None;
+    }
+    let mut pieces = Vec::new();
+    let (mut start, mut in_string, mut escaped) = (0, false, false);
+    for (i, c) in word.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_string => escaped = true,
+            '"' => in_string = !in_string,
+            ',' if !in_string => {
+                pieces.push(&word[start..=i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    pieces.push(&word[start..]);
+    Some(pieces)
 }
 
 /// Column widths for `avail` columns of content: each its `natural` width, then the
@@ -374,6 +494,51 @@ mod tests {
     }
 
     #[test]
+    fn stderr_lines_hang_under_their_text() {
+        let cases = [
+            (
+                "  delete     IPsecGateway acme (uid f6f54e4b-ff9f-4024-be05-96dbbeb6def5, generation 1): the tunnel goes down here",
+                "             ",
+            ),
+            (
+                "error: the live IPsecGateway tenant-acme/acme no longer matches the plan in plans/acme: nothing was changed",
+                "       ",
+            ),
+            (
+                "     [0.0s] peer acme IKE SA with fw.acme.example: no IKE SA with remote 'fw.acme.example' @ 203.0.113.10",
+                "            ",
+            ),
+            (
+                "! the PSK Secret acme-psk is owned by the old gateway and will be detached before the delete, as recorded",
+                "  ",
+            ),
+        ];
+        for (line, indent) in cases {
+            let s = hanging(&format!("{line}\nshort\n"), 60);
+            assert!(widest(&s) <= 60, "{s}");
+            let lines: Vec<&str> = s.lines().collect();
+            assert_eq!(*lines.last().unwrap(), "short");
+            assert!(lines.len() > 2, "{s}");
+            for cont in &lines[1..lines.len() - 1] {
+                assert!(
+                    cont.starts_with(indent) && !cont[indent.len()..].starts_with(' '),
+                    "{s}"
+                );
+            }
+            let words = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert_eq!(words(&s), words(&format!("{line} short")));
+        }
+        // A command in backticks stays whole when it fits a line.
+        let hint = "hint: plan again (`vpnmig plan acme -n tenant-acme --out plans/acme --force`: --force because the bundle records the old state), review the diff, then cut over";
+        let s = hanging(hint, 100);
+        assert!(widest(&s) <= 100, "{s}");
+        assert!(
+            s.contains("`vpnmig plan acme -n tenant-acme --out plans/acme --force`"),
+            "{s}"
+        );
+    }
+
+    #[test]
     fn escape_codes_take_no_room_and_are_never_split() {
         let red = "\x1b[31mBLOCKER\x1b[0m";
         assert_eq!(visible(red), 7);
@@ -406,6 +571,34 @@ mod tests {
         let joined: Vec<&str> = joined.split_whitespace().collect();
         let orig: Vec<&str> = cmd.split_whitespace().collect();
         assert_eq!(joined, orig);
+    }
+
+    #[test]
+    fn a_quoted_json_patch_breaks_after_its_commas_inside_the_quotes() {
+        let cmd = r#"kubectl patch secret initech-psk -n tenant-initech --type json -p '[{"op":"test","path":"/metadata/ownerReferences/0/uid","value":"3b0e7a52-9c1d-4f8e-b6a2-41d5e7c90f11"},{"op":"remove","path":"/metadata/ownerReferences/0"}]'"#;
+        let s = wrap_command(cmd, 60, "  ");
+        assert!(widest(&s) <= 60, "{s}");
+        // What the shell passes: the lines joined (` \` removed); inside the quotes the
+        // breaks stay, as whitespace the JSON parser skips.
+        let shell = s.replace(" \\\n", " ");
+        let patch = shell.split('\'').nth(1).unwrap();
+        let parsed: serde_json::Value = serde_json::from_str(patch).unwrap();
+        let want: serde_json::Value =
+            serde_json::from_str(cmd.split('\'').nth(1).unwrap()).unwrap();
+        assert_eq!(parsed, want);
+        assert_eq!(
+            shell
+                .split('\'')
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .collect::<Vec<_>>(),
+            cmd.split('\'')
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]

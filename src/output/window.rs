@@ -330,10 +330,9 @@ pub fn report_width(
                     None => "  outage     not measured (the delete time or the first tunnel was not seen)\n".into(),
                 });
             }
-            out.push_str(&format!(
-                "  journal    ConfigMap {cm}, phase {}\n\n",
-                j.phase
-            ));
+            out.push_str(&format!("  journal    ConfigMap {cm}, phase {}\n", j.phase));
+            let mut out = crate::output::width::hanging(&out, width);
+            out.push('\n');
             out.push_str(&crate::output::verify::render(rows, width));
             out
         }

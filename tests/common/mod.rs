@@ -13,12 +13,9 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// What a run of vpnmig produced.
-pub struct Run {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
+mod run;
+#[allow(unused_imports)]
+pub use run::{Run, advised, flat, labelled};
 
 /// Run `vpnmig ARGS` from the crate root, without colour, with `stdin` as input, at the
 /// width of no terminal (100 columns: `COLUMNS` from the caller's shell is removed).

@@ -18,11 +18,10 @@ pub struct Live {
     _fips: NoFipReleased,
 }
 
-pub struct Run {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
+#[path = "../common/run.rs"]
+mod run;
+#[allow(unused_imports)]
+pub use run::{Run, advised, flat, labelled};
 
 /// Default settings whose operator hands out only `cidr` from its serviceCIDR pool (every
 /// other /24 taken by other tenants): a re-created IPsecGateway, which cannot pin its
@@ -100,6 +99,11 @@ impl Live {
 }
 
 pub async fn run_vpnmig(kubeconfig: &Path, args: &[&str]) -> Run {
+    run_vpnmig_at(kubeconfig, None, args).await
+}
+
+/// [`run_vpnmig`] with `COLUMNS` set to `columns` (a terminal that wide), else unset.
+pub async fn run_vpnmig_at(kubeconfig: &Path, columns: Option<usize>, args: &[&str]) -> Run {
     let kc = kubeconfig.to_path_buf();
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let out = tokio::time::timeout(
@@ -111,6 +115,7 @@ pub async fn run_vpnmig(kubeconfig: &Path, args: &[&str]) -> Run {
                 .env("VPNMIG_STATE_DIR", kc.parent().unwrap().join("state"))
                 .env("NO_COLOR", "1")
                 .env_remove("COLUMNS")
+                .envs(columns.map(|c| ("COLUMNS", c.to_string())))
                 .args(&args)
                 .output()
                 .unwrap()
