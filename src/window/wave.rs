@@ -345,7 +345,19 @@ pub async fn run(
                 }
             };
             let verdict = judged(&result);
-            let phase = match (verdict, sink.phase) {
+            // A window that stopped: its phase as the journal in the cluster has it
+            // (observed, not the last event: DESIGN.md §4.10); none if it cannot be read.
+            let stored = match verdict {
+                WindowResult::Failed | WindowResult::Interrupted => {
+                    crate::cluster::journal::read(&there, &m.name)
+                        .await
+                        .ok()
+                        .flatten()
+                        .map(|j| j.phase)
+                }
+                _ => None,
+            };
+            let phase = match (verdict, stored.or(sink.phase)) {
                 (_, Some(p)) => Some(p),
                 (WindowResult::SkippedDone, None) if operation == Operation::Cutover => {
                     Some(Phase::Done)
