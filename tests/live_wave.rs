@@ -483,3 +483,74 @@ async fn sigterm_stops_starting_windows_and_the_running_ones_stop_safely() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wave_from_a_fleet_plan_takes_the_ready_gateways_with_their_bundles() {
+    // gw03 does not pin its floating IP: its plan is blocked.
+    let scenario = fleet(3, false).replace(
+        r#"{"floatingIP":"192.0.2.13","network":"public"}"#,
+        r#"{"network":"public"}"#,
+    );
+    let l = start(&scenario, settings(0)).await;
+    let plans = l.cwd().join("plans");
+    let r = l
+        .vpnmig(&["plan", "-n", "tenant-w", "--out", plans.to_str().unwrap()])
+        .await;
+    assert_eq!(r.code, 4, "gw03 is blocked: {}", r.stdout);
+
+    // -A and -n exclude each other (usage).
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "-A",
+            "-n",
+            "tenant-w",
+            "-l",
+            "tier=bronze",
+            "--yes",
+        ])
+        .await;
+    assert_eq!(r.code, 2, "{}", r.stderr);
+
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "--plan-dir",
+            plans.to_str().unwrap(),
+            "--concurrency",
+            "2",
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    let doc = json(&r);
+    assert_eq!(
+        results(&doc),
+        [
+            ("tenant-w/gw01".to_string(), "done".to_string()),
+            ("tenant-w/gw02".to_string(), "done".to_string())
+        ]
+    );
+    assert!(
+        r.stderr.contains("1 gateway(s) of") && r.stderr.contains("are blocked"),
+        "{}",
+        r.stderr
+    );
+    // Each window was cut over from its reviewed bundle (the local copy is the bundle).
+    for name in ["gw01", "gw02"] {
+        let bundle = plans.join("tenant-w").join(name);
+        assert!(
+            r.stderr.contains(&format!("bundle {}", bundle.display())),
+            "{name}: {}",
+            r.stderr
+        );
+    }
+    assert_eq!(
+        kinds(&l, "tenant-w", "gw03"),
+        (true, false),
+        "blocked: untouched"
+    );
+    assert!(live::journal(&l, "tenant-w", "gw03").is_none());
+}

@@ -221,7 +221,7 @@ impl Board {
         let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
         let header = multi.add(ProgressBar::new(total as u64));
         header.set_style(
-            ProgressStyle::with_template("{msg} [{elapsed}]").expect("the template is valid"),
+            ProgressStyle::with_template("{wide_msg} [{elapsed}]").expect("the template is valid"),
         );
         let counts = Counts {
             total,
@@ -251,13 +251,15 @@ impl WaveEvents for Board {
                 self.counts.running += 1;
                 let bar = self.multi.add(ProgressBar::no_length());
                 bar.set_style(
-                    ProgressStyle::with_template("  {spinner} {prefix} [{elapsed}] {msg}")
+                    // Cut to the terminal's width: one line per window, always.
+                    ProgressStyle::with_template("  {spinner} {prefix} [{elapsed}] {wide_msg}")
                         .expect("the template is valid"),
                 );
                 bar.set_prefix(format!("{namespace}/{name}"));
                 bar.set_message("starting");
                 bar.enable_steady_tick(Duration::from_millis(100));
                 self.bars.insert(format!("{namespace}/{name}"), bar);
+                self.header.set_message(self.counts.header());
             }
             WaveEvent::Window {
                 namespace,
