@@ -259,10 +259,19 @@ async fn confirm(expected: &str, yes: bool, dry_run: bool, action: &str) -> Resu
     })
     .await
     .expect("the prompt does not panic")
-    .map_err(|e| Error::Stop {
-        code: exit::INTERRUPTED,
-        message: format!("the confirmation was not read ({e}): nothing was changed"),
-        hint: None,
+    .map_err(|e| {
+        let dialoguer::Error::IO(io) = &e;
+        // Ctrl-C at the prompt: a cancellation, not a refusal (as for one gateway).
+        let code = if io.kind() == std::io::ErrorKind::Interrupted {
+            exit::INTERRUPTED
+        } else {
+            exit::REFUSED
+        };
+        Error::Stop {
+            code,
+            message: format!("the confirmation was not read ({e}): nothing was changed"),
+            hint: None,
+        }
     })?;
     let typed = typed.split_whitespace().collect::<Vec<_>>().join(" ");
     if typed != expected.split_whitespace().collect::<Vec<_>>().join(" ") {
