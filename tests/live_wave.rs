@@ -512,6 +512,26 @@ async fn a_wave_from_a_fleet_plan_takes_the_ready_gateways_with_their_bundles() 
         .await;
     assert_eq!(r.code, 2, "{}", r.stderr);
 
+    // A dry run first: no terminal, no prompt needed; every window checked, nothing changed.
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "--plan-dir",
+            plans.to_str().unwrap(),
+            "--dry-run",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    assert_eq!(json(&r)["totals"]["dryRun"], 2, "{}", r.stdout);
+    for name in ["gw01", "gw02", "gw03"] {
+        assert!(
+            live::journal(&l, "tenant-w", name).is_none(),
+            "dry run: {name}"
+        );
+    }
+
     let r = l
         .vpnmig(&[
             "cutover",
@@ -553,4 +573,59 @@ async fn a_wave_from_a_fleet_plan_takes_the_ready_gateways_with_their_bundles() 
         "blocked: untouched"
     );
     assert!(live::journal(&l, "tenant-w", "gw03").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_window_of_a_wave_rolls_back_with_rollback_on_failure() {
+    let l = start(&fleet(3, false), settings(0)).await;
+    l.sb.operator
+        .settings()
+        .write()
+        .unwrap()
+        .gateway_mut("vpngateway/tenant-w/gw01")
+        .fip_held_by_other_port = true;
+    l.sb.operator.kick();
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "-n",
+            "tenant-w",
+            "-l",
+            "tier=bronze",
+            "--timeout-attach",
+            "2s",
+            "--rollback-on-failure",
+            "--yes",
+        ])
+        .await;
+    assert_eq!(r.code, 1, "{}\n{}", r.stderr, r.stdout);
+    // The table: gw01 failed and rolled back; the wave stopped after it (F = 1).
+    let row = |name: &str| -> Vec<String> {
+        r.stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("no row {name}: {}", r.stdout))
+            .split_whitespace()
+            .take(4)
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(row("gw01"), ["tenant-w", "gw01", "failed", "rolled-back"]);
+    assert_eq!(row("gw02"), ["tenant-w", "gw02", "not-started", "-"]);
+    assert!(
+        r.stdout
+            .contains("cutover of 3 gateway(s): 1 failed, 2 not-started")
+            && r.stdout
+                .contains("halted: 1 failure(s) reached --max-failures 1"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains("--rollback-on-failure: rolling back"),
+        "{}",
+        r.stderr
+    );
+    for name in ["gw01", "gw02", "gw03"] {
+        assert_eq!(kinds(&l, "tenant-w", name), (true, false), "{name}");
+    }
 }
