@@ -5,7 +5,8 @@
 //! Progress: elsewhere than a terminal (a log, CI, a pipe) one line per event, each
 //! prefixed with the gateway's `namespace/name` ([`Log`]); on a terminal an indicatif
 //! `MultiProgress` with a header (done, failed, running, left) and one live line per
-//! running window: its stage or what its wait waits for, and the elapsed time
+//! running window: the journal's phase, its stage or what its wait waits for, and the
+//! elapsed time
 //! ([`Board`]). The lines that record what was done (`✓`, `!`, `✗`) are printed above it.
 
 use std::collections::BTreeMap;
@@ -212,7 +213,8 @@ impl WaveEvents for Log {
 pub struct Board {
     multi: MultiProgress,
     header: ProgressBar,
-    bars: BTreeMap<String, ProgressBar>,
+    /// Per running window: its line and the journal phase it last recorded.
+    bars: BTreeMap<String, (ProgressBar, Option<crate::core::journal::Phase>)>,
     counts: Counts,
 }
 
@@ -240,6 +242,16 @@ impl Board {
     fn say(&self, line: String) {
         let _ = self.multi.println(line);
     }
+
+    /// The live line of `key`: `phase P · ` (once the journal has one), then `what`.
+    fn show(&self, key: &str, what: String) {
+        if let Some((bar, phase)) = self.bars.get(key) {
+            match phase {
+                Some(p) => bar.set_message(format!("phase {p} · {what}")),
+                None => bar.set_message(what),
+            }
+        }
+    }
 }
 
 impl WaveEvents for Board {
@@ -258,7 +270,7 @@ impl WaveEvents for Board {
                 bar.set_prefix(format!("{namespace}/{name}"));
                 bar.set_message("starting");
                 bar.enable_steady_tick(Duration::from_millis(100));
-                self.bars.insert(format!("{namespace}/{name}"), bar);
+                self.bars.insert(format!("{namespace}/{name}"), (bar, None));
                 self.header.set_message(self.counts.header());
             }
             WaveEvent::Window {
@@ -268,26 +280,19 @@ impl WaveEvents for Board {
             } => {
                 let key = format!("{namespace}/{name}");
                 match &event {
-                    Event::Stage(s) => {
-                        if let Some(b) = self.bars.get(&key) {
-                            b.set_message(s.as_str());
-                        }
-                    }
-                    Event::WaitStarted { title } => {
-                        if let Some(b) = self.bars.get(&key) {
-                            b.set_message(title.clone());
-                        }
-                    }
+                    Event::Stage(s) => self.show(&key, s.as_str().to_string()),
+                    Event::WaitStarted { title } => self.show(&key, title.clone()),
                     Event::Waiting {
                         title,
                         elapsed: t,
                         seen,
-                    } => {
-                        if let Some(b) = self.bars.get(&key) {
-                            b.set_message(format!("{title} [{}]: {seen}", elapsed(*t)));
+                    } => self.show(&key, format!("{title} [{}]: {seen}", elapsed(*t))),
+                    Event::Recorded { phase } => {
+                        if let Some((_, p)) = self.bars.get_mut(&key) {
+                            *p = Some(*phase);
                         }
                     }
-                    Event::Recorded { .. } | Event::Stopped { .. } => {}
+                    Event::Stopped { .. } => {}
                     _ => {
                         if let Some(l) = line(&event) {
                             for l in l.lines() {
@@ -299,7 +304,7 @@ impl WaveEvents for Board {
             }
             WaveEvent::Ended(r) => {
                 let key = format!("{}/{}", r.namespace, r.name);
-                if let Some(b) = self.bars.remove(&key) {
+                if let Some((b, _)) = self.bars.remove(&key) {
                     b.finish_and_clear();
                     self.multi.remove(&b);
                 }
@@ -318,7 +323,7 @@ impl WaveEvents for Board {
 
 impl Drop for Board {
     fn drop(&mut self) {
-        for b in self.bars.values() {
+        for (b, _) in self.bars.values() {
             b.finish_and_clear();
         }
         self.header.finish_and_clear();
