@@ -265,3 +265,27 @@ fn the_sandbox_loads_a_scenario_past_1024_documents() {
     let err = vpnmig_sandbox::scenario::parse(&"--- {}\n".repeat(100_001)).unwrap_err();
     assert!(err.to_string().contains("100,000 YAML documents"), "{err}");
 }
+
+/// The wave scenario (docs/fleet.md) is what its script writes, and plans offline: 60
+/// gateways, every one ready (no collision among them).
+#[test]
+fn the_fleet_scenario_is_what_its_script_writes_and_plans_ready() {
+    let dir = common::root().join("fixtures/clusters");
+    let out = std::process::Command::new("sh")
+        .arg("fleet.sh")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let file = dir.join("fleet-60.yaml");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        std::fs::read_to_string(&file).unwrap(),
+        "run `sh fleet.sh > fleet-60.yaml` in fixtures/clusters"
+    );
+    let r = vpnmig(&["plan", "-f", file.to_str().unwrap(), "-o", "json"], None);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let fleet: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(fleet["totals"]["gateways"], 60);
+    assert_eq!(fleet["totals"]["ready"], 60, "{}", fleet["totals"]);
+}

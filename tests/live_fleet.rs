@@ -5,50 +5,10 @@
 
 mod live;
 
-use live::{check, start};
+use live::{check, gateway, namespace, start};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::api::auth::{Rule, User};
-
-/// An IPsecGateway (and its PSK Secret) as scenario documents: `tunnels` by name, each
-/// with its own peer; `n` numbers its addresses.
-fn gateway(ns: &str, name: &str, fip: &str, n: usize, tunnels: &[&str], tier: &str) -> String {
-    let secret = json!({
-        "apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": format!("{name}-psk"), "namespace": ns},
-        "type": "Opaque", "stringData": {"psk": format!("rehearsal-only-{name}")}
-    });
-    let tunnels: Vec<Value> = tunnels
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            json!({"name": t, "peer": {"address": format!("203.0.113.{}", n * 4 + i), "id": format!("fw{i}.{name}.example")},
-                   "remoteSubnets": [format!("10.{}.{i}.0/24", 100 + n)],
-                   "esp": {"proposals": ["aes256gcm16-modp2048"], "lifetime": "1h"}})
-        })
-        .collect();
-    let gw = json!({
-        "apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway",
-        "metadata": {"name": name, "namespace": ns, "labels": {"tier": tier}},
-        "spec": {
-            "endpoint": {"floatingIP": fip, "network": "public"},
-            "auth": {"pskSecretRef": {"name": format!("{name}-psk"), "key": "psk"}},
-            "ike": {"version": 2, "proposals": ["aes256-sha256-modp2048"], "lifetime": "24h"},
-            "tunnels": tunnels,
-            "exposures": [{"name": "crm", "target": {"address": "crm.svc", "port": 443}, "protocol": "TCP"}]
-        },
-        "status": {"serviceCIDR": format!("10.250.{n}.0/24"), "floatingIP": fip,
-                   "exposures": [{"name": "crm", "virtualIP": format!("10.250.{n}.10")}]}
-    });
-    format!("---\n{secret}\n---\n{gw}\n")
-}
-
-fn namespace(ns: &str) -> String {
-    format!(
-        "---\n{}\n",
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    )
-}
 
 /// Two namespaces; in tenant-a, gateway `a` (tunnels b and c: peer `a-b`) and gateway
 /// `a-b` (one tunnel: peer `a-b`) collide on the peer name and pin the same FIP.

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::cli::Error;
 use crate::cli::cluster_args::ClusterArgs;
+use crate::cli::wave::{self, WaveArgs};
 use crate::cli::window::{self, Timeouts};
 use crate::exit;
 use crate::output::window as render;
@@ -25,7 +26,15 @@ use crate::window::CutoverOptions;
 ///
 /// Interrupted (Ctrl-C, a lost connection, a dead laptop): run it again, from any machine,
 /// to resume from the recorded phase, or run `vpnmig rollback NAME`.
+///
+/// A wave (-l SELECTOR, --names FILE or --plan-dir DIR instead of NAME): every selected
+/// gateway's window as above, at most --concurrency at a time, confirmed once (type the
+/// number of gateways and the selection, or --yes); after --max-failures failed windows
+/// no new one starts. Run the same command again to resume a wave: done gateways are
+/// skipped, interrupted ones resume from their journals (docs/fleet.md).
 #[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["name", "selector", "names", "plan_dir"])))]
+#[command(group(clap::ArgGroup::new("wave").multiple(true).args(["selector", "names", "plan_dir"])))]
 #[command(after_help = "\
 Examples:
   vpnmig plan acme -n tenant-acme --out plans/acme          # before the window: review
@@ -33,27 +42,41 @@ Examples:
   vpnmig cutover acme -n tenant-acme --plan plans/acme --dry-run
   vpnmig cutover acme -n tenant-acme --plan plans/acme --window-end 02:00
   vpnmig cutover acme -n tenant-acme --yes --rollback-on-failure -o json
+  vpnmig cutover -n tenant-acme -l tier=bronze --concurrency 5 --max-failures 2
+  vpnmig cutover -A --plan-dir plans/ --concurrency 5 --max-failures 2 --yes -o json
 
 Exit codes: 0 done, 1 failure (an API error; the message says the phase and what to run),
 4 blocked by a check, 6 a wait timed out, 7 refused (lock held, drift, no --yes without
-a terminal, confirmation mismatch, too little of the window left), 130 interrupted.")]
+a terminal, confirmation mismatch, too little of the window left), 130 interrupted.
+A wave: 0 every gateway done (or done already), 1 a window failed, 3 nothing selected,
+7 a gateway locked by another run or not started (or a refusal before any window), 130
+interrupted (docs/wave-json.md).")]
 pub struct CutoverArgs {
     /// kubectl's cluster flags, from the top-level command (global).
     #[arg(skip)]
     pub cluster: ClusterArgs,
     /// The IPsecGateway to cut over (namespace: -n, else the context's).
     #[arg(value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
-    pub name: String,
+    pub name: Option<String>,
+
+    #[command(flatten)]
+    pub wave: WaveArgs,
+
+    /// A wave of the gateways `vpnmig plan … --out DIR` found ready (DIR/fleet.json), each
+    /// cut over with its reviewed bundle DIR/NAMESPACE/NAME as --plan (-n: only that
+    /// namespace's).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["name", "selector", "names"], help_heading = "Wave (many gateways)")]
+    pub plan_dir: Option<PathBuf>,
 
     /// The bundle `vpnmig plan NAME --out DIR` wrote and you reviewed: the live gateway
     /// must still match it (uid, generation, spec fingerprint, targets), else nothing is done.
-    #[arg(long, value_name = "DIR")]
+    #[arg(conflicts_with = "wave", long, value_name = "DIR")]
     pub plan: Option<PathBuf>,
 
     /// Where the local copy of the bundle is written before anything changes (default:
     /// --plan DIR, else the state directory: $XDG_STATE_HOME/vpnmig/windows/NAMESPACE/NAME-UID8,
     /// UID8 the start of the gateway's uid; the summary says where).
-    #[arg(long, value_name = "DIR")]
+    #[arg(conflicts_with = "wave", long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 
     /// Do not ask for the gateway's name (needed without a terminal).
@@ -67,7 +90,7 @@ pub struct CutoverArgs {
 
     /// Take the gateway's lock even though another run holds it. Only when that run is
     /// surely gone.
-    #[arg(long)]
+    #[arg(conflicts_with = "wave", long)]
     pub break_lock: bool,
 
     /// If a step after the delete fails or times out, roll back at once instead of
@@ -78,7 +101,7 @@ pub struct CutoverArgs {
     /// After a rollback that could not give the re-created IPsecGateway its old addresses
     /// (journal phase old-applied), cut over again with the journal's targets, which pin
     /// them, instead of planning the re-created gateway (whose status has the new ones).
-    #[arg(long)]
+    #[arg(conflicts_with = "wave", long)]
     pub forward: bool,
 
     #[command(flatten)]
@@ -98,7 +121,7 @@ pub struct CutoverArgs {
 
     /// Name the VPNPeer of tunnel TUNNEL NAME (repeatable), as `plan --peer-name` did;
     /// with --plan DIR the bundle's choice is used unless this is given.
-    #[arg(long = "peer-name", value_name = "TUNNEL=NAME", value_parser = crate::cli::plan::parse_peer_name)]
+    #[arg(long = "peer-name", conflicts_with = "wave", value_name = "TUNNEL=NAME", value_parser = crate::cli::plan::parse_peer_name)]
     pub peer_names: Vec<(String, String)>,
 
     /// Go on although admission webhook NAME cannot dry-run (its sideEffects are Some or
@@ -128,6 +151,20 @@ pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
         skip_dry_run_webhooks: args.skip_dry_run_webhooks.clone(),
         window_end: args.window_end.clone(),
     };
+    if wave::asked(&args.wave, args.plan_dir.as_ref()) {
+        return wave::Wave {
+            cluster: &args.cluster,
+            args: &args.wave,
+            plan_dir: args.plan_dir.as_ref(),
+            yes: args.yes,
+            dry_run: args.dry_run,
+            waits: args.timeouts.waits(),
+            output: args.output,
+            window: crate::window::wave::WindowOptions::Cutover(opts),
+        }
+        .run();
+    }
+    let name = args.name.as_deref().unwrap_or_default();
     let mut sink = crate::output::events::LiveView::new(args.output);
     let mut prompt = window::Prompt {
         yes: args.yes,
@@ -136,7 +173,7 @@ pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
     window::run(&args.cluster, async |cluster| {
         crate::window::cutover(
             cluster,
-            &args.name,
+            name,
             &opts,
             &mut sink,
             &mut prompt,

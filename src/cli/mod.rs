@@ -11,6 +11,7 @@ mod rollback;
 mod status;
 pub(crate) mod verify;
 pub mod version;
+pub(crate) mod wave;
 pub(crate) mod window;
 
 use std::ffi::OsString;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use crate::cli::Error;
 use crate::cli::cluster_args::ClusterArgs;
+use crate::cli::wave::{self, WaveArgs};
 use crate::cli::window::{self, Timeouts};
 use crate::exit;
 use crate::output::window as render;
@@ -22,28 +23,41 @@ use crate::window::{Choices, RollbackOptions};
 ///
 /// Works after a completed cutover, a failed one, and one interrupted at any phase; run
 /// it again to resume an interrupted rollback.
+///
+/// A wave (-l SELECTOR or --names FILE instead of NAME): every gateway with a journal
+/// that the selection takes (the labels are the saved IPsecGateway's) rolled back as
+/// above, at most --concurrency at a time, confirmed once; after --max-failures failed
+/// windows no new one starts (docs/fleet.md).
 #[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["name", "selector", "names"])))]
+#[command(group(clap::ArgGroup::new("wave").multiple(true).args(["selector", "names"])))]
 #[command(after_help = "\
 Examples:
   vpnmig rollback acme -n tenant-acme
   vpnmig rollback acme -n tenant-acme --plan plans/acme --yes   # the journal ConfigMap is gone
+  vpnmig rollback -n tenant-acme -l tier=bronze --concurrency 1 --yes
 
 Exit codes: 0 rolled back, 1 failure, 5 the re-created IPsecGateway got other addresses
 (its kind cannot pin its serviceCIDR: --accept-new-addresses, or cutover --forward), 6 a
 wait timed out, 7 refused (lock held, no journal, the floating IP not pinned, VPNPeers it
 did not create, an owner of the saved gateway gone, no --yes without a terminal), 130
-interrupted.")]
+interrupted. A wave: 0 every gateway rolled back (or already), 1 a window failed, 3
+nothing selected, 7 a gateway locked by another run or not started, 130 interrupted
+(docs/wave-json.md).")]
 pub struct RollbackArgs {
     /// kubectl's cluster flags, from the top-level command (global).
     #[arg(skip)]
     pub cluster: ClusterArgs,
     /// The gateway to roll back (namespace: -n, else the context's).
     #[arg(value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
-    pub name: String,
+    pub name: Option<String>,
+
+    #[command(flatten)]
+    pub wave: WaveArgs,
 
     /// The bundle of the cutover (`plan --out DIR`): used when the journal ConfigMap is
     /// gone; with a journal, it must be of the same gateway.
-    #[arg(long, value_name = "DIR")]
+    #[arg(conflicts_with = "wave", long, value_name = "DIR")]
     pub plan: Option<PathBuf>,
 
     /// Do not ask for the gateway's name (needed without a terminal).
@@ -55,7 +69,7 @@ pub struct RollbackArgs {
     pub dry_run: bool,
 
     /// Take the gateway's lock even though another run holds it.
-    #[arg(long)]
+    #[arg(conflicts_with = "wave", long)]
     pub break_lock: bool,
 
     /// Also delete VPNPeers that reference the gateway but were not created by the
@@ -104,6 +118,20 @@ pub fn run(args: &RollbackArgs) -> Result<i32, Error> {
         timeouts: args.timeouts.engine(),
         window_end: args.window_end.clone(),
     };
+    if wave::asked(&args.wave, None) {
+        return wave::Wave {
+            cluster: &args.cluster,
+            args: &args.wave,
+            plan_dir: None,
+            yes: args.yes,
+            dry_run: args.dry_run,
+            waits: args.timeouts.waits(),
+            output: args.output,
+            window: crate::window::wave::WindowOptions::Rollback(opts),
+        }
+        .run();
+    }
+    let name = args.name.as_deref().unwrap_or_default();
     let mut sink = crate::output::events::LiveView::new(args.output);
     let mut prompt = window::Prompt {
         yes: args.yes,
@@ -112,7 +140,7 @@ pub fn run(args: &RollbackArgs) -> Result<i32, Error> {
     window::run(&args.cluster, async |cluster| {
         crate::window::rollback(
             cluster,
-            &args.name,
+            name,
             &opts,
             &mut sink,
             &mut prompt,

@@ -161,7 +161,8 @@ pub async fn list(cluster: &Cluster) -> Result<Listed, KubeError> {
     }
 }
 
-async fn list_in(cluster: &Cluster, namespace: Option<&str>) -> Result<Listed, KubeError> {
+/// The journals of one namespace (`Some`) or of every namespace (`None`), page by page.
+pub async fn list_in(cluster: &Cluster, namespace: Option<&str>) -> Result<Listed, KubeError> {
     use kube::api::ListParams;
     let api: Api<ConfigMap> = match namespace {
         Some(ns) => Api::namespaced(cluster.client.clone(), ns),

@@ -21,6 +21,7 @@ pub mod reference;
 pub mod report;
 pub mod schema;
 pub mod scope;
+pub mod selector;
 pub mod status;
 pub mod swanctl;
 pub mod translate;

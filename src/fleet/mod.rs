@@ -2,3 +2,4 @@
 //! and plans every selected gateway with `core::fleet`; the CLI only parses and renders.
 
 pub mod plan;
+pub mod wave;

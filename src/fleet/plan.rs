@@ -49,7 +49,8 @@ pub struct NameEntry {
 }
 
 impl NameEntry {
-    fn matches(&self, ns: &str, name: &str) -> bool {
+    /// Whether this entry names gateway `ns/name`.
+    pub fn matches(&self, ns: &str, name: &str) -> bool {
         self.name == name && self.namespace.as_deref().is_none_or(|n| n == ns)
     }
 

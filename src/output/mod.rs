@@ -11,6 +11,7 @@ pub mod progress;
 pub mod style;
 pub mod text;
 pub mod verify;
+pub mod wave;
 pub mod width;
 pub mod window;
 

@@ -56,6 +56,7 @@ mod guard;
 pub mod plan;
 mod rollback;
 mod steps;
+pub mod wave;
 
 use std::cell::RefCell;
 use std::future::Future;

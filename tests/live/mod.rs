@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use vpnmig_sandbox::{Config, Sandbox, SettingsFile, scenario};
 
 pub const ACME: &str = include_str!("../../fixtures/clusters/acme.yaml");
@@ -329,4 +329,44 @@ pub fn check<'a>(plan: &'a Value, id: &str) -> &'a Value {
         .iter()
         .find(|c| c["id"] == id)
         .unwrap_or_else(|| panic!("no check {id}"))
+}
+
+/// An IPsecGateway (and its PSK Secret) as scenario documents: `tunnels` by name, each
+/// with its own peer; `n` numbers its addresses.
+pub fn gateway(ns: &str, name: &str, fip: &str, n: usize, tunnels: &[&str], tier: &str) -> String {
+    let secret = json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": format!("{name}-psk"), "namespace": ns},
+        "type": "Opaque", "stringData": {"psk": format!("rehearsal-only-{name}")}
+    });
+    let tunnels: Vec<Value> = tunnels
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            json!({"name": t, "peer": {"address": format!("203.0.113.{}", n * 4 + i), "id": format!("fw{i}.{name}.example")},
+                   "remoteSubnets": [format!("10.{}.{i}.0/24", 100 + n)],
+                   "esp": {"proposals": ["aes256gcm16-modp2048"], "lifetime": "1h"}})
+        })
+        .collect();
+    let gw = json!({
+        "apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway",
+        "metadata": {"name": name, "namespace": ns, "labels": {"tier": tier}},
+        "spec": {
+            "endpoint": {"floatingIP": fip, "network": "public"},
+            "auth": {"pskSecretRef": {"name": format!("{name}-psk"), "key": "psk"}},
+            "ike": {"version": 2, "proposals": ["aes256-sha256-modp2048"], "lifetime": "24h"},
+            "tunnels": tunnels,
+            "exposures": [{"name": "crm", "target": {"address": "crm.svc", "port": 443}, "protocol": "TCP"}]
+        },
+        "status": {"serviceCIDR": format!("10.250.{n}.0/24"), "floatingIP": fip,
+                   "exposures": [{"name": "crm", "virtualIP": format!("10.250.{n}.10")}]}
+    });
+    format!("---\n{secret}\n---\n{gw}\n")
+}
+
+pub fn namespace(ns: &str) -> String {
+    format!(
+        "---\n{}\n",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    )
 }

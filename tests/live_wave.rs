@@ -1,0 +1,631 @@
+//! `vpnmig cutover|rollback -l SELECTOR | --names FILE | --plan-dir DIR` (a wave, issue 15
+//! item 3), end to end against vpnmig-sandbox: K windows at a time, a halt after F
+//! failures that leaves the rest untouched, a wave killed and re-run that does nothing
+//! twice, two waves on one gateway, a wave rolled back. The harness checks on drop that
+//! no floating IP was released (DESIGN.md §4.1).
+
+mod live;
+
+use std::time::Duration;
+
+use live::{Live, Run, eventually, gateway, namespace, start};
+use serde_json::Value;
+use vpnmig_sandbox::SettingsFile;
+
+/// `n` single-tunnel gateways `gw01…` labelled `tier=bronze`, each in its own namespace
+/// `w-gw01…` when `own_namespace`, else all in `tenant-w`; FIP 192.0.2.(10+i), service
+/// CIDR 10.250.(i-1).0/24.
+fn fleet(n: usize, own_namespace: bool) -> String {
+    let ns = |i: usize| {
+        if own_namespace {
+            format!("w-gw{i:02}")
+        } else {
+            "tenant-w".to_string()
+        }
+    };
+    let mut docs: Vec<String> = (1..=n).map(|i| namespace(&ns(i))).collect();
+    docs.sort();
+    docs.dedup();
+    for i in 1..=n {
+        docs.push(gateway(
+            &ns(i),
+            &format!("gw{i:02}"),
+            &format!("192.0.2.{}", 10 + i),
+            i - 1,
+            &["main"],
+            "bronze",
+        ));
+    }
+    docs.concat()
+}
+
+fn settings(finalizer_ms: u64) -> SettingsFile {
+    let mut s = SettingsFile::default();
+    s.operator.finalizer_delay_ms = finalizer_ms;
+    // A re-created IPsecGateway (rollback) gets the lowest free /24: its own, when the
+    // wave rolls back one at a time in the order of the CIDRs.
+    s.operator.service_cidr_pool = "10.250.0.0/20".into();
+    s
+}
+
+fn json(r: &Run) -> Value {
+    serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("{e}: not JSON:\n{}\n{}", r.stdout, r.stderr))
+}
+
+/// `namespace/name` → result, from a wave summary.
+fn results(doc: &Value) -> Vec<(String, String)> {
+    doc["gateways"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                format!(
+                    "{}/{}",
+                    g["namespace"].as_str().unwrap(),
+                    g["name"].as_str().unwrap()
+                ),
+                g["result"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn result_of(doc: &Value, key: &str) -> String {
+    results(doc)
+        .into_iter()
+        .find(|(k, _)| k == key)
+        .unwrap_or_else(|| panic!("no {key} in {doc}"))
+        .1
+}
+
+fn kinds(l: &Live, ns: &str, name: &str) -> (bool, bool) {
+    let has = |group: &str, plural: &str| {
+        live::objects(l, group, plural, ns)
+            .iter()
+            .any(|o| o["metadata"]["name"] == name)
+    };
+    (
+        has("ipsec.bnerd.net", "ipsecgateways"),
+        has("vpn.bnerd.net", "vpngateways"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wave_halts_after_max_failures_and_leaves_the_rest_untouched() {
+    let l = start(&fleet(10, false), settings(0)).await;
+    // gw01 and gw02: the new gateway's FIP stays held by a foreign port, so the attach
+    // never happens and their windows time out after the delete.
+    for key in ["vpngateway/tenant-w/gw01", "vpngateway/tenant-w/gw02"] {
+        l.sb.operator
+            .settings()
+            .write()
+            .unwrap()
+            .gateway_mut(key)
+            .fip_held_by_other_port = true;
+    }
+    l.sb.operator.kick();
+    let wave = [
+        "cutover",
+        "-n",
+        "tenant-w",
+        "-l",
+        "tier=bronze",
+        "--concurrency",
+        "2",
+        "--max-failures",
+        "2",
+        "--timeout-attach",
+        "2s",
+    ];
+
+    // Usage and confirmation, before anything: NAME and a selection exclude each other;
+    // without a terminal a wave needs --yes (exit 7), and nothing is changed.
+    let r = l
+        .vpnmig(&["cutover", "gw03", "-n", "tenant-w", "-l", "tier=bronze"])
+        .await;
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let r = l.vpnmig(&wave).await;
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(r.stderr.contains("without --yes"), "{}", r.stderr);
+    for i in 1..=10 {
+        assert!(
+            live::journal(&l, "tenant-w", &format!("gw{i:02}")).is_none(),
+            "refused: no journal"
+        );
+    }
+
+    let started = std::time::Instant::now();
+    let r = l
+        .vpnmig(&[&wave[..], &["--yes", "-o", "json"]].concat())
+        .await;
+    let took = started.elapsed();
+    assert_eq!(r.code, 1, "{}\n{}", r.stderr, r.stdout);
+    let doc = json(&r);
+    assert_eq!(doc["apiVersion"], "vpnmig.bnerd.net/wave/v1");
+    assert_eq!(doc["operation"], "cutover");
+    assert_eq!(doc["halted"], "max-failures");
+    assert_eq!(doc["exitCode"], 1);
+    assert_eq!(
+        (doc["concurrency"].as_u64(), doc["maxFailures"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(doc["totals"]["gateways"], 10);
+    assert_eq!(doc["totals"]["failed"], 2, "{doc}");
+    for g in doc["gateways"].as_array().unwrap() {
+        let name = g["name"].as_str().unwrap();
+        match g["result"].as_str().unwrap() {
+            "failed" => {
+                assert!(["gw01", "gw02"].contains(&name), "{g}");
+                assert_eq!(g["exitCode"], 6, "the attach timed out: {g}");
+                assert_eq!(g["phase"], "applied", "{g}");
+                assert!(
+                    g["message"].as_str().unwrap().contains("FIPAttached"),
+                    "{g}"
+                );
+            }
+            // Started while the first failure was not yet the second: finished.
+            "done" => {
+                assert_eq!(g["phase"], "done", "{g}");
+                assert!(g["outageMs"].as_u64().is_some(), "{g}");
+                assert_eq!(kinds(&l, "tenant-w", name), (false, true), "{name}");
+            }
+            "not-started" => {
+                assert_eq!(
+                    (g["phase"].clone(), g["exitCode"].clone()),
+                    (Value::Null, Value::Null)
+                );
+                // Untouched: still an IPsecGateway, no journal, no lock.
+                assert_eq!(kinds(&l, "tenant-w", name), (true, false), "{name}");
+                assert!(live::journal(&l, "tenant-w", name).is_none(), "{name}");
+                assert!(live::core(&l, "leases", "tenant-w", &format!("vpnmig-{name}")).is_none());
+            }
+            other => panic!("unexpected result {other}: {g}"),
+        }
+    }
+    // At most two windows at a time, and the halt came early: most were never started.
+    assert!(doc["totals"]["notStarted"].as_u64().unwrap() >= 6, "{doc}");
+    assert!(r.stderr.contains("--max-failures reached"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("tenant-w/gw01: ✗ stopped (exit 6)"),
+        "progress lines name their gateway: {}",
+        r.stderr
+    );
+    eprintln!("a wave of 10 at concurrency 2 halted after {took:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wave_killed_and_run_again_resumes_and_does_nothing_twice() {
+    // Each window takes a while (the unwind), so the kill lands mid-wave.
+    let l = start(&fleet(6, false), settings(400)).await;
+    let wave = [
+        "cutover",
+        "-n",
+        "tenant-w",
+        "-l",
+        "tier=bronze",
+        "--concurrency",
+        "2",
+        "--yes",
+        "-o",
+        "json",
+    ];
+    let mut child = l.spawn(&wave);
+    let done = |l: &Live| {
+        (1..=6)
+            .filter(|i| live::phase(l, "tenant-w", &format!("gw{i:02}")).as_deref() == Some("done"))
+            .count()
+    };
+    let deleting = |l: &Live| {
+        (1..=6).any(|i| {
+            live::phase(l, "tenant-w", &format!("gw{i:02}")).as_deref() == Some("deleting")
+        })
+    };
+    // SIGKILL with two done and one mid-window (its IPsecGateway being deleted).
+    eventually(60, "two gateways done and one deleting", || {
+        done(&l) >= 2 && deleting(&l)
+    })
+    .await;
+    child.kill().unwrap();
+    let _ = live::finish(child).await;
+    let before: Vec<String> = (1..=6)
+        .map(|i| format!("gw{i:02}"))
+        .filter(|n| live::phase(&l, "tenant-w", n).as_deref() == Some("done"))
+        .collect();
+    assert!(before.len() < 6, "killed mid-wave: {before:?}");
+    let mid: Vec<String> = (1..=6)
+        .map(|i| format!("gw{i:02}"))
+        .filter(|n| live::phase(&l, "tenant-w", n).is_some_and(|p| p != "done"))
+        .collect();
+    assert!(!mid.is_empty(), "a window was cut off mid-way");
+
+    // The same command again: the done ones are skipped, the rest (interrupted or not
+    // started) are cut over; the dead run's locks are taken over.
+    let r = l.vpnmig(&wave).await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    let doc = json(&r);
+    assert_eq!(doc["halted"], Value::Null);
+    for (key, result) in results(&doc) {
+        let name = key.split('/').nth(1).unwrap();
+        let expected = if before.iter().any(|b| b == name) {
+            "skipped-done"
+        } else {
+            "done"
+        };
+        assert_eq!(result, expected, "{key}: {doc}");
+        assert_eq!(live::phase(&l, "tenant-w", name).as_deref(), Some("done"));
+        assert_eq!(kinds(&l, "tenant-w", name), (false, true), "{name}");
+    }
+    assert_eq!(
+        doc["totals"]["skippedDone"].as_u64(),
+        Some(before.len() as u64),
+        "{doc}"
+    );
+    // The windows cut off resumed from their journals: one journal, one delete.
+    for name in &mid {
+        let j = live::journal(&l, "tenant-w", name).unwrap();
+        let deletes = j["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["phase"] == "deleting")
+            .count();
+        assert_eq!(deletes, 1, "{name}: {j}");
+    }
+    // A third run finds everything done.
+    let r = l.vpnmig(&wave).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(json(&r)["totals"]["skippedDone"], 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_waves_on_one_gateway_one_skips_it_as_locked() {
+    let l = start(&fleet(3, false), settings(0)).await;
+    // gw02's unwind is slow: the first wave holds its lock a few seconds.
+    l.sb.operator
+        .settings()
+        .write()
+        .unwrap()
+        .gateway_mut("ipsecgateway/tenant-w/gw02")
+        .slow_finalizer_ms = 4000;
+    l.sb.operator.kick();
+    let names_a = l.cwd().join("a.txt");
+    std::fs::write(&names_a, "# wave A\ntenant-w/gw02\n").unwrap();
+    let names_b = l.cwd().join("b.txt");
+    std::fs::write(&names_b, "gw02\ngw03\n").unwrap();
+
+    let a = l.spawn(&[
+        "cutover",
+        "-n",
+        "tenant-w",
+        "--names",
+        names_a.to_str().unwrap(),
+        "--yes",
+        "-o",
+        "json",
+    ]);
+    eventually(30, "wave A holds gw02's lock", || {
+        live::phase(&l, "tenant-w", "gw02").as_deref() == Some("deleting")
+    })
+    .await;
+    let b = l
+        .vpnmig(&[
+            "cutover",
+            "-n",
+            "tenant-w",
+            "--names",
+            names_b.to_str().unwrap(),
+            "--concurrency",
+            "2",
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .await;
+    let b_doc = json(&b);
+    assert_eq!(
+        result_of(&b_doc, "tenant-w/gw02"),
+        "skipped-locked",
+        "{b_doc}"
+    );
+    assert_eq!(result_of(&b_doc, "tenant-w/gw03"), "done", "{b_doc}");
+    assert_eq!(b_doc["totals"]["failed"], 0, "a held lock is not a failure");
+    assert_eq!(b.code, 7, "a gateway left to another run: {}", b.stderr);
+    let a = live::finish(a).await;
+    assert_eq!(a.code, 0, "{}", a.stderr);
+    assert_eq!(result_of(&json(&a), "tenant-w/gw02"), "done");
+    assert_eq!(
+        kinds(&l, "tenant-w", "gw01"),
+        (true, false),
+        "in neither wave"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_completed_wave_of_three_is_rolled_back_as_a_wave() {
+    let l = start(&fleet(3, true), settings(0)).await;
+    let gateways: Vec<(String, String, String, String)> = (1..=3)
+        .map(|i| {
+            let (ns, name) = (format!("w-gw{i:02}"), format!("gw{i:02}"));
+            let psk = live::psk_fingerprint(&l, &ns, &format!("{name}-psk"));
+            (ns, name, format!("192.0.2.{}", 10 + i), psk)
+        })
+        .collect();
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "-A",
+            "-l",
+            "tier=bronze",
+            "--concurrency",
+            "3",
+            "--yes",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    assert!(
+        r.stdout.contains("cutover of 3 gateway(s): 3 done"),
+        "{}",
+        r.stdout
+    );
+    for (ns, name, fip, psk) in &gateways {
+        live::invariants(&l, ns, name, fip, psk, "VPNGateway", &[name]);
+    }
+
+    // The rollback wave selects by the journals (the saved manifests' labels). One at a
+    // time: each re-created IPsecGateway gets its own serviceCIDR back from the pool.
+    let started = std::time::Instant::now();
+    let r = l
+        .vpnmig(&[
+            "rollback",
+            "-A",
+            "-l",
+            "tier=bronze",
+            "--concurrency",
+            "1",
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    let doc = json(&r);
+    assert_eq!(doc["operation"], "rollback");
+    assert_eq!(doc["totals"]["done"], 3, "{doc}");
+    for g in doc["gateways"].as_array().unwrap() {
+        assert_eq!(g["phase"], "rolled-back", "{g}");
+    }
+    for (ns, name, fip, psk) in &gateways {
+        live::invariants(&l, ns, name, fip, psk, "IPsecGateway", &[]);
+        assert_eq!(live::phase(&l, ns, name).as_deref(), Some("rolled-back"));
+    }
+    // Again: every one is rolled back already.
+    let r = l
+        .vpnmig(&["rollback", "-A", "-l", "tier=bronze", "--yes", "-o", "json"])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(json(&r)["totals"]["skippedDone"], 3);
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_starting_windows_and_the_running_ones_stop_safely() {
+    let l = start(&fleet(6, false), settings(0)).await;
+    // gw01's unwind never finishes until cleared: the signal lands while it is deleting.
+    l.sb.operator
+        .settings()
+        .write()
+        .unwrap()
+        .gateway_mut("ipsecgateway/tenant-w/gw01")
+        .stuck_finalizer = true;
+    l.sb.operator.kick();
+    let wave = [
+        "cutover",
+        "-n",
+        "tenant-w",
+        "-l",
+        "tier=bronze",
+        "--concurrency",
+        "2",
+        "--max-failures",
+        "3",
+        "--yes",
+        "-o",
+        "json",
+    ];
+    let child = l.spawn(&wave);
+    eventually(30, "gw01 deleting", || {
+        live::phase(&l, "tenant-w", "gw01").as_deref() == Some("deleting")
+    })
+    .await;
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let r = live::finish(child).await;
+    assert_eq!(r.code, 130, "{}\n{}", r.stderr, r.stdout);
+    let doc = json(&r);
+    assert_eq!(doc["halted"], "interrupted", "{doc}");
+    let gw01 = &doc["gateways"][0];
+    assert_eq!(
+        (gw01["result"].as_str(), gw01["phase"].as_str()),
+        (Some("interrupted"), Some("deleting")),
+        "{gw01}"
+    );
+    assert!(
+        live::core(&l, "leases", "tenant-w", "vpnmig-gw01").is_none(),
+        "the interrupted window released its lock"
+    );
+    for (key, result) in results(&doc) {
+        let name = key.split('/').nth(1).unwrap();
+        if result == "not-started" {
+            assert_eq!(kinds(&l, "tenant-w", name), (true, false), "{name}");
+            assert!(live::journal(&l, "tenant-w", name).is_none(), "{name}");
+        }
+    }
+    assert!(doc["totals"]["notStarted"].as_u64().unwrap() >= 1, "{doc}");
+    assert!(
+        live::unwrapped(&r.stderr).contains("run the same command again to resume it"),
+        "{}",
+        r.stderr
+    );
+
+    // The unwind finishes; the same command resumes gw01 and does the rest.
+    l.sb.operator.settings().write().unwrap().gateways.clear();
+    l.sb.operator.kick();
+    let r = l.vpnmig(&wave).await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    let doc = json(&r);
+    assert_eq!(result_of(&doc, "tenant-w/gw01"), "done", "{doc}");
+    for i in 1..=6 {
+        assert_eq!(
+            live::phase(&l, "tenant-w", &format!("gw{i:02}")).as_deref(),
+            Some("done")
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wave_from_a_fleet_plan_takes_the_ready_gateways_with_their_bundles() {
+    // gw03 does not pin its floating IP: its plan is blocked.
+    let scenario = fleet(3, false).replace(
+        r#"{"floatingIP":"192.0.2.13","network":"public"}"#,
+        r#"{"network":"public"}"#,
+    );
+    let l = start(&scenario, settings(0)).await;
+    let plans = l.cwd().join("plans");
+    let r = l
+        .vpnmig(&["plan", "-n", "tenant-w", "--out", plans.to_str().unwrap()])
+        .await;
+    assert_eq!(r.code, 4, "gw03 is blocked: {}", r.stdout);
+
+    // -A and -n exclude each other (usage).
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "-A",
+            "-n",
+            "tenant-w",
+            "-l",
+            "tier=bronze",
+            "--yes",
+        ])
+        .await;
+    assert_eq!(r.code, 2, "{}", r.stderr);
+
+    // A dry run first: no terminal, no prompt needed; every window checked, nothing changed.
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "--plan-dir",
+            plans.to_str().unwrap(),
+            "--dry-run",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    assert_eq!(json(&r)["totals"]["dryRun"], 2, "{}", r.stdout);
+    for name in ["gw01", "gw02", "gw03"] {
+        assert!(
+            live::journal(&l, "tenant-w", name).is_none(),
+            "dry run: {name}"
+        );
+    }
+
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "--plan-dir",
+            plans.to_str().unwrap(),
+            "--concurrency",
+            "2",
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    let doc = json(&r);
+    assert_eq!(
+        results(&doc),
+        [
+            ("tenant-w/gw01".to_string(), "done".to_string()),
+            ("tenant-w/gw02".to_string(), "done".to_string())
+        ]
+    );
+    assert!(
+        r.stderr.contains("1 gateway(s) of") && r.stderr.contains("are blocked"),
+        "{}",
+        r.stderr
+    );
+    // Each window was cut over from its reviewed bundle (the local copy is the bundle).
+    for name in ["gw01", "gw02"] {
+        let bundle = plans.join("tenant-w").join(name);
+        assert!(
+            r.stderr.contains(&format!("bundle {}", bundle.display())),
+            "{name}: {}",
+            r.stderr
+        );
+    }
+    assert_eq!(
+        kinds(&l, "tenant-w", "gw03"),
+        (true, false),
+        "blocked: untouched"
+    );
+    assert!(live::journal(&l, "tenant-w", "gw03").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_window_of_a_wave_rolls_back_with_rollback_on_failure() {
+    let l = start(&fleet(3, false), settings(0)).await;
+    l.sb.operator
+        .settings()
+        .write()
+        .unwrap()
+        .gateway_mut("vpngateway/tenant-w/gw01")
+        .fip_held_by_other_port = true;
+    l.sb.operator.kick();
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "-n",
+            "tenant-w",
+            "-l",
+            "tier=bronze",
+            "--timeout-attach",
+            "2s",
+            "--rollback-on-failure",
+            "--yes",
+        ])
+        .await;
+    assert_eq!(r.code, 1, "{}\n{}", r.stderr, r.stdout);
+    // The table: gw01 failed and rolled back; the wave stopped after it (F = 1).
+    let row = |name: &str| -> Vec<String> {
+        r.stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(name))
+            .unwrap_or_else(|| panic!("no row {name}: {}", r.stdout))
+            .split_whitespace()
+            .take(4)
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(row("gw01"), ["tenant-w", "gw01", "failed", "rolled-back"]);
+    assert_eq!(row("gw02"), ["tenant-w", "gw02", "not-started", "-"]);
+    assert!(
+        r.stdout
+            .contains("cutover of 3 gateway(s): 1 failed, 2 not-started")
+            && r.stdout
+                .contains("halted: 1 failure(s) reached --max-failures 1"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains("--rollback-on-failure: rolling back"),
+        "{}",
+        r.stderr
+    );
+    for name in ["gw01", "gw02", "gw03"] {
+        assert_eq!(kinds(&l, "tenant-w", name), (true, false), "{name}");
+    }
+}
