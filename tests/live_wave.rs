@@ -128,7 +128,7 @@ async fn a_wave_halts_after_max_failures_and_leaves_the_rest_untouched() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     let r = l.vpnmig(&wave).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
-    assert!(r.stderr.contains("without --yes"), "{}", r.stderr);
+    assert!(r.says("without --yes"), "{}", r.stderr);
     for i in 1..=10 {
         assert!(
             live::journal(&l, "tenant-w", &format!("gw{i:02}")).is_none(),
@@ -186,9 +186,9 @@ async fn a_wave_halts_after_max_failures_and_leaves_the_rest_untouched() {
     }
     // At most two windows at a time, and the halt came early: most were never started.
     assert!(doc["totals"]["notStarted"].as_u64().unwrap() >= 6, "{doc}");
-    assert!(r.stderr.contains("--max-failures reached"), "{}", r.stderr);
+    assert!(r.says("--max-failures reached"), "{}", r.stderr);
     assert!(
-        r.stderr.contains("tenant-w/gw01: ✗ stopped (exit 6)"),
+        r.says("tenant-w/gw01: ✗ stopped (exit 6)"),
         "progress lines name their gateway: {}",
         r.stderr
     );
@@ -554,7 +554,7 @@ async fn a_wave_from_a_fleet_plan_takes_the_ready_gateways_with_their_bundles() 
         ]
     );
     assert!(
-        r.stderr.contains("1 gateway(s) of") && r.stderr.contains("are blocked"),
+        r.says("1 gateway(s) of") && r.says("are blocked"),
         "{}",
         r.stderr
     );
@@ -562,7 +562,7 @@ async fn a_wave_from_a_fleet_plan_takes_the_ready_gateways_with_their_bundles() 
     for name in ["gw01", "gw02"] {
         let bundle = plans.join("tenant-w").join(name);
         assert!(
-            r.stderr.contains(&format!("bundle {}", bundle.display())),
+            r.says(&format!("bundle {}", bundle.display())),
             "{name}: {}",
             r.stderr
         );
@@ -621,7 +621,7 @@ async fn a_failed_window_of_a_wave_rolls_back_with_rollback_on_failure() {
         r.stdout
     );
     assert!(
-        r.stderr.contains("--rollback-on-failure: rolling back"),
+        r.says("--rollback-on-failure: rolling back"),
         "{}",
         r.stderr
     );

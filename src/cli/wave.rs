@@ -140,7 +140,7 @@ impl Wave<'_> {
                 .await
                 .map_err(|e| crate::window::before_any_change(e.into()))?;
             let all = matches!(&source, Source::Cluster(s) if s.all_namespaces);
-            anstream::eprintln!("{}", cluster.banner(all));
+            crate::output::say(&cluster.banner(all));
             cluster
                 .require_operator()
                 .await
@@ -151,10 +151,10 @@ impl Wave<'_> {
                     let (members, blocked) =
                         select::from_plan_dir(dir, self.cluster.namespace.as_deref())?;
                     if blocked > 0 {
-                        anstream::eprintln!(
+                        crate::output::say(&format!(
                             "note: {blocked} gateway(s) of {}/fleet.json are blocked: not in this wave",
                             dir.display()
-                        );
+                        ));
                     }
                     members
                 }
@@ -167,18 +167,16 @@ impl Wave<'_> {
                 });
             }
             let keys: Vec<String> = members.iter().map(Member::key).collect();
-            anstream::eprint!(
-                "{}",
-                render::summary(
-                    operation,
-                    &cluster.context,
-                    &keys,
-                    self.args.concurrency as usize,
-                    self.args.max_failures as usize,
-                    &self.waits,
-                    self.dry_run,
-                )
+            let summary = render::summary(
+                operation,
+                &cluster.context,
+                &keys,
+                self.args.concurrency as usize,
+                self.args.max_failures as usize,
+                &self.waits,
+                self.dry_run,
             );
+            crate::output::say(summary.trim_end_matches('\n'));
             confirm(
                 &format!("{} {}", members.len(), self.label()),
                 self.yes,
@@ -212,10 +210,10 @@ impl Wave<'_> {
         crate::cli::write_stdout(&render::render(&report, self.dry_run, self.output))?;
         let code = report.exit_code();
         if code != exit::OK {
-            anstream::eprintln!(
+            crate::output::say(&format!(
                 "vpnmig: the wave stopped before every gateway was done; run the same command again to resume it (done gateways are skipped, interrupted ones resume from their journals): `{}`",
                 crate::error::again(&[])
-            );
+            ));
         }
         Ok(code)
     }
@@ -229,8 +227,8 @@ async fn confirm(expected: &str, yes: bool, dry_run: bool, action: &str) -> Resu
     }
     let tty = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if dry_run && !tty {
-        anstream::eprintln!(
-            "dry run: no terminal, so no prompt (a real run would ask, or need --yes)"
+        crate::output::say(
+            "dry run: no terminal, so no prompt (a real run would ask, or need --yes)",
         );
         return Ok(());
     }

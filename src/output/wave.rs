@@ -182,7 +182,7 @@ impl WaveEvents for Log {
                 namespace, name, ..
             } => {
                 self.counts.running += 1;
-                anstream::eprintln!("{namespace}/{name}: window starts");
+                crate::output::say(&format!("{namespace}/{name}: window starts"));
             }
             WaveEvent::Window {
                 namespace,
@@ -191,20 +191,20 @@ impl WaveEvents for Log {
             } => {
                 if let Some(l) = line(&event) {
                     for l in l.lines() {
-                        anstream::eprintln!("{namespace}/{name}: {l}");
+                        crate::output::say(&format!("{namespace}/{name}: {l}"));
                     }
                 }
             }
             WaveEvent::Ended(r) => {
                 self.counts.ended(&r);
-                anstream::eprintln!("{}/{}: {}", r.namespace, r.name, ended_line(&r));
-                anstream::eprintln!("{}", self.counts.header());
+                crate::output::say(&format!("{}/{}: {}", r.namespace, r.name, ended_line(&r)));
+                crate::output::say(&self.counts.header());
             }
             WaveEvent::Halted {
                 halt,
                 running,
                 not_started,
-            } => anstream::eprintln!("{}", halted_line(halt, running, not_started)),
+            } => crate::output::say(&halted_line(halt, running, not_started)),
         }
     }
 }
