@@ -186,11 +186,20 @@ fn a_file_of_two_gateways_plans_both_offline() {
             "-f",
             "fixtures/two-gateways.yaml",
             "--out",
-            out.to_str().unwrap(),
+            &format!("{}/", out.display()),
         ],
         None,
     );
     assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    // `--out DIR/` as a shell completes it: the paths shown have no `//`.
+    assert!(
+        common::flat(&r.stdout).contains(&format!(
+            "Bundles written under {0}/NAMESPACE/NAME/, summary in {0}/fleet.json",
+            out.display()
+        )),
+        "{}",
+        r.stdout
+    );
     assert!(
         r.stdout.contains("2 gateway(s): 2 ready, 0 blocked"),
         "{}",
