@@ -48,7 +48,7 @@ async fn a_persistent_503_ends_the_run_within_its_budget_and_is_never_silent() {
     assert!(silent < SILENCE, "silent for {silent:?}:\n{}", r.stderr);
     assert!(r.says("API busy, retrying in"), "{}", r.stderr);
     assert!(r.says("(backoff; 4/4)"), "{}", r.stderr);
-    assert!(r.says("lease vpnmig-acme"), "{}", r.stderr);
+    assert!(r.says("lease/vpnmig-acme"), "{}", r.stderr);
     assert_eq!(
         phase(&l, "tenant-acme", "acme"),
         None,

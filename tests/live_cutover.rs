@@ -379,7 +379,7 @@ async fn a_second_run_is_refused_while_the_first_holds_the_lock() {
         assert!(r.says("error: gateway acme is locked by "), "{}", r.stderr);
         assert!(r.says(" since 20"), "names since when: {}", r.stderr);
         assert!(
-            r.says("(Lease tenant-acme/vpnmig-acme, renewed "),
+            r.says("(lease/vpnmig-acme -n tenant-acme, renewed "),
             "{}",
             r.stderr
         );
@@ -561,7 +561,7 @@ async fn a_lease_renewed_by_a_machine_with_a_skewed_clock_is_refused_until_it_st
         );
         assert!(
             r.says(&format!(
-                "vpnmig: gateway acme is locked by {OTHER_MACHINE} (Lease tenant-acme/vpnmig-acme, renewTime is "
+                "vpnmig: gateway acme is locked by {OTHER_MACHINE} (lease/vpnmig-acme -n tenant-acme, renewTime is "
             )),
             "skew {skew}: {}",
             r.stderr
@@ -597,7 +597,7 @@ async fn a_lease_renewed_by_a_machine_with_a_skewed_clock_is_refused_until_it_st
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.says(&format!(
-            "vpnmig: gateway acme is locked by {OTHER_MACHINE} (Lease tenant-acme/vpnmig-acme, renewTime is "
+            "vpnmig: gateway acme is locked by {OTHER_MACHINE} (lease/vpnmig-acme -n tenant-acme, renewTime is "
         )) && r.says(" s ahead of this machine's clock); watching it for up to 10 s, by this machine's clock, to see whether it is still renewed\n"),
         "{}",
         r.stderr
@@ -606,7 +606,7 @@ async fn a_lease_renewed_by_a_machine_with_a_skewed_clock_is_refused_until_it_st
     for so_far in [3, 6, 9] {
         assert!(
             r.says(&format!(
-                "vpnmig: Lease tenant-acme/vpnmig-acme not renewed in the {so_far} s watched so far; "
+                "vpnmig: lease/vpnmig-acme -n tenant-acme not renewed in the {so_far} s watched so far; "
             )),
             "{so_far}: {}",
             r.stderr
@@ -667,12 +667,12 @@ async fn a_stuck_finalizer_times_out_with_a_diagnosis_then_resumes() {
         .await;
     assert_eq!(r.code, 6, "{}", r.stderr);
     assert!(
-        r.says("timed out after 1s waiting for IPsecGateway tenant-acme/acme to be deleted: IPsecGateway acme still present, being deleted; finalizers: ipsec.bnerd.net/cleanup"),
+        r.says("timed out after 1s waiting for ipsecgateway/acme -n tenant-acme to be deleted: IPsecGateway acme still present, being deleted; finalizers: ipsec.bnerd.net/cleanup"),
         "{}",
         r.stderr
     );
     assert!(
-        r.says("cutover of tenant-acme/acme stopped at phase deleting"),
+        r.says("cutover of acme -n tenant-acme stopped at phase deleting"),
         "{}",
         r.stderr
     );
@@ -813,7 +813,7 @@ async fn rollback_on_failure_restores_the_old_gateway() {
         r.stderr
     );
     assert!(
-        r.says("error: the cutover of tenant-acme/acme failed and was rolled back"),
+        r.says("error: the cutover of acme -n tenant-acme failed and was rolled back"),
         "{}",
         r.stderr
     );
@@ -823,7 +823,7 @@ async fn rollback_on_failure_restores_the_old_gateway() {
     let why = j["cutoverFailure"].as_str().unwrap_or_default();
     assert!(
         why.starts_with(
-            "at phase ready: timed out after 1s waiting for the tunnels of tenant-acme/acme"
+            "at phase ready: timed out after 1s waiting for the tunnels of acme -n tenant-acme"
         ),
         "{j}"
     );
@@ -858,7 +858,7 @@ async fn a_client_that_never_returns_is_a_tunnel_timeout_then_a_rollback() {
         .await;
     assert_eq!(r.code, 6, "{}", r.stderr);
     assert!(
-        r.says("waiting for the tunnels of tenant-acme/acme: peer acme"),
+        r.says("waiting for the tunnels of acme -n tenant-acme: peer acme"),
         "{}",
         r.stderr
     );
@@ -906,7 +906,9 @@ async fn ctrl_c_stops_cleanly_and_says_how_to_go_on() {
     let r = live::finish(child).await;
     assert_eq!(r.code, 130, "{}", r.stderr);
     assert!(
-        r.says("error: interrupted (SIGINT); the journal of tenant-acme/acme is at phase deleting"),
+        r.says(
+            "error: interrupted (SIGINT); the journal of acme -n tenant-acme is at phase deleting"
+        ),
         "{}",
         r.stderr
     );
@@ -955,7 +957,7 @@ async fn rollback_says_when_the_operator_hands_out_another_cidr() {
     let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
     assert_eq!(r.code, 5, "{}", r.stderr);
     assert!(
-        r.says("error: IPsecGateway tenant-acme/acme is back with its floating IP, but the operator allocated other addresses: serviceCIDR 10.250.3.0/24 → 10.250.0.0/24, exposure crm virtual IP 10.250.3.10 → 10.250.0.10"),
+        r.says("error: ipsecgateway/acme -n tenant-acme is back with its floating IP, but the operator allocated other addresses: serviceCIDR 10.250.3.0/24 → 10.250.0.0/24, exposure crm virtual IP 10.250.3.10 → 10.250.0.10"),
         "{}",
         r.stderr
     );
@@ -1040,7 +1042,7 @@ async fn api_errors_latency_and_dropped_watches_are_survived() {
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.says("delete ipsecgateway acme in namespace tenant-acme failed"),
+        r.says("delete ipsecgateway/acme -n tenant-acme failed"),
         "retried: {}",
         r.stderr
     );
@@ -1066,7 +1068,7 @@ async fn a_journal_that_cannot_be_written_stops_before_any_change() {
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.says("error: cannot apply configmap vpnmig-acme in namespace tenant-acme"),
+        r.says("error: cannot apply configmap/vpnmig-acme -n tenant-acme"),
         "{}",
         r.stderr
     );
@@ -1196,7 +1198,7 @@ async fn an_edit_after_the_journal_is_refused_before_the_delete() {
     let r = live::finish(child).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.says("error: IPsecGateway tenant-acme/acme was not deleted: its spec changed since the journal was written"),
+        r.says("error: ipsecgateway/acme -n tenant-acme was not deleted: its spec changed since the journal was written"),
         "{}",
         r.stderr
     );
@@ -1277,7 +1279,7 @@ async fn sigterm_releases_the_lock_too() {
     assert_eq!(r.code, 130, "{}", r.stderr);
     assert!(
         r.says(
-            "error: interrupted (SIGTERM); the journal of tenant-acme/acme is at phase deleting"
+            "error: interrupted (SIGTERM); the journal of acme -n tenant-acme is at phase deleting"
         ),
         "{}",
         r.stderr

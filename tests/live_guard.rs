@@ -5,7 +5,7 @@
 
 mod live;
 
-use live::{ACME, Live, core, journal, objects, pool, start, unwrapped};
+use live::{ACME, Live, core, flat, journal, objects, pool, start};
 use serde_json::{Value, json};
 
 const NS: &str = "tenant-acme";
@@ -93,9 +93,9 @@ async fn a_window_too_short_is_refused_with_both_figures_and_nothing_changed() {
         .vpnmig(&["cutover", "acme", "--yes", "--window-end", &end])
         .await;
     assert_eq!(r.code, 7, "{}", r.stderr);
-    let err = unwrapped(&r.stderr);
+    let err = flat(&r.stderr);
     for want in [
-        "error: refusing to cut over tenant-acme/acme: the window ends at",
+        "error: refusing to cut over acme -n tenant-acme: the window ends at",
         "(in 19m",
         "a cutover and its rollback need 50m: cutover 25m (worst case from the timeouts) + rollback 25m (worst case from the timeouts); nothing was changed",
         "at least 50m",
@@ -114,7 +114,7 @@ async fn a_window_too_short_is_refused_with_both_figures_and_nothing_changed() {
         .await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        unwrapped(&r.stderr).contains("the window ended at"),
+        flat(&r.stderr).contains("the window ended at"),
         "{}",
         r.stderr
     );
@@ -125,7 +125,7 @@ async fn a_window_too_short_is_refused_with_both_figures_and_nothing_changed() {
         .vpnmig(&["cutover", "acme", "--dry-run", "--window-end", &end])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let err = unwrapped(&r.stderr);
+    let err = flat(&r.stderr);
     assert!(err.contains("✗ window guard: the window ends at"), "{err}");
     assert!(
         err.contains("dry run: a real run would be refused now"),
@@ -150,7 +150,7 @@ async fn a_window_too_short_is_refused_with_both_figures_and_nothing_changed() {
         ])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let err = unwrapped(&r.stderr);
+    let err = flat(&r.stderr);
     assert!(
         err.contains("needed 10m: cutover 5m (worst case from the timeouts) + rollback 5m (worst case from the timeouts): enough"),
         "{err}"
@@ -163,7 +163,7 @@ async fn a_window_too_short_is_refused_with_both_figures_and_nothing_changed() {
         .vpnmig(&["rollback", "acme", "--yes", "--window-end", &from_now(60)])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let err = unwrapped(&r.stderr);
+    let err = flat(&r.stderr);
     assert!(
         err.contains("and a rollback may need 25m: rollback 25m (worst case from the timeouts): rolling back anyway, it is the safe direction"),
         "{err}"
@@ -197,7 +197,7 @@ async fn earlier_windows_journals_give_the_estimate() {
         .vpnmig(&["cutover", "acme", "--yes", "--window-end", &end])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let err = unwrapped(&r.stderr);
+    let err = flat(&r.stderr);
     for want in [
         "4 journal(s) of earlier windows in all namespaces: 3 cutover(s) and 1 rollback(s) measured; left out: 1 interrupted and resumed",
         "needed 7m: cutover 4m (p95 of 3 earlier windows' journals) + rollback 3m (p95 of 1 earlier window's journal): enough",
@@ -229,7 +229,7 @@ async fn a_resume_past_the_delete_is_never_refused() {
         .vpnmig(&["cutover", "acme", "--yes", "--window-end", &from_now(-60)])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let err = unwrapped(&r.stderr);
+    let err = flat(&r.stderr);
     assert!(
         err.contains("window guard: does not apply to a cutover resumed past the delete (journal phase applied)"),
         "{err}"

@@ -78,7 +78,7 @@ async fn rollback_refuses_an_owner_that_is_gone_then_drops_it_when_told() {
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
         r.says(&format!(
-            "the saved IPsecGateway {NS}/acme is owned by an object that no longer exists: ConfigMap tenant-root (uid {ROOT_UID}): no ConfigMap tenant-root exists"
+            "the saved ipsecgateway/acme -n {NS} is owned by an object that no longer exists: ConfigMap tenant-root (uid {ROOT_UID}): no ConfigMap tenant-root exists"
         )),
         "{}",
         r.stderr

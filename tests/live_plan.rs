@@ -295,7 +295,7 @@ async fn an_unknown_gateway_is_a_clear_error() {
     let l = start(ACME, SettingsFile::default()).await;
     let r = l.vpnmig(&["plan", "nosuch"]).await;
     assert_eq!(r.code, 1);
-    assert!(r.says("error: ipsecgateway nosuch not found in namespace tenant-acme\nhint: list what there is with `kubectl get ipsecgateways -n tenant-acme`"), "{}", r.stderr);
+    assert!(r.says("error: ipsecgateway/nosuch -n tenant-acme not found\nhint: list what there is with `kubectl get ipsecgateways -n tenant-acme`"), "{}", r.stderr);
     l.sb.shutdown().await;
 }
 
@@ -429,7 +429,7 @@ async fn an_unreadable_secret_is_a_finding_not_the_end_of_the_plan() {
         f["message"]
             .as_str()
             .unwrap()
-            .contains("forbidden: cannot get secret acme-psk"),
+            .contains("forbidden: cannot get secret/acme-psk -n tenant-acme"),
         "{f}"
     );
     assert_eq!(plan["source"]["pskFingerprint"], Value::Null);

@@ -53,7 +53,7 @@ async fn a_lost_journal_leads_to_the_local_bundle_from_every_command() {
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.says("tenant-acme/acme is migrated: VPNGateway acme exists"),
+        r.says("acme -n tenant-acme is migrated: VPNGateway acme exists"),
         "{}",
         r.stderr
     );
@@ -122,7 +122,7 @@ async fn a_wrong_namespace_or_kubeconfig_is_named() {
         let r = l.vpnmig(&[cmd, "acme", "-n", "tenant-nope", "--yes"]).await;
         assert_eq!(r.code, 1, "{cmd}: {}", r.stderr);
         assert!(
-            r.says("no IPsecGateway, VPNGateway or journal named acme: gateway acme not found in namespace tenant-nope"),
+            r.says("no IPsecGateway, VPNGateway or journal named acme: gateway acme in namespace tenant-nope not found"),
             "{cmd}: {}",
             r.stderr
         );
@@ -218,7 +218,7 @@ async fn plan_of_a_migrated_gateway_says_so() {
     let r = l.vpnmig(&["plan", "acme"]).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.says("tenant-acme/acme is already migrated: VPNGateway acme exists and IPsecGateway acme does not (journal phase done)"),
+        r.says("acme -n tenant-acme is already migrated: VPNGateway acme exists and IPsecGateway acme does not (journal phase done)"),
         "{}",
         r.stderr
     );
@@ -245,7 +245,9 @@ async fn a_foreign_configmap_named_like_a_journal_is_said_to_be_foreign() {
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
-        r.says("ConfigMap tenant-acme/vpnmig-acme has the name of vpnmig's journal but is not one"),
+        r.says(
+            "configmap/vpnmig-acme -n tenant-acme has the name of vpnmig's journal but is not one"
+        ),
         "{}",
         r.stderr
     );

@@ -84,7 +84,7 @@ async fn forward_never_deletes_a_recreated_gateway_whose_fip_was_unpinned() {
     let r = l.vpnmig(&["cutover", "acme", "--forward", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.says("--forward: IPsecGateway tenant-acme/acme is not the one the journal recorded (1 field(s) differ, above)"),
+        r.says("--forward: ipsecgateway/acme -n tenant-acme is not the one the journal recorded (1 field(s) differ, above)"),
         "{}",
         r.stderr
     );
@@ -230,7 +230,7 @@ async fn rollback_refuses_over_a_peer_it_did_not_create_and_deletes_it_only_when
     let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.says("1 VPNPeer(s) reference gateway tenant-acme/acme but were not created by its cutover: acme-lab"),
+        r.says("1 VPNPeer(s) reference gateway acme -n tenant-acme but were not created by its cutover: acme-lab"),
         "{}",
         r.stderr
     );
@@ -373,7 +373,7 @@ async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once() {
         "stopped long before the 5 minute tunnel timeout"
     );
     assert!(
-        r.says("IPsecGateway tenant-acme/acme was re-created during the window"),
+        r.says("ipsecgateway/acme -n tenant-acme was re-created during the window"),
         "{}",
         r.stderr
     );
@@ -432,7 +432,7 @@ async fn colliding_peer_names_block_the_later_gateway_with_a_way_out() {
     let r = l.vpnmig(&["plan", "globex", "-n", "tenant-globex"]).await;
     assert_eq!(r.code, 4, "{}", r.stdout);
     assert!(
-        live::unwrapped(&r.stdout).contains("IPsecGateway tenant-globex/globex-east will create VPNPeer globex-east for its tunnel main and owns that name"),
+        live::flat(&r.stdout).contains("IPsecGateway tenant-globex/globex-east will create VPNPeer globex-east for its tunnel main and owns that name"),
         "{}",
         r.stdout
     );

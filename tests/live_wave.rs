@@ -464,7 +464,7 @@ async fn sigterm_stops_starting_windows_and_the_running_ones_stop_safely() {
     }
     assert!(doc["totals"]["notStarted"].as_u64().unwrap() >= 1, "{doc}");
     assert!(
-        live::unwrapped(&r.stderr).contains("run the same command again to resume it"),
+        live::flat(&r.stderr).contains("run the same command again to resume it"),
         "{}",
         r.stderr
     );

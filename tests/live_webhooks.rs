@@ -69,7 +69,7 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
 
     let r = l.vpnmig(&["plan", "acme", "--server-dry-run"]).await;
     // The plan's text is wrapped to 100 columns: its sentences read joined.
-    let out = live::unwrapped(&format!("{}\n{}", r.stdout, r.stderr));
+    let out = live::flat(&format!("{}\n{}", r.stdout, r.stderr));
     assert_eq!(r.code, 0, "a warning, not a blocker: {out}");
     assert!(
         out.contains(&format!(
@@ -256,7 +256,7 @@ async fn a_webhook_that_denies_the_real_apply_after_the_delete_says_what_to_run(
         r.stderr
     );
     assert!(
-        r.says("cutover of tenant-acme/acme stopped at phase deleted"),
+        r.says("cutover of acme -n tenant-acme stopped at phase deleted"),
         "{}",
         r.stderr
     );
@@ -310,7 +310,7 @@ async fn a_target_refused_by_the_pre_delete_dry_run_stops_with_nothing_deleted_a
     assert_eq!(r.code, 4, "{}", r.stderr);
     assert!(
         r.says(&format!(
-            "the pre-delete server-side dry run of VPNGateway/acme failed: cannot apply vpngateway acme in namespace tenant-acme: admission webhook \"{POLICY}\" denied the request: peers need a change ticket"
+            "the pre-delete server-side dry run of VPNGateway/acme failed: cannot apply vpngateway/acme -n tenant-acme: admission webhook \"{POLICY}\" denied the request: peers need a change ticket"
         )),
         "{}",
         r.stderr

@@ -184,7 +184,7 @@ async fn migrated_or(cluster: &Cluster, name: &str, e: crate::cluster::KubeError
     Error::Stop {
         code: crate::exit::FAILURE,
         message: format!(
-            "{ns}/{name} is already migrated: VPNGateway {name} exists and IPsecGateway {name} does not ({phase}); there is nothing to plan"
+            "{name} -n {ns} is already migrated: VPNGateway {name} exists and IPsecGateway {name} does not ({phase}); there is nothing to plan"
         ),
         hint: Some(format!(
             "`vpnmig verify {name} -n {ns}` checks it; `vpnmig status -n {ns}` shows every gateway"

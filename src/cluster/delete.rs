@@ -60,7 +60,10 @@ pub enum Outcome {
 #[derive(Debug, thiserror::Error)]
 pub enum DeleteError {
     /// A rule refused the object as it is now.
-    #[error("{kind} {namespace}/{name} was not deleted: {why}")]
+    #[error(
+        "{} was not deleted: {why}",
+        crate::core::model::object_ref(kind, name, namespace)
+    )]
     Refused {
         kind: &'static str,
         namespace: String,
@@ -70,7 +73,8 @@ pub enum DeleteError {
         fix: Option<String>,
     },
     #[error(
-        "{kind} {namespace}/{name} kept changing between the check and the delete ({ATTEMPTS} tries): nothing was deleted"
+        "{} kept changing between the check and the delete ({ATTEMPTS} tries): nothing was deleted",
+        crate::core::model::object_ref(kind, name, namespace)
     )]
     Unstable {
         kind: &'static str,

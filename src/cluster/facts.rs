@@ -28,7 +28,7 @@ pub async fn source(cluster: &Cluster, name: &str) -> Result<Source, SourceError
     let ns = cluster.namespace.as_str();
     let ar = ApiResource::erase::<IPsecGateway>(&());
     let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
-    let what = format!("ipsecgateway {name}");
+    let what = format!("ipsecgateway/{name}");
     let obj = cluster
         .call("get", &what, Some(ns), || api.get_opt(name))
         .await?
@@ -63,7 +63,7 @@ pub async fn source_of(cluster: &Cluster, raw: serde_json::Value) -> Result<Sour
         (None, None)
     } else {
         match cluster
-            .call("get", &format!("secret {secret_name}"), Some(ns), || {
+            .call("get", &format!("secret/{secret_name}"), Some(ns), || {
                 secrets.get_opt(&secret_name)
             })
             .await
@@ -114,7 +114,7 @@ pub async fn facts(
         if let Some(live) = cluster
             .call(
                 "get",
-                &format!("{} {name}", kind.to_lowercase()),
+                &format!("{}/{name}", kind.to_lowercase()),
                 Some(ns),
                 || api.get_opt(name),
             )

@@ -19,7 +19,7 @@ pub use crate::core::scope::FIELD_MANAGER;
 pub enum ReadError {
     #[error(transparent)]
     Kube(#[from] KubeError),
-    #[error("ConfigMap {namespace}/{name} is not a vpnmig journal this version can read: {why}")]
+    #[error("configmap/{name} -n {namespace} is not a vpnmig journal this version can read: {why}")]
     Invalid {
         namespace: String,
         name: String,
@@ -28,7 +28,7 @@ pub enum ReadError {
     /// A ConfigMap of the journal's name that vpnmig never wrote (no managed-by label, no
     /// journal.json): not evidence that any window happened (issue 14 item 9).
     #[error(
-        "ConfigMap {namespace}/{name} has the name of vpnmig's journal but is not one (written by {writers}, no journal.json): vpnmig will not read, overwrite or delete it"
+        "configmap/{name} -n {namespace} has the name of vpnmig's journal but is not one (written by {writers}, no journal.json): vpnmig will not read, overwrite or delete it"
     )]
     Foreign {
         namespace: String,
@@ -43,7 +43,7 @@ pub async fn read(cluster: &Cluster, gateway: &str) -> Result<Option<Journal>, R
     let name = object_name(gateway);
     let api: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
     let Some(cm) = cluster
-        .call("get", &format!("configmap {name}"), Some(ns), || {
+        .call("get", &format!("configmap/{name}"), Some(ns), || {
             api.get_opt(&name)
         })
         .await?
@@ -129,7 +129,7 @@ pub async fn write(cluster: &Cluster, journal: &Journal, dry_run: bool) -> Resul
     }
     let patch = Patch::Apply(&cm);
     cluster
-        .call("apply", &format!("configmap {name}"), Some(ns), || {
+        .call("apply", &format!("configmap/{name}"), Some(ns), || {
             api.patch(&name, &pp, &patch)
         })
         .await

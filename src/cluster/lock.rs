@@ -32,7 +32,7 @@ const GIVE_UP_AFTER: Duration = Duration::from_secs(20);
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     #[error(
-        "gateway {gateway} is locked by {holder} since {since} (Lease {lease}, renewed {renewed}): {seen}"
+        "gateway {gateway} is locked by {holder} since {since} (lease/{lease}, renewed {renewed}): {seen}"
     )]
     Held {
         gateway: String,
@@ -44,7 +44,7 @@ pub enum LockError {
         /// that is not known (a lease longer than vpnmig waits).
         seen: String,
     },
-    #[error("lost the lock on gateway {gateway}: Lease {lease} is now held by {holder}; stopped")]
+    #[error("lost the lock on gateway {gateway}: lease/{lease} is now held by {holder}; stopped")]
     Lost {
         gateway: String,
         lease: String,
@@ -166,7 +166,7 @@ pub async fn holder(
     let api: Api<Lease> = Api::namespaced(cluster.client.clone(), ns);
     let name = crate::core::journal::object_name(gateway);
     let lease = cluster
-        .call("get", &format!("lease {name}"), Some(ns), || {
+        .call("get", &format!("lease/{name}"), Some(ns), || {
             api.get_opt(&name)
         })
         .await?;
@@ -192,7 +192,7 @@ pub async fn acquire(
     let name = crate::core::journal::object_name(gateway);
     let me = me();
     let identity = me.identity();
-    let what = format!("lease {name}");
+    let what = format!("lease/{name}");
     let fresh = |rv: Option<String>, transitions: i32| {
         let at = now();
         Lease {
@@ -226,7 +226,7 @@ pub async fn acquire(
             }),
         }
     };
-    let lease_name = format!("{ns}/{name}");
+    let lease_name = format!("{name} -n {ns}");
     let holder_of = |lease: &Lease| {
         lease
             .spec
@@ -300,14 +300,14 @@ pub async fn acquire(
                     let to_go = left.as_secs_f64().ceil();
                     if said.is_none() {
                         crate::output::say(&format!(
-                            "vpnmig: gateway {gateway} is locked by {} (Lease {lease_name}{}); watching it for up to {to_go} s, by this machine's clock, to see whether it is still renewed",
+                            "vpnmig: gateway {gateway} is locked by {} (lease/{lease_name}{}); watching it for up to {to_go} s, by this machine's clock, to see whether it is still renewed",
                             holder_of(&lease),
                             clock(&lease).map(|n| format!(", {n}")).unwrap_or_default(),
                         ));
                         said = Some(std::time::Instant::now());
                     } else if said.is_some_and(|t| t.elapsed() >= SAY_EVERY) {
                         crate::output::say(&format!(
-                            "vpnmig: Lease {lease_name} not renewed in the {} s watched so far; {to_go} s to go",
+                            "vpnmig: lease/{lease_name} not renewed in the {} s watched so far; {to_go} s to go",
                             watch.watched().as_secs(),
                         ));
                         said = Some(std::time::Instant::now());
@@ -349,8 +349,8 @@ pub async fn acquire(
     }
     Err(LockError::Kube(KubeError::Api {
         verb: "update".into(),
+        scope: super::scope_of(&what, &ns),
         what,
-        scope: format!(" in namespace {ns}"),
         answer: kube::Error::Service(
             "the Lease kept changing while vpnmig tried to take it".into(),
         ),
@@ -458,7 +458,7 @@ impl Lock {
             .cluster
             .call(
                 "get",
-                &format!("lease {}", self.name),
+                &format!("lease/{}", self.name),
                 Some(&self.cluster.namespace),
                 || self.api.get_opt(&self.name),
             )
@@ -469,7 +469,7 @@ impl Lock {
         if self.lost.borrow().is_some() || holder != self.identity {
             return Err(LockError::Lost {
                 gateway: self.gateway.clone(),
-                lease: format!("{}/{}", self.cluster.namespace, self.name),
+                lease: format!("{} -n {}", self.name, self.cluster.namespace),
                 holder: if holder.is_empty() {
                     "nobody".into()
                 } else {
@@ -491,7 +491,7 @@ impl Lock {
         };
         LockError::Lost {
             gateway: self.gateway.clone(),
-            lease: format!("{}/{}", self.cluster.namespace, self.name),
+            lease: format!("{} -n {}", self.name, self.cluster.namespace),
             holder,
         }
     }

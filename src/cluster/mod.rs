@@ -100,7 +100,7 @@ pub enum KubeError {
         server: String,
         seconds: u64,
     },
-    #[error("{what} not found in namespace {namespace}")]
+    #[error("{what}{} not found", scope_of(what, namespace))]
     NotFound { what: String, namespace: String },
     #[error(
         "{group}/{VERSION} is not served by {server}: the gateway operator v0.3.0 (which serves {NEW_GROUP} beside {OLD_GROUP}) is not installed"
@@ -232,6 +232,17 @@ fn transient(e: &kube::Error) -> bool {
         kube::Error::Api(s) => s.code >= 500 || s.code == 429,
         kube::Error::HyperError(_) | kube::Error::Service(_) => true,
         _ => false,
+    }
+}
+
+/// Where a call acts, after what it acts on: ` -n NS` after one object (`secret/acme-psk
+/// -n tenant-acme`, as kubectl takes it: issue 13 item 5), ` in namespace NS` after a
+/// list (`list vpngateways in namespace tenant-acme`).
+pub fn scope_of(what: &str, namespace: &str) -> String {
+    if what.contains('/') {
+        format!(" -n {namespace}")
+    } else {
+        format!(" in namespace {namespace}")
     }
 }
 
@@ -413,9 +424,7 @@ impl Cluster {
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<T, kube::Error>>,
     {
-        let scope = namespace
-            .map(|n| format!(" in namespace {n}"))
-            .unwrap_or_default();
+        let scope = namespace.map(|n| scope_of(what, n)).unwrap_or_default();
         let started = std::time::Instant::now();
         let mut delay = Duration::from_millis(200);
         let mut attempt = 1;
@@ -536,9 +545,7 @@ impl Cluster {
         namespace: Option<&str>,
         e: kube::Error,
     ) -> KubeError {
-        let scope = namespace
-            .map(|n| format!(" in namespace {n}"))
-            .unwrap_or_default();
+        let scope = namespace.map(|n| scope_of(what, n)).unwrap_or_default();
         match e {
             kube::Error::Api(s) if s.code == 401 => KubeError::Unauthorized {
                 context: self.context.clone(),

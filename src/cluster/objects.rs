@@ -26,7 +26,7 @@ fn api(cluster: &Cluster, kind: &str) -> Api<DynamicObject> {
 }
 
 fn what(kind: &str, name: &str) -> String {
-    format!("{} {name}", kind.to_lowercase())
+    format!("{}/{name}", kind.to_lowercase())
 }
 
 /// The object as JSON, if it exists.
@@ -152,7 +152,7 @@ pub async fn secret(cluster: &Cluster, name: &str) -> Result<Option<Value>, Kube
     let s = cluster
         .call(
             "get",
-            &format!("secret {name}"),
+            &format!("secret/{name}"),
             Some(&cluster.namespace),
             || api.get_opt(name),
         )
@@ -179,7 +179,7 @@ pub async fn set_owner_references(
     cluster
         .call(
             "patch",
-            &format!("secret {name}"),
+            &format!("secret/{name}"),
             Some(&cluster.namespace),
             || api.patch(name, &pp, &patch),
         )
@@ -303,7 +303,7 @@ pub async fn owner_uid(
     let obj = cluster
         .call(
             "get",
-            &format!("{} {name}", kind.to_lowercase()),
+            &format!("{}/{name}", kind.to_lowercase()),
             namespaced.then_some(cluster.namespace.as_str()),
             || api.get_opt(name),
         )

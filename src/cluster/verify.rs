@@ -19,12 +19,12 @@ pub async fn view(cluster: &Cluster, name: &str) -> Result<GatewayView, KubeErro
     let new: Api<VPNGateway> = Api::namespaced(cluster.client.clone(), ns);
     let old: Api<IPsecGateway> = Api::namespaced(cluster.client.clone(), ns);
     let old_gw = cluster
-        .call("get", &format!("ipsecgateway {name}"), Some(ns), || {
+        .call("get", &format!("ipsecgateway/{name}"), Some(ns), || {
             old.get_opt(name)
         })
         .await?;
     if let Some(g) = cluster
-        .call("get", &format!("vpngateway {name}"), Some(ns), || {
+        .call("get", &format!("vpngateway/{name}"), Some(ns), || {
             new.get_opt(name)
         })
         .await?
@@ -140,14 +140,12 @@ pub async fn sas(cluster: &Cluster, name: &str) -> Result<Result<Sas, String>, K
     let ns = cluster.namespace.as_str();
     let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), ns);
     let Some(d) = cluster
-        .call("get", &format!("deployment {name}"), Some(ns), || {
+        .call("get", &format!("deployment/{name}"), Some(ns), || {
             deployments.get_opt(name)
         })
         .await?
     else {
-        return Ok(Err(format!(
-            "deployment {name} not found in namespace {ns}"
-        )));
+        return Ok(Err(format!("deployment/{name} -n {ns} not found")));
     };
     let selector = d
         .spec

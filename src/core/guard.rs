@@ -385,7 +385,7 @@ impl Figures {
             Moment::BeforeDelete { .. } => " (checked again right before the delete)",
         };
         let message = format!(
-            "refusing to cut over {ns}/{name}: {}, but a cutover and its rollback need {}{when}; {changed}",
+            "refusing to cut over {name} -n {ns}: {}, but a cutover and its rollback need {}{when}; {changed}",
             self.left_text(),
             self.needed_text()
         );

@@ -164,6 +164,13 @@ pub struct Condition {
     pub observed_generation: Option<i64>,
 }
 
+/// An object as errors name it, the way kubectl takes it on a command line:
+/// `ipsecgateway/acme -n tenant-acme` (the kind in lower case, issue 13 item 5), so the
+/// name can be pasted into `kubectl get` as it is.
+pub fn object_ref(kind: &str, name: &str, namespace: &str) -> String {
+    format!("{}/{name} -n {namespace}", kind.to_ascii_lowercase())
+}
+
 /// Look a condition up by type.
 pub fn condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
     conditions.iter().find(|c| c.type_ == type_)

@@ -58,7 +58,10 @@ pub fn render(fleet: &FleetPlan, written: Option<&str>) -> String {
     ));
     if let Some(dir) = written {
         // `--out plans/` as typed: no `plans//NAMESPACE`.
-        let dir = dir.strip_suffix('/').filter(|d| !d.is_empty()).unwrap_or(dir);
+        let dir = dir
+            .strip_suffix('/')
+            .filter(|d| !d.is_empty())
+            .unwrap_or(dir);
         out.push_str(&format!(
             "Bundles written under {dir}/NAMESPACE/NAME/, summary in {dir}/fleet.json\n"
         ));

@@ -90,7 +90,7 @@ async fn run(
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
-                    "the journal says the cutover of {ns}/{name} is done, but VPNGateway {name} does not exist (deleted since?)"
+                    "the journal says the cutover of {name} -n {ns} is done, but VPNGateway {name} does not exist (deleted since?)"
                 ),
                 hint: Some(format!(
                     "`vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal; `vpnmig status` shows what is there"
@@ -119,7 +119,7 @@ async fn run(
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
-                    "a rollback of {ns}/{name} is under way (journal phase {}{}): a cutover now would fight it",
+                    "a rollback of {name} -n {ns} is under way (journal phase {}{}): a cutover now would fight it",
                     j.phase,
                     j.last_error
                         .as_deref()
@@ -169,7 +169,7 @@ async fn run(
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
-                    "the live IPsecGateway {ns}/{name} no longer matches the plan in {}: nothing was changed",
+                    "the live ipsecgateway/{name} -n {ns} no longer matches the plan in {}: nothing was changed",
                     dir.display()
                 ),
                 hint: Some(format!(
@@ -334,7 +334,7 @@ async fn no_old_gateway(cluster: &Cluster, name: &str, e: crate::cluster::KubeEr
         Ok(Some(gw)) => Error::Stop {
             code: exit::REFUSED,
             message: format!(
-                "{ns}/{name} is migrated: VPNGateway {name} exists (uid {}) and IPsecGateway {name} does not, but its journal (ConfigMap {}) is gone: nothing to cut over",
+                "{name} -n {ns} is migrated: VPNGateway {name} exists (uid {}) and IPsecGateway {name} does not, but its journal (ConfigMap {}) is gone: nothing to cut over",
                 gw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("?"),
                 journal::object_name(name)
             ),
@@ -383,7 +383,7 @@ async fn resume(
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
-                    "the journal says IPsecGateway {ns}/{name} was deleted (phase {}), but it is still there and not being deleted",
+                    "the journal says ipsecgateway/{name} -n {ns} was deleted (phase {}), but it is still there and not being deleted",
                     j.phase
                 ),
                 hint: Some(format!(
@@ -396,7 +396,7 @@ async fn resume(
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
-                    "the journal says IPsecGateway {ns}/{name} (uid {}) was deleted at phase {}, but an IPsecGateway of that name exists again (uid {})",
+                    "the journal says ipsecgateway/{name} -n {ns} (uid {}) was deleted at phase {}, but an IPsecGateway of that name exists again (uid {})",
                     j.old_uid.as_deref().unwrap_or("?"),
                     j.phase,
                     uid.unwrap_or("?")
@@ -415,7 +415,7 @@ async fn resume(
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
-                    "the journal of {ns}/{name} does not match the plan in {}",
+                    "the journal of {name} -n {ns} does not match the plan in {}",
                     dir.display()
                 ),
                 hint: Some(format!(
@@ -480,13 +480,13 @@ async fn forward_again(
     let Some(live) = objects::get(cluster, "IPsecGateway", &name).await? else {
         return Err(Error::Stop {
             code: exit::REFUSED,
-            message: format!("--forward: there is no IPsecGateway {ns}/{name} to cut over"),
+            message: format!("--forward: there is no ipsecgateway/{name} -n {ns} to cut over"),
             hint: Some(j.phase.recovery(&name, &ns)),
         });
     };
     let gw: IPsecGateway = serde_json::from_value(live.clone()).map_err(|e| Error::Stop {
         code: exit::FAILURE,
-        message: format!("IPsecGateway {ns}/{name} cannot be read: {e}"),
+        message: format!("ipsecgateway/{name} -n {ns} cannot be read: {e}"),
         hint: None,
     })?;
     // The re-created gateway must be the journal's old manifest, unedited: the targets
@@ -505,7 +505,7 @@ async fn forward_again(
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!(
-                "--forward: IPsecGateway {ns}/{name} is not the one the journal recorded ({} field(s) differ, above): its targets would drop the edit; nothing was changed",
+                "--forward: ipsecgateway/{name} -n {ns} is not the one the journal recorded ({} field(s) differ, above): its targets would drop the edit; nothing was changed",
                 differ
             ),
             hint: Some(format!(
@@ -518,7 +518,7 @@ async fn forward_again(
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!(
-                "--forward: IPsecGateway {ns}/{name} cannot be deleted: {why}; nothing was changed"
+                "--forward: ipsecgateway/{name} -n {ns} cannot be deleted: {why}; nothing was changed"
             ),
             hint: Some(format!(
                 "pin it first: {}; then run it again: `{}`",
@@ -677,7 +677,7 @@ async fn phases(
                 });
                 return Err(Error::Stop {
                     code: e.exit_code(),
-                    message: format!("the cutover of {ns}/{name} failed and was rolled back"),
+                    message: format!("the cutover of {name} -n {ns} failed and was rolled back"),
                     hint: Some(format!(
                         "the failure is above and in the journal (lastError); `vpnmig verify {name} -n {ns}` checks the restored gateway"
                     )),
@@ -691,7 +691,7 @@ async fn phases(
             );
             let hint = if old_back {
                 e.hint().unwrap_or_else(|| format!(
-                    "IPsecGateway {ns}/{name} exists again: `vpnmig rollback {name} -n {ns}` keeps it and removes the new objects"
+                    "ipsecgateway/{name} -n {ns} exists again: `vpnmig rollback {name} -n {ns}` keeps it and removes the new objects"
                 ))
             } else if w.journal.phase == Phase::Deleting {
                 format!(
@@ -707,7 +707,7 @@ async fn phases(
             Err(Error::Stop {
                 code: e.exit_code(),
                 message: format!(
-                    "cutover of {ns}/{name} stopped at phase {}: {message}",
+                    "cutover of {name} -n {ns} stopped at phase {}: {message}",
                     w.journal.phase
                 ),
                 hint: Some(hint),
@@ -787,7 +787,7 @@ async fn forward(
         };
         if let Err(diagnosis) = outcome {
             return Err(timed_out(
-                &format!("IPsecGateway {ns}/{name} to be deleted"),
+                &format!("ipsecgateway/{name} -n {ns} to be deleted"),
                 t.delete,
                 &diagnosis,
                 Some("the operator's finalizer unwind has not finished: look at the operator's logs; the finalizer is the operator's to remove".into()),
@@ -983,7 +983,7 @@ async fn after_delete(w: &mut Window<'_>, opts: &CutoverOptions) -> Result<Outco
         )
         .await?
         {
-            return Err(timed_out(&format!("VPNGateway {ns}/{name} FIPAttached"), t.attach, &d, Some(
+            return Err(timed_out(&format!("vpngateway/{name} -n {ns} FIPAttached"), t.attach, &d, Some(
                 "AlreadyAssociated means the floating IP is still on another port: find it with `openstack floating ip show`".into())));
         }
         w.save(Phase::Attached).await?;
@@ -1003,7 +1003,7 @@ async fn after_delete(w: &mut Window<'_>, opts: &CutoverOptions) -> Result<Outco
         .await?
         {
             return Err(timed_out(
-                &format!("VPNGateway {ns}/{name} Ready"),
+                &format!("vpngateway/{name} -n {ns} Ready"),
                 t.attach,
                 &d,
                 None,
@@ -1036,7 +1036,7 @@ async fn after_delete(w: &mut Window<'_>, opts: &CutoverOptions) -> Result<Outco
     };
     let tunnels = steps::wait_tunnels(cluster, w.ev, &name, t.tunnel, &expect).await?;
     if let Some(d) = &tunnels.timed_out {
-        return Err(timed_out(&format!("the tunnels of {ns}/{name}"), t.tunnel, d, Some(
+        return Err(timed_out(&format!("the tunnels of {name} -n {ns}"), t.tunnel, d, Some(
             "the client's peer re-initiates on its own DPD/retry timer; a PSK or proposal mismatch shows in the client's logs".into())));
     }
     w.journal.outage_ms = steps::between(w.delete_sent(), tunnels.first_up);
@@ -1070,7 +1070,7 @@ async fn recheck(w: &mut Window<'_>) -> Result<Option<(IPsecGateway, String)>, E
     if let Some(why) = changed {
         return Err(Error::Stop {
             code: exit::REFUSED,
-            message: format!("IPsecGateway {ns}/{name} was not deleted: {why}"),
+            message: format!("ipsecgateway/{name} -n {ns} was not deleted: {why}"),
             hint: Some(format!(
                 "nothing was deleted: `vpnmig rollback {name} -n {ns}` closes the journal (the gateway stays), then plan again and review: `vpnmig plan {name} -n {ns}`"
             )),
@@ -1083,7 +1083,7 @@ async fn recheck(w: &mut Window<'_>) -> Result<Option<(IPsecGateway, String)>, E
         .to_string();
     let gw: IPsecGateway = serde_json::from_value(live).map_err(|e| Error::Stop {
         code: exit::FAILURE,
-        message: format!("IPsecGateway {ns}/{name} cannot be read: {e}"),
+        message: format!("ipsecgateway/{name} -n {ns} cannot be read: {e}"),
         hint: None,
     })?;
     w.detach_psk(&journal::Owners::of_old(&gw), "the old gateway")
@@ -1143,7 +1143,7 @@ async fn delete_checked(w: &mut Window<'_>) -> Result<(), Error> {
     Err(Error::Stop {
         code: e.exit_code(),
         message: format!(
-            "{}; IPsecGateway {ns}/{name} is still there and untouched: nothing was deleted, the tunnel stays up",
+            "{}; ipsecgateway/{name} -n {ns} is still there and untouched: nothing was deleted, the tunnel stays up",
             crate::error::error_line(&e)
         ),
         hint: Some(match hint {

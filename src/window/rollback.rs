@@ -83,7 +83,9 @@ async fn run(
                     ev.emit(Event::Drift(drift));
                     return Err(Error::Stop {
                         code: exit::REFUSED,
-                        message: format!("the journal of {ns}/{name} is not of the plan in --plan"),
+                        message: format!(
+                            "the journal of {name} -n {ns} is not of the plan in --plan"
+                        ),
                         hint: Some(
                             "leave out --plan: the journal in the cluster is what the cutover did"
                                 .into(),
@@ -99,7 +101,7 @@ async fn run(
                 return Err(Error::Stop {
                     code: exit::REFUSED,
                     message: format!(
-                        "the bundle in --plan is of {}/{}, not {ns}/{name}",
+                        "the bundle in --plan is of {1} -n {0}, not {name} -n {ns}",
                         j.namespace, j.gateway
                     ),
                     hint: None,
@@ -139,7 +141,7 @@ async fn run(
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
-                    "no journal of {ns}/{name} (ConfigMap {}): nothing recorded to roll back to",
+                    "no journal of {name} -n {ns} (ConfigMap {}): nothing recorded to roll back to",
                     journal::object_name(name)
                 ),
                 hint: Some(crate::state::lost_journal_hint(&cluster.server, &ns, name).unwrap_or_else(|| format!(
@@ -163,7 +165,7 @@ async fn run(
     if fip.is_none() {
         return Err(Error::Stop {
             code: exit::REFUSED,
-            message: format!("the saved IPsecGateway {ns}/{name} does not pin its floating IP (spec.endpoint.floatingIP is empty): re-creating it would allocate a new one"),
+            message: format!("the saved ipsecgateway/{name} -n {ns} does not pin its floating IP (spec.endpoint.floatingIP is empty): re-creating it would allocate a new one"),
             hint: Some("restore the old gateway by hand with the floating IP pinned in spec.endpoint.floatingIP".into()),
         });
     }
@@ -192,7 +194,7 @@ async fn run(
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!(
-                "PSK Secret {ns}/{} does not exist: the re-created IPsecGateway could not authenticate its peers; nothing was changed",
+                "PSK secret/{} -n {ns} does not exist: the re-created IPsecGateway could not authenticate its peers; nothing was changed",
                 j.psk_secret
             ),
             hint: Some(format!(
@@ -310,7 +312,7 @@ pub async fn roll_back(
             Err(Error::Stop {
                 code: e.exit_code(),
                 message: format!(
-                    "rollback of {ns}/{name} stopped at phase {}: {line}",
+                    "rollback of {name} -n {ns} stopped at phase {}: {line}",
                     w.journal.phase
                 ),
                 hint: Some(format!(
@@ -395,7 +397,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
         );
         if let Err(d) = w.guarded(&owners, wait).await? {
             return Err(timed_out(
-                &format!("VPNGateway {ns}/{name} to be deleted"),
+                &format!("vpngateway/{name} -n {ns} to be deleted"),
                 t.delete,
                 &d,
                 again,
@@ -422,7 +424,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
                 );
                 if let Err(d) = w.guarded(&owners, wait).await? {
                     return Err(timed_out(
-                        &format!("IPsecGateway {ns}/{name} to be deleted"),
+                        &format!("ipsecgateway/{name} -n {ns} to be deleted"),
                         t.delete,
                         &d,
                         Some(format!(
@@ -471,7 +473,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
     .await?
     {
         return Err(timed_out(
-            &format!("IPsecGateway {ns}/{name} FIPAttached"),
+            &format!("ipsecgateway/{name} -n {ns} FIPAttached"),
             t.attach,
             &d,
             again,
@@ -491,7 +493,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
     .await?
     {
         return Err(timed_out(
-            &format!("IPsecGateway {ns}/{name} Ready"),
+            &format!("ipsecgateway/{name} -n {ns} Ready"),
             t.attach,
             &d,
             again,
@@ -510,7 +512,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
         )));
     } else if !lost.is_empty() {
         let message = format!(
-            "IPsecGateway {ns}/{name} is back with its floating IP, but the operator allocated other addresses: {}",
+            "ipsecgateway/{name} -n {ns} is back with its floating IP, but the operator allocated other addresses: {}",
             lost.join(", ")
         );
         w.record_error(&message).await;
@@ -568,7 +570,7 @@ The client's routes and firewall name the old addresses: either move forward aga
     if let Some(d) = &tunnels.timed_out {
         return Err(timed_out(
             &format!(
-                "the tunnels of {ns}/{name} (journal phase {})",
+                "the tunnels of {name} -n {ns} (journal phase {})",
                 w.journal.phase
             ),
             t.tunnel,
@@ -600,7 +602,7 @@ async fn new_fip_pinned(cluster: &Cluster, j: &Journal) -> Result<(), Error> {
     // The rule every delete applies (`core::scope`), asked before the prompt.
     crate::core::scope::gateway_deletable(&gw, &j.floating_ip).map_err(|why| Error::Stop {
         code: exit::REFUSED,
-        message: format!("VPNGateway {ns}/{name} cannot be deleted: {why}; nothing was changed"),
+        message: format!("vpngateway/{name} -n {ns} cannot be deleted: {why}; nothing was changed"),
         hint: Some(format!(
             "pin it first: {}; then run it again: `{}`",
             crate::core::scope::pin_command("VPNGateway", name, ns, &j.floating_ip),
@@ -666,7 +668,7 @@ async fn missing_owners(
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!(
-                "the saved IPsecGateway {ns}/{name} is owned by {} that no longer exist{}: {list}. Re-created with these ownerReferences, it would be deleted by the garbage collector right after the rollback; nothing was changed",
+                "the saved ipsecgateway/{name} -n {ns} is owned by {} that no longer exist{}: {list}. Re-created with these ownerReferences, it would be deleted by the garbage collector right after the rollback; nothing was changed",
                 if missing.len() == 1 {
                     "an object"
                 } else {
@@ -745,7 +747,7 @@ async fn peer_scope(
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!(
-                "{} VPNPeer(s) reference gateway {ns}/{name} but were not created by its cutover: {}. A rollback would leave them orphaned, and a later cutover would find more than one peer (default-deny); nothing was changed",
+                "{} VPNPeer(s) reference gateway {name} -n {ns} but were not created by its cutover: {}. A rollback would leave them orphaned, and a later cutover would find more than one peer (default-deny); nothing was changed",
                 extras.len(),
                 extras
                     .iter()

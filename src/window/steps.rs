@@ -731,7 +731,8 @@ fn recreated(cluster: &Cluster, kind: &str, name: &str, verb: &str, obj: &Value)
     Error::Stop {
         code: exit::FAILURE,
         message: format!(
-            "{kind} {ns}/{name} was re-created during the window (uid {uid}; {by}{marks}): something reconciles it back, most often a GitOps controller's self-heal (Argo CD, Flux)"
+            "{} was re-created during the window (uid {uid}; {by}{marks}): something reconciles it back, most often a GitOps controller's self-heal (Argo CD, Flux)",
+            crate::core::model::object_ref(kind, name, ns)
         ),
         hint: Some(if verb == "cutover" {
             format!(
@@ -803,7 +804,7 @@ async fn after_interrupt<T>(
             let (message, hint) = match journal::read(cluster, name).await {
                 Ok(Some(j)) => (
                     format!(
-                        "{message}; the journal of {ns}/{name} is at phase {}",
+                        "{message}; the journal of {name} -n {ns} is at phase {}",
                         j.phase
                     ),
                     j.recovery(),
@@ -833,7 +834,7 @@ async fn after_interrupt<T>(
             let ns = cluster.namespace.as_str();
             let hint = match journal::read(cluster, name).await {
                 Ok(Some(j)) => format!(
-                    "the journal of {ns}/{name} is at phase {}; once the API server answers: {}",
+                    "the journal of {name} -n {ns} is at phase {}; once the API server answers: {}",
                     j.phase,
                     j.recovery()
                 ),
@@ -864,7 +865,7 @@ async fn after_interrupt<T>(
             };
             let hint = match journal::read(cluster, name).await {
                 Ok(Some(j)) => format!(
-                    "the journal of {ns}/{name} is at phase {}; {who}{}",
+                    "the journal of {name} -n {ns} is at phase {}; {who}{}",
                     j.phase,
                     j.recovery()
                 ),

@@ -315,12 +315,6 @@ pub async fn finish_timed(mut child: std::process::Child) -> (Run, Duration) {
     )
 }
 
-/// `text` with every run of whitespace as one space: a sentence the width wrapped
-/// (issue 10 item 5) reads as one line again, for `contains`.
-pub fn unwrapped(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 /// The check `id` of a plan document (`plan -o json`, plan.json).
 pub fn check<'a>(plan: &'a Value, id: &str) -> &'a Value {
     plan["checks"]
