@@ -163,21 +163,27 @@ pub fn wrap_lines(text: &str, width: usize, first: &str, rest: &str) -> Vec<Stri
             fresh = false;
             continue;
         }
-        // A command or quoted span too long for a whole line breaks at its own spaces,
-        // starting on this line.
-        if span && visible(rest) + visible(word) > width {
-            let parts = command_words(word);
-            if parts.len() > 1 {
-                for (i, p) in parts.into_iter().enumerate().rev() {
-                    let gap = if i == 0 { gap } else { " " };
-                    queue.push_front(Token {
-                        gap,
-                        word: p,
-                        span: false,
-                    });
-                }
-                continue;
+        // A command too long for a whole line goes on lines of its own as the shell reads
+        // it back (`wrap_command`: ` \` continuations, a quoted JSON patch broken after
+        // its commas), never broken at a space of a quoted argument or inside a value.
+        if span && visible(rest) + visible(word) > width && command_words(word).len() > 1 {
+            if !fresh {
+                lines.push(
+                    std::mem::replace(&mut line, rest.to_string())
+                        .trim_end()
+                        .to_string(),
+                );
             }
+            let text = wrap_command(word, width, rest);
+            let mut cmd: Vec<String> = text.lines().map(str::to_string).collect();
+            // The first line continues the line's prefix (a label such as `fix: `).
+            if fresh && let Some(first) = cmd.first_mut() {
+                *first = format!("{line}{}", &first[rest.len()..]);
+            }
+            lines.extend(cmd);
+            line = rest.to_string();
+            fresh = true;
+            continue;
         }
         // A word that fits on a line of its own goes there, even from a line holding only
         // a label (`  spec     ` before a fingerprint).
@@ -571,6 +577,30 @@ mod tests {
         let joined: Vec<&str> = joined.split_whitespace().collect();
         let orig: Vec<&str> = cmd.split_whitespace().collect();
         assert_eq!(joined, orig);
+    }
+
+    #[test]
+    fn a_long_command_in_prose_reads_back_as_the_same_argv() {
+        let text = r#"fix: by hand, before the delete: kubectl patch secret initech-psk -n tenant-initech --type json -p '[{"op":"test","path":"/metadata/ownerReferences/0/uid","value":"3b0e7a52-9c1d-4f8e-b6a2-41d5e7c90f11"},{"op":"remove","path":"/metadata/ownerReferences/0"}]'"#;
+        for width in [60, 80, 100] {
+            let s = wrap(text, width, "    ", "      ");
+            assert!(widest(&s) <= width, "{s}");
+            // The uid stays whole, and the command's lines end in ` \` but its last.
+            assert!(s.contains("3b0e7a52-9c1d-4f8e-b6a2-41d5e7c90f11"), "{s}");
+            let cmd_start = s.find("kubectl").unwrap();
+            let shell = s[cmd_start..].replace(" \\\n", " ");
+            let (head, patch) = shell.split_once('\'').unwrap();
+            assert_eq!(
+                head.split_whitespace().collect::<Vec<_>>(),
+                "kubectl patch secret initech-psk -n tenant-initech --type json -p"
+                    .split_whitespace()
+                    .collect::<Vec<_>>(),
+                "{s}"
+            );
+            let patch = patch.trim_end().trim_end_matches('\'');
+            let parsed: serde_json::Value = serde_json::from_str(patch).unwrap();
+            assert_eq!(parsed[0]["value"], "3b0e7a52-9c1d-4f8e-b6a2-41d5e7c90f11");
+        }
     }
 
     #[test]
