@@ -139,7 +139,11 @@ impl Wave<'_> {
             let cluster = Cluster::connect(&self.cluster.options())
                 .await
                 .map_err(|e| crate::window::before_any_change(e.into()))?;
-            let all = matches!(&source, Source::Cluster(s) if s.all_namespaces);
+            // A fleet plan's directory spans its namespaces, as `-A` does.
+            let all = match &source {
+                Source::Cluster(s) => s.all_namespaces,
+                Source::PlanDir(_) => true,
+            };
             crate::output::say(&cluster.banner(all));
             cluster
                 .require_operator()
@@ -222,6 +226,12 @@ impl Wave<'_> {
 /// The wave's one confirmation (DESIGN.md §5): on a terminal, the number of gateways and
 /// the selection typed (`12 app=bronze`); without one, `--yes` (a dry run needs none).
 async fn confirm(expected: &str, yes: bool, dry_run: bool, action: &str) -> Result<(), Error> {
+    // `roll back` the verb, `rollback` the noun.
+    let action = if action == "rollback" {
+        "roll back"
+    } else {
+        action
+    };
     if yes {
         return Ok(());
     }

@@ -121,6 +121,9 @@ fn halted_line(halt: Halt, running: usize, not_started: usize) -> String {
 struct Counts {
     total: usize,
     done: usize,
+    /// Skipped: done already, or locked by another run.
+    skipped: usize,
+    dry_run: usize,
     failed: usize,
     other: usize,
     running: usize,
@@ -128,19 +131,27 @@ struct Counts {
 
 impl Counts {
     fn header(&self) -> String {
-        let left = self
-            .total
-            .saturating_sub(self.done + self.failed + self.other + self.running);
+        let left = self.total.saturating_sub(
+            self.done + self.skipped + self.dry_run + self.failed + self.other + self.running,
+        );
+        // As the summary counts them: a dry run or a skip is not "done".
+        let finished = if self.dry_run > 0 {
+            format!("{} dry-run", self.dry_run)
+        } else {
+            format!("{} done", self.done)
+        };
         format!(
-            "wave: {} done, {} failed, {} other, {} running, {} left",
-            self.done, self.failed, self.other, self.running, left
+            "wave: {finished}, {} skipped, {} failed, {} other, {} running, {} left",
+            self.skipped, self.failed, self.other, self.running, left
         )
     }
 
     fn ended(&mut self, r: &GatewayReport) {
         self.running = self.running.saturating_sub(1);
         match r.result {
-            WindowResult::Done | WindowResult::SkippedDone | WindowResult::DryRun => self.done += 1,
+            WindowResult::Done => self.done += 1,
+            WindowResult::SkippedDone | WindowResult::SkippedLocked => self.skipped += 1,
+            WindowResult::DryRun => self.dry_run += 1,
             WindowResult::Failed => self.failed += 1,
             _ => self.other += 1,
         }
