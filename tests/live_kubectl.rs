@@ -253,6 +253,39 @@ async fn context_cluster_user_and_kubeconfig_select_like_kubectl() {
     .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.says("namespace tenant-other"), "{}", r.stderr);
+
+    // A context, cluster or user the kubeconfig does not have is named with the ones it
+    // has (newcomer walkthrough: "failed to load current context: prod-fra").
+    for (flag, kind) in [
+        ("--context", "context"),
+        ("--cluster", "cluster"),
+        ("--user", "user"),
+    ] {
+        let r = run_env(&["status", flag, "prod-fra"], &[("KUBECONFIG", kc(&l))]).await;
+        assert_eq!(r.code, 1, "{}", r.stderr);
+        assert!(
+            r.error().unwrap().starts_with(&format!(
+                "cannot load the kubeconfig: {flag} prod-fra: no such {kind} in the kubeconfig (it has: "
+            )),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.hint().unwrap().contains("kubectl config get-contexts"),
+            "{}",
+            r.stderr
+        );
+    }
+    let r = run_env(
+        &["status", "--context", "prod-fra"],
+        &[("KUBECONFIG", kc(&l))],
+    )
+    .await;
+    assert!(
+        r.says("(it has: vpnmig-sandbox, vpnmig-sandbox-viewer, vpnmig-sandbox-lister)"),
+        "{}",
+        r.stderr
+    );
 }
 
 /// KUBECONFIG lists several files (colon-separated) that are merged, as kubectl does:

@@ -136,6 +136,9 @@ impl KubeError {
     /// What to do about it.
     pub fn hint(&self) -> Option<String> {
         match self {
+            KubeError::Config(m) if m.starts_with("--") && m.contains(": no such ") => Some(
+                "pick one of those, or see them with `kubectl config get-contexts`".into(),
+            ),
             KubeError::Config(_) => Some("set KUBECONFIG, pass --kubeconfig FILE, or run inside the cluster".into()),
             KubeError::Unauthorized { .. } => Some("log in again (your token may have expired) or pick another --context".into()),
             KubeError::Forbidden { .. } => Some("ask for the missing permission, or use a context that has it".into()),
@@ -311,6 +314,35 @@ impl Cluster {
                     .clone()
                     .or_else(|| kc.current_context.clone())
                     .unwrap_or_default();
+                // kubectl's `context "X" does not exist`, with the ones there are; likewise
+                // --cluster and --user.
+                let named = |flag: &str, want: &Option<String>, have: Vec<&str>| match want {
+                    Some(w) if !have.contains(&w.as_str()) => Err(KubeError::Config(format!(
+                        "{flag} {w}: no such {} in the kubeconfig (it has: {})",
+                        &flag[2..],
+                        if have.is_empty() {
+                            "none".into()
+                        } else {
+                            have.join(", ")
+                        }
+                    ))),
+                    _ => Ok(()),
+                };
+                named(
+                    "--context",
+                    &opts.context,
+                    kc.contexts.iter().map(|c| c.name.as_str()).collect(),
+                )?;
+                named(
+                    "--cluster",
+                    &opts.cluster,
+                    kc.clusters.iter().map(|c| c.name.as_str()).collect(),
+                )?;
+                named(
+                    "--user",
+                    &opts.user,
+                    kc.auth_infos.iter().map(|c| c.name.as_str()).collect(),
+                )?;
                 let config = Config::from_custom_kubeconfig(kc, &kco)
                     .await
                     .map_err(|e| KubeError::Config(e.to_string()))?;
