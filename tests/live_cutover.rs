@@ -663,14 +663,27 @@ async fn a_stuck_finalizer_times_out_with_a_diagnosis_then_resumes() {
         f.stuck_finalizer = true
     });
     let r = l
-        .vpnmig(&["cutover", "acme", "--yes", "--timeout-delete", "1s"])
+        .vpnmig(&["cutover", "acme", "--yes", "--timeout-delete", "11s"])
         .await;
     assert_eq!(r.code, 6, "{}", r.stderr);
     assert!(
-        r.says("timed out after 1s waiting for ipsecgateway/acme -n tenant-acme to be deleted: IPsecGateway acme still present, being deleted; finalizers: ipsec.bnerd.net/cleanup"),
+        r.says("timed out after 11s waiting for ipsecgateway/acme -n tenant-acme to be deleted: IPsecGateway acme still present, being deleted; finalizers: ipsec.bnerd.net/cleanup"),
         "{}",
         r.stderr
     );
+    // Nothing changes while the finalizer is stuck, yet a log hears from the wait at least
+    // every 5 s (the heartbeat), with its elapsed time.
+    let said: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.trim_start().starts_with('[') && l.contains("still present"))
+        .collect();
+    for at in ["[0.", "[5.", "[10."] {
+        assert!(
+            said.iter().any(|l| l.trim_start().starts_with(at)),
+            "no line at {at}: {said:#?}"
+        );
+    }
     assert!(
         r.says("cutover of acme -n tenant-acme stopped at phase deleting"),
         "{}",
@@ -725,7 +738,7 @@ async fn a_stuck_finalizer_times_out_with_a_diagnosis_then_resumes() {
         "{}",
         r.stderr
     );
-    assert!(r.says("  stopped on timed out after 1s"), "{}", r.stderr);
+    assert!(r.says("  stopped on timed out after 11s"), "{}", r.stderr);
     acme_ok(&l, &psk, "VPNGateway");
 }
 

@@ -15,6 +15,11 @@ use serde_json::Value;
 use super::{Cluster, KubeError};
 use crate::core::wait::State;
 
+/// The longest a wait stays silent: what it still waits for is said again after this,
+/// even unchanged, so a log shows the wait is alive (README: "a line at least every 5 s
+/// of any wait").
+pub const HEARTBEAT: Duration = Duration::from_secs(5);
+
 /// How the wait ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -42,6 +47,7 @@ pub async fn until(
     };
     let mut objects: BTreeMap<String, Value> = BTreeMap::new();
     let mut last = String::new();
+    let said = std::cell::Cell::new(Instant::now());
     let judge = |objects: &BTreeMap<String, Value>, last: &mut String| {
         let view: Vec<(String, Option<&Value>)> =
             names.iter().map(|n| (n.clone(), objects.get(n))).collect();
@@ -50,6 +56,7 @@ pub async fn until(
             State::Waiting(w) => {
                 if w != *last {
                     on_change(&w);
+                    said.set(Instant::now());
                     *last = w;
                 }
                 false
@@ -125,8 +132,16 @@ pub async fn until(
         let mut stream = stream.boxed();
         let opened = Instant::now();
         loop {
-            let next = match tokio::time::timeout_at(deadline.into(), stream.try_next()).await {
-                Err(_) => return Ok(Outcome::TimedOut(last)),
+            let beat = (said.get() + HEARTBEAT).min(deadline);
+            let next = match tokio::time::timeout_at(beat.into(), stream.try_next()).await {
+                Err(_) if Instant::now() >= deadline => return Ok(Outcome::TimedOut(last)),
+                // Nothing changed for HEARTBEAT: say so (a stream's next item is not lost
+                // by dropping the wait for it).
+                Err(_) => {
+                    on_change(&last);
+                    said.set(Instant::now());
+                    continue;
+                }
                 Ok(n) => n,
             };
             match next {

@@ -16,6 +16,9 @@ pub struct Step {
     title: String,
     started: Instant,
     bar: Option<ProgressBar>,
+    /// The last text shown: on a terminal the spinner's clock says the wait is alive, so
+    /// the same text again (the wait's heartbeat) is not printed twice.
+    shown: std::cell::RefCell<String>,
 }
 
 /// `12.3s` or `2m05s`.
@@ -51,13 +54,16 @@ impl Step {
             title,
             started: Instant::now(),
             bar,
+            shown: Default::default(),
         }
     }
 
     /// What the step is waiting for now.
     pub fn update(&self, waiting: &str) {
         let line = format!("    [{}] {waiting}", elapsed(self.started.elapsed()));
+        let again = self.shown.replace(waiting.to_string()) == waiting;
         match &self.bar {
+            Some(_) if again => {}
             // Above the spinner, so the live line stays one line whatever the width
             // (indicatif writes it as is: no colour codes).
             Some(bar) => bar.println(
