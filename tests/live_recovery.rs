@@ -263,3 +263,39 @@ async fn a_foreign_configmap_named_like_a_journal_is_said_to_be_foreign() {
         "the gateway is untouched"
     );
 }
+
+/// Newcomer walkthrough: a rollback whose re-created IPsecGateway the operator cannot give
+/// any serviceCIDR (`Ready=False ServiceCIDRExhausted`) waited out its whole timeout in
+/// silence. It stops at once with the addresses it lost and the command that works
+/// (`cutover --forward`), which does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_the_operator_has_no_addresses_for_stops_at_once() {
+    let ns = "tenant-x";
+    let scenario = live::namespace(ns)
+        + &live::gateway(ns, "a", "198.51.100.61", 1, &["main"], "bronze")
+        + &live::gateway(ns, "b", "198.51.100.62", 2, &["main"], "bronze");
+    // The pool's only /24 is b's: nothing is left for a re-created `a`.
+    let l = start(&scenario, live::pool("10.250.2.0/24")).await;
+    let r = l.vpnmig(&["cutover", "a", "-n", ns, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let (r, took) = live::finish_timed(l.spawn(&["rollback", "a", "-n", ns, "--yes"])).await;
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(
+        took < std::time::Duration::from_secs(60),
+        "{took:?}: {}",
+        r.stderr
+    );
+    assert!(
+        r.says("the operator has no serviceCIDR to give (ServiceCIDRExhausted)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.says("ipsecgateway/a -n tenant-x is back with its floating IP, but the operator allocated other addresses: serviceCIDR 10.250.1.0/24 → <none>"),
+        "{}",
+        r.stderr
+    );
+    let forward = advised(&r.stderr, "cutover a -n tenant-x --forward");
+    let r = run_advised(&l, &forward, &["--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}

@@ -26,6 +26,8 @@ pub enum Outcome {
     Done,
     /// Time is up; what it was still waiting for (the diagnosis).
     TimedOut(String),
+    /// `decide` said no waiting can bring it ([`State::Over`]): why.
+    Over(String),
 }
 
 /// Wait until `decide` is done for the objects `names` of `ar` in the cluster's
@@ -52,14 +54,15 @@ pub async fn until(
         let view: Vec<(String, Option<&Value>)> =
             names.iter().map(|n| (n.clone(), objects.get(n))).collect();
         match decide(&view) {
-            State::Done => true,
+            State::Done => Some(Outcome::Done),
+            State::Over(why) => Some(Outcome::Over(why)),
             State::Waiting(w) => {
                 if w != *last {
                     on_change(&w);
                     said.set(Instant::now());
                     *last = w;
                 }
-                false
+                None
             }
         }
     };
@@ -105,8 +108,8 @@ pub async fn until(
                 objects.insert(name, serde_json::to_value(o).expect("objects serialize"));
             }
         }
-        if judge(&objects, &mut last) {
-            return Ok(Outcome::Done);
+        if let Some(end) = judge(&objects, &mut last) {
+            return Ok(end);
         }
         let rv = list.metadata.resource_version.unwrap_or_default();
         let remaining = deadline.saturating_duration_since(Instant::now());
@@ -163,8 +166,8 @@ pub async fn until(
                     break;
                 }
             }
-            if judge(&objects, &mut last) {
-                return Ok(Outcome::Done);
+            if let Some(end) = judge(&objects, &mut last) {
+                return Ok(end);
             }
         }
     }

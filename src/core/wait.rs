@@ -10,6 +10,9 @@ use serde_json::Value;
 pub enum State {
     Done,
     Waiting(String),
+    /// The wait is over without what it waited for: no waiting can change it (the
+    /// operator says so); the text says why.
+    Over(String),
 }
 
 impl State {
@@ -46,7 +49,7 @@ pub fn all_gone(objects: &[(String, Option<&Value>)]) -> State {
         .iter()
         .filter_map(|(label, o)| match gone(label, *o) {
             State::Done => None,
-            State::Waiting(w) => Some(w),
+            State::Waiting(w) | State::Over(w) => Some(w),
         })
         .collect();
     if waiting.is_empty() {

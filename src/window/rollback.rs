@@ -481,16 +481,10 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
     }
     ev.emit(Event::Stage(Stage::Ready));
     let title = format!("IPsecGateway {ns}/{name} Ready");
-    if let Err(d) = steps::wait_conditions(
-        cluster,
-        ev,
-        "IPsecGateway",
-        &me,
-        &["Ready"],
-        t.attach,
-        &title,
-    )
-    .await?
+    let ready = steps::wait_ready_or_no_addresses(cluster, ev, &me, t.attach, &title).await?;
+    // No serviceCIDR to give: the addresses are judged below (exit 5, `--forward`).
+    if let Err(d) = ready.as_ref().map_err(String::as_str)
+        && !d.contains(steps::NO_ADDRESSES)
     {
         return Err(timed_out(
             &format!("ipsecgateway/{name} -n {ns} Ready"),

@@ -373,6 +373,57 @@ pub(crate) async fn wait_gone(
     .await
 }
 
+/// The Ready condition's reason with which the operator says it has no serviceCIDR left
+/// to give: no wait changes that (the sandbox and the operator both write it).
+pub const NO_ADDRESSES: &str = "ServiceCIDRExhausted";
+
+/// Ready of a re-created IPsecGateway; `Err` on timeout, or at once when the operator
+/// says it has no serviceCIDR to give ([`NO_ADDRESSES`]): the rollback then judges the
+/// addresses it got instead of waiting out its timeout on a lost cause (newcomer
+/// walkthrough: five silent minutes).
+pub(crate) async fn wait_ready_or_no_addresses(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    names: &[String],
+    timeout: Duration,
+    title: &str,
+) -> Result<Result<(), String>, KubeError> {
+    wait_for(
+        cluster,
+        ev,
+        "IPsecGateway",
+        names,
+        timeout,
+        title,
+        "Ready",
+        |objs| {
+            let exhausted = objs.iter().any(|(_, o)| {
+                o.and_then(|o| o.pointer("/status/conditions"))
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .any(|c| {
+                        c["type"] == "Ready"
+                            && c["status"] == "False"
+                            && c["reason"] == NO_ADDRESSES
+                    })
+            });
+            if exhausted {
+                State::Over(format!(
+                    "the operator has no serviceCIDR to give ({NO_ADDRESSES}): {}",
+                    match wait::all(objs, &["Ready"]) {
+                        State::Waiting(w) => w,
+                        _ => String::new(),
+                    }
+                ))
+            } else {
+                wait::all(objs, &["Ready"])
+            }
+        },
+    )
+    .await
+}
+
 /// Wait until every condition of `types` is True, for its generation, on every object
 /// `kind/names`; on timeout, `Err(diagnosis)`.
 pub(crate) async fn wait_conditions(
@@ -431,7 +482,7 @@ async fn wait_for(
     .await?;
     let result = match outcome {
         watch::Outcome::Done => Ok(()),
-        watch::Outcome::TimedOut(diagnosis) => Err(diagnosis),
+        watch::Outcome::TimedOut(diagnosis) | watch::Outcome::Over(diagnosis) => Err(diagnosis),
     };
     ev.emit(Event::WaitFinished {
         title: title.to_string(),
@@ -681,7 +732,9 @@ pub(crate) async fn unless_recreated<T>(
         seen = sentinel => {
             match seen {
                 Ok(watch::Outcome::Done) => {}
-                Ok(watch::Outcome::TimedOut(_)) => return std::future::pending().await,
+                Ok(watch::Outcome::TimedOut(_) | watch::Outcome::Over(_)) => {
+                    return std::future::pending().await;
+                }
                 Err(e) => return Err(e.into()),
             }
             let obj = objects::get(cluster, kind, name).await?.unwrap_or_default();
