@@ -489,7 +489,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
         return Err(timed_out(
             &format!("ipsecgateway/{name} -n {ns} Ready"),
             t.attach,
-            &d,
+            d,
             again,
         ));
     }
