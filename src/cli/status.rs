@@ -413,10 +413,13 @@ fn print(args: &StatusArgs, rows: &[Row], windows: &Windows, first: bool) -> Str
     };
     match args.output {
         StatusFormat::Text | StatusFormat::Wide => {
+            // The table is kubectl's, a row a line; the sentences below it fit the width.
+            let lines =
+                crate::output::width::hanging(&windows.lines(), crate::output::width::detect());
             if rows.is_empty() && !first {
-                return windows.lines();
+                return lines;
             }
-            render(rows, style, &|r| windows.phase_of(r).map(str::to_string)) + &windows.lines()
+            render(rows, style, &|r| windows.phase_of(r).map(str::to_string)) + &lines
         }
         StatusFormat::Name => {
             // Only names on stdout; what is under way still reaches the operator.

@@ -373,9 +373,11 @@ pub fn render(report: &WaveReport, dry_run: bool, format: Format) -> String {
         }
         Format::Text => {
             let mut table = Table::new();
+            // The MESSAGE column wraps within stdout's width (100 columns off a terminal).
             table
                 .load_preset(presets::NOTHING)
-                .set_content_arrangement(ContentArrangement::Disabled);
+                .set_content_arrangement(ContentArrangement::Dynamic)
+                .set_width(u16::try_from(crate::output::width::detect() + 1).unwrap_or(u16::MAX));
             table.set_header(["NAMESPACE", "NAME", "RESULT", "PHASE", "OUTAGE", "MESSAGE"]);
             for g in &report.gateways {
                 table.add_row([
