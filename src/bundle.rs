@@ -70,6 +70,12 @@ impl BundleError {
             }
             BundleError::WouldBlock { .. } => Some("fix the blockers and plan again, write this plan to another --out directory, or pass --force".into()),
             BundleError::NotADirectory { .. } => Some("--out names the bundle directory, e.g. --out plans/acme".into()),
+            BundleError::Io { action, source, .. }
+                if *action == "cannot read the saved plan"
+                    && source.kind() == std::io::ErrorKind::NotFound =>
+            {
+                Some("--plan names the directory `vpnmig plan NAME -n NAMESPACE --out DIR` wrote: plan it there first, or pass that directory".into())
+            }
             BundleError::Io { .. } => None,
             BundleError::Unreadable { .. } => Some("pass the directory `vpnmig plan NAME --out DIR` wrote, unchanged".into()),
         }

@@ -299,3 +299,28 @@ async fn a_rollback_the_operator_has_no_addresses_for_stops_at_once() {
     let r = run_advised(&l, &forward, &["--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
 }
+
+/// Newcomer walkthrough: `--plan` naming a directory with no bundle said only "No such
+/// file or directory"; it says which command writes one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_directory_without_a_bundle_says_how_to_write_one() {
+    let l = start(ACME, SettingsFile::default()).await;
+    let r = l
+        .vpnmig(&["cutover", "acme", "--plan", "plans/nowhere", "--dry-run"])
+        .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.error()
+            .unwrap()
+            .starts_with("plans/nowhere/plan.json: cannot read the saved plan"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.hint()
+            .unwrap()
+            .contains("`vpnmig plan NAME -n NAMESPACE --out DIR`"),
+        "{}",
+        r.stderr
+    );
+}
