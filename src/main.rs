@@ -22,7 +22,10 @@ fn main() -> ExitCode {
             let err = anyhow::Error::new(err);
             // As `kubectl vpnmig`, the commands an error advises are named so too.
             let plugin = vpnmig::cli::is_plugin(std::env::args_os().next().as_deref());
+            // Run with --yes (a script): the windows it advises are too.
+            let yes = vpnmig::cli::confirmed_by_flag(std::env::args_os());
             let fix = |t: String| {
+                let t = if yes { vpnmig::cli::with_yes(&t) } else { t };
                 if plugin {
                     vpnmig::cli::as_plugin_text(&t)
                 } else {

@@ -926,7 +926,8 @@ async fn ctrl_c_stops_cleanly_and_says_how_to_go_on() {
         r.stderr
     );
     assert!(
-        r.says("`vpnmig cutover acme -n tenant-acme` resumes from `deleting`"),
+        // Run with --yes, advised with --yes: a script can follow it as written.
+        r.says("`vpnmig cutover acme -n tenant-acme --yes` resumes from `deleting`"),
         "{}",
         r.stderr
     );

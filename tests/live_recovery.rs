@@ -22,7 +22,8 @@ fn advised(text: &str, prefix: &str) -> Vec<String> {
 
 async fn run_advised(l: &Live, args: &[String], more: &[&str]) -> live::Run {
     let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
-    all.extend_from_slice(more);
+    // Advice to a run with --yes has it already.
+    all.extend(more.iter().filter(|m| !args.iter().any(|a| a == *m)));
     l.vpnmig(&all).await
 }
 

@@ -107,6 +107,33 @@ pub fn command(plugin: bool) -> clap::Command {
     if plugin { as_plugin(cmd) } else { cmd }
 }
 
+/// A text whose quoted `vpnmig cutover …` and `vpnmig rollback …` commands get `--yes`
+/// when they lack it: advice to a run that was itself confirmed with `--yes` (a script,
+/// no terminal) is advice that run can follow as written (newcomer walkthrough: the
+/// resume it was told to run refused for want of a terminal, during the outage).
+pub fn with_yes(text: &str) -> String {
+    static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"`((?:kubectl )?vpnmig (?:cutover|rollback) [^`]*)`")
+            .expect("valid regex")
+    });
+    RE.replace_all(text, |c: &regex::Captures| {
+        let cmd = &c[1];
+        if cmd.split_whitespace().any(|w| w == "--yes" || w == "-y") {
+            format!("`{cmd}`")
+        } else {
+            format!("`{cmd} --yes`")
+        }
+    })
+    .into_owned()
+}
+
+/// Whether this run was confirmed with `--yes` (or `-y`) on its command line.
+pub fn confirmed_by_flag(args: impl Iterator<Item = std::ffi::OsString>) -> bool {
+    args.skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--yes" || a == "-y")
+}
+
 /// A text that names `vpnmig …` commands, naming them `kubectl vpnmig …` instead: as a
 /// plugin installed by krew there may be no `vpnmig` on the PATH. Only commands: the
 /// journal `vpnmig-NAME`, `managed-by=vpnmig` and `vpnmig:` stay.
@@ -227,7 +254,27 @@ where
 
 #[cfg(test)]
 mod tests {
-    use super::as_plugin_text;
+    use super::{as_plugin_text, confirmed_by_flag, with_yes};
+
+    #[test]
+    fn a_run_confirmed_with_yes_is_advised_windows_with_yes() {
+        assert_eq!(
+            with_yes(
+                "`vpnmig cutover acme -n t` resumes; `vpnmig rollback acme -n t -y` reverses; `vpnmig status -n t`"
+            ),
+            "`vpnmig cutover acme -n t --yes` resumes; `vpnmig rollback acme -n t -y` reverses; `vpnmig status -n t`"
+        );
+        let args = |a: &[&str]| a.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        assert!(confirmed_by_flag(
+            args(&["vpnmig", "cutover", "acme", "--yes"]).into_iter()
+        ));
+        assert!(!confirmed_by_flag(
+            args(&["vpnmig", "cutover", "acme"]).into_iter()
+        ));
+        assert!(!confirmed_by_flag(
+            args(&["vpnmig", "plan", "--", "--yes"]).into_iter()
+        ));
+    }
 
     #[test]
     fn as_a_plugin_commands_are_named_kubectl_vpnmig() {
