@@ -691,7 +691,7 @@ async fn a_stuck_finalizer_times_out_with_a_diagnosis_then_resumes() {
     );
     assert!(
         r.says(
-            "going back (`vpnmig rollback acme -n tenant-acme`) both wait for that unwind first"
+            "going back (`vpnmig rollback acme -n tenant-acme --yes`) both wait for that unwind first"
         ),
         "{}",
         r.stderr
@@ -713,7 +713,7 @@ async fn a_stuck_finalizer_times_out_with_a_diagnosis_then_resumes() {
     let r = l.vpnmig(&["status"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stdout.contains("window under way: tenant-acme/acme at journal phase deleting: the tunnel is down or unverified"),
+        live::flat(&r.stdout).contains("window under way: tenant-acme/acme at journal phase deleting: the tunnel is down or unverified"),
         "{}",
         r.stdout
     );
@@ -981,7 +981,7 @@ async fn rollback_says_when_the_operator_hands_out_another_cidr() {
         r.stderr
     );
     assert!(
-        r.says("`vpnmig cutover acme -n tenant-acme --forward`"),
+        r.says("`vpnmig cutover acme -n tenant-acme --forward --yes`"),
         "{}",
         r.stderr
     );
@@ -1000,7 +1000,7 @@ async fn rollback_says_when_the_operator_hands_out_another_cidr() {
     let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
-        r.says("--forward` cuts over again with the journal's targets"),
+        r.says("--forward --yes` cuts over again with the journal's targets"),
         "{}",
         r.stderr
     );
@@ -1170,7 +1170,7 @@ async fn rollback_from_the_bundle_when_the_journal_is_gone() {
     // item 7): the hint names it.
     assert!(
         r.says(&format!(
-            "`vpnmig rollback acme -n tenant-acme --plan {bundle}`"
+            "`vpnmig rollback acme -n tenant-acme --plan {bundle} --yes`"
         )),
         "{}",
         r.stderr

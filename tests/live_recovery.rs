@@ -46,7 +46,7 @@ async fn a_lost_journal_leads_to_the_local_bundle_from_every_command() {
     let r = l.vpnmig(&["status"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stdout.contains("journal missing: tenant-acme/acme was migrated by vpnmig but ConfigMap tenant-acme/vpnmig-acme is gone; this machine has the bundle of its cutover"),
+        live::flat(&r.stdout).contains("journal missing: tenant-acme/acme was migrated by vpnmig but ConfigMap tenant-acme/vpnmig-acme is gone; this machine has the bundle of its cutover"),
         "{}",
         r.stdout
     );
@@ -59,7 +59,7 @@ async fn a_lost_journal_leads_to_the_local_bundle_from_every_command() {
         r.stderr
     );
     assert!(
-        !r.stderr.contains("ipsecgateway acme not found"),
+        !r.says("ipsecgateway/acme -n tenant-acme not found"),
         "{}",
         r.stderr
     );
