@@ -127,9 +127,32 @@ async fn a_wrong_namespace_or_kubeconfig_is_named() {
             "{cmd}: {}",
             r.stderr
         );
-        assert!(r.says("pass -n NAMESPACE"), "{cmd}: {}", r.stderr);
+        assert!(
+            r.says(
+                "hint: namespace tenant-nope does not exist: pass the gateway's namespace with -n"
+            ),
+            "{cmd}: {}",
+            r.stderr
+        );
         assert!(!r.stderr.contains("lease"), "{cmd}: {}", r.stderr);
     }
+    // verify too (newcomer walkthrough: its hint led to `kubectl get … -n` that said
+    // only "No resources found").
+    let r = l.vpnmig(&["verify", "acme", "-n", "tenant-nope"]).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.says("hint: namespace tenant-nope does not exist"),
+        "{}",
+        r.stderr
+    );
+    // A namespace that exists: the hint lists what is there.
+    let r = l.vpnmig(&["verify", "nosuch", "-n", "tenant-acme"]).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.says("`kubectl get ipsecgateways -n tenant-acme`"),
+        "{}",
+        r.stderr
+    );
     let r = l.vpnmig(&["status", "-n", "tenant-nope"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(

@@ -29,13 +29,12 @@ pub async fn source(cluster: &Cluster, name: &str) -> Result<Source, SourceError
     let ar = ApiResource::erase::<IPsecGateway>(&());
     let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
     let what = format!("ipsecgateway/{name}");
-    let obj = cluster
+    let Some(obj) = cluster
         .call("get", &what, Some(ns), || api.get_opt(name))
         .await?
-        .ok_or_else(|| KubeError::NotFound {
-            what: what.clone(),
-            namespace: ns.to_string(),
-        })?;
+    else {
+        return Err(cluster.not_found(what).await.into());
+    };
     source_of(
         cluster,
         serde_json::to_value(&obj).expect("objects serialize"),

@@ -101,7 +101,13 @@ pub enum KubeError {
         seconds: u64,
     },
     #[error("{what}{} not found", scope_of(what, namespace))]
-    NotFound { what: String, namespace: String },
+    NotFound {
+        what: String,
+        namespace: String,
+        /// Whether the namespace exists (None: could not be told): a wrong `-n` is the
+        /// commonest cause, and `kubectl get … -n NS` would only say "No resources".
+        namespace_exists: Option<bool>,
+    },
     #[error(
         "{group}/{VERSION} is not served by {server}: the gateway operator v0.3.0 (which serves {NEW_GROUP} beside {OLD_GROUP}) is not installed"
     )]
@@ -143,6 +149,13 @@ impl KubeError {
             KubeError::Unauthorized { .. } => Some("log in again (your token may have expired) or pick another --context".into()),
             KubeError::Forbidden { .. } => Some("ask for the missing permission, or use a context that has it".into()),
             KubeError::OperatorMissing { .. } | KubeError::KindMissing { .. } => Some("check the context (`kubectl config current-context`) and `kubectl api-resources --api-group=vpn.bnerd.net`".into()),
+            KubeError::NotFound {
+                namespace,
+                namespace_exists: Some(false),
+                ..
+            } => Some(format!(
+                "namespace {namespace} does not exist: pass the gateway's namespace with -n (`kubectl get ipsecgateways,vpngateways -A` lists them all)"
+            )),
             KubeError::NotFound { namespace, .. } => Some(format!("list what there is with `kubectl get ipsecgateways -n {namespace}`, or pass -n NAMESPACE")),
             KubeError::Unreachable { context, .. } => Some(format!(
                 "`kubectl cluster-info --context {context}` tells whether the API server answers"
@@ -396,6 +409,24 @@ impl Cluster {
             format!("namespace {}", self.namespace)
         };
         format!("context {}, server {}, {ns}", self.context, self.server)
+    }
+
+    /// `what` not found in the cluster's namespace, with whether that namespace exists
+    /// (one more read; the hint of a wrong `-n` depends on it).
+    pub async fn not_found(&self, what: String) -> KubeError {
+        use k8s_openapi::api::core::v1::Namespace;
+        let ns = self.namespace.clone();
+        let api: kube::Api<Namespace> = kube::Api::all(self.client.clone());
+        let exists = self
+            .call("get", &format!("namespace/{ns}"), None, || api.get_opt(&ns))
+            .await
+            .ok()
+            .map(|o| o.is_some());
+        KubeError::NotFound {
+            what,
+            namespace: ns,
+            namespace_exists: exists,
+        }
     }
 
     /// Fail early, with a clear message, when the operator's groups are not served.

@@ -82,10 +82,11 @@ pub async fn view(cluster: &Cluster, name: &str) -> Result<GatewayView, KubeErro
             ),
         });
     }
-    let g = old_gw.ok_or_else(|| KubeError::NotFound {
-        what: format!("vpngateway or ipsecgateway {name}"),
-        namespace: ns.to_string(),
-    })?;
+    let Some(g) = old_gw else {
+        return Err(cluster
+            .not_found(format!("vpngateway or ipsecgateway {name}"))
+            .await);
+    };
     Ok(GatewayView {
         object: format!("IPsecGateway {ns}/{name}"),
         generation: g.metadata.generation,

@@ -102,10 +102,11 @@ pub(crate) async fn require_something(cluster: &Cluster, name: &str) -> Result<(
     if journal::read(cluster, name).await?.is_some() {
         return Ok(());
     }
-    let e = KubeError::NotFound {
-        what: format!("no IPsecGateway, VPNGateway or journal named {name}: gateway {name}"),
-        namespace: ns.to_string(),
-    };
+    let e = cluster
+        .not_found(format!(
+            "no IPsecGateway, VPNGateway or journal named {name}: gateway {name}"
+        ))
+        .await;
     Err(
         match crate::state::lost_journal_hint(&cluster.server, ns, name) {
             Some(hint) => Error::Stop {

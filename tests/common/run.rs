@@ -10,9 +10,13 @@ pub struct Run {
 }
 
 /// `text` with every run of whitespace (line breaks and wrapping indents included) as one
-/// space.
+/// space, and shell continuations joined.
 pub fn flat(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    // A command wrapped for the shell (` \` at a line's end) reads back as one line.
+    text.replace(" \\\n", " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 impl Run {
