@@ -707,6 +707,16 @@ async fn a_stuck_finalizer_times_out_with_a_diagnosis_then_resumes() {
         "lock released"
     );
 
+    // The window's own delete (the old gateway still there, being deleted) is not a
+    // blocker of it (newcomer walkthrough: BLOCKERS said not-deleting).
+    let r = l.vpnmig(&["status", "-o", "wide"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let row = r.stdout.lines().find(|l| l.contains(" acme ")).unwrap();
+    assert!(
+        row.contains("Deleting") && !row.contains("not-deleting"),
+        "{}",
+        r.stdout
+    );
     fault(&l, "ipsecgateway/tenant-acme/acme", |f| {
         f.stuck_finalizer = false
     });

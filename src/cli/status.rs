@@ -181,7 +181,11 @@ pub fn render(rows: &[Row], style: TableStyle, phase: &dyn Fn(&Row) -> Option<St
             Migration::InProgress => "IN PROGRESS",
             Migration::Yes => "yes",
         };
+        let window = phase(r);
         let blockers = match &r.blockers {
+            // The checks judge a gateway before its window: during one, its own delete
+            // would read as `not-deleting` (newcomer walkthrough).
+            _ if window.is_some() => "-".to_string(),
             None => "-".to_string(),
             Some(b) if b.is_empty() => "none".to_string(),
             Some(b) => b.join(","),
@@ -198,7 +202,7 @@ pub fn render(rows: &[Row], style: TableStyle, phase: &dyn Fn(&Row) -> Option<St
         ];
         if style.wide {
             row.push(r.service_cidr.clone().unwrap_or_else(|| "<none>".into()));
-            row.push(phase(r).unwrap_or_else(|| "-".into()));
+            row.push(window.unwrap_or_else(|| "-".into()));
         }
         if style.all_namespaces {
             row.insert(0, r.namespace.clone());
