@@ -109,7 +109,7 @@ async fn forward_never_drops_an_edit_of_the_recreated_gateway() {
     assert!(r.says("spec.exposures[1]"), "{}", r.stderr);
     assert!(r.says("erp.tenant-acme.svc"), "{}", r.stderr);
     assert!(
-        r.says("close the journal with `vpnmig rollback acme -n tenant-acme --accept-new-addresses`, then plan the edited gateway"),
+        r.says("close the journal with `vpnmig rollback acme -n tenant-acme --accept-new-addresses --yes`, then plan the edited gateway"),
         "{}",
         r.stderr
     );
@@ -385,7 +385,7 @@ async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once() {
         r.stderr
     );
     assert!(
-        r.says("`vpnmig rollback acme -n tenant-acme` (keeps the re-created IPsecGateway"),
+        r.says("`vpnmig rollback acme -n tenant-acme --yes` (keeps the re-created IPsecGateway"),
         "{}",
         r.stderr
     );

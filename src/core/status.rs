@@ -72,48 +72,71 @@ pub fn rows(
     allowlist: &Allowlist,
     context: &str,
 ) -> Vec<Row> {
+    use std::collections::{BTreeMap, BTreeSet};
+    // Indexes built once, so a row costs what its namespace holds, not the whole list
+    // (status -A over 20,000 gateways was quadratic).
+    let old_keys: BTreeSet<(String, String)> = old.iter().map(|g| ns_name(&g.metadata)).collect();
+    let new_keys: BTreeSet<(String, String)> = new.iter().map(|g| ns_name(&g.metadata)).collect();
+    // Live VPNPeers by (namespace, name): the gateway each references.
+    let mut peer_owner: BTreeMap<(String, String), &str> = BTreeMap::new();
+    // How many VPNPeers reference each (namespace, gateway).
+    let mut peer_count: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for p in peers {
+        let ns = p.metadata.namespace.clone().unwrap_or_default();
+        let gw = p.spec.gateway_ref.name.as_str();
+        if let Some(n) = &p.metadata.name {
+            peer_owner.insert((ns.clone(), n.clone()), gw);
+        }
+        *peer_count.entry((ns, gw.to_string())).or_default() += 1;
+    }
+    // The gateways of each namespace, for the VPNPeer name checks.
+    let mut by_namespace: BTreeMap<String, Vec<crate::core::live::OtherGateway>> = BTreeMap::new();
+    for o in old {
+        let (ns, n) = ns_name(&o.metadata);
+        let count = o.spec.tunnels.len();
+        by_namespace
+            .entry(ns.clone())
+            .or_default()
+            .push(crate::core::live::OtherGateway {
+                object: format!("IPsecGateway {ns}/{n}"),
+                future_peers: o
+                    .spec
+                    .tunnels
+                    .iter()
+                    .map(|t| {
+                        (
+                            t.name.clone(),
+                            crate::core::translate::peer_name(&n, &t.name, count),
+                        )
+                    })
+                    .collect(),
+                namespace: ns,
+                name: n,
+                ..Default::default()
+            });
+    }
     let mut out = Vec::new();
     for g in old {
         let (namespace, name) = ns_name(&g.metadata);
-        let both = new
-            .iter()
-            .any(|n| ns_name(&n.metadata) == (namespace.clone(), name.clone()));
+        let both = new_keys.contains(&(namespace.clone(), name.clone()));
         let status = g.status.clone().unwrap_or_default();
         let plan = plan::build(&Source::listed(g.clone(), context), allowlist);
         // The namespace's other gateways: a future VPNPeer name another one owns (or a
         // live peer of another gateway holds) blocks this one (issue 9 item 7).
-        let others: Vec<crate::core::live::OtherGateway> = old
-            .iter()
-            .filter(|o| ns_name(&o.metadata) != (namespace.clone(), name.clone()))
-            .map(|o| {
-                let (ns, n) = ns_name(&o.metadata);
-                let count = o.spec.tunnels.len();
-                crate::core::live::OtherGateway {
-                    object: format!("IPsecGateway {ns}/{n}"),
-                    future_peers: o
-                        .spec
-                        .tunnels
-                        .iter()
-                        .map(|t| {
-                            (
-                                t.name.clone(),
-                                crate::core::translate::peer_name(&n, &t.name, count),
-                            )
-                        })
-                        .collect(),
-                    namespace: ns,
-                    name: n,
-                    ..Default::default()
-                }
-            })
+        let others: Vec<crate::core::live::OtherGateway> = by_namespace
+            .get(&namespace)
+            .into_iter()
+            .flatten()
+            .filter(|o| o.name != name)
+            .cloned()
             .collect();
         let tunnels: Vec<String> = g.spec.tunnels.iter().map(|t| t.name.clone()).collect();
         let collisions = crate::core::live::peer_name_checks(&plan, &tunnels, &Ok(others));
         let taken = plan.targets.peers.iter().any(|p| {
-            peers.iter().any(|live| {
-                live.metadata.namespace.as_deref() == Some(namespace.as_str())
-                    && live.metadata.name == p.metadata.name
-                    && live.spec.gateway_ref.name != name
+            p.metadata.name.as_ref().is_some_and(|n| {
+                peer_owner
+                    .get(&(namespace.clone(), n.clone()))
+                    .is_some_and(|gw| *gw != name)
             })
         });
         out.push(Row {
@@ -148,9 +171,7 @@ pub fn rows(
     }
     for g in new {
         let (namespace, name) = ns_name(&g.metadata);
-        let both = old
-            .iter()
-            .any(|o| ns_name(&o.metadata) == (namespace.clone(), name.clone()));
+        let both = old_keys.contains(&(namespace.clone(), name.clone()));
         let status = g.status.clone().unwrap_or_default();
         out.push(Row {
             floating_ip: g
@@ -161,13 +182,10 @@ pub fn rows(
                 .or(status.floating_ip.clone()),
             fip_pinned: g.spec.endpoint.pinned_fip().is_some(),
             service_cidr: g.spec.service_cidr.clone().or(status.service_cidr.clone()),
-            tunnels: peers
-                .iter()
-                .filter(|p| {
-                    p.metadata.namespace.as_deref() == Some(namespace.as_str())
-                        && p.spec.gateway_ref.name == name
-                })
-                .count(),
+            tunnels: peer_count
+                .get(&(namespace.clone(), name.clone()))
+                .copied()
+                .unwrap_or(0),
             ready: ready(&g.metadata, &status),
             blockers: None,
             kind: "VPNGateway",
