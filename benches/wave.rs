@@ -113,9 +113,26 @@ async fn start(n: usize) -> Live {
     Live { sb, kubeconfig, dir }
 }
 
-fn vpnmig(kc: &Path, cwd: &Path, args: &[&str]) -> (std::process::Output, Duration) {
+/// Run the built vpnmig (under `/usr/bin/time` when there is one): its output, wall
+/// time, CPU seconds and peak RSS (KiB).
+pub fn vpnmig(
+    kc: &Path,
+    cwd: &Path,
+    args: &[&str],
+) -> (std::process::Output, Duration, Option<f64>, Option<u64>) {
+    let timed = Path::new("/usr/bin/time").exists();
+    let report = cwd.join("time.txt");
+    let mut cmd = if timed {
+        let mut c = std::process::Command::new("/usr/bin/time");
+        c.arg("-o")
+            .arg(&report)
+            .args(["-f", "%U %S %M", env!("CARGO_BIN_EXE_vpnmig")]);
+        c
+    } else {
+        std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig"))
+    };
     let t = Instant::now();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig"))
+    let out = cmd
         .current_dir(cwd)
         .env("KUBECONFIG", kc)
         .env("VPNMIG_STATE_DIR", cwd.join("state"))
@@ -130,16 +147,39 @@ fn vpnmig(kc: &Path, cwd: &Path, args: &[&str]) -> (std::process::Output, Durati
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    (out, wall)
+    let (mut cpu, mut rss) = (None, None);
+    if timed && let Ok(text) = std::fs::read_to_string(&report) {
+        let f: Vec<&str> = text.split_whitespace().rev().take(3).collect();
+        if let [m, s, u] = f[..] {
+            cpu = Some(u.parse::<f64>().unwrap_or(0.0) + s.parse::<f64>().unwrap_or(0.0));
+            rss = m.parse().ok();
+        }
+    }
+    (out, wall, cpu, rss)
 }
 
-/// Per IPsecGateway `ns/name`: when the store saw its delete request (deletionTimestamp
-/// set) and when it was gone; recorded until `stop`.
-async fn unwinds(
+/// When each step of one gateway's window happened, as the store saw it.
+type Marks = BTreeMap<&'static str, Instant>;
+
+/// The steps, in order: the window's Lease, the journal's phases, the operator's answers.
+const STEPS: [&str; 11] = [
+    "lease", "started", "deleting", "gone", "deleted", "applied", "fip", "attached", "ready-op",
+    "ready", "done",
+];
+
+fn condition_true(o: &Value, type_: &str) -> bool {
+    o["status"]["conditions"].as_array().is_some_and(|c| {
+        c.iter()
+            .any(|c| c["type"] == type_ && c["status"] == "True")
+    })
+}
+
+/// Per gateway `ns/name`, when each of [`STEPS`] first happened; recorded until `stop`.
+async fn watch_marks(
     sb: &Sandbox,
     stop: tokio::sync::oneshot::Receiver<()>,
-) -> BTreeMap<String, (Option<Instant>, Option<Instant>)> {
-    let mut marks: BTreeMap<String, (Option<Instant>, Option<Instant>)> = BTreeMap::new();
+) -> BTreeMap<String, Marks> {
+    let mut marks: BTreeMap<String, Marks> = BTreeMap::new();
     let mut changes = sb.store.subscribe();
     let mut seen = sb.store.resource_version();
     tokio::pin!(stop);
@@ -151,35 +191,63 @@ async fn unwinds(
         let now = Instant::now();
         for e in sb.store.events_after(seen).unwrap_or_default() {
             seen = seen.max(e.rv);
-            if e.gvr.plural != "ipsecgateways" {
-                continue;
-            }
             let o = &e.object;
-            let key = format!(
-                "{}/{}",
-                o["metadata"]["namespace"].as_str().unwrap_or_default(),
-                o["metadata"]["name"].as_str().unwrap_or_default()
-            );
-            let m = marks.entry(key).or_default();
-            if e.kind == EventKind::Deleted {
-                m.1.get_or_insert(now);
-            } else if o["metadata"]["deletionTimestamp"].is_string() {
-                m.0.get_or_insert(now);
+            let ns = o["metadata"]["namespace"].as_str().unwrap_or_default();
+            let name = o["metadata"]["name"].as_str().unwrap_or_default();
+            let mut mark = |gw: &str, step: &'static str| {
+                marks
+                    .entry(format!("{ns}/{gw}"))
+                    .or_default()
+                    .entry(step)
+                    .or_insert(now);
+            };
+            match e.gvr.plural.as_str() {
+                "leases" => {
+                    if let Some(gw) = name.strip_prefix("vpnmig-") {
+                        mark(gw, "lease");
+                    }
+                }
+                "configmaps" => {
+                    if let (Some(gw), Some(phase)) =
+                        (name.strip_prefix("vpnmig-"), o["data"]["phase"].as_str())
+                        && let Some(step) = STEPS.iter().find(|s| **s == phase)
+                    {
+                        mark(gw, step);
+                    }
+                }
+                "ipsecgateways" if e.kind == EventKind::Deleted => mark(name, "gone"),
+                "vpngateways" => {
+                    if condition_true(o, "FIPAttached") {
+                        mark(name, "fip");
+                    }
+                    if condition_true(o, "Ready") {
+                        mark(name, "ready-op");
+                    }
+                }
+                _ => {}
             }
         }
     }
 }
 
-/// Run `args` with the sandbox observed: (wall time, API requests, unwind per gateway, stdout).
-fn observed(
-    rt: &tokio::runtime::Runtime,
-    l: &Live,
-    args: &[&str],
-) -> (Duration, u64, Vec<Duration>, Vec<u8>) {
+/// What one run of vpnmig took: wall time, API requests, marks per gateway, stdout, and
+/// the process's CPU seconds (user + system) and peak RSS in KiB (from `/usr/bin/time`).
+struct Observed {
+    wall: Duration,
+    requests: u64,
+    marks: BTreeMap<String, Marks>,
+    stdout: Vec<u8>,
+    cpu: Option<f64>,
+    /// The sandbox operator's reconcile passes during the run.
+    operator: vpnmig_sandbox::operator::PassStats,
+}
+
+fn observed(rt: &tokio::runtime::Runtime, l: &Live, args: &[&str]) -> Observed {
     let before = l.sb.requests.load(Ordering::Relaxed);
+    let passes = l.sb.operator.pass_stats();
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let (marks, (out, wall)) = rt.block_on(async {
-        let observer = unwinds(&l.sb, rx);
+    let (marks, (out, wall, cpu, _)) = rt.block_on(async {
+        let observer = watch_marks(&l.sb, rx);
         let run = async {
             let (kc, cwd) = (l.kubeconfig.clone(), l.dir.path().to_path_buf());
             let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
@@ -194,12 +262,44 @@ fn observed(
         };
         tokio::join!(observer, run)
     });
-    let requests = l.sb.requests.load(Ordering::Relaxed) - before;
-    let unwind: Vec<Duration> = marks
-        .values()
-        .filter_map(|(a, b)| Some(b.as_ref()?.saturating_duration_since(*a.as_ref()?)))
-        .collect();
-    (wall, requests, unwind, out.stdout)
+    Observed {
+        wall,
+        requests: l.sb.requests.load(Ordering::Relaxed) - before,
+        marks,
+        stdout: out.stdout,
+        cpu,
+        operator: {
+            let p = l.sb.operator.pass_stats();
+            vpnmig_sandbox::operator::PassStats {
+                passes: p.passes - passes.passes,
+                busy: p.busy - passes.busy,
+                longest: p.longest,
+            }
+        },
+    }
+}
+
+/// The median time of each step after the one before, over the gateways that have both.
+fn steps(marks: &BTreeMap<String, Marks>) -> String {
+    let mut out = Vec::new();
+    for w in STEPS.windows(2) {
+        let v: Vec<f64> = marks
+            .values()
+            .filter_map(|m| Some(secs(m.get(w[1])?.saturating_duration_since(*m.get(w[0])?))))
+            .collect();
+        if !v.is_empty() {
+            let mut v = v;
+            v.sort_by(f64::total_cmp);
+            out.push(format!(
+                "{}→{} {:.2}/{:.2}",
+                w[0],
+                w[1],
+                v[v.len() / 2],
+                v[v.len() - 1]
+            ));
+        }
+    }
+    out.join(", ")
 }
 
 fn secs(d: Duration) -> f64 {
@@ -234,38 +334,38 @@ fn main() {
         s.operator.finalizer_delay_ms, s.operator.openstack_delay_ms, s.operator.peer_retry_ms
     );
 
+    let show = |what: &str, o: &Observed| {
+        println!(
+            "  {what:<40} {:6.1} s, {} API requests, vpnmig CPU {}",
+            secs(o.wall),
+            o.requests,
+            o.cpu.map_or("?".into(), |c| format!("{c:.1} s"))
+        );
+        println!(
+            "    sandbox operator: {} reconcile passes, busy {:.1} s ({:.0}% of the wall time), longest pass {:.0} ms",
+            o.operator.passes,
+            secs(o.operator.busy),
+            100.0 * secs(o.operator.busy) / secs(o.wall),
+            o.operator.longest.as_secs_f64() * 1000.0
+        );
+        println!("    steps (median/max s): {}", steps(&o.marks));
+    };
     // One window alone, in a sandbox with that one gateway.
     let alone = rt.block_on(start(1));
-    let (one, one_requests, one_unwind, _) = observed(
-        &rt,
-        &alone,
-        &["cutover", "gw000", "-n", "wave-00", "--yes"],
-    );
+    let one = observed(&rt, &alone, &["cutover", "gw000", "-n", "wave-00", "--yes"]);
     rt.block_on(alone.sb.shutdown());
-    println!(
-        "  one window alone (1-gateway sandbox):        {:6.1} s, unwind {}, {one_requests} API requests",
-        secs(one),
-        spread(one_unwind.iter().map(|d| secs(*d)).collect())
-    );
+    show("one window alone (1-gateway sandbox):", &one);
 
     let l = rt.block_on(start(n));
     // One window alone in the N-gateway sandbox: what the cluster's size costs a window.
     let last = format!("gw{:03}", n - 1);
     let last_ns = format!("wave-{:02}", (n - 1) / 10);
-    let (one_big, one_big_requests, one_big_unwind, _) = if n > 1 {
-        observed(&rt, &l, &["cutover", &last, "-n", &last_ns, "--yes"])
-    } else {
-        (Duration::ZERO, 0, Vec::new(), Vec::new())
-    };
     if n > 1 {
-        println!(
-            "  one window alone ({n}-gateway sandbox):     {:6.1} s, unwind {}, {one_big_requests} API requests",
-            secs(one_big),
-            spread(one_big_unwind.iter().map(|d| secs(*d)).collect())
-        );
+        let big = observed(&rt, &l, &["cutover", &last, "-n", &last_ns, "--yes"]);
+        show(&format!("one window alone ({n}-gateway sandbox):"), &big);
     }
     let k_s = k.to_string();
-    let (wave, requests, unwind, stdout) = observed(
+    let wave = observed(
         &rt,
         &l,
         &[
@@ -282,7 +382,7 @@ fn main() {
             "json",
         ],
     );
-    let doc: Value = serde_json::from_slice(&stdout).unwrap();
+    let doc: Value = serde_json::from_slice(&wave.stdout).unwrap();
     let gateways = doc["gateways"].as_array().unwrap();
     let done = gateways.iter().filter(|g| g["result"] == "done").count();
     let ms = |key: &str| -> Vec<f64> {
@@ -294,28 +394,28 @@ fn main() {
             .collect()
     };
     let rounds = n.div_ceil(k);
-    let ideal = rounds as f64 * secs(one);
-    println!(
-        "  wave:                                        {:6.1} s ({done} done, {} skipped-done)",
-        secs(wave),
-        gateways
-            .iter()
-            .filter(|g| g["result"] == "skipped-done")
-            .count()
+    let ideal = rounds as f64 * secs(one.wall);
+    show(
+        &format!(
+            "wave ({done} done, {} skipped-done):",
+            gateways
+                .iter()
+                .filter(|g| g["result"] == "skipped-done")
+                .count()
+        ),
+        &wave,
     );
     println!("    window each: {}", spread(ms("elapsedMs")));
     println!("    outage each: {}", spread(ms("outageMs")));
     println!(
-        "    unwind each (delete → gone): {}",
-        spread(unwind.iter().map(|d| secs(*d)).collect())
-    );
-    println!(
         "  ratio wave / (ceil({n}/{k}) = {rounds} × one window alone = {ideal:.1} s): {:.2} (target 1.3)",
-        secs(wave) / ideal
+        secs(wave.wall) / ideal
     );
     println!(
-        "  API requests: {requests} for the wave, {:.1} per gateway (one window alone: {one_requests})",
-        requests as f64 / n as f64
+        "  API requests per gateway: {:.1} in the wave ({} in all; one window alone: {})",
+        wave.requests as f64 / n as f64,
+        wave.requests,
+        one.requests
     );
     rt.block_on(l.sb.shutdown());
 }
