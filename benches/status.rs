@@ -104,8 +104,8 @@ fn main() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        rows = serde_json::from_slice::<serde_json::Value>(&out.stdout)
-            .unwrap()
+        // docs/status-json.md: an object whose `gateways` are the rows.
+        rows = serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["gateways"]
             .as_array()
             .unwrap()
             .len();
