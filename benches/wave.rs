@@ -104,13 +104,20 @@ async fn start(n: usize) -> Live {
         }) {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(120), "gateways never Ready");
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "gateways never Ready"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     sb.write_kubeconfig(&kubeconfig).unwrap();
-    Live { sb, kubeconfig, dir }
+    Live {
+        sb,
+        kubeconfig,
+        dir,
+    }
 }
 
 /// Run the built vpnmig (under `/usr/bin/time` when there is one): its output, wall
