@@ -311,23 +311,39 @@ async fn open_windows(
     } else {
         Api::namespaced(cluster.client.clone(), &cluster.namespace)
     };
-    let lp = ListParams::default().labels("app.kubernetes.io/managed-by=vpnmig");
-    let list = match cluster
-        .call("list", "configmaps (vpnmig journals)", None, || {
-            api.list(&lp)
-        })
-        .await
-    {
-        Ok(list) => list,
-        Err(e) => {
-            return Windows {
-                unknown: Some(e.to_string()),
-                ..Default::default()
-            };
+    // Page by page, as the gateways are read (`list::PAGE` a request): a fleet's journals
+    // are as many as its migrated gateways.
+    let mut items: Vec<ConfigMap> = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut lp = ListParams::default()
+            .labels("app.kubernetes.io/managed-by=vpnmig")
+            .limit(list::PAGE);
+        if let Some(t) = &token {
+            lp = lp.continue_token(t);
         }
-    };
-    let journals: Vec<(String, String)> = list
-        .items
+        match cluster
+            .call("list", "configmaps (vpnmig journals)", None, || {
+                api.list(&lp)
+            })
+            .await
+        {
+            Ok(page) => {
+                items.extend(page.items);
+                match page.metadata.continue_ {
+                    Some(t) if !t.is_empty() => token = Some(t),
+                    _ => break,
+                }
+            }
+            Err(e) => {
+                return Windows {
+                    unknown: Some(e.to_string()),
+                    ..Default::default()
+                };
+            }
+        }
+    }
+    let journals: Vec<(String, String)> = items
         .iter()
         .filter_map(|cm| {
             let name = cm.metadata.name.as_deref()?.strip_prefix("vpnmig-")?;
@@ -347,8 +363,7 @@ async fn open_windows(
             }),
         })
         .collect();
-    let open = list
-        .items
+    let open = items
         .iter()
         .filter_map(|cm| {
             let j =

@@ -78,9 +78,19 @@ impl ExecOutput {
     }
 }
 
+/// How much work the controller has done: its reconcile passes and the time they took.
+/// What a benchmark reads to tell a busy operator from a slow client.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PassStats {
+    pub passes: u64,
+    pub busy: Duration,
+    pub longest: Duration,
+}
+
 /// The running operator.
 pub struct Operator {
     store: Arc<Store>,
+    passes: Mutex<PassStats>,
     settings: RwLock<Settings>,
     state: Mutex<reconcile::State>,
     wake: Arc<Notify>,
@@ -94,6 +104,7 @@ impl Operator {
         let (stop, stop_rx) = watch::channel(false);
         let op = Arc::new(Operator {
             store: store.clone(),
+            passes: Mutex::new(PassStats::default()),
             settings: RwLock::new(settings),
             state: Mutex::new(reconcile::State::default()),
             wake: Arc::new(Notify::new()),
@@ -199,10 +210,22 @@ impl Operator {
         }
     }
 
+    /// The reconcile passes so far and the time spent in them.
+    pub fn pass_stats(&self) -> PassStats {
+        *self.passes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// One reconcile pass; returns when the next timer is due.
     fn reconcile(&self, settings: &Settings, now: Instant) -> Option<Instant> {
         let mut st = self.state();
-        reconcile::reconcile(&self.store, settings, &mut st, now)
+        let t = std::time::Instant::now();
+        let next = reconcile::reconcile(&self.store, settings, &mut st, now);
+        let took = t.elapsed();
+        let mut p = self.passes.lock().unwrap_or_else(|e| e.into_inner());
+        p.passes += 1;
+        p.busy += took;
+        p.longest = p.longest.max(took);
+        next
     }
 
     /// Whether anything the operator watches changed after `rv`.
