@@ -159,7 +159,7 @@ async fn no_answer_about_the_tunnels_is_no_verdict_and_no_rollback() {
             "{resource}: the window stopped where it was, nothing undone"
         );
         assert!(
-            r.says("`vpnmig cutover acme -n tenant-acme`"),
+            r.says("`vpnmig cutover acme -n tenant-acme --yes`"),
             "{resource}: the resume is advised: {}",
             r.stderr
         );

@@ -86,7 +86,7 @@ async fn rollback_refuses_an_owner_that_is_gone_then_drops_it_when_told() {
     assert!(r.says("nothing was changed"), "{}", r.stderr);
     assert!(
         r.says(&format!(
-            "`vpnmig rollback acme -n {NS} --drop-missing-owners`"
+            "`vpnmig rollback acme -n {NS} --drop-missing-owners --yes`"
         )),
         "{}",
         r.stderr

@@ -105,7 +105,8 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
             "-n",
             "tenant-acme",
             "--skip-dry-run-webhook",
-            POLICY
+            POLICY,
+            "--yes"
         ]
     );
 
@@ -145,9 +146,8 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
     assert!(journal(&l, "tenant-acme", "acme").is_none());
     untouched(&l);
 
-    // The advised command, as printed (plus --yes: no terminal here).
-    let mut args: Vec<&str> = cmd.iter().map(String::as_str).collect();
-    args.push("--yes");
+    // The advised command, as printed (with --yes, as the run it was advised to had).
+    let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
     let r = l.vpnmig(&args).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
@@ -207,8 +207,8 @@ async fn a_webhook_met_first_by_the_pre_delete_dry_run_stops_with_nothing_delete
     untouched(&l);
 
     l.sb.api_faults.write().unwrap().latency_ms = 0;
-    let mut args = advised(&r.stderr);
-    args.push("--yes".into());
+    // Advice to a run with --yes carries it.
+    let args = advised(&r.stderr);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     assert_eq!(
         args,
@@ -262,7 +262,7 @@ async fn a_webhook_that_denies_the_real_apply_after_the_delete_says_what_to_run(
     );
     assert!(
         r.says(
-            "the IPsecGateway is deleted; restore it with `vpnmig rollback acme -n tenant-acme`, or fix the cause and resume with `vpnmig cutover acme -n tenant-acme`"
+            "the IPsecGateway is deleted; restore it with `vpnmig rollback acme -n tenant-acme --yes`, or fix the cause and resume with `vpnmig cutover acme -n tenant-acme --yes`"
         ),
         "{}",
         r.stderr
@@ -322,7 +322,7 @@ async fn a_target_refused_by_the_pre_delete_dry_run_stops_with_nothing_deleted_a
     );
     assert!(
         r.says(
-            "hint: the API server refuses the target as it stands: fix the cause; nothing was deleted: `vpnmig cutover acme -n tenant-acme` resumes"
+            "hint: the API server refuses the target as it stands: fix the cause; nothing was deleted: `vpnmig cutover acme -n tenant-acme --yes` resumes"
         ),
         "{}",
         r.stderr

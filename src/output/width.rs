@@ -347,10 +347,15 @@ pub fn wrap_command(cmd: &str, width: usize, indent: &str) -> String {
         if !fresh {
             line.push(' ');
         }
+        // A word that fits the width but not after the indent takes less indent (a quoted
+        // argument cannot be broken; the shell ignores the spaces before it).
+        if line.trim().is_empty() && visible(&line) + visible(w) > width && visible(w) <= width {
+            line = " ".repeat(width - visible(w));
+        }
         // A single-quoted JSON document (`kubectl patch -p '[…]'`) too long for the line
         // breaks after its commas: inside the quotes the line break is part of the
         // argument, and JSON takes it as whitespace.
-        if visible(&line) + visible(w) + 2 > width
+        if visible(&line) + visible(w) + if last { 0 } else { 2 } > width
             && let Some(pieces) = json_pieces(w)
         {
             for p in pieces {
@@ -385,8 +390,8 @@ pub fn wrap_command(cmd: &str, width: usize, indent: &str) -> String {
     out
 }
 
-/// `'{…}'` or `'[…]'` cut after each comma outside JSON strings (the pieces, in order),
-/// or `None` for any other word.
+/// `'{…}'` or `'[…]'` cut after each `,`, `{`, `[` and `:` outside JSON strings (where
+/// JSON allows whitespace; the pieces, in order), or `None` for any other word.
 fn json_pieces(word: &str) -> Option<Vec<&str>> {
     let inner = word.strip_prefix('\'')?.strip_suffix('\'')?;
     if !(inner.starts_with('{') || inner.starts_with('[')) || inner.contains('\'') {
@@ -399,7 +404,7 @@ fn json_pieces(word: &str) -> Option<Vec<&str>> {
             _ if escaped => escaped = false,
             '\\' if in_string => escaped = true,
             '"' => in_string = !in_string,
-            ',' if !in_string => {
+            ',' | '{' | '[' | ':' if !in_string => {
                 pieces.push(&word[start..=i]);
                 start = i + 1;
             }

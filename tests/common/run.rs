@@ -44,9 +44,13 @@ pub fn labelled(text: &str, label: &str) -> Option<String> {
     let indent = " ".repeat(label.len());
     for l in lines {
         match l.strip_prefix(&indent) {
-            Some(rest) if !rest.starts_with(' ') => {
+            // A shell continuation (` \`) inside it reads back as one line too.
+            Some(rest) if !rest.starts_with(' ') || out.ends_with(" \\") => {
+                if let Some(cut) = out.strip_suffix(" \\") {
+                    out.truncate(cut.len());
+                }
                 out.push(' ');
-                out.push_str(rest);
+                out.push_str(rest.trim_start());
             }
             _ => break,
         }
