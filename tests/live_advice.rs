@@ -89,10 +89,7 @@ fn settings() -> SettingsFile {
     s
 }
 
-fn fault(l: &Live, key: &str, set: fn(&mut GatewayFaults)) {
-    set(l.sb.operator.settings().write().unwrap().gateway_mut(key));
-    l.sb.operator.kick();
-}
+use live::fault;
 
 fn clear_faults(l: &Live) {
     l.sb.operator.settings().write().unwrap().gateways.clear();

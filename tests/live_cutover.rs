@@ -344,14 +344,7 @@ async fn blockers_refuse_before_anything_changes() {
     );
 }
 
-fn fault(
-    l: &Live,
-    key: &str,
-    set: impl FnOnce(&mut vpnmig_sandbox::operator::settings::GatewayFaults),
-) {
-    set(l.sb.operator.settings().write().unwrap().gateway_mut(key));
-    l.sb.operator.kick();
-}
+use live::fault;
 
 fn old_deleting(l: &Live) -> bool {
     let rt =

@@ -98,14 +98,8 @@ async fn a_wave_halts_after_max_failures_and_leaves_the_rest_untouched() {
     // gw01 and gw02: the new gateway's FIP stays held by a foreign port, so the attach
     // never happens and their windows time out after the delete.
     for key in ["vpngateway/tenant-w/gw01", "vpngateway/tenant-w/gw02"] {
-        l.sb.operator
-            .settings()
-            .write()
-            .unwrap()
-            .gateway_mut(key)
-            .fip_held_by_other_port = true;
+        live::fault(&l, key, |f| f.fip_held_by_other_port = true);
     }
-    l.sb.operator.kick();
     let wave = [
         "cutover",
         "-n",
@@ -283,13 +277,9 @@ async fn a_wave_killed_and_run_again_resumes_and_does_nothing_twice() {
 async fn two_waves_on_one_gateway_one_skips_it_as_locked() {
     let l = start(&fleet(3, false), settings(0)).await;
     // gw02's unwind is slow: the first wave holds its lock a few seconds.
-    l.sb.operator
-        .settings()
-        .write()
-        .unwrap()
-        .gateway_mut("ipsecgateway/tenant-w/gw02")
-        .slow_finalizer_ms = 4000;
-    l.sb.operator.kick();
+    live::fault(&l, "ipsecgateway/tenant-w/gw02", |f| {
+        f.slow_finalizer_ms = 4000
+    });
     let names_a = l.cwd().join("a.txt");
     std::fs::write(&names_a, "# wave A\ntenant-w/gw02\n").unwrap();
     let names_b = l.cwd().join("b.txt");
@@ -413,13 +403,9 @@ async fn a_completed_wave_of_three_is_rolled_back_as_a_wave() {
 async fn sigterm_stops_starting_windows_and_the_running_ones_stop_safely() {
     let l = start(&fleet(6, false), settings(0)).await;
     // gw01's unwind never finishes until cleared: the signal lands while it is deleting.
-    l.sb.operator
-        .settings()
-        .write()
-        .unwrap()
-        .gateway_mut("ipsecgateway/tenant-w/gw01")
-        .stuck_finalizer = true;
-    l.sb.operator.kick();
+    live::fault(&l, "ipsecgateway/tenant-w/gw01", |f| {
+        f.stuck_finalizer = true
+    });
     let wave = [
         "cutover",
         "-n",
@@ -578,13 +564,9 @@ async fn a_wave_from_a_fleet_plan_takes_the_ready_gateways_with_their_bundles() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_window_of_a_wave_rolls_back_with_rollback_on_failure() {
     let l = start(&fleet(3, false), settings(0)).await;
-    l.sb.operator
-        .settings()
-        .write()
-        .unwrap()
-        .gateway_mut("vpngateway/tenant-w/gw01")
-        .fip_held_by_other_port = true;
-    l.sb.operator.kick();
+    live::fault(&l, "vpngateway/tenant-w/gw01", |f| {
+        f.fip_held_by_other_port = true
+    });
     let r = l
         .vpnmig(&[
             "cutover",

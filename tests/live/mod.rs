@@ -32,6 +32,17 @@ pub fn pool(cidr: &str) -> SettingsFile {
     s
 }
 
+/// Set a fault knob of one gateway (`namespace/name`, or `kind/namespace/name` for one
+/// kind) and have the operator act on it now.
+pub fn fault(
+    l: &Live,
+    key: &str,
+    set: impl FnOnce(&mut vpnmig_sandbox::operator::settings::GatewayFaults),
+) {
+    set(l.sb.operator.settings().write().unwrap().gateway_mut(key));
+    l.sb.operator.kick();
+}
+
 /// Start a sandbox with `scenario_yaml` and wait until its gateways are reconciled.
 pub async fn start(scenario_yaml: &str, settings: SettingsFile) -> Live {
     let sb = Sandbox::start(Config {
