@@ -42,6 +42,7 @@ Examples:
   vpnmig cutover acme -n tenant-acme --plan plans/acme --dry-run
   vpnmig cutover acme -n tenant-acme --plan plans/acme --window-end 02:00
   vpnmig cutover acme -n tenant-acme --yes --rollback-on-failure -o json
+  vpnmig cutover acme -n tenant-acme --plan plans/acme --gitops pause   # Argo CD / Flux
   vpnmig cutover -n tenant-acme -l tier=bronze --concurrency 5 --max-failures 2
   vpnmig cutover -A --plan-dir plans/ --concurrency 5 --max-failures 2 --yes -o json
 
@@ -130,6 +131,11 @@ pub struct CutoverArgs {
     #[arg(long = "skip-dry-run-webhook", value_name = "NAME")]
     pub skip_dry_run_webhooks: Vec<String>,
 
+    /// A gateway Argo CD or Flux syncs is refused unless you say how to handle its sync:
+    /// pause, ignore, keep-tracking, resume (comma-separated or repeated; docs/gitops.md).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "MODE")]
+    pub gitops: Vec<window::Gitops>,
+
     /// Output format of the final report (progress always goes to stderr).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = render::Format::Text)]
     pub output: render::Format,
@@ -138,6 +144,11 @@ pub struct CutoverArgs {
 pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
     // Parse, then validate: the allowlist file is read before the cluster is asked.
     let allowlist = crate::cli::plan::allowlist(args.allowlist.as_ref())?;
+    let gitops = window::gitops(&args.gitops).map_err(|m| Error::Stop {
+        code: exit::USAGE,
+        message: m,
+        hint: None,
+    })?;
     let opts = CutoverOptions {
         plan: args.plan.clone(),
         out: args.out.clone(),
@@ -150,6 +161,7 @@ pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
         peer_names: args.peer_names.clone(),
         skip_dry_run_webhooks: args.skip_dry_run_webhooks.clone(),
         window_end: args.window_end.clone(),
+        gitops,
     };
     if wave::asked(&args.wave, args.plan_dir.as_ref()) {
         return wave::Wave {

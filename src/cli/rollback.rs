@@ -100,6 +100,11 @@ pub struct RollbackArgs {
     #[arg(long, value_name = "TIME", value_parser = window::window_end)]
     pub window_end: Option<crate::core::guard::WindowEnd>,
 
+    /// `resume`: restore a GitOps owner the window suspended although its status still
+    /// lists the VPNGateway (docs/gitops.md).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "MODE")]
+    pub gitops: Vec<window::Gitops>,
+
     /// Output format of the final report (progress always goes to stderr).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = render::Format::Text)]
     pub output: render::Format,
@@ -117,6 +122,11 @@ pub fn run(args: &RollbackArgs) -> Result<i32, Error> {
         },
         timeouts: args.timeouts.engine(),
         window_end: args.window_end.clone(),
+        gitops: window::gitops(&args.gitops).map_err(|m| Error::Stop {
+            code: exit::USAGE,
+            message: m,
+            hint: None,
+        })?,
     };
     if wave::asked(&args.wave, None) {
         return wave::Wave {

@@ -76,6 +76,9 @@ pub struct StatusDoc<'a> {
     pub windows: &'a [Window],
     /// Gateways vpnmig migrated whose journal ConfigMap is gone.
     pub lost_journals: &'a [LostJournal],
+    /// GitOps owners a window suspended and has not restored (issue 11 item 2).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub suspended_owners: &'a [Suspended],
     /// Why the windows are not known (the journals could not be listed); absent when they
     /// were. Never read an empty `windows` as "none under way" when this is set.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -94,6 +97,21 @@ pub struct Window {
     pub recovery: String,
 }
 
+/// A GitOps owner (Argo CD Application, Flux Kustomization) a window suspended and has
+/// not restored, from the journal.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Suspended {
+    pub namespace: String,
+    pub gateway: String,
+    /// The journal's phase.
+    pub phase: String,
+    /// `application/acme -n argocd`.
+    pub owner: String,
+    /// What resumes it: vpnmig's command, and the `kubectl patch` that restores it by hand.
+    pub resume: String,
+}
+
 /// A gateway vpnmig migrated whose journal is gone.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -109,6 +127,7 @@ pub struct LostJournal {
 struct Windows {
     open: Vec<Window>,
     lost: Vec<LostJournal>,
+    suspended: Vec<Suspended>,
     unknown: Option<String>,
 }
 
@@ -125,6 +144,12 @@ impl Windows {
             out.push_str(&format!(
                 "window under way: {}/{} at journal phase {}: {}\n",
                 w.namespace, w.gateway, w.phase, w.recovery
+            ));
+        }
+        for s in &self.suspended {
+            out.push_str(&format!(
+                "GitOps sync suspended: {} (by the window of {}/{}, journal phase {}); {}\n",
+                s.owner, s.namespace, s.gateway, s.phase, s.resume
             ));
         }
         for l in &self.lost {
@@ -166,6 +191,11 @@ pub fn render(rows: &[Row], style: TableStyle, phase: &dyn Fn(&Row) -> Option<St
     let mut header = vec![
         "NAME", "KIND", "MIGRATED", "FIP", "PINNED", "TUNNELS", "READY", "BLOCKERS",
     ];
+    // Who manages each gateway (issue 11 item 1): across namespaces, and in wide.
+    let managed = style.all_namespaces || style.wide;
+    if managed {
+        header.push("MANAGED BY");
+    }
     if style.wide {
         header.extend(["SERVICE-CIDR", "WINDOW"]);
     }
@@ -200,6 +230,9 @@ pub fn render(rows: &[Row], style: TableStyle, phase: &dyn Fn(&Row) -> Option<St
             r.ready.clone(),
             blockers,
         ];
+        if managed {
+            row.push(r.managed_by.clone().unwrap_or_else(|| "-".into()));
+        }
         if style.wide {
             row.push(r.service_cidr.clone().unwrap_or_else(|| "<none>".into()));
             row.push(window.unwrap_or_else(|| "-".into()));
@@ -377,9 +410,40 @@ async fn open_windows(
             })
         })
         .collect();
+    let suspended = items
+        .iter()
+        .filter_map(|cm| {
+            crate::core::journal::Journal::from_json(cm.data.as_ref()?.get("journal.json")?).ok()
+        })
+        .flat_map(|j| {
+            j.gitops
+                .iter()
+                .filter(|r| r.paused)
+                .map(|r| {
+                    let (ns, name) = (&j.namespace, &j.gateway);
+                    let verb = if j.phase.rolling_back() { "rollback" } else { "cutover" };
+                    let by_hand = r
+                        .saved
+                        .as_ref()
+                        .map(|s| format!(", or by hand: `{}`", crate::core::gitops::restore_command(&r.owner, s)))
+                        .unwrap_or_default();
+                    Suspended {
+                        namespace: ns.clone(),
+                        gateway: name.clone(),
+                        phase: j.phase.to_string(),
+                        owner: r.owner.display(),
+                        resume: format!(
+                            "`vpnmig {verb} {name} -n {ns}` restores it once the repository matches the live objects{by_hand}"
+                        ),
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
     Windows {
         open,
         lost,
+        suspended,
         unknown: None,
     }
 }
@@ -423,6 +487,7 @@ fn print(args: &StatusArgs, rows: &[Row], windows: &Windows, first: bool) -> Str
         gateways: rows,
         windows: &windows.open,
         lost_journals: &windows.lost,
+        suspended_owners: &windows.suspended,
         windows_unknown: windows.unknown.as_deref(),
     };
     let style = TableStyle {

@@ -30,6 +30,43 @@ pub struct Timeouts {
     pub timeout_tunnel: Duration,
 }
 
+/// `--gitops`: how a window handles a gateway Argo CD or Flux syncs (issue 11;
+/// docs/gitops.md).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gitops {
+    /// Suspend the Application / Kustomization for the window (Argo CD: its automated
+    /// sync removed; Flux: spec.suspend), recorded in the journal, restored at the end.
+    Pause,
+    /// You suspended it yourself: vpnmig checks it is, and still stops on interference.
+    Ignore,
+    /// The new objects carry the old one's tracking labels and annotations (only when
+    /// the repository defines them already, or the controller prunes them).
+    KeepTracking,
+    /// Restore a suspended owner although its status still lists the object replaced
+    /// (you merged the repository change; Flux does not refresh a suspended inventory).
+    Resume,
+}
+
+/// The `--gitops` values as the engine's options. Errors: `pause` with `ignore`.
+pub fn gitops(values: &[Gitops]) -> Result<crate::window::GitopsOptions, String> {
+    use crate::core::gitops::Mode;
+    let has = |g| values.contains(&g);
+    if has(Gitops::Pause) && has(Gitops::Ignore) {
+        return Err("--gitops pause and --gitops ignore exclude each other: pause suspends the owner, ignore says you did".into());
+    }
+    Ok(crate::window::GitopsOptions {
+        mode: if has(Gitops::Pause) {
+            Some(Mode::Pause)
+        } else if has(Gitops::Ignore) {
+            Some(Mode::Ignore)
+        } else {
+            None
+        },
+        keep_tracking: has(Gitops::KeepTracking),
+        resume: has(Gitops::Resume),
+    })
+}
+
 /// `--window-end`: RFC 3339, or HH:MM in local time meaning the next such moment
 /// (`core::guard::parse_window_end`).
 pub fn window_end(s: &str) -> Result<crate::core::guard::WindowEnd, String> {

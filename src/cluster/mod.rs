@@ -4,6 +4,7 @@
 
 pub mod delete;
 pub mod facts;
+pub mod gitops;
 pub mod journal;
 pub mod list;
 pub mod lock;

@@ -332,7 +332,16 @@ pub const CHECKS: &[(&str, Severity, &str, CheckFn)] = &[
         "no Helm, Argo CD or Flux marker on the old gateway",
         gitops,
     ),
+    (
+        GITOPS_SYNC,
+        Severity::Blocker,
+        "no Argo CD or Flux sync of the old gateway or its PSK Secret",
+        gitops_sync,
+    ),
 ];
+
+/// The check a cutover with `--gitops pause|ignore` has answered (issue 11 item 2).
+pub const GITOPS_SYNC: &str = "gitops-sync";
 
 /// Run every check in [`CHECKS`].
 pub fn run(inputs: &Inputs) -> Vec<CheckResult> {
@@ -427,6 +436,49 @@ fn gitops(i: &Inputs) -> Result<Vec<Finding>, String> {
             Some("before the window, suspend its sync (e.g. `argocd app set APP --sync-policy none`, `flux suspend kustomization NAME`) and change the source repository to the new manifests".into()),
         )]
     })
+}
+
+/// Argo CD or Flux syncs the old gateway or its PSK Secret (issue 11 items 1 and 2):
+/// their self-heal re-creates the IPsecGateway after the delete (and takes the floating
+/// IP back), their prune deletes the new objects. A cutover needs `--gitops pause` or
+/// `--gitops ignore`.
+fn gitops_sync(i: &Inputs) -> Result<Vec<Finding>, String> {
+    use crate::core::gitops;
+    let name = i.name();
+    let ns_flag = i.ns_flag();
+    let secret_name = &i.source.gateway.spec.auth.psk_secret_ref.name;
+    let secret = i.source.secrets.iter().find(|s| {
+        s.pointer("/metadata/name")
+            .and_then(serde_json::Value::as_str)
+            == Some(secret_name)
+    });
+    let ns = i.source.gateway.metadata.namespace.as_deref();
+    let objects = std::iter::once((i.old_object(), &i.source.raw))
+        .chain(secret.map(|s| (object("Secret", ns, secret_name), s)));
+    let mut out = Vec::new();
+    for (object, raw) in objects {
+        for m in gitops::reconciling(&gitops::detect(raw)) {
+            let owner = m
+                .owner
+                .as_ref()
+                .map(|o| format!(" ({})", o.display()))
+                .unwrap_or_default();
+            out.push(finding(
+                &object,
+                "metadata",
+                m.evidence.join(", "),
+                "no Argo CD or Flux sync during the window",
+                format!(
+                    "{}{owner} syncs it: its self-heal re-creates the IPsecGateway after the delete and the old operator takes the floating IP back, its prune deletes the new objects",
+                    m.tool.label()
+                ),
+                Some(format!(
+                    "let vpnmig suspend it for the window and restore it after: `vpnmig cutover {name}{ns_flag} --gitops pause`; or suspend it yourself and pass `--gitops ignore`. docs/gitops.md: merge the repository change (`vpnmig plan {name}{ns_flag} --gitops-repo DIR`) before the sync is restored"
+                )),
+            ));
+        }
+    }
+    Ok(out)
 }
 
 fn unknown_fields(i: &Inputs) -> Result<Vec<Finding>, String> {

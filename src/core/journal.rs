@@ -165,6 +165,11 @@ pub struct Journal {
     pub targets: Vec<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub psk_detached: Option<PskDetach>,
+    /// The Argo CD / Flux owners of the old gateway and its PSK Secret, and what
+    /// `--gitops pause` changed on each (issue 11 item 2): restored at `done` /
+    /// `rolled-back`, listed by `status` while suspended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gitops: Vec<crate::core::gitops::Record>,
     /// Milliseconds from the delete of the old gateway to the first ESTABLISHED tunnel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outage_ms: Option<u64>,
@@ -267,6 +272,7 @@ impl Journal {
             old_manifest,
             targets,
             psk_detached: None,
+            gitops: Vec::new(),
             outage_ms: None,
             fixed_targets: false,
             target_uids: Vec::new(),
@@ -312,6 +318,7 @@ impl Journal {
             old_manifest,
             targets,
             psk_detached: None,
+            gitops: Vec::new(),
             outage_ms: None,
             fixed_targets: false,
             target_uids: Vec::new(),
@@ -786,6 +793,7 @@ mod tests {
             old_manifest: json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}, "spec": {"endpoint": {"floatingIP": "198.51.100.23"}}}),
             targets: vec![gw, peer],
             psk_detached: None,
+            gitops: Vec::new(),
             outage_ms: None,
             fixed_targets: false,
             target_uids: Vec::new(),
@@ -838,6 +846,7 @@ mod tests {
             old_manifest: json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}, "spec": {"endpoint": {"floatingIP": "2001:DB8:5::23"}}}),
             targets: vec![gw],
             psk_detached: None,
+            gitops: Vec::new(),
             outage_ms: None,
             fixed_targets: false,
             target_uids: Vec::new(),

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::core::addr;
 use crate::core::model::IPsecGateway;
 use crate::core::path::{JsonPath, Seg};
-use crate::core::translate::{LAST_APPLIED, MIGRATED_FROM, Targets, not_carried};
+use crate::core::translate::{LAST_APPLIED, MIGRATED_FROM, Targets, not_carried_by};
 
 /// What happens to a source value.
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -488,6 +488,13 @@ pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<F
             None,
         );
     }
+    let argo = crate::core::translate::argo_wrote(
+        meta.get("managedFields")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m["manager"].as_str()),
+    );
     for (what, key) in [("label", "labels"), ("annotation", "annotations")] {
         for (k, v) in meta
             .get(key)
@@ -496,7 +503,7 @@ pub fn field_report(raw: &Value, old: &IPsecGateway, targets: &Targets) -> Vec<F
             .flatten()
         {
             let path = md.key(key).key(k);
-            if let Some(reason) = not_carried(key == "annotations", k) {
+            if let Some(reason) = not_carried_by(argo, key == "annotations", k) {
                 let shown = if k == LAST_APPLIED {
                     Value::String("<omitted>".into())
                 } else {

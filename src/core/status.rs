@@ -44,6 +44,20 @@ pub struct Row {
     pub ready: String,
     /// Ids of the plan's failed blocker checks (old kind only; `None` for the new kind).
     pub blockers: Option<Vec<&'static str>>,
+    /// Who manages the object besides vpnmig and the operator (`core::gitops::summary`:
+    /// `Argo CD (application/acme)`, `Flux (kustomization/tenants)`, `Helm`, another
+    /// applier's name); `None`: nobody (issue 11 item 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub managed_by: Option<String>,
+}
+
+/// [`Row::managed_by`] of an object with this metadata.
+fn managed_by(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Option<String> {
+    let obj = serde_json::json!({ "metadata": meta });
+    Some(crate::core::gitops::summary(&crate::core::gitops::detect(
+        &obj,
+    )))
+    .filter(|s| !s.is_empty())
 }
 
 fn ready(
@@ -159,6 +173,7 @@ pub fn rows(
                     .chain(taken.then_some("targets-free"))
                     .collect(),
             ),
+            managed_by: managed_by(&g.metadata),
             kind: "IPsecGateway",
             migrated: if both {
                 Migration::InProgress
@@ -188,6 +203,7 @@ pub fn rows(
                 .unwrap_or(0),
             ready: ready(&g.metadata, &status),
             blockers: None,
+            managed_by: managed_by(&g.metadata),
             kind: "VPNGateway",
             migrated: if both {
                 Migration::InProgress

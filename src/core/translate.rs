@@ -55,6 +55,24 @@ pub fn not_carried(annotation: bool, key: &str) -> Option<&'static str> {
     }
 }
 
+/// Argo CD's label tracking: `app.kubernetes.io/instance` on an object an Argo CD field
+/// manager wrote (issue 11 item 1). Alone the label is a common label of the user's and
+/// is carried.
+pub const ARGO_INSTANCE: &str = "Argo CD's label tracking of the old object (an Argo CD field manager wrote it): Argo CD would prune the new objects as not in Git";
+
+/// Like [`not_carried`], knowing whether an Argo CD field manager wrote the object
+/// (`argo`): then `app.kubernetes.io/instance` is its tracking label and not carried.
+pub fn not_carried_by(argo: bool, annotation: bool, key: &str) -> Option<&'static str> {
+    not_carried(annotation, key).or_else(|| {
+        (argo && !annotation && key == "app.kubernetes.io/instance").then_some(ARGO_INSTANCE)
+    })
+}
+
+/// Whether an Argo CD field manager wrote the object whose managed fields are `managers`.
+pub fn argo_wrote<'a>(mut managers: impl Iterator<Item = &'a str>) -> bool {
+    managers.any(|m| crate::core::gitops::ARGO_MANAGERS.contains(&m))
+}
+
 /// The objects a migration creates.
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct Targets {
@@ -203,6 +221,13 @@ pub fn translate_named(old: &IPsecGateway, names: &BTreeMap<String, String>) -> 
 /// and the [`MIGRATED_FROM`] annotation. Nothing the server set is carried.
 fn target_meta(old: &IPsecGateway, name: &str) -> ObjectMeta {
     let source = old.metadata.name.as_deref().unwrap_or_default();
+    let argo = argo_wrote(
+        old.metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .filter_map(|m| m.manager.as_deref()),
+    );
     let mut annotations: BTreeMap<String, String> = old
         .metadata
         .annotations
@@ -217,7 +242,7 @@ fn target_meta(old: &IPsecGateway, name: &str) -> ObjectMeta {
         .clone()
         .unwrap_or_default()
         .into_iter()
-        .filter(|(k, _)| not_carried(false, k).is_none())
+        .filter(|(k, _)| not_carried_by(argo, false, k).is_none())
         .collect();
     annotations.insert(
         MIGRATED_FROM.to_string(),

@@ -97,6 +97,31 @@ async fn run(
                 )),
             });
         }
+        Some(j) if j.phase == Phase::Done && j.gitops.iter().any(|r| r.paused) => {
+            // The window is done and an owner it suspended waits for the repository
+            // change: restore it now if its source no longer defines the old gateway.
+            let mut w = Window {
+                cluster,
+                ev,
+                journal: j.clone(),
+                lock: held,
+                by,
+            };
+            let left = super::gitops::restore(&mut w, "IPsecGateway", opts.gitops.resume).await?;
+            return if left == 0 {
+                Ok(Outcome::Done)
+            } else {
+                Err(Error::Stop {
+                    code: exit::REFUSED,
+                    message: format!(
+                        "the cutover of {name} -n {ns} is done; {left} GitOps owner(s) it suspended stay suspended"
+                    ),
+                    hint: Some(format!(
+                        "merge the repository change first; `vpnmig cutover {name} -n {ns} --gitops resume` restores them whatever their status says"
+                    )),
+                })
+            };
+        }
         Some(j) if j.phase == Phase::Done => {
             ev.emit(Event::Info(format!(
                 "the cutover of {ns}/{name} is already done (journal ConfigMap {ns}/{}, {}): nothing to do",
@@ -179,7 +204,11 @@ async fn run(
             });
         }
     }
-    let blocking = journal::blocking(&plan).len();
+    // `--gitops pause|ignore` answers the gitops-sync blocker (issue 11 item 2).
+    let blocking = journal::blocking(&plan)
+        .iter()
+        .filter(|(id, _)| opts.gitops.mode.is_none() || *id != crate::core::checks::GITOPS_SYNC)
+        .count();
     if blocking > 0 {
         ev.emit(Event::Blocked(Box::new(plan.clone())));
         return Err(Error::Stop {
@@ -208,6 +237,12 @@ async fn run(
         .as_ref()
         .map(|s| journal::detach_owners(s, &source.gateway))
         .filter(|(removed, _)| !removed.is_empty());
+    let owners = match opts.gitops.mode {
+        Some(mode) => {
+            super::gitops::owners(cluster, ev, name, &source.raw, secret.as_ref(), mode).await?
+        }
+        None => Vec::new(),
+    };
     let out_dir = opts
         .out
         .clone()
@@ -261,6 +296,12 @@ async fn run(
         .and_then(|s| s.pointer("/metadata/uid"))
         .and_then(Value::as_str)
         .map(str::to_string);
+    j.gitops = owners;
+    if opts.gitops.keep_tracking {
+        for t in &mut j.targets {
+            crate::core::gitops::keep_tracking(t, &source.raw);
+        }
+    }
     if let Some(prev) = previous.as_ref().filter(|p| p.phase != Phase::RolledBack) {
         // Resuming before the delete: keep what the first run detached.
         j.psk_detached = prev.psk_detached.clone();
@@ -640,6 +681,11 @@ async fn phases(
     guard: Option<&Guard>,
 ) -> Result<Outcome, Error> {
     match forward(w, opts, old, guard).await {
+        Ok(Outcome::Done) => {
+            // Done: hand the gateway back to its GitOps owner (issue 11 item 2).
+            super::gitops::restore(w, "IPsecGateway", opts.gitops.resume).await?;
+            Ok(Outcome::Done)
+        }
         Ok(code) => Ok(code),
         // Another run holds the lock now: it decides; no advice that would fight it.
         // (A lock that could not be checked for want of an answer is an outage like any
@@ -670,6 +716,7 @@ async fn phases(
                 w.journal.cutover_failure =
                     Some(format!("at phase {}: {message}", w.journal.phase));
                 let t = super::rollback::roll_back(w, &opts.timeouts, Default::default()).await?;
+                super::gitops::restore(w, "VPNGateway", false).await?;
                 w.ev.emit(Event::Finished {
                     operation: Operation::Rollback,
                     journal: Box::new(w.journal.clone()),
@@ -726,6 +773,11 @@ async fn forward(
     let t = &opts.timeouts;
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
     let cluster = w.cluster;
+
+    // Before anything of the gateway changes: suspend its GitOps owners (issue 11).
+    if w.journal.phase < Phase::Done {
+        super::gitops::pause(w).await?;
+    }
 
     // Step e: the PSK Secret must not go with the old gateway.
     if w.journal.phase < Phase::PskDetached {
@@ -799,14 +851,8 @@ async fn forward(
 
     // From here the old gateway is gone: if anything re-creates it, every wait below
     // stops at once (issue 9 item 3).
-    steps::unless_recreated(
-        cluster,
-        "IPsecGateway",
-        &name,
-        "cutover",
-        after_delete(w, opts),
-    )
-    .await
+    let targets = w.journal.targets.clone();
+    steps::unless_interfered(cluster, &name, &targets, after_delete(w, opts)).await
 }
 
 /// `Kind/name` of a target manifest.

@@ -52,6 +52,7 @@
 //! [`Event::Blocked`]).
 
 mod cutover;
+mod gitops;
 mod guard;
 pub mod plan;
 mod rollback;
@@ -71,6 +72,7 @@ use crate::core::verify::Row;
 use crate::error::Error;
 
 pub use cutover::cutover;
+pub use gitops::GitopsOptions;
 pub use rollback::rollback;
 pub use steps::{before_any_change, now, reference_rows};
 
@@ -121,6 +123,8 @@ pub struct CutoverOptions {
     /// When the maintenance window ends: refuse to start, or to go past the delete, when
     /// what is left is less than the expected cutover plus rollback (`core::guard`).
     pub window_end: Option<WindowEnd>,
+    /// A gateway Argo CD or Flux syncs: `--gitops` (issue 11).
+    pub gitops: GitopsOptions,
 }
 
 /// What a rollback is asked to do beyond the gateway's name.
@@ -134,6 +138,8 @@ pub struct RollbackOptions {
     pub timeouts: Timeouts,
     /// When the maintenance window ends: a rollback that may not fit only warns.
     pub window_end: Option<WindowEnd>,
+    /// `--gitops resume`: restore a suspended owner whatever its status says.
+    pub gitops: GitopsOptions,
 }
 
 /// What the user chose for a rollback beyond the defaults (the flags that let it go on

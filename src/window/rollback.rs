@@ -150,6 +150,31 @@ async fn run(
             });
         }
     };
+    if j.phase == Phase::RolledBack && j.gitops.iter().any(|r| r.paused) {
+        // Rolled back, and an owner the window suspended is still suspended: restore it
+        // now if its source defines the IPsecGateway again.
+        let mut w = Window {
+            cluster,
+            ev,
+            journal: j.clone(),
+            lock: held,
+            by,
+        };
+        let left = super::gitops::restore(&mut w, "VPNGateway", opts.gitops.resume).await?;
+        return if left == 0 {
+            Ok(Outcome::Done)
+        } else {
+            Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "{ns}/{name} is rolled back; {left} GitOps owner(s) the window suspended stay suspended"
+                ),
+                hint: Some(format!(
+                    "revert the repository change first; `vpnmig rollback {name} -n {ns} --gitops resume` restores them whatever their status says"
+                )),
+            })
+        };
+    }
     if j.phase == Phase::RolledBack {
         ev.emit(Event::Info(format!(
             "{ns}/{name} is already rolled back ({}): nothing to do",
@@ -286,6 +311,8 @@ async fn run(
         by,
     };
     let t = roll_back(&mut w, &opts.timeouts, opts.choices).await?;
+    // Rolled back: hand the old gateway back to its GitOps owner (issue 11 item 2).
+    super::gitops::restore(&mut w, "VPNGateway", opts.gitops.resume).await?;
     ev.emit(Event::Finished {
         operation: Operation::Rollback,
         journal: Box::new(w.journal.clone()),

@@ -744,6 +744,100 @@ pub(crate) async fn unless_recreated<T>(
     }
 }
 
+/// [`unless_recreated`] for the old IPsecGateway, and more (issue 11 item 3): once the
+/// window has applied them, the new objects (`targets`, the VPNGateway and its
+/// VPNPeers) must stay as applied. Someone deleting one, or changing a field of its spec
+/// (a GitOps prune, a self-heal to another source, a person), stops the wait at once
+/// with who wrote the object, what happened to it and the next command, instead of
+/// waiting out a timeout on a lost cause.
+pub(crate) async fn unless_interfered<T>(
+    cluster: &Cluster,
+    name: &str,
+    targets: &[Value],
+    wait: impl std::future::Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let sentinels = ["VPNGateway", "VPNPeer"].map(|kind| {
+        let mine: Vec<&Value> = targets.iter().filter(|t| t["kind"] == kind).collect();
+        changed(cluster, kind, mine)
+    });
+    let [gateway, peers] = sentinels;
+    tokio::select! {
+        r = unless_recreated(cluster, "IPsecGateway", name, "cutover", wait) => r,
+        e = gateway => Err(e),
+        e = peers => Err(e),
+    }
+}
+
+/// Watch `targets` of `kind` until one is deleted or changed by someone else (see
+/// [`unless_interfered`]); never resolves otherwise.
+async fn changed(cluster: &Cluster, kind: &str, targets: Vec<&Value>) -> Error {
+    use crate::core::gitops;
+    use std::cell::RefCell;
+    use std::collections::BTreeMap;
+    if targets.is_empty() {
+        return std::future::pending().await;
+    }
+    let names: Vec<String> = targets
+        .iter()
+        .filter_map(|t| t["metadata"]["name"].as_str().map(str::to_string))
+        .collect();
+    // The last state of each object seen, to say who wrote it once it is gone.
+    let last: RefCell<BTreeMap<String, Value>> = RefCell::default();
+    let what: RefCell<Option<(String, String)>> = RefCell::default();
+    let sentinel = watch::until(
+        cluster,
+        &objects::resource(kind),
+        &names,
+        Duration::from_secs(7 * 24 * 3600),
+        |objs| {
+            for ((n, live), target) in objs.iter().zip(&targets) {
+                let seen = last.borrow().contains_key(n);
+                if let Some(happened) = gitops::interfered(target, *live, seen) {
+                    *what.borrow_mut() = Some((n.clone(), happened));
+                    return State::Done;
+                }
+                if let Some(o) = live {
+                    last.borrow_mut().insert(n.clone(), (*o).clone());
+                }
+            }
+            State::Waiting(String::new())
+        },
+        |_| {},
+    )
+    .await;
+    match sentinel {
+        Ok(watch::Outcome::Done) => {}
+        Ok(_) => return std::future::pending().await,
+        Err(e) => return e.into(),
+    }
+    let (n, happened) = what.into_inner().unwrap_or_default();
+    let now = objects::get(cluster, kind, &n).await.ok().flatten();
+    let obj = now
+        .or_else(|| last.borrow().get(&n).cloned())
+        .unwrap_or_default();
+    let ns = cluster.namespace.as_str();
+    let gateway = targets
+        .first()
+        .and_then(|t| {
+            t.pointer("/spec/gatewayRef/name")
+                .or(t.pointer("/metadata/name"))
+        })
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    Error::Stop {
+        code: exit::FAILURE,
+        message: format!(
+            "{} {happened} by someone else during the window ({}): most often a GitOps controller's prune or self-heal",
+            crate::core::model::object_ref(kind, &n, ns),
+            gitops::who(&obj)
+        ),
+        hint: Some(format!(
+            "suspend whatever syncs it (`vpnmig status {gateway} -n {ns}` shows the GitOps owner; `--gitops pause` does it for the window), then `vpnmig rollback {gateway} -n {ns}` restores the IPsecGateway from the journal"
+        )),
+    }
+}
+
 /// The stop of a window whose deleted object came back.
 fn recreated(cluster: &Cluster, kind: &str, name: &str, verb: &str, obj: &Value) -> Error {
     let ns = cluster.namespace.as_str();

@@ -1,0 +1,118 @@
+//! The owners of a GitOps sync in the cluster (issue 11 items 1 and 2): find the Argo CD
+//! `Application` or Flux `Kustomization` / `HelmRelease` that the markers of an object
+//! name (`core::gitops::detect`), and patch it (suspend, restore) with vpnmig's field
+//! manager. One API call each; what to patch is decided in `core::gitops`.
+
+use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams};
+use kube::core::GroupVersionKind;
+use serde_json::Value;
+
+use super::journal::FIELD_MANAGER;
+use super::objects::status;
+use super::{Cluster, KubeError};
+use crate::core::gitops::OwnerRef;
+
+/// The API resource of an owner kind (`Application`, `Kustomization`, `HelmRelease`).
+fn resource(owner: &OwnerRef) -> ApiResource {
+    let (group, version) = owner
+        .api_version
+        .split_once('/')
+        .unwrap_or(("", owner.api_version.as_str()));
+    let gvk = GroupVersionKind::gvk(group, version, &owner.kind);
+    ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", owner.kind.to_lowercase()))
+}
+
+fn to_value(o: DynamicObject) -> Value {
+    serde_json::to_value(o).expect("objects serialize")
+}
+
+/// The owner object, with its namespace filled in: read from its namespace when the
+/// markers name it, else found by name among all namespaces (an Argo CD Application
+/// lives in the Argo CD control plane's namespace, which the tracking metadata does not
+/// name). `Ok(None)`: no such object, or its kind is not served (the CRD is missing).
+///
+/// Errors: a refusal or no answer from the API server.
+pub async fn find(cluster: &Cluster, owner: &OwnerRef) -> Result<Found, KubeError> {
+    let ar = resource(owner);
+    let plural = ar.plural.clone();
+    let found = match &owner.namespace {
+        Some(ns) => {
+            let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
+            let got = cluster
+                .call("get", &format!("{plural}/{}", owner.name), Some(ns), || {
+                    api.get_opt(&owner.name)
+                })
+                .await;
+            match got {
+                Ok(o) => o.map(to_value),
+                Err(e) if status(&e) == Some(404) => None,
+                Err(e) => return Err(e),
+            }
+        }
+        None => {
+            let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &ar);
+            let lp = ListParams::default().fields(&format!("metadata.name={}", owner.name));
+            let list = match cluster.call("list", &plural, None, || api.list(&lp)).await {
+                Ok(l) => l.items,
+                Err(e) if status(&e) == Some(404) => Vec::new(),
+                Err(e) => return Err(e),
+            };
+            let mut items: Vec<Value> = list
+                .into_iter()
+                .map(to_value)
+                .filter(|o| o["metadata"]["name"] == owner.name.as_str())
+                .collect();
+            if items.len() > 1 {
+                return Ok(Found::Many(
+                    items
+                        .iter()
+                        .filter_map(|o| o["metadata"]["namespace"].as_str())
+                        .map(str::to_string)
+                        .collect(),
+                ));
+            }
+            items.pop()
+        }
+    };
+    Ok(match found {
+        Some(o) => {
+            let mut owner = owner.clone();
+            owner.namespace = o["metadata"]["namespace"].as_str().map(str::to_string);
+            Found::One(owner, o)
+        }
+        None => Found::None,
+    })
+}
+
+/// What [`find`] found.
+#[derive(Debug)]
+pub enum Found {
+    /// No such object, or its kind is not served.
+    None,
+    /// The owner (namespace filled in) and the object.
+    One(OwnerRef, Value),
+    /// Objects of that name in these namespaces: the markers do not say which.
+    Many(Vec<String>),
+}
+
+/// Apply a JSON merge patch (RFC 7386) to the owner, as field manager `vpnmig`; returns
+/// the owner as it is after.
+pub async fn patch(cluster: &Cluster, owner: &OwnerRef, patch: &Value) -> Result<Value, KubeError> {
+    let ar = resource(owner);
+    let ns = owner.namespace.as_deref().unwrap_or_default();
+    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
+    let pp = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let p = Patch::Merge(patch);
+    cluster
+        .call(
+            "patch",
+            &format!("{}/{}", ar.plural, owner.name),
+            Some(ns),
+            || api.patch(&owner.name, &pp, &p),
+        )
+        .await
+        .map(to_value)
+}

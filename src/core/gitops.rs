@@ -1,0 +1,792 @@
+//! Who manages a gateway, and how to pause and restore it (issue 11 items 1 and 2), pure.
+//!
+//! Most platform teams keep client CRs in Git, reconciled by Argo CD or Flux. Run the
+//! runbook on such a cluster and the controller's self-heal re-creates the IPsecGateway
+//! seconds after the delete (the old operator takes the pinned floating IP back), or its
+//! prune deletes the new objects that are not in Git. This module reads, from an
+//! object's metadata alone, which tool manages it and how that was recognised
+//! ([`detect`]); from the owner object (an Argo CD `Application`, a Flux `Kustomization`
+//! or `HelmRelease`), whether it reconciles now ([`OwnerState`]); and the patches that
+//! suspend it for a window and restore it byte for byte ([`pause_patch`],
+//! [`restore_patch`]).
+//!
+//! Markers (issue 11 item 1):
+//!
+//! | tool | recognised by |
+//! |---|---|
+//! | Argo CD | annotation `argocd.argoproj.io/tracking-id`; label `argocd.argoproj.io/instance`; label `app.kubernetes.io/instance` *with* an Argo CD field manager; field manager `argocd-controller` / `argocd-application-controller` |
+//! | Flux | labels `kustomize.toolkit.fluxcd.io/name` + `/namespace`, `helm.toolkit.fluxcd.io/name` + `/namespace`; field manager `kustomize-controller` / `helm-controller` |
+//! | Helm | label `app.kubernetes.io/managed-by: Helm`; annotations `meta.helm.sh/release-name` / `-namespace`; field manager `helm` |
+//! | other | any other field manager with `Apply` operations (by name) |
+//!
+//! Argo CD and Flux reconcile continuously: a window on an object they manage needs a
+//! choice (`--gitops pause|ignore`). Helm alone does not reconcile (it only acts when
+//! someone runs it) and another applier is shown by name: both are for the user's eye.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// The tool that manages an object.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tool {
+    ArgoCd,
+    Flux,
+    Helm,
+    /// Another field manager that applies (server-side apply) the object, by name.
+    Applier(String),
+}
+
+impl Tool {
+    /// As shown in tables: `Argo CD`, `Flux`, `Helm`, or the field manager's name.
+    pub fn label(&self) -> String {
+        match self {
+            Tool::ArgoCd => "Argo CD".into(),
+            Tool::Flux => "Flux".into(),
+            Tool::Helm => "Helm".into(),
+            Tool::Applier(m) => m.clone(),
+        }
+    }
+
+    /// Whether the tool reconciles on its own (self-heal, prune): a window needs a choice.
+    pub fn reconciles(&self) -> bool {
+        matches!(self, Tool::ArgoCd | Tool::Flux)
+    }
+}
+
+/// The object that owns the sync: `Application` (argoproj.io/v1alpha1), `Kustomization`
+/// (kustomize.toolkit.fluxcd.io/v1) or `HelmRelease` (helm.toolkit.fluxcd.io/v2).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct OwnerRef {
+    pub api_version: String,
+    pub kind: String,
+    /// `None`: not known from the markers (an Argo CD Application's namespace is the
+    /// Argo CD control plane's, which the tracking metadata does not name).
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl OwnerRef {
+    /// The kubectl resource name: `application`, `kustomization`, `helmrelease`.
+    pub fn resource(&self) -> String {
+        self.kind.to_lowercase()
+    }
+
+    /// `application/acme -n argocd`, kubectl's way.
+    pub fn display(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{}/{} -n {ns}", self.resource(), self.name),
+            None => format!("{}/{}", self.resource(), self.name),
+        }
+    }
+
+    fn argo(name: &str) -> OwnerRef {
+        // Applications in any namespace track as `<namespace>_<name>`.
+        let (namespace, name) = match name.split_once('_') {
+            Some((ns, n)) => (Some(ns.to_string()), n.to_string()),
+            None => (None, name.to_string()),
+        };
+        OwnerRef {
+            api_version: ARGO_APPLICATION.into(),
+            kind: "Application".into(),
+            namespace,
+            name,
+        }
+    }
+}
+
+/// The Argo CD Application's API version.
+pub const ARGO_APPLICATION: &str = "argoproj.io/v1alpha1";
+/// The Flux Kustomization's API version.
+pub const FLUX_KUSTOMIZATION: &str = "kustomize.toolkit.fluxcd.io/v1";
+/// The Flux HelmRelease's API version.
+pub const FLUX_HELMRELEASE: &str = "helm.toolkit.fluxcd.io/v2";
+
+/// Argo CD's field managers.
+pub const ARGO_MANAGERS: &[&str] = &["argocd-controller", "argocd-application-controller"];
+/// Flux's field managers.
+pub const FLUX_MANAGERS: &[&str] = &["kustomize-controller", "helm-controller"];
+
+/// One tool managing an object: which, its owner when the markers name it, and the
+/// evidence (`label app.kubernetes.io/instance=acme`, `field manager argocd-controller`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Manager {
+    pub tool: Tool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<OwnerRef>,
+    pub evidence: Vec<String>,
+}
+
+fn map<'a>(obj: &'a Value, pointer: &str) -> impl Iterator<Item = (&'a String, &'a str)> {
+    obj.pointer(pointer)
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k, v.as_str().unwrap_or_default()))
+}
+
+fn get<'a>(obj: &'a Value, pointer: &str, key: &str) -> Option<&'a str> {
+    obj.pointer(pointer)?.get(key)?.as_str()
+}
+
+/// The field managers of `obj` and whether each wrote with an `Apply` operation.
+fn managed(obj: &Value) -> Vec<(&str, bool)> {
+    let mut out: Vec<(&str, bool)> = Vec::new();
+    for m in obj
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = m["manager"].as_str() else {
+            continue;
+        };
+        let apply = m["operation"] == "Apply";
+        match out.iter_mut().find(|(n, _)| *n == name) {
+            Some(e) => e.1 |= apply,
+            None => out.push((name, apply)),
+        }
+    }
+    out
+}
+
+/// Every tool that manages `obj` (any object as JSON), in the order Argo CD, Flux, Helm,
+/// other appliers. Field managers vpnmig and the gateway operator write with are
+/// nobody's GitOps. Empty: nothing marks it.
+pub fn detect(obj: &Value) -> Vec<Manager> {
+    const LABELS: &str = "/metadata/labels";
+    const ANNOTATIONS: &str = "/metadata/annotations";
+    let managers = managed(obj);
+    let has_manager = |names: &[&str]| -> Vec<String> {
+        managers
+            .iter()
+            .filter(|(m, _)| names.contains(m))
+            .map(|(m, _)| format!("field manager {m}"))
+            .collect()
+    };
+    let mut out = Vec::new();
+
+    // Argo CD.
+    let mut evidence = Vec::new();
+    let mut owner = None;
+    if let Some(id) = get(obj, ANNOTATIONS, "argocd.argoproj.io/tracking-id") {
+        evidence.push(format!("annotation argocd.argoproj.io/tracking-id={id}"));
+        let app = id.split(':').next().unwrap_or_default();
+        if !app.is_empty() {
+            owner = Some(OwnerRef::argo(app));
+        }
+    }
+    if let Some(app) = get(obj, LABELS, "argocd.argoproj.io/instance") {
+        evidence.push(format!("label argocd.argoproj.io/instance={app}"));
+        owner = owner.or(Some(OwnerRef::argo(app)));
+    }
+    let argo_managers = has_manager(ARGO_MANAGERS);
+    if let Some(app) = get(obj, LABELS, "app.kubernetes.io/instance")
+        && !argo_managers.is_empty()
+    {
+        evidence.push(format!("label app.kubernetes.io/instance={app}"));
+        owner = owner.or(Some(OwnerRef::argo(app)));
+    }
+    evidence.extend(argo_managers);
+    if !evidence.is_empty() {
+        out.push(Manager {
+            tool: Tool::ArgoCd,
+            owner,
+            evidence,
+        });
+    }
+
+    // Flux: a Kustomization, else a HelmRelease.
+    let mut evidence = Vec::new();
+    let mut owner = None;
+    for (prefix, kind, api_version) in [
+        ("kustomize", "Kustomization", FLUX_KUSTOMIZATION),
+        ("helm", "HelmRelease", FLUX_HELMRELEASE),
+    ] {
+        let name = get(obj, LABELS, &format!("{prefix}.toolkit.fluxcd.io/name"));
+        let namespace = get(
+            obj,
+            LABELS,
+            &format!("{prefix}.toolkit.fluxcd.io/namespace"),
+        );
+        for (k, v) in [("name", name), ("namespace", namespace)] {
+            if let Some(v) = v {
+                evidence.push(format!("label {prefix}.toolkit.fluxcd.io/{k}={v}"));
+            }
+        }
+        if let Some(name) = name {
+            owner = owner.or(Some(OwnerRef {
+                api_version: api_version.into(),
+                kind: kind.into(),
+                namespace: namespace.map(str::to_string),
+                name: name.into(),
+            }));
+        }
+    }
+    evidence.extend(has_manager(FLUX_MANAGERS));
+    if !evidence.is_empty() {
+        out.push(Manager {
+            tool: Tool::Flux,
+            owner,
+            evidence,
+        });
+    }
+
+    // Helm.
+    let mut evidence: Vec<String> = map(obj, LABELS)
+        .filter(|(k, v)| k.as_str() == "app.kubernetes.io/managed-by" && *v == "Helm")
+        .map(|(k, v)| format!("label {k}={v}"))
+        .chain(
+            map(obj, ANNOTATIONS)
+                .filter(|(k, _)| k.starts_with("meta.helm.sh/release-"))
+                .map(|(k, v)| format!("annotation {k}={v}")),
+        )
+        .collect();
+    evidence.extend(has_manager(&["helm"]));
+    if !evidence.is_empty() {
+        out.push(Manager {
+            tool: Tool::Helm,
+            owner: None,
+            evidence,
+        });
+    }
+
+    // Any other applier, by name.
+    let known: Vec<&str> = ARGO_MANAGERS
+        .iter()
+        .chain(FLUX_MANAGERS)
+        .copied()
+        .chain(["helm", crate::core::scope::FIELD_MANAGER])
+        .collect();
+    for (name, apply) in managers {
+        if apply && !known.contains(&name) && name != OPERATOR_MANAGER {
+            out.push(Manager {
+                tool: Tool::Applier(name.into()),
+                owner: None,
+                evidence: vec![format!("field manager {name} (Apply)")],
+            });
+        }
+    }
+    out
+}
+
+/// The gateway operator's field manager: the operator writes status, it does not sync.
+const OPERATOR_MANAGER: &str = "gateway-operator";
+
+/// The managers that reconcile on their own (Argo CD, Flux): the ones a window must
+/// decide about.
+pub fn reconciling(managers: &[Manager]) -> Vec<&Manager> {
+    managers.iter().filter(|m| m.tool.reconciles()).collect()
+}
+
+/// `Argo CD (application/acme)`, `Flux`, `Helm, kubectl`: the MANAGED BY cell.
+pub fn summary(managers: &[Manager]) -> String {
+    managers
+        .iter()
+        .map(|m| match &m.owner {
+            Some(o) => format!("{} ({}/{})", m.tool.label(), o.resource(), o.name),
+            None => m.tool.label(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The metadata keys by which a tool tracks what it manages: what the new objects do not
+/// carry unless `--gitops keep-tracking` (issue 11 item 2).
+pub fn tracking_key(annotation: bool, key: &str, argo: bool) -> bool {
+    if annotation {
+        key == "argocd.argoproj.io/tracking-id" || key.starts_with("meta.helm.sh/release-")
+    } else {
+        key == "argocd.argoproj.io/instance"
+            || key == "app.kubernetes.io/managed-by"
+            || key.starts_with("kustomize.toolkit.fluxcd.io/")
+            || key.starts_with("helm.toolkit.fluxcd.io/")
+            || (argo && key == "app.kubernetes.io/instance")
+    }
+}
+
+/// Add the old object's tracking metadata ([`tracking_key`]) to a target manifest:
+/// `--gitops keep-tracking`, so the controller sees the new object as its own.
+pub fn keep_tracking(target: &mut Value, old: &Value) {
+    let argo = detect(old).iter().any(|m| m.tool == Tool::ArgoCd);
+    for (section, annotation) in [("labels", false), ("annotations", true)] {
+        let pointer = format!("/metadata/{section}");
+        let carried: Vec<(String, String)> = map(old, &pointer)
+            .filter(|(k, _)| tracking_key(annotation, k, argo))
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect();
+        if carried.is_empty() {
+            continue;
+        }
+        let meta = &mut target["metadata"];
+        if !meta[section].is_object() {
+            meta[section] = json!({});
+        }
+        for (k, v) in carried {
+            meta[section][k] = Value::String(v);
+        }
+    }
+}
+
+/// Remove the tracking metadata ([`tracking_key`]) from a target manifest: an Argo CD
+/// label tracking by `app.kubernetes.io/instance` is recognised only with its field
+/// manager, which the translation (pure, from the spec) cannot see.
+pub fn drop_tracking(target: &mut Value, old: &Value) {
+    let argo = detect(old).iter().any(|m| m.tool == Tool::ArgoCd);
+    for (section, annotation) in [("labels", false), ("annotations", true)] {
+        if let Some(m) = target["metadata"][section].as_object_mut() {
+            m.retain(|k, _| !tracking_key(annotation, k, argo));
+            if m.is_empty() {
+                target["metadata"]
+                    .as_object_mut()
+                    .map(|o| o.remove(section));
+            }
+        }
+    }
+}
+
+/// Whether an owner reconciles now, and how (read from the owner object).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnerState {
+    /// It reconciles now: Argo CD automated sync without `skip-reconcile`; Flux not
+    /// suspended.
+    pub active: bool,
+    /// It re-creates what is deleted or changed (Argo CD `selfHeal`; Flux always).
+    pub self_heal: bool,
+    /// It deletes what it tracks and its source no longer has.
+    pub prune: bool,
+    /// What the cluster shows of its source: `Some(true)` it lists the object,
+    /// `Some(false)` it does not, `None` unknown (no status).
+    pub source_lists: Option<bool>,
+}
+
+/// The state of `owner` (an Application, Kustomization or HelmRelease as JSON), and
+/// whether its status lists `kind ns/name` among what its source defines (Argo CD
+/// `status.resources`, Flux `status.inventory.entries`).
+pub fn owner_state(owner: &Value, kind: &str, ns: &str, name: &str) -> OwnerState {
+    match owner["kind"].as_str() {
+        Some("Application") => {
+            let automated = owner.pointer("/spec/syncPolicy/automated");
+            let skip = owner
+                .pointer("/metadata/annotations/argocd.argoproj.io~1skip-reconcile")
+                .and_then(Value::as_str)
+                == Some("true");
+            let flag = |f: &str| automated.and_then(|a| a[f].as_bool()).unwrap_or(false);
+            let source_lists = owner
+                .pointer("/status/resources")
+                .and_then(Value::as_array)
+                .map(|rs| {
+                    rs.iter().any(|r| {
+                        r["kind"] == kind
+                            && r["name"] == name
+                            && r["namespace"].as_str().is_none_or(|n| n == ns)
+                    })
+                });
+            OwnerState {
+                // `automated: {enabled: false}` (Argo CD 3.1) also turns it off.
+                active: automated.is_some_and(|a| a["enabled"].as_bool() != Some(false)) && !skip,
+                self_heal: flag("selfHeal"),
+                prune: flag("prune"),
+                source_lists,
+            }
+        }
+        _ => {
+            let group = if kind == "IPsecGateway" {
+                crate::core::model::OLD_GROUP
+            } else {
+                crate::core::model::NEW_GROUP
+            };
+            let id = format!("{ns}_{name}_{group}_{kind}");
+            let source_lists = owner
+                .pointer("/status/inventory/entries")
+                .and_then(Value::as_array)
+                .map(|es| es.iter().any(|e| e["id"] == id.as_str()));
+            OwnerState {
+                active: owner.pointer("/spec/suspend").and_then(Value::as_bool) != Some(true),
+                self_heal: true,
+                prune: owner.pointer("/spec/prune").and_then(Value::as_bool) == Some(true),
+                source_lists,
+            }
+        }
+    }
+}
+
+/// What `--gitops pause` changes on an owner, recorded in the journal before it is
+/// changed so that it can be put back exactly (issue 11 item 2).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Saved {
+    /// The JSON pointer changed: `/spec/syncPolicy/automated` (Argo CD, removed) or
+    /// `/spec/suspend` (Flux, set to true).
+    pub pointer: String,
+    /// Its value before (`None`: the field was absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+}
+
+/// The field `--gitops pause` changes on `owner` and its value now.
+pub fn saved(owner: &Value) -> Saved {
+    let pointer = if owner["kind"] == "Application" {
+        "/spec/syncPolicy/automated"
+    } else {
+        "/spec/suspend"
+    };
+    Saved {
+        pointer: pointer.into(),
+        value: owner.pointer(pointer).cloned(),
+    }
+}
+
+/// The JSON merge patch (RFC 7386) that suspends `owner`: Argo CD's automated sync
+/// removed (every version honours it; `skip-reconcile` needs 2.7 and stops the refresh
+/// of its status too), Flux's `spec.suspend: true`.
+pub fn pause_patch(owner: &Value) -> Value {
+    if owner["kind"] == "Application" {
+        json!({"spec": {"syncPolicy": {"automated": null}}})
+    } else {
+        json!({"spec": {"suspend": true}})
+    }
+}
+
+/// The JSON merge patch that puts back what [`saved`] recorded.
+pub fn restore_patch(saved: &Saved) -> Value {
+    let value = saved.value.clone().unwrap_or(Value::Null);
+    let mut patch = value;
+    for key in saved.pointer.trim_start_matches('/').split('/').rev() {
+        patch = json!({ key: patch });
+    }
+    patch
+}
+
+/// The command that restores an owner by hand, with `kubectl patch`.
+pub fn restore_command(owner: &OwnerRef, saved: &Saved) -> String {
+    let ns = owner
+        .namespace
+        .as_deref()
+        .map(|n| format!(" -n {n}"))
+        .unwrap_or_default();
+    format!(
+        "kubectl patch {} {}{ns} --type merge -p '{}'",
+        owner.resource(),
+        owner.name,
+        restore_patch(saved)
+    )
+}
+
+/// What the journal records of the owner of a window's gateway (issue 11 item 2).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    /// `pause`, `ignore`.
+    pub mode: Mode,
+    pub owner: OwnerRef,
+    /// How it was found (the markers).
+    pub evidence: Vec<String>,
+    /// What `pause` changed, recorded before the change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved: Option<Saved>,
+    /// The owner is suspended by this window now (set after the patch landed, cleared
+    /// after the restore landed).
+    #[serde(default)]
+    pub paused: bool,
+    /// When the owner was restored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_at: Option<String>,
+}
+
+/// How a window handles a gateway that Argo CD or Flux manages (`--gitops`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// vpnmig suspends the owner for the window and restores it at the end.
+    Pause,
+    /// The user suspended it; vpnmig still stops on interference.
+    Ignore,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Pause => "pause",
+            Mode::Ignore => "ignore",
+        }
+    }
+}
+
+/// Whether someone else has changed a new object the window applied (issue 11 item 3):
+/// `target` is the manifest applied, `live` the object now (`None`: it does not exist),
+/// `seen` whether it existed since the apply. `Some(what happened)` when it was deleted,
+/// is being deleted, or a field of its spec differs from what was applied (a field the
+/// target does not set, e.g. a default, is not a change).
+pub fn interfered(target: &Value, live: Option<&Value>, seen: bool) -> Option<String> {
+    let Some(live) = live else {
+        return seen.then(|| "was deleted".to_string());
+    };
+    if live.pointer("/metadata/deletionTimestamp").is_some() {
+        return Some("is being deleted".into());
+    }
+    let mut changed = Vec::new();
+    differs(&target["spec"], &live["spec"], "spec", &mut changed);
+    (!changed.is_empty()).then(|| format!("was changed ({})", changed.join(", ")))
+}
+
+/// The paths where `live` differs from `want` (fields `want` does not set are ignored).
+fn differs(want: &Value, live: &Value, path: &str, out: &mut Vec<String>) {
+    match (want, live) {
+        (Value::Object(w), Value::Object(l)) => {
+            for (k, v) in w {
+                differs(
+                    v,
+                    l.get(k).unwrap_or(&Value::Null),
+                    &format!("{path}.{k}"),
+                    out,
+                );
+            }
+        }
+        (w, l) if w != l => out.push(format!("{path}: applied {w}, now {l}")),
+        _ => {}
+    }
+}
+
+/// Who wrote `obj`, for an interference message: its field managers and the tools that
+/// mark it (`field manager argocd-controller; Argo CD (application/acme)`).
+pub fn who(obj: &Value) -> String {
+    let managers = crate::core::scope::managers(obj);
+    let mut parts = Vec::new();
+    if !managers.is_empty() {
+        parts.push(format!("field manager {}", managers.join(", ")));
+    }
+    let tools = detect(obj);
+    if !tools.is_empty() {
+        parts.push(format!("managed by {}", summary(&tools)));
+    }
+    if let Some(refs) = obj
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        && !refs.is_empty()
+    {
+        let owners: Vec<String> = refs
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}/{}",
+                    r["kind"].as_str().unwrap_or("?"),
+                    r["name"].as_str().unwrap_or("?")
+                )
+            })
+            .collect();
+        parts.push(format!("owner {}", owners.join(", ")));
+    }
+    if parts.is_empty() {
+        "nothing records who".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(meta: Value) -> Value {
+        json!({"apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway", "metadata": meta})
+    }
+
+    #[test]
+    fn argo_by_tracking_id_names_the_application() {
+        let m = detect(&obj(json!({
+            "name": "acme",
+            "annotations": {"argocd.argoproj.io/tracking-id": "acme:ipsec.bnerd.net/IPsecGateway:tenant-acme/acme"}
+        })));
+        assert_eq!(m.len(), 1);
+        assert_eq!(m[0].tool, Tool::ArgoCd);
+        assert_eq!(m[0].owner.as_ref().unwrap().display(), "application/acme");
+        assert_eq!(
+            m[0].evidence,
+            [
+                "annotation argocd.argoproj.io/tracking-id=acme:ipsec.bnerd.net/IPsecGateway:tenant-acme/acme"
+            ]
+        );
+    }
+
+    #[test]
+    fn argo_apps_in_any_namespace_carry_their_namespace() {
+        let m = detect(&obj(
+            json!({"labels": {"argocd.argoproj.io/instance": "team-a_acme"}}),
+        ));
+        let o = m[0].owner.as_ref().unwrap();
+        assert_eq!(
+            (o.namespace.as_deref(), o.name.as_str()),
+            (Some("team-a"), "acme")
+        );
+    }
+
+    #[test]
+    fn instance_label_alone_is_not_argo() {
+        assert!(
+            detect(&obj(
+                json!({"labels": {"app.kubernetes.io/instance": "acme"}})
+            ))
+            .is_empty()
+        );
+        let m = detect(&obj(json!({
+            "labels": {"app.kubernetes.io/instance": "acme"},
+            "managedFields": [{"manager": "argocd-controller", "operation": "Apply"}]
+        })));
+        assert_eq!(m.len(), 1);
+        assert_eq!(
+            m[0].evidence,
+            [
+                "label app.kubernetes.io/instance=acme",
+                "field manager argocd-controller"
+            ]
+        );
+        assert_eq!(summary(&m), "Argo CD (application/acme)");
+    }
+
+    #[test]
+    fn flux_kustomization_and_helm_release() {
+        let m = detect(&obj(json!({"labels": {
+            "kustomize.toolkit.fluxcd.io/name": "tenants",
+            "kustomize.toolkit.fluxcd.io/namespace": "flux-system"
+        }})));
+        assert_eq!(m[0].tool, Tool::Flux);
+        assert_eq!(
+            m[0].owner.as_ref().unwrap().display(),
+            "kustomization/tenants -n flux-system"
+        );
+        let m = detect(&obj(json!({"labels": {
+            "helm.toolkit.fluxcd.io/name": "vpn", "helm.toolkit.fluxcd.io/namespace": "ops",
+            "app.kubernetes.io/managed-by": "Helm"
+        }})));
+        assert_eq!(summary(&m), "Flux (helmrelease/vpn), Helm");
+        assert!(m[0].tool.reconciles() && !m[1].tool.reconciles());
+    }
+
+    #[test]
+    fn other_appliers_by_name_not_ours_nor_the_operators() {
+        let m = detect(&obj(json!({"managedFields": [
+            {"manager": "vpnmig", "operation": "Apply"},
+            {"manager": "gateway-operator", "operation": "Apply"},
+            {"manager": "kubectl-client-side-apply", "operation": "Update"},
+            {"manager": "crossplane", "operation": "Apply"}
+        ]})));
+        assert_eq!(summary(&m), "crossplane");
+        assert!(reconciling(&m).is_empty());
+    }
+
+    #[test]
+    fn argo_state_pause_and_restore_round_trip() {
+        let mut app = json!({"kind": "Application", "metadata": {"name": "acme"},
+            "spec": {"syncPolicy": {"automated": {"selfHeal": true, "prune": true}, "syncOptions": ["X=y"]}},
+            "status": {"resources": [{"kind": "IPsecGateway", "name": "acme", "namespace": "tenant-acme"}]}});
+        let s = owner_state(&app, "IPsecGateway", "tenant-acme", "acme");
+        assert_eq!(
+            s,
+            OwnerState {
+                active: true,
+                self_heal: true,
+                prune: true,
+                source_lists: Some(true)
+            }
+        );
+        let saved = saved(&app);
+        let p = pause_patch(&app);
+        merge(&mut app, &p);
+        assert!(!owner_state(&app, "IPsecGateway", "tenant-acme", "acme").active);
+        assert_eq!(app["spec"]["syncPolicy"]["syncOptions"], json!(["X=y"]));
+        merge(&mut app, &restore_patch(&saved));
+        assert_eq!(
+            app["spec"]["syncPolicy"]["automated"],
+            json!({"selfHeal": true, "prune": true})
+        );
+    }
+
+    #[test]
+    fn flux_state_pause_and_restore_an_absent_field() {
+        let mut ks = json!({"kind": "Kustomization", "spec": {"prune": true},
+            "status": {"inventory": {"entries": [{"id": "tenant-acme_acme_ipsec.bnerd.net_IPsecGateway", "v": "v1alpha1"}]}}});
+        let s = owner_state(&ks, "IPsecGateway", "tenant-acme", "acme");
+        assert!(s.active && s.prune && s.source_lists == Some(true));
+        let saved = saved(&ks);
+        assert_eq!(saved.value, None);
+        let p = pause_patch(&ks);
+        merge(&mut ks, &p);
+        assert!(!owner_state(&ks, "IPsecGateway", "tenant-acme", "acme").active);
+        merge(&mut ks, &restore_patch(&saved));
+        assert_eq!(ks["spec"], json!({"prune": true}));
+        let o = OwnerRef {
+            api_version: FLUX_KUSTOMIZATION.into(),
+            kind: "Kustomization".into(),
+            namespace: Some("flux-system".into()),
+            name: "acme".into(),
+        };
+        assert_eq!(
+            restore_command(&o, &saved),
+            "kubectl patch kustomization acme -n flux-system --type merge -p '{\"spec\":{\"suspend\":null}}'"
+        );
+    }
+
+    #[test]
+    fn tracking_metadata_dropped_or_kept() {
+        let old = obj(json!({
+            "labels": {"app.kubernetes.io/instance": "acme", "team": "net"},
+            "annotations": {"argocd.argoproj.io/tracking-id": "acme:x"},
+            "managedFields": [{"manager": "argocd-controller", "operation": "Apply"}]
+        }));
+        let mut t = json!({"metadata": {"name": "acme", "labels": {"app.kubernetes.io/instance": "acme", "team": "net"}}});
+        drop_tracking(&mut t, &old);
+        assert_eq!(t["metadata"]["labels"], json!({"team": "net"}));
+        keep_tracking(&mut t, &old);
+        assert_eq!(
+            t["metadata"]["labels"]["app.kubernetes.io/instance"],
+            "acme"
+        );
+        assert_eq!(
+            t["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"],
+            "acme:x"
+        );
+    }
+
+    #[test]
+    fn interference_is_a_delete_or_a_changed_applied_field() {
+        let t = json!({"spec": {"endpoint": {"floatingIP": "198.51.100.7"}, "x": [1]}});
+        assert_eq!(interfered(&t, None, false), None);
+        assert_eq!(interfered(&t, None, true).as_deref(), Some("was deleted"));
+        let mut live = json!({"metadata": {}, "spec": {"endpoint": {"floatingIP": "198.51.100.7", "defaulted": 1}, "x": [1]}});
+        assert_eq!(interfered(&t, Some(&live), true), None);
+        live["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.9");
+        assert_eq!(
+            interfered(&t, Some(&live), true).as_deref(),
+            Some(
+                "was changed (spec.endpoint.floatingIP: applied \"198.51.100.7\", now \"198.51.100.9\")"
+            )
+        );
+        live["metadata"]["deletionTimestamp"] = json!("2026-11-30T02:00:00Z");
+        assert_eq!(
+            interfered(&t, Some(&live), true).as_deref(),
+            Some("is being deleted")
+        );
+    }
+
+    /// RFC 7386, for the tests.
+    fn merge(target: &mut Value, patch: &Value) {
+        match patch.as_object() {
+            Some(p) => {
+                if !target.is_object() {
+                    *target = json!({});
+                }
+                for (k, v) in p {
+                    if v.is_null() {
+                        target.as_object_mut().unwrap().remove(k);
+                    } else {
+                        merge(&mut target[k], v);
+                    }
+                }
+            }
+            None => *target = patch.clone(),
+        }
+    }
+}

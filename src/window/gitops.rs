@@ -1,0 +1,293 @@
+//! A window on a gateway Argo CD or Flux syncs (issue 11 item 2): find the owner, suspend
+//! it for the window (`--gitops pause`) or check the user did (`--gitops ignore`), and
+//! restore it exactly at `done` / `rolled-back` — only when its source, as the cluster
+//! shows it, defines what is live then, so a restored sync never re-creates the gateway
+//! just replaced (and takes its floating IP back).
+//!
+//! Order (docs/gitops.md): the journal records each owner and the field `pause` changes
+//! *before* the change; `paused` is set after the patch landed and cleared after the
+//! restore landed, so an interrupted run never leaves an owner suspended without the
+//! journal (and `status`) saying so.
+
+use serde_json::Value;
+
+use super::steps::{Window, now};
+use super::{Emit, Event};
+use crate::cluster::gitops::{self as live, Found};
+use crate::cluster::{Cluster, journal};
+use crate::core::gitops::{self, Mode, Record};
+use crate::core::model::object_ref;
+use crate::error::Error;
+use crate::exit;
+
+/// What the user chose for a gateway Argo CD or Flux syncs (`--gitops`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GitopsOptions {
+    /// `pause` or `ignore`; `None`: a synced gateway is refused.
+    pub mode: Option<Mode>,
+    /// `keep-tracking`: the new objects carry the old object's tracking metadata.
+    pub keep_tracking: bool,
+    /// `resume`: restore the owners although their status still lists the object
+    /// replaced (Flux does not refresh a suspended Kustomization's inventory): the user
+    /// says the repository change is merged.
+    pub resume: bool,
+}
+
+/// The owners that sync the old gateway (`old`, as read) or its PSK Secret (`secret`),
+/// found in the cluster and judged against `mode`, as journal records. Runs before any
+/// change.
+///
+/// Errors (exit 7, refused, nothing changed): `pause` and an owner that cannot be found (the
+/// markers name no object the cluster has, or several); `ignore` and an owner that
+/// still syncs automatically.
+pub async fn owners(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    name: &str,
+    old: &Value,
+    secret: Option<&Value>,
+    mode: Mode,
+) -> Result<Vec<Record>, Error> {
+    let ns = cluster.namespace.as_str();
+    let mut out: Vec<Record> = Vec::new();
+    for obj in std::iter::once(old).chain(secret) {
+        for m in gitops::reconciling(&gitops::detect(obj)) {
+            let what = object_ref(
+                obj["kind"].as_str().unwrap_or_default(),
+                obj["metadata"]["name"].as_str().unwrap_or_default(),
+                ns,
+            );
+            let refuse = |message: String| Error::Stop {
+                code: exit::REFUSED,
+                message,
+                hint: Some(format!(
+                    "suspend its sync yourself and run `vpnmig cutover {name} -n {ns} --gitops ignore`; docs/gitops.md says how for Argo CD and Flux"
+                )),
+            };
+            let Some(wanted) = &m.owner else {
+                if mode == Mode::Pause {
+                    return Err(refuse(format!(
+                        "{} syncs {what} ({}) but its markers name no owner object to suspend: nothing was changed",
+                        m.tool.label(),
+                        m.evidence.join(", ")
+                    )));
+                }
+                continue;
+            };
+            let (owner, obj) = match live::find(cluster, wanted).await? {
+                Found::One(o, v) => (o, v),
+                Found::None if mode == Mode::Ignore => {
+                    ev.emit(Event::Note(format!(
+                        "{} names {} as the owner of {what}, and the cluster has none: nothing to watch but the objects themselves",
+                        m.tool.label(),
+                        wanted.display()
+                    )));
+                    continue;
+                }
+                Found::None => {
+                    return Err(refuse(format!(
+                        "{} names {} as the owner of {what} ({}), and the cluster has no such {}: vpnmig cannot suspend it; nothing was changed",
+                        m.tool.label(),
+                        wanted.display(),
+                        m.evidence.join(", "),
+                        wanted.kind
+                    )));
+                }
+                Found::Many(namespaces) => {
+                    return Err(refuse(format!(
+                        "{} names {} as the owner of {what}, and {} of that name exist (namespaces {}): the markers do not say which; nothing was changed",
+                        m.tool.label(),
+                        wanted.display(),
+                        wanted.kind,
+                        namespaces.join(", ")
+                    )));
+                }
+            };
+            if out.iter().any(|r| r.owner == owner) {
+                continue;
+            }
+            let kind = old["kind"].as_str().unwrap_or("IPsecGateway");
+            let state = gitops::owner_state(&obj, kind, ns, name);
+            if mode == Mode::Ignore && state.active {
+                return Err(Error::Stop {
+                    code: exit::REFUSED,
+                    message: format!(
+                        "--gitops ignore, but {} still syncs {what} automatically ({}): nothing was changed",
+                        owner.display(),
+                        how(&state)
+                    ),
+                    hint: Some(format!(
+                        "suspend it first ({}), or let vpnmig do it: `vpnmig cutover {name} -n {ns} --gitops pause`",
+                        suspend_command(&owner)
+                    )),
+                });
+            }
+            ev.emit(Event::Note(format!(
+                "{} {} syncs {what} ({}; found by {}): {}",
+                m.tool.label(),
+                owner.display(),
+                how(&state),
+                m.evidence.join(", "),
+                match (mode, state.active) {
+                    (Mode::Pause, true) =>
+                        "vpnmig suspends it for the window and restores it at the end",
+                    (Mode::Pause, false) => "it is suspended already; vpnmig leaves it as it is",
+                    (Mode::Ignore, _) =>
+                        "suspended by you; vpnmig stops the window if anything interferes",
+                }
+            )));
+            out.push(Record {
+                mode,
+                saved: (mode == Mode::Pause && state.active).then(|| gitops::saved(&obj)),
+                owner,
+                evidence: m.evidence.clone(),
+                paused: false,
+                restored_at: None,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// `automated sync, self-heal, prune` / `suspended`.
+fn how(state: &gitops::OwnerState) -> String {
+    if !state.active {
+        return "suspended".into();
+    }
+    let mut parts = vec!["syncing automatically"];
+    if state.self_heal {
+        parts.push("self-heal");
+    }
+    if state.prune {
+        parts.push("prune");
+    }
+    parts.join(", ")
+}
+
+/// The command that suspends an owner by hand.
+fn suspend_command(owner: &gitops::OwnerRef) -> String {
+    let ns = owner.namespace.as_deref().unwrap_or("argocd");
+    if owner.kind == "Application" {
+        format!(
+            "`argocd app set {} --sync-policy none` or `kubectl patch application {} -n {ns} --type merge -p '{{\"spec\":{{\"syncPolicy\":{{\"automated\":null}}}}}}'`",
+            owner.name, owner.name
+        )
+    } else {
+        format!(
+            "`flux suspend {} {} -n {ns}`",
+            owner.kind.to_lowercase(),
+            owner.name
+        )
+    }
+}
+
+/// Suspend every owner the journal says `pause` and is not suspended yet; each patch is
+/// recorded (`paused`) right after it lands, and checked: an owner that still syncs
+/// after the patch stops the window before the delete.
+pub(crate) async fn pause(w: &mut Window<'_>) -> Result<(), Error> {
+    for i in 0..w.journal.gitops.len() {
+        let r = &w.journal.gitops[i];
+        let Some(saved) = &r.saved else { continue };
+        if r.paused || r.restored_at.is_some() {
+            continue;
+        }
+        let owner = r.owner.clone();
+        let pointer = saved.pointer.clone();
+        let patched = live::patch(
+            w.cluster,
+            &owner,
+            &gitops::pause_patch(&owner_shape(&owner)),
+        )
+        .await?;
+        w.journal.gitops[i].paused = true;
+        journal::write(w.cluster, &w.journal, false).await?;
+        let state = gitops::owner_state(&patched, "IPsecGateway", w.ns(), w.name());
+        if state.active {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "{} still syncs automatically after vpnmig changed {pointer}: the IPsecGateway was not deleted",
+                    owner.display()
+                ),
+                hint: Some(format!(
+                    "suspend it another way (docs/gitops.md), then `vpnmig cutover {} -n {} --gitops ignore`",
+                    w.name(),
+                    w.ns()
+                )),
+            });
+        }
+        w.ev.emit(Event::Step(format!(
+            "suspended {} for the window ({} {}; the journal records it to restore at the end)",
+            owner.display(),
+            if owner.kind == "Application" {
+                "removed"
+            } else {
+                "set"
+            },
+            pointer.trim_start_matches('/').replace('/', ".")
+        )));
+    }
+    Ok(())
+}
+
+/// The smallest owner object the pause patch is chosen by.
+fn owner_shape(owner: &gitops::OwnerRef) -> Value {
+    serde_json::json!({"kind": owner.kind})
+}
+
+/// Restore every owner this window suspended, once its source (as the cluster shows it)
+/// no longer defines `replaced` (`IPsecGateway` after a cutover, `VPNGateway` after a
+/// rollback): restoring it before would re-create what the window just replaced. With
+/// `force` (`--gitops resume`) the user says the repository is merged: restored
+/// whatever the status says. What is not restored is said, with the command.
+///
+/// Returns how many owners are still suspended by the window.
+pub(crate) async fn restore(
+    w: &mut Window<'_>,
+    replaced: &str,
+    force: bool,
+) -> Result<usize, Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let mut left = 0;
+    for i in 0..w.journal.gitops.len() {
+        let r = w.journal.gitops[i].clone();
+        let Some(saved) = r.saved.as_ref().filter(|_| r.paused) else {
+            continue;
+        };
+        let lists = match live::find(w.cluster, &r.owner).await? {
+            Found::One(_, obj) => gitops::owner_state(&obj, replaced, &ns, &name).source_lists,
+            _ => None,
+        };
+        if lists != Some(false) && !force {
+            left += 1;
+            let why = match lists {
+                Some(true) => format!(
+                    "its source still defines {} (status of {})",
+                    object_ref(replaced, &name, &ns),
+                    r.owner.display()
+                ),
+                _ => format!(
+                    "the cluster does not show whether its source still defines {}",
+                    object_ref(replaced, &name, &ns)
+                ),
+            };
+            w.ev.emit(Event::Warning(format!(
+                "{} stays suspended: {why}, and restoring its sync now would re-create it (and take the floating IP). Merge the repository change (`vpnmig plan {name} -n {ns} --gitops-repo DIR`), then `vpnmig {} {name} -n {ns} --gitops resume` restores it, or by hand: `{}`",
+                r.owner.display(),
+                if replaced == "IPsecGateway" { "cutover" } else { "rollback" },
+                gitops::restore_command(&r.owner, saved)
+            )));
+            continue;
+        }
+        live::patch(w.cluster, &r.owner, &gitops::restore_patch(saved)).await?;
+        w.journal.gitops[i].paused = false;
+        w.journal.gitops[i].restored_at = Some(now());
+        journal::write(w.cluster, &w.journal, false).await?;
+        w.ev.emit(Event::Step(format!(
+            "restored {} ({} as before the window)",
+            r.owner.display(),
+            saved.pointer.trim_start_matches('/').replace('/', ".")
+        )));
+    }
+    Ok(left)
+}
