@@ -553,7 +553,8 @@ fn differs(want: &Value, live: &Value, path: &str, out: &mut Vec<String>) {
 /// Who wrote `obj`, for an interference message: its field managers and the tools that
 /// mark it (`field manager argocd-controller; Argo CD (application/acme)`).
 pub fn who(obj: &Value) -> String {
-    let managers = crate::core::scope::managers(obj);
+    let mut managers = crate::core::scope::managers(obj);
+    managers.dedup();
     let mut parts = Vec::new();
     if !managers.is_empty() {
         parts.push(format!("field manager {}", managers.join(", ")));

@@ -736,9 +736,20 @@ async fn phases(
                 objects::get(w.cluster, "IPsecGateway", &name).await,
                 Ok(Some(o)) if o.pointer("/metadata/deletionTimestamp").is_none()
             );
+            // A VPNGateway the window applied and someone deleted: resuming would wait
+            // for a gateway that is not there; going back is the way (issue 11 item 3).
+            let new_gone = w.journal.phase >= Phase::Applied
+                && !matches!(
+                    objects::get(w.cluster, "VPNGateway", &name).await,
+                    Ok(Some(o)) if o.pointer("/metadata/deletionTimestamp").is_none()
+                );
             let hint = if old_back {
                 e.hint().unwrap_or_else(|| format!(
                     "ipsecgateway/{name} -n {ns} exists again: `vpnmig rollback {name} -n {ns}` keeps it and removes the new objects"
+                ))
+            } else if new_gone {
+                e.hint().unwrap_or_else(|| format!(
+                    "vpngateway/{name} -n {ns} is gone or being deleted: `vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal"
                 ))
             } else if w.journal.phase == Phase::Deleting {
                 format!(

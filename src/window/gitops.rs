@@ -291,3 +291,61 @@ pub(crate) async fn restore(
     }
     Ok(left)
 }
+
+/// The live plan's `gitops-sync` findings, each told what its owner does now (issue 11
+/// item 1: "live: find the owning Application … and read whether it self-heals/prunes"):
+/// ` (live: application/acme -n argocd: syncing automatically, self-heal, prune)`.
+pub async fn describe_owners(
+    cluster: &Cluster,
+    plan: &mut crate::core::plan::Plan,
+    source: &crate::core::input::Source,
+) {
+    let Some(check) = plan
+        .checks
+        .iter_mut()
+        .find(|c| c.id == crate::core::checks::GITOPS_SYNC)
+    else {
+        return;
+    };
+    if check.findings.is_empty() {
+        return;
+    }
+    let (ns, name) = (
+        cluster.namespace.as_str(),
+        source.gateway.metadata.name.as_deref().unwrap_or_default(),
+    );
+    let secret_name = &source.gateway.spec.auth.psk_secret_ref.name;
+    let secret = source
+        .secrets
+        .iter()
+        .find(|s| s["metadata"]["name"].as_str() == Some(secret_name));
+    // In the check's order: the gateway's managers, then the Secret's.
+    let managers: Vec<gitops::Manager> = std::iter::once(&source.raw)
+        .chain(secret)
+        .flat_map(|o| {
+            gitops::reconciling(&gitops::detect(o))
+                .into_iter()
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for (f, m) in check.findings.iter_mut().zip(managers) {
+        let Some(owner) = &m.owner else { continue };
+        let live = match live::find(cluster, owner).await {
+            Ok(Found::One(o, v)) => format!(
+                "{}: {}",
+                o.display(),
+                how(&gitops::owner_state(&v, "IPsecGateway", ns, name))
+            ),
+            Ok(Found::None) => format!("the cluster has no {} {}", owner.kind, owner.name),
+            Ok(Found::Many(namespaces)) => format!(
+                "{} {} exists in namespaces {}",
+                owner.kind,
+                owner.name,
+                namespaces.join(", ")
+            ),
+            Err(e) => format!("{} could not be read: {e}", owner.display()),
+        };
+        f.message.push_str(&format!(" (live: {live})"));
+    }
+}

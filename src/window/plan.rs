@@ -59,6 +59,7 @@ pub async fn live_plan(
         .collect();
     checks.extend(live::peer_name_checks(&plan, &tunnels, &found.others));
     live::extend(&mut plan, checks);
+    super::gitops::describe_owners(cluster, &mut plan, &source).await;
     plan.already_migrated = migrated == live::Migrated::Already;
     Ok((source, plan, found.existing))
 }

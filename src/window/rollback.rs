@@ -482,6 +482,25 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
         steps::check_psk(w).await?;
         w.save(Phase::OldApplied).await?;
     }
+    // From here the new gateway is gone: if anything re-creates it (a GitOps self-heal
+    // to a merged repository), every wait below stops at once (issue 11 item 3).
+    steps::unless_recreated(
+        cluster,
+        "VPNGateway",
+        &name,
+        "rollback",
+        old_back(w, t, choices),
+    )
+    .await
+}
+
+/// The re-created IPsecGateway: attached, Ready, its addresses and its tunnels.
+async fn old_back(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tunnels, Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let (cluster, ev) = (w.cluster, w.ev);
+    let again = Some(format!(
+        "`vpnmig rollback {name} -n {ns}` resumes the rollback"
+    ));
     let me = [name.clone()];
     ev.emit(Event::Stage(Stage::Attach));
     let title = format!(
