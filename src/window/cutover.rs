@@ -204,10 +204,17 @@ async fn run(
             });
         }
     }
+    // Owners an earlier run of this window suspended (stopped before the delete): still
+    // this window's to restore, whatever this run's flags (issue 11 item 2).
+    let inherited: Vec<crate::core::gitops::Record> = previous
+        .iter()
+        .flat_map(|p| p.gitops.iter().filter(|r| r.paused).cloned())
+        .collect();
+    let mode = opts.gitops.mode.or(inherited.first().map(|r| r.mode));
     // `--gitops pause|ignore` answers the gitops-sync blocker (issue 11 item 2).
     let blocking = journal::blocking(&plan)
         .iter()
-        .filter(|(id, _)| opts.gitops.mode.is_none() || *id != crate::core::checks::GITOPS_SYNC)
+        .filter(|(id, _)| mode.is_none() || *id != crate::core::checks::GITOPS_SYNC)
         .count();
     if blocking > 0 {
         ev.emit(Event::Blocked(Box::new(plan.clone())));
@@ -237,12 +244,25 @@ async fn run(
         .as_ref()
         .map(|s| journal::detach_owners(s, &source.gateway))
         .filter(|(removed, _)| !removed.is_empty());
-    let owners = match opts.gitops.mode {
+    let mut owners = match mode {
         Some(mode) => {
-            super::gitops::owners(cluster, ev, name, &source.raw, secret.as_ref(), mode).await?
+            super::gitops::owners(
+                cluster,
+                ev,
+                name,
+                &source.raw,
+                secret.as_ref(),
+                mode,
+                &inherited,
+            )
+            .await?
         }
         None => Vec::new(),
     };
+    for r in inherited {
+        owners.retain(|o| o.owner != r.owner);
+        owners.push(r);
+    }
     let out_dir = opts
         .out
         .clone()

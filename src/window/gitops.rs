@@ -47,6 +47,7 @@ pub async fn owners(
     old: &Value,
     secret: Option<&Value>,
     mode: Mode,
+    inherited: &[Record],
 ) -> Result<Vec<Record>, Error> {
     let ns = cluster.namespace.as_str();
     let mut out: Vec<Record> = Vec::new();
@@ -104,6 +105,15 @@ pub async fn owners(
                 }
             };
             if out.iter().any(|r| r.owner == owner) {
+                continue;
+            }
+            if let Some(r) = inherited.iter().find(|r| r.owner == owner) {
+                ev.emit(Event::Note(format!(
+                    "{} {} syncs {what}: suspended by an earlier run of this window (the journal records it); restored at the end",
+                    m.tool.label(),
+                    owner.display()
+                )));
+                out.push(r.clone());
                 continue;
             }
             let kind = old["kind"].as_str().unwrap_or("IPsecGateway");
