@@ -371,7 +371,7 @@ impl Gitops {
             Ok(d) => d,
             Err(msg) => {
                 st.out_of_sync.remove(&uid);
-                set_status(store, o, Sync::SourceError(msg));
+                set_status(store, o, Outcome::SourceError(msg));
                 return None;
             }
         };
@@ -404,18 +404,18 @@ impl Gitops {
         let out_of_sync = !drifted.is_empty() || !extras.is_empty();
         if !out_of_sync {
             st.out_of_sync.remove(&uid);
-            set_status(store, o, Sync::Synced);
+            set_status(store, o, Outcome::Synced);
             return None;
         }
         if !acting {
             st.out_of_sync.remove(&uid);
-            set_status(store, o, Sync::Suspended);
+            set_status(store, o, Outcome::Suspended);
             return None;
         }
         let since = *st.out_of_sync.entry(uid.clone()).or_insert(now);
         let due = since + Duration::from_millis(settings.self_heal_delay_ms);
         if due > now {
-            set_status(store, o, Sync::OutOfSync);
+            set_status(store, o, Outcome::OutOfSync);
             return Some(due);
         }
         st.out_of_sync.remove(&uid);
@@ -676,7 +676,7 @@ fn relabel(store: &Store, o: &Owner, desired: &[Desired]) {
     }
 }
 
-enum Sync {
+enum Outcome {
     Synced,
     OutOfSync,
     Suspended,
@@ -684,13 +684,13 @@ enum Sync {
 }
 
 /// Write the owner's status when it changes.
-fn set_status(store: &Store, o: &Owner, sync: Sync) {
+fn set_status(store: &Store, o: &Owner, sync: Outcome) {
     let status = match o.tool {
         Tool::Argo => {
             let (sync, message) = match &sync {
-                Sync::Synced => ("Synced", None),
-                Sync::OutOfSync | Sync::Suspended => ("OutOfSync", None),
-                Sync::SourceError(m) => ("Unknown", Some(m.clone())),
+                Outcome::Synced => ("Synced", None),
+                Outcome::OutOfSync | Outcome::Suspended => ("OutOfSync", None),
+                Outcome::SourceError(m) => ("Unknown", Some(m.clone())),
             };
             let mut st = json!({"sync": {"status": sync}, "health": {"status": "Healthy"}});
             if let Some(m) = message {
@@ -700,18 +700,18 @@ fn set_status(store: &Store, o: &Owner, sync: Sync) {
         }
         Tool::Flux => {
             let (status, reason, message) = match &sync {
-                Sync::Synced => (
+                Outcome::Synced => (
                     "True",
                     "ReconciliationSucceeded",
                     "Applied revision".to_string(),
                 ),
-                Sync::OutOfSync => (
+                Outcome::OutOfSync => (
                     "Unknown",
                     "Progressing",
                     "Reconciliation in progress".into(),
                 ),
-                Sync::Suspended => ("False", "Suspended", "Kustomization is suspended".into()),
-                Sync::SourceError(m) => ("False", "SourceError", m.clone()),
+                Outcome::Suspended => ("False", "Suspended", "Kustomization is suspended".into()),
+                Outcome::SourceError(m) => ("False", "SourceError", m.clone()),
             };
             json!({"conditions": [{"type": "Ready", "status": status, "reason": reason, "message": message}]})
         }
