@@ -52,10 +52,10 @@
 //! ```
 //!
 //! `relabels` stamps the owner's tracking markers on every object in its destination
-//! namespace (Flux: `targetNamespace`, else the namespaces of its source objects) whose
-//! kind is in its source or belongs to `ipsec.bnerd.net` or `vpn.bnerd.net`, so with
-//! prune the new VPNGateway and VPNPeers are deleted. With `ignoresSuspension`, a
-//! suspended owner prunes if its prune setting was ever seen on.
+//! namespaces (those of its source objects, and Argo's destination / Flux's
+//! `targetNamespace`) whose kind is in its source or belongs to `ipsec.bnerd.net` or
+//! `vpn.bnerd.net`, so with prune the new VPNGateway and VPNPeers are deleted. With
+//! `ignoresSuspension`, a suspended owner prunes if its prune setting was ever seen on.
 //!
 //! The controller runs as its own task (like [`crate::operator`]): it reacts to store
 //! events, its timers and setting changes, holds only a weak reference and ends on

@@ -508,3 +508,40 @@ fn settings_parse_and_validate_owner_keys() {
             .contains("argocd/<namespace>/<name>")
     );
 }
+
+/// The whole sandbox, the gateway operator included: the danger of issue 11. The deleted
+/// gateway goes through its finalizer unwind (the tool waits for it), comes back after
+/// the self-heal delay, and holds the pinned floating IP again.
+#[tokio::test]
+async fn with_the_operator_the_recreated_gateway_takes_the_floating_ip_back() {
+    let mut settings = vpnmig_sandbox::SettingsFile::default();
+    settings.gitops.self_heal_delay_ms = 200;
+    settings.operator.finalizer_delay_ms = 100;
+    let sb = vpnmig_sandbox::Sandbox::start(vpnmig_sandbox::Config {
+        scenario: scenario::parse(&fixture("clusters/acme-argocd.yaml")).unwrap(),
+        settings,
+        port: 0,
+    })
+    .await
+    .unwrap();
+    let gws = rt(&sb.store, "ipsec.bnerd.net", "v1alpha1", "ipsecgateways");
+    let ready = |g: &Value| {
+        g["status"]["conditions"].as_array().is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        })
+    };
+    let get = || sb.store.get(&gws, NS, "acme").ok();
+    eventually("Ready", || get().is_some_and(|g| ready(&g))).await;
+    let uid = get().unwrap()["metadata"]["uid"].clone();
+    sb.store
+        .delete(&gws, NS, "acme", &DeleteOptions::default())
+        .unwrap();
+    eventually("re-created and Ready", || {
+        get().is_some_and(|g| g["metadata"]["uid"] != uid && ready(&g))
+    })
+    .await;
+    assert_eq!(get().unwrap()["status"]["floatingIP"], "198.51.100.23");
+    assert!(sb.operator.floating_ips().released.is_empty());
+    sb.shutdown().await;
+}
