@@ -66,6 +66,15 @@ pub enum RepoError {
         id: String,
         files: Vec<String>,
     },
+    #[error(
+        "--gitops-repo {dir}: {id} is defined in {file}, but {file_new} already defines the VPNGateway: the repository was not changed"
+    )]
+    Both {
+        dir: String,
+        id: String,
+        file: String,
+        file_new: String,
+    },
     #[error("{file}: has uncommitted changes: the repository was not changed")]
     Dirty { file: String },
     #[error("{path}: {what}")]
@@ -93,6 +102,7 @@ impl RepoError {
             RepoError::NotFound { .. } => "check the namespace and name, or point --gitops-repo at the working tree that holds the client's manifests; the plan itself (and its bundle, with --out) is not affected".into(),
             RepoError::Ambiguous { .. } => "point --gitops-repo at the folder of the one that is deployed (e.g. the overlay of this cluster)".into(),
             RepoError::Helm { .. } => "edit the chart by hand: put the bundle's vpngateway.yaml and vpnpeer.yaml in its templates (or values) in the old gateway's place".into(),
+            RepoError::Both { .. } => "remove one of the two by hand: the old gateway's manifest once the cutover is done, or the new one if the migration is not to happen yet".into(),
             RepoError::Dirty { .. } => "commit or stash the changes first, so that the diff shows vpnmig's change alone".into(),
             RepoError::Io { .. } | RepoError::Git { .. } => return None,
         })
@@ -327,6 +337,14 @@ pub fn rewrite(
                 } else {
                     format!("; not valid YAML: {}", unreadable.join("; "))
                 },
+            });
+        }
+        1 if !already.is_empty() => {
+            return Err(RepoError::Both {
+                dir: shown,
+                id: id.to_string(),
+                file: relative(&found[0].0, dir).display().to_string(),
+                file_new: already[0].display().to_string(),
             });
         }
         1 => found.remove(0),

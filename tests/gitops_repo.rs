@@ -182,8 +182,20 @@ fn a_file_without_a_namespace_keeps_none_so_the_kustomization_still_sets_it() {
 
 #[test]
 fn refusals_name_what_was_searched_and_change_nothing() {
-    // (fixture, sub-directory given, dirty file, what the error says)
+    // (fixture, sub-directory given, file changed and not committed, what the error says)
     for (fixture, sub, dirty, says) in [
+        (
+            "plain",
+            "",
+            Some("tenants/acme.yaml"),
+            "tenants/acme.yaml: has uncommitted changes: the repository was not changed",
+        ),
+        (
+            "both",
+            "",
+            None,
+            "IPsecGateway tenant-acme/acme is defined in old.yaml, but new.yaml already defines the VPNGateway",
+        ),
         (
             "helm",
             "",
@@ -201,12 +213,6 @@ fn refusals_name_what_was_searched_and_change_nothing() {
             "tenants/globex",
             None,
             "no file defines IPsecGateway tenant-acme/acme: searched 1 YAML file(s) (1 kustomization(s))",
-        ),
-        (
-            "plain",
-            "",
-            Some("tenants/acme.yaml"),
-            "tenants/acme.yaml: has uncommitted changes: the repository was not changed",
         ),
     ] {
         let repo = Repo::new(fixture, true);
