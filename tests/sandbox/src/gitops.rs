@@ -187,7 +187,10 @@ impl Owner {
     fn active(&self) -> bool {
         match self.tool {
             Tool::Argo => {
-                self.obj.pointer("/spec/syncPolicy/automated").is_some()
+                // `automated: null` (a merge patch's leftover) is no policy either.
+                self.obj
+                    .pointer("/spec/syncPolicy/automated")
+                    .is_some_and(|a| !a.is_null())
                     && s(
                         &self.obj,
                         &format!(

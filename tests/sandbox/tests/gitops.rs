@@ -81,12 +81,8 @@ impl Tool {
                         new["spec"]["syncPolicy"]["automated"] =
                             json!({"selfHeal": true, "prune": true})
                     }
-                    Tool::Argo => {
-                        new["spec"]["syncPolicy"]
-                            .as_object_mut()
-                            .unwrap()
-                            .remove("automated");
-                    }
+                    // As a JSON merge patch `{"automated": null}` may leave it.
+                    Tool::Argo => new["spec"]["syncPolicy"]["automated"] = Value::Null,
                     Tool::Flux => new["spec"]["suspend"] = json!(!on),
                 }
                 Ok(new)
