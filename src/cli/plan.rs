@@ -42,13 +42,14 @@ Examples:
   vpnmig plan -f acme.yaml -o yaml | kubectl apply --dry-run=server -f -
   vpnmig plan -A --out plans/                  # every gateway: plans/NS/NAME/, plans/fleet.json
   vpnmig plan -n tenant-acme -l tier=bronze --out plans/
+  vpnmig plan acme --out plans/acme --gitops-repo ~/src/platform   # then review `git diff`
   kubectl get ipsecgateways -A -o yaml > all.yaml && vpnmig plan -f all.yaml --out plans/
 
 Exit codes: 0 ready (many: every gateway), 1 failure (a file could not be read or
-written, the cluster could not be read), 2 usage, 3 invalid input, 4 blocked by a check
-(many: any gateway) (plan still shown and written; -o yaml marks
-the manifests), 7 refused to replace a bundle (another gateway or object, or a READY
-bundle by a BLOCKED plan; --force overrides).")]
+written, the cluster could not be read, --gitops-repo found no one file to edit),
+2 usage, 3 invalid input, 4 blocked by a check (many: any gateway) (plan still shown
+and written; -o yaml marks the manifests), 7 refused to replace a bundle (another
+gateway or object, or a READY bundle by a BLOCKED plan; --force overrides).")]
 pub struct PlanArgs {
     /// kubectl's cluster flags, from the top-level command (global).
     #[arg(skip)]
@@ -114,6 +115,14 @@ pub struct PlanArgs {
     /// in the plan; a cutover from the bundle uses it.
     #[arg(long = "peer-name", value_name = "TUNNEL=NAME", value_parser = parse_peer_name)]
     pub peer_names: Vec<(String, String)>,
+
+    /// Put the new manifests into the GitOps repository checked out at DIR: the file
+    /// that defines this IPsecGateway (plain YAML or a kustomize resource) gets the
+    /// VPNGateway and VPNPeers in its place, every other document and comment kept;
+    /// prints `git diff --stat`. Nothing is committed. Outside a Git working tree the
+    /// rewritten file is written beside the bundle instead (docs/gitops.md).
+    #[arg(long, value_name = "DIR")]
+    gitops_repo: Option<PathBuf>,
 }
 
 /// `TUNNEL=NAME` of `--peer-name`.
@@ -190,6 +199,51 @@ async fn migrated_or(cluster: &Cluster, name: &str, e: crate::cluster::KubeError
             "`vpnmig verify {name} -n {ns}` checks it; `vpnmig status -n {ns}` shows every gateway"
         )),
     }
+}
+
+/// `--gitops-repo DIR`: the new manifests in the old one's place in the repository (or
+/// beside the bundle outside a Git working tree), and what was done, on stderr.
+fn gitops_repo(
+    dir: &std::path::Path,
+    source: &input::Source,
+    plan: &plan::Plan,
+    out: Option<&std::path::Path>,
+) -> Result<(), Error> {
+    let meta = &source.gateway.metadata;
+    let id = crate::core::repo::ObjectId::ipsec_gateway(
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default(),
+    );
+    let targets = manifest::targets(plan);
+    let objects: Vec<serde_json::Value> = targets.iter().map(|(_, v)| v.clone()).collect();
+    let beside = match out.and_then(std::path::Path::parent) {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let rw = crate::gitops_repo::rewrite(dir, &id, &objects, &beside).map_err(|e| Error::Stop {
+        code: exit::FAILURE,
+        hint: e.hint(),
+        message: match std::error::Error::source(&e) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
+    })?;
+    let labels: Vec<String> = targets.into_iter().map(|(l, _)| l).collect();
+    let shown_id = if id.namespace.is_empty() {
+        format!("IPsecGateway {}", id.name)
+    } else {
+        id.to_string()
+    };
+    for line in crate::output::repo::lines(
+        &rw,
+        &dir.display().to_string(),
+        &shown_id,
+        &labels,
+        plan.blocked,
+    ) {
+        crate::output::say(&line);
+    }
+    Ok(())
 }
 
 /// `-n` with `-f`, as kubectl does (issue 9 item 13): a file that names another
@@ -270,6 +324,11 @@ fn run_fleet(
     if !args.peer_names.is_empty() {
         return Err(usage(
             "--peer-name is for one gateway: plan it by NAME (or -f FILE --name NAME)",
+        ));
+    }
+    if args.gitops_repo.is_some() {
+        return Err(usage(
+            "--gitops-repo is for one gateway: plan it by NAME (or -f FILE --name NAME)",
         ));
     }
     if args.output == Format::Yaml {
@@ -454,6 +513,9 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
             "vpnmig: plan is BLOCKED by {} check(s); see .checks in -o json",
             plan.summary.blockers
         );
+    }
+    if let Some(dir) = &args.gitops_repo {
+        gitops_repo(dir, &source, &plan, args.out.as_deref())?;
     }
     Ok(if plan.blocked {
         exit::BLOCKED

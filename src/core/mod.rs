@@ -19,6 +19,7 @@ pub mod plan;
 pub mod proposal;
 pub mod psk;
 pub mod reference;
+pub mod repo;
 pub mod report;
 pub mod schema;
 pub mod scope;

@@ -8,6 +8,7 @@ pub mod events;
 pub mod fleet;
 pub mod manifest;
 pub mod progress;
+pub mod repo;
 pub mod style;
 pub mod text;
 pub mod verify;

@@ -22,7 +22,8 @@ struct Args {
     /// Where to write the kubeconfig.
     #[arg(long, value_name = "PATH")]
     kubeconfig: PathBuf,
-    /// Operator timing and faults, API faults and extra users (YAML; see the README).
+    /// Operator timing and faults, API faults, extra users, and the simulated Argo CD
+    /// and Flux's `gitops:` delay and faults (YAML; see the README and docs/gitops.md).
     #[arg(long, value_name = "FILE")]
     operator_settings: Option<PathBuf>,
     /// Port on 127.0.0.1 (0: any free port).
@@ -63,6 +64,35 @@ async fn run(args: Args) -> Result<(), String> {
         if !gateways.iter().any(|g| g == bare) {
             eprintln!(
                 "vpnmig-sandbox: warning: operator.gateways[{key:?}] names no gateway of the scenario (yet); it applies once one with that name exists"
+            );
+        }
+    }
+    // The same for a GitOps fault of an owner the scenario does not have.
+    let owners: Vec<String> = objects
+        .iter()
+        .filter_map(|o| {
+            let tool = match o["kind"].as_str() {
+                Some("Application") => "argocd",
+                Some("Kustomization")
+                    if o["apiVersion"]
+                        .as_str()
+                        .is_some_and(|a| a.starts_with("kustomize.toolkit.fluxcd.io/")) =>
+                {
+                    "flux"
+                }
+                _ => return None,
+            };
+            Some(format!(
+                "{tool}/{}/{}",
+                o["metadata"]["namespace"].as_str().unwrap_or("default"),
+                o["metadata"]["name"].as_str().unwrap_or("")
+            ))
+        })
+        .collect();
+    for key in settings.gitops.owners.keys() {
+        if !owners.contains(key) {
+            eprintln!(
+                "vpnmig-sandbox: warning: gitops.owners[{key:?}] names no Application or Kustomization of the scenario (yet); it applies once one with that name exists"
             );
         }
     }

@@ -18,13 +18,15 @@ use tokio::task::JoinHandle;
 use crate::api::auth::{Group, User};
 use crate::api::faults::ApiFaults;
 use crate::api::{self, App};
+use crate::gitops::{self, Gitops};
 use crate::operator::{self, Operator};
 use crate::scenario::{self, ScenarioError};
 use crate::store::Store;
 use crate::{exec, tls};
 
 /// The settings file (`--operator-settings FILE`): operator timing and faults, API
-/// faults, and extra users with limited rights.
+/// faults, extra users with limited rights, the garbage collector's pace and the
+/// simulated GitOps controllers' (`gitops:`, see [`crate::gitops`]).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SettingsFile {
@@ -39,6 +41,9 @@ pub struct SettingsFile {
     pub groups: Vec<Group>,
     #[serde(default)]
     pub gc: GcSettings,
+    /// The simulated Argo CD and Flux (`crate::gitops`): self-heal delay and faults.
+    #[serde(default)]
+    pub gitops: gitops::Settings,
 }
 
 /// The garbage collector's pace (the `gc:` section of the settings file). Tests change
@@ -99,6 +104,8 @@ pub struct Sandbox {
     pub addr: SocketAddr,
     pub store: Arc<Store>,
     pub operator: Arc<Operator>,
+    /// The simulated Argo CD and Flux; their settings are changeable at run time.
+    pub gitops: Arc<Gitops>,
     /// API fault knobs, changeable at run time.
     pub api_faults: Arc<RwLock<ApiFaults>>,
     /// The garbage collector's pace, changeable at run time.
@@ -129,9 +136,15 @@ impl Sandbox {
             .api
             .validate()
             .map_err(StartError::Settings)?;
+        config
+            .settings
+            .gitops
+            .validate()
+            .map_err(StartError::Settings)?;
         let store = Store::new();
         let namespace = scenario::load(&store, &config.scenario)?;
         let operator = Operator::start(store.clone(), config.settings.operator.clone());
+        let gitops = Gitops::start(store.clone(), config.settings.gitops.clone());
         let tls = tls::generate()?;
         let listener = TcpListener::bind(("127.0.0.1", config.port))
             .await
@@ -178,6 +191,7 @@ impl Sandbox {
             addr,
             store,
             operator,
+            gitops,
             api_faults,
             token,
             namespace,
@@ -257,6 +271,7 @@ impl Sandbox {
             c.abort();
         }
         self.operator.shutdown();
+        self.gitops.shutdown();
     }
 }
 
@@ -270,6 +285,7 @@ impl Drop for Sandbox {
             c.abort();
         }
         self.operator.shutdown();
+        self.gitops.shutdown();
     }
 }
 

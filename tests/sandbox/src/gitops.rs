@@ -1,0 +1,781 @@
+//! A simulated Argo CD and Flux (issue 11 item 5): what makes a GitOps-managed cluster
+//! dangerous for a migration window. Their self-heal re-creates the IPsecGateway seconds
+//! after vpnmig deleted it (and the old operator grabs the pinned floating IP again);
+//! their prune deletes the new objects that are not in Git.
+//!
+//! CONTRACT (vpnmig's end-to-end tests rely on it; `docs/gitops.md` says the same):
+//!
+//! - Owners: every Argo CD `Application` (`applications.argoproj.io/v1alpha1`) and Flux
+//!   `Kustomization` (`kustomizations.kustomize.toolkit.fluxcd.io/v1`), once the scenario
+//!   brought their CRDs (`fixtures/crds/argocd-application.yaml`,
+//!   `fixtures/crds/flux-kustomization.yaml`; `flux-helmrelease.yaml` is served only).
+//!   A scenario without them behaves exactly as before: nothing here acts.
+//! - Source ("Git"): the ConfigMap `<owner>-source` in the owner's namespace, key
+//!   `manifests`: multi-document YAML. A test edits it to simulate a merged change. No
+//!   ConfigMap, or one that does not parse, means no action at all (never "prune
+//!   everything"): the owner reports the error in its status.
+//! - Namespace of a source object: its own, else Argo's `spec.destination.namespace`,
+//!   else `default`; Flux's `spec.targetNamespace` overrides all (as in Flux).
+//! - Active: Argo — `spec.syncPolicy.automated` is present and the annotation
+//!   `argocd.argoproj.io/skip-reconcile` is not `"true"`; Flux — `spec.suspend` is not
+//!   true. Prune: Argo `spec.syncPolicy.automated.prune: true`, Flux `spec.prune: true`.
+//! - Drift: a source object that is missing (not one still being deleted: that is
+//!   waited for), or whose live fields differ from the source's (every field the source
+//!   sets, labels and annotations included, compared as a subset: fields the server
+//!   added do not count); and, with prune, a tracked object that is not in the source.
+//! - Sync: once an owner has been out of sync for `selfHealDelayMs`, every drifted
+//!   object is server-side applied with field manager `argocd-controller` /
+//!   `kustomize-controller` (force), stamped with the tracking markers, and the extras are
+//!   deleted. The first time an owner is seen, the source objects that exist are applied
+//!   once (as by the sync that created them), so they carry the manager in
+//!   `metadata.managedFields` from the start.
+//! - Tracking markers: Argo — label `app.kubernetes.io/instance: <app>` and annotation
+//!   `argocd.argoproj.io/tracking-id: <app>:<group>/<Kind>:<ns>/<name>`; an object
+//!   carrying either (the label with the app's name, the annotation with prefix
+//!   `<app>:`) is tracked. Flux — labels `kustomize.toolkit.fluxcd.io/name: <ks>` and
+//!   `kustomize.toolkit.fluxcd.io/namespace: <ks-ns>`; both must match.
+//! - Status (cheap, written only when it changes): Argo `status.sync.status`
+//!   `Synced|OutOfSync|Unknown` and `status.health.status: Healthy`; Flux a `Ready`
+//!   condition (`ReconciliationSucceeded`, `Progressing`, `Suspended`, `SourceError`).
+//!
+//! Settings: the `gitops:` section of the settings file, changeable at run time through
+//! [`Gitops::settings`] (noticed within [`crate::operator::TICK`]):
+//!
+//! ```yaml
+//! gitops:
+//!   selfHealDelayMs: 5000       # out of sync this long before a sync; 0 (default) = at once
+//!   ignoresSuspension: false    # fault: acts although suspended / not automated / skip-reconcile
+//!   relabels: false             # fault: stamps its markers on every object of a kind it knows
+//!   owners:                     # the same two faults for one owner (ORed with the global ones)
+//!     argocd/argocd/acme: {ignoresSuspension: true}
+//!     flux/flux-system/acme: {relabels: true}
+//! ```
+//!
+//! `relabels` stamps the owner's tracking markers on every object in its destination
+//! namespaces (those of its source objects, and Argo's destination / Flux's
+//! `targetNamespace`) whose kind is in its source or belongs to `ipsec.bnerd.net` or
+//! `vpn.bnerd.net`, so with prune the new VPNGateway and VPNPeers are deleted. With
+//! `ignoresSuspension`, a suspended owner prunes if its prune setting was ever seen on.
+//!
+//! The controller runs as its own task (like [`crate::operator`]): it reacts to store
+//! events, its timers and setting changes, holds only a weak reference and ends on
+//! [`Gitops::shutdown`] or when dropped.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::time::Duration;
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::operator::TICK;
+use crate::resources::{Gvr, ResourceType};
+use crate::store::{DeleteOptions, Store, WriteOptions};
+
+/// Argo CD's field manager.
+pub const ARGO_MANAGER: &str = "argocd-controller";
+/// Flux's field manager.
+pub const FLUX_MANAGER: &str = "kustomize-controller";
+/// Argo CD's tracking label (label tracking, the default before 3.0).
+pub const ARGO_LABEL: &str = "app.kubernetes.io/instance";
+/// Argo CD's tracking annotation (annotation tracking, the default since 3.0).
+pub const ARGO_TRACKING_ID: &str = "argocd.argoproj.io/tracking-id";
+/// `"true"` on an Application: Argo CD leaves it alone.
+pub const ARGO_SKIP_RECONCILE: &str = "argocd.argoproj.io/skip-reconcile";
+/// Flux's tracking labels.
+pub const FLUX_NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
+pub const FLUX_NAMESPACE_LABEL: &str = "kustomize.toolkit.fluxcd.io/namespace";
+/// The source ConfigMap of owner `X` is `X-source`; its manifests are under this key.
+pub const SOURCE_SUFFIX: &str = "-source";
+pub const SOURCE_KEY: &str = "manifests";
+
+/// The `gitops:` section of the settings file. Every field has a default.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Settings {
+    /// How long an owner is out of sync before it syncs (self-heal and prune).
+    pub self_heal_delay_ms: u64,
+    /// Fault: every owner acts although suspended.
+    pub ignores_suspension: bool,
+    /// Fault: every owner stamps its markers on every object of a kind it knows.
+    pub relabels: bool,
+    /// The faults for one owner: key `argocd/<ns>/<name>` or `flux/<ns>/<name>`.
+    pub owners: BTreeMap<String, OwnerFaults>,
+}
+
+/// Fault knobs of one owner, ORed with the global ones.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct OwnerFaults {
+    pub ignores_suspension: bool,
+    pub relabels: bool,
+}
+
+impl Settings {
+    /// The faults in effect for the owner with key `key`.
+    pub fn faults(&self, key: &str) -> OwnerFaults {
+        let o = self.owners.get(key).cloned().unwrap_or_default();
+        OwnerFaults {
+            ignores_suspension: self.ignores_suspension || o.ignores_suspension,
+            relabels: self.relabels || o.relabels,
+        }
+    }
+
+    /// Keys must name a tool: `argocd/<ns>/<name>` or `flux/<ns>/<name>`.
+    pub fn validate(&self) -> Result<(), String> {
+        for k in self.owners.keys() {
+            let parts: Vec<&str> = k.split('/').collect();
+            if parts.len() != 3
+                || !matches!(parts[0], "argocd" | "flux")
+                || parts[1].is_empty()
+                || parts[2].is_empty()
+            {
+                return Err(format!(
+                    "gitops.owners[{k:?}]: the key must be argocd/<namespace>/<name> or flux/<namespace>/<name>"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tool {
+    Argo,
+    Flux,
+}
+
+/// One Application or Kustomization as read in a pass.
+struct Owner {
+    tool: Tool,
+    rt: ResourceType,
+    obj: Value,
+}
+
+fn s<'a>(v: &'a Value, p: &str) -> &'a str {
+    v.pointer(p).and_then(Value::as_str).unwrap_or_default()
+}
+
+impl Owner {
+    fn ns(&self) -> &str {
+        s(&self.obj, "/metadata/namespace")
+    }
+    fn name(&self) -> &str {
+        s(&self.obj, "/metadata/name")
+    }
+    fn uid(&self) -> &str {
+        s(&self.obj, "/metadata/uid")
+    }
+    fn key(&self) -> String {
+        let tool = match self.tool {
+            Tool::Argo => "argocd",
+            Tool::Flux => "flux",
+        };
+        format!("{tool}/{}/{}", self.ns(), self.name())
+    }
+    fn manager(&self) -> &'static str {
+        match self.tool {
+            Tool::Argo => ARGO_MANAGER,
+            Tool::Flux => FLUX_MANAGER,
+        }
+    }
+    /// Not suspended.
+    fn active(&self) -> bool {
+        match self.tool {
+            Tool::Argo => {
+                // `automated: null` (a merge patch's leftover) is no policy either.
+                self.obj
+                    .pointer("/spec/syncPolicy/automated")
+                    .is_some_and(|a| !a.is_null())
+                    && s(
+                        &self.obj,
+                        &format!(
+                            "/metadata/annotations/{}",
+                            ARGO_SKIP_RECONCILE.replace('/', "~1")
+                        ),
+                    ) != "true"
+            }
+            Tool::Flux => self.obj.pointer("/spec/suspend").and_then(Value::as_bool) != Some(true),
+        }
+    }
+    fn prune(&self) -> bool {
+        let p = match self.tool {
+            Tool::Argo => "/spec/syncPolicy/automated/prune",
+            Tool::Flux => "/spec/prune",
+        };
+        self.obj.pointer(p).and_then(Value::as_bool) == Some(true)
+    }
+    /// The namespace a source object without one goes to (Flux: all of them).
+    fn target_ns(&self) -> Option<&str> {
+        let p = match self.tool {
+            Tool::Argo => "/spec/destination/namespace",
+            Tool::Flux => "/spec/targetNamespace",
+        };
+        Some(s(&self.obj, p)).filter(|n| !n.is_empty())
+    }
+    fn markers(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+    ) -> (Map<String, Value>, Map<String, Value>) {
+        let mut labels = Map::new();
+        let mut annotations = Map::new();
+        match self.tool {
+            Tool::Argo => {
+                labels.insert(ARGO_LABEL.into(), json!(self.name()));
+                annotations.insert(
+                    ARGO_TRACKING_ID.into(),
+                    json!(format!(
+                        "{}:{}/{}:{ns}/{name}",
+                        self.name(),
+                        rt.group,
+                        rt.kind
+                    )),
+                );
+            }
+            Tool::Flux => {
+                labels.insert(FLUX_NAME_LABEL.into(), json!(self.name()));
+                labels.insert(FLUX_NAMESPACE_LABEL.into(), json!(self.ns()));
+            }
+        }
+        (labels, annotations)
+    }
+    /// Whether `obj` carries this owner's tracking markers.
+    fn tracks(&self, obj: &Value) -> bool {
+        let label = |k: &str| obj["metadata"]["labels"][k].as_str();
+        match self.tool {
+            Tool::Argo => {
+                label(ARGO_LABEL) == Some(self.name())
+                    || obj["metadata"]["annotations"][ARGO_TRACKING_ID]
+                        .as_str()
+                        .is_some_and(|t| t.starts_with(&format!("{}:", self.name())))
+            }
+            Tool::Flux => {
+                label(FLUX_NAME_LABEL) == Some(self.name())
+                    && label(FLUX_NAMESPACE_LABEL) == Some(self.ns())
+            }
+        }
+    }
+}
+
+/// One source object, resolved against the served types.
+struct Desired {
+    rt: ResourceType,
+    ns: String,
+    name: String,
+    /// The source's object with the tracking markers stamped and `stringData` folded
+    /// into `data`: what is applied and compared.
+    obj: Value,
+}
+
+type ObjKey = (Gvr, String, String);
+
+#[derive(Default)]
+struct State {
+    /// Owner uid → since when it is out of sync (while it may act).
+    out_of_sync: HashMap<String, Instant>,
+    /// Owners whose existing source objects were applied once (adoption).
+    adopted: HashSet<String>,
+    /// Owners whose prune setting was seen on (for `ignoresSuspension`).
+    pruned_once: HashSet<String>,
+}
+
+/// The running simulated Argo CD and Flux.
+pub struct Gitops {
+    store: Arc<Store>,
+    settings: RwLock<Settings>,
+    state: Mutex<State>,
+    wake: Arc<Notify>,
+    stop: watch::Sender<bool>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Gitops {
+    /// Adopt what the owners already manage (one pass, before returning, so the loaded
+    /// objects carry the controllers' managedFields), then start the controller task on
+    /// the current tokio runtime.
+    pub fn start(store: Arc<Store>, settings: Settings) -> Arc<Gitops> {
+        let (stop, stop_rx) = watch::channel(false);
+        let g = Arc::new(Gitops {
+            store: store.clone(),
+            settings: RwLock::new(settings.clone()),
+            state: Mutex::new(State::default()),
+            wake: Arc::new(Notify::new()),
+            stop,
+            task: Mutex::new(None),
+        });
+        g.reconcile(&settings, Instant::now());
+        let handle = tokio::spawn(run(
+            Arc::downgrade(&g),
+            g.wake.clone(),
+            store.subscribe(),
+            stop_rx,
+        ));
+        *g.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        g
+    }
+
+    /// The live settings.
+    pub fn settings(&self) -> &RwLock<Settings> {
+        &self.settings
+    }
+
+    /// Reconcile now instead of at the next tick.
+    pub fn kick(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Stop the controller task. Idempotent.
+    pub fn shutdown(&self) {
+        self.stop.send_replace(true);
+        if let Some(h) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            h.abort();
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One pass over every owner; returns when the next sync is due.
+    fn reconcile(&self, settings: &Settings, now: Instant) -> Option<Instant> {
+        let owners = owners(&self.store);
+        let mut st = self.state();
+        let live: HashSet<&str> = owners.iter().map(Owner::uid).collect();
+        st.out_of_sync.retain(|u, _| live.contains(u.as_str()));
+        let mut next: Option<Instant> = None;
+        for o in &owners {
+            if o.obj.pointer("/metadata/deletionTimestamp").is_some() {
+                continue;
+            }
+            if let Some(due) = self.owner_pass(o, settings, &mut st, now) {
+                next = Some(next.map_or(due, |n: Instant| n.min(due)));
+            }
+        }
+        next
+    }
+
+    fn owner_pass(
+        &self,
+        o: &Owner,
+        settings: &Settings,
+        st: &mut State,
+        now: Instant,
+    ) -> Option<Instant> {
+        let store = &self.store;
+        let uid = o.uid().to_string();
+        let faults = settings.faults(&o.key());
+        let desired = match source(store, o) {
+            Ok(d) => d,
+            Err(msg) => {
+                st.out_of_sync.remove(&uid);
+                set_status(store, o, Outcome::SourceError(msg));
+                return None;
+            }
+        };
+        if o.prune() {
+            st.pruned_once.insert(uid.clone());
+        }
+        let acting = o.active() || faults.ignores_suspension;
+        let prune =
+            acting && (o.prune() || (faults.ignores_suspension && st.pruned_once.contains(&uid)));
+        if st.adopted.insert(uid.clone()) {
+            for d in &desired {
+                if store.get(&d.rt, &d.ns, &d.name).is_ok() {
+                    let _ = apply(store, o, d);
+                }
+            }
+        }
+        if acting && faults.relabels {
+            relabel(store, o, &desired);
+        }
+        let wanted: HashSet<ObjKey> = desired
+            .iter()
+            .map(|d| (d.rt.gvr(), d.ns.clone(), d.name.clone()))
+            .collect();
+        let drifted: Vec<&Desired> = desired.iter().filter(|d| drifts(store, d)).collect();
+        let extras = if prune || !acting {
+            extras(store, o, &wanted)
+        } else {
+            Vec::new()
+        };
+        let out_of_sync = !drifted.is_empty() || !extras.is_empty();
+        if !out_of_sync {
+            st.out_of_sync.remove(&uid);
+            set_status(store, o, Outcome::Synced);
+            return None;
+        }
+        if !acting {
+            st.out_of_sync.remove(&uid);
+            set_status(store, o, Outcome::Suspended);
+            return None;
+        }
+        let since = *st.out_of_sync.entry(uid.clone()).or_insert(now);
+        let due = since + Duration::from_millis(settings.self_heal_delay_ms);
+        if due > now {
+            set_status(store, o, Outcome::OutOfSync);
+            return Some(due);
+        }
+        st.out_of_sync.remove(&uid);
+        for d in drifted {
+            let _ = apply(store, o, d);
+        }
+        if prune {
+            for (rt, ns, name) in extras {
+                let _ = store.delete(&rt, &ns, &name, &DeleteOptions::default());
+            }
+        }
+        // The next pass (this one's writes are events) says whether it worked.
+        None
+    }
+}
+
+impl Drop for Gitops {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Every Application and Kustomization, when their CRDs are served.
+fn owners(store: &Store) -> Vec<Owner> {
+    let mut out = Vec::new();
+    for (tool, group, version, plural) in [
+        (Tool::Argo, "argoproj.io", "v1alpha1", "applications"),
+        (
+            Tool::Flux,
+            "kustomize.toolkit.fluxcd.io",
+            "v1",
+            "kustomizations",
+        ),
+    ] {
+        let Some(rt) = store.resource(group, version, plural) else {
+            continue;
+        };
+        for obj in store.list(&rt, None).0 {
+            out.push(Owner {
+                tool,
+                rt: rt.clone(),
+                obj,
+            });
+        }
+    }
+    out
+}
+
+fn configmaps(store: &Store) -> Option<ResourceType> {
+    store.resource("", "v1", "configmaps")
+}
+
+/// The owner's source objects, resolved; an error names what is wrong with the source.
+fn source(store: &Store, o: &Owner) -> Result<Vec<Desired>, String> {
+    let cm_name = format!("{}{SOURCE_SUFFIX}", o.name());
+    let cm = configmaps(store)
+        .and_then(|rt| store.get(&rt, o.ns(), &cm_name).ok())
+        .ok_or_else(|| format!("source ConfigMap {}/{cm_name} not found", o.ns()))?;
+    let text = s(&cm, &format!("/data/{SOURCE_KEY}"));
+    let objects = crate::scenario::parse(text)
+        .map_err(|e| format!("source ConfigMap {}/{cm_name}: {e}", o.ns()))?;
+    let mut out = Vec::new();
+    for obj in objects {
+        let api_version = s(&obj, "/apiVersion");
+        let kind = s(&obj, "/kind");
+        let name = s(&obj, "/metadata/name").to_string();
+        let rt = store.resource_for_kind(api_version, kind).ok_or_else(|| {
+            format!(
+                "source ConfigMap {}/{cm_name}: {api_version} {kind} {name} is not served",
+                o.ns()
+            )
+        })?;
+        let ns = if !rt.namespaced {
+            String::new()
+        } else if let (Tool::Flux, Some(t)) = (o.tool, o.target_ns()) {
+            t.to_string()
+        } else {
+            Some(s(&obj, "/metadata/namespace"))
+                .filter(|n| !n.is_empty())
+                .or_else(|| o.target_ns())
+                .unwrap_or("default")
+                .to_string()
+        };
+        let mut obj = obj.clone();
+        fold_string_data(&mut obj);
+        let (labels, annotations) = o.markers(&rt, &ns, &name);
+        let meta = obj
+            .as_object_mut()
+            .ok_or("a source document is not a mapping")?
+            .entry("metadata")
+            .or_insert_with(|| json!({}));
+        if rt.namespaced {
+            meta["namespace"] = json!(ns);
+        }
+        for (field, add) in [("labels", labels), ("annotations", annotations)] {
+            if add.is_empty() {
+                continue;
+            }
+            let m = meta
+                .as_object_mut()
+                .ok_or("metadata is not a mapping")?
+                .entry(field)
+                .or_insert_with(|| json!({}));
+            if let Some(m) = m.as_object_mut() {
+                m.extend(add);
+            }
+        }
+        out.push(Desired { rt, ns, name, obj });
+    }
+    Ok(out)
+}
+
+/// A Secret's `stringData` as the server stores it: base64 in `data`.
+fn fold_string_data(obj: &mut Value) {
+    if obj["kind"] != "Secret" {
+        return;
+    }
+    let Some(sd) = obj.as_object_mut().and_then(|o| o.remove("stringData")) else {
+        return;
+    };
+    let data = obj
+        .as_object_mut()
+        .map(|o| o.entry("data").or_insert_with(|| json!({})));
+    if let (Some(Value::Object(data)), Value::Object(sd)) = (data, sd) {
+        for (k, v) in sd {
+            let enc =
+                base64::engine::general_purpose::STANDARD.encode(v.as_str().unwrap_or_default());
+            data.insert(k, json!(enc));
+        }
+    }
+}
+
+/// Whether every field `want` sets is in `have` with the same value (objects compared
+/// key by key, everything else as a whole).
+fn subset(want: &Value, have: &Value) -> bool {
+    match (want, have) {
+        (Value::Object(w), Value::Object(h)) => w
+            .iter()
+            .all(|(k, v)| h.get(k).is_some_and(|hv| subset(v, hv))),
+        _ => want == have,
+    }
+}
+
+/// Whether the live object is missing or differs from the source. One being deleted is
+/// waited for (it is re-created once gone).
+fn drifts(store: &Store, d: &Desired) -> bool {
+    let Ok(live) = store.get(&d.rt, &d.ns, &d.name) else {
+        return true;
+    };
+    if live.pointer("/metadata/deletionTimestamp").is_some() {
+        return false;
+    }
+    let mut want = d.obj.clone();
+    if let Some(m) = want.as_object_mut() {
+        m.remove("apiVersion");
+        m.remove("kind");
+        m.remove("status");
+        if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.retain(|k, _| matches!(k.as_str(), "labels" | "annotations"));
+        }
+    }
+    !subset(&want, &live)
+}
+
+fn apply(store: &Store, o: &Owner, d: &Desired) -> Result<Value, crate::status::ApiError> {
+    let mut obj = d.obj.clone();
+    if let Some(m) = obj.as_object_mut() {
+        m.remove("status");
+    }
+    store.apply(
+        &d.rt,
+        &d.ns,
+        &d.name,
+        obj,
+        o.manager(),
+        true,
+        false,
+        &WriteOptions::default(),
+    )
+}
+
+/// Tracked objects (any served type) that are not in the source: what prune deletes.
+/// Never the owners themselves nor a source ConfigMap.
+fn extras(
+    store: &Store,
+    o: &Owner,
+    wanted: &HashSet<ObjKey>,
+) -> Vec<(ResourceType, String, String)> {
+    let mut out = Vec::new();
+    for rt in store.types() {
+        let is_owner_kind = rt.group == "argoproj.io" || rt.group.ends_with(".toolkit.fluxcd.io");
+        let is_cm = rt.group.is_empty() && rt.plural == "configmaps";
+        for obj in store.list(&rt, None).0 {
+            if !o.tracks(&obj) || obj.pointer("/metadata/deletionTimestamp").is_some() {
+                continue;
+            }
+            let ns = s(&obj, "/metadata/namespace").to_string();
+            let name = s(&obj, "/metadata/name").to_string();
+            if is_owner_kind || (is_cm && name.ends_with(SOURCE_SUFFIX)) {
+                continue;
+            }
+            if !wanted.contains(&(rt.gvr(), ns.clone(), name.clone())) {
+                out.push((rt.clone(), ns, name));
+            }
+        }
+    }
+    out
+}
+
+/// The `relabels` fault: stamp the owner's markers on every object of a kind it knows
+/// in its destination namespaces.
+fn relabel(store: &Store, o: &Owner, desired: &[Desired]) {
+    let mut namespaces: BTreeSet<String> = desired.iter().map(|d| d.ns.clone()).collect();
+    if let Some(t) = o.target_ns() {
+        namespaces.insert(t.to_string());
+    }
+    namespaces.remove("");
+    let kinds: Vec<ResourceType> = store
+        .types()
+        .into_iter()
+        .filter(|rt| {
+            rt.namespaced
+                && (matches!(rt.group.as_str(), "ipsec.bnerd.net" | "vpn.bnerd.net")
+                    || desired.iter().any(|d| d.rt.gvr() == rt.gvr()))
+        })
+        .collect();
+    let opts = WriteOptions {
+        field_manager: Some(o.manager().into()),
+        ..Default::default()
+    };
+    for rt in &kinds {
+        for ns in &namespaces {
+            for obj in store.list(rt, Some(ns)).0 {
+                let name = s(&obj, "/metadata/name").to_string();
+                let is_source = rt.plural == "configmaps" && name.ends_with(SOURCE_SUFFIX);
+                if o.tracks(&obj) || is_source {
+                    continue;
+                }
+                let (labels, annotations) = o.markers(rt, ns, &name);
+                let _ = store.modify(rt, ns, &name, false, &opts, |cur| {
+                    let mut new = cur.clone();
+                    for (field, add) in [("labels", &labels), ("annotations", &annotations)] {
+                        if add.is_empty() {
+                            continue;
+                        }
+                        let m = &mut new["metadata"][field];
+                        if !m.is_object() {
+                            *m = json!({});
+                        }
+                        if let Some(m) = m.as_object_mut() {
+                            m.extend(add.clone());
+                        }
+                    }
+                    Ok(new)
+                });
+            }
+        }
+    }
+}
+
+enum Outcome {
+    Synced,
+    OutOfSync,
+    Suspended,
+    SourceError(String),
+}
+
+/// Write the owner's status when it changes.
+fn set_status(store: &Store, o: &Owner, sync: Outcome) {
+    let status = match o.tool {
+        Tool::Argo => {
+            let (sync, message) = match &sync {
+                Outcome::Synced => ("Synced", None),
+                Outcome::OutOfSync | Outcome::Suspended => ("OutOfSync", None),
+                Outcome::SourceError(m) => ("Unknown", Some(m.clone())),
+            };
+            let mut st = json!({"sync": {"status": sync}, "health": {"status": "Healthy"}});
+            if let Some(m) = message {
+                st["conditions"] = json!([{"type": "ComparisonError", "message": m}]);
+            }
+            st
+        }
+        Tool::Flux => {
+            let (status, reason, message) = match &sync {
+                Outcome::Synced => (
+                    "True",
+                    "ReconciliationSucceeded",
+                    "Applied revision".to_string(),
+                ),
+                Outcome::OutOfSync => (
+                    "Unknown",
+                    "Progressing",
+                    "Reconciliation in progress".into(),
+                ),
+                Outcome::Suspended => ("False", "Suspended", "Kustomization is suspended".into()),
+                Outcome::SourceError(m) => ("False", "SourceError", m.clone()),
+            };
+            json!({"conditions": [{"type": "Ready", "status": status, "reason": reason, "message": message}]})
+        }
+    };
+    if o.obj.get("status") == Some(&status) {
+        return;
+    }
+    let opts = WriteOptions {
+        field_manager: Some(o.manager().into()),
+        ..Default::default()
+    };
+    let _ = store.modify(
+        &o.rt,
+        o.ns(),
+        o.name(),
+        o.rt.status_subresource,
+        &opts,
+        |cur| {
+            let mut new = cur.clone();
+            new["status"] = status.clone();
+            Ok(new)
+        },
+    );
+}
+
+/// The controller loop: a pass when the store or the settings changed, or a sync is
+/// due; otherwise sleep (at most [`TICK`]). Ends on shutdown or when dropped.
+async fn run(
+    g: Weak<Gitops>,
+    wake: Arc<Notify>,
+    mut changes: watch::Receiver<u64>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut seen_rv = 0;
+    let mut seen_settings: Option<Settings> = None;
+    let mut deadline: Option<Instant> = None;
+    loop {
+        if *stop.borrow_and_update() {
+            break;
+        }
+        let until = {
+            let Some(g) = g.upgrade() else { break };
+            changes.borrow_and_update();
+            let settings = g.settings.read().unwrap_or_else(|e| e.into_inner()).clone();
+            let rv = g.store.resource_version();
+            let now = Instant::now();
+            let due = deadline.is_some_and(|d| d <= now);
+            if seen_settings.as_ref() != Some(&settings) || due || rv != seen_rv {
+                deadline = g.reconcile(&settings, now);
+                seen_settings = Some(settings);
+                // This pass's own writes need one more pass to be seen as synced, not more.
+                seen_rv = rv;
+            }
+            let tick = now + TICK;
+            deadline.map_or(tick, |d| d.min(tick))
+        };
+        tokio::select! {
+            r = stop.changed() => if r.is_err() { break },
+            r = changes.changed() => if r.is_err() { break },
+            _ = wake.notified() => {}
+            _ = tokio::time::sleep_until(until) => {}
+        }
+    }
+}
