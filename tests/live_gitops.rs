@@ -191,3 +191,420 @@ async fn a_vpngateway_re_created_during_a_rollback_stops_it() {
     );
     assert!(r.says("kustomize-controller"), "{}", r.stderr);
 }
+
+// ---------------------------------------------------------------------------------------
+// Argo CD and Flux in the sandbox (tests/sandbox/src/gitops.rs): the window with and
+// without `--gitops`, the restore after the repository change, a killed run.
+
+const ARGO: &str = include_str!("../fixtures/clusters/acme-argocd.yaml");
+const FLUX: &str = include_str!("../fixtures/clusters/acme-flux.yaml");
+
+/// Which GitOps tool a scenario has: its owner object and source ConfigMap.
+#[derive(Clone, Copy)]
+enum Tool {
+    Argo,
+    Flux,
+}
+
+impl Tool {
+    fn scenario(self) -> &'static str {
+        match self {
+            Tool::Argo => ARGO,
+            Tool::Flux => FLUX,
+        }
+    }
+    /// (group, version, plural, namespace) of the owner `acme`.
+    fn owner_type(self) -> (&'static str, &'static str, &'static str, &'static str) {
+        match self {
+            Tool::Argo => ("argoproj.io", "v1alpha1", "applications", "argocd"),
+            Tool::Flux => (
+                "kustomize.toolkit.fluxcd.io",
+                "v1",
+                "kustomizations",
+                "flux-system",
+            ),
+        }
+    }
+    fn owner(self, l: &Live) -> Value {
+        let (g, v, p, ns) = self.owner_type();
+        let rt = l.sb.store.resource(g, v, p).unwrap();
+        l.sb.store.get(&rt, ns, "acme").unwrap()
+    }
+    /// The field `--gitops pause` changes.
+    fn switch(self, owner: &Value) -> Value {
+        match self {
+            Tool::Argo => owner["spec"]["syncPolicy"]["automated"].clone(),
+            Tool::Flux => owner["spec"]["suspend"].clone(),
+        }
+    }
+    fn suspended(self, owner: &Value) -> bool {
+        match self {
+            Tool::Argo => owner["spec"]["syncPolicy"]["automated"].is_null(),
+            Tool::Flux => owner["spec"]["suspend"] == true,
+        }
+    }
+    /// "Git": the source ConfigMap's manifests.
+    fn source(self, l: &Live) -> String {
+        let ns = self.owner_type().3;
+        live::core(l, "configmaps", ns, "acme-source").unwrap()["data"]["manifests"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+    /// Merge a repository change: the source becomes `manifests`.
+    fn merge(self, l: &Live, manifests: &str) {
+        let ns = self.owner_type().3;
+        let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
+        l.sb.store
+            .modify(&rt, ns, "acme-source", false, &Default::default(), |o| {
+                let mut o = o.clone();
+                o["data"]["manifests"] = json!(manifests);
+                Ok(o)
+            })
+            .unwrap();
+        l.sb.gitops.kick();
+    }
+}
+
+/// Whether the floating IP was ever contended: a gateway of either kind reporting
+/// `FIPAttached=False, AlreadyAssociated`, watched on every write to the store.
+struct Contention(
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    tokio::task::JoinHandle<()>,
+);
+
+impl Contention {
+    fn watch(l: &Live) -> Self {
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let store = l.sb.store.clone();
+        let flag = seen.clone();
+        let task = tokio::spawn(async move {
+            let mut rx = store.subscribe();
+            let mut rv = store.resource_version();
+            loop {
+                for e in store.events_after(rv).unwrap_or_default() {
+                    rv = rv.max(e.rv);
+                    let contended = e.object["status"]["conditions"]
+                        .as_array()
+                        .is_some_and(|cs| {
+                            cs.iter().any(|c| {
+                                c["type"] == "FIPAttached" && c["reason"] == "AlreadyAssociated"
+                            })
+                        });
+                    if contended {
+                        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                    }
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+        Contention(seen, task)
+    }
+    fn seen(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for Contention {
+    fn drop(&mut self) {
+        self.1.abort();
+    }
+}
+
+/// A sandbox with `tool` syncing acme (self-heal after 200 ms), once its controller has
+/// applied the gateway (its field manager is on it).
+async fn synced(tool: Tool) -> Live {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    let l = start(tool.scenario(), s).await;
+    eventually(10, "the GitOps controller applied the gateway", || {
+        objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS)
+            .first()
+            .is_some_and(|g| {
+                g["metadata"]["managedFields"]
+                    .to_string()
+                    .contains("-controller")
+            })
+    })
+    .await;
+    l
+}
+
+/// A Git working tree holding the owner's source as `tenants/acme.yaml`, committed.
+fn repo(l: &Live, tool: Tool) -> std::path::PathBuf {
+    let dir = l.cwd().join("repo");
+    std::fs::create_dir_all(dir.join("tenants")).unwrap();
+    std::fs::write(dir.join("tenants/acme.yaml"), tool.source(l)).unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "."],
+        &[
+            "-c",
+            "user.email=t@example.net",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-qm",
+            "acme",
+        ],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&dir)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "git {args:?}");
+    }
+    dir
+}
+
+fn ipsecgateways(l: &Live) -> usize {
+    objects(l, "ipsec.bnerd.net", "ipsecgateways", NS).len()
+}
+
+/// Without `--gitops`, a gateway Argo CD self-heals is refused before anything changes,
+/// and the refusal names the owner, how it was recognised and the flag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_gitops_a_synced_gateway_is_refused_before_any_change() {
+    for tool in [Tool::Argo, Tool::Flux] {
+        let l = synced(tool).await;
+        let before =
+            objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS)[0]["metadata"]["uid"].clone();
+        let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+        assert_eq!(r.code, 4, "{}", r.stderr);
+        assert!(r.says("blocker(s): nothing was changed"), "{}", r.stderr);
+        let owner = match tool {
+            Tool::Argo => "Argo CD (application/acme) syncs it",
+            Tool::Flux => "Flux (kustomization/acme -n flux-system) syncs it",
+        };
+        assert!(r.says(owner), "{}", r.stderr);
+        assert!(r.says("--gitops pause"), "{}", r.stderr);
+        assert_eq!(
+            objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS)[0]["metadata"]["uid"],
+            before
+        );
+        assert!(live::journal(&l, NS, "acme").is_none());
+        assert!(!tool.suspended(&tool.owner(&l)));
+        // `--gitops ignore` while it still syncs: refused too, saying how to suspend it.
+        let r = l
+            .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "ignore"])
+            .await;
+        assert_eq!(r.code, 7, "{}", r.stderr);
+        assert!(r.says("--gitops ignore, but"), "{}", r.stderr);
+        assert!(
+            r.says("still syncs ipsecgateway/acme -n tenant-acme automatically"),
+            "{}",
+            r.stderr
+        );
+        assert!(live::journal(&l, NS, "acme").is_none());
+    }
+}
+
+/// Issue 11's "done when": a cutover on a self-healing Argo CD application (and on a
+/// Flux Kustomization) ends with the new objects live, the floating IP never contended,
+/// the repository files rewritten and, after the merge, the owner restored exactly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pause_cuts_over_and_restores_the_owner_after_the_merge() {
+    for tool in [Tool::Argo, Tool::Flux] {
+        let l = synced(tool).await;
+        let contention = Contention::watch(&l);
+        let original = tool.switch(&tool.owner(&l));
+        let repo = repo(&l, tool);
+        let repo_arg = repo.to_str().unwrap();
+
+        let r = l
+            .vpnmig(&[
+                "plan",
+                "acme",
+                "-n",
+                NS,
+                "--out",
+                "plans/acme",
+                "--gitops-repo",
+                repo_arg,
+            ])
+            .await;
+        assert_eq!(r.code, 4, "blocked by gitops-sync: {}", r.stderr);
+        let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
+        assert!(
+            rewritten.contains("kind: VPNGateway") && !rewritten.contains("kind: IPsecGateway"),
+            "{rewritten}"
+        );
+
+        let r = l
+            .vpnmig(&[
+                "cutover",
+                "acme",
+                "-n",
+                NS,
+                "--plan",
+                "plans/acme",
+                "--gitops",
+                "pause",
+                "--yes",
+            ])
+            .await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.says("suspended"), "{}", r.stderr);
+        assert!(
+            r.says("stays suspended: its source still defines ipsecgateway/acme -n tenant-acme"),
+            "{}",
+            r.stderr
+        );
+        assert!(tool.suspended(&tool.owner(&l)));
+        assert_eq!(ipsecgateways(&l), 0);
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert_eq!(j["phase"], "done");
+        assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+        // The new objects do not carry the tracking metadata (else a prune takes them).
+        let gw = &objects(&l, "vpn.bnerd.net", "vpngateways", NS)[0];
+        assert!(
+            gw["metadata"]["labels"]
+                .get("app.kubernetes.io/instance")
+                .is_none(),
+            "{gw}"
+        );
+        assert!(
+            gw["metadata"]["labels"]
+                .get("kustomize.toolkit.fluxcd.io/name")
+                .is_none(),
+            "{gw}"
+        );
+
+        let r = l.vpnmig(&["status", "-A"]).await;
+        assert!(r.stdout.contains("GitOps sync suspended:"), "{}", r.stdout);
+        assert!(
+            live::flat(&r.stdout).contains("`vpnmig cutover acme -n tenant-acme` restores it"),
+            "{}",
+            r.stdout
+        );
+
+        // Before the merge nothing is restored.
+        let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+        assert_eq!(r.code, 7, "{}", r.stderr);
+        assert!(tool.suspended(&tool.owner(&l)));
+
+        tool.merge(&l, &rewritten);
+        let r = match tool {
+            // Argo CD refreshes its status while not automated: vpnmig sees the merge.
+            Tool::Argo => {
+                eventually(
+                    10,
+                    "the Application no longer lists the IPsecGateway",
+                    || {
+                        !tool.owner(&l)["status"]["resources"]
+                            .to_string()
+                            .contains("IPsecGateway")
+                    },
+                )
+                .await;
+                l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await
+            }
+            // A suspended Kustomization keeps its inventory: the user says it is merged.
+            Tool::Flux => {
+                l.vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
+                    .await
+            }
+        };
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.says("restored"), "{}", r.stderr);
+        let owner = tool.owner(&l);
+        assert_eq!(tool.switch(&owner), original, "restored exactly: {owner}");
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert_eq!(j["gitops"][0]["paused"], false);
+        assert!(j["gitops"][0]["restoredAt"].is_string());
+        // The sync runs again on the merged source: the VPNGateway stays, adopted; the
+        // IPsecGateway is never re-created.
+        eventually(10, "the owner adopts the VPNGateway", || {
+            objects(&l, "vpn.bnerd.net", "vpngateways", NS)
+                .first()
+                .is_some_and(|g| {
+                    g["metadata"]["managedFields"]
+                        .to_string()
+                        .contains("-controller")
+                })
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(ipsecgateways(&l), 0);
+        assert!(!contention.seen(), "the floating IP was contended");
+        let r = l.vpnmig(&["verify", "acme", "-n", NS]).await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+}
+
+/// An owner left suspended by a killed run: `status` says so with the command; the
+/// resumed cutover keeps it suspended (the repository is not merged); the rollback
+/// restores it, since its source defines the IPsecGateway again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_run_leaves_the_owner_suspended_and_said_then_rollback_restores_it() {
+    let tool = Tool::Argo;
+    let l = synced(tool).await;
+    let contention = Contention::watch(&l);
+    let original = tool.switch(&tool.owner(&l));
+    l.sb.operator.settings().write().unwrap().peer_retry_ms = 30_000;
+    let mut child = l.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
+    eventually(30, "the window waits for the tunnels", || {
+        phase(&l, NS, "acme").as_deref() == Some("ready")
+    })
+    .await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(tool.suspended(&tool.owner(&l)));
+
+    let r = l.vpnmig(&["status"]).await;
+    assert!(
+        r.stdout
+            .contains("GitOps sync suspended: application/acme -n argocd"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("journal phase ready"), "{}", r.stdout);
+
+    l.sb.operator.settings().write().unwrap().peer_retry_ms = 0;
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("application/acme -n argocd stays suspended"),
+        "{}",
+        r.stderr
+    );
+
+    let r = l.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("restored application/acme -n argocd"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(tool.switch(&tool.owner(&l)), original);
+    let r = l.vpnmig(&["status"]).await;
+    assert!(!r.stdout.contains("GitOps sync suspended"), "{}", r.stdout);
+    // The restored sync finds the IPsecGateway as in Git: nothing to re-create.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(ipsecgateways(&l), 1);
+    assert!(!contention.seen(), "the floating IP was contended");
+}
+
+/// A controller that ignores its suspension (a fault knob): its self-heal re-creates the
+/// IPsecGateway during the window, which stops at once naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_that_ignores_suspension_stops_the_window_at_once() {
+    let tool = Tool::Argo;
+    let l = synced(tool).await;
+    l.sb.gitops.settings().write().unwrap().ignores_suspension = true;
+    l.sb.operator.settings().write().unwrap().peer_retry_ms = 30_000;
+    let r = l
+        .vpnmig(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"])
+        .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.says("ipsecgateway/acme -n tenant-acme was re-created during the window")
+            || r.says("by someone else during the window"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.says("argocd-controller"), "{}", r.stderr);
+}

@@ -258,6 +258,11 @@ pub(crate) async fn restore(
     force: bool,
 ) -> Result<usize, Error> {
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let verb = if replaced == "IPsecGateway" {
+        "cutover"
+    } else {
+        "rollback"
+    };
     let mut left = 0;
     for i in 0..w.journal.gitops.len() {
         let r = w.journal.gitops[i].clone();
@@ -282,9 +287,13 @@ pub(crate) async fn restore(
                 ),
             };
             w.ev.emit(Event::Warning(format!(
-                "{} stays suspended: {why}, and restoring its sync now would re-create it (and take the floating IP). Merge the repository change (`vpnmig plan {name} -n {ns} --gitops-repo DIR`), then `vpnmig {} {name} -n {ns} --gitops resume` restores it, or by hand: `{}`",
+                "{} stays suspended: {why}, and restoring its sync now would re-create it (and take the floating IP). {}, then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume`: whatever the status says), or by hand: `{}`",
                 r.owner.display(),
-                if replaced == "IPsecGateway" { "cutover" } else { "rollback" },
+                if replaced == "IPsecGateway" {
+                    format!("Merge the repository change (`vpnmig plan {name} -n {ns} --gitops-repo DIR` writes it)")
+                } else {
+                    "Revert the repository change".to_string()
+                },
                 gitops::restore_command(&r.owner, saved)
             )));
             continue;

@@ -35,7 +35,9 @@
 //!   `<app>:`) is tracked. Flux — labels `kustomize.toolkit.fluxcd.io/name: <ks>` and
 //!   `kustomize.toolkit.fluxcd.io/namespace: <ks-ns>`; both must match.
 //! - Status (cheap, written only when it changes): Argo `status.sync.status`
-//!   `Synced|OutOfSync|Unknown` and `status.health.status: Healthy`; Flux a `Ready`
+//!   `Synced|OutOfSync|Unknown`, `status.health.status: Healthy` and `status.resources`
+//!   (what the source defines, refreshed also while not automated); Flux
+//!   `status.inventory.entries` (written by a sync, kept while suspended) and a `Ready`
 //!   condition (`ReconciliationSucceeded`, `Progressing`, `Suspended`, `SourceError`).
 //!
 //! Settings: the `gitops:` section of the settings file, changeable at run time through
@@ -374,7 +376,7 @@ impl Gitops {
             Ok(d) => d,
             Err(msg) => {
                 st.out_of_sync.remove(&uid);
-                set_status(store, o, Outcome::SourceError(msg));
+                set_status(store, o, Outcome::SourceError(msg), &[]);
                 return None;
             }
         };
@@ -407,18 +409,18 @@ impl Gitops {
         let out_of_sync = !drifted.is_empty() || !extras.is_empty();
         if !out_of_sync {
             st.out_of_sync.remove(&uid);
-            set_status(store, o, Outcome::Synced);
+            set_status(store, o, Outcome::Synced, &desired);
             return None;
         }
         if !acting {
             st.out_of_sync.remove(&uid);
-            set_status(store, o, Outcome::Suspended);
+            set_status(store, o, Outcome::Suspended, &desired);
             return None;
         }
         let since = *st.out_of_sync.entry(uid.clone()).or_insert(now);
         let due = since + Duration::from_millis(settings.self_heal_delay_ms);
         if due > now {
-            set_status(store, o, Outcome::OutOfSync);
+            set_status(store, o, Outcome::OutOfSync, &desired);
             return Some(due);
         }
         st.out_of_sync.remove(&uid);
@@ -686,8 +688,13 @@ enum Outcome {
     SourceError(String),
 }
 
-/// Write the owner's status when it changes.
-fn set_status(store: &Store, o: &Owner, sync: Outcome) {
+/// Write the owner's status when it changes. What the source defines is in it as the
+/// tools show it: Argo CD's `status.resources` (refreshed whether or not the sync is
+/// automated, as Argo CD compares on every refresh), Flux's `status.inventory.entries`
+/// (ids `<ns>_<name>_<group>_<Kind>`, written only by a reconcile: a suspended
+/// Kustomization keeps the inventory of its last one).
+fn set_status(store: &Store, o: &Owner, sync: Outcome, desired: &[Desired]) {
+    let previous = |p: &str| o.obj.pointer(p).cloned();
     let status = match o.tool {
         Tool::Argo => {
             let (sync, message) = match &sync {
@@ -696,6 +703,14 @@ fn set_status(store: &Store, o: &Owner, sync: Outcome) {
                 Outcome::SourceError(m) => ("Unknown", Some(m.clone())),
             };
             let mut st = json!({"sync": {"status": sync}, "health": {"status": "Healthy"}});
+            let resources: Vec<Value> = desired
+                .iter()
+                .map(|d| json!({"group": d.rt.group, "version": d.rt.version, "kind": d.rt.kind, "namespace": d.ns, "name": d.name}))
+                .collect();
+            match (&message, previous("/status/resources")) {
+                (Some(_), Some(before)) => st["resources"] = before,
+                _ => st["resources"] = json!(resources),
+            }
             if let Some(m) = message {
                 st["conditions"] = json!([{"type": "ComparisonError", "message": m}]);
             }
@@ -716,7 +731,18 @@ fn set_status(store: &Store, o: &Owner, sync: Outcome) {
                 Outcome::Suspended => ("False", "Suspended", "Kustomization is suspended".into()),
                 Outcome::SourceError(m) => ("False", "SourceError", m.clone()),
             };
-            json!({"conditions": [{"type": "Ready", "status": status, "reason": reason, "message": message}]})
+            let mut st = json!({"conditions": [{"type": "Ready", "status": status, "reason": reason, "message": message}]});
+            let inventory = match &sync {
+                Outcome::Synced => Some(json!({"entries": desired
+                    .iter()
+                    .map(|d| json!({"id": format!("{}_{}_{}_{}", d.ns, d.name, d.rt.group, d.rt.kind), "v": d.rt.version}))
+                    .collect::<Vec<_>>()})),
+                _ => previous("/status/inventory"),
+            };
+            if let Some(i) = inventory {
+                st["inventory"] = i;
+            }
+            st
         }
     };
     if o.obj.get("status") == Some(&status) {
