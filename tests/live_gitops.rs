@@ -319,17 +319,25 @@ async fn synced(tool: Tool) -> Live {
     let mut s = live::pool("10.250.3.0/24");
     s.gitops.self_heal_delay_ms = 200;
     let l = start(tool.scenario(), s).await;
-    eventually(10, "the GitOps controller applied the gateway", || {
-        objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS)
-            .first()
-            .is_some_and(|g| {
+    adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+    l
+}
+
+/// Wait until the GitOps controller has applied acme's object of `plural` (its field
+/// manager, `argocd-controller` or `kustomize-controller`, is on it).
+async fn adopted(l: &Live, group: &str, plural: &str) {
+    eventually(
+        10,
+        &format!("the GitOps controller applies {plural}/acme"),
+        || {
+            objects(l, group, plural, NS).first().is_some_and(|g| {
                 g["metadata"]["managedFields"]
                     .to_string()
                     .contains("-controller")
             })
-    })
+        },
+    )
     .await;
-    l
 }
 
 /// A Git working tree holding the owner's source as `tenants/acme.yaml`, committed.
@@ -517,16 +525,7 @@ async fn pause_cuts_over_and_restores_the_owner_after_the_merge() {
         assert!(j["gitops"][0]["restoredAt"].is_string());
         // The sync runs again on the merged source: the VPNGateway stays, adopted; the
         // IPsecGateway is never re-created.
-        eventually(10, "the owner adopts the VPNGateway", || {
-            objects(&l, "vpn.bnerd.net", "vpngateways", NS)
-                .first()
-                .is_some_and(|g| {
-                    g["metadata"]["managedFields"]
-                        .to_string()
-                        .contains("-controller")
-                })
-        })
-        .await;
+        adopted(&l, "vpn.bnerd.net", "vpngateways").await;
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert_eq!(ipsecgateways(&l), 0);
         assert!(!contention.seen(), "the floating IP was contended");

@@ -98,29 +98,15 @@ async fn run(
             });
         }
         Some(j) if j.phase == Phase::Done && j.gitops.iter().any(|r| r.paused) => {
-            // The window is done and an owner it suspended waits for the repository
-            // change: restore it now if its source no longer defines the old gateway.
-            let mut w = Window {
+            // Done, and an owner it suspended waits for the repository change.
+            let w = Window {
                 cluster,
                 ev,
                 journal: j.clone(),
                 lock: held,
                 by,
             };
-            let left = super::gitops::restore(&mut w, "IPsecGateway", opts.gitops.resume).await?;
-            return if left == 0 {
-                Ok(Outcome::Done)
-            } else {
-                Err(Error::Stop {
-                    code: exit::REFUSED,
-                    message: format!(
-                        "the cutover of {name} -n {ns} is done; {left} GitOps owner(s) it suspended stay suspended"
-                    ),
-                    hint: Some(format!(
-                        "merge the repository change first; `vpnmig cutover {name} -n {ns} --gitops resume` restores them whatever their status says"
-                    )),
-                })
-            };
+            return super::gitops::restore_finished(w, "IPsecGateway", opts.gitops.resume).await;
         }
         Some(j) if j.phase == Phase::Done => {
             ev.emit(Event::Info(format!(

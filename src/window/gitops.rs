@@ -12,7 +12,7 @@
 use serde_json::Value;
 
 use super::steps::{Window, now};
-use super::{Emit, Event};
+use super::{Emit, Event, Outcome};
 use crate::cluster::gitops::{self as live, Found};
 use crate::cluster::{Cluster, journal};
 use crate::core::gitops::{self, Mode, Record};
@@ -309,6 +309,35 @@ pub(crate) async fn restore(
         )));
     }
     Ok(left)
+}
+
+/// A finished window (`replaced`: `IPsecGateway` done, `VPNGateway` rolled back) run
+/// again while owners it suspended are still suspended: [`restore`] them now. Errors
+/// (exit 7): some stay suspended, with what to do first.
+pub(crate) async fn restore_finished(
+    mut w: Window<'_>,
+    replaced: &str,
+    force: bool,
+) -> Result<Outcome, Error> {
+    let left = restore(&mut w, replaced, force).await?;
+    if left == 0 {
+        return Ok(Outcome::Done);
+    }
+    let (name, ns) = (w.name(), w.ns());
+    let (verb, state, first) = if replaced == "IPsecGateway" {
+        ("cutover", "done", "merge the repository change")
+    } else {
+        ("rollback", "rolled back", "revert the repository change")
+    };
+    Err(Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "the {verb} of {name} -n {ns} is {state}; {left} GitOps owner(s) it suspended stay suspended"
+        ),
+        hint: Some(format!(
+            "{first}, then run it again; `vpnmig {verb} {name} -n {ns} --gitops resume` restores them whatever their status says"
+        )),
+    })
 }
 
 /// The live plan's `gitops-sync` findings, each told what its owner does now (issue 11

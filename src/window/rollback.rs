@@ -151,29 +151,16 @@ async fn run(
         }
     };
     if j.phase == Phase::RolledBack && j.gitops.iter().any(|r| r.paused) {
-        // Rolled back, and an owner the window suspended is still suspended: restore it
-        // now if its source defines the IPsecGateway again.
-        let mut w = Window {
+        // Rolled back, and an owner it suspended waits for the repository to define the
+        // IPsecGateway again.
+        let w = Window {
             cluster,
             ev,
             journal: j.clone(),
             lock: held,
             by,
         };
-        let left = super::gitops::restore(&mut w, "VPNGateway", opts.gitops.resume).await?;
-        return if left == 0 {
-            Ok(Outcome::Done)
-        } else {
-            Err(Error::Stop {
-                code: exit::REFUSED,
-                message: format!(
-                    "{ns}/{name} is rolled back; {left} GitOps owner(s) the window suspended stay suspended"
-                ),
-                hint: Some(format!(
-                    "revert the repository change first; `vpnmig rollback {name} -n {ns} --gitops resume` restores them whatever their status says"
-                )),
-            })
-        };
+        return super::gitops::restore_finished(w, "VPNGateway", opts.gitops.resume).await;
     }
     if j.phase == Phase::RolledBack {
         ev.emit(Event::Info(format!(
