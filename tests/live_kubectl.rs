@@ -406,12 +406,13 @@ async fn status_prints_kubectls_formats_and_the_windows_under_way() {
             "TUNNELS",
             "READY",
             "BLOCKERS",
+            "MANAGED-BY",
             "SERVICE-CIDR",
             "WINDOW"
         ]
     );
     assert_eq!(lines[1][0], "tenant-acme");
-    assert_eq!(lines[1][9..], ["10.250.3.0/24", "-"]);
+    assert_eq!(lines[1][9..], ["-", "10.250.3.0/24", "-"]);
 
     let r = run_env(&["status", "-o", "yaml"], &env).await;
     assert_eq!((r.code, r.stderr.as_str()), (0, ""), "only the document");

@@ -194,7 +194,7 @@ pub fn render(rows: &[Row], style: TableStyle, phase: &dyn Fn(&Row) -> Option<St
     // Who manages each gateway (issue 11 item 1): across namespaces, and in wide.
     let managed = style.all_namespaces || style.wide;
     if managed {
-        header.push("MANAGED BY");
+        header.push("MANAGED-BY");
     }
     if style.wide {
         header.extend(["SERVICE-CIDR", "WINDOW"]);

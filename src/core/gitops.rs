@@ -275,13 +275,35 @@ pub fn detect(obj: &Value) -> Vec<Manager> {
 /// The gateway operator's field manager: the operator writes status, it does not sync.
 const OPERATOR_MANAGER: &str = "gateway-operator";
 
+/// The MANAGED-BY cell of `status` (and `managedBy` in its JSON): one word a manager, no
+/// spaces, so the table splits on whitespace as kubectl's does: `argocd:application/acme`,
+/// `flux:kustomization/tenants`, `helm`, or another applier's field manager.
+pub fn cell(managers: &[Manager]) -> String {
+    managers
+        .iter()
+        .map(|m| {
+            let tool = match &m.tool {
+                Tool::ArgoCd => "argocd".to_string(),
+                Tool::Flux => "flux".to_string(),
+                Tool::Helm => "helm".to_string(),
+                Tool::Applier(name) => name.replace(char::is_whitespace, "_"),
+            };
+            match &m.owner {
+                Some(o) => format!("{tool}:{}/{}", o.resource(), o.name),
+                None => tool,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// The managers that reconcile on their own (Argo CD, Flux): the ones a window must
 /// decide about.
 pub fn reconciling(managers: &[Manager]) -> Vec<&Manager> {
     managers.iter().filter(|m| m.tool.reconciles()).collect()
 }
 
-/// `Argo CD (application/acme)`, `Flux`, `Helm, kubectl`: the MANAGED BY cell.
+/// `Argo CD (application/acme)`, `Flux`, `Helm, kubectl`: the MANAGED-BY cell.
 pub fn summary(managers: &[Manager]) -> String {
     managers
         .iter()
@@ -320,31 +342,32 @@ pub fn keep_tracking(target: &mut Value, old: &Value) {
         if carried.is_empty() {
             continue;
         }
-        let meta = &mut target["metadata"];
-        if !meta[section].is_object() {
-            meta[section] = json!({});
+        if !target["metadata"][section].is_object() {
+            target["metadata"][section] = json!({});
         }
         for (k, v) in carried {
-            meta[section][k] = Value::String(v);
+            let v = if k == "argocd.argoproj.io/tracking-id" {
+                retrack(&v, target)
+            } else {
+                v
+            };
+            target["metadata"][section][k] = Value::String(v);
         }
     }
 }
 
-/// Remove the tracking metadata ([`tracking_key`]) from a target manifest: an Argo CD
-/// label tracking by `app.kubernetes.io/instance` is recognised only with its field
-/// manager, which the translation (pure, from the spec) cannot see.
-pub fn drop_tracking(target: &mut Value, old: &Value) {
-    let argo = detect(old).iter().any(|m| m.tool == Tool::ArgoCd);
-    for (section, annotation) in [("labels", false), ("annotations", true)] {
-        if let Some(m) = target["metadata"][section].as_object_mut() {
-            m.retain(|k, _| !tracking_key(annotation, k, argo));
-            if m.is_empty() {
-                target["metadata"]
-                    .as_object_mut()
-                    .map(|o| o.remove(section));
-            }
-        }
-    }
+/// An Argo CD tracking id (`<app>:<group>/<Kind>:<namespace>/<name>`) for `target`: Argo
+/// CD treats an object whose id names another kind or name as a copy it does not own.
+fn retrack(id: &str, target: &Value) -> String {
+    let app = id.split(':').next().unwrap_or_default();
+    let s = |p: &str| target.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let group = s("/apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+    format!(
+        "{app}:{group}/{}:{}/{}",
+        s("/kind"),
+        s("/metadata/namespace"),
+        s("/metadata/name")
+    )
 }
 
 /// Whether an owner reconciles now, and how (read from the owner object).
@@ -663,6 +686,7 @@ mod tests {
             "app.kubernetes.io/managed-by": "Helm"
         }})));
         assert_eq!(summary(&m), "Flux (helmrelease/vpn), Helm");
+        assert_eq!(cell(&m), "flux:helmrelease/vpn,helm");
         assert!(m[0].tool.reconciles() && !m[1].tool.reconciles());
     }
 
@@ -731,23 +755,22 @@ mod tests {
     }
 
     #[test]
-    fn tracking_metadata_dropped_or_kept() {
+    fn tracking_metadata_kept_names_the_new_object() {
         let old = obj(json!({
             "labels": {"app.kubernetes.io/instance": "acme", "team": "net"},
-            "annotations": {"argocd.argoproj.io/tracking-id": "acme:x"},
+            "annotations": {"argocd.argoproj.io/tracking-id": "acme:ipsec.bnerd.net/IPsecGateway:tenant-acme/acme"},
             "managedFields": [{"manager": "argocd-controller", "operation": "Apply"}]
         }));
-        let mut t = json!({"metadata": {"name": "acme", "labels": {"app.kubernetes.io/instance": "acme", "team": "net"}}});
-        drop_tracking(&mut t, &old);
-        assert_eq!(t["metadata"]["labels"], json!({"team": "net"}));
+        let mut t = json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNPeer",
+            "metadata": {"name": "acme-a", "namespace": "tenant-acme", "labels": {"team": "net"}}});
         keep_tracking(&mut t, &old);
         assert_eq!(
-            t["metadata"]["labels"]["app.kubernetes.io/instance"],
-            "acme"
+            t["metadata"]["labels"],
+            json!({"team": "net", "app.kubernetes.io/instance": "acme"})
         );
         assert_eq!(
             t["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"],
-            "acme:x"
+            "acme:vpn.bnerd.net/VPNPeer:tenant-acme/acme-a"
         );
     }
 

@@ -44,9 +44,9 @@ pub struct Row {
     pub ready: String,
     /// Ids of the plan's failed blocker checks (old kind only; `None` for the new kind).
     pub blockers: Option<Vec<&'static str>>,
-    /// Who manages the object besides vpnmig and the operator (`core::gitops::summary`:
-    /// `Argo CD (application/acme)`, `Flux (kustomization/tenants)`, `Helm`, another
-    /// applier's name); `None`: nobody (issue 11 item 1).
+    /// Who manages the object besides vpnmig and the operator (`core::gitops::cell`:
+    /// `argocd:application/acme`, `flux:kustomization/tenants`, `helm`, another
+    /// applier's field manager; comma-separated); `None`: nobody (issue 11 item 1).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub managed_by: Option<String>,
 }

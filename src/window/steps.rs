@@ -781,8 +781,11 @@ async fn changed(cluster: &Cluster, kind: &str, targets: Vec<&Value>) -> Error {
         .iter()
         .filter_map(|t| t["metadata"]["name"].as_str().map(str::to_string))
         .collect();
-    // The last state of each object seen, to say who wrote it once it is gone.
-    let last: RefCell<BTreeMap<String, Value>> = RefCell::default();
+    // The last state of each object seen, to say who wrote it once it is gone, and
+    // whether it was as applied then: a change is someone else's only after this run saw
+    // it as applied (one made before, e.g. while the window was stopped, is the verify
+    // report's to judge against the journal, exit 5).
+    let last: RefCell<BTreeMap<String, (Value, bool)>> = RefCell::default();
     let what: RefCell<Option<(String, String)>> = RefCell::default();
     let sentinel = watch::until(
         cluster,
@@ -791,13 +794,19 @@ async fn changed(cluster: &Cluster, kind: &str, targets: Vec<&Value>) -> Error {
         Duration::from_secs(7 * 24 * 3600),
         |objs| {
             for ((n, live), target) in objs.iter().zip(&targets) {
-                let seen = last.borrow().contains_key(n);
-                if let Some(happened) = gitops::interfered(target, *live, seen) {
-                    *what.borrow_mut() = Some((n.clone(), happened));
-                    return State::Done;
+                let before = last.borrow().get(n).map(|(_, as_applied)| *as_applied);
+                let happened = gitops::interfered(target, *live, before.is_some());
+                let deleting = live.is_none_or(|o| o.pointer("/metadata/deletionTimestamp").is_some());
+                match happened {
+                    Some(h) if deleting || before == Some(true) => {
+                        *what.borrow_mut() = Some((n.clone(), h));
+                        return State::Done;
+                    }
+                    _ => {}
                 }
                 if let Some(o) = live {
-                    last.borrow_mut().insert(n.clone(), (*o).clone());
+                    last.borrow_mut()
+                        .insert(n.clone(), ((*o).clone(), happened.is_none()));
                 }
             }
             State::Waiting(String::new())
@@ -813,7 +822,7 @@ async fn changed(cluster: &Cluster, kind: &str, targets: Vec<&Value>) -> Error {
     let (n, happened) = what.into_inner().unwrap_or_default();
     let now = objects::get(cluster, kind, &n).await.ok().flatten();
     let obj = now
-        .or_else(|| last.borrow().get(&n).cloned())
+        .or_else(|| last.borrow().get(&n).map(|(o, _)| o.clone()))
         .unwrap_or_default();
     let ns = cluster.namespace.as_str();
     let gateway = targets
