@@ -237,6 +237,98 @@ impl Comparison {
     }
 }
 
+/// How a tunnel came back after the delete.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum CameUpBy {
+    /// `swanctl --initiate` in the new gateway's pod brought it up (`--initiate`).
+    Initiation,
+    /// The client's peer re-initiated on its own retry timer.
+    Client,
+}
+
+/// The outage of one tunnel.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct TunnelOutage {
+    /// The peer: the VPNPeer's name (cutover) or the tunnel's (rollback).
+    pub peer: String,
+    /// From the delete of the old gateway (the last moment its SA could carry packets)
+    /// to the first look that found this tunnel ESTABLISHED with its CHILD SAs
+    /// INSTALLED; `None` if it was never seen up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outage_ms: Option<u64>,
+    pub came_up_by: CameUpBy,
+    /// What the gateway-side initiation answered when one was tried (swanctl's last
+    /// line, e.g. `initiate completed successfully` or `initiate failed: …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initiation: Option<String>,
+}
+
+/// The outage of a window, in parts. The parts follow each other: the old gateway's
+/// finalizer unwind (delete sent → gone), the new gateway's floating IP (gone →
+/// `FIPAttached`, the apply included), its readiness (→ `Ready` and every peer
+/// `Authorized`), and the tunnels (→ the last tunnel up). A part is `None` when one of its
+/// ends is not known (a window resumed from a journal of an earlier version).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Outage {
+    /// The delete to the last tunnel up: the sum of the parts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unwind_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tunnel_ms: Option<u64>,
+    /// The window was run with `--initiate`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub initiate: bool,
+    pub tunnels: Vec<TunnelOutage>,
+}
+
+/// The comparison as rows of `vpnmig verify` (check `data plane`): one per failing fact,
+/// then one for the whole (ok when nothing the client sees changed). `object` names the
+/// gateway compared (`VPNGateway ns/name`).
+pub fn verify_rows(c: &Comparison, object: &str) -> Vec<crate::core::verify::Row> {
+    use crate::core::verify::{Row, Verdict};
+    let mut rows: Vec<Row> = c
+        .failures()
+        .iter()
+        .map(|r| Row {
+            check: "data plane",
+            object: format!("tunnel {}", r.tunnel),
+            what: match &r.child {
+                Some(child) => format!("CHILD SA {child} {}", r.fact),
+                None => r.fact.clone(),
+            },
+            verdict: Verdict::Fail,
+            detail: match r.verdict {
+                FactVerdict::Missing => format!("{} before the window, not up now", r.before),
+                _ => format!("{} before the window, {} now", r.before, r.after),
+            },
+        })
+        .collect();
+    let (same, changed, expected, missing, added) = c.counts();
+    rows.push(Row {
+        check: "data plane",
+        object: object.to_string(),
+        what: format!("compared with {} at {}", c.before_source, c.before_at),
+        verdict: if c.failed() {
+            Verdict::Fail
+        } else {
+            Verdict::Ok
+        },
+        detail: format!(
+            "{same} identical, {changed} changed, {missing} missing, {added} added, {expected} expected to change (SPIs, unique ids, names)"
+        ),
+    });
+    rows
+}
+
 fn flag(b: bool) -> String {
     if b { "yes" } else { "no" }.into()
 }

@@ -187,6 +187,23 @@ pub struct Journal {
     /// item 9).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cutover_failure: Option<String>,
+    /// The data plane of the old gateway, read from `swanctl --list-sas` in its pod right
+    /// before the delete (issue 12 item 1): what the new gateway's tunnels are compared
+    /// with. Absent in journals of earlier versions and when the old gateway had no
+    /// readable SAs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_plane_baseline: Option<crate::core::dataplane::Baseline>,
+    /// The new gateway's data plane compared with the baseline, once its tunnels are up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_plane: Option<crate::core::dataplane::Comparison>,
+    /// The outage, per tunnel and in parts, and how each tunnel came back (by the
+    /// gateway's initiation or by the client; issue 12 items 2 and 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outage: Option<crate::core::dataplane::Outage>,
+    /// How the re-created IPsecGateway's tunnels came back in a rollback (the tunnel
+    /// part and each tunnel; `rollback --initiate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_outage: Option<crate::core::dataplane::Outage>,
     /// The last failure, if the run stopped on one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -272,6 +289,10 @@ impl Journal {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            data_plane_baseline: None,
+            data_plane: None,
+            outage: None,
+            rollback_outage: None,
             last_error: None,
             history: vec![Entry {
                 phase: Phase::Started,
@@ -317,6 +338,10 @@ impl Journal {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            data_plane_baseline: None,
+            data_plane: None,
+            outage: None,
+            rollback_outage: None,
             last_error: None,
             history: vec![Entry {
                 phase: Phase::Done,
@@ -791,6 +816,10 @@ mod tests {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            data_plane_baseline: None,
+            data_plane: None,
+            outage: None,
+            rollback_outage: None,
             last_error: None,
             history: Vec::new(),
         };
@@ -843,6 +872,10 @@ mod tests {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            data_plane_baseline: None,
+            data_plane: None,
+            outage: None,
+            rollback_outage: None,
             last_error: None,
             history: Vec::new(),
         };

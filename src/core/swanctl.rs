@@ -642,3 +642,103 @@ fn parse_raw(text: &str) -> Result<Sas, SwanctlError> {
     }
     Ok(sas)
 }
+
+/// One connection of `swanctl --list-conns`: what the operator configured in charon.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Conn {
+    pub name: String,
+    /// The `remote:` addresses of the IKE part (`%any` when any).
+    pub remote_addrs: Vec<String>,
+    /// The CHILD SA names: what `swanctl --initiate --child NAME` takes.
+    pub children: Vec<String>,
+}
+
+/// Read `swanctl --list-conns` (strongSwan's `list_conns.c` format):
+///
+/// ```text
+/// acme: IKEv2, no reauthentication, rekeying every 86400s
+///   local:  198.51.100.23
+///   remote: 203.0.113.10
+///   acme: TUNNEL, rekeying every 3600s
+///     local:  10.250.3.0/24
+///     remote: 10.20.0.0/16
+/// ```
+///
+/// Lines it does not know are skipped; text without any connection line is no
+/// connections.
+pub fn list_conns(text: &str) -> Vec<Conn> {
+    let mut conns: Vec<Conn> = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        let Some((name, rest)) = trimmed.split_once(": ") else {
+            continue;
+        };
+        let first = rest.split([',', ' ']).next().unwrap_or_default();
+        match indent(line) {
+            0 if first.starts_with("IKEv") => conns.push(Conn {
+                name: name.to_string(),
+                ..Conn::default()
+            }),
+            2 if name == "remote" => {
+                if let Some(c) = conns.last_mut() {
+                    c.remote_addrs = rest
+                        .split(',')
+                        .map(|a| a.trim().to_string())
+                        .filter(|a| !a.is_empty())
+                        .collect();
+                }
+            }
+            2 if matches!(first, "TUNNEL" | "TRANSPORT" | "BEET" | "PASS" | "DROP") => {
+                if let Some(c) = conns.last_mut() {
+                    c.children.push(name.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    conns
+}
+
+#[cfg(test)]
+mod conns_tests {
+    use super::*;
+
+    #[test]
+    fn list_conns_names_children_and_remote_addresses() {
+        let text = "acme: IKEv2, no reauthentication, rekeying every 86400s
+  local:  198.51.100.23
+  remote: 203.0.113.10, 203.0.113.11
+  local pre-shared key authentication:
+    id: 198.51.100.23
+  remote pre-shared key authentication:
+    id: fw.acme.example
+  acme-1: TUNNEL, rekeying every 3600s
+    local:  10.250.3.0/24
+    remote: 10.20.0.0/16
+  acme-2: TUNNEL, rekeying every 3600s
+    local:  10.250.3.0/24
+    remote: 10.30.0.0/16
+road: IKEv1/2, reauthentication every 3600s
+  local:  %any
+  remote: %any
+  l2tp: TRANSPORT, rekeying every 1200s
+";
+        assert_eq!(
+            list_conns(text),
+            [
+                Conn {
+                    name: "acme".into(),
+                    remote_addrs: vec!["203.0.113.10".into(), "203.0.113.11".into()],
+                    children: vec!["acme-1".into(), "acme-2".into()],
+                },
+                Conn {
+                    name: "road".into(),
+                    remote_addrs: vec!["%any".into()],
+                    children: vec!["l2tp".into()],
+                },
+            ]
+        );
+        assert!(list_conns("").is_empty());
+        assert!(list_conns("Error: connecting to 'default' URI failed").is_empty());
+    }
+}

@@ -64,6 +64,12 @@ impl Events for LiveView {
             Event::Blocked(plan) => {
                 crate::output::say(render::blockers(&plan).join("").trim_end_matches('\n'))
             }
+            Event::DataPlane(c) if c.failed() => {
+                crate::output::say(crate::output::dataplane::render(&c).trim_end_matches('\n'))
+            }
+            Event::DataPlane(c) => {
+                crate::output::say(&format!("✓ {}", crate::output::dataplane::summary(&c)))
+            }
             Event::Finished {
                 operation,
                 journal,

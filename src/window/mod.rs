@@ -121,6 +121,9 @@ pub struct CutoverOptions {
     /// When the maintenance window ends: refuse to start, or to go past the delete, when
     /// what is left is less than the expected cutover plus rollback (`core::guard`).
     pub window_end: Option<WindowEnd>,
+    /// Once the new gateway is Ready and its peers Authorized, start the tunnels from
+    /// the gateway (`swanctl --initiate`) instead of only waiting for the client.
+    pub initiate: bool,
 }
 
 /// What a rollback is asked to do beyond the gateway's name.
@@ -146,6 +149,8 @@ pub struct Choices {
     pub accept_new_addresses: bool,
     /// `--drop-missing-owners`.
     pub drop_missing_owners: bool,
+    /// `--initiate`: start the tunnels from the re-created gateway once it is Ready.
+    pub initiate: bool,
 }
 
 /// A stage of a window (see the module doc for what each implements).
@@ -247,6 +252,10 @@ pub enum Event {
     Drift(Vec<Drift>),
     /// The re-plan has blockers: the window is refused.
     Blocked(Box<Plan>),
+    /// The new gateway's data plane compared with the baseline of the old one (also in
+    /// the journal, `dataPlane`); emitted before [`Event::Finished`], or before the stop
+    /// when a fact the client sees changed.
+    DataPlane(Box<crate::core::dataplane::Comparison>),
     /// The window finished: the journal as it stands and the last verify report.
     Finished {
         operation: Operation,
