@@ -56,7 +56,18 @@ async fn single_tunnel_cutover_verify_rollback() {
         r.stdout
     );
     assert!(r.stdout.contains("  outage     "), "{}", r.stdout);
-    assert!(r.stdout.ends_with("HEALTHY\n"), "{}", r.stdout);
+    // The verify table, then the data plane compared with the old gateway's.
+    assert!(
+        r.stdout.contains("\nHEALTHY\n\nData plane: "),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .ends_with("data plane: identical (13 identical, 6 expected to change)\n"),
+        "{}",
+        r.stdout
+    );
     for step in [
         "✓ journal written: ConfigMap tenant-acme/vpnmig-acme (phase started)",
         "✓ server-side dry run: 2 target(s) admitted",

@@ -421,7 +421,8 @@ fn child_counterpart(
     after: &[ChildFacts],
     used: &[bool],
 ) -> Option<usize> {
-    let tests: [&dyn Fn(usize, &ChildFacts) -> bool; 4] = [
+    type Test<'a> = &'a dyn Fn(usize, &ChildFacts) -> bool;
+    let tests: [Test; 4] = [
         &|_, a| same_selectors(&a.remote_ts, &b.remote_ts),
         &|_, a| same_selectors(&a.local_ts, &b.local_ts),
         &|_, a| a.name == b.name,
@@ -716,70 +717,93 @@ mod tests {
 
     #[test]
     fn the_facts_of_each_sample() {
-        // (sample, tunnels, IKE algorithms, NAT-T, first CHILD: mode, protocol, ESP, local, remote, udp)
-        let table: [(&str, usize, &str, bool, &str, &str, &str, &str, &str, bool); 5] = [
+        /// (sample, tunnels, IKE algorithms, NAT-T, then the first CHILD SA's mode,
+        /// protocol, algorithms, local and remote selectors, UDP encapsulation)
+        type Facts = (&'static str, usize, &'static str, bool, &'static str);
+        type Child = (&'static str, &'static str, &'static str, &'static str, bool);
+        let table: [(Facts, Child); 5] = [
             (
-                "01",
-                1,
-                "AES_GCM_16-256/PRF_HMAC_SHA2_384/ECP_384",
-                false,
-                "TUNNEL",
-                "ESP",
-                "AES_GCM_16-256",
-                "192.168.100.3/32[udp]",
-                "192.168.100.1/32[udp]",
-                false,
+                (
+                    "01",
+                    1,
+                    "AES_GCM_16-256/PRF_HMAC_SHA2_384/ECP_384",
+                    false,
+                    "TUNNEL",
+                ),
+                (
+                    "ESP",
+                    "AES_GCM_16-256",
+                    "192.168.100.3/32[udp]",
+                    "192.168.100.1/32[udp]",
+                    false,
+                ),
             ),
             (
-                "04",
-                1,
-                "AES_GCM_16-128/PRF_HMAC_SHA2_256/MODP_2048",
-                true,
-                "TUNNEL",
-                "ESP",
-                "AES_GCM_16-128",
-                "169.254.2.0/24 172.17.0.10/32",
-                "169.254.3.0/24 172.17.0.7/32",
-                true,
+                (
+                    "04",
+                    1,
+                    "AES_GCM_16-128/PRF_HMAC_SHA2_256/MODP_2048",
+                    true,
+                    "TUNNEL",
+                ),
+                (
+                    "ESP",
+                    "AES_GCM_16-128",
+                    "169.254.2.0/24 172.17.0.10/32",
+                    "169.254.3.0/24 172.17.0.7/32",
+                    true,
+                ),
             ),
             (
-                "08",
-                1,
-                "AES_CBC-128/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/CURVE_25519",
-                false,
-                "TUNNEL",
-                "ESP",
-                "AES_GCM_16-128",
-                "192.168.0.100/32",
-                "10.1.0.0/16",
-                false,
+                (
+                    "08",
+                    1,
+                    "AES_CBC-128/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/CURVE_25519",
+                    false,
+                    "TUNNEL",
+                ),
+                (
+                    "ESP",
+                    "AES_GCM_16-128",
+                    "192.168.0.100/32",
+                    "10.1.0.0/16",
+                    false,
+                ),
             ),
             (
-                "10",
-                1,
-                "AES_CBC-128/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/MODP_3072",
-                true,
-                "TRANSPORT",
-                "ESP",
-                "AES_CBC-128/HMAC_SHA2_256_128",
-                "192.168.1.2/32[udp/l2tp]",
-                "203.0.113.4/32[udp/l2tp]",
-                true,
+                (
+                    "10",
+                    1,
+                    "AES_CBC-128/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/MODP_3072",
+                    true,
+                    "TRANSPORT",
+                ),
+                (
+                    "ESP",
+                    "AES_CBC-128/HMAC_SHA2_256_128",
+                    "192.168.1.2/32[udp/l2tp]",
+                    "203.0.113.4/32[udp/l2tp]",
+                    true,
+                ),
             ),
             (
-                "15",
-                1,
-                "AES_CBC-256/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/ECP_256",
-                false,
-                "TUNNEL",
-                "ESP",
-                "AES_CBC-256/HMAC_SHA2_256_128",
-                "10.244.1.0/24",
-                "10.244.2.0/24",
-                false,
+                (
+                    "15",
+                    1,
+                    "AES_CBC-256/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/ECP_256",
+                    false,
+                    "TUNNEL",
+                ),
+                (
+                    "ESP",
+                    "AES_CBC-256/HMAC_SHA2_256_128",
+                    "10.244.1.0/24",
+                    "10.244.2.0/24",
+                    false,
+                ),
             ),
         ];
-        for (n, tunnels, ike, nat, mode, proto, esp, local, remote, udp) in table {
+        for ((n, tunnels, ike, nat, mode), (proto, esp, local, remote, udp)) in table {
             let b = facts(sample(n));
             assert_eq!(b.tunnels.len(), tunnels, "sample {n}");
             let t = &b.tunnels[0];
