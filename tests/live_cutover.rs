@@ -1635,7 +1635,7 @@ async fn a_traffic_selector_negotiated_differently_fails_the_cutover_and_verify(
         "{error}"
     );
     assert!(
-        r.says("local traffic selectors  10.250.3.0/24"),
+        r.says("local traffic selectors: CHANGED, 10.250.3.0/24 → 10.250.0.0/16"),
         "{}",
         r.stderr
     );

@@ -17,8 +17,68 @@ fn verdict(v: FactVerdict, fails: bool) -> &'static str {
     }
 }
 
-/// The comparison as a table (one row per fact) and its verdict line.
+/// The comparison as a table (one row per fact) and its verdict line, as wide as the
+/// terminal; see [`render_width`].
 pub fn render(c: &Comparison) -> String {
+    render_width(c, crate::output::width::detect())
+}
+
+/// The comparison in lines of at most `width` columns: one table row per fact when the
+/// table fits; narrower, the facts grouped under their tunnel and CHILD SA, one line
+/// each (`local traffic selectors: CHANGED, 10.250.3.0/24 → 10.250.0.0/16`), wrapped.
+pub fn render_width(c: &Comparison, width: usize) -> String {
+    use crate::output::width::wrap;
+    let table = render_table(c);
+    if table
+        .lines()
+        .all(|l| crate::output::width::visible(l) <= width)
+    {
+        return table + &wrap(&summary(c), width, "", "  ");
+    }
+    let mut out = wrap(
+        &format!(
+            "Data plane: {} before the delete ({}) compared with {} ({})",
+            c.before_source, c.before_at, c.after_source, c.after_at
+        ),
+        width,
+        "",
+        "  ",
+    );
+    let mut tunnel = None;
+    let mut child = None;
+    for r in &c.rows {
+        if tunnel != Some(&r.tunnel) {
+            out.push_str(&wrap(&r.tunnel, width, " ", "   "));
+            tunnel = Some(&r.tunnel);
+            child = None;
+        }
+        if r.child.is_some() && child != Some(&r.child) {
+            out.push_str(&wrap(
+                &format!("CHILD SA {}", r.child.as_deref().unwrap_or_default()),
+                width,
+                "   ",
+                "     ",
+            ));
+            child = Some(&r.child);
+        }
+        let value = if r.before == r.after {
+            r.before.clone()
+        } else {
+            format!("{} → {}", r.before, r.after)
+        };
+        let indent = if r.child.is_some() { "     " } else { "   " };
+        out.push_str(&wrap(
+            &format!("{}: {}, {value}", r.fact, verdict(r.verdict, r.fails)),
+            width,
+            indent,
+            &format!("{indent}    "),
+        ));
+    }
+    out.push_str(&wrap(&summary(c), width, "", "  "));
+    out
+}
+
+fn render_table(c: &Comparison) -> String {
     let head = ["TUNNEL", "CHILD", "FACT", "BEFORE", "AFTER", "VERDICT"];
     let cells: Vec<[String; 6]> = c
         .rows
@@ -65,8 +125,6 @@ pub fn render(c: &Comparison) -> String {
             &row[0], &row[1], &row[2], &row[3], &row[4], &row[5],
         ]));
     }
-    out.push_str(&summary(c));
-    out.push('\n');
     out
 }
 

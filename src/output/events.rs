@@ -65,7 +65,9 @@ impl Events for LiveView {
                 crate::output::say(render::blockers(&plan).join("").trim_end_matches('\n'))
             }
             Event::DataPlane(c) if c.failed() => {
-                crate::output::say(crate::output::dataplane::render(&c).trim_end_matches('\n'))
+                let width = crate::output::width::detect_stderr();
+                let table = crate::output::dataplane::render_width(&c, width);
+                crate::output::say(table.trim_end_matches('\n'))
             }
             Event::DataPlane(c) => {
                 crate::output::say(&format!("✓ {}", crate::output::dataplane::summary(&c)))

@@ -351,7 +351,7 @@ pub fn report_width(
             out.push_str(&crate::output::verify::render(rows, width));
             if let Some(c) = j.data_plane.as_ref().filter(|_| operation == "cutover") {
                 out.push('\n');
-                out.push_str(&crate::output::dataplane::render(c));
+                out.push_str(&crate::output::dataplane::render_width(c, width));
             }
             out
         }
