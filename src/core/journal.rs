@@ -826,6 +826,35 @@ mod tests {
         assert_eq!(j.validate(), Ok(()));
         let text = serde_json::to_string(&j).unwrap();
         assert_eq!(Journal::from_json(&text).unwrap(), j);
+        // A journal of an earlier version (no data plane, no outage parts) still loads,
+        // and one without them is written without their keys.
+        for key in ["dataPlaneBaseline", "dataPlane", "outage", "rollbackOutage"] {
+            assert!(!text.contains(&format!("\"{key}\"")), "{key} in {text}");
+        }
+        // With them, it round-trips.
+        let mut with = j.clone();
+        with.data_plane_baseline = Some(crate::core::dataplane::Baseline {
+            at: "2026-11-29T02:00:01.000Z".into(),
+            source: "IPsecGateway tenant-acme/acme".into(),
+            tunnels: Vec::new(),
+        });
+        with.data_plane = Some(crate::core::dataplane::compare(
+            with.data_plane_baseline.as_ref().unwrap(),
+            &Default::default(),
+        ));
+        with.outage = Some(crate::core::dataplane::Outage {
+            total_ms: Some(1020),
+            tunnels: vec![crate::core::dataplane::TunnelOutage {
+                peer: "acme".into(),
+                outage_ms: Some(1020),
+                came_up_by: crate::core::dataplane::CameUpBy::Initiation,
+                initiation: None,
+            }],
+            ..Default::default()
+        });
+        let text = serde_json::to_string(&with).unwrap();
+        assert!(text.contains(r#""cameUpBy":"initiation""#), "{text}");
+        assert_eq!(Journal::from_json(&text).unwrap(), with);
         j.targets[0]["spec"]["endpoint"]["floatingIP"] = json!("");
         assert_eq!(
             j.validate(),

@@ -973,8 +973,10 @@ pub(crate) async fn initiate(
     fallback: Option<&crate::core::dataplane::Baseline>,
 ) -> Result<Vec<Initiation>, Error> {
     use crate::core::swanctl;
-    let listed = match fetch::swanctl(cluster, name, &["--list-conns"]).await? {
-        Ok(run) if run.failed.is_none() => swanctl::list_conns(&run.stdout)
+    // Initiation is an optimisation: a cluster that does not answer here is left to the
+    // tunnel wait, which judges it (issue 9 item 0), never a reason to stop.
+    let listed = match fetch::swanctl(cluster, name, &["--list-conns"]).await {
+        Ok(Ok(run)) if run.failed.is_none() => swanctl::list_conns(&run.stdout)
             .into_iter()
             .flat_map(|c| {
                 let address = c.remote_addrs.first().cloned().unwrap_or_default();
@@ -1007,8 +1009,8 @@ pub(crate) async fn initiate(
         )));
         return Ok(Vec::new());
     }
-    let installed: Vec<String> = match fetch::sas(cluster, name).await? {
-        Ok(sas) => sas
+    let installed: Vec<String> = match fetch::sas(cluster, name).await {
+        Ok(Ok(sas)) => sas
             .ike_sas
             .iter()
             .filter(|s| s.state == "ESTABLISHED")
@@ -1016,7 +1018,7 @@ pub(crate) async fn initiate(
             .filter(|c| c.state == "INSTALLED")
             .map(|c| c.name.clone())
             .collect(),
-        Err(_) => Vec::new(),
+        _ => Vec::new(),
     };
     let todo: Vec<(String, String)> = children
         .into_iter()
@@ -1039,13 +1041,14 @@ pub(crate) async fn initiate(
                 .unwrap_or_default()
                 .to_string()
         };
-        let (ok, answer) = match run? {
-            Ok(r) if r.failed.is_none() => (true, last(&r.stdout)),
-            Ok(r) => {
+        let (ok, answer) = match run {
+            Ok(Ok(r)) if r.failed.is_none() => (true, last(&r.stdout)),
+            Ok(Ok(r)) => {
                 let e = last(&r.stderr);
                 (false, if e.is_empty() { last(&r.stdout) } else { e })
             }
-            Err(why) => (false, why),
+            Ok(Err(why)) => (false, why),
+            Err(e) => (false, format!("the cluster did not run it: {e}")),
         };
         if ok {
             ev.emit(Event::Step(format!(
