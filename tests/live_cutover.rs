@@ -56,7 +56,18 @@ async fn single_tunnel_cutover_verify_rollback() {
         r.stdout
     );
     assert!(r.stdout.contains("  outage     "), "{}", r.stdout);
-    assert!(r.stdout.ends_with("HEALTHY\n"), "{}", r.stdout);
+    // The verify table, then the data plane compared with the old gateway's.
+    assert!(
+        r.stdout.contains("\nHEALTHY\n\nData plane: "),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .ends_with("data plane: identical (13 identical, 6 expected to change)\n"),
+        "{}",
+        r.stdout
+    );
     for step in [
         "✓ journal written: ConfigMap tenant-acme/vpnmig-acme (phase started)",
         "✓ server-side dry run: 2 target(s) admitted",
@@ -1474,4 +1485,189 @@ async fn a_forward_cutover_stopped_before_the_delete_resumes_with_the_journal_ta
         r.stdout
     );
     acme_ok(&l, &psk, "VPNGateway");
+}
+
+// ---- the data plane, --initiate and the outage (issue 12) -----------------------------
+
+/// The client re-initiates only 30 s after the gateway is reachable, as a real firewall's
+/// retry timer would: a window that waits for it is 30 s dark.
+fn slow_client() -> SettingsFile {
+    let mut s = acme_settings();
+    s.operator.peer_retry_ms = 30_000;
+    s
+}
+
+/// The non-identical rows of a report's `dataPlane`, as `(fact, before, after, verdict)`
+/// (SPIs and unique ids, which change by nature, left out).
+fn changes(doc: &Value) -> Vec<(String, String, String, String)> {
+    doc["dataPlane"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["verdict"] != "identical")
+        .filter(|r| !r["fact"].as_str().unwrap().ends_with("SPIs"))
+        .filter(|r| !r["fact"].as_str().unwrap().ends_with("unique id"))
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            (s("fact"), s("before"), s("after"), s("verdict"))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initiate_brings_the_tunnels_up_at_once_and_the_data_plane_is_the_old_one() {
+    let l = start(ACME, slow_client()).await;
+    let r = l
+        .vpnmig(&["cutover", "acme", "--yes", "--initiate", "-o", "json"])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    for step in [
+        "✓ recorded the data plane of IPsecGateway tenant-acme/acme: 1 tunnel(s), 1 CHILD SA(s)",
+        "✓ initiated CHILD SA acme from the gateway (swanctl --initiate --child acme --timeout 10): initiate completed successfully",
+        "✓ data plane: identical (13 identical, 6 expected to change)",
+    ] {
+        assert!(r.says(step), "missing `{step}` in\n{}", r.stderr);
+    }
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    // Everything the client sees is identical; only the names the operator chose differ.
+    let s = |v: &str| v.to_string();
+    assert_eq!(
+        changes(&doc),
+        [
+            (s("connection name"), s("main"), s("acme"), s("expected")),
+            (s("CHILD SA name"), s("main"), s("acme"), s("expected")),
+        ]
+    );
+    // The outage in parts, the tunnel part well under a second.
+    let o = &doc["outage"];
+    let part = |k: &str| o[k].as_u64().unwrap_or_else(|| panic!("{k} in {o}"));
+    assert_eq!(
+        part("totalMs"),
+        part("unwindMs") + part("attachMs") + part("readyMs") + part("tunnelMs"),
+        "{o}"
+    );
+    assert!(part("tunnelMs") < 1000, "{o}");
+    assert_eq!(o["initiate"], true);
+    assert_eq!(o["tunnels"][0]["peer"], "acme");
+    assert_eq!(o["tunnels"][0]["cameUpBy"], "initiation");
+    assert!(o["tunnels"][0]["outageMs"].as_u64().unwrap() <= part("totalMs"));
+    // All of it in the journal, for the change record.
+    let j = journal(&l, "tenant-acme", "acme").unwrap();
+    assert_eq!(j["outage"], doc["outage"]);
+    assert_eq!(j["dataPlane"], doc["dataPlane"]);
+    let child = &j["dataPlaneBaseline"]["tunnels"][0]["children"][0];
+    assert_eq!(
+        (&child["localTs"], &child["remoteTs"], &child["algorithms"]),
+        (
+            &serde_json::json!(["10.250.3.0/24"]),
+            &serde_json::json!(["10.20.0.0/16"]),
+            &serde_json::json!("AES_GCM_16-256")
+        )
+    );
+    // verify compares with the same baseline.
+    let r = l.vpnmig(&["verify", "acme", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    let rows: Value = serde_json::from_str(&r.stdout).unwrap();
+    let dp: Vec<&Value> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["check"] == "data plane")
+        .collect();
+    assert_eq!(dp.len(), 1, "{rows}");
+    assert_eq!(dp[0]["verdict"], "ok");
+
+    // Back, also initiated by the gateway: the client's 30 s are not waited for.
+    let r = l
+        .vpnmig(&["rollback", "acme", "--yes", "--initiate", "-o", "json"])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["outage"]["tunnels"][0]["peer"], "main");
+    assert_eq!(doc["outage"]["tunnels"][0]["cameUpBy"], "initiation");
+    assert!(doc["outage"]["tunnelMs"].as_u64().unwrap() < 1000, "{doc}");
+    acme_ok(
+        &l,
+        &psk_fingerprint(&l, "tenant-acme", "acme-psk"),
+        "IPsecGateway",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_does_not_answer_the_gateway_brings_the_tunnel_up_itself() {
+    let mut s = acme_settings();
+    s.operator.peer_retry_ms = 1500;
+    let l = start(ACME, s).await;
+    fault(&l, "vpngateway/tenant-acme/acme", |f| {
+        f.client_refuses_initiation = true
+    });
+    let r = l.vpnmig(&["cutover", "acme", "--yes", "--initiate"]).await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.says("! --initiate: CHILD SA acme could not be initiated from the gateway: initiate failed: establishing CHILD_SA 'acme' failed; waiting for the client to initiate"),
+        "{}",
+        r.stderr
+    );
+    let report = live::flat(&r.stdout);
+    assert!(report.contains("tunnel acme down "), "{report}");
+    assert!(
+        report.contains(", initiated by the client (the gateway's initiation: acme: initiate failed: establishing CHILD_SA 'acme' failed)"),
+        "{report}"
+    );
+    let j = journal(&l, "tenant-acme", "acme").unwrap();
+    assert_eq!(j["outage"]["tunnels"][0]["cameUpBy"], "client");
+    assert!(j["outage"]["tunnelMs"].as_u64().unwrap() >= 1500, "{j}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traffic_selector_negotiated_differently_fails_the_cutover_and_verify() {
+    let l = start(ACME, acme_settings()).await;
+    // The new peer negotiates a wider local selector: the tunnel comes up and covers the
+    // serviceCIDR, but the client's firewall sees another selector.
+    fault(&l, "vpngateway/tenant-acme/acme", |f| {
+        f.local_ts_override = Some("10.250.0.0/16".into())
+    });
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 5, "{}\n{}", r.stdout, r.stderr);
+    let error = r.error().unwrap();
+    assert!(
+        error.contains("the new gateway's data plane differs from the old one's: fw.acme.example @ 203.0.113.10 CHILD main: local traffic selectors 10.250.3.0/24 → 10.250.0.0/16"),
+        "{error}"
+    );
+    assert!(
+        r.says("local traffic selectors: CHANGED, 10.250.3.0/24 → 10.250.0.0/16"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(phase(&l, "tenant-acme", "acme").as_deref(), Some("ready"));
+    let j = journal(&l, "tenant-acme", "acme").unwrap();
+    let failing: Vec<&Value> = j["dataPlane"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["fails"] == true)
+        .collect();
+    assert_eq!(failing.len(), 1, "{j}");
+    assert_eq!(
+        (&failing[0]["fact"], &failing[0]["after"]),
+        (
+            &serde_json::json!("local traffic selectors"),
+            &serde_json::json!("10.250.0.0/16")
+        )
+    );
+    let r = l.vpnmig(&["verify", "acme"]).await;
+    assert_eq!(r.code, 5, "{}", r.stdout);
+    let flat = live::flat(&r.stdout);
+    assert!(
+        flat.contains("10.250.3.0/24 before the window, 10.250.0.0/16 now"),
+        "{}",
+        r.stdout
+    );
+    // Put right, the resumed cutover finds the old data plane and is done.
+    fault(&l, "vpngateway/tenant-acme/acme", |f| {
+        f.local_ts_override = None
+    });
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("data plane: identical"), "{}", r.stdout);
 }

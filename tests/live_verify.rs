@@ -315,3 +315,78 @@ async fn stale_conditions_without_observed_generation_are_not_current() {
     assert_eq!(conditions, [stale("FIPAttached"), stale("Ready")]);
     l.sb.shutdown().await;
 }
+
+/// `verify --baseline` (issue 12 item 1): the data plane as it is, outside a window, in
+/// the document a cutover keeps in its journal; nothing recorded without a journal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn baseline_records_the_data_plane_outside_a_window() {
+    let l = start(ACME, SettingsFile::default()).await;
+    let r = l
+        .vpnmig(&["verify", "acme", "--baseline", "-o", "json"])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let b: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(b["source"], "IPsecGateway tenant-acme/acme");
+    let t = &b["tunnels"][0];
+    let facts =
+        |v: &Value, keys: &[&str]| -> Vec<Value> { keys.iter().map(|k| v[*k].clone()).collect() };
+    assert_eq!(
+        facts(
+            t,
+            &[
+                "name",
+                "localAddress",
+                "remoteId",
+                "remoteAddress",
+                "ikeVersion",
+                "ikeAlgorithms",
+                "natT"
+            ]
+        ),
+        [
+            json!("main"),
+            json!("198.51.100.23"),
+            json!("fw.acme.example"),
+            json!("203.0.113.10"),
+            json!(2),
+            json!("AES_CBC-256/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/MODP_2048"),
+            json!(false)
+        ]
+    );
+    assert_eq!(
+        facts(
+            &t["children"][0],
+            &[
+                "name",
+                "mode",
+                "protocol",
+                "algorithms",
+                "remoteTs",
+                "udpEncap"
+            ]
+        ),
+        [
+            json!("main"),
+            json!("TUNNEL"),
+            json!("ESP"),
+            json!("AES_GCM_16-256"),
+            json!(["10.20.0.0/16"]),
+            json!(false)
+        ]
+    );
+    let r = l.vpnmig(&["verify", "acme", "--baseline"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout
+            .starts_with("Data plane of IPsecGateway tenant-acme/acme at "),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(" main #1: '198.51.100.23' @ 198.51.100.23 <-> 'fw.acme.example' @ 203.0.113.10, IKEv2, AES_CBC-256/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/MODP_2048, NAT-T no\n"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.says("recorded in the journal"), "{}", r.stderr);
+    assert!(live::core(&l, "configmaps", "tenant-acme", "vpnmig-acme").is_none());
+}

@@ -85,6 +85,7 @@ fn line(e: &Event) -> String {
         ),
         Event::Drift(_) => "drift".into(),
         Event::Blocked(_) => "blocked".into(),
+        Event::DataPlane(c) => format!("data plane failed {}", c.failed()),
     }
 }
 
@@ -233,6 +234,7 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
                 "stage tunnels",
                 "wait tunnels of acme ESTABLISHED and verified",
                 "waited tunnels of acme ESTABLISHED and verified: HEALTHY",
+                "data plane failed false",
                 "recorded done",
                 "finished cutover at done",
             ]
@@ -245,12 +247,15 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
                 _ => None,
             })
             .collect();
-        assert_eq!(steps.len(), 3, "{steps:#?}");
+        assert_eq!(steps.len(), 4, "{steps:#?}");
         assert!(steps[0].starts_with("journal written: ConfigMap tenant-acme/vpnmig-acme (phase started) and bundle "));
-        assert_eq!(steps[1], "server-side dry run: 2 target(s) admitted");
         assert_eq!(
-            steps[2],
-            "applied VPNGateway acme, VPNPeer acme (server-side apply, field manager vpnmig)"
+            steps[1..],
+            [
+                "server-side dry run: 2 target(s) admitted",
+                "recorded the data plane of IPsecGateway tenant-acme/acme: 1 tunnel(s), 1 CHILD SA(s) (swanctl --list-sas in its pod)",
+                "applied VPNGateway acme, VPNPeer acme (server-side apply, field manager vpnmig)",
+            ]
         );
         let Some(Event::Finished {
             operation,

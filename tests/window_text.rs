@@ -165,3 +165,60 @@ fn the_final_report_as_text_and_json() {
         ))
     );
 }
+
+/// Issue 12: the outage in parts and per tunnel, and the data-plane table (wide: one row
+/// per fact; narrow: grouped per tunnel and CHILD SA), in the text report and in JSON.
+#[test]
+fn the_final_report_with_the_outage_and_the_data_plane() {
+    use vpnmig::core::dataplane::{self, Baseline, CameUpBy, Outage, TunnelOutage};
+    let sample = include_str!("../fixtures/swanctl/08-strongswan-docs-home-net-initiator.txt");
+    let read = |text: &str, at: &str, source: &str| {
+        Baseline::from_sas(&vpnmig::core::swanctl::parse(text).unwrap(), at, source)
+    };
+    let before = read(
+        sample,
+        "2026-11-29T02:00:01.000Z",
+        "IPsecGateway tenant-acme/acme",
+    );
+    let after = read(
+        &sample
+            .replace("remote 10.1.0.0/16", "remote 10.1.0.0/24")
+            .replace("net: #1", "acme: #2")
+            .replace("c8931e89", "c0ffee01"),
+        "2026-11-29T02:00:12.500Z",
+        "VPNGateway tenant-acme/acme",
+    );
+    let mut j = journal_of("fixtures/gateways/01-single-tunnel.yaml");
+    j.advance(
+        Phase::Done,
+        "2026-11-29T02:00:12.000Z",
+        "alice@bastion pid 4242",
+    );
+    j.outage_ms = Some(1_020);
+    j.outage = Some(Outage {
+        total_ms: Some(1_020),
+        unwind_ms: Some(840),
+        attach_ms: Some(70),
+        ready_ms: Some(20),
+        tunnel_ms: Some(90),
+        initiate: true,
+        tunnels: vec![TunnelOutage {
+            peer: "acme".into(),
+            outage_ms: Some(1_020),
+            came_up_by: CameUpBy::Initiation,
+            initiation: Some("acme: initiate completed successfully".into()),
+        }],
+    });
+    j.data_plane = Some(dataplane::compare(&before, &after));
+    let rows = vec![Row {
+        check: "tunnel",
+        object: "peer acme".into(),
+        what: "IKE SA with fw.acme.example".into(),
+        verdict: Verdict::Ok,
+        detail: "IKE SA #1 ESTABLISHED, CHILD SAs cover 10.20.0.0/16".into(),
+    }];
+    let report = |format, width| plain(render::report_width("cutover", &j, &rows, format, width));
+    insta::assert_snapshot!("report_data_plane_wide", report(Format::Text, 240));
+    insta::assert_snapshot!("report_data_plane_narrow", report(Format::Text, 72));
+    insta::assert_snapshot!("report_data_plane_json", report(Format::Json, 100));
+}

@@ -99,6 +99,15 @@ pub struct CutoverArgs {
     #[arg(long)]
     pub rollback_on_failure: bool,
 
+    /// Once the new VPNGateway is Ready and its peers Authorized, start the tunnels from
+    /// the gateway (`swanctl --initiate --child NAME` in its pod, the CHILD SA names from
+    /// the operator's configuration or the old gateway's SAs) instead of waiting for the
+    /// client's retry timer; if that fails, wait for the client as without it. The report
+    /// says which brought each tunnel up. Not for a client that only accepts being the
+    /// initiator (see docs/data-plane.md).
+    #[arg(long)]
+    pub initiate: bool,
+
     /// After a rollback that could not give the re-created IPsecGateway its old addresses
     /// (journal phase old-applied), cut over again with the journal's targets, which pin
     /// them, instead of planning the re-created gateway (whose status has the new ones).
@@ -162,6 +171,7 @@ pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
         skip_dry_run_webhooks: args.skip_dry_run_webhooks.clone(),
         window_end: args.window_end.clone(),
         gitops,
+        initiate: args.initiate,
     };
     if wave::asked(&args.wave, args.plan_dir.as_ref()) {
         return wave::Wave {

@@ -91,6 +91,13 @@ pub struct RollbackArgs {
     #[arg(long)]
     pub drop_missing_owners: bool,
 
+    /// Once the re-created IPsecGateway is Ready, start its tunnels from the gateway
+    /// (`swanctl --initiate --child NAME` in its pod) instead of waiting for the
+    /// client's retry timer; if that fails, wait for the client as without it. Not for a
+    /// client that only accepts being the initiator (see docs/data-plane.md).
+    #[arg(long)]
+    pub initiate: bool,
+
     #[command(flatten)]
     pub timeouts: Timeouts,
 
@@ -119,6 +126,7 @@ pub fn run(args: &RollbackArgs) -> Result<i32, Error> {
             delete_extra_peers: args.delete_extra_peers,
             accept_new_addresses: args.accept_new_addresses,
             drop_missing_owners: args.drop_missing_owners,
+            initiate: args.initiate,
         },
         timeouts: args.timeouts.engine(),
         window_end: args.window_end.clone(),

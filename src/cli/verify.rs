@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use crate::cli::Error;
 use crate::cli::cluster_args::{ClusterArgs, parse_duration};
 use crate::cluster::{Cluster, verify as fetch};
+use crate::core::dataplane::{self, Baseline};
 use crate::core::verify::{self, Row, Verdict};
 use crate::exit;
 use crate::output::duration::format_duration;
@@ -25,6 +26,7 @@ use crate::output::verify::render;
 Examples:
   vpnmig verify acme -n tenant-acme
   vpnmig verify acme --wait --timeout 5m      # after a cutover: until healthy
+  vpnmig verify acme --baseline               # the data plane as it is now (what cutover compares)
   set -o pipefail; vpnmig verify acme -o json | jq '.[] | select(.verdict==\"fail\")'
 
 Exit codes: 0 healthy, 1 the cluster could not be read, 5 not healthy, 6 --wait timed out.")]
@@ -49,6 +51,14 @@ pub struct VerifyArgs {
     /// the reference when there is one.
     #[arg(long, value_name = "DIR")]
     plan: Option<std::path::PathBuf>,
+    /// Record the gateway's data plane instead of checking it: per tunnel the identities,
+    /// addresses, IKE version and algorithms, NAT-T; per CHILD SA the mode, protocol,
+    /// algorithms, traffic selectors and UDP encapsulation (`swanctl --list-sas` in its
+    /// pod). Printed (-o json: the document cutover keeps as the journal's
+    /// dataPlaneBaseline) and, when a window's journal exists that has not reached the
+    /// delete, recorded in it. A cutover records one itself right before the delete.
+    #[arg(long, conflicts_with_all = ["wait", "plan"])]
+    baseline: bool,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,7 +137,68 @@ async fn once(
         .is_some();
     let (objs, source) = reference(cluster, name, plan, is_new).await?;
     rows.extend(crate::window::reference_rows(cluster, &objs, &source).await?);
+    if is_new {
+        rows.extend(data_plane(cluster, name).await?);
+    }
     Ok(rows)
+}
+
+/// The migrated gateway's data plane compared with the baseline the cutover recorded of
+/// the old one (journal `dataPlaneBaseline`; issue 12 item 1): nothing when there is none
+/// or the SAs cannot be read (the tunnel rows say so).
+async fn data_plane(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
+    let Some(before) = crate::cluster::journal::read(cluster, name)
+        .await?
+        .and_then(|j| j.data_plane_baseline)
+    else {
+        return Ok(Vec::new());
+    };
+    let Ok(sas) = fetch::sas(cluster, name).await? else {
+        return Ok(Vec::new());
+    };
+    let object = format!("VPNGateway {}/{name}", cluster.namespace);
+    let after = Baseline::from_sas(&sas, &crate::window::now(), &object);
+    Ok(dataplane::verify_rows(
+        &dataplane::compare(&before, &after),
+        &object,
+    ))
+}
+
+/// `verify --baseline`: the gateway's data plane as it is now, recorded into its journal
+/// when a window has one that has not reached the delete (cutover then keeps the one with
+/// more tunnels).
+async fn baseline(cluster: &Cluster, name: &str) -> Result<Baseline, Error> {
+    let kind = if crate::cluster::objects::get(cluster, "VPNGateway", name)
+        .await?
+        .is_some()
+    {
+        "VPNGateway"
+    } else {
+        "IPsecGateway"
+    };
+    let sas = fetch::sas(cluster, name).await?.map_err(|why| Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: format!("the SAs of {kind} {}/{name} could not be read: {why}", cluster.namespace),
+        hint: Some(format!("`kubectl exec -n {} deploy/{name} -c strongswan -- swanctl --list-sas` shows what the gateway says", cluster.namespace)),
+    })?;
+    let b = Baseline::from_sas(
+        &sas,
+        &crate::window::now(),
+        &format!("{kind} {}/{name}", cluster.namespace),
+    );
+    if let Some(mut j) = crate::cluster::journal::read(cluster, name).await?
+        && j.phase < crate::core::journal::Phase::Deleting
+    {
+        j.data_plane_baseline = Some(b.clone());
+        crate::cluster::journal::write(cluster, &j, false).await?;
+        crate::output::say(&format!(
+            "recorded in the journal (ConfigMap {}/{}), phase {}",
+            cluster.namespace,
+            crate::core::journal::object_name(name),
+            j.phase
+        ));
+    }
+    Ok(b)
 }
 
 async fn once_live(
@@ -281,6 +352,23 @@ fn never_read(args: &VerifyArgs, cluster: &Cluster, why: Option<String>) -> Erro
 }
 
 pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
+    if args.baseline {
+        let b = crate::cli::runtime()?.block_on(async {
+            let cluster = Cluster::connect(&args.cluster.options()).await?;
+            if args.output == VerifyFormat::Text {
+                crate::output::say(&cluster.banner(false));
+            }
+            baseline(&cluster, &args.name).await
+        })?;
+        let doc = match args.output {
+            VerifyFormat::Text => crate::output::dataplane::baseline(&b),
+            VerifyFormat::Json => {
+                serde_json::to_string_pretty(&b).expect("baseline serializes") + "\n"
+            }
+        };
+        crate::cli::write_stdout(&doc)?;
+        return Ok(exit::OK);
+    }
     let (rows, timed_out) = crate::cli::runtime()?.block_on(run_async(args))?;
     let doc = match args.output {
         VerifyFormat::Text => render(&rows, crate::output::width::detect()),

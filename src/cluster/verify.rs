@@ -138,6 +138,39 @@ fn lifecycle(deleting: bool, other_kind: Option<&str>) -> Vec<String> {
 /// exit 1: nothing is known about the gateway); the inner one says why the gateway's
 /// SAs could not be read (no pod, swanctl failed), which is a verdict about the gateway.
 pub async fn sas(cluster: &Cluster, name: &str) -> Result<Result<Sas, String>, KubeError> {
+    let out = match swanctl(cluster, name, &["--list-sas"]).await? {
+        Ok(o) => o,
+        Err(why) => return Ok(Err(why)),
+    };
+    if let Some(why) = out.failed {
+        return Ok(Err(format!(
+            "swanctl failed in pod {}: {why} {}",
+            out.pod,
+            swanctl::failure(&out.stderr)
+        )));
+    }
+    Ok(swanctl::parse(&out.stdout).map_err(|e| format!("swanctl output of pod {}: {e}", out.pod)))
+}
+
+/// What `swanctl ARGS` did in a gateway pod.
+#[derive(Clone, Debug, Default)]
+pub struct SwanctlRun {
+    pub pod: String,
+    pub stdout: String,
+    pub stderr: String,
+    /// `Some(message)` when it exited non-zero (the exec status's message).
+    pub failed: Option<String>,
+}
+
+/// `swanctl ARGS` in a running pod of Deployment `name`, container `strongswan`. The
+/// outer `Err` is the cluster refusing or not answering; the inner one says why the
+/// command could not be run in the gateway (no deployment, no running pod, the exec
+/// refused about the pod).
+pub async fn swanctl(
+    cluster: &Cluster,
+    name: &str,
+    args: &[&str],
+) -> Result<Result<SwanctlRun, String>, KubeError> {
     let ns = cluster.namespace.as_str();
     let deployments: Api<Deployment> = Api::namespaced(cluster.client.clone(), ns);
     let Some(d) = cluster
@@ -175,7 +208,10 @@ pub async fn sas(cluster: &Cluster, name: &str) -> Result<Result<Sas, String>, K
         .stdout(true)
         .stderr(true);
     let what = format!("pods/exec {pod}");
-    let mut proc = match pods.exec(&pod, ["swanctl", "--list-sas"], &params).await {
+    let command: Vec<&str> = std::iter::once("swanctl")
+        .chain(args.iter().copied())
+        .collect();
+    let mut proc = match pods.exec(&pod, command, &params).await {
         Ok(p) => p,
         Err(e) => {
             // The exec is refused (401/403), answered about the pod (another 4xx: gone,
@@ -228,16 +264,18 @@ pub async fn sas(cluster: &Cluster, name: &str) -> Result<Result<Sas, String>, K
     if let Some(mut err) = proc.stderr() {
         let _ = err.read_to_string(&mut stderr).await;
     }
+    let mut failed = None;
     if let Some(status) = status
         && let Some(s) = status.await
         && s.status.as_deref() == Some("Failure")
     {
-        return Ok(Err(format!(
-            "swanctl failed in pod {pod}: {} {}",
-            s.message.unwrap_or_default(),
-            swanctl::failure(&stderr)
-        )));
+        failed = Some(s.message.unwrap_or_default());
     }
     let _ = proc.join().await;
-    Ok(swanctl::parse(&stdout).map_err(|e| format!("swanctl output of pod {pod}: {e}")))
+    Ok(Ok(SwanctlRun {
+        pod,
+        stdout,
+        stderr,
+        failed,
+    }))
 }

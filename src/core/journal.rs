@@ -192,6 +192,23 @@ pub struct Journal {
     /// item 9).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cutover_failure: Option<String>,
+    /// The data plane of the old gateway, read from `swanctl --list-sas` in its pod right
+    /// before the delete (issue 12 item 1): what the new gateway's tunnels are compared
+    /// with. Absent in journals of earlier versions and when the old gateway had no
+    /// readable SAs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_plane_baseline: Option<crate::core::dataplane::Baseline>,
+    /// The new gateway's data plane compared with the baseline, once its tunnels are up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_plane: Option<crate::core::dataplane::Comparison>,
+    /// The outage, per tunnel and in parts, and how each tunnel came back (by the
+    /// gateway's initiation or by the client; issue 12 items 2 and 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outage: Option<crate::core::dataplane::Outage>,
+    /// How the re-created IPsecGateway's tunnels came back in a rollback (the tunnel
+    /// part and each tunnel; `rollback --initiate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_outage: Option<crate::core::dataplane::Outage>,
     /// The last failure, if the run stopped on one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -278,6 +295,10 @@ impl Journal {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            data_plane_baseline: None,
+            data_plane: None,
+            outage: None,
+            rollback_outage: None,
             last_error: None,
             history: vec![Entry {
                 phase: Phase::Started,
@@ -324,6 +345,10 @@ impl Journal {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            data_plane_baseline: None,
+            data_plane: None,
+            outage: None,
+            rollback_outage: None,
             last_error: None,
             history: vec![Entry {
                 phase: Phase::Done,
@@ -799,12 +824,45 @@ mod tests {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            data_plane_baseline: None,
+            data_plane: None,
+            outage: None,
+            rollback_outage: None,
             last_error: None,
             history: Vec::new(),
         };
         assert_eq!(j.validate(), Ok(()));
         let text = serde_json::to_string(&j).unwrap();
         assert_eq!(Journal::from_json(&text).unwrap(), j);
+        // A journal of an earlier version (no data plane, no outage parts) still loads,
+        // and one without them is written without their keys.
+        for key in ["dataPlaneBaseline", "dataPlane", "outage", "rollbackOutage"] {
+            assert!(!text.contains(&format!("\"{key}\"")), "{key} in {text}");
+        }
+        // With them, it round-trips.
+        let mut with = j.clone();
+        with.data_plane_baseline = Some(crate::core::dataplane::Baseline {
+            at: "2026-11-29T02:00:01.000Z".into(),
+            source: "IPsecGateway tenant-acme/acme".into(),
+            tunnels: Vec::new(),
+        });
+        with.data_plane = Some(crate::core::dataplane::compare(
+            with.data_plane_baseline.as_ref().unwrap(),
+            &Default::default(),
+        ));
+        with.outage = Some(crate::core::dataplane::Outage {
+            total_ms: Some(1020),
+            tunnels: vec![crate::core::dataplane::TunnelOutage {
+                peer: "acme".into(),
+                outage_ms: Some(1020),
+                came_up_by: crate::core::dataplane::CameUpBy::Initiation,
+                initiation: None,
+            }],
+            ..Default::default()
+        });
+        let text = serde_json::to_string(&with).unwrap();
+        assert!(text.contains(r#""cameUpBy":"initiation""#), "{text}");
+        assert_eq!(Journal::from_json(&text).unwrap(), with);
         j.targets[0]["spec"]["endpoint"]["floatingIP"] = json!("");
         assert_eq!(
             j.validate(),
@@ -852,6 +910,10 @@ mod tests {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            data_plane_baseline: None,
+            data_plane: None,
+            outage: None,
+            rollback_outage: None,
             last_error: None,
             history: Vec::new(),
         };

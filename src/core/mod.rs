@@ -5,6 +5,7 @@
 pub mod addr;
 pub mod allowlist;
 pub mod checks;
+pub mod dataplane;
 pub mod fleet;
 pub mod gitops;
 pub mod guard;

@@ -54,7 +54,7 @@ pub struct Row {
 /// [`Row::managed_by`] of an object with this metadata.
 fn managed_by(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Option<String> {
     let obj = serde_json::json!({ "metadata": meta });
-    Some(crate::core::gitops::summary(&crate::core::gitops::detect(
+    Some(crate::core::gitops::cell(&crate::core::gitops::detect(
         &obj,
     )))
     .filter(|s| !s.is_empty())

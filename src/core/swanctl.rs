@@ -31,6 +31,18 @@ pub struct IkeSa {
     pub local: Endpoint,
     pub remote: Endpoint,
     pub child_sas: Vec<ChildSa>,
+    /// The negotiated IKE algorithms as swanctl prints them
+    /// (`AES_CBC-256/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/MODP_2048`); empty when not
+    /// printed (an SA still CONNECTING). Not in `parse-sas` JSON (kept stable).
+    #[serde(skip)]
+    pub algorithms: String,
+    /// The IKE SPIs (initiator, responder), without the `*` that marks the local one.
+    #[serde(skip)]
+    pub spis: (String, String),
+    /// NAT traversal in use: `nat-any=yes` in `--raw`; in the human form (which does not
+    /// print it) any CHILD SA encapsulated in UDP.
+    #[serde(skip)]
+    pub nat_t: bool,
 }
 
 /// One side of an IKE SA.
@@ -58,6 +70,15 @@ pub struct ChildSa {
     /// Traffic selectors as printed, e.g. `10.0.0.0/24` or `192.0.2.1/32[udp]`.
     pub local_ts: Vec<String>,
     pub remote_ts: Vec<String>,
+    /// `ESP` or `AH` (the part before `:` in `ESP:AES_GCM_16-256`).
+    #[serde(skip)]
+    pub protocol: String,
+    /// The negotiated algorithms (`AES_GCM_16-256`, `AES_CBC-128/HMAC_SHA2_256_128`).
+    #[serde(skip)]
+    pub algorithms: String,
+    /// The SPIs (inbound, outbound) as printed.
+    #[serde(skip)]
+    pub spis: (String, String),
 }
 
 /// Why the text could not be read. Structure that cannot be recovered from is an error,
@@ -255,6 +276,51 @@ fn endpoint(rest: &str) -> Endpoint {
     Endpoint { id, address, port }
 }
 
+/// `5ec3b2110cf79245_i* 7cfb30548a970e64_r` (or the older `a:b`) → (initiator, responder).
+fn ike_spis(field: &str) -> Option<(String, String)> {
+    let clean = |s: &str| {
+        s.trim()
+            .trim_end_matches('*')
+            .trim_end_matches("_i")
+            .trim_end_matches("_r")
+            .to_string()
+    };
+    if let Some((i, r)) = field.split_once(' ')
+        && i.trim_end_matches('*').ends_with("_i")
+    {
+        return Some((clean(i), clean(r)));
+    }
+    let (i, r) = field.split_once(':')?;
+    let hex = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_hexdigit());
+    (hex(i.trim()) && hex(r.trim())).then(|| (i.trim().to_string(), r.trim().to_string()))
+}
+
+/// The IKE algorithm line: `AES_GCM_16-256/PRF_HMAC_SHA2_384/ECP_384` (one word of
+/// strongSwan's upper-case algorithm names), not a task or timing line.
+fn is_algorithms(line: &str) -> bool {
+    line.starts_with(|c: char| c.is_ascii_uppercase())
+        && line
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || "_-/".contains(c))
+}
+
+/// The algorithms of a `--raw` section as the human form prints them.
+fn raw_algorithms(s: &Section) -> String {
+    let mut parts = Vec::new();
+    if let Some(e) = s.get("encr-alg") {
+        parts.push(match s.get("encr-keysize") {
+            Some(k) => format!("{e}-{k}"),
+            None => e.to_string(),
+        });
+    }
+    for k in ["integ-alg", "prf-alg", "dh-group"] {
+        if let Some(v) = s.get(k) {
+            parts.push(v.to_string());
+        }
+    }
+    parts.join("/")
+}
+
 fn parse_human(text: &str) -> Result<Sas, SwanctlError> {
     let mut sas = Sas::default();
     for (n, line) in text.lines().enumerate() {
@@ -301,6 +367,7 @@ fn parse_human(text: &str) -> Result<Sas, SwanctlError> {
                     unique_id: id,
                     state,
                     ike_version,
+                    spis: fields.iter().find_map(|f| ike_spis(f)).unwrap_or_default(),
                     ..IkeSa::default()
                 });
             }
@@ -343,6 +410,25 @@ fn parse_human(text: &str) -> Result<Sas, SwanctlError> {
                     } else {
                         ike.remote = endpoint(rest);
                     }
+                } else if child_depth
+                    && let Some(rest) = trimmed
+                        .strip_prefix("in ")
+                        .or_else(|| trimmed.strip_prefix("out "))
+                {
+                    if let Some(child) = ike.child_sas.last_mut() {
+                        let spi = rest
+                            .split([',', ' ', '('])
+                            .find(|t| !t.is_empty())
+                            .unwrap_or_default()
+                            .to_string();
+                        if trimmed.starts_with("in ") {
+                            child.spis.0 = spi;
+                        } else {
+                            child.spis.1 = spi;
+                        }
+                    }
+                } else if !child_depth && is_algorithms(trimmed) {
+                    ike.algorithms = trimmed.to_string();
                 } else if let Some((name, id, rest)) = head(line).filter(|_| !child_depth) {
                     // `reqid N, STATE, MODE[-in-UDP], PROTO:ALGS`
                     let fields: Vec<&str> = rest
@@ -356,12 +442,24 @@ fn parse_human(text: &str) -> Result<Sas, SwanctlError> {
                         Some(m) => (m.to_string(), true),
                         None => (mode_field.to_string(), false),
                     };
+                    let (protocol, algorithms) = fields
+                        .iter()
+                        .skip(2)
+                        .find_map(|f| {
+                            f.split_once(':')
+                                .filter(|(p, _)| matches!(*p, "ESP" | "AH"))
+                        })
+                        .map(|(p, a)| (p.to_string(), a.to_string()))
+                        .unwrap_or_default();
+                    ike.nat_t |= udp_encap;
                     ike.child_sas.push(ChildSa {
                         name: name.to_string(),
                         unique_id: id,
                         state,
                         mode,
                         udp_encap,
+                        protocol,
+                        algorithms,
                         ..ChildSa::default()
                     });
                 }
@@ -507,6 +605,12 @@ fn parse_raw(text: &str) -> Result<Sas, SwanctlError> {
                     port: port("remote-port"),
                 },
                 child_sas: Vec::new(),
+                algorithms: raw_algorithms(ike),
+                spis: (
+                    ike.get("initiator-spi").unwrap_or_default().to_string(),
+                    ike.get("responder-spi").unwrap_or_default().to_string(),
+                ),
+                nat_t: ike.get("nat-any") == Some("yes"),
             };
             for (key, child) in ike
                 .section("child-sas")
@@ -524,10 +628,117 @@ fn parse_raw(text: &str) -> Result<Sas, SwanctlError> {
                     udp_encap: child.get("encap") == Some("yes"),
                     local_ts: child.list("local-ts"),
                     remote_ts: child.list("remote-ts"),
+                    protocol: child.get("protocol").unwrap_or_default().to_string(),
+                    algorithms: raw_algorithms(child),
+                    spis: (
+                        child.get("spi-in").unwrap_or_default().to_string(),
+                        child.get("spi-out").unwrap_or_default().to_string(),
+                    ),
                 });
             }
+            sa.nat_t |= sa.child_sas.iter().any(|c| c.udp_encap);
             sas.ike_sas.push(sa);
         }
     }
     Ok(sas)
+}
+
+/// One connection of `swanctl --list-conns`: what the operator configured in charon.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Conn {
+    pub name: String,
+    /// The `remote:` addresses of the IKE part (`%any` when any).
+    pub remote_addrs: Vec<String>,
+    /// The CHILD SA names: what `swanctl --initiate --child NAME` takes.
+    pub children: Vec<String>,
+}
+
+/// Read `swanctl --list-conns` (strongSwan's `list_conns.c` format):
+///
+/// ```text
+/// acme: IKEv2, no reauthentication, rekeying every 86400s
+///   local:  198.51.100.23
+///   remote: 203.0.113.10
+///   acme: TUNNEL, rekeying every 3600s
+///     local:  10.250.3.0/24
+///     remote: 10.20.0.0/16
+/// ```
+///
+/// Lines it does not know are skipped; text without any connection line is no
+/// connections.
+pub fn list_conns(text: &str) -> Vec<Conn> {
+    let mut conns: Vec<Conn> = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        let Some((name, rest)) = trimmed.split_once(": ") else {
+            continue;
+        };
+        let first = rest.split([',', ' ']).next().unwrap_or_default();
+        match indent(line) {
+            0 if first.starts_with("IKEv") => conns.push(Conn {
+                name: name.to_string(),
+                ..Conn::default()
+            }),
+            2 if name == "remote" => {
+                if let Some(c) = conns.last_mut() {
+                    c.remote_addrs = rest
+                        .split(',')
+                        .map(|a| a.trim().to_string())
+                        .filter(|a| !a.is_empty())
+                        .collect();
+                }
+            }
+            2 if matches!(first, "TUNNEL" | "TRANSPORT" | "BEET" | "PASS" | "DROP") => {
+                if let Some(c) = conns.last_mut() {
+                    c.children.push(name.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    conns
+}
+
+#[cfg(test)]
+mod conns_tests {
+    use super::*;
+
+    #[test]
+    fn list_conns_names_children_and_remote_addresses() {
+        let text = "acme: IKEv2, no reauthentication, rekeying every 86400s
+  local:  198.51.100.23
+  remote: 203.0.113.10, 203.0.113.11
+  local pre-shared key authentication:
+    id: 198.51.100.23
+  remote pre-shared key authentication:
+    id: fw.acme.example
+  acme-1: TUNNEL, rekeying every 3600s
+    local:  10.250.3.0/24
+    remote: 10.20.0.0/16
+  acme-2: TUNNEL, rekeying every 3600s
+    local:  10.250.3.0/24
+    remote: 10.30.0.0/16
+road: IKEv1/2, reauthentication every 3600s
+  local:  %any
+  remote: %any
+  l2tp: TRANSPORT, rekeying every 1200s
+";
+        assert_eq!(
+            list_conns(text),
+            [
+                Conn {
+                    name: "acme".into(),
+                    remote_addrs: vec!["203.0.113.10".into(), "203.0.113.11".into()],
+                    children: vec!["acme-1".into(), "acme-2".into()],
+                },
+                Conn {
+                    name: "road".into(),
+                    remote_addrs: vec!["%any".into()],
+                    children: vec!["l2tp".into()],
+                },
+            ]
+        );
+        assert!(list_conns("").is_empty());
+        assert!(list_conns("Error: connecting to 'default' URI failed").is_empty());
+    }
 }

@@ -64,6 +64,14 @@ impl Events for LiveView {
             Event::Blocked(plan) => {
                 crate::output::say(render::blockers(&plan).join("").trim_end_matches('\n'))
             }
+            Event::DataPlane(c) if c.failed() => {
+                let width = crate::output::width::detect_stderr();
+                let table = crate::output::dataplane::render_width(&c, width);
+                crate::output::say(table.trim_end_matches('\n'))
+            }
+            Event::DataPlane(c) => {
+                crate::output::say(&format!("✓ {}", crate::output::dataplane::summary(&c)))
+            }
             Event::Finished {
                 operation,
                 journal,

@@ -89,6 +89,7 @@ fn line(e: &Event) -> Option<String> {
             .join("")
             .trim_end()
             .to_string(),
+        Event::DataPlane(c) => crate::output::dataplane::summary(c),
         Event::Finished {
             operation, journal, ..
         } => format!(

@@ -309,6 +309,18 @@ pub fn report_width(
                 "journal": format!("ConfigMap {cm}"),
                 "verify": rows,
             });
+            let mut doc = doc;
+            let outage = if operation == "cutover" {
+                j.outage.as_ref()
+            } else {
+                j.rollback_outage.as_ref()
+            };
+            if let Some(o) = outage {
+                doc["outage"] = json!(o);
+            }
+            if let Some(c) = j.data_plane.as_ref().filter(|_| operation == "cutover") {
+                doc["dataPlane"] = json!(c);
+            }
             serde_json::to_string_pretty(&doc).expect("reports serialize") + "\n"
         }
         Format::Text => {
@@ -322,18 +334,25 @@ pub fn report_width(
                 let runs: std::collections::BTreeSet<&str> =
                     j.history.iter().map(|e| e.by.as_str()).collect();
                 let bound = if runs.len() > 1 { "at most " } else { "" };
-                out.push_str(&match j.outage_ms {
-                    Some(ms) => format!(
+                out.push_str(&match (j.outage.as_ref(), j.outage_ms) {
+                    (Some(o), _) => crate::output::dataplane::outage(o, bound),
+                    (None, Some(ms)) => format!(
                         "  outage     {bound}{} (from the delete of the IPsecGateway to the first ESTABLISHED tunnel)\n",
                         elapsed(std::time::Duration::from_millis(ms))
                     ),
-                    None => "  outage     not measured (the delete time or the first tunnel was not seen)\n".into(),
+                    (None, None) => "  outage     not measured (the delete time or the first tunnel was not seen)\n".into(),
                 });
+            } else if let Some(o) = &j.rollback_outage {
+                out.push_str(&crate::output::dataplane::outage(o, ""));
             }
             out.push_str(&format!("  journal    ConfigMap {cm}, phase {}\n", j.phase));
             let mut out = crate::output::width::hanging(&out, width);
             out.push('\n');
             out.push_str(&crate::output::verify::render(rows, width));
+            if let Some(c) = j.data_plane.as_ref().filter(|_| operation == "cutover") {
+                out.push('\n');
+                out.push_str(&crate::output::dataplane::render_width(c, width));
+            }
             out
         }
     }

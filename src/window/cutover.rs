@@ -14,7 +14,8 @@ use super::{
 };
 use crate::bundle;
 use crate::cluster::delete::{self, Target};
-use crate::cluster::{Cluster, journal as stored, lock, objects};
+use crate::cluster::{Cluster, journal as stored, lock, objects, verify as fetch};
+use crate::core::dataplane::{self, Baseline, Outage};
 use crate::core::guard::Moment;
 use crate::core::journal::{self, Journal, Phase};
 use crate::core::model::IPsecGateway;
@@ -721,7 +722,15 @@ async fn phases(
                 });
                 w.journal.cutover_failure =
                     Some(format!("at phase {}: {message}", w.journal.phase));
-                let t = super::rollback::roll_back(w, &opts.timeouts, Default::default()).await?;
+                let t = super::rollback::roll_back(
+                    w,
+                    &opts.timeouts,
+                    super::Choices {
+                        initiate: opts.initiate,
+                        ..Default::default()
+                    },
+                )
+                .await?;
                 super::gitops::restore(w, "VPNGateway", false).await?;
                 w.ev.emit(Event::Finished {
                     operation: Operation::Rollback,
@@ -823,6 +832,9 @@ async fn forward(
         }
         w.ev.emit(Event::Stage(Stage::Delete));
         let gw = recheck(w).await?;
+        if gw.is_some() {
+            record_baseline(w).await?;
+        }
         w.save(Phase::Deleting).await?;
         if gw.is_some() {
             delete_checked(w).await?;
@@ -869,7 +881,9 @@ async fn forward(
     // From here the old gateway is gone: if anything re-creates it, every wait below
     // stops at once (issue 9 item 3).
     let targets = w.journal.targets.clone();
-    steps::unless_interfered(cluster, &name, &targets, after_delete(w, opts)).await
+    // Boxed: the steps after the delete are a large future, and the sentinels around it
+    // would otherwise sit on the caller's stack with it (a debug build's wave of them).
+    steps::unless_interfered(cluster, &name, &targets, Box::pin(after_delete(w, opts))).await
 }
 
 /// `Kind/name` of a target manifest.
@@ -1091,6 +1105,11 @@ async fn after_delete(w: &mut Window<'_>, opts: &CutoverOptions) -> Result<Outco
         w.save(Phase::Ready).await?;
     }
     w.ev.emit(Event::Stage(Stage::Tunnels));
+    let initiations = if opts.initiate {
+        steps::initiate(cluster, w.ev, &name, w.journal.data_plane_baseline.as_ref()).await?
+    } else {
+        Vec::new()
+    };
     let expect = steps::Expect {
         kind: "VPNGateway",
         service_cidr: None,
@@ -1103,6 +1122,8 @@ async fn after_delete(w: &mut Window<'_>, opts: &CutoverOptions) -> Result<Outco
             "the client's peer re-initiates on its own DPD/retry timer; a PSK or proposal mismatch shows in the client's logs".into())));
     }
     w.journal.outage_ms = steps::between(w.delete_sent(), tunnels.first_up);
+    w.journal.outage = Some(outage(&w.journal, &tunnels, &initiations, opts.initiate));
+    compare_data_plane(w).await?;
     w.save(Phase::Done).await?;
     w.ev.emit(Event::Finished {
         operation: Operation::Cutover,
@@ -1110,6 +1131,121 @@ async fn after_delete(w: &mut Window<'_>, opts: &CutoverOptions) -> Result<Outco
         verify: tunnels.rows,
     });
     Ok(Outcome::Done)
+}
+
+/// Right before the delete: the old gateway's data plane (`swanctl --list-sas` in its
+/// pod) into the journal, what the new gateway's is compared with (issue 12 item 1).
+/// SAs that cannot be read are a warning, not a stop: the tunnel wait still checks the
+/// new gateway, only the comparison is missing.
+async fn record_baseline(w: &mut Window<'_>) -> Result<(), Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    match fetch::sas(w.cluster, &name).await? {
+        Ok(sas) => {
+            let b = Baseline::from_sas(&sas, &now(), &format!("IPsecGateway {ns}/{name}"));
+            // A baseline recorded earlier (`verify --baseline`) with more tunnels up is the
+            // better reference: a tunnel down right now is no reason to expect it down.
+            if let Some(earlier) = &w.journal.data_plane_baseline
+                && earlier.tunnels.len() > b.tunnels.len()
+            {
+                w.ev.emit(Event::Warning(format!(
+                    "the old gateway has {} tunnel(s) up now, the baseline recorded at {} had {}: that one is kept as the reference",
+                    b.tunnels.len(),
+                    earlier.at,
+                    earlier.tunnels.len()
+                )));
+                return Ok(());
+            }
+            w.ev.emit(Event::Step(format!(
+                "recorded the data plane of IPsecGateway {ns}/{name}: {} tunnel(s), {} CHILD SA(s) (swanctl --list-sas in its pod)",
+                b.tunnels.len(),
+                b.tunnels.iter().map(|t| t.children.len()).sum::<usize>()
+            )));
+            w.journal.data_plane_baseline = Some(b);
+        }
+        Err(why) => match &w.journal.data_plane_baseline {
+            Some(earlier) => w.ev.emit(Event::Warning(format!(
+                "the SAs of IPsecGateway {ns}/{name} could not be read ({why}): the baseline recorded at {} is the reference",
+                earlier.at
+            ))),
+            None => w.ev.emit(Event::Warning(format!(
+                "no data-plane baseline: the SAs of IPsecGateway {ns}/{name} could not be read ({why}); the new gateway's tunnels are verified, but not compared with the old ones"
+            ))),
+        },
+    }
+    Ok(())
+}
+
+/// The outage of the window, from the journal's history and the tunnel wait (issue 12
+/// item 3): the delete to each tunnel up, and the parts between the phases.
+fn outage(
+    j: &Journal,
+    tunnels: &steps::Tunnels,
+    initiations: &[steps::Initiation],
+    initiate: bool,
+) -> Outage {
+    let at = |p| steps::reached(j, p);
+    let last_up = tunnels.up.iter().map(|(_, t)| *t).max();
+    let peers: Vec<(String, String)> = j
+        .targets
+        .iter()
+        .filter(|t| t["kind"] == "VPNPeer")
+        .map(|t| {
+            (
+                t.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                t.pointer("/spec/ipsec/peer/address")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    Outage {
+        total_ms: steps::between(at(Phase::Deleting), last_up),
+        unwind_ms: steps::between(at(Phase::Deleting), at(Phase::Deleted)),
+        attach_ms: steps::between(at(Phase::Deleted), at(Phase::Attached)),
+        ready_ms: steps::between(at(Phase::Attached), at(Phase::Ready)),
+        tunnel_ms: steps::between(at(Phase::Ready), last_up),
+        initiate,
+        tunnels: steps::tunnel_outages(&peers, tunnels, initiations, at(Phase::Deleting)),
+    }
+}
+
+/// Once the tunnels are up: the new gateway's data plane compared with the baseline. A
+/// changed fact the client sees stops the window (exit 5) before it is done.
+async fn compare_data_plane(w: &mut Window<'_>) -> Result<(), Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let Some(before) = w.journal.data_plane_baseline.clone() else {
+        return Ok(());
+    };
+    let sas = match fetch::sas(w.cluster, &name).await? {
+        Ok(sas) => sas,
+        Err(why) => {
+            w.ev.emit(Event::Warning(format!(
+                "the data plane of VPNGateway {ns}/{name} could not be read ({why}): not compared with the old gateway's; `vpnmig verify {name} -n {ns}` compares it"
+            )));
+            return Ok(());
+        }
+    };
+    let after = Baseline::from_sas(&sas, &now(), &format!("VPNGateway {ns}/{name}"));
+    let c = dataplane::compare(&before, &after);
+    w.journal.data_plane = Some(c.clone());
+    w.ev.emit(Event::DataPlane(Box::new(c.clone())));
+    if c.failed() {
+        return Err(Error::Stop {
+            code: exit::VERIFY_FAILED,
+            message: format!(
+                "the new gateway's data plane differs from the old one's: {}",
+                c.failure_line()
+            ),
+            hint: Some(format!(
+                "the client's side sees the change: correct the VPNPeer/VPNGateway (the journal's targets) and resume with `vpnmig cutover {name} -n {ns}`, or go back with `vpnmig rollback {name} -n {ns}`; the table is in the journal (dataPlane)"
+            )),
+        });
+    }
+    Ok(())
 }
 
 /// Right before the delete: the IPsecGateway must still be the object and the spec the

@@ -125,6 +125,9 @@ pub struct CutoverOptions {
     pub window_end: Option<WindowEnd>,
     /// A gateway Argo CD or Flux syncs: `--gitops` (issue 11).
     pub gitops: GitopsOptions,
+    /// Once the new gateway is Ready and its peers Authorized, start the tunnels from
+    /// the gateway (`swanctl --initiate`) instead of only waiting for the client.
+    pub initiate: bool,
 }
 
 /// What a rollback is asked to do beyond the gateway's name.
@@ -152,6 +155,8 @@ pub struct Choices {
     pub accept_new_addresses: bool,
     /// `--drop-missing-owners`.
     pub drop_missing_owners: bool,
+    /// `--initiate`: start the tunnels from the re-created gateway once it is Ready.
+    pub initiate: bool,
 }
 
 /// A stage of a window (see the module doc for what each implements).
@@ -253,6 +258,10 @@ pub enum Event {
     Drift(Vec<Drift>),
     /// The re-plan has blockers: the window is refused.
     Blocked(Box<Plan>),
+    /// The new gateway's data plane compared with the baseline of the old one (also in
+    /// the journal, `dataPlane`); emitted before [`Event::Finished`], or before the stop
+    /// when a fact the client sees changed.
+    DataPlane(Box<crate::core::dataplane::Comparison>),
     /// The window finished: the journal as it stands and the last verify report.
     Finished {
         operation: Operation,

@@ -476,7 +476,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
         "VPNGateway",
         &name,
         "rollback",
-        old_back(w, t, choices),
+        Box::pin(old_back(w, t, choices)),
     )
     .await
 }
@@ -590,10 +590,24 @@ The client's routes and firewall name the old addresses: either move forward aga
         return Ok(Tunnels {
             rows,
             first_up: None,
+            up: Vec::new(),
             timed_out: None,
         });
     }
+    let tunnels_from = jiff::Timestamp::now();
+    let initiations = if choices.initiate {
+        steps::initiate(cluster, ev, &name, w.journal.data_plane_baseline.as_ref()).await?
+    } else {
+        Vec::new()
+    };
     let tunnels = steps::wait_tunnels(cluster, ev, &name, t.tunnel, &expect).await?;
+    w.journal.rollback_outage = Some(outage(
+        &w.journal,
+        &tunnels,
+        &initiations,
+        choices.initiate,
+        tunnels_from,
+    ));
     if let Some(d) = &tunnels.timed_out {
         return Err(timed_out(
             &format!(
@@ -616,6 +630,47 @@ The client's routes and firewall name the old addresses: either move forward aga
         )));
     }
     Ok(tunnels)
+}
+
+/// A rollback's outage: from the delete of the new gateway (journal phase rolling-back)
+/// through its unwind, the re-created IPsecGateway's floating IP and readiness (one part,
+/// `attach`, up to `tunnels_from`), to each tunnel up; how each came back.
+fn outage(
+    j: &Journal,
+    tunnels: &Tunnels,
+    initiations: &[steps::Initiation],
+    initiate: bool,
+    tunnels_from: jiff::Timestamp,
+) -> crate::core::dataplane::Outage {
+    let at = |p| steps::reached(j, p);
+    let last_up = tunnels.up.iter().map(|(_, t)| *t).max();
+    let peers: Vec<(String, String)> = j
+        .old_manifest
+        .pointer("/spec/tunnels")
+        .and_then(Value::as_array)
+        .map(|ts| {
+            ts.iter()
+                .map(|t| {
+                    let s = |p: &str| {
+                        t.pointer(p)
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    (s("/name"), s("/peer/address"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    crate::core::dataplane::Outage {
+        total_ms: steps::between(at(Phase::RollingBack), last_up),
+        unwind_ms: steps::between(at(Phase::RollingBack), at(Phase::NewDeleted)),
+        attach_ms: steps::between(at(Phase::NewDeleted), Some(tunnels_from)),
+        ready_ms: None,
+        tunnel_ms: steps::between(Some(tunnels_from), last_up),
+        initiate,
+        tunnels: steps::tunnel_outages(&peers, tunnels, initiations, at(Phase::RollingBack)),
+    }
 }
 
 /// The live VPNGateway (if any) pins the journal's floating IP: deleting it then only

@@ -499,6 +499,8 @@ pub(crate) struct Tunnels {
     pub rows: Vec<Row>,
     /// When the first tunnel was seen ESTABLISHED (its CHILD SAs installed).
     pub first_up: Option<jiff::Timestamp>,
+    /// When each tunnel (verify's row object, `peer NAME`) was first seen up.
+    pub up: Vec<(String, jiff::Timestamp)>,
     /// `Some(diagnosis)`: the time ran out before the gateway was healthy.
     pub timed_out: Option<String>,
 }
@@ -590,6 +592,7 @@ pub(crate) async fn wait_tunnels(
         })
     };
     let mut first_up = None;
+    let mut up: Vec<(String, jiff::Timestamp)> = Vec::new();
     let mut rows = Vec::new();
     let mut last = String::new();
     // Why the latest look could not be taken (cleared by a look that was).
@@ -642,18 +645,22 @@ pub(crate) async fn wait_tunnels(
                         )),
                     });
                 }
-                if first_up.is_none()
-                    && rows
-                        .iter()
-                        .any(|r| r.check == "tunnel" && r.verdict == Verdict::Ok)
+                let seen = jiff::Timestamp::now();
+                for r in rows
+                    .iter()
+                    .filter(|r| r.check == "tunnel" && r.verdict == Verdict::Ok)
                 {
-                    first_up = Some(jiff::Timestamp::now());
+                    first_up.get_or_insert(seen);
+                    if !up.iter().any(|(o, _)| *o == r.object) {
+                        up.push((r.object.clone(), seen));
+                    }
                 }
                 if verify::healthy(&rows) {
                     finished(Ok("HEALTHY"));
                     return Ok(Tunnels {
                         rows,
                         first_up,
+                        up,
                         timed_out: None,
                     });
                 }
@@ -695,6 +702,7 @@ pub(crate) async fn wait_tunnels(
             return Ok(Tunnels {
                 rows,
                 first_up,
+                up,
                 timed_out: Some(last),
             });
         }
@@ -761,6 +769,7 @@ pub(crate) async fn unless_interfered<T>(
         changed(cluster, kind, mine)
     });
     let [gateway, peers] = sentinels;
+    let (gateway, peers) = (Box::pin(gateway), Box::pin(peers));
     tokio::select! {
         r = unless_recreated(cluster, "IPsecGateway", name, "cutover", wait) => r,
         e = gateway => Err(e),
@@ -1038,4 +1047,177 @@ async fn after_interrupt<T>(
         }
         other => other,
     }
+}
+
+/// One gateway-side initiation (`--initiate`, issue 12 item 2).
+#[derive(Clone, Debug)]
+pub(crate) struct Initiation {
+    /// The remote address of the connection the CHILD SA belongs to.
+    pub address: String,
+    pub child: String,
+    pub ok: bool,
+    /// swanctl's last line (`initiate completed successfully`, `initiate failed: …`).
+    pub answer: String,
+}
+
+/// How long one `swanctl --initiate` may take in the pod: long enough for IKE_SA_INIT
+/// and IKE_AUTH with a few retransmits, short enough that a client that does not answer
+/// leaves the rest of the tunnel wait to its own retry.
+pub const INITIATE_TIMEOUT_S: u64 = 10;
+
+/// Start the tunnels from gateway `name` (`swanctl --initiate --child NAME --timeout N`
+/// in its pod), every CHILD SA at once. The CHILD SA names come from the operator's
+/// configuration (`swanctl --list-conns` in the pod), else from `fallback` (the old
+/// gateway's SAs in the baseline). A CHILD SA already installed (the client was first) is
+/// left alone. A failed initiation is a warning: the wait for the client goes on.
+pub(crate) async fn initiate(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    name: &str,
+    fallback: Option<&crate::core::dataplane::Baseline>,
+) -> Result<Vec<Initiation>, Error> {
+    use crate::core::swanctl;
+    // Initiation is an optimisation: a cluster that does not answer here is left to the
+    // tunnel wait, which judges it (issue 9 item 0), never a reason to stop.
+    let listed = match fetch::swanctl(cluster, name, &["--list-conns"]).await {
+        Ok(Ok(run)) if run.failed.is_none() => swanctl::list_conns(&run.stdout)
+            .into_iter()
+            .flat_map(|c| {
+                let address = c.remote_addrs.first().cloned().unwrap_or_default();
+                c.children
+                    .into_iter()
+                    .map(move |child| (address.clone(), child))
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let children: Vec<(String, String)> = if listed.is_empty() {
+        fallback
+            .map(|b| {
+                b.tunnels
+                    .iter()
+                    .flat_map(|t| {
+                        t.children
+                            .iter()
+                            .map(|c| (t.remote_address.clone(), c.name.clone()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        listed
+    };
+    if children.is_empty() {
+        ev.emit(Event::Warning(format!(
+            "--initiate: no CHILD SA to initiate (swanctl --list-conns in the pod of {name} named none and there is no baseline of the old gateway's SAs); waiting for the client"
+        )));
+        return Ok(Vec::new());
+    }
+    let installed: Vec<String> = match fetch::sas(cluster, name).await {
+        Ok(Ok(sas)) => sas
+            .ike_sas
+            .iter()
+            .filter(|s| s.state == "ESTABLISHED")
+            .flat_map(|s| &s.child_sas)
+            .filter(|c| c.state == "INSTALLED")
+            .map(|c| c.name.clone())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let todo: Vec<(String, String)> = children
+        .into_iter()
+        .filter(|(_, c)| !installed.contains(c))
+        .collect();
+    let timeout = INITIATE_TIMEOUT_S.to_string();
+    let args: Vec<[&str; 5]> = todo
+        .iter()
+        .map(|(_, child)| ["--initiate", "--child", child, "--timeout", &timeout])
+        .collect();
+    let runs =
+        futures::future::join_all(args.iter().map(|a| fetch::swanctl(cluster, name, a))).await;
+    let mut out = Vec::new();
+    for ((address, child), run) in todo.into_iter().zip(runs) {
+        let last = |t: &str| {
+            t.lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (ok, answer) = match run {
+            Ok(Ok(r)) if r.failed.is_none() => (true, last(&r.stdout)),
+            Ok(Ok(r)) => {
+                let e = last(&r.stderr);
+                (false, if e.is_empty() { last(&r.stdout) } else { e })
+            }
+            Ok(Err(why)) => (false, why),
+            Err(e) => (false, format!("the cluster did not run it: {e}")),
+        };
+        if ok {
+            ev.emit(Event::Step(format!(
+                "initiated CHILD SA {child} from the gateway (swanctl --initiate --child {child} --timeout {timeout}): {answer}"
+            )));
+        } else {
+            ev.emit(Event::Warning(format!(
+                "--initiate: CHILD SA {child} could not be initiated from the gateway: {answer}; waiting for the client to initiate"
+            )));
+        }
+        out.push(Initiation {
+            address,
+            child,
+            ok,
+            answer,
+        });
+    }
+    Ok(out)
+}
+
+/// The tunnels' part of the outage: for each `(peer, address)`, from `from` (the delete)
+/// to when it was first seen up, and whether the gateway's initiation brought it up.
+pub(crate) fn tunnel_outages(
+    peers: &[(String, String)],
+    tunnels: &Tunnels,
+    initiations: &[Initiation],
+    from: Option<jiff::Timestamp>,
+) -> Vec<crate::core::dataplane::TunnelOutage> {
+    use crate::core::dataplane::{CameUpBy, TunnelOutage};
+    peers
+        .iter()
+        .map(|(peer, address)| {
+            let mine: Vec<&Initiation> = initiations
+                .iter()
+                .filter(|i| crate::core::addr::same_addr(&i.address, address))
+                .collect();
+            let up = tunnels
+                .up
+                .iter()
+                .find(|(o, _)| *o == format!("peer {peer}"))
+                .map(|(_, t)| *t);
+            TunnelOutage {
+                peer: peer.clone(),
+                outage_ms: between(from, up),
+                came_up_by: if !mine.is_empty() && mine.iter().all(|i| i.ok) {
+                    CameUpBy::Initiation
+                } else {
+                    CameUpBy::Client
+                },
+                initiation: (!mine.is_empty()).then(|| {
+                    mine.iter()
+                        .map(|i| format!("{}: {}", i.child, i.answer))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                }),
+            }
+        })
+        .collect()
+}
+
+/// When the journal last reached `phase`.
+pub(crate) fn reached(j: &Journal, phase: Phase) -> Option<jiff::Timestamp> {
+    j.history
+        .iter()
+        .rev()
+        .find(|e| e.phase == phase)
+        .and_then(|e| e.at.parse().ok())
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::{Value, json};
 use tokio::time::Instant;
-use vpnmig_sandbox::operator::{ExecOutput, Operator, Settings};
+use vpnmig_sandbox::operator::{ExecOutput, GatewayFaults, Operator, Settings};
 use vpnmig_sandbox::resources::ResourceType;
 use vpnmig_sandbox::store::{DeleteOptions, EventKind, Store, WriteOptions};
 
@@ -1078,6 +1078,119 @@ async fn the_client_re_initiates_after_its_retry_delay() {
     );
 }
 
+/// `swanctl --initiate` in the pod (issue 12 item 2): the gateway starts the tunnel at
+/// once instead of waiting for the client's retry timer, but only when strongSwan would
+/// get it up (FIP attached, PSK matching, proposals intersecting), with its error lines
+/// otherwise; `--list-conns` names the CHILD SAs.
+#[tokio::test]
+async fn swanctl_initiate_brings_the_tunnel_up_at_once_when_strongswan_would() {
+    let bed = Bed::new(settings(|s| s.peer_retry_ms = 60_000));
+    bed.apply(psk_secret("acme-psk", "k"));
+    bed.apply(vpn_gw("acme", Some(FIP), Some(CIDR)));
+    let peer = || vpn_peer("acme", "acme", "203.0.113.10", &["10.20.0.0/16"], None);
+    bed.apply(peer());
+    bed.wait_cond("vpnpeers", "acme", "Established", "True", None)
+        .await;
+    // The tunnel goes away; the client would be back only after a minute.
+    bed.delete("vpnpeers", "acme");
+    bed.gone("vpnpeers", "acme").await;
+    bed.apply(peer());
+    bed.wait_cond(
+        "vpnpeers",
+        "acme",
+        "Established",
+        "False",
+        Some("WaitingForPeer"),
+    )
+    .await;
+    let pod = bed.wait_pod("acme").await;
+    let conns = bed.exec(&pod, &["swanctl", "--list-conns"]);
+    assert_eq!(conns.exit_code, 0);
+    assert!(
+        conns.stdout.contains(&format!(
+            "acme: IKEv2, no reauthentication, rekeying every 77760s\n  local:  {FIP}\n  remote: 203.0.113.10\n"
+        )),
+        "{}",
+        conns.stdout
+    );
+    assert!(
+        conns
+            .stdout
+            .contains("  acme: TUNNEL, rekeying every 3240s\n")
+    );
+    let initiate = |child: &str| {
+        bed.exec(
+            &pod,
+            &["swanctl", "--initiate", "--child", child, "--timeout", "10"],
+        )
+    };
+    let fault = |f: &dyn Fn(&mut GatewayFaults)| {
+        f(bed
+            .op
+            .settings()
+            .write()
+            .unwrap()
+            .gateway_mut(&format!("{NS}/acme")));
+    };
+    let failed = |child: &str| format!("initiate failed: establishing CHILD_SA '{child}' failed\n");
+    // (fault, stdout line, stderr)
+    let table: [(&dyn Fn(&mut GatewayFaults), &str, String); 2] = [
+        (
+            &|f| f.psk_mismatch = true,
+            "[IKE] received AUTHENTICATION_FAILED notify error",
+            failed("acme"),
+        ),
+        (
+            &|f| f.client_refuses_initiation = true,
+            "[IKE] establishing IKE_SA failed, peer not responding",
+            failed("acme"),
+        ),
+    ];
+    for (set, line, stderr) in table {
+        fault(set);
+        let out = initiate("acme");
+        assert_eq!((out.exit_code, out.stderr.clone()), (1, stderr), "{line}");
+        assert!(out.stdout.contains(line), "{}", out.stdout);
+        fault(&|f| *f = Default::default());
+    }
+    let out = initiate("nope");
+    assert_eq!(
+        (out.exit_code, out.stderr.as_str()),
+        (1, "initiate failed: CHILD_SA config 'nope' not found\n")
+    );
+    let t0 = Instant::now();
+    let out = initiate("acme");
+    assert_eq!(out.exit_code, 0, "{out:?}");
+    assert!(out.stdout.ends_with("initiate completed successfully\n"));
+    assert!(
+        out.stdout
+            .contains(&format!("and TS {CIDR} === 10.20.0.0/16\n"))
+    );
+    bed.wait_cond("vpnpeers", "acme", "Established", "True", None)
+        .await;
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    // The gateway initiated: its SPI is the initiator's.
+    let head = bed
+        .list_sas("acme")
+        .await
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(head.contains("_i* ") && head.ends_with("_r"), "{head}");
+    // A peer whose configuration changed the selector: the CHILD SA is negotiated with it.
+    fault(&|f| f.local_ts_override = Some("10.0.0.0/8".into()));
+    bed.op.kick();
+    bed.until("the CHILD SA with the other selector", || {
+        Some(()).filter(|_| {
+            bed.exec(&pod, &["swanctl", "--list-sas"])
+                .stdout
+                .contains("    local  10.0.0.0/8\n")
+        })
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn the_client_keeps_the_config_of_the_first_gateway_it_talked_to() {
     let bed = Bed::new(Settings::default());
@@ -1330,7 +1443,7 @@ async fn exec_answers_only_swanctl_in_an_existing_gateway_pod() {
         (out.exit_code, out.stderr.as_str()),
         (127, "ls: command not found\n")
     );
-    let out = bed.exec(&pod, &["swanctl", "--list-conns"]);
+    let out = bed.exec(&pod, &["swanctl", "--load-all"]);
     assert_eq!(out.exit_code, 1);
     assert!(out.stderr.contains("usage:"), "{out:?}");
     let out = bed.exec(&pod, &["swanctl"]);

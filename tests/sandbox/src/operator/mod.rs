@@ -190,11 +190,82 @@ impl Operator {
         if cmd.rsplit('/').next() != Some("swanctl") {
             return ExecOutput::error(127, format!("{cmd}: command not found\n"));
         }
+        let initiate = match swanctl::initiate_args(&command[1..]) {
+            Ok(i) => i,
+            Err((stderr, code)) => return ExecOutput::error(code, stderr),
+        };
         let st = self.state();
         let Some(daemon) = st.daemons.values().find(|d| d.ns == ns && d.pod == pod) else {
             return ExecOutput::error(1, "connecting to 'unix:///var/run/charon.vici' failed: No such file or directory\nError: connecting to 'default' URI failed: No such file or directory\n".into());
         };
+        if let Some(args) = initiate {
+            drop(st);
+            return self.initiate(ns, pod, &args);
+        }
         let (stdout, stderr, exit_code) = swanctl::run(&command[1..], daemon, Instant::now());
+        ExecOutput {
+            stdout,
+            stderr,
+            exit_code,
+        }
+    }
+
+    /// `swanctl --initiate` in the pod: the gateway starts the peer's IKE SA now, without
+    /// waiting for the client's retry timer (one reconcile pass run here); it comes up
+    /// only when the FIP is attached, the PSK matches and the proposals intersect, as the
+    /// client's own initiation would, and not at all with `clientRefusesInitiation`.
+    fn initiate(&self, ns: &str, pod: &str, args: &swanctl::InitiateArgs) -> ExecOutput {
+        let find = |st: &reconcile::State| {
+            st.daemons
+                .values()
+                .find(|d| d.ns == ns && d.pod == pod)
+                .and_then(|d| {
+                    d.conns
+                        .iter()
+                        .find(|c| match &args.child {
+                            Some(child) => c.children.iter().any(|(n, ..)| n == child),
+                            None => args.ike.as_deref() == Some(c.name.as_str()),
+                        })
+                        .cloned()
+                })
+        };
+        let Some(conn) = find(&self.state()) else {
+            let what = match &args.child {
+                Some(c) => format!("CHILD_SA config '{c}'"),
+                None => format!(
+                    "IKE_SA config '{}'",
+                    args.ike.as_deref().unwrap_or_default()
+                ),
+            };
+            return ExecOutput::error(1, format!("initiate failed: {what} not found\n"));
+        };
+        let child = args
+            .child
+            .clone()
+            .or_else(|| conn.children.first().map(|(n, ..)| n.clone()))
+            .unwrap_or_default();
+        self.state().clients.initiating.insert(conn.key.clone());
+        let settings = self
+            .settings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        self.reconcile(&settings, Instant::now());
+        let mut st = self.state();
+        st.clients.initiating.remove(&conn.key);
+        let reason = if conn.refuses_initiation {
+            "NotResponding"
+        } else {
+            st.clients
+                .last
+                .get(&conn.key)
+                .map(|o| o.reason)
+                .unwrap_or("NotResponding")
+        };
+        let Some(daemon) = st.daemons.values().find(|d| d.ns == ns && d.pod == pod) else {
+            return ExecOutput::error(1, "initiate failed: charon stopped\n".into());
+        };
+        let (stdout, stderr, exit_code) = swanctl::initiated(daemon, &conn, &child, reason);
         ExecOutput {
             stdout,
             stderr,

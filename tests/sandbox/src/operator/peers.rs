@@ -89,6 +89,27 @@ pub struct IkeSa {
     pub established: Instant,
     pub life_s: u64,
     pub children: Vec<ChildSa>,
+    /// The gateway initiated it (`swanctl --initiate`): the initiator SPI is the local one.
+    pub gateway_initiated: bool,
+}
+
+/// One connection as configured in charon (what `swanctl --list-conns` prints and
+/// `swanctl --initiate --child NAME` starts).
+#[derive(Clone, Debug, Default)]
+pub struct Conn {
+    /// The peer's key (its IKE SA in [`Daemon::sas`]).
+    pub key: String,
+    pub name: String,
+    pub version: u8,
+    pub ike_life_s: u64,
+    /// The floating IP (`%any` while none is attached).
+    pub local: String,
+    pub remote: String,
+    pub remote_id: String,
+    /// `(name, local selector, remote selector, ESP lifetime)` per CHILD SA.
+    pub children: Vec<(String, String, String, u64)>,
+    /// `clientRefusesInitiation`.
+    pub refuses_initiation: bool,
 }
 
 /// strongSwan (charon) in one gateway pod: its SAs and its id counters. A new pod is a
@@ -103,6 +124,8 @@ pub struct Daemon {
     reqids: BTreeMap<String, u32>,
     /// IKE SAs by peer key.
     pub sas: BTreeMap<String, IkeSa>,
+    /// The connections loaded into charon, one per peer (set on every reconcile pass).
+    pub conns: Vec<Conn>,
 }
 
 impl Daemon {
@@ -115,6 +138,7 @@ impl Daemon {
             next_child: 1,
             reqids: BTreeMap::new(),
             sas: BTreeMap::new(),
+            conns: Vec::new(),
         }
     }
 
@@ -165,6 +189,11 @@ pub struct Clients {
     configs: BTreeMap<ClientKey, ClientConfig>,
     /// Since when everything a peer needs has held (its retry timer runs from there).
     ready_since: BTreeMap<String, Instant>,
+    /// Peers the gateway initiates to in this pass (`swanctl --initiate`): no retry
+    /// timer, and a client that never re-initiates still answers.
+    pub initiating: std::collections::BTreeSet<String>,
+    /// The last outcome per peer key: why an initiation failed.
+    pub last: BTreeMap<String, Outcome>,
 }
 
 fn random_hex(n: usize) -> String {
@@ -276,7 +305,25 @@ impl Clients {
         retry: Duration,
         now: Instant,
     ) -> Outcome {
+        let out = self.advance(daemon, gw, peer, reach, explicit, faults, retry, now);
+        self.last.insert(peer.key.clone(), out.clone());
+        out
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn advance(
+        &mut self,
+        daemon: Option<&mut Daemon>,
+        gw: &Gateway,
+        peer: &Peer,
+        reach: Reach<'_>,
+        explicit: Option<&ClientSettings>,
+        faults: &GatewayFaults,
+        retry: Duration,
+        now: Instant,
+    ) -> Outcome {
         let key = peer.key.clone();
+        let initiated = self.initiating.contains(&key) && !faults.client_refuses_initiation;
         let Some(daemon) = daemon else {
             self.ready_since.remove(&key);
             return Outcome::down(
@@ -334,7 +381,7 @@ impl Clients {
                 ),
             );
         }
-        if faults.client_peer_never_returns && !up {
+        if faults.client_peer_never_returns && !up && !initiated {
             return down(
                 "WaitingForPeer",
                 format!("no IKE_SA_INIT from {who}: the client peer does not re-initiate"),
@@ -376,7 +423,7 @@ impl Clients {
             );
         }
         if !up {
-            let due = if first_sight {
+            let due = if first_sight || initiated {
                 now
             } else {
                 *self.ready_since.entry(key.clone()).or_insert(now) + retry
@@ -413,6 +460,7 @@ impl Clients {
                     established: now,
                     life_s: parse_duration(gw.ike_lifetime.as_deref(), 86400),
                     children: Vec::new(),
+                    gateway_initiated: initiated,
                 },
             );
         }
@@ -420,7 +468,8 @@ impl Clients {
         // the network the client routes into the tunnel.
         let local_ts = reach
             .service_cidr
-            .filter(|c| client.remote_subnets.iter().any(|r| same_net(r, c)));
+            .filter(|c| client.remote_subnets.iter().any(|r| same_net(r, c)))
+            .map(|c| faults.local_ts_override.as_deref().unwrap_or(c));
         let wanted: Vec<(usize, &String)> = match local_ts {
             Some(_) => peer
                 .remote_subnets

@@ -27,7 +27,7 @@ use super::children::{self, Workload};
 use super::cidr;
 use super::conditions::{cond, merge};
 use super::fip::{Attach, Fips};
-use super::peers::{Clients, Daemon, Outcome, Reach};
+use super::peers::{Clients, Conn, Daemon, Outcome, Reach};
 use super::settings::{GatewayFaults, Settings};
 use super::view::{Gateway, GatewayKind, Peer};
 use crate::resources::ResourceType;
@@ -410,6 +410,44 @@ fn reconcile_gateway(
         Err(_) => {
             st.daemons.remove(&gw.uid);
         }
+    }
+
+    // The connections charon has loaded: one per peer, a CHILD SA per remote subnet
+    // (named like the ones `Clients::step` installs).
+    if let Some(d) = st.daemons.get_mut(&gw.uid) {
+        d.conns = peers
+            .iter()
+            .map(|p| {
+                let several = p.remote_subnets.len() > 1;
+                Conn {
+                    key: p.key.clone(),
+                    name: p.conn.clone(),
+                    version: gw.ike_version,
+                    ike_life_s: super::peers::parse_duration(gw.ike_lifetime.as_deref(), 86400),
+                    local: fip.clone().unwrap_or_else(|| "%any".into()),
+                    remote: p.address.clone(),
+                    remote_id: p.id.clone(),
+                    children: p
+                        .remote_subnets
+                        .iter()
+                        .enumerate()
+                        .map(|(i, s)| {
+                            (
+                                if several {
+                                    format!("{}-{}", p.conn, i + 1)
+                                } else {
+                                    p.conn.clone()
+                                },
+                                service_cidr.clone().unwrap_or_else(|| "dynamic".into()),
+                                s.clone(),
+                                super::peers::parse_duration(p.esp_lifetime.as_deref(), 3600),
+                            )
+                        })
+                        .collect(),
+                    refuses_initiation: faults.client_refuses_initiation,
+                }
+            })
+            .collect();
     }
 
     // Client peers.

@@ -15,6 +15,7 @@
 //! gateways:                    # faults; key `ns/name` (both kinds) or `vpngateway/ns/name`
 //!   tenant-acme/acme: {stuckFinalizer: true}
 //!   vpngateway/tenant-acme/acme: {pskMismatch: true}
+//!   vpngateway/tenant-acme/other: {localTsOverride: 10.250.0.0/16, clientRefusesInitiation: true}
 //! clients:                     # optional: a client peer configured explicitly
 //! - {namespace: tenant-acme, address: 203.0.113.10, psk: "other secret"}
 //! ```
@@ -88,6 +89,15 @@ pub struct GatewayFaults {
     /// The operator does nothing at all for this gateway (no status, no children, no
     /// finalizer handling) until cleared.
     pub paused: bool,
+    /// The CHILD SAs of this gateway's peers are negotiated with this local traffic
+    /// selector instead of the serviceCIDR (a peer whose configuration changed the
+    /// selector, e.g. `10.250.0.0/16` where the old gateway had `10.250.3.0/24`; issue 12).
+    /// It must still cover the serviceCIDR for the tunnel to come up.
+    pub local_ts_override: Option<String>,
+    /// The client peers never answer the gateway's own initiation (a client behind NAT,
+    /// or one that only accepts being the initiator): `swanctl --initiate` gives up after
+    /// its retransmits; the client's own re-initiation still works.
+    pub client_refuses_initiation: bool,
 }
 
 /// A client peer configured explicitly. It is matched by namespace, address and (if

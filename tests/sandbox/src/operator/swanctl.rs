@@ -260,9 +260,15 @@ pub fn list_sas(daemon: &Daemon, ike: Option<&str>, now: Instant) -> String {
     let mut o = String::new();
     for sa in selected(daemon, ike) {
         let est = secs(sa.established, now);
+        // The local SPI carries the `*`: the responder's, unless the gateway initiated.
+        let (i, r) = if sa.gateway_initiated {
+            ("*", "")
+        } else {
+            ("", "*")
+        };
         let _ = writeln!(
             o,
-            "{}: #{}, ESTABLISHED, IKEv{}, {}_i {}_r*",
+            "{}: #{}, ESTABLISHED, IKEv{}, {}_i{i} {}_r{r}",
             sa.conn, sa.uid, sa.version, sa.spi_i, sa.spi_r
         );
         let _ = writeln!(
@@ -356,10 +362,155 @@ pub fn list_sas_raw(daemon: &Daemon, ike: Option<&str>, now: Instant) -> String 
     o
 }
 
-const USAGE: &str = "strongSwan 6.0.1 swanctl (vpnmig-sandbox: only --list-sas is simulated)
+/// `swanctl --list-conns`: the connections charon has loaded, as `list_conns.c` prints
+/// them (pre-shared key authentication both ways).
+pub fn list_conns(daemon: &Daemon) -> String {
+    let mut o = String::new();
+    for c in &daemon.conns {
+        let _ = writeln!(
+            o,
+            "{}: IKEv{}, no reauthentication, rekeying every {}s",
+            c.name,
+            c.version,
+            rekey(c.ike_life_s)
+        );
+        let _ = writeln!(o, "  local:  {}", host(&c.local));
+        let _ = writeln!(o, "  remote: {}", host(&c.remote));
+        let _ = writeln!(o, "  local pre-shared key authentication:");
+        let _ = writeln!(o, "    id: {}", identity(&c.local));
+        let _ = writeln!(o, "  remote pre-shared key authentication:");
+        let _ = writeln!(o, "    id: {}", identity(&c.remote_id));
+        for (name, local, remote, life) in &c.children {
+            let _ = writeln!(o, "  {name}: TUNNEL, rekeying every {}s", rekey(*life));
+            let _ = writeln!(o, "    local:  {}", selector(local));
+            let _ = writeln!(o, "    remote: {}", selector(remote));
+        }
+    }
+    o
+}
+
+/// What `swanctl --initiate` was asked.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InitiateArgs {
+    pub child: Option<String>,
+    pub ike: Option<String>,
+    pub timeout_s: Option<u64>,
+}
+
+/// Read the arguments of `swanctl --initiate`: `Ok(None)` when it is not an initiation,
+/// `Err((stderr, code))` for a usage error.
+pub fn initiate_args(args: &[String]) -> Result<Option<InitiateArgs>, (String, i32)> {
+    if !args.iter().any(|a| a == "--initiate") {
+        return Ok(None);
+    }
+    let mut out = InitiateArgs::default();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next().cloned().ok_or_else(|| {
+                (
+                    format!("swanctl: option '{a}' requires an argument\n{USAGE}"),
+                    1,
+                )
+            })
+        };
+        match a.as_str() {
+            "--initiate" => {}
+            "--child" | "-c" => out.child = Some(value()?),
+            "--ike" | "-i" => out.ike = Some(value()?),
+            "--timeout" | "-t" => {
+                let v = value()?;
+                out.timeout_s = Some(
+                    v.parse()
+                        .map_err(|_| (format!("swanctl: invalid timeout '{v}'\n{USAGE}"), 1))?,
+                );
+            }
+            other => {
+                return Err((
+                    format!("swanctl: unrecognized option '{other}'\n{USAGE}"),
+                    1,
+                ));
+            }
+        }
+    }
+    if out.child.is_none() && out.ike.is_none() {
+        return Err(("initiate failed: missing CHILD_SA name\n".into(), 1));
+    }
+    Ok(Some(out))
+}
+
+/// What `swanctl --initiate --child CHILD` prints once the pass has run: success when the
+/// CHILD SA is installed, else strongSwan's log lines for `reason` (the peer's
+/// `Established` reason) and `initiate failed: …` on stderr, exit 1.
+pub fn initiated(
+    daemon: &Daemon,
+    conn: &super::peers::Conn,
+    child: &str,
+    reason: &str,
+) -> (String, String, i32) {
+    let mut o = String::new();
+    let sa = daemon.sas.get(&conn.key);
+    let installed = sa.and_then(|sa| {
+        sa.children
+            .iter()
+            .find(|c| c.name == child)
+            .map(|c| (sa, c))
+    });
+    let _ = writeln!(
+        o,
+        "[IKE] initiating IKE_SA {}[{}] to {}",
+        conn.name,
+        sa.map(|s| s.uid).unwrap_or(0),
+        host(&conn.remote)
+    );
+    if let Some((sa, c)) = installed {
+        let _ = writeln!(
+            o,
+            "[IKE] IKE_SA {}[{}] established between {}[{}]...{}[{}]",
+            sa.conn,
+            sa.uid,
+            host(&sa.local_host),
+            identity(&sa.local_id),
+            host(&sa.remote_host),
+            identity(&sa.remote_id)
+        );
+        let _ = writeln!(
+            o,
+            "[IKE] CHILD_SA {}{{{}}} established with SPIs {}_i {}_o and TS {} === {}",
+            c.name,
+            c.uid,
+            c.spi_in,
+            c.spi_out,
+            selector(&c.local_ts),
+            selector(&c.remote_ts)
+        );
+        o.push_str("initiate completed successfully\n");
+        return (o, String::new(), 0);
+    }
+    let line = match reason {
+        "NoProposalChosen" => "[IKE] received NO_PROPOSAL_CHOSEN notify error",
+        "AuthenticationFailed" => "[IKE] received AUTHENTICATION_FAILED notify error",
+        "TSUnacceptable" => "[IKE] received TS_UNACCEPTABLE notify, no CHILD_SA built",
+        "SecretNotFound" => "[IKE] no shared key found",
+        _ => {
+            "[IKE] giving up after 5 retransmits\n[IKE] establishing IKE_SA failed, peer not responding"
+        }
+    };
+    let _ = writeln!(o, "{line}");
+    (
+        o,
+        format!("initiate failed: establishing CHILD_SA '{child}' failed\n"),
+        1,
+    )
+}
+
+const USAGE: &str = "strongSwan 6.0.1 swanctl (vpnmig-sandbox: --list-sas, --list-conns and --initiate are simulated)
 usage:
   swanctl --list-sas         (-l)  list currently active IKE_SAs
     [--ike <name>|-i <name>] [--raw|-r] [--pretty|-P]
+  swanctl --list-conns       (-L)  list loaded configurations
+  swanctl --initiate               initiate a connection
+    --child <name>|-c <name> [--ike <name>] [--timeout <s>|-t <s>]
   swanctl --version          (-v)  show version information
   swanctl --help             (-h)  show usage information
 ";
@@ -373,6 +524,7 @@ pub fn run(args: &[String], daemon: &Daemon, now: Instant) -> (String, String, i
     while let Some(a) = it.next() {
         match a.as_str() {
             "--list-sas" | "-l" => list = true,
+            "--list-conns" | "-L" => return (list_conns(daemon), String::new(), 0),
             "--raw" | "-r" | "--pretty" | "-P" => raw = true,
             "--noblock" | "-N" => {}
             "--ike" | "-i" => match it.next() {
@@ -469,7 +621,7 @@ mod tests {
             run(&["-l".into(), "--raw".into()], &d, now).0,
             "list-sas reply {}\n"
         );
-        let (_, err, code) = run(&["--list-conns".into()], &d, now);
+        let (_, err, code) = run(&["--load-all".into()], &d, now);
         assert_eq!(code, 1);
         assert!(err.contains("usage:"));
         assert_eq!(run(&[], &d, now).2, 1);
