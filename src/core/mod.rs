@@ -18,6 +18,7 @@ pub mod path;
 pub mod plan;
 pub mod proposal;
 pub mod psk;
+pub mod record;
 pub mod reference;
 pub mod report;
 pub mod schema;
