@@ -60,7 +60,7 @@ pub async fn cutover(
         action,
         &ev,
         stop,
-        async |held| run(cluster, held, name, opts, &ev, confirm).await,
+        async |held| Box::pin(run(cluster, held, name, opts, &ev, confirm)).await,
     ))
     .await;
     if let Err(e) = &result {
