@@ -1220,7 +1220,8 @@ mod tests {
             assert_eq!(c.status, ChainStatus::Broken, "{}", c.text);
             (c.entry.unwrap(), c.phase.unwrap().as_str())
         };
-        let cases: [(&str, &dyn Fn(&mut Journal), (usize, &str)); 5] = [
+        type Edit<'a> = &'a dyn Fn(&mut Journal);
+        let cases: [(&str, Edit, (usize, &str)); 5] = [
             (
                 "who",
                 &|t| t.history[2].by = "mallory".into(),
