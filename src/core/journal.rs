@@ -549,9 +549,12 @@ impl Journal {
             return broken(n - 1);
         }
         for i in from..n {
-            // An entry written by this version must hold the digest of the one before.
-            if h[i].prev.as_deref() != Some(h[i - 1].digest().as_str()) {
-                return broken(i - 1);
+            // An entry written by this version must hold the digest of the one before: one
+            // without it lost its link; one with another digest follows a changed entry.
+            match h[i].prev.as_deref() {
+                None => return broken(i),
+                Some(d) if d != h[i - 1].digest() => return broken(i - 1),
+                Some(_) => {}
             }
         }
         match (&self.history_head, h.last()) {
