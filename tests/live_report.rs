@@ -237,9 +237,32 @@ async fn every_window_has_its_record_in_every_format() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_edited_journal_breaks_the_chain_and_values_stay_text() {
+async fn rollback_writes_its_record_and_an_edited_journal_breaks_the_chain() {
     let l = start(ACME, pool("10.250.3.0/24")).await;
     assert_eq!(l.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
+    // A rollback writes its record where --report says, in the extension's format.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("acme-rollback.json");
+    let r = l
+        .vpnmig(&[
+            "rollback",
+            "acme",
+            "--yes",
+            "--report",
+            file.to_str().unwrap(),
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says(&format!("record: {}", file.display())),
+        "{}",
+        r.stderr
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        (&doc["outcome"], &doc["chain"]["status"]),
+        (&"rolled-back".into(), &"intact".into())
+    );
     // Someone rewrites who ran the delete, with markup in it.
     let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
     let mut cm = l.sb.store.get(&rt, "tenant-acme", "vpnmig-acme").unwrap();
