@@ -50,6 +50,14 @@ fn cutover_and_rollback_help_teach_the_window() {
     }
 }
 
+/// Issue 12 item 4: `report` says what a record holds, its formats and exit codes.
+#[test]
+fn report_help_teaches_the_record() {
+    let r = vpnmig(&["report", "--help"], None);
+    assert_eq!(r.code, 0);
+    insta::assert_snapshot!(r.stdout);
+}
+
 /// Issue 10 item 6: installed as `kubectl-vpnmig`, usage says `kubectl vpnmig`.
 #[test]
 fn as_a_kubectl_plugin_usage_says_kubectl_vpnmig() {

@@ -615,13 +615,27 @@ async fn a_controller_that_ignores_suspension_stops_the_window_at_once() {
 async fn keep_tracking_carries_the_markers_naming_the_new_objects() {
     let l = synced(Tool::Argo).await;
     let r = l
-        .vpnmig(&["cutover", "acme", "-n", NS, "--gitops", "pause,keep-tracking", "--yes"])
+        .vpnmig(&[
+            "cutover",
+            "acme",
+            "-n",
+            NS,
+            "--gitops",
+            "pause,keep-tracking",
+            "--yes",
+        ])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    for (plural, kind, name) in [("vpngateways", "VPNGateway", "acme"), ("vpnpeers", "VPNPeer", "acme")] {
+    for (plural, kind, name) in [
+        ("vpngateways", "VPNGateway", "acme"),
+        ("vpnpeers", "VPNPeer", "acme"),
+    ] {
         let o = &objects(&l, "vpn.bnerd.net", plural, NS)[0];
         assert_eq!(o["metadata"]["name"], name);
-        assert_eq!(o["metadata"]["labels"]["app.kubernetes.io/instance"], "acme", "{o}");
+        assert_eq!(
+            o["metadata"]["labels"]["app.kubernetes.io/instance"], "acme",
+            "{o}"
+        );
         assert_eq!(
             o["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"],
             format!("acme:vpn.bnerd.net/{kind}:tenant-acme/{name}"),
@@ -630,6 +644,12 @@ async fn keep_tracking_carries_the_markers_naming_the_new_objects() {
     }
     let r = l.vpnmig(&["status", "-A", "-o", "json"]).await;
     let doc: Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(doc["gateways"][0]["managedBy"], "argocd:application/acme", "{doc}");
-    assert_eq!(doc["suspendedOwners"][0]["owner"], "application/acme -n argocd", "{doc}");
+    assert_eq!(
+        doc["gateways"][0]["managedBy"], "argocd:application/acme",
+        "{doc}"
+    );
+    assert_eq!(
+        doc["suspendedOwners"][0]["owner"], "application/acme -n argocd",
+        "{doc}"
+    );
 }

@@ -7,6 +7,7 @@ mod cutover;
 pub mod man;
 mod parse_sas;
 mod plan;
+pub(crate) mod report;
 mod rollback;
 mod status;
 pub(crate) mod verify;
@@ -34,6 +35,8 @@ Workflow (one client, one maintenance window; runbook: migrating IPsecGateway to
   3. verify    conditions, pinned values and `swanctl --list-sas` in the gateway pod
   4. rollback  delete the new CRs, wait, re-create the old one from the journal:
                vpnmig rollback acme
+  5. report    the window's change record for the ticket (md, json or html):
+               vpnmig report acme -o html --out acme-window.html
 
 An interrupted cutover or rollback resumes when run again (from any machine); the journal
 is the ConfigMap vpnmig-NAME in the gateway's namespace.
@@ -59,6 +62,7 @@ enum Command {
     Cutover(cutover::CutoverArgs),
     Verify(verify::VerifyArgs),
     Rollback(rollback::RollbackArgs),
+    Report(report::ReportArgs),
     ParseSas(parse_sas::ParseSasArgs),
     Completions(complete::CompletionsArgs),
     Man(man::ManArgs),
@@ -99,6 +103,7 @@ pub fn command(plugin: bool) -> clap::Command {
         ("cutover", "name", true),
         ("verify", "name", false),
         ("rollback", "name", false),
+        ("report", "name", false),
     ] {
         cmd = cmd.mut_subcommand(sub, |s| {
             s.mut_arg(arg, |a| a.add(complete::gateway_names(old_only)))
@@ -234,6 +239,10 @@ where
         Command::Rollback(mut args) => {
             args.cluster = cli.cluster;
             rollback::run(&args)
+        }
+        Command::Report(mut args) => {
+            args.cluster = cli.cluster;
+            report::run(&args)
         }
         Command::ParseSas(args) => parse_sas::run(&args),
         Command::Completions(args) => {

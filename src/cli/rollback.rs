@@ -112,6 +112,11 @@ pub struct RollbackArgs {
     #[arg(long, value_enum, value_delimiter = ',', value_name = "MODE")]
     pub gitops: Vec<window::Gitops>,
 
+    /// At the end, write the window's change record to FILE (.md, .json or .html: the
+    /// format comes from the extension), as `vpnmig report NAME -o FORMAT` renders it.
+    #[arg(conflicts_with = "wave", long, value_name = "FILE", value_parser = crate::cli::report::report_path)]
+    pub report: Option<std::path::PathBuf>,
+
     /// Output format of the final report (progress always goes to stderr).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = render::Format::Text)]
     pub output: render::Format,
@@ -156,7 +161,7 @@ pub fn run(args: &RollbackArgs) -> Result<i32, Error> {
         waits: args.timeouts.waits(),
     };
     window::run(&args.cluster, async |cluster| {
-        crate::window::rollback(
+        let out = crate::window::rollback(
             cluster,
             name,
             &opts,
@@ -164,7 +169,12 @@ pub fn run(args: &RollbackArgs) -> Result<i32, Error> {
             &mut prompt,
             window::interrupted(),
         )
-        .await
+        .await;
+        // Where the window's change record is, however it ended (issue 12 item 4).
+        if sink.recorded() {
+            crate::cli::report::after_window(cluster, name, args.report.as_deref()).await;
+        }
+        out
     })?;
     Ok(exit::OK)
 }

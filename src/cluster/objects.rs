@@ -317,3 +317,15 @@ fn status_of(e: &kube::Error) -> Option<u16> {
         _ => None,
     }
 }
+
+/// The uid of namespace `kube-system`: what tells one cluster from another in a change
+/// record (issue 12 item 4), as it lives as long as the cluster. `None` if there is none.
+pub async fn kube_system_uid(cluster: &Cluster) -> Result<Option<String>, KubeError> {
+    let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(cluster.client.clone());
+    let ns = cluster
+        .call("get", "namespace/kube-system", None, || {
+            api.get_opt("kube-system")
+        })
+        .await?;
+    Ok(ns.and_then(|n| n.metadata.uid))
+}

@@ -360,7 +360,12 @@ pub fn keep_tracking(target: &mut Value, old: &Value) {
 /// CD treats an object whose id names another kind or name as a copy it does not own.
 fn retrack(id: &str, target: &Value) -> String {
     let app = id.split(':').next().unwrap_or_default();
-    let s = |p: &str| target.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let s = |p: &str| {
+        target
+            .pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
     let group = s("/apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
     format!(
         "{app}:{group}/{}:{}/{}",

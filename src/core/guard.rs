@@ -476,6 +476,7 @@ mod tests {
                     .strftime("%Y-%m-%dT%H:%M:%S%.3fZ")
                     .to_string(),
                 by: by.to_string(),
+                prev: None,
             })
             .collect()
     }

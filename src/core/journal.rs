@@ -124,6 +124,113 @@ pub struct Entry {
     pub phase: Phase,
     pub at: String,
     pub by: String,
+    /// `sha256:<hex>` of the previous entry ([`Entry::digest`]): the history is a hash
+    /// chain, so an entry edited by hand after the fact shows (`vpnmig report`; issue 12
+    /// item 4). `None` on the first entry and in journals of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev: Option<String>,
+}
+
+impl Entry {
+    /// `sha256:<hex>` of this entry's canonical JSON (keys sorted, `prev` included).
+    pub fn digest(&self) -> String {
+        crate::core::plan::fingerprint(&serde_json::to_value(self).expect("entries serialize"))
+    }
+}
+
+/// Whether the history's hash chain holds ([`Journal::chain`]).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChainStatus {
+    /// Every entry after the first holds the digest of the one before, and the last one
+    /// is the journal's `historyHead`.
+    Intact,
+    /// An entry was changed, removed or inserted after it was written.
+    Broken,
+    /// No entry is chained: the journal was written by an earlier version.
+    NotChained,
+    /// The entries written by an earlier version are not chained; those after are, and
+    /// hold.
+    PartlyChained,
+}
+
+/// The verdict on the history's hash chain.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Chain {
+    pub status: ChainStatus,
+    /// `Broken`: the first entry found changed (0-based); `PartlyChained`: the first
+    /// chained entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<usize>,
+    /// That entry's phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// The verdict in words: `intact (9 entries)`, `broken at entry 3 (phase deleted)`, …
+    pub text: String,
+}
+
+impl Chain {
+    pub fn intact(&self) -> bool {
+        self.status != ChainStatus::Broken
+    }
+}
+
+/// One check of the plan the cutover ran from, and its verdict (issue 12 item 4).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckVerdict {
+    pub id: String,
+    /// `blocker` or `warning`.
+    pub severity: String,
+    pub title: String,
+    /// `pass`, `fail` or `skipped`.
+    pub outcome: String,
+    /// How many findings it reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub findings: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl CheckVerdict {
+    /// The checks of `plan`, as recorded.
+    pub fn of_plan(plan: &crate::core::plan::Plan) -> Vec<CheckVerdict> {
+        plan.checks
+            .iter()
+            .map(|c| CheckVerdict {
+                id: c.id.into(),
+                severity: word(&c.severity),
+                title: c.title.into(),
+                outcome: word(&c.outcome),
+                findings: c.findings.len(),
+            })
+            .collect()
+    }
+}
+
+/// A serde enum as the word it serializes to.
+fn word<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// The reviewed plan a cutover ran from (`cutover --plan DIR`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovedPlan {
+    /// The bundle directory, as given.
+    pub bundle: String,
+    /// `sha256:<hex>` of the bundle's `plan.json` (canonical JSON, keys sorted).
+    pub fingerprint: String,
+    /// The live gateway matched the plan (no drift) when the cutover started. A plan
+    /// that did not match refuses the cutover before the journal is written, so a
+    /// journal records `false` only if a later version chooses to go on.
+    pub matched: bool,
 }
 
 /// The ownerReferences removed from the PSK Secret so it survives the old gateway.
@@ -212,7 +319,18 @@ pub struct Journal {
     /// The last failure, if the run stopped on one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// The checks of the plan the cutover started from, with their verdicts (issue 12
+    /// item 4). Empty in journals of earlier versions and those rebuilt from a bundle.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckVerdict>,
+    /// The reviewed plan the cutover ran from (`--plan DIR`); absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_plan: Option<ApprovedPlan>,
     pub history: Vec<Entry>,
+    /// [`Entry::digest`] of the last history entry: the end of the hash chain, so that
+    /// an edit of the last entry shows too. Absent in journals of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_head: Option<String>,
 }
 
 /// One ownerReference of the saved old manifest, as the rollback checks it.
@@ -300,12 +418,19 @@ impl Journal {
             outage: None,
             rollback_outage: None,
             last_error: None,
-            history: vec![Entry {
-                phase: Phase::Started,
-                at: now.into(),
-                by: by.into(),
-            }],
+            checks: CheckVerdict::of_plan(plan),
+            approved_plan: None,
+            history: Vec::new(),
+            history_head: None,
         }
+        .first(Phase::Started, now, by)
+    }
+
+    /// The journal with its first history entry (`phase` at `now` by `by`).
+    fn first(mut self, phase: Phase, now: &str, by: &str) -> Journal {
+        self.history.clear();
+        self.advance(phase, now, by);
+        self
     }
 
     /// A journal rebuilt from a saved bundle (`plan.json` and the old manifest), for a
@@ -350,12 +475,16 @@ impl Journal {
             outage: None,
             rollback_outage: None,
             last_error: None,
-            history: vec![Entry {
-                phase: Phase::Done,
-                at: now.into(),
-                by: format!("{by} (rebuilt from a plan bundle)"),
-            }],
+            checks: Vec::new(),
+            approved_plan: None,
+            history: Vec::new(),
+            history_head: None,
         }
+        .first(
+            Phase::Done,
+            now,
+            &format!("{by} (rebuilt from a plan bundle)"),
+        )
     }
 
     /// What to run from where this journal stands: [`Phase::recovery`], except that a
@@ -376,15 +505,89 @@ impl Journal {
         self.phase.recovery(name, ns)
     }
 
-    /// Record reaching `phase`.
+    /// Record reaching `phase`: a history entry chained to the one before.
     pub fn advance(&mut self, phase: Phase, now: &str, by: &str) {
         self.phase = phase;
         self.last_error = None;
-        self.history.push(Entry {
+        let entry = Entry {
             phase,
             at: now.into(),
             by: by.into(),
-        });
+            prev: self.history.last().map(Entry::digest),
+        };
+        self.history_head = Some(entry.digest());
+        self.history.push(entry);
+    }
+
+    /// Whether the history's hash chain holds: each entry's `prev` is the digest of the
+    /// entry before, and `historyHead` that of the last. The first entry found changed is
+    /// named; entries of an earlier version (no `prev`) are said to be unchained.
+    pub fn chain(&self) -> Chain {
+        let h = &self.history;
+        let n = h.len();
+        let broken = |i: usize| Chain {
+            status: ChainStatus::Broken,
+            entry: Some(i),
+            phase: h.get(i).map(|e| e.phase),
+            text: match h.get(i) {
+                Some(e) => format!(
+                    "broken at entry {i} (phase {}): it was changed after it was written, or an entry was removed or inserted there",
+                    e.phase
+                ),
+                None => {
+                    "broken: the history is empty but the journal records its last entry".into()
+                }
+            },
+        };
+        // The first entry that is chained: the ones before were written by an earlier
+        // version (a window resumed by this one).
+        let first = (1..n).find(|&i| h[i].prev.is_some());
+        if first.is_none() && self.history_head.is_none() {
+            return Chain {
+                status: ChainStatus::NotChained,
+                entry: None,
+                phase: None,
+                text: "not chained (journal from an earlier version)".into(),
+            };
+        }
+        let from = first.unwrap_or(n);
+        if from == n && n > 1 {
+            // A head, but the last entry holds no link: its `prev` was taken out.
+            return broken(n - 1);
+        }
+        for i in from..n {
+            // An entry written by this version must hold the digest of the one before: one
+            // without it lost its link; one with another digest follows a changed entry.
+            match h[i].prev.as_deref() {
+                None => return broken(i),
+                Some(d) if d != h[i - 1].digest() => return broken(i - 1),
+                Some(_) => {}
+            }
+        }
+        match (&self.history_head, h.last()) {
+            (Some(head), Some(last)) if *head == last.digest() => {}
+            (Some(_), Some(_)) => return broken(n - 1),
+            (Some(_), None) => return broken(0),
+            (None, _) => {}
+        }
+        let unchained = from.saturating_sub(1);
+        if unchained > 0 && from < n {
+            return Chain {
+                status: ChainStatus::PartlyChained,
+                entry: Some(from),
+                phase: Some(h[from].phase),
+                text: format!(
+                    "intact from entry {from} (phase {}); the {unchained} entries before are not chained (written by an earlier version)",
+                    h[from].phase
+                ),
+            };
+        }
+        Chain {
+            status: ChainStatus::Intact,
+            entry: None,
+            phase: None,
+            text: format!("intact ({n} entries)"),
+        }
     }
 
     /// The ownerReferences of the old manifest a re-created IPsecGateway would carry
@@ -829,7 +1032,10 @@ mod tests {
             outage: None,
             rollback_outage: None,
             last_error: None,
+            checks: Vec::new(),
+            approved_plan: None,
             history: Vec::new(),
+            history_head: None,
         };
         assert_eq!(j.validate(), Ok(()));
         let text = serde_json::to_string(&j).unwrap();
@@ -915,7 +1121,10 @@ mod tests {
             outage: None,
             rollback_outage: None,
             last_error: None,
+            checks: Vec::new(),
+            approved_plan: None,
             history: Vec::new(),
+            history_head: None,
         };
         let status = json!({"serviceCIDR": "fd00:250:9::/64", "exposures": [
             {"name": "crm", "virtualIP": "fd00:250:9::a"}, {"name": "ldap", "virtualIP": "10.250.3.12"}]});
@@ -1004,6 +1213,114 @@ mod tests {
         );
         let text = serde_json::to_value(&j).unwrap();
         assert_eq!(text["droppedOwnerReferences"][0]["name"], "tenant-root");
+    }
+
+    /// A journal of five entries, chained as `advance` writes them.
+    fn chained() -> Journal {
+        let mut j = Journal::from_bundle(
+            &json!({"source": {"name": "acme", "namespace": "t"}, "targets": {"gateway": {}, "peers": []}}),
+            json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}}),
+            "2026-01-01T00:00:00Z",
+            "me",
+        );
+        for (i, p) in [
+            Phase::RollingBack,
+            Phase::NewDeleted,
+            Phase::OldApplied,
+            Phase::RolledBack,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            j.advance(
+                p,
+                &format!("2026-01-01T00:0{}:00Z", i + 1),
+                "alice@box pid 7",
+            );
+        }
+        j
+    }
+
+    /// Issue 12 item 4: each history entry holds the digest of the one before; an entry
+    /// changed afterwards is named by index and phase.
+    #[test]
+    fn the_history_is_a_hash_chain_and_an_edit_is_named() {
+        let j = chained();
+        assert_eq!(j.history[0].prev, None);
+        assert_eq!(j.history[1].prev, Some(j.history[0].digest()));
+        assert_eq!(j.chain().status, ChainStatus::Intact);
+        assert_eq!(j.chain().text, "intact (5 entries)");
+        // It survives the trip through the ConfigMap.
+        let back: Journal = serde_json::from_value(serde_json::to_value(&j).unwrap()).unwrap();
+        assert_eq!(back.chain().status, ChainStatus::Intact);
+
+        let broken_at = |edit: &dyn Fn(&mut Journal)| {
+            let mut t = j.clone();
+            edit(&mut t);
+            let c = t.chain();
+            assert_eq!(c.status, ChainStatus::Broken, "{}", c.text);
+            (c.entry.unwrap(), c.phase.unwrap().as_str())
+        };
+        type Edit<'a> = &'a dyn Fn(&mut Journal);
+        let cases: [(&str, Edit, (usize, &str)); 5] = [
+            (
+                "who",
+                &|t| t.history[2].by = "mallory".into(),
+                (2, "new-deleted"),
+            ),
+            (
+                "when",
+                &|t| t.history[0].at = "2025-12-31T23:00:00Z".into(),
+                (0, "done"),
+            ),
+            (
+                "the last entry",
+                &|t| t.history[4].phase = Phase::Done,
+                (4, "done"),
+            ),
+            (
+                "an entry removed",
+                &|t| {
+                    t.history.remove(2);
+                },
+                (1, "rolling-back"),
+            ),
+            (
+                "a link removed",
+                &|t| t.history[4].prev = None,
+                (4, "rolled-back"),
+            ),
+        ];
+        for (what, edit, want) in cases {
+            assert_eq!(broken_at(edit), want, "{what}");
+        }
+        assert!(
+            j.clone().chain().intact()
+                && broken_at(&|t| t.history[3].by = "x".into()) == (3, "old-applied")
+        );
+    }
+
+    #[test]
+    fn a_journal_of_an_earlier_version_is_not_chained() {
+        let mut j = chained();
+        for e in &mut j.history {
+            e.prev = None;
+        }
+        j.history_head = None;
+        let c = j.chain();
+        assert_eq!(c.status, ChainStatus::NotChained);
+        assert_eq!(c.text, "not chained (journal from an earlier version)");
+        // Resumed by this version: chained from there on.
+        j.advance(Phase::Done, "2026-01-01T01:00:00Z", "bob@host pid 9");
+        let c = j.chain();
+        assert_eq!((c.status, c.entry), (ChainStatus::PartlyChained, Some(5)));
+        assert!(
+            c.text
+                .starts_with("intact from entry 5 (phase done); the 4 entries before"),
+            "{}",
+            c.text
+        );
+        assert!(c.intact());
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod path;
 pub mod plan;
 pub mod proposal;
 pub mod psk;
+pub mod record;
 pub mod reference;
 pub mod repo;
 pub mod report;

@@ -74,6 +74,16 @@ fn select(obj: &Value, path: &str) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// Every pinned field of `obj` (by its kind) and its value, as `verify` compares them:
+/// what a change record lists (issue 12 item 4).
+pub fn pinned_values(obj: &Value) -> Vec<(String, Value)> {
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    pinned_paths(kind)
+        .iter()
+        .flat_map(|p| select(obj, p))
+        .collect()
+}
+
 /// Whether two pinned values are the same: addresses and networks compared parsed
 /// (`2001:DB8::1` is `2001:db8::1`), lists item by item, anything else as JSON.
 pub fn same(a: &Value, b: &Value) -> bool {

@@ -14,11 +14,22 @@ pub struct LiveView {
     format: Format,
     /// The wait under way.
     step: Option<Step>,
+    /// This run wrote the journal (so there is a record to point to).
+    recorded: bool,
 }
 
 impl LiveView {
     pub fn new(format: Format) -> Self {
-        LiveView { format, step: None }
+        LiveView {
+            format,
+            step: None,
+            recorded: false,
+        }
+    }
+
+    /// Whether this run wrote the journal (a window started or went on).
+    pub fn recorded(&self) -> bool {
+        self.recorded
     }
 }
 
@@ -82,7 +93,8 @@ impl Events for LiveView {
             ),
             // The stages and the journal's phases have no line of their own; the error
             // that stops a run is printed by `main`.
-            Event::Stage(_) | Event::Recorded { .. } | Event::Stopped { .. } => {}
+            Event::Recorded { .. } => self.recorded = true,
+            Event::Stage(_) | Event::Stopped { .. } => {}
         }
     }
 }

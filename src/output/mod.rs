@@ -9,6 +9,7 @@ pub mod events;
 pub mod fleet;
 pub mod manifest;
 pub mod progress;
+pub mod record;
 pub mod repo;
 pub mod style;
 pub mod text;

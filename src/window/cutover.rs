@@ -60,7 +60,7 @@ pub async fn cutover(
         action,
         &ev,
         stop,
-        async |held| run(cluster, held, name, opts, &ev, confirm).await,
+        async |held| Box::pin(run(cluster, held, name, opts, &ev, confirm)).await,
     ))
     .await;
     if let Err(e) = &result {
@@ -173,9 +173,16 @@ async fn run(
             }
             other => other?,
         };
+    let mut approved = None;
     if let Some(dir) = &opts.plan {
         let (saved, _) = bundle::read_saved(dir)?;
         let drift = journal::drift(&saved, &plan);
+        // What the change record says of the reviewed plan (issue 12 item 4).
+        approved = Some(journal::ApprovedPlan {
+            bundle: dir.display().to_string(),
+            fingerprint: plan::fingerprint(&saved),
+            matched: drift.is_empty(),
+        });
         if !drift.is_empty() {
             ev.emit(Event::Drift(drift));
             return Err(Error::Stop {
@@ -298,6 +305,7 @@ async fn run(
         .unwrap_or_default()
         .to_string();
     let mut j = Journal::new(&plan, old_manifest.clone(), fip, &now(), &by);
+    j.approved_plan = approved;
     j.psk_secret_uid = secret
         .as_ref()
         .and_then(|s| s.pointer("/metadata/uid"))

@@ -48,7 +48,7 @@ pub async fn rollback(
         "roll back",
         &ev,
         stop,
-        async |held| run(cluster, held, name, opts, &ev, confirm).await,
+        async |held| Box::pin(run(cluster, held, name, opts, &ev, confirm)).await,
     ))
     .await;
     if let Err(e) = &result {

@@ -805,7 +805,8 @@ async fn changed(cluster: &Cluster, kind: &str, targets: Vec<&Value>) -> Error {
             for ((n, live), target) in objs.iter().zip(&targets) {
                 let before = last.borrow().get(n).map(|(_, as_applied)| *as_applied);
                 let happened = gitops::interfered(target, *live, before.is_some());
-                let deleting = live.is_none_or(|o| o.pointer("/metadata/deletionTimestamp").is_some());
+                let deleting =
+                    live.is_none_or(|o| o.pointer("/metadata/deletionTimestamp").is_some());
                 match happened {
                     Some(h) if deleting || before == Some(true) => {
                         *what.borrow_mut() = Some((n.clone(), h));

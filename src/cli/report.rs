@@ -1,0 +1,180 @@
+//! `vpnmig report NAME`: a window's change record, rendered from its journal (issue 12
+//! item 4; docs/report.md). Read-only. Also what `cutover --report FILE` writes and the
+//! `record:` line `cutover` and `rollback` end with.
+
+use std::path::{Path, PathBuf};
+
+use crate::cli::Error;
+use crate::cli::cluster_args::ClusterArgs;
+use crate::cluster::{Cluster, objects};
+use crate::core::journal::object_name;
+use crate::core::record::{self, ClusterIdentity, Record};
+use crate::exit;
+use crate::output::record::{Format, render};
+
+/// Print the change record of a maintenance window, from its journal.
+///
+/// Reads the journal (ConfigMap vpnmig-NAME in the gateway's namespace) and the cluster's
+/// identity (the API server and the uid of namespace kube-system), and prints what a
+/// change ticket needs: the outcome, who ran it and from where, the approved plan's
+/// fingerprint and whether the live gateway matched it, every pinned value, the plan's
+/// checks and their verdicts, the timeline of phases, the data-plane comparison, the
+/// outage and its parts, and the recovery steps taken. Works for done, failed, rolled
+/// back and in-progress windows; changes nothing.
+///
+/// The journal's history is hash-chained (each entry holds the SHA-256 of the one before):
+/// the record says whether the chain is intact, and a broken chain (an entry edited after
+/// it was written) exits 5 after printing the record. Secrets appear only as the
+/// fingerprint the journal holds.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "\
+Examples:
+  vpnmig report acme -n tenant-acme                      # Markdown on stdout
+  vpnmig report acme -n tenant-acme -o html --out acme-window.html
+  vpnmig report acme -n tenant-acme -o json | jq '.outcome, .chain.status, .outage.totalMs'
+  vpnmig cutover acme -n tenant-acme --plan plans/acme --report acme-window.md
+
+Formats: md (default), json (docs/report.md), html (one page, inline CSS, no script).
+With --out FILE and no -o, the format comes from the file's extension.
+
+Exit codes: 0 printed, 1 no journal or the cluster could not be read, 5 printed, but the
+journal's hash chain is broken (an entry was changed after it was written).")]
+pub struct ReportArgs {
+    /// kubectl's cluster flags, from the top-level command (global).
+    #[arg(skip)]
+    pub cluster: ClusterArgs,
+    /// The gateway whose window to report (namespace: -n, else the context's).
+    #[arg(value_name = "NAME", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub name: String,
+    /// Output format (default: md, or the extension of --out).
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<Format>,
+    /// Write the record to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// A `--report FILE` (cutover): its format comes from its extension.
+pub fn report_path(s: &str) -> Result<PathBuf, String> {
+    let p = PathBuf::from(s);
+    match Format::from_path(&p) {
+        Some(_) => Ok(p),
+        None => Err(format!(
+            "`{s}`: name the file .md, .json or .html (the record's format comes from it)"
+        )),
+    }
+}
+
+/// The change record of `name`'s window in the cluster's namespace.
+pub(crate) async fn build(cluster: &Cluster, name: &str) -> Result<Record, Error> {
+    let ns = &cluster.namespace;
+    let Some(j) = crate::cluster::journal::read(cluster, name).await? else {
+        return Err(Error::Stop {
+            code: exit::FAILURE,
+            message: format!(
+                "no journal of {name} -n {ns}: ConfigMap {} does not exist, so there is no window to report",
+                object_name(name)
+            ),
+            hint: Some(format!(
+                "a record is kept for each window `vpnmig cutover {name} -n {ns}` starts; `vpnmig status -n {ns} -o wide` lists the windows of the namespace"
+            )),
+        });
+    };
+    let identity = match objects::kube_system_uid(cluster).await {
+        Ok(Some(uid)) => ClusterIdentity {
+            server: cluster.server.clone(),
+            kube_system_uid: Some(uid),
+            why: None,
+        },
+        Ok(None) => ClusterIdentity {
+            server: cluster.server.clone(),
+            kube_system_uid: None,
+            why: Some("the cluster has no namespace kube-system".into()),
+        },
+        Err(e) => ClusterIdentity {
+            server: cluster.server.clone(),
+            kube_system_uid: None,
+            why: Some(e.to_string()),
+        },
+    };
+    Ok(record::build(&j, identity))
+}
+
+fn write_file(path: &Path, doc: &str) -> Result<(), Error> {
+    std::fs::write(path, doc).map_err(|source| Error::WriteFile {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// A broken hash chain: the record was printed, the run fails.
+fn broken(r: &Record) -> Error {
+    Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: format!(
+            "the history of the journal of {} -n {} is not the one vpnmig wrote: hash chain {}",
+            r.gateway, r.namespace, r.chain.text
+        ),
+        hint: Some(format!(
+            "treat the timeline as unreliable from that entry on; `kubectl get configmap {} -n {} -o yaml --show-managed-fields` shows who last wrote it",
+            object_name(&r.gateway),
+            r.namespace
+        )),
+    }
+}
+
+pub fn run(args: &ReportArgs) -> Result<i32, Error> {
+    let rt = crate::cli::runtime()?;
+    let r = rt.block_on(async {
+        let cluster = Cluster::connect(&args.cluster.options()).await?;
+        build(&cluster, &args.name).await
+    })?;
+    let format = args
+        .output
+        .or_else(|| args.out.as_deref().and_then(Format::from_path))
+        .unwrap_or_default();
+    let doc = render(&r, format);
+    match &args.out {
+        Some(path) => {
+            write_file(path, &doc)?;
+            crate::output::say(&format!("record written to {}", path.display()));
+        }
+        None => crate::cli::write_stdout(&doc)?,
+    }
+    if !r.chain.intact() {
+        return Err(broken(&r));
+    }
+    Ok(exit::OK)
+}
+
+/// The end of a `cutover` or `rollback` that wrote a journal: where its record is, and
+/// with `--report FILE`, the record itself (a failure to write it is said, and does not
+/// change how the window ended).
+pub(crate) async fn after_window(cluster: &Cluster, name: &str, file: Option<&Path>) {
+    let ns = &cluster.namespace;
+    let plugin = crate::cli::is_plugin(std::env::args_os().next().as_deref());
+    let command = format!("vpnmig report {name} -n {ns}");
+    let command = if plugin {
+        crate::cli::as_plugin_text(&command)
+    } else {
+        command
+    };
+    let Some(path) = file else {
+        crate::output::say(&format!("record: {command}"));
+        return;
+    };
+    let format = Format::from_path(path).unwrap_or_default();
+    let written = match build(cluster, name).await {
+        Ok(r) => write_file(path, &render(&r, format)),
+        Err(e) => Err(e),
+    };
+    match written {
+        Ok(()) => crate::output::say(&format!("record: {} (again: {command})", path.display())),
+        Err(e) => crate::output::say(&format!(
+            "! the record was not written to {}: {}; get it with `{command} --out {}`",
+            path.display(),
+            crate::cli::error_line(&e),
+            path.display()
+        )),
+    }
+}

@@ -1,0 +1,369 @@
+//! The change record of a window (`vpnmig report`; issue 12 item 4), pure: everything a
+//! change ticket needs, built from the window's journal and the cluster's identity. The
+//! renderers (Markdown, HTML) are in `output::record`; JSON is this struct serialized
+//! (docs/report.md).
+//!
+//! Nothing here reads a secret: the PSK appears as the salted fingerprint the journal
+//! holds, never as a value.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::core::dataplane::{Comparison, Outage};
+use crate::core::journal::{ApprovedPlan, Chain, CheckVerdict, Journal, Phase};
+
+/// Schema identifier of the record document.
+pub const RECORD_API_VERSION: &str = "vpnmig.bnerd.net/record/v1";
+
+/// Which cluster the window ran in, so that a record cannot be mixed up between
+/// clusters: the API server's URL and the uid of namespace `kube-system` (which lives
+/// as long as the cluster).
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterIdentity {
+    pub server: String,
+    /// `None` when it could not be read (`why` says why).
+    pub kube_system_uid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// How the window stands.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The cutover is complete (phase `done`).
+    Done,
+    /// The old IPsecGateway is back (phase `rolled-back`).
+    RolledBack,
+    /// The last run stopped on a failure (the journal's `lastError`), or the data plane
+    /// differs from the old gateway's.
+    Failed,
+    /// Under way, or interrupted without a recorded failure.
+    InProgress,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::RolledBack => "rolled back",
+            Outcome::Failed => "failed",
+            Outcome::InProgress => "in progress",
+        }
+    }
+}
+
+/// One pinned value, as the journal's reference holds it.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Pinned {
+    /// `VPNGateway tenant-acme/acme`, `Secret tenant-acme/acme-psk`.
+    pub object: String,
+    /// The field path (`spec.exposures[crm].virtualIP`).
+    pub field: String,
+    /// The value: a string as is, anything else as compact JSON; `(none)` when absent.
+    pub value: String,
+}
+
+/// One phase reached.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Step {
+    /// Index in the journal's history (what the hash-chain verdict names).
+    pub entry: usize,
+    pub phase: Phase,
+    pub at: String,
+    pub by: String,
+    /// Milliseconds since the entry before (`None` for the first, or when a timestamp
+    /// does not parse).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_ms: Option<u64>,
+}
+
+/// The data plane the old gateway had before the delete, in short (the full facts are
+/// in the journal's `dataPlaneBaseline`).
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct BaselineSummary {
+    pub at: String,
+    pub source: String,
+    pub tunnels: usize,
+}
+
+/// What went wrong and what was done about it.
+#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Recovery {
+    /// The failure that made `cutover --rollback-on-failure` roll back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cutover_failure: Option<String>,
+    /// The failure the last run stopped on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// The rollback's phases, as taken.
+    pub steps: Vec<Step>,
+    /// The PSK Secret's ownerReferences vpnmig removed (`Kind name`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub psk_owner_references_removed: Vec<String>,
+    /// ownerReferences left out of the re-created IPsecGateway (`Kind name`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped_owner_references: Vec<String>,
+    /// What to run from here.
+    pub next: String,
+}
+
+/// The change record (docs/report.md).
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    /// Always [`RECORD_API_VERSION`].
+    pub api_version: &'static str,
+    pub namespace: String,
+    pub gateway: String,
+    /// `ConfigMap NS/vpnmig-NAME`: where the record was read from.
+    pub journal: String,
+    pub cluster: ClusterIdentity,
+    pub outcome: Outcome,
+    /// The journal's phase.
+    pub phase: Phase,
+    /// Who ran the window and from where: each distinct history `by` (the lock holder,
+    /// `user@host pid N`), in order of first appearance.
+    pub run_by: Vec<String>,
+    /// uid of the IPsecGateway the cutover started from.
+    pub old_uid: Option<String>,
+    /// The plan's `source.specFingerprint` of that IPsecGateway.
+    pub spec_fingerprint: String,
+    /// `None`: the cutover ran without `--plan` (no reviewed plan to match).
+    pub approved_plan: Option<ApprovedPlan>,
+    pub pinned: Vec<Pinned>,
+    /// Empty: not recorded (a journal of an earlier version or one rebuilt from a bundle).
+    pub checks: Vec<CheckVerdict>,
+    pub timeline: Vec<Step>,
+    /// Whether the history's hash chain holds.
+    pub chain: Chain,
+    pub data_plane_baseline: Option<BaselineSummary>,
+    pub data_plane: Option<Comparison>,
+    pub outage: Option<Outage>,
+    /// The journal's single outage figure (the delete to the first tunnel up), kept for
+    /// journals of versions that did not record `outage`.
+    pub outage_ms: Option<u64>,
+    pub rollback_outage: Option<Outage>,
+    pub recovery: Recovery,
+}
+
+fn show(v: &Value) -> String {
+    match v {
+        Value::Null => "(none)".into(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn ref_name(r: &Value) -> String {
+    format!(
+        "{} {}",
+        r["kind"].as_str().unwrap_or("?"),
+        r["name"].as_str().unwrap_or("?")
+    )
+}
+
+/// Milliseconds from `a` to `b` (RFC 3339), if both parse and `b` is not earlier.
+fn between(a: &str, b: &str) -> Option<u64> {
+    let (a, b) = (
+        a.parse::<jiff::Timestamp>().ok()?,
+        b.parse::<jiff::Timestamp>().ok()?,
+    );
+    u64::try_from(b.duration_since(a).as_millis()).ok()
+}
+
+/// The outcome of the window the journal records.
+pub fn outcome(j: &Journal) -> Outcome {
+    match j.phase {
+        Phase::Done => Outcome::Done,
+        Phase::RolledBack => Outcome::RolledBack,
+        _ if j.last_error.is_some() || j.data_plane.as_ref().is_some_and(|c| c.failed()) => {
+            Outcome::Failed
+        }
+        _ => Outcome::InProgress,
+    }
+}
+
+/// Every pinned value of the journal's reference: the floating IP, each target's pinned
+/// fields (`core::reference`), and the PSK Secret's fingerprint.
+pub fn pinned(j: &Journal) -> Vec<Pinned> {
+    let mut out = Vec::new();
+    for t in &j.targets {
+        let object = format!(
+            "{} {}/{}",
+            t["kind"].as_str().unwrap_or("?"),
+            j.namespace,
+            t.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+        );
+        for (field, value) in crate::core::reference::pinned_values(t) {
+            out.push(Pinned {
+                object: object.clone(),
+                field,
+                value: show(&value),
+            });
+        }
+    }
+    out.push(Pinned {
+        object: format!("Secret {}/{}", j.namespace, j.psk_secret),
+        field: "fingerprint (salted SHA-256; the value is never recorded)".into(),
+        value: j.psk_fingerprint.clone().unwrap_or_else(|| "(none)".into()),
+    });
+    out
+}
+
+/// Build the record of `j`, read from the cluster `cluster`.
+pub fn build(j: &Journal, cluster: ClusterIdentity) -> Record {
+    let timeline: Vec<Step> = j
+        .history
+        .iter()
+        .enumerate()
+        .map(|(i, e)| Step {
+            entry: i,
+            phase: e.phase,
+            at: e.at.clone(),
+            by: e.by.clone(),
+            after_ms: i
+                .checked_sub(1)
+                .and_then(|p| between(&j.history[p].at, &e.at)),
+        })
+        .collect();
+    let mut run_by: Vec<String> = Vec::new();
+    for e in &j.history {
+        if !run_by.contains(&e.by) {
+            run_by.push(e.by.clone());
+        }
+    }
+    let recovery = Recovery {
+        cutover_failure: j.cutover_failure.clone(),
+        last_error: j.last_error.clone(),
+        steps: timeline
+            .iter()
+            .filter(|s| s.phase >= Phase::RollingBack)
+            .cloned()
+            .collect(),
+        psk_owner_references_removed: j
+            .psk_detached
+            .iter()
+            .flat_map(|d| d.removed_owner_references.iter().map(ref_name))
+            .collect(),
+        dropped_owner_references: j.dropped_owner_references.iter().map(ref_name).collect(),
+        next: j.recovery(),
+    };
+    Record {
+        api_version: RECORD_API_VERSION,
+        namespace: j.namespace.clone(),
+        gateway: j.gateway.clone(),
+        journal: format!(
+            "ConfigMap {}/{}",
+            j.namespace,
+            crate::core::journal::object_name(&j.gateway)
+        ),
+        cluster,
+        outcome: outcome(j),
+        phase: j.phase,
+        run_by,
+        old_uid: j.old_uid.clone(),
+        spec_fingerprint: j.spec_fingerprint.clone(),
+        approved_plan: j.approved_plan.clone(),
+        pinned: pinned(j),
+        checks: j.checks.clone(),
+        timeline,
+        chain: j.chain(),
+        data_plane_baseline: j.data_plane_baseline.as_ref().map(|b| BaselineSummary {
+            at: b.at.clone(),
+            source: b.source.clone(),
+            tunnels: b.tunnels.len(),
+        }),
+        data_plane: j.data_plane.clone(),
+        outage: j.outage.clone(),
+        outage_ms: j.outage_ms,
+        rollback_outage: j.rollback_outage.clone(),
+        recovery,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn journal() -> Journal {
+        let gw = json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNGateway", "metadata": {"name": "acme"},
+            "spec": {"endpoint": {"floatingIP": "198.51.100.23"}, "serviceCIDR": "10.250.3.0/24",
+                     "exposures": [{"name": "crm", "virtualIP": "10.250.3.10"}],
+                     "ipsec": {"ike": {"version": 2, "proposals": ["aes256-sha256-modp2048"]}}}});
+        let peer = json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNPeer", "metadata": {"name": "acme"},
+            "spec": {"gatewayRef": {"name": "acme"}, "ipsec": {"peer": {"address": "203.0.113.10", "id": "fw.acme.example"},
+                     "remoteSubnets": ["10.20.0.0/16"], "pskSecretRef": {"name": "acme-psk", "key": "psk"},
+                     "esp": {"proposals": ["aes256gcm16-modp2048"]}}}});
+        let mut j = Journal::from_bundle(
+            &json!({"source": {"name": "acme", "namespace": "tenant-acme", "uid": "u-1"},
+                    "targets": {"gateway": gw, "peers": [peer]}}),
+            json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}, "spec": {"endpoint": {"floatingIP": "198.51.100.23"}}}),
+            "2026-01-01T00:00:00Z",
+            "alice@box pid 7",
+        );
+        j.phase = Phase::Started;
+        j
+    }
+
+    #[test]
+    fn the_outcome_follows_the_phase_and_the_last_error() {
+        let mut j = journal();
+        assert_eq!(outcome(&j), Outcome::InProgress);
+        j.last_error = Some("timed out".into());
+        assert_eq!(outcome(&j), Outcome::Failed);
+        j.advance(Phase::RolledBack, "2026-01-01T00:01:30Z", "bob@host pid 9");
+        assert_eq!(outcome(&j), Outcome::RolledBack);
+        let r = build(&j, ClusterIdentity::default());
+        assert_eq!(
+            r.run_by,
+            [
+                "alice@box pid 7 (rebuilt from a plan bundle)",
+                "bob@host pid 9"
+            ]
+        );
+        assert_eq!(r.timeline[1].after_ms, Some(90_000));
+        assert_eq!(r.recovery.steps.len(), 1);
+    }
+
+    #[test]
+    fn pinned_values_come_from_the_reference_and_the_psk_only_as_a_fingerprint() {
+        let mut j = journal();
+        j.psk_fingerprint = Some("sha256:abc".into());
+        let rows: Vec<(String, String, String)> = pinned(&j)
+            .into_iter()
+            .map(|p| (p.object, p.field, p.value))
+            .collect();
+        let has = |o: &str, f: &str, v: &str| {
+            assert!(
+                rows.contains(&(o.into(), f.into(), v.into())),
+                "{o} {f} {v} in {rows:#?}"
+            )
+        };
+        has(
+            "VPNGateway tenant-acme/acme",
+            "spec.endpoint.floatingIP",
+            "198.51.100.23",
+        );
+        has(
+            "VPNGateway tenant-acme/acme",
+            "spec.exposures[crm].virtualIP",
+            "10.250.3.10",
+        );
+        has(
+            "VPNPeer tenant-acme/acme",
+            "spec.ipsec.remoteSubnets",
+            r#"["10.20.0.0/16"]"#,
+        );
+        has("VPNPeer tenant-acme/acme", "spec.authorization", "(none)");
+        assert_eq!(rows.last().unwrap().2, "sha256:abc");
+    }
+}

@@ -1,0 +1,322 @@
+//! `vpnmig report` end to end against vpnmig-sandbox (issue 12 item 4): a done cutover, a
+//! cutover whose data plane fails verification, and a window rolled back after a failed
+//! cutover each give their change record in every format; an edited journal is caught by
+//! its hash chain.
+//!
+//! With `VPNMIG_WRITE_FIXTURES=1` the journals these windows leave are written to
+//! `fixtures/journals/` (the `by` of each entry and the bundle path made stable, the chain
+//! re-linked), which
+//! the golden tests of `tests/report.rs` render.
+
+mod live;
+
+use live::{ACME, Live, Run, core, fault, journal, pool, start};
+use serde_json::Value;
+
+/// A window left in the sandbox, and what its record must say.
+struct Case {
+    /// Fixture name (`fixtures/journals/NAME.json`).
+    name: &'static str,
+    outcome: &'static str,
+    /// The phases of the timeline, in order.
+    phases: &'static [&'static str],
+    /// Text each rendering contains.
+    says: &'static [&'static str],
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "done",
+        outcome: "done",
+        phases: &[
+            "started",
+            "psk-detached",
+            "deleting",
+            "deleted",
+            "applied",
+            "attached",
+            "ready",
+            "done",
+        ],
+        says: &["the live gateway matched it", "data plane: identical"],
+    },
+    Case {
+        name: "failed-verify",
+        outcome: "failed",
+        phases: &[
+            "started",
+            "psk-detached",
+            "deleting",
+            "deleted",
+            "applied",
+            "attached",
+            "ready",
+        ],
+        says: &[
+            "data plane: CHANGED",
+            "10.250.0.0/16",
+            "the cutover ran without --plan",
+        ],
+    },
+    Case {
+        name: "rolled-back",
+        outcome: "rolled-back",
+        phases: &[
+            "started",
+            "psk-detached",
+            "deleting",
+            "deleted",
+            "applied",
+            "attached",
+            "ready",
+            "rolling-back",
+            "new-deleted",
+            "old-applied",
+            "rolled-back",
+        ],
+        says: &[
+            "Cutover failure",
+            "at phase ready: timed out",
+            "Rollback steps taken",
+        ],
+    },
+];
+
+/// Run the window of `case` in a fresh sandbox; returns it and the cutover's run.
+async fn window(case: &Case, dir: &std::path::Path) -> (Live, Run) {
+    let l = start(ACME, pool("10.250.3.0/24")).await;
+    let bundle = dir.join("acme");
+    let bundle = bundle.to_str().unwrap();
+    let html = dir.join("acme-window.html");
+    let r = match case.name {
+        "done" => {
+            assert_eq!(l.vpnmig(&["plan", "acme", "--out", bundle]).await.code, 0);
+            let r = l
+                .vpnmig(&[
+                    "cutover",
+                    "acme",
+                    "--plan",
+                    bundle,
+                    "--yes",
+                    "--report",
+                    html.to_str().unwrap(),
+                ])
+                .await;
+            assert_eq!(r.code, 0, "{}", r.stderr);
+            r
+        }
+        "failed-verify" => {
+            fault(&l, "vpngateway/tenant-acme/acme", |f| {
+                f.local_ts_override = Some("10.250.0.0/16".into())
+            });
+            let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+            assert_eq!(r.code, 5, "{}", r.stderr);
+            r
+        }
+        _ => {
+            fault(&l, "vpngateway/tenant-acme/acme", |f| f.psk_mismatch = true);
+            let r = l
+                .vpnmig(&[
+                    "cutover",
+                    "acme",
+                    "--yes",
+                    "--timeout-tunnel",
+                    "1s",
+                    "--rollback-on-failure",
+                ])
+                .await;
+            assert_eq!(r.code, 6, "{}", r.stderr);
+            r
+        }
+    };
+    (l, r)
+}
+
+fn kube_system_uid(l: &Live) -> String {
+    core(l, "namespaces", "", "kube-system").expect("the sandbox has kube-system")["metadata"]
+        ["uid"]
+        .as_str()
+        .expect("namespaces have a uid")
+        .to_string()
+}
+
+/// The journal as a fixture: the `by` of each entry made stable and the chain re-linked
+/// as `advance` links it.
+fn write_fixture(name: &str, j: &Value) {
+    let mut j: vpnmig::core::journal::Journal = serde_json::from_value(j.clone()).unwrap();
+    for i in 0..j.history.len() {
+        j.history[i].by = "oncall@jump-1 pid 4242".into();
+        j.history[i].prev = i.checked_sub(1).map(|p| j.history[p].digest());
+    }
+    j.history_head = j.history.last().map(|e| e.digest());
+    if let Some(p) = &mut j.approved_plan {
+        p.bundle = "plans/acme".into();
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/journals")
+        .join(format!("{name}.json"));
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_string_pretty(&j).unwrap() + "\n").unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_window_has_its_record_in_every_format() {
+    for case in CASES {
+        let dir = tempfile::tempdir().unwrap();
+        let (l, cutover) = window(case, dir.path()).await;
+        let what = case.name;
+        assert!(
+            cutover.says("record: ")
+                && cutover.stderr.contains("vpnmig report acme -n tenant-acme"),
+            "{what}: the cutover says where its record is: {}",
+            cutover.stderr
+        );
+        let uid = kube_system_uid(&l);
+
+        let r = l.vpnmig(&["report", "acme", "-o", "json"]).await;
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(doc["apiVersion"], "vpnmig.bnerd.net/record/v1");
+        assert_eq!(doc["outcome"], case.outcome, "{what}");
+        assert_eq!(doc["chain"]["status"], "intact", "{what}: {}", doc["chain"]);
+        assert_eq!(doc["cluster"]["kubeSystemUid"], uid.as_str(), "{what}");
+        assert!(
+            doc["cluster"]["server"]
+                .as_str()
+                .unwrap()
+                .starts_with("https://127.0.0.1:"),
+            "{what}: {}",
+            doc["cluster"]
+        );
+        let phases: Vec<&str> = doc["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["phase"].as_str().unwrap())
+            .collect();
+        assert_eq!(phases, case.phases, "{what}");
+        assert!(
+            doc["checks"].as_array().is_some_and(|c| !c.is_empty()),
+            "{what}"
+        );
+        assert!(
+            doc["runBy"][0].as_str().unwrap().contains(" pid "),
+            "{what}"
+        );
+        assert!(!doc["pinned"].as_array().unwrap().is_empty());
+
+        for format in ["md", "html"] {
+            let r = l.vpnmig(&["report", "acme", "-o", format]).await;
+            assert_eq!(r.code, 0, "{what} {format}: {}", r.stderr);
+            for text in [uid.as_str(), "intact (", case.phases.last().unwrap()]
+                .iter()
+                .chain(case.says)
+            {
+                assert!(
+                    r.stdout.contains(text),
+                    "{what} {format}: no {text:?} in\n{}",
+                    r.stdout
+                );
+            }
+            assert!(
+                !r.stdout.to_lowercase().contains("<script"),
+                "{what} {format}"
+            );
+        }
+        if case.name == "done" {
+            let page = std::fs::read_to_string(dir.path().join("acme-window.html")).unwrap();
+            assert!(
+                page.starts_with("<!DOCTYPE html>") && page.contains(&uid),
+                "{page}"
+            );
+        }
+        if std::env::var_os("VPNMIG_WRITE_FIXTURES").is_some() {
+            write_fixture(case.name, &journal(&l, "tenant-acme", "acme").unwrap());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_writes_its_record_and_an_edited_journal_breaks_the_chain() {
+    let l = start(ACME, pool("10.250.3.0/24")).await;
+    assert_eq!(l.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
+    // A rollback writes its record where --report says, in the extension's format.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("acme-rollback.json");
+    let r = l
+        .vpnmig(&[
+            "rollback",
+            "acme",
+            "--yes",
+            "--report",
+            file.to_str().unwrap(),
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says(&format!("record: {}", file.display())),
+        "{}",
+        r.stderr
+    );
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(
+        (&doc["outcome"], &doc["chain"]["status"]),
+        (&"rolled-back".into(), &"intact".into())
+    );
+    // Someone rewrites who ran the delete, with markup in it.
+    let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
+    let mut cm = l.sb.store.get(&rt, "tenant-acme", "vpnmig-acme").unwrap();
+    let mut j: Value = serde_json::from_str(cm["data"]["journal.json"].as_str().unwrap()).unwrap();
+    j["history"][2]["by"] = "<script>alert(1)</script>".into();
+    cm["data"]["journal.json"] = j.to_string().into();
+    l.sb.store
+        .update(
+            &rt,
+            "tenant-acme",
+            "vpnmig-acme",
+            cm,
+            false,
+            &Default::default(),
+        )
+        .unwrap();
+
+    for (format, says) in [
+        ("md", "BROKEN: broken at entry 2 (phase deleting)"),
+        ("json", r#""status": "broken""#),
+        ("html", "&lt;script&gt;alert(1)&lt;/script&gt;"),
+    ] {
+        let r = l.vpnmig(&["report", "acme", "-o", format]).await;
+        assert_eq!(r.code, 5, "{format}: {}", r.stderr);
+        assert!(
+            r.stdout.contains(says),
+            "{format}: no {says:?} in\n{}",
+            r.stdout
+        );
+        assert!(
+            r.error()
+                .unwrap()
+                .contains("hash chain broken at entry 2 (phase deleting)"),
+            "{}",
+            r.stderr
+        );
+        if format == "html" {
+            assert!(!r.stdout.contains("<script"), "{}", r.stdout);
+        }
+    }
+
+    // No journal: the error names the ConfigMap and the command that makes one.
+    let r = l.vpnmig(&["report", "nobody"]).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.error()
+            .unwrap()
+            .contains("ConfigMap vpnmig-nobody does not exist"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.hint()
+            .unwrap()
+            .contains("`vpnmig cutover nobody -n tenant-acme`")
+    );
+}
