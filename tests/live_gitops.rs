@@ -484,14 +484,16 @@ async fn pause_cuts_over_and_restores_the_owner_after_the_merge() {
         let r = l.vpnmig(&["status", "-A"]).await;
         assert!(r.stdout.contains("GitOps sync suspended:"), "{}", r.stdout);
         assert!(
-            live::flat(&r.stdout).contains("`vpnmig cutover acme -n tenant-acme` restores it"),
+            live::flat(&r.stdout)
+                .contains("merge the repository change, then `vpnmig cutover acme -n tenant-acme"),
             "{}",
             r.stdout
         );
 
-        // Before the merge nothing is restored.
+        // Before the merge nothing is restored (said, and the window stays done).
         let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
-        assert_eq!(r.code, 7, "{}", r.stderr);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.says("stays suspended"), "{}", r.stderr);
         assert!(tool.suspended(&tool.owner(&l)));
 
         tool.merge(&l, &rewritten);
@@ -652,4 +654,117 @@ async fn keep_tracking_carries_the_markers_naming_the_new_objects() {
         doc["suspendedOwners"][0]["owner"], "application/acme -n argocd",
         "{doc}"
     );
+}
+
+/// A done window whose repository change is merged as `edit` makes it from the plan's
+/// rewrite, and the owner not yet restored.
+async fn done_then_merged(l: &Live, edit: impl Fn(String) -> String) {
+    let repo = repo(l, Tool::Argo);
+    let r = l
+        .vpnmig(&[
+            "plan",
+            "acme",
+            "-n",
+            NS,
+            "--out",
+            "plans/acme",
+            "--gitops-repo",
+            repo.to_str().unwrap(),
+        ])
+        .await;
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "acme",
+            "-n",
+            NS,
+            "--plan",
+            "plans/acme",
+            "--gitops",
+            "pause",
+            "--yes",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let merged = edit(std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap());
+    Tool::Argo.merge(l, &merged);
+    eventually(
+        10,
+        "the Application no longer lists the IPsecGateway",
+        || {
+            !Tool::Argo.owner(l)["status"]["resources"]
+                .to_string()
+                .contains("IPsecGateway")
+        },
+    )
+    .await;
+}
+
+/// Attack finding: a merged source with another floating IP. The restore's first sync is
+/// watched; it changes what the window applied, so the owner is suspended again at once
+/// and the stop says so (exit 5).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restored_sync_that_changes_the_floating_ip_is_suspended_again() {
+    let l = synced(Tool::Argo).await;
+    done_then_merged(&l, |m| m.replace("198.51.100.23", "198.51.100.99")).await;
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(
+        r.says("was restored and its sync interfered, so vpnmig suspended it again"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.says("spec.endpoint.floatingIP"), "{}", r.stderr);
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+    let j = live::journal(&l, NS, "acme").unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+}
+
+/// Attack finding: after the owner is restored on the merged repository, it syncs the
+/// VPNGateway; a rollback would have it re-created and the IPsecGateway pruned. Refused
+/// without `--gitops` (nothing changed); with `--gitops pause` the owner is suspended
+/// first and stays suspended until the repository is reverted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_of_a_synced_vpngateway_needs_gitops_pause() {
+    let l = synced(Tool::Argo).await;
+    let contention = Contention::watch(&l);
+    done_then_merged(&l, |m| m).await;
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("restored application/acme -n argocd"),
+        "{}",
+        r.stderr
+    );
+    adopted(&l, "vpn.bnerd.net", "vpngateways").await;
+
+    let r = l.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(
+        r.says("syncs vpngateway/acme -n tenant-acme"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.says("`vpnmig rollback acme -n tenant-acme --gitops pause"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(live::journal(&l, NS, "acme").unwrap()["phase"], "done");
+
+    let r = l
+        .vpnmig(&["rollback", "acme", "-n", NS, "--yes", "--gitops", "pause"])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("application/acme -n argocd stays suspended"),
+        "{}",
+        r.stderr
+    );
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(ipsecgateways(&l), 1);
+    assert!(objects(&l, "vpn.bnerd.net", "vpngateways", NS).is_empty());
+    assert!(!contention.seen(), "the floating IP was contended");
 }

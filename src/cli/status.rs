@@ -421,20 +421,31 @@ async fn open_windows(
                 .filter(|r| r.paused)
                 .map(|r| {
                     let (ns, name) = (&j.namespace, &j.gateway);
-                    let verb = if j.phase.rolling_back() { "rollback" } else { "cutover" };
+                    // Flux does not refresh a suspended owner's inventory: only the user
+                    // can say the repository is merged.
+                    let resume = if r.owner.kind == "Application" { "" } else { " --gitops resume" };
                     let by_hand = r
                         .saved
                         .as_ref()
                         .map(|s| format!(", or by hand: `{}`", crate::core::gitops::restore_command(&r.owner, s)))
                         .unwrap_or_default();
+                    let how = match j.phase {
+                        crate::core::journal::Phase::Done => format!(
+                            "merge the repository change, then `vpnmig cutover {name} -n {ns}{resume}` restores it{by_hand}"
+                        ),
+                        crate::core::journal::Phase::RolledBack => format!(
+                            "revert the repository change, then `vpnmig rollback {name} -n {ns}{resume}` restores it{by_hand}"
+                        ),
+                        _ => format!(
+                            "the window restores it when it finishes: `vpnmig cutover {name} -n {ns}` goes on, `vpnmig rollback {name} -n {ns}` goes back{by_hand}"
+                        ),
+                    };
                     Suspended {
                         namespace: ns.clone(),
                         gateway: name.clone(),
                         phase: j.phase.to_string(),
                         owner: r.owner.display(),
-                        resume: format!(
-                            "`vpnmig {verb} {name} -n {ns}` restores it once the repository matches the live objects{by_hand}"
-                        ),
+                        resume: how,
                     }
                 })
                 .collect::<Vec<_>>()

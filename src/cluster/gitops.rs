@@ -65,9 +65,13 @@ pub async fn find(cluster: &Cluster, owner: &OwnerRef) -> Result<Found, KubeErro
             if items.len() > 1 {
                 return Ok(Found::Many(
                     items
-                        .iter()
-                        .filter_map(|o| o["metadata"]["namespace"].as_str())
-                        .map(str::to_string)
+                        .into_iter()
+                        .map(|o| {
+                            let mut owner = owner.clone();
+                            owner.namespace =
+                                o["metadata"]["namespace"].as_str().map(str::to_string);
+                            (owner, o)
+                        })
                         .collect(),
                 ));
             }
@@ -91,8 +95,9 @@ pub enum Found {
     None,
     /// The owner (namespace filled in) and the object.
     One(OwnerRef, Value),
-    /// Objects of that name in these namespaces: the markers do not say which.
-    Many(Vec<String>),
+    /// Objects of that name in several namespaces (each with its namespace filled in):
+    /// the markers do not say which.
+    Many(Vec<(OwnerRef, Value)>),
 }
 
 /// Apply a JSON merge patch (RFC 7386) to the owner, as field manager `vpnmig`; returns

@@ -388,6 +388,10 @@ pub struct OwnerState {
     /// What the cluster shows of its source: `Some(true)` it lists the object,
     /// `Some(false)` it does not, `None` unknown (no status).
     pub source_lists: Option<bool>,
+    /// Whether its source matches the live objects as its status says (Argo CD
+    /// `status.sync.status`, refreshed while not automated); `None`: the status does not
+    /// say (Flux does not compare while suspended).
+    pub synced: Option<bool>,
 }
 
 /// The state of `owner` (an Application, Kustomization or HelmRelease as JSON), and
@@ -418,6 +422,10 @@ pub fn owner_state(owner: &Value, kind: &str, ns: &str, name: &str) -> OwnerStat
                 self_heal: flag("selfHeal"),
                 prune: flag("prune"),
                 source_lists,
+                synced: owner
+                    .pointer("/status/sync/status")
+                    .and_then(Value::as_str)
+                    .map(|st| st == "Synced"),
             }
         }
         _ => {
@@ -436,6 +444,7 @@ pub fn owner_state(owner: &Value, kind: &str, ns: &str, name: &str) -> OwnerStat
                 self_heal: true,
                 prune: owner.pointer("/spec/prune").and_then(Value::as_bool) == Some(true),
                 source_lists,
+                synced: None,
             }
         }
     }
@@ -719,7 +728,8 @@ mod tests {
                 active: true,
                 self_heal: true,
                 prune: true,
-                source_lists: Some(true)
+                source_lists: Some(true),
+                synced: None
             }
         );
         let saved = saved(&app);

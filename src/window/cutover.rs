@@ -762,17 +762,14 @@ async fn phases(
             // A VPNGateway the window applied and someone deleted: resuming would wait
             // for a gateway that is not there; going back is the way (issue 11 item 3).
             let new_gone = w.journal.phase >= Phase::Applied
-                && !matches!(
-                    objects::get(w.cluster, "VPNGateway", &name).await,
-                    Ok(Some(o)) if o.pointer("/metadata/deletionTimestamp").is_none()
-                );
+                && !steps::targets_intact(w.cluster, &w.journal.targets).await;
             let hint = if old_back {
                 e.hint().unwrap_or_else(|| format!(
                     "ipsecgateway/{name} -n {ns} exists again: `vpnmig rollback {name} -n {ns}` keeps it and removes the new objects"
                 ))
             } else if new_gone {
                 e.hint().unwrap_or_else(|| format!(
-                    "vpngateway/{name} -n {ns} is gone or being deleted: `vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal"
+                    "the VPNGateway or a VPNPeer is not as the window applied it: `vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal"
                 ))
             } else if w.journal.phase == Phase::Deleting {
                 format!(
@@ -810,7 +807,7 @@ async fn forward(
 
     // Before anything of the gateway changes: suspend its GitOps owners (issue 11).
     if w.journal.phase < Phase::Done {
-        super::gitops::pause(w).await?;
+        super::gitops::pause(w, "cutover").await?;
     }
 
     // Step e: the PSK Secret must not go with the old gateway.

@@ -50,6 +50,11 @@ pub async fn owners(
     inherited: &[Record],
 ) -> Result<Vec<Record>, Error> {
     let ns = cluster.namespace.as_str();
+    let verb = if old["kind"] == "VPNGateway" {
+        "rollback"
+    } else {
+        "cutover"
+    };
     let mut out: Vec<Record> = Vec::new();
     for obj in std::iter::once(old).chain(secret) {
         for m in gitops::reconciling(&gitops::detect(obj)) {
@@ -62,7 +67,7 @@ pub async fn owners(
                 code: exit::REFUSED,
                 message,
                 hint: Some(format!(
-                    "suspend its sync yourself and run `vpnmig cutover {name} -n {ns} --gitops ignore`; docs/gitops.md says how for Argo CD and Flux"
+                    "suspend its sync yourself and run `vpnmig {verb} {name} -n {ns} --gitops ignore`; docs/gitops.md says how for Argo CD and Flux"
                 )),
             };
             let Some(wanted) = &m.owner else {
@@ -94,13 +99,42 @@ pub async fn owners(
                         wanted.kind
                     )));
                 }
-                Found::Many(namespaces) => {
+                Found::Many(all) => {
+                    let kind = old["kind"].as_str().unwrap_or("IPsecGateway");
+                    let active: Vec<String> = all
+                        .iter()
+                        .filter(|(_, o)| gitops::owner_state(o, kind, ns, name).active)
+                        .map(|(o, _)| o.display())
+                        .collect();
+                    let namespaces: Vec<&str> = all
+                        .iter()
+                        .filter_map(|(o, _)| o.namespace.as_deref())
+                        .collect();
+                    // `ignore`: the user suspended it; with every one of that name
+                    // suspended, whichever it is does not sync.
+                    if mode == Mode::Ignore && active.is_empty() {
+                        ev.emit(Event::Note(format!(
+                            "{} names {} as the owner of {what}; {} {}s of that name exist (namespaces {}), every one suspended",
+                            m.tool.label(),
+                            wanted.display(),
+                            all.len(),
+                            wanted.kind,
+                            namespaces.join(", ")
+                        )));
+                        continue;
+                    }
                     return Err(refuse(format!(
-                        "{} names {} as the owner of {what}, and {} of that name exist (namespaces {}): the markers do not say which; nothing was changed",
+                        "{} names {} as the owner of {what}, and {} {}s of that name exist (namespaces {}; syncing: {}): the markers do not say which, so vpnmig cannot suspend it; nothing was changed",
                         m.tool.label(),
                         wanted.display(),
+                        all.len(),
                         wanted.kind,
-                        namespaces.join(", ")
+                        namespaces.join(", "),
+                        if active.is_empty() {
+                            "none".to_string()
+                        } else {
+                            active.join(", ")
+                        }
                     )));
                 }
             };
@@ -127,7 +161,7 @@ pub async fn owners(
                         how(&state)
                     ),
                     hint: Some(format!(
-                        "suspend it first ({}), or let vpnmig do it: `vpnmig cutover {name} -n {ns} --gitops pause`",
+                        "suspend it first ({}), or let vpnmig do it: `vpnmig {verb} {name} -n {ns} --gitops pause`",
                         suspend_command(&owner)
                     )),
                 });
@@ -194,33 +228,39 @@ fn suspend_command(owner: &gitops::OwnerRef) -> String {
 /// Suspend every owner the journal says `pause` and is not suspended yet; each patch is
 /// recorded (`paused`) right after it lands, and checked: an owner that still syncs
 /// after the patch stops the window before the delete.
-pub(crate) async fn pause(w: &mut Window<'_>) -> Result<(), Error> {
+pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
     for i in 0..w.journal.gitops.len() {
         let r = &w.journal.gitops[i];
         let Some(saved) = &r.saved else { continue };
-        if r.paused || r.restored_at.is_some() {
+        if r.restored_at.is_some() {
             continue;
         }
-        let owner = r.owner.clone();
-        let pointer = saved.pointer.clone();
+        let (owner, pointer, recorded) = (r.owner.clone(), saved.pointer.clone(), r.paused);
+        // Recorded as suspended before the patch is sent: a run killed in between leaves
+        // a journal that says so (and `status` lists it); restoring an owner the patch
+        // never reached writes back the value it still has.
+        if !recorded {
+            w.journal.gitops[i].paused = true;
+            journal::write(w.cluster, &w.journal, false).await?;
+        }
+        // Sent again on every run before the delete (it is idempotent): the journal may
+        // say suspended for a patch that never landed.
         let patched = live::patch(
             w.cluster,
             &owner,
             &gitops::pause_patch(&owner_shape(&owner)),
         )
         .await?;
-        w.journal.gitops[i].paused = true;
-        journal::write(w.cluster, &w.journal, false).await?;
         let state = gitops::owner_state(&patched, "IPsecGateway", w.ns(), w.name());
         if state.active {
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
-                    "{} still syncs automatically after vpnmig changed {pointer}: the IPsecGateway was not deleted",
+                    "{} still syncs automatically after vpnmig changed {pointer}: no gateway was deleted",
                     owner.display()
                 ),
                 hint: Some(format!(
-                    "suspend it another way (docs/gitops.md), then `vpnmig cutover {} -n {} --gitops ignore`",
+                    "suspend it another way (docs/gitops.md), then `vpnmig {verb} {} -n {} --gitops ignore`",
                     w.name(),
                     w.ns()
                 )),
@@ -273,6 +313,10 @@ pub(crate) async fn restore(
             Found::One(_, obj) => gitops::owner_state(&obj, replaced, &ns, &name).source_lists,
             _ => None,
         };
+        // Safe only when its source no longer defines what the window replaced. Whether
+        // the rest of the source matches what the window made live cannot be told before
+        // (Argo CD shows objects it does not track yet as OutOfSync): the first sync after
+        // the restore is watched instead (`settle`).
         if lists != Some(false) && !force {
             left += 1;
             let why = match lists {
@@ -307,37 +351,135 @@ pub(crate) async fn restore(
             r.owner.display(),
             saved.pointer.trim_start_matches('/').replace('/', ".")
         )));
+        // Its first sync is watched: if it re-creates the replaced gateway or changes or
+        // deletes what the window applied, it is suspended again at once.
+        if let Err(e) = settle(w, &r.owner, replaced).await {
+            let _ = live::patch(
+                w.cluster,
+                &r.owner,
+                &gitops::pause_patch(&owner_shape(&r.owner)),
+            )
+            .await;
+            w.journal.gitops[i].paused = true;
+            w.journal.gitops[i].restored_at = None;
+            let _ = journal::write(w.cluster, &w.journal, false).await;
+            return Err(Error::Stop {
+                code: exit::VERIFY_FAILED,
+                message: format!(
+                    "{} was restored and its sync interfered, so vpnmig suspended it again: {}",
+                    r.owner.display(),
+                    crate::error::error_line(&e)
+                ),
+                hint: Some(format!(
+                    "its source is not what the window made live: fix the repository, check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}` restores it again"
+                )),
+            });
+        }
     }
     Ok(left)
 }
 
+/// How long a restored owner's first sync is watched (bounded like every wait).
+const SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Watch a restored owner until its status says it synced (at most [`SETTLE`]), while
+/// the window's objects stay as they are: after a cutover the targets as applied and no
+/// IPsecGateway; after a rollback no VPNGateway. Errors: the interference.
+async fn settle(w: &Window<'_>, owner: &gitops::OwnerRef, replaced: &str) -> Result<(), Error> {
+    let (cluster, name) = (w.cluster, w.name().to_string());
+    // The owner lives in another namespace than the gateway: its status is read, not
+    // watched, twice a second.
+    let synced = async {
+        let started = std::time::Instant::now();
+        while started.elapsed() < SETTLE {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            if let Found::One(_, o) = live::find(cluster, owner).await? {
+                let st = gitops::owner_state(&o, replaced, cluster.namespace.as_str(), &name);
+                let flux_ready = o["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                });
+                if st.synced == Some(true) || (st.synced.is_none() && flux_ready) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok::<(), Error>(())
+    };
+    if replaced == "IPsecGateway" {
+        super::steps::unless_interfered(cluster, &name, &w.journal.targets, synced).await
+    } else {
+        super::steps::unless_recreated(cluster, "VPNGateway", &name, "rollback", synced).await
+    }
+}
+
 /// A finished window (`replaced`: `IPsecGateway` done, `VPNGateway` rolled back) run
-/// again while owners it suspended are still suspended: [`restore`] them now. Errors
-/// (exit 7): some stay suspended, with what to do first.
+/// again while owners it suspended are still suspended: [`restore`] them now; those that
+/// must stay suspended are said, each with what to do first (a warning, not an error).
 pub(crate) async fn restore_finished(
     mut w: Window<'_>,
     replaced: &str,
     force: bool,
 ) -> Result<Outcome, Error> {
     let left = restore(&mut w, replaced, force).await?;
-    if left == 0 {
-        return Ok(Outcome::Done);
-    }
-    let (name, ns) = (w.name(), w.ns());
-    let (verb, state, first) = if replaced == "IPsecGateway" {
-        ("cutover", "done", "merge the repository change")
+    // Owners still suspended were each said (a warning with what to do first); the window
+    // itself is finished, so a wave counts it done and a script gets 0.
+    Ok(if left == 0 {
+        Outcome::Done
     } else {
-        ("rollback", "rolled back", "revert the repository change")
-    };
-    Err(Error::Stop {
-        code: exit::REFUSED,
-        message: format!(
-            "the {verb} of {name} -n {ns} is {state}; {left} GitOps owner(s) it suspended stay suspended"
-        ),
-        hint: Some(format!(
-            "{first}, then run it again; `vpnmig {verb} {name} -n {ns} --gitops resume` restores them whatever their status says"
-        )),
+        Outcome::NothingToDo
     })
+}
+
+/// A rollback of a VPNGateway that Argo CD or Flux syncs (its repository merged, its
+/// owner restored): refused without `--gitops` (exit 4, nothing changed), else its
+/// owners are found and recorded in `journal` (replacing an earlier record of the same
+/// owner) for [`pause`] to suspend before the delete and [`restore`] to put back.
+pub(crate) async fn rollback_owners(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    name: &str,
+    journal: &mut crate::core::journal::Journal,
+    mode: Option<Mode>,
+) -> Result<(), Error> {
+    let Some(gw) = crate::cluster::objects::get(cluster, "VPNGateway", name).await? else {
+        return Ok(());
+    };
+    let managers = gitops::detect(&gw);
+    let syncing = gitops::reconciling(&managers);
+    if syncing.is_empty() {
+        return Ok(());
+    }
+    let ns = cluster.namespace.as_str();
+    let Some(mode) = mode else {
+        return Err(Error::Stop {
+            code: exit::BLOCKED,
+            message: format!(
+                "{} syncs {} ({}): a rollback would have it re-created (and the IPsecGateway pruned); nothing was changed",
+                gitops::summary(&managers),
+                object_ref("VPNGateway", name, ns),
+                syncing
+                    .iter()
+                    .flat_map(|m| m.evidence.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            hint: Some(format!(
+                "let vpnmig suspend it for the rollback: `vpnmig rollback {name} -n {ns} --gitops pause`, and revert the repository change before it is restored"
+            )),
+        });
+    };
+    let inherited: Vec<Record> = journal
+        .gitops
+        .iter()
+        .filter(|r| r.paused)
+        .cloned()
+        .collect();
+    for r in owners(cluster, ev, name, &gw, None, mode, &inherited).await? {
+        journal.gitops.retain(|o| o.owner != r.owner);
+        journal.gitops.push(r);
+    }
+    Ok(())
 }
 
 /// The live plan's `gitops-sync` findings, each told what its owner does now (issue 11
@@ -386,11 +528,14 @@ pub async fn describe_owners(
                 how(&gitops::owner_state(&v, "IPsecGateway", ns, name))
             ),
             Ok(Found::None) => format!("the cluster has no {} {}", owner.kind, owner.name),
-            Ok(Found::Many(namespaces)) => format!(
+            Ok(Found::Many(all)) => format!(
                 "{} {} exists in namespaces {}",
                 owner.kind,
                 owner.name,
-                namespaces.join(", ")
+                all.iter()
+                    .filter_map(|(o, _)| o.namespace.as_deref())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Err(e) => format!("{} could not be read: {e}", owner.display()),
         };

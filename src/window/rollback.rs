@@ -183,6 +183,10 @@ async fn run(
     }
     new_fip_pinned(cluster, &j).await?;
     steps::require_permissions(cluster, "roll back").await?;
+    // The VPNGateway the rollback deletes may be synced by now (a merged repository, a
+    // restored owner): the same choice as a cutover, before any change (issue 11).
+    let mut j = j;
+    super::gitops::rollback_owners(cluster, ev, name, &mut j, opts.gitops.mode).await?;
     // Every precondition before the first change (issue 14 item 6): the PSK Secret the
     // re-created gateway authenticates with, and which VPNPeers the rollback may delete.
     let psk = if j.phase < Phase::OldApplied {
@@ -364,6 +368,10 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
         w.check_lock().await?;
         stored::write(cluster, &w.journal, false).await?;
     }
+    // Suspend the owners that sync the new objects before they are deleted.
+    if w.journal.phase < Phase::NewDeleted {
+        super::gitops::pause(w, "rollback").await?;
+    }
     // Nothing being deleted may take the PSK Secret with it: detach it from the new
     // objects (and an old gateway still unwinding) first, then guard it while they go.
     let owners = window_owners(w).await?;
@@ -468,6 +476,20 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
         }
         steps::check_psk(w).await?;
         w.save(Phase::OldApplied).await?;
+    } else if objects::get(cluster, "IPsecGateway", &name)
+        .await?
+        .is_none()
+    {
+        // Re-created by this rollback and gone since (a GitOps prune, a person): the
+        // journal's manifest is still what goes back (attack finding: a resume waited
+        // for a gateway it would never create).
+        ev.emit(Event::Warning(format!(
+            "IPsecGateway {ns}/{name}, re-created by this rollback, is gone: re-creating it from the journal"
+        )));
+        ev.emit(Event::Stage(Stage::CreateOld));
+        w.check_lock().await?;
+        create_old(w).await?;
+        steps::check_psk(w).await?;
     }
     // From here the new gateway is gone: if anything re-creates it (a GitOps self-heal
     // to a merged repository), every wait below stops at once (issue 11 item 3).

@@ -852,9 +852,27 @@ async fn changed(cluster: &Cluster, kind: &str, targets: Vec<&Value>) -> Error {
             gitops::who(&obj)
         ),
         hint: Some(format!(
-            "suspend whatever syncs it (`vpnmig status {gateway} -n {ns}` shows the GitOps owner; `--gitops pause` does it for the window), then `vpnmig rollback {gateway} -n {ns}` restores the IPsecGateway from the journal"
+            "suspend whatever syncs it (`vpnmig status -n {ns} -o wide` shows its MANAGED-BY; `--gitops pause` does it for the window), then `vpnmig rollback {gateway} -n {ns}` restores the IPsecGateway from the journal"
         )),
     }
+}
+
+/// Whether every target the window applied is there as applied (none deleted, being
+/// deleted, or changed in a field it set): a resume only waits, it does not apply again,
+/// so with one that is not, the way out is the rollback. `false` also when it could not
+/// be read.
+pub(crate) async fn targets_intact(cluster: &Cluster, targets: &[Value]) -> bool {
+    for t in targets {
+        let (kind, name) = (
+            t["kind"].as_str().unwrap_or_default(),
+            t["metadata"]["name"].as_str().unwrap_or_default(),
+        );
+        match objects::get(cluster, kind, name).await {
+            Ok(live) if crate::core::gitops::interfered(t, live.as_ref(), true).is_none() => {}
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// The stop of a window whose deleted object came back.

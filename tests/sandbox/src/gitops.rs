@@ -614,7 +614,14 @@ fn extras(
         let is_owner_kind = rt.group == "argoproj.io" || rt.group.ends_with(".toolkit.fluxcd.io");
         let is_cm = rt.group.is_empty() && rt.plural == "configmaps";
         for obj in store.list(&rt, None).0 {
-            if !o.tracks(&obj) || obj.pointer("/metadata/deletionTimestamp").is_some() {
+            // Children of another object (the operator's Deployment and Pods copy the
+            // gateway's labels) are not the tool's: Argo CD and Flux neither track nor
+            // prune what has ownerReferences.
+            let owned = obj
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|r| !r.is_empty());
+            if owned || !o.tracks(&obj) || obj.pointer("/metadata/deletionTimestamp").is_some() {
                 continue;
             }
             let ns = s(&obj, "/metadata/namespace").to_string();
