@@ -75,6 +75,16 @@ pub enum RepoError {
         file: String,
         file_new: String,
     },
+    #[error(
+        "--gitops-repo {dir}: {id} is defined in {file}, a base built by {}: rewriting it would change every one of them; the repository was not changed",
+        overlays.join(", ")
+    )]
+    SharedBase {
+        dir: String,
+        id: String,
+        file: String,
+        overlays: Vec<String>,
+    },
     #[error("{file}: has uncommitted changes: the repository was not changed")]
     Dirty { file: String },
     #[error("{path}: {what}")]
@@ -103,6 +113,7 @@ impl RepoError {
             RepoError::Ambiguous { .. } => "point --gitops-repo at the folder of the one that is deployed (e.g. the overlay of this cluster)".into(),
             RepoError::Helm { .. } => "edit the chart by hand: put the bundle's vpngateway.yaml and vpnpeer.yaml in its templates (or values) in the old gateway's place".into(),
             RepoError::Both { .. } => "remove one of the two by hand: the old gateway's manifest once the cutover is done, or the new one if the migration is not to happen yet".into(),
+            RepoError::SharedBase { .. } => "move the gateway out of the shared base into this cluster's overlay by hand (or patch it there), then run it again; the bundle's vpngateway.yaml and vpnpeer.yaml are what goes in its place".into(),
             RepoError::Dirty { .. } => "commit or stash the changes first, so that the diff shows vpnmig's change alone".into(),
             RepoError::Io { .. } | RepoError::Git { .. } => return None,
         })
@@ -199,6 +210,9 @@ struct Kustomize {
     file_owner: HashMap<PathBuf, PathBuf>,
     /// directory → the kustomization listing it.
     dir_owner: HashMap<PathBuf, PathBuf>,
+    /// file or directory → every kustomization listing it (a base shared by overlays
+    /// has several).
+    includers: HashMap<PathBuf, Vec<PathBuf>>,
 }
 
 impl Kustomize {
@@ -221,6 +235,7 @@ impl Kustomize {
             let base = f.parent().unwrap_or(Path::new(""));
             for r in &parsed.resources {
                 let p = normalize(&base.join(r));
+                k.includers.entry(p.clone()).or_default().push(f.clone());
                 if p.is_dir() {
                     k.dir_owner.insert(p, f.clone());
                 } else {
@@ -230,6 +245,32 @@ impl Kustomize {
             k.parsed.insert(f.clone(), parsed);
         }
         k
+    }
+
+    /// The top kustomizations that build `file` (those no other kustomization lists), by
+    /// every path up the graph: more than one means a base shared by overlays, whose
+    /// rewrite would change every overlay (attack finding).
+    fn roots(&self, file: &Path) -> Vec<PathBuf> {
+        let mut roots = Vec::new();
+        let mut todo: Vec<PathBuf> = self.includers.get(file).cloned().unwrap_or_default();
+        let mut seen = std::collections::HashSet::new();
+        while let Some(k) = todo.pop() {
+            if !seen.insert(k.clone()) || seen.len() > 256 {
+                continue;
+            }
+            let up = k
+                .parent()
+                .and_then(|d| self.includers.get(d))
+                .cloned()
+                .unwrap_or_default();
+            if up.is_empty() {
+                roots.push(k);
+            } else {
+                todo.extend(up);
+            }
+        }
+        roots.sort();
+        roots
     }
 
     /// The namespace kustomize gives `file`: the outermost `namespace:` on the chain of
@@ -345,6 +386,18 @@ pub fn rewrite(
                 id: id.to_string(),
                 file: relative(&found[0].0, dir).display().to_string(),
                 file_new: already[0].display().to_string(),
+            });
+        }
+        1 if kustomize.roots(&found[0].0).len() > 1 => {
+            return Err(RepoError::SharedBase {
+                dir: shown,
+                id: id.to_string(),
+                file: relative(&found[0].0, dir).display().to_string(),
+                overlays: kustomize
+                    .roots(&found[0].0)
+                    .iter()
+                    .map(|k| relative(k, dir).display().to_string())
+                    .collect(),
             });
         }
         1 => found.remove(0),

@@ -209,6 +209,12 @@ fn refusals_name_what_was_searched_and_change_nothing() {
             "is defined more than once: a/gateway.yaml (document 1), b/gateway.yaml (document 1)",
         ),
         (
+            "shared",
+            "",
+            None,
+            "IPsecGateway tenant-acme/acme is defined in base/gateway.yaml, a base built by overlays/prod/kustomization.yaml, overlays/staging/kustomization.yaml",
+        ),
+        (
             "kustomize",
             "tenants/globex",
             None,

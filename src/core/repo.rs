@@ -183,14 +183,22 @@ pub fn render(objects: &[Value], namespaced: bool) -> String {
 /// for byte.
 pub fn replace(text: &str, doc: &Document, rendered: &str) -> String {
     let c = &doc.content;
+    // A file with CRLF line endings keeps them in the replaced document too.
+    let crlf = text.contains("\r\n");
     let rendered = rendered.trim_end_matches('\n');
+    let rendered = if crlf {
+        rendered.replace("\r\n", "\n").replace('\n', "\r\n")
+    } else {
+        rendered.to_string()
+    };
+    let rendered = rendered.as_str();
     let mut out = String::with_capacity(text.len() + rendered.len());
     out.push_str(&text[..c.start]);
     out.push_str(rendered);
     let rest = &text[c.end..];
     // The original's line ending after its content (or one, when it ended the file).
     if !rest.starts_with('\n') && !rest.starts_with("\r\n") {
-        out.push('\n');
+        out.push_str(if crlf { "\r\n" } else { "\n" });
     }
     out.push_str(rest);
     out
@@ -295,6 +303,17 @@ mod tests {
                 "{own:?} {inherited:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_crlf_file_keeps_crlf_in_the_replaced_document() {
+        let text = "# keep\r\napiVersion: v1\r\nkind: ConfigMap\r\n---\r\napiVersion: ipsec.bnerd.net/v1alpha1\r\nkind: IPsecGateway\r\nmetadata: {name: acme}\r\n";
+        let docs = documents(text);
+        let out = replace(text, &docs[1], "kind: VPNGateway\nmetadata: {name: acme}\n");
+        assert_eq!(
+            out,
+            "# keep\r\napiVersion: v1\r\nkind: ConfigMap\r\n---\r\nkind: VPNGateway\r\nmetadata: {name: acme}\r\n"
+        );
     }
 
     #[test]
