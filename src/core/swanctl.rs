@@ -254,10 +254,15 @@ fn head(line: &str) -> Option<(&str, u64, &str)> {
 fn endpoint(rest: &str) -> Endpoint {
     let rest = rest.trim();
     let (id, after) = match rest.strip_prefix('\'') {
-        Some(r) => r
-            .split_once('\'')
-            .map(|(id, a)| (id.to_string(), a))
-            .unwrap_or((r.to_string(), "")),
+        // A DN may hold an apostrophe (`O=Dunne's Stores`): the id ends at the last
+        // `' @ `, not at the first quote.
+        Some(r) => match r.rsplit_once("' @ ") {
+            Some((id, a)) => (id.to_string(), a),
+            None => r
+                .split_once('\'')
+                .map(|(id, a)| (id.to_string(), a))
+                .unwrap_or((r.to_string(), "")),
+        },
         None => rest
             .split_once(" @ ")
             .map(|(id, a)| (id.trim().to_string(), a))
@@ -702,6 +707,18 @@ pub fn list_conns(text: &str) -> Vec<Conn> {
 #[cfg(test)]
 mod conns_tests {
     use super::*;
+
+    #[test]
+    fn an_identity_with_an_apostrophe_is_read_whole() {
+        let e = endpoint("'C=IE, O=Dunne's Stores, CN=fw.example' @ 203.0.113.10[4500]");
+        assert_eq!(e.id, "C=IE, O=Dunne's Stores, CN=fw.example");
+        assert_eq!((e.address.as_str(), e.port), ("203.0.113.10", Some(4500)));
+        let e = endpoint("'fw.acme.example' @ 203.0.113.10[500] EAP: 'x'");
+        assert_eq!(
+            (e.id.as_str(), e.address.as_str()),
+            ("fw.acme.example", "203.0.113.10")
+        );
+    }
 
     #[test]
     fn list_conns_names_children_and_remote_addresses() {
