@@ -568,7 +568,27 @@ impl Journal {
             (Some(head), Some(last)) if *head == last.digest() => {}
             (Some(_), Some(_)) => return broken(n - 1),
             (Some(_), None) => return broken(0),
+            // Chained entries and no head: the head was taken out, so an edit of the last
+            // entry would not show (attack finding).
+            (None, _) if from < n => return broken(n - 1),
             (None, _) => {}
+        }
+        // The phase the journal says is the last entry's: a phase edited without an entry
+        // (a failed window made to read `done`) is not the history's.
+        if let Some(last) = h.last()
+            && last.phase != self.phase
+        {
+            return Chain {
+                status: ChainStatus::Broken,
+                entry: Some(n - 1),
+                phase: Some(last.phase),
+                text: format!(
+                    "broken: the journal says phase {}, but its last entry (entry {}) is phase {}",
+                    self.phase,
+                    n - 1,
+                    last.phase
+                ),
+            };
         }
         let unchained = from.saturating_sub(1);
         if unchained > 0 && from < n {
@@ -1262,7 +1282,7 @@ mod tests {
             (c.entry.unwrap(), c.phase.unwrap().as_str())
         };
         type Edit<'a> = &'a dyn Fn(&mut Journal);
-        let cases: [(&str, Edit, (usize, &str)); 5] = [
+        let cases: [(&str, Edit, (usize, &str)); 8] = [
             (
                 "who",
                 &|t| t.history[2].by = "mallory".into(),
@@ -1288,6 +1308,29 @@ mod tests {
             (
                 "a link removed",
                 &|t| t.history[4].prev = None,
+                (4, "rolled-back"),
+            ),
+            // Attack findings: the head taken out, then the last entry edited; the last
+            // entry popped and its link made the head; the phase edited alone.
+            (
+                "the head removed and the last entry edited",
+                &|t| {
+                    t.history_head = None;
+                    t.history[4].by = "mallory".into();
+                },
+                (4, "rolled-back"),
+            ),
+            (
+                "the last entry popped, its link made the head",
+                &|t| {
+                    let last = t.history.pop().unwrap();
+                    t.history_head = last.prev;
+                },
+                (3, "old-applied"),
+            ),
+            (
+                "the phase edited",
+                &|t| t.phase = Phase::Done,
                 (4, "rolled-back"),
             ),
         ];
