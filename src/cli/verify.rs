@@ -147,9 +147,12 @@ async fn once(
 /// the old one (journal `dataPlaneBaseline`; issue 12 item 1): nothing when there is none
 /// or the SAs cannot be read (the tunnel rows say so).
 async fn data_plane(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
+    // A baseline without a tunnel up has nothing to compare: no row rather than a
+    // green one (attack finding).
     let Some(before) = crate::cluster::journal::read(cluster, name)
         .await?
         .and_then(|j| j.data_plane_baseline)
+        .filter(|b| !b.tunnels.is_empty())
     else {
         return Ok(Vec::new());
     };

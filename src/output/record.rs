@@ -235,10 +235,17 @@ fn outage_section(d: &mut dyn Doc, title: &str, o: &Outage, sides: &Sides) {
         ms(o.total_ms),
         sides.deleted,
         sides.created,
-        if o.initiate {
-            " (tunnels started from the gateway: --initiate)"
-        } else {
-            ""
+        // `--initiate` asked; which side brought each tunnel up is in its row (an
+        // initiation that failed fell back to the client).
+        match (
+            o.initiate,
+            o.tunnels
+                .iter()
+                .any(|t| t.came_up_by == crate::core::dataplane::CameUpBy::Initiation),
+        ) {
+            (true, true) => " (--initiate: tunnels started from the gateway where their row says so)",
+            (true, false) => " (--initiate was asked, but every tunnel came up by the client)",
+            _ => "",
         }
     ));
     let parts = [

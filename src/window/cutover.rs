@@ -1165,6 +1165,15 @@ async fn record_baseline(w: &mut Window<'_>) -> Result<(), Error> {
                 b.tunnels.len(),
                 b.tunnels.iter().map(|t| t.children.len()).sum::<usize>()
             )));
+            // A tunnel down before the window has nothing to be compared with, and its
+            // outage did not start at the delete: say so now (attack finding).
+            let peers = w.journal.peer_names().len();
+            if b.tunnels.len() < peers {
+                w.ev.emit(Event::Warning(format!(
+                    "only {} of the {peers} tunnel(s) of IPsecGateway {ns}/{name} are up before the delete: a tunnel that is down now is not compared after the window, and its outage began before it",
+                    b.tunnels.len()
+                )));
+            }
             w.journal.data_plane_baseline = Some(b);
         }
         Err(why) => match &w.journal.data_plane_baseline {
@@ -1225,6 +1234,14 @@ async fn compare_data_plane(w: &mut Window<'_>) -> Result<(), Error> {
     let Some(before) = w.journal.data_plane_baseline.clone() else {
         return Ok(());
     };
+    if before.tunnels.is_empty() {
+        // Nothing was up to compare with: no verdict, rather than a green one.
+        w.ev.emit(Event::Warning(format!(
+            "data plane not compared: no tunnel of IPsecGateway {ns}/{name} was up before the delete (baseline at {})",
+            before.at
+        )));
+        return Ok(());
+    }
     let sas = match fetch::sas(w.cluster, &name).await? {
         Ok(sas) => sas,
         Err(why) => {
