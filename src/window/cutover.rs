@@ -1144,7 +1144,14 @@ async fn after_delete(w: &mut Window<'_>, opts: &CutoverOptions) -> Result<Outco
 /// new gateway, only the comparison is missing.
 async fn record_baseline(w: &mut Window<'_>) -> Result<(), Error> {
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
-    match fetch::sas(w.cluster, &name).await? {
+    // An API server that does not answer the exec is like SAs that cannot be read: the
+    // comparison is missing, the window is not stopped for it (the tunnel wait still
+    // judges the new gateway).
+    let sas = match fetch::sas(w.cluster, &name).await {
+        Ok(r) => r,
+        Err(e) => Err(e.to_string()),
+    };
+    match sas {
         Ok(sas) => {
             let b = Baseline::from_sas(&sas, &now(), &format!("IPsecGateway {ns}/{name}"));
             // A baseline recorded earlier (`verify --baseline`) with more tunnels up is the
@@ -1198,7 +1205,7 @@ fn outage(
     initiate: bool,
 ) -> Outage {
     let at = |p| steps::reached(j, p);
-    let last_up = tunnels.up.iter().map(|(_, t)| *t).max();
+
     let peers: Vec<(String, String)> = j
         .targets
         .iter()
@@ -1216,6 +1223,11 @@ fn outage(
             )
         })
         .collect();
+    // The last tunnel up, once every one is: with one still down the outage has not
+    // ended, and "the last tunnel up" would be a false figure (attack finding).
+    let last_up = (tunnels.up.len() >= peers.len())
+        .then(|| tunnels.up.iter().map(|(_, t)| *t).max())
+        .flatten();
     Outage {
         total_ms: steps::between(at(Phase::Deleting), last_up),
         unwind_ms: steps::between(at(Phase::Deleting), at(Phase::Deleted)),

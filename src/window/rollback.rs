@@ -665,7 +665,7 @@ fn outage(
     tunnels_from: jiff::Timestamp,
 ) -> crate::core::dataplane::Outage {
     let at = |p| steps::reached(j, p);
-    let last_up = tunnels.up.iter().map(|(_, t)| *t).max();
+
     let peers: Vec<(String, String)> = j
         .old_manifest
         .pointer("/spec/tunnels")
@@ -684,6 +684,11 @@ fn outage(
                 .collect()
         })
         .unwrap_or_default();
+    // The last tunnel up, once every one is: with one still down the outage has not
+    // ended, and "the last tunnel up" would be a false figure (attack finding).
+    let last_up = (tunnels.up.len() >= peers.len())
+        .then(|| tunnels.up.iter().map(|(_, t)| *t).max())
+        .flatten();
     crate::core::dataplane::Outage {
         total_ms: steps::between(at(Phase::RollingBack), last_up),
         unwind_ms: steps::between(at(Phase::RollingBack), at(Phase::NewDeleted)),
