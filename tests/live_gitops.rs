@@ -368,6 +368,42 @@ fn repo(l: &Live, tool: Tool) -> std::path::PathBuf {
     dir
 }
 
+/// Before and at the window, as docs/gitops.md says: the plan rewrites the repository
+/// (blocked by gitops-sync, exit 4), then the cutover pauses the owner and ends done.
+/// Returns the rewritten file's text and the cutover's run.
+async fn planned_and_cut_over(l: &Live, tool: Tool) -> (String, live::Run) {
+    let repo = repo(l, tool);
+    let dir = repo.to_str().unwrap();
+    let r = l
+        .vpnmig(&[
+            "plan",
+            "acme",
+            "-n",
+            NS,
+            "--out",
+            "plans/acme",
+            "--gitops-repo",
+            dir,
+        ])
+        .await;
+    assert_eq!(r.code, 4, "blocked by gitops-sync: {}", r.stderr);
+    let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
+    let cut = [
+        "cutover",
+        "acme",
+        "-n",
+        NS,
+        "--plan",
+        "plans/acme",
+        "--gitops",
+        "pause",
+        "--yes",
+    ];
+    let r = l.vpnmig(&cut).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    (rewritten, r)
+}
+
 fn ipsecgateways(l: &Live) -> usize {
     objects(l, "ipsec.bnerd.net", "ipsecgateways", NS).len()
 }
@@ -419,42 +455,11 @@ async fn pause_cuts_over_and_restores_the_owner_after_the_merge() {
         let l = synced(tool).await;
         let contention = Contention::watch(&l);
         let original = tool.switch(&tool.owner(&l));
-        let repo = repo(&l, tool);
-        let repo_arg = repo.to_str().unwrap();
-
-        let r = l
-            .vpnmig(&[
-                "plan",
-                "acme",
-                "-n",
-                NS,
-                "--out",
-                "plans/acme",
-                "--gitops-repo",
-                repo_arg,
-            ])
-            .await;
-        assert_eq!(r.code, 4, "blocked by gitops-sync: {}", r.stderr);
-        let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
+        let (rewritten, r) = planned_and_cut_over(&l, tool).await;
         assert!(
             rewritten.contains("kind: VPNGateway") && !rewritten.contains("kind: IPsecGateway"),
             "{rewritten}"
         );
-
-        let r = l
-            .vpnmig(&[
-                "cutover",
-                "acme",
-                "-n",
-                NS,
-                "--plan",
-                "plans/acme",
-                "--gitops",
-                "pause",
-                "--yes",
-            ])
-            .await;
-        assert_eq!(r.code, 0, "{}", r.stderr);
         assert!(r.says("suspended"), "{}", r.stderr);
         assert!(
             r.says("stays suspended: its source still defines ipsecgateway/acme -n tenant-acme"),
@@ -659,35 +664,8 @@ async fn keep_tracking_carries_the_markers_naming_the_new_objects() {
 /// A done window whose repository change is merged as `edit` makes it from the plan's
 /// rewrite, and the owner not yet restored.
 async fn done_then_merged(l: &Live, edit: impl Fn(String) -> String) {
-    let repo = repo(l, Tool::Argo);
-    let r = l
-        .vpnmig(&[
-            "plan",
-            "acme",
-            "-n",
-            NS,
-            "--out",
-            "plans/acme",
-            "--gitops-repo",
-            repo.to_str().unwrap(),
-        ])
-        .await;
-    assert_eq!(r.code, 4, "{}", r.stderr);
-    let r = l
-        .vpnmig(&[
-            "cutover",
-            "acme",
-            "-n",
-            NS,
-            "--plan",
-            "plans/acme",
-            "--gitops",
-            "pause",
-            "--yes",
-        ])
-        .await;
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let merged = edit(std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap());
+    let (rewritten, _) = planned_and_cut_over(l, Tool::Argo).await;
+    let merged = edit(rewritten);
     Tool::Argo.merge(l, &merged);
     eventually(
         10,

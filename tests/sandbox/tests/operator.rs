@@ -1134,7 +1134,8 @@ async fn swanctl_initiate_brings_the_tunnel_up_at_once_when_strongswan_would() {
     };
     let failed = |child: &str| format!("initiate failed: establishing CHILD_SA '{child}' failed\n");
     // (fault, stdout line, stderr)
-    let table: [(&dyn Fn(&mut GatewayFaults), &str, String); 2] = [
+    type Fault<'a> = &'a dyn Fn(&mut GatewayFaults);
+    let table: [(Fault, &str, String); 2] = [
         (
             &|f| f.psk_mismatch = true,
             "[IKE] received AUTHENTICATION_FAILED notify error",
