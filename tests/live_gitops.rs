@@ -684,19 +684,49 @@ async fn done_then_merged(l: &Live, edit: impl Fn(String) -> String) {
 /// and the stop says so (exit 5).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restored_sync_that_changes_the_floating_ip_is_suspended_again() {
+    // A sync 200 ms after the restore, and one at once (which raced the watches: the
+    // last look after the sync catches it).
+    for delay in [200, 0] {
+        let l = synced(Tool::Argo).await;
+        l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = delay;
+        done_then_merged(&l, |m| m.replace("198.51.100.23", "198.51.100.99")).await;
+        let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+        assert_eq!(r.code, 5, "delay {delay}: {}", r.stderr);
+        assert!(
+            r.says("was restored and its sync interfered, so vpnmig suspended it again"),
+            "{}",
+            r.stderr
+        );
+        assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+        assert!(j["gitops"][0]["restoredAt"].is_null(), "{j}");
+    }
+}
+
+/// Attack finding: the merged source no longer defines the PSK Secret the owner tracks;
+/// its first sync would prune it, and the key is nowhere else. The owner stays
+/// suspended, the Secret stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_that_would_prune_the_psk_secret_is_not_done() {
     let l = synced(Tool::Argo).await;
-    done_then_merged(&l, |m| m.replace("198.51.100.23", "198.51.100.99")).await;
+    done_then_merged(&l, |m| {
+        m.split("\n---")
+            .filter(|doc| !doc.contains("kind: Secret"))
+            .collect::<Vec<_>>()
+            .join("\n---")
+    })
+    .await;
     let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
-    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.says("was restored and its sync interfered, so vpnmig suspended it again"),
+        r.says("its source no longer defines it (status of application/acme -n argocd)"),
         "{}",
         r.stderr
     );
-    assert!(r.says("spec.endpoint.floatingIP"), "{}", r.stderr);
     assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
-    let j = live::journal(&l, NS, "acme").unwrap();
-    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(live::core(&l, "secrets", NS, "acme-psk").is_some());
 }
 
 /// Attack finding: after the owner is restored on the merged repository, it syncs the
@@ -706,6 +736,7 @@ async fn a_restored_sync_that_changes_the_floating_ip_is_suspended_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rollback_of_a_synced_vpngateway_needs_gitops_pause() {
     let l = synced(Tool::Argo).await;
+    let original = Tool::Argo.source(&l);
     let contention = Contention::watch(&l);
     done_then_merged(&l, |m| m).await;
     let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
@@ -745,4 +776,17 @@ async fn a_rollback_of_a_synced_vpngateway_needs_gitops_pause() {
     assert_eq!(ipsecgateways(&l), 1);
     assert!(objects(&l, "vpn.bnerd.net", "vpngateways", NS).is_empty());
     assert!(!contention.seen(), "the floating IP was contended");
+
+    // The repository reverted, but with another floating IP: the restore's first sync
+    // would move the re-created IPsecGateway; it is caught and suspended again.
+    Tool::Argo.merge(&l, &original.replace("198.51.100.23", "198.51.100.99"));
+    eventually(10, "the Application lists the IPsecGateway again", || {
+        let st = Tool::Argo.owner(&l)["status"]["resources"].to_string();
+        st.contains("IPsecGateway") && !st.contains("VPNGateway")
+    })
+    .await;
+    let r = l.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(r.says("suspended it again"), "{}", r.stderr);
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
 }

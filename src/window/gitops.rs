@@ -342,17 +342,27 @@ pub(crate) async fn restore(
             )));
             continue;
         }
+        // The PSK Secret the owner tracks but its source no longer defines would be
+        // pruned by its first sync, and its value is nowhere else (attack finding).
+        if !force && let Some(why) = prunes_psk(w, &r.owner).await? {
+            left += 1;
+            w.ev.emit(Event::Warning(format!(
+                "{} stays suspended: {why}; restoring its sync would delete the PSK Secret. Put the Secret back in the repository (or take the owner's markers off it), then `vpnmig {verb} {name} -n {ns}`",
+                r.owner.display()
+            )));
+            continue;
+        }
         live::patch(w.cluster, &r.owner, &gitops::restore_patch(saved)).await?;
-        w.journal.gitops[i].paused = false;
-        w.journal.gitops[i].restored_at = Some(now());
-        journal::write(w.cluster, &w.journal, false).await?;
         w.ev.emit(Event::Step(format!(
-            "restored {} ({} as before the window)",
+            "restored {} ({} as before the window); watching its first sync",
             r.owner.display(),
             saved.pointer.trim_start_matches('/').replace('/', ".")
         )));
-        // Its first sync is watched: if it re-creates the replaced gateway or changes or
-        // deletes what the window applied, it is suspended again at once.
+        // Its first sync is watched, and the journal says restored only once it passed:
+        // a run killed meanwhile leaves the owner listed as suspended, and the next run
+        // restores and watches again. If the sync re-creates the replaced gateway,
+        // changes or deletes what the window made live, or deletes the PSK Secret, the
+        // owner is suspended again at once.
         if let Err(e) = settle(w, &r.owner, replaced).await {
             let _ = live::patch(
                 w.cluster,
@@ -360,9 +370,6 @@ pub(crate) async fn restore(
                 &gitops::pause_patch(&owner_shape(&r.owner)),
             )
             .await;
-            w.journal.gitops[i].paused = true;
-            w.journal.gitops[i].restored_at = None;
-            let _ = journal::write(w.cluster, &w.journal, false).await;
             return Err(Error::Stop {
                 code: exit::VERIFY_FAILED,
                 message: format!(
@@ -375,6 +382,13 @@ pub(crate) async fn restore(
                 )),
             });
         }
+        w.journal.gitops[i].paused = false;
+        w.journal.gitops[i].restored_at = Some(now());
+        journal::write(w.cluster, &w.journal, false).await?;
+        w.ev.emit(Event::Step(format!(
+            "{} synced: what the window made live is as it was",
+            r.owner.display()
+        )));
     }
     Ok(left)
 }
@@ -387,12 +401,27 @@ const SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
 /// IPsecGateway; after a rollback no VPNGateway. Errors: the interference.
 async fn settle(w: &Window<'_>, owner: &gitops::OwnerRef, replaced: &str) -> Result<(), Error> {
     let (cluster, name) = (w.cluster, w.name().to_string());
-    // The owner lives in another namespace than the gateway: its status is read, not
-    // watched, twice a second.
+    let secret = w.journal.psk_secret.clone();
+    let psk_gone = || Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: format!(
+            "secret/{secret} -n {} (the PSK) was deleted by someone else during the window",
+            cluster.namespace
+        ),
+        hint: None,
+    };
+    // The owner lives in another namespace than the gateway, and the PSK Secret is
+    // another kind: both are read, not watched, twice a second (bounded by SETTLE).
     let synced = async {
         let started = std::time::Instant::now();
         while started.elapsed() < SETTLE {
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            if crate::cluster::objects::secret(cluster, &secret)
+                .await?
+                .is_none()
+            {
+                return Err(psk_gone());
+            }
             if let Found::One(_, o) = live::find(cluster, owner).await? {
                 let st = gitops::owner_state(&o, replaced, cluster.namespace.as_str(), &name);
                 let flux_ready = o["status"]["conditions"].as_array().is_some_and(|cs| {
@@ -406,11 +435,92 @@ async fn settle(w: &Window<'_>, owner: &gitops::OwnerRef, replaced: &str) -> Res
         }
         Ok::<(), Error>(())
     };
+    let old = [w.journal.old_manifest.clone()];
     if replaced == "IPsecGateway" {
-        super::steps::unless_interfered(cluster, &name, &w.journal.targets, synced).await
+        super::steps::unless_interfered(cluster, &name, &w.journal.targets, synced).await?;
     } else {
-        super::steps::unless_recreated(cluster, "VPNGateway", &name, "rollback", synced).await
+        // The IPsecGateway the rollback re-created must stay as saved, and the VPNGateway
+        // gone.
+        let kept = super::steps::changed(cluster, "IPsecGateway", old.iter().collect());
+        tokio::select! {
+            r = super::steps::unless_recreated(cluster, "VPNGateway", &name, "rollback", synced) => r?,
+            e = Box::pin(kept) => return Err(e),
+        }
     }
+    // Once synced, one last look: a change that landed before the watches began is not
+    // an event they saw (attack finding: a sync at once raced them).
+    let intact = if replaced == "IPsecGateway" {
+        super::steps::targets_intact(cluster, &w.journal.targets).await
+            && crate::cluster::objects::get(cluster, "IPsecGateway", &name)
+                .await?
+                .is_none()
+    } else {
+        super::steps::targets_intact(cluster, &old).await
+            && crate::cluster::objects::get(cluster, "VPNGateway", &name)
+                .await?
+                .is_none()
+    };
+    if crate::cluster::objects::secret(cluster, &secret)
+        .await?
+        .is_none()
+    {
+        return Err(psk_gone());
+    }
+    if !intact {
+        return Err(Error::Stop {
+            code: exit::VERIFY_FAILED,
+            message: format!(
+                "after its sync, the gateway is not what the window made live (`vpnmig verify {name} -n {}` says how)",
+                cluster.namespace
+            ),
+            hint: None,
+        });
+    }
+    Ok(())
+}
+
+/// Why restoring `owner` would prune the PSK Secret: the Secret carries its markers (it
+/// tracks it) and its status no longer lists it among what its source defines (Argo CD
+/// `status.resources`, Flux `status.inventory`). `None`: it would not, or cannot be told.
+async fn prunes_psk(w: &Window<'_>, owner: &gitops::OwnerRef) -> Result<Option<String>, Error> {
+    let secret_name = &w.journal.psk_secret;
+    let Some(secret) = crate::cluster::objects::secret(w.cluster, secret_name).await? else {
+        return Ok(None);
+    };
+    let tracked = gitops::detect(&secret).iter().any(|m| {
+        m.owner
+            .as_ref()
+            .is_some_and(|o| o.name == owner.name && o.kind == owner.kind)
+    });
+    if !tracked {
+        return Ok(None);
+    }
+    let Found::One(_, obj) = live::find(w.cluster, owner).await? else {
+        return Ok(None);
+    };
+    let ns = w.ns();
+    let listed = match obj["kind"].as_str() {
+        Some("Application") => obj
+            .pointer("/status/resources")
+            .and_then(Value::as_array)
+            .map(|rs| {
+                rs.iter()
+                    .any(|r| r["kind"] == "Secret" && r["name"] == secret_name.as_str())
+            }),
+        _ => obj
+            .pointer("/status/inventory/entries")
+            .and_then(Value::as_array)
+            .map(|es| {
+                es.iter()
+                    .any(|e| e["id"] == format!("{ns}_{secret_name}__Secret").as_str())
+            }),
+    };
+    Ok((listed == Some(false)).then(|| {
+        format!(
+            "it tracks secret/{secret_name} -n {ns} (the PSK), and its source no longer defines it (status of {})",
+            owner.display()
+        )
+    }))
 }
 
 /// A finished window (`replaced`: `IPsecGateway` done, `VPNGateway` rolled back) run

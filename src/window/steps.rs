@@ -779,7 +779,7 @@ pub(crate) async fn unless_interfered<T>(
 
 /// Watch `targets` of `kind` until one is deleted or changed by someone else (see
 /// [`unless_interfered`]); never resolves otherwise.
-async fn changed(cluster: &Cluster, kind: &str, targets: Vec<&Value>) -> Error {
+pub(crate) async fn changed(cluster: &Cluster, kind: &str, targets: Vec<&Value>) -> Error {
     use crate::core::gitops;
     use std::cell::RefCell;
     use std::collections::BTreeMap;
