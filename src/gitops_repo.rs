@@ -310,8 +310,28 @@ pub fn rewrite(
     if !dir.is_dir() {
         return Err(RepoError::NotADirectory { dir: shown });
     }
+    // Absolute from here, so the paths of DIR and of the whole working tree compare.
+    let canonical = dir
+        .canonicalize()
+        .map_err(io(dir, "cannot read the directory"))?;
+    let dir = canonical.as_path();
     let files: Vec<PathBuf> = walk(dir)?.into_iter().filter(|p| is_manifest(p)).collect();
-    let kustomize = Kustomize::build(&files);
+    // The kustomize graph of the whole working tree: a base under DIR may be built by
+    // overlays outside it (attack finding: `--gitops-repo repo/base` rewrote a shared
+    // base).
+    let top = git(dir, &["rev-parse", "--show-toplevel"])
+        .ok()
+        .and_then(|t| PathBuf::from(t.trim()).canonicalize().ok())
+        .filter(|t| t != dir);
+    let kustomize = match &top {
+        Some(t) => Kustomize::build(
+            &walk(t)?
+                .into_iter()
+                .filter(|p| is_manifest(p))
+                .collect::<Vec<_>>(),
+        ),
+        None => Kustomize::build(&files),
+    };
     let new_id = ObjectId::vpn_gateway(&id.namespace, &id.name);
     let mut found: Vec<(PathBuf, String, usize, Option<PathBuf>)> = Vec::new();
     let mut already = Vec::new();
@@ -368,11 +388,15 @@ pub fn rewrite(
             });
         }
         0 => {
+            let in_dir = files
+                .iter()
+                .filter(|f| kustomize.parsed.contains_key(*f))
+                .count();
             return Err(RepoError::NotFound {
                 dir: shown,
                 id: id.to_string(),
-                files: files.len() - kustomize.parsed.len(),
-                kustomizations: kustomize.parsed.len(),
+                files: files.len() - in_dir,
+                kustomizations: in_dir,
                 unreadable: if unreadable.is_empty() {
                     String::new()
                 } else {
@@ -396,7 +420,11 @@ pub fn rewrite(
                 overlays: kustomize
                     .roots(&found[0].0)
                     .iter()
-                    .map(|k| relative(k, dir).display().to_string())
+                    .map(|k| {
+                        relative(k, top.as_deref().unwrap_or(dir))
+                            .display()
+                            .to_string()
+                    })
                     .collect(),
             });
         }

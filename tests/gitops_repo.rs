@@ -215,6 +215,12 @@ fn refusals_name_what_was_searched_and_change_nothing() {
             "IPsecGateway tenant-acme/acme is defined in base/gateway.yaml, a base built by overlays/prod/kustomization.yaml, overlays/staging/kustomization.yaml",
         ),
         (
+            "shared",
+            "base",
+            None,
+            "IPsecGateway tenant-acme/acme is defined in gateway.yaml, a base built by overlays/prod/kustomization.yaml, overlays/staging/kustomization.yaml",
+        ),
+        (
             "kustomize",
             "tenants/globex",
             None,
