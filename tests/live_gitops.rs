@@ -756,7 +756,7 @@ async fn a_rollback_of_a_synced_vpngateway_needs_gitops_pause() {
         r.stderr
     );
     assert!(
-        r.says("`vpnmig rollback acme -n tenant-acme --gitops pause"),
+        r.says("`vpnmig rollback acme -n tenant-acme --yes --gitops pause`"),
         "{}",
         r.stderr
     );

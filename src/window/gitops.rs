@@ -574,8 +574,10 @@ pub(crate) async fn rollback_owners(
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+            // The process's own command line (with its `--plan`, `--yes`, …) and the flag.
             hint: Some(format!(
-                "let vpnmig suspend it for the rollback: `vpnmig rollback {name} -n {ns} --gitops pause`, and revert the repository change before it is restored"
+                "let vpnmig suspend it for the rollback: `{}`, and revert the repository change before it is restored",
+                crate::error::again_without("--gitops", &["--gitops", "pause"])
             )),
         });
     };
