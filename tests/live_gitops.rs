@@ -790,3 +790,37 @@ async fn a_rollback_of_a_synced_vpngateway_needs_gitops_pause() {
     assert!(r.says("suspended it again"), "{}", r.stderr);
     assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
 }
+
+/// Attack finding: Argo CD's markers on the gateway, and no Application in the cluster
+/// (its CRD not even served). The plan says so and advises `--gitops ignore`, not a
+/// `pause` that would be refused; `pause` is refused before any change, `ignore` cuts over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn markers_without_an_owner_advise_ignore() {
+    let scenario = ACME.replacen(
+        "  labels:\n    client: acme\n",
+        "  labels:\n    client: acme\n  annotations:\n    argocd.argoproj.io/tracking-id: acme:ipsec.bnerd.net/IPsecGateway:tenant-acme/acme\n",
+        1,
+    );
+    assert_ne!(scenario, ACME);
+    let l = start(&scenario, live::pool("10.250.3.0/24")).await;
+    let r = l.vpnmig(&["plan", "acme", "-n", NS]).await;
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    let out = live::flat(&r.stdout);
+    assert!(
+        out.contains("(live: the cluster has no Application acme)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("`vpnmig cutover acme -n tenant-acme --gitops ignore`"),
+        "{out}"
+    );
+    let r = l
+        .vpnmig(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"])
+        .await;
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(r.says("nothing was changed"), "{}", r.stderr);
+    let r = l
+        .vpnmig(&["cutover", "acme", "-n", NS, "--gitops", "ignore", "--yes"])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}

@@ -639,7 +639,14 @@ pub async fn describe_owners(
                 o.display(),
                 how(&gitops::owner_state(&v, "IPsecGateway", ns, name))
             ),
-            Ok(Found::None) => format!("the cluster has no {} {}", owner.kind, owner.name),
+            Ok(Found::None) => {
+                // Nothing to suspend: `pause` would be refused; `ignore` is the way
+                // (attack finding: the fix advised `pause`).
+                f.fix = Some(format!(
+                    "vpnmig cannot suspend an owner the cluster does not have: make sure nothing syncs it, then `vpnmig cutover {name} -n {ns} --gitops ignore` (the window still stops on interference)"
+                ));
+                format!("the cluster has no {} {}", owner.kind, owner.name)
+            }
             Ok(Found::Many(all)) => format!(
                 "{} {} exists in namespaces {}",
                 owner.kind,
