@@ -396,25 +396,25 @@ async fn open_windows(
             }),
         })
         .collect();
-    let open = items
-        .iter()
-        .filter_map(|cm| {
-            let j =
-                crate::core::journal::Journal::from_json(cm.data.as_ref()?.get("journal.json")?)
-                    .ok()?;
-            (!j.phase.finished()).then(|| Window {
-                namespace: j.namespace.clone(),
-                gateway: j.gateway.clone(),
-                phase: j.phase.to_string(),
-                recovery: j.recovery(),
-            })
-        })
-        .collect();
-    let suspended = items
+    // Each journal parsed once, for the windows under way and the suspended owners.
+    let parsed: Vec<crate::core::journal::Journal> = items
         .iter()
         .filter_map(|cm| {
             crate::core::journal::Journal::from_json(cm.data.as_ref()?.get("journal.json")?).ok()
         })
+        .collect();
+    let open = parsed
+        .iter()
+        .filter(|j| !j.phase.finished())
+        .map(|j| Window {
+            namespace: j.namespace.clone(),
+            gateway: j.gateway.clone(),
+            phase: j.phase.to_string(),
+            recovery: j.recovery(),
+        })
+        .collect();
+    let suspended = parsed
+        .iter()
         .flat_map(|j| {
             j.gitops
                 .iter()

@@ -104,7 +104,7 @@ pub const FLUX_KUSTOMIZATION: &str = "kustomize.toolkit.fluxcd.io/v1";
 pub const FLUX_HELMRELEASE: &str = "helm.toolkit.fluxcd.io/v2";
 
 /// Argo CD's field managers.
-pub const ARGO_MANAGERS: &[&str] = &["argocd-controller", "argocd-application-controller"];
+pub use crate::core::translate::ARGO_MANAGERS;
 /// Flux's field managers.
 pub const FLUX_MANAGERS: &[&str] = &["kustomize-controller", "helm-controller"];
 
@@ -318,15 +318,9 @@ pub fn summary(managers: &[Manager]) -> String {
 /// The metadata keys by which a tool tracks what it manages: what the new objects do not
 /// carry unless `--gitops keep-tracking` (issue 11 item 2).
 pub fn tracking_key(annotation: bool, key: &str, argo: bool) -> bool {
-    if annotation {
-        key == "argocd.argoproj.io/tracking-id" || key.starts_with("meta.helm.sh/release-")
-    } else {
-        key == "argocd.argoproj.io/instance"
-            || key == "app.kubernetes.io/managed-by"
-            || key.starts_with("kustomize.toolkit.fluxcd.io/")
-            || key.starts_with("helm.toolkit.fluxcd.io/")
-            || (argo && key == "app.kubernetes.io/instance")
-    }
+    // The translation's list of what it does not carry, less kubectl's own record.
+    key != crate::core::translate::LAST_APPLIED
+        && crate::core::translate::not_carried_by(argo, annotation, key).is_some()
 }
 
 /// Add the old object's tracking metadata ([`tracking_key`]) to a target manifest:

@@ -68,9 +68,13 @@ pub fn not_carried_by(argo: bool, annotation: bool, key: &str) -> Option<&'stati
     })
 }
 
+/// Argo CD's field managers (here, not in `core::gitops`, which builds on this module's
+/// list of what is not carried).
+pub const ARGO_MANAGERS: &[&str] = &["argocd-controller", "argocd-application-controller"];
+
 /// Whether an Argo CD field manager wrote the object whose managed fields are `managers`.
 pub fn argo_wrote<'a>(mut managers: impl Iterator<Item = &'a str>) -> bool {
-    managers.any(|m| crate::core::gitops::ARGO_MANAGERS.contains(&m))
+    managers.any(|m| ARGO_MANAGERS.contains(&m))
 }
 
 /// The objects a migration creates.

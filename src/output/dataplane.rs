@@ -6,7 +6,8 @@ use std::time::Duration;
 use crate::core::dataplane::{CameUpBy, Comparison, FactVerdict, Outage};
 use crate::output::progress::elapsed;
 
-fn verdict(v: FactVerdict, fails: bool) -> &'static str {
+/// A fact's verdict as the table and the change record write it.
+pub(crate) fn verdict(v: FactVerdict, fails: bool) -> &'static str {
     match (v, fails) {
         (FactVerdict::Identical, _) => "identical",
         (FactVerdict::Changed, true) => "CHANGED",

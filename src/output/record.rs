@@ -7,9 +7,10 @@
 
 use std::time::Duration;
 
-use crate::core::dataplane::{CameUpBy, FactVerdict, Outage};
+use crate::core::dataplane::{CameUpBy, Outage};
 use crate::core::journal::ChainStatus;
 use crate::core::record::{Outcome, Record, Step};
+use crate::output::dataplane::verdict;
 use crate::output::progress::elapsed;
 
 /// `-o` of `vpnmig report`.
@@ -287,17 +288,6 @@ fn outage_section(d: &mut dyn Doc, title: &str, o: &Outage, sides: &Sides) {
                 })
                 .collect::<Vec<_>>(),
         );
-    }
-}
-
-fn verdict(v: FactVerdict, fails: bool) -> &'static str {
-    match (v, fails) {
-        (FactVerdict::Identical, _) => "identical",
-        (FactVerdict::Changed, true) => "CHANGED",
-        (FactVerdict::Changed, false) => "changed (path)",
-        (FactVerdict::Expected, _) => "expected to change",
-        (FactVerdict::Missing, _) => "MISSING",
-        (FactVerdict::Added, _) => "added",
     }
 }
 
