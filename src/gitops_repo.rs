@@ -558,6 +558,60 @@ impl Kustomize {
     }
 }
 
+/// A folder a GitOps object in the tree builds on its own (see
+/// [`repo::declared_builds`]).
+struct Declared {
+    who: String,
+    dir: PathBuf,
+    recurse: bool,
+}
+
+/// The fetch URLs of the working tree's remotes (none outside Git).
+fn remotes(dir: &Path) -> Vec<String> {
+    git(dir, &["remote", "-v"])
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+        .collect()
+}
+
+/// Every Flux Kustomization and Argo CD Application among the tree's manifests, with
+/// the folder it builds (relative to the top of the tree, where the GitOps tool's source
+/// starts).
+fn declared_builds(all: &[Found], tree: &Path, remotes: &[String]) -> Vec<Declared> {
+    let mut out = Vec::new();
+    for f in all {
+        if is_kustomization(&f.path)
+            || std::fs::metadata(&f.real).map_or(true, |m| m.len() > MAX_FILE)
+        {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&f.real) else {
+            continue;
+        };
+        if !text.contains("kustomize.toolkit.fluxcd.io") && !text.contains("argoproj.io") {
+            continue;
+        }
+        for d in repo::documents(&text) {
+            let body = &text[d.whole.clone()];
+            if !body.contains("kustomize.toolkit.fluxcd.io") && !body.contains("argoproj.io") {
+                continue;
+            }
+            let Ok(v) = serde_saphyr::from_str::<Value>(body) else {
+                continue;
+            };
+            for b in repo::declared_builds(&v, remotes) {
+                out.push(Declared {
+                    who: b.who,
+                    dir: normalize(&tree.join(&b.path)),
+                    recurse: b.recurse,
+                });
+            }
+        }
+    }
+    out
+}
+
 /// A document that defines the gateway.
 struct Definition {
     found: Found,
@@ -618,7 +672,10 @@ pub fn rewrite(
             .collect()
     };
     let kustomize = Kustomize::build(&all);
-    let show = |p: &Path| relative(p, dir).display().to_string();
+    let show = |p: &Path| match relative(p, dir).display().to_string() {
+        s if s.is_empty() => ".".to_string(),
+        s => s,
+    };
     let new_id = ObjectId::vpn_gateway(&id.namespace, &id.name);
     let mut found: Vec<Definition> = Vec::new();
     let mut already = Vec::new();
@@ -810,11 +867,11 @@ pub fn rewrite(
             users.push(r);
         }
     }
-    let links: Vec<&Found> = all
+    // The file and each symlink to it in a plain folder (applied as it is); one in a
+    // kustomization's folder is built only if listed, and a build above accounts for it.
+    let plain: Vec<&Found> = all
         .iter()
-        .filter(|f| f.real == file && f.path != file)
-        // A link in a kustomization's folder is built only if listed (then a build
-        // above accounts for it); one in a plain folder is applied as it is.
+        .filter(|f| f.real == file)
         .filter(|f| {
             f.path
                 .parent()
@@ -822,8 +879,47 @@ pub fn rewrite(
                 .is_none_or(|p| !kustomize.dirs.contains_key(&p))
         })
         .collect();
-    for l in &links {
-        users.push(format!("{} (a symlink to it)", show(&l.path)));
+    // What the Flux Kustomizations and Argo CD Applications of the tree build: a
+    // kustomization on the file's way up that is not its top is one more build; a
+    // plain folder that holds the file (or a link to it) is one.
+    let mut covered: Vec<&Path> = Vec::new();
+    for d in declared_builds(&all, &tree, &remotes(dir)) {
+        let real = d.dir.canonicalize().unwrap_or_else(|_| d.dir.clone());
+        let label = format!("the {} (path {})", d.who, show(&d.dir));
+        match kustomize.dirs.get(&real) {
+            Some(k) => {
+                let on_chain = def.builds.iter().any(|b| b.chain.contains(k));
+                let is_root = def.builds.iter().any(|b| &b.root == k);
+                if on_chain && !is_root {
+                    users.push(label);
+                }
+            }
+            None => {
+                let holds = |p: &Path, top: &Path| match p.parent() {
+                    Some(parent) if !d.recurse => parent == top,
+                    _ => p.starts_with(top),
+                };
+                let inside: Vec<&Path> = plain
+                    .iter()
+                    .filter(|f| holds(&f.path, &d.dir) || holds(&f.real, &real))
+                    .map(|f| f.path.as_path())
+                    .collect();
+                let root_inside = def.builds.iter().any(|b| b.root.starts_with(&real));
+                let chain_inside = def
+                    .builds
+                    .iter()
+                    .any(|b| b.chain.iter().any(|k| k.starts_with(&real)));
+                if !inside.is_empty() || (chain_inside && !root_inside) {
+                    users.push(label);
+                    covered.extend(inside);
+                }
+            }
+        }
+    }
+    for l in plain.iter().filter(|f| f.path != file) {
+        if !covered.contains(&l.path.as_path()) {
+            users.push(format!("{} (a symlink to it)", show(&l.path)));
+        }
     }
     if users.len() > 1 {
         let component = def

@@ -304,6 +304,9 @@ const GATEWAY: &str = include_str!("../fixtures/gitops-repo/kustomize/tenants/ac
 const SETTINGS: &str =
     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: acme-settings}\ndata: {region: eu}\n";
 
+/// A Flux Kustomization that builds overlays/prod.
+const FLUX_PROD: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: acme, namespace: flux-system}\nspec: {path: ./overlays/prod, sourceRef: {kind: GitRepository, name: fleet}}\n";
+
 /// One layout: files (`@gateway` and `@settings` stand for the texts above), symlinks
 /// (`link → target`, a target starting with `@outside/` is a file in a directory beside
 /// the repository), the sub-directory given to `--gitops-repo`, and what must happen.
@@ -852,6 +855,86 @@ fn the_kustomize_graph_decides_what_is_rewritten_and_no_other_build_changes() {
             sub: "clusters/prod",
             outcome: Outcome::Refused {
                 says: "a base built by ../dr/kustomization.yaml, kustomization.yaml",
+            },
+        },
+        Layout {
+            name: "a Flux Kustomization that builds the base as well as the overlay",
+            files: &[
+                ("base/kustomization.yaml", "resources: [gateway.yaml]\n"),
+                ("base/gateway.yaml", "@gateway"),
+                (
+                    "overlays/prod/kustomization.yaml",
+                    "namespace: tenant-acme\nresources: [../../base]\n",
+                ),
+                ("clusters/prod/flux.yaml", FLUX_PROD),
+                (
+                    "clusters/prod/flux-base.yaml",
+                    "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: acme-base, namespace: flux-system}\nspec: {path: ./base, targetNamespace: tenant-acme, sourceRef: {kind: GitRepository, name: fleet}}\n",
+                ),
+            ],
+            links: &[],
+            sub: "",
+            outcome: Outcome::Refused {
+                says: "a base built by overlays/prod/kustomization.yaml, the Flux Kustomization flux-system/acme-base (path base)",
+            },
+        },
+        Layout {
+            name: "a Flux Kustomization that builds the overlay alone",
+            files: &[
+                ("base/kustomization.yaml", "resources: [gateway.yaml]\n"),
+                ("base/gateway.yaml", "@gateway"),
+                (
+                    "overlays/prod/kustomization.yaml",
+                    "namespace: tenant-acme\nresources: [../../base]\n",
+                ),
+                ("clusters/prod/flux.yaml", FLUX_PROD),
+            ],
+            links: &[],
+            sub: "",
+            outcome: Outcome::Rewritten {
+                file: "base/gateway.yaml",
+                builds: &["base", "overlays/prod"],
+                says: "built by overlays/prod/kustomization.yaml alone",
+            },
+        },
+        Layout {
+            name: "two Argo CD Applications, one recursing into the other's folder",
+            files: &[
+                ("apps/acme/gateway.yaml", "@gateway"),
+                (
+                    "argocd/all.yaml",
+                    "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: all, namespace: argocd}\nspec:\n  source: {repoURL: 'https://git.example.org/fleet.git', path: apps, directory: {recurse: true}}\n",
+                ),
+                (
+                    "argocd/acme.yaml",
+                    "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: acme, namespace: argocd}\nspec:\n  source: {repoURL: 'https://git.example.org/fleet.git', path: apps/acme}\n",
+                ),
+            ],
+            links: &[],
+            sub: "apps",
+            outcome: Outcome::Refused {
+                says: "reached by the Argo CD Application argocd/acme (path acme), the Argo CD Application argocd/all (path .)",
+            },
+        },
+        Layout {
+            name: "an Argo CD Application on the parent folder, not recursing",
+            files: &[
+                ("apps/acme/gateway.yaml", "@gateway"),
+                (
+                    "argocd/all.yaml",
+                    "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: all, namespace: argocd}\nspec:\n  source: {repoURL: 'https://git.example.org/fleet.git', path: apps}\n",
+                ),
+                (
+                    "argocd/acme.yaml",
+                    "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: acme, namespace: argocd}\nspec:\n  source: {repoURL: 'https://git.example.org/fleet.git', path: apps/acme}\n",
+                ),
+            ],
+            links: &[],
+            sub: "",
+            outcome: Outcome::Rewritten {
+                file: "apps/acme/gateway.yaml",
+                builds: &[],
+                says: "apps/acme/gateway.yaml: IPsecGateway tenant-acme/acme replaced by",
             },
         },
         Layout {

@@ -426,6 +426,90 @@ pub fn patch_targets(patch: &Patch, body: Option<&str>, id: &ObjectId) -> bool {
     })
 }
 
+/// A folder of the repository that a GitOps object builds on its own: a Flux
+/// `Kustomization`'s `spec.path`, an Argo CD `Application`'s `spec.source.path` (and each
+/// of `spec.sources[]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeclaredBuild {
+    /// "Flux Kustomization flux-system/apps", "Argo CD Application argocd/acme".
+    pub who: String,
+    /// Relative to the repository's top (a leading `./` or `/` removed; "" for the top).
+    pub path: String,
+    /// A plain folder's sub-folders are applied too (Flux; Argo CD with
+    /// `directory.recurse`).
+    pub recurse: bool,
+}
+
+/// `https://host/org/repo.git`, `git@host:org/repo`, `ssh://git@host/org/repo` → `host/org/repo`.
+pub fn repo_url_key(url: &str) -> String {
+    let u = url.trim().trim_end_matches('/');
+    let u = u.strip_suffix(".git").unwrap_or(u);
+    let u = u.split_once("://").map_or(u, |(_, rest)| rest);
+    let u = u.rsplit_once('@').map_or(u, |(_, rest)| rest);
+    // scp-like `host:org/repo`; a `host:port/` keeps its path.
+    let u = match u.split_once(':') {
+        Some((host, rest)) if !host.contains('/') => {
+            let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+            format!("{host}/{}", rest.trim_start_matches('/'))
+        }
+        _ => u.to_string(),
+    };
+    u.to_ascii_lowercase()
+}
+
+/// The builds a document declares (none for any other kind). An Argo CD source whose
+/// `repoURL` is none of `remotes` (this working tree's, any form) is another
+/// repository's; without remotes every source counts.
+pub fn declared_builds(doc: &Value, remotes: &[String]) -> Vec<DeclaredBuild> {
+    let s = |p: &str| doc.pointer(p).and_then(Value::as_str);
+    let group = s("/apiVersion")
+        .and_then(|a| a.rsplit_once('/'))
+        .map(|(g, _)| g);
+    let who = |kind: &str| {
+        format!(
+            "{kind} {}/{}",
+            s("/metadata/namespace").unwrap_or("-"),
+            s("/metadata/name").unwrap_or("-")
+        )
+    };
+    let clean = |p: &str| p.trim_start_matches("./").trim_matches('/').to_string();
+    let clean = |p: &str| if p == "." { String::new() } else { clean(p) };
+    match (group, s("/kind")) {
+        (Some("kustomize.toolkit.fluxcd.io"), Some("Kustomization")) => vec![DeclaredBuild {
+            who: who("Flux Kustomization"),
+            path: clean(s("/spec/path").unwrap_or("")),
+            recurse: true,
+        }],
+        (Some("argoproj.io"), Some("Application")) => {
+            let keys: Vec<String> = remotes.iter().map(|r| repo_url_key(r)).collect();
+            let mut sources: Vec<&Value> = doc.pointer("/spec/source").into_iter().collect();
+            sources.extend(
+                doc.pointer("/spec/sources")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten(),
+            );
+            sources
+                .into_iter()
+                .filter(|src| {
+                    let url = src.get("repoURL").and_then(Value::as_str);
+                    keys.is_empty() || url.is_none_or(|u| keys.contains(&repo_url_key(u)))
+                })
+                .filter_map(|src| {
+                    let path = src.get("path").and_then(Value::as_str)?;
+                    Some(DeclaredBuild {
+                        who: who("Argo CD Application"),
+                        path: clean(path),
+                        recurse: src.pointer("/directory/recurse").and_then(Value::as_bool)
+                            == Some(true),
+                    })
+                })
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// The names kustomize reads a kustomization from.
 pub const KUSTOMIZATION_FILES: &[&str] =
     &["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -600,6 +684,35 @@ mod tests {
             assert_eq!(patch_targets(&smp, Some(body), &id), want, "{body}");
         }
         assert!(!patch_targets(&smp, None, &id));
+    }
+
+    #[test]
+    fn flux_and_argo_cd_declare_builds_of_this_repository_only() {
+        let doc = |y: &str| serde_saphyr::from_str::<Value>(y).unwrap();
+        let remotes = ["git@git.example.org:platform/fleet.git".to_string()];
+        let flux = doc(
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: apps, namespace: flux-system}\nspec: {path: ./tenants/acme}\n",
+        );
+        assert_eq!(
+            declared_builds(&flux, &remotes),
+            [DeclaredBuild {
+                who: "Flux Kustomization flux-system/apps".into(),
+                path: "tenants/acme".into(),
+                recurse: true,
+            }]
+        );
+        let argo = doc(
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: acme, namespace: argocd}\nspec:\n  sources:\n  - {repoURL: 'https://git.example.org/platform/fleet', path: base}\n  - {repoURL: 'https://git.example.org/other/charts.git', path: base}\n  - {repoURL: 'ssh://git@git.example.org:22/platform/fleet.git', path: ./}\n",
+        );
+        let paths: Vec<_> = declared_builds(&argo, &remotes)
+            .into_iter()
+            .map(|b| b.path)
+            .collect();
+        assert_eq!(paths, ["base", ""]);
+        assert_eq!(declared_builds(&argo, &[]).len(), 3);
+        assert!(
+            declared_builds(&doc("kind: Kustomization\nresources: [a]\n"), &remotes).is_empty()
+        );
     }
 
     #[test]
