@@ -105,7 +105,7 @@ pub enum RepoError {
         tree: String,
     },
     #[error(
-        "--gitops-repo {dir}: {id} is defined in {file}, and the build {build} also changes it with {}: after the rewrite they would aim at a kind its build no longer has (a patch that matches nothing breaks `kustomize build`); the repository was not changed",
+        "--gitops-repo {dir}: {id} is defined in {file}, and the build {build} also changes it with {}: after the rewrite they would aim at a kind its build no longer has (a strategic-merge patch that matches nothing breaks `kustomize build`, a targeted one silently stops applying); the repository was not changed",
         patches.join(", ")
     )]
     Patched {
