@@ -564,6 +564,8 @@ struct Declared {
     who: String,
     dir: PathBuf,
     recurse: bool,
+    /// The Components it adds to its build.
+    components: Vec<PathBuf>,
 }
 
 /// The fetch URLs of the working tree's remotes (none outside Git).
@@ -601,9 +603,18 @@ fn declared_builds(all: &[Found], tree: &Path, remotes: &[String]) -> Vec<Declar
                 continue;
             };
             for b in repo::declared_builds(&v, remotes) {
+                let dir = normalize(&tree.join(&b.path));
                 out.push(Declared {
                     who: b.who,
-                    dir: normalize(&tree.join(&b.path)),
+                    components: b
+                        .components
+                        .iter()
+                        .map(|c| {
+                            let c = normalize(&dir.join(c));
+                            c.canonicalize().unwrap_or(c)
+                        })
+                        .collect(),
+                    dir,
                     recurse: b.recurse,
                 });
             }
@@ -886,7 +897,18 @@ pub fn rewrite(
     for d in declared_builds(&all, &tree, &remotes(dir)) {
         let real = d.dir.canonicalize().unwrap_or_else(|_| d.dir.clone());
         let label = format!("the {} (path {})", d.who, show(&d.dir));
+        // A Component it adds: its build is one more unless it is the file's own.
+        let adds = d.components.iter().any(|c| {
+            kustomize.dirs.get(c).is_some_and(|ck| {
+                def.builds.iter().any(|b| b.chain.contains(ck))
+                    && kustomize
+                        .dirs
+                        .get(&real)
+                        .is_none_or(|k| !def.builds.iter().any(|b| &b.root == k))
+            })
+        });
         match kustomize.dirs.get(&real) {
+            Some(_) if adds => users.push(label),
             Some(k) => {
                 let on_chain = def.builds.iter().any(|b| b.chain.contains(k));
                 let is_root = def.builds.iter().any(|b| &b.root == k);
@@ -894,6 +916,7 @@ pub fn rewrite(
                     users.push(label);
                 }
             }
+            None if adds => users.push(label),
             None => {
                 let holds = |p: &Path, top: &Path| match p.parent() {
                     Some(parent) if !d.recurse => parent == top,

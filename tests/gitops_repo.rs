@@ -898,6 +898,32 @@ fn the_kustomize_graph_decides_what_is_rewritten_and_no_other_build_changes() {
             },
         },
         Layout {
+            name: "a Component one overlay lists and a Flux Kustomization adds to another",
+            files: &[
+                ("components/vpn/kustomization.yaml", COMPONENT),
+                ("components/vpn/gateway.yaml", "@gateway"),
+                (
+                    "overlays/prod/kustomization.yaml",
+                    "namespace: tenant-acme\nresources: [settings.yaml]\ncomponents: [../../components/vpn]\n",
+                ),
+                ("overlays/prod/settings.yaml", "@settings"),
+                (
+                    "overlays/staging/kustomization.yaml",
+                    "namespace: tenant-acme-staging\nresources: [settings.yaml]\n",
+                ),
+                ("overlays/staging/settings.yaml", "@settings"),
+                (
+                    "clusters/staging/flux.yaml",
+                    "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata: {name: staging, namespace: flux-system}\nspec: {path: ./overlays/staging, components: [../../components/vpn], sourceRef: {kind: GitRepository, name: fleet}}\n",
+                ),
+            ],
+            links: &[],
+            sub: "",
+            outcome: Outcome::Refused {
+                says: "a resource of the kustomize Component components/vpn, built by overlays/prod/kustomization.yaml, the Flux Kustomization flux-system/staging (path overlays/staging)",
+            },
+        },
+        Layout {
             name: "two Argo CD Applications, one recursing into the other's folder",
             files: &[
                 ("apps/acme/gateway.yaml", "@gateway"),

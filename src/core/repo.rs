@@ -438,6 +438,9 @@ pub struct DeclaredBuild {
     /// A plain folder's sub-folders are applied too (Flux; Argo CD with
     /// `directory.recurse`).
     pub recurse: bool,
+    /// Components the object adds to the build (Flux `spec.components`, Argo CD
+    /// `kustomize.components`), relative to `path` as written.
+    pub components: Vec<String>,
 }
 
 /// `https://host/org/repo.git`, `git@host:org/repo`, `ssh://git@host/org/repo` → `host/org/repo`.
@@ -474,11 +477,20 @@ pub fn declared_builds(doc: &Value, remotes: &[String]) -> Vec<DeclaredBuild> {
     };
     let clean = |p: &str| p.trim_start_matches("./").trim_matches('/').to_string();
     let clean = |p: &str| if p == "." { String::new() } else { clean(p) };
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    };
     match (group, s("/kind")) {
         (Some("kustomize.toolkit.fluxcd.io"), Some("Kustomization")) => vec![DeclaredBuild {
             who: who("Flux Kustomization"),
             path: clean(s("/spec/path").unwrap_or("")),
             recurse: true,
+            components: strings(doc.pointer("/spec/components")),
         }],
         (Some("argoproj.io"), Some("Application")) => {
             let keys: Vec<String> = remotes.iter().map(|r| repo_url_key(r)).collect();
@@ -502,6 +514,7 @@ pub fn declared_builds(doc: &Value, remotes: &[String]) -> Vec<DeclaredBuild> {
                         path: clean(path),
                         recurse: src.pointer("/directory/recurse").and_then(Value::as_bool)
                             == Some(true),
+                        components: strings(src.pointer("/kustomize/components")),
                     })
                 })
                 .collect()
@@ -699,6 +712,7 @@ mod tests {
                 who: "Flux Kustomization flux-system/apps".into(),
                 path: "tenants/acme".into(),
                 recurse: true,
+                components: Vec::new(),
             }]
         );
         let argo = doc(
