@@ -7,11 +7,26 @@ use crate::gitops_repo::Rewrite;
 pub fn lines(rw: &Rewrite, dir: &str, id: &str, targets: &[String], blocked: bool) -> Vec<String> {
     let mut out = Vec::new();
     let file = rw.file.display();
-    let via = rw
-        .kustomization
-        .as_ref()
-        .map(|k| format!(" (a resource of {})", k.display()))
-        .unwrap_or_default();
+    // What the file is: the target of a kept symlink, a resource of a kustomization, the
+    // one build that includes it.
+    let mut notes = Vec::new();
+    if let Some(l) = &rw.link {
+        notes.push(format!(
+            "the target of the symlink {}, which is kept",
+            l.display()
+        ));
+    }
+    if let Some(k) = &rw.kustomization {
+        notes.push(format!("a resource of {}", k.display()));
+    }
+    if let Some(b) = &rw.build {
+        notes.push(format!("built by {} alone", b.display()));
+    }
+    let via = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", notes.join("; "))
+    };
     match &rw.written {
         None => out.push(format!(
             "GitOps repository {dir}: {file} already defines the VPNGateway instead of {id}: nothing changed"
