@@ -522,6 +522,162 @@ fn authorization_grants_must_name_existing_exposures() {
     );
 }
 
+/// Issue 21 item 9: the plan predicts the operator's `Authorized` answer (DESIGN.md §2)
+/// for every VPNPeer it applies, offline from the targets and live with the VPNPeers that
+/// already name the gateway. One row per case: (name, tunnels, exposures, reverse
+/// exposures, VPNPeers already naming the gateway, the findings as (object, path)).
+#[test]
+fn the_plan_predicts_whether_the_operator_authorizes_each_peer() {
+    use vpnmig::core::live::authorization_check;
+    let exp = |n: &str| json!({"name": n, "target": {"address": format!("{n}.svc"), "port": 443}, "protocol": "TCP"});
+    let rev = |n: &str| json!({"name": n, "target": {"address": "10.20.1.5", "port": 636}, "protocol": "TCP"});
+    let t = |n: &str, i: u8| tunnel(n, &format!("203.0.113.{i}"), &[&format!("10.{i}.0.0/16")]);
+    type Row<'a> = (
+        &'a str,
+        Vec<Value>,
+        Vec<Value>,
+        Vec<Value>,
+        Vec<&'a str>,
+        Vec<(&'a str, &'a str)>,
+    );
+    let rows: Vec<Row> = vec![
+        (
+            "one tunnel, nothing exposed: default-allow",
+            vec![t("main", 1)],
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+        ),
+        (
+            "two tunnels, exposures: each granted",
+            vec![t("a", 1), t("b", 2)],
+            vec![exp("web")],
+            vec![],
+            vec![],
+            vec![],
+        ),
+        (
+            "three tunnels, reverse exposures only: each granted",
+            vec![t("a", 1), t("b", 2), t("c", 3)],
+            vec![],
+            vec![rev("ldap")],
+            vec![],
+            vec![],
+        ),
+        (
+            "two tunnels, nothing exposed: NoGrants for each (the case)",
+            vec![t("a", 1), t("b", 2)],
+            vec![],
+            vec![],
+            vec![],
+            vec![
+                ("VPNPeer tenant-test/acme-a", "spec.authorization"),
+                ("VPNPeer tenant-test/acme-b", "spec.authorization"),
+            ],
+        ),
+        (
+            "four tunnels, nothing exposed",
+            vec![t("w", 1), t("x", 2), t("y", 3), t("z", 4)],
+            vec![],
+            vec![],
+            vec![],
+            vec![
+                ("VPNPeer tenant-test/acme-w", "spec.authorization"),
+                ("VPNPeer tenant-test/acme-x", "spec.authorization"),
+                ("VPNPeer tenant-test/acme-y", "spec.authorization"),
+                ("VPNPeer tenant-test/acme-z", "spec.authorization"),
+            ],
+        ),
+        (
+            "one tunnel and a VPNPeer already naming the gateway: default-deny, NoGrants",
+            vec![t("main", 1)],
+            vec![exp("web")],
+            vec![],
+            vec!["acme-old"],
+            vec![
+                ("VPNPeer tenant-test/acme-old", "spec.gatewayRef.name"),
+                ("VPNPeer tenant-test/acme", "spec.authorization"),
+            ],
+        ),
+        (
+            "two tunnels granted, and a stray peer: the stray is named",
+            vec![t("a", 1), t("b", 2)],
+            vec![exp("web")],
+            vec![],
+            vec!["gitops-made"],
+            vec![("VPNPeer tenant-test/gitops-made", "spec.gatewayRef.name")],
+        ),
+    ];
+    for (what, tunnels, exposures, reverse, strays, want) in rows {
+        let gw = Gw::new("acme")
+            .tunnels(tunnels)
+            .set("/spec/exposures", Value::Array(exposures.clone()))
+            .set("/spec/reverseExposures", Value::Array(reverse))
+            .set(
+                "/status/exposures",
+                Value::Array(
+                    exposures
+                        .iter()
+                        .enumerate()
+                        .map(|(i, e)| json!({"name": e["name"], "virtualIP": format!("10.250.9.{}", 10 + i)}))
+                        .collect(),
+                ),
+            );
+        let plan = gw.plan();
+        let offline = check(&plan, "authorization-grants");
+        let live = authorization_check(&plan, &Ok(strays.iter().map(|s| s.to_string()).collect()));
+        let got = |c: &CheckResult| -> Vec<(String, String)> {
+            c.findings
+                .iter()
+                .map(|f| (f.object.clone(), f.path.clone()))
+                .collect()
+        };
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(o, p)| (o.to_string(), p.to_string()))
+            .collect();
+        assert_eq!(got(&live), want, "{what} (live)");
+        assert_eq!(live.blocks(), !want.is_empty(), "{what} (live)");
+        // Offline knows no VPNPeer of the cluster: the same answer wherever none exists.
+        if strays.is_empty() {
+            assert_eq!(got(offline), want, "{what} (offline)");
+            assert_eq!(
+                plan.blocked,
+                !want.is_empty(),
+                "{what}: {:#?}",
+                plan.checks
+                    .iter()
+                    .filter(|c| c.blocks())
+                    .collect::<Vec<_>>()
+            );
+        }
+        for f in offline
+            .findings
+            .iter()
+            .chain(&live.findings)
+            .filter(|f| f.path == "spec.authorization")
+        {
+            assert!(
+                f.message.contains("Authorized=False (NoGrants)")
+                    && f.message.contains("default-deny"),
+                "{what}: {}",
+                f.message
+            );
+            assert!(
+                f.fix.as_deref().is_some_and(|x| x.contains("plan")),
+                "{what}: {:?}",
+                f.fix
+            );
+        }
+    }
+    // The VPNPeers could not be listed: never a pass.
+    let plan = Gw::new("acme").plan();
+    let c = authorization_check(&plan, &Err("403 forbidden".into()));
+    assert!(c.blocks());
+    assert_eq!(c.findings[0].seen, "<cannot read>");
+}
+
 #[test]
 fn virtual_ips_must_exist_agree_and_sit_inside_the_service_cidr() {
     let plan = Gw::new("acme").set("/status/exposures", json!([])).plan();
@@ -915,6 +1071,7 @@ fn fip_and_service_cidr_uniqueness_compare_parsed() {
         dry_run: None,
         permissions: Ok(Vec::new()),
         schema: Ok(Vec::new()),
+        strays: Ok(Vec::new()),
     };
     let (results, _) = live_checks(&plan, &facts);
     let found = |id: &str| -> Vec<(String, String)> {
