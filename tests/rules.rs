@@ -1265,3 +1265,131 @@ fn every_webhook_that_cannot_dry_run_must_be_skipped_by_name() {
         "--skip-dry-run-webhook b --skip-dry-run-webhook a"
     );
 }
+
+/// Issue 21 item 10: offline and live plans give the same checks wherever the offline plan
+/// has the facts. Each input is planned offline (`plan -f`) and judged as the live plan
+/// judges it (`core::live::judge`, which `plan NAME`, the fleet plan and the cutover run)
+/// with a cluster that holds nothing else: every offline check is in the live plan with
+/// the same outcome and findings (object, path, seen, wanted), and the live plan adds
+/// only the checks that need a cluster fact.
+#[test]
+fn offline_and_live_plans_give_the_same_checks_where_both_have_the_facts() {
+    use vpnmig::core::live::{Facts, judge};
+    // The checks that need what only a cluster knows (listed, so that a new live-only
+    // check that needs no cluster fact fails here until it runs offline too).
+    const CLUSTER_FACTS: &[&str] = &[
+        "targets-free",
+        "fip-unique",
+        "service-cidr-unique",
+        "server-dry-run",
+        "dry-run-webhooks",
+        "schema",
+        "schema-unevaluated",
+        "permissions",
+        "peer-names-unique",
+        "peer-names-shared",
+    ];
+    let t = |n: &str, i: u8| tunnel(n, &format!("203.0.113.{i}"), &[&format!("10.{i}.0.0/16")]);
+    let long = "a-tunnel-name-long-enough-that-the-peer-name-passes-sixty-three";
+    let rows: Vec<(&str, Gw)> = vec![
+        ("healthy", Gw::new("acme")),
+        ("a VPNPeer name longer than 63 (the case)", Gw::new("acme").tunnels(vec![t(long, 1), t("b", 2)])),
+        ("a gateway name that makes every peer name too long", Gw::new(&"g".repeat(60)).tunnels(vec![t("main", 1), t("backup", 2)])),
+        ("two tunnels, nothing exposed", Gw::new("acme").tunnels(vec![t("a", 1), t("b", 2)]).set("/spec/exposures", json!([])).set("/status/exposures", json!([]))),
+        ("IKEv1", Gw::new("acme").set("/spec/ike/version", json!(1))),
+        ("status behind the spec", Gw::new("acme").set("/metadata/generation", json!(4))),
+        ("unpinned floating IP", Gw::new("acme").unpinned()),
+        ("owned by another object", Gw::new("acme").set("/metadata/ownerReferences", json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u"}]))),
+        ("Argo CD's tracking", Gw::new("acme").set("/metadata/annotations", json!({"argocd.argoproj.io/tracking-id": "app:ipsec.bnerd.net/IPsecGateway:tenant-test/acme"}))),
+        ("a proposal outside the allowlist", Gw::new("acme").set("/spec/ike/proposals", json!(["3des-md5-modp1024"]))),
+    ];
+    let key = |c: &CheckResult| {
+        (
+            c.outcome,
+            c.findings
+                .iter()
+                .map(|f| {
+                    (
+                        f.object.clone(),
+                        f.path.clone(),
+                        f.seen.clone(),
+                        f.wanted.clone(),
+                    )
+                })
+                .collect::<Vec<_>>(),
+        )
+    };
+    for (what, gw) in rows {
+        let offline = gw.plan();
+        let mut live = gw.plan();
+        let tunnels: Vec<String> = gw
+            .source()
+            .gateway
+            .spec
+            .tunnels
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        judge(
+            &mut live,
+            &tunnels,
+            &Facts {
+                existing: Vec::new(),
+                others: Ok(Vec::new()),
+                dry_run: Some(Vec::new()),
+                permissions: Ok(Vec::new()),
+                schema: Ok(Vec::new()),
+                strays: Ok(Vec::new()),
+            },
+        );
+        for c in &offline.checks {
+            let l = live
+                .checks
+                .iter()
+                .find(|l| l.id == c.id)
+                .unwrap_or_else(|| panic!("{what}: {} not in the live plan", c.id));
+            assert_eq!(key(l), key(c), "{what}: {}", c.id);
+        }
+        let added: Vec<&str> = live
+            .checks
+            .iter()
+            .map(|c| c.id)
+            .filter(|id| !offline.checks.iter().any(|c| c.id == *id))
+            .collect();
+        for id in &added {
+            assert!(
+                CLUSTER_FACTS.contains(id),
+                "{what}: {id} runs only live but needs no cluster fact"
+            );
+        }
+        let warned = |p: &Plan| -> Vec<&str> {
+            p.checks
+                .iter()
+                .filter(|c| c.severity == Severity::Warning && c.outcome == Outcome::Fail)
+                .map(|c| c.id)
+                .collect()
+        };
+        let live_warned: Vec<&str> = warned(&live)
+            .into_iter()
+            .filter(|id| {
+                !CLUSTER_FACTS.contains(id) && !matches!(*id, "status-current" | "source-ready")
+            })
+            .collect();
+        // Live, a stale or unhealthy source blocks rather than warns (its status is what the
+        // plan pins): the same finding, a stronger severity.
+        let offline_warned: Vec<&str> = warned(&offline)
+            .into_iter()
+            .filter(|id| !matches!(*id, "status-current" | "source-ready"))
+            .collect();
+        assert_eq!(live_warned, offline_warned, "{what}");
+    }
+    // The case: the name too long is warned about offline.
+    let plan = Gw::new("acme").tunnels(vec![t(long, 1), t("b", 2)]).plan();
+    let c = check(&plan, "peer-name-length");
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert_eq!(
+        c.findings[0].object,
+        format!("VPNPeer tenant-test/acme-{long}")
+    );
+    assert_eq!(c.findings[0].seen, format!("{} characters", 5 + long.len()));
+}

@@ -279,6 +279,12 @@ pub const CHECKS: &[(&str, Severity, &str, CheckFn)] = &[
         target_names,
     ),
     (
+        "peer-name-length",
+        Severity::Warning,
+        "every VPNPeer name fits a label value (63 characters)",
+        peer_name_length,
+    ),
+    (
         "authorization-grants",
         Severity::Blocker,
         "the operator would authorize every VPNPeer (grants name existing exposures; several peers are default-deny)",
@@ -979,6 +985,33 @@ fn target_names(i: &Inputs) -> Result<Vec<Finding>, String> {
         }
     }
     Ok(out)
+}
+
+/// A VPNPeer name longer than a label value (issue 21 item 10: a fact of the plan, so
+/// offline and live plans both warn): operators commonly select a peer's children by a
+/// label holding its name.
+fn peer_name_length(i: &Inputs) -> Result<Vec<Finding>, String> {
+    use crate::core::limits::LABEL_VALUE_MAX;
+    let ns = i.source.gateway.metadata.namespace.as_deref();
+    Ok(i.targets
+        .peers
+        .iter()
+        .enumerate()
+        .filter_map(|(t, p)| {
+            let n = p.metadata.name.as_deref().unwrap_or_default();
+            (n.len() > LABEL_VALUE_MAX).then(|| {
+                let tunnel = i.source.gateway.spec.tunnels.get(t).map_or("TUNNEL", |t| t.name.as_str());
+                finding(
+                    &object("VPNPeer", ns, n),
+                    "metadata.name",
+                    format!("{} characters", n.len()),
+                    format!("at most {LABEL_VALUE_MAX}"),
+                    format!("the name is longer than a label value may be ({LABEL_VALUE_MAX}): an operator that labels the peer's children with it would fail"),
+                    Some(format!("choose a shorter one: `--peer-name {tunnel}=NAME` on `vpnmig plan` (recorded in the plan; the cutover uses it)")),
+                )
+            })
+        })
+        .collect())
 }
 
 fn authorization_grants(i: &Inputs) -> Result<Vec<Finding>, String> {

@@ -207,13 +207,7 @@ pub fn plan_live(
         permissions: around.permissions,
         strays: around.strays,
     };
-    let (mut checks, migrated) = live::checks(&plan, &facts);
-    checks.extend(live::peer_name_checks(
-        &plan,
-        &tunnels(source),
-        &facts.others,
-    ));
-    live::extend(&mut plan, checks);
+    let migrated = live::judge(&mut plan, &tunnels(source), &facts);
     plan.already_migrated = migrated == live::Migrated::Already;
     plan
 }

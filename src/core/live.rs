@@ -105,9 +105,8 @@ fn owner_of(obj: &Value, me: &str) -> Option<String> {
     }
 }
 
-/// The longest label value Kubernetes accepts: operators commonly select a peer's
-/// children by a label holding its name.
-pub const LABEL_VALUE_MAX: usize = 63;
+/// The longest label value Kubernetes accepts (`core::checks`' `peer-name-length`).
+pub const LABEL_VALUE_MAX: usize = crate::core::limits::LABEL_VALUE_MAX;
 
 /// Whether `theirs` (a gateway not migrated yet whose tunnel `their_tunnel` derives the
 /// same VPNPeer name) owns the name rather than `mine` (issue 9 item 7). A single-tunnel
@@ -189,20 +188,6 @@ pub fn peer_name_checks(
             }
         }
     }
-    let long: Vec<Finding> = tunnels
-        .iter()
-        .filter(|n| n.len() > LABEL_VALUE_MAX)
-        .map(|n| {
-            finding(
-                &format!("VPNPeer {ns}/{n}"),
-                "metadata.name",
-                format!("{} characters", n.len()),
-                format!("at most {LABEL_VALUE_MAX}"),
-                format!("the name is longer than a label value may be ({LABEL_VALUE_MAX}): an operator that labels the peer's children with it would fail"),
-                Some(format!("choose a shorter one with `--peer-name TUNNEL=NAME` on `vpnmig plan {me} -n {ns}`")),
-            )
-        })
-        .collect();
     vec![
         result(
             "peer-names-unique",
@@ -215,12 +200,6 @@ pub fn peer_name_checks(
             Severity::Warning,
             "no other gateway of the namespace derives a VPNPeer name this one owns",
             Ok(warnings),
-        ),
-        result(
-            "peer-name-length",
-            Severity::Warning,
-            "every VPNPeer name fits a label value (63 characters)",
-            Ok(long),
         ),
     ]
 }
@@ -620,6 +599,19 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
     ));
     out.push(authorization_check(plan, &facts.strays));
     (out, migrated)
+}
+
+/// Judge `plan` with what the cluster said, as `plan NAME`, the fleet plan and the
+/// cutover's re-plan do: the live checks, the VPNPeer names against the other gateways
+/// (`tunnels`: the source's tunnel names, in order), the operator's authorization with
+/// the VPNPeers that already exist. Returns whether the targets already exist as planned.
+/// Every check of the offline plan stays, with the same findings (issue 21 item 10): the
+/// live ones only add what needs the cluster.
+pub fn judge(plan: &mut Plan, tunnels: &[String], facts: &Facts) -> Migrated {
+    let (mut checks, migrated) = checks(plan, facts);
+    checks.extend(peer_name_checks(plan, tunnels, &facts.others));
+    extend(plan, checks);
+    migrated
 }
 
 /// Add `extra` checks to a plan (one with the id of a check the plan has replaces it,
