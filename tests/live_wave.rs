@@ -804,3 +804,93 @@ async fn a_wave_names_a_command_per_gateway_that_running_it_again_cannot_clear()
         }
     }
 }
+
+/// Issue 21 item 9, for each member of a wave: a gateway of two tunnels that exposes
+/// nothing (its VPNPeers would grant nothing on a default-deny gateway) and a
+/// single-tunnel gateway whose name a VPNPeer already names (a second peer: default-deny,
+/// the translated peer grants nothing) are blocked by the fleet plan, and the wave's
+/// windows stop them before anything is deleted; the healthy member is cut over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_plan_and_the_wave_block_members_the_operator_would_not_authorize() {
+    let bare = gateway("tenant-w", "bare", "192.0.2.21", 1, &["hq", "branch"], "bronze")
+        .replace(
+            r#""exposures":[{"name":"crm","target":{"address":"crm.svc","port":443},"protocol":"TCP"}]"#,
+            r#""exposures":[]"#,
+        )
+        .replace(r#""exposures":[{"name":"crm","virtualIP":"10.250.1.10"}]"#, r#""exposures":[]"#);
+    assert!(!bare.contains("crm"), "{bare}");
+    let stray = serde_json::json!({
+        "apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNPeer",
+        "metadata": {"name": "solo-early", "namespace": "tenant-w"},
+        "spec": {"gatewayRef": {"name": "solo"}, "ipsec": {"peer": {"address": "203.0.113.99"},
+                 "remoteSubnets": ["10.99.0.0/16"], "pskSecretRef": {"name": "solo-psk", "key": "psk"}}}
+    });
+    let scenario = [
+        namespace("tenant-w"),
+        bare,
+        gateway("tenant-w", "solo", "192.0.2.22", 2, &["main"], "bronze"),
+        format!("---\n{stray}\n"),
+        gateway("tenant-w", "fine", "192.0.2.23", 3, &["a", "b"], "bronze"),
+    ]
+    .concat();
+    let l = start(&scenario, settings(0)).await;
+    let r = l.vpnmig(&["plan", "-n", "tenant-w", "-o", "json"]).await;
+    assert_eq!(r.code, 4, "{}\n{}", r.stdout, r.stderr);
+    let doc = json(&r);
+    let blocking = |name: &str| -> Value {
+        doc["gateways"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap()["blocking"]
+            .clone()
+    };
+    assert_eq!(
+        blocking("bare"),
+        serde_json::json!(["authorization-grants"])
+    );
+    assert_eq!(
+        blocking("solo"),
+        serde_json::json!(["authorization-grants"])
+    );
+    assert_eq!(blocking("fine"), serde_json::json!([]));
+
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "-n",
+            "tenant-w",
+            "-l",
+            "tier=bronze",
+            "--max-failures",
+            "3",
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let doc = json(&r);
+    assert_eq!(result_of(&doc, "tenant-w/fine"), "done", "{}", r.stdout);
+    for name in ["bare", "solo"] {
+        assert_eq!(
+            result_of(&doc, &format!("tenant-w/{name}")),
+            "failed",
+            "{}",
+            r.stdout
+        );
+        let g = doc["gateways"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap();
+        assert_eq!(g["exitCode"], 4, "{name}: {g}");
+        assert_eq!(
+            kinds(&l, "tenant-w", name),
+            (true, false),
+            "{name}: nothing deleted or applied"
+        );
+    }
+}
