@@ -123,6 +123,69 @@ pub fn lost_journal_hint(server: &str, ns: &str, gateway: &str) -> Option<String
     ))
 }
 
+/// The members a wave of one selection took on `server` (issue 21 item 8), remembered
+/// on this machine: a gateway that was part of the wave and is gone at the re-run (no
+/// IPsecGateway, no journal) is still one of its members, named, never dropped from the
+/// count. `selection` is the wave's operation, scope and selection, as words.
+fn wave_file(server: &str, selection: &str) -> Option<PathBuf> {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("{server}\n{selection}").as_bytes());
+    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    Some(dir()?.join("waves").join(format!("{hex}.json")))
+}
+
+/// What a wave's record holds.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct WaveRecord {
+    pub server: String,
+    pub selection: String,
+    /// `namespace/name`, sorted.
+    pub members: Vec<String>,
+}
+
+/// The members remembered for this wave (none when it never ran here).
+pub fn wave_members(server: &str, selection: &str) -> Vec<(String, String)> {
+    let Some(path) = wave_file(server, selection) else {
+        return Vec::new();
+    };
+    let rec: WaveRecord = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    if rec.server != server || rec.selection != selection {
+        return Vec::new();
+    }
+    rec.members
+        .iter()
+        .filter_map(|m| m.split_once('/'))
+        .map(|(ns, n)| (ns.to_string(), n.to_string()))
+        .collect()
+}
+
+/// Remember `members` (`(namespace, name)`) as this wave's; returns the file, or why it
+/// could not be written (best effort, as [`remember`]).
+pub fn remember_wave(
+    server: &str,
+    selection: &str,
+    members: &[(String, String)],
+) -> Result<PathBuf, String> {
+    let path = wave_file(server, selection).ok_or("no state directory (HOME is not set)")?;
+    let mut keys: Vec<String> = members.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
+    keys.sort();
+    keys.dedup();
+    let rec = WaveRecord {
+        server: server.to_string(),
+        selection: selection.to_string(),
+        members: keys,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    let text = serde_json::to_string_pretty(&rec).expect("records serialize") + "\n";
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -611,3 +611,286 @@ async fn a_failed_window_of_a_wave_rolls_back_with_rollback_on_failure() {
         assert_eq!(kinds(&l, "tenant-w", name), (true, false), "{name}");
     }
 }
+
+/// What happens to gw02 between the wave's plan (or first run) and its run (issue 21 item
+/// 8): a stop that running the same command again cannot clear.
+#[derive(Clone, Copy, Debug)]
+enum Member {
+    /// `--plan-dir`: its spec is edited after the plan (drift).
+    Drifted,
+    /// `--plan-dir`: it is deleted after the plan.
+    DeletedAfterPlan,
+    /// `-l`: it is deleted after a first run that took it (and stopped before it).
+    DeletedBetweenRuns,
+}
+
+/// Each member's stop is named with a command for its own state; a gateway of the wave
+/// that is gone is named and never dropped from the count; following the advice and
+/// running the wave again finishes it (drift).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wave_names_a_command_per_gateway_that_running_it_again_cannot_clear() {
+    let rows = [
+        Member::Drifted,
+        Member::DeletedAfterPlan,
+        Member::DeletedBetweenRuns,
+    ];
+    for row in rows {
+        let l = start(&fleet(3, false), settings(0)).await;
+        let plans = l.cwd().join("plans");
+        let rt =
+            l.sb.store
+                .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+                .unwrap();
+        let plan_dir = plans.to_str().unwrap().to_string();
+        let wave: Vec<&str> = match row {
+            Member::Drifted | Member::DeletedAfterPlan => {
+                let r = l
+                    .vpnmig(&["plan", "-n", "tenant-w", "--out", &plan_dir])
+                    .await;
+                assert_eq!(r.code, 0, "{row:?}: {}", r.stdout);
+                vec![
+                    "cutover",
+                    "--plan-dir",
+                    &plan_dir,
+                    "--max-failures",
+                    "3",
+                    "--yes",
+                    "-o",
+                    "json",
+                ]
+            }
+            Member::DeletedBetweenRuns => vec![
+                "cutover",
+                "-n",
+                "tenant-w",
+                "-l",
+                "tier=bronze",
+                "--max-failures",
+                "3",
+                "--yes",
+                "-o",
+                "json",
+            ],
+        };
+        match row {
+            Member::Drifted => {
+                l.sb.store
+                    .modify(&rt, "tenant-w", "gw02", false, &Default::default(), |o| {
+                        let mut o = o.clone();
+                        o["spec"]["ike"]["lifetime"] = "8h".into();
+                        Ok(o)
+                    })
+                    .unwrap();
+            }
+            Member::DeletedAfterPlan => {
+                l.sb.store
+                    .delete(&rt, "tenant-w", "gw02", &Default::default())
+                    .unwrap();
+            }
+            Member::DeletedBetweenRuns => {
+                // A first run that takes all three and stops before gw02: a dry run does
+                // not remember, so a real run with gw01 only would not either; the wave's
+                // members are remembered when it starts.
+                let rt_l =
+                    l.sb.store
+                        .resource("coordination.k8s.io", "v1", "leases")
+                        .unwrap();
+                let now = jiff::Timestamp::now()
+                    .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+                    .to_string();
+                for gw in ["gw02", "gw03"] {
+                    let lease = serde_json::json!({
+                        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                        "metadata": {"name": format!("vpnmig-{gw}"), "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
+                        "spec": {"holderIdentity": "alice@laptop pid 4242", "leaseDurationSeconds": 600,
+                                 "acquireTime": now, "renewTime": now},
+                    });
+                    l.sb.store
+                        .create(&rt_l, "tenant-w", lease, &Default::default())
+                        .unwrap();
+                }
+                let r = l.vpnmig(&wave).await;
+                let doc = json(&r);
+                assert_eq!(
+                    result_of(&doc, "tenant-w/gw02"),
+                    "skipped-locked",
+                    "{row:?}: {}",
+                    r.stdout
+                );
+                for gw in ["gw02", "gw03"] {
+                    l.sb.store
+                        .delete(
+                            &rt_l,
+                            "tenant-w",
+                            &format!("vpnmig-{gw}"),
+                            &Default::default(),
+                        )
+                        .unwrap();
+                }
+                l.sb.store
+                    .delete(&rt, "tenant-w", "gw02", &Default::default())
+                    .unwrap();
+            }
+        }
+        if !matches!(row, Member::Drifted) {
+            eventually(20, "gw02 gone", || {
+                kinds(&l, "tenant-w", "gw02") == (false, false)
+            })
+            .await;
+        }
+        let r = l.vpnmig(&wave).await;
+        assert_eq!(r.code, 1, "{row:?}: {}\n{}", r.stdout, r.stderr);
+        let doc = json(&r);
+        assert_eq!(
+            doc["totals"]["gateways"], 3,
+            "{row:?}: gw02 is counted: {}",
+            r.stdout
+        );
+        assert_eq!(result_of(&doc, "tenant-w/gw02"), "failed", "{row:?}");
+        let gw02 = doc["gateways"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == "gw02")
+            .unwrap();
+        let advice = gw02["advice"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{row:?}: no advice: {gw02}"));
+        let bundle = plans.join("tenant-w").join("gw02");
+        let want = match row {
+            Member::Drifted => format!(
+                "`vpnmig plan gw02 -n tenant-w --out {} --force`",
+                bundle.display()
+            ),
+            Member::DeletedAfterPlan => format!(
+                "`kubectl apply -f {}`",
+                bundle.join("old-ipsecgateway.yaml").display()
+            ),
+            Member::DeletedBetweenRuns => "--names FILE".to_string(),
+        };
+        assert!(advice.contains(&want), "{row:?}: {advice}");
+        assert!(
+            r.says("tenant-w/gw02: ") && r.says(&want),
+            "{row:?}: {}",
+            r.stderr
+        );
+        // The others are done; only gw02 is not.
+        for gw in ["gw01", "gw03"] {
+            assert!(
+                matches!(
+                    result_of(&doc, &format!("tenant-w/{gw}")).as_str(),
+                    "done" | "skipped-done"
+                ),
+                "{row:?}: {gw}"
+            );
+        }
+        if let Member::Drifted = row {
+            // The advice, followed, clears it: plan again, then the same wave.
+            let r = l
+                .vpnmig(&[
+                    "plan",
+                    "gw02",
+                    "-n",
+                    "tenant-w",
+                    "--out",
+                    bundle.to_str().unwrap(),
+                    "--force",
+                ])
+                .await;
+            assert_eq!(r.code, 0, "{}", r.stderr);
+            let r = l.vpnmig(&wave).await;
+            assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+            assert_eq!(result_of(&json(&r), "tenant-w/gw02"), "done");
+        }
+    }
+}
+
+/// Issue 21 item 9, for each member of a wave: a gateway of two tunnels that exposes
+/// nothing (its VPNPeers would grant nothing on a default-deny gateway) and a
+/// single-tunnel gateway whose name a VPNPeer already names (a second peer: default-deny,
+/// the translated peer grants nothing) are blocked by the fleet plan, and the wave's
+/// windows stop them before anything is deleted; the healthy member is cut over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_plan_and_the_wave_block_members_the_operator_would_not_authorize() {
+    let bare = gateway("tenant-w", "bare", "192.0.2.21", 1, &["hq", "branch"], "bronze")
+        .replace(
+            r#""exposures":[{"name":"crm","target":{"address":"crm.svc","port":443},"protocol":"TCP"}]"#,
+            r#""exposures":[]"#,
+        )
+        .replace(r#""exposures":[{"name":"crm","virtualIP":"10.250.1.10"}]"#, r#""exposures":[]"#);
+    assert!(!bare.contains("crm"), "{bare}");
+    let stray = serde_json::json!({
+        "apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNPeer",
+        "metadata": {"name": "solo-early", "namespace": "tenant-w"},
+        "spec": {"gatewayRef": {"name": "solo"}, "ipsec": {"peer": {"address": "203.0.113.99"},
+                 "remoteSubnets": ["10.99.0.0/16"], "pskSecretRef": {"name": "solo-psk", "key": "psk"}}}
+    });
+    let scenario = [
+        namespace("tenant-w"),
+        bare,
+        gateway("tenant-w", "solo", "192.0.2.22", 2, &["main"], "bronze"),
+        format!("---\n{stray}\n"),
+        gateway("tenant-w", "fine", "192.0.2.23", 3, &["a", "b"], "bronze"),
+    ]
+    .concat();
+    let l = start(&scenario, settings(0)).await;
+    let r = l.vpnmig(&["plan", "-n", "tenant-w", "-o", "json"]).await;
+    assert_eq!(r.code, 4, "{}\n{}", r.stdout, r.stderr);
+    let doc = json(&r);
+    let blocking = |name: &str| -> Value {
+        doc["gateways"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap()["blocking"]
+            .clone()
+    };
+    assert_eq!(
+        blocking("bare"),
+        serde_json::json!(["authorization-grants"])
+    );
+    assert_eq!(
+        blocking("solo"),
+        serde_json::json!(["authorization-grants"])
+    );
+    assert_eq!(blocking("fine"), serde_json::json!([]));
+
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "-n",
+            "tenant-w",
+            "-l",
+            "tier=bronze",
+            "--max-failures",
+            "3",
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
+    let doc = json(&r);
+    assert_eq!(result_of(&doc, "tenant-w/fine"), "done", "{}", r.stdout);
+    for name in ["bare", "solo"] {
+        assert_eq!(
+            result_of(&doc, &format!("tenant-w/{name}")),
+            "failed",
+            "{}",
+            r.stdout
+        );
+        let g = doc["gateways"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap();
+        assert_eq!(g["exitCode"], 4, "{name}: {g}");
+        assert_eq!(
+            kinds(&l, "tenant-w", name),
+            (true, false),
+            "{name}: nothing deleted or applied"
+        );
+    }
+}

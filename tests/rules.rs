@@ -522,6 +522,162 @@ fn authorization_grants_must_name_existing_exposures() {
     );
 }
 
+/// Issue 21 item 9: the plan predicts the operator's `Authorized` answer (DESIGN.md §2)
+/// for every VPNPeer it applies, offline from the targets and live with the VPNPeers that
+/// already name the gateway. One row per case: (name, tunnels, exposures, reverse
+/// exposures, VPNPeers already naming the gateway, the findings as (object, path)).
+#[test]
+fn the_plan_predicts_whether_the_operator_authorizes_each_peer() {
+    use vpnmig::core::live::authorization_check;
+    let exp = |n: &str| json!({"name": n, "target": {"address": format!("{n}.svc"), "port": 443}, "protocol": "TCP"});
+    let rev = |n: &str| json!({"name": n, "target": {"address": "10.20.1.5", "port": 636}, "protocol": "TCP"});
+    let t = |n: &str, i: u8| tunnel(n, &format!("203.0.113.{i}"), &[&format!("10.{i}.0.0/16")]);
+    type Row<'a> = (
+        &'a str,
+        Vec<Value>,
+        Vec<Value>,
+        Vec<Value>,
+        Vec<&'a str>,
+        Vec<(&'a str, &'a str)>,
+    );
+    let rows: Vec<Row> = vec![
+        (
+            "one tunnel, nothing exposed: default-allow",
+            vec![t("main", 1)],
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+        ),
+        (
+            "two tunnels, exposures: each granted",
+            vec![t("a", 1), t("b", 2)],
+            vec![exp("web")],
+            vec![],
+            vec![],
+            vec![],
+        ),
+        (
+            "three tunnels, reverse exposures only: each granted",
+            vec![t("a", 1), t("b", 2), t("c", 3)],
+            vec![],
+            vec![rev("ldap")],
+            vec![],
+            vec![],
+        ),
+        (
+            "two tunnels, nothing exposed: NoGrants for each (the case)",
+            vec![t("a", 1), t("b", 2)],
+            vec![],
+            vec![],
+            vec![],
+            vec![
+                ("VPNPeer tenant-test/acme-a", "spec.authorization"),
+                ("VPNPeer tenant-test/acme-b", "spec.authorization"),
+            ],
+        ),
+        (
+            "four tunnels, nothing exposed",
+            vec![t("w", 1), t("x", 2), t("y", 3), t("z", 4)],
+            vec![],
+            vec![],
+            vec![],
+            vec![
+                ("VPNPeer tenant-test/acme-w", "spec.authorization"),
+                ("VPNPeer tenant-test/acme-x", "spec.authorization"),
+                ("VPNPeer tenant-test/acme-y", "spec.authorization"),
+                ("VPNPeer tenant-test/acme-z", "spec.authorization"),
+            ],
+        ),
+        (
+            "one tunnel and a VPNPeer already naming the gateway: default-deny, NoGrants",
+            vec![t("main", 1)],
+            vec![exp("web")],
+            vec![],
+            vec!["acme-old"],
+            vec![
+                ("VPNPeer tenant-test/acme-old", "spec.gatewayRef.name"),
+                ("VPNPeer tenant-test/acme", "spec.authorization"),
+            ],
+        ),
+        (
+            "two tunnels granted, and a stray peer: the stray is named",
+            vec![t("a", 1), t("b", 2)],
+            vec![exp("web")],
+            vec![],
+            vec!["gitops-made"],
+            vec![("VPNPeer tenant-test/gitops-made", "spec.gatewayRef.name")],
+        ),
+    ];
+    for (what, tunnels, exposures, reverse, strays, want) in rows {
+        let gw = Gw::new("acme")
+            .tunnels(tunnels)
+            .set("/spec/exposures", Value::Array(exposures.clone()))
+            .set("/spec/reverseExposures", Value::Array(reverse))
+            .set(
+                "/status/exposures",
+                Value::Array(
+                    exposures
+                        .iter()
+                        .enumerate()
+                        .map(|(i, e)| json!({"name": e["name"], "virtualIP": format!("10.250.9.{}", 10 + i)}))
+                        .collect(),
+                ),
+            );
+        let plan = gw.plan();
+        let offline = check(&plan, "authorization-grants");
+        let live = authorization_check(&plan, &Ok(strays.iter().map(|s| s.to_string()).collect()));
+        let got = |c: &CheckResult| -> Vec<(String, String)> {
+            c.findings
+                .iter()
+                .map(|f| (f.object.clone(), f.path.clone()))
+                .collect()
+        };
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(o, p)| (o.to_string(), p.to_string()))
+            .collect();
+        assert_eq!(got(&live), want, "{what} (live)");
+        assert_eq!(live.blocks(), !want.is_empty(), "{what} (live)");
+        // Offline knows no VPNPeer of the cluster: the same answer wherever none exists.
+        if strays.is_empty() {
+            assert_eq!(got(offline), want, "{what} (offline)");
+            assert_eq!(
+                plan.blocked,
+                !want.is_empty(),
+                "{what}: {:#?}",
+                plan.checks
+                    .iter()
+                    .filter(|c| c.blocks())
+                    .collect::<Vec<_>>()
+            );
+        }
+        for f in offline
+            .findings
+            .iter()
+            .chain(&live.findings)
+            .filter(|f| f.path == "spec.authorization")
+        {
+            assert!(
+                f.message.contains("Authorized=False (NoGrants)")
+                    && f.message.contains("default-deny"),
+                "{what}: {}",
+                f.message
+            );
+            assert!(
+                f.fix.as_deref().is_some_and(|x| x.contains("plan")),
+                "{what}: {:?}",
+                f.fix
+            );
+        }
+    }
+    // The VPNPeers could not be listed: never a pass.
+    let plan = Gw::new("acme").plan();
+    let c = authorization_check(&plan, &Err("403 forbidden".into()));
+    assert!(c.blocks());
+    assert_eq!(c.findings[0].seen, "<cannot read>");
+}
+
 #[test]
 fn virtual_ips_must_exist_agree_and_sit_inside_the_service_cidr() {
     let plan = Gw::new("acme").set("/status/exposures", json!([])).plan();
@@ -915,6 +1071,7 @@ fn fip_and_service_cidr_uniqueness_compare_parsed() {
         dry_run: None,
         permissions: Ok(Vec::new()),
         schema: Ok(Vec::new()),
+        strays: Ok(Vec::new()),
     };
     let (results, _) = live_checks(&plan, &facts);
     let found = |id: &str| -> Vec<(String, String)> {
@@ -1107,4 +1264,132 @@ fn every_webhook_that_cannot_dry_run_must_be_skipped_by_name() {
         skip_flags(&["b".into(), "a".into()]),
         "--skip-dry-run-webhook b --skip-dry-run-webhook a"
     );
+}
+
+/// Issue 21 item 10: offline and live plans give the same checks wherever the offline plan
+/// has the facts. Each input is planned offline (`plan -f`) and judged as the live plan
+/// judges it (`core::live::judge`, which `plan NAME`, the fleet plan and the cutover run)
+/// with a cluster that holds nothing else: every offline check is in the live plan with
+/// the same outcome and findings (object, path, seen, wanted), and the live plan adds
+/// only the checks that need a cluster fact.
+#[test]
+fn offline_and_live_plans_give_the_same_checks_where_both_have_the_facts() {
+    use vpnmig::core::live::{Facts, judge};
+    // The checks that need what only a cluster knows (listed, so that a new live-only
+    // check that needs no cluster fact fails here until it runs offline too).
+    const CLUSTER_FACTS: &[&str] = &[
+        "targets-free",
+        "fip-unique",
+        "service-cidr-unique",
+        "server-dry-run",
+        "dry-run-webhooks",
+        "schema",
+        "schema-unevaluated",
+        "permissions",
+        "peer-names-unique",
+        "peer-names-shared",
+    ];
+    let t = |n: &str, i: u8| tunnel(n, &format!("203.0.113.{i}"), &[&format!("10.{i}.0.0/16")]);
+    let long = "a-tunnel-name-long-enough-that-the-peer-name-passes-sixty-three";
+    let rows: Vec<(&str, Gw)> = vec![
+        ("healthy", Gw::new("acme")),
+        ("a VPNPeer name longer than 63 (the case)", Gw::new("acme").tunnels(vec![t(long, 1), t("b", 2)])),
+        ("a gateway name that makes every peer name too long", Gw::new(&"g".repeat(60)).tunnels(vec![t("main", 1), t("backup", 2)])),
+        ("two tunnels, nothing exposed", Gw::new("acme").tunnels(vec![t("a", 1), t("b", 2)]).set("/spec/exposures", json!([])).set("/status/exposures", json!([]))),
+        ("IKEv1", Gw::new("acme").set("/spec/ike/version", json!(1))),
+        ("status behind the spec", Gw::new("acme").set("/metadata/generation", json!(4))),
+        ("unpinned floating IP", Gw::new("acme").unpinned()),
+        ("owned by another object", Gw::new("acme").set("/metadata/ownerReferences", json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "u"}]))),
+        ("Argo CD's tracking", Gw::new("acme").set("/metadata/annotations", json!({"argocd.argoproj.io/tracking-id": "app:ipsec.bnerd.net/IPsecGateway:tenant-test/acme"}))),
+        ("a proposal outside the allowlist", Gw::new("acme").set("/spec/ike/proposals", json!(["3des-md5-modp1024"]))),
+    ];
+    let key = |c: &CheckResult| {
+        (
+            c.outcome,
+            c.findings
+                .iter()
+                .map(|f| {
+                    (
+                        f.object.clone(),
+                        f.path.clone(),
+                        f.seen.clone(),
+                        f.wanted.clone(),
+                    )
+                })
+                .collect::<Vec<_>>(),
+        )
+    };
+    for (what, gw) in rows {
+        let offline = gw.plan();
+        let mut live = gw.plan();
+        let tunnels: Vec<String> = gw
+            .source()
+            .gateway
+            .spec
+            .tunnels
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
+        judge(
+            &mut live,
+            &tunnels,
+            &Facts {
+                existing: Vec::new(),
+                others: Ok(Vec::new()),
+                dry_run: Some(Vec::new()),
+                permissions: Ok(Vec::new()),
+                schema: Ok(Vec::new()),
+                strays: Ok(Vec::new()),
+            },
+        );
+        for c in &offline.checks {
+            let l = live
+                .checks
+                .iter()
+                .find(|l| l.id == c.id)
+                .unwrap_or_else(|| panic!("{what}: {} not in the live plan", c.id));
+            assert_eq!(key(l), key(c), "{what}: {}", c.id);
+        }
+        let added: Vec<&str> = live
+            .checks
+            .iter()
+            .map(|c| c.id)
+            .filter(|id| !offline.checks.iter().any(|c| c.id == *id))
+            .collect();
+        for id in &added {
+            assert!(
+                CLUSTER_FACTS.contains(id),
+                "{what}: {id} runs only live but needs no cluster fact"
+            );
+        }
+        let warned = |p: &Plan| -> Vec<&str> {
+            p.checks
+                .iter()
+                .filter(|c| c.severity == Severity::Warning && c.outcome == Outcome::Fail)
+                .map(|c| c.id)
+                .collect()
+        };
+        let live_warned: Vec<&str> = warned(&live)
+            .into_iter()
+            .filter(|id| {
+                !CLUSTER_FACTS.contains(id) && !matches!(*id, "status-current" | "source-ready")
+            })
+            .collect();
+        // Live, a stale or unhealthy source blocks rather than warns (its status is what the
+        // plan pins): the same finding, a stronger severity.
+        let offline_warned: Vec<&str> = warned(&offline)
+            .into_iter()
+            .filter(|id| !matches!(*id, "status-current" | "source-ready"))
+            .collect();
+        assert_eq!(live_warned, offline_warned, "{what}");
+    }
+    // The case: the name too long is warned about offline.
+    let plan = Gw::new("acme").tunnels(vec![t(long, 1), t("b", 2)]).plan();
+    let c = check(&plan, "peer-name-length");
+    assert_eq!(c.outcome, Outcome::Fail);
+    assert_eq!(
+        c.findings[0].object,
+        format!("VPNPeer tenant-test/acme-{long}")
+    );
+    assert_eq!(c.findings[0].seen, format!("{} characters", 5 + long.len()));
 }

@@ -129,6 +129,73 @@ impl Wave<'_> {
         }))
     }
 
+    /// The wave's selection in words, as its record on this machine is keyed: the
+    /// operation, the scope and the selection (the names file's entries, not its path).
+    fn selection_key(&self, cluster: &Cluster, s: &Select) -> String {
+        let scope = if s.all_namespaces {
+            "-A".to_string()
+        } else {
+            format!("-n {}", cluster.namespace)
+        };
+        let names = s.names.as_ref().map(|n| {
+            let mut v: Vec<String> = n.iter().map(crate::fleet::plan::NameEntry::shown).collect();
+            v.sort();
+            v.join(",")
+        });
+        format!(
+            "{} {scope} -l {} --names {}",
+            self.window.operation().as_str(),
+            s.selector.as_ref().map_or("", |l| l.as_str()),
+            names.unwrap_or_default()
+        )
+    }
+
+    /// `found` with every member an earlier run of the same wave took (issue 21 item 8):
+    /// one that is gone now is kept, so its window names it and the wave does not say
+    /// "done" without it. The union is remembered for the next run (not by a dry run).
+    fn with_remembered(
+        &self,
+        cluster: &Cluster,
+        s: &Select,
+        mut found: Vec<Member>,
+    ) -> Vec<Member> {
+        let key = self.selection_key(cluster, s);
+        let mut gone = Vec::new();
+        for (namespace, name) in crate::state::wave_members(&cluster.server, &key) {
+            if !found
+                .iter()
+                .any(|m| m.namespace == namespace && m.name == name)
+            {
+                gone.push(format!("{namespace}/{name}"));
+                found.push(Member {
+                    namespace,
+                    name,
+                    plan: None,
+                });
+            }
+        }
+        found.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        if !gone.is_empty() {
+            crate::output::say(&format!(
+                "note: {} gateway(s) this wave took before are not selected now (no IPsecGateway, no journal): kept in the wave and named: {}",
+                gone.len(),
+                gone.join(", ")
+            ));
+        }
+        if !self.dry_run {
+            let all: Vec<(String, String)> = found
+                .iter()
+                .map(|m| (m.namespace.clone(), m.name.clone()))
+                .collect();
+            if let Err(why) = crate::state::remember_wave(&cluster.server, &key, &all) {
+                crate::output::say(&format!(
+                    "note: this wave's members could not be remembered on this machine ({why}): a member deleted before the next run would not be named by it"
+                ));
+            }
+        }
+        found
+    }
+
     /// Select, confirm once, run the windows, print the summary; the wave's exit code
     /// (`WaveReport::exit_code`, docs/wave-json.md).
     pub fn run(self) -> Result<i32, Error> {
@@ -150,7 +217,10 @@ impl Wave<'_> {
                 .await
                 .map_err(|e| crate::window::before_any_change(e.into()))?;
             let members: Vec<Member> = match &source {
-                Source::Cluster(s) => select::select(&cluster, s, operation).await?,
+                Source::Cluster(s) => {
+                    let found = select::select(&cluster, s, operation).await?;
+                    self.with_remembered(&cluster, s, found)
+                }
                 Source::PlanDir(dir) => {
                     let (members, blocked) =
                         select::from_plan_dir(dir, self.cluster.namespace.as_deref())?;
@@ -213,7 +283,32 @@ impl Wave<'_> {
         let report = out?;
         crate::cli::write_stdout(&render::render(&report, self.dry_run, self.output))?;
         let code = report.exit_code();
-        if code != exit::OK {
+        let own: Vec<&wave::GatewayReport> = report
+            .gateways
+            .iter()
+            .filter(|g| g.advice.is_some())
+            .collect();
+        if !own.is_empty() {
+            // Running the same command again cannot clear these (issue 21 item 8): each
+            // gets the command for its own state, as the one-gateway command names it.
+            let mut text = format!(
+                "vpnmig: {} gateway(s) stopped where running the same command again is not enough: do what each line says first (the command the one-gateway command names for its state)",
+                own.len()
+            );
+            for g in &own {
+                text.push_str(&format!(
+                    "\n  {}/{}: {}",
+                    g.namespace,
+                    g.name,
+                    g.advice.as_deref().unwrap_or_default()
+                ));
+            }
+            text.push_str(&format!(
+                "\nthen run the same command again to resume the wave (done gateways are skipped, interrupted ones resume from their journals): `{}`",
+                crate::error::again(&[])
+            ));
+            crate::output::say(&text);
+        } else if code != exit::OK {
             crate::output::say(&format!(
                 "vpnmig: the wave stopped before every gateway was done; run the same command again to resume it (done gateways are skipped, interrupted ones resume from their journals): `{}`",
                 crate::error::again(&[])

@@ -202,12 +202,37 @@ pub async fn facts(
         Err(e) => Err(refusal(e)?),
     };
     let schema = crds_schema(cluster, plan).await?;
+    // The VPNPeers that already name the gateway: the operator counts them as its peers
+    // (issue 21 item 9).
+    let peer_ar = ApiResource::erase::<VPNPeer>(&());
+    let strays = match list::raw(cluster, &peer_ar, Some(ns), None).await {
+        Ok(peers) => {
+            let peers: Vec<serde_json::Value> = peers
+                .iter()
+                .map(|p| serde_json::to_value(p).expect("objects serialize"))
+                .collect();
+            let targets: Vec<String> = plan
+                .targets
+                .peers
+                .iter()
+                .filter_map(|p| p.metadata.name.clone())
+                .collect();
+            Ok(crate::core::live::strays(
+                &peers,
+                ns,
+                &plan.source.name,
+                &targets,
+            ))
+        }
+        Err(e) => Err(refusal(e)?),
+    };
     Ok(Facts {
         existing,
         others,
         dry_run,
         permissions,
         schema,
+        strays,
     })
 }
 

@@ -279,9 +279,15 @@ pub const CHECKS: &[(&str, Severity, &str, CheckFn)] = &[
         target_names,
     ),
     (
+        "peer-name-length",
+        Severity::Warning,
+        "every VPNPeer name fits a label value (63 characters)",
+        peer_name_length,
+    ),
+    (
         "authorization-grants",
         Severity::Blocker,
-        "authorization grants name existing exposures",
+        "the operator would authorize every VPNPeer (grants name existing exposures; several peers are default-deny)",
         authorization_grants,
     ),
     (
@@ -981,39 +987,140 @@ fn target_names(i: &Inputs) -> Result<Vec<Finding>, String> {
     Ok(out)
 }
 
-fn authorization_grants(i: &Inputs) -> Result<Vec<Finding>, String> {
-    let gw = &i.targets.gateway.spec;
-    let exposures: HashSet<&str> = gw.exposures.iter().map(|e| e.name.as_str()).collect();
-    let reverse: HashSet<&str> = gw
-        .reverse_exposures
-        .iter()
-        .map(|e| e.name.as_str())
-        .collect();
+/// A VPNPeer name longer than a label value (issue 21 item 10: a fact of the plan, so
+/// offline and live plans both warn): operators commonly select a peer's children by a
+/// label holding its name.
+fn peer_name_length(i: &Inputs) -> Result<Vec<Finding>, String> {
+    use crate::core::limits::LABEL_VALUE_MAX;
     let ns = i.source.gateway.metadata.namespace.as_deref();
+    Ok(i.targets
+        .peers
+        .iter()
+        .enumerate()
+        .filter_map(|(t, p)| {
+            let n = p.metadata.name.as_deref().unwrap_or_default();
+            (n.len() > LABEL_VALUE_MAX).then(|| {
+                let tunnel = i.source.gateway.spec.tunnels.get(t).map_or("TUNNEL", |t| t.name.as_str());
+                finding(
+                    &object("VPNPeer", ns, n),
+                    "metadata.name",
+                    format!("{} characters", n.len()),
+                    format!("at most {LABEL_VALUE_MAX}"),
+                    format!("the name is longer than a label value may be ({LABEL_VALUE_MAX}): an operator that labels the peer's children with it would fail"),
+                    Some(format!("choose a shorter one: `--peer-name {tunnel}=NAME` on `vpnmig plan` (recorded in the plan; the cutover uses it)")),
+                )
+            })
+        })
+        .collect())
+}
+
+fn authorization_grants(i: &Inputs) -> Result<Vec<Finding>, String> {
+    let meta = &i.source.gateway.metadata;
+    Ok(authorization(
+        meta.namespace.as_deref(),
+        meta.name.as_deref().unwrap_or_default(),
+        i.targets,
+        &[],
+    ))
+}
+
+/// `authorization-grants` (issue 21 item 9): the operator's `Authorized` answer for each
+/// VPNPeer the plan applies (`core::operator`), on a gateway whose peers are the plan's
+/// and `strays` (VPNPeers the cluster already has that name the gateway in
+/// `spec.gatewayRef`; only a live plan knows them). Every peer that would be
+/// `Authorized=False` is a finding naming it, and each stray is one: after the delete the
+/// window would wait for a Ready that never comes.
+pub fn authorization(
+    ns: Option<&str>,
+    name: &str,
+    targets: &Targets,
+    strays: &[String],
+) -> Vec<Finding> {
+    use crate::core::operator::{Authorized, authorize};
+    let gw = &targets.gateway.spec;
+    let ns_flag = ns.map(|n| format!(" -n {n}")).unwrap_or_default();
+    let count = targets.peers.len() + strays.len();
     let mut out = Vec::new();
-    for p in &i.targets.peers {
-        let Some(auth) = &p.spec.authorization else {
-            continue;
-        };
-        let obj = object(
-            "VPNPeer",
-            ns,
-            p.metadata.name.as_deref().unwrap_or_default(),
-        );
-        for (list, grants, known) in [
-            ("exposures", &auth.exposures, &exposures),
-            ("reverseExposures", &auth.reverse_exposures, &reverse),
-        ] {
-            for (n, g) in grants
-                .iter()
-                .enumerate()
-                .filter(|(_, g)| !known.contains(g.as_str()))
-            {
-                out.push(finding(&obj, format!("spec.authorization.{list}[{n}]"), g, format!("one of the gateway's {list}"), "grant names an exposure the gateway does not have: the peer would be Authorized=False", None));
+    for s in strays {
+        out.push(finding(
+            &object("VPNPeer", ns, s),
+            "spec.gatewayRef.name",
+            name,
+            "only the VPNPeers this plan translates from the tunnels",
+            format!(
+                "VPNPeer {s} already names gateway {name}: once the VPNGateway exists it is one more peer of it ({count} peers: default-deny), a peer the old gateway did not have"
+            ),
+            Some(format!(
+                "inspect it (`kubectl get vpnpeer {s}{ns_flag} -o yaml`): if it is a leftover, delete it; if it is this gateway's peer under another name, plan with `--peer-name TUNNEL={s}`; then plan again. Nothing was changed"
+            )),
+        ));
+    }
+    let tunnels = targets.peers.len();
+    for p in &targets.peers {
+        let peer = p.metadata.name.as_deref().unwrap_or_default();
+        let obj = object("VPNPeer", ns, peer);
+        let auth = p.spec.authorization.as_ref();
+        match authorize(count, auth, &gw.exposures, &gw.reverse_exposures) {
+            Authorized::DefaultAllow | Authorized::Granted => {}
+            Authorized::UnknownExposure(_) => {
+                let auth = auth.expect("an unknown grant is in an authorization block");
+                let exposures: HashSet<&str> =
+                    gw.exposures.iter().map(|e| e.name.as_str()).collect();
+                let reverse: HashSet<&str> = gw
+                    .reverse_exposures
+                    .iter()
+                    .map(|e| e.name.as_str())
+                    .collect();
+                for (list, grants, known) in [
+                    ("exposures", &auth.exposures, &exposures),
+                    ("reverseExposures", &auth.reverse_exposures, &reverse),
+                ] {
+                    for (n, g) in grants
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, g)| !known.contains(g.as_str()))
+                    {
+                        out.push(finding(&obj, format!("spec.authorization.{list}[{n}]"), g, format!("one of the gateway's {list}"), "grant names an exposure the gateway does not have: the operator would answer Authorized=False (UnknownExposure)", None));
+                    }
+                }
+            }
+            Authorized::NoGrants => {
+                let (seen, why, fix) = match auth {
+                    None => (
+                        "<unset>".to_string(),
+                        "it has no authorization block, which is default-allow only for the only peer of a gateway".to_string(),
+                        if strays.is_empty() {
+                            format!("plan again: `vpnmig plan {name}{ns_flag}`")
+                        } else {
+                            format!(
+                                "remove the other VPNPeer(s) naming gateway {name} (see above), then plan again: `vpnmig plan {name}{ns_flag}`"
+                            )
+                        },
+                    ),
+                    Some(_) => (
+                        "{} (grants nothing)".to_string(),
+                        format!(
+                            "IPsecGateway {name} has no exposures and no reverse exposures, so there is nothing to grant: on the new API a peer that reaches nothing is never authorized"
+                        ),
+                        format!(
+                            "vpnmig will not translate {tunnels} tunnels that expose nothing: add the exposures (or reverse exposures) the client's tunnels carry to the IPsecGateway (`kubectl edit ipsecgateway {name}{ns_flag}`: spec.exposures, spec.reverseExposures), wait for the operator to report their virtual IPs, then plan again. Nothing was changed"
+                        ),
+                    ),
+                };
+                out.push(finding(
+                    &obj,
+                    "spec.authorization",
+                    seen,
+                    "a grant of at least one of the gateway's exposures or reverse exposures",
+                    format!(
+                        "the operator would answer Authorized=False (NoGrants): the gateway would have {count} peers, so it is default-deny, and {why}; a cutover would delete the old gateway and then wait for a Ready that never comes"
+                    ),
+                    Some(fix),
+                ));
             }
         }
     }
-    Ok(out)
+    out
 }
 
 fn virtual_ips(i: &Inputs) -> Result<Vec<Finding>, String> {

@@ -168,6 +168,9 @@ pub struct Around {
     pub permissions: Result<Vec<(String, bool)>, String>,
     /// The CRD schemas, or why they could not be read.
     pub schemas: Result<crate::core::schema::TargetSchemas, String>,
+    /// The VPNPeers of its namespace that name it in `spec.gatewayRef.name` and are not
+    /// its targets (`core::live::strays`), or why they could not be listed.
+    pub strays: Result<Vec<String>, String>,
 }
 
 /// The tunnel names of a source, in order.
@@ -202,14 +205,9 @@ pub fn plan_live(
         others,
         dry_run: None,
         permissions: around.permissions,
+        strays: around.strays,
     };
-    let (mut checks, migrated) = live::checks(&plan, &facts);
-    checks.extend(live::peer_name_checks(
-        &plan,
-        &tunnels(source),
-        &facts.others,
-    ));
-    live::extend(&mut plan, checks);
+    let migrated = live::judge(&mut plan, &tunnels(source), &facts);
     plan.already_migrated = migrated == live::Migrated::Already;
     plan
 }

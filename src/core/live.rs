@@ -105,9 +105,8 @@ fn owner_of(obj: &Value, me: &str) -> Option<String> {
     }
 }
 
-/// The longest label value Kubernetes accepts: operators commonly select a peer's
-/// children by a label holding its name.
-pub const LABEL_VALUE_MAX: usize = 63;
+/// The longest label value Kubernetes accepts (`core::checks`' `peer-name-length`).
+pub const LABEL_VALUE_MAX: usize = crate::core::limits::LABEL_VALUE_MAX;
 
 /// Whether `theirs` (a gateway not migrated yet whose tunnel `their_tunnel` derives the
 /// same VPNPeer name) owns the name rather than `mine` (issue 9 item 7). A single-tunnel
@@ -189,20 +188,6 @@ pub fn peer_name_checks(
             }
         }
     }
-    let long: Vec<Finding> = tunnels
-        .iter()
-        .filter(|n| n.len() > LABEL_VALUE_MAX)
-        .map(|n| {
-            finding(
-                &format!("VPNPeer {ns}/{n}"),
-                "metadata.name",
-                format!("{} characters", n.len()),
-                format!("at most {LABEL_VALUE_MAX}"),
-                format!("the name is longer than a label value may be ({LABEL_VALUE_MAX}): an operator that labels the peer's children with it would fail"),
-                Some(format!("choose a shorter one with `--peer-name TUNNEL=NAME` on `vpnmig plan {me} -n {ns}`")),
-            )
-        })
-        .collect();
     vec![
         result(
             "peer-names-unique",
@@ -215,12 +200,6 @@ pub fn peer_name_checks(
             Severity::Warning,
             "no other gateway of the namespace derives a VPNPeer name this one owns",
             Ok(warnings),
-        ),
-        result(
-            "peer-name-length",
-            Severity::Warning,
-            "every VPNPeer name fits a label value (63 characters)",
-            Ok(long),
         ),
     ]
 }
@@ -269,6 +248,57 @@ pub struct Facts {
     /// Each target validated against the cluster's CRD: `(Kind/name, report)`; `Err(why)`
     /// when the CRDs could not be read.
     pub schema: Result<Vec<(String, crate::core::schema::Report)>, String>,
+    /// The VPNPeers of the namespace that already name the gateway in
+    /// `spec.gatewayRef.name` and are none of the plan's targets; `Err(why)` when the
+    /// VPNPeers could not be listed.
+    pub strays: Result<Vec<String>, String>,
+}
+
+/// Names of the VPNPeers among `peers` (live objects) of namespace `ns` that name gateway
+/// `gateway` in `spec.gatewayRef.name` and are not among `targets` (the plan's VPNPeer
+/// names): what the operator would count as peers of the new gateway besides the plan's.
+pub fn strays<'a>(
+    peers: impl IntoIterator<Item = &'a Value>,
+    ns: &str,
+    gateway: &str,
+    targets: &[String],
+) -> Vec<String> {
+    let mut out: Vec<String> = peers
+        .into_iter()
+        .filter(|p| {
+            p.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns)
+                && p.pointer("/spec/gatewayRef/name").and_then(Value::as_str) == Some(gateway)
+        })
+        .filter_map(|p| p.pointer("/metadata/name").and_then(Value::as_str))
+        .filter(|n| !targets.iter().any(|t| t == n))
+        .map(str::to_string)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `authorization-grants` judged again with what only the cluster knows (issue 21 item
+/// 9): the VPNPeers that already name the gateway count as its peers, as the operator
+/// counts them. When they could not be listed, that is a finding, never a pass.
+pub fn authorization_check(plan: &Plan, strays: &Result<Vec<String>, String>) -> CheckResult {
+    let (id, severity, title, _) = crate::core::checks::CHECKS
+        .iter()
+        .find(|(id, ..)| *id == "authorization-grants")
+        .expect("authorization-grants is a check");
+    let ns = plan.source.namespace.as_deref();
+    let found = match strays {
+        Ok(s) => crate::core::checks::authorization(ns, &plan.source.name, &plan.targets, s),
+        Err(why) => vec![cannot_read(
+            &format!("VPNPeers in namespace {}", ns.unwrap_or_default()),
+            "every VPNPeer that names the gateway (the operator counts them as its peers)",
+            format!(
+                "the VPNPeers could not be listed, so how many peers the new gateway would have, and so whether each is authorized, is unknown: {why}"
+            ),
+            "ask for `list vpnpeers` in the namespace, or plan with a context that has it",
+        )],
+    };
+    result(id, *severity, title, Ok(found))
 }
 
 /// A target the API server refused in the dry run.
@@ -567,12 +597,32 @@ pub fn checks(plan: &Plan, facts: &Facts) -> (Vec<CheckResult>, Migrated) {
         "you may do everything cutover and rollback need",
         perms,
     ));
+    out.push(authorization_check(plan, &facts.strays));
     (out, migrated)
 }
 
-/// Add `extra` checks to a plan and recount its summary and verdict.
+/// Judge `plan` with what the cluster said, as `plan NAME`, the fleet plan and the
+/// cutover's re-plan do: the live checks, the VPNPeer names against the other gateways
+/// (`tunnels`: the source's tunnel names, in order), the operator's authorization with
+/// the VPNPeers that already exist. Returns whether the targets already exist as planned.
+/// Every check of the offline plan stays, with the same findings (issue 21 item 10): the
+/// live ones only add what needs the cluster.
+pub fn judge(plan: &mut Plan, tunnels: &[String], facts: &Facts) -> Migrated {
+    let (mut checks, migrated) = checks(plan, facts);
+    checks.extend(peer_name_checks(plan, tunnels, &facts.others));
+    extend(plan, checks);
+    migrated
+}
+
+/// Add `extra` checks to a plan (one with the id of a check the plan has replaces it,
+/// where it is) and recount its summary and verdict.
 pub fn extend(plan: &mut Plan, extra: Vec<CheckResult>) {
-    plan.checks.extend(extra);
+    for c in extra {
+        match plan.checks.iter_mut().find(|p| p.id == c.id) {
+            Some(p) => *p = c,
+            None => plan.checks.push(c),
+        }
+    }
     plan.summary.blockers = plan.checks.iter().filter(|c| c.blocks()).count();
     plan.summary.warnings = plan
         .checks

@@ -15,6 +15,7 @@ pub mod limits;
 pub mod live;
 pub mod lock;
 pub mod model;
+pub mod operator;
 pub mod path;
 pub mod plan;
 pub mod proposal;

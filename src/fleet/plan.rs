@@ -262,6 +262,7 @@ pub async fn live(
                 .cloned()
                 .unwrap_or_else(|| Ok(Vec::new())),
             schemas: schemas.clone(),
+            strays: Ok(existing.strays(&source, &ns)),
         };
         let plan = crate::core::fleet::plan_live(
             &source,
@@ -299,10 +300,39 @@ fn invalid(e: &crate::core::input::InputError) -> Planned {
 }
 
 /// The VPNGateways and VPNPeers that exist in the selected namespaces, by namespace
-/// and name, cleaned like saved manifests.
-struct Existing(BTreeMap<(String, String, String), Value>);
+/// and name, cleaned like saved manifests; and the VPNPeers' names by the
+/// `(namespace, spec.gatewayRef.name)` they name.
+struct Existing(
+    BTreeMap<(String, String, String), Value>,
+    BTreeMap<(String, String), Vec<String>>,
+);
 
 impl Existing {
+    /// The VPNPeers that name `source`'s gateway and are not its targets
+    /// (`core::live::strays`): the operator counts them as the new gateway's peers.
+    fn strays(&self, source: &Source, ns: &str) -> Vec<String> {
+        let gw = source.gateway.metadata.name.clone().unwrap_or_default();
+        let n = source.gateway.spec.tunnels.len();
+        let targets: Vec<String> = source
+            .gateway
+            .spec
+            .tunnels
+            .iter()
+            .map(|t| crate::core::translate::peer_name(&gw, &t.name, n))
+            .collect();
+        let mut out: Vec<String> = self
+            .1
+            .get(&(ns.to_string(), gw))
+            .into_iter()
+            .flatten()
+            .filter(|p| !targets.contains(p))
+            .cloned()
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// The targets of `source`'s plan that exist: `(Kind/name, object)`.
     fn of(&self, source: &Source, ns: &str) -> Vec<(String, Value)> {
         let gw = source.gateway.metadata.name.clone().unwrap_or_default();
@@ -365,13 +395,16 @@ async fn existing_targets(
         }
         Err(e) => return Err(e.into()),
     };
+    let mut naming: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for p in peers {
-        put(
-            "VPNPeer",
-            serde_json::to_value(&p).expect("objects serialize"),
-        );
+        let v = serde_json::to_value(&p).expect("objects serialize");
+        let (ns, name) = key(&v);
+        if let Some(gw) = v.pointer("/spec/gatewayRef/name").and_then(Value::as_str) {
+            naming.entry((ns, gw.to_string())).or_default().push(name);
+        }
+        put("VPNPeer", v);
     }
-    Ok(Existing(out))
+    Ok(Existing(out, naming))
 }
 
 /// Plan every gateway of a file, offline: the collisions among them, no cluster.

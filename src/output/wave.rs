@@ -431,6 +431,23 @@ pub fn render(report: &WaveReport, dry_run: bool, format: Format) -> String {
                     None => String::new(),
                 }
             ));
+            // What each gateway that the same command cannot clear needs (issue 21 item 8).
+            let own: Vec<_> = report
+                .gateways
+                .iter()
+                .filter(|g| g.advice.is_some())
+                .collect();
+            if !own.is_empty() {
+                out.push_str("\nbefore running it again:\n");
+                for g in own {
+                    out.push_str(&format!(
+                        "  {}/{}: {}\n",
+                        g.namespace,
+                        g.name,
+                        g.advice.as_deref().unwrap_or_default()
+                    ));
+                }
+            }
             out
         }
     }

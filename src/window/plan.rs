@@ -49,7 +49,6 @@ pub async fn live_plan(
     let names = peer_names(chosen_names, &source.gateway)?;
     let mut plan = plan::build_named(&source, allowlist, &names);
     let found = facts::facts(cluster, &plan, server_dry_run).await?;
-    let (mut checks, migrated) = live::checks(&plan, &found);
     let tunnels: Vec<String> = source
         .gateway
         .spec
@@ -57,8 +56,7 @@ pub async fn live_plan(
         .iter()
         .map(|t| t.name.clone())
         .collect();
-    checks.extend(live::peer_name_checks(&plan, &tunnels, &found.others));
-    live::extend(&mut plan, checks);
+    let migrated = live::judge(&mut plan, &tunnels, &found);
     super::gitops::describe_owners(cluster, &mut plan, &source).await;
     plan.already_migrated = migrated == live::Migrated::Already;
     Ok((source, plan, found.existing))

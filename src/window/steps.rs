@@ -90,6 +90,10 @@ pub fn before_any_change(e: Error) -> Error {
     }
 }
 
+/// How the stop of a window whose gateway is gone (no IPsecGateway, VPNGateway or
+/// journal) begins: the wave names such a member with its own advice.
+pub(crate) const GONE: &str = "no IPsecGateway, VPNGateway or journal named";
+
 /// The gateway `name` exists in the namespace as either kind, or a journal of it does;
 /// else a not-found error with the `-n` hint (and the bundle this machine has, if any).
 pub(crate) async fn require_something(cluster: &Cluster, name: &str) -> Result<(), Error> {
@@ -103,9 +107,7 @@ pub(crate) async fn require_something(cluster: &Cluster, name: &str) -> Result<(
         return Ok(());
     }
     let e = cluster
-        .not_found(format!(
-            "no IPsecGateway, VPNGateway or journal named {name}: gateway {name}"
-        ))
+        .not_found(format!("{GONE} {name}: gateway {name}"))
         .await;
     Err(
         match crate::state::lost_journal_hint(&cluster.server, ns, name) {

@@ -133,6 +133,12 @@ pub struct GatewayReport {
     pub exit_code: Option<i32>,
     /// The verdict: why it stopped (the error's line), or what was found.
     pub message: Option<String>,
+    /// What to do about this gateway before the wave is run again (issue 21 item 8): the
+    /// command the one-gateway command names for its state (its hint), or, for a member
+    /// that is gone, how to bring it back or take it out of the wave. None when running the
+    /// same wave again is all it needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advice: Option<String>,
 }
 
 /// Why a wave stopped before every gateway had its window.
@@ -261,6 +267,38 @@ fn judged(result: &Result<Outcome, Error>) -> WindowResult {
     }
 }
 
+/// What to do about a member whose window failed with `e`, before the wave runs again:
+/// the one-gateway command's own advice for that state (its hint), with the wave's
+/// knowledge where it has more: a member that is gone (no IPsecGateway, VPNGateway or
+/// journal) cannot be cleared by running the wave again.
+fn advice(e: &Error, m: &Member) -> Option<String> {
+    let (ns, name) = (&m.namespace, &m.name);
+    if crate::error::error_line(e).starts_with(super::steps::GONE) {
+        let bring_back = match &m.plan {
+            Some(dir) => format!(
+                "to migrate it, re-create it from its reviewed bundle (`kubectl apply -f {}`), wait for Ready, plan it again (`vpnmig plan {name} -n {ns} --out {} --force`) and run the wave again",
+                dir.join("old-ipsecgateway.yaml").display(),
+                dir.display()
+            ),
+            None => format!(
+                "to migrate it, re-create it from a saved manifest (a bundle's old-ipsecgateway.yaml{}), wait for Ready and run the wave again",
+                match e {
+                    Error::Stop { hint: Some(h), .. } => format!("; {h}"),
+                    _ => String::new(),
+                }
+            ),
+        };
+        let retire = match &m.plan {
+            Some(_) => "plan the wave's directory again without it (`vpnmig plan … --out DIR --force`)".to_string(),
+            None => "leave it out of the wave: run it with `--names FILE` listing the others (this wave remembers its members, docs/fleet.md)".to_string(),
+        };
+        return Some(format!(
+            "IPsecGateway {ns}/{name} was part of this wave and is gone, with no journal: no window of vpnmig touched it, its tunnel is down, not migrated. Find out who deleted it (`kubectl get events -n {ns}`); {bring_back}; if it was retired on purpose, {retire}"
+        ));
+    }
+    e.hint()
+}
+
 /// Run the wave of `members` (in that order) in `cluster` (each window in a clone of it
 /// with the member's namespace). Never fails as a whole: each window's error is its
 /// gateway's report; the caller turns the report into an exit code
@@ -369,6 +407,10 @@ pub async fn run(
                 Ok(_) => sink.info.clone(),
                 Err(e) => Some(crate::error::error_line(e)),
             };
+            let advice = match (&result, verdict) {
+                (Err(e), WindowResult::Failed) => advice(e, &m),
+                _ => None,
+            };
             let report = GatewayReport {
                 namespace: m.namespace.clone(),
                 name: m.name.clone(),
@@ -385,6 +427,7 @@ pub async fn run(
                     Err(e) => e.exit_code(),
                 }),
                 message,
+                advice,
             };
             (i, report)
         }
@@ -445,6 +488,7 @@ pub async fn run(
             elapsed_ms: None,
             exit_code: None,
             message: None,
+            advice: None,
         });
     }
     WaveReport {
@@ -479,6 +523,7 @@ mod tests {
                     elapsed_ms: None,
                     exit_code: None,
                     message: None,
+                    advice: None,
                 })
                 .collect(),
             elapsed: Duration::ZERO,

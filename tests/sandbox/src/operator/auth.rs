@@ -105,4 +105,39 @@ mod tests {
             "{msg}"
         );
     }
+
+    /// vpnmig's plan predicts this operator's answer (`vpnmig::core::operator`, issue 21
+    /// item 9): the two agree on every row.
+    #[test]
+    fn vpnmig_predicts_the_same_answer() {
+        let g = |e: &[&str], r: &[&str]| Authorization {
+            exposures: e.iter().map(|s| s.to_string()).collect(),
+            reverse_exposures: r.iter().map(|s| s.to_string()).collect(),
+        };
+        let rev = vec![ReverseExposure {
+            name: "ldap".into(),
+            ..Default::default()
+        }];
+        for n in 0..4 {
+            for auth in [
+                None,
+                Some(g(&[], &[])),
+                Some(g(&["crm"], &[])),
+                Some(g(&[], &["ldap"])),
+                Some(g(&["erp"], &[])),
+                Some(g(&["crm"], &["nfs"])),
+            ] {
+                for (e, r) in [(exps(), rev.clone()), (vec![], vec![])] {
+                    let sandbox = authorize("acme", n, auth.as_ref(), &e, &r);
+                    let vpnmig = vpnmig::core::operator::authorize(n, auth.as_ref(), &e, &r);
+                    assert_eq!(
+                        (sandbox.0, sandbox.1),
+                        (vpnmig.ok(), vpnmig.reason()),
+                        "{n} peers, {auth:?}, {} exposures",
+                        e.len()
+                    );
+                }
+            }
+        }
+    }
 }
