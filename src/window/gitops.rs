@@ -462,7 +462,6 @@ pub(crate) async fn restore(
             .await?
             .is_none()
         {
-            let _ = w.record_error("the PSK Secret is gone").await;
             return Err(psk_gone_stop(&w.journal, &r.owner));
         }
         // 4. What the windows keep.
