@@ -322,12 +322,12 @@ fn owner_shape(owner: &gitops::OwnerRef) -> Value {
 ///
 /// 1. no other window that suspended it or relies on its suspension is under way (any
 ///    phase before `done` / `rolled-back`): its gateway would come back mid-window;
-/// 2. its source (as the cluster shows it) no longer defines `replaced` (`IPsecGateway`
+/// 2. the PSK Secret exists (gone, the stop says it must be re-created with the client's
+///    key, which vpnmig does not hold);
+/// 3. its source (as the cluster shows it) no longer defines `replaced` (`IPsecGateway`
 ///    after a cutover, `VPNGateway` after a rollback), nor what the finished windows
 ///    that relied on it replaced. With `force` (`--gitops resume`) the user says the
 ///    repository is merged: this one check is skipped, no other;
-/// 3. the PSK Secret exists (gone, the stop says it must be re-created with the client's
-///    key, which vpnmig does not hold);
 /// 4. its first sync cannot prune what those windows keep (their PSK Secrets, the new
 ///    objects, the old gateway after a rollback): what it tracks and its status shows in
 ///    its source is safe; what its status shows gone from the source keeps it
@@ -393,6 +393,14 @@ pub(crate) async fn restore(
             )));
             continue;
         }
+        // 2. A PSK Secret that is gone is not something a restore (or a repository
+        // change) brings back with the client's key.
+        if crate::cluster::objects::secret(w.cluster, &w.journal.psk_secret)
+            .await?
+            .is_none()
+        {
+            return Err(psk_gone_stop(&w.journal, &r.owner));
+        }
         // The windows whose objects the restored sync must leave as they are: this one,
         // and the finished ones that relied on the suspension.
         let mut windows: Vec<(crate::core::journal::Journal, &str)> =
@@ -410,7 +418,7 @@ pub(crate) async fn restore(
                 windows.push((j.clone(), kind));
             }
         }
-        // 2. Safe only when its source no longer defines what the windows replaced.
+        // 3. Safe only when its source no longer defines what the windows replaced.
         // Whether the rest of the source matches what the window made live cannot be
         // told before (Argo CD shows objects it does not track yet as OutOfSync): the
         // first sync after the restore is watched instead (`settle`).
@@ -455,14 +463,6 @@ pub(crate) async fn restore(
                 )));
                 continue;
             }
-        }
-        // 3. A PSK Secret that is gone is not something a restore (or a repository
-        // change) brings back with the client's key.
-        if crate::cluster::objects::secret(w.cluster, &w.journal.psk_secret)
-            .await?
-            .is_none()
-        {
-            return Err(psk_gone_stop(&w.journal, &r.owner));
         }
         // 4. What the windows keep.
         let mut refused = None;
