@@ -927,6 +927,13 @@ async fn a_shared_owner_is_restored_only_when_no_window_on_it_is_under_way() {
             "the window of tenant-acme/gamma (journal phase started, relies on its suspension) is under way",
         ),
         (
+            "second done first, but the source still defines the other window's gateway",
+            &[("beta", "done")],
+            false,
+            false,
+            "",
+        ),
+        (
             "second done first: the other window is done",
             &[("beta", "done")],
             false,
@@ -943,7 +950,27 @@ async fn a_shared_owner_is_restored_only_when_no_window_on_it_is_under_way() {
     ];
     for (what, others, force, restored, says) in rows {
         let l = synced(Tool::Argo).await;
+        // The row with empty words: beta's IPsecGateway is still in the repository.
+        let beta_in_git = says.is_empty();
         done_then_merged(&l, |m| m).await;
+        if beta_in_git {
+            let merged = Tool::Argo.source(&l);
+            Tool::Argo.merge(
+                &l,
+                &format!("{merged}\n---\napiVersion: ipsec.bnerd.net/v1alpha1\nkind: IPsecGateway\nmetadata:\n  name: beta\n  namespace: {NS}\nspec: {{}}\n"),
+            );
+            eventually(10, "the Application lists ipsecgateway/beta", || {
+                Tool::Argo.owner(&l)["status"]["resources"]
+                    .to_string()
+                    .contains("\"beta\"")
+            })
+            .await;
+        }
+        let says = if beta_in_git {
+            "its source still defines ipsecgateway/beta -n tenant-acme (replaced by the window of tenant-acme/beta, which relied on its suspension) (status of application/acme -n argocd)"
+        } else {
+            says
+        };
         for (gw, phase) in *others {
             other_window(&l, gw, phase, false);
         }

@@ -438,25 +438,26 @@ pub(crate) async fn restore(
                         )
                     };
                 let what = object_ref(kind, &j.gateway, &j.namespace);
-                why = match lists {
+                let text = match lists {
                     Some(false) => continue,
-                    Some(true) => Some(format!(
+                    Some(true) => format!(
                         "its source still defines {what}{whose} (status of {})",
                         r.owner.display()
-                    )),
-                    None => Some(format!(
+                    ),
+                    None => format!(
                         "the cluster does not show whether its source still defines {what}{whose}"
-                    )),
+                    ),
                 };
+                why = Some((text, j.gateway.clone(), j.namespace.clone(), *kind));
                 break;
             }
-            if let Some(why) = why {
+            if let Some((why, gw, gw_ns, kind)) = why {
                 left += 1;
                 w.ev.emit(Event::Warning(format!(
                     "{} stays suspended: {why}, and restoring its sync now would re-create it (and take the floating IP). {}, then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume`: whatever the status says), or by hand: `{by_hand}`",
                     r.owner.display(),
-                    if replaced == "IPsecGateway" {
-                        format!("Merge the repository change (`vpnmig plan {name} -n {ns} --gitops-repo DIR` writes it)")
+                    if kind == "IPsecGateway" {
+                        format!("Merge the repository change (`vpnmig plan {gw} -n {gw_ns} --gitops-repo DIR` writes it)")
                     } else {
                         "Revert the repository change".to_string()
                     },
