@@ -1158,3 +1158,35 @@ async fn a_lost_psk_secret_is_said_plainly_and_never_resumed() {
         assert!(!flat.contains("--gitops resume"), "{}", r.stdout);
     }
 }
+
+/// Issue 21 item 2: a journal this version cannot read may be a window that relies on
+/// the owner: "could not ask" keeps the owner suspended, with the check by hand.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_journal_keeps_a_shared_owner_suspended() {
+    let l = synced(Tool::Argo).await;
+    done_then_merged(&l, |m| m).await;
+    let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
+    l.sb.store
+        .create(
+            &rt,
+            NS,
+            json!({"metadata": {"name": "vpnmig-beta", "namespace": NS,
+                "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
+                "data": {"journal.json": "{\"apiVersion\": \"vpnmig.bnerd.net/v9\"}"}}),
+            &Default::default(),
+        )
+        .unwrap();
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("application/acme -n argocd stays suspended: whether another window relies on its suspension cannot be read (1 ConfigMap(s) labelled app.kubernetes.io/managed-by=vpnmig in all namespaces are not journals this version reads)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.says("`kubectl get configmaps -A -l app.kubernetes.io/managed-by=vpnmig -o yaml`"),
+        "{}",
+        r.stderr
+    );
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+}

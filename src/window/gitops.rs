@@ -602,6 +602,13 @@ async fn journals_for(
     owner: Option<&Value>,
 ) -> Result<Vec<crate::core::journal::Journal>, String> {
     let listed = journal::list(cluster).await.map_err(|e| e.to_string())?;
+    // A journal this version cannot read may be a window that relies on the owner.
+    if listed.unreadable > 0 {
+        return Err(format!(
+            "{} ConfigMap(s) labelled app.kubernetes.io/managed-by=vpnmig in {} are not journals this version reads",
+            listed.unreadable, listed.scope
+        ));
+    }
     let mut journals = listed.journals;
     if listed.scope == "all namespaces" {
         return Ok(journals);
@@ -634,6 +641,12 @@ async fn journals_for(
         let l = journal::list_in(cluster, Some(other))
             .await
             .map_err(|e| format!("journals in namespace {other}: {e}"))?;
+        if l.unreadable > 0 {
+            return Err(format!(
+                "{} ConfigMap(s) labelled app.kubernetes.io/managed-by=vpnmig in namespace {other} are not journals this version reads",
+                l.unreadable
+            ));
+        }
         journals.extend(l.journals);
     }
     Ok(journals)
