@@ -1095,6 +1095,13 @@ async fn a_forced_restore_never_prunes_the_psk_secret() {
                         "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"}]),
                     "{j}"
                 );
+                // `status` says what was protected, and by which window.
+                let r = l.vpnmig(&["status", "-n", NS]).await;
+                assert!(
+                    live::flat(&r.stdout).contains("kept from prune: secret/acme-psk -n tenant-acme (kustomize.toolkit.fluxcd.io/prune=disabled) by the window of tenant-acme/acme, from kustomization/acme -n flux-system"),
+                    "{}",
+                    r.stdout
+                );
                 // The sync pruned nothing the window keeps, and the gateway is healthy.
                 let r = l.vpnmig(&["verify", "acme", "-n", NS]).await;
                 assert_eq!(r.code, 0, "{}", r.stderr);

@@ -79,6 +79,11 @@ pub struct StatusDoc<'a> {
     /// GitOps owners a window suspended and has not restored (issue 11 item 2).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub suspended_owners: &'a [Suspended],
+    /// Objects a restore protected from their GitOps owner's prune (issue 21 item 1),
+    /// from the journals: `secret/acme-psk -n tenant-acme
+    /// (kustomize.toolkit.fluxcd.io/prune=disabled) by the window of tenant-acme/acme`.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub prune_protected: &'a [String],
     /// Why the windows are not known (the journals could not be listed); absent when they
     /// were. Never read an empty `windows` as "none under way" when this is set.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -136,6 +141,7 @@ struct Windows {
     open: Vec<Window>,
     lost: Vec<LostJournal>,
     suspended: Vec<Suspended>,
+    protected: Vec<String>,
     unknown: Option<String>,
 }
 
@@ -170,6 +176,11 @@ impl Windows {
             out.push_str(&format!(
                 "GitOps sync suspended: {} (by the window of {}/{}, journal phase {}{relied}); {}\n",
                 s.owner, s.namespace, s.gateway, s.phase, s.resume
+            ));
+        }
+        for p in &self.protected {
+            out.push_str(&format!(
+                "kept from prune: {p} (the owner never prunes it; remove the annotation when it is meant to go)\n"
             ));
         }
         for l in &self.lost {
@@ -434,10 +445,27 @@ async fn open_windows(
         })
         .collect();
     let suspended = suspended_owners(cluster, &parsed).await;
+    let protected = parsed
+        .iter()
+        .flat_map(|j| {
+            j.gitops.iter().flat_map(move |r| {
+                r.protected.iter().map(move |p| {
+                    format!(
+                        "{} by the window of {}/{}, from {}",
+                        p.display(),
+                        j.namespace,
+                        j.gateway,
+                        r.owner.display()
+                    )
+                })
+            })
+        })
+        .collect();
     Windows {
         open,
         lost,
         suspended,
+        protected,
         unknown: None,
     }
 }
@@ -579,6 +607,7 @@ fn print(args: &StatusArgs, rows: &[Row], windows: &Windows, first: bool) -> Str
         windows: &windows.open,
         lost_journals: &windows.lost,
         suspended_owners: &windows.suspended,
+        prune_protected: &windows.protected,
         windows_unknown: windows.unknown.as_deref(),
     };
     let style = TableStyle {
