@@ -664,19 +664,35 @@ async fn keep_tracking_carries_the_markers_naming_the_new_objects() {
 /// A done window whose repository change is merged as `edit` makes it from the plan's
 /// rewrite, and the owner not yet restored.
 async fn done_then_merged(l: &Live, edit: impl Fn(String) -> String) {
-    let (rewritten, _) = planned_and_cut_over(l, Tool::Argo).await;
+    done_then_merged_by(l, Tool::Argo, edit).await;
+}
+
+/// [`done_then_merged`] for `tool`: Argo CD's status shows the merge (waited for); a
+/// suspended Kustomization's inventory never does.
+async fn done_then_merged_by(l: &Live, tool: Tool, edit: impl Fn(String) -> String) {
+    let (rewritten, _) = planned_and_cut_over(l, tool).await;
     let merged = edit(rewritten);
-    Tool::Argo.merge(l, &merged);
-    eventually(
-        10,
-        "the Application no longer lists the IPsecGateway",
-        || {
-            !Tool::Argo.owner(l)["status"]["resources"]
-                .to_string()
-                .contains("IPsecGateway")
-        },
-    )
-    .await;
+    tool.merge(l, &merged);
+    if let Tool::Argo = tool {
+        eventually(
+            10,
+            "the Application no longer lists the IPsecGateway",
+            || {
+                !Tool::Argo.owner(l)["status"]["resources"]
+                    .to_string()
+                    .contains("IPsecGateway")
+            },
+        )
+        .await;
+    }
+}
+
+/// The merged source without the PSK Secret (moved to another repository).
+fn without_secret(m: String) -> String {
+    m.split("\n---")
+        .filter(|doc| !doc.contains("kind: Secret"))
+        .collect::<Vec<_>>()
+        .join("\n---")
 }
 
 /// Attack finding: a merged source with another floating IP. The restore's first sync is
@@ -823,4 +839,361 @@ async fn markers_without_an_owner_advise_ignore() {
         .vpnmig(&["cutover", "acme", "-n", NS, "--gitops", "ignore", "--yes"])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 21 items 1 and 2: no restore prunes what a window keeps; one owner, several
+// windows.
+
+/// The owner `acme` of `tool` as a journal records it.
+fn owner_record(tool: Tool) -> Value {
+    let (g, v, p, ns) = tool.owner_type();
+    let kind = match p {
+        "applications" => "Application",
+        _ => "Kustomization",
+    };
+    json!({"apiVersion": format!("{g}/{v}"), "kind": kind, "namespace": ns, "name": "acme"})
+}
+
+/// Another window on the same owner: the journal of gateway `gw` (in NS) at `phase`,
+/// that suspended Argo CD's application/acme (`paused`) or relies on its suspension.
+/// Written as vpnmig writes it, from the done window of `fixtures/journals/`.
+fn other_window(l: &Live, gw: &str, phase: &str, paused: bool) {
+    let mut j: Value =
+        serde_json::from_str(include_str!("../fixtures/journals/done.json")).unwrap();
+    j["gateway"] = json!(gw);
+    j["phase"] = json!(phase);
+    j["oldManifest"]["metadata"]["name"] = json!(gw);
+    for t in j["targets"].as_array_mut().unwrap() {
+        t["metadata"]["name"] = json!(gw);
+        if t["kind"] == "VPNPeer" {
+            t["spec"]["gatewayRef"]["name"] = json!(gw);
+        }
+    }
+    j["gitops"] = if paused {
+        json!([{"mode": "pause", "owner": owner_record(Tool::Argo), "evidence": [],
+            "saved": {"pointer": "/spec/syncPolicy/automated", "value": {"selfHeal": true, "prune": true}},
+            "paused": true}])
+    } else {
+        json!([{"mode": "pause", "owner": owner_record(Tool::Argo), "evidence": [], "relies": true}])
+    };
+    let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
+    l.sb.store
+        .create(
+            &rt,
+            NS,
+            json!({"metadata": {"name": format!("vpnmig-{gw}"), "namespace": NS,
+                "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
+                "data": {"journal.json": j.to_string(), "phase": phase}}),
+            &Default::default(),
+        )
+        .unwrap();
+}
+
+/// Issue 21 item 2: acme's window suspended application/acme and is done, its
+/// repository change merged; other windows on the same owner are in the journals. The
+/// restore happens only when none of them is under way (`--gitops resume` does not
+/// override that), and `status` names every window that holds the owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_owner_is_restored_only_when_no_window_on_it_is_under_way() {
+    // what, other windows (gateway, phase), --gitops resume, restored, words
+    type Row = (
+        &'static str,
+        &'static [(&'static str, &'static str)],
+        bool,
+        bool,
+        &'static str,
+    );
+    let rows: &[Row] = &[
+        (
+            "first done first: another window between its delete and done",
+            &[("beta", "deleting")],
+            false,
+            false,
+            "stays suspended: the window of tenant-acme/beta (journal phase deleting, relies on its suspension) is under way",
+        ),
+        (
+            "forced: --gitops resume does not override another window",
+            &[("beta", "applied")],
+            true,
+            false,
+            "(`--gitops resume` does not override another window)",
+        ),
+        (
+            "three windows: one done, one not yet deleted",
+            &[("beta", "done"), ("gamma", "started")],
+            false,
+            false,
+            "the window of tenant-acme/gamma (journal phase started, relies on its suspension) is under way",
+        ),
+        (
+            "second done first, but the source still defines the other window's gateway",
+            &[("beta", "done")],
+            false,
+            false,
+            "",
+        ),
+        (
+            "second done first: the other window is done",
+            &[("beta", "done")],
+            false,
+            true,
+            "synced: what the window made live is as it was",
+        ),
+        (
+            "three windows, the others done or rolled back",
+            &[("beta", "done"), ("gamma", "rolled-back")],
+            false,
+            true,
+            "synced: what the window made live is as it was",
+        ),
+    ];
+    for (what, others, force, restored, says) in rows {
+        let l = synced(Tool::Argo).await;
+        // The row with empty words: beta's IPsecGateway is still in the repository.
+        let beta_in_git = says.is_empty();
+        done_then_merged(&l, |m| m).await;
+        if beta_in_git {
+            let merged = Tool::Argo.source(&l);
+            Tool::Argo.merge(
+                &l,
+                &format!("{merged}\n---\napiVersion: ipsec.bnerd.net/v1alpha1\nkind: IPsecGateway\nmetadata:\n  name: beta\n  namespace: {NS}\nspec: {{}}\n"),
+            );
+            eventually(10, "the Application lists ipsecgateway/beta", || {
+                Tool::Argo.owner(&l)["status"]["resources"]
+                    .to_string()
+                    .contains("\"beta\"")
+            })
+            .await;
+        }
+        let says = if beta_in_git {
+            "its source still defines ipsecgateway/beta -n tenant-acme (replaced by the window of tenant-acme/beta, which relied on its suspension) (status of application/acme -n argocd)"
+        } else {
+            says
+        };
+        for (gw, phase) in *others {
+            other_window(&l, gw, phase, false);
+        }
+        let busy: Vec<String> = others
+            .iter()
+            .filter(|(_, p)| !matches!(*p, "done" | "rolled-back"))
+            .map(|(gw, p)| format!("tenant-acme/{gw} ({p})"))
+            .collect();
+        if !busy.is_empty() {
+            let r = l.vpnmig(&["status", "-n", NS]).await;
+            let flat = live::flat(&r.stdout);
+            assert!(
+                flat.contains(&format!(
+                    "(by the window of tenant-acme/acme, journal phase done; relied on by the window of {})",
+                    busy.join(", ")
+                )),
+                "{what}: {}",
+                r.stdout
+            );
+            assert!(
+                flat.contains("not restored while a window that relies on it is under way"),
+                "{what}: {}",
+                r.stdout
+            );
+        }
+        let mut args = vec!["cutover", "acme", "-n", NS, "--yes"];
+        if *force {
+            args.extend(["--gitops", "resume"]);
+        }
+        let r = l.vpnmig(&args).await;
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        assert!(r.says(says), "{what}: {}", r.stderr);
+        assert_eq!(
+            Tool::Argo.suspended(&Tool::Argo.owner(&l)),
+            !restored,
+            "{what}"
+        );
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert_eq!(j["gitops"][0]["paused"], !restored, "{what}: {j}");
+        if !restored {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            assert_eq!(ipsecgateways(&l), 0, "{what}");
+        }
+    }
+}
+
+/// Issue 21 item 2: the second window on an owner another window suspended records
+/// that it relies on it (never "leaves it as it is"), and at `done` says which window
+/// restores it; the owner stays suspended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_window_records_that_it_relies_on_the_suspension() {
+    let l = synced(Tool::Argo).await;
+    // beta's window suspended application/acme and is done.
+    other_window(&l, "beta", "done", true);
+    let rt =
+        l.sb.store
+            .resource("argoproj.io", "v1alpha1", "applications")
+            .unwrap();
+    l.sb.store
+        .modify(&rt, "argocd", "acme", false, &Default::default(), |o| {
+            let mut o = o.clone();
+            o["spec"]["syncPolicy"]
+                .as_object_mut()
+                .unwrap()
+                .remove("automated");
+            Ok(o)
+        })
+        .unwrap();
+    let (_, r) = planned_and_cut_over(&l, Tool::Argo).await;
+    assert!(
+        r.says("it is suspended already (held by the window of tenant-acme/beta (journal phase done, suspended it)): this window relies on that suspension"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.says("leaves it as it is"), "{}", r.stderr);
+    assert!(
+        r.says("stays suspended: the window of tenant-acme/beta (journal phase done, suspended it); that window restores it: `vpnmig cutover beta -n tenant-acme`"),
+        "{}",
+        r.stderr
+    );
+    let j = live::journal(&l, NS, "acme").unwrap();
+    assert_eq!(j["gitops"][0]["relies"], true, "{j}");
+    assert_eq!(j["gitops"][0]["heldBy"], json!(["tenant-acme/beta"]), "{j}");
+    assert!(j["gitops"][0]["saved"].is_null(), "{j}");
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+}
+
+/// Issue 21 item 1: the merged source no longer defines the PSK Secret. Flux's inventory
+/// cannot show it while suspended: a forced restore (`--gitops resume`) sets the prune
+/// protection Flux honours first (journal records it), and the Secret survives the
+/// sync. Argo CD's status shows it: the forced restore runs the same check and keeps the
+/// owner suspended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_restore_never_prunes_the_psk_secret() {
+    for tool in [Tool::Flux, Tool::Argo] {
+        let l = synced(tool).await;
+        done_then_merged_by(&l, tool, without_secret).await;
+        let r = l
+            .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
+            .await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        // The sync runs (or would) on the merged source.
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let secret = live::core(&l, "secrets", NS, "acme-psk");
+        assert!(secret.is_some(), "the PSK Secret was pruned: {}", r.stderr);
+        let j = live::journal(&l, NS, "acme").unwrap();
+        match tool {
+            Tool::Flux => {
+                assert!(
+                    r.says("kept secret/acme-psk -n tenant-acme (the PSK) from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled"),
+                    "{}",
+                    r.stderr
+                );
+                assert!(!tool.suspended(&tool.owner(&l)), "restored");
+                assert_eq!(
+                    secret.unwrap()["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/prune"],
+                    "disabled"
+                );
+                assert_eq!(
+                    j["gitops"][0]["protected"],
+                    json!([{"kind": "Secret", "namespace": NS, "name": "acme-psk",
+                        "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"}]),
+                    "{j}"
+                );
+                // `status` says what was protected, and by which window.
+                let r = l.vpnmig(&["status", "-n", NS]).await;
+                assert!(
+                    live::flat(&r.stdout).contains("kept from prune: secret/acme-psk -n tenant-acme (kustomize.toolkit.fluxcd.io/prune=disabled) by the window of tenant-acme/acme, from kustomization/acme -n flux-system"),
+                    "{}",
+                    r.stdout
+                );
+                // The sync pruned nothing the window keeps, and the gateway is healthy.
+                let r = l.vpnmig(&["verify", "acme", "-n", NS]).await;
+                assert_eq!(r.code, 0, "{}", r.stderr);
+            }
+            Tool::Argo => {
+                assert!(
+                    r.says("it tracks secret/acme-psk -n tenant-acme (the PSK), and its source no longer defines it (status of application/acme -n argocd)"),
+                    "{}",
+                    r.stderr
+                );
+                assert!(tool.suspended(&tool.owner(&l)));
+                assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+            }
+        }
+    }
+}
+
+/// Issue 21 item 1: when the PSK Secret is gone anyway, the restore says plainly that it
+/// must be re-created with the client's key, which vpnmig does not hold; the owner stays
+/// suspended and `status` no longer offers `--gitops resume`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_psk_secret_is_said_plainly_and_never_resumed() {
+    // Flux without `--gitops resume`: its stale inventory still lists the IPsecGateway,
+    // and the lost key is said first all the same.
+    for (tool, force) in [
+        (Tool::Flux, true),
+        (Tool::Flux, false),
+        (Tool::Argo, false),
+        (Tool::Argo, true),
+    ] {
+        let l = synced(tool).await;
+        done_then_merged_by(&l, tool, |m| m).await;
+        let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
+        l.sb.store
+            .delete(&rt, NS, "acme-psk", &Default::default())
+            .unwrap();
+        let mut args = vec!["cutover", "acme", "-n", NS, "--yes"];
+        if force {
+            args.extend(["--gitops", "resume"]);
+        }
+        let r = l.vpnmig(&args).await;
+        assert_eq!(r.code, 5, "{}", r.stderr);
+        assert!(
+            r.says("secret/acme-psk -n tenant-acme (the PSK) is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold"),
+            "{}",
+            r.stderr
+        );
+        assert!(
+            r.says("`kubectl create secret generic acme-psk -n tenant-acme --from-literal=psk=<the client's key>`"),
+            "{}",
+            r.stderr
+        );
+        assert!(tool.suspended(&tool.owner(&l)));
+        let r = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&r.stdout);
+        assert!(
+            flat.contains("(the PSK) is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold"),
+            "{}",
+            r.stdout
+        );
+        assert!(!flat.contains("--gitops resume"), "{}", r.stdout);
+    }
+}
+
+/// Issue 21 item 2: a journal this version cannot read may be a window that relies on
+/// the owner: "could not ask" keeps the owner suspended, with the check by hand.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_journal_keeps_a_shared_owner_suspended() {
+    let l = synced(Tool::Argo).await;
+    done_then_merged(&l, |m| m).await;
+    let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
+    l.sb.store
+        .create(
+            &rt,
+            NS,
+            json!({"metadata": {"name": "vpnmig-beta", "namespace": NS,
+                "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
+                "data": {"journal.json": "{\"apiVersion\": \"vpnmig.bnerd.net/v9\"}"}}),
+            &Default::default(),
+        )
+        .unwrap();
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("application/acme -n argocd stays suspended: whether another window relies on its suspension cannot be read (1 ConfigMap(s) labelled app.kubernetes.io/managed-by=vpnmig in all namespaces are not journals this version reads)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.says("`kubectl get configmaps -A -l app.kubernetes.io/managed-by=vpnmig -o yaml`"),
+        "{}",
+        r.stderr
+    );
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
 }

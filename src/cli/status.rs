@@ -79,6 +79,11 @@ pub struct StatusDoc<'a> {
     /// GitOps owners a window suspended and has not restored (issue 11 item 2).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub suspended_owners: &'a [Suspended],
+    /// Objects a restore protected from their GitOps owner's prune (issue 21 item 1),
+    /// from the journals: `secret/acme-psk -n tenant-acme
+    /// (kustomize.toolkit.fluxcd.io/prune=disabled) by the window of tenant-acme/acme`.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub prune_protected: &'a [String],
     /// Why the windows are not known (the journals could not be listed); absent when they
     /// were. Never read an empty `windows` as "none under way" when this is set.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -110,6 +115,14 @@ pub struct Suspended {
     pub owner: String,
     /// What resumes it: vpnmig's command, and the `kubectl patch` that restores it by hand.
     pub resume: String,
+    /// `true`: this window did not suspend the owner, it relies on its suspension (found
+    /// it suspended); the owner is restored only once no such window is under way.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub relies: bool,
+    /// The other windows under way that rely on the owner's suspension
+    /// (`namespace/gateway (phase)`): it is not restored before they are done.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub relied_on_by: Vec<String>,
 }
 
 /// A gateway vpnmig migrated whose journal is gone.
@@ -128,6 +141,7 @@ struct Windows {
     open: Vec<Window>,
     lost: Vec<LostJournal>,
     suspended: Vec<Suspended>,
+    protected: Vec<String>,
     unknown: Option<String>,
 }
 
@@ -147,9 +161,26 @@ impl Windows {
             ));
         }
         for s in &self.suspended {
+            if s.relies {
+                out.push_str(&format!(
+                    "GitOps sync suspended: {} (relied on by the window of {}/{}, journal phase {}); {}\n",
+                    s.owner, s.namespace, s.gateway, s.phase, s.resume
+                ));
+                continue;
+            }
+            let relied = if s.relied_on_by.is_empty() {
+                String::new()
+            } else {
+                format!("; relied on by the window of {}", s.relied_on_by.join(", "))
+            };
             out.push_str(&format!(
-                "GitOps sync suspended: {} (by the window of {}/{}, journal phase {}); {}\n",
+                "GitOps sync suspended: {} (by the window of {}/{}, journal phase {}{relied}); {}\n",
                 s.owner, s.namespace, s.gateway, s.phase, s.resume
+            ));
+        }
+        for p in &self.protected {
+            out.push_str(&format!(
+                "kept from prune: {p} (the owner never prunes it; remove the annotation when it is meant to go)\n"
             ));
         }
         for l in &self.lost {
@@ -413,50 +444,127 @@ async fn open_windows(
             recovery: j.recovery(),
         })
         .collect();
-    let suspended = parsed
+    let suspended = suspended_owners(cluster, &parsed).await;
+    let protected = parsed
         .iter()
         .flat_map(|j| {
-            j.gitops
-                .iter()
-                .filter(|r| r.paused)
-                .map(|r| {
-                    let (ns, name) = (&j.namespace, &j.gateway);
-                    // Flux does not refresh a suspended owner's inventory: only the user
-                    // can say the repository is merged.
-                    let resume = if r.owner.kind == "Application" { "" } else { " --gitops resume" };
-                    let by_hand = r
-                        .saved
-                        .as_ref()
-                        .map(|s| format!(", or by hand: `{}`", crate::core::gitops::restore_command(&r.owner, s)))
-                        .unwrap_or_default();
-                    let how = match j.phase {
-                        crate::core::journal::Phase::Done => format!(
-                            "merge the repository change, then `vpnmig cutover {name} -n {ns}{resume}` restores it{by_hand}"
-                        ),
-                        crate::core::journal::Phase::RolledBack => format!(
-                            "revert the repository change, then `vpnmig rollback {name} -n {ns}{resume}` restores it{by_hand}"
-                        ),
-                        _ => format!(
-                            "the window restores it when it finishes: `vpnmig cutover {name} -n {ns}` goes on, `vpnmig rollback {name} -n {ns}` goes back{by_hand}"
-                        ),
-                    };
-                    Suspended {
-                        namespace: ns.clone(),
-                        gateway: name.clone(),
-                        phase: j.phase.to_string(),
-                        owner: r.owner.display(),
-                        resume: how,
-                    }
+            j.gitops.iter().flat_map(move |r| {
+                r.protected.iter().map(move |p| {
+                    format!(
+                        "{} by the window of {}/{}, from {}",
+                        p.display(),
+                        j.namespace,
+                        j.gateway,
+                        r.owner.display()
+                    )
                 })
-                .collect::<Vec<_>>()
+            })
         })
         .collect();
     Windows {
         open,
         lost,
         suspended,
+        protected,
         unknown: None,
     }
+}
+
+/// Every GitOps owner a window holds (issue 21 item 2): each a window suspended and has
+/// not restored, with the windows under way that rely on it; and each a window under
+/// way relies on that no listed window suspended. The advice never offers a restore
+/// while a window relies on the owner, nor `--gitops resume` when the PSK Secret is gone.
+async fn suspended_owners(
+    cluster: &Cluster,
+    parsed: &[crate::core::journal::Journal],
+) -> Vec<Suspended> {
+    use crate::core::gitops;
+    use crate::core::journal::Phase;
+    let mut out = Vec::new();
+    for j in parsed {
+        let (ns, name) = (&j.namespace, &j.gateway);
+        for r in &j.gitops {
+            let holders = gitops::holders(parsed, &r.owner, (ns, name));
+            if !r.paused {
+                // Relied on, by a window under way, and suspended by no listed window.
+                if j.phase.finished()
+                    || !r.relies_on_suspension()
+                    || holders.iter().any(|h| h.paused)
+                {
+                    continue;
+                }
+                out.push(Suspended {
+                    namespace: ns.clone(),
+                    gateway: name.clone(),
+                    phase: j.phase.to_string(),
+                    owner: r.owner.display(),
+                    resume: "no vpnmig window listed here suspended it: it stays suspended until whoever suspended it resumes it, after this window is done".into(),
+                    relies: true,
+                    relied_on_by: Vec::new(),
+                });
+                continue;
+            }
+            let relied_on_by: Vec<String> = holders
+                .iter()
+                .filter(|h| h.in_flight())
+                .map(|h| format!("{}/{} ({})", h.namespace, h.gateway, h.phase.as_str()))
+                .collect();
+            // A PSK Secret that is gone: no restore brings the client's key back.
+            let psk_gone = matches!(
+                crate::cluster::gitops::get_kept(cluster, "v1", "Secret", ns, &j.psk_secret).await,
+                Ok(None)
+            );
+            // Flux does not refresh a suspended owner's inventory: only the user can say
+            // the repository is merged.
+            let resume = if r.owner.kind == "Application" {
+                ""
+            } else {
+                " --gitops resume"
+            };
+            let by_hand = r
+                .saved
+                .as_ref()
+                .map(|s| format!(", or by hand: `{}`", gitops::restore_command(&r.owner, s)))
+                .unwrap_or_default();
+            let verb = if j.phase == Phase::RolledBack {
+                "rollback"
+            } else {
+                "cutover"
+            };
+            let how = if psk_gone {
+                format!(
+                    "secret/{} -n {ns} (the PSK) is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold (`kubectl create secret generic {} -n {ns} --from-literal=KEY=<the client's key>`), then `vpnmig verify {name} -n {ns}`; keep the owner suspended until the Secret is in its repository (or carries none of its markers), then `vpnmig {verb} {name} -n {ns}` restores it",
+                    j.psk_secret, j.psk_secret
+                )
+            } else if !relied_on_by.is_empty() {
+                format!(
+                    "not restored while a window that relies on it is under way; when they are done, `vpnmig {verb} {name} -n {ns}` restores it"
+                )
+            } else {
+                match j.phase {
+                    Phase::Done => format!(
+                        "merge the repository change, then `vpnmig cutover {name} -n {ns}{resume}` restores it{by_hand}"
+                    ),
+                    Phase::RolledBack => format!(
+                        "revert the repository change, then `vpnmig rollback {name} -n {ns}{resume}` restores it{by_hand}"
+                    ),
+                    _ => format!(
+                        "the window restores it when it finishes: `vpnmig cutover {name} -n {ns}` goes on, `vpnmig rollback {name} -n {ns}` goes back{by_hand}"
+                    ),
+                }
+            };
+            out.push(Suspended {
+                namespace: ns.clone(),
+                gateway: name.clone(),
+                phase: j.phase.to_string(),
+                owner: r.owner.display(),
+                resume: how,
+                relies: false,
+                relied_on_by,
+            });
+        }
+    }
+    out
 }
 
 pub fn run(args: &StatusArgs) -> Result<i32, Error> {
@@ -499,6 +607,7 @@ fn print(args: &StatusArgs, rows: &[Row], windows: &Windows, first: bool) -> Str
         windows: &windows.open,
         lost_journals: &windows.lost,
         suspended_owners: &windows.suspended,
+        prune_protected: &windows.protected,
         windows_unknown: windows.unknown.as_deref(),
     };
     let style = TableStyle {

@@ -121,3 +121,60 @@ pub async fn patch(cluster: &Cluster, owner: &OwnerRef, patch: &Value) -> Result
         .await
         .map(to_value)
 }
+
+/// The API resource of any object by its `apiVersion` and `kind` (plural: the kind in
+/// lower case with an `s`, as for every kind a window keeps).
+fn resource_of(api_version: &str, kind: &str) -> ApiResource {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()))
+}
+
+/// An object a window keeps (its PSK Secret, a new object, the old gateway), read in
+/// its own namespace; `None`: it does not exist. A Secret is returned as it is read:
+/// callers look at its metadata only.
+pub async fn get_kept(
+    cluster: &Cluster,
+    api_version: &str,
+    kind: &str,
+    ns: &str,
+    name: &str,
+) -> Result<Option<Value>, KubeError> {
+    let ar = resource_of(api_version, kind);
+    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
+    let got = cluster
+        .call("get", &format!("{}/{name}", ar.plural), Some(ns), || {
+            api.get_opt(name)
+        })
+        .await;
+    match got {
+        Ok(o) => Ok(o.map(to_value)),
+        Err(e) if status(&e) == Some(404) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Apply a JSON merge patch to an object a window keeps (its metadata: the prune
+/// protection), as field manager `vpnmig`; returns the object as it is after.
+pub async fn patch_kept(
+    cluster: &Cluster,
+    api_version: &str,
+    kind: &str,
+    ns: &str,
+    name: &str,
+    patch: &Value,
+) -> Result<Value, KubeError> {
+    let ar = resource_of(api_version, kind);
+    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
+    let pp = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..Default::default()
+    };
+    let p = Patch::Merge(patch);
+    cluster
+        .call("patch", &format!("{}/{name}", ar.plural), Some(ns), || {
+            api.patch(name, &pp, &p)
+        })
+        .await
+        .map(to_value)
+}

@@ -525,6 +525,248 @@ pub struct Record {
     /// When the owner was restored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_at: Option<String>,
+    /// The owner was suspended already when this window found it (by another window, or
+    /// by a person): this window relies on that suspension until it is done, and no
+    /// window restores the owner meanwhile (issue 21 item 2). Journals of earlier
+    /// versions say so by a record without `saved` ([`Record::relies_on_suspension`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub relies: bool,
+    /// The windows (`namespace/gateway`) that held the owner when this window found it
+    /// suspended: who suspended it, and who else relied on it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_by: Vec<String>,
+    /// The prune protection the restore set on what the window keeps before it re-armed
+    /// the owner (issue 21 item 1): left in place, so the owner's syncs never prune them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub protected: Vec<Protected>,
+}
+
+impl Record {
+    /// The window relies on the owner staying suspended without having suspended it:
+    /// `relies`, or (journals of earlier versions) nothing saved to restore.
+    pub fn relies_on_suspension(&self) -> bool {
+        self.relies || self.saved.is_none()
+    }
+
+    /// The window holds the owner: it suspended it and has not restored it, or it relies
+    /// on its suspension.
+    pub fn holds(&self) -> bool {
+        self.paused || self.relies_on_suspension()
+    }
+}
+
+/// A prune-protection annotation the restore set on an object a window keeps (its PSK
+/// Secret, the new objects after a cutover, the old gateway after a rollback).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Protected {
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    /// The annotation and the value set: `argocd.argoproj.io/sync-options: Prune=false`,
+    /// `kustomize.toolkit.fluxcd.io/prune: disabled`, `helm.sh/resource-policy: keep`.
+    pub annotation: String,
+    pub value: String,
+    /// The annotation's value before (`None`: absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+}
+
+impl Protected {
+    /// `secret/acme-psk -n tenant-acme (kustomize.toolkit.fluxcd.io/prune=disabled)`.
+    pub fn display(&self) -> String {
+        format!(
+            "{} ({}={})",
+            crate::core::model::object_ref(&self.kind, &self.name, &self.namespace),
+            self.annotation,
+            self.value
+        )
+    }
+}
+
+/// Whether two records name the same owner (an unknown namespace matches any).
+pub fn same_owner(a: &OwnerRef, b: &OwnerRef) -> bool {
+    a.kind == b.kind
+        && a.name == b.name
+        && (a.namespace.is_none() || b.namespace.is_none() || a.namespace == b.namespace)
+}
+
+/// Whether `owner` tracks `obj` (and so may prune it): any of its markers on `obj`,
+/// read leniently (Argo CD's instance label alone counts here, whatever the field
+/// managers say; a HelmRelease's release may be named otherwise, so any Helm release
+/// annotation counts).
+pub fn tracks(owner: &OwnerRef, obj: &Value) -> bool {
+    let label = |k: &str| get(obj, "/metadata/labels", k);
+    let annotation = |k: &str| get(obj, "/metadata/annotations", k);
+    let qualified = owner
+        .namespace
+        .as_ref()
+        .map(|ns| format!("{ns}_{}", owner.name));
+    let is_app =
+        |v: Option<&str>| v.is_some_and(|v| v == owner.name || Some(v) == qualified.as_deref());
+    match owner.kind.as_str() {
+        "Application" => {
+            is_app(label("app.kubernetes.io/instance"))
+                || is_app(label("argocd.argoproj.io/instance"))
+                || is_app(
+                    annotation("argocd.argoproj.io/tracking-id").and_then(|t| t.split(':').next()),
+                )
+        }
+        "Kustomization" => {
+            label("kustomize.toolkit.fluxcd.io/name") == Some(owner.name.as_str())
+                && label("kustomize.toolkit.fluxcd.io/namespace")
+                    .is_none_or(|n| owner.namespace.as_deref().is_none_or(|o| o == n))
+        }
+        _ => {
+            label("helm.toolkit.fluxcd.io/name") == Some(owner.name.as_str())
+                || annotation("meta.helm.sh/release-name").is_some()
+        }
+    }
+}
+
+/// The annotation on a live object that its owner's controller honours as "never prune
+/// this" (issue 21 item 1), and the value that says so: Argo CD
+/// `argocd.argoproj.io/sync-options: Prune=false` (one option of a comma-separated
+/// list), Flux `kustomize.toolkit.fluxcd.io/prune: disabled`, Helm (a HelmRelease's
+/// upgrade) `helm.sh/resource-policy: keep`.
+pub fn prune_protection(owner_kind: &str) -> (&'static str, &'static str) {
+    match owner_kind {
+        "Application" => ("argocd.argoproj.io/sync-options", "Prune=false"),
+        "Kustomization" => ("kustomize.toolkit.fluxcd.io/prune", "disabled"),
+        _ => ("helm.sh/resource-policy", "keep"),
+    }
+}
+
+/// Whether `obj` carries the prune protection an owner of `owner_kind` honours.
+pub fn protected(owner_kind: &str, obj: &Value) -> bool {
+    let (key, value) = prune_protection(owner_kind);
+    let now = get(obj, "/metadata/annotations", key);
+    if owner_kind == "Application" {
+        now.is_some_and(|v| v.split(',').any(|o| o.trim() == value))
+    } else {
+        now == Some(value)
+    }
+}
+
+/// What protects `obj` from an owner of `owner_kind`'s prune: `None` when it carries the
+/// protection already, else the record and the JSON merge patch that sets it (an Argo
+/// CD option is added to the options the object has).
+pub fn protect(owner_kind: &str, obj: &Value) -> Option<(Protected, Value)> {
+    if protected(owner_kind, obj) {
+        return None;
+    }
+    let (key, value) = prune_protection(owner_kind);
+    let before = get(obj, "/metadata/annotations", key).map(str::to_string);
+    let value = match (&before, owner_kind) {
+        (Some(b), "Application") if !b.trim().is_empty() => format!("{b},{value}"),
+        _ => value.to_string(),
+    };
+    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let record = Protected {
+        kind: s("/kind").to_string(),
+        namespace: s("/metadata/namespace").to_string(),
+        name: s("/metadata/name").to_string(),
+        annotation: key.to_string(),
+        value: value.clone(),
+        before,
+    };
+    Some((record, json!({"metadata": {"annotations": {key: value}}})))
+}
+
+/// What the owner's status shows of its source for `kind ns/name` (`group`: the API
+/// group, empty for core kinds), only where the status is current: Argo CD's
+/// `status.resources` (refreshed while the sync is not automated). `None`: the cluster
+/// does not show it (Flux does not refresh a suspended Kustomization's inventory; a
+/// HelmRelease shows no inventory; an Application without status).
+pub fn source_defines(
+    owner: &Value,
+    group: &str,
+    kind: &str,
+    ns: &str,
+    name: &str,
+) -> Option<bool> {
+    if owner["kind"] != "Application" {
+        return None;
+    }
+    owner
+        .pointer("/status/resources")
+        .and_then(Value::as_array)
+        .map(|rs| {
+            rs.iter().any(|r| {
+                r["kind"] == kind
+                    && r["name"] == name
+                    && r["group"].as_str().unwrap_or_default() == group
+                    && r["namespace"].as_str().is_none_or(|n| n == ns)
+            })
+        })
+}
+
+/// Another window that holds an owner (issue 21 item 2).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Holder {
+    pub namespace: String,
+    pub gateway: String,
+    pub phase: crate::core::journal::Phase,
+    /// It suspended the owner (and restores it); else it relies on the suspension.
+    pub paused: bool,
+}
+
+impl Holder {
+    /// Between its start and `done` / `rolled-back`.
+    pub fn in_flight(&self) -> bool {
+        !self.phase.finished()
+    }
+
+    /// It holds the owner now: it suspended it, or relies on it and is not finished.
+    pub fn holds(&self) -> bool {
+        self.paused || self.in_flight()
+    }
+
+    /// `the window of tenant/acme (journal phase deleting, relies on its suspension)`.
+    pub fn display(&self) -> String {
+        format!(
+            "the window of {}/{} (journal phase {}, {})",
+            self.namespace,
+            self.gateway,
+            self.phase.as_str(),
+            if self.paused {
+                "suspended it"
+            } else {
+                "relies on its suspension"
+            }
+        )
+    }
+}
+
+/// The windows among `journals` other than `me` (`namespace`, `gateway`) that hold
+/// `owner`: each that suspended it and has not restored it, and each that relies (or
+/// relied) on its suspension. One that is not finished ([`Holder::in_flight`]) must
+/// finish before the owner is restored; one that relied on it and is finished no longer
+/// needs it, but what it replaced must not come back with the restore either.
+pub fn holders(
+    journals: &[crate::core::journal::Journal],
+    owner: &OwnerRef,
+    me: (&str, &str),
+) -> Vec<Holder> {
+    let mut out = Vec::new();
+    for j in journals {
+        if (j.namespace.as_str(), j.gateway.as_str()) == me {
+            continue;
+        }
+        for r in j.gitops.iter().filter(|r| same_owner(&r.owner, owner)) {
+            if r.paused || r.relies_on_suspension() {
+                out.push(Holder {
+                    namespace: j.namespace.clone(),
+                    gateway: j.gateway.clone(),
+                    phase: j.phase,
+                    paused: r.paused,
+                });
+                break;
+            }
+        }
+    }
+    out.sort_by(|a, b| (&a.namespace, &a.gateway).cmp(&(&b.namespace, &b.gateway)));
+    out
 }
 
 /// How a window handles a gateway that Argo CD or Flux manages (`--gitops`).
@@ -802,6 +1044,363 @@ mod tests {
             interfered(&t, Some(&live), true).as_deref(),
             Some("is being deleted")
         );
+    }
+
+    fn owner(kind: &str) -> OwnerRef {
+        let (api_version, ns) = match kind {
+            "Application" => (ARGO_APPLICATION, "argocd"),
+            "Kustomization" => (FLUX_KUSTOMIZATION, "flux-system"),
+            _ => (FLUX_HELMRELEASE, "ops"),
+        };
+        OwnerRef {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: Some(ns.into()),
+            name: "werra".into(),
+        }
+    }
+
+    fn secret(labels: Value, annotations: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "werra-psk", "namespace": "kunde", "labels": labels, "annotations": annotations}})
+    }
+
+    /// Issue 21 item 1: which owner tracks (and may prune) a kept object, and the prune
+    /// protection its controller honours, set once (an Argo CD option joins the others).
+    #[test]
+    fn tracked_objects_get_the_protection_their_controller_honours() {
+        let rows: &[(&str, Value, Value, bool, Option<&str>)] = &[
+            // owner kind, labels, annotations, tracked, annotation value set
+            (
+                "Application",
+                json!({"app.kubernetes.io/instance": "werra"}),
+                json!({}),
+                true,
+                Some("Prune=false"),
+            ),
+            (
+                "Application",
+                json!({}),
+                json!({"argocd.argoproj.io/tracking-id": "werra:/Secret:kunde/werra-psk"}),
+                true,
+                Some("Prune=false"),
+            ),
+            (
+                "Application",
+                json!({"argocd.argoproj.io/instance": "argocd_werra"}),
+                json!({}),
+                true,
+                Some("Prune=false"),
+            ),
+            (
+                "Application",
+                json!({}),
+                json!({"argocd.argoproj.io/sync-options": "ServerSideApply=true"}),
+                false,
+                Some("ServerSideApply=true,Prune=false"),
+            ),
+            (
+                "Application",
+                json!({"app.kubernetes.io/instance": "werra"}),
+                json!({"argocd.argoproj.io/sync-options": "Replace=true, Prune=false"}),
+                true,
+                None,
+            ),
+            (
+                "Application",
+                json!({"app.kubernetes.io/instance": "werra-2"}),
+                json!({}),
+                false,
+                Some("Prune=false"),
+            ),
+            (
+                "Kustomization",
+                json!({"kustomize.toolkit.fluxcd.io/name": "werra", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}),
+                json!({}),
+                true,
+                Some("disabled"),
+            ),
+            (
+                "Kustomization",
+                json!({"kustomize.toolkit.fluxcd.io/name": "werra", "kustomize.toolkit.fluxcd.io/namespace": "tenants"}),
+                json!({}),
+                false,
+                Some("disabled"),
+            ),
+            (
+                "Kustomization",
+                json!({"kustomize.toolkit.fluxcd.io/name": "werra"}),
+                json!({"kustomize.toolkit.fluxcd.io/prune": "disabled"}),
+                true,
+                None,
+            ),
+            (
+                "HelmRelease",
+                json!({"helm.toolkit.fluxcd.io/name": "werra"}),
+                json!({}),
+                true,
+                Some("keep"),
+            ),
+            (
+                "HelmRelease",
+                json!({}),
+                json!({"meta.helm.sh/release-name": "ops-werra"}),
+                true,
+                Some("keep"),
+            ),
+            (
+                "HelmRelease",
+                json!({}),
+                json!({"helm.sh/resource-policy": "keep"}),
+                false,
+                None,
+            ),
+        ];
+        for (kind, labels, annotations, tracked, set) in rows {
+            let o = owner(kind);
+            let obj = secret(labels.clone(), annotations.clone());
+            assert_eq!(tracks(&o, &obj), *tracked, "{kind} {obj}");
+            let got = protect(kind, &obj);
+            assert_eq!(
+                got.as_ref().map(|(p, _)| p.value.as_str()),
+                *set,
+                "{kind} {obj}"
+            );
+            if let Some((p, patch)) = got {
+                let (key, _) = prune_protection(kind);
+                assert_eq!(p.annotation, key);
+                assert_eq!(
+                    p.display(),
+                    format!("secret/werra-psk -n kunde ({key}={})", p.value)
+                );
+                let mut after = obj.clone();
+                merge(&mut after, &patch);
+                assert!(protected(kind, &after), "{kind} {after}");
+                assert!(protect(kind, &after).is_none());
+                // Everything else of the object is as it was.
+                assert_eq!(after["metadata"]["labels"], obj["metadata"]["labels"]);
+            }
+        }
+    }
+
+    /// Only Argo CD's status shows what its source defines while suspended.
+    #[test]
+    fn only_argo_cd_status_shows_the_source_while_suspended() {
+        let app = json!({"kind": "Application", "status": {"resources": [
+            {"group": "", "kind": "Secret", "namespace": "kunde", "name": "werra-psk"},
+            {"group": "vpn.bnerd.net", "kind": "VPNGateway", "namespace": "kunde", "name": "werra"}]}});
+        assert_eq!(
+            source_defines(&app, "", "Secret", "kunde", "werra-psk"),
+            Some(true)
+        );
+        assert_eq!(
+            source_defines(&app, "vpn.bnerd.net", "VPNGateway", "kunde", "werra"),
+            Some(true)
+        );
+        assert_eq!(
+            source_defines(&app, "vpn.bnerd.net", "VPNPeer", "kunde", "werra"),
+            Some(false)
+        );
+        assert_eq!(
+            source_defines(
+                &json!({"kind": "Application"}),
+                "",
+                "Secret",
+                "kunde",
+                "werra-psk"
+            ),
+            None
+        );
+        let ks = json!({"kind": "Kustomization", "spec": {"suspend": true},
+            "status": {"inventory": {"entries": [{"id": "kunde_werra-psk__Secret", "v": "v1"}]}}});
+        assert_eq!(
+            source_defines(&ks, "", "Secret", "kunde", "werra-psk"),
+            None
+        );
+        assert_eq!(
+            source_defines(
+                &json!({"kind": "HelmRelease"}),
+                "",
+                "Secret",
+                "kunde",
+                "werra-psk"
+            ),
+            None
+        );
+    }
+
+    fn window(
+        gw: &str,
+        phase: crate::core::journal::Phase,
+        paused: bool,
+        relies: bool,
+    ) -> crate::core::journal::Journal {
+        let mut j = crate::core::journal::Journal::from_bundle(
+            &json!({"source": {"name": gw, "namespace": "kunde"}, "targets": {"gateway": {}, "peers": []}}),
+            json!({"kind": "IPsecGateway", "metadata": {"name": gw}}),
+            "2026-01-01T00:00:00Z",
+            "me",
+        );
+        j.phase = phase;
+        let mut o = owner("Application");
+        if relies {
+            // As a window found it: the namespace filled in.
+            o.namespace = Some("argocd".into());
+        }
+        j.gitops.push(Record {
+            mode: Mode::Pause,
+            owner: o,
+            evidence: Vec::new(),
+            saved: (!relies).then(|| Saved {
+                pointer: "/spec/syncPolicy/automated".into(),
+                value: Some(json!({"prune": true})),
+            }),
+            paused,
+            restored_at: None,
+            relies,
+            held_by: Vec::new(),
+            protected: Vec::new(),
+        });
+        j
+    }
+
+    /// Issue 21 item 2: one owner, several windows. Who holds it, seen from window `a`
+    /// (the one that suspended it), and whether it may be restored now (no holder under
+    /// way).
+    #[test]
+    fn an_owner_is_restored_only_when_no_window_on_it_is_under_way() {
+        use crate::core::journal::Phase::*;
+        type Row = (
+            &'static str,
+            Vec<(&'static str, crate::core::journal::Phase, bool, bool)>,
+            Vec<&'static str>,
+            bool,
+        );
+        let rows: Vec<Row> = vec![
+            // what, windows (gateway, phase, paused, relies), holders seen by a, restorable
+            ("one window", vec![("a", Done, true, false)], vec![], true),
+            (
+                "first done first: b deleting",
+                vec![("a", Done, true, false), ("b", Deleting, false, true)],
+                vec!["b"],
+                false,
+            ),
+            (
+                "first done first: b started, nothing deleted yet",
+                vec![("a", Done, true, false), ("b", Started, false, true)],
+                vec!["b"],
+                false,
+            ),
+            (
+                "second done first: a in flight, b done",
+                vec![("a", Applied, true, false), ("b", Done, false, true)],
+                vec!["b"],
+                true,
+            ),
+            (
+                "both done",
+                vec![("a", Done, true, false), ("b", Done, false, true)],
+                vec!["b"],
+                true,
+            ),
+            (
+                "three windows: c still applying",
+                vec![
+                    ("a", Done, true, false),
+                    ("b", Done, false, true),
+                    ("c", Applied, false, true),
+                ],
+                vec!["b", "c"],
+                false,
+            ),
+            (
+                "three windows: b rolling back",
+                vec![
+                    ("a", Done, true, false),
+                    ("b", RollingBack, false, true),
+                    ("c", Done, false, true),
+                ],
+                vec!["b", "c"],
+                false,
+            ),
+            (
+                "three windows, all done",
+                vec![
+                    ("a", Done, true, false),
+                    ("b", Done, false, true),
+                    ("c", RolledBack, false, true),
+                ],
+                vec!["b", "c"],
+                true,
+            ),
+            (
+                "a window of an earlier version: no relies, nothing saved",
+                vec![("a", Done, true, false), ("b", Deleted, false, false)],
+                vec!["b"],
+                false,
+            ),
+        ];
+        for (what, windows, holders_seen, restorable) in rows {
+            let journals: Vec<_> = windows
+                .iter()
+                .map(|(gw, phase, paused, relies)| {
+                    let mut j = window(gw, *phase, *paused, *relies);
+                    if !*paused && !*relies {
+                        // Earlier versions wrote no `relies` and no `saved` for an owner
+                        // found suspended.
+                        j.gitops[0].saved = None;
+                    }
+                    j
+                })
+                .collect();
+            let h = holders(&journals, &owner("Application"), ("kunde", "a"));
+            assert_eq!(
+                h.iter().map(|h| h.gateway.as_str()).collect::<Vec<_>>(),
+                holders_seen,
+                "{what}"
+            );
+            assert_eq!(!h.iter().any(Holder::in_flight), restorable, "{what}");
+        }
+        // Seen from b (it relies): a holds it, whatever a's phase.
+        let journals = vec![
+            window("a", Done, true, false),
+            window("b", Deleting, false, true),
+        ];
+        let h = holders(&journals, &owner("Application"), ("kunde", "b"));
+        assert_eq!(h.len(), 1);
+        assert!(h[0].paused && h[0].holds() && !h[0].in_flight());
+        assert_eq!(
+            h[0].display(),
+            "the window of kunde/a (journal phase done, suspended it)"
+        );
+        // Another owner of the same name and kind elsewhere is not this one.
+        let mut other = window("b", Deleting, false, true);
+        other.gitops[0].owner.namespace = Some("argocd-2".into());
+        assert!(holders(&[other], &owner("Application"), ("kunde", "a")).is_empty());
+    }
+
+    /// Journals of earlier versions still load: a record without `relies` and without
+    /// `saved` relies on the suspension; the new keys are written only when set.
+    #[test]
+    fn records_of_earlier_versions_load_and_rely_when_nothing_was_saved() {
+        let old = json!({"mode": "pause", "owner": {"apiVersion": ARGO_APPLICATION, "kind": "Application", "namespace": "argocd", "name": "werra"},
+            "evidence": ["label app.kubernetes.io/instance=werra"]});
+        let r: Record = serde_json::from_value(old.clone()).unwrap();
+        assert!(!r.relies && r.relies_on_suspension() && r.holds());
+        assert_eq!(serde_json::to_value(&r).unwrap()["relies"], Value::Null);
+        let mut paused = old.clone();
+        paused["saved"] =
+            json!({"pointer": "/spec/syncPolicy/automated", "value": {"prune": true}});
+        paused["paused"] = json!(true);
+        let r: Record = serde_json::from_value(paused).unwrap();
+        assert!(!r.relies_on_suspension() && r.holds());
+        let mut restored = r.clone();
+        restored.paused = false;
+        assert!(!restored.holds());
+        let text = serde_json::to_value(&r).unwrap();
+        for key in ["relies", "heldBy", "protected"] {
+            assert!(text.get(key).is_none(), "{key} in {text}");
+        }
     }
 
     /// RFC 7386, for the tests.

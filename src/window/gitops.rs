@@ -166,6 +166,27 @@ pub async fn owners(
                     )),
                 });
             }
+            // Suspended already (by another window, or by a person): this window relies
+            // on that suspension, and its journal says so, so that no window restores
+            // the owner while this one is under way (issue 21 item 2).
+            let relies = !(mode == Mode::Pause && state.active);
+            let held_by = if relies {
+                holders_now(cluster, &owner, ns, name).await
+            } else {
+                Ok(Vec::new())
+            };
+            let reliance = match &held_by {
+                Ok(h) if h.iter().any(|h| h.holds()) => format!(
+                    "held by {}",
+                    h.iter()
+                        .filter(|h| h.holds())
+                        .map(gitops::Holder::display)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                Ok(_) => "no vpnmig window holds it".to_string(),
+                Err(why) => format!("which windows hold it is unknown: {why}"),
+            };
             ev.emit(Event::Note(format!(
                 "{} {} syncs {what} ({}; found by {}): {}",
                 m.tool.label(),
@@ -174,19 +195,30 @@ pub async fn owners(
                 m.evidence.join(", "),
                 match (mode, state.active) {
                     (Mode::Pause, true) =>
-                        "vpnmig suspends it for the window and restores it at the end",
-                    (Mode::Pause, false) => "it is suspended already; vpnmig leaves it as it is",
-                    (Mode::Ignore, _) =>
-                        "suspended by you; vpnmig stops the window if anything interferes",
+                        "vpnmig suspends it for the window and restores it at the end".to_string(),
+                    (Mode::Pause, false) => format!(
+                        "it is suspended already ({reliance}): this window relies on that suspension; its journal records it, and no window restores the owner until this one is done"
+                    ),
+                    (Mode::Ignore, _) => format!(
+                        "suspended by you ({reliance}): this window relies on that suspension (its journal records it) and stops if anything interferes"
+                    ),
                 }
             )));
             out.push(Record {
                 mode,
-                saved: (mode == Mode::Pause && state.active).then(|| gitops::saved(&obj)),
+                saved: (!relies).then(|| gitops::saved(&obj)),
                 owner,
                 evidence: m.evidence.clone(),
                 paused: false,
                 restored_at: None,
+                relies,
+                held_by: held_by
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|h| h.holds())
+                    .map(|h| format!("{}/{}", h.namespace, h.gateway))
+                    .collect(),
+                protected: Vec::new(),
             });
         }
     }
@@ -285,13 +317,26 @@ fn owner_shape(owner: &gitops::OwnerRef) -> Value {
     serde_json::json!({"kind": owner.kind})
 }
 
-/// Restore every owner this window suspended, once its source (as the cluster shows it)
-/// no longer defines `replaced` (`IPsecGateway` after a cutover, `VPNGateway` after a
-/// rollback): restoring it before would re-create what the window just replaced. With
-/// `force` (`--gitops resume`) the user says the repository is merged: restored
-/// whatever the status says. What is not restored is said, with the command.
+/// Restore every owner this window suspended, once it is safe (issue 11 item 2, issue 21
+/// items 1 and 2):
 ///
-/// Returns how many owners are still suspended by the window.
+/// 1. no other window that suspended it or relies on its suspension is under way (any
+///    phase before `done` / `rolled-back`): its gateway would come back mid-window;
+/// 2. the PSK Secret exists (gone, the stop says it must be re-created with the client's
+///    key, which vpnmig does not hold);
+/// 3. its source (as the cluster shows it) no longer defines `replaced` (`IPsecGateway`
+///    after a cutover, `VPNGateway` after a rollback), nor what the finished windows
+///    that relied on it replaced. With `force` (`--gitops resume`) the user says the
+///    repository is merged: this one check is skipped, no other;
+/// 4. its first sync cannot prune what those windows keep (their PSK Secrets, the new
+///    objects, the old gateway after a rollback): what it tracks and its status shows in
+///    its source is safe; what its status shows gone from the source keeps it
+///    suspended; what the cluster cannot show (a suspended Kustomization's inventory is
+///    never refreshed; a HelmRelease has none) gets the prune protection its controller
+///    honours, recorded in the journal before it is set and read back after.
+///
+/// What is not restored is said, with the command. Returns how many owners are still
+/// suspended by the window.
 pub(crate) async fn restore(
     w: &mut Window<'_>,
     replaced: &str,
@@ -309,45 +354,132 @@ pub(crate) async fn restore(
         let Some(saved) = r.saved.as_ref().filter(|_| r.paused) else {
             continue;
         };
-        let lists = match live::find(w.cluster, &r.owner).await? {
-            Found::One(_, obj) => gitops::owner_state(&obj, replaced, &ns, &name).source_lists,
+        let by_hand = gitops::restore_command(&r.owner, saved);
+        let live_owner = match live::find(w.cluster, &r.owner).await? {
+            Found::One(_, obj) => Some(obj),
             _ => None,
         };
-        // Safe only when its source no longer defines what the window replaced. Whether
-        // the rest of the source matches what the window made live cannot be told before
-        // (Argo CD shows objects it does not track yet as OutOfSync): the first sync after
-        // the restore is watched instead (`settle`).
-        if lists != Some(false) && !force {
-            left += 1;
-            let why = match lists {
-                Some(true) => format!(
-                    "its source still defines {} (status of {})",
-                    object_ref(replaced, &name, &ns),
+        // 1. The other windows on this owner, wherever their gateways are.
+        let journals = match journals_for(w.cluster, live_owner.as_ref()).await {
+            Ok(j) => j,
+            Err(why) => {
+                left += 1;
+                w.ev.emit(Event::Warning(format!(
+                    "{} stays suspended: whether another window relies on its suspension cannot be read ({why}). Check by hand (`kubectl get configmaps -A -l app.kubernetes.io/managed-by=vpnmig -o yaml`: a journal whose gitops record names {} and whose phase is neither done nor rolled-back relies on it), then `vpnmig {verb} {name} -n {ns}` with a context that can list them, or by hand: `{by_hand}`",
+                    r.owner.display(),
                     r.owner.display()
-                ),
-                _ => format!(
-                    "the cluster does not show whether its source still defines {}",
-                    object_ref(replaced, &name, &ns)
-                ),
-            };
+                )));
+                continue;
+            }
+        };
+        let others = gitops::holders(&journals, &r.owner, (&ns, &name));
+        let busy: Vec<String> = others
+            .iter()
+            .filter(|h| h.in_flight())
+            .map(gitops::Holder::display)
+            .collect();
+        if !busy.is_empty() {
+            left += 1;
             w.ev.emit(Event::Warning(format!(
-                "{} stays suspended: {why}, and restoring its sync now would re-create it (and take the floating IP). {}, then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume`: whatever the status says), or by hand: `{}`",
+                "{} stays suspended: {} {} under way, and restoring its sync now would re-create what that window replaces (and take its floating IP). When every one of them is done, `vpnmig {verb} {name} -n {ns}` restores it{}",
                 r.owner.display(),
-                if replaced == "IPsecGateway" {
-                    format!("Merge the repository change (`vpnmig plan {name} -n {ns} --gitops-repo DIR` writes it)")
+                busy.join("; "),
+                if busy.len() == 1 { "is" } else { "are" },
+                if force {
+                    " (`--gitops resume` does not override another window)"
                 } else {
-                    "Revert the repository change".to_string()
-                },
-                gitops::restore_command(&r.owner, saved)
+                    ""
+                }
             )));
             continue;
         }
-        // The PSK Secret the owner tracks but its source no longer defines would be
-        // pruned by its first sync, and its value is nowhere else (attack finding).
-        if !force && let Some(why) = prunes_psk(w, &r.owner).await? {
+        // 2. A PSK Secret that is gone is not something a restore (or a repository
+        // change) brings back with the client's key.
+        if crate::cluster::objects::secret(w.cluster, &w.journal.psk_secret)
+            .await?
+            .is_none()
+        {
+            return Err(psk_gone_stop(&w.journal, &r.owner));
+        }
+        // The windows whose objects the restored sync must leave as they are: this one,
+        // and the finished ones that relied on the suspension.
+        let mut windows: Vec<(crate::core::journal::Journal, &str)> =
+            vec![(w.journal.clone(), replaced)];
+        for h in &others {
+            if let Some(j) = journals
+                .iter()
+                .find(|j| j.namespace == h.namespace && j.gateway == h.gateway)
+            {
+                let kind = if j.phase == crate::core::journal::Phase::Done {
+                    "IPsecGateway"
+                } else {
+                    "VPNGateway"
+                };
+                windows.push((j.clone(), kind));
+            }
+        }
+        // 3. Safe only when its source no longer defines what the windows replaced.
+        // Whether the rest of the source matches what the window made live cannot be
+        // told before (Argo CD shows objects it does not track yet as OutOfSync): the
+        // first sync after the restore is watched instead (`settle`).
+        if !force {
+            let mut why = None;
+            for (j, kind) in &windows {
+                let lists = live_owner.as_ref().and_then(|o| {
+                    gitops::owner_state(o, kind, &j.namespace, &j.gateway).source_lists
+                });
+                let whose =
+                    if (j.namespace.as_str(), j.gateway.as_str()) == (ns.as_str(), name.as_str()) {
+                        String::new()
+                    } else {
+                        format!(
+                            " (replaced by the window of {}/{}, which relied on its suspension)",
+                            j.namespace, j.gateway
+                        )
+                    };
+                let what = object_ref(kind, &j.gateway, &j.namespace);
+                let text = match lists {
+                    Some(false) => continue,
+                    Some(true) => format!(
+                        "its source still defines {what}{whose} (status of {})",
+                        r.owner.display()
+                    ),
+                    None => format!(
+                        "the cluster does not show whether its source still defines {what}{whose}"
+                    ),
+                };
+                why = Some((text, j.gateway.clone(), j.namespace.clone(), *kind));
+                break;
+            }
+            if let Some((why, gw, gw_ns, kind)) = why {
+                left += 1;
+                w.ev.emit(Event::Warning(format!(
+                    "{} stays suspended: {why}, and restoring its sync now would re-create it (and take the floating IP). {}, then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume`: whatever the status says), or by hand: `{by_hand}`",
+                    r.owner.display(),
+                    if kind == "IPsecGateway" {
+                        format!("Merge the repository change (`vpnmig plan {gw} -n {gw_ns} --gitops-repo DIR` writes it)")
+                    } else {
+                        "Revert the repository change".to_string()
+                    },
+                )));
+                continue;
+            }
+        }
+        // 4. What the windows keep.
+        let mut refused = None;
+        for (j, kind) in &windows {
+            match keep(w, i, j, kind, live_owner.as_ref()).await? {
+                Ok(()) => {}
+                Err(why) => {
+                    refused = Some(why);
+                    break;
+                }
+            }
+        }
+        if let Some(why) = refused {
             left += 1;
             w.ev.emit(Event::Warning(format!(
-                "{} stays suspended: {why}; restoring its sync would delete the PSK Secret. Put the Secret back in the repository (or take the owner's markers off it), then `vpnmig {verb} {name} -n {ns}`",
+                "{} stays suspended: {why}. Put it back in the repository (or take the owner's markers off it), then `vpnmig {verb} {name} -n {ns}`",
                 r.owner.display()
             )));
             continue;
@@ -370,6 +502,22 @@ pub(crate) async fn restore(
                 &gitops::pause_patch(&owner_shape(&r.owner)),
             )
             .await;
+            if crate::cluster::objects::secret(w.cluster, &w.journal.psk_secret)
+                .await
+                .is_ok_and(|s| s.is_none())
+            {
+                let Error::Stop { message, hint, .. } = psk_gone_stop(&w.journal, &r.owner) else {
+                    unreachable!("psk_gone_stop is a stop")
+                };
+                return Err(Error::Stop {
+                    code: exit::VERIFY_FAILED,
+                    message: format!(
+                        "{} was restored and its sync interfered, so vpnmig suspended it again: {message}",
+                        r.owner.display()
+                    ),
+                    hint,
+                });
+            }
             return Err(Error::Stop {
                 code: exit::VERIFY_FAILED,
                 message: format!(
@@ -390,7 +538,225 @@ pub(crate) async fn restore(
             r.owner.display()
         )));
     }
+    // The owners this window relied on: who restores them (issue 21 item 2).
+    for r in w.journal.gitops.clone() {
+        if r.paused || !r.relies_on_suspension() {
+            continue;
+        }
+        let Ok(journals) = journals_for(w.cluster, None).await else {
+            continue;
+        };
+        let pausers: Vec<gitops::Holder> = gitops::holders(&journals, &r.owner, (&ns, &name))
+            .into_iter()
+            .filter(|h| h.paused)
+            .collect();
+        w.ev.emit(Event::Info(match pausers.first() {
+            Some(h) => format!(
+                "{} stays suspended: {}; that window restores it: `vpnmig {} {} -n {}`",
+                r.owner.display(),
+                h.display(),
+                if h.phase.rolling_back() || h.phase == crate::core::journal::Phase::RolledBack {
+                    "rollback"
+                } else {
+                    "cutover"
+                },
+                h.gateway,
+                h.namespace
+            ),
+            None => format!(
+                "{} stays suspended: no vpnmig window suspended it (it was suspended before this window), so vpnmig leaves it to whoever did; docs/gitops.md says how to resume it",
+                r.owner.display()
+            ),
+        }));
+    }
     Ok(left)
+}
+
+/// The stop when the PSK Secret is gone: plain about what only the client can give back.
+fn psk_gone_stop(j: &crate::core::journal::Journal, owner: &gitops::OwnerRef) -> Error {
+    let (secret, ns, name) = (&j.psk_secret, &j.namespace, &j.gateway);
+    let key = j
+        .targets
+        .iter()
+        .find_map(|t| t.pointer("/spec/ipsec/pskSecretRef/key"))
+        .or_else(|| j.old_manifest.pointer("/spec/auth/pskSecretRef/key"))
+        .and_then(Value::as_str)
+        .unwrap_or("psk");
+    Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: format!(
+            "secret/{secret} -n {ns} (the PSK) is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold (the journal keeps only its fingerprint); {} stays suspended",
+            owner.display()
+        ),
+        hint: Some(format!(
+            "ask the client for the key and re-create the Secret: `kubectl create secret generic {secret} -n {ns} --from-literal={key}=<the client's key>`; `vpnmig verify {name} -n {ns}` then compares it with the fingerprint and checks the tunnel; keep the Secret in the repository (or take the owner's markers off it) before the owner is restored"
+        )),
+    }
+}
+
+/// The journals of every window that may hold an owner: every namespace, or, where
+/// listing them all is refused, the gateway's namespace and each namespace the owner's
+/// status names (`owner`). `Err`: a namespace that could not be listed.
+async fn journals_for(
+    cluster: &Cluster,
+    owner: Option<&Value>,
+) -> Result<Vec<crate::core::journal::Journal>, String> {
+    let listed = journal::list(cluster).await.map_err(|e| e.to_string())?;
+    // A journal this version cannot read may be a window that relies on the owner.
+    if listed.unreadable > 0 {
+        return Err(format!(
+            "{} ConfigMap(s) labelled app.kubernetes.io/managed-by=vpnmig in {} are not journals this version reads",
+            listed.unreadable, listed.scope
+        ));
+    }
+    let mut journals = listed.journals;
+    if listed.scope == "all namespaces" {
+        return Ok(journals);
+    }
+    let mut namespaces: Vec<String> = owner
+        .map(|o| {
+            let argo = o
+                .pointer("/status/resources")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r["namespace"].as_str().map(str::to_string));
+            let flux = o
+                .pointer("/status/inventory/entries")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|e| {
+                    e["id"]
+                        .as_str()
+                        .and_then(|id| id.split_once('_'))
+                        .map(|(ns, _)| ns.to_string())
+                });
+            argo.chain(flux).filter(|n| !n.is_empty()).collect()
+        })
+        .unwrap_or_default();
+    namespaces.sort();
+    namespaces.dedup();
+    for other in namespaces.iter().filter(|n| **n != cluster.namespace) {
+        let l = journal::list_in(cluster, Some(other))
+            .await
+            .map_err(|e| format!("journals in namespace {other}: {e}"))?;
+        if l.unreadable > 0 {
+            return Err(format!(
+                "{} ConfigMap(s) labelled app.kubernetes.io/managed-by=vpnmig in namespace {other} are not journals this version reads",
+                l.unreadable
+            ));
+        }
+        journals.extend(l.journals);
+    }
+    Ok(journals)
+}
+
+/// The windows other than `ns/name` that hold `owner` now. `Err`: why that is unknown.
+async fn holders_now(
+    cluster: &Cluster,
+    owner: &gitops::OwnerRef,
+    ns: &str,
+    name: &str,
+) -> Result<Vec<gitops::Holder>, String> {
+    let obj = match live::find(cluster, owner).await {
+        Ok(Found::One(_, o)) => Some(o),
+        _ => None,
+    };
+    let journals = journals_for(cluster, obj.as_ref()).await?;
+    Ok(gitops::holders(&journals, owner, (ns, name)))
+}
+
+/// Make sure the restored owner's first sync cannot prune what window `j` keeps (after
+/// `replaced`: the new objects after a cutover, the old gateway after a rollback; and
+/// its PSK Secret). Protection set is recorded in this window's journal (record `i`)
+/// before the patch. `Ok(Err(why))`: the owner must stay suspended.
+async fn keep(
+    w: &mut Window<'_>,
+    i: usize,
+    j: &crate::core::journal::Journal,
+    replaced: &str,
+    owner: Option<&Value>,
+) -> Result<Result<(), String>, Error> {
+    let r = w.journal.gitops[i].owner.clone();
+    let mut kept: Vec<(String, String, String, String)> = vec![(
+        "v1".into(),
+        "Secret".into(),
+        j.namespace.clone(),
+        j.psk_secret.clone(),
+    )];
+    let objects: Vec<&Value> = if replaced == "IPsecGateway" {
+        j.targets.iter().collect()
+    } else {
+        vec![&j.old_manifest]
+    };
+    for o in objects {
+        let s = |p: &str| {
+            o.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let ns = Some(s("/metadata/namespace"))
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| j.namespace.clone());
+        kept.push((s("/apiVersion"), s("/kind"), ns, s("/metadata/name")));
+    }
+    for (api_version, kind, ns, name) in kept {
+        let Some(obj) = live::get_kept(w.cluster, &api_version, &kind, &ns, &name).await? else {
+            continue;
+        };
+        if !gitops::tracks(&r, &obj) || gitops::protected(&r.kind, &obj) {
+            continue;
+        }
+        let what = object_ref(&kind, &name, &ns);
+        let what = if kind == "Secret" {
+            format!("{what} (the PSK)")
+        } else {
+            what
+        };
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        match owner.and_then(|o| gitops::source_defines(o, group, &kind, &ns, &name)) {
+            Some(true) => continue,
+            Some(false) => {
+                return Ok(Err(format!(
+                    "it tracks {what}, and its source no longer defines it (status of {}): restoring its sync would delete it",
+                    r.display()
+                )));
+            }
+            None => {}
+        }
+        // The cluster cannot show what the merged source applies: the controller is told
+        // not to prune it, as it documents.
+        let Some((record, patch)) = gitops::protect(&r.kind, &obj) else {
+            continue;
+        };
+        w.journal.gitops[i].protected.retain(|p| {
+            (p.kind.as_str(), p.namespace.as_str(), p.name.as_str())
+                != (kind.as_str(), ns.as_str(), name.as_str())
+        });
+        w.journal.gitops[i].protected.push(record.clone());
+        journal::write(w.cluster, &w.journal, false).await?;
+        let after = live::patch_kept(w.cluster, &api_version, &kind, &ns, &name, &patch).await?;
+        if !gitops::protected(&r.kind, &after) {
+            return Ok(Err(format!(
+                "it tracks {what}, the cluster does not show whether its source still defines it, and the annotation {}={} did not stay on it (a webhook or controller removed it)",
+                record.annotation, record.value
+            )));
+        }
+        w.ev.emit(Event::Step(format!(
+            "kept {what} from {}'s prune: annotation {}={} (the cluster does not show whether its merged source still defines it{}; the journal records it, and it stays)",
+            r.display(),
+            record.annotation,
+            record.value,
+            match r.kind.as_str() {
+                "Kustomization" => ": Flux does not refresh a suspended Kustomization's inventory",
+                "HelmRelease" => ": a HelmRelease shows no inventory",
+                _ => "",
+            }
+        )));
+    }
+    Ok(Ok(()))
 }
 
 /// How long a restored owner's first sync is watched (bounded like every wait).
@@ -477,50 +843,6 @@ async fn settle(w: &Window<'_>, owner: &gitops::OwnerRef, replaced: &str) -> Res
         });
     }
     Ok(())
-}
-
-/// Why restoring `owner` would prune the PSK Secret: the Secret carries its markers (it
-/// tracks it) and its status no longer lists it among what its source defines (Argo CD
-/// `status.resources`, Flux `status.inventory`). `None`: it would not, or cannot be told.
-async fn prunes_psk(w: &Window<'_>, owner: &gitops::OwnerRef) -> Result<Option<String>, Error> {
-    let secret_name = &w.journal.psk_secret;
-    let Some(secret) = crate::cluster::objects::secret(w.cluster, secret_name).await? else {
-        return Ok(None);
-    };
-    let tracked = gitops::detect(&secret).iter().any(|m| {
-        m.owner
-            .as_ref()
-            .is_some_and(|o| o.name == owner.name && o.kind == owner.kind)
-    });
-    if !tracked {
-        return Ok(None);
-    }
-    let Found::One(_, obj) = live::find(w.cluster, owner).await? else {
-        return Ok(None);
-    };
-    let ns = w.ns();
-    let listed = match obj["kind"].as_str() {
-        Some("Application") => obj
-            .pointer("/status/resources")
-            .and_then(Value::as_array)
-            .map(|rs| {
-                rs.iter()
-                    .any(|r| r["kind"] == "Secret" && r["name"] == secret_name.as_str())
-            }),
-        _ => obj
-            .pointer("/status/inventory/entries")
-            .and_then(Value::as_array)
-            .map(|es| {
-                es.iter()
-                    .any(|e| e["id"] == format!("{ns}_{secret_name}__Secret").as_str())
-            }),
-    };
-    Ok((listed == Some(false)).then(|| {
-        format!(
-            "it tracks secret/{secret_name} -n {ns} (the PSK), and its source no longer defines it (status of {})",
-            owner.display()
-        )
-    }))
 }
 
 /// A finished window (`replaced`: `IPsecGateway` done, `VPNGateway` rolled back) run

@@ -26,7 +26,10 @@
 //! - Sync: once an owner has been out of sync for `selfHealDelayMs`, every drifted
 //!   object is server-side applied with field manager `argocd-controller` /
 //!   `kustomize-controller` (force), stamped with the tracking markers, and the extras are
-//!   deleted. The first time an owner is seen, the source objects that exist are applied
+//!   deleted — except those carrying the prune protection the tool honours on a live
+//!   object (Argo CD `argocd.argoproj.io/sync-options` with `Prune=false`: kept, and the
+//!   Application stays OutOfSync, as Argo CD shows "requires pruning"; Flux
+//!   `kustomize.toolkit.fluxcd.io/prune: disabled`: kept and left out of the inventory). The first time an owner is seen, the source objects that exist are applied
 //!   once (as by the sync that created them), so they carry the manager in
 //!   `metadata.managedFields` from the start.
 //! - Tracking markers: Argo — label `app.kubernetes.io/instance: <app>` and annotation
@@ -88,6 +91,10 @@ pub const ARGO_LABEL: &str = "app.kubernetes.io/instance";
 pub const ARGO_TRACKING_ID: &str = "argocd.argoproj.io/tracking-id";
 /// `"true"` on an Application: Argo CD leaves it alone.
 pub const ARGO_SKIP_RECONCILE: &str = "argocd.argoproj.io/skip-reconcile";
+/// Argo CD's per-object sync options; `Prune=false` among them: never pruned.
+pub const ARGO_SYNC_OPTIONS: &str = "argocd.argoproj.io/sync-options";
+/// `disabled` on an object: Flux never prunes it.
+pub const FLUX_PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
 /// Flux's tracking labels.
 pub const FLUX_NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
 pub const FLUX_NAMESPACE_LABEL: &str = "kustomize.toolkit.fluxcd.io/namespace";
@@ -401,12 +408,19 @@ impl Gitops {
             .map(|d| (d.rt.gvr(), d.ns.clone(), d.name.clone()))
             .collect();
         let drifted: Vec<&Desired> = desired.iter().filter(|d| drifts(store, d)).collect();
-        let extras = if prune || !acting {
+        let mut extras = if prune || !acting {
             extras(store, o, &wanted)
         } else {
             Vec::new()
         };
+        // What carries the prune protection the tool honours is never deleted: Flux
+        // leaves it out of its inventory (in sync); Argo CD shows it OutOfSync
+        // ("requires pruning") and skips it.
+        if o.tool == Tool::Flux {
+            extras.retain(|e| !e.3);
+        }
         let out_of_sync = !drifted.is_empty() || !extras.is_empty();
+        let only_kept = drifted.is_empty() && extras.iter().all(|e| e.3);
         if !out_of_sync {
             st.out_of_sync.remove(&uid);
             set_status(store, o, Outcome::Synced, &desired);
@@ -415,6 +429,11 @@ impl Gitops {
         if !acting {
             st.out_of_sync.remove(&uid);
             set_status(store, o, Outcome::Suspended, &desired);
+            return None;
+        }
+        if only_kept {
+            st.out_of_sync.remove(&uid);
+            set_status(store, o, Outcome::OutOfSync, &desired);
             return None;
         }
         let since = *st.out_of_sync.entry(uid.clone()).or_insert(now);
@@ -428,7 +447,7 @@ impl Gitops {
             let _ = apply(store, o, d);
         }
         if prune {
-            for (rt, ns, name) in extras {
+            for (rt, ns, name, _) in extras.into_iter().filter(|e| !e.3) {
                 let _ = store.delete(&rt, &ns, &name, &DeleteOptions::default());
             }
         }
@@ -602,13 +621,27 @@ fn apply(store: &Store, o: &Owner, d: &Desired) -> Result<Value, crate::status::
     )
 }
 
-/// Tracked objects (any served type) that are not in the source: what prune deletes.
+/// Whether `obj` carries the prune protection `o`'s tool honours on a live object: Argo
+/// CD `argocd.argoproj.io/sync-options` with the option `Prune=false`, Flux
+/// `kustomize.toolkit.fluxcd.io/prune: disabled`.
+fn prune_disabled(o: &Owner, obj: &Value) -> bool {
+    let a = |k: &str| obj["metadata"]["annotations"][k].as_str();
+    match o.tool {
+        Tool::Argo => {
+            a(ARGO_SYNC_OPTIONS).is_some_and(|v| v.split(',').any(|x| x.trim() == "Prune=false"))
+        }
+        Tool::Flux => a(FLUX_PRUNE).is_some_and(|v| v == "disabled"),
+    }
+}
+
+/// Tracked objects (any served type) that are not in the source: what prune deletes,
+/// each with whether it carries the prune protection (then it is not deleted).
 /// Never the owners themselves nor a source ConfigMap.
 fn extras(
     store: &Store,
     o: &Owner,
     wanted: &HashSet<ObjKey>,
-) -> Vec<(ResourceType, String, String)> {
+) -> Vec<(ResourceType, String, String, bool)> {
     let mut out = Vec::new();
     for rt in store.types() {
         let is_owner_kind = rt.group == "argoproj.io" || rt.group.ends_with(".toolkit.fluxcd.io");
@@ -630,7 +663,7 @@ fn extras(
                 continue;
             }
             if !wanted.contains(&(rt.gvr(), ns.clone(), name.clone())) {
-                out.push((rt.clone(), ns, name));
+                out.push((rt.clone(), ns, name, prune_disabled(o, &obj)));
             }
         }
     }

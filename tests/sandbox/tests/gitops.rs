@@ -404,6 +404,87 @@ async fn prune_deletes_tracked_objects_not_in_the_source() {
     }
 }
 
+/// Issue 21 item 1: what carries the prune protection the tool honours on a live object
+/// is never pruned (Argo CD `argocd.argoproj.io/sync-options` with `Prune=false` among
+/// other options; Flux `kustomize.toolkit.fluxcd.io/prune: disabled`): Argo CD shows the
+/// Application OutOfSync ("requires pruning"), Flux leaves it out of its inventory.
+/// Another value of the same annotation protects nothing.
+#[tokio::test]
+async fn prune_protection_keeps_tracked_objects_not_in_the_source() {
+    for tool in TOOLS {
+        let (key, keep, other) = match tool {
+            Tool::Argo => (
+                gitops::ARGO_SYNC_OPTIONS,
+                "ServerSideApply=true, Prune=false",
+                "Prune=true",
+            ),
+            Tool::Flux => (gitops::FLUX_PRUNE, "disabled", "enabled"),
+        };
+        let bed = Bed::new(tool.scenario(), Settings::default());
+        bed.create(
+            "configmaps",
+            json!({"metadata": {"name": "kept", "labels": tool.labels(), "annotations": {key: keep}}}),
+        );
+        bed.create(
+            "configmaps",
+            json!({"metadata": {"name": "not-kept", "labels": tool.labels(), "annotations": {key: other}}}),
+        );
+        // The PSK Secret leaves the source (moved to another repository), protected.
+        let secrets = rt(&bed.store, "", "v1", "secrets");
+        bed.store
+            .modify(
+                &secrets,
+                NS,
+                "acme-psk",
+                false,
+                &WriteOptions::default(),
+                |cur| {
+                    let mut new = cur.clone();
+                    new["metadata"]["annotations"][key] = json!(keep);
+                    Ok(new)
+                },
+            )
+            .unwrap();
+        bed.set_source(tool, |text| {
+            text.split("\n---")
+                .filter(|d| !d.contains("kind: Secret"))
+                .collect::<Vec<_>>()
+                .join("\n---")
+        });
+        eventually("the unprotected extra is pruned", || {
+            bed.get("configmaps", "not-kept").is_none()
+        })
+        .await;
+        never("a protected object pruned", || {
+            bed.get("configmaps", "kept").is_none() || bed.get("secrets", "acme-psk").is_none()
+        })
+        .await;
+        let (g, v, p) = match tool {
+            Tool::Argo => ("argoproj.io", "v1alpha1", "applications"),
+            Tool::Flux => ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations"),
+        };
+        let owner = bed
+            .store
+            .get(&rt(&bed.store, g, v, p), tool.owner_ns(), "acme")
+            .unwrap();
+        match tool {
+            Tool::Argo => assert_eq!(owner["status"]["sync"]["status"], "OutOfSync", "{owner}"),
+            Tool::Flux => {
+                assert_eq!(
+                    owner["status"]["conditions"][0]["status"], "True",
+                    "{owner}"
+                );
+                assert!(
+                    !owner["status"]["inventory"]
+                        .to_string()
+                        .contains("acme-psk"),
+                    "{owner}"
+                );
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn without_prune_tracked_extras_stay() {
     let bed = Bed::new(Tool::Flux.scenario(), Settings::default());
