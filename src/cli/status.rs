@@ -110,6 +110,14 @@ pub struct Suspended {
     pub owner: String,
     /// What resumes it: vpnmig's command, and the `kubectl patch` that restores it by hand.
     pub resume: String,
+    /// The owner as the cluster shows it now, against the journal (issue 21 item 4):
+    /// `suspended` (as the window left it), `re-enabled` (syncing again, by someone
+    /// else), `changed` (its policy changed since the window paused it), `gone`,
+    /// `unknown` (it could not be read).
+    pub live: String,
+    /// What the cluster shows, in words (empty when as the window left it).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub live_detail: String,
 }
 
 /// A gateway vpnmig migrated whose journal is gone.
@@ -147,8 +155,20 @@ impl Windows {
             ));
         }
         for s in &self.suspended {
+            let head = match s.live.as_str() {
+                "re-enabled" => "GitOps sync re-enabled by someone else",
+                "changed" => "GitOps policy changed since the window paused it",
+                "gone" => "GitOps owner gone",
+                "unknown" => "GitOps sync suspended (not read back)",
+                _ => "GitOps sync suspended",
+            };
+            let detail = if s.live_detail.is_empty() {
+                String::new()
+            } else {
+                format!("; live: {}", s.live_detail)
+            };
             out.push_str(&format!(
-                "GitOps sync suspended: {} (by the window of {}/{}, journal phase {}); {}\n",
+                "{head}: {} (by the window of {}/{}, journal phase {}{detail}); {}\n",
                 s.owner, s.namespace, s.gateway, s.phase, s.resume
             ));
         }
@@ -446,16 +466,85 @@ async fn open_windows(
                         phase: j.phase.to_string(),
                         owner: r.owner.display(),
                         resume: how,
+                        live: "unknown".into(),
+                        live_detail: String::new(),
                     }
                 })
                 .collect::<Vec<_>>()
         })
         .collect();
+    let mut suspended: Vec<Suspended> = suspended;
+    for s in &mut suspended {
+        let record = parsed
+            .iter()
+            .filter(|j| j.namespace == s.namespace && j.gateway == s.gateway)
+            .flat_map(|j| j.gitops.iter())
+            .find(|r| r.paused && r.owner.display() == s.owner);
+        if let Some(r) = record {
+            read_back(cluster, r, s).await;
+        }
+    }
     Windows {
         open,
         lost,
         suspended,
         unknown: None,
+    }
+}
+
+/// The owner a journal records as suspended, read from the cluster and compared with
+/// the record (issue 21 item 4): a suspension is what the owner shows. One re-enabled or
+/// changed since is said so, and no restore that would overwrite that policy is offered.
+async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut Suspended) {
+    use crate::cluster::gitops::{Found, find};
+    use crate::core::gitops::{self, Held};
+    let (ns, name) = (s.namespace.clone(), s.gateway.clone());
+    let obj = match find(cluster, &r.owner).await {
+        Ok(Found::One(_, obj)) => obj,
+        Ok(_) => {
+            s.live = "gone".into();
+            s.live_detail = format!("the cluster has no {} {}", r.owner.kind, r.owner.name);
+            s.resume = format!(
+                "nothing to restore; `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` still finish the window"
+            );
+            return;
+        }
+        Err(e) => {
+            s.live_detail = format!("it could not be read: {e}");
+            return;
+        }
+    };
+    let parent = crate::core::gitops::parents(&obj)
+        .first()
+        .map(|p| {
+            format!(
+                ", managed itself by {} ({})",
+                p.owner.display(),
+                p.evidence.join(", ")
+            )
+        })
+        .unwrap_or_default();
+    let finished = matches!(s.phase.as_str(), "done" | "rolled-back");
+    let keep = if finished {
+        "vpnmig does not restore over it: the policy stays as it is now".to_string()
+    } else {
+        format!(
+            "the window no longer holds it, and it may re-create the old gateway or prune the new objects: suspend it again before `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` (`{}`); vpnmig does not restore over a policy changed since",
+            gitops::pause_command(&r.owner)
+        )
+    };
+    match gitops::held(r, &obj) {
+        Held::AsLeft => s.live = "suspended".into(),
+        Held::ReEnabled { now } => {
+            s.live = "re-enabled".into();
+            s.live_detail = format!("{now}{parent}");
+            s.resume = keep;
+        }
+        Held::Changed { now } => {
+            s.live = "changed".into();
+            s.live_detail = format!("{now}{parent}");
+            s.resume = keep;
+        }
     }
 }
 

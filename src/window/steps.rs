@@ -876,7 +876,13 @@ pub(crate) async fn targets_intact(cluster: &Cluster, targets: &[Value]) -> bool
 }
 
 /// The stop of a window whose deleted object came back.
-fn recreated(cluster: &Cluster, kind: &str, name: &str, verb: &str, obj: &Value) -> Error {
+pub(crate) fn recreated(
+    cluster: &Cluster,
+    kind: &str,
+    name: &str,
+    verb: &str,
+    obj: &Value,
+) -> Error {
     let ns = cluster.namespace.as_str();
     let uid = obj
         .pointer("/metadata/uid")
