@@ -869,14 +869,27 @@ async fn forward(
                 .await?
                 .and_then(|v| serde_json::from_value::<IPsecGateway>(v).ok()),
         };
-        let wait = steps::wait_gone(
-            cluster,
-            w.ev,
-            "IPsecGateway",
-            std::slice::from_ref(&name),
-            t.delete,
-            &title,
-        );
+        let old_uid = w.journal.old_uid.clone();
+        let names = std::slice::from_ref(&name);
+        let wait = async {
+            match &old_uid {
+                Some(uid) => {
+                    steps::wait_uid_gone(
+                        cluster,
+                        w.ev,
+                        "IPsecGateway",
+                        &name,
+                        uid,
+                        t.delete,
+                        &title,
+                    )
+                    .await
+                }
+                None => {
+                    steps::wait_gone(cluster, w.ev, "IPsecGateway", names, t.delete, &title).await
+                }
+            }
+        };
         let outcome = match &gw {
             Some(gw) => w.guarded(&journal::Owners::of_old(gw), wait).await?,
             None => wait.await?,

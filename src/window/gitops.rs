@@ -241,6 +241,35 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
             continue;
         }
         let (owner, pointer, recorded) = (r.owner.clone(), saved.pointer.clone(), r.paused);
+        // Suspended by an earlier run: read back first. A policy someone set since is
+        // theirs: one that does not sync is left as it is (relied on, never restored
+        // over); one that syncs again is suspended again, and its policy is what the end
+        // of the window restores (issue 21 item 4).
+        if recorded && let Found::One(_, now) = live::find(w.cluster, &owner).await? {
+            match gitops::held(&w.journal.gitops[i], &now) {
+                gitops::Held::AsLeft => {}
+                gitops::Held::Changed { now } => {
+                    w.journal.gitops[i].saved = None;
+                    w.journal.gitops[i].paused = false;
+                    journal::write(w.cluster, &w.journal, false).await?;
+                    w.ev.emit(Event::Warning(format!(
+                        "{}: its policy changed since the window paused it (live: {now}); it does not sync, so vpnmig leaves it as it is and will not restore over it",
+                        owner.display()
+                    )));
+                    continue;
+                }
+                gitops::Held::ReEnabled { now: seen } => {
+                    if let Some(s) = w.journal.gitops[i].saved.as_mut() {
+                        s.value = now.pointer(&pointer).cloned();
+                    }
+                    journal::write(w.cluster, &w.journal, false).await?;
+                    w.ev.emit(Event::Warning(format!(
+                        "{} was re-enabled by someone else since the window paused it (live: {seen}): suspended again for the window; the end of the window restores that policy, not the one before",
+                        owner.display()
+                    )));
+                }
+            }
+        }
         // Recorded as suspended before the patch is sent: a run killed in between leaves
         // a journal that says so (and `status` lists it); restoring an owner the patch
         // never reached writes back the value it still has.
