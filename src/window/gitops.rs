@@ -317,13 +317,13 @@ pub(crate) async fn held(
     settle: std::time::Duration,
 ) -> Result<(), Error> {
     let started = std::time::Instant::now();
+    let holds = |r: &&Record| r.restored_at.is_none() && (r.paused || r.saved.is_none());
+    // Nothing held (no GitOps owner): nothing to read back, and no time to wait.
+    if !w.journal.gitops.iter().any(|r| holds(&r)) {
+        return Ok(());
+    }
     loop {
-        for r in w
-            .journal
-            .gitops
-            .iter()
-            .filter(|r| r.restored_at.is_none() && (r.paused || r.saved.is_none()))
-        {
+        for r in w.journal.gitops.iter().filter(holds) {
             let Found::One(owner, obj) = live::find(w.cluster, &r.owner).await? else {
                 continue;
             };
