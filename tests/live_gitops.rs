@@ -1026,7 +1026,15 @@ macro_rules! guarded {
     ($($test:ident: $row:expr;)*) => {$(
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn $test() {
-            guarded($row).await;
+            let (l, r) = guarded($row).await;
+            // An owner that re-created the gateway while reading back suspended: status
+            // says it still acts, not just "suspended".
+            if r.says("ignores its suspension") {
+                let st = l.vpnmig(&["status"]).await;
+                let out = live::flat(&st.stdout);
+                assert!(out.contains("GitOps sync suspended but still acting"), "{out}");
+                assert!(out.contains("its controller ignores its suspension"), "{out}");
+            }
         }
     )*};
 }

@@ -112,7 +112,8 @@ pub struct Suspended {
     pub resume: String,
     /// The owner as the cluster shows it now, against the journal (issue 21 item 4):
     /// `suspended` (as the window left it), `re-enabled` (syncing again, by someone
-    /// else), `changed` (its policy changed since the window paused it), `gone`,
+    /// else), `changed` (its policy changed since the window paused it), `ignoring`
+    /// (suspended, yet it re-created the old gateway after the delete), `gone`,
     /// `unknown` (it could not be read).
     pub live: String,
     /// What the cluster shows, in words (empty when as the window left it).
@@ -160,6 +161,7 @@ impl Windows {
                 "changed" => "GitOps policy changed since the window paused it",
                 "gone" => "GitOps owner gone",
                 "unknown" => "GitOps sync suspended (not read back)",
+                "ignoring" => "GitOps sync suspended but still acting",
                 _ => "GitOps sync suspended",
             };
             let detail = if s.live_detail.is_empty() {
@@ -478,10 +480,13 @@ async fn open_windows(
         let record = parsed
             .iter()
             .filter(|j| j.namespace == s.namespace && j.gateway == s.gateway)
-            .flat_map(|j| j.gitops.iter())
-            .find(|r| r.paused && r.owner.display() == s.owner);
-        if let Some(r) = record {
+            .flat_map(|j| j.gitops.iter().map(move |r| (j, r)))
+            .find(|(_, r)| r.paused && r.owner.display() == s.owner);
+        if let Some((j, r)) = record {
             read_back(cluster, r, s).await;
+            if s.live == "suspended" {
+                ignoring(cluster, j, r, s).await;
+            }
         }
     }
     Windows {
@@ -489,6 +494,55 @@ async fn open_windows(
         lost,
         suspended,
         unknown: None,
+    }
+}
+
+/// An owner that reads back suspended but re-created the window's old gateway after its
+/// delete (the IPsecGateway of the name exists with another uid than the journal's, and
+/// carries the owner's markers): its controller ignores its suspension (issue 21 item 3).
+async fn ignoring(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+    r: &crate::core::gitops::Record,
+    s: &mut Suspended,
+) {
+    use crate::core::gitops;
+    if !j.phase.past_delete() {
+        return;
+    }
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        cluster.client.clone(),
+        &j.namespace,
+        &crate::cluster::objects::resource("IPsecGateway"),
+    );
+    let got = cluster
+        .call(
+            "get",
+            &format!("ipsecgateways/{}", j.gateway),
+            Some(&j.namespace),
+            || api.get_opt(&j.gateway),
+        )
+        .await;
+    let Ok(Some(obj)) = got else {
+        return;
+    };
+    let obj = serde_json::to_value(obj).unwrap_or_default();
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(serde_json::Value::as_str);
+    let marked = gitops::detect(&obj).iter().any(|m| {
+        m.owner
+            .as_ref()
+            .is_some_and(|o| o.kind == r.owner.kind && o.name == r.owner.name)
+    });
+    if uid.is_some() && uid != j.old_uid.as_deref() && marked {
+        s.live = "ignoring".into();
+        s.live_detail = format!(
+            "it reads back suspended, yet ipsecgateway/{} -n {} exists again (uid {}) with its markers: its controller ignores its suspension; stop it first (its controller, or the repository change), or every way forward or back fights it",
+            j.gateway,
+            j.namespace,
+            uid.unwrap_or("?")
+        );
     }
 }
 
