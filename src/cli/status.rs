@@ -123,6 +123,15 @@ pub struct Suspended {
     /// (`namespace/gateway (phase)`): it is not restored before they are done.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub relied_on_by: Vec<String>,
+    /// The owner as the cluster shows it now, against the journal (issue 21 item 4):
+    /// `suspended` (as the window left it), `re-enabled` (syncing again, by someone
+    /// else), `changed` (its policy changed since the window paused it), `ignoring`
+    /// (suspended, yet it re-created the old gateway after the delete), `gone`,
+    /// `unknown` (it could not be read).
+    pub live: String,
+    /// What the cluster shows, in words (empty when as the window left it).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub live_detail: String,
 }
 
 /// A gateway vpnmig migrated whose journal is gone.
@@ -161,9 +170,22 @@ impl Windows {
             ));
         }
         for s in &self.suspended {
+            let head = match s.live.as_str() {
+                "re-enabled" => "GitOps sync re-enabled by someone else",
+                "changed" => "GitOps policy changed since the window paused it",
+                "gone" => "GitOps owner gone",
+                "unknown" => "GitOps sync suspended (not read back)",
+                "ignoring" => "GitOps sync suspended but still acting",
+                _ => "GitOps sync suspended",
+            };
+            let detail = if s.live_detail.is_empty() {
+                String::new()
+            } else {
+                format!("; live: {}", s.live_detail)
+            };
             if s.relies {
                 out.push_str(&format!(
-                    "GitOps sync suspended: {} (relied on by the window of {}/{}, journal phase {}); {}\n",
+                    "{head}: {} (relied on by the window of {}/{}, journal phase {}{detail}); {}\n",
                     s.owner, s.namespace, s.gateway, s.phase, s.resume
                 ));
                 continue;
@@ -174,7 +196,7 @@ impl Windows {
                 format!("; relied on by the window of {}", s.relied_on_by.join(", "))
             };
             out.push_str(&format!(
-                "GitOps sync suspended: {} (by the window of {}/{}, journal phase {}{relied}); {}\n",
+                "{head}: {} (by the window of {}/{}, journal phase {}{relied}{detail}); {}\n",
                 s.owner, s.namespace, s.gateway, s.phase, s.resume
             ));
         }
@@ -461,6 +483,20 @@ async fn open_windows(
             })
         })
         .collect();
+    let mut suspended: Vec<Suspended> = suspended;
+    for s in &mut suspended {
+        let record = parsed
+            .iter()
+            .filter(|j| j.namespace == s.namespace && j.gateway == s.gateway)
+            .flat_map(|j| j.gitops.iter().map(move |r| (j, r)))
+            .find(|(_, r)| r.paused && r.owner.display() == s.owner);
+        if let Some((j, r)) = record {
+            read_back(cluster, r, s).await;
+            if s.live == "suspended" {
+                ignoring(cluster, j, r, s).await;
+            }
+        }
+    }
     Windows {
         open,
         lost,
@@ -501,6 +537,8 @@ async fn suspended_owners(
                     resume: "no vpnmig window listed here suspended it: it stays suspended until whoever suspended it resumes it, after this window is done".into(),
                     relies: true,
                     relied_on_by: Vec::new(),
+                    live: "unknown".into(),
+                    live_detail: String::new(),
                 });
                 continue;
             }
@@ -561,10 +599,117 @@ async fn suspended_owners(
                 resume: how,
                 relies: false,
                 relied_on_by,
+                live: "unknown".into(),
+                live_detail: String::new(),
             });
         }
     }
     out
+}
+
+/// An owner that reads back suspended but re-created the window's old gateway after its
+/// delete (the IPsecGateway of the name exists with another uid than the journal's, and
+/// carries the owner's markers): its controller ignores its suspension (issue 21 item 3).
+async fn ignoring(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+    r: &crate::core::gitops::Record,
+    s: &mut Suspended,
+) {
+    use crate::core::gitops;
+    if !j.phase.past_delete() {
+        return;
+    }
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        cluster.client.clone(),
+        &j.namespace,
+        &crate::cluster::objects::resource("IPsecGateway"),
+    );
+    let got = cluster
+        .call(
+            "get",
+            &format!("ipsecgateways/{}", j.gateway),
+            Some(&j.namespace),
+            || api.get_opt(&j.gateway),
+        )
+        .await;
+    let Ok(Some(obj)) = got else {
+        return;
+    };
+    let obj = serde_json::to_value(obj).unwrap_or_default();
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(serde_json::Value::as_str);
+    let marked = gitops::detect(&obj).iter().any(|m| {
+        m.owner
+            .as_ref()
+            .is_some_and(|o| o.kind == r.owner.kind && o.name == r.owner.name)
+    });
+    if uid.is_some() && uid != j.old_uid.as_deref() && marked {
+        s.live = "ignoring".into();
+        s.live_detail = format!(
+            "it reads back suspended, yet ipsecgateway/{} -n {} exists again (uid {}) with its markers: its controller ignores its suspension; stop it first (its controller, or the repository change), or every way forward or back fights it",
+            j.gateway,
+            j.namespace,
+            uid.unwrap_or("?")
+        );
+    }
+}
+
+/// The owner a journal records as suspended, read from the cluster and compared with
+/// the record (issue 21 item 4): a suspension is what the owner shows. One re-enabled or
+/// changed since is said so, and no restore that would overwrite that policy is offered.
+async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut Suspended) {
+    use crate::cluster::gitops::{Found, find};
+    use crate::core::gitops::{self, Held};
+    let (ns, name) = (s.namespace.clone(), s.gateway.clone());
+    let obj = match find(cluster, &r.owner).await {
+        Ok(Found::One(_, obj)) => obj,
+        Ok(_) => {
+            s.live = "gone".into();
+            s.live_detail = format!("the cluster has no {} {}", r.owner.kind, r.owner.name);
+            s.resume = format!(
+                "nothing to restore; `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` still finish the window"
+            );
+            return;
+        }
+        Err(e) => {
+            s.live_detail = format!("it could not be read: {e}");
+            return;
+        }
+    };
+    let parent = crate::core::gitops::parents(&obj)
+        .first()
+        .map(|p| {
+            format!(
+                ", managed itself by {} ({})",
+                p.owner.display(),
+                p.evidence.join(", ")
+            )
+        })
+        .unwrap_or_default();
+    let finished = matches!(s.phase.as_str(), "done" | "rolled-back");
+    let keep = if finished {
+        "vpnmig does not restore over it: the policy stays as it is now".to_string()
+    } else {
+        format!(
+            "the window no longer holds it, and it may re-create the old gateway or prune the new objects: suspend it again before `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` (`{}`); vpnmig does not restore over a policy changed since",
+            gitops::pause_command(&r.owner)
+        )
+    };
+    match gitops::held(r, &obj) {
+        Held::AsLeft => s.live = "suspended".into(),
+        Held::ReEnabled { now } => {
+            s.live = "re-enabled".into();
+            s.live_detail = format!("{now}{parent}");
+            s.resume = keep;
+        }
+        Held::Changed { now } => {
+            s.live = "changed".into();
+            s.live_detail = format!("{now}{parent}");
+            s.resume = keep;
+        }
+    }
 }
 
 pub fn run(args: &StatusArgs) -> Result<i32, Error> {

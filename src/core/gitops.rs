@@ -444,6 +444,250 @@ pub fn owner_state(owner: &Value, kind: &str, ns: &str, name: &str) -> OwnerStat
     }
 }
 
+/// The Argo CD ApplicationSet's API version.
+pub const ARGO_APPLICATIONSET: &str = "argoproj.io/v1alpha1";
+
+/// What manages a GitOps owner itself (issue 21 item 4): a parent Application
+/// (app-of-apps), an ApplicationSet, a Kustomization or HelmRelease whose source holds the
+/// owner. Its sync may put back what `--gitops pause` changed on the owner.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Parent {
+    pub owner: OwnerRef,
+    /// How it was found (`annotation argocd.argoproj.io/tracking-id=…`,
+    /// `ownerReference ApplicationSet/tenants`).
+    pub evidence: Vec<String>,
+}
+
+/// The parents `owner` (an Application, Kustomization or HelmRelease as JSON) names in
+/// its own metadata: the Argo CD and Flux markers [`detect`] reads on any object; for an
+/// Application also the label `app.kubernetes.io/instance` naming another Application
+/// (the app-of-apps parent's label tracking, whoever the field manager); and an
+/// `ownerReference` to an ApplicationSet. The owner itself is never its own parent.
+pub fn parents(owner: &Value) -> Vec<Parent> {
+    let kind = owner["kind"].as_str().unwrap_or_default();
+    let name = owner["metadata"]["name"].as_str().unwrap_or_default();
+    let ns = owner["metadata"]["namespace"].as_str();
+    let itself = |o: &OwnerRef| {
+        o.kind == kind && o.name == name && (o.namespace.is_none() || o.namespace.as_deref() == ns)
+    };
+    let mut out: Vec<Parent> = Vec::new();
+    for m in reconciling(&detect(owner)) {
+        if let Some(o) = m.owner.as_ref().filter(|o| !itself(o)) {
+            out.push(Parent {
+                owner: o.clone(),
+                evidence: m.evidence.clone(),
+            });
+        }
+    }
+    if kind == "Application"
+        && let Some(app) = get(owner, "/metadata/labels", "app.kubernetes.io/instance")
+    {
+        let o = OwnerRef::argo(app);
+        if !itself(&o) && !out.iter().any(|p| p.owner == o) {
+            out.push(Parent {
+                owner: o,
+                evidence: vec![format!("label app.kubernetes.io/instance={app}")],
+            });
+        }
+    }
+    for r in owner
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|r| r["kind"] == "ApplicationSet")
+    {
+        let set = r["name"].as_str().unwrap_or_default();
+        out.push(Parent {
+            owner: OwnerRef {
+                api_version: r["apiVersion"]
+                    .as_str()
+                    .unwrap_or(ARGO_APPLICATIONSET)
+                    .to_string(),
+                kind: "ApplicationSet".into(),
+                // An ownerReference names an object of the same namespace.
+                namespace: ns.map(str::to_string),
+                name: set.to_string(),
+            },
+            evidence: vec![format!("ownerReference ApplicationSet/{set}")],
+        });
+    }
+    // An Argo CD Application found by its parent's markers lives beside the child (the
+    // markers do not name the control plane's namespace).
+    if kind == "Application" {
+        for p in &mut out {
+            if p.owner.kind == "Application" && p.owner.namespace.is_none() {
+                p.owner.namespace = ns.map(str::to_string);
+            }
+        }
+    }
+    out
+}
+
+/// What a parent does to its child owner now (read from the parent object).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParentState {
+    /// It syncs on its own now.
+    pub active: bool,
+    /// Its sync puts back a change made to the child by hand, as far as its object tells:
+    /// Argo CD re-applies the child's fields as its source has them (unless the parent
+    /// ignores the child's `spec.syncPolicy` and respects that when it syncs); an
+    /// ApplicationSet regenerates its Applications (unless its policy is `create-only` /
+    /// `create-delete` or it ignores `spec.syncPolicy`). Flux's server-side apply keeps a
+    /// field its source does not set (`spec.suspend`), so a Flux parent is judged by
+    /// what the child reads back, not predicted.
+    pub puts_back: bool,
+    /// `syncing automatically, self-heal`, `suspended`, `regenerates its Applications`.
+    pub how: String,
+}
+
+/// Whether `pointers` (JSON pointers, or jq paths `.spec.syncPolicy…`) cover the
+/// child's `spec.syncPolicy`.
+fn ignores_sync_policy<'a>(pointers: impl Iterator<Item = &'a Value>) -> bool {
+    pointers.filter_map(Value::as_str).any(|p| {
+        let p = p.trim().replace('.', "/");
+        let p = p.trim_end_matches('/');
+        p == "/spec" || p == "/spec/syncPolicy" || p == "/spec/syncPolicy/automated"
+    })
+}
+
+/// The state of a parent (Application, ApplicationSet, Kustomization, HelmRelease).
+pub fn parent_state(parent: &Value) -> ParentState {
+    let list = |v: &Value, key: &str| -> Vec<Value> {
+        v.get(key)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    match parent["kind"].as_str() {
+        Some("ApplicationSet") => {
+            let policy = parent
+                .pointer("/spec/syncPolicy/applicationsSync")
+                .and_then(Value::as_str)
+                .unwrap_or("sync");
+            let ignored = parent
+                .pointer("/spec/ignoreApplicationDifferences")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|d| {
+                    let paths = [list(d, "jsonPointers"), list(d, "jqPathExpressions")].concat();
+                    ignores_sync_policy(paths.iter())
+                });
+            let frozen = matches!(policy, "create-only" | "create-delete");
+            ParentState {
+                active: true,
+                puts_back: !frozen && !ignored,
+                how: if frozen {
+                    format!("applicationsSync {policy}: it does not update its Applications")
+                } else if ignored {
+                    "regenerates its Applications, ignoring their spec.syncPolicy".into()
+                } else {
+                    "regenerates its Applications from its template".into()
+                },
+            }
+        }
+        Some("Application") => {
+            let st = owner_state(parent, "Application", "", "");
+            let respects = parent
+                .pointer("/spec/syncPolicy/syncOptions")
+                .and_then(Value::as_array)
+                .is_some_and(|o| o.iter().any(|o| o == "RespectIgnoreDifferences=true"));
+            let ignored = respects
+                && parent
+                    .pointer("/spec/ignoreDifferences")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .any(|d| {
+                        d["kind"] == "Application"
+                            && ignores_sync_policy(
+                                [list(d, "jsonPointers"), list(d, "jqPathExpressions")]
+                                    .concat()
+                                    .iter(),
+                            )
+                    });
+            ParentState {
+                active: st.active,
+                puts_back: st.active && !ignored,
+                how: how(&st),
+            }
+        }
+        _ => {
+            let st = owner_state(parent, "", "", "");
+            ParentState {
+                active: st.active,
+                puts_back: false,
+                how: how(&st),
+            }
+        }
+    }
+}
+
+/// `syncing automatically, self-heal, prune` / `suspended`.
+pub fn how(state: &OwnerState) -> String {
+    if !state.active {
+        return "suspended".into();
+    }
+    let mut parts = vec!["syncing automatically"];
+    if state.self_heal {
+        parts.push("self-heal");
+    }
+    if state.prune {
+        parts.push("prune");
+    }
+    parts.join(", ")
+}
+
+/// What a window's record of an owner says against the owner as it is now (issue 21
+/// item 4): whether the suspension still holds.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Held {
+    /// As the window left it (`pause`: the field it changed reads as after the patch;
+    /// `ignore`: not syncing).
+    AsLeft,
+    /// It syncs on its own again, and the window did not do that.
+    ReEnabled { now: String },
+    /// Still not syncing, but the field the window changed differs from what it set:
+    /// someone changed the policy since.
+    Changed { now: String },
+}
+
+/// Compare a journal record with the live owner (`live`, as read now).
+pub fn held(record: &Record, live: &Value) -> Held {
+    let st = owner_state(live, "", "", "");
+    let field = |p: &str| live.pointer(p).cloned().unwrap_or(Value::Null);
+    if st.active {
+        let now = match &record.saved {
+            Some(s) => format!("{} {}", dotted(&s.pointer), field(&s.pointer)),
+            None => how(&st),
+        };
+        return Held::ReEnabled { now };
+    }
+    let Some(saved) = &record.saved else {
+        return Held::AsLeft;
+    };
+    let now = field(&saved.pointer);
+    // What the pause patch leaves: Argo CD's field absent, Flux's `true`.
+    let left = if saved.pointer == "/spec/syncPolicy/automated" {
+        Value::Null
+    } else {
+        Value::Bool(true)
+    };
+    if now == left {
+        Held::AsLeft
+    } else {
+        Held::Changed {
+            now: format!("{} {now}", dotted(&saved.pointer)),
+        }
+    }
+}
+
+/// `/spec/syncPolicy/automated` → `spec.syncPolicy.automated`.
+pub fn dotted(pointer: &str) -> String {
+    pointer.trim_start_matches('/').replace('/', ".")
+}
+
 /// What `--gitops pause` changes on an owner, recorded in the journal before it is
 /// changed so that it can be put back exactly (issue 11 item 2).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -503,6 +747,22 @@ pub fn restore_command(owner: &OwnerRef, saved: &Saved) -> String {
         owner.resource(),
         owner.name,
         restore_patch(saved)
+    )
+}
+
+/// The command that suspends an owner by hand, with `kubectl patch` (what `--gitops
+/// pause` does).
+pub fn pause_command(owner: &OwnerRef) -> String {
+    let ns = owner
+        .namespace
+        .as_deref()
+        .map(|n| format!(" -n {n}"))
+        .unwrap_or_default();
+    format!(
+        "kubectl patch {} {}{ns} --type merge -p '{}'",
+        owner.resource(),
+        owner.name,
+        pause_patch(&json!({"kind": owner.kind}))
     )
 }
 
@@ -1401,6 +1661,127 @@ mod tests {
         for key in ["relies", "heldBy", "protected"] {
             assert!(text.get(key).is_none(), "{key} in {text}");
         }
+    }
+
+    #[test]
+    fn parents_of_an_owner_each_kind() {
+        // App-of-apps: the parent's tracking on the child Application.
+        let child = json!({"kind": "Application", "metadata": {"name": "ilmenau", "namespace": "argocd-kunden",
+            "labels": {"app.kubernetes.io/instance": "kunden-root"},
+            "annotations": {"argocd.argoproj.io/tracking-id": "kunden-root:argoproj.io/Application:argocd-kunden/ilmenau"}}});
+        let p = parents(&child);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(
+            p[0].owner.display(),
+            "application/kunden-root -n argocd-kunden"
+        );
+        // The instance label alone (no Argo CD field manager) names the parent of an
+        // Application; naming itself it is no parent.
+        let child = json!({"kind": "Application", "metadata": {"name": "a", "namespace": "argocd",
+            "labels": {"app.kubernetes.io/instance": "root"}}});
+        assert_eq!(parents(&child)[0].owner.name, "root");
+        let own = json!({"kind": "Application", "metadata": {"name": "root", "namespace": "argocd",
+            "labels": {"app.kubernetes.io/instance": "root"}}});
+        assert!(parents(&own).is_empty());
+        // An ApplicationSet, by ownerReference.
+        let child = json!({"kind": "Application", "metadata": {"name": "t-acme", "namespace": "argocd",
+            "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": "tenants", "uid": "u"}]}});
+        let p = parents(&child);
+        assert_eq!(p[0].owner.display(), "applicationset/tenants -n argocd");
+        assert_eq!(p[0].evidence, ["ownerReference ApplicationSet/tenants"]);
+        // A Kustomization applied by another (flux-system applying itself is no parent).
+        let ks = json!({"kind": "Kustomization", "metadata": {"name": "acme", "namespace": "flux-system",
+            "labels": {"kustomize.toolkit.fluxcd.io/name": "tenants", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}}});
+        assert_eq!(
+            parents(&ks)[0].owner.display(),
+            "kustomization/tenants -n flux-system"
+        );
+        let root = json!({"kind": "Kustomization", "metadata": {"name": "flux-system", "namespace": "flux-system",
+            "labels": {"kustomize.toolkit.fluxcd.io/name": "flux-system", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}}});
+        assert!(parents(&root).is_empty());
+        // A HelmRelease rendered by another HelmRelease's chart.
+        let hr = json!({"kind": "HelmRelease", "metadata": {"name": "vpn", "namespace": "ops",
+            "labels": {"helm.toolkit.fluxcd.io/name": "platform", "helm.toolkit.fluxcd.io/namespace": "ops"}}});
+        assert_eq!(
+            parents(&hr)[0].owner.display(),
+            "helmrelease/platform -n ops"
+        );
+    }
+
+    #[test]
+    fn which_parents_put_the_policy_back() {
+        let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});
+        let st = parent_state(&app(json!({"automated": {"selfHeal": true}})));
+        assert!(st.active && st.puts_back, "{st:?}");
+        assert_eq!(st.how, "syncing automatically, self-heal");
+        assert!(!parent_state(&app(json!({}))).puts_back);
+        // Ignoring the child's syncPolicy, and respecting that when it syncs.
+        let mut ignoring = app(
+            json!({"automated": {"selfHeal": true}, "syncOptions": ["RespectIgnoreDifferences=true"]}),
+        );
+        ignoring["spec"]["ignoreDifferences"] = json!([{"group": "argoproj.io", "kind": "Application", "jsonPointers": ["/spec/syncPolicy/automated"]}]);
+        assert!(!parent_state(&ignoring).puts_back);
+        let set = |spec: Value| json!({"kind": "ApplicationSet", "spec": spec});
+        assert!(parent_state(&set(json!({"template": {}}))).puts_back);
+        assert!(
+            !parent_state(&set(
+                json!({"syncPolicy": {"applicationsSync": "create-only"}})
+            ))
+            .puts_back
+        );
+        assert!(!parent_state(&set(json!({"ignoreApplicationDifferences": [{"jqPathExpressions": [".spec.syncPolicy"]}]}))).puts_back);
+        // Flux keeps a field its source does not set: judged by reading back only.
+        let ks = parent_state(&json!({"kind": "Kustomization", "spec": {}}));
+        assert!(ks.active && !ks.puts_back);
+    }
+
+    #[test]
+    fn a_record_against_the_live_owner() {
+        let owner = OwnerRef {
+            api_version: ARGO_APPLICATION.into(),
+            kind: "Application".into(),
+            namespace: Some("argocd".into()),
+            name: "acme".into(),
+        };
+        let record = Record {
+            mode: Mode::Pause,
+            owner,
+            evidence: vec![],
+            saved: Some(Saved {
+                pointer: "/spec/syncPolicy/automated".into(),
+                value: Some(json!({"selfHeal": true})),
+            }),
+            paused: true,
+            restored_at: None,
+            relies: false,
+            held_by: vec![],
+            protected: vec![],
+        };
+        let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});
+        assert_eq!(held(&record, &app(json!({}))), Held::AsLeft);
+        assert_eq!(
+            held(&record, &app(json!({"automated": {"prune": true}}))),
+            Held::ReEnabled {
+                now: "spec.syncPolicy.automated {\"prune\":true}".into()
+            }
+        );
+        assert_eq!(
+            held(&record, &app(json!({"automated": {"enabled": false}}))),
+            Held::Changed {
+                now: "spec.syncPolicy.automated {\"enabled\":false}".into()
+            }
+        );
+        let mut flux = record.clone();
+        flux.saved = Some(Saved {
+            pointer: "/spec/suspend".into(),
+            value: None,
+        });
+        let ks = |v: Value| json!({"kind": "Kustomization", "spec": {"suspend": v}});
+        assert_eq!(held(&flux, &ks(json!(true))), Held::AsLeft);
+        assert!(matches!(
+            held(&flux, &ks(json!(false))),
+            Held::ReEnabled { .. }
+        ));
     }
 
     /// RFC 7386, for the tests.

@@ -755,19 +755,26 @@ async fn phases(
             }
             // The advice follows what the cluster shows, not the phase: an IPsecGateway
             // that exists again (re-created by someone) is not "deleted".
-            let old_back = matches!(
-                objects::get(w.cluster, "IPsecGateway", &name).await,
-                Ok(Some(o)) if o.pointer("/metadata/deletionTimestamp").is_none()
-            );
+            // One being deleted counts when it is not the journal's own (still unwinding
+            // at `deleting`): a re-created one holds the floating IP until it is gone.
+            let old_back = match objects::get(w.cluster, "IPsecGateway", &name).await {
+                Ok(Some(o))
+                    if o.pointer("/metadata/deletionTimestamp").is_none()
+                        || o.pointer("/metadata/uid").and_then(Value::as_str)
+                            != w.journal.old_uid.as_deref() =>
+                {
+                    Some(o)
+                }
+                _ => None,
+            };
             // A VPNGateway the window applied and someone deleted: resuming would wait
             // for a gateway that is not there; going back is the way (issue 11 item 3).
             let new_gone = w.journal.phase >= Phase::Applied
                 && !steps::targets_intact(w.cluster, &w.journal.targets).await;
-            let hint = if old_back {
-                e.hint().unwrap_or_else(|| format!(
-                    "ipsecgateway/{name} -n {ns} exists again: `vpnmig rollback {name} -n {ns}` keeps it and removes the new objects"
-                ))
-            } else if new_gone {
+            if let Some(obj) = &old_back {
+                return Err(old_back_stop(w, obj, &message).await);
+            }
+            let hint = if new_gone {
                 e.hint().unwrap_or_else(|| format!(
                     "the VPNGateway or a VPNPeer is not as the window applied it: `vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal"
                 ))
@@ -840,6 +847,9 @@ async fn forward(
         if gw.is_some() {
             record_baseline(w).await?;
         }
+        // The GitOps owners once more, as the cluster shows them, right before the
+        // outage begins: a suspension that did not hold stops here, nothing deleted.
+        super::gitops::held(w, "cutover", std::time::Duration::ZERO).await?;
         w.save(Phase::Deleting).await?;
         if gw.is_some() {
             delete_checked(w).await?;
@@ -859,14 +869,27 @@ async fn forward(
                 .await?
                 .and_then(|v| serde_json::from_value::<IPsecGateway>(v).ok()),
         };
-        let wait = steps::wait_gone(
-            cluster,
-            w.ev,
-            "IPsecGateway",
-            std::slice::from_ref(&name),
-            t.delete,
-            &title,
-        );
+        let old_uid = w.journal.old_uid.clone();
+        let names = std::slice::from_ref(&name);
+        let wait = async {
+            match &old_uid {
+                Some(uid) => {
+                    steps::wait_uid_gone(
+                        cluster,
+                        w.ev,
+                        "IPsecGateway",
+                        &name,
+                        uid,
+                        t.delete,
+                        &title,
+                    )
+                    .await
+                }
+                None => {
+                    steps::wait_gone(cluster, w.ev, "IPsecGateway", names, t.delete, &title).await
+                }
+            }
+        };
         let outcome = match &gw {
             Some(gw) => w.guarded(&journal::Owners::of_old(gw), wait).await?,
             None => wait.await?,
@@ -883,12 +906,131 @@ async fn forward(
         w.save(Phase::Deleted).await?;
     }
 
+    // Step h: the apply, only while no IPsecGateway of that name exists (read again right
+    // before it), and outside the watches below, so that a stop never cuts it in half:
+    // the journal says `applied` once it is (issue 21 item 3).
+    if w.journal.phase < Phase::Applied {
+        w.ev.emit(Event::Stage(Stage::Apply));
+        old_still_gone(w).await?;
+        w.check_lock().await?;
+        let mut uids = Vec::new();
+        for target in &w.journal.targets {
+            match objects::apply(cluster, target, false).await {
+                Ok(uid) => uids.push(uid),
+                Err(e) if !uids.is_empty() => {
+                    let applied: Vec<String> = w.journal.targets[..uids.len()]
+                        .iter()
+                        .map(target_label)
+                        .collect();
+                    let e = Error::from(e);
+                    return Err(Error::Stop {
+                        code: e.exit_code(),
+                        message: format!(
+                            "{} (already applied by this run: {}; the journal still says deleted)",
+                            crate::error::error_line(&e),
+                            applied.join(", ")
+                        ),
+                        hint: e.hint(),
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        w.journal.target_uids = uids;
+        w.ev.emit(Event::Step(format!(
+            "applied {} (server-side apply, field manager {})",
+            w.journal
+                .target_names()
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            stored::FIELD_MANAGER
+        )));
+        w.save(Phase::Applied).await?;
+    }
+
     // From here the old gateway is gone: if anything re-creates it, every wait below
     // stops at once (issue 9 item 3).
     let targets = w.journal.targets.clone();
     // Boxed: the steps after the delete are a large future, and the sentinels around it
     // would otherwise sit on the caller's stack with it (a debug build's wave of them).
     steps::unless_interfered(cluster, &name, &targets, Box::pin(after_delete(w, opts))).await
+}
+
+/// The stop of a window past the delete while an IPsecGateway of its name exists again
+/// (issue 21 item 3): where it stands (nothing new applied, or each object applied and
+/// live beside it), who re-created it when an owner still acts (ignoring its suspension,
+/// re-enabled), and only then the ways out, which would fight that owner until it stops.
+async fn old_back_stop(w: &Window<'_>, obj: &Value, message: &str) -> Error {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let applied = w.journal.phase >= Phase::Applied;
+    let objs = w
+        .journal
+        .target_names()
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let acting = super::gitops::still_acting(w, obj).await.ok().flatten();
+    let cause = acting
+        .as_ref()
+        .map(|(why, _)| format!("; {why}"))
+        .unwrap_or_default();
+    let first = match &acting {
+        Some((_, first)) => format!(
+            "{first}; until then a rollback or a resume fights it (each delete undone, the floating IP contended). Then: "
+        ),
+        None => format!(
+            "make sure nothing syncs it first (`vpnmig status -n {ns} -o wide` shows its MANAGED-BY). Then: "
+        ),
+    };
+    let delete = format!("`kubectl delete ipsecgateway {name} -n {ns}`");
+    let (message, ways) = if applied {
+        (
+            format!(
+                "cutover of {name} -n {ns} stopped at phase {} with both kinds live: {message}{cause}; this window applied {objs}, which are live beside it",
+                w.journal.phase
+            ),
+            format!(
+                "{objs} (applied by this window) contend with it for the floating IP {}: `vpnmig rollback {name} -n {ns}` deletes them and keeps the re-created IPsecGateway (its addresses are then checked), or delete the re-created IPsecGateway ({delete}) and `vpnmig cutover {name} -n {ns}` resumes the waits",
+                w.journal.floating_ip
+            ),
+        )
+    } else {
+        (
+            format!(
+                "cutover of {name} -n {ns} stopped after the delete, before the apply (journal phase {}; nothing new was applied): {message}{cause}",
+                w.journal.phase
+            ),
+            format!(
+                "`vpnmig rollback {name} -n {ns}` keeps the re-created IPsecGateway and closes the journal (its addresses are checked: a re-created one may get another serviceCIDR), or delete it ({delete}) and `vpnmig cutover {name} -n {ns}` resumes with the apply"
+            ),
+        )
+    };
+    Error::Stop {
+        code: exit::FAILURE,
+        message,
+        hint: Some(format!("{first}{ways}")),
+    }
+}
+
+/// After the delete finished, no IPsecGateway of the gateway's name may exist: one that
+/// does was re-created (a new uid; a GitOps self-heal, a person) and holds the floating IP,
+/// so nothing new is applied and no wait begins (issue 21 item 3). The stop's advice is
+/// [`phases`]'s (it reads the cluster: what was applied, who acts).
+async fn old_still_gone(w: &Window<'_>) -> Result<(), Error> {
+    let name = w.name().to_string();
+    match objects::get(w.cluster, "IPsecGateway", &name).await? {
+        None => Ok(()),
+        Some(obj) => Err(steps::recreated(
+            w.cluster,
+            "IPsecGateway",
+            &name,
+            "cutover",
+            &obj,
+        )),
+    }
 }
 
 /// `Kind/name` of a target manifest.
@@ -1026,29 +1168,12 @@ async fn after_delete(w: &mut Window<'_>, opts: &CutoverOptions) -> Result<Outco
     let t = &opts.timeouts;
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
     let cluster = w.cluster;
-    // Step h: apply, then wait for each condition in turn.
-    if w.journal.phase < Phase::Applied {
-        w.ev.emit(Event::Stage(Stage::Apply));
-        w.check_lock().await?;
-        let mut uids = Vec::new();
-        for target in &w.journal.targets {
-            uids.push(objects::apply(cluster, target, false).await?);
-        }
-        w.journal.target_uids = uids;
-        w.ev.emit(Event::Step(format!(
-            "applied {} (server-side apply, field manager {})",
-            w.journal
-                .target_names()
-                .iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            stored::FIELD_MANAGER
-        )));
-        w.save(Phase::Applied).await?;
-    }
+    // Step h (applied before the watches began): wait for each condition in turn.
     let me = [name.clone()];
     if w.journal.phase < Phase::Attached {
+        // Read once more before the floating-IP wait: a re-created IPsecGateway takes the
+        // floating IP, and the wait would only ever see AlreadyAssociated.
+        old_still_gone(w).await?;
         w.ev.emit(Event::Stage(Stage::Attach));
         let title = format!(
             "VPNGateway {ns}/{name} FIPAttached (floating IP {})",

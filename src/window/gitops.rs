@@ -16,6 +16,7 @@ use super::{Emit, Event, Outcome};
 use crate::cluster::gitops::{self as live, Found};
 use crate::cluster::{Cluster, journal};
 use crate::core::gitops::{self, Mode, Record};
+use crate::core::journal::Phase;
 use crate::core::model::object_ref;
 use crate::error::Error;
 use crate::exit;
@@ -225,20 +226,7 @@ pub async fn owners(
     Ok(out)
 }
 
-/// `automated sync, self-heal, prune` / `suspended`.
-fn how(state: &gitops::OwnerState) -> String {
-    if !state.active {
-        return "suspended".into();
-    }
-    let mut parts = vec!["syncing automatically"];
-    if state.self_heal {
-        parts.push("self-heal");
-    }
-    if state.prune {
-        parts.push("prune");
-    }
-    parts.join(", ")
-}
+use gitops::how;
 
 /// The command that suspends an owner by hand.
 fn suspend_command(owner: &gitops::OwnerRef) -> String {
@@ -258,9 +246,26 @@ fn suspend_command(owner: &gitops::OwnerRef) -> String {
 }
 
 /// Suspend every owner the journal says `pause` and is not suspended yet; each patch is
-/// recorded (`paused`) right after it lands, and checked: an owner that still syncs
-/// after the patch stops the window before the delete.
+/// recorded (`paused`) right after it lands. Before the delete, what manages each owner
+/// itself is looked at first (a parent whose sync puts the policy back stops the window,
+/// nothing deleted), and after the patches every owner is read back from the cluster for
+/// a while ([`held`]): a suspension is what the owner shows, not what the patch answered
+/// (issue 21 item 4).
 pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
+    let before_delete = w.journal.phase < Phase::Deleting;
+    if before_delete {
+        for r in w.journal.gitops.iter().filter(|r| r.restored_at.is_none()) {
+            let Found::One(owner, obj) = live::find(w.cluster, &r.owner).await? else {
+                continue;
+            };
+            for (p, parent) in live_parents(w.cluster, &obj).await? {
+                let st = gitops::parent_state(&parent);
+                if st.puts_back {
+                    return Err(parent_stop(w, verb, &owner, &p, &st, None));
+                }
+            }
+        }
+    }
     for i in 0..w.journal.gitops.len() {
         let r = &w.journal.gitops[i];
         let Some(saved) = &r.saved else { continue };
@@ -268,6 +273,35 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
             continue;
         }
         let (owner, pointer, recorded) = (r.owner.clone(), saved.pointer.clone(), r.paused);
+        // Suspended by an earlier run: read back first. A policy someone set since is
+        // theirs: one that does not sync is left as it is (relied on, never restored
+        // over); one that syncs again is suspended again, and its policy is what the end
+        // of the window restores (issue 21 item 4).
+        if recorded && let Found::One(_, now) = live::find(w.cluster, &owner).await? {
+            match gitops::held(&w.journal.gitops[i], &now) {
+                gitops::Held::AsLeft => {}
+                gitops::Held::Changed { now } => {
+                    w.journal.gitops[i].saved = None;
+                    w.journal.gitops[i].paused = false;
+                    journal::write(w.cluster, &w.journal, false).await?;
+                    w.ev.emit(Event::Warning(format!(
+                        "{}: its policy changed since the window paused it (live: {now}); it does not sync, so vpnmig leaves it as it is and will not restore over it",
+                        owner.display()
+                    )));
+                    continue;
+                }
+                gitops::Held::ReEnabled { now: seen } => {
+                    if let Some(s) = w.journal.gitops[i].saved.as_mut() {
+                        s.value = now.pointer(&pointer).cloned();
+                    }
+                    journal::write(w.cluster, &w.journal, false).await?;
+                    w.ev.emit(Event::Warning(format!(
+                        "{} was re-enabled by someone else since the window paused it (live: {seen}): suspended again for the window; the end of the window restores that policy, not the one before",
+                        owner.display()
+                    )));
+                }
+            }
+        }
         // Recorded as suspended before the patch is sent: a run killed in between leaves
         // a journal that says so (and `status` lists it); restoring an owner the patch
         // never reached writes back the value it still has.
@@ -277,27 +311,12 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
         }
         // Sent again on every run before the delete (it is idempotent): the journal may
         // say suspended for a patch that never landed.
-        let patched = live::patch(
+        live::patch(
             w.cluster,
             &owner,
             &gitops::pause_patch(&owner_shape(&owner)),
         )
         .await?;
-        let state = gitops::owner_state(&patched, "IPsecGateway", w.ns(), w.name());
-        if state.active {
-            return Err(Error::Stop {
-                code: exit::REFUSED,
-                message: format!(
-                    "{} still syncs automatically after vpnmig changed {pointer}: no gateway was deleted",
-                    owner.display()
-                ),
-                hint: Some(format!(
-                    "suspend it another way (docs/gitops.md), then `vpnmig {verb} {} -n {} --gitops ignore`",
-                    w.name(),
-                    w.ns()
-                )),
-            });
-        }
         w.ev.emit(Event::Step(format!(
             "suspended {} for the window ({} {}; the journal records it to restore at the end)",
             owner.display(),
@@ -306,10 +325,252 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
             } else {
                 "set"
             },
-            pointer.trim_start_matches('/').replace('/', ".")
+            gitops::dotted(&pointer)
         )));
     }
+    if before_delete {
+        held(w, verb, SETTLE_PAUSE).await?;
+    }
     Ok(())
+}
+
+/// How long the owners are read back after the pause, before the window goes on: a
+/// parent's self-heal or another controller answers a change within this.
+const SETTLE_PAUSE: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// Read back, for `settle` (at least once), every owner the window suspended or relies on
+/// being suspended: one that syncs on its own again stops the window before the delete
+/// (exit 7, no gateway deleted), naming what manages it (a parent Application, an
+/// ApplicationSet, a Kustomization) and the field managers that wrote it. Called after
+/// the pause and right before the delete.
+pub(crate) async fn held(
+    w: &Window<'_>,
+    verb: &str,
+    settle: std::time::Duration,
+) -> Result<(), Error> {
+    let started = std::time::Instant::now();
+    let holds = |r: &&Record| r.restored_at.is_none() && (r.paused || r.saved.is_none());
+    // Nothing held (no GitOps owner): nothing to read back, and no time to wait.
+    if !w.journal.gitops.iter().any(|r| holds(&r)) {
+        return Ok(());
+    }
+    loop {
+        for r in w.journal.gitops.iter().filter(holds) {
+            let Found::One(owner, obj) = live::find(w.cluster, &r.owner).await? else {
+                continue;
+            };
+            if let gitops::Held::ReEnabled { now } = gitops::held(r, &obj) {
+                let parents = live_parents(w.cluster, &obj).await?;
+                let active = parents
+                    .iter()
+                    .map(|(p, v)| (p, gitops::parent_state(v)))
+                    .find(|(_, st)| st.active);
+                if let Some((p, st)) = active {
+                    return Err(parent_stop(w, verb, &owner, p, &st, Some(&now)));
+                }
+                let (name, ns) = (w.name(), w.ns());
+                let writers = writers(&obj);
+                return Err(Error::Stop {
+                    code: exit::REFUSED,
+                    message: format!(
+                        "{} syncs automatically again ({now}; {writers}): the window's suspension did not hold, read back from the cluster; no gateway was deleted",
+                        owner.display()
+                    ),
+                    hint: Some(format!(
+                        "nothing in its metadata names a parent: find who re-enabled it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`) and stop that, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; `vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway",
+                        owner.resource(),
+                        owner.name,
+                        owner.namespace.as_deref().unwrap_or("argocd")
+                    )),
+                });
+            }
+        }
+        if started.elapsed() >= settle {
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+/// The field managers that wrote `obj`, vpnmig's left out: who may have re-enabled it.
+fn writers(obj: &Value) -> String {
+    let mut m: Vec<String> = crate::core::scope::managers(obj)
+        .into_iter()
+        .filter(|m| m != crate::core::scope::FIELD_MANAGER)
+        .collect();
+    m.sort();
+    m.dedup();
+    if m.is_empty() {
+        "no other field manager wrote it".into()
+    } else {
+        format!("field managers {}", m.join(", "))
+    }
+}
+
+/// The parents of an owner ([`gitops::parents`]) that the cluster has, each with its
+/// object (namespace filled in). One the cluster does not have puts nothing back.
+pub(crate) async fn live_parents(
+    cluster: &Cluster,
+    owner: &Value,
+) -> Result<Vec<(gitops::Parent, Value)>, Error> {
+    let ns = owner["metadata"]["namespace"].as_str();
+    let mut out = Vec::new();
+    for mut p in gitops::parents(owner) {
+        let found = match live::find(cluster, &p.owner).await? {
+            Found::One(o, v) => Some((o, v)),
+            Found::Many(all) => all.into_iter().find(|(o, _)| o.namespace.as_deref() == ns),
+            Found::None => None,
+        };
+        if let Some((o, v)) = found {
+            p.owner = o;
+            out.push((p, v));
+        }
+    }
+    Ok(out)
+}
+
+/// How to keep a parent from putting its child's policy back, a sentence starting with
+/// the verb.
+fn parent_fix(p: &gitops::OwnerRef) -> String {
+    match p.kind.as_str() {
+        "ApplicationSet" => format!(
+            "set `spec.syncPolicy.applicationsSync: create-only` on {} for the window (or have it ignore `/spec/syncPolicy` in `ignoreApplicationDifferences`)",
+            p.display()
+        ),
+        _ => format!(
+            "suspend {} for the window ({}; vpnmig does not restore it)",
+            p.display(),
+            suspend_command(p)
+        ),
+    }
+}
+
+/// The stop for an owner whose parent puts its policy back: before the patch
+/// (`now: None`, predicted from the parent's object) or after it (`now`: the owner read
+/// back syncing again). No gateway was deleted either way.
+fn parent_stop(
+    w: &Window<'_>,
+    verb: &str,
+    owner: &gitops::OwnerRef,
+    p: &gitops::Parent,
+    st: &gitops::ParentState,
+    now: Option<&str>,
+) -> Error {
+    let (name, ns) = (w.name(), w.ns());
+    let what = match now {
+        Some(now) => format!(
+            "{} syncs automatically again ({now}) after vpnmig suspended it: it is itself managed by {} (found by {}; {}), which put its policy back",
+            owner.display(),
+            p.owner.display(),
+            p.evidence.join(", "),
+            st.how
+        ),
+        None => format!(
+            "{} is itself managed by {} (found by {}; {}): its sync puts back the policy `--gitops pause` would change, so the suspension would not hold",
+            owner.display(),
+            p.owner.display(),
+            p.evidence.join(", "),
+            st.how
+        ),
+    };
+    Error::Stop {
+        code: exit::REFUSED,
+        message: format!("{what}; no gateway was deleted"),
+        hint: Some(format!(
+            "{}, or change its source so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; `vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway",
+            parent_fix(&p.owner),
+            owner.display()
+        )),
+    }
+}
+
+/// Why the old gateway `obj` exists again after the window deleted it (issue 21 item
+/// 3): each GitOps owner its markers name, read now and held against the journal.
+/// `Some((why, first))`: an owner that still acts (`why`), and what must stop it before
+/// any rollback or resume, which would otherwise fight it (`first`). `None`: nothing
+/// names an owner that acts now.
+pub(crate) async fn still_acting(
+    w: &Window<'_>,
+    obj: &Value,
+) -> Result<Option<(String, String)>, Error> {
+    let (name, ns) = (w.name(), w.ns());
+    for m in gitops::reconciling(&gitops::detect(obj)) {
+        let Some(wanted) = &m.owner else { continue };
+        let Found::One(owner, live_obj) = live::find(w.cluster, wanted).await? else {
+            continue;
+        };
+        let record = w.journal.gitops.iter().find(|r| r.owner == owner);
+        let st = gitops::owner_state(&live_obj, "IPsecGateway", ns, name);
+        let take_out = format!(
+            "or take the IPsecGateway out of its source and merge that (`vpnmig plan {name} -n {ns} --gitops-repo DIR` writes the change)"
+        );
+        if !st.active && record.is_some_and(|r| r.paused || r.saved.is_none()) {
+            let field = record
+                .and_then(|r| r.saved.as_ref())
+                .map(|s| {
+                    format!(
+                        "{} {}",
+                        gitops::dotted(&s.pointer),
+                        live_obj.pointer(&s.pointer).cloned().unwrap_or(Value::Null)
+                    )
+                })
+                .unwrap_or_else(|| "suspended".into());
+            return Ok(Some((
+                format!(
+                    "{} re-created it although it reads back suspended ({field}, as the window left it): its controller ignores its suspension, and vpnmig cannot hold it off",
+                    owner.display()
+                ),
+                format!(
+                    "make {} stop acting first: stop its controller ({}), {take_out}",
+                    owner.display(),
+                    if owner.kind == "Application" {
+                        "argocd-application-controller"
+                    } else if owner.kind == "HelmRelease" {
+                        "helm-controller"
+                    } else {
+                        "kustomize-controller"
+                    }
+                ),
+            )));
+        }
+        if st.active {
+            let parents = live_parents(w.cluster, &live_obj).await?;
+            let by = parents
+                .iter()
+                .find(|(_, v)| gitops::parent_state(v).active)
+                .map(|(p, _)| {
+                    format!(
+                        "; it is itself managed by {} (found by {}), which puts its policy back",
+                        p.owner.display(),
+                        p.evidence.join(", ")
+                    )
+                })
+                .unwrap_or_default();
+            let whose = if record.is_some() {
+                "the window suspended it, and it syncs automatically again"
+            } else {
+                "it syncs automatically and this window did not suspend it"
+            };
+            return Ok(Some((
+                format!(
+                    "{} re-created it: {whose} ({}{by})",
+                    owner.display(),
+                    how(&st)
+                ),
+                format!(
+                    "suspend {} first ({}{}), {take_out}",
+                    owner.display(),
+                    suspend_command(&owner),
+                    parents
+                        .iter()
+                        .find(|(_, v)| gitops::parent_state(v).active)
+                        .map(|(p, _)| format!("; and {}", parent_fix(&p.owner)))
+                        .unwrap_or_default()
+                ),
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// The smallest owner object the pause patch is chosen by.
@@ -359,6 +620,26 @@ pub(crate) async fn restore(
             Found::One(_, obj) => Some(obj),
             _ => None,
         };
+        // A policy someone set since the pause is theirs: never overwritten; the journal
+        // no longer holds the owner (issue 21 item 4).
+        if let Some(now) = live_owner.as_ref() {
+            let changed = match gitops::held(&r, now) {
+                gitops::Held::AsLeft => None,
+                gitops::Held::ReEnabled { now } => Some(("re-enabled by someone else", now)),
+                gitops::Held::Changed { now } => {
+                    Some(("its policy changed since the window paused it", now))
+                }
+            };
+            if let Some((what, now)) = changed {
+                w.journal.gitops[i].paused = false;
+                journal::write(w.cluster, &w.journal, false).await?;
+                w.ev.emit(Event::Warning(format!(
+                    "{} is not restored: {what} (live: {now}); vpnmig leaves its policy as it is, and the journal no longer holds it",
+                    r.owner.display()
+                )));
+                continue;
+            }
+        }
         // 1. The other windows on this owner, wherever their gateways are.
         let journals = match journals_for(w.cluster, live_owner.as_ref()).await {
             Ok(j) => j,

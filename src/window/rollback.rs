@@ -565,12 +565,27 @@ async fn old_back(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<
             lost.join(", ")
         );
         w.record_error(&message).await;
+        // An owner that still acts on the re-created gateway (ignoring its suspension,
+        // re-enabled) would undo a `--forward`'s delete: that advice would loop until it
+        // stops (issue 21 item 3).
+        let acting = match objects::get(cluster, "IPsecGateway", &name).await? {
+            Some(obj) => super::gitops::still_acting(w, &obj).await?,
+            None => None,
+        };
+        let forward = match acting {
+            Some((why, first)) => format!(
+                "{why}. A `--forward` now would delete it only to have it re-created (the floating IP contended): {first}; once it no longer acts, `vpnmig cutover {name} -n {ns} --forward` moves forward again (the journal's VPNGateway pins them)"
+            ),
+            None => format!(
+                "either move forward again with `vpnmig cutover {name} -n {ns} --forward` (the journal's VPNGateway pins them)"
+            ),
+        };
         return Err(Error::Stop {
             code: exit::VERIFY_FAILED,
             message,
             hint: Some(format!(
                 "the IPsecGateway kind has no spec field for its serviceCIDR, so a re-created one gets the next free /24 (the runbook's rollback cannot pin it). \
-The client's routes and firewall name the old addresses: either move forward again with `vpnmig cutover {name} -n {ns} --forward` (the journal's VPNGateway pins them), or change them on the client side and close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`"
+The client's routes and firewall name the old addresses: {forward}, or change them on the client side and close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`"
             )),
         });
     }

@@ -9,7 +9,13 @@
 //!   `Kustomization` (`kustomizations.kustomize.toolkit.fluxcd.io/v1`), once the scenario
 //!   brought their CRDs (`fixtures/crds/argocd-application.yaml`,
 //!   `fixtures/crds/flux-kustomization.yaml`; `flux-helmrelease.yaml` is served only).
-//!   A scenario without them behaves exactly as before: nothing here acts.
+//!   A scenario without them behaves exactly as before: nothing here acts. A Flux
+//!   `HelmRelease` (`helmreleases.helm.toolkit.fluxcd.io/v2`) is an owner like a
+//!   Kustomization once its source ConfigMap exists (markers `helm.toolkit.fluxcd.io/name`
+//!   and `/namespace`, field manager `helm-controller`, always pruning, fault key
+//!   `flux/<ns>/<name>`); without one it is served only. An `ApplicationSet`
+//!   (`applicationsets.argoproj.io/v1alpha1`) puts its template's `spec.syncPolicy` back on
+//!   each Application that has an ownerReference to it (see [`application_sets`]).
 //! - Source ("Git"): the ConfigMap `<owner>-source` in the owner's namespace, key
 //!   `manifests`: multi-document YAML. A test edits it to simulate a merged change. No
 //!   ConfigMap, or one that does not parse, means no action at all (never "prune
@@ -98,6 +104,12 @@ pub const FLUX_PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
 /// Flux's tracking labels.
 pub const FLUX_NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
 pub const FLUX_NAMESPACE_LABEL: &str = "kustomize.toolkit.fluxcd.io/namespace";
+/// The ApplicationSet controller's field manager.
+pub const APPSET_MANAGER: &str = "argocd-applicationset-controller";
+/// Flux's helm-controller: its field manager and tracking labels.
+pub const HELM_MANAGER: &str = "helm-controller";
+pub const HELM_NAME_LABEL: &str = "helm.toolkit.fluxcd.io/name";
+pub const HELM_NAMESPACE_LABEL: &str = "helm.toolkit.fluxcd.io/namespace";
 /// The source ConfigMap of owner `X` is `X-source`; its manifests are under this key.
 pub const SOURCE_SUFFIX: &str = "-source";
 pub const SOURCE_KEY: &str = "manifests";
@@ -156,6 +168,8 @@ impl Settings {
 enum Tool {
     Argo,
     Flux,
+    /// A Flux HelmRelease: its "chart" is its source ConfigMap too.
+    Helm,
 }
 
 /// One Application or Kustomization as read in a pass.
@@ -182,7 +196,7 @@ impl Owner {
     fn key(&self) -> String {
         let tool = match self.tool {
             Tool::Argo => "argocd",
-            Tool::Flux => "flux",
+            Tool::Flux | Tool::Helm => "flux",
         };
         format!("{tool}/{}/{}", self.ns(), self.name())
     }
@@ -190,6 +204,7 @@ impl Owner {
         match self.tool {
             Tool::Argo => ARGO_MANAGER,
             Tool::Flux => FLUX_MANAGER,
+            Tool::Helm => HELM_MANAGER,
         }
     }
     /// Not suspended.
@@ -208,13 +223,17 @@ impl Owner {
                         ),
                     ) != "true"
             }
-            Tool::Flux => self.obj.pointer("/spec/suspend").and_then(Value::as_bool) != Some(true),
+            Tool::Flux | Tool::Helm => {
+                self.obj.pointer("/spec/suspend").and_then(Value::as_bool) != Some(true)
+            }
         }
     }
     fn prune(&self) -> bool {
         let p = match self.tool {
             Tool::Argo => "/spec/syncPolicy/automated/prune",
             Tool::Flux => "/spec/prune",
+            // An upgrade removes what the chart no longer renders.
+            Tool::Helm => return true,
         };
         self.obj.pointer(p).and_then(Value::as_bool) == Some(true)
     }
@@ -222,7 +241,7 @@ impl Owner {
     fn target_ns(&self) -> Option<&str> {
         let p = match self.tool {
             Tool::Argo => "/spec/destination/namespace",
-            Tool::Flux => "/spec/targetNamespace",
+            Tool::Flux | Tool::Helm => "/spec/targetNamespace",
         };
         Some(s(&self.obj, p)).filter(|n| !n.is_empty())
     }
@@ -251,6 +270,10 @@ impl Owner {
                 labels.insert(FLUX_NAME_LABEL.into(), json!(self.name()));
                 labels.insert(FLUX_NAMESPACE_LABEL.into(), json!(self.ns()));
             }
+            Tool::Helm => {
+                labels.insert(HELM_NAME_LABEL.into(), json!(self.name()));
+                labels.insert(HELM_NAMESPACE_LABEL.into(), json!(self.ns()));
+            }
         }
         (labels, annotations)
     }
@@ -267,6 +290,10 @@ impl Owner {
             Tool::Flux => {
                 label(FLUX_NAME_LABEL) == Some(self.name())
                     && label(FLUX_NAMESPACE_LABEL) == Some(self.ns())
+            }
+            Tool::Helm => {
+                label(HELM_NAME_LABEL) == Some(self.name())
+                    && label(HELM_NAMESPACE_LABEL) == Some(self.ns())
             }
         }
     }
@@ -366,6 +393,7 @@ impl Gitops {
                 next = Some(next.map_or(due, |n: Instant| n.min(due)));
             }
         }
+        application_sets(&self.store);
         next
     }
 
@@ -379,6 +407,18 @@ impl Gitops {
         let store = &self.store;
         let uid = o.uid().to_string();
         let faults = settings.faults(&o.key());
+        // A HelmRelease without a source ConfigMap is served only, as before it acted.
+        if o.tool == Tool::Helm
+            && configmaps(store)
+                .and_then(|rt| {
+                    store
+                        .get(&rt, o.ns(), &format!("{}{SOURCE_SUFFIX}", o.name()))
+                        .ok()
+                })
+                .is_none()
+        {
+            return None;
+        }
         let desired = match source(store, o) {
             Ok(d) => d,
             Err(msg) => {
@@ -473,6 +513,7 @@ fn owners(store: &Store) -> Vec<Owner> {
             "v1",
             "kustomizations",
         ),
+        (Tool::Helm, "helm.toolkit.fluxcd.io", "v2", "helmreleases"),
     ] {
         let Some(rt) = store.resource(group, version, plural) else {
             continue;
@@ -486,6 +527,56 @@ fn owners(store: &Store) -> Vec<Owner> {
         }
     }
     out
+}
+
+/// The ApplicationSet controller, reduced to what re-arms a paused child: once
+/// `applicationsets.argoproj.io` is served, every Application with an ownerReference to an
+/// ApplicationSet of its namespace gets the template's `spec.syncPolicy` back (field
+/// manager `argocd-applicationset-controller`), unless the set's
+/// `spec.syncPolicy.applicationsSync` is `create-only` or `create-delete`. Nothing is
+/// generated or deleted.
+fn application_sets(store: &Store) {
+    let (Some(sets), Some(apps)) = (
+        store.resource("argoproj.io", "v1alpha1", "applicationsets"),
+        store.resource("argoproj.io", "v1alpha1", "applications"),
+    ) else {
+        return;
+    };
+    let opts = WriteOptions {
+        field_manager: Some(APPSET_MANAGER.into()),
+        ..Default::default()
+    };
+    for set in store.list(&sets, None).0 {
+        if matches!(
+            s(&set, "/spec/syncPolicy/applicationsSync"),
+            "create-only" | "create-delete"
+        ) {
+            continue;
+        }
+        let (ns, name) = (s(&set, "/metadata/namespace"), s(&set, "/metadata/name"));
+        let want = set
+            .pointer("/spec/template/spec/syncPolicy")
+            .cloned()
+            .unwrap_or(Value::Null);
+        for app in store.list(&apps, Some(ns)).0 {
+            let owned = app
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .is_some_and(|rs| {
+                    rs.iter()
+                        .any(|r| r["kind"] == "ApplicationSet" && r["name"] == name)
+                });
+            let have = app.pointer("/spec/syncPolicy").unwrap_or(&Value::Null);
+            if !owned || *have == want {
+                continue;
+            }
+            let _ = store.modify(&apps, ns, s(&app, "/metadata/name"), false, &opts, |cur| {
+                let mut new = cur.clone();
+                new["spec"]["syncPolicy"] = want.clone();
+                Ok(new)
+            });
+        }
+    }
 }
 
 fn configmaps(store: &Store) -> Option<ResourceType> {
@@ -514,7 +605,7 @@ fn source(store: &Store, o: &Owner) -> Result<Vec<Desired>, String> {
         })?;
         let ns = if !rt.namespaced {
             String::new()
-        } else if let (Tool::Flux, Some(t)) = (o.tool, o.target_ns()) {
+        } else if let (Tool::Flux | Tool::Helm, Some(t)) = (o.tool, o.target_ns()) {
             t.to_string()
         } else {
             Some(s(&obj, "/metadata/namespace"))
@@ -623,7 +714,7 @@ fn apply(store: &Store, o: &Owner, d: &Desired) -> Result<Value, crate::status::
 
 /// Whether `obj` carries the prune protection `o`'s tool honours on a live object: Argo
 /// CD `argocd.argoproj.io/sync-options` with the option `Prune=false`, Flux
-/// `kustomize.toolkit.fluxcd.io/prune: disabled`.
+/// `kustomize.toolkit.fluxcd.io/prune: disabled`, Helm `helm.sh/resource-policy: keep`.
 fn prune_disabled(o: &Owner, obj: &Value) -> bool {
     let a = |k: &str| obj["metadata"]["annotations"][k].as_str();
     match o.tool {
@@ -631,6 +722,8 @@ fn prune_disabled(o: &Owner, obj: &Value) -> bool {
             a(ARGO_SYNC_OPTIONS).is_some_and(|v| v.split(',').any(|x| x.trim() == "Prune=false"))
         }
         Tool::Flux => a(FLUX_PRUNE).is_some_and(|v| v == "disabled"),
+        // Helm keeps a resource its release no longer renders when it says so.
+        Tool::Helm => a("helm.sh/resource-policy").is_some_and(|v| v == "keep"),
     }
 }
 
@@ -756,7 +849,7 @@ fn set_status(store: &Store, o: &Owner, sync: Outcome, desired: &[Desired]) {
             }
             st
         }
-        Tool::Flux => {
+        Tool::Flux | Tool::Helm => {
             let (status, reason, message) = match &sync {
                 Outcome::Synced => (
                     "True",

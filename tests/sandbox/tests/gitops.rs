@@ -622,3 +622,148 @@ async fn with_the_operator_the_recreated_gateway_takes_the_floating_ip_back() {
     assert!(sb.operator.floating_ips().released.is_empty());
     sb.shutdown().await;
 }
+
+impl Bed {
+    fn from_text(text: &str, settings: Settings) -> Bed {
+        let store = Store::new();
+        let objects = scenario::parse(text).unwrap();
+        scenario::load(&store, &objects).unwrap();
+        let gitops = Gitops::start(store.clone(), settings);
+        Bed { store, gitops }
+    }
+}
+
+/// acme-flux.yaml with a HelmRelease acme in place of the Kustomization (its chart: the
+/// source ConfigMap), the objects carrying the helm-controller's labels.
+fn helm_scenario() -> String {
+    let s = fixture("clusters/acme-flux.yaml")
+        .replace(gitops::FLUX_NAME_LABEL, gitops::HELM_NAME_LABEL)
+        .replace(gitops::FLUX_NAMESPACE_LABEL, gitops::HELM_NAMESPACE_LABEL)
+        .replacen(
+            "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n",
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\n",
+            1,
+        );
+    assert!(s.contains("kind: HelmRelease\n"));
+    s
+}
+
+/// A HelmRelease with a source ConfigMap re-creates what it renders, is suspended by
+/// `spec.suspend`, and obeys the `ignoresSuspension` knob of its key; one without a
+/// source is served only (no status written, nothing applied).
+#[tokio::test]
+async fn a_helmrelease_with_a_source_syncs_like_a_kustomization() {
+    for ignoring in [false, true] {
+        let mut settings = Settings::default();
+        if ignoring {
+            settings
+                .owners
+                .entry("flux/flux-system/acme".into())
+                .or_default()
+                .ignores_suspension = true;
+        }
+        let bed = Bed::from_text(&helm_scenario(), settings);
+        eventually("the helm-controller applies the gateway", || {
+            bed.gateway()
+                .is_some_and(|g| managers(&g).contains(&gitops::HELM_MANAGER.to_string()))
+        })
+        .await;
+        let hr = rt(&bed.store, "helm.toolkit.fluxcd.io", "v2", "helmreleases");
+        bed.store
+            .modify(
+                &hr,
+                "flux-system",
+                "acme",
+                false,
+                &WriteOptions::default(),
+                |c| {
+                    let mut n = c.clone();
+                    n["spec"]["suspend"] = json!(true);
+                    Ok(n)
+                },
+            )
+            .unwrap();
+        bed.delete_gateway();
+        if ignoring {
+            eventually("re-created although suspended", || bed.gateway().is_some()).await;
+        } else {
+            never("re-created while suspended", || bed.gateway().is_some()).await;
+        }
+    }
+    // Without `<name>-source` it is served only, as before.
+    let text = helm_scenario().replace("name: acme-source", "name: other-source");
+    let bed = Bed::from_text(&text, Settings::default());
+    let hr = rt(&bed.store, "helm.toolkit.fluxcd.io", "v2", "helmreleases");
+    never("a HelmRelease without a source acts", || {
+        bed.store
+            .get(&hr, "flux-system", "acme")
+            .is_ok_and(|o| o.get("status").is_some())
+    })
+    .await;
+}
+
+/// An ApplicationSet puts its template's `spec.syncPolicy` back on the Applications it
+/// owns (an ownerReference), unless its policy is `create-only`.
+#[tokio::test]
+async fn an_application_set_puts_its_template_sync_policy_back() {
+    const UID: &str = "6d1f3c52-0d5e-4c57-9a3e-appset000001";
+    for policy in ["sync", "create-only"] {
+        let owned = fixture("clusters/acme-argocd.yaml").replacen(
+            "kind: Application\nmetadata:\n  name: acme\n  namespace: argocd\n",
+            &format!("kind: Application\nmetadata:\n  name: acme\n  namespace: argocd\n  ownerReferences:\n  - {{apiVersion: argoproj.io/v1alpha1, kind: ApplicationSet, name: tenants, uid: {UID}}}\n"),
+            1,
+        );
+        let text = format!(
+            "{owned}\n---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: applicationsets.argoproj.io}}
+spec:
+  group: argoproj.io
+  names: {{kind: ApplicationSet, listKind: ApplicationSetList, plural: applicationsets, singular: applicationset}}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {{name: tenants, namespace: argocd, uid: {UID}}}
+spec:
+  syncPolicy: {{applicationsSync: {policy}}}
+  template:
+    spec:
+      syncPolicy:
+        automated: {{selfHeal: true, prune: true}}
+"
+        );
+        let bed = Bed::from_text(&text, Settings::default());
+        Tool::Argo.set_active(&bed.store, false);
+        let apps = rt(&bed.store, "argoproj.io", "v1alpha1", "applications");
+        let armed = || {
+            bed.store.get(&apps, "argocd", "acme").is_ok_and(|a| {
+                a["spec"]["syncPolicy"]["automated"] == json!({"selfHeal": true, "prune": true})
+            })
+        };
+        if policy == "sync" {
+            eventually("the ApplicationSet puts automated back", armed).await;
+            let app = bed.store.get(&apps, "argocd", "acme").unwrap();
+            assert!(
+                managers(&app).contains(&gitops::APPSET_MANAGER.to_string()),
+                "{app}"
+            );
+        } else {
+            never(
+                "a create-only ApplicationSet updates its Application",
+                armed,
+            )
+            .await;
+        }
+    }
+}
