@@ -279,7 +279,7 @@ pub fn build(j: &Journal, cluster: ClusterIdentity) -> Record {
         data_plane_baseline: j.data_plane_baseline.as_ref().map(|b| BaselineSummary {
             at: b.at.clone(),
             source: b.source.clone(),
-            tunnels: b.tunnels.len(),
+            tunnels: b.peers(),
         }),
         data_plane: j.data_plane.clone(),
         outage: j.outage.clone(),

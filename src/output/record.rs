@@ -417,6 +417,22 @@ fn document(r: &Record, d: &mut dyn Doc) -> String {
                     })
                     .collect::<Vec<_>>(),
             );
+            let unproven = c.unproven();
+            if !unproven.is_empty() {
+                d.para("What the data plane cannot prove (compared as pinned values instead):");
+                d.table(
+                    &["Fact", "Not proven"],
+                    &unproven
+                        .iter()
+                        .map(|row| {
+                            vec![
+                                crate::output::dataplane::unproven_what(row),
+                                row.unproven.clone().unwrap_or_default(),
+                            ]
+                        })
+                        .collect::<Vec<_>>(),
+                );
+            }
         }
         None => d.para(&format!("Comparison: {not_recorded}.")),
     }

@@ -1157,28 +1157,28 @@ async fn record_baseline(w: &mut Window<'_>) -> Result<(), Error> {
             // A baseline recorded earlier (`verify --baseline`) with more tunnels up is the
             // better reference: a tunnel down right now is no reason to expect it down.
             if let Some(earlier) = &w.journal.data_plane_baseline
-                && earlier.tunnels.len() > b.tunnels.len()
+                && earlier.peers() > b.peers()
             {
                 w.ev.emit(Event::Warning(format!(
                     "the old gateway has {} tunnel(s) up now, the baseline recorded at {} had {}: that one is kept as the reference",
-                    b.tunnels.len(),
+                    b.peers(),
                     earlier.at,
-                    earlier.tunnels.len()
+                    earlier.peers()
                 )));
                 return Ok(());
             }
             w.ev.emit(Event::Step(format!(
                 "recorded the data plane of IPsecGateway {ns}/{name}: {} tunnel(s), {} CHILD SA(s) (swanctl --list-sas in its pod)",
-                b.tunnels.len(),
+                b.peers(),
                 b.tunnels.iter().map(|t| t.children.len()).sum::<usize>()
             )));
             // A tunnel down before the window has nothing to be compared with, and its
             // outage did not start at the delete: say so now (attack finding).
             let peers = w.journal.peer_names().len();
-            if b.tunnels.len() < peers {
+            if b.peers() < peers {
                 w.ev.emit(Event::Warning(format!(
                     "only {} of the {peers} tunnel(s) of IPsecGateway {ns}/{name} are up before the delete: a tunnel that is down now is not compared after the window, and its outage began before it",
-                    b.tunnels.len()
+                    b.peers()
                 )));
             }
             w.journal.data_plane_baseline = Some(b);
