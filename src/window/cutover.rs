@@ -321,6 +321,10 @@ async fn run(
         // Resuming before the delete: keep what the first run detached.
         j.psk_detached = prev.psk_detached.clone();
     }
+    // The gateway's earlier windows stay listed in every journal that follows them.
+    if let Some(prev) = &previous {
+        j.earlier_windows = prev.earlier_windows.clone();
+    }
 
     if opts.dry_run {
         return dry_run(
@@ -343,6 +347,31 @@ async fn run(
     if let Err(why) = crate::state::remember(&cluster.server, &ns, name, &out_dir, &now()) {
         ev.emit(Event::Note(format!(
             "this machine cannot remember where the bundle is ({why})"
+        )));
+    }
+    // A rolled-back window is finished: its journal is its record. It is archived in its
+    // own ConfigMap before the new journal replaces it, never lost without a word
+    // (issue 21 item 7); a failure to archive stops here, nothing touched.
+    if let Some(prev) = previous.as_ref().filter(|p| p.phase == Phase::RolledBack) {
+        let (n, archived) = stored::archive(cluster, prev, prev.window_number())
+            .await
+            .map_err(|e| Error::Stop {
+                code: exit::FAILURE,
+                message: format!(
+                    "the record of the rolled-back window of {name} -n {ns} (ConfigMap {}) could not be archived before the new cutover replaces it: {e}; nothing was changed",
+                    journal::object_name(name)
+                ),
+                hint: Some(format!(
+                    "keep it first: `vpnmig report {name} -n {ns} --out {name}-window-{}.md`, then run the same command again",
+                    prev.window_number()
+                )),
+            })?;
+        j.earlier_windows.push(prev.archived_as(n, &archived));
+        ev.emit(Event::Step(format!(
+            "the record of the earlier window ({}, {} to {}) is archived as ConfigMap {ns}/{archived}: `vpnmig report {name} -n {ns} --window {n}`",
+            prev.phase,
+            prev.history.first().map(|e| e.at.as_str()).unwrap_or("?"),
+            prev.history.last().map(|e| e.at.as_str()).unwrap_or("?"),
         )));
     }
     stored::write(cluster, &j, false).await?;
