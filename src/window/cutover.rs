@@ -327,6 +327,13 @@ async fn run(
     }
 
     if opts.dry_run {
+        if let Some(prev) = previous.as_ref().filter(|p| p.phase == Phase::RolledBack) {
+            ev.emit(Event::Info(format!(
+                "the cutover would archive the record of the rolled-back window as ConfigMap {ns}/{} before it writes its own journal (`vpnmig report {name} -n {ns} --window {}` then prints it)",
+                journal::archive_name(name, prev.window_number()),
+                prev.window_number()
+            )));
+        }
         return dry_run(
             cluster,
             ev,
