@@ -320,3 +320,78 @@ async fn rollback_writes_its_record_and_an_edited_journal_breaks_the_chain() {
             .contains("`vpnmig cutover nobody -n tenant-acme`")
     );
 }
+
+/// A cutover after a rollback is a new window: the rolled-back window's journal is
+/// archived in its own ConfigMap before it is replaced, the cutover says so, the new
+/// record lists it and `--window 1` prints it (issue 21 item 7).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cutover_after_a_rollback_keeps_the_earlier_record() {
+    let l = start(ACME, pool("10.250.3.0/24")).await;
+    assert_eq!(l.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
+    let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let before: Value =
+        serde_json::from_str(&l.vpnmig(&["report", "acme", "-o", "json"]).await.stdout).unwrap();
+    assert_eq!(before["outcome"], "rolled-back");
+
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("is archived as ConfigMap tenant-acme/vpnmig-acme.window-1"),
+        "{}",
+        r.stderr
+    );
+    let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
+    let cm =
+        l.sb.store
+            .get(&rt, "tenant-acme", "vpnmig-acme.window-1")
+            .unwrap();
+    assert_eq!(
+        cm["metadata"]["labels"]["vpnmig.bnerd.net/archived-window"],
+        "1"
+    );
+    assert!(cm["data"].get("journal.json").is_none());
+
+    // The current record lists the earlier window; --window 1 is the rolled-back record,
+    // whole: the same timeline and rollback steps as before the new cutover.
+    let now: Value =
+        serde_json::from_str(&l.vpnmig(&["report", "acme", "-o", "json"]).await.stdout).unwrap();
+    assert_eq!(
+        (&now["outcome"], &now["window"]),
+        (&"done".into(), &2.into())
+    );
+    assert_eq!(
+        now["earlierWindows"][0]["report"],
+        "vpnmig report acme -n tenant-acme --window 1"
+    );
+    let r = l
+        .vpnmig(&["report", "acme", "--window", "1", "-o", "json"])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let archived: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(archived["outcome"], "rolled-back");
+    assert_eq!(archived["archived"], true);
+    assert_eq!(archived["timeline"], before["timeline"]);
+    assert_eq!(archived["recovery"]["steps"], before["recovery"]["steps"]);
+    let md = l.vpnmig(&["report", "acme"]).await.stdout;
+    assert!(md.contains("## Earlier windows"), "{md}");
+
+    // An archive is no window under way.
+    let r = l.vpnmig(&["status"]).await;
+    assert!(
+        !r.stdout.contains("window-1") && !r.stderr.contains("window-1"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    // A window that is not archived is named, with the ones that are.
+    let r = l.vpnmig(&["report", "acme", "--window", "7"]).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.error()
+            .unwrap()
+            .contains("the archived windows of acme are 1"),
+        "{}",
+        r.stderr
+    );
+}

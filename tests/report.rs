@@ -98,3 +98,102 @@ fn a_journal_of_an_earlier_version_is_said_to_be_unchained() {
         assert!(md.contains(says), "no {says:?} in\n{md}");
     }
 }
+
+fn fixture(name: &str) -> Journal {
+    let path = format!("{}/fixtures/journals/{name}", env!("CARGO_MANIFEST_DIR"));
+    Journal::from_json(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn identity() -> ClusterIdentity {
+    ClusterIdentity {
+        server: "https://k8s.example.net:6443".into(),
+        kube_system_uid: Some("0b6c3b1e-5f0e-4a53-9d8f-6c1f4b1c2d3e".into()),
+        why: None,
+    }
+}
+
+/// Every format says what the hash chain covers and what it does not (issue 21 item 7):
+/// a forged entry re-chained by someone who can write the ConfigMap reads intact, so
+/// "intact" alone must never stand as proof of who did what.
+#[test]
+fn every_format_says_what_the_chain_cannot_prove() {
+    for name in ["done.json", "failed-verify.json", "rolled-back.json"] {
+        let r = build(&fixture(name), identity());
+        for format in [Format::Md, Format::Html, Format::Json] {
+            let doc = render(&r, format);
+            for says in [
+                "not who wrote it",
+                "not a signature",
+                "re-chained",
+                "entries removed from the end",
+                "the data-plane baseline and comparison",
+            ] {
+                assert!(doc.contains(says), "{name} {format:?}: no {says:?}");
+            }
+        }
+    }
+}
+
+/// A new cutover after a rollback archives the earlier window: the current record lists
+/// it with the command that prints it, and the archived record says it is archived.
+#[test]
+fn earlier_windows_are_listed_and_an_archived_record_says_so() {
+    let earlier = fixture("rolled-back.json");
+    let mut current = fixture("done.json");
+    current
+        .earlier_windows
+        .push(earlier.archived_as(1, "vpnmig-acme.window-1"));
+    let r = build(&current, identity());
+    assert_eq!(r.window, 2);
+    assert_eq!(
+        r.earlier_windows[0].report,
+        format!(
+            "vpnmig report {} -n {} --window 1",
+            current.gateway, current.namespace
+        )
+    );
+    insta::assert_snapshot!("earlier_windows_md", render(&r, Format::Md));
+    let json: serde_json::Value = serde_json::from_str(&render(&r, Format::Json)).unwrap();
+    assert_eq!(json["window"], 2);
+    assert_eq!(json["earlierWindows"][0]["phase"], "rolled-back");
+    let archived =
+        vpnmig::core::record::build_archived(&earlier, identity(), "vpnmig-acme.window-1", 1);
+    let md = render(&archived, Format::Md);
+    assert!(md.contains("vpnmig-acme.window-1 (archived)"), "{md}");
+    assert!(
+        md.contains("archived: a later cutover replaced its journal"),
+        "{md}"
+    );
+    // The journal with its list of earlier windows reads back, and old journals (no
+    // list) still read: the field is additive.
+    let back = Journal::from_json(&serde_json::to_string(&current).unwrap()).unwrap();
+    assert_eq!(back.earlier_windows, current.earlier_windows);
+    assert!(fixture("done.json").earlier_windows.is_empty());
+}
+
+/// A value from the cluster never becomes a link, an image or markup in the Markdown
+/// record (issue 21 item 7). Rows: values planted in the journal.
+#[test]
+fn markdown_never_carries_a_link_or_an_image_from_a_value() {
+    let mut j = fixture("rolled-back.json");
+    j.last_error = Some(
+        "see [the runbook](https://evil.example/x) or ![logo](https://evil.example/p.png) or <https://evil.example> or www.evil.example *now* `rm -rf`"
+            .into(),
+    );
+    j.history[1].by = "[admin](javascript:alert(1))".into();
+    let md = render(&build(&j, identity()), Format::Md);
+    for never in [
+        "[the runbook](",
+        "![logo](",
+        "<https://",
+        "https://evil",
+        "www.evil",
+        "[admin](",
+        " *now* ",
+        " `rm -rf`",
+    ] {
+        assert!(!md.contains(never), "{never:?} in the Markdown record");
+    }
+    let line = md.lines().find(|l| l.starts_with("| Last error")).unwrap();
+    insta::assert_snapshot!("markdown_escapes_values", line);
+}

@@ -24,21 +24,28 @@ use crate::output::record::{Format, render};
 ///
 /// The journal's history is hash-chained (each entry holds the SHA-256 of the one before):
 /// the record says whether the chain is intact, and a broken chain (an entry edited after
-/// it was written) exits 5 after printing the record. Secrets appear only as the
-/// fingerprint the journal holds.
+/// it was written) exits 5 after printing the record. The chain proves the history is
+/// internally consistent, not who wrote it: every record says what it covers and what it
+/// does not. Secrets appear only as the fingerprint the journal holds.
+///
+/// A new cutover after a rollback archives the rolled-back window's journal in its own
+/// ConfigMap (vpnmig-NAME.window-N): the record of the current window lists the earlier
+/// ones, and --window N prints the record of one of them.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Examples:
   vpnmig report acme -n tenant-acme                      # Markdown on stdout
   vpnmig report acme -n tenant-acme -o html --out acme-window.html
   vpnmig report acme -n tenant-acme -o json | jq '.outcome, .chain.status, .outage.totalMs'
+  vpnmig report acme -n tenant-acme --window 1           # an earlier, archived window
   vpnmig cutover acme -n tenant-acme --plan plans/acme --report acme-window.md
 
 Formats: md (default), json (docs/report.md), html (one page, inline CSS, no script).
 With --out FILE and no -o, the format comes from the file's extension.
 
-Exit codes: 0 printed, 1 no journal or the cluster could not be read, 5 printed, but the
-journal's hash chain is broken (an entry was changed after it was written).")]
+Exit codes: 0 printed, 1 no journal (or no archived window N) or the cluster could not be
+read, 5 printed, but the journal's hash chain is broken (an entry was changed after it
+was written).")]
 pub struct ReportArgs {
     /// kubectl's cluster flags, from the top-level command (global).
     #[arg(skip)]
@@ -52,6 +59,10 @@ pub struct ReportArgs {
     /// Write the record to FILE instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// The record of earlier window N of the gateway (archived when a later cutover
+    /// replaced its journal; the current record lists them). Default: the current window.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub window: Option<u32>,
 }
 
 /// A `--report FILE` (cutover): its format comes from its extension.
@@ -63,6 +74,62 @@ pub fn report_path(s: &str) -> Result<PathBuf, String> {
             "`{s}`: name the file .md, .json or .html (the record's format comes from it)"
         )),
     }
+}
+
+/// The cluster's identity for a record.
+async fn identity(cluster: &Cluster) -> ClusterIdentity {
+    match objects::kube_system_uid(cluster).await {
+        Ok(Some(uid)) => ClusterIdentity {
+            server: cluster.server.clone(),
+            kube_system_uid: Some(uid),
+            why: None,
+        },
+        Ok(None) => ClusterIdentity {
+            server: cluster.server.clone(),
+            kube_system_uid: None,
+            why: Some("the cluster has no namespace kube-system".into()),
+        },
+        Err(e) => ClusterIdentity {
+            server: cluster.server.clone(),
+            kube_system_uid: None,
+            why: Some(e.to_string()),
+        },
+    }
+}
+
+/// The record of archived window `n` of `name` (`--window N`).
+async fn build_archived(cluster: &Cluster, name: &str, n: u32) -> Result<Record, Error> {
+    let ns = &cluster.namespace;
+    let Some((j, cm)) = crate::cluster::journal::read_archived(cluster, name, n).await? else {
+        let listed = match crate::cluster::journal::read(cluster, name).await {
+            // The current window asked by its number.
+            Ok(Some(j)) if j.window_number() == n => return build(cluster, name).await,
+            Ok(Some(j)) if !j.earlier_windows.is_empty() => format!(
+                "the archived windows of {name} are {}",
+                j.earlier_windows
+                    .iter()
+                    .map(|e| e.window.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Ok(Some(j)) => format!(
+                "{name} has no archived window: the current journal is window {}",
+                j.window_number()
+            ),
+            _ => format!("{name} has no journal"),
+        };
+        return Err(Error::Stop {
+            code: exit::FAILURE,
+            message: format!(
+                "no archived window {n} of {name} -n {ns}: ConfigMap {} does not exist; {listed}",
+                crate::core::journal::archive_name(name, n)
+            ),
+            hint: Some(format!(
+                "`vpnmig report {name} -n {ns}` prints the current window and lists the archived ones"
+            )),
+        });
+    };
+    Ok(record::build_archived(&j, identity(cluster).await, &cm, n))
 }
 
 /// The change record of `name`'s window in the cluster's namespace.
@@ -80,24 +147,7 @@ pub(crate) async fn build(cluster: &Cluster, name: &str) -> Result<Record, Error
             )),
         });
     };
-    let identity = match objects::kube_system_uid(cluster).await {
-        Ok(Some(uid)) => ClusterIdentity {
-            server: cluster.server.clone(),
-            kube_system_uid: Some(uid),
-            why: None,
-        },
-        Ok(None) => ClusterIdentity {
-            server: cluster.server.clone(),
-            kube_system_uid: None,
-            why: Some("the cluster has no namespace kube-system".into()),
-        },
-        Err(e) => ClusterIdentity {
-            server: cluster.server.clone(),
-            kube_system_uid: None,
-            why: Some(e.to_string()),
-        },
-    };
-    Ok(record::build(&j, identity))
+    Ok(record::build(&j, identity(cluster).await))
 }
 
 fn write_file(path: &Path, doc: &str) -> Result<(), Error> {
@@ -127,7 +177,10 @@ pub fn run(args: &ReportArgs) -> Result<i32, Error> {
     let rt = crate::cli::runtime()?;
     let r = rt.block_on(async {
         let cluster = Cluster::connect(&args.cluster.options()).await?;
-        build(&cluster, &args.name).await
+        match args.window {
+            Some(n) => build_archived(&cluster, &args.name, n).await,
+            None => build(&cluster, &args.name).await,
+        }
     })?;
     let format = args
         .output

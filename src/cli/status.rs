@@ -429,6 +429,14 @@ async fn open_windows(
             }
         }
     }
+    // An archived earlier window (`vpnmig-NAME.window-N`, issue 21 item 7) is a record,
+    // not a window: `report NAME --window N` reads it.
+    items.retain(|cm| {
+        !cm.metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key(crate::core::journal::ARCHIVE_LABEL))
+    });
     let journals: Vec<(String, String)> = items
         .iter()
         .filter_map(|cm| {

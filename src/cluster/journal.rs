@@ -9,7 +9,7 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
 
 use super::{Cluster, KubeError};
-use crate::core::journal::{Journal, object_name};
+use crate::core::journal::{ARCHIVE_KEY, ARCHIVE_LABEL, Journal, archive_name, object_name};
 
 /// The field manager of every write vpnmig makes.
 pub use crate::core::scope::FIELD_MANAGER;
@@ -136,6 +136,131 @@ pub async fn write(cluster: &Cluster, journal: &Journal, dry_run: bool) -> Resul
         .map(|_| ())
 }
 
+/// Archive `journal` (a finished window that a new cutover is about to replace) in its own
+/// ConfigMap `vpnmig-NAME.window-N`, N from `first` on (issue 21 item 7): key
+/// `archived-journal.json` (not `journal.json`: no version reads it as a window under
+/// way), label `vpnmig.bnerd.net/archived-window=N`. An archive of the same journal
+/// already there (a run stopped between the archive and the new journal) is used again;
+/// another one under that number moves to the next number (at most 100 tries). Returns
+/// the window's number and the ConfigMap's name.
+pub async fn archive(
+    cluster: &Cluster,
+    journal: &Journal,
+    first: u32,
+) -> Result<(u32, String), ArchiveError> {
+    let ns = cluster.namespace.as_str();
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    let text = serde_json::to_string_pretty(journal).expect("journals serialize");
+    for n in first..first.saturating_add(100) {
+        let name = archive_name(&journal.gateway, n);
+        let existing = cluster
+            .call("get", &format!("configmap/{name}"), Some(ns), || {
+                api.get_opt(&name)
+            })
+            .await?;
+        if let Some(cm) = existing {
+            let same = cm
+                .data
+                .as_ref()
+                .and_then(|d| d.get(ARCHIVE_KEY))
+                .and_then(|t| Journal::from_json(t).ok())
+                .is_some_and(|a| {
+                    a.history_head == journal.history_head && a.history == journal.history
+                });
+            if same {
+                return Ok((n, name));
+            }
+            continue;
+        }
+        let mut labels = serde_json::Map::new();
+        labels.insert("app.kubernetes.io/managed-by".into(), json!("vpnmig"));
+        labels.insert(ARCHIVE_LABEL.into(), json!(n.to_string()));
+        if let Some(g) = crate::core::limits::gateway_label(&journal.gateway) {
+            labels.insert("vpnmig.bnerd.net/gateway".into(), json!(g));
+        }
+        let cm = json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "labels": labels,
+                "annotations": {
+                    "vpnmig.bnerd.net/record": format!("vpnmig report {} -n {ns} --window {n}", journal.gateway),
+                },
+            },
+            "data": {
+                ARCHIVE_KEY: text,
+                "phase": journal.phase.as_str(),
+            }
+        });
+        let pp = PatchParams::apply(FIELD_MANAGER).force();
+        let patch = Patch::Apply(&cm);
+        cluster
+            .call("apply", &format!("configmap/{name}"), Some(ns), || {
+                api.patch(&name, &pp, &patch)
+            })
+            .await?;
+        return Ok((n, name));
+    }
+    Err(ArchiveError::NoName(format!(
+        "no free name for the archive of the journal of {} -n {ns}: configmaps {} to {} are taken by other journals",
+        journal.gateway,
+        archive_name(&journal.gateway, first),
+        archive_name(&journal.gateway, first.saturating_add(99))
+    )))
+}
+
+/// Why a journal could not be archived.
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error(transparent)]
+    Kube(#[from] KubeError),
+    #[error("{0}")]
+    NoName(String),
+}
+
+/// The archived journal of window `n` of `gateway`, if there is one.
+pub async fn read_archived(
+    cluster: &Cluster,
+    gateway: &str,
+    n: u32,
+) -> Result<Option<(Journal, String)>, ReadError> {
+    let ns = cluster.namespace.as_str();
+    let name = archive_name(gateway, n);
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    let Some(cm) = cluster
+        .call("get", &format!("configmap/{name}"), Some(ns), || {
+            api.get_opt(&name)
+        })
+        .await?
+    else {
+        return Ok(None);
+    };
+    let text = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get(ARCHIVE_KEY))
+        .ok_or_else(|| ReadError::Invalid {
+            namespace: ns.into(),
+            name: name.clone(),
+            why: format!("no key {ARCHIVE_KEY}"),
+        })?;
+    let j = Journal::from_json(text).map_err(|why| ReadError::Invalid {
+        namespace: ns.into(),
+        name: name.clone(),
+        why,
+    })?;
+    if j.gateway != gateway {
+        return Err(ReadError::Invalid {
+            namespace: ns.into(),
+            name,
+            why: format!("it archives a window of {}, not of {gateway}", j.gateway),
+        });
+    }
+    Ok(Some((j, name)))
+}
+
 /// The journals of earlier windows, for the window guard's estimate.
 #[derive(Debug, Default)]
 pub struct Listed {
@@ -186,6 +311,16 @@ pub async fn list_in(cluster: &Cluster, namespace: Option<&str>) -> Result<Liste
             })
             .await?;
         for cm in page.items {
+            // An archived window (issue 21 item 7) is not a journal of a window under
+            // way; `report --window N` reads it.
+            if cm
+                .metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(ARCHIVE_LABEL))
+            {
+                continue;
+            }
             match cm
                 .data
                 .as_ref()

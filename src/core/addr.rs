@@ -6,8 +6,10 @@
 //! through this module.
 //!
 //! Rules:
-//! - An address is parsed with `std::net`; an IPv4-mapped IPv6 address
-//!   (`::ffff:192.0.2.1`) is the IPv4 address (`IpAddr::to_canonical`).
+//! - An address is parsed with `std::net` and compared within its family only
+//!   ([`same_in_family`] says why): an IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) is an
+//!   IPv6 address, never equal to `192.0.2.1`, whether it is a peer address, a local
+//!   address, an identity or a traffic selector (issue 21 item 6).
 //! - A host network (`/32`, `/128`) is the address where an address is expected
 //!   ([`same_addr`]); a bare address is the host network where a network is expected
 //!   ([`net`]).
@@ -21,38 +23,27 @@ use std::net::IpAddr;
 
 use ipnet::IpNet;
 
-/// `s` as an IP address: IPv4, IPv6 in any RFC 4291 spelling (case, zero compression,
-/// `::ffff:` mapped IPv4, which becomes the IPv4 address), or a host network (`/32`,
-/// `/128`) of one. `None` for anything else.
+/// `s` as an IP address: IPv4, or IPv6 in any RFC 4291 spelling (case, zero
+/// compression), or a host network (`/32`, `/128`) of one. The family is kept: an
+/// IPv4-mapped IPv6 address (`::ffff:192.0.2.1`) stays IPv6 ([`same_in_family`]). `None`
+/// for anything else.
 pub fn addr(s: &str) -> Option<IpAddr> {
     let s = s.trim();
     if let Ok(ip) = s.parse::<IpAddr>() {
-        return Some(ip.to_canonical());
+        return Some(ip);
     }
     let n = s.parse::<IpNet>().ok()?;
-    (n.prefix_len() == n.max_prefix_len()).then(|| n.addr().to_canonical())
+    (n.prefix_len() == n.max_prefix_len()).then(|| n.addr())
 }
 
 /// `s` as a network: a CIDR (`10.20.0.0/16`, `2001:DB8::/32`) or a bare address as its
-/// host network. An IPv4-mapped IPv6 network of prefix 96 or more becomes the IPv4
-/// network, as the kernel treats it. `None` for anything else.
+/// host network. The family is kept: `::ffff:10.20.0.0/112` is an IPv6 network, which a
+/// traffic selector of IPv4 does not match ([`same_in_family`]). `None` for anything else.
 pub fn net(s: &str) -> Option<IpNet> {
     let s = s.trim();
-    let n = match s.parse::<IpNet>() {
-        Ok(n) => n,
-        Err(_) => IpNet::from(s.parse::<IpAddr>().ok()?),
-    };
-    Some(canonical_net(n))
-}
-
-/// An IPv4-mapped IPv6 network (`::ffff:10.0.0.0/104`) as the IPv4 network it maps.
-fn canonical_net(n: IpNet) -> IpNet {
-    match n {
-        IpNet::V6(v6) if v6.prefix_len() >= 96 => match v6.addr().to_ipv4_mapped() {
-            Some(v4) => IpNet::new(IpAddr::V4(v4), v6.prefix_len() - 96).unwrap_or(n),
-            None => n,
-        },
-        _ => n,
+    match s.parse::<IpNet>() {
+        Ok(n) => Some(n),
+        Err(_) => Some(IpNet::from(s.parse::<IpAddr>().ok()?)),
     }
 }
 
@@ -62,6 +53,10 @@ fn canonical_net(n: IpNet) -> IpNet {
 /// selector of one family does not match the other. Text that is neither compares as
 /// given (trimmed). Used for values that must stay byte-for-byte (the floating IP, pinned
 /// fields against the journal).
+///
+/// This is the one rule for addresses in the core: [`addr`], [`net`], [`same_addr`],
+/// [`same_net`], [`same_identity`] and [`selector_key`] all keep the family, so no
+/// comparison anywhere makes `::ffff:192.0.2.1` equal to `192.0.2.1` (issue 21 item 6).
 pub fn same_in_family(a: &str, b: &str) -> bool {
     let (a, b) = (a.trim(), b.trim());
     if let (Ok(p), Ok(q)) = (a.parse::<IpAddr>(), b.parse::<IpAddr>()) {
@@ -71,6 +66,24 @@ pub fn same_in_family(a: &str, b: &str) -> bool {
         return p == q;
     }
     a == b
+}
+
+/// A traffic selector as printed (`10.0.0.0/24`, `192.0.2.1/32[udp]`,
+/// `2001:DB8::/32[tcp/443]`) in one spelling, for comparing selectors as sets: the
+/// network parsed in its own family ([`net`]: `::ffff:10.1.0.0/112` stays IPv6), the
+/// protocol/port restriction lowercased. Text that is not a network stays as given,
+/// lowercased.
+pub fn selector_key(ts: &str) -> String {
+    let ts = ts.trim();
+    let (n, rest) = ts.split_once('[').unwrap_or((ts, ""));
+    let rest = rest.to_ascii_lowercase();
+    let restriction = rest.strip_suffix(']').unwrap_or(&rest);
+    let n = net(n).map_or_else(|| n.to_ascii_lowercase(), |n| n.to_string());
+    if restriction.is_empty() {
+        n
+    } else {
+        format!("{n}[{restriction}]")
+    }
 }
 
 /// Whether `a` and `b` are the same address. Both parse as addresses: compared as
@@ -175,14 +188,58 @@ mod tests {
         assert!(!same_addr("2001:db8:5::11", "2001:db8:5::10"));
     }
 
+    /// An IPv4-mapped IPv6 value is IPv6 to strongSwan and the kernel (`ID_IPV6_ADDR`, an
+    /// IPv6 traffic selector): never equal to the IPv4 one, whichever comparison is used
+    /// (issue 21 item 6). Rows: (a, b, the same?).
     #[test]
-    fn ipv4_mapped_ipv6_is_the_ipv4_address() {
-        assert!(same_addr("::ffff:203.0.113.10", "203.0.113.10"));
-        assert!(same_addr("::FFFF:cb00:710a", "203.0.113.10"));
-        assert_eq!(
-            net("::ffff:10.20.0.0/112"),
-            Some("10.20.0.0/16".parse().unwrap())
+    fn an_ipv4_mapped_ipv6_value_is_never_the_ipv4_one() {
+        let table = [
+            ("::ffff:203.0.113.10", "203.0.113.10", false),
+            ("::FFFF:cb00:710a", "203.0.113.10", false),
+            ("::ffff:203.0.113.10/128", "203.0.113.10/32", false),
+            ("::ffff:10.20.0.0/112", "10.20.0.0/16", false),
+            ("::ffff:10.20.0.0/120", "10.20.0.0/24", false),
+            // The mapped address in two IPv6 spellings is one IPv6 address.
+            ("::FFFF:cb00:710a", "::ffff:203.0.113.10", true),
+            ("0:0:0:0:0:ffff:203.0.113.10", "::ffff:203.0.113.10", true),
+            // IPv4-compatible (deprecated) is not IPv4 either.
+            ("::203.0.113.10", "203.0.113.10", false),
+        ];
+        for (a, b, same) in table {
+            assert_eq!(same_in_family(a, b), same, "same_in_family {a} {b}");
+            assert_eq!(same_addr(a, b), same, "same_addr {a} {b}");
+            assert_eq!(same_net(a, b), same, "same_net {a} {b}");
+            assert_eq!(same_identity(a, b), same, "same_identity {a} {b}");
+            assert_eq!(selector_key(a) == selector_key(b), same, "selector {a} {b}");
+        }
+        // Identities with a type prefix, and selectors with a restriction.
+        assert!(!same_identity("ipv6:::ffff:192.0.2.31", "ipv4:192.0.2.31"));
+        assert!(!same_identity("::ffff:192.0.2.31", "ipv4:192.0.2.31"));
+        assert_ne!(
+            selector_key("::ffff:192.0.2.1/128[udp]"),
+            selector_key("192.0.2.1/32[udp]")
         );
+        // An IPv4 selector does not cover the mapped network, nor overlap it.
+        assert!(!overlaps(
+            &net("10.20.0.0/16").unwrap(),
+            &net("::ffff:10.20.0.0/112").unwrap()
+        ));
+        assert_eq!(addr("::ffff:203.0.113.10").map(|a| a.is_ipv6()), Some(true));
+    }
+
+    #[test]
+    fn selectors_compare_parsed_with_their_restriction() {
+        assert_eq!(
+            selector_key("2001:DB8:0::/32[TCP/443]"),
+            selector_key("2001:db8::/32[tcp/443]")
+        );
+        assert_eq!(selector_key("10.1.0.0/16"), "10.1.0.0/16");
+        assert_ne!(
+            selector_key("10.1.0.0/16"),
+            selector_key("10.1.0.0/16[udp]")
+        );
+        assert_ne!(selector_key("10.1.0.0/16"), selector_key("10.1.0.0/24"));
+        assert_eq!(selector_key("dynamic"), "dynamic");
     }
 
     #[test]

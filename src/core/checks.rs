@@ -1143,7 +1143,9 @@ fn virtual_ips(i: &Inputs) -> Result<Vec<Finding>, String> {
             _ => {}
         }
         if let Some(vip) = allocated.as_ref().or(e.virtual_ip.as_ref()) {
-            match vip.parse::<IpAddr>().map(|ip| ip.to_canonical()) {
+            // Parsed in its own family (`core::addr`): a mapped `::ffff:` address is not
+            // inside an IPv4 serviceCIDR.
+            match vip.trim().parse::<IpAddr>() {
                 Err(_) => out.push(finding(
                     &obj,
                     path,

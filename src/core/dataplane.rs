@@ -74,25 +74,20 @@ pub struct ChildFacts {
 }
 
 impl Baseline {
-    /// The facts of `sas`: every ESTABLISHED (or REKEYING, its CHILD SAs still installed)
-    /// IKE SA with its INSTALLED CHILD SAs; of duplicates for one remote (after a
-    /// reconnect) the first, as verify counts it.
+    /// The facts of `sas`: every ESTABLISHED IKE SA, and every REKEYING one with CHILD
+    /// SAs still installed, with their INSTALLED CHILD SAs. Several IKE SAs of one peer
+    /// (simultaneous initiation, a reconnect, a re-authentication) are all kept, in
+    /// swanctl's order: each is compared (issue 21 item 6).
     pub fn from_sas(sas: &Sas, at: &str, source: &str) -> Baseline {
-        let mut tunnels: Vec<TunnelFacts> = Vec::new();
-        for sa in sas
+        let tunnels = sas
             .ike_sas
             .iter()
-            .filter(|s| s.state == "ESTABLISHED" || s.state == "REKEYING")
-        {
-            let facts = tunnel_facts(sa);
-            if tunnels.iter().any(|t| {
-                addr::same_addr(&t.remote_address, &facts.remote_address)
-                    && addr::same_identity(&t.remote_id, &facts.remote_id)
-            }) {
-                continue;
-            }
-            tunnels.push(facts);
-        }
+            .filter(|s| {
+                s.state == "ESTABLISHED"
+                    || (s.state == "REKEYING" && s.child_sas.iter().any(|c| c.state == "INSTALLED"))
+            })
+            .map(tunnel_facts)
+            .collect();
         Baseline {
             at: at.into(),
             source: source.into(),
@@ -100,13 +95,40 @@ impl Baseline {
         }
     }
 
-    /// The CHILD SA names, in order: what a gateway-side initiation can start.
+    /// The CHILD SA names, in order, each once: what a gateway-side initiation can start.
     pub fn child_names(&self) -> Vec<String> {
-        self.tunnels
-            .iter()
-            .flat_map(|t| t.children.iter().map(|c| c.name.clone()))
-            .collect()
+        let mut out: Vec<String> = Vec::new();
+        for c in self.tunnels.iter().flat_map(|t| &t.children) {
+            if !out.contains(&c.name) {
+                out.push(c.name.clone());
+            }
+        }
+        out
     }
+
+    /// How many peers are up: IKE SAs of one remote address and identity count once.
+    pub fn peers(&self) -> usize {
+        peers(&self.tunnels).len()
+    }
+}
+
+/// Whether two IKE SAs are of one peer: the same remote address and identity, each in
+/// its own family (`core::addr`).
+fn same_peer(a: &TunnelFacts, b: &TunnelFacts) -> bool {
+    addr::same_addr(&a.remote_address, &b.remote_address)
+        && addr::same_identity(&a.remote_id, &b.remote_id)
+}
+
+/// The IKE SAs grouped by peer, in order of first appearance.
+fn peers(tunnels: &[TunnelFacts]) -> Vec<Vec<&TunnelFacts>> {
+    let mut out: Vec<Vec<&TunnelFacts>> = Vec::new();
+    for t in tunnels {
+        match out.iter_mut().find(|g| same_peer(g[0], t)) {
+            Some(g) => g.push(t),
+            None => out.push(vec![t]),
+        }
+    }
+    out
 }
 
 fn tunnel_facts(sa: &IkeSa) -> TunnelFacts {
@@ -182,6 +204,11 @@ pub struct FactRow {
     /// This row fails the comparison (a changed identity, address, version, algorithm,
     /// selector, mode or protocol, or something missing).
     pub fails: bool,
+    /// What this row cannot prove, in words: the PFS group of a CHILD SA that has not
+    /// been rekeyed (strongSwan shows a CHILD SA's DH group only after a rekey with a key
+    /// exchange). Absent in journals of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unproven: Option<String>,
 }
 
 /// The baseline compared with the gateway after the window.
@@ -217,6 +244,11 @@ impl Comparison {
             n(FactVerdict::Missing),
             n(FactVerdict::Added),
         )
+    }
+
+    /// The rows with something the data plane cannot prove ([`FactRow::unproven`]).
+    pub fn unproven(&self) -> Vec<&FactRow> {
+        self.rows.iter().filter(|r| r.unproven.is_some()).collect()
     }
 
     /// The failing rows in one sentence: `acme @ 203.0.113.10 CHILD acme: local traffic
@@ -312,6 +344,18 @@ pub fn verify_rows(c: &Comparison, object: &str) -> Vec<crate::core::verify::Row
             },
         })
         .collect();
+    for r in c.unproven() {
+        rows.push(Row {
+            check: "data plane",
+            object: format!("tunnel {}", r.tunnel),
+            what: match &r.child {
+                Some(child) => format!("CHILD SA {child} {}: not proven", r.fact),
+                None => format!("{}: not proven", r.fact),
+            },
+            verdict: Verdict::Ok,
+            detail: r.unproven.clone().unwrap_or_default(),
+        });
+    }
     let (same, changed, expected, missing, added) = c.counts();
     rows.push(Row {
         check: "data plane",
@@ -341,13 +385,65 @@ fn list(v: &[String]) -> String {
     }
 }
 
+/// Selectors as sets, each parsed in its own family (`addr::selector_key`).
 fn same_selectors(a: &[String], b: &[String]) -> bool {
     let norm = |v: &[String]| {
-        let mut v: Vec<String> = v.iter().map(|s| s.to_ascii_lowercase()).collect();
+        let mut v: Vec<String> = v.iter().map(|s| addr::selector_key(s)).collect();
         v.sort();
+        v.dedup();
         v
     };
     norm(a) == norm(b)
+}
+
+/// Whether an algorithm name as swanctl prints it is a key exchange method: a DH group
+/// (`MODP_2048`, `ECP_384`, `ECP_256_BP`, `CURVE_25519`, `CURVE_448`) or a post-quantum
+/// or additional one (`ML_KEM_768`, `KE1_ML_KEM_768`, `NTRU_128`, `NEWHOPE_128`).
+fn is_key_exchange(part: &str) -> bool {
+    let p = part.to_ascii_uppercase();
+    [
+        "MODP_", "ECP_", "CURVE_", "NTRU_", "NEWHOPE_", "ML_KEM", "MLKEM", "FRODO", "KYBER",
+    ]
+    .iter()
+    .any(|k| p.starts_with(k))
+        || (p.starts_with("KE") && p[2..].starts_with(|c: char| c.is_ascii_digit()))
+}
+
+/// Algorithms as printed, split into what the SA always shows (encryption, integrity,
+/// PRF, ESN) and its key exchange methods, which a CHILD SA shows only after a rekey
+/// with PFS.
+fn split_algorithms(s: &str) -> (Vec<&str>, Vec<&str>) {
+    s.split('/')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .partition(|p| !is_key_exchange(p))
+}
+
+/// Compare negotiated algorithms on what both sides can show (issue 21 item 6): the
+/// algorithms every SA shows must be equal; key exchange methods are compared when both
+/// sides show them, and a side that does not (a CHILD SA created with its IKE SA and not
+/// rekeyed since) is not a change, but it proves nothing: the second value says what is
+/// not proven, in words. `group` names the key exchange (`PFS group`, `DH group`).
+fn compare_algorithms(before: &str, after: &str, group: &str, why: &str) -> (bool, Option<String>) {
+    let (b, bk) = split_algorithms(before);
+    let (a, ak) = split_algorithms(after);
+    let shown = |k: &[&str]| k.join("/");
+    let unproven = match (bk.is_empty(), ak.is_empty()) {
+        (false, false) => None,
+        (false, true) => Some(format!(
+            "{group} {} before, not shown now ({why}): not proven by the data plane; the proposals are checked as pinned values",
+            shown(&bk)
+        )),
+        (true, false) => Some(format!(
+            "{group} not shown before, {} now ({why}): not proven by the data plane; the proposals are checked as pinned values",
+            shown(&ak)
+        )),
+        (true, true) => Some(format!(
+            "{group} shown on neither side ({why}): not proven by the data plane; the proposals are checked as pinned values"
+        )),
+    };
+    let same = b == a && (bk.is_empty() || ak.is_empty() || bk == ak);
+    (same, unproven)
 }
 
 struct Rows<'a> {
@@ -373,7 +469,15 @@ impl Rows<'_> {
             after,
             verdict,
             fails,
+            unproven: None,
         });
+    }
+
+    /// Say what the last row cannot prove.
+    fn unproven(&mut self, why: Option<String>) {
+        if let Some(r) = self.out.last_mut() {
+            r.unproven = why;
+        }
     }
 
     /// A compared fact: identical when `same`, else changed (failing if `fails`).
@@ -392,14 +496,16 @@ impl Rows<'_> {
     }
 }
 
-/// The counterpart of `b` among `after` not yet `used`: same remote address and identity,
-/// else the same address, else the same identity, else the same connection name.
-fn counterpart(b: &TunnelFacts, after: &[TunnelFacts], used: &[bool]) -> Option<usize> {
+/// Why a CHILD SA may not show its PFS group.
+const PFS_WHY: &str = "a CHILD SA shows its DH group only after a rekey with a key exchange";
+
+/// The counterpart of peer `b` (its IKE SAs) among the peers `after` not yet `used`:
+/// same remote address and identity, else the same address, else the same identity,
+/// else the same connection name.
+fn counterpart(b: &[&TunnelFacts], after: &[Vec<&TunnelFacts>], used: &[bool]) -> Option<usize> {
+    let b = b[0];
     let tests: [&dyn Fn(&TunnelFacts) -> bool; 4] = [
-        &|a| {
-            addr::same_addr(&a.remote_address, &b.remote_address)
-                && addr::same_identity(&a.remote_id, &b.remote_id)
-        },
+        &|a| same_peer(a, b),
         &|a| addr::same_addr(&a.remote_address, &b.remote_address),
         &|a| addr::same_identity(&a.remote_id, &b.remote_id),
         &|a| a.name == b.name,
@@ -408,7 +514,7 @@ fn counterpart(b: &TunnelFacts, after: &[TunnelFacts], used: &[bool]) -> Option<
         after
             .iter()
             .enumerate()
-            .find(|(i, a)| !used[*i] && t(a))
+            .find(|(i, a)| !used[*i] && a.iter().any(|a| t(a)))
             .map(|(i, _)| i)
     })
 }
@@ -418,7 +524,7 @@ fn counterpart(b: &TunnelFacts, after: &[TunnelFacts], used: &[bool]) -> Option<
 fn child_counterpart(
     b: &ChildFacts,
     pos: usize,
-    after: &[ChildFacts],
+    after: &[&ChildFacts],
     used: &[bool],
 ) -> Option<usize> {
     type Test<'a> = &'a dyn Fn(usize, &ChildFacts) -> bool;
@@ -437,209 +543,324 @@ fn child_counterpart(
     })
 }
 
-/// Compare the data plane `after` a window with the `before` baseline, fact by fact.
+/// Two CHILD SAs with the same selectors on both sides: duplicates of one tunnel (a
+/// simultaneous initiation leaves one on each IKE SA until charon deletes one).
+fn same_child(a: &ChildFacts, b: &ChildFacts) -> bool {
+    same_selectors(&a.local_ts, &b.local_ts) && same_selectors(&a.remote_ts, &b.remote_ts)
+}
+
+/// The IKE facts of `a` that differ from `b` and would fail: how far apart two IKE SAs
+/// are, to pair each IKE SA with the closest one of the other side.
+fn ike_distance(b: &TunnelFacts, a: &TunnelFacts) -> usize {
+    [
+        addr::same_identity(&b.local_id, &a.local_id),
+        addr::same_addr(&b.local_address, &a.local_address),
+        addr::same_identity(&b.remote_id, &a.remote_id),
+        addr::same_addr(&b.remote_address, &a.remote_address),
+        b.ike_version == a.ike_version,
+        compare_algorithms(&b.ike_algorithms, &a.ike_algorithms, "", "").0,
+    ]
+    .iter()
+    .filter(|same| !**same)
+    .count()
+}
+
+/// Pair the IKE SAs of one peer, before and after: each before SA with an unused after
+/// SA (the closest, then one that carries CHILD SAs, then the first); an SA left over on
+/// either side (a duplicate after a simultaneous initiation, a second SA of a
+/// re-authentication) with the closest of the other side. Every IKE SA is compared.
+fn pair_ike_sas<'a>(
+    before: &[&'a TunnelFacts],
+    after: &[&'a TunnelFacts],
+) -> Vec<(&'a TunnelFacts, &'a TunnelFacts)> {
+    let closest = |b: &TunnelFacts, from: &[&'a TunnelFacts], used: Option<&[bool]>| {
+        from.iter()
+            .enumerate()
+            .filter(|(i, _)| used.is_none_or(|u| !u[*i]))
+            .min_by_key(|(_, a)| (ike_distance(b, a), a.children.is_empty()))
+            .map(|(i, _)| i)
+    };
+    let mut used = vec![false; after.len()];
+    let mut pairs = Vec::new();
+    for b in before {
+        let i = closest(b, after, Some(&used))
+            .inspect(|i| used[*i] = true)
+            .or_else(|| closest(b, after, None));
+        if let Some(i) = i {
+            pairs.push((*b, after[i]));
+        }
+    }
+    for a in after
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !used[*i])
+        .map(|(_, a)| a)
+    {
+        if let Some(j) = before
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, b)| (ike_distance(b, a), b.children.is_empty()))
+            .map(|(j, _)| j)
+        {
+            pairs.push((before[j], *a));
+        }
+    }
+    pairs
+}
+
+/// The IKE SA facts of one pair.
+fn ike_rows(r: &mut Rows, b: &TunnelFacts, a: &TunnelFacts) {
+    r.fact(
+        "local identity",
+        b.local_id.clone(),
+        a.local_id.clone(),
+        addr::same_identity(&b.local_id, &a.local_id),
+        true,
+    );
+    r.fact(
+        "local address",
+        b.local_address.clone(),
+        a.local_address.clone(),
+        addr::same_addr(&b.local_address, &a.local_address),
+        true,
+    );
+    r.fact(
+        "remote identity",
+        b.remote_id.clone(),
+        a.remote_id.clone(),
+        addr::same_identity(&b.remote_id, &a.remote_id),
+        true,
+    );
+    r.fact(
+        "remote address",
+        b.remote_address.clone(),
+        a.remote_address.clone(),
+        addr::same_addr(&b.remote_address, &a.remote_address),
+        true,
+    );
+    r.fact(
+        "IKE version",
+        format!("IKEv{}", b.ike_version),
+        format!("IKEv{}", a.ike_version),
+        b.ike_version == a.ike_version,
+        true,
+    );
+    let (same, unproven) = compare_algorithms(
+        &b.ike_algorithms,
+        &a.ike_algorithms,
+        "DH group",
+        "swanctl did not print it",
+    );
+    r.fact(
+        "IKE algorithms",
+        b.ike_algorithms.clone(),
+        a.ike_algorithms.clone(),
+        same,
+        true,
+    );
+    r.unproven(unproven);
+    r.fact(
+        "NAT-T",
+        flag(b.nat_t),
+        flag(a.nat_t),
+        b.nat_t == a.nat_t,
+        false,
+    );
+    r.expected("connection name", b.name.clone(), a.name.clone());
+    r.expected(
+        "IKE unique id",
+        format!("#{}", b.unique_id),
+        format!("#{}", a.unique_id),
+    );
+    r.expected("IKE SPIs", list(&b.spis), list(&a.spis));
+}
+
+/// The CHILD SA facts of one pair.
+fn child_rows(r: &mut Rows, bc: &ChildFacts, ac: &ChildFacts) {
+    r.fact(
+        "mode",
+        bc.mode.clone(),
+        ac.mode.clone(),
+        bc.mode == ac.mode,
+        true,
+    );
+    r.fact(
+        "protocol",
+        bc.protocol.clone(),
+        ac.protocol.clone(),
+        bc.protocol == ac.protocol,
+        true,
+    );
+    let (same, unproven) = compare_algorithms(&bc.algorithms, &ac.algorithms, "PFS group", PFS_WHY);
+    r.fact(
+        "ESP algorithms",
+        bc.algorithms.clone(),
+        ac.algorithms.clone(),
+        same,
+        true,
+    );
+    r.unproven(unproven);
+    r.fact(
+        "local traffic selectors",
+        list(&bc.local_ts),
+        list(&ac.local_ts),
+        same_selectors(&bc.local_ts, &ac.local_ts),
+        true,
+    );
+    r.fact(
+        "remote traffic selectors",
+        list(&bc.remote_ts),
+        list(&ac.remote_ts),
+        same_selectors(&bc.remote_ts, &ac.remote_ts),
+        true,
+    );
+    r.fact(
+        "UDP encapsulation",
+        flag(bc.udp_encap),
+        flag(ac.udp_encap),
+        bc.udp_encap == ac.udp_encap,
+        false,
+    );
+    r.expected("CHILD SA name", bc.name.clone(), ac.name.clone());
+    r.expected(
+        "CHILD unique id",
+        format!("#{}", bc.unique_id),
+        format!("#{}", ac.unique_id),
+    );
+    r.expected("CHILD SPIs", list(&bc.spis), list(&ac.spis));
+}
+
+fn child_line(c: &ChildFacts) -> String {
+    format!(
+        "#{} INSTALLED {} === {}",
+        c.unique_id,
+        list(&c.local_ts),
+        list(&c.remote_ts)
+    )
+}
+
+/// Compare the data plane `after` a window with the `before` baseline, fact by fact:
+/// peer by peer, every IKE SA of a peer with its counterpart, and the CHILD SAs of all
+/// the peer's IKE SAs together (a simultaneous initiation may leave the CHILD SA on the
+/// second IKE SA listed).
 pub fn compare(before: &Baseline, after: &Baseline) -> Comparison {
     let mut out = Vec::new();
-    let mut used = vec![false; after.tunnels.len()];
-    for b in &before.tunnels {
-        let label = format!("{} @ {}", b.remote_id, b.remote_address);
-        let Some(i) = counterpart(b, &after.tunnels, &used) else {
-            Rows {
-                tunnel: &label,
-                child: None,
-                out: &mut out,
+    let (bpeers, apeers) = (peers(&before.tunnels), peers(&after.tunnels));
+    let mut used = vec![false; apeers.len()];
+    for bp in &bpeers {
+        let b0 = bp[0];
+        let label = format!("{} @ {}", b0.remote_id, b0.remote_address);
+        let Some(i) = counterpart(bp, &apeers, &used) else {
+            for b in bp {
+                Rows {
+                    tunnel: &label,
+                    child: None,
+                    out: &mut out,
+                }
+                .push(
+                    "IKE SA",
+                    format!("#{} ESTABLISHED", b.unique_id),
+                    "-".into(),
+                    FactVerdict::Missing,
+                    true,
+                );
             }
-            .push(
-                "IKE SA",
-                format!("#{} ESTABLISHED", b.unique_id),
-                "-".into(),
-                FactVerdict::Missing,
-                true,
-            );
             continue;
         };
         used[i] = true;
-        let a = &after.tunnels[i];
-        let mut r = Rows {
-            tunnel: &label,
-            child: None,
-            out: &mut out,
-        };
-        r.fact(
-            "local identity",
-            b.local_id.clone(),
-            a.local_id.clone(),
-            addr::same_identity(&b.local_id, &a.local_id),
-            true,
-        );
-        r.fact(
-            "local address",
-            b.local_address.clone(),
-            a.local_address.clone(),
-            addr::same_addr(&b.local_address, &a.local_address),
-            true,
-        );
-        r.fact(
-            "remote identity",
-            b.remote_id.clone(),
-            a.remote_id.clone(),
-            addr::same_identity(&b.remote_id, &a.remote_id),
-            true,
-        );
-        r.fact(
-            "remote address",
-            b.remote_address.clone(),
-            a.remote_address.clone(),
-            addr::same_addr(&b.remote_address, &a.remote_address),
-            true,
-        );
-        r.fact(
-            "IKE version",
-            format!("IKEv{}", b.ike_version),
-            format!("IKEv{}", a.ike_version),
-            b.ike_version == a.ike_version,
-            true,
-        );
-        r.fact(
-            "IKE algorithms",
-            b.ike_algorithms.clone(),
-            a.ike_algorithms.clone(),
-            b.ike_algorithms == a.ike_algorithms,
-            true,
-        );
-        r.fact(
-            "NAT-T",
-            flag(b.nat_t),
-            flag(a.nat_t),
-            b.nat_t == a.nat_t,
-            false,
-        );
-        r.expected("connection name", b.name.clone(), a.name.clone());
-        r.expected(
-            "IKE unique id",
-            format!("#{}", b.unique_id),
-            format!("#{}", a.unique_id),
-        );
-        r.expected("IKE SPIs", list(&b.spis), list(&a.spis));
-        let mut cused = vec![false; a.children.len()];
-        for (pos, bc) in b.children.iter().enumerate() {
+        let ap = &apeers[i];
+        let several = bp.len() > 1 || ap.len() > 1;
+        for (b, a) in pair_ike_sas(bp, ap) {
+            let tunnel = if several {
+                format!("{label} (IKE SA #{} → #{})", b.unique_id, a.unique_id)
+            } else {
+                label.clone()
+            };
+            ike_rows(
+                &mut Rows {
+                    tunnel: &tunnel,
+                    child: None,
+                    out: &mut out,
+                },
+                b,
+                a,
+            );
+        }
+        let bchildren: Vec<&ChildFacts> = bp.iter().flat_map(|t| &t.children).collect();
+        let achildren: Vec<&ChildFacts> = ap.iter().flat_map(|t| &t.children).collect();
+        let mut cused = vec![false; achildren.len()];
+        let mut matched: Vec<Option<usize>> = Vec::new();
+        for (pos, bc) in bchildren.iter().enumerate() {
             let mut r = Rows {
                 tunnel: &label,
                 child: Some(&bc.name),
                 out: &mut out,
             };
-            let Some(j) = child_counterpart(bc, pos, &a.children, &cused) else {
+            // A duplicate of a CHILD SA already matched is compared with the same one.
+            let dup = bchildren[..pos]
+                .iter()
+                .zip(&matched)
+                .find_map(|(earlier, m)| m.filter(|_| same_child(earlier, bc)));
+            let j = dup.or_else(|| {
+                child_counterpart(bc, pos, &achildren, &cused).inspect(|j| cused[*j] = true)
+            });
+            matched.push(j);
+            let Some(j) = j else {
                 r.push(
                     "CHILD SA",
-                    format!(
-                        "#{} INSTALLED {} === {}",
-                        bc.unique_id,
-                        list(&bc.local_ts),
-                        list(&bc.remote_ts)
-                    ),
+                    child_line(bc),
                     "-".into(),
                     FactVerdict::Missing,
                     true,
                 );
                 continue;
             };
-            cused[j] = true;
-            let ac = &a.children[j];
-            r.fact(
-                "mode",
-                bc.mode.clone(),
-                ac.mode.clone(),
-                bc.mode == ac.mode,
-                true,
-            );
-            r.fact(
-                "protocol",
-                bc.protocol.clone(),
-                ac.protocol.clone(),
-                bc.protocol == ac.protocol,
-                true,
-            );
-            r.fact(
-                "ESP algorithms",
-                bc.algorithms.clone(),
-                ac.algorithms.clone(),
-                bc.algorithms == ac.algorithms,
-                true,
-            );
-            r.fact(
-                "local traffic selectors",
-                list(&bc.local_ts),
-                list(&ac.local_ts),
-                same_selectors(&bc.local_ts, &ac.local_ts),
-                true,
-            );
-            r.fact(
-                "remote traffic selectors",
-                list(&bc.remote_ts),
-                list(&ac.remote_ts),
-                same_selectors(&bc.remote_ts, &ac.remote_ts),
-                true,
-            );
-            r.fact(
-                "UDP encapsulation",
-                flag(bc.udp_encap),
-                flag(ac.udp_encap),
-                bc.udp_encap == ac.udp_encap,
-                false,
-            );
-            r.expected("CHILD SA name", bc.name.clone(), ac.name.clone());
-            r.expected(
-                "CHILD unique id",
-                format!("#{}", bc.unique_id),
-                format!("#{}", ac.unique_id),
-            );
-            r.expected("CHILD SPIs", list(&bc.spis), list(&ac.spis));
+            child_rows(&mut r, bc, achildren[j]);
         }
-        for ac in a
-            .children
+        for ac in achildren
             .iter()
             .enumerate()
             .filter(|(j, _)| !cused[*j])
             .map(|(_, c)| c)
         {
-            Rows {
+            let mut r = Rows {
                 tunnel: &label,
                 child: Some(&ac.name),
                 out: &mut out,
-            }
-            .push(
-                "CHILD SA",
-                "-".into(),
-                format!(
-                    "#{} INSTALLED {} === {}",
-                    ac.unique_id,
-                    list(&ac.local_ts),
-                    list(&ac.remote_ts)
+            };
+            // A duplicate after: compared with the CHILD SA it duplicates.
+            match bchildren.iter().find(|bc| same_child(ac, bc)) {
+                Some(bc) => child_rows(&mut r, bc, ac),
+                None => r.push(
+                    "CHILD SA",
+                    "-".into(),
+                    child_line(ac),
+                    FactVerdict::Added,
+                    false,
                 ),
-                FactVerdict::Added,
-                false,
-            );
+            }
         }
     }
-    for a in after
-        .tunnels
+    for ap in apeers
         .iter()
         .enumerate()
         .filter(|(i, _)| !used[*i])
         .map(|(_, a)| a)
     {
-        Rows {
-            tunnel: &format!("{} @ {}", a.remote_id, a.remote_address),
-            child: None,
-            out: &mut out,
+        for a in ap {
+            Rows {
+                tunnel: &format!("{} @ {}", a.remote_id, a.remote_address),
+                child: None,
+                out: &mut out,
+            }
+            .push(
+                "IKE SA",
+                "-".into(),
+                format!("#{} ESTABLISHED", a.unique_id),
+                FactVerdict::Added,
+                false,
+            );
         }
-        .push(
-            "IKE SA",
-            "-".into(),
-            format!("#{} ESTABLISHED", a.unique_id),
-            FactVerdict::Added,
-            false,
-        );
     }
     Comparison {
         before_at: before.at.clone(),
@@ -1046,6 +1267,379 @@ mod tests {
         let c = compare(&facts(sample("05")), &facts(sample("08")));
         assert!(!c.failed());
         assert_eq!(c.rows[0].verdict, FactVerdict::Added);
+    }
+
+    /// ESP and IKE algorithms compare what both sides can show (issue 21 item 6): a DH
+    /// group shown on one side only (a CHILD SA rekeyed with PFS against a fresh one) is
+    /// not a change, and the row says what it cannot prove. Rows: (ESP before, ESP after,
+    /// changed?, what the row says it cannot prove).
+    #[test]
+    fn algorithms_compare_what_both_sides_show() {
+        let table: [(&str, &str, bool, Option<&str>); 12] = [
+            // The given member: the baseline's CHILD SA was rekeyed with PFS.
+            (
+                "AES_GCM_16-256/MODP_2048",
+                "AES_GCM_16-256",
+                false,
+                Some("PFS group MODP_2048 before, not shown now"),
+            ),
+            (
+                "AES_GCM_16-128",
+                "AES_GCM_16-128/ECP_384",
+                false,
+                Some("PFS group not shown before, ECP_384 now"),
+            ),
+            (
+                "AES_CBC-256/HMAC_SHA2_256_128/MODP_3072",
+                "AES_CBC-256/HMAC_SHA2_256_128",
+                false,
+                Some("PFS group MODP_3072 before"),
+            ),
+            (
+                "AES_CBC-128/HMAC_SHA1_96/CURVE_25519",
+                "AES_CBC-128/HMAC_SHA1_96",
+                false,
+                Some("CURVE_25519 before"),
+            ),
+            (
+                "AES_CBC-128/HMAC_SHA2_256_128/ECP_256_BP",
+                "AES_CBC-128/HMAC_SHA2_256_128",
+                false,
+                Some("ECP_256_BP before"),
+            ),
+            // Both fresh: identical, and the PFS group is proven by neither.
+            (
+                "AES_GCM_16-256",
+                "AES_GCM_16-256",
+                false,
+                Some("PFS group shown on neither side"),
+            ),
+            // Both rekeyed with PFS: compared, nothing unproven.
+            (
+                "AES_GCM_16-256/MODP_2048",
+                "AES_GCM_16-256/MODP_2048",
+                false,
+                None,
+            ),
+            (
+                "AES_GCM_16-256/MODP_2048",
+                "AES_GCM_16-256/MODP_4096",
+                true,
+                None,
+            ),
+            (
+                "AES_CBC-128/HMAC_SHA2_256_128/ECP_256",
+                "AES_CBC-128/HMAC_SHA2_256_128/CURVE_25519",
+                true,
+                None,
+            ),
+            // What every CHILD SA shows still fails when it changes, group or not.
+            (
+                "AES_CBC-128/HMAC_SHA2_256_128/MODP_2048",
+                "AES_CBC-256/HMAC_SHA2_256_128",
+                true,
+                Some("MODP_2048 before"),
+            ),
+            (
+                "AES_CBC-128/HMAC_SHA2_256_128",
+                "AES_CBC-128/HMAC_SHA1_96",
+                true,
+                Some("shown on neither side"),
+            ),
+            (
+                "AES_GCM_16-256/ESN",
+                "AES_GCM_16-256",
+                true,
+                Some("neither"),
+            ),
+        ];
+        for (before, after, changed, unproven) in table {
+            let side = |alg: &str| {
+                facts(&sample("08").replace("ESP:AES_GCM_16-128", &format!("ESP:{alg}")))
+            };
+            let c = compare(&side(before), &side(after));
+            let row = c.rows.iter().find(|r| r.fact == "ESP algorithms").unwrap();
+            assert_eq!(
+                (row.verdict == FactVerdict::Changed, row.fails, c.failed()),
+                (changed, changed, changed),
+                "{before} → {after}"
+            );
+            assert_eq!((row.before.as_str(), row.after.as_str()), (before, after));
+            match unproven {
+                Some(want) => {
+                    let said = row.unproven.as_deref().unwrap_or_default();
+                    assert!(said.contains(want), "{before} → {after}: {said}");
+                    assert!(said.contains("not proven by the data plane"), "{said}");
+                    // Said in verify too, as a row that does not fail.
+                    let rows = verify_rows(&c, "VPNGateway ns/acme");
+                    assert!(
+                        rows.iter()
+                            .any(|v| v.what == "CHILD SA net ESP algorithms: not proven"
+                                && v.verdict == crate::core::verify::Verdict::Ok
+                                && v.detail.contains(want)),
+                        "{rows:?}"
+                    );
+                }
+                None => assert_eq!(row.unproven, None, "{before} → {after}"),
+            }
+        }
+        // IKE algorithms: the same rule; a changed DH group of the IKE SA fails.
+        for (before, after, changed) in [
+            ("CURVE_25519", "CURVE_25519", false),
+            ("CURVE_25519", "MODP_2048", true),
+            ("CURVE_25519", "ECP_256", true),
+        ] {
+            let side = |g: &str| {
+                facts(&sample("08").replace(
+                    "PRF_HMAC_SHA2_256/CURVE_25519",
+                    &format!("PRF_HMAC_SHA2_256/{g}"),
+                ))
+            };
+            let c = compare(&side(before), &side(after));
+            let row = c.rows.iter().find(|r| r.fact == "IKE algorithms").unwrap();
+            assert_eq!(
+                (row.fails, row.unproven.is_none()),
+                (changed, true),
+                "{after}"
+            );
+        }
+    }
+
+    /// An IPv4-mapped IPv6 address or identity is IPv6 to strongSwan and the kernel:
+    /// never identical to the IPv4 one (issue 21 item 6). Rows: (what is mapped in the
+    /// baseline, the fact that must read CHANGED).
+    #[test]
+    fn an_ipv4_mapped_value_is_a_change_of_family() {
+        let table = [
+            // The given members: remote address, local address, local identity.
+            (
+                "@ 192.168.0.1[4500]",
+                "@ ::ffff:192.168.0.1[4500]",
+                "remote address",
+            ),
+            (
+                "@ 192.168.0.100[4500]",
+                "@ ::ffff:192.168.0.100[4500]",
+                "local address",
+            ),
+            (
+                "local  'user1@example.com'",
+                "local  '::ffff:192.168.0.100'",
+                "local identity",
+            ),
+            // Members of our own: the remote identity, both selectors.
+            (
+                "remote 'moon.example.net'",
+                "remote '::ffff:192.168.0.1'",
+                "remote identity",
+            ),
+            (
+                "local  192.168.0.100/32",
+                "local  ::ffff:192.168.0.100/128",
+                "local traffic selectors",
+            ),
+            (
+                "remote 10.1.0.0/16",
+                "remote ::ffff:10.1.0.0/112",
+                "remote traffic selectors",
+            ),
+        ];
+        for (from, to, fact) in table {
+            let ipv4 = sample("08")
+                .replace("local  'user1@example.com'", "local  '192.168.0.100'")
+                .replace("remote 'moon.example.net'", "remote '192.168.0.1'");
+            let (from, to) = (
+                from.replace("user1@example.com", "192.168.0.100")
+                    .replace("moon.example.net", "192.168.0.1"),
+                to,
+            );
+            let mapped = ipv4.replace(&from, to);
+            assert_ne!(mapped, ipv4, "{from}");
+            for (before, after) in [(&mapped, &ipv4), (&ipv4, &mapped)] {
+                let c = compare(&facts(before), &facts(after));
+                assert!(c.failed(), "{fact}: {:?}", differences(&c));
+                assert!(
+                    c.failures()
+                        .iter()
+                        .any(|r| r.fact == fact && r.verdict == FactVerdict::Changed),
+                    "{fact}: {:?}",
+                    c.failures()
+                );
+            }
+            // The mapped form in another IPv6 spelling is the same address.
+            let spelled = mapped
+                .replace("::ffff:192.168.0.100", "::FFFF:c0a8:64")
+                .replace("::ffff:192.168.0.1", "0:0:0:0:0:FFFF:c0a8:1");
+            assert!(
+                !compare(&facts(&mapped), &facts(&spelled)).failed(),
+                "{fact}"
+            );
+        }
+    }
+
+    /// One IKE SA in swanctl's form, with at most one CHILD SA.
+    fn ike_sa(uid: u64, state: &str, ike: &str, child: Option<(u64, &str, &str)>) -> String {
+        let mut s = format!(
+            "home: #{uid}, {state}, IKEv2, {uid:016x}_i* cea64d4a303e0ca2_r\n  local  'user1@example.com' @ 192.168.0.100[4500]\n  remote 'moon.example.net' @ 192.168.0.1[4500]\n  {ike}\n  established 1s ago, rekeying in 14043s\n"
+        );
+        if let Some((cuid, esp, remote)) = child {
+            s.push_str(&format!(
+                "  net: #{cuid}, reqid 1, INSTALLED, TUNNEL, ESP:{esp}\n    installed 1s ago, rekeying in 3397s, expires in 3959s\n    in  c{cuid:07x},     84 bytes,     1 packets,     0s ago\n    out d{cuid:07x},     84 bytes,     1 packets,     0s ago\n    local  192.168.0.100/32\n    remote {remote}\n"
+            ));
+        }
+        s
+    }
+
+    /// Every IKE SA of a peer is compared, whatever the order swanctl lists them in:
+    /// duplicates, simultaneous initiation, a first SA without CHILD SAs (issue 21 item
+    /// 6). Rows: (before, after, fails?, a failing fact or "").
+    #[test]
+    fn every_ike_sa_of_a_peer_is_compared() {
+        const IKE: &str = "AES_CBC-128/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/CURVE_25519";
+        const OTHER: &str = "AES_CBC-256/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/MODP_2048";
+        let one = ike_sa(
+            1,
+            "ESTABLISHED",
+            IKE,
+            Some((1, "AES_GCM_16-128", "10.1.0.0/16")),
+        );
+        let bare = |uid| ike_sa(uid, "ESTABLISHED", IKE, None);
+        let with = |uid, cuid| {
+            ike_sa(
+                uid,
+                "ESTABLISHED",
+                IKE,
+                Some((cuid, "AES_GCM_16-128", "10.1.0.0/16")),
+            )
+        };
+        let table: Vec<(&str, String, String, bool, &str)> = vec![
+            ("one and one", one.clone(), with(7, 3), false, ""),
+            // Simultaneous initiation: the first IKE SA listed lost the CHILD SA.
+            (
+                "after: first without CHILD",
+                one.clone(),
+                bare(7) + &with(8, 3),
+                false,
+                "",
+            ),
+            (
+                "after: second without CHILD",
+                one.clone(),
+                with(7, 3) + &bare(8),
+                false,
+                "",
+            ),
+            (
+                "before: first without CHILD",
+                bare(1) + &with(2, 1),
+                with(7, 3),
+                false,
+                "",
+            ),
+            // Both IKE SAs keep a CHILD SA of the same selectors until charon deletes one.
+            (
+                "after: duplicate CHILD SAs",
+                one.clone(),
+                with(7, 3) + &with(8, 4),
+                false,
+                "",
+            ),
+            (
+                "before: duplicate CHILD SAs",
+                with(1, 1) + &with(2, 2),
+                with(7, 3),
+                false,
+                "",
+            ),
+            // A second IKE SA with other algorithms (a re-authentication): compared.
+            (
+                "after: second IKE SA with other algorithms",
+                one.clone(),
+                with(7, 3) + &ike_sa(8, "ESTABLISHED", OTHER, None),
+                true,
+                "IKE algorithms",
+            ),
+            (
+                "after: first IKE SA with other algorithms",
+                one.clone(),
+                ike_sa(6, "ESTABLISHED", OTHER, None) + &with(7, 3),
+                true,
+                "IKE algorithms",
+            ),
+            (
+                "before: second IKE SA with other algorithms",
+                one.clone() + &ike_sa(2, "ESTABLISHED", OTHER, None),
+                with(7, 3),
+                true,
+                "IKE algorithms",
+            ),
+            // A CHILD SA on the second IKE SA that differs is found and compared.
+            (
+                "after: the CHILD SA of the second differs",
+                one.clone(),
+                bare(7)
+                    + &ike_sa(
+                        8,
+                        "ESTABLISHED",
+                        IKE,
+                        Some((3, "AES_GCM_16-128", "10.1.0.0/24")),
+                    ),
+                true,
+                "remote traffic selectors",
+            ),
+            // REKEYING without installed CHILD SAs is not a tunnel up.
+            (
+                "after: REKEYING without CHILD SAs, then ESTABLISHED",
+                one.clone(),
+                ike_sa(6, "REKEYING", OTHER, None) + &with(7, 3),
+                false,
+                "",
+            ),
+            (
+                "after: only an IKE SA without CHILD SAs",
+                one.clone(),
+                bare(7),
+                true,
+                "CHILD SA",
+            ),
+        ];
+        for (what, before, after, fails, fact) in table {
+            let (b, a) = (facts(&before), facts(&after));
+            assert_eq!((b.peers(), a.peers()), (1, 1), "{what}");
+            let c = compare(&b, &a);
+            assert_eq!(c.failed(), fails, "{what}: {:?}", c.failures());
+            assert!(
+                !c.rows.iter().any(|r| r.verdict == FactVerdict::Added),
+                "{what}: {:?}",
+                differences(&c)
+            );
+            if fails {
+                assert!(
+                    c.failures().iter().any(|r| r.fact == fact),
+                    "{what}: {:?}",
+                    c.failures()
+                );
+            }
+            // Every ESTABLISHED IKE SA of either side has its IKE algorithms compared.
+            let compared = c.rows.iter().filter(|r| r.fact == "IKE algorithms").count();
+            assert_eq!(compared, b.tunnels.len().max(a.tunnels.len()), "{what}");
+        }
+        // The labels name the IKE SAs when a peer has several.
+        let c = compare(&facts(&one), &facts(&(bare(7) + &with(8, 3))));
+        let labels: Vec<&str> = c
+            .rows
+            .iter()
+            .filter(|r| r.fact == "IKE version")
+            .map(|r| r.tunnel.as_str())
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "moon.example.net @ 192.168.0.1 (IKE SA #1 → #8)",
+                "moon.example.net @ 192.168.0.1 (IKE SA #1 → #7)"
+            ]
+        );
+        assert_eq!(facts(&(with(1, 1) + &with(2, 2))).child_names(), ["net"]);
     }
 
     #[test]

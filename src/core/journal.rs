@@ -331,7 +331,74 @@ pub struct Journal {
     /// an edit of the last entry shows too. Absent in journals of earlier versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history_head: Option<String>,
+    /// Earlier windows of this gateway whose journals were archived when a new cutover
+    /// started after their rollback (issue 21 item 7), oldest first. Absent in journals
+    /// of earlier versions and of a gateway's first window.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_windows: Vec<EarlierWindow>,
 }
+
+/// A window whose journal was archived in its own ConfigMap before a new window replaced
+/// it (`vpnmig report NAME --window N` renders its record).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct EarlierWindow {
+    /// The window's number: 1 for the gateway's first window.
+    pub window: u32,
+    /// The ConfigMap that holds its journal (`vpnmig-NAME.window-N`, key
+    /// `archived-journal.json`).
+    pub config_map: String,
+    /// Its phase when it was archived (`rolled-back`).
+    pub phase: Phase,
+    /// Its first and last history entries' times.
+    pub started: String,
+    pub ended: String,
+    /// Its `historyHead`, so the archive can be matched with the journal it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_head: Option<String>,
+}
+
+/// The name of the ConfigMap that archives window `n` of `gateway`: the journal's name
+/// and `.window-N` (a dot, which no gateway's own journal name has, since a gateway's
+/// name is also a Service name).
+pub fn archive_name(gateway: &str, n: u32) -> String {
+    format!("{}.window-{n}", object_name(gateway))
+}
+
+impl Journal {
+    /// This window's number among the gateway's windows: one after the last archived.
+    pub fn window_number(&self) -> u32 {
+        self.earlier_windows.last().map_or(1, |e| e.window + 1)
+    }
+
+    /// What a new window's journal records of this one once it is archived as window
+    /// `n` in ConfigMap `config_map`.
+    pub fn archived_as(&self, n: u32, config_map: &str) -> EarlierWindow {
+        EarlierWindow {
+            window: n,
+            config_map: config_map.to_string(),
+            phase: self.phase,
+            started: self
+                .history
+                .first()
+                .map(|e| e.at.clone())
+                .unwrap_or_default(),
+            ended: self
+                .history
+                .last()
+                .map(|e| e.at.clone())
+                .unwrap_or_default(),
+            history_head: self.history_head.clone(),
+        }
+    }
+}
+
+/// The key of an archived journal in its ConfigMap: not `journal.json`, so that no
+/// version of vpnmig reads an archive as a window under way.
+pub const ARCHIVE_KEY: &str = "archived-journal.json";
+
+/// The label that marks an archived journal; its value is the window's number.
+pub const ARCHIVE_LABEL: &str = "vpnmig.bnerd.net/archived-window";
 
 /// One ownerReference of the saved old manifest, as the rollback checks it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -422,6 +489,7 @@ impl Journal {
             approved_plan: None,
             history: Vec::new(),
             history_head: None,
+            earlier_windows: Vec::new(),
         }
         .first(Phase::Started, now, by)
     }
@@ -479,6 +547,7 @@ impl Journal {
             approved_plan: None,
             history: Vec::new(),
             history_head: None,
+            earlier_windows: Vec::new(),
         }
         .first(
             Phase::Done,
@@ -1056,6 +1125,7 @@ mod tests {
             approved_plan: None,
             history: Vec::new(),
             history_head: None,
+            earlier_windows: Vec::new(),
         };
         assert_eq!(j.validate(), Ok(()));
         let text = serde_json::to_string(&j).unwrap();
@@ -1145,6 +1215,7 @@ mod tests {
             approved_plan: None,
             history: Vec::new(),
             history_head: None,
+            earlier_windows: Vec::new(),
         };
         let status = json!({"serviceCIDR": "fd00:250:9::/64", "exposures": [
             {"name": "crm", "virtualIP": "fd00:250:9::a"}, {"name": "ldap", "virtualIP": "10.250.3.12"}]});

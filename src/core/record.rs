@@ -91,6 +91,48 @@ pub struct BaselineSummary {
     pub tunnels: usize,
 }
 
+/// What the journal's hash chain covers and what it does not: every format of the record
+/// says it (issue 21 item 7), because "intact" alone reads as more than it is.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainScope {
+    /// In one sentence.
+    pub summary: &'static str,
+    pub covers: Vec<&'static str>,
+    pub does_not_cover: Vec<&'static str>,
+}
+
+/// The scope of the hash chain (docs/report.md, "The hash chain").
+pub fn chain_scope() -> ChainScope {
+    ChainScope {
+        summary: "the hash chain proves the history is internally consistent, not who wrote it: it is an unkeyed SHA-256 chain, not a signature",
+        covers: vec![
+            "each history entry (phase, time, who) and the order of the entries, up to historyHead",
+            "the journal's phase against its last entry",
+        ],
+        does_not_cover: vec![
+            "entries appended, or rewritten and re-chained, by anyone with write access to the journal ConfigMap: such a forged history reads intact",
+            "entries removed from the end with historyHead and phase set back: the chain has no anchor outside the ConfigMap (the copy of the record kept with the ticket is that anchor)",
+            "the other fields of the journal: the targets and pinned values, fingerprints, checks, the data-plane baseline and comparison, the outage, lastError and the recovery",
+            "the live state: `vpnmig verify` judges the gateway against the targets, whatever the journal says of itself",
+        ],
+    }
+}
+
+/// An earlier window of the gateway, archived when a new cutover replaced its journal.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct EarlierWindowRecord {
+    pub window: u32,
+    /// `ConfigMap NS/vpnmig-NAME.window-N`.
+    pub journal: String,
+    pub phase: Phase,
+    pub started: String,
+    pub ended: String,
+    /// The command that renders its record.
+    pub report: String,
+}
+
 /// What went wrong and what was done about it.
 #[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -142,6 +184,14 @@ pub struct Record {
     pub timeline: Vec<Step>,
     /// Whether the history's hash chain holds.
     pub chain: Chain,
+    /// What the chain covers and what it does not.
+    pub chain_scope: ChainScope,
+    /// This window's number among the gateway's windows (1: the first).
+    pub window: u32,
+    /// `true`: the record of an archived earlier window (`report --window N`).
+    pub archived: bool,
+    /// The gateway's earlier windows, archived in the cluster, oldest first.
+    pub earlier_windows: Vec<EarlierWindowRecord>,
     pub data_plane_baseline: Option<BaselineSummary>,
     pub data_plane: Option<Comparison>,
     pub outage: Option<Outage>,
@@ -218,6 +268,16 @@ pub fn pinned(j: &Journal) -> Vec<Pinned> {
     out
 }
 
+/// The record of an archived window: `j` as read from ConfigMap `config_map`, window
+/// number `n` (`vpnmig report NAME --window N`).
+pub fn build_archived(j: &Journal, cluster: ClusterIdentity, config_map: &str, n: u32) -> Record {
+    let mut r = build(j, cluster);
+    r.journal = format!("ConfigMap {}/{config_map} (archived)", j.namespace);
+    r.window = n;
+    r.archived = true;
+    r
+}
+
 /// Build the record of `j`, read from the cluster `cluster`.
 pub fn build(j: &Journal, cluster: ClusterIdentity) -> Record {
     let timeline: Vec<Step> = j
@@ -276,10 +336,28 @@ pub fn build(j: &Journal, cluster: ClusterIdentity) -> Record {
         checks: j.checks.clone(),
         timeline,
         chain: j.chain(),
+        chain_scope: chain_scope(),
+        window: j.window_number(),
+        archived: false,
+        earlier_windows: j
+            .earlier_windows
+            .iter()
+            .map(|e| EarlierWindowRecord {
+                window: e.window,
+                journal: format!("ConfigMap {}/{}", j.namespace, e.config_map),
+                phase: e.phase,
+                started: e.started.clone(),
+                ended: e.ended.clone(),
+                report: format!(
+                    "vpnmig report {} -n {} --window {}",
+                    j.gateway, j.namespace, e.window
+                ),
+            })
+            .collect(),
         data_plane_baseline: j.data_plane_baseline.as_ref().map(|b| BaselineSummary {
             at: b.at.clone(),
             source: b.source.clone(),
-            tunnels: b.tunnels.len(),
+            tunnels: b.peers(),
         }),
         data_plane: j.data_plane.clone(),
         outage: j.outage.clone(),

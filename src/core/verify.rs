@@ -578,12 +578,13 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
             &gw(vec![p.clone()]),
             Ok(&parse(&by_ip).unwrap())
         )));
-        // An IPv4-mapped spelling of the IPv4 peer is that peer.
+        // An IPv4-mapped IPv6 address is IPv6 to strongSwan, not the IPv4 peer
+        // (`addr::same_in_family`, issue 21 item 6).
         let p4 = PeerView {
             address: "::ffff:203.0.113.10".into(),
             ..peer("True")
         };
-        assert!(healthy(&verify(&gw(vec![p4]), Ok(&parse(UP).unwrap()))));
+        assert!(!healthy(&verify(&gw(vec![p4]), Ok(&parse(UP).unwrap()))));
         // Another address is still another peer.
         let other = PeerView {
             address: "2001:db8:5::11".into(),

@@ -34,7 +34,7 @@ pub fn render_width(c: &Comparison, width: usize) -> String {
         .lines()
         .all(|l| crate::output::width::visible(l) <= width)
     {
-        return table + &wrap(&summary(c), width, "", "  ");
+        return table + &wrap(&summary(c), width, "", "  ") + &unproven(c, width);
     }
     let mut out = wrap(
         &format!(
@@ -76,7 +76,36 @@ pub fn render_width(c: &Comparison, width: usize) -> String {
         ));
     }
     out.push_str(&wrap(&summary(c), width, "", "  "));
+    out.push_str(&unproven(c, width));
     out
+}
+
+/// One line per fact the data plane cannot prove (the PFS group of a CHILD SA that has
+/// not been rekeyed), wrapped to `width`.
+pub fn unproven(c: &Comparison, width: usize) -> String {
+    c.unproven()
+        .iter()
+        .map(|r| {
+            crate::output::width::wrap(
+                &format!(
+                    "not proven: {}: {}",
+                    unproven_what(r),
+                    r.unproven.as_deref().unwrap_or_default()
+                ),
+                width,
+                "",
+                "  ",
+            )
+        })
+        .collect()
+}
+
+/// `fw @ 198.18.0.31 CHILD main ESP algorithms`: which fact a caveat is about.
+pub(crate) fn unproven_what(r: &crate::core::dataplane::FactRow) -> String {
+    match &r.child {
+        Some(child) => format!("{} CHILD {child} {}", r.tunnel, r.fact),
+        None => format!("{} {}", r.tunnel, r.fact),
+    }
 }
 
 fn render_table(c: &Comparison) -> String {
@@ -143,6 +172,10 @@ pub fn summary(c: &Comparison) -> String {
         parts.push(format!("{added} added"));
     }
     parts.push(format!("{expected} expected to change"));
+    let unproven = c.unproven().len();
+    if unproven > 0 {
+        parts.push(format!("{unproven} not proven (a DH group not shown)"));
+    }
     if c.failed() {
         format!(
             "data plane: CHANGED ({}): {}",
@@ -196,10 +229,15 @@ pub fn outage(o: &Outage, bound: &str) -> String {
 /// A baseline as text: one block per tunnel (`vpnmig verify --baseline`).
 pub fn baseline(b: &crate::core::dataplane::Baseline) -> String {
     let mut out = format!(
-        "Data plane of {} at {}: {} tunnel(s)\n",
+        "Data plane of {} at {}: {} tunnel(s){}\n",
         b.source,
         b.at,
-        b.tunnels.len()
+        b.peers(),
+        if b.tunnels.len() > b.peers() {
+            format!(", {} IKE SAs (several for one peer)", b.tunnels.len())
+        } else {
+            String::new()
+        }
     );
     for t in &b.tunnels {
         out.push_str(&format!(

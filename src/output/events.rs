@@ -81,7 +81,13 @@ impl Events for LiveView {
                 crate::output::say(table.trim_end_matches('\n'))
             }
             Event::DataPlane(c) => {
-                crate::output::say(&format!("✓ {}", crate::output::dataplane::summary(&c)))
+                crate::output::say(&format!("✓ {}", crate::output::dataplane::summary(&c)));
+                // What the comparison cannot prove is said where the window runs too.
+                let width = crate::output::width::detect_stderr();
+                let unproven = crate::output::dataplane::unproven(&c, width);
+                if !unproven.is_empty() {
+                    crate::output::say(unproven.trim_end_matches('\n'));
+                }
             }
             Event::Finished {
                 operation,

@@ -58,14 +58,38 @@ trait Doc {
 
 struct Md(String);
 
-/// A Markdown table cell: no line breaks, `|` escaped, and `<`/`>`/`&` as entities so
-/// that a renderer that passes HTML through shows them as text.
+/// A value as Markdown text that renders as itself, never as markup (issue 21 item 7):
+/// no line breaks; `<`, `>`, `&` as entities (no HTML, no `<…>` autolink); the brackets
+/// of link and image syntax (`[..](..)`, `![..](..)`, `[ref]: url`) escaped with a
+/// backslash, and so are emphasis (`*`, `_` at a word's edge), code spans, strikethrough,
+/// a table's `|`, a backslash, and a leading `#`; the `://` and `www.` of a bare URL are
+/// broken (`:\/\/`, `www\.`) so GFM does not make it a link. Text without such
+/// characters stays as it is (`AES_GCM_16-256`, `fw.acme.example`).
 fn md_cell(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    for (i, &c) in chars.iter().enumerate() {
+        let word = |j: Option<usize>| {
+            j.and_then(|j| chars.get(j))
+                .is_some_and(|c| c.is_alphanumeric())
+        };
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\n' | '\r' => out.push(' '),
+            '_' if word(i.checked_sub(1)) && word(Some(i + 1)) => out.push(c),
+            '#' if i > 0 => out.push(c),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '~' | '|' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.replace("://", ":\\/\\/")
+        .replace("www.", "www\\.")
+        .replace("WWW.", "WWW\\.")
 }
 
 impl Doc for Md {
@@ -184,6 +208,36 @@ fn outcome_line(r: &Record) -> String {
             r.phase
         ),
     }
+}
+
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// Which window of the gateway this is, and where the earlier ones are.
+fn window_line(r: &Record) -> String {
+    let mut line = if r.archived {
+        format!(
+            "{} (archived: a later cutover replaced its journal; `vpnmig report {} -n {}` shows the current window)",
+            r.window, r.gateway, r.namespace
+        )
+    } else {
+        r.window.to_string()
+    };
+    if !r.earlier_windows.is_empty() {
+        line.push_str(&format!(
+            "; earlier windows archived: {}",
+            r.earlier_windows
+                .iter()
+                .map(|e| format!("{} ({}, `{}`)", e.window, e.phase, e.report))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    line
 }
 
 fn chain_line(r: &Record) -> String {
@@ -334,7 +388,15 @@ fn document(r: &Record, d: &mut dyn Doc) -> String {
         ),
         ("Run by", r.run_by.join("; ")),
         ("Journal", format!("{}, phase {}", r.journal, r.phase)),
-        ("Hash chain", chain_line(r)),
+        ("Window", window_line(r)),
+        (
+            "Hash chain",
+            format!(
+                "{} ({}; what it covers is below)",
+                chain_line(r),
+                r.chain_scope.summary
+            ),
+        ),
         ("Approved plan", plan),
         ("Spec fingerprint", r.spec_fingerprint.clone()),
     ];
@@ -345,6 +407,62 @@ fn document(r: &Record, d: &mut dyn Doc) -> String {
             .map(|(k, v)| vec![k.to_string(), v])
             .collect::<Vec<_>>(),
     );
+
+    d.heading("What the hash chain proves");
+    d.para(&format!("{}.", upper_first(r.chain_scope.summary)));
+    d.table(
+        &["The chain covers", "It does not cover"],
+        &(0..r
+            .chain_scope
+            .covers
+            .len()
+            .max(r.chain_scope.does_not_cover.len()))
+            .map(|i| {
+                vec![
+                    r.chain_scope
+                        .covers
+                        .get(i)
+                        .copied()
+                        .unwrap_or_default()
+                        .to_string(),
+                    r.chain_scope
+                        .does_not_cover
+                        .get(i)
+                        .copied()
+                        .unwrap_or_default()
+                        .to_string(),
+                ]
+            })
+            .collect::<Vec<_>>(),
+    );
+
+    if !r.earlier_windows.is_empty() {
+        d.heading("Earlier windows");
+        d.para("Archived in the cluster when a new cutover replaced their journal; each record is kept whole.");
+        d.table(
+            &[
+                "Window",
+                "Phase",
+                "From (UTC)",
+                "To (UTC)",
+                "Journal",
+                "Record",
+            ],
+            &r.earlier_windows
+                .iter()
+                .map(|e| {
+                    vec![
+                        e.window.to_string(),
+                        e.phase.to_string(),
+                        e.started.clone(),
+                        e.ended.clone(),
+                        e.journal.clone(),
+                        e.report.clone(),
+                    ]
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
 
     d.heading("Timeline");
     d.table(
@@ -417,6 +535,22 @@ fn document(r: &Record, d: &mut dyn Doc) -> String {
                     })
                     .collect::<Vec<_>>(),
             );
+            let unproven = c.unproven();
+            if !unproven.is_empty() {
+                d.para("What the data plane cannot prove (compared as pinned values instead):");
+                d.table(
+                    &["Fact", "Not proven"],
+                    &unproven
+                        .iter()
+                        .map(|row| {
+                            vec![
+                                crate::output::dataplane::unproven_what(row),
+                                row.unproven.clone().unwrap_or_default(),
+                            ]
+                        })
+                        .collect::<Vec<_>>(),
+                );
+            }
         }
         None => d.para(&format!("Comparison: {not_recorded}.")),
     }
@@ -485,6 +619,44 @@ mod tests {
             "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;y&#39;"
         );
         assert_eq!(md_cell("a|b\n<i>"), "a\\|b &lt;i&gt;");
+    }
+
+    /// A value never becomes a link, an image or other markup in the Markdown record
+    /// (issue 21 item 7). Rows: (value, its Markdown).
+    #[test]
+    fn markdown_escapes_link_image_and_inline_markup() {
+        let table = [
+            (
+                "[click](https://evil.example)",
+                r"\[click\](https:\/\/evil.example)",
+            ),
+            (
+                "![x](http://evil.example/p.png)",
+                r"!\[x\](http:\/\/evil.example/p.png)",
+            ),
+            ("<https://evil.example>", "&lt;https:\\/\\/evil.example&gt;"),
+            (
+                "[ref]: https://evil.example",
+                r"\[ref\]: https:\/\/evil.example",
+            ),
+            ("see www.evil.example", r"see www\.evil.example"),
+            (
+                "*bold* _em_ `code` ~~gone~~",
+                r"\*bold\* \_em\_ \`code\` \~\~gone\~\~",
+            ),
+            ("# heading", r"\# heading"),
+            (r"a\b", r"a\\b"),
+            ("x & y", "x &amp; y"),
+            (
+                "fw.acme.example @ 203.0.113.10",
+                "fw.acme.example @ 203.0.113.10",
+            ),
+            ("AES_GCM_16-256/MODP_2048", "AES_GCM_16-256/MODP_2048"),
+            ("a (b) #3", "a (b) #3"),
+        ];
+        for (value, md) in table {
+            assert_eq!(md_cell(value), md, "{value}");
+        }
     }
 
     #[test]

@@ -321,8 +321,19 @@ async fn run(
         // Resuming before the delete: keep what the first run detached.
         j.psk_detached = prev.psk_detached.clone();
     }
+    // The gateway's earlier windows stay listed in every journal that follows them.
+    if let Some(prev) = &previous {
+        j.earlier_windows = prev.earlier_windows.clone();
+    }
 
     if opts.dry_run {
+        if let Some(prev) = previous.as_ref().filter(|p| p.phase == Phase::RolledBack) {
+            ev.emit(Event::Info(format!(
+                "the cutover would archive the record of the rolled-back window as ConfigMap {ns}/{} before it writes its own journal (`vpnmig report {name} -n {ns} --window {}` then prints it)",
+                journal::archive_name(name, prev.window_number()),
+                prev.window_number()
+            )));
+        }
         return dry_run(
             cluster,
             ev,
@@ -343,6 +354,31 @@ async fn run(
     if let Err(why) = crate::state::remember(&cluster.server, &ns, name, &out_dir, &now()) {
         ev.emit(Event::Note(format!(
             "this machine cannot remember where the bundle is ({why})"
+        )));
+    }
+    // A rolled-back window is finished: its journal is its record. It is archived in its
+    // own ConfigMap before the new journal replaces it, never lost without a word
+    // (issue 21 item 7); a failure to archive stops here, nothing touched.
+    if let Some(prev) = previous.as_ref().filter(|p| p.phase == Phase::RolledBack) {
+        let (n, archived) = stored::archive(cluster, prev, prev.window_number())
+            .await
+            .map_err(|e| Error::Stop {
+                code: exit::FAILURE,
+                message: format!(
+                    "the record of the rolled-back window of {name} -n {ns} (ConfigMap {}) could not be archived before the new cutover replaces it: {e}; nothing was changed",
+                    journal::object_name(name)
+                ),
+                hint: Some(format!(
+                    "keep it first: `vpnmig report {name} -n {ns} --out {name}-window-{}.md`, then run the same command again",
+                    prev.window_number()
+                )),
+            })?;
+        j.earlier_windows.push(prev.archived_as(n, &archived));
+        ev.emit(Event::Step(format!(
+            "the record of the earlier window ({}, {} to {}) is archived as ConfigMap {ns}/{archived}: `vpnmig report {name} -n {ns} --window {n}`",
+            prev.phase,
+            prev.history.first().map(|e| e.at.as_str()).unwrap_or("?"),
+            prev.history.last().map(|e| e.at.as_str()).unwrap_or("?"),
         )));
     }
     stored::write(cluster, &j, false).await?;
@@ -1282,28 +1318,28 @@ async fn record_baseline(w: &mut Window<'_>) -> Result<(), Error> {
             // A baseline recorded earlier (`verify --baseline`) with more tunnels up is the
             // better reference: a tunnel down right now is no reason to expect it down.
             if let Some(earlier) = &w.journal.data_plane_baseline
-                && earlier.tunnels.len() > b.tunnels.len()
+                && earlier.peers() > b.peers()
             {
                 w.ev.emit(Event::Warning(format!(
                     "the old gateway has {} tunnel(s) up now, the baseline recorded at {} had {}: that one is kept as the reference",
-                    b.tunnels.len(),
+                    b.peers(),
                     earlier.at,
-                    earlier.tunnels.len()
+                    earlier.peers()
                 )));
                 return Ok(());
             }
             w.ev.emit(Event::Step(format!(
                 "recorded the data plane of IPsecGateway {ns}/{name}: {} tunnel(s), {} CHILD SA(s) (swanctl --list-sas in its pod)",
-                b.tunnels.len(),
+                b.peers(),
                 b.tunnels.iter().map(|t| t.children.len()).sum::<usize>()
             )));
             // A tunnel down before the window has nothing to be compared with, and its
             // outage did not start at the delete: say so now (attack finding).
             let peers = w.journal.peer_names().len();
-            if b.tunnels.len() < peers {
+            if b.peers() < peers {
                 w.ev.emit(Event::Warning(format!(
                     "only {} of the {peers} tunnel(s) of IPsecGateway {ns}/{name} are up before the delete: a tunnel that is down now is not compared after the window, and its outage began before it",
-                    b.tunnels.len()
+                    b.peers()
                 )));
             }
             w.journal.data_plane_baseline = Some(b);
