@@ -4,6 +4,7 @@
 //! FILE` serves it for rehearsing a cutover.
 
 pub mod api;
+pub mod controlplane;
 pub mod exec;
 pub mod gitops;
 pub mod limits;

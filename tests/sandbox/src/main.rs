@@ -26,9 +26,140 @@ struct Args {
     /// and Flux's `gitops:` delay and faults (YAML; see the README and docs/gitops.md).
     #[arg(long, value_name = "FILE")]
     operator_settings: Option<PathBuf>,
-    /// Port on 127.0.0.1 (0: any free port).
+    /// Port on 127.0.0.1 (0: any free port; the emulator only).
     #[arg(long, default_value_t = 0)]
     port: u16,
+    /// Which API server serves the scenario: the project's emulator (operator, GitOps
+    /// controllers and fault knobs included), or a real etcd, kube-apiserver,
+    /// kube-controller-manager and kwok built by tests/controlplane/build.sh (the scenario's
+    /// CRDs, objects and recorded statuses are loaded through the API; the simulated
+    /// operator does not run against it yet).
+    #[arg(long, value_enum, default_value = "emulated")]
+    control_plane: ControlPlaneKind,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum ControlPlaneKind {
+    Emulated,
+    Real,
+}
+
+/// The project's CRDs (fixtures/crds), as the real control plane is given them.
+const CRDS: [&str; 6] = [
+    include_str!("../../../fixtures/crds/ipsecgateways.ipsec.bnerd.net.yaml"),
+    include_str!("../../../fixtures/crds/vpngateways.vpn.bnerd.net.yaml"),
+    include_str!("../../../fixtures/crds/vpnpeers.vpn.bnerd.net.yaml"),
+    include_str!("../../../fixtures/crds/argocd-application.yaml"),
+    include_str!("../../../fixtures/crds/flux-kustomization.yaml"),
+    include_str!("../../../fixtures/crds/flux-helmrelease.yaml"),
+];
+
+/// Start the real control plane, load the CRDs and the scenario through the API (each
+/// recorded status through the status subresource), write the kubeconfig and serve until
+/// interrupted.
+async fn run_real(args: Args, objects: Vec<serde_json::Value>) -> Result<(), String> {
+    use vpnmig_sandbox::controlplane::ControlPlane;
+    if args.operator_settings.is_some() {
+        return Err("--operator-settings drives the emulator's operator and faults; the real control plane does not run them yet (use --control-plane emulated)".into());
+    }
+    let kubeconfig = args.kubeconfig.clone();
+    // Started on this (the main) thread, which lives as long as the process: each component
+    // is told to die with the thread that started it.
+    let cp = (move || -> Result<ControlPlane, String> {
+        let cp = ControlPlane::start().map_err(|e| e.to_string())?;
+        cp.apply(&CRDS.join("\n---\n"))?;
+        cp.kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd",
+            "--all",
+        ])?;
+        let mut namespace = None;
+        for o in &objects {
+            let mut spec = o.clone();
+            let status = spec.as_object_mut().and_then(|m| m.remove("status"));
+            cp.apply(&serde_json::to_string(&spec).expect("objects serialize"))?;
+            let kind = o["kind"].as_str().unwrap_or("");
+            let name = o["metadata"]["name"].as_str().unwrap_or("");
+            if kind == "Namespace" && namespace.is_none() {
+                namespace = Some(name.to_string());
+            }
+            if let Some(status) = status {
+                let ns = o["metadata"]["namespace"].as_str().unwrap_or("default");
+                let api = o["apiVersion"].as_str().unwrap_or("");
+                let group = api.split_once('/').map(|(g, _)| g).unwrap_or("");
+                let target = format!("{}.{group}/{name}", kind.to_lowercase());
+                let patch = serde_json::json!({ "status": status }).to_string();
+                cp.kubectl(&[
+                    "patch",
+                    "-n",
+                    ns,
+                    &target,
+                    "--subresource=status",
+                    "--type=merge",
+                    "-p",
+                    &patch,
+                ])?;
+            }
+        }
+        write_kubeconfig(
+            &kubeconfig,
+            &cp.kubeconfig(&[&cp.admin], namespace.as_deref()),
+        )?;
+        Ok(cp)
+    })()?;
+    let path = std::path::absolute(&args.kubeconfig).unwrap_or(args.kubeconfig.clone());
+    eprintln!(
+        "vpnmig-sandbox: real control plane serving {} (kube-apiserver, etcd, kube-controller-manager, kwok); the simulated operator does not run against it yet; Ctrl-C stops it",
+        cp.url
+    );
+    println!("export KUBECONFIG={}", path.display());
+    wait_for_signal().await?;
+    eprintln!("vpnmig-sandbox: stopping");
+    drop(cp);
+    Ok(())
+}
+
+async fn wait_for_signal() -> Result<(), String> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| e.to_string())?;
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    Ok(())
+}
+
+/// Write a kubeconfig owner-only, never over one that is not a sandbox's.
+fn write_kubeconfig(path: &std::path::Path, text: &str) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    if let Ok(existing) = std::fs::read_to_string(path) {
+        let ours = serde_saphyr::from_str::<serde_json::Value>(&existing)
+            .ok()
+            .and_then(|v| v["clusters"].as_array().cloned())
+            .is_some_and(|c| {
+                c.iter()
+                    .all(|c| c["name"] == "vpnmig-sandbox" || c["name"] == "vpnmig-controlplane")
+            });
+        if !ours {
+            return Err(format!(
+                "{}: holds another kubeconfig; refusing to overwrite it (pass another --kubeconfig path)",
+                path.display()
+            ));
+        }
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .and_then(|()| file.write_all(text.as_bytes()))
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn read(path: &PathBuf) -> Result<String, String> {
@@ -44,6 +175,9 @@ async fn run(args: Args) -> Result<(), String> {
         }
         None => SettingsFile::default(),
     };
+    if args.control_plane == ControlPlaneKind::Real {
+        return run_real(args, objects).await;
+    }
     // A fault for a gateway the scenario does not have would silently never fire.
     let gateways: Vec<String> = objects
         .iter()
@@ -111,22 +245,7 @@ async fn run(args: Args) -> Result<(), String> {
         }
         msg
     })?;
-    // Never clobber a real kubeconfig: only a previous sandbox's may be replaced.
-    if let Ok(existing) = std::fs::read_to_string(&args.kubeconfig) {
-        let ours = serde_saphyr::from_str::<serde_json::Value>(&existing)
-            .ok()
-            .and_then(|v| v["clusters"].as_array().cloned())
-            .is_some_and(|c| c.iter().all(|c| c["name"] == "vpnmig-sandbox"));
-        if !ours {
-            return Err(format!(
-                "{}: holds another kubeconfig; refusing to overwrite it (pass another --kubeconfig path)",
-                args.kubeconfig.display()
-            ));
-        }
-    }
-    sandbox
-        .write_kubeconfig(&args.kubeconfig)
-        .map_err(|e| format!("{}: {e}", args.kubeconfig.display()))?;
+    write_kubeconfig(&args.kubeconfig, &sandbox.kubeconfig())?;
     let path = std::path::absolute(&args.kubeconfig).unwrap_or(args.kubeconfig.clone());
     eprintln!(
         "vpnmig-sandbox: serving {} (namespace {}); Ctrl-C stops it",
@@ -134,12 +253,7 @@ async fn run(args: Args) -> Result<(), String> {
         sandbox.namespace
     );
     println!("export KUBECONFIG={}", path.display());
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| e.to_string())?;
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
+    wait_for_signal().await?;
     eprintln!("vpnmig-sandbox: stopping");
     sandbox.shutdown().await;
     Ok(())

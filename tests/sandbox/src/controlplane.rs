@@ -1,0 +1,625 @@
+//! A real Kubernetes control plane on 127.0.0.1: etcd, kube-apiserver,
+//! kube-controller-manager and kwok (the kubelet stand-in), built from their Go modules by
+//! `tests/controlplane/build.sh` into `target/controlplane/bin/`.
+//!
+//! What it sets up, as a small real cluster has it: a CA generated per start, the API
+//! server's serving certificate, client certificates for the administrator (`system:masters`)
+//! and the controller manager, RBAC authorization, a service-account signing key, the
+//! default admission plugins, and one kwok Node that answers pod exec by running a local
+//! command (`kwok.x-k8s.io` ClusterExec). Ports are chosen free, so two run at once.
+//!
+//! Every process runs in its own process group, is told to die with the thread that
+//! started it (`PR_SET_PDEATHSIG`: start it from a thread that lives as long as the control
+//! plane should, never from a pool's thread), and is written down in `DIR/pids`; a later
+//! start kills what a SIGKILLed parent left behind before it starts anything.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose, SanType,
+};
+
+/// The pinned binaries, and where they are.
+pub const BINARIES: [&str; 5] = [
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kubectl",
+    "kwok",
+];
+
+/// Why the control plane could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlPlaneError {
+    #[error(
+        "the real control plane is not built: {0} is missing (run tests/controlplane/build.sh; a cold build takes tens of minutes)"
+    )]
+    NotBuilt(PathBuf),
+    #[error("cannot generate the control plane's certificates")]
+    Cert(#[from] rcgen::Error),
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{component} did not become ready within {secs} s; its log ends:\n{log}")]
+    NotReady {
+        component: &'static str,
+        secs: u64,
+        log: String,
+    },
+    #[error("{component} exited ({status}); its log ends:\n{log}")]
+    Exited {
+        component: &'static str,
+        status: String,
+        log: String,
+    },
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ControlPlaneError {
+    let what = what.into();
+    move |source| ControlPlaneError::Io { what, source }
+}
+
+/// `target/controlplane/bin` of this workspace, or `VPNMIG_CONTROLPLANE_BIN`.
+pub fn bin_dir() -> PathBuf {
+    std::env::var_os("VPNMIG_CONTROLPLANE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/controlplane/bin")
+        })
+}
+
+/// The binaries' directory when every one of them is there.
+pub fn built() -> Result<PathBuf, ControlPlaneError> {
+    let dir = bin_dir();
+    for b in BINARIES {
+        if !dir.join(b).is_file() {
+            return Err(ControlPlaneError::NotBuilt(dir.join(b)));
+        }
+    }
+    Ok(dir)
+}
+
+/// A user of the cluster, authenticated by a client certificate signed by the cluster's CA.
+#[derive(Clone, Debug)]
+pub struct ClientCert {
+    pub name: String,
+    pub groups: Vec<String>,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// A running control plane. Dropping it stops every process and removes its directory.
+pub struct ControlPlane {
+    /// `https://127.0.0.1:PORT`
+    pub url: String,
+    pub ca_pem: String,
+    pub admin: ClientCert,
+    ca: Issuer<'static, KeyPair>,
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    children: Vec<(&'static str, Child)>,
+}
+
+fn free_port() -> Result<u16, ControlPlaneError> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(io("choose a free port"))?;
+    Ok(l.local_addr().map_err(io("choose a free port"))?.port())
+}
+
+fn write(path: &Path, text: &str) -> Result<(), ControlPlaneError> {
+    std::fs::write(path, text).map_err(io(path.display().to_string()))
+}
+
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
+
+/// Kill the processes a parent that was SIGKILLed left behind: each `pids` file under the
+/// state root whose directory is gone from use (its owner's pid is not alive).
+fn reap_stale(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let pids = e.path().join("pids");
+        let Ok(text) = std::fs::read_to_string(&pids) else {
+            continue;
+        };
+        let mut lines = text.lines();
+        let owner: Option<i32> = lines
+            .next()
+            .and_then(|l| l.strip_prefix("owner "))
+            .and_then(|p| p.parse().ok());
+        if owner.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists()) {
+            continue;
+        }
+        for pgid in lines.filter_map(|l| l.split_whitespace().nth(1)?.parse::<i32>().ok()) {
+            // The whole process group: the component and anything it started.
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{pgid}")])
+                .stderr(Stdio::null())
+                .status();
+        }
+        let _ = std::fs::remove_dir_all(e.path());
+    }
+}
+
+/// The directory under which every control plane keeps its state and pid file.
+pub fn state_root() -> PathBuf {
+    std::env::temp_dir().join("vpnmig-controlplane")
+}
+
+impl ControlPlane {
+    /// Start etcd, kube-apiserver, kube-controller-manager and kwok, and wait until the API
+    /// server is ready and kwok's Node is Ready.
+    pub fn start() -> Result<Self, ControlPlaneError> {
+        let bin = built()?;
+        let root = state_root();
+        std::fs::create_dir_all(&root).map_err(io(root.display().to_string()))?;
+        reap_stale(&root);
+        let dir = tempfile::Builder::new()
+            .prefix("cp-")
+            .tempdir_in(&root)
+            .map_err(io("create the control plane's directory"))?;
+        let d = dir.path().to_path_buf();
+
+        // Certificates: one CA signs the API server's serving certificate and every client.
+        let ca_key = KeyPair::generate()?;
+        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "vpnmig-controlplane-ca");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca_pem = ca_params.self_signed(&ca_key)?.pem();
+        let ca = Issuer::new(ca_params, ca_key);
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(vec![
+            "localhost".to_string(),
+            "kubernetes".into(),
+            "kubernetes.default".into(),
+            "kubernetes.default.svc".into(),
+        ])?;
+        for ip in [[127, 0, 0, 1], [10, 0, 0, 1]] {
+            params
+                .subject_alt_names
+                .push(SanType::IpAddress(std::net::IpAddr::from(ip)));
+        }
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "kube-apiserver");
+        let serving = params.signed_by(&key, &ca)?;
+        write(&d.join("ca.crt"), &ca_pem)?;
+        write(&d.join("apiserver.crt"), &serving.pem())?;
+        write(&d.join("apiserver.key"), &key.serialize_pem())?;
+        // The service-account signing key (ES256), which tokens are signed and checked with.
+        let sa_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
+        write(&d.join("sa.key"), &sa_key.serialize_pem())?;
+        write(&d.join("sa.pub"), &sa_key.public_key_pem())?;
+
+        let etcd_port = free_port()?;
+        let peer_port = free_port()?;
+        let api_port = free_port()?;
+        let kwok_port = free_port()?;
+        let url = format!("https://127.0.0.1:{api_port}");
+        let admin = client_cert(&ca, "vpnmig-admin", &["system:masters"])?;
+        let mut cp = ControlPlane {
+            url,
+            ca_pem,
+            admin,
+            ca,
+            dir,
+            bin,
+            children: Vec::new(),
+        };
+        write(&d.join("pids"), &format!("owner {}\n", std::process::id()))?;
+
+        cp.spawn(
+            "etcd",
+            &[
+                "--name=vpnmig".into(),
+                format!("--data-dir={}", d.join("etcd").display()),
+                format!("--listen-client-urls=http://127.0.0.1:{etcd_port}"),
+                format!("--advertise-client-urls=http://127.0.0.1:{etcd_port}"),
+                format!("--listen-peer-urls=http://127.0.0.1:{peer_port}"),
+                format!("--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}"),
+                format!("--initial-cluster=vpnmig=http://127.0.0.1:{peer_port}"),
+                "--listen-metrics-urls=".into(),
+                "--unsafe-no-fsync=true".into(),
+                "--log-level=warn".into(),
+            ],
+        )?;
+        let sa = d.join("sa.key").display().to_string();
+        cp.spawn(
+            "kube-apiserver",
+            &[
+                format!("--etcd-servers=http://127.0.0.1:{etcd_port}"),
+                "--bind-address=127.0.0.1".into(),
+                "--advertise-address=127.0.0.1".into(),
+                // The `kubernetes` Service's endpoints may not be a loopback address.
+                "--endpoint-reconciler-type=none".into(),
+                format!("--secure-port={api_port}"),
+                format!("--tls-cert-file={}", d.join("apiserver.crt").display()),
+                format!(
+                    "--tls-private-key-file={}",
+                    d.join("apiserver.key").display()
+                ),
+                format!("--client-ca-file={}", d.join("ca.crt").display()),
+                "--authorization-mode=RBAC".into(),
+                format!("--service-account-issuer=https://127.0.0.1:{api_port}"),
+                format!("--service-account-key-file={}", d.join("sa.pub").display()),
+                format!("--service-account-signing-key-file={sa}"),
+                "--service-cluster-ip-range=10.0.0.0/24".into(),
+                "--allow-privileged=true".into(),
+                "--kubelet-preferred-address-types=InternalIP".into(),
+                "--profiling=false".into(),
+            ],
+        )?;
+        let admin_kubeconfig = d.join("admin.kubeconfig");
+        write(&admin_kubeconfig, &cp.kubeconfig(&[&cp.admin], None))?;
+        cp.wait_ready()?;
+        let kcm = client_cert(&cp.ca, "system:kube-controller-manager", &[])?;
+        let kcm_kubeconfig = d.join("kcm.kubeconfig");
+        write(&kcm_kubeconfig, &cp.kubeconfig(&[&kcm], None))?;
+        cp.spawn(
+            "kube-controller-manager",
+            &[
+                format!("--kubeconfig={}", kcm_kubeconfig.display()),
+                "--leader-elect=false".into(),
+                "--bind-address=127.0.0.1".into(),
+                "--secure-port=0".into(),
+                "--controllers=garbage-collector-controller,namespace-controller,deployment-controller,replicaset-controller,serviceaccount-controller,serviceaccount-token-controller".into(),
+                format!("--service-account-private-key-file={sa}"),
+                format!("--root-ca-file={}", d.join("ca.crt").display()),
+                "--use-service-account-credentials=true".into(),
+                "--profiling=false".into(),
+            ],
+        )?;
+        // kwok: the kubelet stand-in. Its stages are the pinned module's own "fast" stages,
+        // which build.sh copied beside the binary.
+        let stages = std::fs::read_to_string(cp.bin.join("kwok-stages.yaml")).map_err(io(cp
+            .bin
+            .join("kwok-stages.yaml")
+            .display()
+            .to_string()))?;
+        write(
+            &d.join("kwok.yaml"),
+            &format!("{stages}\n---\n{}", cluster_exec(&d)),
+        )?;
+        // kwok looks the command up in its own PATH (Go's exec.Command), then runs it with
+        // the ClusterExec's environment: both start with `exec/`.
+        cp.spawn_env(
+            "kwok",
+            &[
+                format!("--kubeconfig={}", admin_kubeconfig.display()),
+                "--manage-all-nodes=false".into(),
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake".into(),
+                "--node-ip=127.0.0.1".into(),
+                format!("--node-port={kwok_port}"),
+                format!("--server-address=127.0.0.1:{kwok_port}"),
+                format!("--config={}", d.join("kwok.yaml").display()),
+            ],
+            &[("PATH", exec_path(&d))],
+        )?;
+        cp.kubectl_stdin(&["apply", "-f", "-"], NODE)?;
+        cp.wait_node_ready()?;
+        Ok(cp)
+    }
+
+    fn spawn(&mut self, component: &'static str, args: &[String]) -> Result<(), ControlPlaneError> {
+        self.spawn_env(component, args, &[])
+    }
+
+    fn spawn_env(
+        &mut self,
+        component: &'static str,
+        args: &[String],
+        env: &[(&str, String)],
+    ) -> Result<(), ControlPlaneError> {
+        use std::os::unix::process::CommandExt;
+        let log = self.dir.path().join(format!("{component}.log"));
+        let file = std::fs::File::create(&log).map_err(io(log.display().to_string()))?;
+        let mut cmd = Command::new(self.bin.join(component));
+        cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().map_err(io("log"))?)
+            .stderr(file)
+            .process_group(0);
+        // SAFETY: prctl is async-signal-safe; the closure allocates nothing.
+        unsafe {
+            cmd.pre_exec(|| {
+                rustix::process::set_parent_process_death_signal(Some(
+                    rustix::process::Signal::KILL,
+                ))
+                .map_err(std::io::Error::from)
+            });
+        }
+        let child = cmd.spawn().map_err(io(format!("start {component}")))?;
+        let pids = self.dir.path().join("pids");
+        let mut text = std::fs::read_to_string(&pids).unwrap_or_default();
+        text.push_str(&format!("{component} {}\n", child.id()));
+        write(&pids, &text)?;
+        self.children.push((component, child));
+        Ok(())
+    }
+
+    fn check_alive(&mut self) -> Result<(), ControlPlaneError> {
+        for (component, child) in &mut self.children {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(ControlPlaneError::Exited {
+                    component,
+                    status: status.to_string(),
+                    log: tail(&self.dir.path().join(format!("{component}.log"))),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn wait_ready(&mut self) -> Result<(), ControlPlaneError> {
+        let started = Instant::now();
+        let limit = Duration::from_secs(120);
+        loop {
+            self.check_alive()?;
+            let out = self.kubectl(&["get", "--raw", "/readyz"]);
+            if out.as_ref().is_ok_and(|o| o.trim() == "ok") {
+                return Ok(());
+            }
+            if started.elapsed() > limit {
+                return Err(ControlPlaneError::NotReady {
+                    component: "kube-apiserver",
+                    secs: limit.as_secs(),
+                    log: tail(&self.dir.path().join("kube-apiserver.log")),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    fn wait_node_ready(&mut self) -> Result<(), ControlPlaneError> {
+        let started = Instant::now();
+        let limit = Duration::from_secs(60);
+        loop {
+            self.check_alive()?;
+            let out = self.kubectl(&[
+                "get",
+                "node",
+                NODE_NAME,
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+            ]);
+            if out.as_ref().is_ok_and(|o| o.trim() == "True") {
+                return Ok(());
+            }
+            if started.elapsed() > limit {
+                return Err(ControlPlaneError::NotReady {
+                    component: "kwok",
+                    secs: limit.as_secs(),
+                    log: tail(&self.dir.path().join("kwok.log")),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// A client certificate for `name` in `groups`, signed by this cluster's CA.
+    pub fn client(&self, name: &str, groups: &[&str]) -> Result<ClientCert, ControlPlaneError> {
+        client_cert(&self.ca, name, groups)
+    }
+
+    /// A kubeconfig with one context per user (the first is current), in `namespace`.
+    pub fn kubeconfig(&self, users: &[&ClientCert], namespace: Option<&str>) -> String {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let contexts: Vec<_> = users
+            .iter()
+            .enumerate()
+            .map(|(i, u)| {
+                let name = if i == 0 {
+                    "vpnmig-controlplane".to_string()
+                } else {
+                    format!("vpnmig-controlplane-{}", u.name)
+                };
+                let mut ctx = serde_json::json!({"cluster": "vpnmig-controlplane", "user": u.name});
+                if let Some(ns) = namespace {
+                    ctx["namespace"] = ns.into();
+                }
+                serde_json::json!({"name": name, "context": ctx})
+            })
+            .collect();
+        let users: Vec<_> = users
+            .iter()
+            .map(|u| serde_json::json!({"name": u.name, "user": {"client-certificate-data": b64(&u.cert_pem), "client-key-data": b64(&u.key_pem)}}))
+            .collect();
+        let cfg = serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "vpnmig-controlplane", "cluster": {"server": self.url, "certificate-authority-data": b64(&self.ca_pem)}}],
+            "contexts": contexts,
+            "users": users,
+            "current-context": "vpnmig-controlplane",
+            "preferences": {}
+        });
+        serde_saphyr::to_string(&cfg).expect("kubeconfigs serialize")
+    }
+
+    /// The administrator's kubeconfig, written by `start`.
+    pub fn admin_kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("admin.kubeconfig")
+    }
+
+    /// The directory first on the PATH of every command kwok runs for a pod exec.
+    pub fn exec_dir(&self) -> PathBuf {
+        self.dir.path().join("exec")
+    }
+
+    /// Where each component's log is.
+    pub fn log(&self, component: &str) -> PathBuf {
+        self.dir.path().join(format!("{component}.log"))
+    }
+
+    /// The built kubectl.
+    pub fn kubectl_path(&self) -> PathBuf {
+        self.bin.join("kubectl")
+    }
+
+    /// Run the built kubectl as the administrator; stdout, or stderr as the error.
+    pub fn kubectl(&self, args: &[&str]) -> Result<String, String> {
+        self.kubectl_stdin(args, "").map_err(|e| e.to_string())
+    }
+
+    fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> Result<String, ControlPlaneError> {
+        use std::io::Write;
+        let mut child = Command::new(self.kubectl_path())
+            .arg(format!(
+                "--kubeconfig={}",
+                self.admin_kubeconfig().display()
+            ))
+            .arg("--request-timeout=10s")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(io("run kubectl"))?;
+        if let Some(mut i) = child.stdin.take() {
+            let _ = i.write_all(stdin.as_bytes());
+        }
+        let out = child.wait_with_output().map_err(io("run kubectl"))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(ControlPlaneError::Io {
+                what: format!("kubectl {}", args.join(" ")),
+                source: std::io::Error::other(
+                    String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                ),
+            })
+        }
+    }
+
+    /// Apply manifests (server-side, as the administrator).
+    pub fn apply(&self, yaml: &str) -> Result<String, String> {
+        self.kubectl_stdin(
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=vpnmig-sandbox",
+                "-f",
+                "-",
+            ],
+            yaml,
+        )
+        .map_err(|e| match e {
+            ControlPlaneError::Io { source, .. } => source.to_string(),
+            e => e.to_string(),
+        })
+    }
+
+    /// Stop every process (SIGTERM to each process group, then SIGKILL) and wait for it.
+    pub fn stop(&mut self) {
+        for (_, child) in self.children.iter_mut().rev() {
+            let _ = Command::new("kill")
+                .args(["-TERM", "--", &format!("-{}", child.id())])
+                .stderr(Stdio::null())
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .stderr(Stdio::null())
+                .status();
+            let _ = child.wait();
+        }
+        self.children.clear();
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn client_cert(
+    ca: &Issuer<'static, KeyPair>,
+    name: &str,
+    groups: &[&str],
+) -> Result<ClientCert, ControlPlaneError> {
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name.push(DnType::CommonName, name);
+    for g in groups {
+        params.distinguished_name.push(DnType::OrganizationName, *g);
+    }
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = params.signed_by(&key, ca)?;
+    Ok(ClientCert {
+        name: name.to_string(),
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
+}
+
+/// The one Node kwok manages.
+pub const NODE_NAME: &str = "vpnmig-node";
+const NODE: &str = r#"apiVersion: v1
+kind: Node
+metadata:
+  name: vpnmig-node
+  annotations:
+    kwok.x-k8s.io/node: fake
+  labels:
+    kubernetes.io/hostname: vpnmig-node
+    type: kwok
+spec:
+  taints: []
+"#;
+
+/// Every container's exec runs the requested command on this host, in the control plane's
+/// directory, with its `exec/` directory first on the PATH: a test puts a `swanctl` there to
+/// answer as the pod's strongSwan.
+fn exec_path(dir: &Path) -> String {
+    format!(
+        "{}:{}",
+        dir.join("exec").display(),
+        std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into())
+    )
+}
+
+fn cluster_exec(dir: &Path) -> String {
+    let _ = std::fs::create_dir_all(dir.join("exec"));
+    let path = exec_path(dir);
+    format!(
+        r#"apiVersion: kwok.x-k8s.io/v1alpha1
+kind: ClusterExec
+metadata:
+  name: vpnmig-exec
+spec:
+  execs:
+  - local:
+      workDir: {}
+      envs:
+      - name: PATH
+        value: {}
+"#,
+        dir.display(),
+        path
+    )
+}
