@@ -385,7 +385,7 @@ async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once() {
         r.stderr
     );
     assert!(
-        r.says("`vpnmig rollback acme -n tenant-acme --yes` (keeps the re-created IPsecGateway"),
+        r.says("VPNGateway acme, VPNPeer acme (applied by this window) contend with it for the floating IP 198.51.100.23: `vpnmig rollback acme -n tenant-acme --yes` deletes them and keeps the re-created IPsecGateway"),
         "{}",
         r.stderr
     );
