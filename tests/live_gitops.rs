@@ -1478,6 +1478,15 @@ async fn an_unreadable_journal_keeps_a_shared_owner_suspended() {
         r.stderr
     );
     assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+    // status says the same, and offers no restore (attack finding A9).
+    let r = l.vpnmig(&["status", "-n", NS]).await;
+    let flat = live::flat(&r.stdout);
+    assert!(
+        flat.contains("whether another window relies on it cannot be read (1 ConfigMap(s) labelled app.kubernetes.io/managed-by=vpnmig in all namespaces are not journals this version reads)"),
+        "{}",
+        r.stdout
+    );
+    assert!(!flat.contains("kubectl patch"), "{}", r.stdout);
 }
 
 // ---------------------------------------------------------------------------------------
