@@ -743,6 +743,19 @@ async fn a_restore_that_would_prune_the_psk_secret_is_not_done() {
     assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(live::core(&l, "secrets", NS, "acme-psk").is_some());
+    // Attack finding A8: status names that blocker, not "merge the repository change".
+    let r = l.vpnmig(&["status", "-n", NS]).await;
+    let flat = live::flat(&r.stdout);
+    assert!(
+        flat.contains("its source no longer defines secret/acme-psk -n tenant-acme (the PSK, data key `psk`) although it tracks it (status of application/acme -n argocd): a restore would delete it"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !flat.contains("merge the repository change"),
+        "{}",
+        r.stdout
+    );
 }
 
 /// Attack finding: after the owner is restored on the merged repository, it syncs the
@@ -859,9 +872,16 @@ fn owner_record(tool: Tool) -> Value {
 /// that suspended Argo CD's application/acme (`paused`) or relies on its suspension.
 /// Written as vpnmig writes it, from the done window of `fixtures/journals/`.
 fn other_window(l: &Live, gw: &str, phase: &str, paused: bool) {
+    other_window_on(l, Tool::Argo, NS, gw, phase, paused);
+}
+
+/// [`other_window`] on `tool`'s owner acme, the gateway in namespace `ns`.
+fn other_window_on(l: &Live, tool: Tool, ns: &str, gw: &str, phase: &str, paused: bool) {
     let mut j: Value =
         serde_json::from_str(include_str!("../fixtures/journals/done.json")).unwrap();
     j["gateway"] = json!(gw);
+    j["namespace"] = json!(ns);
+    j["oldManifest"]["metadata"]["namespace"] = json!(ns);
     j["phase"] = json!(phase);
     j["oldManifest"]["metadata"]["name"] = json!(gw);
     for t in j["targets"].as_array_mut().unwrap() {
@@ -870,19 +890,31 @@ fn other_window(l: &Live, gw: &str, phase: &str, paused: bool) {
             t["spec"]["gatewayRef"]["name"] = json!(gw);
         }
     }
+    for t in j["targets"].as_array_mut().unwrap() {
+        t["metadata"]["namespace"] = json!(ns);
+    }
     j["gitops"] = if paused {
-        json!([{"mode": "pause", "owner": owner_record(Tool::Argo), "evidence": [],
+        json!([{"mode": "pause", "owner": owner_record(tool), "evidence": [],
             "saved": {"pointer": "/spec/syncPolicy/automated", "value": {"selfHeal": true, "prune": true}},
             "paused": true}])
     } else {
-        json!([{"mode": "pause", "owner": owner_record(Tool::Argo), "evidence": [], "relies": true}])
+        json!([{"mode": "pause", "owner": owner_record(tool), "evidence": [], "relies": true}])
     };
+    if ns != NS {
+        let rt = l.sb.store.resource("", "v1", "namespaces").unwrap();
+        let _ = l.sb.store.create(
+            &rt,
+            "",
+            json!({"metadata": {"name": ns}}),
+            &Default::default(),
+        );
+    }
     let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
     l.sb.store
         .create(
             &rt,
-            NS,
-            json!({"metadata": {"name": format!("vpnmig-{gw}"), "namespace": NS,
+            ns,
+            json!({"metadata": {"name": format!("vpnmig-{gw}"), "namespace": ns,
                 "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
                 "data": {"journal.json": j.to_string(), "phase": phase}}),
             &Default::default(),
@@ -1013,6 +1045,250 @@ async fn a_shared_owner_is_restored_only_when_no_window_on_it_is_under_way() {
         if !restored {
             tokio::time::sleep(Duration::from_millis(500)).await;
             assert_eq!(ipsecgateways(&l), 0, "{what}");
+        }
+    }
+}
+
+/// The document of gateway beta (`kind`) in acme's source, another window's gateway.
+fn beta_doc(kind: &str) -> String {
+    let group = if kind == "IPsecGateway" {
+        "ipsec.bnerd.net"
+    } else {
+        "vpn.bnerd.net"
+    };
+    format!(
+        "\n---\napiVersion: {group}/v1alpha1\nkind: {kind}\nmetadata:\n  name: beta\n  namespace: {NS}\nspec: {{}}\n"
+    )
+}
+
+/// Whether the owner's status lists gateway beta (Argo CD `status.resources`, Flux
+/// `status.inventory`).
+fn lists_beta(tool: Tool, l: &Live) -> bool {
+    let o = tool.owner(l);
+    match tool {
+        Tool::Argo => o["status"]["resources"].to_string().contains("\"beta\""),
+        Tool::Flux => o["status"]["inventory"]
+            .to_string()
+            .contains(&format!("{NS}_beta_")),
+    }
+}
+
+/// Attack finding A2: several windows on one owner; another window (beta) that relied on
+/// its suspension replaced its gateway, and the owner's source may still define it. A
+/// forced restore (`--gitops resume`) vouches for this window's repository change only:
+/// it never re-arms the owner while the cluster shows (Argo CD's status) or cannot rule
+/// out (a suspended Kustomization's stale inventory) that beta's old gateway comes back,
+/// and `status` never advises a command that would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
+    // what, tool, beta's phase, beta's old gateway in the source and the owner's status,
+    // restored, words
+    type Row = (&'static str, Tool, &'static str, bool, bool, &'static str);
+    let rows: &[Row] = &[
+        (
+            "Argo CD: another done window's IPsecGateway still in the source",
+            Tool::Argo,
+            "done",
+            true,
+            false,
+            "its source still defines ipsecgateway/beta -n tenant-acme (replaced by the window of tenant-acme/beta, which relied on its suspension) (status of application/acme -n argocd), and restoring its sync now would re-create it (and take the floating IP). Merge the repository change of tenant-acme/beta",
+        ),
+        (
+            "Flux: the stale inventory lists another done window's IPsecGateway",
+            Tool::Flux,
+            "done",
+            true,
+            false,
+            "check by hand that the merged source no longer defines it (`flux build kustomization acme -n flux-system --path DIR` on a checkout of the merged repository",
+        ),
+        (
+            "Flux: another rolled-back window's VPNGateway",
+            Tool::Flux,
+            "rolled-back",
+            true,
+            false,
+            "its source still defines vpngateway/beta -n tenant-acme (replaced by the window of tenant-acme/beta, which relied on its suspension) (status of kustomization/acme -n flux-system), and restoring its sync now would re-create it (and take the floating IP). Revert the repository change of tenant-acme/beta",
+        ),
+        (
+            "Flux: the other window's gateway was never in the source",
+            Tool::Flux,
+            "done",
+            false,
+            true,
+            "synced: what the window made live is as it was",
+        ),
+        (
+            "Flux: the merged source defines it, the inventory not: the first sync re-creates it",
+            Tool::Flux,
+            "done",
+            false,
+            false,
+            "ipsecgateway/beta -n tenant-acme exists again",
+        ),
+    ];
+    for (what, tool, phase, in_source, restored, says) in rows {
+        let (tool, in_source) = (*tool, *in_source);
+        let l = synced(tool).await;
+        let kind = if *phase == "done" {
+            "IPsecGateway"
+        } else {
+            "VPNGateway"
+        };
+        let plural = if kind == "IPsecGateway" {
+            ("ipsec.bnerd.net", "ipsecgateways")
+        } else {
+            ("vpn.bnerd.net", "vpngateways")
+        };
+        // An IPsecGateway the controller can apply: acme's, renamed, on another address.
+        let beta = if kind == "IPsecGateway" {
+            let acme = tool
+                .source(&l)
+                .split("\n---")
+                .find(|d| d.contains("kind: IPsecGateway"))
+                .unwrap()
+                .to_string();
+            format!(
+                "\n---{}",
+                acme.replace("\n  name: acme\n", "\n  name: beta\n")
+                    .replace("198.51.100.23", "198.51.100.24")
+            )
+        } else {
+            beta_doc(kind)
+        };
+        let with_beta = |m: String| {
+            if m.contains("name: beta") {
+                m
+            } else {
+                format!("{m}{beta}")
+            }
+        };
+        // Argo CD shows the merged source at once. A Kustomization synced beta's gateway
+        // before acme's window suspended it: its inventory keeps listing it while
+        // suspended, and the merged source still defines it.
+        let flux_beta = in_source && matches!(tool, Tool::Flux);
+        // The last row: beta's old gateway only in the merged source.
+        let merged_only = !in_source && !*restored;
+        done_then_merged_by(&l, tool, |m| {
+            if flux_beta || merged_only {
+                with_beta(m)
+            } else {
+                m
+            }
+        })
+        .await;
+        if in_source && matches!(tool, Tool::Argo) {
+            tool.merge(&l, &with_beta(tool.source(&l)));
+            eventually(10, "the owner lists beta", || lists_beta(tool, &l)).await;
+        }
+        if flux_beta {
+            let (g, v, p, ons) = tool.owner_type();
+            let rt = l.sb.store.resource(g, v, p).unwrap();
+            let id = format!("{NS}_beta_{}_{kind}", plural.0);
+            l.sb.store
+                .modify(&rt, ons, "acme", true, &Default::default(), |o| {
+                    let mut o = o.clone();
+                    o["status"]["inventory"]["entries"]
+                        .as_array_mut()
+                        .unwrap()
+                        .push(json!({"id": id, "v": "v1alpha1"}));
+                    Ok(o)
+                })
+                .unwrap();
+            assert!(lists_beta(tool, &l), "{what}");
+        }
+        // beta's window replaced its old gateway.
+        let rt = l.sb.store.resource(plural.0, "v1alpha1", plural.1).unwrap();
+        let _ = l.sb.store.delete(&rt, NS, "beta", &Default::default());
+        eventually(10, "beta's old gateway is gone", || {
+            l.sb.store.get(&rt, NS, "beta").is_err()
+        })
+        .await;
+        other_window_on(&l, tool, NS, "beta", phase, false);
+        let r = l
+            .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
+            .await;
+        assert!(r.says(says), "{what}: {}", r.stderr);
+        assert_eq!(tool.suspended(&tool.owner(&l)), !restored, "{what}");
+        if merged_only {
+            // The first-sync watch saw it and suspended the owner again (exit 5), never
+            // "as it was".
+            assert_eq!(r.code, 5, "{what}: {}", r.stderr);
+            assert!(!r.says("as it was"), "{what}: {}", r.stderr);
+            let j = live::journal(&l, NS, "acme").unwrap();
+            assert_eq!(j["gitops"][0]["paused"], true, "{what}: {j}");
+            continue;
+        }
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        if *restored {
+            continue;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            l.sb.store.get(&rt, NS, "beta").is_err(),
+            "{what}: beta's old gateway came back"
+        );
+        let r = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&r.stdout);
+        assert!(
+            flat.contains(&format!(
+                "tenant-acme/beta ({phase}: its repository change {}",
+                if *phase == "done" {
+                    "merged"
+                } else {
+                    "reverted"
+                }
+            )),
+            "{what}: {}",
+            r.stdout
+        );
+        assert!(
+            !flat.contains("-n tenant-acme --gitops resume`"),
+            "{what}: {}",
+            r.stdout
+        );
+        let then = match tool {
+            Tool::Argo => {
+                "then `vpnmig cutover acme -n tenant-acme` restores it once the owner's status lists none of them"
+            }
+            Tool::Flux => {
+                "then restore it by hand: `kubectl patch kustomization acme -n flux-system"
+            }
+        };
+        assert!(flat.contains(then), "{what}: {}", r.stdout);
+    }
+}
+
+/// Attack finding A9: `status` for one namespace finds the other windows on the same
+/// owner in every namespace (as the restore does), and offers no restore by hand while
+/// one of them relies on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_for_one_namespace_names_the_windows_of_others_on_the_owner() {
+    for (tool, phase) in [
+        (Tool::Argo, "deleting"),
+        (Tool::Flux, "applied"),
+        (Tool::Argo, "done"),
+    ] {
+        let l = synced(tool).await;
+        done_then_merged_by(&l, tool, |m| m).await;
+        other_window_on(&l, tool, "tenant-b", "beta", phase, false);
+        let r = l.vpnmig(&["status", "-n", NS, "-o", "wide"]).await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let flat = live::flat(&r.stdout);
+        if phase == "done" {
+            assert!(
+                flat.contains("tenant-b/beta (done: its repository change merged, the source no longer defining ipsecgateway/beta -n tenant-b)"),
+                "{phase}: {}",
+                r.stdout
+            );
+        } else {
+            assert!(
+                flat.contains(&format!(
+                    "relied on by the window of tenant-b/beta ({phase})"
+                )),
+                "{phase}: {}",
+                r.stdout
+            );
+            assert!(!flat.contains("kubectl patch"), "{phase}: {}", r.stdout);
         }
     }
 }
@@ -1163,6 +1439,12 @@ async fn a_lost_psk_secret_is_said_plainly_and_never_resumed() {
             r.stdout
         );
         assert!(!flat.contains("--gitops resume"), "{}", r.stdout);
+        // Attack finding A8: the journal's key name, as the stop says it.
+        assert!(
+            flat.contains("--from-literal=psk=<the client's key>"),
+            "{}",
+            r.stdout
+        );
     }
 }
 
@@ -1196,6 +1478,15 @@ async fn an_unreadable_journal_keeps_a_shared_owner_suspended() {
         r.stderr
     );
     assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+    // status says the same, and offers no restore (attack finding A9).
+    let r = l.vpnmig(&["status", "-n", NS]).await;
+    let flat = live::flat(&r.stdout);
+    assert!(
+        flat.contains("whether another window relies on it cannot be read (1 ConfigMap(s) labelled app.kubernetes.io/managed-by=vpnmig in all namespaces are not journals this version reads)"),
+        "{}",
+        r.stdout
+    );
+    assert!(!flat.contains("kubectl patch"), "{}", r.stdout);
 }
 
 // ---------------------------------------------------------------------------------------

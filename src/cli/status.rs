@@ -550,16 +550,67 @@ async fn suspended_owners(
                 });
                 continue;
             }
+            // The other windows on the owner wherever their gateways are, as the restore
+            // finds them (attack finding A9): every namespace where journals may be
+            // listed, else the namespaces the owner's status names.
+            let owner_obj = match crate::cluster::gitops::find(cluster, &r.owner).await {
+                Ok(crate::cluster::gitops::Found::One(_, o)) => Some(o),
+                _ => None,
+            };
+            let (holders, unread) =
+                match crate::window::journals_for(cluster, owner_obj.as_ref()).await {
+                    Ok(mut all) => {
+                        all.retain(|a| {
+                            !parsed
+                                .iter()
+                                .any(|p| p.namespace == a.namespace && p.gateway == a.gateway)
+                        });
+                        all.extend(parsed.iter().cloned());
+                        (gitops::holders(&all, &r.owner, (ns, name)), None)
+                    }
+                    Err(why) => (holders, Some(why)),
+                };
             let relied_on_by: Vec<String> = holders
                 .iter()
                 .filter(|h| h.in_flight())
                 .map(|h| format!("{}/{} ({})", h.namespace, h.gateway, h.phase.as_str()))
                 .collect();
-            // A PSK Secret that is gone: no restore brings the client's key back.
-            let psk_gone = matches!(
-                crate::cluster::gitops::get_kept(cluster, "v1", "Secret", ns, &j.psk_secret).await,
-                Ok(None)
-            );
+            // What each finished window on the owner replaced: its source must no longer
+            // define it before a restore (attack finding A2).
+            let finished: Vec<String> = holders
+                .iter()
+                .filter(|h| !h.in_flight())
+                .map(|h| {
+                    let (kind, change) = if h.phase == Phase::Done {
+                        ("ipsecgateway", "merged")
+                    } else {
+                        ("vpngateway", "reverted")
+                    };
+                    format!(
+                        "{}/{} ({}: its repository change {change}, the source no longer defining {kind}/{} -n {})",
+                        h.namespace,
+                        h.gateway,
+                        h.phase.as_str(),
+                        h.gateway,
+                        h.namespace
+                    )
+                })
+                .collect();
+            // A PSK Secret that is gone: no restore brings the client's key back. One the
+            // owner tracks and its merged source no longer defines: a restore would
+            // delete it, so the restore refuses (attack finding A8).
+            let secret =
+                crate::cluster::gitops::get_kept(cluster, "v1", "Secret", ns, &j.psk_secret).await;
+            let psk_gone = matches!(secret, Ok(None));
+            let psk_unlisted = match (&secret, owner_obj.as_ref()) {
+                (Ok(Some(sec)), Some(o)) => {
+                    gitops::tracks(&r.owner, sec)
+                        && !gitops::protected(&r.owner.kind, sec)
+                        && gitops::source_defines(o, "", "Secret", ns, &j.psk_secret) == Some(false)
+                }
+                _ => false,
+            };
+            let key = j.psk_key();
             // Flux does not refresh a suspended owner's inventory: only the user can say
             // the repository is merged.
             let resume = if r.owner.kind == "Application" {
@@ -579,24 +630,53 @@ async fn suspended_owners(
             };
             let how = if psk_gone {
                 format!(
-                    "secret/{} -n {ns} (the PSK) is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold (`kubectl create secret generic {} -n {ns} --from-literal=KEY=<the client's key>`), then `vpnmig verify {name} -n {ns}`; keep the owner suspended until the Secret is in its repository (or carries none of its markers), then `vpnmig {verb} {name} -n {ns}` restores it",
+                    "secret/{} -n {ns} (the PSK) is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold (`kubectl create secret generic {} -n {ns} --from-literal={key}=<the client's key>`), then `vpnmig verify {name} -n {ns}`; keep the owner suspended until the Secret is in its repository (or carries none of its markers), then `vpnmig {verb} {name} -n {ns}` restores it",
                     j.psk_secret, j.psk_secret
+                )
+            } else if psk_unlisted {
+                format!(
+                    "its source no longer defines secret/{} -n {ns} (the PSK, data key `{key}`) although it tracks it (status of {}): a restore would delete it; put the Secret back in the repository (or take the owner's markers off it), then `vpnmig {verb} {name} -n {ns}` restores it",
+                    j.psk_secret,
+                    r.owner.display()
                 )
             } else if !relied_on_by.is_empty() {
                 format!(
                     "not restored while a window that relies on it is under way; when they are done, `vpnmig {verb} {name} -n {ns}` restores it"
                 )
+            } else if let Some(why) = unread {
+                format!(
+                    "whether another window relies on it cannot be read ({why}): check by hand (`kubectl get configmaps -A -l app.kubernetes.io/managed-by=vpnmig -o yaml`: a journal whose gitops record names {} relies on it), then `vpnmig {verb} {name} -n {ns}` with a context that can list them",
+                    r.owner.display()
+                )
             } else {
-                match j.phase {
-                    Phase::Done => format!(
-                        "merge the repository change, then `vpnmig cutover {name} -n {ns}{resume}` restores it{by_hand}"
-                    ),
-                    Phase::RolledBack => format!(
-                        "revert the repository change, then `vpnmig rollback {name} -n {ns}{resume}` restores it{by_hand}"
-                    ),
-                    _ => format!(
+                let own = match j.phase {
+                    Phase::Done => "merge the repository change",
+                    Phase::RolledBack => "revert the repository change",
+                    _ => "",
+                };
+                if own.is_empty() {
+                    format!(
                         "the window restores it when it finishes: `vpnmig cutover {name} -n {ns}` goes on, `vpnmig rollback {name} -n {ns}` goes back{by_hand}"
-                    ),
+                    )
+                } else if finished.is_empty() {
+                    format!(
+                        "{own}, then `vpnmig {verb} {name} -n {ns}{resume}` restores it{by_hand}"
+                    )
+                } else if r.owner.kind == "Application" {
+                    format!(
+                        "{own}; what each window that relied on it changed must be in the repository too: {}; then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status lists none of them (`--gitops resume` vouches for this window's change only)",
+                        finished.join("; ")
+                    )
+                } else {
+                    format!(
+                        "{own}; what each window that relied on it changed must be in the repository too: {}; the cluster cannot show it (a suspended owner's status is not refreshed) and `--gitops resume` vouches for this window's change only: check by hand ({}), then restore it by hand: `{}`",
+                        finished.join("; "),
+                        gitops::render_hint(&r.owner),
+                        r.saved
+                            .as_ref()
+                            .map(|s| gitops::restore_command(&r.owner, s))
+                            .unwrap_or_default()
+                    )
                 }
             };
             out.push(Suspended {

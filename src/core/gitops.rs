@@ -750,6 +750,31 @@ pub fn restore_command(owner: &OwnerRef, saved: &Saved) -> String {
     )
 }
 
+/// How to see by hand what an owner's merged source defines, where the cluster cannot
+/// show it (a suspended Flux Kustomization's inventory is never refreshed; a HelmRelease
+/// has none): the command on a checkout of the merged repository.
+pub fn render_hint(owner: &OwnerRef) -> String {
+    let ns = owner
+        .namespace
+        .as_deref()
+        .map(|n| format!(" -n {n}"))
+        .unwrap_or_default();
+    match owner.kind.as_str() {
+        "Kustomization" => format!(
+            "`flux build kustomization {}{ns} --path DIR` on a checkout of the merged repository",
+            owner.name
+        ),
+        "HelmRelease" => format!(
+            "`helm template` of the chart with the merged values of helmrelease/{}{ns}",
+            owner.name
+        ),
+        _ => format!(
+            "`argocd app manifests {} --source git` after the merge",
+            owner.name
+        ),
+    }
+}
+
 /// The command that suspends an owner by hand, with `kubectl patch` (what `--gitops
 /// pause` does).
 pub fn pause_command(owner: &OwnerRef) -> String {

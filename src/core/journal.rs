@@ -366,6 +366,17 @@ pub fn archive_name(gateway: &str, n: u32) -> String {
 }
 
 impl Journal {
+    /// The key of the PSK in its Secret, as the window's objects name it (`psk` when
+    /// neither says).
+    pub fn psk_key(&self) -> &str {
+        self.targets
+            .iter()
+            .find_map(|t| t.pointer("/spec/ipsec/pskSecretRef/key"))
+            .or_else(|| self.old_manifest.pointer("/spec/auth/pskSecretRef/key"))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("psk")
+    }
+
     /// This window's number among the gateway's windows: one after the last archived.
     pub fn window_number(&self) -> u32 {
         self.earlier_windows.last().map_or(1, |e| e.window + 1)

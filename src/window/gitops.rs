@@ -702,49 +702,74 @@ pub(crate) async fn restore(
         // 3. Safe only when its source no longer defines what the windows replaced.
         // Whether the rest of the source matches what the window made live cannot be
         // told before (Argo CD shows objects it does not track yet as OutOfSync): the
-        // first sync after the restore is watched instead (`settle`).
-        if !force {
-            let mut why = None;
-            for (j, kind) in &windows {
-                let lists = live_owner.as_ref().and_then(|o| {
-                    gitops::owner_state(o, kind, &j.namespace, &j.gateway).source_lists
-                });
-                let whose =
-                    if (j.namespace.as_str(), j.gateway.as_str()) == (ns.as_str(), name.as_str()) {
-                        String::new()
-                    } else {
-                        format!(
-                            " (replaced by the window of {}/{}, which relied on its suspension)",
-                            j.namespace, j.gateway
-                        )
-                    };
-                let what = object_ref(kind, &j.gateway, &j.namespace);
-                let text = match lists {
-                    Some(false) => continue,
-                    Some(true) => format!(
-                        "its source still defines {what}{whose} (status of {})",
-                        r.owner.display()
-                    ),
-                    None => format!(
-                        "the cluster does not show whether its source still defines {what}{whose}"
-                    ),
-                };
-                why = Some((text, j.gateway.clone(), j.namespace.clone(), *kind));
-                break;
-            }
-            if let Some((why, gw, gw_ns, kind)) = why {
-                left += 1;
-                w.ev.emit(Event::Warning(format!(
-                    "{} stays suspended: {why}, and restoring its sync now would re-create it (and take the floating IP). {}, then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume`: whatever the status says), or by hand: `{by_hand}`",
-                    r.owner.display(),
-                    if kind == "IPsecGateway" {
-                        format!("Merge the repository change (`vpnmig plan {gw} -n {gw_ns} --gitops-repo DIR` writes it)")
-                    } else {
-                        "Revert the repository change".to_string()
-                    },
-                )));
+        // first sync after the restore is watched instead (`settle`). `--gitops resume`
+        // vouches for this window's repository change only: what another window that
+        // relied on the suspension replaced is checked all the same (attack finding A2).
+        let mut why = None;
+        for (j, kind) in &windows {
+            let mine = (j.namespace.as_str(), j.gateway.as_str()) == (ns.as_str(), name.as_str());
+            if mine && force {
                 continue;
             }
+            let lists = live_owner
+                .as_ref()
+                .and_then(|o| gitops::owner_state(o, kind, &j.namespace, &j.gateway).source_lists);
+            let whose = if mine {
+                String::new()
+            } else {
+                format!(
+                    " (replaced by the window of {}/{}, which relied on its suspension)",
+                    j.namespace, j.gateway
+                )
+            };
+            let what = object_ref(kind, &j.gateway, &j.namespace);
+            let text = match lists {
+                Some(false) => continue,
+                Some(true) => format!(
+                    "its source still defines {what}{whose} (status of {})",
+                    r.owner.display()
+                ),
+                None => format!(
+                    "the cluster does not show whether its source still defines {what}{whose}"
+                ),
+            };
+            why = Some((text, j.clone(), *kind, mine));
+            break;
+        }
+        if let Some((why, j, kind, mine)) = why {
+            left += 1;
+            let (gw, gw_ns) = (&j.gateway, &j.namespace);
+            let change = if kind == "IPsecGateway" {
+                format!(
+                    "Merge the repository change of {gw_ns}/{gw} (`vpnmig plan {gw} -n {gw_ns} --gitops-repo DIR` writes it)"
+                )
+            } else {
+                format!("Revert the repository change of {gw_ns}/{gw}")
+            };
+            let then = if mine {
+                format!(
+                    "then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume`: whatever the status says), or by hand: `{by_hand}`"
+                )
+            } else if r.owner.kind == "Application" {
+                format!(
+                    "then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume` vouches for this window's change only, not for what another window replaced)"
+                )
+            } else {
+                format!(
+                    "then check by hand that the merged source no longer defines it ({}: {} does not refresh a suspended owner's status, and `--gitops resume` vouches for this window's change only), and only then restore it by hand: `{by_hand}`",
+                    gitops::render_hint(&r.owner),
+                    if r.owner.kind == "HelmRelease" {
+                        "a HelmRelease shows no inventory, and Flux"
+                    } else {
+                        "Flux"
+                    }
+                )
+            };
+            w.ev.emit(Event::Warning(format!(
+                "{} stays suspended: {why}, and restoring its sync now would re-create it (and take the floating IP). {change}, {then}",
+                r.owner.display(),
+            )));
+            continue;
         }
         // 4. What the windows keep.
         let mut refused = None;
@@ -776,7 +801,8 @@ pub(crate) async fn restore(
         // restores and watches again. If the sync re-creates the replaced gateway,
         // changes or deletes what the window made live, or deletes the PSK Secret, the
         // owner is suspended again at once.
-        if let Err(e) = settle(w, &r.owner, replaced).await {
+        let settled = settle(w, &r.owner, replaced, &windows[1..]).await;
+        if let Err(e) = &settled {
             let _ = live::patch(
                 w.cluster,
                 &r.owner,
@@ -804,20 +830,36 @@ pub(crate) async fn restore(
                 message: format!(
                     "{} was restored and its sync interfered, so vpnmig suspended it again: {}",
                     r.owner.display(),
-                    crate::error::error_line(&e)
+                    crate::error::error_line(e)
                 ),
                 hint: Some(format!(
-                    "its source is not what the window made live: fix the repository, check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}` restores it again"
+                    "{}its source is not what the windows made live: fix the repository, check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}` restores it again",
+                    match e {
+                        Error::Stop { hint: Some(h), .. } => format!("{h}; "),
+                        _ => String::new(),
+                    }
                 )),
             });
         }
         w.journal.gitops[i].paused = false;
         w.journal.gitops[i].restored_at = Some(now());
         journal::write(w.cluster, &w.journal, false).await?;
-        w.ev.emit(Event::Step(format!(
-            "{} synced: what the window made live is as it was",
-            r.owner.display()
-        )));
+        // A sync not seen within the watch is said so: "as it was" only so far.
+        w.ev.emit(if matches!(settled, Ok(true)) {
+            Event::Step(format!(
+                "{} synced: what the window made live is as it was",
+                r.owner.display()
+            ))
+        } else {
+            Event::Warning(format!(
+                "{} restored, but its status did not say it synced within {}s: what the windows made live was as it was until then; check its next sync (`kubectl get {} {} -n {}`) and `vpnmig verify {name} -n {ns}`",
+                r.owner.display(),
+                SETTLE.as_secs(),
+                r.owner.resource(),
+                r.owner.name,
+                r.owner.namespace.as_deref().unwrap_or_default()
+            ))
+        });
     }
     // The owners this window relied on: who restores them (issue 21 item 2).
     for r in w.journal.gitops.clone() {
@@ -856,13 +898,7 @@ pub(crate) async fn restore(
 /// The stop when the PSK Secret is gone: plain about what only the client can give back.
 fn psk_gone_stop(j: &crate::core::journal::Journal, owner: &gitops::OwnerRef) -> Error {
     let (secret, ns, name) = (&j.psk_secret, &j.namespace, &j.gateway);
-    let key = j
-        .targets
-        .iter()
-        .find_map(|t| t.pointer("/spec/ipsec/pskSecretRef/key"))
-        .or_else(|| j.old_manifest.pointer("/spec/auth/pskSecretRef/key"))
-        .and_then(Value::as_str)
-        .unwrap_or("psk");
+    let key = j.psk_key();
     Error::Stop {
         code: exit::VERIFY_FAILED,
         message: format!(
@@ -878,7 +914,7 @@ fn psk_gone_stop(j: &crate::core::journal::Journal, owner: &gitops::OwnerRef) ->
 /// The journals of every window that may hold an owner: every namespace, or, where
 /// listing them all is refused, the gateway's namespace and each namespace the owner's
 /// status names (`owner`). `Err`: a namespace that could not be listed.
-async fn journals_for(
+pub(crate) async fn journals_for(
     cluster: &Cluster,
     owner: Option<&Value>,
 ) -> Result<Vec<crate::core::journal::Journal>, String> {
@@ -1045,8 +1081,16 @@ const SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Watch a restored owner until its status says it synced (at most [`SETTLE`]), while
 /// the window's objects stay as they are: after a cutover the targets as applied and no
-/// IPsecGateway; after a rollback no VPNGateway. Errors: the interference.
-async fn settle(w: &Window<'_>, owner: &gitops::OwnerRef, replaced: &str) -> Result<(), Error> {
+/// IPsecGateway; after a rollback no VPNGateway. `others`: the other windows on the
+/// owner and what each replaced, which must not come back either (attack finding A2: a
+/// sync that re-created another window's old gateway was called "as it was"). `Ok`:
+/// whether its status said it synced within [`SETTLE`]. Errors: the interference.
+async fn settle(
+    w: &Window<'_>,
+    owner: &gitops::OwnerRef,
+    replaced: &str,
+    others: &[(crate::core::journal::Journal, &str)],
+) -> Result<bool, Error> {
     let (cluster, name) = (w.cluster, w.name().to_string());
     let secret = w.journal.psk_secret.clone();
     let psk_gone = || Error::Stop {
@@ -1069,6 +1113,9 @@ async fn settle(w: &Window<'_>, owner: &gitops::OwnerRef, replaced: &str) -> Res
             {
                 return Err(psk_gone());
             }
+            if let Some(back) = back_again(cluster, others).await? {
+                return Err(back);
+            }
             if let Found::One(_, o) = live::find(cluster, owner).await? {
                 let st = gitops::owner_state(&o, replaced, cluster.namespace.as_str(), &name);
                 let flux_ready = o["status"]["conditions"].as_array().is_some_and(|cs| {
@@ -1076,15 +1123,15 @@ async fn settle(w: &Window<'_>, owner: &gitops::OwnerRef, replaced: &str) -> Res
                         .any(|c| c["type"] == "Ready" && c["status"] == "True")
                 });
                 if st.synced == Some(true) || (st.synced.is_none() && flux_ready) {
-                    return Ok(());
+                    return Ok(true);
                 }
             }
         }
-        Ok::<(), Error>(())
+        Ok::<bool, Error>(false)
     };
     let old = [w.journal.old_manifest.clone()];
-    if replaced == "IPsecGateway" {
-        super::steps::unless_interfered(cluster, &name, &w.journal.targets, synced).await?;
+    let seen = if replaced == "IPsecGateway" {
+        super::steps::unless_interfered(cluster, &name, &w.journal.targets, synced).await?
     } else {
         // The IPsecGateway the rollback re-created must stay as saved, and the VPNGateway
         // gone.
@@ -1093,7 +1140,7 @@ async fn settle(w: &Window<'_>, owner: &gitops::OwnerRef, replaced: &str) -> Res
             r = super::steps::unless_recreated(cluster, "VPNGateway", &name, "rollback", synced) => r?,
             e = Box::pin(kept) => return Err(e),
         }
-    }
+    };
     // Once synced, one last look: a change that landed before the watches began is not
     // an event they saw (attack finding: a sync at once raced them).
     let intact = if replaced == "IPsecGateway" {
@@ -1113,6 +1160,9 @@ async fn settle(w: &Window<'_>, owner: &gitops::OwnerRef, replaced: &str) -> Res
     {
         return Err(psk_gone());
     }
+    if let Some(back) = back_again(cluster, others).await? {
+        return Err(back);
+    }
     if !intact {
         return Err(Error::Stop {
             code: exit::VERIFY_FAILED,
@@ -1123,7 +1173,45 @@ async fn settle(w: &Window<'_>, owner: &gitops::OwnerRef, replaced: &str) -> Res
             hint: None,
         });
     }
-    Ok(())
+    Ok(seen)
+}
+
+/// The first of `others` (windows and what each replaced) whose replaced gateway exists
+/// again, as the interference.
+async fn back_again(
+    cluster: &Cluster,
+    others: &[(crate::core::journal::Journal, &str)],
+) -> Result<Option<Error>, Error> {
+    use crate::core::model::{NEW_GROUP, OLD_GROUP, VERSION};
+    for (j, kind) in others {
+        let group = if *kind == "IPsecGateway" {
+            OLD_GROUP
+        } else {
+            NEW_GROUP
+        };
+        let api = format!("{group}/{VERSION}");
+        if let Some(o) = live::get_kept(cluster, &api, kind, &j.namespace, &j.gateway).await? {
+            return Ok(Some(Error::Stop {
+                code: exit::VERIFY_FAILED,
+                message: format!(
+                    "{} exists again (uid {}, {}), which the window of {}/{} (journal phase {}) replaced: the owner's source still defines it",
+                    object_ref(kind, &j.gateway, &j.namespace),
+                    o.pointer("/metadata/uid")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?"),
+                    gitops::who(&o),
+                    j.namespace,
+                    j.gateway,
+                    j.phase.as_str()
+                ),
+                hint: Some(format!(
+                    "check that gateway at once (`vpnmig verify {} -n {}`); the re-created {kind} fights it for its floating IP until it is deleted and the repository change is merged",
+                    j.gateway, j.namespace
+                )),
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// A finished window (`replaced`: `IPsecGateway` done, `VPNGateway` rolled back) run
