@@ -379,13 +379,21 @@ async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once() {
     );
     assert!(r.says("field manager argocd-controller"), "{}", r.stderr);
     assert!(r.says("app.kubernetes.io/instance=tenants"), "{}", r.stderr);
+    // Who wrote it, from its managedFields (attack A7).
+    assert!(
+        r.says("make sure nothing syncs it first: it was written by a GitOps controller's sync (field manager argocd-controller)"),
+        "{}",
+        r.stderr
+    );
     assert!(
         !r.stderr.contains("the IPsecGateway is deleted"),
         "{}",
         r.stderr
     );
     assert!(
-        r.says("`vpnmig rollback acme -n tenant-acme --yes` (keeps the re-created IPsecGateway"),
+        r.says(
+            "`vpnmig rollback acme -n tenant-acme --yes` deletes them and keeps the re-created IPsecGateway"
+        ),
         "{}",
         r.stderr
     );

@@ -1022,6 +1022,15 @@ async fn old_back_stop(w: &Window<'_>, obj: &Value, message: &str) -> Error {
         ),
         // No owner acts now: who wrote it, from its managedFields.
         None => match crate::core::gitops::writer(obj) {
+            Some(who)
+                if ["Application", "Kustomization", "HelmRelease"]
+                    .iter()
+                    .any(|k| crate::core::gitops::written_by(k, obj)) =>
+            {
+                format!(
+                    "make sure nothing syncs it first: it was written by {who} (`vpnmig status -n {ns} -o wide` shows its MANAGED-BY). Then: "
+                )
+            }
             Some(who) => format!(
                 "find who created it ({who}) and make sure they do not again, and that nothing syncs it (`vpnmig status -n {ns} -o wide` shows its MANAGED-BY). Then: "
             ),
