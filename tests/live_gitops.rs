@@ -1704,11 +1704,52 @@ async fn status_reads_the_suspended_owner_back_and_never_restores_over_a_change(
 /// the re-run leaves it suspended until the repository is merged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_owner_re_enabled_after_the_apply_is_no_green_end() {
-    for (tool, on) in [
-        (Tool::Argo, json!({"selfHeal": true, "prune": true})),
-        (Tool::Flux, json!(false)),
+    // (scenario, owner type (group, version, plural, namespace), the field `--gitops
+    // pause` changes, its value re-enabled and suspended, the owner as vpnmig names it)
+    let argo = ("argoproj.io", "v1alpha1", "applications", "argocd");
+    let ks = (
+        "kustomize.toolkit.fluxcd.io",
+        "v1",
+        "kustomizations",
+        "flux-system",
+    );
+    let hr = (
+        "helm.toolkit.fluxcd.io",
+        "v2",
+        "helmreleases",
+        "flux-system",
+    );
+    let automated = "/spec/syncPolicy/automated";
+    for (scenario, (g, v, p, ns), field, on, off, owner) in [
+        (
+            ARGO.to_string(),
+            argo,
+            automated,
+            json!({"selfHeal": true, "prune": true}),
+            Value::Null,
+            "application/acme -n argocd",
+        ),
+        (
+            FLUX.to_string(),
+            ks,
+            "/spec/suspend",
+            json!(false),
+            json!(true),
+            "kustomization/acme -n flux-system",
+        ),
+        (
+            helm_release(),
+            hr,
+            "/spec/suspend",
+            json!(false),
+            json!(true),
+            "helmrelease/acme -n flux-system",
+        ),
     ] {
-        let l = synced(tool).await;
+        let mut s = live::pool("10.250.3.0/24");
+        s.gitops.self_heal_delay_ms = 200;
+        let l = start(&scenario, s).await;
+        adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
         l.sb.operator.settings().write().unwrap().peer_retry_ms = 4000;
         let child = l.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
         eventually(30, "the window applies the VPNGateway", || {
@@ -1718,33 +1759,26 @@ async fn an_owner_re_enabled_after_the_apply_is_no_green_end() {
         // The owner's sync would re-create the old gateway at once: the test reads what
         // the window says, it does not race that sync.
         l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 600_000;
-        let (g, v, p, ns) = tool.owner_type();
         let rt = l.sb.store.resource(g, v, p).unwrap();
-        let set = |value: Value| {
+        let read = || l.sb.store.get(&rt, ns, "acme").unwrap();
+        let set = |value: &Value| {
             l.sb.store
                 .modify(&rt, ns, "acme", false, &by("kubectl-edit"), |o| {
                     let mut o = o.clone();
-                    match tool {
-                        // Suspended: the field absent, as `--gitops pause` leaves it.
-                        Tool::Argo if value.is_null() => {
-                            o["spec"]["syncPolicy"]
-                                .as_object_mut()
-                                .unwrap()
-                                .remove("automated");
-                        }
-                        Tool::Argo => o["spec"]["syncPolicy"]["automated"] = value.clone(),
-                        Tool::Flux => o["spec"]["suspend"] = value.clone(),
+                    let (parent, key) = field.rsplit_once('/').unwrap();
+                    let at = o.pointer_mut(parent).unwrap().as_object_mut().unwrap();
+                    // Suspended: Argo CD's field absent, as `--gitops pause` leaves it.
+                    if value.is_null() {
+                        at.remove(key);
+                    } else {
+                        at.insert(key.into(), value.clone());
                     }
                     Ok(o)
                 })
                 .unwrap();
         };
-        set(on.clone());
+        set(&on);
         let r = live::finish(child).await;
-        let owner = match tool {
-            Tool::Argo => "application/acme -n argocd",
-            Tool::Flux => "kustomization/acme -n flux-system",
-        };
         assert_eq!(r.code, 5, "{}", r.stderr);
         for words in [
             &format!("{owner} syncs automatically again, re-enabled by someone else")[..],
@@ -1770,10 +1804,7 @@ async fn an_owner_re_enabled_after_the_apply_is_no_green_end() {
         assert!(!again.says("nothing to do"), "{}", again.stderr);
         assert!(again.says("contests the floating IP"), "{}", again.stderr);
         // Suspended again as the stop says: held, and restored only after the merge.
-        set(match tool {
-            Tool::Argo => Value::Null,
-            Tool::Flux => json!(true),
-        });
+        set(&off);
         let again = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
         assert_eq!(again.code, 0, "{}", again.stderr);
         assert!(
@@ -1781,7 +1812,9 @@ async fn an_owner_re_enabled_after_the_apply_is_no_green_end() {
             "{}",
             again.stderr
         );
-        assert!(tool.suspended(&tool.owner(&l)));
+        // Suspended as set: Argo CD's field absent, Flux's `true`.
+        let now = read().pointer(field).cloned().unwrap_or(Value::Null);
+        assert_eq!(now, off, "{owner} suspended");
         assert_eq!(ipsecgateways(&l), 0);
     }
 }
