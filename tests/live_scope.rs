@@ -379,6 +379,12 @@ async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once() {
     );
     assert!(r.says("field manager argocd-controller"), "{}", r.stderr);
     assert!(r.says("app.kubernetes.io/instance=tenants"), "{}", r.stderr);
+    // Who wrote it, from its managedFields (attack A7).
+    assert!(
+        r.says("make sure nothing syncs it first: it was written by a GitOps controller's sync (field manager argocd-controller)"),
+        "{}",
+        r.stderr
+    );
     assert!(
         !r.stderr.contains("the IPsecGateway is deleted"),
         "{}",

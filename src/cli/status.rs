@@ -464,16 +464,15 @@ async fn open_windows(
             crate::core::journal::Journal::from_json(cm.data.as_ref()?.get("journal.json")?).ok()
         })
         .collect();
-    let open = parsed
-        .iter()
-        .filter(|j| !j.phase.finished())
-        .map(|j| Window {
+    let mut open = Vec::new();
+    for j in parsed.iter().filter(|j| !j.phase.finished()) {
+        open.push(Window {
             namespace: j.namespace.clone(),
             gateway: j.gateway.clone(),
             phase: j.phase.to_string(),
-            recovery: j.recovery(),
-        })
-        .collect();
+            recovery: recovery(cluster, j).await,
+        });
+    }
     let suspended = suspended_owners(cluster, &parsed).await;
     let protected = parsed
         .iter()
@@ -695,6 +694,58 @@ async fn suspended_owners(
     out
 }
 
+/// The old gateway of a window past the delete, when one of its name exists again (another
+/// uid than the journal's, not the journal's own still unwinding): someone re-created it.
+async fn recreated_old(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+) -> Option<serde_json::Value> {
+    if !j.phase.past_delete() {
+        return None;
+    }
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        cluster.client.clone(),
+        &j.namespace,
+        &crate::cluster::objects::resource("IPsecGateway"),
+    );
+    let got = cluster
+        .call(
+            "get",
+            &format!("ipsecgateways/{}", j.gateway),
+            Some(&j.namespace),
+            || api.get_opt(&j.gateway),
+        )
+        .await;
+    let obj = serde_json::to_value(got.ok()??).ok()?;
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(serde_json::Value::as_str);
+    (uid.is_some() && uid != j.old_uid.as_deref()).then_some(obj)
+}
+
+/// What goes on from a window under way: the journal's advice, and first, when an
+/// IPsecGateway of its name was re-created after the delete (issue 21, attack A7), that
+/// it must go (and who wrote it) before a resume, which would otherwise apply beside it.
+async fn recovery(cluster: &Cluster, j: &crate::core::journal::Journal) -> String {
+    let plain = j.recovery();
+    if j.phase.rolling_back() {
+        return plain;
+    }
+    let Some(obj) = recreated_old(cluster, j).await else {
+        return plain;
+    };
+    let (name, ns) = (&j.gateway, &j.namespace);
+    format!(
+        "ipsecgateway/{name} -n {ns} exists again (uid {}, {}): stop whoever re-created it, then delete it (`kubectl delete ipsecgateway {name} -n {ns}`) before `vpnmig cutover {name} -n {ns}` resumes; `vpnmig rollback {name} -n {ns}` keeps it instead and closes the journal (its addresses are checked)",
+        obj.pointer("/metadata/uid")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("?"),
+        crate::core::gitops::writer(&obj)
+            .map(|w| format!("written by {w}"))
+            .unwrap_or_else(|| "no field manager other than vpnmig's and the operator's".into())
+    )
+}
+
 /// An owner that reads back suspended but re-created the window's old gateway after its
 /// delete (the IPsecGateway of the name exists with another uid than the journal's, and
 /// carries the owner's markers): its controller ignores its suspension (issue 21 item 3).
@@ -733,10 +784,13 @@ async fn ignoring(
             .as_ref()
             .is_some_and(|o| o.kind == r.owner.kind && o.name == r.owner.name)
     });
-    if uid.is_some() && uid != j.old_uid.as_deref() && marked {
+    // Its markers alone are no evidence: vpnmig's own rollback re-creates the old
+    // gateway from the saved manifest, labels and all. Its controller's field manager is.
+    let wrote = gitops::written_by(&r.owner.kind, &obj);
+    if uid.is_some() && uid != j.old_uid.as_deref() && marked && wrote {
         s.live = "ignoring".into();
         s.live_detail = format!(
-            "it reads back suspended, yet ipsecgateway/{} -n {} exists again (uid {}) with its markers: its controller ignores its suspension; stop it first (its controller, or the repository change), or every way forward or back fights it",
+            "it reads back suspended, yet ipsecgateway/{} -n {} exists again (uid {}), written by its controller (managedFields): its controller ignores its suspension; stop it first (its controller, or the repository change), or every way forward or back fights it",
             j.gateway,
             j.namespace,
             uid.unwrap_or("?")
@@ -777,20 +831,47 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
         })
         .unwrap_or_default();
     let finished = matches!(s.phase.as_str(), "done" | "rolled-back");
+    let suspend_parent = crate::core::gitops::parents(&obj)
+        .first()
+        .map(|p| format!(" and `{}`", gitops::pause_command(&p.owner)))
+        .unwrap_or_default();
     let keep = if finished {
         "vpnmig does not restore over it: the policy stays as it is now".to_string()
     } else {
         format!(
-            "the window no longer holds it, and it may re-create the old gateway or prune the new objects: suspend it again before `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` (`{}`); vpnmig does not restore over a policy changed since",
+            "it may re-create the old gateway or prune the new objects, and the window still holds it: suspend it (and its parent) again before `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` (`{}`{suspend_parent}); vpnmig does not restore over a policy changed since",
             gitops::pause_command(&r.owner)
         )
+    };
+    // Re-enabled after a finished window while its source still defines (or may define)
+    // the gateway the window replaced: its sync re-creates it, and the journal keeps
+    // holding the owner until it is suspended again or the repository is merged.
+    let replaced = if s.phase == "rolled-back" {
+        "VPNGateway"
+    } else {
+        "IPsecGateway"
+    };
+    let verb = if s.phase == "rolled-back" {
+        "rollback"
+    } else {
+        "cutover"
+    };
+    let recreates =
+        finished && gitops::owner_state(&obj, replaced, &ns, &name).source_lists != Some(false);
+    let reenabled = if recreates {
+        format!(
+            "its source still defines {replaced} {ns}/{name} (or the cluster cannot show that it does not): its sync re-creates it and contests the floating IP; the journal still holds it: suspend it again (`{}`{suspend_parent}), then `vpnmig {verb} {name} -n {ns}` restores it once the repository change is merged",
+            gitops::pause_command(&r.owner)
+        )
+    } else {
+        keep.clone()
     };
     match gitops::held(r, &obj) {
         Held::AsLeft => s.live = "suspended".into(),
         Held::ReEnabled { now } => {
             s.live = "re-enabled".into();
             s.live_detail = format!("{now}{parent}");
-            s.resume = keep;
+            s.resume = reenabled;
         }
         Held::Changed { now } => {
             s.live = "changed".into();

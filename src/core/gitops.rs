@@ -683,6 +683,49 @@ pub fn held(record: &Record, live: &Value) -> Held {
     }
 }
 
+/// The field managers the controller of an owner of `owner_kind` writes with: Argo CD's
+/// application controller, Flux's kustomize-controller or helm-controller.
+pub fn controller_managers(owner_kind: &str) -> &'static [&'static str] {
+    match owner_kind {
+        "Application" => ARGO_MANAGERS,
+        "HelmRelease" => &["helm-controller"],
+        _ => &["kustomize-controller"],
+    }
+}
+
+/// Whether `obj`'s managedFields show that the controller of an owner of `owner_kind`
+/// wrote it: the only evidence that the owner re-created it. Its labels are none: vpnmig's
+/// own re-create from a saved manifest (a rollback) carries them too.
+pub fn written_by(owner_kind: &str, obj: &Value) -> bool {
+    let wanted = controller_managers(owner_kind);
+    managed(obj).iter().any(|(m, _)| wanted.contains(m))
+}
+
+/// Who wrote `obj`, from its managedFields (vpnmig's and the gateway operator's own left
+/// out): `a GitOps controller's sync (field manager kustomize-controller)`, `by hand
+/// (field manager kubectl-create)`, or the other managers; `None`: nobody else did.
+pub fn writer(obj: &Value) -> Option<String> {
+    let others: Vec<&str> = managed(obj)
+        .into_iter()
+        .map(|(m, _)| m)
+        .filter(|m| *m != crate::core::scope::FIELD_MANAGER && *m != OPERATOR_MANAGER)
+        .collect();
+    if others.is_empty() {
+        return None;
+    }
+    let list = others.join(", ");
+    let gitops = others
+        .iter()
+        .any(|m| ARGO_MANAGERS.contains(m) || FLUX_MANAGERS.contains(m));
+    Some(if gitops {
+        format!("a GitOps controller's sync (field manager {list})")
+    } else if others.iter().all(|m| m.starts_with("kubectl")) {
+        format!("a person with kubectl (field manager {list})")
+    } else {
+        format!("field manager {list}")
+    })
+}
+
 /// `/spec/syncPolicy/automated` → `spec.syncPolicy.automated`.
 pub fn dotted(pointer: &str) -> String {
     pointer.trim_start_matches('/').replace('/', ".")
@@ -1685,6 +1728,68 @@ mod tests {
         let text = serde_json::to_value(&r).unwrap();
         for key in ["relies", "heldBy", "protected"] {
             assert!(text.get(key).is_none(), "{key} in {text}");
+        }
+    }
+
+    #[test]
+    fn a_re_creation_is_blamed_on_who_wrote_it_not_on_copied_labels() {
+        let flux_labels = json!({"kustomize.toolkit.fluxcd.io/name": "edge",
+            "kustomize.toolkit.fluxcd.io/namespace": "flux-system"});
+        let mf = |ms: &[&str]| -> Value {
+            ms.iter()
+                .map(|m| json!({"manager": m, "operation": "Update"}))
+                .collect()
+        };
+        // (owner kind, managers, written by the owner's controller, writer)
+        let rows: &[(&str, &[&str], bool, Option<&str>)] = &[
+            // vpnmig's rollback re-created it from the saved manifest (Flux labels kept).
+            (
+                "Kustomization",
+                &["vpnmig", "gateway-operator"],
+                false,
+                None,
+            ),
+            (
+                "Kustomization",
+                &["kustomize-controller"],
+                true,
+                Some("a GitOps controller's sync (field manager kustomize-controller)"),
+            ),
+            (
+                "HelmRelease",
+                &["kustomize-controller"],
+                false,
+                Some("a GitOps controller's sync (field manager kustomize-controller)"),
+            ),
+            (
+                "HelmRelease",
+                &["helm-controller", "gateway-operator"],
+                true,
+                Some("a GitOps controller's sync (field manager helm-controller)"),
+            ),
+            (
+                "Application",
+                &["argocd-controller"],
+                true,
+                Some("a GitOps controller's sync (field manager argocd-controller)"),
+            ),
+            (
+                "Application",
+                &["kubectl-create", "gateway-operator"],
+                false,
+                Some("a person with kubectl (field manager kubectl-create)"),
+            ),
+            (
+                "Kustomization",
+                &["terraform"],
+                false,
+                Some("field manager terraform"),
+            ),
+        ];
+        for (kind, ms, wrote, who) in rows {
+            let o = json!({"metadata": {"labels": flux_labels, "managedFields": mf(ms)}});
+            assert_eq!(written_by(kind, &o), *wrote, "{kind} {ms:?}");
+            assert_eq!(writer(&o).as_deref(), *who, "{ms:?}");
         }
     }
 

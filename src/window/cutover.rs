@@ -948,6 +948,9 @@ async fn forward(
     if w.journal.phase < Phase::Applied {
         w.ev.emit(Event::Stage(Stage::Apply));
         old_still_gone(w).await?;
+        // The GitOps owners once more, right before the apply: one re-armed during the
+        // delete (a parent's sync) would re-create the old gateway beside the new one.
+        super::gitops::held(w, "cutover", std::time::Duration::ZERO).await?;
         w.check_lock().await?;
         let mut uids = Vec::new();
         for target in &w.journal.targets {
@@ -1017,9 +1020,24 @@ async fn old_back_stop(w: &Window<'_>, obj: &Value, message: &str) -> Error {
         Some((_, first)) => format!(
             "{first}; until then a rollback or a resume fights it (each delete undone, the floating IP contended). Then: "
         ),
-        None => format!(
-            "make sure nothing syncs it first (`vpnmig status -n {ns} -o wide` shows its MANAGED-BY). Then: "
-        ),
+        // No owner acts now: who wrote it, from its managedFields.
+        None => match crate::core::gitops::writer(obj) {
+            Some(who)
+                if ["Application", "Kustomization", "HelmRelease"]
+                    .iter()
+                    .any(|k| crate::core::gitops::written_by(k, obj)) =>
+            {
+                format!(
+                    "make sure nothing syncs it first: it was written by {who} (`vpnmig status -n {ns} -o wide` shows its MANAGED-BY). Then: "
+                )
+            }
+            Some(who) => format!(
+                "find who created it ({who}) and make sure they do not again, and that nothing syncs it (`vpnmig status -n {ns} -o wide` shows its MANAGED-BY). Then: "
+            ),
+            None => format!(
+                "make sure nothing syncs it first (`vpnmig status -n {ns} -o wide` shows its MANAGED-BY). Then: "
+            ),
+        },
     };
     let delete = format!("`kubectl delete ipsecgateway {name} -n {ns}`");
     let (message, ways) = if applied {

@@ -252,8 +252,10 @@ fn suspend_command(owner: &gitops::OwnerRef) -> String {
 /// a while ([`held`]): a suspension is what the owner shows, not what the patch answered
 /// (issue 21 item 4).
 pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
-    let before_delete = w.journal.phase < Phase::Deleting;
-    if before_delete {
+    // Until the apply, an owner that syncs again can still be stopped before anything new
+    // is live: its parents are checked and its suspension read back on every run.
+    let before_apply = w.journal.phase < Phase::Applied;
+    if before_apply {
         for r in w.journal.gitops.iter().filter(|r| r.restored_at.is_none()) {
             let Found::One(owner, obj) = live::find(w.cluster, &r.owner).await? else {
                 continue;
@@ -291,6 +293,20 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
                     continue;
                 }
                 gitops::Held::ReEnabled { now: seen } => {
+                    // Re-armed by an active parent: suspended again, the parent would
+                    // only re-arm it once more, after the read-back (a re-run is no
+                    // answer to it). Stopped, naming the parent, before anything new is
+                    // applied.
+                    if before_apply {
+                        let parents = live_parents(w.cluster, &now).await?;
+                        if let Some((p, st)) = parents
+                            .iter()
+                            .map(|(p, v)| (p, gitops::parent_state(v)))
+                            .find(|(_, st)| st.active)
+                        {
+                            return Err(parent_stop(w, verb, &owner, p, &st, Some(&seen)));
+                        }
+                    }
                     if let Some(s) = w.journal.gitops[i].saved.as_mut() {
                         s.value = now.pointer(&pointer).cloned();
                     }
@@ -328,7 +344,7 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
             gitops::dotted(&pointer)
         )));
     }
-    if before_delete {
+    if before_apply {
         held(w, verb, SETTLE_PAUSE).await?;
     }
     Ok(())
@@ -373,14 +389,16 @@ pub(crate) async fn held(
                 return Err(Error::Stop {
                     code: exit::REFUSED,
                     message: format!(
-                        "{} syncs automatically again ({now}; {writers}): the window's suspension did not hold, read back from the cluster; no gateway was deleted",
-                        owner.display()
+                        "{} syncs automatically again ({now}; {writers}): the window's suspension did not hold, read back from the cluster; {}",
+                        owner.display(),
+                        where_it_stands(w)
                     ),
                     hint: Some(format!(
-                        "nothing in its metadata names a parent: find who re-enabled it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`) and stop that, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; `vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway",
+                        "nothing in its metadata names a parent: find who re-enabled it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`) and stop that, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
                         owner.resource(),
                         owner.name,
-                        owner.namespace.as_deref().unwrap_or("argocd")
+                        owner.namespace.as_deref().unwrap_or("argocd"),
+                        way_back(w)
                     )),
                 });
             }
@@ -389,6 +407,31 @@ pub(crate) async fn held(
             return Ok(());
         }
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+/// Where a window stopped by an owner that syncs again stands: before the delete, or
+/// after it with nothing new applied.
+fn where_it_stands(w: &Window<'_>) -> String {
+    if w.journal.phase < Phase::Deleting {
+        "no gateway was deleted".into()
+    } else {
+        format!(
+            "the old gateway was deleted and nothing new was applied (journal phase {}): its sync would re-create the IPsecGateway and take the floating IP",
+            w.journal.phase
+        )
+    }
+}
+
+/// The way back for [`where_it_stands`].
+fn way_back(w: &Window<'_>) -> String {
+    let (name, ns) = (w.name(), w.ns());
+    if w.journal.phase < Phase::Deleting {
+        format!("`vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway")
+    } else {
+        format!(
+            "`vpnmig rollback {name} -n {ns}` re-creates the IPsecGateway from the journal instead (suspend the owner first there too)"
+        )
     }
 }
 
@@ -475,11 +518,12 @@ fn parent_stop(
     };
     Error::Stop {
         code: exit::REFUSED,
-        message: format!("{what}; no gateway was deleted"),
+        message: format!("{what}; {}", where_it_stands(w)),
         hint: Some(format!(
-            "{}, or change its source so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; `vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway",
+            "{}, or change its source so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
             parent_fix(&p.owner),
-            owner.display()
+            owner.display(),
+            way_back(w)
         )),
     }
 }
@@ -501,10 +545,13 @@ pub(crate) async fn still_acting(
         };
         let record = w.journal.gitops.iter().find(|r| r.owner == owner);
         let st = gitops::owner_state(&live_obj, "IPsecGateway", ns, name);
+        // Only its controller's field manager says it wrote the object: its labels do
+        // not (vpnmig's own re-create from the saved manifest carries them).
+        let wrote = gitops::written_by(&owner.kind, obj);
         let take_out = format!(
             "or take the IPsecGateway out of its source and merge that (`vpnmig plan {name} -n {ns} --gitops-repo DIR` writes the change)"
         );
-        if !st.active && record.is_some_and(|r| r.paused || r.saved.is_none()) {
+        if !st.active && wrote && record.is_some_and(|r| r.paused || r.saved.is_none()) {
             let field = record
                 .and_then(|r| r.saved.as_ref())
                 .map(|s| {
@@ -551,12 +598,16 @@ pub(crate) async fn still_acting(
             } else {
                 "it syncs automatically and this window did not suspend it"
             };
-            return Ok(Some((
+            let did = if wrote {
+                "re-created it".to_string()
+            } else {
                 format!(
-                    "{} re-created it: {whose} ({}{by})",
-                    owner.display(),
-                    how(&st)
-                ),
+                    "may re-create it (its field manager did not write this one: {})",
+                    gitops::writer(obj).unwrap_or_else(|| "vpnmig or the operator did".into())
+                )
+            };
+            return Ok(Some((
+                format!("{} {did}: {whose} ({}{by})", owner.display(), how(&st)),
                 format!(
                     "suspend {} first ({}{}), {take_out}",
                     owner.display(),
@@ -630,6 +681,17 @@ pub(crate) async fn restore(
                     Some(("its policy changed since the window paused it", now))
                 }
             };
+            // Re-enabled while its source (as the cluster shows it) still defines the
+            // replaced gateway, or may: its next sync re-creates it beside the new one.
+            // Not green, and the journal keeps holding the owner, so that `status` and a
+            // re-run say so until it is suspended again or the repository is merged
+            // (`--gitops resume`: the user says it is).
+            if let gitops::Held::ReEnabled { now: seen } = gitops::held(&r, now)
+                && !force
+                && gitops::owner_state(now, replaced, &ns, &name).source_lists != Some(false)
+            {
+                return Err(reenabled_stop(w, &r.owner, now, replaced, &seen).await);
+            }
             if let Some((what, now)) = changed {
                 w.journal.gitops[i].paused = false;
                 journal::write(w.cluster, &w.journal, false).await?;
@@ -893,6 +955,84 @@ pub(crate) async fn restore(
         }));
     }
     Ok(left)
+}
+
+/// The stop at the end of a window whose owner `owner` (live: `obj`) was re-enabled by
+/// someone else after the pause while its source still defines the replaced gateway (or
+/// the cluster cannot show that it does not): its next sync re-creates the gateway the
+/// window replaced, which contests the floating IP with the new one. Exit 5; the journal
+/// keeps holding the owner.
+async fn reenabled_stop(
+    w: &Window<'_>,
+    owner: &gitops::OwnerRef,
+    obj: &Value,
+    replaced: &str,
+    seen: &str,
+) -> Error {
+    let (name, ns) = (w.name(), w.ns());
+    let (verb, kept) = if replaced == "IPsecGateway" {
+        ("cutover", "VPNGateway")
+    } else {
+        ("rollback", "IPsecGateway")
+    };
+    let lists = match gitops::owner_state(obj, replaced, ns, name).source_lists {
+        Some(true) => format!(
+            "its source still defines {replaced} {ns}/{name} (status of {})",
+            owner.display()
+        ),
+        _ => format!(
+            "the cluster does not show that its source no longer defines {replaced} {ns}/{name}"
+        ),
+    };
+    let back = match crate::cluster::objects::get(w.cluster, replaced, name).await {
+        Ok(Some(o)) => format!(
+            "; {replaced} {ns}/{name} exists again already (uid {}{})",
+            o.pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            gitops::writer(&o)
+                .map(|who| format!(", {who}"))
+                .unwrap_or_default()
+        ),
+        _ => String::new(),
+    };
+    let parents = live_parents(w.cluster, obj).await.unwrap_or_default();
+    let parent = parents
+        .iter()
+        .find(|(_, v)| gitops::parent_state(v).active)
+        .map(|(p, _)| p);
+    let by = parent
+        .map(|p| {
+            format!(
+                "; it is itself managed by {} (found by {}), which put its policy back",
+                p.owner.display(),
+                p.evidence.join(", ")
+            )
+        })
+        .unwrap_or_default();
+    let delete = if back.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", delete the re-created one (`kubectl delete {} {name} -n {ns}`)",
+            replaced.to_lowercase()
+        )
+    };
+    Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: format!(
+            "the {verb} of {ns}/{name} is not finished: {} syncs automatically again, re-enabled by someone else after the window suspended it (live: {seen}{by}), and {lists}: its sync re-creates the {replaced} (the operator may hand it another serviceCIDR) and contests the floating IP {} with {kept} {ns}/{name}{back}; the journal still holds it",
+            owner.display(),
+            w.journal.floating_ip
+        ),
+        hint: Some(format!(
+            "suspend it again: `{}`{}{delete}, then `vpnmig {verb} {name} -n {ns}` checks the gateway and restores it once its source no longer defines the {replaced} (merge the repository change; `--gitops resume` if it is merged and the status cannot show it)",
+            gitops::pause_command(owner),
+            parent
+                .map(|p| format!("; and {}", parent_fix(&p.owner)))
+                .unwrap_or_default()
+        )),
+    }
 }
 
 /// The stop when the PSK Secret is gone: plain about what only the client can give back.

@@ -955,19 +955,37 @@ pub(crate) fn recreated(
     } else {
         format!("; tracking metadata {}", tracking.join(", "))
     };
+    // Who wrote it, from its managedFields (never guessed): a GitOps controller's sync,
+    // a person with kubectl, another applier.
+    let writer = crate::core::gitops::writer(obj);
+    let gitops = crate::core::gitops::written_by("Application", obj)
+        || crate::core::gitops::written_by("Kustomization", obj)
+        || crate::core::gitops::written_by("HelmRelease", obj);
+    let who = match &writer {
+        Some(w) => format!("written by {w}"),
+        None => "no field manager other than vpnmig's and the operator's wrote it".into(),
+    };
+    let first = if gitops {
+        "suspend that sync first (Argo CD: turn off auto-sync/self-heal of the Application; Flux: `flux suspend kustomization …`)".to_string()
+    } else {
+        format!(
+            "find who created it ({who}) and make sure they do not again (`kubectl get {} {name} -n {ns} --show-managed-fields -o yaml`)",
+            kind.to_lowercase()
+        )
+    };
     Error::Stop {
         code: exit::FAILURE,
         message: format!(
-            "{} was re-created during the window (uid {uid}; {by}{marks}): something reconciles it back, most often a GitOps controller's self-heal (Argo CD, Flux)",
+            "{} was re-created during the window (uid {uid}; {by}{marks}): {who}",
             crate::core::model::object_ref(kind, name, ns)
         ),
         hint: Some(if verb == "cutover" {
             format!(
-                "suspend that sync first (Argo CD: turn off auto-sync/self-heal of the Application; Flux: `flux suspend kustomization …`). Then either `vpnmig rollback {name} -n {ns}` (keeps the re-created IPsecGateway, removes the new objects) or delete the re-created IPsecGateway and `vpnmig cutover {name} -n {ns}` resumes"
+                "{first}. Then either `vpnmig rollback {name} -n {ns}` (keeps the re-created IPsecGateway, removes the new objects) or delete the re-created IPsecGateway and `vpnmig cutover {name} -n {ns}` resumes"
             )
         } else {
             format!(
-                "suspend that sync first, delete the re-created {kind}, then `vpnmig rollback {name} -n {ns}` resumes"
+                "{first}, delete the re-created {kind}, then `vpnmig rollback {name} -n {ns}` resumes"
             )
         }),
     }
