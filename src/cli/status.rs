@@ -756,26 +756,9 @@ async fn ignoring(
     s: &mut Suspended,
 ) {
     use crate::core::gitops;
-    if !j.phase.past_delete() {
-        return;
-    }
-    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
-        cluster.client.clone(),
-        &j.namespace,
-        &crate::cluster::objects::resource("IPsecGateway"),
-    );
-    let got = cluster
-        .call(
-            "get",
-            &format!("ipsecgateways/{}", j.gateway),
-            Some(&j.namespace),
-            || api.get_opt(&j.gateway),
-        )
-        .await;
-    let Ok(Some(obj)) = got else {
+    let Some(obj) = recreated_old(cluster, j).await else {
         return;
     };
-    let obj = serde_json::to_value(obj).unwrap_or_default();
     let uid = obj
         .pointer("/metadata/uid")
         .and_then(serde_json::Value::as_str);
@@ -787,7 +770,7 @@ async fn ignoring(
     // Its markers alone are no evidence: vpnmig's own rollback re-creates the old
     // gateway from the saved manifest, labels and all. Its controller's field manager is.
     let wrote = gitops::written_by(&r.owner.kind, &obj);
-    if uid.is_some() && uid != j.old_uid.as_deref() && marked && wrote {
+    if marked && wrote {
         s.live = "ignoring".into();
         s.live_detail = format!(
             "it reads back suspended, yet ipsecgateway/{} -n {} exists again (uid {}), written by its controller (managedFields): its controller ignores its suspension; stop it first (its controller, or the repository change), or every way forward or back fights it",

@@ -187,8 +187,8 @@ fn pod_exec_reaches_a_local_command_through_kwok() {
         "swanctl",
         "#!/bin/sh\necho \"swanctl answered: $*\"\n[ \"$1\" = --fail ] && { echo 'connecting to default URI failed' >&2; exit 3; }\nexit 0\n",
     );
-    let out = cp
-        .kubectl(&[
+    let swanctl = |arg: &str| {
+        cp.kubectl(&[
             "exec",
             "-n",
             "tenant-acme",
@@ -197,27 +197,16 @@ fn pod_exec_reaches_a_local_command_through_kwok() {
             "strongswan",
             "--",
             "swanctl",
-            "--list-sas",
+            arg,
         ])
-        .unwrap();
+    };
+    let out = swanctl("--list-sas").unwrap();
     assert_eq!(out.trim(), "swanctl answered: --list-sas");
     // A command's stderr comes back; its exit code too, but not as a kubelet says it: kwok
     // answers a non-zero exit with an InternalError status ("exit status 3") where a
     // kubelet sends NonZeroExitCode ("command terminated with exit code 3"). Listed in
     // docs/sandbox.md; a reader of exec statuses must take both.
-    let e = cp
-        .kubectl(&[
-            "exec",
-            "-n",
-            "tenant-acme",
-            "acme-0",
-            "-c",
-            "strongswan",
-            "--",
-            "swanctl",
-            "--fail",
-        ])
-        .unwrap_err();
+    let e = swanctl("--fail").unwrap_err();
     assert!(e.contains("connecting to default URI failed"), "{e}");
     assert!(e.contains("exit status 3"), "{e}");
 }
