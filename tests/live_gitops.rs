@@ -568,6 +568,17 @@ async fn a_killed_run_leaves_the_owner_suspended_and_said_then_rollback_restores
         r.stdout
     );
     assert!(r.stdout.contains("journal phase ready"), "{}", r.stdout);
+    // Mid-window, no restore by hand is offered: the owner's sync would re-create the
+    // IPsecGateway beside the new VPNGateway and contest its floating IP (second attack).
+    let flat = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(!flat.contains("kubectl patch"), "{}", r.stdout);
+    assert!(
+        flat.contains(
+            "do not restore it by hand before: its sync would re-create what the window replaces"
+        ),
+        "{}",
+        r.stdout
+    );
 
     l.sb.operator.settings().write().unwrap().peer_retry_ms = 0;
     let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;

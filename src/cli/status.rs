@@ -654,8 +654,10 @@ async fn suspended_owners(
                     _ => "",
                 };
                 if own.is_empty() {
+                    // Never by hand while the window is under way: its sync would re-create
+                    // the old gateway beside the new one (second attack, 7).
                     format!(
-                        "the window restores it when it finishes: `vpnmig cutover {name} -n {ns}` goes on, `vpnmig rollback {name} -n {ns}` goes back{by_hand}"
+                        "the window restores it when it finishes: `vpnmig cutover {name} -n {ns}` goes on, `vpnmig rollback {name} -n {ns}` goes back; do not restore it by hand before: its sync would re-create what the window replaces"
                     )
                 } else if finished.is_empty() {
                     format!(

@@ -767,7 +767,9 @@ pub(crate) async fn restore(
         // first sync after the restore is watched instead (`settle`). `--gitops resume`
         // vouches for this window's repository change only: what another window that
         // relied on the suspension replaced is checked all the same (attack finding A2).
-        let mut why = None;
+        // Every window's, not only the first: advice for this window's own change alone
+        // (`--gitops resume`, a restore by hand) would re-create another's gateway.
+        let mut blocks = Vec::new();
         for (j, kind) in &windows {
             let mine = (j.namespace.as_str(), j.gateway.as_str()) == (ns.as_str(), name.as_str());
             if mine && force {
@@ -795,10 +797,10 @@ pub(crate) async fn restore(
                     "the cluster does not show whether its source still defines {what}{whose}"
                 ),
             };
-            why = Some((text, j.clone(), *kind, mine));
-            break;
+            blocks.push((text, j.clone(), *kind, mine));
         }
-        if let Some((why, j, kind, mine)) = why {
+        if let Some((why, j, kind, mine)) = blocks.first().cloned() {
+            let others: Vec<String> = blocks.iter().skip(1).map(|b| b.0.clone()).collect();
             left += 1;
             let (gw, gw_ns) = (&j.gateway, &j.namespace);
             let change = if kind == "IPsecGateway" {
@@ -808,9 +810,14 @@ pub(crate) async fn restore(
             } else {
                 format!("Revert the repository change of {gw_ns}/{gw}")
             };
-            let then = if mine {
+            let then = if mine && others.is_empty() {
                 format!(
                     "then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume`: whatever the status says), or by hand: `{by_hand}`"
+                )
+            } else if mine {
+                format!(
+                    "and {}: no restore is safe before each of them is in the repository too, neither `--gitops resume` (it vouches for this window's change only) nor one by hand; then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status lists none of them",
+                    others.join("; and ")
                 )
             } else if r.owner.kind == "Application" {
                 format!(
