@@ -200,7 +200,7 @@ const ARGO: &str = include_str!("../fixtures/clusters/acme-argocd.yaml");
 const FLUX: &str = include_str!("../fixtures/clusters/acme-flux.yaml");
 
 /// Which GitOps tool a scenario has: its owner object and source ConfigMap.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Tool {
     Argo,
     Flux,
@@ -1301,6 +1301,28 @@ async fn status_for_one_namespace_names_the_windows_of_others_on_the_owner() {
             );
             assert!(!flat.contains("kubectl patch"), "{phase}: {}", r.stdout);
         }
+    }
+}
+
+/// A window that relies on an owner another namespace's window suspended: `status -n` of
+/// its own namespace names that window and its command, never "nobody suspended it"
+/// (second attack, 4); for Argo CD and Flux.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_for_a_relying_window_names_the_suspending_window_in_another_namespace() {
+    for tool in [Tool::Argo, Tool::Flux] {
+        let l = synced(tool).await;
+        done_then_merged_by(&l, tool, |m| m).await;
+        other_window_on(&l, tool, "tenant-b", "beta", "deleting", false);
+        let r = l.vpnmig(&["status", "-n", "tenant-b", "-o", "wide"]).await;
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let flat = live::flat(&r.stdout);
+        assert!(
+            flat.contains("the window of tenant-acme/acme (journal phase done) suspended it and restores it (`vpnmig cutover acme -n tenant-acme`) once no window relies on it"),
+            "{tool:?}: {}",
+            r.stdout
+        );
+        assert!(!flat.contains("no vpnmig window"), "{tool:?}: {}", r.stdout);
+        assert!(!flat.contains("kubectl patch"), "{tool:?}: {}", r.stdout);
     }
 }
 

@@ -536,12 +536,49 @@ async fn suspended_owners(
                 {
                     continue;
                 }
+                // The window that suspended it may be in another namespace (second
+                // attack, 4): look where the restore looks before saying nobody did.
+                let owner_obj = match crate::cluster::gitops::find(cluster, &r.owner).await {
+                    Ok(crate::cluster::gitops::Found::One(_, o)) => Some(o),
+                    _ => None,
+                };
+                let resume = match crate::window::journals_for(cluster, owner_obj.as_ref()).await {
+                    Ok(all) => {
+                        let by: Vec<String> = gitops::holders(&all, &r.owner, (ns, name))
+                            .iter()
+                            .filter(|h| h.paused)
+                            .map(|h| {
+                                let verb = if h.phase == Phase::RolledBack {
+                                    "rollback"
+                                } else {
+                                    "cutover"
+                                };
+                                format!(
+                                    "the window of {}/{} (journal phase {}) suspended it and restores it (`vpnmig {verb} {} -n {}`) once no window relies on it",
+                                    h.namespace,
+                                    h.gateway,
+                                    h.phase.as_str(),
+                                    h.gateway,
+                                    h.namespace
+                                )
+                            })
+                            .collect();
+                        if by.is_empty() {
+                            "no vpnmig window suspended it: it stays suspended until whoever suspended it resumes it, after this window is done".to_string()
+                        } else {
+                            by.join("; ")
+                        }
+                    }
+                    Err(why) => format!(
+                        "which window suspended it cannot be read ({why}); it stays suspended until this window is done"
+                    ),
+                };
                 out.push(Suspended {
                     namespace: ns.clone(),
                     gateway: name.clone(),
                     phase: j.phase.to_string(),
                     owner: r.owner.display(),
-                    resume: "no vpnmig window listed here suspended it: it stays suspended until whoever suspended it resumes it, after this window is done".into(),
+                    resume,
                     relies: true,
                     relied_on_by: Vec::new(),
                     live: "unknown".into(),
