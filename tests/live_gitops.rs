@@ -1765,6 +1765,31 @@ macro_rules! guarded {
                 let out = live::flat(&st.stdout);
                 assert!(out.contains("GitOps sync suspended but still acting"), "{out}");
                 assert!(out.contains("its controller ignores its suspension"), "{out}");
+                // Someone else wrote the owner since (a person re-enabling it for a
+                // while): status says so beside the controller (second attack, 3).
+                let mut written = 0;
+                for (group, version, plural, ns, kind) in [
+                    ("argoproj.io", "v1alpha1", "applications", "argocd", "Application"),
+                    ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "flux-system", "Kustomization"),
+                    ("helm.toolkit.fluxcd.io", "v2", "helmreleases", "flux-system", "HelmRelease"),
+                ] {
+                    let Some(rt) = l.sb.store.resource(group, version, plural) else {
+                        continue;
+                    };
+                    for o in l.sb.store.list(&rt, Some(ns)).0 {
+                        let name = o["metadata"]["name"].as_str().unwrap().to_string();
+                        let patch = json!({"apiVersion": format!("{group}/{version}"), "kind": kind,
+                            "metadata": {"name": name, "namespace": ns, "annotations": {"note": "flipped by hand"}}});
+                        l.sb.store
+                            .apply(&rt, ns, &name, patch, "kubectl-patch", true, false, &Default::default())
+                            .unwrap();
+                        written += 1;
+                    }
+                }
+                assert!(written > 0);
+                let st = l.vpnmig(&["status"]).await;
+                let out = live::flat(&st.stdout);
+                assert!(out.contains("the owner itself was written by kubectl-patch too: someone may have re-enabled it for a while"), "{out}");
             }
         }
     )*};

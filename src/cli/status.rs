@@ -810,7 +810,24 @@ async fn ignoring(
     // gateway from the saved manifest, labels and all. Its controller's field manager is.
     let wrote = gitops::written_by(&r.owner.kind, &obj);
     if marked && wrote {
+        // The owner written by someone else since (a person's `kubectl patch`): it may have
+        // been re-enabled for a while and suspended again (second attack, 3), not a
+        // controller that ignores its suspension; both are said.
+        let hands = match crate::cluster::gitops::find(cluster, &r.owner).await {
+            Ok(crate::cluster::gitops::Found::One(_, o)) => gitops::hand_writers(&o),
+            _ => Vec::new(),
+        };
         s.live = "ignoring".into();
+        if !hands.is_empty() {
+            s.live_detail = format!(
+                "it reads back suspended, yet ipsecgateway/{} -n {} exists again (uid {}), written by its controller (managedFields); the owner itself was written by {} too: someone may have re-enabled it for a while and suspended it again, or its controller ignores its suspension; find out before anything else, or every way forward or back fights it",
+                j.gateway,
+                j.namespace,
+                uid.unwrap_or("?"),
+                hands.join(", ")
+            );
+            return;
+        }
         s.live_detail = format!(
             "it reads back suspended, yet ipsecgateway/{} -n {} exists again (uid {}), written by its controller (managedFields): its controller ignores its suspension; stop it first (its controller, or the repository change), or every way forward or back fights it",
             j.gateway,

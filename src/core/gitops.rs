@@ -726,6 +726,22 @@ pub fn writer(obj: &Value) -> Option<String> {
     })
 }
 
+/// The field managers of an owner object that are neither vpnmig nor a GitOps controller
+/// (a person's `kubectl-patch`, another tool): whoever may have flipped its policy
+/// behind the window's back.
+pub fn hand_writers(owner: &Value) -> Vec<String> {
+    managed(owner)
+        .into_iter()
+        .map(|(m, _)| m)
+        .filter(|m| {
+            *m != crate::core::scope::FIELD_MANAGER
+                && !ARGO_MANAGERS.contains(m)
+                && !FLUX_MANAGERS.contains(m)
+        })
+        .map(str::to_string)
+        .collect()
+}
+
 /// `/spec/syncPolicy/automated` → `spec.syncPolicy.automated`.
 pub fn dotted(pointer: &str) -> String {
     pointer.trim_start_matches('/').replace('/', ".")
