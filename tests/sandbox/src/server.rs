@@ -293,12 +293,11 @@ impl Drop for Sandbox {
 /// whose owners are all gone (`Store::collect_orphans`).
 async fn collect(store: Arc<Store>, gc: Arc<RwLock<GcSettings>>) {
     loop {
-        let (interval, paused) = gc
-            .read()
-            .map(|g| (g.interval_ms, g.paused))
-            .unwrap_or((50, false));
+        let interval = gc.read().map(|g| g.interval_ms).unwrap_or(50);
         tokio::time::sleep(std::time::Duration::from_millis(interval.max(1))).await;
-        if !paused {
+        // Read after the sleep: a pause set meanwhile holds for this pass too (a stale
+        // read let a loaded machine collect right after a test paused the collector).
+        if !gc.read().map(|g| g.paused).unwrap_or(false) {
             store.collect_orphans();
         }
     }
