@@ -37,17 +37,23 @@ pub enum ReadError {
     },
 }
 
+/// The ConfigMap `name` in the cluster's namespace, if there is one (a journal or an
+/// archived window's).
+async fn get_configmap(cluster: &Cluster, name: &str) -> Result<Option<ConfigMap>, ReadError> {
+    let ns = cluster.namespace.as_str();
+    let api: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
+    Ok(cluster
+        .call("get", &format!("configmap/{name}"), Some(ns), || {
+            api.get_opt(name)
+        })
+        .await?)
+}
+
 /// The journal of `gateway`, if there is one.
 pub async fn read(cluster: &Cluster, gateway: &str) -> Result<Option<Journal>, ReadError> {
     let ns = cluster.namespace.as_str();
     let name = object_name(gateway);
-    let api: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
-    let Some(cm) = cluster
-        .call("get", &format!("configmap/{name}"), Some(ns), || {
-            api.get_opt(&name)
-        })
-        .await?
-    else {
+    let Some(cm) = get_configmap(cluster, &name).await? else {
         return Ok(None);
     };
     let ours = cm
@@ -228,13 +234,7 @@ pub async fn read_archived(
 ) -> Result<Option<(Journal, String)>, ReadError> {
     let ns = cluster.namespace.as_str();
     let name = archive_name(gateway, n);
-    let api: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
-    let Some(cm) = cluster
-        .call("get", &format!("configmap/{name}"), Some(ns), || {
-            api.get_opt(&name)
-        })
-        .await?
-    else {
+    let Some(cm) = get_configmap(cluster, &name).await? else {
         return Ok(None);
     };
     let text = cm
