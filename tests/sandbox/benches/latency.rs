@@ -38,6 +38,7 @@ async fn main() {
         scenario: objects,
         settings: SettingsFile::default(),
         port: 0,
+        data_plane: None,
     })
     .await
     .unwrap();

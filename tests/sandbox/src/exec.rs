@@ -141,7 +141,14 @@ async fn run(
     container: String,
     command: Vec<String>,
 ) {
-    let out = app.operator.exec(&ns, &pod, &container, &command);
+    // A real charon may take seconds (`swanctl --initiate --timeout N`): off the runtime.
+    let op = app.operator.clone();
+    let cmd = command.clone();
+    let out = match tokio::task::spawn_blocking(move || op.exec(&ns, &pod, &container, &cmd)).await
+    {
+        Ok(out) => out,
+        Err(_) => return,
+    };
     let frame = |channel: u8, data: &[u8]| {
         let mut v = Vec::with_capacity(data.len() + 1);
         v.push(channel);

@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod controlplane;
+pub mod dataplane;
 pub mod exec;
 pub mod gitops;
 pub mod limits;

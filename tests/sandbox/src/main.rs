@@ -36,6 +36,16 @@ struct Args {
     /// operator does not run against it yet).
     #[arg(long, value_enum, default_value = "emulated")]
     control_plane: ControlPlaneKind,
+    /// Which data plane answers for the gateways: the operator's imitation of swanctl, or
+    /// real strongSwan daemons in network namespaces, one per gateway pod and one per
+    /// client site, with a prober per site (root and Debian's strongswan-swanctl,
+    /// charon-systemd and libcharon-extra-plugins; see docs/sandbox.md).
+    #[arg(long, value_enum, default_value = "simulated")]
+    data_plane: vpnmig_sandbox::dataplane::DataPlaneKind,
+    /// Where the data plane writes `dataplane/probe.jsonl` and `dataplane/sites.json`
+    /// (default: beside --kubeconfig, in `<kubeconfig>.state/`).
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,6 +129,15 @@ async fn run_real(args: Args, objects: Vec<serde_json::Value>) -> Result<(), Str
     eprintln!("vpnmig-sandbox: stopping");
     drop(cp);
     Ok(())
+}
+
+/// `--state-dir`, or `<kubeconfig>.state` beside the kubeconfig.
+fn state_dir(args: &Args) -> PathBuf {
+    args.state_dir.clone().unwrap_or_else(|| {
+        let mut p = args.kubeconfig.clone().into_os_string();
+        p.push(".state");
+        PathBuf::from(p)
+    })
 }
 
 async fn wait_for_signal() -> Result<(), String> {
@@ -230,10 +249,15 @@ async fn run(args: Args) -> Result<(), String> {
             );
         }
     }
+    let data_plane = match args.data_plane {
+        vpnmig_sandbox::dataplane::DataPlaneKind::Simulated => None,
+        vpnmig_sandbox::dataplane::DataPlaneKind::Strongswan => Some(state_dir(&args)),
+    };
     let sandbox = Sandbox::start(Config {
         scenario: objects,
         settings,
         port: args.port,
+        data_plane,
     })
     .await
     .map_err(|e| {
@@ -252,6 +276,13 @@ async fn run(args: Args) -> Result<(), String> {
         sandbox.url(),
         sandbox.namespace
     );
+    if let Some(p) = &sandbox.data_plane {
+        eprintln!(
+            "vpnmig-sandbox: real data plane (strongSwan): probe log {}, topology {}",
+            p.dir.join("probe.jsonl").display(),
+            p.dir.join("sites.json").display()
+        );
+    }
     println!("export KUBECONFIG={}", path.display());
     wait_for_signal().await?;
     eprintln!("vpnmig-sandbox: stopping");

@@ -80,6 +80,9 @@ pub struct Config {
     pub settings: SettingsFile,
     /// Port on 127.0.0.1; 0 picks a free one.
     pub port: u16,
+    /// Run the real data plane (`--data-plane strongswan`) with its files under this
+    /// state directory (`dataplane/`); `None`: the operator's imitation.
+    pub data_plane: Option<std::path::PathBuf>,
 }
 
 /// Why the sandbox could not start.
@@ -91,6 +94,8 @@ pub enum StartError {
     Scenario(#[from] ScenarioError),
     #[error("cannot set up TLS")]
     Tls(#[from] tls::TlsError),
+    #[error("cannot start the strongSwan data plane: {0}")]
+    DataPlane(String),
     #[error("cannot listen on 127.0.0.1:{port}")]
     Listen {
         port: u16,
@@ -116,6 +121,8 @@ pub struct Sandbox {
     pub namespace: String,
     /// Requests served so far (every one but exec): what a benchmark counts.
     pub requests: Arc<std::sync::atomic::AtomicU64>,
+    /// The real data plane, when one runs (`Config::data_plane`).
+    pub data_plane: Option<Arc<crate::dataplane::Bed>>,
     users: Arc<Vec<User>>,
     ca_pem: String,
     stop: watch::Sender<bool>,
@@ -143,7 +150,22 @@ impl Sandbox {
             .map_err(StartError::Settings)?;
         let store = Store::new();
         let namespace = scenario::load(&store, &config.scenario)?;
-        let operator = Operator::start(store.clone(), config.settings.operator.clone());
+        let plane = match &config.data_plane {
+            Some(dir) => {
+                let o = &config.settings.operator;
+                let timing = crate::dataplane::Timing {
+                    retransmit_timeout_s: o.client_retransmit_ms as f64 / 1000.0,
+                    retransmit_tries: 2,
+                };
+                Some(crate::dataplane::Bed::start(dir, timing).map_err(StartError::DataPlane)?)
+            }
+            None => None,
+        };
+        let operator = Operator::start_with(
+            store.clone(),
+            config.settings.operator.clone(),
+            plane.clone(),
+        );
         let gitops = Gitops::start(store.clone(), config.settings.gitops.clone());
         let tls = tls::generate()?;
         let listener = TcpListener::bind(("127.0.0.1", config.port))
@@ -196,6 +218,7 @@ impl Sandbox {
             token,
             namespace,
             requests,
+            data_plane: plane,
             users,
             ca_pem: tls.ca_pem,
             gc,
@@ -272,6 +295,10 @@ impl Sandbox {
         }
         self.operator.shutdown();
         self.gitops.shutdown();
+        if let Some(p) = &self.data_plane {
+            let p = p.clone();
+            let _ = tokio::task::spawn_blocking(move || p.shutdown()).await;
+        }
     }
 }
 

@@ -598,6 +598,7 @@ async fn with_the_operator_the_recreated_gateway_takes_the_floating_ip_back() {
         scenario: scenario::parse(&fixture("clusters/acme-argocd.yaml")).unwrap(),
         settings,
         port: 0,
+        data_plane: None,
     })
     .await
     .unwrap();

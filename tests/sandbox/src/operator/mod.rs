@@ -101,13 +101,28 @@ pub struct Operator {
 impl Operator {
     /// Start the controller on the current tokio runtime.
     pub fn start(store: Arc<Store>, settings: Settings) -> Arc<Operator> {
+        Operator::start_with(store, settings, None)
+    }
+
+    /// Start the controller driving a real data plane (`--data-plane strongswan`): each
+    /// gateway pod runs a charon in its own network namespace, and a peer's `Established`
+    /// condition is what that charon shows.
+    pub fn start_with(
+        store: Arc<Store>,
+        settings: Settings,
+        plane: Option<Arc<crate::dataplane::Bed>>,
+    ) -> Arc<Operator> {
         let (stop, stop_rx) = watch::channel(false);
+        let wake = Arc::new(Notify::new());
+        if let Some(p) = &plane {
+            p.set_notify(wake.clone());
+        }
         let op = Arc::new(Operator {
             store: store.clone(),
             passes: Mutex::new(PassStats::default()),
             settings: RwLock::new(settings),
-            state: Mutex::new(reconcile::State::default()),
-            wake: Arc::new(Notify::new()),
+            state: Mutex::new(reconcile::State::with_plane(plane)),
+            wake,
             stop,
             task: Mutex::new(None),
         });
@@ -189,6 +204,17 @@ impl Operator {
         };
         if cmd.rsplit('/').next() != Some("swanctl") {
             return ExecOutput::error(127, format!("{cmd}: command not found\n"));
+        }
+        let plane = self.state().plane.clone();
+        if let Some(bed) = plane {
+            return match bed.swanctl(ns, pod, &command[1..]) {
+                Some((stdout, stderr, exit_code)) => ExecOutput {
+                    stdout,
+                    stderr,
+                    exit_code,
+                },
+                None => ExecOutput::error(1, "connecting to 'unix:///var/run/charon.vici' failed: No such file or directory\nError: connecting to 'default' URI failed: No such file or directory\n".into()),
+            };
         }
         let initiate = match swanctl::initiate_args(&command[1..]) {
             Ok(i) => i,
@@ -299,6 +325,11 @@ impl Operator {
         next
     }
 
+    /// What the real data plane shows, as a version (0 without one).
+    fn plane_version(&self) -> u64 {
+        self.state().plane.as_ref().map_or(0, |p| p.seen_version())
+    }
+
     /// Whether anything the operator watches changed after `rv`.
     fn relevant_since(&self, rv: u64) -> bool {
         let Ok(events) = self.store.events_after(rv) else {
@@ -333,6 +364,7 @@ async fn run(
 ) {
     let mut seen_rv = 0;
     let mut seen_settings: Option<Settings> = None;
+    let mut seen_plane = 0;
     let mut deadline: Option<Instant> = None;
     loop {
         if *stop.borrow_and_update() {
@@ -349,12 +381,15 @@ async fn run(
             let rv = op.store.resource_version();
             let now = Instant::now();
             let due = deadline.is_some_and(|d| d <= now);
+            let plane = op.plane_version();
             if seen_settings.as_ref() != Some(&settings)
                 || due
+                || plane != seen_plane
                 || (rv != seen_rv && op.relevant_since(seen_rv))
             {
                 deadline = op.reconcile(&settings, now);
                 seen_settings = Some(settings);
+                seen_plane = plane;
             }
             seen_rv = rv;
             let tick = now + TICK;

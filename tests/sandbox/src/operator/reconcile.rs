@@ -51,6 +51,23 @@ pub struct State {
     next_pod_ip: u32,
     /// Gateway uids seen in the last pass.
     known: BTreeSet<String>,
+    /// The real data plane, when the sandbox runs one (`--data-plane strongswan`).
+    pub plane: Option<std::sync::Arc<crate::dataplane::Bed>>,
+    /// What each gateway pod's charon should run, by gateway uid (kept while its pod runs,
+    /// also while the gateway is deleting or paused).
+    plane_gateways: BTreeMap<String, crate::dataplane::GatewayPlane>,
+    /// The client sites, each configured once from the first gateway seen for it.
+    plane_sites: BTreeMap<String, crate::dataplane::SitePlane>,
+}
+
+impl State {
+    /// A fresh state that drives the real data plane `plane` (if any).
+    pub fn with_plane(plane: Option<std::sync::Arc<crate::dataplane::Bed>>) -> State {
+        State {
+            plane,
+            ..Default::default()
+        }
+    }
 }
 
 fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
@@ -310,6 +327,15 @@ pub fn reconcile(
             }
         }
     }
+    if let Some(bed) = &st.plane {
+        let daemons = &st.daemons;
+        st.plane_gateways
+            .retain(|uid, g| daemons.get(uid).is_some_and(|d| d.pod_uid == g.pod_uid));
+        bed.want(crate::dataplane::Desired {
+            gateways: st.plane_gateways.values().cloned().collect(),
+            sites: st.plane_sites.values().cloned().collect(),
+        });
+    }
     wake
 }
 
@@ -450,6 +476,20 @@ fn reconcile_gateway(
             .collect();
     }
 
+    if st.plane.is_some() {
+        plane_gateway(
+            store,
+            gw,
+            peers,
+            faults,
+            settings,
+            st,
+            &fip,
+            &service_cidr,
+            &exposures,
+        );
+    }
+
     // Client peers.
     let retry = Duration::from_millis(settings.peer_retry_ms);
     for p in peers {
@@ -458,6 +498,13 @@ fn reconcile_gateway(
             service_cidr: service_cidr.as_deref(),
             psk: read_psk(store, &gw.ns, p.psk_ref.as_ref()),
         };
+        if st.plane.is_some() {
+            let out = plane_outcome(st, gw, p, &reach);
+            if let (Some(prt), Some(_)) = (peer_rt, &p.vpn_peer) {
+                write_peer_status(store, prt, gw, p, peers.len(), &out);
+            }
+            continue;
+        }
         let explicit = settings.client(&p.ns, &p.address, &p.id);
         let out = st.clients.step(
             st.daemons.get_mut(&gw.uid),
@@ -607,4 +654,210 @@ fn unwind(
     st.fips.cleanup(&gw.uid);
     set_finalizer(store, rt, gw, false);
     None
+}
+
+/// The IKE and ESP proposals as strongSwan reads them (`default` stays `default`).
+fn proposals(v: &[String]) -> Vec<String> {
+    if v.is_empty() {
+        vec!["default".into()]
+    } else {
+        v.to_vec()
+    }
+}
+
+/// What the real data plane should run for one live gateway: its pod's charon
+/// configuration (the PSK read from the Secret now), its floating IP and exposures; and,
+/// for an IPsecGateway, each tunnel's client site the first time it is complete (the
+/// client's parameter sheet: configured once, never again).
+#[allow(clippy::too_many_arguments)]
+fn plane_gateway(
+    store: &Store,
+    gw: &Gateway,
+    peers: &[Peer],
+    faults: &GatewayFaults,
+    settings: &Settings,
+    st: &mut State,
+    fip: &Option<String>,
+    service_cidr: &Option<String>,
+    exposures: &[vpnmig::core::model::ExposureStatus],
+) {
+    use crate::dataplane::{ChildConf, ConnConf, GatewayPlane, SitePlane};
+    let Some(daemon) = st.daemons.get(&gw.uid) else {
+        st.plane_gateways.remove(&gw.uid);
+        return;
+    };
+    let local_ts = faults
+        .local_ts_override
+        .clone()
+        .or_else(|| service_cidr.clone())
+        .unwrap_or_else(|| "dynamic".into());
+    let ike_life = gw.ike_lifetime.clone().unwrap_or_else(|| "4h".into());
+    let children_of = |p: &Peer, local: &str, initiator: bool| -> Vec<ChildConf> {
+        let several = p.remote_subnets.len() > 1;
+        p.remote_subnets
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let name = if several {
+                    format!("{}-{}", p.conn, i + 1)
+                } else {
+                    p.conn.clone()
+                };
+                let (l, r) = if initiator {
+                    (vec![s.clone()], vec![local.to_string()])
+                } else {
+                    (vec![local.to_string()], vec![s.clone()])
+                };
+                ChildConf {
+                    name,
+                    local_ts: l,
+                    remote_ts: r,
+                    esp_proposals: proposals(&p.esp_proposals),
+                    rekey_time: p.esp_lifetime.clone().unwrap_or_else(|| "1h".into()),
+                }
+            })
+            .collect()
+    };
+    let conns: Vec<ConnConf> = peers
+        .iter()
+        .map(|p| ConnConf {
+            name: p.conn.clone(),
+            version: gw.ike_version,
+            local_addr: fip.clone().unwrap_or_else(|| "%any".into()),
+            remote_addr: p.address.clone(),
+            local_id: fip.clone().unwrap_or_else(|| "%any".into()),
+            remote_id: p.id.clone(),
+            proposals: proposals(&gw.ike_proposals),
+            rekey_time: ike_life.clone(),
+            dpd_delay: "0s".into(),
+            psk: read_psk(store, &gw.ns, p.psk_ref.as_ref()).ok(),
+            children: children_of(p, &local_ts, false),
+            initiator: false,
+        })
+        .collect();
+    let port_of = |name: &str| {
+        gw.exposures
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| e.target.port)
+    };
+    let exposures: Vec<(String, String, u16)> = exposures
+        .iter()
+        .filter_map(|e| Some((e.name.clone(), e.virtual_ip.clone()?, port_of(&e.name)?)))
+        .collect();
+    st.plane_gateways.insert(
+        gw.uid.clone(),
+        GatewayPlane {
+            uid: gw.uid.clone(),
+            pod_uid: daemon.pod_uid.clone(),
+            kind: gw.kind.kind().into(),
+            ns: gw.ns.clone(),
+            name: gw.name.clone(),
+            pod: daemon.pod.clone(),
+            fip: fip.clone(),
+            exposures: exposures.clone(),
+            conns,
+        },
+    );
+    // The client sites: from an IPsecGateway whose values are complete.
+    let (GatewayKind::IPsec, Some(fip), Some(cidr)) = (gw.kind, fip, service_cidr) else {
+        return;
+    };
+    for p in peers {
+        let key = format!("{}/{}/{}", p.ns, p.address, p.id);
+        if st.plane_sites.contains_key(&key) {
+            continue;
+        }
+        let Ok(psk) = read_psk(store, &gw.ns, p.psk_ref.as_ref()) else {
+            continue;
+        };
+        let explicit = settings.client(&p.ns, &p.address, &p.id);
+        let psk = explicit
+            .and_then(|c| c.psk.clone())
+            .map(String::into_bytes)
+            .unwrap_or(psk);
+        st.plane_sites.insert(
+            key.clone(),
+            SitePlane {
+                key,
+                ns: p.ns.clone(),
+                gateway: gw.name.clone(),
+                tunnel: p.conn.clone(),
+                address: p.address.clone(),
+                subnets: p.remote_subnets.clone(),
+                targets: exposures.clone(),
+                conn: ConnConf {
+                    name: p.conn.clone(),
+                    version: gw.ike_version,
+                    local_addr: p.address.clone(),
+                    remote_addr: fip.clone(),
+                    local_id: p.id.clone(),
+                    remote_id: fip.clone(),
+                    proposals: proposals(&gw.ike_proposals),
+                    rekey_time: ike_life.clone(),
+                    dpd_delay: format!("{}s", settings.client_dpd_ms.div_ceil(1000).max(1)),
+                    psk: Some(psk),
+                    children: children_of(p, cidr, true),
+                    initiator: true,
+                },
+            },
+        );
+    }
+}
+
+/// A peer's `Established` condition from what the real charon shows.
+fn plane_outcome(st: &State, gw: &Gateway, p: &Peer, reach: &Reach<'_>) -> Outcome {
+    let who = format!("'{}' @ {}", p.id, p.address);
+    let Some(daemon) = st.daemons.get(&gw.uid) else {
+        return Outcome {
+            established: false,
+            reason: "GatewayNotRunning",
+            message: format!("the pod of gateway {} is not running", gw.name),
+            wake: None,
+        };
+    };
+    let down = |reason: &'static str, message: String| Outcome {
+        established: false,
+        reason,
+        message,
+        wake: None,
+    };
+    if reach.fip.is_none() {
+        return down(
+            "FIPNotAttached",
+            format!("gateway {} has no floating IP attached", gw.name),
+        );
+    }
+    if let Err(why) = &reach.psk {
+        return down("SecretNotFound", why.clone());
+    }
+    let seen = st
+        .plane
+        .as_ref()
+        .and_then(|b| b.seen(&daemon.pod_uid, &p.conn));
+    match seen {
+        Some(s) if s.established => Outcome {
+            established: true,
+            reason: "Established",
+            message: format!(
+                "IKE SA and CHILD SA with {who} established (strongSwan in pod {})",
+                daemon.pod
+            ),
+            wake: None,
+        },
+        Some(crate::dataplane::Seen {
+            failure: Some((reason, line)),
+            ..
+        }) => down(
+            reason,
+            format!("no IKE SA with {who}: charon logged: {line}"),
+        ),
+        _ => down(
+            "WaitingForPeer",
+            format!(
+                "no IKE SA with {who} yet (strongSwan in pod {})",
+                daemon.pod
+            ),
+        ),
+    }
 }

@@ -10,6 +10,8 @@
 //! finalizerDelayMs: 200        # deletion: wait before removing the owned children
 //! openstackDelayMs: 500        # deletion: wait after the children before the FIP is disassociated
 //! peerRetryMs: 1000            # a client peer re-initiates this long after the gateway is reachable
+//! clientDpdMs: 1000            # real data plane: the client sites' DPD interval
+//! clientRetransmitMs: 500      # real data plane: the client sites' IKE retransmit timeout
 //! fipPool: [198.51.100.200, 198.51.100.201]
 //! serviceCidrPool: 10.250.0.0/16
 //! gateways:                    # faults; key `ns/name` (both kinds) or `vpngateway/ns/name`
@@ -43,6 +45,12 @@ pub struct Settings {
     /// How long a client peer waits, once its gateway is reachable (FIP attached, pod
     /// running, PSK and proposals right), before it re-initiates and the IKE SA comes up.
     pub peer_retry_ms: u64,
+    /// Real data plane (`--data-plane strongswan`): the client sites' DPD interval, in
+    /// milliseconds (their charon notices a lost gateway after this and its retransmits).
+    pub client_dpd_ms: u64,
+    /// Real data plane: the client sites' IKE retransmission timeout in milliseconds
+    /// (two tries per keying attempt; they retry for ever).
+    pub client_retransmit_ms: u64,
     /// The OpenStack floating IP pool unpinned gateways allocate from, in order.
     pub fip_pool: Vec<String>,
     /// The range unpinned serviceCIDRs are taken from, one /24 at a time.
@@ -61,6 +69,8 @@ impl Default for Settings {
             finalizer_delay_ms: 0,
             openstack_delay_ms: 0,
             peer_retry_ms: 0,
+            client_dpd_ms: 1000,
+            client_retransmit_ms: 500,
             fip_pool: (200..210).map(|i| format!("198.51.100.{i}")).collect(),
             service_cidr_pool: "10.250.0.0/16".into(),
             gateways: BTreeMap::new(),

@@ -18,6 +18,7 @@ pub async fn start(scenario_yaml: &str, settings: SettingsFile) -> Sandbox {
         scenario: objects,
         settings,
         port: 0,
+        data_plane: None,
     })
     .await
     .expect("sandbox starts")
