@@ -13,6 +13,7 @@ async fn stopped_cluster() -> (tempfile::TempDir, std::path::PathBuf, String) {
         scenario: scenario::parse(ACME).unwrap(),
         settings: SettingsFile::default(),
         port: 0,
+        data_plane: None,
     })
     .await
     .unwrap();

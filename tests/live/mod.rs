@@ -49,6 +49,7 @@ pub async fn start(scenario_yaml: &str, settings: SettingsFile) -> Live {
         scenario: scenario::parse(scenario_yaml).unwrap(),
         settings,
         port: 0,
+        data_plane: None,
     })
     .await
     .unwrap();

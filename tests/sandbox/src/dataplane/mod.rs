@@ -576,7 +576,22 @@ impl Worker {
             )?;
             rt.fip_here = Some(fip);
         }
-ddr = format!("{vip}:{port}")
+        let want: BTreeMap<(String, u16), String> = rt
+            .spec
+            .exposures
+            .iter()
+            .map(|(name, vip, port)| ((vip.clone(), *port), name.clone()))
+            .collect();
+        rt.listeners.retain(|k, _| want.contains_key(k));
+        for ((vip, port), name) in &want {
+            if rt.listeners.contains_key(&(vip.clone(), *port)) {
+                continue;
+            }
+            let _ = netns::ip_in(
+                &rt.netns,
+                &["addr", "add", &format!("{vip}/32"), "dev", "lo"],
+            );
+            let addr: SocketAddr = format!("{vip}:{port}")
                 .parse()
                 .map_err(|e| format!("exposure {name}: {vip}:{port}: {e}"))?;
             let answer = format!(
