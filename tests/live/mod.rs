@@ -45,11 +45,18 @@ pub fn fault(
 
 /// Start a sandbox with `scenario_yaml` and wait until its gateways are reconciled.
 pub async fn start(scenario_yaml: &str, settings: SettingsFile) -> Live {
+    start_on(scenario_yaml, settings, false).await
+}
+
+/// [`start`], with the real strongSwan data plane when `strongswan` (its state directory,
+/// `dataplane/probe.jsonl` and `sites.json`, in the test's directory: [`Live::plane_dir`]).
+pub async fn start_on(scenario_yaml: &str, settings: SettingsFile, strongswan: bool) -> Live {
+    let dir = tempfile::tempdir().unwrap();
     let sb = Sandbox::start(Config {
         scenario: scenario::parse(scenario_yaml).unwrap(),
         settings,
         port: 0,
-        data_plane: None,
+        data_plane: strongswan.then(|| dir.path().join("sandbox")),
     })
     .await
     .unwrap();
@@ -68,7 +75,6 @@ pub async fn start(scenario_yaml: &str, settings: SettingsFile) -> Live {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     sb.write_kubeconfig(&kubeconfig).unwrap();
     Live {
@@ -99,6 +105,11 @@ impl Drop for NoFipReleased {
 }
 
 impl Live {
+    /// The real data plane's files (`probe.jsonl`, `sites.json`).
+    pub fn plane_dir(&self) -> PathBuf {
+        self._dir.path().join("sandbox").join("dataplane")
+    }
+
     /// The working directory vpnmig runs in (where default bundles land).
     pub fn cwd(&self) -> &Path {
         self._dir.path()

@@ -1,0 +1,411 @@
+//! End-to-end tests on the real data plane (issue 22 item 3): the sandbox runs a real
+//! strongSwan charon per gateway pod and per client site in network namespaces, and a
+//! prober per site dials each exposure through the tunnel every 100 ms. The client's side
+//! is configured once from the IPsecGateway and never changed: what the probe log shows
+//! is what the client's firewall would see.
+//!
+//! Needs root and Debian's strongswan-swanctl, charon-systemd and libcharon-extra-plugins
+//! (`.ci/run` installs them). Elsewhere each test says "DID NOT RUN (real data plane)"
+//! and why; with `VPNMIG_REQUIRE_DATAPLANE` set (CI) a missing part fails instead.
+
+mod live;
+
+use std::time::Duration;
+
+use live::{ACME, Live, Run, start_on};
+
+/// Whether the real data plane can run here; says so when it cannot.
+fn plane_here(test: &str) -> bool {
+    match vpnmig_sandbox::dataplane::netns::available() {
+        Ok(()) => true,
+        Err(why) if std::env::var_os("VPNMIG_REQUIRE_DATAPLANE").is_some() => {
+            panic!(
+                "{test}: the real data plane is required here (VPNMIG_REQUIRE_DATAPLANE) but {why}"
+            )
+        }
+        Err(why) => {
+            eprintln!("{test}: DID NOT RUN (real data plane): {why}");
+            false
+        }
+    }
+}
+
+/// One line of `dataplane/probe.jsonl`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Probe {
+    t: jiff::Timestamp,
+    site: String,
+    exposure: String,
+    ok: bool,
+    answered_by: Option<String>,
+}
+
+fn probes(l: &Live) -> Vec<Probe> {
+    std::fs::read_to_string(l.plane_dir().join("probe.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
+/// Wait (at most `secs`) for a probe after the first `from` that `pred` accepts.
+async fn probe_after(
+    l: &Live,
+    from: usize,
+    secs: u64,
+    what: &str,
+    pred: impl Fn(&Probe) -> bool,
+) -> Probe {
+    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(p) = probes(l).into_iter().skip(from).find(&pred) {
+            return p;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no probe {what} within {secs} s; the last ones: {:?}",
+            probes(l).iter().rev().take(5).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn answered_by(kind: &str) -> impl Fn(&Probe) -> bool + '_ {
+    move |p: &Probe| {
+        p.ok && p
+            .answered_by
+            .as_deref()
+            .is_some_and(|a| a.starts_with(&format!("{kind} tenant-acme/acme ")))
+    }
+}
+
+/// The client's outage as its probe saw it: from the last answer of `before` to the
+/// first answer of `after`, and how many probes failed between.
+fn outage(all: &[Probe], before: &str, after: &str) -> (Duration, usize) {
+    let first_new = all
+        .iter()
+        .position(answered_by(after))
+        .expect("an answer from the new side");
+    let last_old = all[..first_new]
+        .iter()
+        .rposition(answered_by(before))
+        .expect("an answer from the old side before it");
+    let failed = all[last_old + 1..first_new]
+        .iter()
+        .filter(|p| !p.ok)
+        .count();
+    let span = all[first_new].t.duration_since(all[last_old].t);
+    (Duration::try_from(span).unwrap_or_default(), failed)
+}
+
+/// Start acme on the real data plane and wait for the client's first answer through
+/// the tunnel.
+async fn acme() -> Live {
+    let l = start_on(ACME, live::pool("10.250.3.0/24"), true).await;
+    probe_after(
+        &l,
+        0,
+        30,
+        "answered by the IPsecGateway",
+        answered_by("IPsecGateway"),
+    )
+    .await;
+    l
+}
+
+/// `kubectl ARGS` with the sandbox's kubeconfig.
+fn kubectl(l: &Live, args: &[&str]) -> Run {
+    let out = std::process::Command::new("kubectl")
+        .env("KUBECONFIG", &l.kubeconfig)
+        .args(args)
+        .output()
+        .expect("kubectl runs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `swanctl ARGS` in the running pod of gateway acme, as a person would run it.
+fn swanctl(l: &Live, args: &[&str]) -> Run {
+    let pods = kubectl(l, &["get", "pods", "-n", "tenant-acme", "-o", "name"]);
+    let pod = pods
+        .stdout
+        .lines()
+        .next()
+        .expect("a gateway pod")
+        .to_string();
+    let mut all = vec![
+        "exec",
+        "-n",
+        "tenant-acme",
+        &pod,
+        "-c",
+        "strongswan",
+        "--",
+        "swanctl",
+    ];
+    all.extend_from_slice(args);
+    kubectl(l, &all)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cutover_and_rollback_on_real_strongswan_the_client_sees_a_bounded_outage_then_answers() {
+    if !plane_here("cutover_and_rollback_on_real_strongswan") {
+        return;
+    }
+    let l = acme().await;
+    let sites: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(l.plane_dir().join("sites.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        sites["sites"][0]["site"], "tenant-acme/acme/main",
+        "{sites}"
+    );
+    assert_eq!(sites["sites"][0]["dials"], "198.51.100.23", "{sites}");
+    assert_eq!(
+        sites["gateways"][0]["floatingIP"], "198.51.100.23",
+        "{sites}"
+    );
+
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "acme",
+            "-n",
+            "tenant-acme",
+            "--initiate",
+            "--yes",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "cutover: {}\n{}", r.stdout, r.stderr);
+    probe_after(
+        &l,
+        0,
+        30,
+        "answered by the VPNGateway",
+        answered_by("VPNGateway"),
+    )
+    .await;
+    // Once the new gateway answers, the old one never does again (it is gone, and the
+    // floating IP with it).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let all = probes(&l);
+    let first_new = all.iter().position(answered_by("VPNGateway")).unwrap();
+    assert!(
+        !all[first_new..].iter().any(answered_by("IPsecGateway")),
+        "the old gateway answered after the new one"
+    );
+    assert!(
+        all.iter()
+            .all(|p| p.site == "tenant-acme/acme/main" && p.exposure == "crm")
+    );
+    let (cut, failed) = outage(&all, "IPsecGateway", "VPNGateway");
+    eprintln!(
+        "real data plane: cutover --initiate: the client's probe saw {cut:?} without an answer ({failed} failed probes)"
+    );
+
+    // The new pod's swanctl is real charon output, read by vpnmig's own reader.
+    let sas = swanctl(&l, &["--list-sas"]);
+    assert_eq!(sas.code, 0, "{}", sas.stderr);
+    let parsed = vpnmig::core::swanctl::parse(&sas.stdout).expect("real --list-sas output reads");
+    assert_eq!(parsed.ike_sas.len(), 1, "{}", sas.stdout);
+    assert_eq!(parsed.ike_sas[0].name, "acme");
+    assert_eq!(parsed.ike_sas[0].state, "ESTABLISHED");
+    assert_eq!(parsed.ike_sas[0].remote.id, "fw.acme.example");
+    assert_eq!(parsed.ike_sas[0].local.address, "198.51.100.23");
+    assert_eq!(parsed.ike_sas[0].child_sas[0].state, "INSTALLED");
+    assert_eq!(parsed.ike_sas[0].child_sas[0].local_ts, ["10.250.3.0/24"]);
+    assert_eq!(parsed.ike_sas[0].child_sas[0].remote_ts, ["10.20.0.0/16"]);
+
+    let v = l.vpnmig(&["verify", "acme", "-n", "tenant-acme"]).await;
+    assert_eq!(
+        v.code, 0,
+        "verify after the cutover: {}\n{}",
+        v.stdout, v.stderr
+    );
+
+    let from = probes(&l).len();
+    let r = l
+        .vpnmig(&["rollback", "acme", "-n", "tenant-acme", "--yes"])
+        .await;
+    assert_eq!(r.code, 0, "rollback: {}\n{}", r.stdout, r.stderr);
+    probe_after(
+        &l,
+        from,
+        60,
+        "answered by the restored IPsecGateway",
+        answered_by("IPsecGateway"),
+    )
+    .await;
+    let (back, failed) = outage(
+        &probes(&l)[from.saturating_sub(1)..],
+        "VPNGateway",
+        "IPsecGateway",
+    );
+    eprintln!(
+        "real data plane: rollback: the client's probe saw {back:?} without an answer ({failed} failed probes)"
+    );
+}
+
+/// A pinned value changed by hand behind vpnmig's back, after the cutover.
+struct HandChange {
+    what: &'static str,
+    /// `kubectl` arguments that change it.
+    patch: &'static [&'static str],
+    /// The reason the VPNPeer's Established condition gives, read from charon.
+    reason: &'static str,
+}
+
+const HAND_CHANGES: &[HandChange] = &[
+    HandChange {
+        what: "the PSK in the Secret",
+        patch: &[
+            "patch",
+            "secret",
+            "acme-psk",
+            "-n",
+            "tenant-acme",
+            "--type=merge",
+            "-p",
+            r#"{"stringData":{"psk":"changed-by-hand"}}"#,
+        ],
+        reason: "AuthenticationFailed",
+    },
+    HandChange {
+        what: "an ESP proposal",
+        patch: &[
+            "patch",
+            "vpnpeer",
+            "acme",
+            "-n",
+            "tenant-acme",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/ipsec/esp/proposals","value":["aes128gcm16-ecp256"]}]"#,
+        ],
+        reason: "NoProposalChosen",
+    },
+    HandChange {
+        what: "a remote subnet",
+        patch: &[
+            "patch",
+            "vpnpeer",
+            "acme",
+            "-n",
+            "tenant-acme",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/ipsec/remoteSubnets","value":["10.99.0.0/16"]}]"#,
+        ],
+        reason: "TSUnacceptable",
+    },
+    HandChange {
+        what: "the service CIDR",
+        patch: &[
+            "patch",
+            "vpngateway",
+            "acme",
+            "-n",
+            "tenant-acme",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/serviceCIDR","value":"10.250.9.0/24"},{"op":"replace","path":"/spec/exposures/0/virtualIP","value":"10.250.9.10"}]"#,
+        ],
+        reason: "TSUnacceptable",
+    },
+    HandChange {
+        what: "the floating IP",
+        patch: &[
+            "patch",
+            "vpngateway",
+            "acme",
+            "-n",
+            "tenant-acme",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/spec/endpoint/floatingIP","value":"198.51.100.201"}]"#,
+        ],
+        reason: "WaitingForPeer",
+    },
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_pinned_value_changed_by_hand_fails_the_real_tunnel_and_verify_names_the_cause() {
+    if !plane_here("a_pinned_value_changed_by_hand") {
+        return;
+    }
+    for row in HAND_CHANGES {
+        let l = acme().await;
+        let r = l
+            .vpnmig(&[
+                "cutover",
+                "acme",
+                "-n",
+                "tenant-acme",
+                "--initiate",
+                "--yes",
+            ])
+            .await;
+        assert_eq!(
+            r.code, 0,
+            "{}: cutover: {}\n{}",
+            row.what, r.stdout, r.stderr
+        );
+        probe_after(
+            &l,
+            0,
+            30,
+            "answered by the VPNGateway",
+            answered_by("VPNGateway"),
+        )
+        .await;
+        let p = kubectl(&l, row.patch);
+        assert_eq!(
+            p.code, 0,
+            "{}: kubectl {:?}: {}",
+            row.what, row.patch, p.stderr
+        );
+        let from = probes(&l).len();
+        // The client's probe stops getting answers (it still dials what it always did).
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let verify = loop {
+            let v = l.vpnmig(&["verify", "acme", "-n", "tenant-acme"]).await;
+            if v.code != 0 && v.stdout.contains(row.reason) {
+                break v;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{}: verify never named {} within 30 s: exit {}\n{}\n{}",
+                row.what,
+                row.reason,
+                v.code,
+                v.stdout,
+                v.stderr
+            );
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        };
+        assert!(
+            verify.stdout.contains("NOT HEALTHY"),
+            "{}: {}",
+            row.what,
+            verify.stdout
+        );
+        let failed = probe_after(&l, from, 30, "failing", |p| !p.ok).await;
+        assert!(!failed.ok);
+        // And it does not come back on its own while the change stands.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let last: Vec<Probe> = probes(&l).into_iter().rev().take(5).collect();
+        assert!(
+            last.iter().all(|p| !p.ok),
+            "{}: the client still gets answers: {last:?}",
+            row.what
+        );
+        eprintln!(
+            "real data plane: {} changed by hand: verify exit {}, {}",
+            row.what, verify.code, row.reason
+        );
+    }
+}
