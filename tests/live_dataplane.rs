@@ -570,3 +570,77 @@ async fn the_swanctl_reader_reads_what_real_charon_prints_in_every_state() {
     let v = l.vpnmig(&["verify", "acme", "-n", "tenant-acme"]).await;
     assert_ne!(v.code, 0, "verify with the tunnel down: {}", v.stdout);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn initiate_against_the_clients_own_retry_both_measured_from_the_probe() {
+    if !plane_here("initiate_against_the_clients_own_retry") {
+        return;
+    }
+    // With --initiate the new gateway dials the client at once; without it, the client
+    // notices the old IKE SA is gone by DPD (clientDpdMs) and its retransmits, then
+    // dials again. Both end with the client answered by the new gateway.
+    for initiate in [true, false] {
+        let l = acme().await;
+        let mut args = vec!["cutover", "acme", "-n", "tenant-acme", "--yes"];
+        if initiate {
+            args.push("--initiate");
+        }
+        let r = l.vpnmig(&args).await;
+        assert_eq!(
+            r.code, 0,
+            "cutover (initiate: {initiate}): {}\n{}",
+            r.stdout, r.stderr
+        );
+        probe_after(
+            &l,
+            0,
+            60,
+            "answered by the VPNGateway",
+            answered_by("VPNGateway"),
+        )
+        .await;
+        let (gap, failed) = outage(&probes(&l), "IPsecGateway", "VPNGateway");
+        assert!(
+            failed > 0,
+            "a cutover without any failed probe is not a replacement"
+        );
+        eprintln!(
+            "real data plane: cutover {}: the client's probe saw {gap:?} without an answer ({failed} failed probes)",
+            if initiate {
+                "with --initiate"
+            } else {
+                "without --initiate (the client's DPD and retry)"
+            }
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_namespace_left_by_a_killed_sandbox_is_removed_at_the_next_start_never_reused() {
+    if !plane_here("a_namespace_left_by_a_killed_sandbox") {
+        return;
+    }
+    // A pid that no process has (above the kernel's pid_max).
+    let stale = "vpnmig-4194305-0-inet";
+    vpnmig_sandbox::dataplane::netns::ip(&["netns", "add", stale]).unwrap();
+    let l = acme().await;
+    let left = vpnmig_sandbox::dataplane::netns::list();
+    assert!(!left.iter().any(|n| n == stale), "{left:?}");
+    let inet = l.sb.data_plane.as_ref().unwrap().inet.clone();
+    assert!(
+        inet.starts_with(&format!("vpnmig-{}-", std::process::id())),
+        "{inet}"
+    );
+    // Its own namespaces go with it.
+    let mine: Vec<String> = left
+        .into_iter()
+        .filter(|n| n.starts_with(inet.trim_end_matches("-inet")))
+        .collect();
+    assert!(mine.len() >= 3, "internet, gateway and site: {mine:?}");
+    l.sb.shutdown().await;
+    let after = vpnmig_sandbox::dataplane::netns::list();
+    assert!(
+        mine.iter().all(|n| !after.contains(n)),
+        "left behind: {after:?}"
+    );
+}
