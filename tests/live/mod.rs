@@ -387,3 +387,56 @@ pub fn namespace(ns: &str) -> String {
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     )
 }
+
+/// Reading the real data plane's probe log (`dataplane/probe.jsonl`).
+pub mod plane {
+    use super::Live;
+    use std::time::Duration;
+
+    /// One line of `dataplane/probe.jsonl`.
+    #[derive(Debug, Clone, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    pub struct Probe {
+        pub t: jiff::Timestamp,
+        pub site: String,
+        pub exposure: String,
+        pub ok: bool,
+        pub answered_by: Option<String>,
+    }
+
+    pub fn probes(l: &Live) -> Vec<Probe> {
+        std::fs::read_to_string(l.plane_dir().join("probe.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect()
+    }
+
+    pub fn answered_by(kind: &str) -> impl Fn(&Probe) -> bool + '_ {
+        move |p: &Probe| {
+            p.ok && p
+                .answered_by
+                .as_deref()
+                .is_some_and(|a| a.starts_with(&format!("{kind} tenant-acme/acme ")))
+        }
+    }
+
+    /// The client's outage as its probe saw it: from the last answer of `before` to the
+    /// first answer of `after`, and how many probes failed between.
+    pub fn outage(all: &[Probe], before: &str, after: &str) -> (Duration, usize) {
+        let first_new = all
+            .iter()
+            .position(answered_by(after))
+            .expect("an answer from the new side");
+        let last_old = all[..first_new]
+            .iter()
+            .rposition(answered_by(before))
+            .expect("an answer from the old side before it");
+        let failed = all[last_old + 1..first_new]
+            .iter()
+            .filter(|p| !p.ok)
+            .count();
+        let span = all[first_new].t.duration_since(all[last_old].t);
+        (Duration::try_from(span).unwrap_or_default(), failed)
+    }
+}

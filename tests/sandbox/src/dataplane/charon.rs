@@ -32,6 +32,29 @@ pub struct ConnConf {
     pub initiator: bool,
 }
 
+/// How a client site behaves (operator-settings fault knobs; not part of its parameter
+/// sheet, so a change is applied to a running site).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Behaviour {
+    /// It dials at load and again on every loss (DPD, a DELETE from the gateway); off
+    /// (`clientPeerNeverReturns`): an IKE SA that is up stays up, one that is down never
+    /// comes back unless the gateway initiates.
+    pub reinitiates: bool,
+    /// It answers the gateway's own initiation; off (`clientRefusesInitiation`): its
+    /// charon listens on random ports only, like a client behind NAT, so an IKE_SA_INIT
+    /// sent to it meets a closed port.
+    pub answers: bool,
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Behaviour {
+            reinitiates: true,
+            answers: true,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChildConf {
     pub name: String,
@@ -52,8 +75,8 @@ fn list(v: &[String]) -> String {
     v.join(",")
 }
 
-/// The `swanctl.conf` of a daemon.
-pub fn swanctl_conf(conns: &[ConnConf]) -> String {
+/// The `swanctl.conf` of a daemon (`behaviour` matters for a client site only).
+pub fn swanctl_conf(conns: &[ConnConf], behaviour: Behaviour) -> String {
     let mut s = String::from("connections {\n");
     for c in conns {
         let _ = writeln!(s, "  {} {{", c.name);
@@ -63,7 +86,7 @@ pub fn swanctl_conf(conns: &[ConnConf]) -> String {
         let _ = writeln!(s, "    proposals = {}", list(&c.proposals));
         let _ = writeln!(s, "    rekey_time = {}", c.rekey_time);
         let _ = writeln!(s, "    dpd_delay = {}", c.dpd_delay);
-        if c.initiator {
+        if c.initiator && behaviour.reinitiates {
             let _ = writeln!(s, "    keyingtries = 0");
         }
         let _ = writeln!(
@@ -83,7 +106,7 @@ pub fn swanctl_conf(conns: &[ConnConf]) -> String {
             let _ = writeln!(s, "        remote_ts = {}", list(&ch.remote_ts));
             let _ = writeln!(s, "        esp_proposals = {}", list(&ch.esp_proposals));
             let _ = writeln!(s, "        rekey_time = {}", ch.rekey_time);
-            if c.initiator {
+            if c.initiator && behaviour.reinitiates {
                 let _ = writeln!(s, "        start_action = start");
                 let _ = writeln!(s, "        dpd_action = restart");
                 let _ = writeln!(s, "        close_action = restart");
@@ -143,13 +166,23 @@ impl Daemon {
     /// Start charon in `netns` with its files in `dir`, and wait (bounded) for its VICI
     /// socket. Started from a long-lived thread: it dies with that thread
     /// (`PR_SET_PDEATHSIG`), so a killed sandbox leaves no daemon behind.
-    pub fn start(dir: &Path, netns: &str, timing: Timing) -> Result<Daemon, String> {
+    pub fn start(
+        dir: &Path,
+        netns: &str,
+        timing: Timing,
+        behaviour: Behaviour,
+    ) -> Result<Daemon, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let vici = dir.join("charon.vici");
         let _ = std::fs::remove_file(&vici);
         let conf = format!(
-            "swanctl {{\n  load = {tool}\n}}\ncharon-systemd {{\n  load_modular = yes\n  retransmit_timeout = {t}\n  retransmit_base = 1.0\n  retransmit_tries = {n}\n  retransmit_jitter = 0\n  plugins {{\n    include /etc/strongswan.d/charon/*.conf\n    vici {{\n      socket = unix://{vici}\n    }}\n    kernel-libipsec {{\n      load = yes\n    }}\n  }}\n  journal {{\n    default = -1\n  }}\n  filelog {{\n    charon {{\n      path = {log}\n      time_format = %Y-%m-%dT%H:%M:%S\n      ike_name = yes\n      flush_line = yes\n      default = 1\n      ike = 1\n      cfg = 1\n    }}\n  }}\n}}\n",
+            "swanctl {{\n  load = {tool}\n}}\ncharon-systemd {{\n  load_modular = yes\n{ports}  retransmit_timeout = {t}\n  retransmit_base = 1.0\n  retransmit_tries = {n}\n  retransmit_jitter = 0\n  plugins {{\n    include /etc/strongswan.d/charon/*.conf\n    vici {{\n      socket = unix://{vici}\n    }}\n    kernel-libipsec {{\n      load = yes\n    }}\n  }}\n  journal {{\n    default = -1\n  }}\n  filelog {{\n    charon {{\n      path = {log}\n      time_format = %Y-%m-%dT%H:%M:%S\n      ike_name = yes\n      flush_line = yes\n      default = 1\n      ike = 1\n      cfg = 1\n    }}\n  }}\n}}\n",
             tool = SWANCTL_PLUGINS,
+            ports = if behaviour.answers {
+                ""
+            } else {
+                "  port = 0\n  port_nat_t = 0\n"
+            },
             t = timing.retransmit_timeout_s,
             n = timing.retransmit_tries,
             vici = vici.display(),
@@ -232,6 +265,17 @@ impl Daemon {
 
     /// Stop the daemon (SIGTERM, then SIGKILL after 1 s).
     pub fn stop(mut self) {
+        self.halt();
+    }
+
+    /// Stop it and start it again in the same namespace and directory.
+    pub fn restart(&mut self, timing: Timing, behaviour: Behaviour) -> Result<(), String> {
+        self.halt();
+        *self = Daemon::start(&self.dir.clone(), &self.netns.clone(), timing, behaviour)?;
+        Ok(())
+    }
+
+    fn halt(&mut self) {
         if let Some(p) = rustix::process::Pid::from_raw(self.child.id() as i32) {
             let _ = rustix::process::kill_process_group(p, rustix::process::Signal::TERM);
         }

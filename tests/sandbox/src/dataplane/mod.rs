@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-pub use charon::{ChildConf, ConnConf, Timing};
+pub use charon::{Behaviour, ChildConf, ConnConf, Timing};
 
 pub const CHARON: &str = "/usr/sbin/charon-systemd";
 pub const SWANCTL: &str = "/usr/sbin/swanctl";
@@ -74,6 +74,8 @@ pub struct SitePlane {
     /// `(exposure, virtual IP, port)` the client uses.
     pub targets: Vec<(String, String, u16)>,
     pub conn: ConnConf,
+    /// The fault knobs that shape how it behaves (applied to a running site).
+    pub behaviour: Behaviour,
 }
 
 /// Everything the operator wants running.
@@ -212,6 +214,15 @@ impl Bed {
     /// Changes whenever what a charon shows changes (the operator reconciles then).
     pub fn seen_version(&self) -> u64 {
         self.shared.seen_version.load(Ordering::SeqCst)
+    }
+
+    /// Whether the charon of pod `pod_uid` runs and answers on its VICI socket.
+    pub fn running(&self, pod_uid: &str) -> bool {
+        self.shared
+            .seen
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(pod_uid)
     }
 
     /// What the charon of pod `pod_uid` shows for connection `conn`.
@@ -491,8 +502,16 @@ impl Worker {
             }
         }
         for s in &desired.sites {
-            // A client site is configured once: the window never reconfigures it.
-            if self.sites.contains_key(&s.key) {
+            // A client site is configured once: the window never reconfigures it. Only its
+            // behaviour (a fault knob) changes on a running site.
+            if let Some(rt) = self.sites.get_mut(&s.key) {
+                if rt.spec.behaviour != s.behaviour {
+                    let restart = rt.spec.behaviour.answers != s.behaviour.answers;
+                    rt.spec.behaviour = s.behaviour;
+                    if let Err(e) = Self::rebehave(&self.shared, rt, restart) {
+                        self.say(&format!("site {}: {e}", s.key));
+                    }
+                }
                 continue;
             }
             match self.start_site(s) {
@@ -530,7 +549,7 @@ impl Worker {
             retransmit_timeout_s: 1.0,
             retransmit_tries: 2,
         };
-        let daemon = match charon::Daemon::start(&dir, &netns, timing) {
+        let daemon = match charon::Daemon::start(&dir, &netns, timing, Behaviour::default()) {
             Ok(d) => d,
             Err(e) => {
                 netns::remove(&netns);
@@ -602,7 +621,8 @@ impl Worker {
             rt.listeners.insert((vip.clone(), *port), w);
         }
         if rt.loaded.as_ref() != Some(&rt.spec.conns) {
-            rt.daemon.load(&charon::swanctl_conf(&rt.spec.conns))?;
+            rt.daemon
+                .load(&charon::swanctl_conf(&rt.spec.conns, Behaviour::default()))?;
             // A connection whose settings or key changed is restarted, as an operator that
             // rolls its pod on a configuration change would: the client must negotiate
             // again with what is configured now.
@@ -671,8 +691,11 @@ impl Worker {
             let dir = w
                 .dir
                 .join(format!("site-{}-{}-{}", s.ns, s.gateway, s.tunnel));
-            let daemon = charon::Daemon::start(&dir, &netns, w.shared.client_timing)?;
-            daemon.load(&charon::swanctl_conf(std::slice::from_ref(&s.conn)))?;
+            let daemon = charon::Daemon::start(&dir, &netns, w.shared.client_timing, s.behaviour)?;
+            daemon.load(&charon::swanctl_conf(
+                std::slice::from_ref(&s.conn),
+                s.behaviour,
+            ))?;
             Ok((link, daemon))
         };
         let (link, daemon) = match setup(self) {
@@ -705,6 +728,20 @@ impl Worker {
             daemon,
             _prober: prober,
         })
+    }
+
+    /// Apply a site's new behaviour: reload its connection, or restart its charon when
+    /// the ports it listens on change.
+    fn rebehave(shared: &Shared, rt: &mut SiteRt, restart: bool) -> Result<(), String> {
+        if restart {
+            rt.daemon
+                .restart(shared.client_timing, rt.spec.behaviour)
+                .map_err(|e| format!("restart: {e}"))?;
+        }
+        rt.daemon.load(&charon::swanctl_conf(
+            std::slice::from_ref(&rt.spec.conn),
+            rt.spec.behaviour,
+        ))
     }
 
     /// Read each gateway's SAs and new log lines; publish what changed.

@@ -530,8 +530,23 @@ fn reconcile_gateway(
         GatewayKind::IPsec => format!("{n}/{n} tunnels configured", n = peers.len()),
         GatewayKind::Vpn => format!("{} peers configured", peers.len()),
     };
+    // On the real data plane the pod is ready when its charon answers (its readiness).
+    let starting = match (&st.plane, &workload) {
+        (Some(bed), Ok(w)) if !bed.running(&w.pod_uid) => Some(w.pod.clone()),
+        _ => None,
+    };
     let ready = match (&workload, &fip, &service_cidr) {
         (Err(e), _, _) => cond("Ready", false, "WorkloadNotReady", e.clone(), generation),
+        (Ok(_), _, _) if starting.is_some() => cond(
+            "Ready",
+            false,
+            "WorkloadNotReady",
+            format!(
+                "strongSwan is starting in pod {}",
+                starting.as_deref().unwrap_or_default()
+            ),
+            generation,
+        ),
         (_, None, _) => cond(
             "Ready",
             false,
@@ -730,7 +745,14 @@ fn plane_gateway(
             proposals: proposals(&gw.ike_proposals),
             rekey_time: ike_life.clone(),
             dpd_delay: "0s".into(),
-            psk: read_psk(store, &gw.ns, p.psk_ref.as_ref()).ok(),
+            // pskMismatch: the gateway is given another key than the client's, for real.
+            psk: read_psk(store, &gw.ns, p.psk_ref.as_ref()).ok().map(|k| {
+                if faults.psk_mismatch {
+                    [k.as_slice(), b"-mismatch"].concat()
+                } else {
+                    k
+                }
+            }),
             children: children_of(p, &local_ts, false),
             initiator: false,
         })
@@ -759,7 +781,20 @@ fn plane_gateway(
             conns,
         },
     );
-    // The client sites: from an IPsecGateway whose values are complete.
+    // The client sites' behaviour follows the fault knobs of the gateway serving them.
+    let behaviour = crate::dataplane::Behaviour {
+        reinitiates: !faults.client_peer_never_returns,
+        answers: !faults.client_refuses_initiation,
+    };
+    for p in peers {
+        if let Some(site) = st
+            .plane_sites
+            .get_mut(&format!("{}/{}/{}", p.ns, p.address, p.id))
+        {
+            site.behaviour = behaviour;
+        }
+    }
+    // The client sites themselves: from an IPsecGateway whose values are complete.
     let (GatewayKind::IPsec, Some(fip), Some(cidr)) = (gw.kind, fip, service_cidr) else {
         return;
     };
@@ -800,6 +835,7 @@ fn plane_gateway(
                     children: children_of(p, cidr, true),
                     initiator: true,
                 },
+                behaviour,
             },
         );
     }
