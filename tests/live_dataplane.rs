@@ -622,6 +622,14 @@ struct Knob {
 
 const KNOBS: &[Knob] = &[
     Knob {
+        what: "clientDpdOff: the client's traffic brings it back (a trap policy)",
+        set: |f| f.client_dpd_off = true,
+        initiate: false,
+        code: 0,
+        says: "initiated by the client",
+        answered: true,
+    },
+    Knob {
         what: "pskMismatch: the gateway is given another key",
         set: |f| f.psk_mismatch = true,
         initiate: true,

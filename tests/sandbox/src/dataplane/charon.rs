@@ -44,6 +44,9 @@ pub struct Behaviour {
     /// charon listens on random ports only, like a client behind NAT, so an IKE_SA_INIT
     /// sent to it meets a closed port.
     pub answers: bool,
+    /// It runs DPD (`clientDpdMs`) and dials at once; off (`clientDpdOff`): it never
+    /// checks its peer, and dials only when traffic needs the tunnel (a trap policy).
+    pub dpd: bool,
 }
 
 impl Default for Behaviour {
@@ -51,6 +54,7 @@ impl Default for Behaviour {
         Behaviour {
             reinitiates: true,
             answers: true,
+            dpd: true,
         }
     }
 }
@@ -85,7 +89,12 @@ pub fn swanctl_conf(conns: &[ConnConf], behaviour: Behaviour) -> String {
         let _ = writeln!(s, "    remote_addrs = {}", c.remote_addr);
         let _ = writeln!(s, "    proposals = {}", list(&c.proposals));
         let _ = writeln!(s, "    rekey_time = {}", c.rekey_time);
-        let _ = writeln!(s, "    dpd_delay = {}", c.dpd_delay);
+        let dpd = if c.initiator && !behaviour.dpd {
+            "0s"
+        } else {
+            &c.dpd_delay
+        };
+        let _ = writeln!(s, "    dpd_delay = {dpd}");
         if c.initiator && behaviour.reinitiates {
             let _ = writeln!(s, "    keyingtries = 0");
         }
@@ -106,7 +115,11 @@ pub fn swanctl_conf(conns: &[ConnConf], behaviour: Behaviour) -> String {
             let _ = writeln!(s, "        remote_ts = {}", list(&ch.remote_ts));
             let _ = writeln!(s, "        esp_proposals = {}", list(&ch.esp_proposals));
             let _ = writeln!(s, "        rekey_time = {}", ch.rekey_time);
-            if c.initiator && behaviour.reinitiates {
+            if c.initiator && behaviour.reinitiates && !behaviour.dpd {
+                // No DPD: traffic brings it up (a trap policy), and again after a DELETE.
+                let _ = writeln!(s, "        start_action = trap");
+                let _ = writeln!(s, "        close_action = hold");
+            } else if c.initiator && behaviour.reinitiates {
                 let _ = writeln!(s, "        start_action = start");
                 let _ = writeln!(s, "        dpd_action = restart");
                 let _ = writeln!(s, "        close_action = restart");

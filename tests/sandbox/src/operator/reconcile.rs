@@ -785,6 +785,7 @@ fn plane_gateway(
     let behaviour = crate::dataplane::Behaviour {
         reinitiates: !faults.client_peer_never_returns,
         answers: !faults.client_refuses_initiation,
+        dpd: !faults.client_dpd_off,
     };
     for p in peers {
         if let Some(site) = st

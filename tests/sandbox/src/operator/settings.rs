@@ -108,6 +108,11 @@ pub struct GatewayFaults {
     /// or one that only accepts being the initiator): `swanctl --initiate` gives up after
     /// its retransmits; the client's own re-initiation still works.
     pub client_refuses_initiation: bool,
+    /// Real data plane only: the client peers run without DPD and dial only when traffic
+    /// needs the tunnel (a trap policy): after the gateway's DELETE or a lost tunnel,
+    /// their tunnel comes back on traffic or on the gateway's initiation. The imitation
+    /// ignores it.
+    pub client_dpd_off: bool,
 }
 
 /// A client peer configured explicitly. It is matched by namespace, address and (if
