@@ -756,7 +756,7 @@ fn plan_identifies_its_source_for_drift_detection() {
     assert_eq!(s["namespace"], "tenant-test");
     assert_eq!(
         plan.source.spec_fingerprint,
-        vpnmig::core::plan::fingerprint(&Gw::new("acme").0["spec"])
+        vpnmig::core::fingerprint::fingerprint(&Gw::new("acme").0["spec"])
     );
     let other = Gw::new("acme")
         .set("/spec/tunnels/0/remoteSubnets", json!(["10.60.0.0/17"]))

@@ -134,7 +134,9 @@ pub struct Entry {
 impl Entry {
     /// `sha256:<hex>` of this entry's canonical JSON (keys sorted, `prev` included).
     pub fn digest(&self) -> String {
-        crate::core::plan::fingerprint(&serde_json::to_value(self).expect("entries serialize"))
+        crate::core::fingerprint::fingerprint(
+            &serde_json::to_value(self).expect("entries serialize"),
+        )
     }
 }
 

@@ -35,6 +35,19 @@ pub const VERSION: &str = "v1alpha1";
 pub const OLD_FINALIZER: &str = "ipsec.bnerd.net/cleanup";
 /// Finalizer on the new gateway kind.
 pub const NEW_FINALIZER: &str = "vpn.bnerd.net/cleanup";
+/// Metadata fields removed from the saved old manifest so that `kubectl apply -f`
+/// re-creates the object (runbook "Rollback"; DESIGN.md §4.3).
+pub const CLEANED_METADATA: &[&str] = &[
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "finalizers",
+];
 
 // ---------------------------------------------------------------------------------------
 // Shapes shared by both groups ("the ExposureSpec/TargetSpec shapes are identical").

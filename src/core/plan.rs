@@ -4,12 +4,13 @@
 //! versioned by [`PLAN_API_VERSION`].
 
 use serde::Serialize;
-use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
+use serde_json::Value;
 
 use crate::core::allowlist::Allowlist;
 use crate::core::checks::{self, CheckResult, Inputs};
+use crate::core::fingerprint::fingerprint;
 use crate::core::input::Source;
+use crate::core::model::CLEANED_METADATA;
 use crate::core::psk;
 use crate::core::report::{FieldRow, field_report};
 use crate::core::translate::Targets;
@@ -170,46 +171,6 @@ pub fn build_named(
     plan
 }
 
-/// `sha256:<hex>` of `v` as canonical JSON: object keys sorted at every level, no
-/// whitespace. Equal specs give equal fingerprints whatever the key order of the input.
-pub fn fingerprint(v: &Value) -> String {
-    let canonical = serde_json::to_vec(&canonical(v)).expect("JSON values serialize");
-    let digest = Sha256::digest(&canonical);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
-}
-
-/// `v` with object keys sorted at every level.
-pub fn canonical(v: &Value) -> Value {
-    match v {
-        Value::Object(o) => {
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            Value::Object(
-                keys.into_iter()
-                    .map(|k| (k.clone(), canonical(&o[k])))
-                    .collect::<Map<_, _>>(),
-            )
-        }
-        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
-        other => other.clone(),
-    }
-}
-
-/// Metadata fields removed from the saved old manifest so that `kubectl apply -f`
-/// re-creates the object (runbook "Rollback"; DESIGN.md §4.3).
-pub const CLEANED_METADATA: &[&str] = &[
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "managedFields",
-    "selfLink",
-    "finalizers",
-];
-
 /// The old object, verbatim but for `status`, the server-set metadata in
 /// [`CLEANED_METADATA`] and the last-applied annotation: what rollback re-applies. Never
 /// translated back from the new kinds. Unknown spec fields are kept.
@@ -238,25 +199,6 @@ pub fn clean_old_manifest(raw: &Value) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn fingerprint_ignores_key_order_but_not_values() {
-        let a = fingerprint(&json!({"a": 1, "b": {"c": [1, 2], "d": "x"}}));
-        let b = fingerprint(&json!({"b": {"d": "x", "c": [1, 2]}, "a": 1}));
-        let c = fingerprint(&json!({"b": {"d": "x", "c": [2, 1]}, "a": 1}));
-        assert_eq!(a, b);
-        assert_ne!(a, c);
-        assert!(a.starts_with("sha256:") && a.len() == 7 + 64);
-    }
-
-    #[test]
-    fn fingerprint_of_a_known_value() {
-        // printf '{"a":1}' | sha256sum
-        assert_eq!(
-            fingerprint(&json!({"a": 1})),
-            "sha256:015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862"
-        );
-    }
 
     #[test]
     fn cleaning_keeps_spec_and_user_metadata() {

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::addr;
-use crate::core::model::IPsecGateway;
+use crate::core::model::{CLEANED_METADATA, IPsecGateway};
 use crate::core::path::{JsonPath, Seg};
 use crate::core::translate::{LAST_APPLIED, MIGRATED_FROM, Targets, not_carried_by};
 
@@ -266,9 +266,9 @@ fn map_spec(p: &[T], old: &IPsecGateway) -> Option<Mapping> {
 }
 
 /// Server-set metadata: never carried to a new object. What the saved old manifest drops
-/// (`plan::CLEANED_METADATA`), plus the old object's owners and name prefix.
+/// ([`CLEANED_METADATA`]), plus the old object's owners and name prefix.
 fn server_metadata() -> impl Iterator<Item = &'static str> {
-    crate::core::plan::CLEANED_METADATA
+    CLEANED_METADATA
         .iter()
         .copied()
         .chain(["ownerReferences", "generateName"])

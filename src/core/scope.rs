@@ -190,7 +190,7 @@ pub fn same_as_recorded(live: &Value, uid: Option<&str>, fingerprint: &str) -> R
     {
         return Err(format!("it is another object now (uid {uid} → {live_uid})"));
     }
-    let now = crate::core::plan::fingerprint(live.get("spec").unwrap_or(&Value::Null));
+    let now = crate::core::fingerprint::fingerprint(live.get("spec").unwrap_or(&Value::Null));
     if now != fingerprint {
         return Err(format!(
             "its spec changed since the journal was written (fingerprint {fingerprint} → {now})"
