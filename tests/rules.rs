@@ -6,7 +6,8 @@ mod common;
 use common::{Gw, tunnel};
 use serde_json::{Value, json};
 use vpnmig::core::allowlist::Allowlist;
-use vpnmig::core::checks::{self, CheckResult, Inputs, Outcome, Severity};
+use vpnmig::core::checks::{self, Inputs};
+use vpnmig::core::finding::{CheckResult, Outcome, Severity};
 use vpnmig::core::plan::{Plan, build};
 use vpnmig::core::report::{Rule, Verdict};
 

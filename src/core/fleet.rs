@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::core::addr;
 use crate::core::allowlist::Allowlist;
-use crate::core::checks::{Outcome, Severity};
+use crate::core::finding::{Outcome, Severity};
 use crate::core::input::Source;
 use crate::core::live::{self, Facts, OtherGateway};
 use crate::core::plan::{self, Plan};

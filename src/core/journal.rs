@@ -972,7 +972,7 @@ pub fn journal_drift(saved: &Value, j: &Journal) -> Vec<Drift> {
 /// finding)`; `None` for a failed check without findings.
 pub fn blocking(
     plan: &crate::core::plan::Plan,
-) -> Vec<(&'static str, Option<&crate::core::checks::Finding>)> {
+) -> Vec<(&'static str, Option<&crate::core::finding::Finding>)> {
     let mut out = Vec::new();
     for c in plan.checks.iter().filter(|c| c.blocks()) {
         if c.findings.is_empty() {

@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 
-use crate::core::checks::{CheckResult, Finding, Severity, finding, result};
+use crate::core::finding::{CheckResult, Finding, Severity, finding, result};
 
 /// The most a name of an object vpnmig writes (ConfigMap, Lease, custom resources) may be.
 pub const NAME_MAX: usize = 253;

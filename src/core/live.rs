@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::addr;
-use crate::core::checks::{CheckResult, Finding, Outcome, Severity, finding, result};
+use crate::core::finding::{CheckResult, Finding, Outcome, Severity, finding, result};
 use crate::core::plan::Plan;
 
 /// Another gateway in the cluster (either kind), as far as uniqueness goes.

@@ -6,6 +6,7 @@ pub mod addr;
 pub mod allowlist;
 pub mod checks;
 pub mod dataplane;
+pub mod finding;
 pub mod fingerprint;
 pub mod fleet;
 pub mod gitops;

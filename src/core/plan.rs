@@ -7,7 +7,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::allowlist::Allowlist;
-use crate::core::checks::{self, CheckResult, Inputs};
+use crate::core::checks::{self, Inputs};
+use crate::core::finding::{CheckResult, Outcome, Severity};
 use crate::core::fingerprint::fingerprint;
 use crate::core::input::Source;
 use crate::core::model::CLEANED_METADATA;
@@ -100,9 +101,7 @@ pub fn build_named(
         blockers: checks.iter().filter(|c| c.blocks()).count(),
         warnings: checks
             .iter()
-            .filter(|c| {
-                c.severity == checks::Severity::Warning && c.outcome == checks::Outcome::Fail
-            })
+            .filter(|c| c.severity == Severity::Warning && c.outcome == Outcome::Fail)
             .count(),
         pinned: count(Rule::Pinned),
         copied: count(Rule::Copied),
