@@ -11,6 +11,7 @@ pub mod fingerprint;
 pub mod fleet;
 pub mod gitops;
 pub mod guard;
+pub mod holders;
 pub mod input;
 pub mod journal;
 pub mod limits;
