@@ -200,7 +200,7 @@ pub fn plan_live(
     let facts = Facts {
         schema: around
             .schemas
-            .map(|s| crate::core::schema::validate_targets(&plan, &s)),
+            .map(|s| crate::core::schema::validate_targets(&plan.targets, &s)),
         existing: around.existing,
         others,
         dry_run: None,
