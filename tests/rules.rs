@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use vpnmig::core::allowlist::Allowlist;
 use vpnmig::core::checks::{self, Inputs};
 use vpnmig::core::finding::{CheckResult, Outcome, Severity};
-use vpnmig::core::plan::{Plan, build};
+use vpnmig::core::full_plan::build;
+use vpnmig::core::plan::Plan;
 use vpnmig::core::report::{Rule, Verdict};
 
 fn check<'a>(plan: &'a Plan, id: &str) -> &'a CheckResult {

@@ -9,6 +9,7 @@ pub mod dataplane;
 pub mod finding;
 pub mod fingerprint;
 pub mod fleet;
+pub mod full_plan;
 pub mod gitops;
 pub mod guard;
 pub mod holders;

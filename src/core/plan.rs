@@ -75,13 +75,11 @@ pub struct Summary {
     pub unknown: usize,
 }
 
-/// Translate, report and check `source` against `allowlist`.
-pub fn build(source: &Source, allowlist: &Allowlist) -> Plan {
-    build_named(source, allowlist, &Default::default())
-}
-
-/// [`build`] with peer names chosen for some tunnels (`core::translate::translate_named`).
-pub fn build_named(
+/// Translate, report and check `source` against `allowlist`, with peer names chosen for
+/// some tunnels (`core::translate::translate_named`). Every check but `api-limits`, which
+/// measures the journal the window would write: `core::full_plan::build` adds it, and is
+/// what commands call.
+pub fn assemble(
     source: &Source,
     allowlist: &Allowlist,
     peer_names: &std::collections::BTreeMap<String, String>,
@@ -109,7 +107,7 @@ pub fn build_named(
         not_carried: count(Rule::NotCarried),
         unknown: count(Rule::Unknown),
     };
-    let mut plan = Plan {
+    Plan {
         api_version: PLAN_API_VERSION,
         tool_version: env!("CARGO_PKG_VERSION"),
         source: SourceInfo {
@@ -147,27 +145,7 @@ pub fn build_named(
         checks,
         targets,
         peer_names: peer_names.clone(),
-    };
-    // The limits a real API server applies to what the window writes (issue 14 item 8):
-    // the journal is estimated as its first write would be, the old manifest counted
-    // twice (in journal.json and as old-ipsecgateway.yaml, which is never larger).
-    let old_manifest = clean_old_manifest(&source.raw);
-    let journal =
-        crate::core::journal::Journal::new(&plan, old_manifest.clone(), String::new(), "", "");
-    let bytes = serde_json::to_string_pretty(&journal).map_or(0, |j| j.len())
-        + serde_json::to_string_pretty(&old_manifest).map_or(0, |o| o.len());
-    let limits = crate::core::limits::check(
-        plan.source.namespace.as_deref().unwrap_or_default(),
-        &plan.source.name,
-        &plan.targets.objects(),
-        bytes,
-    );
-    if limits.blocks() {
-        plan.summary.blockers += 1;
-        plan.blocked = true;
     }
-    plan.checks.push(limits);
-    plan
 }
 
 /// The old object, verbatim but for `status`, the server-set metadata in
