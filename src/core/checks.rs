@@ -4,6 +4,8 @@
 //!
 //! Sources: DESIGN.md §4 invariants (FIP never released) and §3 (names, grants); the
 //! runbook's "What must stay pinned" (serviceCIDR, traffic selectors, allowlist).
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use std::collections::HashSet;
 use std::net::IpAddr;

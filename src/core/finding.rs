@@ -3,6 +3,8 @@
 //! command that fixes it. Shared by every rule that judges a plan (`core::checks`,
 //! `core::limits`, `core::live`), so that none of them imports another for its vocabulary.
 //! Pure.
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use serde::Serialize;
 

@@ -1,6 +1,8 @@
 //! Fingerprints of JSON values: `sha256:<hex>` of the value as canonical JSON, so that
 //! two specs that differ only in key order have one fingerprint (the plan's source, the
 //! journal's hash chain, the scope's "same as recorded"). Pure.
+//!
+//! Layer 1 (translation and fingerprints): imports only from layers 0 to 1; see docs/architecture.md.
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};

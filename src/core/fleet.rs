@@ -3,6 +3,8 @@
 //! gateway's uniqueness checks compare it with the few gateways that could clash, found
 //! through an index, so the cost per gateway does not grow with the fleet. The checks
 //! themselves are `core::live`'s, unchanged: a fleet plan and `plan NAME` judge alike.
+//!
+//! Layer 4 (journal, records and views): imports only from layers 0 to 4; see docs/architecture.md.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -3,6 +3,8 @@
 //! needs the journal the window would start with, `api-limits` (issue 14 item 8): the
 //! journal's names and its size as its first write would be. Above both the plan and the
 //! journal, because the journal is made from the plan. Pure.
+//!
+//! Layer 4 (journal, records and views): imports only from layers 0 to 4; see docs/architecture.md.
 
 use std::collections::BTreeMap;
 

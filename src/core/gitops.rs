@@ -22,6 +22,8 @@
 //! Argo CD and Flux reconcile continuously: a window on an object they manage needs a
 //! choice (`--gitops pause|ignore`). Helm alone does not reconcile (it only acts when
 //! someone runs it) and another applier is shown by name: both are for the user's eye.
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

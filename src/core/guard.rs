@@ -9,6 +9,8 @@
 //! the 95th percentile of what those windows took (never more than the worst case: a
 //! run cannot outlast its timeouts). Only windows that ran in one go count: a window
 //! interrupted and resumed by another run measures the pause, not the work.
+//!
+//! Layer 4 (journal, records and views): imports only from layers 0 to 4; see docs/architecture.md.
 
 use std::time::Duration;
 

@@ -1,6 +1,8 @@
 //! Which other windows hold a GitOps owner (issue 21 item 2), read from their journals:
 //! each that suspended it and has not restored it, and each that relies on its
 //! suspension. An owner is restored only when none of them is under way. Pure.
+//!
+//! Layer 4 (journal, records and views): imports only from layers 0 to 4; see docs/architecture.md.
 
 use crate::core::gitops::{OwnerRef, same_owner};
 use crate::core::journal::{Journal, Phase};

@@ -7,6 +7,8 @@
 //! verbatim, never translated back), the targets (what cutover applies after the old
 //! object is gone, never re-translated from a source that no longer exists), the PSK
 //! Secret's fingerprint (never its value) and the ownerReferences vpnmig removed from it.
+//!
+//! Layer 4 (journal, records and views): imports only from layers 0 to 4; see docs/architecture.md.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -6,6 +6,8 @@
 //! most 253 characters; label values at most 63 characters of `[A-Za-z0-9._-]`, starting
 //! and ending alphanumeric; annotations at most 256 KiB in total (`TotalAnnotationSizeLimitB`);
 //! a ConfigMap's data at most 1 MiB (`MaxSecretSize`, shared by ConfigMaps).
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use serde_json::Value;
 

@@ -8,6 +8,8 @@
 //! IP addresses, CIDRs and durations are kept as the strings the user wrote: the checks
 //! (`core::checks`) validate them and report the value seen, instead of the parser
 //! refusing the whole object.
+//!
+//! Layer 0 (model, addresses, paths, parsers, YAML): imports nothing above it; see docs/architecture.md.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{CustomResource, CustomResourceExt};

@@ -2,6 +2,8 @@
 //! the source, assembled from a [`Source`]. Pure. Serialized as `plan.json` and as the
 //! output of `vpnmig plan -o json`; the schema is documented in docs/plan-json.md and
 //! versioned by [`PLAN_API_VERSION`].
+//!
+//! Layer 3 (the plan): imports only from layers 0 to 3; see docs/architecture.md.
 
 use serde::Serialize;
 use serde_json::Value;

@@ -5,6 +5,8 @@
 //!
 //! Nothing here reads a secret: the PSK appears as the salted fingerprint the journal
 //! holds, never as a value.
+//!
+//! Layer 4 (journal, records and views): imports only from layers 0 to 4; see docs/architecture.md.
 
 use serde::Serialize;
 use serde_json::Value;

@@ -6,6 +6,8 @@
 //! model does not know cannot be lost without a row saying so (DESIGN.md §3: "Every field
 //! of the old spec is accounted for"). The rule table is [`map_spec`]; it states the
 //! runbook's "What must stay pinned" table path by path.
+//!
+//! Layer 1 (translation and fingerprints): imports only from layers 0 to 1; see docs/architecture.md.
 
 use serde::Serialize;
 use serde_json::Value;

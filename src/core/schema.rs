@@ -7,6 +7,8 @@
 //! in [`Report::not_evaluated`] and left to the server-side dry run (issue 9 item 13). [`KEYWORDS`] says so in words.
 //! Pure. Used by the live plan (targets against the cluster's CRDs) and by
 //! vpnmig-sandbox (every write to a custom resource).
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use serde_json::Value;
 

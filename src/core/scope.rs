@@ -11,6 +11,8 @@
 //! - A VPNPeer is deleted only if it names this gateway in `spec.gatewayRef.name` *and*
 //!   the window can prove it made it: its uid is recorded in the journal, or it carries
 //!   vpnmig's field manager and the migrated-from annotation of this gateway.
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use serde_json::Value;
 

@@ -1,6 +1,8 @@
 //! The fleet view behind `vpnmig status`: one row per gateway, old or new kind, with
 //! what a team needs to schedule windows — migrated or not, floating IP pinned, tunnels
 //! or peers, Ready, and the plan's blockers (the same checks as `vpnmig plan`). Pure.
+//!
+//! Layer 4 (journal, records and views): imports only from layers 0 to 4; see docs/architecture.md.
 
 use serde::Serialize;
 

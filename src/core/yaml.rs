@@ -2,6 +2,8 @@
 //! compares, and JSON values in canonical key order (what the drift compares and
 //! `core::fingerprint` hashes). Pure (values to text); the renderers in `src/output/`
 //! re-export it.
+//!
+//! Layer 0 (model, addresses, paths, parsers, YAML): imports nothing above it; see docs/architecture.md.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
