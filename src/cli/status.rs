@@ -1075,7 +1075,7 @@ async fn watch(
     }
     crate::output::say(&format!(
         "watch ended after {} (--timeout)",
-        crate::output::duration::format_duration(args.timeout)
+        crate::core::duration::format(args.timeout, crate::core::duration::Rounding::Down)
     ));
     Ok(())
 }

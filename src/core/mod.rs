@@ -9,7 +9,7 @@
 //!
 //! | layer | what | modules |
 //! |---|---|---|
-//! | 0 | model, addresses, paths, parsers, YAML | `addr`, `allowlist`, `input`, `model`, `path`, `proposal`, `selector`, `swanctl`, `yaml` |
+//! | 0 | model, addresses, paths, parsers, YAML | `addr`, `allowlist`, `duration`, `input`, `model`, `path`, `proposal`, `selector`, `swanctl`, `yaml` |
 //! | 1 | translation and fingerprints | `fingerprint`, `psk`, `report` (the field report), `translate` |
 //! | 2 | rules | `checks`, `dataplane`, `finding`, `gitops`, `limits`, `lock`, `operator`, `reference`, `repo`, `schema`, `scope`, `verify`, `wait` |
 //! | 3 | the plan | `plan`, `live` (a plan judged with what the cluster said) |
@@ -19,6 +19,7 @@ pub mod addr;
 pub mod allowlist;
 pub mod checks;
 pub mod dataplane;
+pub mod duration;
 pub mod finding;
 pub mod fingerprint;
 pub mod fleet;

@@ -4,7 +4,6 @@
 
 pub mod dataplane;
 pub mod diff;
-pub mod duration;
 pub mod events;
 pub mod fleet;
 pub mod manifest;
