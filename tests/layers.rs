@@ -441,6 +441,26 @@ fn layering_errors(modules: &[Module]) -> Vec<String> {
     unique
 }
 
+/// Every way a file of a layer below `cli/` and `output/` could write to a terminal.
+fn printing_errors(file: &str, text: &str) -> Vec<String> {
+    let forbidden = Regex::new(
+        r"\b(?:print|println|eprint|eprintln|dbg)!|\boutput::|\bio::(?:stdout|stderr)\b|\banstream::",
+    )
+    .unwrap();
+    let code = code_only(text);
+    let lines: Vec<&str> = text.lines().collect();
+    forbidden
+        .find_iter(&code)
+        .map(|m| {
+            let line = line_of(&code, m.start());
+            format!(
+                "{file}:{line}: `{}` writes to a terminal (or reaches for output::) below cli/ and output/: emit an event and render it in output/",
+                lines[line - 1].trim()
+            )
+        })
+        .collect()
+}
+
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
@@ -502,6 +522,22 @@ fn the_core_is_layers_with_one_direction() {
         "src/core/ breaks its layering (docs/architecture.md):\n{}",
         errors.join("\n")
     );
+}
+
+#[test]
+fn nothing_below_cli_and_output_writes_to_a_terminal() {
+    let mut errors = Vec::new();
+    let mut read = 0;
+    for dir in ["src/core", "src/cluster", "src/window"] {
+        for p in rust_files(&root().join(dir)) {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let file = p.strip_prefix(root()).unwrap().display().to_string();
+            errors.extend(printing_errors(&file, &text));
+            read += 1;
+        }
+    }
+    assert!(read > 40, "{read} files read");
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
 /// The checker itself, on made-up modules: each row is a file that must be refused (with
@@ -632,6 +668,36 @@ fn the_checker_finds_each_kind_of_upward_import_and_circle() {
             assert!(
                 errors.iter().any(|e| e.contains(x)),
                 "{what}: no error contains {x:?}: {errors:#?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_checker_finds_each_way_to_print() {
+    // (line, whether it is refused)
+    let rows = [
+        ("eprintln!(\"x\");", true),
+        ("println!(\"{x}\");", true),
+        ("print!(\"x\");", true),
+        ("eprint!(\"x\");", true),
+        ("dbg!(x);", true),
+        ("crate::output::say(&line);", true),
+        ("use crate::output::duration::format_duration;", true),
+        ("let _ = writeln!(std::io::stderr(), \"x\");", true),
+        ("let _ = anstream::stderr();", true),
+        ("// eprintln! in a comment", false),
+        ("let s = \"println!\";", false),
+        ("let out = proc.stdout();", false),
+        ("let text = format!(\"{x}\");", false),
+    ];
+    for (line, refused) in rows {
+        let errors = printing_errors("src/cluster/x.rs", &format!("fn f() {{\n    {line}\n}}\n"));
+        assert_eq!(!errors.is_empty(), refused, "{line}: {errors:?}");
+        if refused {
+            assert!(
+                errors[0].starts_with(&format!("src/cluster/x.rs:2: `{line}`")),
+                "{errors:?}"
             );
         }
     }

@@ -88,6 +88,7 @@ impl ClusterArgs {
             impersonate_groups: self.as_group.clone(),
             // kubectl's habit: 0 means no timeout.
             request_timeout: self.request_timeout.filter(|t| !t.is_zero()),
+            notices: crate::output::cluster::notices(),
         }
     }
 }
