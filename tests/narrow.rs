@@ -254,7 +254,7 @@ fn plan_text_fits_every_width() {
             continue;
         };
         let plan =
-            vpnmig::core::plan::build(&source, &vpnmig::core::allowlist::Allowlist::default());
+            vpnmig::core::full_plan::build(&source, &vpnmig::core::allowlist::Allowlist::default());
         let old = vpnmig::core::plan::clean_old_manifest(&source.raw);
         let diffs = vpnmig::bundle::diff(&plan, &old, &Default::default());
         let values: Vec<String> = plan

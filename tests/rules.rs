@@ -6,8 +6,10 @@ mod common;
 use common::{Gw, tunnel};
 use serde_json::{Value, json};
 use vpnmig::core::allowlist::Allowlist;
-use vpnmig::core::checks::{self, CheckResult, Inputs, Outcome, Severity};
-use vpnmig::core::plan::{Plan, build};
+use vpnmig::core::checks::{self, Inputs};
+use vpnmig::core::finding::{CheckResult, Outcome, Severity};
+use vpnmig::core::full_plan::build;
+use vpnmig::core::plan::Plan;
 use vpnmig::core::report::{Rule, Verdict};
 
 fn check<'a>(plan: &'a Plan, id: &str) -> &'a CheckResult {
@@ -756,7 +758,7 @@ fn plan_identifies_its_source_for_drift_detection() {
     assert_eq!(s["namespace"], "tenant-test");
     assert_eq!(
         plan.source.spec_fingerprint,
-        vpnmig::core::plan::fingerprint(&Gw::new("acme").0["spec"])
+        vpnmig::core::fingerprint::fingerprint(&Gw::new("acme").0["spec"])
     );
     let other = Gw::new("acme")
         .set("/spec/tunnels/0/remoteSubnets", json!(["10.60.0.0/17"]))

@@ -28,7 +28,7 @@ fn plain(s: String) -> String {
 fn planned(file: &str) -> (vpnmig::core::input::Source, vpnmig::core::plan::Plan) {
     let text = std::fs::read_to_string(root().join(file)).unwrap();
     let source = vpnmig::core::input::load(&text, file, None).unwrap();
-    let plan = vpnmig::core::plan::build(&source, &Allowlist::default());
+    let plan = vpnmig::core::full_plan::build(&source, &Allowlist::default());
     (source, plan)
 }
 

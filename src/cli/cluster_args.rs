@@ -88,6 +88,7 @@ impl ClusterArgs {
             impersonate_groups: self.as_group.clone(),
             // kubectl's habit: 0 means no timeout.
             request_timeout: self.request_timeout.filter(|t| !t.is_zero()),
+            notices: crate::output::cluster::notices(),
         }
     }
 }
@@ -106,7 +107,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::duration::format_duration;
+    use crate::core::duration::{Rounding, format};
 
     #[test]
     fn durations_read_and_write_alike() {
@@ -118,8 +119,8 @@ mod tests {
             );
         }
         assert!(parse_duration("soon").is_err());
-        assert_eq!(format_duration(Duration::from_secs(5400)), "1h30m");
-        assert_eq!(format_duration(Duration::from_secs(90)), "1m30s");
-        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(format(Duration::from_secs(5400), Rounding::Down), "1h30m");
+        assert_eq!(format(Duration::from_secs(90), Rounding::Down), "1m30s");
+        assert_eq!(format(Duration::from_millis(250), Rounding::Down), "250ms");
     }
 }

@@ -264,7 +264,10 @@ fn words_being_completed() -> Vec<OsString> {
 /// kubectl's cluster flags as typed so far (`--context X`, `--context=X`, `-n X`, `-nX`,
 /// …); anything else is ignored, a malformed line is no reason to fail a completion.
 pub(crate) fn options_from_words(words: &[OsString]) -> ClusterOptions {
-    let mut opts = ClusterOptions::default();
+    let mut opts = ClusterOptions {
+        notices: crate::output::cluster::notices(),
+        ..ClusterOptions::default()
+    };
     let words: Vec<String> = words
         .iter()
         .map(|w| w.to_string_lossy().into_owned())

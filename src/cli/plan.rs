@@ -8,7 +8,7 @@ use crate::cli::Error;
 use crate::cli::cluster_args::ClusterArgs;
 use crate::cluster::Cluster;
 use crate::core::allowlist::Allowlist;
-use crate::core::{input, plan};
+use crate::core::{full_plan, input, plan};
 use crate::exit;
 use crate::output::{Format, manifest, text};
 use crate::window::plan::{live_plan, peer_names};
@@ -436,7 +436,7 @@ pub fn run(args: &PlanArgs) -> Result<i32, Error> {
             let mut source = input::load(&text, &file, args.name.as_deref())?;
             with_namespace(&mut source, args.cluster.namespace.as_deref(), &file)?;
             let names = peer_names(&args.peer_names, &source.gateway)?;
-            let plan = plan::build_named(&source, &allowlist, &names);
+            let plan = full_plan::build_named(&source, &allowlist, &names);
             (source, plan, format!("vpnmig plan -f {file}"))
         }
         (None, None) => {

@@ -7,6 +7,7 @@ use crate::cli::Error;
 use crate::cli::cluster_args::ClusterArgs;
 use crate::cluster::{Cluster, list};
 use crate::core::allowlist::Allowlist;
+use crate::core::holders;
 use crate::core::model::{IPsecGateway, VPNGateway, VPNPeer};
 use crate::core::status::{self, Migration, Row};
 use crate::exit;
@@ -527,7 +528,7 @@ async fn suspended_owners(
     for j in parsed {
         let (ns, name) = (&j.namespace, &j.gateway);
         for r in &j.gitops {
-            let holders = gitops::holders(parsed, &r.owner, (ns, name));
+            let holders = holders::holders(parsed, &r.owner, (ns, name));
             if !r.paused {
                 // Relied on, by a window under way, and suspended by no listed window.
                 if j.phase.finished()
@@ -544,7 +545,7 @@ async fn suspended_owners(
                 };
                 let resume = match crate::window::journals_for(cluster, owner_obj.as_ref()).await {
                     Ok(all) => {
-                        let by: Vec<String> = gitops::holders(&all, &r.owner, (ns, name))
+                        let by: Vec<String> = holders::holders(&all, &r.owner, (ns, name))
                             .iter()
                             .filter(|h| h.paused)
                             .map(|h| {
@@ -602,7 +603,7 @@ async fn suspended_owners(
                                 .any(|p| p.namespace == a.namespace && p.gateway == a.gateway)
                         });
                         all.extend(parsed.iter().cloned());
-                        (gitops::holders(&all, &r.owner, (ns, name)), None)
+                        (holders::holders(&all, &r.owner, (ns, name)), None)
                     }
                     Err(why) => (holders, Some(why)),
                 };
@@ -1074,7 +1075,7 @@ async fn watch(
     }
     crate::output::say(&format!(
         "watch ended after {} (--timeout)",
-        crate::output::duration::format_duration(args.timeout)
+        crate::core::duration::format(args.timeout, crate::core::duration::Rounding::Down)
     ));
     Ok(())
 }

@@ -6,9 +6,9 @@ use crate::cli::Error;
 use crate::cli::cluster_args::{ClusterArgs, parse_duration};
 use crate::cluster::{Cluster, verify as fetch};
 use crate::core::dataplane::{self, Baseline};
+use crate::core::duration::{self, Rounding};
 use crate::core::verify::{self, Row, Verdict};
 use crate::exit;
-use crate::output::duration::format_duration;
 use crate::output::verify::render;
 
 /// Check that a gateway is healthy: conditions, pinned values, tunnels.
@@ -325,8 +325,8 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
         // Progress goes to stderr in every mode: stdout stays the document.
         crate::output::say(&format!(
             "waiting {} of {}: {}",
-            format_duration(started.elapsed()),
-            format_duration(args.timeout),
+            duration::format(started.elapsed(), Rounding::Down),
+            duration::format(args.timeout, Rounding::Down),
             missing.join("; ")
         ));
         tokio::time::sleep(
@@ -343,7 +343,7 @@ fn never_read(args: &VerifyArgs, cluster: &Cluster, why: Option<String>) -> Erro
         code: exit::TIMEOUT,
         message: format!(
             "timed out after {} without reading {} from the cluster: {}",
-            format_duration(args.timeout),
+            duration::format(args.timeout, Rounding::Down),
             args.name,
             why.unwrap_or_else(|| "no answer".into())
         ),
@@ -383,7 +383,7 @@ pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
         (false, true) => {
             crate::output::say(&format!(
                 "vpnmig: timed out after {} waiting for {} to be healthy",
-                format_duration(args.timeout),
+                duration::format(args.timeout, Rounding::Down),
                 args.name
             ));
             exit::TIMEOUT

@@ -243,7 +243,7 @@ async fn crds_schema(
 ) -> Result<Result<Vec<(String, crate::core::schema::Report)>, String>, KubeError> {
     Ok(crd_schemas(cluster)
         .await?
-        .map(|schemas| crate::core::schema::validate_targets(plan, &schemas)))
+        .map(|schemas| crate::core::schema::validate_targets(&plan.targets, &schemas)))
 }
 
 /// The storage version schemas of the VPNGateway and VPNPeer CRDs, each read once;

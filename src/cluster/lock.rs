@@ -10,7 +10,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, DeleteParams, PostParams};
 
-use super::{Cluster, KubeError};
+use super::{Cluster, KubeError, Notice};
 use crate::core::lock::{Decision, Holder, Seen, Watch, clock_note};
 
 /// How long a Lease stays valid without renewal: what vpnmig writes into
@@ -20,7 +20,7 @@ use crate::core::lock::{Decision, Holder, Seen, Watch, clock_note};
 pub const LEASE_SECONDS: i32 = 30;
 /// How often a held Lease is read again while watching whether its holder renews it.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
-/// How often the watch says on stderr how long it has watched (never silent for longer).
+/// How often the watch says how long it has watched (never silent for longer).
 const SAY_EVERY: Duration = Duration::from_secs(3);
 /// How often it is renewed (and how soon a lock taken or deleted by someone else stops
 /// this run).
@@ -179,9 +179,9 @@ pub async fn holder(
 
 /// Take the lock of `gateway`; `break_lock` takes it from a live holder too, without
 /// watching. A held Lease is watched for up to one lease duration on this machine's clock
-/// (progress on stderr every few seconds): a renewal seen, or a holder process running on
+/// (a [`Notice`] every few seconds): a renewal seen, or a holder process running on
 /// this host, refuses; a Lease unchanged for the whole duration, or a holder process on
-/// this host that is gone, is taken over with a note on stderr (`core::lock`).
+/// this host that is gone, is taken over with a [`Notice`] (`core::lock`).
 pub async fn acquire(
     cluster: &Cluster,
     gateway: &str,
@@ -261,17 +261,16 @@ pub async fn acquire(
             match watch.decide(&me, alive) {
                 Decision::Free => break,
                 Decision::Stale(why) => {
-                    crate::output::say(&format!(
-                        "vpnmig: taking over the lock of {}: {why}",
-                        holder_of(&lease)
-                    ));
+                    cluster.notices.emit(Notice::LockTakenOver {
+                        holder: holder_of(&lease),
+                        why,
+                    });
                     break;
                 }
                 _ if break_lock => {
-                    crate::output::say(&format!(
-                        "vpnmig: --break-lock: taking the lock from {}",
-                        holder_of(&lease)
-                    ));
+                    cluster.notices.emit(Notice::LockBroken {
+                        holder: holder_of(&lease),
+                    });
                     break;
                 }
                 Decision::Held(why) => {
@@ -299,17 +298,20 @@ pub async fn acquire(
                 Decision::Watching { left } => {
                     let to_go = left.as_secs_f64().ceil();
                     if said.is_none() {
-                        crate::output::say(&format!(
-                            "vpnmig: gateway {gateway} is locked by {} (lease/{lease_name}{}); watching it for up to {to_go} s, by this machine's clock, to see whether it is still renewed",
-                            holder_of(&lease),
-                            clock(&lease).map(|n| format!(", {n}")).unwrap_or_default(),
-                        ));
+                        cluster.notices.emit(Notice::LockWatching {
+                            gateway: gateway.into(),
+                            holder: holder_of(&lease),
+                            lease: lease_name.clone(),
+                            clock: clock(&lease),
+                            to_go,
+                        });
                         said = Some(std::time::Instant::now());
                     } else if said.is_some_and(|t| t.elapsed() >= SAY_EVERY) {
-                        crate::output::say(&format!(
-                            "vpnmig: lease/{lease_name} not renewed in the {} s watched so far; {to_go} s to go",
-                            watch.watched().as_secs(),
-                        ));
+                        cluster.notices.emit(Notice::LockStillWatching {
+                            lease: lease_name.clone(),
+                            watched: watch.watched().as_secs(),
+                            to_go,
+                        });
                         said = Some(std::time::Instant::now());
                     }
                     tokio::time::sleep(WATCH_EVERY.min(left)).await;
@@ -368,6 +370,7 @@ impl Lock {
         let (tx, lost) = tokio::sync::watch::channel(None);
         let renewer = {
             let (api, name, identity) = (api.clone(), name.clone(), identity.clone());
+            let notices = cluster.notices.clone();
             tokio::spawn(async move {
                 let mut renewed = std::time::Instant::now();
 
@@ -384,17 +387,17 @@ impl Lock {
                             return;
                         }
                         Ok(Err(e)) => {
-                            crate::output::say(&format!(
-                                "vpnmig: could not read the lock (Lease {name}): {}",
-                                super::describe(&e)
-                            ));
+                            notices.emit(Notice::LockUnread {
+                                lease: name.clone(),
+                                cause: super::describe(&e),
+                            });
                             None
                         }
                         Err(_) => {
-                            crate::output::say(&format!(
-                                "vpnmig: could not read the lock (Lease {name}): no answer within {}s",
-                                RENEW_EVERY.as_secs()
-                            ));
+                            notices.emit(Notice::LockUnread {
+                                lease: name.clone(),
+                                cause: format!("no answer within {}s", RENEW_EVERY.as_secs()),
+                            });
                             None
                         }
                     };
@@ -419,14 +422,14 @@ impl Lock {
                                 renewed = std::time::Instant::now();
                                 continue;
                             }
-                            Ok(Err(e)) => crate::output::say(&format!(
-                                "vpnmig: could not renew the lock (Lease {name}): {}",
-                                super::describe(&e)
-                            )),
-                            Err(_) => crate::output::say(&format!(
-                                "vpnmig: could not renew the lock (Lease {name}): no answer within {}s",
-                                RENEW_EVERY.as_secs()
-                            )),
+                            Ok(Err(e)) => notices.emit(Notice::LockNotRenewed {
+                                lease: name.clone(),
+                                cause: super::describe(&e),
+                            }),
+                            Err(_) => notices.emit(Notice::LockNotRenewed {
+                                lease: name.clone(),
+                                cause: format!("no answer within {}s", RENEW_EVERY.as_secs()),
+                            }),
                         }
                     }
                     // Not renewed for the whole lease duration: another run may rightly

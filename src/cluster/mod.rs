@@ -8,6 +8,7 @@ pub mod gitops;
 pub mod journal;
 pub mod list;
 pub mod lock;
+mod notice;
 pub mod objects;
 pub mod verify;
 pub mod watch;
@@ -19,6 +20,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 use crate::core::model::{NEW_GROUP, OLD_GROUP, VERSION};
+
+pub use notice::{Notice, Notices};
 
 /// How to reach the cluster: kubectl's flags.
 #[derive(Clone, Debug, Default)]
@@ -40,6 +43,9 @@ pub struct ClusterOptions {
     pub impersonate_groups: Vec<String>,
     /// `--request-timeout`: connect and read timeout of each request.
     pub request_timeout: Option<Duration>,
+    /// Where the retries, waits and the lock's news go (rendered by
+    /// `src/output/cluster.rs` in the CLI); by default nowhere.
+    pub notices: Notices,
 }
 
 /// A connected cluster and where commands act.
@@ -55,6 +61,8 @@ pub struct Cluster {
     /// How long one attempt of one API call may take (`--request-timeout`, else
     /// [`CALL_TIMEOUT`]).
     pub call_timeout: Duration,
+    /// Where this layer's notices go (retries, waits, the lock, the PSK guard).
+    pub notices: Notices,
 }
 
 /// Why the cluster could not be reached or answered no.
@@ -301,9 +309,8 @@ impl Cluster {
                         )));
                     }
                     for m in &missing {
-                        crate::output::say(&format!(
-                            "vpnmig: KUBECONFIG names {m}, which does not exist: ignored"
-                        ));
+                        opts.notices
+                            .emit(Notice::KubeconfigMissing { path: m.clone() });
                     }
                     // Merged in order, the first to set a value wins (kubectl's rules);
                     // missing files skipped as kubectl skips them, unreadable ones named.
@@ -399,6 +406,7 @@ impl Cluster {
             server,
             namespace,
             call_timeout,
+            notices: opts.notices.clone(),
         })
     }
 
@@ -475,7 +483,7 @@ impl Cluster {
     /// Run one API call under the retry policy ([`ATTEMPTS`], [`CALL_BUDGET`]): each
     /// attempt has a deadline (`call_timeout`) and says every [`TICK`] that it is still
     /// waiting; a transient failure is retried after a backoff or the server's
-    /// `Retry-After` (capped at [`RETRY_AFTER_CAP`]), shown on stderr; a refusal becomes
+    /// `Retry-After` (capped at [`RETRY_AFTER_CAP`]), each reported as a [`Notice`]; a refusal becomes
     /// an error naming the verb, the resource and the namespace.
     pub async fn call<T, F, Fut>(
         &self,
@@ -505,11 +513,14 @@ impl Cluster {
                     if attempt < ATTEMPTS
                         && !CALL_BUDGET.saturating_sub(started.elapsed()).is_zero()
                     {
-                        crate::output::say(&format!(
-                            "vpnmig: {verb} {what}{scope}: no answer within {}s; trying again ({attempt}/{})",
-                            self.call_timeout.min(left).as_secs(),
-                            ATTEMPTS - 1
-                        ));
+                        self.notices.emit(Notice::NoAnswer {
+                            verb: verb.into(),
+                            what: what.into(),
+                            scope: scope.clone(),
+                            seconds: self.call_timeout.min(left).as_secs(),
+                            attempt,
+                            retries: ATTEMPTS - 1,
+                        });
                         attempt += 1;
                         continue;
                     }
@@ -539,16 +550,17 @@ impl Cluster {
                 .map(|how| format!("{how} to {}", self.server))
                 .unwrap_or_else(|| describe(&e));
             let busy = matches!(&e, kube::Error::Api(s) if s.code == 429 || s.code == 503);
-            crate::output::say(&format!(
-                "vpnmig: {verb} {what}{scope} failed ({cause}); {}retrying in {} ({why}; {attempt}/{})",
-                if busy { "API busy, " } else { "" },
-                if wait < Duration::from_secs(1) {
-                    format!("{}ms", wait.as_millis())
-                } else {
-                    format!("{}s", wait.as_secs())
-                },
-                ATTEMPTS - 1
-            ));
+            self.notices.emit(Notice::Retrying {
+                verb: verb.into(),
+                what: what.into(),
+                scope: scope.clone(),
+                cause,
+                busy,
+                wait,
+                why,
+                attempt,
+                retries: ATTEMPTS - 1,
+            });
             // A long wait says so as it goes: never silent for more than a TICK.
             let until = std::time::Instant::now() + wait;
             loop {
@@ -559,10 +571,12 @@ impl Cluster {
                 tokio::time::sleep(left.min(TICK)).await;
                 let left = until.saturating_duration_since(std::time::Instant::now());
                 if !left.is_zero() {
-                    crate::output::say(&format!(
-                        "vpnmig: {verb} {what}{scope}: retrying in {}s",
-                        left.as_secs().max(1)
-                    ));
+                    self.notices.emit(Notice::RetryingIn {
+                        verb: verb.into(),
+                        what: what.into(),
+                        scope: scope.clone(),
+                        left,
+                    });
                 }
             }
             delay *= 2;
@@ -589,12 +603,14 @@ impl Cluster {
             }
             match tokio::time::timeout(left.min(TICK), &mut fut).await {
                 Ok(r) => return Some(r),
-                Err(_) if started.elapsed() < deadline => crate::output::say(&format!(
-                    "vpnmig: waiting for {} to answer {verb} {what}{scope} ({}s of {}s)",
-                    self.server,
-                    started.elapsed().as_secs(),
-                    deadline.as_secs()
-                )),
+                Err(_) if started.elapsed() < deadline => self.notices.emit(Notice::Unanswered {
+                    server: self.server.clone(),
+                    verb: verb.into(),
+                    what: what.into(),
+                    scope: scope.into(),
+                    elapsed: started.elapsed(),
+                    deadline,
+                }),
                 Err(_) => return None,
             }
         }

@@ -190,7 +190,7 @@ pub async fn set_owner_references(
 /// Keep the PSK Secret `secret` free of ownerReferences to `owners` until cancelled:
 /// whatever re-adds one (an operator re-adopting it, a hand edit) while the old gateway
 /// unwinds, it is removed again before the garbage collector can act on it. Every
-/// removed reference is pushed to `removed` and announced on stderr. Returns only on an
+/// removed reference is pushed to `removed` and announced ([`super::Notice::PskOwnerRemoved`]). Returns only on an
 /// error the guard cannot get past (a refusal); a dropped watch is reopened.
 pub async fn guard_psk(
     cluster: &Cluster,
@@ -218,10 +218,10 @@ pub async fn guard_psk(
         if !gone.is_empty() {
             match set_owner_references(cluster, secret, &rv, &kept, false).await {
                 Ok(()) => {
-                    crate::output::say(&format!(
-                        "! PSK Secret {secret} was given an ownerReference to a gateway being deleted: removed ({} reference(s), recorded in the journal)",
-                        gone.len()
-                    ));
+                    cluster.notices.emit(super::Notice::PskOwnerRemoved {
+                        secret: secret.into(),
+                        count: gone.len(),
+                    });
                     removed.lock().expect("not poisoned").extend(gone);
                 }
                 Err(e @ (KubeError::Forbidden { .. } | KubeError::Unauthorized { .. })) => {

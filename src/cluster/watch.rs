@@ -123,11 +123,10 @@ pub async fn until(
                 if Instant::now() >= deadline {
                     return Ok(Outcome::TimedOut(last));
                 }
-                crate::output::say(&format!(
-                    "vpnmig: watch {} failed ({}); listing again",
-                    ar.plural,
-                    super::describe(&e)
-                ));
+                cluster.notices.emit(super::Notice::WatchFailed {
+                    plural: ar.plural.clone(),
+                    cause: super::describe(&e),
+                });
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }

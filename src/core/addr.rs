@@ -18,6 +18,8 @@
 //! - Text that is not an address (a DNS name as peer address) compares
 //!   case-insensitively, without a trailing dot: DNS names are case-insensitive.
 //! - Identities follow strongSwan's `identification_t` matching ([`same_identity`]).
+//!
+//! Layer 0 (model, addresses, paths, parsers, YAML): imports nothing above it; see docs/architecture.md.
 
 use std::net::IpAddr;
 

@@ -7,6 +7,8 @@
 //! Proposals are compared exactly, as whole strings: the new CRDs enforce the list as a
 //! case-sensitive `enum`, so `AES256-…` or a padded string would be rejected at apply
 //! time, in the middle of the outage.
+//!
+//! Layer 0 (model, addresses, paths, parsers, YAML): imports nothing above it; see docs/architecture.md.
 
 use schemars::{Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};

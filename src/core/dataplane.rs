@@ -13,6 +13,8 @@
 //! change of NAT traversal or UDP encapsulation is reported but does not fail it (it
 //! follows the network path, not the configuration). Timers (established, rekeying,
 //! expires) and counters (bytes, packets) are not read at all.
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use serde::{Deserialize, Serialize};
 

@@ -3,6 +3,8 @@
 //! gateway's uniqueness checks compare it with the few gateways that could clash, found
 //! through an index, so the cost per gateway does not grow with the fleet. The checks
 //! themselves are `core::live`'s, unchanged: a fleet plan and `plan NAME` judge alike.
+//!
+//! Layer 4 (journal, records and views): imports only from layers 0 to 4; see docs/architecture.md.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -12,10 +14,11 @@ use serde_json::Value;
 
 use crate::core::addr;
 use crate::core::allowlist::Allowlist;
-use crate::core::checks::{Outcome, Severity};
+use crate::core::finding::{Outcome, Severity};
+use crate::core::full_plan;
 use crate::core::input::Source;
 use crate::core::live::{self, Facts, OtherGateway};
-use crate::core::plan::{self, Plan};
+use crate::core::plan::Plan;
 
 /// Every gateway of the cluster or file (either kind), indexed by what can clash: the
 /// floating IP, the service CIDR (overlap, through each prefix length present) and the
@@ -192,7 +195,7 @@ pub fn plan_live(
     neighbours: Result<&Neighbours, &str>,
     around: Around,
 ) -> Plan {
-    let mut plan = plan::build_named(source, allowlist, &BTreeMap::new());
+    let mut plan = full_plan::build_named(source, allowlist, &BTreeMap::new());
     let others = match neighbours {
         Ok(n) => Ok(n.for_plan(&plan)),
         Err(why) => Err(why.to_string()),
@@ -200,7 +203,7 @@ pub fn plan_live(
     let facts = Facts {
         schema: around
             .schemas
-            .map(|s| crate::core::schema::validate_targets(&plan, &s)),
+            .map(|s| crate::core::schema::validate_targets(&plan.targets, &s)),
         existing: around.existing,
         others,
         dry_run: None,
@@ -216,7 +219,7 @@ pub fn plan_live(
 /// file's other gateways (floating IP, service CIDR, VPNPeer names); nothing a cluster
 /// would have to answer.
 pub fn plan_offline(source: &Source, allowlist: &Allowlist, neighbours: &Neighbours) -> Plan {
-    let mut plan = plan::build_named(source, allowlist, &BTreeMap::new());
+    let mut plan = full_plan::build_named(source, allowlist, &BTreeMap::new());
     let others = Ok(neighbours.for_plan(&plan));
     let mut checks = live::unique_checks(&plan, &others);
     checks.extend(live::peer_name_checks(&plan, &tunnels(source), &others));

@@ -9,11 +9,14 @@
 //! the 95th percentile of what those windows took (never more than the worst case: a
 //! run cannot outlast its timeouts). Only windows that ran in one go count: a window
 //! interrupted and resumed by another run measures the pause, not the work.
+//!
+//! Layer 4 (journal, records and views): imports only from layers 0 to 4; see docs/architecture.md.
 
 use std::time::Duration;
 
 use jiff::{SignedDuration, Timestamp, Zoned};
 
+use crate::core::duration::{self, Rounding};
 use crate::core::journal::{Entry, Journal, Phase};
 
 /// The bound of each wait (the engine's `Timeouts`, as the core sees it).
@@ -75,7 +78,7 @@ pub fn parse_window_end(s: &str, now: &Zoned) -> Result<WindowEnd, String> {
             format!(
                 "--window-end {given} is tomorrow's {given} ({}, in {}): today's has passed; give an RFC 3339 time to be explicit",
                 show(&at),
-                human(ahead.unsigned_abs())
+                duration::format(ahead.unsigned_abs(), Rounding::Up)
             )
         });
         return Ok(WindowEnd {
@@ -238,7 +241,7 @@ impl Estimate {
                 }
             ),
         };
-        format!("{} ({how})", human(self.duration))
+        format!("{} ({how})", duration::format(self.duration, Rounding::Up))
     }
 }
 
@@ -331,7 +334,7 @@ impl Figures {
         let Some(cutover) = self.needed.cutover else {
             return format!(
                 "{}: rollback {}",
-                human(self.needed.total()),
+                duration::format(self.needed.total(), Rounding::Up),
                 self.needed.rollback.describe()
             );
         };
@@ -342,7 +345,7 @@ impl Figures {
         };
         format!(
             "{}: {what} {} + rollback {}",
-            human(self.needed.total()),
+            duration::format(self.needed.total(), Rounding::Up),
             cutover.describe(),
             self.needed.rollback.describe()
         )
@@ -397,7 +400,7 @@ impl Figures {
         };
         let hint = format!(
             "{close}cut over in a later window that leaves at least {}: at its start, `{later}`; or, to go on now without the guard, `{without_guard}`",
-            human(self.needed.total())
+            duration::format(self.needed.total(), Rounding::Up)
         );
         (message, hint)
     }
@@ -409,12 +412,16 @@ pub fn until(end: &WindowEnd, left: SignedDuration) -> String {
     if left.is_positive() {
         // Down to the second: what is left is never shown as more than it is.
         let left = Duration::from_secs(left.unsigned_abs().as_secs());
-        format!("the window ends at {} (in {})", show(&end.at), human(left))
+        format!(
+            "the window ends at {} (in {})",
+            show(&end.at),
+            duration::format(left, Rounding::Up)
+        )
     } else {
         format!(
             "the window ended at {} ({} ago)",
             show(&end.at),
-            human(left.unsigned_abs())
+            duration::format(left.unsigned_abs(), Rounding::Up)
         )
     }
 }
@@ -422,23 +429,6 @@ pub fn until(end: &WindowEnd, left: SignedDuration) -> String {
 /// A moment as people read it: `2026-11-30 22:00:00 CET`.
 pub fn show(at: &Zoned) -> String {
     at.strftime("%Y-%m-%d %H:%M:%S %Z").to_string()
-}
-
-/// A duration rounded up to the second: `1h30m`, `25m`, `42s`, `0s`.
-pub fn human(d: Duration) -> String {
-    let s = d.as_secs() + u64::from(d.subsec_nanos() > 0);
-    let (h, m, s) = (s / 3600, (s % 3600) / 60, s % 60);
-    let mut out = String::new();
-    if h > 0 {
-        out.push_str(&format!("{h}h"));
-    }
-    if m > 0 {
-        out.push_str(&format!("{m}m"));
-    }
-    if s > 0 || out.is_empty() {
-        out.push_str(&format!("{s}s"));
-    }
-    out
 }
 
 #[cfg(test)]
@@ -766,13 +756,5 @@ mod tests {
             hint.starts_with("`vpnmig rollback acme -n tenant-acme` closes"),
             "{hint}"
         );
-    }
-
-    #[test]
-    fn durations_are_rounded_up_to_the_second() {
-        assert_eq!(human(Duration::ZERO), "0s");
-        assert_eq!(human(Duration::from_millis(1)), "1s");
-        assert_eq!(human(min(90)), "1h30m");
-        assert_eq!(human(Duration::from_secs(3725)), "1h2m5s");
     }
 }

@@ -3,6 +3,8 @@
 //!
 //! Every error names the file, the document (1-based, and `items[i]` inside a List) and,
 //! for a bad field, its JSON path; see [`InputError`].
+//!
+//! Layer 0 (model, addresses, paths, parsers, YAML): imports nothing above it; see docs/architecture.md.
 
 use std::collections::HashMap;
 use std::fmt;

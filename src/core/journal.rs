@@ -7,6 +7,8 @@
 //! verbatim, never translated back), the targets (what cutover applies after the old
 //! object is gone, never re-translated from a source that no longer exists), the PSK
 //! Secret's fingerprint (never its value) and the ownerReferences vpnmig removed from it.
+//!
+//! Layer 4 (journal, records and views): imports only from layers 0 to 4; see docs/architecture.md.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -134,7 +136,9 @@ pub struct Entry {
 impl Entry {
     /// `sha256:<hex>` of this entry's canonical JSON (keys sorted, `prev` included).
     pub fn digest(&self) -> String {
-        crate::core::plan::fingerprint(&serde_json::to_value(self).expect("entries serialize"))
+        crate::core::fingerprint::fingerprint(
+            &serde_json::to_value(self).expect("entries serialize"),
+        )
     }
 }
 
@@ -970,7 +974,7 @@ pub fn journal_drift(saved: &Value, j: &Journal) -> Vec<Drift> {
 /// finding)`; `None` for a failed check without findings.
 pub fn blocking(
     plan: &crate::core::plan::Plan,
-) -> Vec<(&'static str, Option<&crate::core::checks::Finding>)> {
+) -> Vec<(&'static str, Option<&crate::core::finding::Finding>)> {
     let mut out = Vec::new();
     for c in plan.checks.iter().filter(|c| c.blocks()) {
         if c.findings.is_empty() {

@@ -6,10 +6,12 @@
 //! most 253 characters; label values at most 63 characters of `[A-Za-z0-9._-]`, starting
 //! and ending alphanumeric; annotations at most 256 KiB in total (`TotalAnnotationSizeLimitB`);
 //! a ConfigMap's data at most 1 MiB (`MaxSecretSize`, shared by ConfigMaps).
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use serde_json::Value;
 
-use crate::core::checks::{CheckResult, Finding, Severity, finding, result};
+use crate::core::finding::{CheckResult, Finding, Severity, finding, result};
 
 /// The most a name of an object vpnmig writes (ConfigMap, Lease, custom resources) may be.
 pub const NAME_MAX: usize = 253;

@@ -2,12 +2,14 @@
 //! fetched (pure): whether the new objects already exist (and equal the plan: already
 //! migrated), whether another gateway holds the same floating IP or service CIDR, what
 //! the API server's dry run said, and which permissions the cutover and rollback need.
+//!
+//! Layer 3 (the plan): imports only from layers 0 to 3; see docs/architecture.md.
 
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::addr;
-use crate::core::checks::{CheckResult, Finding, Outcome, Severity, finding, result};
+use crate::core::finding::{CheckResult, Finding, Outcome, Severity, finding, result};
 use crate::core::plan::Plan;
 
 /// Another gateway in the cluster (either kind), as far as uniqueness goes.

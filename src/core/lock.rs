@@ -13,6 +13,8 @@
 //! Lease API says the same of `leaseDurationSeconds`: "a duration that candidates for a
 //! lease need to wait to force acquire it ... measured against the time of last observed
 //! renewTime".
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use std::time::Duration;
 

@@ -8,6 +8,8 @@
 //! IP addresses, CIDRs and durations are kept as the strings the user wrote: the checks
 //! (`core::checks`) validate them and report the value seen, instead of the parser
 //! refusing the whole object.
+//!
+//! Layer 0 (model, addresses, paths, parsers, YAML): imports nothing above it; see docs/architecture.md.
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::{CustomResource, CustomResourceExt};
@@ -35,6 +37,19 @@ pub const VERSION: &str = "v1alpha1";
 pub const OLD_FINALIZER: &str = "ipsec.bnerd.net/cleanup";
 /// Finalizer on the new gateway kind.
 pub const NEW_FINALIZER: &str = "vpn.bnerd.net/cleanup";
+/// Metadata fields removed from the saved old manifest so that `kubectl apply -f`
+/// re-creates the object (runbook "Rollback"; DESIGN.md §4.3).
+pub const CLEANED_METADATA: &[&str] = &[
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "finalizers",
+];
 
 // ---------------------------------------------------------------------------------------
 // Shapes shared by both groups ("the ExposureSpec/TargetSpec shapes are identical").

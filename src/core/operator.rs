@@ -15,6 +15,8 @@
 //! facts: `FIPAttached` (`fip-pinned`, `fip-unique`), the service CIDR taken from the pool
 //! (`service-cidr`, `service-cidr-unique`), the virtual IPs (`virtual-ips`) and the
 //! proposals (`proposal-allowlist`); docs/model.md maps each answer to its check.
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use crate::core::model::{Authorization, Exposure, ReverseExposure};
 

@@ -1,6 +1,8 @@
 //! JSON paths as kubectl and the API server print them: `spec.tunnels[0].peer.address`,
 //! with keys that are not plain identifiers bracket-quoted:
 //! `metadata.labels["app.kubernetes.io/name"]`.
+//!
+//! Layer 0 (model, addresses, paths, parsers, YAML): imports nothing above it; see docs/architecture.md.
 
 use std::fmt;
 

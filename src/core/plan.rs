@@ -2,14 +2,18 @@
 //! the source, assembled from a [`Source`]. Pure. Serialized as `plan.json` and as the
 //! output of `vpnmig plan -o json`; the schema is documented in docs/plan-json.md and
 //! versioned by [`PLAN_API_VERSION`].
+//!
+//! Layer 3 (the plan): imports only from layers 0 to 3; see docs/architecture.md.
 
 use serde::Serialize;
-use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
+use serde_json::Value;
 
 use crate::core::allowlist::Allowlist;
-use crate::core::checks::{self, CheckResult, Inputs};
+use crate::core::checks::{self, Inputs};
+use crate::core::finding::{CheckResult, Outcome, Severity};
+use crate::core::fingerprint::fingerprint;
 use crate::core::input::Source;
+use crate::core::model::CLEANED_METADATA;
 use crate::core::psk;
 use crate::core::report::{FieldRow, field_report};
 use crate::core::translate::Targets;
@@ -73,13 +77,11 @@ pub struct Summary {
     pub unknown: usize,
 }
 
-/// Translate, report and check `source` against `allowlist`.
-pub fn build(source: &Source, allowlist: &Allowlist) -> Plan {
-    build_named(source, allowlist, &Default::default())
-}
-
-/// [`build`] with peer names chosen for some tunnels (`core::translate::translate_named`).
-pub fn build_named(
+/// Translate, report and check `source` against `allowlist`, with peer names chosen for
+/// some tunnels (`core::translate::translate_named`). Every check but `api-limits`, which
+/// measures the journal the window would write: `core::full_plan::build` adds it, and is
+/// what commands call.
+pub fn assemble(
     source: &Source,
     allowlist: &Allowlist,
     peer_names: &std::collections::BTreeMap<String, String>,
@@ -99,9 +101,7 @@ pub fn build_named(
         blockers: checks.iter().filter(|c| c.blocks()).count(),
         warnings: checks
             .iter()
-            .filter(|c| {
-                c.severity == checks::Severity::Warning && c.outcome == checks::Outcome::Fail
-            })
+            .filter(|c| c.severity == Severity::Warning && c.outcome == Outcome::Fail)
             .count(),
         pinned: count(Rule::Pinned),
         copied: count(Rule::Copied),
@@ -109,7 +109,7 @@ pub fn build_named(
         not_carried: count(Rule::NotCarried),
         unknown: count(Rule::Unknown),
     };
-    let mut plan = Plan {
+    Plan {
         api_version: PLAN_API_VERSION,
         tool_version: env!("CARGO_PKG_VERSION"),
         source: SourceInfo {
@@ -147,68 +147,8 @@ pub fn build_named(
         checks,
         targets,
         peer_names: peer_names.clone(),
-    };
-    // The limits a real API server applies to what the window writes (issue 14 item 8):
-    // the journal is estimated as its first write would be, the old manifest counted
-    // twice (in journal.json and as old-ipsecgateway.yaml, which is never larger).
-    let old_manifest = clean_old_manifest(&source.raw);
-    let journal =
-        crate::core::journal::Journal::new(&plan, old_manifest.clone(), String::new(), "", "");
-    let bytes = serde_json::to_string_pretty(&journal).map_or(0, |j| j.len())
-        + serde_json::to_string_pretty(&old_manifest).map_or(0, |o| o.len());
-    let limits = crate::core::limits::check(
-        plan.source.namespace.as_deref().unwrap_or_default(),
-        &plan.source.name,
-        &plan.targets.objects(),
-        bytes,
-    );
-    if limits.blocks() {
-        plan.summary.blockers += 1;
-        plan.blocked = true;
-    }
-    plan.checks.push(limits);
-    plan
-}
-
-/// `sha256:<hex>` of `v` as canonical JSON: object keys sorted at every level, no
-/// whitespace. Equal specs give equal fingerprints whatever the key order of the input.
-pub fn fingerprint(v: &Value) -> String {
-    let canonical = serde_json::to_vec(&canonical(v)).expect("JSON values serialize");
-    let digest = Sha256::digest(&canonical);
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
-}
-
-/// `v` with object keys sorted at every level.
-pub fn canonical(v: &Value) -> Value {
-    match v {
-        Value::Object(o) => {
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            Value::Object(
-                keys.into_iter()
-                    .map(|k| (k.clone(), canonical(&o[k])))
-                    .collect::<Map<_, _>>(),
-            )
-        }
-        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
-        other => other.clone(),
     }
 }
-
-/// Metadata fields removed from the saved old manifest so that `kubectl apply -f`
-/// re-creates the object (runbook "Rollback"; DESIGN.md §4.3).
-pub const CLEANED_METADATA: &[&str] = &[
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "managedFields",
-    "selfLink",
-    "finalizers",
-];
 
 /// The old object, verbatim but for `status`, the server-set metadata in
 /// [`CLEANED_METADATA`] and the last-applied annotation: what rollback re-applies. Never
@@ -238,25 +178,6 @@ pub fn clean_old_manifest(raw: &Value) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn fingerprint_ignores_key_order_but_not_values() {
-        let a = fingerprint(&json!({"a": 1, "b": {"c": [1, 2], "d": "x"}}));
-        let b = fingerprint(&json!({"b": {"d": "x", "c": [1, 2]}, "a": 1}));
-        let c = fingerprint(&json!({"b": {"d": "x", "c": [2, 1]}, "a": 1}));
-        assert_eq!(a, b);
-        assert_ne!(a, c);
-        assert!(a.starts_with("sha256:") && a.len() == 7 + 64);
-    }
-
-    #[test]
-    fn fingerprint_of_a_known_value() {
-        // printf '{"a":1}' | sha256sum
-        assert_eq!(
-            fingerprint(&json!({"a": 1})),
-            "sha256:015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862"
-        );
-    }
 
     #[test]
     fn cleaning_keeps_spec_and_user_metadata() {

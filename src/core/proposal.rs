@@ -9,6 +9,8 @@
 //! - IKE needs a key exchange (DH) group and may name PRFs; ESP may name a DH group
 //!   (PFS) and `esn`/`noesn`, never a PRF;
 //! - `default` alone stands for strongSwan's compiled-in defaults.
+//!
+//! Layer 0 (model, addresses, paths, parsers, YAML): imports nothing above it; see docs/architecture.md.
 
 use std::fmt;
 

@@ -2,6 +2,8 @@
 //! lost or exposed"): whether it exists, has the referenced key, and would be
 //! garbage-collected with the old gateway. Its value is only ever turned into a SHA-256
 //! fingerprint, to prove later that the Secret still holds the same key.
+//!
+//! Layer 1 (translation and fingerprints): imports only from layers 0 to 1; see docs/architecture.md.
 
 use base64::Engine;
 use serde_json::Value;

@@ -1,10 +1,12 @@
 //! The change record of a window (`vpnmig report`; issue 12 item 4), pure: everything a
 //! change ticket needs, built from the window's journal and the cluster's identity. The
-//! renderers (Markdown, HTML) are in `output::record`; JSON is this struct serialized
+//! renderers (Markdown, HTML) are in `src/output/record.rs`; JSON is this struct serialized
 //! (docs/report.md).
 //!
 //! Nothing here reads a secret: the PSK appears as the salted fingerprint the journal
 //! holds, never as a value.
+//!
+//! Layer 4 (journal, records and views): imports only from layers 0 to 4; see docs/architecture.md.
 
 use serde::Serialize;
 use serde_json::Value;

@@ -7,6 +7,8 @@
 //! virtual IP changed by another field manager after the apply would otherwise pass as
 //! "pinned". Every difference names the field, both values and the field manager that
 //! last wrote it (from metadata.managedFields).
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use serde_json::Value;
 

@@ -4,6 +4,8 @@
 //! a `kustomization.yaml` says about its resources and namespace, and which files are
 //! Helm templates (reported, never edited). Pure: text in, text out; the walk of the
 //! working tree and `git` are `crate::gitops_repo`'s.
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use std::ops::Range;
 

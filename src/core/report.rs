@@ -6,12 +6,14 @@
 //! model does not know cannot be lost without a row saying so (DESIGN.md §3: "Every field
 //! of the old spec is accounted for"). The rule table is [`map_spec`]; it states the
 //! runbook's "What must stay pinned" table path by path.
+//!
+//! Layer 1 (translation and fingerprints): imports only from layers 0 to 1; see docs/architecture.md.
 
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::core::addr;
-use crate::core::model::IPsecGateway;
+use crate::core::model::{CLEANED_METADATA, IPsecGateway};
 use crate::core::path::{JsonPath, Seg};
 use crate::core::translate::{LAST_APPLIED, MIGRATED_FROM, Targets, not_carried_by};
 
@@ -266,9 +268,9 @@ fn map_spec(p: &[T], old: &IPsecGateway) -> Option<Mapping> {
 }
 
 /// Server-set metadata: never carried to a new object. What the saved old manifest drops
-/// (`plan::CLEANED_METADATA`), plus the old object's owners and name prefix.
+/// ([`CLEANED_METADATA`]), plus the old object's owners and name prefix.
 fn server_metadata() -> impl Iterator<Item = &'static str> {
-    crate::core::plan::CLEANED_METADATA
+    CLEANED_METADATA
         .iter()
         .copied()
         .chain(["ownerReferences", "generateName"])

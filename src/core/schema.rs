@@ -7,8 +7,12 @@
 //! in [`Report::not_evaluated`] and left to the server-side dry run (issue 9 item 13). [`KEYWORDS`] says so in words.
 //! Pure. Used by the live plan (targets against the cluster's CRDs) and by
 //! vpnmig-sandbox (every write to a custom resource).
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use serde_json::Value;
+
+use crate::core::translate::Targets;
 
 /// One field the schema refuses (the API server's `details.causes[]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -314,6 +318,32 @@ fn bounds(schema: &Value, v: &Value, path: &str, report: &mut Report) {
     }
 }
 
+/// The OpenAPI schemas of the cluster's VPNGateway and VPNPeer CRDs (storage version);
+/// `None`: that CRD has no schema, so its objects are not validated.
+#[derive(Clone, Debug, Default)]
+pub struct TargetSchemas {
+    pub gateway: Option<serde_json::Value>,
+    pub peer: Option<serde_json::Value>,
+}
+
+/// Each of a plan's `targets` validated against its CRD's schema: `(Kind/name, report)`.
+pub fn validate_targets(targets: &Targets, schemas: &TargetSchemas) -> Vec<(String, Report)> {
+    targets
+        .objects()
+        .into_iter()
+        .filter_map(|(label, obj)| {
+            let schema = if label.starts_with("VPNGateway/") {
+                schemas.gateway.as_ref()
+            } else {
+                schemas.peer.as_ref()
+            }?;
+            let mut candidate = obj.clone();
+            let report = validate(schema, &mut candidate);
+            Some((label, report))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,33 +465,4 @@ mod tests {
             json!({"spec": {"name": "x"}, "status": {"anything": true}})
         );
     }
-}
-
-/// The OpenAPI schemas of the cluster's VPNGateway and VPNPeer CRDs (storage version);
-/// `None`: that CRD has no schema, so its objects are not validated.
-#[derive(Clone, Debug, Default)]
-pub struct TargetSchemas {
-    pub gateway: Option<serde_json::Value>,
-    pub peer: Option<serde_json::Value>,
-}
-
-/// Each target of `plan` validated against its CRD's schema: `(Kind/name, report)`.
-pub fn validate_targets(
-    plan: &crate::core::plan::Plan,
-    schemas: &TargetSchemas,
-) -> Vec<(String, Report)> {
-    plan.targets
-        .objects()
-        .into_iter()
-        .filter_map(|(label, obj)| {
-            let schema = if label.starts_with("VPNGateway/") {
-                schemas.gateway.as_ref()
-            } else {
-                schemas.peer.as_ref()
-            }?;
-            let mut candidate = obj.clone();
-            let report = validate(schema, &mut candidate);
-            Some((label, report))
-        })
-        .collect()
 }

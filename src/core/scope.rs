@@ -11,6 +11,8 @@
 //! - A VPNPeer is deleted only if it names this gateway in `spec.gatewayRef.name` *and*
 //!   the window can prove it made it: its uid is recorded in the journal, or it carries
 //!   vpnmig's field manager and the migrated-from annotation of this gateway.
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use serde_json::Value;
 
@@ -190,7 +192,7 @@ pub fn same_as_recorded(live: &Value, uid: Option<&str>, fingerprint: &str) -> R
     {
         return Err(format!("it is another object now (uid {uid} → {live_uid})"));
     }
-    let now = crate::core::plan::fingerprint(live.get("spec").unwrap_or(&Value::Null));
+    let now = crate::core::fingerprint::fingerprint(live.get("spec").unwrap_or(&Value::Null));
     if now != fingerprint {
         return Err(format!(
             "its spec changed since the journal was written (fingerprint {fingerprint} → {now})"

@@ -5,6 +5,8 @@
 //!
 //! Only the parsing is vpnmig's; the expressions and their matching are kube's
 //! ([`kube::core::Expression`], [`kube::core::SelectorExt`]).
+//!
+//! Layer 0 (model, addresses, paths, parsers, YAML): imports nothing above it; see docs/architecture.md.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,13 +1,15 @@
 //! The fleet view behind `vpnmig status`: one row per gateway, old or new kind, with
 //! what a team needs to schedule windows — migrated or not, floating IP pinned, tunnels
 //! or peers, Ready, and the plan's blockers (the same checks as `vpnmig plan`). Pure.
+//!
+//! Layer 4 (journal, records and views): imports only from layers 0 to 4; see docs/architecture.md.
 
 use serde::Serialize;
 
 use crate::core::allowlist::Allowlist;
+use crate::core::full_plan;
 use crate::core::input::Source;
 use crate::core::model::{IPsecGateway, VPNGateway, VPNPeer, condition};
-use crate::core::plan;
 
 /// Where a gateway is in its migration.
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,7 +136,7 @@ pub fn rows(
         let (namespace, name) = ns_name(&g.metadata);
         let both = new_keys.contains(&(namespace.clone(), name.clone()));
         let status = g.status.clone().unwrap_or_default();
-        let plan = plan::build(&Source::listed(g.clone(), context), allowlist);
+        let plan = full_plan::build(&Source::listed(g.clone(), context), allowlist);
         // The namespace's other gateways: a future VPNPeer name another one owns (or a
         // live peer of another gateway holds) blocks this one (issue 9 item 7).
         let others: Vec<crate::core::live::OtherGateway> = by_namespace

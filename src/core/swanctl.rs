@@ -8,6 +8,8 @@
 //! virtual-IP suffixes on the endpoint lines, several traffic selectors per line, and
 //! `-in-UDP` modes. Duplicate IKE SAs (after a reconnect) are all kept, in order.
 //! Samples: fixtures/swanctl/ (see SOURCES.md there).
+//!
+//! Layer 0 (model, addresses, paths, parsers, YAML): imports nothing above it; see docs/architecture.md.
 
 use serde::Serialize;
 

@@ -5,6 +5,8 @@
 //! serviceCIDR yet) still translates, so that the plan can be shown and marked blocked.
 //! Whether each value arrived unchanged is proven separately by `core::report`, which
 //! walks the verbatim source instead of these typed structs.
+//!
+//! Layer 1 (translation and fingerprints): imports only from layers 0 to 1; see docs/architecture.md.
 
 use std::collections::BTreeMap;
 

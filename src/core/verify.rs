@@ -5,6 +5,8 @@
 //! cover its remote subnets. A peer up at the IKE layer but not Authorized is *dark*,
 //! as the runbook warns. Duplicate and rekeyed SAs, several connections and selectors
 //! with protocol/port suffixes are all read correctly.
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use ipnet::IpNet;
 use serde::Serialize;

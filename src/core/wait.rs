@@ -2,6 +2,8 @@
 //! watch delivers them (pure). Every wait has a live display of what it still waits for
 //! and, on timeout, that same text is the diagnosis (DESIGN.md §4.5): which finalizers
 //! are left, which condition is missing and its reason and message.
+//!
+//! Layer 2 (rules): imports only from layers 0 to 2; see docs/architecture.md.
 
 use serde_json::Value;
 

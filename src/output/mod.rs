@@ -2,9 +2,9 @@
 //! (`core::plan::Plan`). Text is for people (alignment, colour when the terminal takes
 //! it); YAML is manifests for `kubectl apply -f -`; JSON is the stable plan document.
 
+pub mod cluster;
 pub mod dataplane;
 pub mod diff;
-pub mod duration;
 pub mod events;
 pub mod fleet;
 pub mod manifest;

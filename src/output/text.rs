@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use comfy_table::{ContentArrangement, Table, presets};
 use serde_json::Value;
 
-use crate::core::checks::{Outcome, Severity};
+use crate::core::finding::{Outcome, Severity};
 use crate::core::plan::Plan;
 use crate::core::report::{Rule, Verdict};
 use crate::output::diff::ObjectDiff;

@@ -16,7 +16,7 @@ use comfy_table::{ContentArrangement, Table, presets};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 
-use crate::output::duration::format_duration;
+use crate::core::duration::{self, Rounding};
 use crate::output::progress::elapsed;
 use crate::output::window::{Format, Waits};
 use crate::window::wave::{GatewayReport, Halt, WaveEvent, WaveEvents, WaveReport, WindowResult};
@@ -43,9 +43,9 @@ pub fn summary(
     );
     out.push_str(&format!(
         "Each window: its own lock, journal and checks; timeouts delete {}, attach {}, tunnel {}\n",
-        format_duration(waits.delete),
-        format_duration(waits.attach),
-        format_duration(waits.tunnel)
+        duration::format(waits.delete, Rounding::Down),
+        duration::format(waits.attach, Rounding::Down),
+        duration::format(waits.tunnel, Rounding::Down)
     ));
     for m in members {
         out.push_str(&format!("  {m}\n"));

@@ -3,10 +3,10 @@
 
 use serde_json::{Value, json};
 
+use crate::core::duration::{self, Rounding};
 use crate::core::journal::{self, Drift, Journal};
 use crate::core::plan::Plan;
 use crate::core::verify::Row;
-use crate::output::duration::format_duration;
 use crate::output::progress::elapsed;
 use crate::output::style::{BAD, HEADING, paint};
 
@@ -118,9 +118,9 @@ fn pinned(targets: &[Value]) -> String {
 fn waits(t: &Waits) -> String {
     format!(
         "  waits      delete ≤ {}, FIPAttached / Ready / Authorized ≤ {} each, tunnels ≤ {}\n",
-        format_duration(t.delete),
-        format_duration(t.attach),
-        format_duration(t.tunnel)
+        duration::format(t.delete, Rounding::Down),
+        duration::format(t.attach, Rounding::Down),
+        duration::format(t.tunnel, Rounding::Down)
     )
 }
 

@@ -19,7 +19,7 @@ use crate::core::dataplane::{self, Baseline, Outage};
 use crate::core::guard::Moment;
 use crate::core::journal::{self, Journal, Phase};
 use crate::core::model::IPsecGateway;
-use crate::core::{live, plan, scope};
+use crate::core::{fingerprint, live, plan, scope};
 use crate::error::Error;
 use crate::exit;
 
@@ -180,7 +180,7 @@ async fn run(
         // What the change record says of the reviewed plan (issue 12 item 4).
         approved = Some(journal::ApprovedPlan {
             bundle: dir.display().to_string(),
-            fingerprint: plan::fingerprint(&saved),
+            fingerprint: fingerprint::fingerprint(&saved),
             matched: drift.is_empty(),
         });
         if !drift.is_empty() {
@@ -620,7 +620,7 @@ async fn forward_again(
         });
     }
     j.old_uid = gw.metadata.uid.clone();
-    j.spec_fingerprint = plan::fingerprint(live.get("spec").unwrap_or(&Value::Null));
+    j.spec_fingerprint = fingerprint::fingerprint(live.get("spec").unwrap_or(&Value::Null));
     j.fixed_targets = true;
     steps::require_permissions(cluster, "cut over again").await?;
     let guard = start_guard(cluster, ev, &name, opts, Phase::Started).await?;

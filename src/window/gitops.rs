@@ -16,6 +16,7 @@ use super::{Emit, Event, Outcome};
 use crate::cluster::gitops::{self as live, Found};
 use crate::cluster::{Cluster, journal};
 use crate::core::gitops::{self, Mode, Record};
+use crate::core::holders;
 use crate::core::journal::Phase;
 use crate::core::model::object_ref;
 use crate::error::Error;
@@ -181,7 +182,7 @@ pub async fn owners(
                     "held by {}",
                     h.iter()
                         .filter(|h| h.holds())
-                        .map(gitops::Holder::display)
+                        .map(holders::Holder::display)
                         .collect::<Vec<_>>()
                         .join("; ")
                 ),
@@ -715,11 +716,11 @@ pub(crate) async fn restore(
                 continue;
             }
         };
-        let others = gitops::holders(&journals, &r.owner, (&ns, &name));
+        let others = holders::holders(&journals, &r.owner, (&ns, &name));
         let busy: Vec<String> = others
             .iter()
             .filter(|h| h.in_flight())
-            .map(gitops::Holder::display)
+            .map(holders::Holder::display)
             .collect();
         if !busy.is_empty() {
             left += 1;
@@ -938,7 +939,7 @@ pub(crate) async fn restore(
         let Ok(journals) = journals_for(w.cluster, None).await else {
             continue;
         };
-        let pausers: Vec<gitops::Holder> = gitops::holders(&journals, &r.owner, (&ns, &name))
+        let pausers: Vec<holders::Holder> = holders::holders(&journals, &r.owner, (&ns, &name))
             .into_iter()
             .filter(|h| h.paused)
             .collect();
@@ -1122,13 +1123,13 @@ async fn holders_now(
     owner: &gitops::OwnerRef,
     ns: &str,
     name: &str,
-) -> Result<Vec<gitops::Holder>, String> {
+) -> Result<Vec<holders::Holder>, String> {
     let obj = match live::find(cluster, owner).await {
         Ok(Found::One(_, o)) => Some(o),
         _ => None,
     };
     let journals = journals_for(cluster, obj.as_ref()).await?;
-    Ok(gitops::holders(&journals, owner, (ns, name)))
+    Ok(holders::holders(&journals, owner, (ns, name)))
 }
 
 /// Make sure the restored owner's first sync cannot prune what window `j` keeps (after

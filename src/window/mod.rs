@@ -10,7 +10,7 @@
 //! cluster's), plain options ([`CutoverOptions`], [`RollbackOptions`]: no clap types), an
 //! event sink ([`Events`]) and a [`Confirm`]. The engine knows nothing of terminals: the
 //! one-gateway commands (`cli::cutover`, `cli::rollback`) render the events with
-//! `output::events::LiveView` as the live lines and the report; a wave runner could confirm once for many gateways and log
+//! the `LiveView` of `src/output/events.rs` as the live lines and the report; a wave runner could confirm once for many gateways and log
 //! the events of each.
 //!
 //! # Phases and where they come from

@@ -3,7 +3,7 @@
 
 use crate::cluster::{Cluster, facts};
 use crate::core::allowlist::Allowlist;
-use crate::core::{input, live, plan};
+use crate::core::{full_plan, input, live, plan};
 use crate::error::Error;
 
 /// The `--peer-name` choices as a map, each naming a tunnel `gateway` has.
@@ -47,7 +47,7 @@ pub async fn live_plan(
         facts::SourceError::Input(i) => Error::Input(i),
     })?;
     let names = peer_names(chosen_names, &source.gateway)?;
-    let mut plan = plan::build_named(&source, allowlist, &names);
+    let mut plan = full_plan::build_named(&source, allowlist, &names);
     let found = facts::facts(cluster, &plan, server_dry_run).await?;
     let tunnels: Vec<String> = source
         .gateway

@@ -9,13 +9,13 @@ use serde_json::Value;
 use super::{Emit, Event, Stage};
 use crate::cluster::lock::Lock;
 use crate::cluster::{Cluster, KubeError, journal, objects, verify as fetch, watch};
+use crate::core::duration::{self, Rounding};
 use crate::core::journal::{Journal, Owners, Phase, PskDetach};
 use crate::core::psk;
 use crate::core::verify::{self, Row, Verdict};
 use crate::core::wait::{self, State};
 use crate::error::Error;
 use crate::exit;
-use crate::output::duration::format_duration;
 
 /// Now, RFC 3339 UTC with milliseconds: the journal's timestamps.
 pub fn now() -> String {
@@ -348,7 +348,7 @@ pub(crate) fn timed_out(
         code: exit::TIMEOUT,
         message: format!(
             "timed out after {} waiting for {what}: {diagnosis}",
-            format_duration(timeout)
+            duration::format(timeout, Rounding::Down)
         ),
         hint,
     }

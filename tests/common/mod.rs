@@ -126,7 +126,7 @@ impl Gw {
     }
 
     pub fn plan(&self) -> vpnmig::core::plan::Plan {
-        vpnmig::core::plan::build(
+        vpnmig::core::full_plan::build(
             &self.source(),
             &vpnmig::core::allowlist::Allowlist::default(),
         )

@@ -80,7 +80,8 @@ async fn the_runbooks_kubectl_commands_work_against_the_sandbox() {
     })
     .await;
     let source = vpnmig::core::input::load(&live.to_string(), "live", None).unwrap();
-    let plan = vpnmig::core::plan::build(&source, &vpnmig::core::allowlist::Allowlist::default());
+    let plan =
+        vpnmig::core::full_plan::build(&source, &vpnmig::core::allowlist::Allowlist::default());
     assert!(
         !plan.blocked,
         "{:?}",

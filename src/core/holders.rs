@@ -1,0 +1,234 @@
+//! Which other windows hold a GitOps owner (issue 21 item 2), read from their journals:
+//! each that suspended it and has not restored it, and each that relies on its
+//! suspension. An owner is restored only when none of them is under way. Pure.
+//!
+//! Layer 4 (journal, records and views): imports only from layers 0 to 4; see docs/architecture.md.
+
+use crate::core::gitops::{OwnerRef, same_owner};
+use crate::core::journal::{Journal, Phase};
+
+/// Another window that holds an owner (issue 21 item 2).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Holder {
+    pub namespace: String,
+    pub gateway: String,
+    pub phase: Phase,
+    /// It suspended the owner (and restores it); else it relies on the suspension.
+    pub paused: bool,
+}
+
+impl Holder {
+    /// Between its start and `done` / `rolled-back`.
+    pub fn in_flight(&self) -> bool {
+        !self.phase.finished()
+    }
+
+    /// It holds the owner now: it suspended it, or relies on it and is not finished.
+    pub fn holds(&self) -> bool {
+        self.paused || self.in_flight()
+    }
+
+    /// `the window of tenant/acme (journal phase deleting, relies on its suspension)`.
+    pub fn display(&self) -> String {
+        format!(
+            "the window of {}/{} (journal phase {}, {})",
+            self.namespace,
+            self.gateway,
+            self.phase.as_str(),
+            if self.paused {
+                "suspended it"
+            } else {
+                "relies on its suspension"
+            }
+        )
+    }
+}
+
+/// The windows among `journals` other than `me` (`namespace`, `gateway`) that hold
+/// `owner`: each that suspended it and has not restored it, and each that relies (or
+/// relied) on its suspension. One that is not finished ([`Holder::in_flight`]) must
+/// finish before the owner is restored; one that relied on it and is finished no longer
+/// needs it, but what it replaced must not come back with the restore either.
+pub fn holders(journals: &[Journal], owner: &OwnerRef, me: (&str, &str)) -> Vec<Holder> {
+    let mut out = Vec::new();
+    for j in journals {
+        if (j.namespace.as_str(), j.gateway.as_str()) == me {
+            continue;
+        }
+        for r in j.gitops.iter().filter(|r| same_owner(&r.owner, owner)) {
+            if r.paused || r.relies_on_suspension() {
+                out.push(Holder {
+                    namespace: j.namespace.clone(),
+                    gateway: j.gateway.clone(),
+                    phase: j.phase,
+                    paused: r.paused,
+                });
+                break;
+            }
+        }
+    }
+    out.sort_by(|a, b| (&a.namespace, &a.gateway).cmp(&(&b.namespace, &b.gateway)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::gitops::{ARGO_APPLICATION, Mode, Record, Saved};
+    use serde_json::json;
+
+    fn owner(kind: &str) -> OwnerRef {
+        assert_eq!(kind, "Application");
+        OwnerRef {
+            api_version: ARGO_APPLICATION.into(),
+            kind: kind.into(),
+            namespace: Some("argocd".into()),
+            name: "werra".into(),
+        }
+    }
+
+    fn window(gw: &str, phase: Phase, paused: bool, relies: bool) -> Journal {
+        let mut j = Journal::from_bundle(
+            &json!({"source": {"name": gw, "namespace": "kunde"}, "targets": {"gateway": {}, "peers": []}}),
+            json!({"kind": "IPsecGateway", "metadata": {"name": gw}}),
+            "2026-01-01T00:00:00Z",
+            "me",
+        );
+        j.phase = phase;
+        let mut o = owner("Application");
+        if relies {
+            // As a window found it: the namespace filled in.
+            o.namespace = Some("argocd".into());
+        }
+        j.gitops.push(Record {
+            mode: Mode::Pause,
+            owner: o,
+            evidence: Vec::new(),
+            saved: (!relies).then(|| Saved {
+                pointer: "/spec/syncPolicy/automated".into(),
+                value: Some(json!({"prune": true})),
+            }),
+            paused,
+            restored_at: None,
+            relies,
+            held_by: Vec::new(),
+            protected: Vec::new(),
+        });
+        j
+    }
+
+    /// Issue 21 item 2: one owner, several windows. Who holds it, seen from window `a`
+    /// (the one that suspended it), and whether it may be restored now (no holder under
+    /// way).
+    #[test]
+    fn an_owner_is_restored_only_when_no_window_on_it_is_under_way() {
+        use crate::core::journal::Phase::*;
+        type Row = (
+            &'static str,
+            Vec<(&'static str, Phase, bool, bool)>,
+            Vec<&'static str>,
+            bool,
+        );
+        let rows: Vec<Row> = vec![
+            // what, windows (gateway, phase, paused, relies), holders seen by a, restorable
+            ("one window", vec![("a", Done, true, false)], vec![], true),
+            (
+                "first done first: b deleting",
+                vec![("a", Done, true, false), ("b", Deleting, false, true)],
+                vec!["b"],
+                false,
+            ),
+            (
+                "first done first: b started, nothing deleted yet",
+                vec![("a", Done, true, false), ("b", Started, false, true)],
+                vec!["b"],
+                false,
+            ),
+            (
+                "second done first: a in flight, b done",
+                vec![("a", Applied, true, false), ("b", Done, false, true)],
+                vec!["b"],
+                true,
+            ),
+            (
+                "both done",
+                vec![("a", Done, true, false), ("b", Done, false, true)],
+                vec!["b"],
+                true,
+            ),
+            (
+                "three windows: c still applying",
+                vec![
+                    ("a", Done, true, false),
+                    ("b", Done, false, true),
+                    ("c", Applied, false, true),
+                ],
+                vec!["b", "c"],
+                false,
+            ),
+            (
+                "three windows: b rolling back",
+                vec![
+                    ("a", Done, true, false),
+                    ("b", RollingBack, false, true),
+                    ("c", Done, false, true),
+                ],
+                vec!["b", "c"],
+                false,
+            ),
+            (
+                "three windows, all done",
+                vec![
+                    ("a", Done, true, false),
+                    ("b", Done, false, true),
+                    ("c", RolledBack, false, true),
+                ],
+                vec!["b", "c"],
+                true,
+            ),
+            (
+                "a window of an earlier version: no relies, nothing saved",
+                vec![("a", Done, true, false), ("b", Deleted, false, false)],
+                vec!["b"],
+                false,
+            ),
+        ];
+        for (what, windows, holders_seen, restorable) in rows {
+            let journals: Vec<_> = windows
+                .iter()
+                .map(|(gw, phase, paused, relies)| {
+                    let mut j = window(gw, *phase, *paused, *relies);
+                    if !*paused && !*relies {
+                        // Earlier versions wrote no `relies` and no `saved` for an owner
+                        // found suspended.
+                        j.gitops[0].saved = None;
+                    }
+                    j
+                })
+                .collect();
+            let h = holders(&journals, &owner("Application"), ("kunde", "a"));
+            assert_eq!(
+                h.iter().map(|h| h.gateway.as_str()).collect::<Vec<_>>(),
+                holders_seen,
+                "{what}"
+            );
+            assert_eq!(!h.iter().any(Holder::in_flight), restorable, "{what}");
+        }
+        // Seen from b (it relies): a holds it, whatever a's phase.
+        let journals = vec![
+            window("a", Done, true, false),
+            window("b", Deleting, false, true),
+        ];
+        let h = holders(&journals, &owner("Application"), ("kunde", "b"));
+        assert_eq!(h.len(), 1);
+        assert!(h[0].paused && h[0].holds() && !h[0].in_flight());
+        assert_eq!(
+            h[0].display(),
+            "the window of kunde/a (journal phase done, suspended it)"
+        );
+        // Another owner of the same name and kind elsewhere is not this one.
+        let mut other = window("b", Deleting, false, true);
+        other.gitops[0].owner.namespace = Some("argocd-2".into());
+        assert!(holders(&[other], &owner("Application"), ("kunde", "a")).is_empty());
+    }
+}
