@@ -115,7 +115,7 @@ async fn real_plane() {
         ("rollback --initiate (after one)", true, true),
     ] {
         let l = live::start_on(live::ACME, realistic.clone(), true).await;
-        if wait_answer(&l, "IPsecGateway", 60).await.is_none() {
+        if wait_answer(&l, "IPsecGateway", 0, 60).await.is_none() {
             println!("{what}: the client never got an answer from acme");
             return;
         }
@@ -130,11 +130,12 @@ async fn real_plane() {
             println!("{what}: cutover exit {}\n{}", r.code, r.stderr);
             return;
         }
-        let (before, after) = if rollback {
-            if wait_answer(&l, "VPNGateway", 120).await.is_none() {
+        let (before, after, mark) = if rollback {
+            if wait_answer(&l, "VPNGateway", 0, 120).await.is_none() {
                 println!("{what}: no answer from the VPNGateway");
                 return;
             }
+            let mark = live::plane::probes(&l).len();
             let t = std::time::Instant::now();
             let r = l.vpnmig(&["rollback", "acme", "--yes", "--initiate"]).await;
             took = t.elapsed();
@@ -142,23 +143,20 @@ async fn real_plane() {
                 println!("{what}: rollback exit {}\n{}", r.code, r.stderr);
                 return;
             }
-            ("VPNGateway", "IPsecGateway")
+            ("VPNGateway", "IPsecGateway", mark)
         } else {
-            ("IPsecGateway", "VPNGateway")
+            ("IPsecGateway", "VPNGateway", 0)
         };
-        let from = if rollback {
-            let all = live::plane::probes(&l);
-            all.iter()
-                .rposition(live::plane::answered_by(before))
-                .unwrap_or(0)
-        } else {
-            0
-        };
-        if wait_answer(&l, after, 120).await.is_none() {
+        if wait_answer(&l, after, mark, 120).await.is_none() {
             println!("{what}: no answer from the {after} within 120 s");
             return;
         }
+        // From the old side's last answer before the window.
         let all = live::plane::probes(&l);
+        let from = all[..mark]
+            .iter()
+            .rposition(live::plane::answered_by(before))
+            .unwrap_or(0);
         let (gap, failed) = live::plane::outage(&all[from..], before, after);
         println!(
             "{what:<34} {:>9.2}s {:>8}  {:>9.2}s",
@@ -174,12 +172,13 @@ async fn real_plane() {
     }
 }
 
-/// Wait (at most `secs`) for the client to be answered by `kind`.
-async fn wait_answer(l: &live::Live, kind: &str, secs: u64) -> Option<()> {
+/// Wait (at most `secs`) for the client to be answered by `kind` after probe `from`.
+async fn wait_answer(l: &live::Live, kind: &str, from: usize, secs: u64) -> Option<()> {
     let until = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     while std::time::Instant::now() < until {
         if live::plane::probes(l)
             .iter()
+            .skip(from)
             .any(live::plane::answered_by(kind))
         {
             return Some(());

@@ -7,7 +7,10 @@
 //! its operator unwind (delete of the IPsecGateway → gone) as the sandbox saw them.
 //!
 //! Run: `cargo bench --bench wave` (N = 100, K = 20: a few minutes);
-//! `WAVE_N=20 WAVE_K=5 cargo bench --bench wave` for a smaller one.
+//! `WAVE_N=20 WAVE_K=5 cargo bench --bench wave` for a smaller one;
+//! `WAVE_DATA_PLANE=strongswan` (root, Debian's strongSwan packages) runs it with real
+//! tunnels: a charon per gateway pod and per client site, and prints the longest gap in
+//! each client's probe answers during the wave.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -80,12 +83,18 @@ struct Live {
     dir: tempfile::TempDir,
 }
 
+/// `WAVE_DATA_PLANE=strongswan`: real tunnels.
+fn real_plane() -> bool {
+    std::env::var("WAVE_DATA_PLANE").as_deref() == Ok("strongswan")
+}
+
 async fn start(n: usize) -> Live {
+    let dir = tempfile::tempdir().unwrap();
     let sb = Sandbox::start(Config {
         scenario: scenario(n),
         settings: settings(),
         port: 0,
-        data_plane: None,
+        data_plane: real_plane().then(|| dir.path().join("sandbox")),
     })
     .await
     .unwrap();
@@ -111,7 +120,6 @@ async fn start(n: usize) -> Live {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     sb.write_kubeconfig(&kubeconfig).unwrap();
     Live {
@@ -425,5 +433,45 @@ fn main() {
         wave.requests,
         one.requests
     );
+    if let Some(plane) = &l.sb.data_plane {
+        println!(
+            "    real tunnels: {}",
+            probe_gaps(&plane.dir.join("probe.jsonl"))
+        );
+    }
     rt.block_on(l.sb.shutdown());
+}
+
+/// Per client site, the longest time between two answers in its probe log (the outage
+/// the client saw), summarised across sites.
+fn probe_gaps(log: &Path) -> String {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut last: BTreeMap<String, jiff::Timestamp> = BTreeMap::new();
+    let mut gap: BTreeMap<String, f64> = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(p) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if p["ok"] != true {
+            continue;
+        }
+        let (Some(site), Some(t)) = (
+            p["site"].as_str(),
+            p["t"]
+                .as_str()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok()),
+        ) else {
+            continue;
+        };
+        if let Some(prev) = last.insert(site.to_string(), t) {
+            let d = t.duration_since(prev).as_secs_f64();
+            let g = gap.entry(site.to_string()).or_default();
+            *g = g.max(d);
+        }
+    }
+    let answered_after = gap.len();
+    format!(
+        "{answered_after} client sites answered; longest gap between answers per site: {}",
+        spread(gap.into_values().collect())
+    )
 }

@@ -2,7 +2,7 @@
 //! daemons in network namespaces for every gateway pod and every client site.
 //!
 //! Topology: one "internet" namespace routes between point-to-point veth links, one per
-//! gateway pod and one per client site (a /30 from 100.64.0.0/10 each). A floating IP is
+//! gateway pod and one per client site (a /30 each from 198.18.0.0/15, the benchmarking range, so that no scenario address collides). A floating IP is
 //! a /32 on the eth0 of the one gateway namespace it is associated with, and the internet
 //! routes it there: it moves when the association moves. A client site's peer address is
 //! a /32 on its eth0; its own subnets are addresses on its `lo`. Each gateway namespace
@@ -322,7 +322,7 @@ struct Worker {
 
 /// The two ends of link `n`: (internet side, namespace side).
 fn link_addrs(n: u32) -> (Ipv4Addr, Ipv4Addr) {
-    let base = u32::from(Ipv4Addr::new(100, 64, 0, 0)) + n * 4;
+    let base = u32::from(Ipv4Addr::new(198, 18, 0, 0)) + n * 4;
     (Ipv4Addr::from(base + 1), Ipv4Addr::from(base + 2))
 }
 
