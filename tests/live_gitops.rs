@@ -461,11 +461,17 @@ async fn pause_cuts_over_and_restores_the_owner_after_the_merge() {
             "{rewritten}"
         );
         assert!(r.says("suspended"), "{}", r.stderr);
-        assert!(
-            r.says("stays suspended: its source still defines ipsecgateway/acme -n tenant-acme"),
-            "{}",
-            r.stderr
-        );
+        // Argo CD's status shows its source; a suspended Kustomization's inventory is
+        // stale, and proves nothing either way (issue 21 round 3, attack 12).
+        let stays = match tool {
+            Tool::Argo => {
+                "stays suspended: its source still defines ipsecgateway/acme -n tenant-acme"
+            }
+            Tool::Flux => {
+                "stays suspended: the cluster does not show whether its source still defines ipsecgateway/acme -n tenant-acme (it is suspended, and Flux does not refresh a suspended Kustomization's inventory)"
+            }
+        };
+        assert!(r.says(stays), "{}", r.stderr);
         assert!(tool.suspended(&tool.owner(&l)));
         assert_eq!(ipsecgateways(&l), 0);
         let j = live::journal(&l, NS, "acme").unwrap();
@@ -825,10 +831,27 @@ async fn a_rollback_of_a_synced_vpngateway_needs_gitops_pause() {
         st.contains("IPsecGateway") && !st.contains("VPNGateway")
     })
     .await;
+    // Argo CD's status shows the IPsecGateway OutOfSync: the restore refuses before the
+    // owner is re-armed (issue 21 round 3), where it was caught after the sync before.
     let r = l.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
-    assert_eq!(r.code, 5, "{}", r.stderr);
-    assert!(r.says("suspended it again"), "{}", r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("application/acme -n argocd stays suspended: its source defines ipsecgateway/acme -n tenant-acme otherwise than it is live (status of application/acme -n argocd: OutOfSync): restoring its sync would overwrite it"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.says("restored application"), "{}", r.stderr);
     assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let gw = objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS);
+    assert_eq!(gw.len(), 1);
+    assert_eq!(
+        gw[0]["spec"]["endpoint"]["floatingIP"].as_str(),
+        Some("198.51.100.23"),
+        "{}",
+        gw[0]
+    );
+    assert!(!contention.seen(), "the floating IP was contended");
 }
 
 /// Attack finding: Argo CD's markers on the gateway, and no Application in the cluster
@@ -1112,29 +1135,32 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
             false,
             "check by hand that the merged source no longer defines it (`flux build kustomization acme -n flux-system --path DIR` on a checkout of the merged repository",
         ),
+        // A suspended Kustomization's inventory proves nothing either way (issue 21
+        // round 3, attack 11): neither an entry (stale) nor its absence (never refreshed)
+        // lets the restore go on; the user checks the merged source by hand.
         (
             "Flux: another rolled-back window's VPNGateway",
             Tool::Flux,
             "rolled-back",
             true,
             false,
-            "its source still defines vpngateway/beta -n tenant-acme (replaced by the window of tenant-acme/beta, which relied on its suspension) (status of kustomization/acme -n flux-system), and restoring its sync now would re-create it (and take the floating IP). Revert the repository change of tenant-acme/beta",
+            "the cluster does not show whether its source still defines vpngateway/beta -n tenant-acme (replaced by the window of tenant-acme/beta, which relied on its suspension) (it is suspended, and Flux does not refresh a suspended Kustomization's inventory), and restoring its sync now would re-create it (and take the floating IP). Revert the repository change of tenant-acme/beta",
         ),
         (
-            "Flux: the other window's gateway was never in the source",
-            Tool::Flux,
-            "done",
-            false,
-            true,
-            "synced: what the window made live is as it was",
-        ),
-        (
-            "Flux: the merged source defines it, the inventory not: the first sync re-creates it",
+            "Flux: the other window's gateway was never in the source, and the inventory cannot show it",
             Tool::Flux,
             "done",
             false,
             false,
-            "ipsecgateway/beta -n tenant-acme exists again",
+            "the cluster does not show whether its source still defines ipsecgateway/beta -n tenant-acme",
+        ),
+        (
+            "Flux: the merged source defines it, the stale inventory not (attack 11)",
+            Tool::Flux,
+            "done",
+            false,
+            false,
+            "the cluster does not show whether its source still defines ipsecgateway/beta -n tenant-acme",
         ),
     ];
     for (what, tool, phase, in_source, restored, says) in rows {
@@ -1178,7 +1204,7 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
         // suspended, and the merged source still defines it.
         let flux_beta = in_source && matches!(tool, Tool::Flux);
         // The last row: beta's old gateway only in the merged source.
-        let merged_only = !in_source && !*restored;
+        let merged_only = what.contains("the stale inventory not");
         done_then_merged_by(&l, tool, |m| {
             if flux_beta || merged_only {
                 with_beta(m)
@@ -1220,15 +1246,14 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
             .await;
         assert!(r.says(says), "{what}: {}", r.stderr);
         assert_eq!(tool.suspended(&tool.owner(&l)), !restored, "{what}");
-        if merged_only {
-            // The first-sync watch saw it and suspended the owner again (exit 5), never
-            // "as it was".
-            assert_eq!(r.code, 5, "{what}: {}", r.stderr);
-            assert!(!r.says("as it was"), "{what}: {}", r.stderr);
-            let j = live::journal(&l, NS, "acme").unwrap();
-            assert_eq!(j["gitops"][0]["paused"], true, "{what}: {j}");
-            continue;
-        }
+        // Refused before the owner is re-armed, never "as it was" (the merged-only row
+        // was caught only after its first sync had re-created beta's gateway before).
+        assert!(!r.says("as it was"), "{what}: {}", r.stderr);
+        assert_eq!(
+            live::journal(&l, NS, "acme").unwrap()["gitops"][0]["paused"],
+            !restored,
+            "{what}"
+        );
         assert_eq!(r.code, 0, "{what}: {}", r.stderr);
         if *restored {
             continue;
@@ -1424,6 +1449,242 @@ async fn a_forced_restore_never_prunes_the_psk_secret() {
                 assert!(tool.suspended(&tool.owner(&l)));
                 assert_eq!(j["gitops"][0]["paused"], true, "{j}");
             }
+        }
+    }
+}
+
+/// The merged source with the PSK Secret holding another key than the live one (a stale
+/// copy, a placeholder).
+fn with_stale_key(m: String) -> String {
+    m.replace(
+        "cmVoZWFyc2FsLW9ubHktbm90LWEtcmVhbC1rZXk=",
+        "c3RhbGUtY29weS1ub3QtdGhlLWNsaWVudHMta2V5",
+    )
+}
+
+/// Issue 21 round 3, kind 1: no restore lets the owner's first sync prune or change what
+/// the window keeps, and a status that cannot say what the owner would apply is never
+/// taken as proof either way. One row per member: the attack cases (1: Git's copy of the
+/// PSK holds another key; 2: a ComparisonError with a stale `status.resources`; 14: a
+/// real Argo CD's `requiresPruning: true`; 12: a rollback's restore on a suspended
+/// Kustomization's stale inventory) and made-up ones (Flux forced restore whose first
+/// sync rewrites the key: caught by the fingerprint, never "as it was"; Argo CD with
+/// `skip-reconcile`, whose status is never refreshed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_never_overwrites_what_the_window_keeps_nor_trusts_a_blind_status() {
+    // what, tool, the merged change, the command after it, its exit code, words, the
+    // owner suspended after it, the live PSK unchanged after it
+    type Row = (
+        &'static str,
+        Tool,
+        &'static str,
+        &'static [&'static str],
+        i32,
+        &'static str,
+        bool,
+        bool,
+    );
+    const CUTOVER: &[&str] = &["cutover", "acme", "-n", NS, "--yes"];
+    const RESUME: &[&str] = &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"];
+    const ROLLBACK: &[&str] = &[
+        "rollback",
+        "acme",
+        "-n",
+        NS,
+        "--yes",
+        "--accept-new-addresses",
+    ];
+    let rows: &[Row] = &[
+        (
+            "Argo CD: Git's copy of the PSK holds another key (attack 1)",
+            Tool::Argo,
+            "stale-key",
+            CUTOVER,
+            0,
+            "application/acme -n argocd stays suspended: its source defines secret/acme-psk -n tenant-acme (the PSK) otherwise than it is live (status of application/acme -n argocd: OutOfSync): restoring its sync would overwrite it with the key the repository holds",
+            true,
+            true,
+        ),
+        (
+            "Argo CD: the same, forced: --gitops resume vouches for the gateway, not the key",
+            Tool::Argo,
+            "stale-key",
+            RESUME,
+            0,
+            "its source defines secret/acme-psk -n tenant-acme (the PSK) otherwise than it is live",
+            true,
+            true,
+        ),
+        (
+            "Argo CD: ComparisonError, status.resources an earlier list (attack 2)",
+            Tool::Argo,
+            "unserved",
+            CUTOVER,
+            0,
+            "application/acme -n argocd stays suspended: the cluster does not show whether its source still defines ipsecgateway/acme -n tenant-acme (its status has condition ComparisonError",
+            true,
+            true,
+        ),
+        (
+            "Argo CD: ComparisonError, forced: the PSK gets Prune=false, read back",
+            Tool::Argo,
+            "unserved",
+            RESUME,
+            0,
+            "kept secret/acme-psk -n tenant-acme (the PSK) from application/acme -n argocd's prune: annotation argocd.argoproj.io/sync-options=Prune=false (the cluster does not show whether its merged source still defines it: its status has condition ComparisonError",
+            false,
+            true,
+        ),
+        (
+            "Argo CD: the Secret listed with requiresPruning: true (attack 14)",
+            Tool::Argo,
+            "no-secret",
+            CUTOVER,
+            0,
+            "it tracks secret/acme-psk -n tenant-acme (the PSK), and its source no longer defines it (status of application/acme -n argocd): restoring its sync would delete it",
+            true,
+            true,
+        ),
+        (
+            "Argo CD: skip-reconcile, its status never refreshed (made up)",
+            Tool::Argo,
+            "skip-reconcile",
+            CUTOVER,
+            0,
+            "the cluster does not show whether its source still defines ipsecgateway/acme -n tenant-acme (annotation argocd.argoproj.io/skip-reconcile=true",
+            true,
+            true,
+        ),
+        (
+            "Flux: a rollback's restore on the stale inventory (attack 12)",
+            Tool::Flux,
+            "merged",
+            ROLLBACK,
+            0,
+            "kustomization/acme -n flux-system stays suspended: the cluster does not show whether its source still defines vpngateway/acme -n tenant-acme (it is suspended, and Flux does not refresh a suspended Kustomization's inventory)",
+            true,
+            true,
+        ),
+        (
+            "Flux: forced restore, its first sync rewrites the key: caught by the fingerprint (made up)",
+            Tool::Flux,
+            "stale-key",
+            RESUME,
+            5,
+            "kustomization/acme -n flux-system was restored and its sync interfered, so vpnmig suspended it again: secret/acme-psk -n tenant-acme (the PSK) key psk changed (fingerprint",
+            true,
+            false,
+        ),
+    ];
+    for (what, tool, change, args, code, says, suspended, psk_kept) in rows {
+        let tool = *tool;
+        let l = synced(tool).await;
+        let before = live::core(&l, "secrets", NS, "acme-psk").unwrap()["data"].clone();
+        match *change {
+            "stale-key" => done_then_merged_by(&l, tool, with_stale_key).await,
+            "no-secret" => done_then_merged_by(&l, tool, without_secret).await,
+            "merged" | "unserved" | "skip-reconcile" => done_then_merged_by(&l, tool, |m| m).await,
+            other => unreachable!("{other}"),
+        }
+        let (g, v, p, ons) = tool.owner_type();
+        let owner_rt = l.sb.store.resource(g, v, p).unwrap();
+        match *change {
+            "stale-key" if matches!(tool, Tool::Argo) => {
+                eventually(10, "the Application shows the Secret OutOfSync", || {
+                    tool.owner(&l)["status"]["resources"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|r| r["kind"] == "Secret" && r["status"] == "OutOfSync")
+                })
+                .await;
+            }
+            "no-secret" => {
+                // As a real Argo CD lists it (argoproj/argo-cd#17188).
+                eventually(10, "the Secret listed with requiresPruning", || {
+                    tool.owner(&l)["status"]["resources"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|r| r["kind"] == "Secret" && r["requiresPruning"] == true)
+                })
+                .await;
+            }
+            "unserved" => {
+                // A kind the cluster does not serve: Argo CD cannot compare, and keeps
+                // the list of its earlier comparison.
+                let src = tool.source(&l);
+                tool.merge(
+                    &l,
+                    &format!(
+                        "{src}\n---\napiVersion: external-secrets.io/v1beta1\nkind: ExternalSecret\nmetadata:\n  name: acme-psk\n  namespace: {NS}\nspec: {{}}\n"
+                    ),
+                );
+                eventually(10, "the Application says ComparisonError", || {
+                    tool.owner(&l)["status"]["conditions"]
+                        .to_string()
+                        .contains("ComparisonError")
+                })
+                .await;
+                assert!(
+                    tool.owner(&l)["status"]["resources"]
+                        .to_string()
+                        .contains("acme-psk"),
+                    "{what}: the stale list"
+                );
+            }
+            "skip-reconcile" => {
+                l.sb.store
+                    .modify(&owner_rt, ons, "acme", false, &Default::default(), |o| {
+                        let mut o = o.clone();
+                        o["metadata"]["annotations"]["argocd.argoproj.io/skip-reconcile"] =
+                            json!("true");
+                        Ok(o)
+                    })
+                    .unwrap();
+            }
+            _ => {}
+        }
+        let r = l.vpnmig(args).await;
+        assert_eq!(r.code, *code, "{what}: {}", r.stderr);
+        assert!(r.says(says), "{what}: {}", r.stderr);
+        assert!(
+            !r.says("synced: what the window made live is as it was"),
+            "{what}: {}",
+            r.stderr
+        );
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        assert_eq!(tool.suspended(&tool.owner(&l)), *suspended, "{what}");
+        let after = live::core(&l, "secrets", NS, "acme-psk").map(|s| s["data"].clone());
+        assert_eq!(after.as_ref() == Some(&before), *psk_kept, "{what}");
+        // The key's value is never printed, whatever happened to it.
+        for out in [&r.stdout, &r.stderr] {
+            assert!(!out.contains("rehearsal-only"), "{what}: {out}");
+            assert!(!out.contains("stale-copy"), "{what}: {out}");
+        }
+        if *change == "merged" {
+            // The rollback's restore re-armed nothing: no VPNGateway beside the
+            // IPsecGateway, and the journal says rolled-back with one kind live.
+            assert!(
+                objects(&l, "vpn.bnerd.net", "vpngateways", NS).is_empty(),
+                "{what}"
+            );
+            assert_eq!(ipsecgateways(&l), 1, "{what}");
+            let j = live::journal(&l, NS, "acme").unwrap();
+            assert_eq!(j["phase"], "rolled-back", "{what}");
+            assert_eq!(j["gitops"][0]["paused"], true, "{what}: {j}");
+        }
+        if *change == "unserved" && !*suspended {
+            let s = live::core(&l, "secrets", NS, "acme-psk").unwrap();
+            assert_eq!(
+                s["metadata"]["annotations"]["argocd.argoproj.io/sync-options"], "Prune=false",
+                "{what}: {s}"
+            );
+            let j = live::journal(&l, NS, "acme").unwrap();
+            assert!(
+                j["gitops"][0]["protected"].to_string().contains("acme-psk"),
+                "{what}: {j}"
+            );
         }
     }
 }

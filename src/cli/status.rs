@@ -647,10 +647,21 @@ async fn suspended_owners(
                 }
                 _ => false,
             };
+            // One its source defines otherwise (Argo CD: OutOfSync): a restore would
+            // overwrite the client's key with the repository's copy (attack finding 1).
+            let psk_differs = matches!(secret, Ok(Some(_)))
+                && owner_obj.as_ref().is_some_and(|o| {
+                    gitops::source_differs(o, "", "Secret", ns, &j.psk_secret) == Some(true)
+                });
             let key = j.psk_key();
-            // Flux does not refresh a suspended owner's inventory: only the user can say
-            // the repository is merged.
-            let resume = if r.owner.kind == "Application" {
+            // Flux does not refresh a suspended owner's inventory, and an Argo CD status
+            // with a ComparisonError (or sync Unknown) cannot tell either: only the user
+            // can say the repository is merged (attack findings 2, 11, 12).
+            let argo_blind = owner_obj
+                .as_ref()
+                .and_then(gitops::status_blind)
+                .filter(|_| r.owner.kind == "Application");
+            let resume = if r.owner.kind == "Application" && argo_blind.is_none() {
                 ""
             } else {
                 " --gitops resume"
@@ -676,6 +687,13 @@ async fn suspended_owners(
                     j.psk_secret,
                     r.owner.display()
                 )
+            } else if psk_differs {
+                format!(
+                    "its source defines secret/{} -n {ns} (the PSK, data key `{key}`) otherwise than it is live (status of {}: OutOfSync): a restore would overwrite the client's key with the repository's copy; make the repository's copy hold the client's key (`argocd app diff {}` shows the difference; vpnmig never prints a key), then `vpnmig {verb} {name} -n {ns}` restores it",
+                    j.psk_secret,
+                    r.owner.display(),
+                    r.owner.name
+                )
             } else if !relied_on_by.is_empty() {
                 format!(
                     "not restored while a window that relies on it is under way; when they are done, `vpnmig {verb} {name} -n {ns}` restores it"
@@ -698,10 +716,19 @@ async fn suspended_owners(
                         "the window restores it when it finishes: `vpnmig cutover {name} -n {ns}` goes on, `vpnmig rollback {name} -n {ns}` goes back; do not restore it by hand before: its sync would re-create what the window replaces"
                     )
                 } else if finished.is_empty() {
+                    let check = argo_blind
+                        .as_ref()
+                        .map(|why| {
+                            format!(
+                                ", check by hand that its source no longer defines the replaced gateway ({why}: {})",
+                                gitops::render_hint(&r.owner)
+                            )
+                        })
+                        .unwrap_or_default();
                     format!(
-                        "{own}, then `vpnmig {verb} {name} -n {ns}{resume}` restores it{by_hand}"
+                        "{own}{check}, then `vpnmig {verb} {name} -n {ns}{resume}` restores it{by_hand}"
                     )
-                } else if r.owner.kind == "Application" {
+                } else if r.owner.kind == "Application" && argo_blind.is_none() {
                     format!(
                         "{own}; what each window that relied on it changed must be in the repository too: {}; then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status lists none of them (`--gitops resume` vouches for this window's change only)",
                         finished.join("; ")

@@ -382,11 +382,13 @@ pub struct OwnerState {
     /// It deletes what it tracks and its source no longer has.
     pub prune: bool,
     /// What the cluster shows of its source: `Some(true)` it lists the object,
-    /// `Some(false)` it does not, `None` unknown (no status).
+    /// `Some(false)` it does not, `None` unknown (no status, or one that cannot tell:
+    /// [`status_blind`]).
     pub source_lists: Option<bool>,
-    /// Whether its source matches the live objects as its status says (Argo CD
-    /// `status.sync.status`, refreshed while not automated); `None`: the status does not
-    /// say (Flux does not compare while suspended).
+    /// Whether its source matches the live objects as its current status says (Argo CD
+    /// `status.sync.status`, refreshed while not automated; Flux: `Some(true)` once its
+    /// `Ready` condition is `True` for its current generation and revision); `None`: the
+    /// status does not say ([`status_blind`]: Flux does not compare while suspended).
     pub synced: Option<bool>,
 }
 
@@ -402,16 +404,24 @@ pub fn owner_state(owner: &Value, kind: &str, ns: &str, name: &str) -> OwnerStat
                 .and_then(Value::as_str)
                 == Some("true");
             let flag = |f: &str| automated.and_then(|a| a[f].as_bool()).unwrap_or(false);
-            let source_lists = owner
-                .pointer("/status/resources")
-                .and_then(Value::as_array)
-                .map(|rs| {
-                    rs.iter().any(|r| {
-                        r["kind"] == kind
-                            && r["name"] == name
-                            && r["namespace"].as_str().is_none_or(|n| n == ns)
+            // A status that cannot tell (a ComparisonError, sync status Unknown, not
+            // refreshed) proves nothing; an entry that requires pruning is one the
+            // source no longer defines (issue 21 round 3).
+            let source_lists = if status_blind(owner).is_some() {
+                None
+            } else {
+                owner
+                    .pointer("/status/resources")
+                    .and_then(Value::as_array)
+                    .map(|rs| {
+                        rs.iter().any(|r| {
+                            r["kind"] == kind
+                                && r["name"] == name
+                                && r["namespace"].as_str().is_none_or(|n| n == ns)
+                                && r["requiresPruning"].as_bool() != Some(true)
+                        })
                     })
-                });
+            };
             OwnerState {
                 // `automated: {enabled: false}` (Argo CD 3.1) also turns it off.
                 active: automated.is_some_and(|a| a["enabled"].as_bool() != Some(false)) && !skip,
@@ -421,6 +431,7 @@ pub fn owner_state(owner: &Value, kind: &str, ns: &str, name: &str) -> OwnerStat
                 synced: owner
                     .pointer("/status/sync/status")
                     .and_then(Value::as_str)
+                    .filter(|_| status_blind(owner).is_none())
                     .map(|st| st == "Synced"),
             }
         }
@@ -431,16 +442,22 @@ pub fn owner_state(owner: &Value, kind: &str, ns: &str, name: &str) -> OwnerStat
                 crate::core::model::NEW_GROUP
             };
             let id = format!("{ns}_{name}_{group}_{kind}");
+            // A suspended Kustomization's inventory is that of its last sync before the
+            // suspension: neither an entry nor its absence says what the merged source
+            // defines (attack findings 11, 12); nor one whose last reconcile failed or
+            // has not seen its spec yet.
+            let blind = status_blind(owner).is_some();
             let source_lists = owner
                 .pointer("/status/inventory/entries")
                 .and_then(Value::as_array)
+                .filter(|_| !blind)
                 .map(|es| es.iter().any(|e| e["id"] == id.as_str()));
             OwnerState {
                 active: owner.pointer("/spec/suspend").and_then(Value::as_bool) != Some(true),
                 self_heal: true,
                 prune: owner.pointer("/spec/prune").and_then(Value::as_bool) == Some(true),
                 source_lists,
-                synced: None,
+                synced: flux_unreconciled(owner).is_none().then_some(true),
             }
         }
     }
@@ -1019,11 +1036,185 @@ pub fn protect(owner_kind: &str, obj: &Value) -> Option<(Protected, Value)> {
     Some((record, json!({"metadata": {"annotations": {key: value}}})))
 }
 
+/// Why the owner's status cannot say what its source defines now (issue 21 round 3:
+/// "could not ask" is never proof), or `None` when it is current:
+///
+/// - Argo CD: `argocd.argoproj.io/skip-reconcile` (the status is not refreshed); no
+///   `status.sync.status`, or one other than `Synced` / `OutOfSync` (`Unknown`: it
+///   could not compare); a `ComparisonError`, `InvalidSpecError` or `UnknownError`
+///   condition (`status.resources` is then the list of an earlier comparison); a
+///   `status.sync.comparedTo` source other than `spec.source(s)` (compared before the
+///   spec changed); no `status.resources`.
+/// - Flux Kustomization: suspended (its inventory is that of its last sync before the
+///   suspension and is never refreshed); `status.observedGeneration` behind
+///   `metadata.generation`; no `Ready` condition `True`; `lastAttemptedRevision` not
+///   applied; no inventory.
+/// - HelmRelease: it shows no inventory.
+pub fn status_blind(owner: &Value) -> Option<String> {
+    let conditions = owner
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    match owner["kind"].as_str() {
+        Some("Application") => {
+            if get(
+                owner,
+                "/metadata/annotations",
+                "argocd.argoproj.io/skip-reconcile",
+            ) == Some("true")
+            {
+                return Some(
+                    "annotation argocd.argoproj.io/skip-reconcile=true: Argo CD does not refresh its status".into(),
+                );
+            }
+            if let Some(c) = conditions.iter().find(|c| {
+                matches!(
+                    c["type"].as_str(),
+                    Some("ComparisonError" | "InvalidSpecError" | "UnknownError")
+                )
+            }) {
+                return Some(format!(
+                    "its status has condition {}: {} (status.resources is then an earlier comparison's)",
+                    c["type"].as_str().unwrap_or_default(),
+                    c["message"].as_str().unwrap_or_default()
+                ));
+            }
+            match owner.pointer("/status/sync/status").and_then(Value::as_str) {
+                Some("Synced" | "OutOfSync") => {}
+                Some(other) => {
+                    return Some(format!(
+                        "status.sync.status is {other}: Argo CD could not compare its source with the cluster"
+                    ));
+                }
+                None => return Some("its status has no status.sync.status".into()),
+            }
+            for key in ["source", "sources"] {
+                let (Some(spec), Some(compared)) = (
+                    owner.pointer(&format!("/spec/{key}")),
+                    owner.pointer(&format!("/status/sync/comparedTo/{key}")),
+                ) else {
+                    continue;
+                };
+                let pick = |v: &Value| -> Vec<Value> {
+                    let one = |s: &Value| {
+                        json!([s["repoURL"], s["path"], s["chart"], s["targetRevision"]])
+                    };
+                    match v.as_array() {
+                        Some(a) => a.iter().map(one).collect(),
+                        None => vec![one(v)],
+                    }
+                };
+                if pick(spec) != pick(compared) {
+                    return Some(format!(
+                        "status.sync.comparedTo.{key} is not spec.{key}: its status compares an earlier source"
+                    ));
+                }
+            }
+            if owner
+                .pointer("/status/resources")
+                .and_then(Value::as_array)
+                .is_none()
+            {
+                return Some("its status has no status.resources".into());
+            }
+            None
+        }
+        Some("HelmRelease") => Some("a HelmRelease shows no inventory".into()),
+        _ => flux_unreconciled(owner).or_else(|| {
+            owner
+                .pointer("/status/inventory/entries")
+                .and_then(Value::as_array)
+                .is_none()
+                .then(|| "its status has no inventory".to_string())
+        }),
+    }
+}
+
+/// Why a Flux Kustomization or HelmRelease has not reconciled its current spec (its
+/// status is not of now), or `None`: not suspended, `status.observedGeneration` is
+/// `metadata.generation`, `Ready` is `True` and its last attempted revision applied.
+fn flux_unreconciled(owner: &Value) -> Option<String> {
+    if owner.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) {
+        return Some(
+            "it is suspended, and Flux does not refresh a suspended Kustomization's inventory"
+                .into(),
+        );
+    }
+    let generation = owner
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64);
+    let observed = owner
+        .pointer("/status/observedGeneration")
+        .and_then(Value::as_i64);
+    if generation.is_some() && observed != generation {
+        return Some(format!(
+            "status.observedGeneration {} is not metadata.generation {}: Flux has not reconciled its spec yet",
+            observed.map_or("(none)".to_string(), |o| o.to_string()),
+            generation.unwrap_or_default()
+        ));
+    }
+    let ready = owner
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"));
+    if ready.is_none_or(|c| c["status"] != "True") {
+        return Some(format!(
+            "its Ready condition is not True ({}): its status is that of an earlier sync",
+            ready
+                .map(|c| format!(
+                    "{} {}",
+                    c["reason"].as_str().unwrap_or_default(),
+                    c["message"].as_str().unwrap_or_default()
+                ))
+                .unwrap_or_else(|| "none".into())
+        ));
+    }
+    let applied = owner.pointer("/status/lastAppliedRevision");
+    let attempted = owner.pointer("/status/lastAttemptedRevision");
+    if let (Some(a), Some(t)) = (applied, attempted)
+        && a != t
+    {
+        return Some(format!(
+            "status.lastAttemptedRevision {t} was not applied (lastAppliedRevision {a})"
+        ));
+    }
+    None
+}
+
+/// The entry of Argo CD's `status.resources` for `kind ns/name` (`group`: the API group,
+/// empty for core kinds), where the status is current ([`status_blind`]).
+fn argo_entry<'a>(
+    owner: &'a Value,
+    group: &str,
+    kind: &str,
+    ns: &str,
+    name: &str,
+) -> Option<Option<&'a Value>> {
+    if owner["kind"] != "Application" || status_blind(owner).is_some() {
+        return None;
+    }
+    owner
+        .pointer("/status/resources")
+        .and_then(Value::as_array)
+        .map(|rs| {
+            rs.iter().find(|r| {
+                r["kind"] == kind
+                    && r["name"] == name
+                    && r["group"].as_str().unwrap_or_default() == group
+                    && r["namespace"].as_str().is_none_or(|n| n == ns)
+            })
+        })
+}
+
 /// What the owner's status shows of its source for `kind ns/name` (`group`: the API
-/// group, empty for core kinds), only where the status is current: Argo CD's
-/// `status.resources` (refreshed while the sync is not automated). `None`: the cluster
-/// does not show it (Flux does not refresh a suspended Kustomization's inventory; a
-/// HelmRelease shows no inventory; an Application without status).
+/// group, empty for core kinds), only where the status is current ([`status_blind`]):
+/// Argo CD's `status.resources` (refreshed while the sync is not automated). An entry
+/// with `requiresPruning: true` is one the source no longer defines: a real Argo CD
+/// keeps every tracked object in the list and marks those it would prune
+/// (argoproj/argo-cd#17188). `None`: the cluster does not show it (Flux does not
+/// refresh a suspended Kustomization's inventory; a HelmRelease shows no inventory; an
+/// Application without a current status).
 pub fn source_defines(
     owner: &Value,
     group: &str,
@@ -1031,20 +1222,26 @@ pub fn source_defines(
     ns: &str,
     name: &str,
 ) -> Option<bool> {
-    if owner["kind"] != "Application" {
-        return None;
-    }
-    owner
-        .pointer("/status/resources")
-        .and_then(Value::as_array)
-        .map(|rs| {
-            rs.iter().any(|r| {
-                r["kind"] == kind
-                    && r["name"] == name
-                    && r["group"].as_str().unwrap_or_default() == group
-                    && r["namespace"].as_str().is_none_or(|n| n == ns)
-            })
-        })
+    argo_entry(owner, group, kind, ns, name)
+        .map(|e| e.is_some_and(|r| r["requiresPruning"].as_bool() != Some(true)))
+}
+
+/// Whether the owner's source defines `kind ns/name` otherwise than it is live, as its
+/// current status says (Argo CD: the entry's `status` is `OutOfSync`): its sync would
+/// change it. `None`: the status does not say (not current, no entry, or no per-object
+/// status).
+pub fn source_differs(
+    owner: &Value,
+    group: &str,
+    kind: &str,
+    ns: &str,
+    name: &str,
+) -> Option<bool> {
+    argo_entry(owner, group, kind, ns, name)
+        .flatten()
+        .filter(|r| r["requiresPruning"].as_bool() != Some(true))
+        .and_then(|r| r["status"].as_str())
+        .map(|st| st == "OutOfSync")
 }
 
 /// How a window handles a gateway that Argo CD or Flux manages (`--gitops`).
@@ -1234,7 +1431,7 @@ mod tests {
     fn argo_state_pause_and_restore_round_trip() {
         let mut app = json!({"kind": "Application", "metadata": {"name": "acme"},
             "spec": {"syncPolicy": {"automated": {"selfHeal": true, "prune": true}, "syncOptions": ["X=y"]}},
-            "status": {"resources": [{"kind": "IPsecGateway", "name": "acme", "namespace": "tenant-acme"}]}});
+            "status": {"sync": {"status": "OutOfSync"}, "resources": [{"kind": "IPsecGateway", "name": "acme", "namespace": "tenant-acme"}]}});
         let s = owner_state(&app, "IPsecGateway", "tenant-acme", "acme");
         assert_eq!(
             s,
@@ -1243,7 +1440,7 @@ mod tests {
                 self_heal: true,
                 prune: true,
                 source_lists: Some(true),
-                synced: None
+                synced: Some(false)
             }
         );
         let saved = saved(&app);
@@ -1260,8 +1457,9 @@ mod tests {
 
     #[test]
     fn flux_state_pause_and_restore_an_absent_field() {
-        let mut ks = json!({"kind": "Kustomization", "spec": {"prune": true},
-            "status": {"inventory": {"entries": [{"id": "tenant-acme_acme_ipsec.bnerd.net_IPsecGateway", "v": "v1alpha1"}]}}});
+        let mut ks = json!({"kind": "Kustomization", "metadata": {"generation": 2}, "spec": {"prune": true},
+            "status": {"observedGeneration": 2, "conditions": [{"type": "Ready", "status": "True"}],
+                "inventory": {"entries": [{"id": "tenant-acme_acme_ipsec.bnerd.net_IPsecGateway", "v": "v1alpha1"}]}}});
         let s = owner_state(&ks, "IPsecGateway", "tenant-acme", "acme");
         assert!(s.active && s.prune && s.source_lists == Some(true));
         let saved = saved(&ks);
@@ -1461,10 +1659,261 @@ mod tests {
         }
     }
 
+    /// A status that cannot say what the owner would apply proves nothing either way
+    /// (issue 21 round 3, attack findings 1, 2, 11, 12, 14): one row per shape, with
+    /// what `owner_state` (the replaced gateway, `lists`), `source_defines` and
+    /// `source_differs` (the PSK Secret) read of it.
+    #[test]
+    fn a_status_that_cannot_tell_proves_nothing() {
+        let argo = |status: Value, extra: Value| {
+            let mut app = json!({"kind": "Application", "metadata": {"name": "werra"},
+                "spec": {"source": {"repoURL": "https://git/x", "path": "p", "targetRevision": "main"}},
+                "status": status});
+            merge(&mut app, &extra);
+            app
+        };
+        let secret = |st: &str, prune: bool| json!({"group": "", "kind": "Secret", "namespace": "kunde", "name": "werra-psk", "status": st, "requiresPruning": prune});
+        let gw = json!({"group": "ipsec.bnerd.net", "kind": "IPsecGateway", "namespace": "kunde", "name": "werra", "status": "Synced"});
+        let synced = |rs: Value| json!({"sync": {"status": "OutOfSync"}, "resources": rs});
+        let flux = |meta: Value, status: Value| json!({"kind": "Kustomization", "metadata": meta, "spec": {"prune": true}, "status": status});
+        let inv = json!({"entries": [{"id": "kunde_werra_ipsec.bnerd.net_IPsecGateway", "v": "v1alpha1"},
+            {"id": "kunde_werra-psk__Secret", "v": "v1"}]});
+        let ready =
+            json!([{"type": "Ready", "status": "True", "reason": "ReconciliationSucceeded"}]);
+        // (row, owner, lists the gateway, defines the Secret, Secret differs, blind)
+        type Row = (
+            &'static str,
+            Value,
+            Option<bool>,
+            Option<bool>,
+            Option<bool>,
+            bool,
+        );
+        let rows: Vec<Row> = vec![
+            (
+                "argo current, Secret synced",
+                argo(synced(json!([gw, secret("Synced", false)])), json!({})),
+                Some(true),
+                Some(true),
+                Some(false),
+                false,
+            ),
+            (
+                "argo Secret OutOfSync: Git holds another key (attack 1)",
+                argo(synced(json!([secret("OutOfSync", false)])), json!({})),
+                Some(false),
+                Some(true),
+                Some(true),
+                false,
+            ),
+            (
+                "argo requiresPruning: the source dropped it (attack 14)",
+                argo(
+                    synced(json!([
+                        json!({"group": "ipsec.bnerd.net", "kind": "IPsecGateway", "namespace": "kunde", "name": "werra", "status": "OutOfSync", "requiresPruning": true}),
+                        secret("OutOfSync", true)
+                    ])),
+                    json!({}),
+                ),
+                Some(false),
+                Some(false),
+                None,
+                false,
+            ),
+            (
+                "argo ComparisonError: the list is an earlier one (attack 2)",
+                argo(
+                    json!({"sync": {"status": "Unknown"}, "conditions": [{"type": "ComparisonError", "message": "not served"}],
+                    "resources": [gw, secret("Synced", false)]}),
+                    json!({}),
+                ),
+                None,
+                None,
+                None,
+                true,
+            ),
+            (
+                "argo OutOfSync but an InvalidSpecError",
+                argo(
+                    json!({"sync": {"status": "OutOfSync"}, "conditions": [{"type": "InvalidSpecError", "message": "x"}],
+                    "resources": [gw]}),
+                    json!({}),
+                ),
+                None,
+                None,
+                None,
+                true,
+            ),
+            (
+                "argo sync status Unknown alone",
+                argo(
+                    json!({"sync": {"status": "Unknown"}, "resources": [gw]}),
+                    json!({}),
+                ),
+                None,
+                None,
+                None,
+                true,
+            ),
+            (
+                "argo no sync status",
+                argo(json!({"resources": [gw]}), json!({})),
+                None,
+                None,
+                None,
+                true,
+            ),
+            (
+                "argo skip-reconcile: status not refreshed",
+                argo(
+                    synced(json!([gw])),
+                    json!({"metadata": {"annotations": {"argocd.argoproj.io/skip-reconcile": "true"}}}),
+                ),
+                None,
+                None,
+                None,
+                true,
+            ),
+            // Made up: the spec was pointed at another revision; the status compares the old.
+            (
+                "argo comparedTo an earlier targetRevision",
+                argo(
+                    json!({"sync": {"status": "Synced", "comparedTo": {"source": {"repoURL": "https://git/x", "path": "p", "targetRevision": "v1"}}},
+                    "resources": [gw]}),
+                    json!({}),
+                ),
+                None,
+                None,
+                None,
+                true,
+            ),
+            (
+                "argo comparedTo the same source",
+                argo(
+                    json!({"sync": {"status": "Synced", "comparedTo": {"source": {"repoURL": "https://git/x", "path": "p", "targetRevision": "main"}}},
+                    "resources": [gw]}),
+                    json!({}),
+                ),
+                Some(true),
+                Some(false),
+                None,
+                false,
+            ),
+            (
+                "flux suspended: stale inventory lists it (attacks 11, 12)",
+                flux(
+                    json!({"generation": 3}),
+                    json!({"observedGeneration": 2, "conditions": ready, "inventory": inv}),
+                ),
+                None,
+                None,
+                None,
+                true,
+            ),
+            (
+                "flux current",
+                flux(
+                    json!({"generation": 3}),
+                    json!({"observedGeneration": 3, "conditions": ready, "inventory": inv}),
+                ),
+                Some(true),
+                None,
+                None,
+                false,
+            ),
+            // Made up: re-armed, the controller has not seen the new generation yet.
+            (
+                "flux observedGeneration behind",
+                flux(
+                    json!({"generation": 4}),
+                    json!({"observedGeneration": 3, "conditions": ready, "inventory": inv}),
+                ),
+                None,
+                None,
+                None,
+                true,
+            ),
+            (
+                "flux Ready False (build failed)",
+                flux(
+                    json!({"generation": 3}),
+                    json!({"observedGeneration": 3, "conditions": [{"type": "Ready", "status": "False", "reason": "BuildFailed"}], "inventory": inv}),
+                ),
+                None,
+                None,
+                None,
+                true,
+            ),
+            // Made up: the last attempted revision failed to apply; the inventory is older.
+            (
+                "flux last attempted revision not applied",
+                flux(
+                    json!({"generation": 3}),
+                    json!({"observedGeneration": 3, "conditions": ready, "inventory": inv,
+                    "lastAppliedRevision": "main@sha1:aaa", "lastAttemptedRevision": "main@sha1:bbb"}),
+                ),
+                None,
+                None,
+                None,
+                true,
+            ),
+            (
+                "helmrelease reconciled",
+                json!({"kind": "HelmRelease", "metadata": {"generation": 2},
+                    "status": {"observedGeneration": 2, "conditions": ready}}),
+                None,
+                None,
+                None,
+                true,
+            ),
+            // Made up: a Ready condition of the generation before the restore is not its
+            // first sync's.
+            (
+                "helmrelease Ready of an earlier generation",
+                json!({"kind": "HelmRelease", "metadata": {"generation": 3},
+                    "status": {"observedGeneration": 2, "conditions": ready}}),
+                None,
+                None,
+                None,
+                true,
+            ),
+        ];
+        for (row, mut owner, lists, defines, differs, blind) in rows {
+            if row.starts_with("flux suspended") {
+                owner["spec"]["suspend"] = json!(true);
+            }
+            let st = owner_state(&owner, "IPsecGateway", "kunde", "werra");
+            assert_eq!(st.source_lists, lists, "{row}: lists");
+            assert_eq!(
+                source_defines(&owner, "", "Secret", "kunde", "werra-psk"),
+                defines,
+                "{row}: defines"
+            );
+            assert_eq!(
+                source_differs(&owner, "", "Secret", "kunde", "werra-psk"),
+                differs,
+                "{row}: differs"
+            );
+            assert_eq!(status_blind(&owner).is_some(), blind, "{row}: blind");
+            // A status that cannot tell never says synced; a HelmRelease's says whether
+            // it reconciled its generation, though never what it applies.
+            if blind && !row.starts_with("helmrelease") {
+                assert_ne!(st.synced, Some(true), "{row}: synced");
+            }
+            if row.starts_with("helmrelease") {
+                assert_eq!(
+                    st.synced == Some(true),
+                    row.ends_with("reconciled"),
+                    "{row}: synced"
+                );
+            }
+        }
+    }
+
     /// Only Argo CD's status shows what its source defines while suspended.
     #[test]
     fn only_argo_cd_status_shows_the_source_while_suspended() {
-        let app = json!({"kind": "Application", "status": {"resources": [
+        let app = json!({"kind": "Application", "status": {"sync": {"status": "OutOfSync"}, "resources": [
             {"group": "", "kind": "Secret", "namespace": "kunde", "name": "werra-psk"},
             {"group": "vpn.bnerd.net", "kind": "VPNGateway", "namespace": "kunde", "name": "werra"}]}});
         assert_eq!(

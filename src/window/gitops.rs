@@ -739,12 +739,15 @@ pub(crate) async fn restore(
         }
         // 2. A PSK Secret that is gone is not something a restore (or a repository
         // change) brings back with the client's key.
-        if crate::cluster::objects::secret(w.cluster, &w.journal.psk_secret)
-            .await?
-            .is_none()
-        {
+        let Some(secret) =
+            crate::cluster::objects::secret(w.cluster, &w.journal.psk_secret).await?
+        else {
             return Err(psk_gone_stop(&w.journal, &r.owner));
-        }
+        };
+        // It still holds the key the journal fingerprinted; what it holds now is what the
+        // first sync is held to (attack finding 1: the sync wrote Git's stale copy).
+        super::steps::psk_unchanged(w.ev, &w.journal, &secret)?;
+        let psk_before = psk_seen(&w.journal, &secret);
         // The windows whose objects the restored sync must leave as they are: this one,
         // and the finished ones that relied on the suspension.
         let mut windows: Vec<(crate::core::journal::Journal, &str)> =
@@ -795,12 +798,16 @@ pub(crate) async fn restore(
                     r.owner.display()
                 ),
                 None => format!(
-                    "the cluster does not show whether its source still defines {what}{whose}"
+                    "the cluster does not show whether its source still defines {what}{whose} ({})",
+                    live_owner
+                        .as_ref()
+                        .and_then(gitops::status_blind)
+                        .unwrap_or_else(|| "the owner could not be read".into())
                 ),
             };
-            blocks.push((text, j.clone(), *kind, mine));
+            blocks.push((text, j.clone(), *kind, mine, lists.is_none()));
         }
-        if let Some((why, j, kind, mine)) = blocks.first().cloned() {
+        if let Some((why, j, kind, mine, blind)) = blocks.first().cloned() {
             let others: Vec<String> = blocks.iter().skip(1).map(|b| b.0.clone()).collect();
             left += 1;
             let (gw, gw_ns) = (&j.gateway, &j.namespace);
@@ -811,7 +818,15 @@ pub(crate) async fn restore(
             } else {
                 format!("Revert the repository change of {gw_ns}/{gw}")
             };
-            let then = if mine && others.is_empty() {
+            let then = if mine && others.is_empty() && blind {
+                // A status that cannot tell never will by waiting (a suspended
+                // Kustomization's inventory is not refreshed): the user checks the merged
+                // source by hand and says so (attack findings 2, 11, 12).
+                format!(
+                    "then check by hand that the merged source no longer defines it ({}), and only then `vpnmig {verb} {name} -n {ns} --gitops resume` restores it (it vouches for this window's change), or by hand: `{by_hand}`",
+                    gitops::render_hint(&r.owner)
+                )
+            } else if mine && others.is_empty() {
                 format!(
                     "then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume`: whatever the status says), or by hand: `{by_hand}`"
                 )
@@ -820,19 +835,14 @@ pub(crate) async fn restore(
                     "and {}: no restore is safe before each of them is in the repository too, neither `--gitops resume` (it vouches for this window's change only) nor one by hand; then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status lists none of them",
                     others.join("; and ")
                 )
-            } else if r.owner.kind == "Application" {
+            } else if r.owner.kind == "Application" && !blind {
                 format!(
                     "then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume` vouches for this window's change only, not for what another window replaced)"
                 )
             } else {
                 format!(
-                    "then check by hand that the merged source no longer defines it ({}: {} does not refresh a suspended owner's status, and `--gitops resume` vouches for this window's change only), and only then restore it by hand: `{by_hand}`",
+                    "then check by hand that the merged source no longer defines it ({}; `--gitops resume` vouches for this window's change only), and only then restore it by hand: `{by_hand}`",
                     gitops::render_hint(&r.owner),
-                    if r.owner.kind == "HelmRelease" {
-                        "a HelmRelease shows no inventory, and Flux"
-                    } else {
-                        "Flux"
-                    }
                 )
             };
             w.ev.emit(Event::Warning(format!(
@@ -871,7 +881,7 @@ pub(crate) async fn restore(
         // restores and watches again. If the sync re-creates the replaced gateway,
         // changes or deletes what the window made live, or deletes the PSK Secret, the
         // owner is suspended again at once.
-        let settled = settle(w, &r.owner, replaced, &windows[1..]).await;
+        let settled = settle(w, &r.owner, replaced, &windows[1..], &psk_before).await;
         if let Err(e) = &settled {
             let _ = live::patch(
                 w.cluster,
@@ -1171,9 +1181,6 @@ async fn keep(
         let Some(obj) = live::get_kept(w.cluster, &api_version, &kind, &ns, &name).await? else {
             continue;
         };
-        if !gitops::tracks(&r, &obj) || gitops::protected(&r.kind, &obj) {
-            continue;
-        }
         let what = object_ref(&kind, &name, &ns);
         let what = if kind == "Secret" {
             format!("{what} (the PSK)")
@@ -1181,6 +1188,30 @@ async fn keep(
             what
         };
         let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let tracked = gitops::tracks(&r, &obj);
+        // Its source defines it otherwise than it is live (Argo CD: OutOfSync): the first
+        // sync overwrites it, whatever prune protection it carries. The PSK Secret
+        // whoever tracks it (a source that newly defines it adopts it), the other kept
+        // objects where the owner tracks them (one it does not track yet shows
+        // OutOfSync for its missing markers alone; the first sync is watched for those).
+        // Attack finding 1: Git's copy of the Secret held another key.
+        if (tracked || kind == "Secret")
+            && owner.and_then(|o| gitops::source_differs(o, group, &kind, &ns, &name)) == Some(true)
+        {
+            return Ok(Err(format!(
+                "its source defines {what} otherwise than it is live (status of {}: OutOfSync): restoring its sync would overwrite it{}; see what it would change with `argocd app diff {}`",
+                r.display(),
+                if kind == "Secret" {
+                    " with the key the repository holds, and the client's key would exist nowhere (vpnmig keeps only its fingerprint)"
+                } else {
+                    ""
+                },
+                r.name
+            )));
+        }
+        if !tracked || gitops::protected(&r.kind, &obj) {
+            continue;
+        }
         match owner.and_then(|o| gitops::source_defines(o, group, &kind, &ns, &name)) {
             Some(true) => continue,
             Some(false) => {
@@ -1214,11 +1245,10 @@ async fn keep(
             r.display(),
             record.annotation,
             record.value,
-            match r.kind.as_str() {
-                "Kustomization" => ": Flux does not refresh a suspended Kustomization's inventory",
-                "HelmRelease" => ": a HelmRelease shows no inventory",
-                _ => "",
-            }
+            owner
+                .and_then(gitops::status_blind)
+                .map(|why| format!(": {why}"))
+                .unwrap_or_default()
         )));
     }
     Ok(Ok(()))
@@ -1238,6 +1268,7 @@ async fn settle(
     owner: &gitops::OwnerRef,
     replaced: &str,
     others: &[(crate::core::journal::Journal, &str)],
+    psk_before: &(Option<String>, Option<String>),
 ) -> Result<bool, Error> {
     let (cluster, name) = (w.cluster, w.name().to_string());
     let secret = w.journal.psk_secret.clone();
@@ -1249,28 +1280,32 @@ async fn settle(
         ),
         hint: None,
     };
+    // The PSK Secret is there and holds the key it held before the restore (its
+    // fingerprint, never its value): attack finding 1.
+    let psk_held = || async {
+        match crate::cluster::objects::secret(cluster, &secret).await? {
+            None => Err(psk_gone()),
+            Some(s) => match psk_changed(&w.journal, psk_before, &s) {
+                Some(e) => Err(e),
+                None => Ok(()),
+            },
+        }
+    };
     // The owner lives in another namespace than the gateway, and the PSK Secret is
     // another kind: both are read, not watched, twice a second (bounded by SETTLE).
     let synced = async {
         let started = std::time::Instant::now();
         while started.elapsed() < SETTLE {
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-            if crate::cluster::objects::secret(cluster, &secret)
-                .await?
-                .is_none()
-            {
-                return Err(psk_gone());
-            }
+            psk_held().await?;
             if let Some(back) = back_again(cluster, others).await? {
                 return Err(back);
             }
+            // Synced only as a current status says (a Flux Ready condition of the
+            // generation before the restore is not this sync's).
             if let Found::One(_, o) = live::find(cluster, owner).await? {
                 let st = gitops::owner_state(&o, replaced, cluster.namespace.as_str(), &name);
-                let flux_ready = o["status"]["conditions"].as_array().is_some_and(|cs| {
-                    cs.iter()
-                        .any(|c| c["type"] == "Ready" && c["status"] == "True")
-                });
-                if st.synced == Some(true) || (st.synced.is_none() && flux_ready) {
+                if st.synced == Some(true) {
                     return Ok(true);
                 }
             }
@@ -1302,12 +1337,7 @@ async fn settle(
                 .await?
                 .is_none()
     };
-    if crate::cluster::objects::secret(cluster, &secret)
-        .await?
-        .is_none()
-    {
-        return Err(psk_gone());
-    }
+    psk_held().await?;
     if let Some(back) = back_again(cluster, others).await? {
         return Err(back);
     }
@@ -1324,6 +1354,62 @@ async fn settle(
     Ok(seen)
 }
 
+/// The PSK Secret `s` as the restore's first sync is held to it: its uid and its key's
+/// fingerprint in the journal's scheme.
+fn psk_seen(j: &crate::core::journal::Journal, s: &Value) -> (Option<String>, Option<String>) {
+    (
+        s.pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        crate::core::psk::fingerprint_like(
+            j.psk_fingerprint.as_deref(),
+            &j.namespace,
+            &j.psk_secret,
+            j.psk_key(),
+            s,
+        ),
+    )
+}
+
+/// The stop when the PSK Secret `s` no longer holds the key it held before the restore
+/// (`before`: [`psk_seen`] then), or was re-created so that it cannot be compared.
+fn psk_changed(
+    j: &crate::core::journal::Journal,
+    before: &(Option<String>, Option<String>),
+    s: &Value,
+) -> Option<Error> {
+    let now = psk_seen(j, s);
+    if now == *before {
+        return None;
+    }
+    let (secret, ns, name, key) = (&j.psk_secret, &j.namespace, &j.gateway, j.psk_key());
+    let what = if now.0 != before.0 {
+        format!(
+            "was re-created (uid {} → {}), so its key cannot be compared with the one it held",
+            before.0.as_deref().unwrap_or("?"),
+            now.0.as_deref().unwrap_or("?")
+        )
+    } else {
+        format!(
+            "key {key} changed (fingerprint {} → {})",
+            before.1.as_deref().unwrap_or("<no key>"),
+            now.1.as_deref().unwrap_or("<no key>")
+        )
+    };
+    Some(Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: format!(
+            "secret/{secret} -n {ns} (the PSK) {what} during the owner's first sync{}: the tunnel needs the client's key, which vpnmig does not hold (the journal keeps only its fingerprint)",
+            gitops::writer(s)
+                .map(|who| format!(" ({who})"))
+                .unwrap_or_default()
+        ),
+        hint: Some(format!(
+            "ask the client for the key and put it back (`kubectl create secret generic {secret} -n {ns} --from-literal={key}=<the client's key> --dry-run=client -o yaml | kubectl apply -f -`), put the same key in the repository's copy (or take the owner's markers off the Secret), then `vpnmig verify {name} -n {ns}` compares it with the fingerprint"
+        )),
+    })
+}
+
 /// The first of `others` (windows and what each replaced) whose replaced gateway exists
 /// again, as the interference.
 async fn back_again(
@@ -1331,6 +1417,9 @@ async fn back_again(
     others: &[(crate::core::journal::Journal, &str)],
 ) -> Result<Option<Error>, Error> {
     use crate::core::model::{NEW_GROUP, OLD_GROUP, VERSION};
+    // Every one that is back, each named: the user deletes each (attack finding 11).
+    let mut back = Vec::new();
+    let mut fixes = Vec::new();
     for (j, kind) in others {
         let group = if *kind == "IPsecGateway" {
             OLD_GROUP
@@ -1339,27 +1428,33 @@ async fn back_again(
         };
         let api = format!("{group}/{VERSION}");
         if let Some(o) = live::get_kept(cluster, &api, kind, &j.namespace, &j.gateway).await? {
-            return Ok(Some(Error::Stop {
-                code: exit::VERIFY_FAILED,
-                message: format!(
-                    "{} exists again (uid {}, {}), which the window of {}/{} (journal phase {}) replaced: the owner's source still defines it",
-                    object_ref(kind, &j.gateway, &j.namespace),
-                    o.pointer("/metadata/uid")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?"),
-                    gitops::who(&o),
-                    j.namespace,
-                    j.gateway,
-                    j.phase.as_str()
-                ),
-                hint: Some(format!(
-                    "check that gateway at once (`vpnmig verify {} -n {}`); the re-created {kind} fights it for its floating IP until it is deleted and the repository change is merged",
-                    j.gateway, j.namespace
-                )),
-            }));
+            back.push(format!(
+                "{} exists again (uid {}, {}), which the window of {}/{} (journal phase {}) replaced: the owner's source still defines it",
+                object_ref(kind, &j.gateway, &j.namespace),
+                o.pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
+                gitops::who(&o),
+                j.namespace,
+                j.gateway,
+                j.phase.as_str()
+            ));
+            fixes.push(format!(
+                "check that gateway at once (`vpnmig verify {gw} -n {ns}`); the re-created {kind} fights it for its floating IP until it is deleted (`kubectl delete {} {gw} -n {ns}`) and the repository change is merged",
+                kind.to_lowercase(),
+                gw = j.gateway,
+                ns = j.namespace
+            ));
         }
     }
-    Ok(None)
+    if back.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: back.join("; and "),
+        hint: Some(fixes.join("; ")),
+    }))
 }
 
 /// A finished window (`replaced`: `IPsecGateway` done, `VPNGateway` rolled back) run

@@ -45,8 +45,12 @@
 //!   `kustomize.toolkit.fluxcd.io/namespace: <ks-ns>`; both must match.
 //! - Status (cheap, written only when it changes): Argo `status.sync.status`
 //!   `Synced|OutOfSync|Unknown`, `status.health.status: Healthy` and `status.resources`
-//!   (what the source defines, refreshed also while not automated); Flux
-//!   `status.inventory.entries` (written by a sync, kept while suspended) and a `Ready`
+//!   (what the source defines, each with its `status` `Synced|OutOfSync`, and each
+//!   tracked object the source no longer defines, `OutOfSync` with
+//!   `requiresPruning: true`, as a real Argo CD lists them; refreshed also while not
+//!   automated; on a source error the earlier list stays, with a `ComparisonError`
+//!   condition); Flux `status.inventory.entries` (written by a sync, kept while
+//!   suspended), `status.observedGeneration` (not moved while suspended) and a `Ready`
 //!   condition (`ReconciliationSucceeded`, `Progressing`, `Suspended`, `SourceError`).
 //!
 //! Settings: the `gitops:` section of the settings file, changeable at run time through
@@ -836,10 +840,25 @@ fn set_status(store: &Store, o: &Owner, sync: Outcome, desired: &[Desired]) {
                 Outcome::SourceError(m) => ("Unknown", Some(m.clone())),
             };
             let mut st = json!({"sync": {"status": sync}, "health": {"status": "Healthy"}});
-            let resources: Vec<Value> = desired
+            // As a real Argo CD lists them: each source object with its own sync status,
+            // and each tracked live object the source no longer defines, OutOfSync with
+            // `requiresPruning: true` (argoproj/argo-cd#17188), whether or not it is
+            // pruned (automated prune off, or `Prune=false` on it).
+            let mut resources: Vec<Value> = desired
                 .iter()
-                .map(|d| json!({"group": d.rt.group, "version": d.rt.version, "kind": d.rt.kind, "namespace": d.ns, "name": d.name}))
+                .map(|d| json!({"group": d.rt.group, "version": d.rt.version, "kind": d.rt.kind, "namespace": d.ns, "name": d.name,
+                    "status": if drifts(store, d) { "OutOfSync" } else { "Synced" }}))
                 .collect();
+            if message.is_none() {
+                let wanted: HashSet<ObjKey> = desired
+                    .iter()
+                    .map(|d| (d.rt.gvr(), d.ns.clone(), d.name.clone()))
+                    .collect();
+                for (rt, ns, name, _) in extras(store, o, &wanted) {
+                    resources.push(json!({"group": rt.group, "version": rt.version, "kind": rt.kind, "namespace": ns, "name": name,
+                        "status": "OutOfSync", "requiresPruning": true}));
+                }
+            }
             match (&message, previous("/status/resources")) {
                 (Some(_), Some(before)) => st["resources"] = before,
                 _ => st["resources"] = json!(resources),
@@ -865,6 +884,15 @@ fn set_status(store: &Store, o: &Owner, sync: Outcome, desired: &[Desired]) {
                 Outcome::SourceError(m) => ("False", "SourceError", m.clone()),
             };
             let mut st = json!({"conditions": [{"type": "Ready", "status": status, "reason": reason, "message": message}]});
+            // The generation a reconcile saw; a suspended one is not reconciled, so the
+            // one before stays (as in Flux).
+            let observed = match &sync {
+                Outcome::Suspended => previous("/status/observedGeneration"),
+                _ => o.obj.pointer("/metadata/generation").cloned(),
+            };
+            if let Some(g) = observed {
+                st["observedGeneration"] = g;
+            }
             let inventory = match &sync {
                 Outcome::Synced => Some(json!({"entries": desired
                     .iter()
