@@ -60,6 +60,7 @@ fn measure(rt: &tokio::runtime::Runtime, n: usize) -> (Duration, u64, u64) {
             scenario: objects(n),
             settings,
             port: 0,
+            data_plane: None,
         }))
         .unwrap();
     let dir = tempfile::tempdir().unwrap();

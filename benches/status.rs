@@ -61,6 +61,7 @@ fn main() {
             scenario: objects,
             settings,
             port: 0,
+            data_plane: None,
         }))
         .unwrap();
     let setup = t.elapsed();

@@ -85,6 +85,7 @@ async fn start(n: usize) -> Live {
         scenario: scenario(n),
         settings: settings(),
         port: 0,
+        data_plane: None,
     })
     .await
     .unwrap();
