@@ -859,9 +859,15 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
             return;
         }
     };
-    let parent = crate::core::gitops::parents(&obj)
+    // Its parents as the cluster has them (namespace filled in: an Argo CD parent in the
+    // control plane's namespace is not the child's), the one syncing first.
+    let mut parents = crate::cluster::gitops::parents_of(cluster, &obj)
+        .await
+        .unwrap_or_default();
+    parents.sort_by_key(|(_, v)| !gitops::parent_state(v, &obj).active);
+    let parent = parents
         .first()
-        .map(|p| {
+        .map(|(p, _)| {
             format!(
                 ", managed itself by {} ({})",
                 p.owner.display(),
@@ -870,9 +876,9 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
         })
         .unwrap_or_default();
     let finished = matches!(s.phase.as_str(), "done" | "rolled-back");
-    let suspend_parent = crate::core::gitops::parents(&obj)
+    let suspend_parent = parents
         .first()
-        .map(|p| format!(" and `{}`", gitops::pause_command(&p.owner)))
+        .map(|(p, _)| format!(" and `{}`", gitops::pause_command(&p.owner)))
         .unwrap_or_default();
     let keep = if finished {
         "vpnmig does not restore over it: the policy stays as it is now".to_string()

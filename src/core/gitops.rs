@@ -512,15 +512,10 @@ pub fn parents(owner: &Value) -> Vec<Parent> {
             evidence: vec![format!("ownerReference ApplicationSet/{set}")],
         });
     }
-    // An Argo CD Application found by its parent's markers lives beside the child (the
-    // markers do not name the control plane's namespace).
-    if kind == "Application" {
-        for p in &mut out {
-            if p.owner.kind == "Application" && p.owner.namespace.is_none() {
-                p.owner.namespace = ns.map(str::to_string);
-            }
-        }
-    }
+    // An Argo CD Application named by its parent's markers without a namespace prefix
+    // lives in the Argo CD control plane's namespace, which is not the child's when the
+    // child is an app in any namespace: left unknown (`None`), found by name in every
+    // namespace (issue 21 item 4).
     out
 }
 
@@ -533,9 +528,10 @@ pub struct ParentState {
     /// Argo CD re-applies the child's fields as its source has them (unless the parent
     /// ignores the child's `spec.syncPolicy` and respects that when it syncs); an
     /// ApplicationSet regenerates its Applications (unless its policy is `create-only` /
-    /// `create-delete` or it ignores `spec.syncPolicy`). Flux's server-side apply keeps a
-    /// field its source does not set (`spec.suspend`), so a Flux parent is judged by
-    /// what the child reads back, not predicted.
+    /// `create-delete` or it ignores `spec.syncPolicy`). Flux's server-side apply puts
+    /// back a field its source sets and keeps one it does not: judged by the child's
+    /// managedFields (an Application's `automated` is in its manifest unless they show
+    /// otherwise; a Kustomization's `spec.suspend` only when they show it is).
     pub puts_back: bool,
     /// `syncing automatically, self-heal`, `suspended`, `regenerates its Applications`.
     pub how: String,
@@ -551,8 +547,10 @@ fn ignores_sync_policy<'a>(pointers: impl Iterator<Item = &'a Value>) -> bool {
     })
 }
 
-/// The state of a parent (Application, ApplicationSet, Kustomization, HelmRelease).
-pub fn parent_state(parent: &Value) -> ParentState {
+/// The state of a parent (Application, ApplicationSet, Kustomization, HelmRelease) of
+/// `child` (the owner it manages, as JSON: what a Flux parent puts back is read from the
+/// child's managedFields).
+pub fn parent_state(parent: &Value, child: &Value) -> ParentState {
     let list = |v: &Value, key: &str| -> Vec<Value> {
         v.get(key)
             .and_then(Value::as_array)
@@ -615,13 +613,68 @@ pub fn parent_state(parent: &Value) -> ParentState {
         }
         _ => {
             let st = owner_state(parent, "", "", "");
+            // Flux's server-side apply puts back a field its source sets, and keeps one
+            // it does not. Its field manager's managedFields on the child say which:
+            // owning the field the pause changes, it puts it back. An Argo CD
+            // Application's manifest sets `automated` whenever it syncs automatically,
+            // so a Flux parent of an Application puts it back unless its managedFields
+            // show it does not own it (issue 21 item 4, attack 5).
+            let field = match child["kind"].as_str() {
+                Some("Application") => ["f:spec", "f:syncPolicy", "f:automated"].as_slice(),
+                _ => ["f:spec", "f:suspend"].as_slice(),
+            };
+            let manager = if parent["kind"] == "HelmRelease" {
+                "helm-controller"
+            } else {
+                "kustomize-controller"
+            };
+            let owns = owns_field(child, manager, field);
+            let puts_back = st.active
+                && if child["kind"] == "Application" {
+                    owns != Some(false)
+                } else {
+                    owns == Some(true)
+                };
             ParentState {
                 active: st.active,
-                puts_back: false,
+                puts_back,
                 how: how(&st),
             }
         }
     }
+}
+
+/// Whether field manager `manager` owns the field at `path` (`["f:spec", "f:suspend"]`)
+/// of `obj`, by its `metadata.managedFields`; `None`: that manager's entries record no
+/// `fieldsV1`, or it has none.
+fn owns_field(obj: &Value, manager: &str, path: &[&str]) -> Option<bool> {
+    let mut seen = false;
+    for e in obj
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| e["manager"] == manager && e["subresource"].as_str().is_none_or(str::is_empty))
+    {
+        let Some(mut node) = e.get("fieldsV1") else {
+            continue;
+        };
+        seen = true;
+        let mut found = true;
+        for key in path {
+            match node.get(*key) {
+                Some(n) => node = n,
+                None => {
+                    found = false;
+                    break;
+                }
+            }
+        }
+        if found {
+            return Some(true);
+        }
+    }
+    seen.then_some(false)
 }
 
 /// `syncing automatically, self-heal, prune` / `suspended`.
@@ -1815,11 +1868,20 @@ mod tests {
         let child = json!({"kind": "Application", "metadata": {"name": "ilmenau", "namespace": "argocd-kunden",
             "labels": {"app.kubernetes.io/instance": "kunden-root"},
             "annotations": {"argocd.argoproj.io/tracking-id": "kunden-root:argoproj.io/Application:argocd-kunden/ilmenau"}}});
+        // Tracked without a namespace prefix: the parent lives in the Argo CD control
+        // plane's namespace, which the child's markers do not name (apps in any
+        // namespace): unknown here, found by name in the cluster, never assumed to be
+        // the child's (attack 3).
         let p = parents(&child);
         assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].owner.display(), "application/kunden-root");
+        assert_eq!(p[0].owner.namespace, None);
+        // Tracked with one (`<namespace>_<name>`): that namespace.
+        let child = json!({"kind": "Application", "metadata": {"name": "saar-vpn", "namespace": "tenant-apps",
+            "annotations": {"argocd.argoproj.io/tracking-id": "platform_root:argoproj.io/Application:tenant-apps/saar-vpn"}}});
         assert_eq!(
-            p[0].owner.display(),
-            "application/kunden-root -n argocd-kunden"
+            parents(&child)[0].owner.display(),
+            "application/root -n platform"
         );
         // The instance label alone (no Argo CD field manager) names the parent of an
         // Application; naming itself it is no parent.
@@ -1857,6 +1919,8 @@ mod tests {
     #[test]
     fn which_parents_put_the_policy_back() {
         let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});
+        let child = app(json!({"automated": {"selfHeal": true}}));
+        let parent_state = |p: &Value| super::parent_state(p, &child);
         let st = parent_state(&app(json!({"automated": {"selfHeal": true}})));
         assert!(st.active && st.puts_back, "{st:?}");
         assert_eq!(st.how, "syncing automatically, self-heal");
@@ -1876,9 +1940,32 @@ mod tests {
             .puts_back
         );
         assert!(!parent_state(&set(json!({"ignoreApplicationDifferences": [{"jqPathExpressions": [".spec.syncPolicy"]}]}))).puts_back);
-        // Flux keeps a field its source does not set: judged by reading back only.
-        let ks = parent_state(&json!({"kind": "Kustomization", "spec": {}}));
+        // Flux puts back what its source sets and keeps what it does not, as the
+        // child's managedFields show: an Application's `automated` is in its manifest
+        // (attack 5) unless they show it is not; a Kustomization's `spec.suspend` only
+        // when they show it is.
+        let flux = |kind: &str| json!({"kind": kind, "spec": {}});
+        let entry = |manager: &str, fields: Value| json!({"manager": manager, "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": fields});
+        let mut argo_child = child.clone();
+        for kind in ["Kustomization", "HelmRelease"] {
+            let st = super::parent_state(&flux(kind), &argo_child);
+            assert!(st.active && st.puts_back, "{kind}: {st:?}");
+        }
+        argo_child["metadata"] = json!({"managedFields": [entry("kustomize-controller", json!({"f:spec": {"f:project": {}}}))]});
+        assert!(!super::parent_state(&flux("Kustomization"), &argo_child).puts_back);
+        argo_child["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:syncPolicy"] =
+            json!({"f:automated": {"f:selfHeal": {}}});
+        assert!(super::parent_state(&flux("Kustomization"), &argo_child).puts_back);
+        // Suspended itself: puts nothing back.
+        let suspended = json!({"kind": "Kustomization", "spec": {"suspend": true}});
+        assert!(!super::parent_state(&suspended, &argo_child).puts_back);
+        let mut ks_child = json!({"kind": "Kustomization", "spec": {}});
+        let ks = super::parent_state(&flux("Kustomization"), &ks_child);
         assert!(ks.active && !ks.puts_back);
+        ks_child["metadata"] = json!({"managedFields": [entry("kustomize-controller", json!({"f:spec": {"f:suspend": {}, "f:path": {}}}))]});
+        assert!(super::parent_state(&flux("Kustomization"), &ks_child).puts_back);
+        // A HelmRelease parent writes with helm-controller, not kustomize-controller.
+        assert!(!super::parent_state(&flux("HelmRelease"), &ks_child).puts_back);
     }
 
     #[test]

@@ -261,7 +261,7 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
                 continue;
             };
             for (p, parent) in live_parents(w.cluster, &obj).await? {
-                let st = gitops::parent_state(&parent);
+                let st = gitops::parent_state(&parent, &obj);
                 if st.puts_back {
                     return Err(parent_stop(w, verb, &owner, &p, &st, None));
                 }
@@ -301,7 +301,7 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
                         let parents = live_parents(w.cluster, &now).await?;
                         if let Some((p, st)) = parents
                             .iter()
-                            .map(|(p, v)| (p, gitops::parent_state(v)))
+                            .map(|(p, v)| (p, gitops::parent_state(v, &now)))
                             .find(|(_, st)| st.active)
                         {
                             return Err(parent_stop(w, verb, &owner, p, &st, Some(&seen)));
@@ -379,7 +379,7 @@ pub(crate) async fn held(
                 let parents = live_parents(w.cluster, &obj).await?;
                 let active = parents
                     .iter()
-                    .map(|(p, v)| (p, gitops::parent_state(v)))
+                    .map(|(p, v)| (p, gitops::parent_state(v, &obj)))
                     .find(|(_, st)| st.active);
                 if let Some((p, st)) = active {
                     return Err(parent_stop(w, verb, &owner, p, &st, Some(&now)));
@@ -394,7 +394,19 @@ pub(crate) async fn held(
                         where_it_stands(w)
                     ),
                     hint: Some(format!(
-                        "nothing in its metadata names a parent: find who re-enabled it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`) and stop that, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+                        "{}: find who re-enabled it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`) and stop that, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+                        if parents.is_empty() {
+                            "no parent its metadata names is in the cluster".to_string()
+                        } else {
+                            format!(
+                                "its parents read back not syncing ({})",
+                                parents
+                                    .iter()
+                                    .map(|(p, _)| p.owner.display())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        },
                         owner.resource(),
                         owner.name,
                         owner.namespace.as_deref().unwrap_or("argocd"),
@@ -456,20 +468,7 @@ pub(crate) async fn live_parents(
     cluster: &Cluster,
     owner: &Value,
 ) -> Result<Vec<(gitops::Parent, Value)>, Error> {
-    let ns = owner["metadata"]["namespace"].as_str();
-    let mut out = Vec::new();
-    for mut p in gitops::parents(owner) {
-        let found = match live::find(cluster, &p.owner).await? {
-            Found::One(o, v) => Some((o, v)),
-            Found::Many(all) => all.into_iter().find(|(o, _)| o.namespace.as_deref() == ns),
-            Found::None => None,
-        };
-        if let Some((o, v)) = found {
-            p.owner = o;
-            out.push((p, v));
-        }
-    }
-    Ok(out)
+    Ok(live::parents_of(cluster, owner).await?)
 }
 
 /// How to keep a parent from putting its child's policy back, a sentence starting with
@@ -584,7 +583,7 @@ pub(crate) async fn still_acting(
             let parents = live_parents(w.cluster, &live_obj).await?;
             let by = parents
                 .iter()
-                .find(|(_, v)| gitops::parent_state(v).active)
+                .find(|(_, v)| gitops::parent_state(v, &live_obj).active)
                 .map(|(p, _)| {
                     format!(
                         "; it is itself managed by {} (found by {}), which puts its policy back",
@@ -614,7 +613,7 @@ pub(crate) async fn still_acting(
                     suspend_command(&owner),
                     parents
                         .iter()
-                        .find(|(_, v)| gitops::parent_state(v).active)
+                        .find(|(_, v)| gitops::parent_state(v, &live_obj).active)
                         .map(|(p, _)| format!("; and {}", parent_fix(&p.owner)))
                         .unwrap_or_default()
                 ),
@@ -1006,7 +1005,7 @@ async fn reenabled_stop(
     let parents = live_parents(w.cluster, obj).await.unwrap_or_default();
     let parent = parents
         .iter()
-        .find(|(_, v)| gitops::parent_state(v).active)
+        .find(|(_, v)| gitops::parent_state(v, obj).active)
         .map(|(p, _)| p);
     let by = parent
         .map(|p| {
