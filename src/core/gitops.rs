@@ -701,15 +701,41 @@ pub enum Held {
     AsLeft,
     /// It syncs on its own again, and the window did not do that.
     ReEnabled { now: String },
-    /// Still not syncing, but the field the window changed differs from what it set:
-    /// someone changed the policy since.
+    /// Still not syncing, but the field the window changed differs from what it set, or
+    /// a freeze was set since (Argo CD's `skip-reconcile` annotation): someone changed
+    /// the policy since.
     Changed { now: String },
+    /// Another object of that name (another uid than the journal's): the one the window
+    /// paused was deleted and re-created since; its policy is whoever re-created it's,
+    /// never the window's to restore (`active`: it syncs on its own).
+    Replaced {
+        uid: String,
+        active: bool,
+        now: String,
+    },
 }
+
+/// Argo CD's freeze annotation: the controller leaves an Application alone while it is
+/// `true`, whatever its policy.
+pub const SKIP_RECONCILE: &str = "argocd.argoproj.io/skip-reconcile";
 
 /// Compare a journal record with the live owner (`live`, as read now).
 pub fn held(record: &Record, live: &Value) -> Held {
     let st = owner_state(live, "", "", "");
     let field = |p: &str| live.pointer(p).cloned().unwrap_or(Value::Null);
+    let uid = live.pointer("/metadata/uid").and_then(Value::as_str);
+    if let (Some(then), Some(uid)) = (record.uid.as_deref(), uid)
+        && then != uid
+    {
+        return Held::Replaced {
+            uid: uid.to_string(),
+            active: st.active,
+            now: match &record.saved {
+                Some(s) if st.active => format!("{} {}", dotted(&s.pointer), field(&s.pointer)),
+                _ => how(&st),
+            },
+        };
+    }
     if st.active {
         let now = match &record.saved {
             Some(s) => format!("{} {}", dotted(&s.pointer), field(&s.pointer)),
@@ -720,6 +746,15 @@ pub fn held(record: &Record, live: &Value) -> Held {
     let Some(saved) = &record.saved else {
         return Held::AsLeft;
     };
+    // A freeze set since the pause: not the window's doing, and a restore under it
+    // would arm a policy its author never sees come back (attack 13).
+    if live["kind"] == "Application"
+        && get(live, "/metadata/annotations", SKIP_RECONCILE) == Some("true")
+    {
+        return Held::Changed {
+            now: format!("annotation {SKIP_RECONCILE}=true (a freeze)"),
+        };
+    }
     let now = field(&saved.pointer);
     // What the pause patch leaves: Argo CD's field absent, Flux's `true`.
     let left = if saved.pointer == "/spec/syncPolicy/automated" {
@@ -936,6 +971,11 @@ pub struct Record {
     /// the owner (issue 21 item 1): left in place, so the owner's syncs never prune them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protected: Vec<Protected>,
+    /// The owner object's uid when the window found it: one of that name with another
+    /// uid was deleted and re-created since, and is not the object the window paused
+    /// (issue 21 item 4, attack 4). `None`: journals of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
 }
 
 impl Record {
@@ -1657,6 +1697,7 @@ mod tests {
             relies,
             held_by: Vec::new(),
             protected: Vec::new(),
+            uid: None,
         });
         j
     }
@@ -1989,6 +2030,7 @@ mod tests {
             relies: false,
             held_by: vec![],
             protected: vec![],
+            uid: None,
         };
         let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});
         assert_eq!(held(&record, &app(json!({}))), Held::AsLeft);
@@ -2015,6 +2057,44 @@ mod tests {
             held(&flux, &ks(json!(false))),
             Held::ReEnabled { .. }
         ));
+        // A freeze set since the pause (Argo CD skip-reconcile) is a policy changed
+        // since, not the window's suspension (attack 13).
+        let mut frozen = app(json!({}));
+        frozen["metadata"] = json!({"annotations": {"argocd.argoproj.io/skip-reconcile": "true"}});
+        assert_eq!(
+            held(&record, &frozen),
+            Held::Changed {
+                now: "annotation argocd.argoproj.io/skip-reconcile=true (a freeze)".into()
+            }
+        );
+        // Another uid than the journal's: deleted and re-created since, never taken for
+        // the one the window paused, suspended or not (attack 4; a Flux one too).
+        let mut with_uid = record.clone();
+        with_uid.uid = Some("u-paused".into());
+        let mut same = app(json!({}));
+        same["metadata"] = json!({"uid": "u-paused"});
+        assert_eq!(held(&with_uid, &same), Held::AsLeft);
+        let mut other = app(json!({}));
+        other["metadata"] = json!({"uid": "u-new"});
+        assert_eq!(
+            held(&with_uid, &other),
+            Held::Replaced {
+                uid: "u-new".into(),
+                active: false,
+                now: "suspended".into()
+            }
+        );
+        flux.uid = Some("k-paused".into());
+        let mut new_ks = ks(json!(false));
+        new_ks["metadata"] = json!({"uid": "k-new"});
+        assert_eq!(
+            held(&flux, &new_ks),
+            Held::Replaced {
+                uid: "k-new".into(),
+                active: true,
+                now: "spec.suspend false".into()
+            }
+        );
     }
 
     /// RFC 7386, for the tests.
