@@ -864,6 +864,13 @@ async fn new_kind_gone(
         let Some(obj) = objects::get(w.cluster, &kind, &n).await? else {
             continue;
         };
+        // A VPNPeer of the name that references another gateway is that gateway's, left
+        // alone (the peer scope says so): not the new kind of this window.
+        if kind == "VPNPeer"
+            && obj.pointer("/spec/gatewayRef/name").and_then(Value::as_str) != Some(&name)
+        {
+            continue;
+        }
         let uid = obj.pointer("/metadata/uid").and_then(Value::as_str);
         let deleting = before.iter().any(|(k, bn, bu)| {
             *k == kind && *bn == n && bu.as_deref().is_some_and(|b| Some(b) == uid)
