@@ -1937,6 +1937,68 @@ fn helm_release() -> String {
     s
 }
 
+/// Argo CD apps in any namespace (attack 3): Application acme lives in `tenant-apps`
+/// (its source ConfigMap beside it), and the app-of-apps parent `root` in the control
+/// plane's namespace `argocd`; the child's markers name `root` without a namespace.
+fn app_of_apps_in_any_namespace() -> String {
+    let moved = ARGO
+        .replacen(
+            "kind: Application\nmetadata:\n  name: acme\n  namespace: argocd\n",
+            "kind: Application\nmetadata:\n  name: acme\n  namespace: tenant-apps\n",
+            1,
+        )
+        .replacen(
+            "  name: acme-source\n  namespace: argocd\n",
+            "  name: acme-source\n  namespace: tenant-apps\n",
+            1,
+        );
+    assert_eq!(moved.matches("tenant-apps").count(), 2, "{moved}");
+    with_parent(
+        &format!("{moved}\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: tenant-apps\n"),
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: root\n  namespace: argocd\nspec:\n  project: default\n  source: {repoURL: 'https://git.example.net/platform/apps.git', path: apps}\n  destination: {server: 'https://kubernetes.default.svc', namespace: tenant-apps}\n  syncPolicy:\n    automated: {selfHeal: true}",
+        "argocd",
+        "root",
+        &ACME_APP.replacen("  namespace: argocd\n", "  namespace: tenant-apps\n", 1),
+    )
+}
+
+/// A Flux owner (`kind`: Kustomization or HelmRelease `argo-apps` in `ns`) that deploys
+/// Argo CD Application acme, whose manifest sets `automated` as every Application's does
+/// (attack 5): Flux's apply puts it back after a pause.
+fn flux_deploys_the_application(kind: &str, ns: &str) -> String {
+    let (api, spec) = if kind == "HelmRelease" {
+        (
+            "helm.toolkit.fluxcd.io/v2",
+            "  interval: 10m\n  chart: {spec: {chart: argo-apps, sourceRef: {kind: HelmRepository, name: platform}}}",
+        )
+    } else {
+        (
+            "kustomize.toolkit.fluxcd.io/v1",
+            "  interval: 10m\n  path: ./argo-apps\n  prune: false\n  sourceRef: {kind: GitRepository, name: platform}",
+        )
+    };
+    let crds = if kind == "HelmRelease" {
+        "helmreleases.helm.toolkit.fluxcd.io"
+    } else {
+        "kustomizations.kustomize.toolkit.fluxcd.io"
+    };
+    let (group, version) = api.split_once('/').unwrap();
+    let plural = crds.split('.').next().unwrap();
+    let base = format!(
+        "{ARGO}\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: {crds}}}\nspec:\n  group: {group}\n  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {}}}\n  scope: Namespaced\n  versions:\n  - name: {version}\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}\n          status: {{type: object, x-kubernetes-preserve-unknown-fields: true}}\n",
+        kind.to_lowercase()
+    );
+    with_parent(
+        &base,
+        &format!(
+            "apiVersion: {api}\nkind: {kind}\nmetadata:\n  name: argo-apps\n  namespace: {ns}\nspec:\n{spec}"
+        ),
+        ns,
+        "argo-apps",
+        ACME_APP,
+    )
+}
+
 /// One window on an owner something else manages, or one that ignores its suspension.
 struct Row {
     scenario: String,
@@ -1988,7 +2050,7 @@ async fn guarded(row: Row) -> (Live, live::Run) {
             "{}",
             r.stderr
         );
-        if row.late_ms == 0 {
+        if row.late_ms == 0 || !row.deleted {
             assert!(!r.says("stopped at phase deleted"), "{}", r.stderr);
         } else {
             // Stopped before its owner re-created anything: `deleted` is where it is,
@@ -2083,14 +2145,57 @@ guarded! {
         deleted: false,
         late_ms: 0,
     };
+    // Its source sets the child's `spec.suspend` (its field manager owns the field on
+    // the child): predicted before the patch, no longer found only by reading back
+    // (attack 5's kind).
     a_parent_kustomization_that_re_arms_the_child_stops_the_window: Row {
         scenario: flux_parent(true),
         ignoring: &[],
         code: 7,
         says: &[
-            "kustomization/acme -n flux-system syncs automatically again (spec.suspend false) after vpnmig suspended it",
-            "it is itself managed by kustomization/tenants -n flux-system",
+            "kustomization/acme -n flux-system is itself managed by kustomization/tenants -n flux-system",
+            "its sync puts back the policy `--gitops pause` would change",
             "no gateway was deleted",
+        ],
+        deleted: false,
+        late_ms: 0,
+    };
+    // Attack 3: the parent in the control plane's namespace, the child in another.
+    an_app_of_apps_parent_in_another_namespace_stops_the_window_before_the_delete: Row {
+        scenario: app_of_apps_in_any_namespace(),
+        ignoring: &[],
+        code: 7,
+        says: &[
+            "application/acme -n tenant-apps is itself managed by application/root -n argocd",
+            "no gateway was deleted",
+            "`kubectl patch application root -n argocd --type merge",
+        ],
+        deleted: false,
+        late_ms: 0,
+    };
+    // Attack 5: a Flux Kustomization deploys the Argo CD Application.
+    a_kustomization_that_deploys_the_application_stops_the_window_before_the_delete: Row {
+        scenario: flux_deploys_the_application("Kustomization", "flux-system"),
+        ignoring: &[],
+        code: 7,
+        says: &[
+            "application/acme -n argocd is itself managed by kustomization/argo-apps -n flux-system",
+            "its sync puts back the policy `--gitops pause` would change",
+            "no gateway was deleted",
+            "`flux suspend kustomization argo-apps -n flux-system`",
+        ],
+        deleted: false,
+        late_ms: 0,
+    };
+    // Made up: a HelmRelease in another namespace renders the Application.
+    a_helmrelease_that_renders_the_application_stops_the_window_before_the_delete: Row {
+        scenario: flux_deploys_the_application("HelmRelease", "platform"),
+        ignoring: &[],
+        code: 7,
+        says: &[
+            "application/acme -n argocd is itself managed by helmrelease/argo-apps -n platform",
+            "no gateway was deleted",
+            "`flux suspend helmrelease argo-apps -n platform`",
         ],
         deleted: false,
         late_ms: 0,
@@ -2118,19 +2223,19 @@ guarded! {
         deleted: true,
         late_ms: 0,
     };
-    // A parent that re-arms the child after the read-back, during the delete: stopped
-    // right before the apply, the parent named, nothing new applied (attack A1).
+    // A parent Kustomization that re-arms the child late, after the read-back, during
+    // the delete (attack A1): its field ownership on the child predicts it, so it stops
+    // before the delete now (attack 5's kind); the late path is the Argo CD row below.
     a_parent_kustomization_that_re_arms_during_the_delete_stops_before_the_apply: Row {
         scenario: flux_parent(true),
         ignoring: &[],
         code: 7,
         says: &[
-            "kustomization/acme -n flux-system syncs automatically again (spec.suspend false) after vpnmig suspended it",
-            "it is itself managed by kustomization/tenants -n flux-system",
-            "the old gateway was deleted and nothing new was applied (journal phase deleted)",
+            "kustomization/acme -n flux-system is itself managed by kustomization/tenants -n flux-system",
+            "no gateway was deleted",
             "suspend kustomization/tenants -n flux-system for the window",
         ],
-        deleted: true,
+        deleted: false,
         late_ms: 2500,
     };
     an_app_of_apps_parent_that_re_arms_during_the_delete_stops_before_the_apply: Row {
@@ -2427,4 +2532,258 @@ async fn an_owner_re_enabled_after_the_apply_is_no_green_end() {
         assert_eq!(now, off, "{owner} suspended");
         assert_eq!(ipsecgateways(&l), 0);
     }
+}
+
+/// What happens to the owner a finished window paused, after the merge and before the
+/// restore (issue 21 item 4).
+#[derive(Clone, Copy, Debug)]
+enum Since {
+    /// Deleted and re-created, not syncing (attack 4: a manual policy on purpose).
+    Recreated,
+    /// Argo CD's freeze annotation set (attack 13).
+    Frozen,
+    /// Deleted (attack 9: the tenant moved to another owner).
+    Gone,
+}
+
+/// A done window whose owner someone else changed since: `status`, the restore and
+/// `--gitops resume` say the same (never a restore over it, never a patch on a missing
+/// object), the journal lets go of it, and its policy is left as it was set.
+async fn changed_since(tool: Tool, since: Since, head: &str, said: &[&str]) {
+    let l = synced(tool).await;
+    done_then_merged_by(&l, tool, |m| m).await;
+    // Someone else's object would sync at once; the test reads it, it does not race it.
+    l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 600_000;
+    let (g, v, p, ns) = tool.owner_type();
+    let rt = l.sb.store.resource(g, v, p).unwrap();
+    let before = tool.owner(&l);
+    assert!(tool.suspended(&before), "{before}");
+    match since {
+        Since::Recreated | Since::Gone => {
+            l.sb.store
+                .delete(&rt, ns, "acme", &Default::default())
+                .unwrap();
+            if let Since::Recreated = since {
+                let mut o = before.clone();
+                for k in [
+                    "uid",
+                    "resourceVersion",
+                    "managedFields",
+                    "creationTimestamp",
+                    "generation",
+                ] {
+                    o["metadata"].as_object_mut().unwrap().remove(k);
+                }
+                o.as_object_mut().unwrap().remove("status");
+                o["metadata"]["annotations"] = json!({"note": "manual until the VPN audit"});
+                l.sb.store
+                    .create(&rt, ns, o, &by("kubectl-create"))
+                    .unwrap();
+            }
+        }
+        Since::Frozen => {
+            l.sb.store
+                .modify(&rt, ns, "acme", false, &by("kubectl-annotate"), |o| {
+                    let mut o = o.clone();
+                    o["metadata"]["annotations"]["argocd.argoproj.io/skip-reconcile"] =
+                        json!("true");
+                    Ok(o)
+                })
+                .unwrap();
+        }
+    }
+    let r = l.vpnmig(&["status"]).await;
+    let out = live::flat(&r.stdout);
+    assert!(out.contains(head), "{out}");
+    for words in said {
+        assert!(out.contains(words), "missing {words:?} in:\n{out}");
+    }
+    assert!(!out.contains("restores it"), "{out}");
+    assert!(!out.contains("kubectl patch"), "{out}");
+    // The advised run, then `--gitops resume`: no restore, no error, the same story.
+    for args in [
+        &["cutover", "acme", "-n", NS, "--yes"][..],
+        &["cutover", "acme", "-n", NS, "--gitops", "resume", "--yes"],
+    ] {
+        let r = l.vpnmig(args).await;
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(!r.says("restored application/"), "{}", r.stderr);
+        assert!(!r.says("restored kustomization/"), "{}", r.stderr);
+        assert!(!r.says("404"), "{}", r.stderr);
+        assert!(!r.says("stays suspended"), "{}", r.stderr);
+    }
+    let j = live::journal(&l, NS, "acme").unwrap();
+    assert!(
+        j["gitops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["paused"] != true),
+        "the journal lets go of it: {j}"
+    );
+    let r = l.vpnmig(&["status"]).await;
+    assert!(!r.stdout.contains("GitOps"), "{}", r.stdout);
+    match since {
+        Since::Gone => assert!(l.sb.store.get(&rt, ns, "acme").is_err()),
+        _ => {
+            let now = tool.owner(&l);
+            assert!(tool.suspended(&now), "its policy stays as set: {now}");
+            if let Since::Frozen = since {
+                assert_eq!(
+                    now["metadata"]["annotations"]["argocd.argoproj.io/skip-reconcile"], "true",
+                    "{now}"
+                );
+            } else {
+                // Nothing of the window's was written on the new object.
+                assert!(
+                    !now["metadata"]["managedFields"]
+                        .to_string()
+                        .contains("\"vpnmig\""),
+                    "{now}"
+                );
+            }
+        }
+    }
+}
+
+macro_rules! changed_since {
+    ($($test:ident: $tool:expr, $since:expr, $head:literal, $said:expr;)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            changed_since($tool, $since, $head, $said).await;
+        }
+    )*};
+}
+
+changed_since! {
+    an_application_re_created_since_the_pause_is_not_restored_over:
+        Tool::Argo, Since::Recreated,
+        "GitOps owner deleted and re-created since the window paused it: application/acme -n argocd",
+        &["the journal's", "vpnmig does not restore another object"];
+    a_kustomization_re_created_suspended_since_the_pause_is_not_un_suspended:
+        Tool::Flux, Since::Recreated,
+        "GitOps owner deleted and re-created since the window paused it: kustomization/acme -n flux-system",
+        &["the journal's", "vpnmig does not restore another object"];
+    an_application_frozen_since_the_pause_is_not_restored_under_the_freeze:
+        Tool::Argo, Since::Frozen,
+        "GitOps policy changed since the window paused it: application/acme -n argocd",
+        &["argocd.argoproj.io/skip-reconcile=true"];
+    a_kustomization_deleted_since_the_window_is_let_go_of:
+        Tool::Flux, Since::Gone,
+        "GitOps owner gone: kustomization/acme -n flux-system",
+        &["nothing to restore", "`vpnmig cutover acme -n tenant-acme` lets go of it in the journal"];
+    an_application_deleted_since_the_window_is_let_go_of:
+        Tool::Argo, Since::Gone,
+        "GitOps owner gone: application/acme -n argocd",
+        &["nothing to restore"];
+}
+
+/// A rollback while the owner that syncs the new objects ignores its suspension (issue
+/// 21 item 3 mirrored, attacks 10 and 7): the new kind is read again right before the
+/// IPsecGateway is re-created, so nothing is re-created beside what came back (no
+/// floating IP contended); the stop names what came back, who wrote it and the owner
+/// that ignores its suspension, and the resumed rollback's advice does not loop back to
+/// `--gitops pause` nor say "nothing was changed".
+async fn rollback_beside(tool: Tool, peer_in_source: bool, came_back: &str) {
+    let l = synced(tool).await;
+    // The merged source: the new objects (without the VPNPeer, which lives elsewhere).
+    let keep_peer = move |m: String| {
+        if peer_in_source {
+            m
+        } else {
+            m.split("\n---")
+                .filter(|doc| !doc.contains("kind: VPNPeer"))
+                .collect::<Vec<_>>()
+                .join("\n---")
+        }
+    };
+    done_then_merged_by(&l, tool, keep_peer).await;
+    let r = l
+        .vpnmig(&["cutover", "acme", "-n", NS, "--gitops", "resume", "--yes"])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    adopted(&l, "vpn.bnerd.net", "vpngateways").await;
+    let key = match tool {
+        Tool::Argo => "argocd/argocd/acme",
+        Tool::Flux => "flux/flux-system/acme",
+    };
+    {
+        let mut s = l.sb.gitops.settings().write().unwrap();
+        s.self_heal_delay_ms = 0;
+        s.owners.insert(
+            key.to_string(),
+            vpnmig_sandbox::gitops::OwnerFaults {
+                ignores_suspension: true,
+                relabels: false,
+            },
+        );
+    }
+    let contention = Contention::watch(&l);
+    let rb = [
+        "rollback",
+        "acme",
+        "-n",
+        NS,
+        "--gitops",
+        "pause",
+        "--yes",
+        "--timeout-delete",
+        "20s",
+    ];
+    let r = l.vpnmig(&rb).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    for words in [
+        "stopped before re-creating IPsecGateway tenant-acme/acme",
+        "nothing was re-created now",
+        came_back,
+        "exists again after this rollback deleted it",
+        "ignores its suspension",
+        "stop its controller",
+    ] {
+        assert!(r.says(words), "missing {words:?} in:\n{}", r.stderr);
+    }
+    assert!(!r.says("deletion not started"), "{}", r.stderr);
+    assert!(!r.says("timed out"), "{}", r.stderr);
+    assert_eq!(ipsecgateways(&l), 0, "nothing re-created: {}", r.stderr);
+    assert!(!contention.seen(), "the floating IP was contended");
+    // The resumed rollback (its own hint, without --gitops) uses the journal's choice: no
+    // refusal asking for `--gitops pause`, never "nothing was changed" mid-rollback.
+    let r = l
+        .vpnmig(&[
+            "rollback",
+            "acme",
+            "-n",
+            NS,
+            "--yes",
+            "--timeout-delete",
+            "20s",
+        ])
+        .await;
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !r.says("let vpnmig suspend it for the rollback"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.says("; nothing was changed"), "{}", r.stderr);
+    assert_eq!(ipsecgateways(&l), 0, "nothing re-created: {}", r.stderr);
+    assert!(!contention.seen(), "the floating IP was contended");
+}
+
+macro_rules! rollback_beside {
+    ($($test:ident: $tool:expr, $peer:expr, $came_back:literal;)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            rollback_beside($tool, $peer, $came_back).await;
+        }
+    )*};
+}
+
+rollback_beside! {
+    a_rollback_never_re_creates_the_ipsecgateway_beside_a_re_created_vpngateway:
+        Tool::Flux, false, "vpngateway/acme -n tenant-acme (uid";
+    a_rollback_names_a_vpnpeer_re_created_at_once_instead_of_waiting_it_out:
+        Tool::Flux, true, "vpnpeer/acme -n tenant-acme (uid";
+    a_rollback_beside_an_application_that_ignores_its_suspension:
+        Tool::Argo, false, "vpngateway/acme -n tenant-acme (uid";
 }

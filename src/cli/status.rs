@@ -175,6 +175,7 @@ impl Windows {
                 "re-enabled" => "GitOps sync re-enabled by someone else",
                 "changed" => "GitOps policy changed since the window paused it",
                 "gone" => "GitOps owner gone",
+                "re-created" => "GitOps owner deleted and re-created since the window paused it",
                 "unknown" => "GitOps sync suspended (not read back)",
                 "ignoring" => "GitOps sync suspended but still acting",
                 _ => "GitOps sync suspended",
@@ -877,9 +878,19 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
         Ok(_) => {
             s.live = "gone".into();
             s.live_detail = format!("the cluster has no {} {}", r.owner.kind, r.owner.name);
-            s.resume = format!(
-                "nothing to restore; `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` still finish the window"
-            );
+            // The same as the restore says (attack 9): nothing to restore, and the
+            // finished window's run lets go of it in the journal.
+            s.resume = match s.phase.as_str() {
+                "done" => format!(
+                    "nothing to restore; `vpnmig cutover {name} -n {ns}` lets go of it in the journal"
+                ),
+                "rolled-back" => format!(
+                    "nothing to restore; `vpnmig rollback {name} -n {ns}` lets go of it in the journal"
+                ),
+                _ => format!(
+                    "nothing to restore; `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` still finish the window"
+                ),
+            };
             return;
         }
         Err(e) => {
@@ -887,9 +898,15 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
             return;
         }
     };
-    let parent = crate::core::gitops::parents(&obj)
+    // Its parents as the cluster has them (namespace filled in: an Argo CD parent in the
+    // control plane's namespace is not the child's), the one syncing first.
+    let mut parents = crate::cluster::gitops::parents_of(cluster, &obj)
+        .await
+        .unwrap_or_default();
+    parents.sort_by_key(|(_, v)| !gitops::parent_state(v, &obj).active);
+    let parent = parents
         .first()
-        .map(|p| {
+        .map(|(p, _)| {
             format!(
                 ", managed itself by {} ({})",
                 p.owner.display(),
@@ -898,9 +915,9 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
         })
         .unwrap_or_default();
     let finished = matches!(s.phase.as_str(), "done" | "rolled-back");
-    let suspend_parent = crate::core::gitops::parents(&obj)
+    let suspend_parent = parents
         .first()
-        .map(|p| format!(" and `{}`", gitops::pause_command(&p.owner)))
+        .map(|(p, _)| format!(" and `{}`", gitops::pause_command(&p.owner)))
         .unwrap_or_default();
     let keep = if finished {
         "vpnmig does not restore over it: the policy stays as it is now".to_string()
@@ -944,6 +961,24 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
             s.live = "changed".into();
             s.live_detail = format!("{now}{parent}");
             s.resume = keep;
+        }
+        // Not the object the window paused (attack 4): its policy is whoever re-created
+        // it's; nothing is restored over it.
+        Held::Replaced { uid, active, now } => {
+            s.live = "re-created".into();
+            s.live_detail = format!(
+                "uid {uid}, the journal's {}; {now}{parent}",
+                r.uid.as_deref().unwrap_or("?")
+            );
+            s.resume = if active && recreates {
+                reenabled
+            } else if finished {
+                format!(
+                    "vpnmig does not restore another object: `vpnmig {verb} {name} -n {ns}` lets go of it in the journal and leaves its policy as it is"
+                )
+            } else {
+                keep
+            };
         }
     }
 }

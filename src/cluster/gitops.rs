@@ -178,3 +178,31 @@ pub async fn patch_kept(
         .await
         .map(to_value)
 }
+
+/// The parents of a GitOps owner ([`crate::core::gitops::parents`]) that the cluster
+/// has, each with its object (namespace filled in). A parent its markers name without a
+/// namespace (an Argo CD Application in the control plane's namespace, which the child
+/// in another namespace does not name) is found by name in every namespace; several of
+/// that name are each a candidate (issue 21 item 4: the one that puts the policy back is
+/// never missed). One the cluster does not have puts nothing back.
+///
+/// Errors: a refusal or no answer from the API server.
+pub async fn parents_of(
+    cluster: &Cluster,
+    owner: &Value,
+) -> Result<Vec<(crate::core::gitops::Parent, Value)>, KubeError> {
+    let mut out = Vec::new();
+    for p in crate::core::gitops::parents(owner) {
+        let found = match find(cluster, &p.owner).await? {
+            Found::One(o, v) => vec![(o, v)],
+            Found::Many(all) => all,
+            Found::None => Vec::new(),
+        };
+        for (o, v) in found {
+            let mut p = p.clone();
+            p.owner = o;
+            out.push((p, v));
+        }
+    }
+    Ok(out)
+}

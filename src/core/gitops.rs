@@ -531,15 +531,10 @@ pub fn parents(owner: &Value) -> Vec<Parent> {
             evidence: vec![format!("ownerReference ApplicationSet/{set}")],
         });
     }
-    // An Argo CD Application found by its parent's markers lives beside the child (the
-    // markers do not name the control plane's namespace).
-    if kind == "Application" {
-        for p in &mut out {
-            if p.owner.kind == "Application" && p.owner.namespace.is_none() {
-                p.owner.namespace = ns.map(str::to_string);
-            }
-        }
-    }
+    // An Argo CD Application named by its parent's markers without a namespace prefix
+    // lives in the Argo CD control plane's namespace, which is not the child's when the
+    // child is an app in any namespace: left unknown (`None`), found by name in every
+    // namespace (issue 21 item 4).
     out
 }
 
@@ -552,9 +547,10 @@ pub struct ParentState {
     /// Argo CD re-applies the child's fields as its source has them (unless the parent
     /// ignores the child's `spec.syncPolicy` and respects that when it syncs); an
     /// ApplicationSet regenerates its Applications (unless its policy is `create-only` /
-    /// `create-delete` or it ignores `spec.syncPolicy`). Flux's server-side apply keeps a
-    /// field its source does not set (`spec.suspend`), so a Flux parent is judged by
-    /// what the child reads back, not predicted.
+    /// `create-delete` or it ignores `spec.syncPolicy`). Flux's server-side apply puts
+    /// back a field its source sets and keeps one it does not: judged by the child's
+    /// managedFields (an Application's `automated` is in its manifest unless they show
+    /// otherwise; a Kustomization's `spec.suspend` only when they show it is).
     pub puts_back: bool,
     /// `syncing automatically, self-heal`, `suspended`, `regenerates its Applications`.
     pub how: String,
@@ -570,8 +566,10 @@ fn ignores_sync_policy<'a>(pointers: impl Iterator<Item = &'a Value>) -> bool {
     })
 }
 
-/// The state of a parent (Application, ApplicationSet, Kustomization, HelmRelease).
-pub fn parent_state(parent: &Value) -> ParentState {
+/// The state of a parent (Application, ApplicationSet, Kustomization, HelmRelease) of
+/// `child` (the owner it manages, as JSON: what a Flux parent puts back is read from the
+/// child's managedFields).
+pub fn parent_state(parent: &Value, child: &Value) -> ParentState {
     let list = |v: &Value, key: &str| -> Vec<Value> {
         v.get(key)
             .and_then(Value::as_array)
@@ -634,13 +632,68 @@ pub fn parent_state(parent: &Value) -> ParentState {
         }
         _ => {
             let st = owner_state(parent, "", "", "");
+            // Flux's server-side apply puts back a field its source sets, and keeps one
+            // it does not. Its field manager's managedFields on the child say which:
+            // owning the field the pause changes, it puts it back. An Argo CD
+            // Application's manifest sets `automated` whenever it syncs automatically,
+            // so a Flux parent of an Application puts it back unless its managedFields
+            // show it does not own it (issue 21 item 4, attack 5).
+            let field = match child["kind"].as_str() {
+                Some("Application") => ["f:spec", "f:syncPolicy", "f:automated"].as_slice(),
+                _ => ["f:spec", "f:suspend"].as_slice(),
+            };
+            let manager = if parent["kind"] == "HelmRelease" {
+                "helm-controller"
+            } else {
+                "kustomize-controller"
+            };
+            let owns = owns_field(child, manager, field);
+            let puts_back = st.active
+                && if child["kind"] == "Application" {
+                    owns != Some(false)
+                } else {
+                    owns == Some(true)
+                };
             ParentState {
                 active: st.active,
-                puts_back: false,
+                puts_back,
                 how: how(&st),
             }
         }
     }
+}
+
+/// Whether field manager `manager` owns the field at `path` (`["f:spec", "f:suspend"]`)
+/// of `obj`, by its `metadata.managedFields`; `None`: that manager's entries record no
+/// `fieldsV1`, or it has none.
+fn owns_field(obj: &Value, manager: &str, path: &[&str]) -> Option<bool> {
+    let mut seen = false;
+    for e in obj
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| e["manager"] == manager && e["subresource"].as_str().is_none_or(str::is_empty))
+    {
+        let Some(mut node) = e.get("fieldsV1") else {
+            continue;
+        };
+        seen = true;
+        let mut found = true;
+        for key in path {
+            match node.get(*key) {
+                Some(n) => node = n,
+                None => {
+                    found = false;
+                    break;
+                }
+            }
+        }
+        if found {
+            return Some(true);
+        }
+    }
+    seen.then_some(false)
 }
 
 /// `syncing automatically, self-heal, prune` / `suspended`.
@@ -667,15 +720,41 @@ pub enum Held {
     AsLeft,
     /// It syncs on its own again, and the window did not do that.
     ReEnabled { now: String },
-    /// Still not syncing, but the field the window changed differs from what it set:
-    /// someone changed the policy since.
+    /// Still not syncing, but the field the window changed differs from what it set, or
+    /// a freeze was set since (Argo CD's `skip-reconcile` annotation): someone changed
+    /// the policy since.
     Changed { now: String },
+    /// Another object of that name (another uid than the journal's): the one the window
+    /// paused was deleted and re-created since; its policy is whoever re-created it's,
+    /// never the window's to restore (`active`: it syncs on its own).
+    Replaced {
+        uid: String,
+        active: bool,
+        now: String,
+    },
 }
+
+/// Argo CD's freeze annotation: the controller leaves an Application alone while it is
+/// `true`, whatever its policy.
+pub const SKIP_RECONCILE: &str = "argocd.argoproj.io/skip-reconcile";
 
 /// Compare a journal record with the live owner (`live`, as read now).
 pub fn held(record: &Record, live: &Value) -> Held {
     let st = owner_state(live, "", "", "");
     let field = |p: &str| live.pointer(p).cloned().unwrap_or(Value::Null);
+    let uid = live.pointer("/metadata/uid").and_then(Value::as_str);
+    if let (Some(then), Some(uid)) = (record.uid.as_deref(), uid)
+        && then != uid
+    {
+        return Held::Replaced {
+            uid: uid.to_string(),
+            active: st.active,
+            now: match &record.saved {
+                Some(s) if st.active => format!("{} {}", dotted(&s.pointer), field(&s.pointer)),
+                _ => how(&st),
+            },
+        };
+    }
     if st.active {
         let now = match &record.saved {
             Some(s) => format!("{} {}", dotted(&s.pointer), field(&s.pointer)),
@@ -686,6 +765,15 @@ pub fn held(record: &Record, live: &Value) -> Held {
     let Some(saved) = &record.saved else {
         return Held::AsLeft;
     };
+    // A freeze set since the pause: not the window's doing, and a restore under it
+    // would arm a policy its author never sees come back (attack 13).
+    if live["kind"] == "Application"
+        && get(live, "/metadata/annotations", SKIP_RECONCILE) == Some("true")
+    {
+        return Held::Changed {
+            now: format!("annotation {SKIP_RECONCILE}=true (a freeze)"),
+        };
+    }
     let now = field(&saved.pointer);
     // What the pause patch leaves: Argo CD's field absent, Flux's `true`.
     let left = if saved.pointer == "/spec/syncPolicy/automated" {
@@ -902,6 +990,11 @@ pub struct Record {
     /// the owner (issue 21 item 1): left in place, so the owner's syncs never prune them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub protected: Vec<Protected>,
+    /// The owner object's uid when the window found it: one of that name with another
+    /// uid was deleted and re-created since, and is not the object the window paused
+    /// (issue 21 item 4, attack 4). `None`: journals of earlier versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
 }
 
 impl Record {
@@ -2048,11 +2141,20 @@ mod tests {
         let child = json!({"kind": "Application", "metadata": {"name": "ilmenau", "namespace": "argocd-kunden",
             "labels": {"app.kubernetes.io/instance": "kunden-root"},
             "annotations": {"argocd.argoproj.io/tracking-id": "kunden-root:argoproj.io/Application:argocd-kunden/ilmenau"}}});
+        // Tracked without a namespace prefix: the parent lives in the Argo CD control
+        // plane's namespace, which the child's markers do not name (apps in any
+        // namespace): unknown here, found by name in the cluster, never assumed to be
+        // the child's (attack 3).
         let p = parents(&child);
         assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].owner.display(), "application/kunden-root");
+        assert_eq!(p[0].owner.namespace, None);
+        // Tracked with one (`<namespace>_<name>`): that namespace.
+        let child = json!({"kind": "Application", "metadata": {"name": "saar-vpn", "namespace": "tenant-apps",
+            "annotations": {"argocd.argoproj.io/tracking-id": "platform_root:argoproj.io/Application:tenant-apps/saar-vpn"}}});
         assert_eq!(
-            p[0].owner.display(),
-            "application/kunden-root -n argocd-kunden"
+            parents(&child)[0].owner.display(),
+            "application/root -n platform"
         );
         // The instance label alone (no Argo CD field manager) names the parent of an
         // Application; naming itself it is no parent.
@@ -2090,6 +2192,8 @@ mod tests {
     #[test]
     fn which_parents_put_the_policy_back() {
         let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});
+        let child = app(json!({"automated": {"selfHeal": true}}));
+        let parent_state = |p: &Value| super::parent_state(p, &child);
         let st = parent_state(&app(json!({"automated": {"selfHeal": true}})));
         assert!(st.active && st.puts_back, "{st:?}");
         assert_eq!(st.how, "syncing automatically, self-heal");
@@ -2109,9 +2213,32 @@ mod tests {
             .puts_back
         );
         assert!(!parent_state(&set(json!({"ignoreApplicationDifferences": [{"jqPathExpressions": [".spec.syncPolicy"]}]}))).puts_back);
-        // Flux keeps a field its source does not set: judged by reading back only.
-        let ks = parent_state(&json!({"kind": "Kustomization", "spec": {}}));
+        // Flux puts back what its source sets and keeps what it does not, as the
+        // child's managedFields show: an Application's `automated` is in its manifest
+        // (attack 5) unless they show it is not; a Kustomization's `spec.suspend` only
+        // when they show it is.
+        let flux = |kind: &str| json!({"kind": kind, "spec": {}});
+        let entry = |manager: &str, fields: Value| json!({"manager": manager, "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": fields});
+        let mut argo_child = child.clone();
+        for kind in ["Kustomization", "HelmRelease"] {
+            let st = super::parent_state(&flux(kind), &argo_child);
+            assert!(st.active && st.puts_back, "{kind}: {st:?}");
+        }
+        argo_child["metadata"] = json!({"managedFields": [entry("kustomize-controller", json!({"f:spec": {"f:project": {}}}))]});
+        assert!(!super::parent_state(&flux("Kustomization"), &argo_child).puts_back);
+        argo_child["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:syncPolicy"] =
+            json!({"f:automated": {"f:selfHeal": {}}});
+        assert!(super::parent_state(&flux("Kustomization"), &argo_child).puts_back);
+        // Suspended itself: puts nothing back.
+        let suspended = json!({"kind": "Kustomization", "spec": {"suspend": true}});
+        assert!(!super::parent_state(&suspended, &argo_child).puts_back);
+        let mut ks_child = json!({"kind": "Kustomization", "spec": {}});
+        let ks = super::parent_state(&flux("Kustomization"), &ks_child);
         assert!(ks.active && !ks.puts_back);
+        ks_child["metadata"] = json!({"managedFields": [entry("kustomize-controller", json!({"f:spec": {"f:suspend": {}, "f:path": {}}}))]});
+        assert!(super::parent_state(&flux("Kustomization"), &ks_child).puts_back);
+        // A HelmRelease parent writes with helm-controller, not kustomize-controller.
+        assert!(!super::parent_state(&flux("HelmRelease"), &ks_child).puts_back);
     }
 
     #[test]
@@ -2135,6 +2262,7 @@ mod tests {
             relies: false,
             held_by: vec![],
             protected: vec![],
+            uid: None,
         };
         let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});
         assert_eq!(held(&record, &app(json!({}))), Held::AsLeft);
@@ -2161,6 +2289,44 @@ mod tests {
             held(&flux, &ks(json!(false))),
             Held::ReEnabled { .. }
         ));
+        // A freeze set since the pause (Argo CD skip-reconcile) is a policy changed
+        // since, not the window's suspension (attack 13).
+        let mut frozen = app(json!({}));
+        frozen["metadata"] = json!({"annotations": {"argocd.argoproj.io/skip-reconcile": "true"}});
+        assert_eq!(
+            held(&record, &frozen),
+            Held::Changed {
+                now: "annotation argocd.argoproj.io/skip-reconcile=true (a freeze)".into()
+            }
+        );
+        // Another uid than the journal's: deleted and re-created since, never taken for
+        // the one the window paused, suspended or not (attack 4; a Flux one too).
+        let mut with_uid = record.clone();
+        with_uid.uid = Some("u-paused".into());
+        let mut same = app(json!({}));
+        same["metadata"] = json!({"uid": "u-paused"});
+        assert_eq!(held(&with_uid, &same), Held::AsLeft);
+        let mut other = app(json!({}));
+        other["metadata"] = json!({"uid": "u-new"});
+        assert_eq!(
+            held(&with_uid, &other),
+            Held::Replaced {
+                uid: "u-new".into(),
+                active: false,
+                now: "suspended".into()
+            }
+        );
+        flux.uid = Some("k-paused".into());
+        let mut new_ks = ks(json!(false));
+        new_ks["metadata"] = json!({"uid": "k-new"});
+        assert_eq!(
+            held(&flux, &new_ks),
+            Held::Replaced {
+                uid: "k-new".into(),
+                active: true,
+                now: "spec.suspend false".into()
+            }
+        );
     }
 
     /// RFC 7386, for the tests.

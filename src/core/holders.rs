@@ -113,6 +113,7 @@ mod tests {
             relies,
             held_by: Vec::new(),
             protected: Vec::new(),
+            uid: None,
         });
         j
     }

@@ -221,6 +221,10 @@ pub async fn owners(
                     .map(|h| format!("{}/{}", h.namespace, h.gateway))
                     .collect(),
                 protected: Vec::new(),
+                uid: obj
+                    .pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
             });
         }
     }
@@ -262,7 +266,7 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
                 continue;
             };
             for (p, parent) in live_parents(w.cluster, &obj).await? {
-                let st = gitops::parent_state(&parent);
+                let st = gitops::parent_state(&parent, &obj);
                 if st.puts_back {
                     return Err(parent_stop(w, verb, &owner, &p, &st, None));
                 }
@@ -281,8 +285,34 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
         // over); one that syncs again is suspended again, and its policy is what the end
         // of the window restores (issue 21 item 4).
         if recorded && let Found::One(_, now) = live::find(w.cluster, &owner).await? {
-            match gitops::held(&w.journal.gitops[i], &now) {
-                gitops::Held::AsLeft => {}
+            let uid_now = now
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            // Deleted and re-created since: not the object the window paused. One that
+            // does not sync is left as it is (relied on); one that does is suspended like
+            // one re-enabled, its own policy what the end restores (attack 4).
+            let held = match gitops::held(&w.journal.gitops[i], &now) {
+                gitops::Held::Replaced { uid, active, now } => {
+                    let then = w.journal.gitops[i].uid.clone().unwrap_or_default();
+                    w.journal.gitops[i].uid = uid_now.clone();
+                    let what = format!(
+                        "deleted and re-created since the window paused it (uid {uid}, the journal's {then})"
+                    );
+                    if active {
+                        gitops::Held::ReEnabled {
+                            now: format!("{now}; {what}"),
+                        }
+                    } else {
+                        gitops::Held::Changed {
+                            now: format!("{now}; {what}"),
+                        }
+                    }
+                }
+                other => other,
+            };
+            match held {
+                gitops::Held::AsLeft | gitops::Held::Replaced { .. } => {}
                 gitops::Held::Changed { now } => {
                     w.journal.gitops[i].saved = None;
                     w.journal.gitops[i].paused = false;
@@ -302,7 +332,7 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
                         let parents = live_parents(w.cluster, &now).await?;
                         if let Some((p, st)) = parents
                             .iter()
-                            .map(|(p, v)| (p, gitops::parent_state(v)))
+                            .map(|(p, v)| (p, gitops::parent_state(v, &now)))
                             .find(|(_, st)| st.active)
                         {
                             return Err(parent_stop(w, verb, &owner, p, &st, Some(&seen)));
@@ -376,11 +406,22 @@ pub(crate) async fn held(
             let Found::One(owner, obj) = live::find(w.cluster, &r.owner).await? else {
                 continue;
             };
-            if let gitops::Held::ReEnabled { now } = gitops::held(r, &obj) {
+            let again = match gitops::held(r, &obj) {
+                gitops::Held::ReEnabled { now } => Some(now),
+                gitops::Held::Replaced {
+                    uid,
+                    active: true,
+                    now,
+                } => Some(format!(
+                    "{now}; deleted and re-created since the window paused it, uid {uid}"
+                )),
+                _ => None,
+            };
+            if let Some(now) = again {
                 let parents = live_parents(w.cluster, &obj).await?;
                 let active = parents
                     .iter()
-                    .map(|(p, v)| (p, gitops::parent_state(v)))
+                    .map(|(p, v)| (p, gitops::parent_state(v, &obj)))
                     .find(|(_, st)| st.active);
                 if let Some((p, st)) = active {
                     return Err(parent_stop(w, verb, &owner, p, &st, Some(&now)));
@@ -395,7 +436,19 @@ pub(crate) async fn held(
                         where_it_stands(w)
                     ),
                     hint: Some(format!(
-                        "nothing in its metadata names a parent: find who re-enabled it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`) and stop that, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+                        "{}: find who re-enabled it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`) and stop that, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+                        if parents.is_empty() {
+                            "no parent its metadata names is in the cluster".to_string()
+                        } else {
+                            format!(
+                                "its parents read back not syncing ({})",
+                                parents
+                                    .iter()
+                                    .map(|(p, _)| p.owner.display())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        },
                         owner.resource(),
                         owner.name,
                         owner.namespace.as_deref().unwrap_or("argocd"),
@@ -457,20 +510,7 @@ pub(crate) async fn live_parents(
     cluster: &Cluster,
     owner: &Value,
 ) -> Result<Vec<(gitops::Parent, Value)>, Error> {
-    let ns = owner["metadata"]["namespace"].as_str();
-    let mut out = Vec::new();
-    for mut p in gitops::parents(owner) {
-        let found = match live::find(cluster, &p.owner).await? {
-            Found::One(o, v) => Some((o, v)),
-            Found::Many(all) => all.into_iter().find(|(o, _)| o.namespace.as_deref() == ns),
-            Found::None => None,
-        };
-        if let Some((o, v)) = found {
-            p.owner = o;
-            out.push((p, v));
-        }
-    }
-    Ok(out)
+    Ok(live::parents_of(cluster, owner).await?)
 }
 
 /// How to keep a parent from putting its child's policy back, a sentence starting with
@@ -539,19 +579,27 @@ pub(crate) async fn still_acting(
     obj: &Value,
 ) -> Result<Option<(String, String)>, Error> {
     let (name, ns) = (w.name(), w.ns());
+    let kind = obj["kind"].as_str().unwrap_or("IPsecGateway");
+    let obj_name = obj["metadata"]["name"].as_str().unwrap_or(name);
     for m in gitops::reconciling(&gitops::detect(obj)) {
         let Some(wanted) = &m.owner else { continue };
         let Found::One(owner, live_obj) = live::find(w.cluster, wanted).await? else {
             continue;
         };
         let record = w.journal.gitops.iter().find(|r| r.owner == owner);
-        let st = gitops::owner_state(&live_obj, "IPsecGateway", ns, name);
+        let st = gitops::owner_state(&live_obj, kind, ns, obj_name);
         // Only its controller's field manager says it wrote the object: its labels do
         // not (vpnmig's own re-create from the saved manifest carries them).
         let wrote = gitops::written_by(&owner.kind, obj);
-        let take_out = format!(
-            "or take the IPsecGateway out of its source and merge that (`vpnmig plan {name} -n {ns} --gitops-repo DIR` writes the change)"
-        );
+        let take_out = if kind == "IPsecGateway" {
+            format!(
+                "or take the IPsecGateway out of its source and merge that (`vpnmig plan {name} -n {ns} --gitops-repo DIR` writes the change)"
+            )
+        } else {
+            format!(
+                "or revert the repository change so that its source defines IPsecGateway {ns}/{name} again instead of the {kind}"
+            )
+        };
         if !st.active && wrote && record.is_some_and(|r| r.paused || r.saved.is_none()) {
             let field = record
                 .and_then(|r| r.saved.as_ref())
@@ -585,7 +633,7 @@ pub(crate) async fn still_acting(
             let parents = live_parents(w.cluster, &live_obj).await?;
             let by = parents
                 .iter()
-                .find(|(_, v)| gitops::parent_state(v).active)
+                .find(|(_, v)| gitops::parent_state(v, &live_obj).active)
                 .map(|(p, _)| {
                     format!(
                         "; it is itself managed by {} (found by {}), which puts its policy back",
@@ -615,7 +663,7 @@ pub(crate) async fn still_acting(
                     suspend_command(&owner),
                     parents
                         .iter()
-                        .find(|(_, v)| gitops::parent_state(v).active)
+                        .find(|(_, v)| gitops::parent_state(v, &live_obj).active)
                         .map(|(p, _)| format!("; and {}", parent_fix(&p.owner)))
                         .unwrap_or_default()
                 ),
@@ -670,6 +718,21 @@ pub(crate) async fn restore(
         let by_hand = gitops::restore_command(&r.owner, saved);
         let live_owner = match live::find(w.cluster, &r.owner).await? {
             Found::One(_, obj) => Some(obj),
+            // Gone (deleted since, attack 9): nothing to restore, nothing to protect
+            // from its prune; the journal lets go of it, and every command says so.
+            Found::None if r.owner.namespace.is_some() => {
+                w.journal.gitops[i].paused = false;
+                w.journal.gitops[i].restored_at = Some(now());
+                journal::write(w.cluster, &w.journal, false).await?;
+                w.ev.emit(Event::Warning(format!(
+                    "{} is gone (the cluster has no {} {} in namespace {}): nothing to restore; the journal no longer holds it. Whatever syncs the objects now is someone else's (`vpnmig status -n {ns} -o wide` shows MANAGED-BY)",
+                    r.owner.display(),
+                    r.owner.kind,
+                    r.owner.name,
+                    r.owner.namespace.as_deref().unwrap_or_default()
+                )));
+                continue;
+            }
             _ => None,
         };
         // A policy someone set since the pause is theirs: never overwritten; the journal
@@ -681,6 +744,13 @@ pub(crate) async fn restore(
                 gitops::Held::Changed { now } => {
                     Some(("its policy changed since the window paused it", now))
                 }
+                gitops::Held::Replaced { uid, now, .. } => Some((
+                    "it is not the object the window paused: deleted and re-created since",
+                    format!(
+                        "uid {uid}, the journal's {}; {now}",
+                        r.uid.as_deref().unwrap_or("?")
+                    ),
+                )),
             };
             // Re-enabled while its source (as the cluster shows it) still defines the
             // replaced gateway, or may: its next sync re-creates it beside the new one.
@@ -1017,7 +1087,7 @@ async fn reenabled_stop(
     let parents = live_parents(w.cluster, obj).await.unwrap_or_default();
     let parent = parents
         .iter()
-        .find(|(_, v)| gitops::parent_state(v).active)
+        .find(|(_, v)| gitops::parent_state(v, obj).active)
         .map(|(p, _)| p);
     let by = parent
         .map(|p| {
@@ -1495,18 +1565,41 @@ pub(crate) async fn rollback_owners(
         return Ok(());
     }
     let ns = cluster.namespace.as_str();
+    // A rollback under way resumes with the choice its journal records (the owners it
+    // suspended are still held): its own hint is `vpnmig rollback NAME --yes`, and a
+    // refusal asking for `--gitops pause` again would loop (attack 7).
+    let under_way = journal.phase.rolling_back();
+    let mode = mode.or_else(|| {
+        under_way
+            .then(|| {
+                journal
+                    .gitops
+                    .iter()
+                    .find(|r| r.restored_at.is_none() && r.holds())
+                    .map(|r| r.mode)
+            })
+            .flatten()
+    });
     let Some(mode) = mode else {
         return Err(Error::Stop {
             code: exit::BLOCKED,
             message: format!(
-                "{} syncs {} ({}): a rollback would have it re-created (and the IPsecGateway pruned); nothing was changed",
+                "{} syncs {} ({}): a rollback would have it re-created (and the IPsecGateway pruned); {}",
                 gitops::summary(&managers),
                 object_ref("VPNGateway", name, ns),
                 syncing
                     .iter()
                     .flat_map(|m| m.evidence.iter().cloned())
                     .collect::<Vec<_>>()
-                    .join(", ")
+                    .join(", "),
+                if under_way {
+                    format!(
+                        "the rollback under way (journal phase {}) was not resumed, and this run changed nothing",
+                        journal.phase
+                    )
+                } else {
+                    "nothing was changed".to_string()
+                }
             ),
             // The process's own command line (with its `--plan`, `--yes`, …) and the flag.
             hint: Some(format!(

@@ -382,6 +382,29 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
     if w.journal.phase < Phase::NewDeleted {
         ev.emit(Event::Stage(Stage::DeleteNew));
         w.check_lock().await?;
+        // The uids before the delete: one of the name with another uid afterwards was
+        // re-created, not a delete that has not started (attack 7).
+        let mut before: Vec<(String, String, Option<String>)> = Vec::new();
+        for (kind, n) in scope
+            .peers
+            .iter()
+            .map(|n| ("VPNPeer", n))
+            .chain(std::iter::once(("VPNGateway", &name)))
+        {
+            let uid = objects::get(cluster, kind, n).await?.and_then(|o| {
+                o.pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            });
+            before.push((kind.to_string(), n.clone(), uid));
+        }
+        let uids = |kind: &str| -> Vec<(String, Option<String>)> {
+            before
+                .iter()
+                .filter(|(k, _, _)| k == kind)
+                .map(|(_, n, u)| (n.clone(), u.clone()))
+                .collect()
+        };
         for n in &scope.peers {
             let target = Target::Peer {
                 gateway: &name,
@@ -398,7 +421,8 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
         // Nothing to wait for when no VPNPeer was the window's to delete.
         if !peers.is_empty() {
             let title = format!("delete VPNPeer {}", peers.join(", "));
-            let wait = steps::wait_gone(cluster, ev, "VPNPeer", &peers, t.delete, &title);
+            let peer_uids = uids("VPNPeer");
+            let wait = steps::wait_uids_gone(cluster, ev, "VPNPeer", &peer_uids, t.delete, &title);
             if let Err(d) = w.guarded(&owners, wait).await? {
                 return Err(timed_out(
                     "the VPNPeers to be deleted",
@@ -408,15 +432,10 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
                 ));
             }
         }
+        new_kind_gone(w, &scope.peers, &before).await?;
         let title = format!("delete VPNGateway {ns}/{name}");
-        let wait = steps::wait_gone(
-            cluster,
-            ev,
-            "VPNGateway",
-            std::slice::from_ref(&name),
-            t.delete,
-            &title,
-        );
+        let gw_uid = uids("VPNGateway");
+        let wait = steps::wait_uids_gone(cluster, ev, "VPNGateway", &gw_uid, t.delete, &title);
         if let Err(d) = w.guarded(&owners, wait).await? {
             return Err(timed_out(
                 &format!("vpngateway/{name} -n {ns} to be deleted"),
@@ -425,6 +444,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
                 again,
             ));
         }
+        new_kind_gone(w, &scope.peers, &[]).await?;
         w.save(Phase::NewDeleted).await?;
     }
     if w.journal.phase < Phase::OldApplied {
@@ -454,6 +474,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
                         )),
                     ));
                 }
+                new_kind_gone(w, &scope.peers, &[]).await?;
                 create_old(w).await?;
             } else {
                 let uid = old
@@ -472,6 +493,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
                 }
             }
         } else {
+            new_kind_gone(w, &scope.peers, &[]).await?;
             create_old(w).await?;
         }
         steps::check_psk(w).await?;
@@ -488,6 +510,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
         )));
         ev.emit(Event::Stage(Stage::CreateOld));
         w.check_lock().await?;
+        new_kind_gone(w, &scope.peers, &[]).await?;
         create_old(w).await?;
         steps::check_psk(w).await?;
     }
@@ -813,6 +836,127 @@ async fn missing_owners(
     Ok(missing.into_iter().map(|(o, _)| o.raw).collect())
 }
 
+/// Right before the IPsecGateway is re-created, and after each delete wait, the new
+/// kind is read again by name (issue 21 item 3, attack 10): a VPNGateway or VPNPeer of
+/// the window's names that exists (other than the one still being deleted, `before`:
+/// kind, name, uid before the delete) was re-created and holds or claims the floating
+/// IP, so nothing is re-created beside it. The stop names each object live, who wrote
+/// it, the owner that still acts, and what to do with each.
+async fn new_kind_gone(
+    w: &Window<'_>,
+    peers: &[String],
+    before: &[(String, String, Option<String>)],
+) -> Result<(), Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let mut names: Vec<(String, String)> = vec![("VPNGateway".into(), name.clone())];
+    for (k, n) in w
+        .journal
+        .target_names()
+        .into_iter()
+        .chain(peers.iter().map(|n| ("VPNPeer".to_string(), n.clone())))
+    {
+        if !names.contains(&(k.clone(), n.clone())) {
+            names.push((k, n));
+        }
+    }
+    let mut live: Vec<(String, String, Value)> = Vec::new();
+    for (kind, n) in names {
+        let Some(obj) = objects::get(w.cluster, &kind, &n).await? else {
+            continue;
+        };
+        // A VPNPeer of the name that references another gateway is that gateway's, left
+        // alone (the peer scope says so): not the new kind of this window.
+        if kind == "VPNPeer"
+            && obj.pointer("/spec/gatewayRef/name").and_then(Value::as_str) != Some(&name)
+        {
+            continue;
+        }
+        let uid = obj.pointer("/metadata/uid").and_then(Value::as_str);
+        let deleting = before.iter().any(|(k, bn, bu)| {
+            *k == kind && *bn == n && bu.as_deref().is_some_and(|b| Some(b) == uid)
+        });
+        if !deleting {
+            live.push((kind, n, obj));
+        }
+    }
+    let Some((_, _, first_obj)) = live
+        .iter()
+        .find(|(k, _, _)| k == "VPNGateway")
+        .or(live.first())
+    else {
+        return Ok(());
+    };
+    let each: Vec<String> = live
+        .iter()
+        .map(|(k, n, o)| {
+            format!(
+                "{} (uid {}, {})",
+                crate::core::model::object_ref(k, n, &ns),
+                o.pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
+                crate::core::gitops::writer(o)
+                    .map(|w| format!("written by {w}"))
+                    .unwrap_or_else(|| "no field manager but vpnmig's and the operator's".into())
+            )
+        })
+        .collect();
+    let acting = super::gitops::still_acting(w, first_obj)
+        .await
+        .ok()
+        .flatten();
+    let cause = acting
+        .as_ref()
+        .map(|(why, _)| format!("; {why}"))
+        .unwrap_or_default();
+    let first = match &acting {
+        Some((_, first)) => format!("{first}; until then every delete is undone. Then: "),
+        None => format!(
+            "find who re-created it and make sure nothing syncs it (`vpnmig status -n {ns} -o wide` shows its MANAGED-BY). Then: "
+        ),
+    };
+    let delete = live
+        .iter()
+        .map(|(k, n, _)| format!("{}/{n}", k.to_lowercase()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let old = if w.journal.phase >= Phase::OldApplied {
+        format!(
+            "; the IPsecGateway this rollback re-created earlier is {}",
+            match objects::get(w.cluster, "IPsecGateway", &name).await? {
+                Some(o) => format!(
+                    "live (uid {})",
+                    o.pointer("/metadata/uid")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                ),
+                None => "gone (the journal still holds its manifest)".into(),
+            }
+        )
+    } else {
+        String::new()
+    };
+    Err(Error::Stop {
+        code: exit::FAILURE,
+        message: format!(
+            "rollback of {name} -n {ns} stopped before re-creating IPsecGateway {ns}/{name} (journal phase {}; nothing was re-created now): {} exists again after this rollback deleted it{}{cause}{old}",
+            w.journal.phase,
+            each.join(", "),
+            if live.iter().any(|(k, _, _)| k == "VPNGateway") {
+                format!(
+                    ", and would contend for the floating IP {}",
+                    w.journal.floating_ip
+                )
+            } else {
+                String::new()
+            }
+        ),
+        hint: Some(format!(
+            "{first}delete what came back (`kubectl delete {delete} -n {ns}`), then `vpnmig rollback {name} -n {ns}` resumes and re-creates the IPsecGateway from the journal"
+        )),
+    })
+}
+
 async fn create_old(w: &Window<'_>) -> Result<(), Error> {
     let ev = w.ev;
     let created = objects::create(w.cluster, &w.journal.manifest_to_create(), false).await?;
@@ -871,13 +1015,21 @@ async fn peer_scope(
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!(
-                "{} VPNPeer(s) reference gateway {name} -n {ns} but were not created by its cutover: {}. A rollback would leave them orphaned, and a later cutover would find more than one peer (default-deny); nothing was changed",
+                "{} VPNPeer(s) reference gateway {name} -n {ns} but were not created by its cutover: {}. A rollback would leave them orphaned, and a later cutover would find more than one peer (default-deny); {}",
                 extras.len(),
                 extras
                     .iter()
                     .map(|(n, why)| format!("{n} ({why})"))
                     .collect::<Vec<_>>()
-                    .join("; ")
+                    .join("; "),
+                if j.phase.rolling_back() {
+                    format!(
+                        "this run changed nothing, and the rollback under way (journal phase {}) was not resumed",
+                        j.phase
+                    )
+                } else {
+                    "nothing was changed".to_string()
+                }
             ),
             hint: Some(format!(
                 "keep what they configure elsewhere, then either delete them yourself (`kubectl delete vpnpeer {} -n {ns}`) or run the rollback again with --delete-extra-peers: `{}`",

@@ -410,6 +410,36 @@ pub(crate) async fn wait_uid_gone(
     .await
 }
 
+/// Wait until each object `kind/name` of `uids` (name, the uid it had before the delete;
+/// `None`: it did not exist) is gone; one of that name with another uid was re-created
+/// the moment the other went and counts as gone: the caller judges it at once (issue 21
+/// item 3, attack 7: a re-created VPNPeer is not a delete that "has not started").
+pub(crate) async fn wait_uids_gone(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    kind: &str,
+    uids: &[(String, Option<String>)],
+    timeout: Duration,
+    title: &str,
+) -> Result<Result<(), String>, KubeError> {
+    let names: Vec<String> = uids.iter().map(|(n, _)| n.clone()).collect();
+    let label = |n: &str| format!("{kind} {n}");
+    wait_for(cluster, ev, kind, &names, timeout, title, "gone", |objs| {
+        let still: Vec<(String, Option<&Value>)> = objs
+            .iter()
+            .filter(|(l, o)| {
+                let Some(o) = o else { return false };
+                let uid = o.pointer("/metadata/uid").and_then(Value::as_str);
+                uids.iter()
+                    .any(|(n, u)| label(n) == *l && u.as_deref().is_some_and(|u| Some(u) == uid))
+            })
+            .map(|(l, o)| (l.clone(), *o))
+            .collect();
+        wait::all_gone(&still)
+    })
+    .await
+}
+
 /// The Ready condition's reason with which the operator says it has no serviceCIDR left
 /// to give: no wait changes that (the sandbox and the operator both write it).
 pub const NO_ADDRESSES: &str = "ServiceCIDRExhausted";
