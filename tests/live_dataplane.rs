@@ -716,3 +716,71 @@ async fn the_fault_knobs_misconfigure_one_side_for_real() {
         eprintln!("real data plane: {}: exit {}", k.what, r.code);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_behind_nat_reaches_the_gateway_through_nat_t_and_comes_back_after_a_cutover() {
+    if !plane_here("a_client_behind_nat") {
+        return;
+    }
+    let mut settings = live::pool("10.250.3.0/24");
+    settings
+        .operator
+        .gateway_mut("tenant-acme/acme")
+        .client_behind_nat = true;
+    let l = start_on(ACME, settings, true).await;
+    probe_after(
+        &l,
+        0,
+        30,
+        "answered by the IPsecGateway",
+        answered_by("IPsecGateway"),
+    )
+    .await;
+    // The gateway sees the client's public (translated) address, with NAT detected.
+    let raw = swanctl(&l, &["--list-sas", "--raw"]);
+    assert!(
+        raw.stdout.contains("remote-host=203.0.113.10"),
+        "{}",
+        raw.stdout
+    );
+    assert!(raw.stdout.contains("nat-remote=yes"), "{}", raw.stdout);
+    let sites: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(l.plane_dir().join("sites.json")).unwrap())
+            .unwrap();
+    let site_ns = sites["sites"][0]["netns"].as_str().unwrap().to_string();
+    let addrs = std::process::Command::new("ip")
+        .args(["-n", &site_ns, "-brief", "addr", "show", "eth0"])
+        .output()
+        .unwrap();
+    let addrs = String::from_utf8_lossy(&addrs.stdout);
+    assert!(
+        !addrs.contains("203.0.113.10"),
+        "the site has only its private address: {addrs}"
+    );
+
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "acme",
+            "-n",
+            "tenant-acme",
+            "--initiate",
+            "--yes",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "cutover: {}\n{}", r.stdout, r.stderr);
+    probe_after(
+        &l,
+        0,
+        30,
+        "answered by the VPNGateway",
+        answered_by("VPNGateway"),
+    )
+    .await;
+    let (gap, failed) = outage(&probes(&l), "IPsecGateway", "VPNGateway");
+    eprintln!(
+        "real data plane: client behind NAT: cutover --initiate: {gap:?} without an answer ({failed} failed probes)"
+    );
+    let v = l.vpnmig(&["verify", "acme", "-n", "tenant-acme"]).await;
+    assert_eq!(v.code, 0, "verify: {}\n{}", v.stdout, v.stderr);
+}

@@ -76,6 +76,9 @@ pub struct SitePlane {
     pub conn: ConnConf,
     /// The fault knobs that shape how it behaves (applied to a running site).
     pub behaviour: Behaviour,
+    /// Behind NAT (`clientBehindNat`, part of the site as first configured): its charon
+    /// has a private address, translated to `address` by the internet.
+    pub behind_nat: bool,
 }
 
 /// Everything the operator wants running.
@@ -318,6 +321,8 @@ struct Worker {
     sites: BTreeMap<String, SiteRt>,
     next_link: u32,
     seen_version: u64,
+    /// The internet's NAT table exists.
+    nat_table: bool,
 }
 
 /// The two ends of link `n`: (internet side, namespace side).
@@ -387,6 +392,7 @@ impl Worker {
             sites: BTreeMap::new(),
             next_link: 1,
             seen_version: 0,
+            nat_table: false,
         }
     }
 
@@ -663,26 +669,61 @@ impl Worker {
             .remove(&rt.spec.pod_uid);
     }
 
+    /// Source-translate what leaves site link `ifname` from `private` to `public` in the
+    /// internet namespace (nftables; the table is made on first use).
+    fn nat(&mut self, ifname: &str, private: &str, public: &str) -> Result<(), String> {
+        let nft = |args: &str| -> Result<(), String> {
+            let out = std::process::Command::new("ip")
+                .args(["netns", "exec", &self.inet, "nft"])
+                .args(args.split(' '))
+                .output()
+                .map_err(|e| format!("nft (apt-get install nftables): {e}"))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "nft {args}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ))
+            }
+        };
+        if !self.nat_table {
+            nft("add table ip vpnmig")?;
+            nft("add chain ip vpnmig post { type nat hook postrouting priority 100 ; }")?;
+            self.nat_table = true;
+        }
+        nft(&format!(
+            "add rule ip vpnmig post iifname {ifname} ip saddr {private} snat to {public}"
+        ))
+    }
+
     fn start_site(&mut self, s: &SitePlane) -> Result<SiteRt, String> {
         let netns = format!("{}-s{}", self.prefix, self.next_link);
         let ifname = format!("s{}", self.next_link);
         let setup = |w: &mut Worker| -> Result<(u32, charon::Daemon), String> {
             let link = w.new_link(&netns, &ifname)?;
             let (_, inner) = link_addrs(link);
-            netns::ip_in(
-                &netns,
-                &["addr", "add", &format!("{}/32", s.address), "dev", "eth0"],
-            )?;
-            netns::ip_in(
-                &w.inet,
-                &[
-                    "route",
-                    "replace",
-                    &format!("{}/32", s.address),
-                    "via",
-                    &inner.to_string(),
-                ],
-            )?;
+            if s.behind_nat {
+                // Behind NAT: the site has a private address only (its link's); the
+                // internet translates it to the peer address on the way out, and an
+                // unsolicited packet to the peer address finds no mapping and no route.
+                w.nat(&ifname, &inner.to_string(), &s.address)?;
+            } else {
+                netns::ip_in(
+                    &netns,
+                    &["addr", "add", &format!("{}/32", s.address), "dev", "eth0"],
+                )?;
+                netns::ip_in(
+                    &w.inet,
+                    &[
+                        "route",
+                        "replace",
+                        &format!("{}/32", s.address),
+                        "via",
+                        &inner.to_string(),
+                    ],
+                )?;
+            }
             for subnet in &s.subnets {
                 if let Some(h) = first_host(subnet) {
                     netns::ip_in(&netns, &["addr", "add", &format!("{h}/32"), "dev", "lo"])?;

@@ -822,10 +822,15 @@ fn plane_gateway(
                 address: p.address.clone(),
                 subnets: p.remote_subnets.clone(),
                 targets: exposures.clone(),
+                behind_nat: faults.client_behind_nat,
                 conn: ConnConf {
                     name: p.conn.clone(),
                     version: gw.ike_version,
-                    local_addr: p.address.clone(),
+                    local_addr: if faults.client_behind_nat {
+                        "%any".into()
+                    } else {
+                        p.address.clone()
+                    },
                     remote_addr: fip.clone(),
                     local_id: p.id.clone(),
                     remote_id: fip.clone(),

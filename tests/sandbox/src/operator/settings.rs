@@ -113,6 +113,11 @@ pub struct GatewayFaults {
     /// their tunnel comes back on traffic or on the gateway's initiation. The imitation
     /// ignores it.
     pub client_dpd_off: bool,
+    /// Real data plane only, read when a client site is first configured: the client sits
+    /// behind NAT (its charon has a private address the internet translates to the peer
+    /// address): NAT-T, and the gateway's own initiation finds no mapping. The imitation
+    /// ignores it.
+    pub client_behind_nat: bool,
 }
 
 /// A client peer configured explicitly. It is matched by namespace, address and (if
