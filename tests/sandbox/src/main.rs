@@ -72,6 +72,9 @@ async fn run_real(args: Args, objects: Vec<serde_json::Value>) -> Result<(), Str
     if args.operator_settings.is_some() {
         return Err("--operator-settings drives the emulator's operator and faults; the real control plane does not run them yet (use --control-plane emulated)".into());
     }
+    if args.data_plane != vpnmig_sandbox::dataplane::DataPlaneKind::Simulated {
+        return Err("--data-plane strongswan is driven by the simulated operator, which does not run against the real control plane yet (use --control-plane emulated)".into());
+    }
     let kubeconfig = args.kubeconfig.clone();
     // Started on this (the main) thread, which lives as long as the process: each component
     // is told to die with the thread that started it.
