@@ -15,6 +15,10 @@ use std::time::Duration;
 use live::plane::{Probe, answered_by, outage, probes};
 use live::{ACME, Live, Run, start_on};
 
+/// One real data plane at a time: each runs several charons, listeners and probers, and
+/// the outage figures the tests print mean more on a quiet machine.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Whether the real data plane can run here; says so when it cannot.
 fn plane_here(test: &str) -> bool {
     match vpnmig_sandbox::dataplane::netns::available() {
@@ -110,6 +114,7 @@ async fn cutover_and_rollback_on_real_strongswan_the_client_sees_a_bounded_outag
     if !plane_here("cutover_and_rollback_on_real_strongswan") {
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().await;
     let l = acme().await;
     let sites: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(l.plane_dir().join("sites.json")).unwrap())
@@ -299,6 +304,7 @@ async fn a_pinned_value_changed_by_hand_fails_the_real_tunnel_and_verify_names_t
     if !plane_here("a_pinned_value_changed_by_hand") {
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().await;
     for row in HAND_CHANGES {
         let l = acme().await;
         let r = l
@@ -425,6 +431,7 @@ async fn the_swanctl_reader_reads_what_real_charon_prints_in_every_state() {
     if !plane_here("the_swanctl_reader_reads_what_real_charon_prints") {
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().await;
     let l = acme().await;
     let inet = l.sb.data_plane.as_ref().expect("a data plane").inet.clone();
 
@@ -538,6 +545,7 @@ async fn initiate_against_the_clients_own_retry_both_measured_from_the_probe() {
     if !plane_here("initiate_against_the_clients_own_retry") {
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().await;
     // With --initiate the new gateway dials the client at once; without it, the client
     // notices the old IKE SA is gone by DPD (clientDpdMs) and its retransmits, then
     // dials again. Both end with the client answered by the new gateway.
@@ -582,6 +590,7 @@ async fn a_namespace_left_by_a_killed_sandbox_is_removed_at_the_next_start_never
     if !plane_here("a_namespace_left_by_a_killed_sandbox") {
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().await;
     // A pid that no process has (above the kernel's pid_max).
     let stale = "vpnmig-4194305-0-inet";
     vpnmig_sandbox::dataplane::netns::ip(&["netns", "add", stale]).unwrap();
@@ -671,6 +680,7 @@ async fn the_fault_knobs_misconfigure_one_side_for_real() {
     if !plane_here("the_fault_knobs_misconfigure_one_side_for_real") {
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().await;
     for k in KNOBS {
         let l = acme().await;
         live::fault(&l, "vpngateway/tenant-acme/acme", k.set);
@@ -722,6 +732,7 @@ async fn a_client_behind_nat_reaches_the_gateway_through_nat_t_and_comes_back_af
     if !plane_here("a_client_behind_nat") {
         return;
     }
+    let _one = ONE_AT_A_TIME.lock().await;
     let mut settings = live::pool("10.250.3.0/24");
     settings
         .operator

@@ -299,6 +299,8 @@ struct GatewayRt {
     loaded: Option<Vec<ConnConf>>,
     listeners: BTreeMap<(String, u16), probe::Worker>,
     log_pos: u64,
+    /// When its SAs were last listed.
+    listed: Option<std::time::Instant>,
     failures: BTreeMap<String, (&'static str, String)>,
 }
 
@@ -575,6 +577,7 @@ impl Worker {
             loaded: None,
             listeners: BTreeMap::new(),
             log_pos: 0,
+            listed: None,
             failures: BTreeMap::new(),
         })
     }
@@ -789,11 +792,27 @@ impl Worker {
     fn observe(&mut self) {
         let mut changed = false;
         for rt in self.gateways.values_mut() {
-            // New log lines: the last failure per connection.
-            if let Ok(text) = std::fs::read(rt.daemon.log()) {
-                let from = (rt.log_pos as usize).min(text.len());
-                let new = String::from_utf8_lossy(&text[from..]).into_owned();
-                rt.log_pos = text.len() as u64;
+            // New log lines (read from where the last look ended): the last failure per
+            // connection. charon logs every SA it makes or loses, so the SAs are listed
+            // again when the log grew, and at least every 2 s.
+            let mut new = String::new();
+            if let Ok(mut f) = std::fs::File::open(rt.daemon.log()) {
+                use std::io::{Read, Seek, SeekFrom};
+                let mut bytes = Vec::new();
+                if f.seek(SeekFrom::Start(rt.log_pos)).is_ok() && f.read_to_end(&mut bytes).is_ok()
+                {
+                    rt.log_pos += bytes.len() as u64;
+                    new = String::from_utf8_lossy(&bytes).into_owned();
+                }
+            }
+            let due = rt
+                .listed
+                .is_none_or(|t| t.elapsed() >= Duration::from_secs(2));
+            if new.is_empty() && !due {
+                continue;
+            }
+            rt.listed = Some(std::time::Instant::now());
+            {
                 for line in new.lines() {
                     if let Some(reason) = failure_of(line) {
                         let msg = line.to_string();
