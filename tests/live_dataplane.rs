@@ -608,11 +608,29 @@ async fn a_namespace_left_by_a_killed_sandbox_is_removed_at_the_next_start_never
         .filter(|n| n.starts_with(inet.trim_end_matches("-inet")))
         .collect();
     assert!(mine.len() >= 3, "internet, gateway and site: {mine:?}");
+    // The configuration files that hold the PSK are the owner's only.
+    let plane = l.plane_dir();
+    let confs: Vec<std::path::PathBuf> = std::fs::read_dir(&plane)
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.path().join("swanctl.conf")))
+        .filter(|p| p.exists())
+        .collect();
+    assert_eq!(confs.len(), 2, "a gateway's and a site's: {confs:?}");
+    for c in &confs {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(c).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", c.display());
+    }
     l.sb.shutdown().await;
     let after = vpnmig_sandbox::dataplane::netns::list();
     assert!(
         mine.iter().all(|n| !after.contains(n)),
         "left behind: {after:?}"
+    );
+    // And they go with the daemons.
+    assert!(
+        confs.iter().all(|c| !c.exists()),
+        "a PSK left on disk: {confs:?}"
     );
 }
 
@@ -631,7 +649,7 @@ struct Knob {
 
 const KNOBS: &[Knob] = &[
     Knob {
-        what: "clientDpdOff: the client's traffic brings it back (a trap policy)",
+        what: "clientDpdOff: the old gateway's DELETE brings it back without DPD",
         set: |f| f.client_dpd_off = true,
         initiate: false,
         code: 0,

@@ -44,8 +44,8 @@ pub struct Behaviour {
     /// charon listens on random ports only, like a client behind NAT, so an IKE_SA_INIT
     /// sent to it meets a closed port.
     pub answers: bool,
-    /// It runs DPD (`clientDpdMs`) and dials at once; off (`clientDpdOff`): it never
-    /// checks its peer, and dials only when traffic needs the tunnel (a trap policy).
+    /// It runs DPD (`clientDpdMs`); off (`clientDpdOff`): it never checks its peer, so a
+    /// gateway that vanishes without a DELETE is never noticed.
     pub dpd: bool,
 }
 
@@ -115,11 +115,9 @@ pub fn swanctl_conf(conns: &[ConnConf], behaviour: Behaviour) -> String {
             let _ = writeln!(s, "        remote_ts = {}", list(&ch.remote_ts));
             let _ = writeln!(s, "        esp_proposals = {}", list(&ch.esp_proposals));
             let _ = writeln!(s, "        rekey_time = {}", ch.rekey_time);
-            if c.initiator && behaviour.reinitiates && !behaviour.dpd {
-                // No DPD: traffic brings it up (a trap policy), and again after a DELETE.
-                let _ = writeln!(s, "        start_action = trap");
-                let _ = writeln!(s, "        close_action = hold");
-            } else if c.initiator && behaviour.reinitiates {
+            // (A trap policy, dialling on traffic, does not work with kernel-libipsec here:
+            // its acquires never fire; so the client dials at once and on every loss.)
+            if c.initiator && behaviour.reinitiates {
                 let _ = writeln!(s, "        start_action = start");
                 let _ = writeln!(s, "        dpd_action = restart");
                 let _ = writeln!(s, "        close_action = restart");
@@ -150,6 +148,20 @@ pub fn swanctl_conf(conns: &[ConnConf], behaviour: Behaviour) -> String {
 /// The plugins swanctl itself loads (without this list it tries every plugin Debian does
 /// not ship and says so on stderr, which would reach a `kubectl exec`).
 pub const SWANCTL_PLUGINS: &str = "random openssl pem pkcs1 pkcs8 x509 pubkey nonce";
+
+/// Write `text` to `path`, readable by its owner only.
+fn write_private(path: &Path, text: &str) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
 
 /// A running charon.
 pub struct Daemon {
@@ -186,6 +198,11 @@ impl Daemon {
         behaviour: Behaviour,
     ) -> Result<Daemon, String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
         let vici = dir.join("charon.vici");
         let _ = std::fs::remove_file(&vici);
         let conf = format!(
@@ -262,7 +279,8 @@ impl Daemon {
     /// longer in it are unloaded).
     pub fn load(&self, conf: &str) -> Result<(), String> {
         let file = self.dir.join("swanctl.conf");
-        std::fs::write(&file, conf).map_err(|e| format!("{}: {e}", file.display()))?;
+        // It holds the PSK: owner-only, like the directory.
+        write_private(&file, conf)?;
         let f = file.display().to_string();
         let (out, err, code) = self.swanctl(&["--load-all", "--clear", "--file", &f])?;
         if code != 0 {
@@ -279,6 +297,8 @@ impl Daemon {
     /// Stop the daemon (SIGTERM, then SIGKILL after 1 s).
     pub fn stop(mut self) {
         self.halt();
+        // The key goes with the daemon; its log stays for reading.
+        let _ = std::fs::remove_file(self.dir.join("swanctl.conf"));
     }
 
     /// Stop it and start it again in the same namespace and directory.

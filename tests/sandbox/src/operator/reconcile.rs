@@ -744,7 +744,9 @@ fn plane_gateway(
             remote_id: p.id.clone(),
             proposals: proposals(&gw.ike_proposals),
             rekey_time: ike_life.clone(),
-            dpd_delay: "0s".into(),
+            // The gateway checks its peer as the spec says (`dpd.delay`): a dead client
+            // is noticed, and its SAs cleared.
+            dpd_delay: p.dpd_delay.clone().unwrap_or_else(|| "0s".into()),
             // pskMismatch: the gateway is given another key than the client's, for real.
             psk: read_psk(store, &gw.ns, p.psk_ref.as_ref()).ok().map(|k| {
                 if faults.psk_mismatch {

@@ -108,10 +108,9 @@ pub struct GatewayFaults {
     /// or one that only accepts being the initiator): `swanctl --initiate` gives up after
     /// its retransmits; the client's own re-initiation still works.
     pub client_refuses_initiation: bool,
-    /// Real data plane only: the client peers run without DPD and dial only when traffic
-    /// needs the tunnel (a trap policy): after the gateway's DELETE or a lost tunnel,
-    /// their tunnel comes back on traffic or on the gateway's initiation. The imitation
-    /// ignores it.
+    /// Real data plane only: the client peers run without DPD: they come back after the
+    /// old gateway's DELETE, but never notice a gateway that vanished without one. The
+    /// imitation ignores it.
     pub client_dpd_off: bool,
     /// Real data plane only, read when a client site is first configured: the client sits
     /// behind NAT (its charon has a private address the internet translates to the peer

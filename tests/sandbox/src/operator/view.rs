@@ -185,6 +185,7 @@ impl Gateway {
                             .map(|e| e.proposals.clone())
                             .unwrap_or_else(|| vec!["default".into()]),
                         esp_lifetime: t.esp.and_then(|e| e.lifetime),
+                        dpd_delay: t.dpd.and_then(|d| d.delay),
                         vpn_peer: None,
                     })
                     .collect();
@@ -236,6 +237,8 @@ pub struct Peer {
     pub psk_ref: Option<SecretKeyRef>,
     pub esp_proposals: Vec<String>,
     pub esp_lifetime: Option<String>,
+    /// `dpd.delay` of the tunnel or VPNPeer (the real data plane's `dpd_delay`).
+    pub dpd_delay: Option<String>,
     pub vpn_peer: Option<VpnPeerObject>,
 }
 
@@ -277,6 +280,7 @@ impl Peer {
                 .map(|e| e.proposals.clone())
                 .unwrap_or_else(|| vec!["default".into()]),
             esp_lifetime: ipsec.esp.and_then(|e| e.lifetime),
+            dpd_delay: ipsec.dpd.and_then(|d| d.delay),
             vpn_peer: Some(VpnPeerObject {
                 name,
                 uid,
