@@ -1629,7 +1629,9 @@ async fn a_client_that_does_not_answer_the_gateway_brings_the_tunnel_up_itself()
     );
     let j = journal(&l, "tenant-acme", "acme").unwrap();
     assert_eq!(j["outage"]["tunnels"][0]["cameUpBy"], "client");
-    assert!(j["outage"]["tunnelMs"].as_u64().unwrap() >= 1500, "{j}");
+    // The client's retry timer runs from when the gateway is reachable (FIPAttached),
+    // before vpnmig sees it Ready: only the whole outage is bounded below by it.
+    assert!(j["outage"]["totalMs"].as_u64().unwrap() >= 1500, "{j}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

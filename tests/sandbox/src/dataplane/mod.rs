@@ -584,26 +584,6 @@ impl Worker {
 
     /// FIP, virtual IPs and listeners, and the loaded configuration of one gateway pod.
     fn converge_gateway(inet: &str, rt: &mut GatewayRt) -> Result<(), String> {
-        if rt.fip_here.is_none()
-            && let Some(fip) = rt.spec.fip.clone()
-        {
-            netns::ip_in(
-                &rt.netns,
-                &["addr", "add", &format!("{fip}/32"), "dev", "eth0"],
-            )?;
-            let (_, inner) = link_addrs(rt.link);
-            netns::ip_in(
-                inet,
-                &[
-                    "route",
-                    "replace",
-                    &format!("{fip}/32"),
-                    "via",
-                    &inner.to_string(),
-                ],
-            )?;
-            rt.fip_here = Some(fip);
-        }
         let want: BTreeMap<(String, u16), String> = rt
             .spec
             .exposures
@@ -650,6 +630,28 @@ impl Worker {
                 }
             }
             rt.loaded = Some(rt.spec.conns.clone());
+        }
+        // The floating IP last: the gateway is never reachable before its connections
+        // are loaded (a client answered NO_PROPOSAL_CHOSEN would not dial again).
+        if rt.fip_here.is_none()
+            && let Some(fip) = rt.spec.fip.clone()
+        {
+            netns::ip_in(
+                &rt.netns,
+                &["addr", "add", &format!("{fip}/32"), "dev", "eth0"],
+            )?;
+            let (_, inner) = link_addrs(rt.link);
+            netns::ip_in(
+                inet,
+                &[
+                    "route",
+                    "replace",
+                    &format!("{fip}/32"),
+                    "via",
+                    &inner.to_string(),
+                ],
+            )?;
+            rt.fip_here = Some(fip);
         }
         Ok(())
     }
