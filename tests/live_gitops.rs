@@ -1551,7 +1551,9 @@ async fn a_restore_never_overwrites_what_the_window_keeps_nor_trusts_a_blind_sta
             "skip-reconcile",
             CUTOVER,
             0,
-            "the cluster does not show whether its source still defines ipsecgateway/acme -n tenant-acme (annotation argocd.argoproj.io/skip-reconcile=true",
+            // A freeze set since the pause is a policy changed since: never restored over
+            // (the check of kinds 3-4 comes before the blind-status check of kind 1).
+            "application/acme -n argocd is not restored: its policy changed since the window paused it (live: annotation argocd.argoproj.io/skip-reconcile=true (a freeze))",
             true,
             true,
         ),
