@@ -2,7 +2,8 @@
 //! daemons in network namespaces for every gateway pod and every client site.
 //!
 //! Topology: one "internet" namespace routes between point-to-point veth links, one per
-//! gateway pod and one per client site (a /30 each from 198.18.0.0/15, the benchmarking range, so that no scenario address collides). A floating IP is
+//! gateway pod and one per client site (a /30 each from 198.18.0.0/15, the benchmarking
+//! range, so that no scenario address collides). A floating IP is
 //! a /32 on the eth0 of the one gateway namespace it is associated with, and the internet
 //! routes it there: it moves when the association moves. A client site's peer address is
 //! a /32 on its eth0; its own subnets are addresses on its `lo`. Each gateway namespace
@@ -968,7 +969,7 @@ mod tests {
         assert_eq!(owner_pid("other-4242"), None);
         assert_eq!(
             link_addrs(1),
-            ("100.64.0.5".parse().unwrap(), "100.64.0.6".parse().unwrap())
+            ("198.18.0.5".parse().unwrap(), "198.18.0.6".parse().unwrap())
         );
         assert_eq!(first_host("10.20.0.0/16").as_deref(), Some("10.20.0.1"));
     }
