@@ -72,6 +72,40 @@ async fn acme() -> Live {
     l
 }
 
+/// `dataplane/sites.json`.
+fn sites(l: &Live) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(l.plane_dir().join("sites.json")).unwrap())
+        .unwrap()
+}
+
+/// Wait (at most 30 s) until the client is answered by the new gateway.
+async fn answered_by_new(l: &Live) -> Probe {
+    probe_after(
+        l,
+        0,
+        30,
+        "answered by the VPNGateway",
+        answered_by("VPNGateway"),
+    )
+    .await
+}
+
+/// `vpnmig cutover acme --initiate --yes`, done, and the client answered by the new gateway.
+async fn cutover_initiated(l: &Live) {
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "acme",
+            "-n",
+            "tenant-acme",
+            "--initiate",
+            "--yes",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "cutover: {}\n{}", r.stdout, r.stderr);
+    answered_by_new(l).await;
+}
+
 /// `kubectl ARGS` with the sandbox's kubeconfig.
 fn kubectl(l: &Live, args: &[&str]) -> Run {
     let out = std::process::Command::new("kubectl")
@@ -116,9 +150,7 @@ async fn cutover_and_rollback_on_real_strongswan_the_client_sees_a_bounded_outag
     }
     let _one = ONE_AT_A_TIME.lock().await;
     let l = acme().await;
-    let sites: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(l.plane_dir().join("sites.json")).unwrap())
-            .unwrap();
+    let sites = sites(&l);
     assert_eq!(
         sites["sites"][0]["site"], "tenant-acme/acme/main",
         "{sites}"
@@ -129,25 +161,7 @@ async fn cutover_and_rollback_on_real_strongswan_the_client_sees_a_bounded_outag
         "{sites}"
     );
 
-    let r = l
-        .vpnmig(&[
-            "cutover",
-            "acme",
-            "-n",
-            "tenant-acme",
-            "--initiate",
-            "--yes",
-        ])
-        .await;
-    assert_eq!(r.code, 0, "cutover: {}\n{}", r.stdout, r.stderr);
-    probe_after(
-        &l,
-        0,
-        30,
-        "answered by the VPNGateway",
-        answered_by("VPNGateway"),
-    )
-    .await;
+    cutover_initiated(&l).await;
     // Once the new gateway answers, the old one never does again (it is gone, and the
     // floating IP with it).
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -322,14 +336,7 @@ async fn a_pinned_value_changed_by_hand_fails_the_real_tunnel_and_verify_names_t
             "{}: cutover: {}\n{}",
             row.what, r.stdout, r.stderr
         );
-        probe_after(
-            &l,
-            0,
-            30,
-            "answered by the VPNGateway",
-            answered_by("VPNGateway"),
-        )
-        .await;
+        answered_by_new(&l).await;
         let p = kubectl(&l, row.patch);
         assert_eq!(
             p.code, 0,
@@ -514,9 +521,7 @@ async fn the_swanctl_reader_reads_what_real_charon_prints_in_every_state() {
     // `(unnamed)`, CONNECTING, read too.)
     // Down: the client cut off both ways, everything terminated: nothing left, which
     // reads as no SAs (not as an error).
-    let sites: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(l.plane_dir().join("sites.json")).unwrap())
-            .unwrap();
+    let sites = sites(&l);
     let site_ns = sites["sites"][0]["netns"]
         .as_str()
         .expect("the site's namespace");
@@ -726,14 +731,7 @@ async fn the_fault_knobs_misconfigure_one_side_for_real() {
         let all = probes(&l);
         let answered = all.iter().any(answered_by("VPNGateway"));
         if k.answered {
-            probe_after(
-                &l,
-                0,
-                30,
-                "answered by the VPNGateway",
-                answered_by("VPNGateway"),
-            )
-            .await;
+            answered_by_new(&l).await;
         } else {
             assert!(
                 !answered,
@@ -773,9 +771,7 @@ async fn a_client_behind_nat_reaches_the_gateway_through_nat_t_and_comes_back_af
         raw.stdout
     );
     assert!(raw.stdout.contains("nat-remote=yes"), "{}", raw.stdout);
-    let sites: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(l.plane_dir().join("sites.json")).unwrap())
-            .unwrap();
+    let sites = sites(&l);
     let site_ns = sites["sites"][0]["netns"].as_str().unwrap().to_string();
     let addrs = std::process::Command::new("ip")
         .args(["-n", &site_ns, "-brief", "addr", "show", "eth0"])
@@ -787,25 +783,7 @@ async fn a_client_behind_nat_reaches_the_gateway_through_nat_t_and_comes_back_af
         "the site has only its private address: {addrs}"
     );
 
-    let r = l
-        .vpnmig(&[
-            "cutover",
-            "acme",
-            "-n",
-            "tenant-acme",
-            "--initiate",
-            "--yes",
-        ])
-        .await;
-    assert_eq!(r.code, 0, "cutover: {}\n{}", r.stdout, r.stderr);
-    probe_after(
-        &l,
-        0,
-        30,
-        "answered by the VPNGateway",
-        answered_by("VPNGateway"),
-    )
-    .await;
+    cutover_initiated(&l).await;
     let (gap, failed) = outage(&probes(&l), "IPsecGateway", "VPNGateway");
     eprintln!(
         "real data plane: client behind NAT: cutover --initiate: {gap:?} without an answer ({failed} failed probes)"

@@ -149,6 +149,27 @@ pub fn swanctl_conf(conns: &[ConnConf], behaviour: Behaviour) -> String {
 /// not ship and says so on stderr, which would reach a `kubectl exec`).
 pub const SWANCTL_PLUGINS: &str = "random openssl pem pkcs1 pkcs8 x509 pubkey nonce";
 
+/// Run `swanctl ARGS` against the charon at VICI `uri`, reading its `strongswan.conf`
+/// (which names the plugins swanctl itself loads): stdout, stderr, exit code.
+pub fn swanctl_at(
+    uri: &str,
+    conf: &Path,
+    args: &[impl AsRef<std::ffi::OsStr>],
+) -> Result<(String, String, i32), String> {
+    let out = Command::new(super::SWANCTL)
+        .args(args)
+        .args(["--uri", uri])
+        .env("STRONGSWAN_CONF", conf)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("swanctl: {e}"))?;
+    Ok((
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(1),
+    ))
+}
+
 /// Write `text` to `path`, readable by its owner only.
 fn write_private(path: &Path, text: &str) -> Result<(), String> {
     use std::io::Write;
@@ -261,18 +282,7 @@ impl Daemon {
 
     /// Run `swanctl ARGS --uri <this daemon>`: stdout, stderr, exit code.
     pub fn swanctl(&self, args: &[&str]) -> Result<(String, String, i32), String> {
-        let out = Command::new(super::SWANCTL)
-            .args(args)
-            .args(["--uri", &self.uri()])
-            .env("STRONGSWAN_CONF", self.conf())
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("swanctl: {e}"))?;
-        Ok((
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-            out.status.code().unwrap_or(1),
-        ))
+        swanctl_at(&self.uri(), &self.conf(), args)
     }
 
     /// Write `swanctl.conf` and load it (credentials and connections; connections no

@@ -249,20 +249,10 @@ impl Bed {
             .unwrap_or_else(|e| e.into_inner())
             .get(&(ns.to_string(), pod.to_string()))
             .cloned()?;
-        let out = std::process::Command::new(SWANCTL)
-            .args(args)
-            .args(["--uri", &uri])
-            .env("STRONGSWAN_CONF", conf)
-            .stdin(std::process::Stdio::null())
-            .output();
-        Some(match out {
-            Ok(o) => (
-                String::from_utf8_lossy(&o.stdout).into_owned(),
-                String::from_utf8_lossy(&o.stderr).into_owned(),
-                o.status.code().unwrap_or(1),
-            ),
-            Err(e) => (String::new(), format!("swanctl: {e}\n"), 127),
-        })
+        Some(
+            charon::swanctl_at(&uri, &conf, args)
+                .unwrap_or_else(|e| (String::new(), format!("{e}\n"), 127)),
+        )
     }
 
     /// Stop every daemon and remove every namespace. Idempotent.
@@ -909,9 +899,7 @@ impl Worker {
 
     fn teardown(&mut self) {
         for (_, rt) in std::mem::take(&mut self.gateways) {
-            drop(rt.listeners);
-            rt.daemon.stop();
-            netns::remove(&rt.netns);
+            self.stop_gateway(rt);
         }
         for (_, rt) in std::mem::take(&mut self.sites) {
             drop(rt._prober);
