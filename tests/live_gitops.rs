@@ -508,6 +508,7 @@ async fn pause_cuts_over_and_restores_the_owner_after_the_merge() {
         assert!(tool.suspended(&tool.owner(&l)));
 
         tool.merge(&l, &rewritten);
+        dry_runs_restore_nothing(&l, tool, "cutover").await;
         let r = match tool {
             // Argo CD refreshes its status while not automated: vpnmig sees the merge.
             Tool::Argo => {
@@ -609,6 +610,38 @@ async fn a_killed_run_leaves_the_owner_suspended_and_said_then_rollback_restores
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(ipsecgateways(&l), 1);
     assert!(!contention.seen(), "the floating IP was contended");
+}
+
+/// `--dry-run` on a finished window that still holds its owner, plain and with `--gitops
+/// resume` (a21c attacks 8 and 9: it restored the owner for real): exit 0, said, and
+/// nothing written — the owner's policy, the journal, the PSK Secret's annotations.
+async fn dry_runs_restore_nothing(l: &Live, tool: Tool, verb: &str) {
+    let secret = |l: &Live| {
+        live::core(l, "secrets", NS, "acme-psk").map(|s| s["metadata"]["annotations"].clone())
+    };
+    let (journal, annotations) = (live::journal(l, NS, "acme").unwrap(), secret(l));
+    for args in [
+        &[verb, "acme", "-n", NS, "--dry-run"][..],
+        &[verb, "acme", "-n", NS, "--gitops", "resume", "--dry-run"],
+    ] {
+        let r = l.vpnmig(args).await;
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(
+            r.says("dry run: nothing was changed"),
+            "{args:?}: {}",
+            r.stderr
+        );
+        let held = match tool {
+            Tool::Argo => "still holds application/acme -n argocd suspended",
+            Tool::Flux => "still holds kustomization/acme -n flux-system suspended",
+        };
+        assert!(r.says(held), "{args:?}: {}", r.stderr);
+        assert!(!r.says("restored"), "{args:?}: {}", r.stderr);
+        assert!(!r.says("kept secret/"), "{args:?}: {}", r.stderr);
+    }
+    assert!(tool.suspended(&tool.owner(l)), "{}", tool.owner(l));
+    assert_eq!(live::journal(l, NS, "acme").unwrap(), journal);
+    assert_eq!(secret(l), annotations);
 }
 
 /// A controller that ignores its suspension (a fault knob): its self-heal re-creates the
@@ -831,6 +864,7 @@ async fn a_rollback_of_a_synced_vpngateway_needs_gitops_pause() {
         st.contains("IPsecGateway") && !st.contains("VPNGateway")
     })
     .await;
+    dry_runs_restore_nothing(&l, Tool::Argo, "rollback").await;
     // Argo CD's status shows the IPsecGateway OutOfSync: the restore refuses before the
     // owner is re-armed (issue 21 round 3), where it was caught after the sync before.
     let r = l.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
@@ -1785,6 +1819,58 @@ async fn an_unreadable_journal_keeps_a_shared_owner_suspended() {
     assert!(!flat.contains("kubectl patch"), "{}", r.stdout);
 }
 
+/// A window whose journal lost its label (or was deleted) while it runs still holds its
+/// lock: a held `lease/vpnmig-NAME` without a journal keeps a shared owner suspended (a21c
+/// attack 11); a released one (no holder) does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_holding_its_lock_without_a_journal_keeps_a_shared_owner_suspended() {
+    // gateway whose lock is there, its holder, restored
+    let rows: &[(&str, &str, bool)] = &[
+        ("beta", "ops@jump-2 (pid 4242)", false),
+        ("gamma-edge", "", true),
+    ];
+    for (gateway, holder, restored) in rows {
+        let l = synced(Tool::Argo).await;
+        done_then_merged(&l, |m| m).await;
+        let rt =
+            l.sb.store
+                .resource("coordination.k8s.io", "v1", "leases")
+                .unwrap();
+        l.sb.store
+            .create(
+                &rt,
+                NS,
+                json!({"metadata": {"name": format!("vpnmig-{gateway}"), "namespace": NS,
+                    "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
+                    "spec": {"holderIdentity": holder, "leaseDurationSeconds": 30,
+                        "acquireTime": "2026-12-02T02:00:00.000000Z"}}),
+                &Default::default(),
+            )
+            .unwrap();
+        let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+        assert_eq!(r.code, 0, "{gateway}: {}", r.stderr);
+        assert_eq!(
+            r.says("restored application/acme -n argocd"),
+            *restored,
+            "{gateway}: {}",
+            r.stderr
+        );
+        assert_eq!(Tool::Argo.suspended(&Tool::Argo.owner(&l)), !restored);
+        if !restored {
+            assert!(
+                r.says(&format!("application/acme -n argocd stays suspended: whether another window relies on its suspension cannot be read (a window holds its lock without a journal vpnmig can find (lease/vpnmig-{gateway} -n {NS} (held by {holder} since 2026-12-02T02:00:00Z))")),
+                "{gateway}: {}",
+                r.stderr
+            );
+            assert!(
+                r.says("`kubectl delete lease vpnmig-GATEWAY -n NS`"),
+                "{}",
+                r.stderr
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Issue 21 items 3 and 4: what manages the owner itself, a suspension read back, and no
 // apply while an IPsecGateway of the name exists.
@@ -2478,9 +2564,9 @@ async fn an_owner_re_enabled_after_the_apply_is_no_green_end() {
         l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 600_000;
         let rt = l.sb.store.resource(g, v, p).unwrap();
         let read = || l.sb.store.get(&rt, ns, "acme").unwrap();
-        let set = |value: &Value| {
+        let set_by = |value: &Value, manager: &str| {
             l.sb.store
-                .modify(&rt, ns, "acme", false, &by("kubectl-edit"), |o| {
+                .modify(&rt, ns, "acme", false, &by(manager), |o| {
                     let mut o = o.clone();
                     let (parent, key) = field.rsplit_once('/').unwrap();
                     let at = o.pointer_mut(parent).unwrap().as_object_mut().unwrap();
@@ -2494,6 +2580,7 @@ async fn an_owner_re_enabled_after_the_apply_is_no_green_end() {
                 })
                 .unwrap();
         };
+        let set = |value: &Value| set_by(value, "kubectl-edit");
         set(&on);
         let r = live::finish(child).await;
         assert_eq!(r.code, 5, "{}", r.stderr);
@@ -2520,8 +2607,11 @@ async fn an_owner_re_enabled_after_the_apply_is_no_green_end() {
         assert_eq!(again.code, 5, "{}", again.stderr);
         assert!(!again.says("nothing to do"), "{}", again.stderr);
         assert!(again.says("contests the floating IP"), "{}", again.stderr);
-        // Suspended again as the stop says: held, and restored only after the merge.
-        set(&off);
+        // Suspended again as the stop says (`kubectl patch … --field-manager=vpnmig`: a
+        // suspension written by anyone else since is not the window's, a21c attack 6a):
+        // held, and restored only after the merge.
+        assert!(again.says("--field-manager=vpnmig"), "{}", again.stderr);
+        set_by(&off, "vpnmig");
         let again = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
         assert_eq!(again.code, 0, "{}", again.stderr);
         assert!(
@@ -2546,6 +2636,9 @@ enum Since {
     Frozen,
     /// Deleted (attack 9: the tenant moved to another owner).
     Gone,
+    /// Resumed and suspended again by another team for its own reasons (a21c attack 6a):
+    /// the same value, written by someone else.
+    Resuspended,
 }
 
 /// A done window whose owner someone else changed since: `status`, the restore and
@@ -2592,6 +2685,19 @@ async fn changed_since(tool: Tool, since: Since, head: &str, said: &[&str]) {
                     Ok(o)
                 })
                 .unwrap();
+        }
+        Since::Resuspended => {
+            for suspend in [false, true] {
+                l.sb.store
+                    .modify(&rt, ns, "acme", false, &by("flux"), |o| {
+                        let mut o = o.clone();
+                        o["spec"]["suspend"] = json!(suspend);
+                        o["metadata"]["annotations"]["ops.example.net/suspended-by"] =
+                            json!("team-b NET-2291");
+                        Ok(o)
+                    })
+                    .unwrap();
+            }
         }
     }
     let r = l.vpnmig(&["status"]).await;
@@ -2642,6 +2748,12 @@ async fn changed_since(tool: Tool, since: Since, head: &str, said: &[&str]) {
                     now["metadata"]["annotations"]["argocd.argoproj.io/skip-reconcile"], "true",
                     "{now}"
                 );
+            } else if let Since::Resuspended = since {
+                assert_eq!(
+                    now["metadata"]["annotations"]["ops.example.net/suspended-by"],
+                    "team-b NET-2291",
+                    "{now}"
+                );
             } else {
                 // Nothing of the window's was written on the new object.
                 assert!(
@@ -2685,6 +2797,10 @@ changed_since! {
         Tool::Argo, Since::Gone,
         "GitOps owner gone: application/acme -n argocd",
         &["nothing to restore"];
+    a_kustomization_suspended_again_by_another_team_is_not_resumed:
+        Tool::Flux, Since::Resuspended,
+        "GitOps policy changed since the window paused it: kustomization/acme -n flux-system",
+        &["spec.suspend true, written since by flux"];
 }
 
 /// A rollback while the owner that syncs the new objects ignores its suspension (issue

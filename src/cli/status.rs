@@ -544,7 +544,13 @@ async fn suspended_owners(
                     Ok(crate::cluster::gitops::Found::One(_, o)) => Some(o),
                     _ => None,
                 };
-                let resume = match crate::window::journals_for(cluster, owner_obj.as_ref()).await {
+                let resume = match crate::window::journals_for(
+                    cluster,
+                    owner_obj.as_ref(),
+                    (ns, name),
+                )
+                .await
+                {
                     Ok(all) => {
                         let by: Vec<String> = holders::holders(&all, &r.owner, (ns, name))
                             .iter()
@@ -596,7 +602,7 @@ async fn suspended_owners(
                 _ => None,
             };
             let (holders, unread) =
-                match crate::window::journals_for(cluster, owner_obj.as_ref()).await {
+                match crate::window::journals_for(cluster, owner_obj.as_ref(), (ns, name)).await {
                     Ok(mut all) => {
                         all.retain(|a| {
                             !parsed

@@ -177,6 +177,47 @@ pub async fn holder(
     }))
 }
 
+/// A vpnmig Lease someone holds: the window of `gateway` in `namespace` is under way (or
+/// its run was killed and the Lease not yet taken over).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldLease {
+    pub namespace: String,
+    pub gateway: String,
+    pub holder: String,
+    pub since: String,
+}
+
+/// Every held vpnmig Lease (label `app.kubernetes.io/managed-by=vpnmig`) in `namespace`,
+/// or in every namespace (`None`). What finds a window whose journal lost its label or
+/// was deleted (a21c attack 11): the Lease is renewed while the window runs.
+pub async fn held(cluster: &Cluster, namespace: Option<&str>) -> Result<Vec<HeldLease>, KubeError> {
+    use kube::api::ListParams;
+    let api: Api<Lease> = match namespace {
+        Some(ns) => Api::namespaced(cluster.client.clone(), ns),
+        None => Api::all(cluster.client.clone()),
+    };
+    let lp = ListParams::default().labels("app.kubernetes.io/managed-by=vpnmig");
+    let list = cluster
+        .call("list", "leases (vpnmig locks)", namespace, || api.list(&lp))
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter_map(|l| {
+            let name = l.metadata.name?;
+            let gateway = name.strip_prefix("vpnmig-")?.to_string();
+            let spec = l.spec?;
+            let holder = spec.holder_identity.filter(|h| !h.is_empty())?;
+            Some(HeldLease {
+                namespace: l.metadata.namespace.unwrap_or_default(),
+                gateway,
+                holder,
+                since: show(spec.acquire_time.as_ref()),
+            })
+        })
+        .collect())
+}
+
 /// Take the lock of `gateway`; `break_lock` takes it from a live holder too, without
 /// watching. A held Lease is watched for up to one lease duration on this machine's clock
 /// (a [`Notice`] every few seconds): a renewal seen, or a holder process running on

@@ -569,6 +569,17 @@ fn ignores_sync_policy<'a>(pointers: impl Iterator<Item = &'a Value>) -> bool {
 /// The state of a parent (Application, ApplicationSet, Kustomization, HelmRelease) of
 /// `child` (the owner it manages, as JSON: what a Flux parent puts back is read from the
 /// child's managedFields).
+/// Whether an ignore entry `d` (Argo CD's `ignoreDifferences` /
+/// `ignoreApplicationDifferences`) applies to `child`: each of `keys` the entry sets
+/// (`name`, `namespace`) must be the child's own. An entry that does not say applies to
+/// all.
+fn scoped_to(d: &Value, child: &Value, keys: &[&str]) -> bool {
+    keys.iter().all(|k| match d[*k].as_str() {
+        None | Some("") => true,
+        Some(v) => child["metadata"][*k].as_str() == Some(v),
+    })
+}
+
 pub fn parent_state(parent: &Value, child: &Value) -> ParentState {
     let list = |v: &Value, key: &str| -> Vec<Value> {
         v.get(key)
@@ -589,7 +600,9 @@ pub fn parent_state(parent: &Value, child: &Value) -> ParentState {
                 .flatten()
                 .any(|d| {
                     let paths = [list(d, "jsonPointers"), list(d, "jqPathExpressions")].concat();
-                    ignores_sync_policy(paths.iter())
+                    // An entry with a name applies to that Application only (a21c
+                    // attack 2: one naming another child was read as covering this one).
+                    scoped_to(d, child, &["name"]) && ignores_sync_policy(paths.iter())
                 });
             let frozen = matches!(policy, "create-only" | "create-delete");
             ParentState {
@@ -618,6 +631,10 @@ pub fn parent_state(parent: &Value, child: &Value) -> ParentState {
                     .flatten()
                     .any(|d| {
                         d["kind"] == "Application"
+                            && d["group"].as_str().is_none_or(|g| g == "argoproj.io")
+                            // Scoped by name or namespace to another Application, it
+                            // does not cover this one (a21c attack 1).
+                            && scoped_to(d, child, &["name", "namespace"])
                             && ignores_sync_policy(
                                 [list(d, "jsonPointers"), list(d, "jqPathExpressions")]
                                     .concat()
@@ -666,6 +683,21 @@ pub fn parent_state(parent: &Value, child: &Value) -> ParentState {
 /// Whether field manager `manager` owns the field at `path` (`["f:spec", "f:suspend"]`)
 /// of `obj`, by its `metadata.managedFields`; `None`: that manager's entries record no
 /// `fieldsV1`, or it has none.
+/// The field manager whose (non-status) managedFields entry owns `path`, if any says so.
+fn last_writer(obj: &Value, path: &[&str]) -> Option<String> {
+    obj.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|e| e["subresource"].as_str().is_none_or(str::is_empty))
+        .find(|e| {
+            path.iter()
+                .try_fold(&e["fieldsV1"], |node, key| node.get(*key))
+                .is_some()
+        })
+        .and_then(|e| e["manager"].as_str().map(str::to_string))
+}
+
 fn owns_field(obj: &Value, manager: &str, path: &[&str]) -> Option<bool> {
     let mut seen = false;
     for e in obj
@@ -782,6 +814,21 @@ pub fn held(record: &Record, live: &Value) -> Held {
         Value::Bool(true)
     };
     if now == left {
+        // The same value, but written by someone else since: re-enabled and suspended
+        // again by another team for their own reasons (a21c attack 6a). `spec.suspend`
+        // is a field the pause writes: its managedFields entry says who wrote it last.
+        // (Argo CD's pause removes `automated`: no field is left to own.)
+        if saved.pointer == "/spec/suspend"
+            && let Some(writer) = last_writer(live, &["f:spec", "f:suspend"])
+            && writer != crate::core::scope::FIELD_MANAGER
+        {
+            return Held::Changed {
+                now: format!(
+                    "spec.suspend true, written since by {writer} (the window's pause wrote it as {})",
+                    crate::core::scope::FIELD_MANAGER
+                ),
+            };
+        }
         Held::AsLeft
     } else {
         Held::Changed {
@@ -942,7 +989,8 @@ pub fn render_hint(owner: &OwnerRef) -> String {
 }
 
 /// The command that suspends an owner by hand, with `kubectl patch` (what `--gitops
-/// pause` does).
+/// pause` does), written as vpnmig's field manager: a suspension vpnmig asks for is the
+/// window's own, where one written by anyone else since the pause is not (see [`held`]).
 pub fn pause_command(owner: &OwnerRef) -> String {
     let ns = owner
         .namespace
@@ -950,9 +998,10 @@ pub fn pause_command(owner: &OwnerRef) -> String {
         .map(|n| format!(" -n {n}"))
         .unwrap_or_default();
     format!(
-        "kubectl patch {} {}{ns} --type merge -p '{}'",
+        "kubectl patch {} {}{ns} --field-manager={} --type merge -p '{}'",
         owner.resource(),
         owner.name,
+        crate::core::scope::FIELD_MANAGER,
         pause_patch(&json!({"kind": owner.kind}))
     )
 }
@@ -2213,6 +2262,59 @@ mod tests {
             .puts_back
         );
         assert!(!parent_state(&set(json!({"ignoreApplicationDifferences": [{"jqPathExpressions": [".spec.syncPolicy"]}]}))).puts_back);
+        // An ignore entry scoped to another Application covers only that one (a21c
+        // attacks 1 and 2); scoped to this one, or to its own namespace, it covers it.
+        let named = |name: &str, namespace: &str| {
+            let mut child = child.clone();
+            child["metadata"] = json!({"name": name, "namespace": namespace});
+            child
+        };
+        for (entry, child, puts_back) in [
+            (
+                json!({"kind": "Application", "name": "other", "jsonPointers": ["/spec/syncPolicy"]}),
+                named("nordwind", "apps"),
+                true,
+            ),
+            (
+                json!({"kind": "Application", "name": "nordwind", "jsonPointers": ["/spec/syncPolicy"]}),
+                named("nordwind", "apps"),
+                false,
+            ),
+            (
+                json!({"kind": "Application", "namespace": "elsewhere", "jsonPointers": ["/spec/syncPolicy"]}),
+                named("nordwind", "apps"),
+                true,
+            ),
+            (
+                json!({"kind": "Application", "namespace": "apps", "jsonPointers": ["/spec/syncPolicy"]}),
+                named("nordwind", "apps"),
+                false,
+            ),
+            (
+                json!({"group": "example.com", "kind": "Application", "jsonPointers": ["/spec/syncPolicy"]}),
+                named("nordwind", "apps"),
+                true,
+            ),
+        ] {
+            let mut parent = ignoring.clone();
+            parent["spec"]["ignoreDifferences"] = json!([entry]);
+            let st = super::parent_state(&parent, &child);
+            assert_eq!(st.puts_back, puts_back, "{entry}: {st:?}");
+        }
+        for (entry, puts_back) in [
+            (
+                json!({"name": "hafen-gw", "jsonPointers": ["/spec/syncPolicy"]}),
+                true,
+            ),
+            (
+                json!({"name": "nordwind", "jsonPointers": ["/spec/syncPolicy"]}),
+                false,
+            ),
+        ] {
+            let parent = set(json!({"ignoreApplicationDifferences": [entry]}));
+            let st = super::parent_state(&parent, &named("nordwind", "apps"));
+            assert_eq!(st.puts_back, puts_back, "{entry}: {st:?}");
+        }
         // Flux puts back what its source sets and keeps what it does not, as the
         // child's managedFields show: an Application's `automated` is in its manifest
         // (attack 5) unless they show it is not; a Kustomization's `spec.suspend` only
@@ -2285,6 +2387,33 @@ mod tests {
         });
         let ks = |v: Value| json!({"kind": "Kustomization", "spec": {"suspend": v}});
         assert_eq!(held(&flux, &ks(json!(true))), Held::AsLeft);
+        // Suspended, but `spec.suspend` written since by someone else (resumed and
+        // suspended again by another team, a21c attack 6a); by the window's pause, or
+        // with no managedFields to tell, as it left it.
+        let written = |manager: &str| {
+            let mut o = ks(json!(true));
+            o["metadata"] = json!({"managedFields": [
+                {"manager": "kustomize-controller", "operation": "Apply", "fieldsV1": {"f:spec": {"f:path": {}}}},
+                {"manager": "flux", "operation": "Update", "subresource": "status", "fieldsV1": {"f:status": {}}},
+                {"manager": manager, "operation": "Update", "fieldsV1": {"f:spec": {"f:suspend": {}}}},
+            ]});
+            o
+        };
+        assert_eq!(held(&flux, &written("vpnmig")), Held::AsLeft);
+        assert_eq!(
+            held(&flux, &written("flux")),
+            Held::Changed {
+                now: "spec.suspend true, written since by flux (the window's pause wrote it as vpnmig)"
+                    .into()
+            }
+        );
+        assert_eq!(
+            held(&flux, &written("kubectl-patch")),
+            Held::Changed {
+                now: "spec.suspend true, written since by kubectl-patch (the window's pause wrote it as vpnmig)"
+                    .into()
+            }
+        );
         assert!(matches!(
             held(&flux, &ks(json!(false))),
             Held::ReEnabled { .. }

@@ -99,7 +99,13 @@ async fn run(
             });
         }
         Some(j) if j.phase == Phase::Done && j.gitops.iter().any(|r| r.paused) => {
-            // Done, and an owner it suspended waits for the repository change.
+            // Done, and an owner it suspended waits for the repository change. A dry run
+            // rehearses nothing of the restore: it writes (protections, the owner's
+            // policy, the journal) and its first sync acts (attack: `--dry-run` re-armed
+            // an owner whose source still defined the old gateway).
+            if opts.dry_run {
+                return Ok(super::gitops::restore_dry_run(ev, j, "cutover"));
+            }
             let w = Window {
                 cluster,
                 ev,

@@ -774,7 +774,7 @@ pub(crate) async fn restore(
             }
         }
         // 1. The other windows on this owner, wherever their gateways are.
-        let journals = match journals_for(w.cluster, live_owner.as_ref()).await {
+        let journals = match journals_for(w.cluster, live_owner.as_ref(), (&ns, &name)).await {
             Ok(j) => j,
             Err(why) => {
                 left += 1;
@@ -1016,7 +1016,7 @@ pub(crate) async fn restore(
         if r.paused || !r.relies_on_suspension() {
             continue;
         }
-        let Ok(journals) = journals_for(w.cluster, None).await else {
+        let Ok(journals) = journals_for(w.cluster, None, (&ns, &name)).await else {
             continue;
         };
         let pausers: Vec<holders::Holder> = holders::holders(&journals, &r.owner, (&ns, &name))
@@ -1145,6 +1145,7 @@ fn psk_gone_stop(j: &crate::core::journal::Journal, owner: &gitops::OwnerRef) ->
 pub(crate) async fn journals_for(
     cluster: &Cluster,
     owner: Option<&Value>,
+    me: (&str, &str),
 ) -> Result<Vec<crate::core::journal::Journal>, String> {
     let listed = journal::list(cluster).await.map_err(|e| e.to_string())?;
     // A journal this version cannot read may be a window that relies on the owner.
@@ -1155,9 +1156,6 @@ pub(crate) async fn journals_for(
         ));
     }
     let mut journals = listed.journals;
-    if listed.scope == "all namespaces" {
-        return Ok(journals);
-    }
     let mut namespaces: Vec<String> = owner
         .map(|o| {
             let argo = o
@@ -1182,6 +1180,18 @@ pub(crate) async fn journals_for(
         .unwrap_or_default();
     namespaces.sort();
     namespaces.dedup();
+    if listed.scope == "all namespaces" {
+        // A window on this owner has its gateway where the owner's status lists objects;
+        // a status that lists none says nothing: every namespace then.
+        if namespaces.is_empty() {
+            orphan_leases(cluster, None, &journals, me).await?;
+        } else {
+            for n in std::iter::once(&cluster.namespace).chain(&namespaces) {
+                orphan_leases(cluster, Some(n), &journals, me).await?;
+            }
+        }
+        return Ok(journals);
+    }
     for other in namespaces.iter().filter(|n| **n != cluster.namespace) {
         let l = journal::list_in(cluster, Some(other))
             .await
@@ -1194,7 +1204,52 @@ pub(crate) async fn journals_for(
         }
         journals.extend(l.journals);
     }
+    for n in std::iter::once(&cluster.namespace).chain(&namespaces) {
+        orphan_leases(cluster, Some(n), &journals, me).await?;
+    }
     Ok(journals)
+}
+
+/// `Err` when a window holds its lock (`lease/vpnmig-NAME`) in `namespace` (`None`:
+/// every namespace) but has no journal among `journals`: its journal lost its label or
+/// was deleted while it runs, and it may rely on the owner's suspension (a21c attack
+/// 11). Leases that cannot be listed are "cannot tell" too.
+async fn orphan_leases(
+    cluster: &Cluster,
+    namespace: Option<&str>,
+    journals: &[crate::core::journal::Journal],
+    me: (&str, &str),
+) -> Result<(), String> {
+    let held = crate::cluster::lock::held(cluster, namespace)
+        .await
+        .map_err(|e| {
+            format!(
+                "the vpnmig locks (Leases) in {} cannot be listed: {e}",
+                namespace.map_or("all namespaces".to_string(), |n| format!("namespace {n}"))
+            )
+        })?;
+    let orphans: Vec<String> = held
+        .iter()
+        .filter(|l| (l.namespace.as_str(), l.gateway.as_str()) != me)
+        .filter(|l| {
+            !journals
+                .iter()
+                .any(|j| j.namespace == l.namespace && j.gateway == l.gateway)
+        })
+        .map(|l| {
+            format!(
+                "lease/vpnmig-{} -n {} (held by {} since {})",
+                l.gateway, l.namespace, l.holder, l.since
+            )
+        })
+        .collect();
+    if orphans.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "a window holds its lock without a journal vpnmig can find ({}): its journal ConfigMap lost its label app.kubernetes.io/managed-by=vpnmig or was deleted while it runs, or its run was just starting. Wait for it to finish, or put the label back (`kubectl label configmap vpnmig-GATEWAY -n NS app.kubernetes.io/managed-by=vpnmig`); a lock whose holder is gone: `kubectl delete lease vpnmig-GATEWAY -n NS`",
+        orphans.join(", ")
+    ))
 }
 
 /// The windows other than `ns/name` that hold `owner` now. `Err`: why that is unknown.
@@ -1208,7 +1263,7 @@ async fn holders_now(
         Ok(Found::One(_, o)) => Some(o),
         _ => None,
     };
-    let journals = journals_for(cluster, obj.as_ref()).await?;
+    let journals = journals_for(cluster, obj.as_ref(), (ns, name)).await?;
     Ok(holders::holders(&journals, owner, (ns, name)))
 }
 
@@ -1530,6 +1585,28 @@ async fn back_again(
 /// A finished window (`replaced`: `IPsecGateway` done, `VPNGateway` rolled back) run
 /// again while owners it suspended are still suspended: [`restore`] them now; those that
 /// must stay suspended are said, each with what to do first (a warning, not an error).
+/// `--dry-run` on a finished window whose owners it still holds: nothing is written
+/// (no protection, no policy, no journal) and no sync is started; what a real run would
+/// do is said, with where to see whether it can now.
+pub(crate) fn restore_dry_run(
+    ev: &dyn Emit,
+    j: &crate::core::journal::Journal,
+    verb: &str,
+) -> Outcome {
+    let (name, ns) = (&j.gateway, &j.namespace);
+    let held: Vec<String> = j
+        .gitops
+        .iter()
+        .filter(|r| r.paused)
+        .map(|r| r.owner.display())
+        .collect();
+    ev.emit(Event::Info(format!(
+        "dry run: nothing was changed; the {verb} of {ns}/{name} is finished and its window still holds {} suspended. Without --dry-run, `vpnmig {verb} {name} -n {ns}` checks every window on the owner, its source and what the windows keep, and restores it only if all of that holds (its first sync then acts); `vpnmig status -n {ns}` shows what stands in the way now",
+        held.join(", ")
+    )));
+    Outcome::DryRun
+}
+
 pub(crate) async fn restore_finished(
     mut w: Window<'_>,
     replaced: &str,

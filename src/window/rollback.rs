@@ -153,6 +153,9 @@ async fn run(
     if j.phase == Phase::RolledBack && j.gitops.iter().any(|r| r.paused) {
         // Rolled back, and an owner it suspended waits for the repository to define the
         // IPsecGateway again.
+        if opts.dry_run {
+            return Ok(super::gitops::restore_dry_run(ev, &j, "rollback"));
+        }
         let w = Window {
             cluster,
             ev,
