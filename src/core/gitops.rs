@@ -1337,6 +1337,215 @@ pub fn source_differs(
         .map(|st| st == "OutOfSync")
 }
 
+/// What an Argo CD Application's current status says of one object (issue 21 item 1,
+/// kinds B and C): only `Synced` is proof that its sync leaves the object as it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArgoSays {
+    /// Its source defines the object as it is live.
+    Synced,
+    /// Its source defines the object otherwise: its sync would change it.
+    OutOfSync,
+    /// Listed with `requiresPruning: true`: its source no longer defines it.
+    Prunes,
+    /// Not in `status.resources`: its source does not define it, and it does not track
+    /// it (a real Argo CD lists every object it tracks).
+    Absent,
+    /// An entry whose `status` is not `Synced` / `OutOfSync` (`Unknown`, none): the
+    /// comparison could not tell.
+    CannotTell(String),
+}
+
+/// What the current status of Argo CD Application `owner` says of `kind ns/name`
+/// (`group`: the API group, empty for core kinds); `None`: not an Application, or its
+/// status is not current ([`status_blind`]).
+pub fn argo_says(owner: &Value, group: &str, kind: &str, ns: &str, name: &str) -> Option<ArgoSays> {
+    let entry = argo_entry(owner, group, kind, ns, name)?;
+    Some(match entry {
+        None => ArgoSays::Absent,
+        Some(r) if r["requiresPruning"].as_bool() == Some(true) => ArgoSays::Prunes,
+        Some(r) => match r["status"].as_str() {
+            Some("Synced") => ArgoSays::Synced,
+            Some("OutOfSync") => ArgoSays::OutOfSync,
+            Some(other) => ArgoSays::CannotTell(format!("its status.resources entry says {other}")),
+            None => ArgoSays::CannotTell("its status.resources entry has no status".into()),
+        },
+    })
+}
+
+/// Whether an Application syncs with `syncOptions` holding `option` (`Key=true`).
+pub fn argo_sync_option(owner: &Value, option: &str) -> bool {
+    owner
+        .pointer("/spec/syncPolicy/syncOptions")
+        .and_then(Value::as_array)
+        .is_some_and(|os| os.iter().any(|o| o.as_str().map(str::trim) == Some(option)))
+}
+
+/// Whether an Application syncs automatically now (`spec.syncPolicy.automated` set,
+/// not `skip-reconcile`).
+pub fn argo_automated(owner: &Value) -> bool {
+    owner
+        .pointer("/spec/syncPolicy/automated")
+        .is_some_and(|a| !a.is_null())
+        && get(owner, "/metadata/annotations", SKIP_RECONCILE) != Some("true")
+}
+
+/// The `spec.ignoreDifferences` entry of Argo CD Application `owner` that matches
+/// `kind ns/name` (group, kind, name, namespace; any field: jsonPointers,
+/// jqPathExpressions, managedFieldsManagers), said as `spec.ignoreDifferences[i]
+/// (what it ignores)`: Argo CD's status then does not show a difference in those
+/// fields, and its sync still writes them unless `RespectIgnoreDifferences=true` is
+/// among its `syncOptions` (then `None`: the sync leaves them as they are live).
+/// `customizations`: the `resource.customizations.ignoreDifferences.*` keys of
+/// `argocd-cm` (key suffix `<group>_<Kind>` or `all`), each with its value.
+pub fn argo_ignored(
+    owner: &Value,
+    customizations: &[(String, String)],
+    group: &str,
+    kind: &str,
+    ns: &str,
+    name: &str,
+) -> Option<String> {
+    if owner["kind"] != "Application" || argo_sync_option(owner, "RespectIgnoreDifferences=true") {
+        return None;
+    }
+    let fields = |e: &Value| -> String {
+        let mut out = Vec::new();
+        for key in ["jsonPointers", "jqPathExpressions", "managedFieldsManagers"] {
+            let v: Vec<&str> = e[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if !v.is_empty() {
+                out.push(format!("{key} {}", v.join(", ")));
+            }
+        }
+        if out.is_empty() {
+            "no field named".into()
+        } else {
+            out.join("; ")
+        }
+    };
+    let glob = |pat: Option<&str>, v: &str| {
+        pat.is_none_or(|p| {
+            p.is_empty()
+                || p == "*"
+                || p == v
+                || p.strip_suffix('*').is_some_and(|pre| v.starts_with(pre))
+        })
+    };
+    let entries = owner
+        .pointer("/spec/ignoreDifferences")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (i, e) in entries.iter().enumerate() {
+        if e["kind"].as_str().is_some_and(|k| k == kind)
+            && e["group"].as_str().unwrap_or_default() == group
+            && glob(e["name"].as_str(), name)
+            && glob(e["namespace"].as_str(), ns)
+        {
+            return Some(format!("spec.ignoreDifferences[{i}] ({})", fields(e)));
+        }
+    }
+    let gk = if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{group}_{kind}")
+    };
+    customizations
+        .iter()
+        .find(|(k, _)| {
+            k.strip_prefix("resource.customizations.ignoreDifferences.")
+                .is_some_and(|s| s == gk || s == "all")
+        })
+        .map(|(k, v)| {
+            format!(
+                "argocd-cm {k} ({})",
+                v.split_whitespace().collect::<Vec<_>>().join(" ")
+            )
+        })
+}
+
+/// The Argo CD Applications whose tracking markers are on `obj` (instance labels, the
+/// tracking id's application): each may sync it, whichever window suspended another.
+pub fn argo_apps_on(obj: &Value) -> Vec<OwnerRef> {
+    let mut names: Vec<&str> = ["app.kubernetes.io/instance", "argocd.argoproj.io/instance"]
+        .iter()
+        .filter_map(|k| get(obj, "/metadata/labels", k))
+        .collect();
+    if let Some(id) = get(
+        obj,
+        "/metadata/annotations",
+        "argocd.argoproj.io/tracking-id",
+    )
+    .and_then(|t| t.split(':').next())
+    {
+        names.push(id);
+    }
+    // The instance label is also a common label (Helm charts set it to the release):
+    // a name no Application has is nobody's sync (the caller looks each one up).
+    let mut out: Vec<OwnerRef> = Vec::new();
+    for n in names {
+        if n.is_empty() {
+            continue;
+        }
+        let r = OwnerRef::argo(n);
+        if !out.iter().any(|o| same_owner(o, &r)) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// The ownerReferences of `obj`: (apiVersion, kind, name) of each object whose delete
+/// makes the garbage collector delete `obj` (issue 21 item 1, kind A).
+pub fn owner_references(obj: &Value) -> Vec<(String, String, String)> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| {
+            Some((
+                r["apiVersion"].as_str()?.to_string(),
+                r["kind"].as_str()?.to_string(),
+                r["name"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// The JSON merge patch that puts `owner`'s tracking markers, as `old` (the object the
+/// window replaced, which the owner tracked) carries them, on `live` (a kept object its
+/// source defines but that carries none of them yet): what the owner's own sync would
+/// stamp, so that its status compares the object's fields and not its missing markers.
+/// `None`: `old` carries none of `owner`'s markers.
+pub fn tracking_patch(owner: &OwnerRef, old: &Value, live: &Value) -> Option<Value> {
+    if !tracks(owner, old) {
+        return None;
+    }
+    let mut target = json!({
+        "apiVersion": live["apiVersion"],
+        "kind": live["kind"],
+        "metadata": {"name": live["metadata"]["name"], "namespace": live["metadata"]["namespace"]},
+    });
+    keep_tracking(&mut target, old);
+    if !tracks(owner, &target) {
+        return None;
+    }
+    let mut meta = serde_json::Map::new();
+    for section in ["labels", "annotations"] {
+        if let Some(m) = target["metadata"][section]
+            .as_object()
+            .filter(|m| !m.is_empty())
+        {
+            meta.insert(section.into(), Value::Object(m.clone()));
+        }
+    }
+    Some(json!({ "metadata": meta }))
+}
+
 /// How a window handles a gateway that Argo CD or Flux manages (`--gitops`).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
