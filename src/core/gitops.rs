@@ -2538,6 +2538,119 @@ mod tests {
         );
     }
 
+    /// Issue 21 item 1, kinds A to D: what an Argo CD status says of one kept object,
+    /// the ignore rules that hide a difference, the Applications on an object, its
+    /// ownerReferences, and the markers a restore puts on a new object.
+    #[test]
+    fn only_synced_is_proof_and_ignore_rules_hide_differences() {
+        let app = |entries: Value, extra: Value| {
+            let mut a = json!({"kind": "Application", "metadata": {"name": "werra", "namespace": "argocd"},
+                "spec": {"source": {"repoURL": "r", "path": "p"}},
+                "status": {"sync": {"status": "OutOfSync"}, "resources": entries}});
+            merge(&mut a, &extra);
+            a
+        };
+        let e = |kind: &str, st: Value| json!({"group": "", "kind": kind, "namespace": "t", "name": "psk", "status": st});
+        for (entry, says) in [
+            (e("Secret", json!("Synced")), ArgoSays::Synced),
+            (e("Secret", json!("OutOfSync")), ArgoSays::OutOfSync),
+            (
+                e("Secret", json!("Unknown")),
+                ArgoSays::CannotTell("its status.resources entry says Unknown".into()),
+            ),
+            (
+                e("Secret", Value::Null),
+                ArgoSays::CannotTell("its status.resources entry has no status".into()),
+            ),
+            (e("ConfigMap", json!("Synced")), ArgoSays::Absent),
+        ] {
+            let a = app(json!([entry]), json!({}));
+            assert_eq!(argo_says(&a, "", "Secret", "t", "psk"), Some(says), "{a}");
+        }
+        let mut pruned = e("Secret", json!("OutOfSync"));
+        pruned["requiresPruning"] = json!(true);
+        assert_eq!(
+            argo_says(&app(json!([pruned]), json!({})), "", "Secret", "t", "psk"),
+            Some(ArgoSays::Prunes)
+        );
+        // A status that is not current says nothing.
+        let blind = app(
+            json!([]),
+            json!({"status": {"sync": {"status": "Unknown"}}}),
+        );
+        assert_eq!(argo_says(&blind, "", "Secret", "t", "psk"), None);
+
+        let ignoring = |rules: Value, options: Value| {
+            app(
+                json!([]),
+                json!({"spec": {"ignoreDifferences": rules, "syncPolicy": {"syncOptions": options}}}),
+            )
+        };
+        let a = ignoring(
+            json!([{"group": "apps", "kind": "Deployment", "jsonPointers": ["/spec/replicas"]},
+                   {"kind": "Secret", "name": "psk", "jsonPointers": ["/data"]}]),
+            json!([]),
+        );
+        assert_eq!(
+            argo_ignored(&a, &[], "", "Secret", "t", "psk").as_deref(),
+            Some("spec.ignoreDifferences[1] (jsonPointers /data)")
+        );
+        assert_eq!(argo_ignored(&a, &[], "", "Secret", "t", "other"), None);
+        let a = ignoring(
+            json!([{"group": "vpn.bnerd.net", "kind": "VPNGateway", "namespace": "t*", "managedFieldsManagers": ["kube-controller-manager"]}]),
+            json!([]),
+        );
+        assert!(
+            argo_ignored(&a, &[], "vpn.bnerd.net", "VPNGateway", "tenant", "gw")
+                .is_some_and(|r| r.contains("managedFieldsManagers kube-controller-manager"))
+        );
+        // RespectIgnoreDifferences: the sync leaves those fields as they are live.
+        let a = ignoring(
+            json!([{"kind": "Secret", "jsonPointers": ["/data"]}]),
+            json!(["RespectIgnoreDifferences=true"]),
+        );
+        assert_eq!(argo_ignored(&a, &[], "", "Secret", "t", "psk"), None);
+        // argocd-cm's resource customizations.
+        let cm = vec![(
+            "resource.customizations.ignoreDifferences.vpn.bnerd.net_VPNPeer".to_string(),
+            "jsonPointers:\n- /spec/ipsec".to_string(),
+        )];
+        let a = ignoring(json!([]), json!([]));
+        assert!(argo_ignored(&a, &cm, "vpn.bnerd.net", "VPNPeer", "t", "p").is_some());
+        assert_eq!(argo_ignored(&a, &cm, "", "Secret", "t", "psk"), None);
+
+        // Applications on an object, ownerReferences.
+        let obj = json!({"metadata": {"labels": {"app.kubernetes.io/instance": "keys"},
+            "annotations": {"argocd.argoproj.io/tracking-id": "ops_vault:/Secret:t/psk"},
+            "ownerReferences": [{"apiVersion": "bitnami.com/v1alpha1", "kind": "SealedSecret", "name": "psk", "uid": "u"}]}});
+        let apps: Vec<String> = argo_apps_on(&obj).iter().map(OwnerRef::display).collect();
+        assert_eq!(apps, vec!["application/keys", "application/vault -n ops"]);
+        assert_eq!(
+            owner_references(&obj),
+            vec![(
+                "bitnami.com/v1alpha1".into(),
+                "SealedSecret".into(),
+                "psk".into()
+            )]
+        );
+
+        // The markers a restore puts on a new object: the replaced one's, retracked.
+        let old = json!({"apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway",
+            "metadata": {"name": "werra", "namespace": "t", "labels": {"app.kubernetes.io/instance": "werra", "client": "x"},
+                "annotations": {"argocd.argoproj.io/tracking-id": "werra:ipsec.bnerd.net/IPsecGateway:t/werra"}}});
+        let live = json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNPeer", "metadata": {"name": "werra-1", "namespace": "t"}});
+        let p = tracking_patch(&owner("Application"), &old, &live).unwrap();
+        assert_eq!(
+            p,
+            json!({"metadata": {"labels": {"app.kubernetes.io/instance": "werra"},
+                "annotations": {"argocd.argoproj.io/tracking-id": "werra:vpn.bnerd.net/VPNPeer:t/werra-1"}}})
+        );
+        // Not the owner's markers: nothing to put on.
+        let mut other = owner("Application");
+        other.name = "other".into();
+        assert_eq!(tracking_patch(&other, &old, &live), None);
+    }
+
     /// RFC 7386, for the tests.
     fn merge(target: &mut Value, patch: &Value) {
         match patch.as_object() {

@@ -689,12 +689,15 @@ fn owner_shape(owner: &gitops::OwnerRef) -> Value {
 ///    after a cutover, `VPNGateway` after a rollback), nor what the finished windows
 ///    that relied on it replaced. With `force` (`--gitops resume`) the user says the
 ///    repository is merged: this one check is skipped, no other;
-/// 4. its first sync cannot prune what those windows keep (their PSK Secrets, the new
-///    objects, the old gateway after a rollback): what it tracks and its status shows in
-///    its source is safe; what its status shows gone from the source keeps it
-///    suspended; what the cluster cannot show (a suspended Kustomization's inventory is
-///    never refreshed; a HelmRelease has none) gets the prune protection its controller
-///    honours, recorded in the journal before it is set and read back after.
+/// 4. its first sync cannot prune or change what those windows keep (their PSK Secrets,
+///    the new objects, the old gateway after a rollback, and what their ownerReferences
+///    name, transitively): Argo CD's entry for each must read `Synced` (an `OutOfSync`,
+///    `Unknown` or missing entry, or an `ignoreDifferences` rule hiding a difference,
+///    keeps it suspended); every other Application whose markers are on one is checked
+///    the same; what its status shows gone from the source keeps it suspended; what the
+///    cluster cannot show (a suspended Kustomization's inventory is never refreshed; a
+///    HelmRelease has none) gets the prune protection its controller honours, recorded
+///    in the journal before it is set and read back after.
 ///
 /// What is not restored is said, with the command. Returns how many owners are still
 /// suspended by the window.
@@ -840,9 +843,9 @@ pub(crate) async fn restore(
             }
         }
         // 3. Safe only when its source no longer defines what the windows replaced.
-        // Whether the rest of the source matches what the window made live cannot be
-        // told before (Argo CD shows objects it does not track yet as OutOfSync): the
-        // first sync after the restore is watched instead (`settle`). `--gitops resume`
+        // Whether the rest of the source matches what the window made live is check 4's
+        // (Argo CD: each kept object's entry, once it carries the owner's markers); the
+        // first sync after the restore is watched all the same (`settle`). `--gitops resume`
         // vouches for this window's repository change only: what another window that
         // relied on the suspension replaced is checked all the same (attack finding A2).
         // Every window's, not only the first: advice for this window's own change alone
@@ -1425,7 +1428,7 @@ async fn keep(
         }
         let diff = format!("argocd app diff {}", r.name);
         let by_hand = format!(
-            "check by hand what its sync would write (`{diff} --local DIR` on the merged repository, `argocd app manifests {} --source git`)",
+            "Check by hand what its sync would write (`{diff} --local DIR` on the merged repository, `argocd app manifests {} --source git`)",
             r.name
         );
         let secret_words = if kind == "Secret" && depth == 0 {
@@ -1503,7 +1506,12 @@ async fn keep(
         {
             return Ok(Err((
                 format!(
-                    "{rule} matches {what}: its status does not show a difference there, and its sync (without syncOptions RespectIgnoreDifferences=true) writes the repository's copy all the same{secret_words}"
+                    "{rule} matches {what}: its status does not show a difference there, and its sync (without syncOptions RespectIgnoreDifferences=true) writes the repository's copy all the same{}",
+                    if kind == "Secret" && depth == 0 {
+                        " (the key the repository holds: the client's key would then exist nowhere, vpnmig keeps only its fingerprint)"
+                    } else {
+                        ""
+                    }
                 ),
                 format!(
                     "{by_hand}; when the repository's copy is what is live, restore it by hand, or add RespectIgnoreDifferences=true to its syncOptions, then `vpnmig {} {} -n {}`",
