@@ -323,17 +323,29 @@ async fn synced(tool: Tool) -> Live {
     l
 }
 
-/// Wait until the GitOps controller has applied acme's object of `plural` (its field
-/// manager, `argocd-controller` or `kustomize-controller`, is on it).
+/// Wait until the GitOps controller has adopted acme's object of `plural`: it applied it
+/// (its field manager, `argocd-controller` or `kustomize-controller`, is on it), or,
+/// Argo CD, the object carries the Application's tracking id and the Application reads
+/// it `Synced` (a restore puts the markers on a new object its source defines as it is
+/// live, and a synced object is not applied again).
 async fn adopted(l: &Live, group: &str, plural: &str) {
     eventually(
         10,
         &format!("the GitOps controller applies {plural}/acme"),
         || {
             objects(l, group, plural, NS).first().is_some_and(|g| {
+                let kind = g["kind"].as_str().unwrap_or_default().to_string();
                 g["metadata"]["managedFields"]
                     .to_string()
                     .contains("-controller")
+                    || (g["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"]
+                        .as_str()
+                        .is_some_and(|t| t.starts_with("acme:"))
+                        && Tool::Argo.owner(l)["status"]["resources"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .any(|r| r["kind"] == kind.as_str() && r["status"] == "Synced"))
             })
         },
     )
@@ -745,28 +757,36 @@ fn without_secret(m: String) -> String {
         .join("\n---")
 }
 
-/// Attack finding: a merged source with another floating IP. The restore's first sync is
-/// watched; it changes what the window applied, so the owner is suspended again at once
-/// and the stop says so (exit 5).
+/// Attack finding: a merged source with another floating IP. Argo CD's status shows the
+/// new VPNGateway OutOfSync once it carries the Application's markers (issue 21 round 3,
+/// kind C, attack 12): the owner is never restored, and the floating IP stays. (It was
+/// restored and suspended again after its sync changed the floating IP; a sync the
+/// status cannot foresee is still watched: the Flux row of
+/// `a_restore_never_overwrites_what_the_window_keeps_nor_trusts_a_blind_status`.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restored_sync_that_changes_the_floating_ip_is_suspended_again() {
-    // A sync 200 ms after the restore, and one at once (which raced the watches: the
-    // last look after the sync catches it).
+    // A sync 200 ms after the restore, and one at once: neither happens.
     for delay in [200, 0] {
         let l = synced(Tool::Argo).await;
         l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = delay;
         done_then_merged(&l, |m| m.replace("198.51.100.23", "198.51.100.99")).await;
         let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
-        assert_eq!(r.code, 5, "delay {delay}: {}", r.stderr);
+        assert_eq!(r.code, 0, "delay {delay}: {}", r.stderr);
         assert!(
-            r.says("was restored and its sync interfered, so vpnmig suspended it again"),
+            r.says("application/acme -n argocd stays suspended: its source defines vpngateway/acme -n tenant-acme otherwise than it is live (status of application/acme -n argocd: OutOfSync)"),
             "{}",
             r.stderr
         );
+        tokio::time::sleep(Duration::from_millis(500)).await;
         assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
         let j = live::journal(&l, NS, "acme").unwrap();
         assert_eq!(j["gitops"][0]["paused"], true, "{j}");
         assert!(j["gitops"][0]["restoredAt"].is_null(), "{j}");
+        let gw = &objects(&l, "vpn.bnerd.net", "vpngateways", NS)[0];
+        assert_eq!(
+            gw["spec"]["endpoint"]["floatingIP"], "198.51.100.23",
+            "{gw}"
+        );
     }
 }
 
@@ -1934,7 +1954,8 @@ fn app_of_apps() -> String {
 /// App-of-apps whose parent says it ignores its children's `spec.syncPolicy`
 /// (`ignoreDifferences` with `RespectIgnoreDifferences=true`), so nothing predicts the
 /// re-arm, yet its sync puts the child's policy back (attack A1: it does when it
-/// replaces the child's spec).
+/// replaces the child's spec; the sandbox's fault `comparesIgnored` on the parent, since
+/// its Argo CD honours ignoreDifferences).
 fn app_of_apps_ignoring() -> String {
     let s = app_of_apps().replacen(
         "  syncPolicy:\n    automated: {selfHeal: true}",
@@ -2096,6 +2117,9 @@ struct Row {
     says: &'static [&'static str],
     /// Whether the window got past the delete.
     deleted: bool,
+    /// Owners whose comparison and sync disregard their `ignoreDifferences` (a parent that
+    /// says it ignores its children's policy yet puts it back).
+    compares_ignored: &'static [&'static str],
     /// A parent that re-arms its child late: its sync this long after the drift (0: the
     /// 200 ms default), and every delete this plus 1.5 s, so that the re-arm lands after
     /// the read-back of the pause, while the old gateway unwinds (issue 21, attack A1).
@@ -2110,12 +2134,21 @@ async fn guarded(row: Row) -> (Live, live::Run) {
         s.gitops.self_heal_delay_ms = row.late_ms;
         s.operator.finalizer_delay_ms = row.late_ms + 1500;
     }
+    for k in row.compares_ignored {
+        s.gitops.owners.insert(
+            k.to_string(),
+            vpnmig_sandbox::gitops::OwnerFaults {
+                compares_ignored: true,
+                ..Default::default()
+            },
+        );
+    }
     for k in row.ignoring {
         s.gitops.owners.insert(
             k.to_string(),
             vpnmig_sandbox::gitops::OwnerFaults {
                 ignores_suspension: true,
-                relabels: false,
+                ..Default::default()
             },
         );
     }
@@ -2219,6 +2252,7 @@ guarded! {
         ],
         deleted: false,
         late_ms: 0,
+        compares_ignored: &[],
     };
     an_application_set_stops_the_window_before_the_delete: Row {
         scenario: application_set(),
@@ -2232,6 +2266,7 @@ guarded! {
         ],
         deleted: false,
         late_ms: 0,
+        compares_ignored: &[],
     };
     // Its source sets the child's `spec.suspend` (its field manager owns the field on
     // the child): predicted before the patch, no longer found only by reading back
@@ -2247,6 +2282,7 @@ guarded! {
         ],
         deleted: false,
         late_ms: 0,
+        compares_ignored: &[],
     };
     // Attack 3: the parent in the control plane's namespace, the child in another.
     an_app_of_apps_parent_in_another_namespace_stops_the_window_before_the_delete: Row {
@@ -2260,6 +2296,7 @@ guarded! {
         ],
         deleted: false,
         late_ms: 0,
+        compares_ignored: &[],
     };
     // Attack 5: a Flux Kustomization deploys the Argo CD Application.
     a_kustomization_that_deploys_the_application_stops_the_window_before_the_delete: Row {
@@ -2274,6 +2311,7 @@ guarded! {
         ],
         deleted: false,
         late_ms: 0,
+        compares_ignored: &[],
     };
     // Made up: a HelmRelease in another namespace renders the Application.
     a_helmrelease_that_renders_the_application_stops_the_window_before_the_delete: Row {
@@ -2287,6 +2325,7 @@ guarded! {
         ],
         deleted: false,
         late_ms: 0,
+        compares_ignored: &[],
     };
     a_parent_kustomization_that_keeps_the_suspension_lets_the_window_finish: Row {
         scenario: flux_parent(false),
@@ -2295,6 +2334,7 @@ guarded! {
         says: &["suspended kustomization/acme -n flux-system for the window"],
         deleted: true,
         late_ms: 0,
+        compares_ignored: &[],
     };
     a_helmrelease_that_ignores_its_suspension_stops_before_the_apply: Row {
         scenario: helm_release(),
@@ -2310,6 +2350,7 @@ guarded! {
         ],
         deleted: true,
         late_ms: 0,
+        compares_ignored: &[],
     };
     // A parent Kustomization that re-arms the child late, after the read-back, during
     // the delete (attack A1): its field ownership on the child predicts it, so it stops
@@ -2325,6 +2366,7 @@ guarded! {
         ],
         deleted: false,
         late_ms: 2500,
+        compares_ignored: &[],
     };
     an_app_of_apps_parent_that_re_arms_during_the_delete_stops_before_the_apply: Row {
         scenario: app_of_apps_ignoring(),
@@ -2338,6 +2380,7 @@ guarded! {
         ],
         deleted: true,
         late_ms: 2500,
+        compares_ignored: &["argocd/argocd/root"],
     };
     an_application_that_ignores_its_suspension_stops_before_the_apply: Row {
         scenario: ARGO.to_string(),
@@ -2350,6 +2393,7 @@ guarded! {
         ],
         deleted: true,
         late_ms: 0,
+        compares_ignored: &[],
     };
 }
 
@@ -2839,7 +2883,7 @@ async fn rollback_beside(tool: Tool, peer_in_source: bool, came_back: &str) {
             key.to_string(),
             vpnmig_sandbox::gitops::OwnerFaults {
                 ignores_suspension: true,
-                relabels: false,
+                ..Default::default()
             },
         );
     }
@@ -2911,4 +2955,632 @@ rollback_beside! {
         Tool::Flux, true, "vpnpeer/acme -n tenant-acme (uid";
     a_rollback_beside_an_application_that_ignores_its_suspension:
         Tool::Argo, false, "vpngateway/acme -n tenant-acme (uid";
+}
+
+// Issue 21 item 1, round 3 (attacks 2, 3, 4, 6, 10, 12, 15): what a kept object needs
+// (what owns it), what an Argo CD status cannot tell, OutOfSync on the new objects, and
+// another Application on a kept object.
+
+/// The source's PSK Secret document (both fixtures).
+const SOURCE_SECRET: &str = "    apiVersion: v1
+    kind: Secret
+    metadata:
+      name: acme-psk
+      namespace: tenant-acme
+    type: Opaque
+    data:
+      psk: cmVoZWFyc2FsLW9ubHktbm90LWEtcmVhbC1rZXk=   # the live Secret's value, unchanged
+    ---
+";
+const LIVE_PSK: &str = "cmVoZWFyc2FsLW9ubHktbm90LWEtcmVhbC1rZXk=";
+const STALE_PSK: &str = "c3RhbGUtY29weS1ub3QtdGhlLWNsaWVudHMta2V5";
+
+/// `tool`'s scenario where the PSK Secret is made by `kind`/`name` (group
+/// keys.example.org, a CRD of no real controller: the names are not what counts): the
+/// owner's source defines that object instead of the Secret, and the live Secret has an
+/// ownerReference to it (the garbage collector deletes it when the object goes), as a
+/// SealedSecret's or an ExternalSecret's (creationPolicy Owner) Secret has.
+fn owned_psk(tool: Tool, kind: &str, name: &str) -> String {
+    let plural = format!("{}s", kind.to_lowercase());
+    let uid = "0b5e55ed-0000-4000-8000-00000000a11c";
+    let crd = format!(
+        "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: {plural}.keys.example.org
+spec:
+  group: keys.example.org
+  names: {{kind: {kind}, listKind: {kind}List, plural: {plural}, singular: {}}}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+---
+",
+        kind.to_lowercase()
+    );
+    let live = format!(
+        "---
+apiVersion: keys.example.org/v1
+kind: {kind}
+metadata:
+  name: {name}
+  namespace: tenant-acme
+  uid: {uid}
+spec:
+  encryptedData: {{psk: AgBy3i4OJSWK+PiTySYZZA}}
+"
+    );
+    let in_source = format!(
+        "    apiVersion: keys.example.org/v1
+    kind: {kind}
+    metadata:
+      name: {name}
+      namespace: tenant-acme
+    spec:
+      encryptedData: {{psk: AgBy3i4OJSWK+PiTySYZZA}}
+    ---
+"
+    );
+    let owner_ref = format!(
+        "  ownerReferences:
+  - apiVersion: keys.example.org/v1
+    kind: {kind}
+    name: {name}
+    uid: {uid}
+    controller: true
+"
+    );
+    let markers = match tool {
+        Tool::Argo => {
+            "  labels:\n    app.kubernetes.io/instance: acme\n  annotations:\n    argocd.argoproj.io/tracking-id: acme:/Secret:tenant-acme/acme-psk\n"
+        }
+        Tool::Flux => {
+            "  labels:\n    kustomize.toolkit.fluxcd.io/name: acme\n    kustomize.toolkit.fluxcd.io/namespace: flux-system\n"
+        }
+    };
+    let base = tool.scenario();
+    assert!(base.contains(markers) && base.contains(SOURCE_SECRET));
+    // The owner object comes before the Secret that names its uid.
+    let base = base
+        .replacen(markers, &owner_ref, 1)
+        .replace(SOURCE_SECRET, &in_source);
+    let at = base.find("---\napiVersion: v1\nkind: Secret").unwrap();
+    format!("{crd}{}{live}{}", &base[..at], &base[at..])
+}
+
+/// The merged source without the documents of `kind`.
+fn without_kind(m: &str, kind: &str) -> String {
+    m.split("\n---")
+        .filter(|doc| !doc.contains(&format!("kind: {kind}\n")))
+        .collect::<Vec<_>>()
+        .join("\n---")
+}
+
+/// `tool`'s scenario where another Application, `other` in namespace `other_ns`
+/// (automated with self-heal when `automated`), syncs the PSK Secret: its markers are
+/// on it, its source defines it, and acme's source does not.
+fn psk_of_another_app(other_ns: &str, other: &str, automated: bool) -> String {
+    let base = ARGO
+        .replace(
+            "    app.kubernetes.io/instance: acme\n  annotations:\n    argocd.argoproj.io/tracking-id: acme:/Secret:tenant-acme/acme-psk\n",
+            &format!("    app.kubernetes.io/instance: {other}\n  annotations:\n    argocd.argoproj.io/tracking-id: {other}:/Secret:tenant-acme/acme-psk\n"),
+        )
+        .replace(SOURCE_SECRET, "");
+    let policy = if automated {
+        "  syncPolicy:\n    automated: {selfHeal: true, prune: true}\n"
+    } else {
+        ""
+    };
+    let ns_doc = if other_ns == "argocd" {
+        String::new()
+    } else {
+        format!("---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {other_ns}\n")
+    };
+    format!(
+        "{base}{ns_doc}---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: {other}
+  namespace: {other_ns}
+spec:
+  project: default
+  source: {{repoURL: 'https://git.example.net/platform/keys.git', path: acme}}
+  destination: {{server: 'https://kubernetes.default.svc', namespace: tenant-acme}}
+{policy}---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {other}-source
+  namespace: {other_ns}
+data:
+  manifests: |
+{}",
+        SOURCE_SECRET.trim_end().trim_end_matches("---").trim_end()
+    )
+}
+
+/// The Argo CD scenario with `spec.ignoreDifferences` (YAML flow list) and, when given,
+/// `spec.syncPolicy.syncOptions` on the Application acme.
+fn argo_ignoring(ignore: &str, sync_options: Option<&str>) -> String {
+    let automated = "  syncPolicy:\n    automated:\n      selfHeal: true\n      prune: true\n";
+    assert!(ARGO.contains(automated));
+    ARGO.replacen(
+        automated,
+        &format!(
+            "{automated}{}  ignoreDifferences: {ignore}\n",
+            sync_options
+                .map(|o| format!("    syncOptions: [{o}]\n"))
+                .unwrap_or_default()
+        ),
+        1,
+    )
+}
+
+/// One row of [`a_restore_keeps_what_the_kept_objects_need_and_trusts_no_status_that_cannot_tell`].
+struct KeptRow {
+    what: &'static str,
+    tool: Tool,
+    scenario: String,
+    /// The repository change merged after the window, from the plan's rewrite (from the
+    /// original source for a rollback).
+    merged: fn(String) -> String,
+    rollback: bool,
+    /// After the merge: Argo CD stops, and the Secret's entry in acme's status becomes
+    /// this (`Unknown`; `absent`: not listed).
+    frozen: Option<&'static str>,
+    /// After the merge: the source of this Application (namespace, name) holds another
+    /// key, and, when it syncs automatically, its sync writes it.
+    other_stale: Option<(&'static str, &'static str)>,
+    args: &'static [&'static str],
+    code: i32,
+    says: &'static [&'static str],
+    suspended: bool,
+    psk_kept: bool,
+    /// Row-specific checks after the command.
+    check: fn(&Live, &str),
+}
+
+const CUT: &[&str] = &["cutover", "acme", "-n", NS, "--yes"];
+const RESUME: &[&str] = &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"];
+const BACK: &[&str] = &[
+    "rollback",
+    "acme",
+    "-n",
+    NS,
+    "--yes",
+    "--accept-new-addresses",
+];
+
+fn nothing(_: &Live, _: &str) {}
+
+fn keys_object(l: &Live, plural: &str, name: &str) -> Option<Value> {
+    let rt = l.sb.store.resource("keys.example.org", "v1", plural)?;
+    l.sb.store.get(&rt, NS, name).ok()
+}
+
+/// Issue 21 item 1, round 3: a restore keeps the owner suspended where its first sync
+/// could take what a kept object needs or change a kept object, and where its status
+/// cannot tell. One row per member: the attack cases and made-up ones (other kinds and
+/// names of the owning object, other Applications and namespaces, plain restore at
+/// `done`, forced `--gitops resume`, the rollback's restore).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_keeps_what_the_kept_objects_need_and_trusts_no_status_that_cannot_tell() {
+    let rows = vec![
+        // Kind A: what owns a kept object.
+        KeptRow {
+            what: "A, Argo CD: the Secret's SealedSecret-like owner dropped by the merge (attack 2)",
+            tool: Tool::Argo,
+            scenario: owned_psk(Tool::Argo, "SealedKey", "acme-psk"),
+            merged: |m| without_kind(&m, "SealedKey"),
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: CUT,
+            code: 0,
+            says: &[
+                "application/acme -n argocd stays suspended: it tracks sealedkey/acme-psk -n tenant-acme (secret/acme-psk -n tenant-acme is owned by sealedkey/acme-psk -n tenant-acme: deleted, the garbage collector deletes what it owns), and its source no longer defines it (status of application/acme -n argocd): restoring its sync would delete it",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: |l, what| {
+                assert!(keys_object(l, "sealedkeys", "acme-psk").is_some(), "{what}");
+            },
+        },
+        KeptRow {
+            what: "A, Argo CD: an ExternalSecret-like owner renamed, forced (made up)",
+            tool: Tool::Argo,
+            scenario: owned_psk(Tool::Argo, "VaultKey", "acme-vault"),
+            merged: |m| m.replace("name: acme-vault\n", "name: acme-vault-v2\n"),
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: RESUME,
+            code: 0,
+            says: &[
+                "it tracks vaultkey/acme-vault -n tenant-acme (secret/acme-psk -n tenant-acme is owned by vaultkey/acme-vault -n tenant-acme: deleted, the garbage collector deletes what it owns), and its source no longer defines it",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: |l, what| {
+                assert!(
+                    keys_object(l, "vaultkeys", "acme-vault").is_some(),
+                    "{what}"
+                );
+            },
+        },
+        KeptRow {
+            what: "A, Argo CD: the rollback's restore, the owner dropped from the source (made up)",
+            tool: Tool::Argo,
+            scenario: owned_psk(Tool::Argo, "SealedKey", "acme-psk"),
+            merged: |m| without_kind(&m, "SealedKey"),
+            rollback: true,
+            frozen: None,
+            other_stale: None,
+            args: BACK,
+            code: 0,
+            says: &[
+                "it tracks sealedkey/acme-psk -n tenant-acme (secret/acme-psk -n tenant-acme is owned by sealedkey/acme-psk -n tenant-acme",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: nothing,
+        },
+        KeptRow {
+            what: "A, Flux: an ExternalSecret-like owner renamed, forced: the owner gets the prune protection (attack 4)",
+            tool: Tool::Flux,
+            scenario: owned_psk(Tool::Flux, "VaultKey", "acme-vault"),
+            merged: |m| m.replace("name: acme-vault\n", "name: acme-vault-v2\n"),
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: RESUME,
+            code: 0,
+            says: &[
+                "kept vaultkey/acme-vault -n tenant-acme (secret/acme-psk -n tenant-acme is owned by vaultkey/acme-vault -n tenant-acme: deleted, the garbage collector deletes what it owns) from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled",
+            ],
+            suspended: false,
+            psk_kept: true,
+            check: |l, what| {
+                let o = keys_object(l, "vaultkeys", "acme-vault").expect(what);
+                assert_eq!(
+                    o["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/prune"], "disabled",
+                    "{what}"
+                );
+                let j = live::journal(l, NS, "acme").unwrap();
+                assert!(
+                    j["gitops"][0]["protected"]
+                        .to_string()
+                        .contains("\"acme-vault\""),
+                    "{what}: {j}"
+                );
+                assert!(
+                    keys_object(l, "vaultkeys", "acme-vault-v2").is_some(),
+                    "{what}: the renamed one applied"
+                );
+            },
+        },
+        // Kind B: a status that cannot tell.
+        KeptRow {
+            what: "B, Argo CD: ignoreDifferences on the Secret's /data, Git's copy stale (attack 10)",
+            tool: Tool::Argo,
+            scenario: argo_ignoring("[{group: '', kind: Secret, jsonPointers: [/data]}]", None),
+            merged: with_stale_key,
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: CUT,
+            code: 0,
+            says: &[
+                "application/acme -n argocd stays suspended: spec.ignoreDifferences[0] (jsonPointers /data) matches secret/acme-psk -n tenant-acme (the PSK): its status does not show a difference there",
+                "argocd app manifests acme --source git",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: nothing,
+        },
+        KeptRow {
+            what: "B, Argo CD: ignoreDifferences on the VPNGateway's floating IP (jq), merged typo, forced (made up)",
+            tool: Tool::Argo,
+            scenario: argo_ignoring(
+                "[{group: vpn.bnerd.net, kind: VPNGateway, name: acme, jqPathExpressions: [.spec.endpoint.floatingIP]}]",
+                None,
+            ),
+            merged: |m| m.replace("198.51.100.23", "198.51.100.99"),
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: RESUME,
+            code: 0,
+            says: &[
+                "spec.ignoreDifferences[0] (jqPathExpressions .spec.endpoint.floatingIP) matches vpngateway/acme -n tenant-acme",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: |l, what| {
+                let gw = &objects(l, "vpn.bnerd.net", "vpngateways", NS)[0];
+                assert_eq!(
+                    gw["spec"]["endpoint"]["floatingIP"], "198.51.100.23",
+                    "{what}"
+                );
+            },
+        },
+        KeptRow {
+            what: "B, Argo CD: the same with RespectIgnoreDifferences=true: its sync leaves the key (made up)",
+            tool: Tool::Argo,
+            scenario: argo_ignoring(
+                "[{group: '', kind: Secret, name: acme-psk, jsonPointers: [/data]}]",
+                Some("RespectIgnoreDifferences=true"),
+            ),
+            merged: with_stale_key,
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: CUT,
+            code: 0,
+            says: &["synced: what the window made live is as it was"],
+            suspended: false,
+            psk_kept: true,
+            check: nothing,
+        },
+        KeptRow {
+            what: "B, Argo CD: the Secret's entry says Unknown (attack 15)",
+            tool: Tool::Argo,
+            scenario: ARGO.to_string(),
+            merged: |m| m,
+            rollback: false,
+            frozen: Some("Unknown"),
+            other_stale: None,
+            args: CUT,
+            code: 0,
+            says: &[
+                "application/acme -n argocd stays suspended: its status cannot tell whether its sync would change secret/acme-psk -n tenant-acme (the PSK) (its status.resources entry says Unknown",
+                "argocd app diff acme --local DIR",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: nothing,
+        },
+        KeptRow {
+            what: "B, Argo CD: the tracked Secret missing from status.resources, forced (made up)",
+            tool: Tool::Argo,
+            scenario: ARGO.to_string(),
+            merged: |m| m,
+            rollback: false,
+            frozen: Some("absent"),
+            other_stale: None,
+            args: RESUME,
+            code: 0,
+            says: &[
+                "it tracks secret/acme-psk -n tenant-acme (the PSK), but its status does not list it",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: nothing,
+        },
+        // Kind C: OutOfSync on the window's new objects.
+        KeptRow {
+            what: "C, Argo CD: an exact merge reads Synced once the markers are on: restored",
+            tool: Tool::Argo,
+            scenario: ARGO.to_string(),
+            merged: |m| m,
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: CUT,
+            code: 0,
+            says: &[
+                "vpngateway/acme -n tenant-acme: put on application/acme -n argocd's tracking markers, as its sync would",
+                "synced: what the window made live is as it was",
+            ],
+            suspended: false,
+            psk_kept: true,
+            check: |l, what| {
+                let gw = &objects(l, "vpn.bnerd.net", "vpngateways", NS)[0];
+                assert_eq!(
+                    gw["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"],
+                    "acme:vpn.bnerd.net/VPNGateway:tenant-acme/acme",
+                    "{what}"
+                );
+            },
+        },
+        KeptRow {
+            what: "C, Argo CD: the merged VPNPeer's remoteSubnets differ (attack 3)",
+            tool: Tool::Argo,
+            scenario: ARGO.to_string(),
+            merged: |m| m.replace("10.20.0.0/16", "10.20.0.0/17"),
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: CUT,
+            code: 0,
+            says: &[
+                "application/acme -n argocd stays suspended: its source defines vpnpeer/acme -n tenant-acme otherwise than it is live (status of application/acme -n argocd: OutOfSync): restoring its sync would overwrite it; see what it would change with `argocd app diff acme`",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: |l, what| {
+                let p = &objects(l, "vpn.bnerd.net", "vpnpeers", NS)[0];
+                assert_eq!(
+                    p["spec"]["ipsec"]["remoteSubnets"],
+                    json!(["10.20.0.0/16"]),
+                    "{what}"
+                );
+            },
+        },
+        KeptRow {
+            what: "C, Argo CD: the merged VPNGateway pins another floating IP, forced (attack 12)",
+            tool: Tool::Argo,
+            scenario: ARGO.to_string(),
+            merged: |m| m.replace("198.51.100.23", "198.51.100.99"),
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: RESUME,
+            code: 0,
+            says: &[
+                "its source defines vpngateway/acme -n tenant-acme otherwise than it is live (status of application/acme -n argocd: OutOfSync)",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: |l, what| {
+                let gw = &objects(l, "vpn.bnerd.net", "vpngateways", NS)[0];
+                assert_eq!(
+                    gw["spec"]["endpoint"]["floatingIP"], "198.51.100.23",
+                    "{what}"
+                );
+                assert_eq!(gw["status"]["floatingIP"], "198.51.100.23", "{what}");
+            },
+        },
+        // Kind D: another Application on a kept object.
+        KeptRow {
+            what: "D, Argo CD: another automated Application's sync changed the key (attack 6)",
+            tool: Tool::Argo,
+            scenario: psk_of_another_app("argocd", "acme-keys", true),
+            merged: |m| m,
+            rollback: false,
+            frozen: None,
+            other_stale: Some(("argocd", "acme-keys")),
+            args: CUT,
+            code: 1,
+            says: &[
+                "the Secret carries the tracking markers of application/acme-keys -n argocd, which syncs automatically",
+                "fix application/acme-keys -n argocd's repository copy first",
+                "undone by its self-heal",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: |l, what| {
+                let key = live::core(l, "secrets", NS, "acme-psk").unwrap()["data"]["psk"].clone();
+                assert_eq!(key, STALE_PSK, "{what}: the other Application's copy");
+            },
+        },
+        KeptRow {
+            what: "D, Argo CD: another Application in another namespace, not automated, OutOfSync, forced (made up)",
+            tool: Tool::Argo,
+            scenario: psk_of_another_app("platform-keys", "vault-sync", false),
+            merged: |m| m,
+            rollback: false,
+            frozen: None,
+            other_stale: Some(("platform-keys", "vault-sync")),
+            args: RESUME,
+            code: 0,
+            says: &[
+                "secret/acme-psk -n tenant-acme (the PSK) carries the tracking markers of another Application, application/vault-sync -n platform-keys, and its status shows it OutOfSync",
+                "Fix application/vault-sync -n platform-keys's repository copy first",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: nothing,
+        },
+    ];
+    for row in rows {
+        let what = row.what;
+        let tool = row.tool;
+        let mut s = live::pool("10.250.3.0/24");
+        s.gitops.self_heal_delay_ms = 200;
+        let l = start(&row.scenario, s).await;
+        adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+        let contention = Contention::watch(&l);
+        if row.rollback {
+            let original = tool.source(&l);
+            planned_and_cut_over(&l, tool).await;
+            tool.merge(&l, &(row.merged)(original));
+        } else {
+            done_then_merged_by(&l, tool, row.merged).await;
+        }
+        if let Some((ons, other)) = row.other_stale {
+            let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
+            l.sb.store
+                .modify(
+                    &rt,
+                    ons,
+                    &format!("{other}-source"),
+                    false,
+                    &Default::default(),
+                    |o| {
+                        let mut o = o.clone();
+                        let m = o["data"]["manifests"]
+                            .as_str()
+                            .unwrap()
+                            .replace(LIVE_PSK, STALE_PSK);
+                        o["data"]["manifests"] = json!(m);
+                        Ok(o)
+                    },
+                )
+                .unwrap();
+            l.sb.gitops.kick();
+            let apps =
+                l.sb.store
+                    .resource("argoproj.io", "v1alpha1", "applications")
+                    .unwrap();
+            eventually(10, "the other Application compares the stale copy", || {
+                let app = l.sb.store.get(&apps, ons, other).unwrap();
+                let automated = !app["spec"]["syncPolicy"]["automated"].is_null();
+                let key = live::core(&l, "secrets", NS, "acme-psk").unwrap()["data"]["psk"].clone();
+                if automated {
+                    key == STALE_PSK
+                } else {
+                    app["status"]["resources"].to_string().contains("OutOfSync")
+                }
+            })
+            .await;
+        }
+        if let Some(entry) = row.frozen {
+            // Argo CD stops refreshing; its status is the one below (as a real Argo CD
+            // may show it), current in every other respect.
+            l.sb.gitops.shutdown();
+            let (g, v, p, ons) = tool.owner_type();
+            let rt = l.sb.store.resource(g, v, p).unwrap();
+            l.sb.store
+                .modify(&rt, ons, "acme", false, &Default::default(), |o| {
+                    let mut o = o.clone();
+                    let rs = o["status"]["resources"].as_array_mut().unwrap();
+                    if entry == "absent" {
+                        rs.retain(|r| r["kind"] != "Secret");
+                    } else {
+                        for r in rs.iter_mut().filter(|r| r["kind"] == "Secret") {
+                            r["status"] = json!(entry);
+                        }
+                    }
+                    Ok(o)
+                })
+                .unwrap();
+        }
+        let before = live::core(&l, "secrets", NS, "acme-psk").unwrap()["data"].clone();
+        let r = l.vpnmig(row.args).await;
+        assert_eq!(r.code, row.code, "{what}: {}", r.stderr);
+        for words in row.says {
+            assert!(r.says(words), "{what}: missing {words:?} in:\n{}", r.stderr);
+        }
+        if row.suspended {
+            assert!(
+                !r.says("synced: what the window made live is as it was"),
+                "{what}: {}",
+                r.stderr
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        assert_eq!(tool.suspended(&tool.owner(&l)), row.suspended, "{what}");
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert_eq!(j["gitops"][0]["paused"], row.suspended, "{what}: {j}");
+        let after = live::core(&l, "secrets", NS, "acme-psk").map(|s| s["data"].clone());
+        assert!(after.is_some(), "{what}: the PSK Secret is gone");
+        assert_eq!(after.as_ref() == Some(&before), row.psk_kept, "{what}");
+        assert!(!contention.seen(), "{what}: the floating IP was contended");
+        for out in [&r.stdout, &r.stderr] {
+            assert!(!out.contains("rehearsal-only"), "{what}: {out}");
+            assert!(
+                !out.contains(LIVE_PSK) && !out.contains(STALE_PSK),
+                "{what}: {out}"
+            );
+        }
+        (row.check)(&l, what);
+    }
 }

@@ -1386,6 +1386,215 @@ pub fn source_differs(
         .map(|st| st == "OutOfSync")
 }
 
+/// What an Argo CD Application's current status says of one object (issue 21 item 1,
+/// kinds B and C): only `Synced` is proof that its sync leaves the object as it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArgoSays {
+    /// Its source defines the object as it is live.
+    Synced,
+    /// Its source defines the object otherwise: its sync would change it.
+    OutOfSync,
+    /// Listed with `requiresPruning: true`: its source no longer defines it.
+    Prunes,
+    /// Not in `status.resources`: its source does not define it, and it does not track
+    /// it (a real Argo CD lists every object it tracks).
+    Absent,
+    /// An entry whose `status` is not `Synced` / `OutOfSync` (`Unknown`, none): the
+    /// comparison could not tell.
+    CannotTell(String),
+}
+
+/// What the current status of Argo CD Application `owner` says of `kind ns/name`
+/// (`group`: the API group, empty for core kinds); `None`: not an Application, or its
+/// status is not current ([`status_blind`]).
+pub fn argo_says(owner: &Value, group: &str, kind: &str, ns: &str, name: &str) -> Option<ArgoSays> {
+    let entry = argo_entry(owner, group, kind, ns, name)?;
+    Some(match entry {
+        None => ArgoSays::Absent,
+        Some(r) if r["requiresPruning"].as_bool() == Some(true) => ArgoSays::Prunes,
+        Some(r) => match r["status"].as_str() {
+            Some("Synced") => ArgoSays::Synced,
+            Some("OutOfSync") => ArgoSays::OutOfSync,
+            Some(other) => ArgoSays::CannotTell(format!("its status.resources entry says {other}")),
+            None => ArgoSays::CannotTell("its status.resources entry has no status".into()),
+        },
+    })
+}
+
+/// Whether an Application syncs with `syncOptions` holding `option` (`Key=true`).
+pub fn argo_sync_option(owner: &Value, option: &str) -> bool {
+    owner
+        .pointer("/spec/syncPolicy/syncOptions")
+        .and_then(Value::as_array)
+        .is_some_and(|os| os.iter().any(|o| o.as_str().map(str::trim) == Some(option)))
+}
+
+/// Whether an Application syncs automatically now (`spec.syncPolicy.automated` set,
+/// not `skip-reconcile`).
+pub fn argo_automated(owner: &Value) -> bool {
+    owner
+        .pointer("/spec/syncPolicy/automated")
+        .is_some_and(|a| !a.is_null())
+        && get(owner, "/metadata/annotations", SKIP_RECONCILE) != Some("true")
+}
+
+/// The `spec.ignoreDifferences` entry of Argo CD Application `owner` that matches
+/// `kind ns/name` (group, kind, name, namespace; any field: jsonPointers,
+/// jqPathExpressions, managedFieldsManagers), said as `spec.ignoreDifferences[i]
+/// (what it ignores)`: Argo CD's status then does not show a difference in those
+/// fields, and its sync still writes them unless `RespectIgnoreDifferences=true` is
+/// among its `syncOptions` (then `None`: the sync leaves them as they are live).
+/// `customizations`: the `resource.customizations.ignoreDifferences.*` keys of
+/// `argocd-cm` (key suffix `<group>_<Kind>` or `all`), each with its value.
+pub fn argo_ignored(
+    owner: &Value,
+    customizations: &[(String, String)],
+    group: &str,
+    kind: &str,
+    ns: &str,
+    name: &str,
+) -> Option<String> {
+    if owner["kind"] != "Application" || argo_sync_option(owner, "RespectIgnoreDifferences=true") {
+        return None;
+    }
+    let fields = |e: &Value| -> String {
+        let mut out = Vec::new();
+        for key in ["jsonPointers", "jqPathExpressions", "managedFieldsManagers"] {
+            let v: Vec<&str> = e[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if !v.is_empty() {
+                out.push(format!("{key} {}", v.join(", ")));
+            }
+        }
+        if out.is_empty() {
+            "no field named".into()
+        } else {
+            out.join("; ")
+        }
+    };
+    let glob = |pat: Option<&str>, v: &str| {
+        pat.is_none_or(|p| {
+            p.is_empty()
+                || p == "*"
+                || p == v
+                || p.strip_suffix('*').is_some_and(|pre| v.starts_with(pre))
+        })
+    };
+    let entries = owner
+        .pointer("/spec/ignoreDifferences")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (i, e) in entries.iter().enumerate() {
+        if e["kind"].as_str().is_some_and(|k| k == kind)
+            && e["group"].as_str().unwrap_or_default() == group
+            && glob(e["name"].as_str(), name)
+            && glob(e["namespace"].as_str(), ns)
+        {
+            return Some(format!("spec.ignoreDifferences[{i}] ({})", fields(e)));
+        }
+    }
+    let gk = if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{group}_{kind}")
+    };
+    customizations
+        .iter()
+        .find(|(k, _)| {
+            k.strip_prefix("resource.customizations.ignoreDifferences.")
+                .is_some_and(|s| s == gk || s == "all")
+        })
+        .map(|(k, v)| {
+            format!(
+                "argocd-cm {k} ({})",
+                v.split_whitespace().collect::<Vec<_>>().join(" ")
+            )
+        })
+}
+
+/// The Argo CD Applications whose tracking markers are on `obj` (instance labels, the
+/// tracking id's application): each may sync it, whichever window suspended another.
+pub fn argo_apps_on(obj: &Value) -> Vec<OwnerRef> {
+    let mut names: Vec<&str> = ["app.kubernetes.io/instance", "argocd.argoproj.io/instance"]
+        .iter()
+        .filter_map(|k| get(obj, "/metadata/labels", k))
+        .collect();
+    if let Some(id) = get(
+        obj,
+        "/metadata/annotations",
+        "argocd.argoproj.io/tracking-id",
+    )
+    .and_then(|t| t.split(':').next())
+    {
+        names.push(id);
+    }
+    // The instance label is also a common label (Helm charts set it to the release):
+    // a name no Application has is nobody's sync (the caller looks each one up).
+    let mut out: Vec<OwnerRef> = Vec::new();
+    for n in names {
+        if n.is_empty() {
+            continue;
+        }
+        let r = OwnerRef::argo(n);
+        if !out.iter().any(|o| same_owner(o, &r)) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// The ownerReferences of `obj`: (apiVersion, kind, name) of each object whose delete
+/// makes the garbage collector delete `obj` (issue 21 item 1, kind A).
+pub fn owner_references(obj: &Value) -> Vec<(String, String, String)> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| {
+            Some((
+                r["apiVersion"].as_str()?.to_string(),
+                r["kind"].as_str()?.to_string(),
+                r["name"].as_str()?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// The JSON merge patch that puts `owner`'s tracking markers, as `old` (the object the
+/// window replaced, which the owner tracked) carries them, on `live` (a kept object its
+/// source defines but that carries none of them yet): what the owner's own sync would
+/// stamp, so that its status compares the object's fields and not its missing markers.
+/// `None`: `old` carries none of `owner`'s markers.
+pub fn tracking_patch(owner: &OwnerRef, old: &Value, live: &Value) -> Option<Value> {
+    if !tracks(owner, old) {
+        return None;
+    }
+    let mut target = json!({
+        "apiVersion": live["apiVersion"],
+        "kind": live["kind"],
+        "metadata": {"name": live["metadata"]["name"], "namespace": live["metadata"]["namespace"]},
+    });
+    keep_tracking(&mut target, old);
+    if !tracks(owner, &target) {
+        return None;
+    }
+    let mut meta = serde_json::Map::new();
+    for section in ["labels", "annotations"] {
+        if let Some(m) = target["metadata"][section]
+            .as_object()
+            .filter(|m| !m.is_empty())
+        {
+            meta.insert(section.into(), Value::Object(m.clone()));
+        }
+    }
+    Some(json!({ "metadata": meta }))
+}
+
 /// How a window handles a gateway that Argo CD or Flux manages (`--gitops`).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -2456,6 +2665,119 @@ mod tests {
                 now: "spec.suspend false".into()
             }
         );
+    }
+
+    /// Issue 21 item 1, kinds A to D: what an Argo CD status says of one kept object,
+    /// the ignore rules that hide a difference, the Applications on an object, its
+    /// ownerReferences, and the markers a restore puts on a new object.
+    #[test]
+    fn only_synced_is_proof_and_ignore_rules_hide_differences() {
+        let app = |entries: Value, extra: Value| {
+            let mut a = json!({"kind": "Application", "metadata": {"name": "werra", "namespace": "argocd"},
+                "spec": {"source": {"repoURL": "r", "path": "p"}},
+                "status": {"sync": {"status": "OutOfSync"}, "resources": entries}});
+            merge(&mut a, &extra);
+            a
+        };
+        let e = |kind: &str, st: Value| json!({"group": "", "kind": kind, "namespace": "t", "name": "psk", "status": st});
+        for (entry, says) in [
+            (e("Secret", json!("Synced")), ArgoSays::Synced),
+            (e("Secret", json!("OutOfSync")), ArgoSays::OutOfSync),
+            (
+                e("Secret", json!("Unknown")),
+                ArgoSays::CannotTell("its status.resources entry says Unknown".into()),
+            ),
+            (
+                e("Secret", Value::Null),
+                ArgoSays::CannotTell("its status.resources entry has no status".into()),
+            ),
+            (e("ConfigMap", json!("Synced")), ArgoSays::Absent),
+        ] {
+            let a = app(json!([entry]), json!({}));
+            assert_eq!(argo_says(&a, "", "Secret", "t", "psk"), Some(says), "{a}");
+        }
+        let mut pruned = e("Secret", json!("OutOfSync"));
+        pruned["requiresPruning"] = json!(true);
+        assert_eq!(
+            argo_says(&app(json!([pruned]), json!({})), "", "Secret", "t", "psk"),
+            Some(ArgoSays::Prunes)
+        );
+        // A status that is not current says nothing.
+        let blind = app(
+            json!([]),
+            json!({"status": {"sync": {"status": "Unknown"}}}),
+        );
+        assert_eq!(argo_says(&blind, "", "Secret", "t", "psk"), None);
+
+        let ignoring = |rules: Value, options: Value| {
+            app(
+                json!([]),
+                json!({"spec": {"ignoreDifferences": rules, "syncPolicy": {"syncOptions": options}}}),
+            )
+        };
+        let a = ignoring(
+            json!([{"group": "apps", "kind": "Deployment", "jsonPointers": ["/spec/replicas"]},
+                   {"kind": "Secret", "name": "psk", "jsonPointers": ["/data"]}]),
+            json!([]),
+        );
+        assert_eq!(
+            argo_ignored(&a, &[], "", "Secret", "t", "psk").as_deref(),
+            Some("spec.ignoreDifferences[1] (jsonPointers /data)")
+        );
+        assert_eq!(argo_ignored(&a, &[], "", "Secret", "t", "other"), None);
+        let a = ignoring(
+            json!([{"group": "vpn.bnerd.net", "kind": "VPNGateway", "namespace": "t*", "managedFieldsManagers": ["kube-controller-manager"]}]),
+            json!([]),
+        );
+        assert!(
+            argo_ignored(&a, &[], "vpn.bnerd.net", "VPNGateway", "tenant", "gw")
+                .is_some_and(|r| r.contains("managedFieldsManagers kube-controller-manager"))
+        );
+        // RespectIgnoreDifferences: the sync leaves those fields as they are live.
+        let a = ignoring(
+            json!([{"kind": "Secret", "jsonPointers": ["/data"]}]),
+            json!(["RespectIgnoreDifferences=true"]),
+        );
+        assert_eq!(argo_ignored(&a, &[], "", "Secret", "t", "psk"), None);
+        // argocd-cm's resource customizations.
+        let cm = vec![(
+            "resource.customizations.ignoreDifferences.vpn.bnerd.net_VPNPeer".to_string(),
+            "jsonPointers:\n- /spec/ipsec".to_string(),
+        )];
+        let a = ignoring(json!([]), json!([]));
+        assert!(argo_ignored(&a, &cm, "vpn.bnerd.net", "VPNPeer", "t", "p").is_some());
+        assert_eq!(argo_ignored(&a, &cm, "", "Secret", "t", "psk"), None);
+
+        // Applications on an object, ownerReferences.
+        let obj = json!({"metadata": {"labels": {"app.kubernetes.io/instance": "keys"},
+            "annotations": {"argocd.argoproj.io/tracking-id": "ops_vault:/Secret:t/psk"},
+            "ownerReferences": [{"apiVersion": "bitnami.com/v1alpha1", "kind": "SealedSecret", "name": "psk", "uid": "u"}]}});
+        let apps: Vec<String> = argo_apps_on(&obj).iter().map(OwnerRef::display).collect();
+        assert_eq!(apps, vec!["application/keys", "application/vault -n ops"]);
+        assert_eq!(
+            owner_references(&obj),
+            vec![(
+                "bitnami.com/v1alpha1".into(),
+                "SealedSecret".into(),
+                "psk".into()
+            )]
+        );
+
+        // The markers a restore puts on a new object: the replaced one's, retracked.
+        let old = json!({"apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway",
+            "metadata": {"name": "werra", "namespace": "t", "labels": {"app.kubernetes.io/instance": "werra", "client": "x"},
+                "annotations": {"argocd.argoproj.io/tracking-id": "werra:ipsec.bnerd.net/IPsecGateway:t/werra"}}});
+        let live = json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNPeer", "metadata": {"name": "werra-1", "namespace": "t"}});
+        let p = tracking_patch(&owner("Application"), &old, &live).unwrap();
+        assert_eq!(
+            p,
+            json!({"metadata": {"labels": {"app.kubernetes.io/instance": "werra"},
+                "annotations": {"argocd.argoproj.io/tracking-id": "werra:vpn.bnerd.net/VPNPeer:t/werra-1"}}})
+        );
+        // Not the owner's markers: nothing to put on.
+        let mut other = owner("Application");
+        other.name = "other".into();
+        assert_eq!(tracking_patch(&other, &old, &live), None);
     }
 
     /// RFC 7386, for the tests.

@@ -689,12 +689,15 @@ fn owner_shape(owner: &gitops::OwnerRef) -> Value {
 ///    after a cutover, `VPNGateway` after a rollback), nor what the finished windows
 ///    that relied on it replaced. With `force` (`--gitops resume`) the user says the
 ///    repository is merged: this one check is skipped, no other;
-/// 4. its first sync cannot prune what those windows keep (their PSK Secrets, the new
-///    objects, the old gateway after a rollback): what it tracks and its status shows in
-///    its source is safe; what its status shows gone from the source keeps it
-///    suspended; what the cluster cannot show (a suspended Kustomization's inventory is
-///    never refreshed; a HelmRelease has none) gets the prune protection its controller
-///    honours, recorded in the journal before it is set and read back after.
+/// 4. its first sync cannot prune or change what those windows keep (their PSK Secrets,
+///    the new objects, the old gateway after a rollback, and what their ownerReferences
+///    name, transitively): Argo CD's entry for each must read `Synced` (an `OutOfSync`,
+///    `Unknown` or missing entry, or an `ignoreDifferences` rule hiding a difference,
+///    keeps it suspended); every other Application whose markers are on one is checked
+///    the same; what its status shows gone from the source keeps it suspended; what the
+///    cluster cannot show (a suspended Kustomization's inventory is never refreshed; a
+///    HelmRelease has none) gets the prune protection its controller honours, recorded
+///    in the journal before it is set and read back after.
 ///
 /// What is not restored is said, with the command. Returns how many owners are still
 /// suspended by the window.
@@ -816,7 +819,11 @@ pub(crate) async fn restore(
         };
         // It still holds the key the journal fingerprinted; what it holds now is what the
         // first sync is held to (attack finding 1: the sync wrote Git's stale copy).
-        super::steps::psk_unchanged(w.ev, &w.journal, &secret)?;
+        if let Err(e) = super::steps::psk_unchanged(w.ev, &w.journal, &secret) {
+            // Kind D: another Application that syncs the Secret automatically wrote it;
+            // "put the key back, run again" would be undone by its self-heal at once.
+            return Err(other_writer_stop(w.cluster, &r.owner, &secret, e).await);
+        }
         let psk_before = psk_seen(&w.journal, &secret);
         // The windows whose objects the restored sync must leave as they are: this one,
         // and the finished ones that relied on the suspension.
@@ -836,9 +843,9 @@ pub(crate) async fn restore(
             }
         }
         // 3. Safe only when its source no longer defines what the windows replaced.
-        // Whether the rest of the source matches what the window made live cannot be
-        // told before (Argo CD shows objects it does not track yet as OutOfSync): the
-        // first sync after the restore is watched instead (`settle`). `--gitops resume`
+        // Whether the rest of the source matches what the window made live is check 4's
+        // (Argo CD: each kept object's entry, once it carries the owner's markers); the
+        // first sync after the restore is watched all the same (`settle`). `--gitops resume`
         // vouches for this window's repository change only: what another window that
         // relied on the suspension replaced is checked all the same (attack finding A2).
         // Every window's, not only the first: advice for this window's own change alone
@@ -932,10 +939,10 @@ pub(crate) async fn restore(
                 }
             }
         }
-        if let Some(why) = refused {
+        if let Some((why, todo)) = refused {
             left += 1;
             w.ev.emit(Event::Warning(format!(
-                "{} stays suspended: {why}. Put it back in the repository (or take the owner's markers off it), then `vpnmig {verb} {name} -n {ns}`",
+                "{} stays suspended: {why}. {todo}",
                 r.owner.display()
             )));
             continue;
@@ -1267,23 +1274,40 @@ async fn holders_now(
     Ok(holders::holders(&journals, owner, (ns, name)))
 }
 
-/// Make sure the restored owner's first sync cannot prune what window `j` keeps (after
-/// `replaced`: the new objects after a cutover, the old gateway after a rollback; and
-/// its PSK Secret). Protection set is recorded in this window's journal (record `i`)
-/// before the patch. `Ok(Err(why))`: the owner must stay suspended.
+/// How deep the ownerReferences of a kept object are followed (issue 21 item 1, kind A):
+/// a Secret made by a SealedSecret or an ExternalSecret, itself made by a generator, and
+/// so on; and how many objects are looked at in all, at most.
+const OWNER_DEPTH: usize = 4;
+const KEPT_AT_MOST: usize = 48;
+
+/// How long the owner's status is given to compare a kept object once vpnmig put the
+/// owner's tracking markers on it (kind C): a real Argo CD refreshes on the object's
+/// change within seconds.
+const COMPARED_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Make sure the restored owner's first sync cannot prune or change what window `j`
+/// keeps (after `replaced`: the new objects after a cutover, the old gateway after a
+/// rollback; and its PSK Secret), nor what those objects have ownerReferences to (a
+/// SealedSecret or ExternalSecret that made the PSK Secret: pruned, the garbage
+/// collector deletes the Secret; kind A). Protection set is recorded in this window's
+/// journal (record `i`) before the patch. `Ok(Err((why, what to do)))`: the owner must
+/// stay suspended.
 async fn keep(
     w: &mut Window<'_>,
     i: usize,
     j: &crate::core::journal::Journal,
     replaced: &str,
     owner: Option<&Value>,
-) -> Result<Result<(), String>, Error> {
+) -> Result<Result<(), (String, String)>, Error> {
     let r = w.journal.gitops[i].owner.clone();
-    let mut kept: Vec<(String, String, String, String)> = vec![(
+    // (apiVersion, kind, namespace, name, depth, what it keeps: the chain that leads here)
+    let mut queue: Vec<(String, String, String, String, usize, String)> = vec![(
         "v1".into(),
         "Secret".into(),
         j.namespace.clone(),
         j.psk_secret.clone(),
+        0,
+        String::new(),
     )];
     let objects: Vec<&Value> = if replaced == "IPsecGateway" {
         j.targets.iter().collect()
@@ -1300,52 +1324,260 @@ async fn keep(
         let ns = Some(s("/metadata/namespace"))
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| j.namespace.clone());
-        kept.push((s("/apiVersion"), s("/kind"), ns, s("/metadata/name")));
+        queue.push((
+            s("/apiVersion"),
+            s("/kind"),
+            ns,
+            s("/metadata/name"),
+            0,
+            String::new(),
+        ));
     }
-    for (api_version, kind, ns, name) in kept {
-        let Some(obj) = live::get_kept(w.cluster, &api_version, &kind, &ns, &name).await? else {
+    // Argo CD's global diff customizations (argocd-cm), where the owner's namespace has
+    // them: they hide differences as an Application's own ignoreDifferences do.
+    let customizations = match (r.kind.as_str(), r.namespace.as_deref()) {
+        ("Application", Some(ons)) => {
+            match live::get_kept(w.cluster, "v1", "ConfigMap", ons, "argocd-cm").await {
+                Ok(Some(cm)) => cm["data"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .filter(|(k, _)| k.starts_with("resource.customizations.ignoreDifferences."))
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect(),
+                Ok(None) => Vec::new(),
+                Err(e) => {
+                    return Ok(Err((
+                        format!(
+                            "the ConfigMap argocd-cm -n {ons} (Argo CD's diff customizations, which may hide a difference of what the window keeps) cannot be read ({e})"
+                        ),
+                        format!(
+                            "check by hand that it ignores no difference of the Secret or the gateway objects (`kubectl get configmap argocd-cm -n {ons} -o yaml`, keys resource.customizations.ignoreDifferences.*), then restore it by hand, or run vpnmig with a context that can read it"
+                        ),
+                    )));
+                }
+            }
+        }
+        _ => Vec::new(),
+    };
+    let mut seen: Vec<(String, String, String)> = Vec::new();
+    let mut owner = owner.cloned();
+    // In order: the PSK Secret first, then the window's objects, then what owns them.
+    while !queue.is_empty() {
+        let (api_version, kind, ns, name, depth, chain) = queue.remove(0);
+        if seen.contains(&(kind.clone(), ns.clone(), name.clone())) {
             continue;
-        };
+        }
+        seen.push((kind.clone(), ns.clone(), name.clone()));
         let what = object_ref(&kind, &name, &ns);
-        let what = if kind == "Secret" {
+        let what = if kind == "Secret" && depth == 0 {
             format!("{what} (the PSK)")
-        } else {
+        } else if chain.is_empty() {
             what
+        } else {
+            format!("{what} ({chain})")
         };
-        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-        let tracked = gitops::tracks(&r, &obj);
-        // Its source defines it otherwise than it is live (Argo CD: OutOfSync): the first
-        // sync overwrites it, whatever prune protection it carries. The PSK Secret
-        // whoever tracks it (a source that newly defines it adopts it), the other kept
-        // objects where the owner tracks them (one it does not track yet shows
-        // OutOfSync for its missing markers alone; the first sync is watched for those).
-        // Attack finding 1: Git's copy of the Secret held another key.
-        if (tracked || kind == "Secret")
-            && owner.and_then(|o| gitops::source_differs(o, group, &kind, &ns, &name)) == Some(true)
-        {
-            return Ok(Err(format!(
-                "its source defines {what} otherwise than it is live (status of {}: OutOfSync): restoring its sync would overwrite it{}; see what it would change with `argocd app diff {}`",
-                r.display(),
-                if kind == "Secret" {
-                    " with the key the repository holds, and the client's key would exist nowhere (vpnmig keeps only its fingerprint)"
-                } else {
-                    ""
-                },
-                r.name
-            )));
-        }
-        if !tracked || gitops::protected(&r.kind, &obj) {
-            continue;
-        }
-        match owner.and_then(|o| gitops::source_defines(o, group, &kind, &ns, &name)) {
-            Some(true) => continue,
-            Some(false) => {
-                return Ok(Err(format!(
-                    "it tracks {what}, and its source no longer defines it (status of {}): restoring its sync would delete it",
-                    r.display()
+        let Some(obj) = live::get_kept(w.cluster, &api_version, &kind, &ns, &name).await? else {
+            if depth > 0 {
+                // Its dependent is still there, so the object it names should be: not
+                // found is a kind vpnmig cannot read, not proof it is gone.
+                return Ok(Err((
+                    format!(
+                        "{what} cannot be read (not found as {api_version} {kind}), and whether its sync prunes it cannot be told"
+                    ),
+                    format!(
+                        "check by hand that {}'s source still defines it (`kubectl get {} {name} -n {ns}`; {}), then restore it by hand",
+                        r.display(),
+                        kind.to_lowercase(),
+                        gitops::render_hint(&r)
+                    ),
                 )));
             }
-            None => {}
+            continue;
+        };
+        // Kind A: what owns it is kept too (pruned, the garbage collector deletes it).
+        if depth < OWNER_DEPTH {
+            for (av, k, n) in gitops::owner_references(&obj) {
+                let label = if chain.is_empty() {
+                    object_ref(&kind, &name, &ns)
+                } else {
+                    chain.clone()
+                };
+                queue.push((
+                    av,
+                    k.clone(),
+                    ns.clone(),
+                    n.clone(),
+                    depth + 1,
+                    format!(
+                        "{label} is owned by {}: deleted, the garbage collector deletes what it owns",
+                        object_ref(&k, &n, &ns)
+                    ),
+                ));
+            }
+        }
+        if seen.len() + queue.len() > KEPT_AT_MOST {
+            return Ok(Err((
+                format!(
+                    "what the window keeps has more than {KEPT_AT_MOST} objects through their ownerReferences, more than vpnmig checks"
+                ),
+                format!(
+                    "check by hand what {}'s sync would prune ({}), then restore it by hand",
+                    r.display(),
+                    gitops::render_hint(&r)
+                ),
+            )));
+        }
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        // Kind D: another Application whose markers are on it syncs it too, whatever
+        // vpnmig does with this owner.
+        if let Some(why) = other_apps(
+            w.cluster,
+            &r,
+            &obj,
+            &customizations,
+            group,
+            &kind,
+            &ns,
+            &name,
+            &what,
+        )
+        .await?
+        {
+            return Ok(Err(why));
+        }
+        let tracked = gitops::tracks(&r, &obj);
+        let mut says = owner
+            .as_ref()
+            .and_then(|o| gitops::argo_says(o, group, &kind, &ns, &name));
+        // Kind C: one its source defines but that carries none of its markers yet shows
+        // OutOfSync for the markers alone (as a real Argo CD shows an object it did not
+        // create). vpnmig puts on the markers the owner's sync would stamp (copied from
+        // the object the window replaced), and reads the comparison again.
+        if says == Some(gitops::ArgoSays::OutOfSync)
+            && !tracked
+            && r.kind == "Application"
+            && let Some(patch) = gitops::tracking_patch(&r, &j.old_manifest, &obj)
+        {
+            live::patch_kept(w.cluster, &api_version, &kind, &ns, &name, &patch).await?;
+            w.ev.emit(Event::Step(format!(
+                    "{what}: put on {}'s tracking markers, as its sync would (its source defines it); reading its comparison again",
+                    r.display()
+                )));
+            let deadline = tokio::time::Instant::now() + COMPARED_WITHIN;
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                owner = match live::find(w.cluster, &r).await? {
+                    Found::One(_, o) => Some(o),
+                    _ => None,
+                };
+                says = owner
+                    .as_ref()
+                    .and_then(|o| gitops::argo_says(o, group, &kind, &ns, &name));
+                if says != Some(gitops::ArgoSays::OutOfSync)
+                    || tokio::time::Instant::now() >= deadline
+                {
+                    break;
+                }
+            }
+        }
+        let diff = format!("argocd app diff {}", r.name);
+        let by_hand = format!(
+            "Check by hand what its sync would write (`{diff} --local DIR` on the merged repository, `argocd app manifests {} --source git`)",
+            r.name
+        );
+        let secret_words = if kind == "Secret" && depth == 0 {
+            " with the key the repository holds, and the client's key would exist nowhere (vpnmig keeps only its fingerprint)"
+        } else {
+            ""
+        };
+        let status_of = format!("status of {}", r.display());
+        match &says {
+            Some(gitops::ArgoSays::OutOfSync) => {
+                return Ok(Err((
+                    format!(
+                        "its source defines {what} otherwise than it is live ({status_of}: OutOfSync): restoring its sync would overwrite it{secret_words}; see what it would change with `{diff}`"
+                    ),
+                    format!(
+                        "Make the repository define it as it is live (`{diff}` shows the difference{}), then `vpnmig {} {} -n {}`",
+                        if kind == "Secret" {
+                            "; vpnmig never prints a key"
+                        } else {
+                            ""
+                        },
+                        verb_of(replaced),
+                        w.name(),
+                        w.ns()
+                    ),
+                )));
+            }
+            Some(gitops::ArgoSays::CannotTell(how)) => {
+                return Ok(Err((
+                    format!(
+                        "its status cannot tell whether its sync would change {what} ({how}; {status_of}): an entry that is not Synced is no proof"
+                    ),
+                    format!(
+                        "{by_hand}; once it shows Synced, `vpnmig {} {} -n {}`",
+                        verb_of(replaced),
+                        w.name(),
+                        w.ns()
+                    ),
+                )));
+            }
+            Some(gitops::ArgoSays::Absent) if tracked && !gitops::protected(&r.kind, &obj) => {
+                return Ok(Err((
+                    format!(
+                        "it tracks {what}, but its status does not list it ({status_of}; a real Argo CD lists every object it tracks): whether its sync would prune it cannot be told"
+                    ),
+                    format!(
+                        "{by_hand}; refresh it (`argocd app get {} --refresh`), then `vpnmig {} {} -n {}`",
+                        r.name,
+                        verb_of(replaced),
+                        w.name(),
+                        w.ns()
+                    ),
+                )));
+            }
+            Some(gitops::ArgoSays::Prunes) if tracked && !gitops::protected(&r.kind, &obj) => {
+                return Ok(Err((
+                    format!(
+                        "it tracks {what}, and its source no longer defines it ({status_of}): restoring its sync would delete it"
+                    ),
+                    format!(
+                        "Put it back in the repository (or take the owner's markers off it), then `vpnmig {} {} -n {}`",
+                        verb_of(replaced),
+                        w.name(),
+                        w.ns()
+                    ),
+                )));
+            }
+            _ => {}
+        }
+        // Kind B: a difference its status hides is no proof either.
+        if matches!(says, Some(gitops::ArgoSays::Synced))
+            && let Some(rule) = owner
+                .as_ref()
+                .and_then(|o| gitops::argo_ignored(o, &customizations, group, &kind, &ns, &name))
+        {
+            return Ok(Err((
+                format!(
+                    "{rule} matches {what}: its status does not show a difference there, and its sync (without syncOptions RespectIgnoreDifferences=true) writes the repository's copy all the same{}",
+                    if kind == "Secret" && depth == 0 {
+                        " (the key the repository holds: the client's key would then exist nowhere, vpnmig keeps only its fingerprint)"
+                    } else {
+                        ""
+                    }
+                ),
+                format!(
+                    "{by_hand}; when the repository's copy is what is live, restore it by hand, or add RespectIgnoreDifferences=true to its syncOptions, then `vpnmig {} {} -n {}`",
+                    verb_of(replaced),
+                    w.name(),
+                    w.ns()
+                ),
+            )));
+        }
+        if !tracked || gitops::protected(&r.kind, &obj) || says.is_some() {
+            continue;
         }
         // The cluster cannot show what the merged source applies: the controller is told
         // not to prune it, as it documents.
@@ -1360,9 +1592,15 @@ async fn keep(
         journal::write(w.cluster, &w.journal, false).await?;
         let after = live::patch_kept(w.cluster, &api_version, &kind, &ns, &name, &patch).await?;
         if !gitops::protected(&r.kind, &after) {
-            return Ok(Err(format!(
-                "it tracks {what}, the cluster does not show whether its source still defines it, and the annotation {}={} did not stay on it (a webhook or controller removed it)",
-                record.annotation, record.value
+            return Ok(Err((
+                format!(
+                    "it tracks {what}, the cluster does not show whether its source still defines it, and the annotation {}={} did not stay on it (a webhook or controller removed it)",
+                    record.annotation, record.value
+                ),
+                format!(
+                    "Find what removes it, or check by hand that the merged source still defines it ({}), then restore it by hand",
+                    gitops::render_hint(&r)
+                ),
             )));
         }
         w.ev.emit(Event::Step(format!(
@@ -1371,12 +1609,147 @@ async fn keep(
             record.annotation,
             record.value,
             owner
+                .as_ref()
                 .and_then(gitops::status_blind)
                 .map(|why| format!(": {why}"))
                 .unwrap_or_default()
         )));
     }
     Ok(Ok(()))
+}
+
+fn verb_of(replaced: &str) -> &'static str {
+    if replaced == "IPsecGateway" {
+        "cutover"
+    } else {
+        "rollback"
+    }
+}
+
+/// The stop when the PSK Secret's key changed (`e`) and another Application that syncs
+/// automatically carries its markers (kind D): that Application and its repository copy
+/// are named as what must be fixed first, since putting the key back by hand is undone by
+/// its self-heal. `e` as it is when there is none.
+async fn other_writer_stop(
+    cluster: &Cluster,
+    owner: &gitops::OwnerRef,
+    secret: &Value,
+    e: Error,
+) -> Error {
+    let Error::Stop { code, message, .. } = &e else {
+        return e;
+    };
+    let mut others = Vec::new();
+    for app in gitops::argo_apps_on(secret) {
+        let found = match live::find(cluster, &app).await {
+            Ok(Found::One(o, v)) => vec![(o, v)],
+            Ok(Found::Many(all)) => all,
+            _ => Vec::new(),
+        };
+        for (o, v) in found {
+            if !(owner.kind == "Application" && gitops::same_owner(owner, &o))
+                && gitops::argo_automated(&v)
+            {
+                others.push(o);
+            }
+        }
+    }
+    let Some(other) = others.first() else {
+        return e;
+    };
+    Error::Stop {
+        code: *code,
+        message: format!(
+            "{message}; the Secret carries the tracking markers of {}, which syncs automatically{}: its sync writes its repository's copy of the Secret, and {} stays suspended",
+            other.display(),
+            gitops::writer(secret)
+                .map(|w| format!(" (last written by {w})"))
+                .unwrap_or_default(),
+            owner.display()
+        ),
+        hint: Some(format!(
+            "fix {}'s repository copy first: make it hold the client's key, or take the Secret out of it and its markers off the Secret (`argocd app diff {}`; `argocd app manifests {} --source git`; vpnmig never prints a key). Putting the key back by hand alone is undone by its self-heal within seconds. Then put the client's key back and run the window's command again",
+            other.display(),
+            other.name,
+            other.name
+        )),
+    }
+}
+
+/// Kind D: every other Argo CD Application whose markers are on kept object `obj`
+/// (`what`) is checked like the owner: its current status must show the object `Synced`
+/// and no ignoreDifferences of its may hide a difference. One that does not: `Some((why,
+/// what to do))`, naming that Application and its repository copy, which must be fixed
+/// first (putting the object back by hand would be undone by its next sync).
+#[allow(clippy::too_many_arguments)]
+async fn other_apps(
+    cluster: &Cluster,
+    r: &gitops::OwnerRef,
+    obj: &Value,
+    customizations: &[(String, String)],
+    group: &str,
+    kind: &str,
+    ns: &str,
+    name: &str,
+    what: &str,
+) -> Result<Option<(String, String)>, Error> {
+    for app in gitops::argo_apps_on(obj) {
+        let found = match live::find(cluster, &app).await? {
+            Found::One(o, v) => vec![(o, v)],
+            Found::Many(all) => all,
+            Found::None => Vec::new(),
+        };
+        for (other, v) in found {
+            if r.kind == "Application" && gitops::same_owner(r, &other) {
+                continue;
+            }
+            let automated = gitops::argo_automated(&v);
+            let how = if automated {
+                "it syncs automatically, so this happens whatever vpnmig does with the owner it suspended"
+            } else {
+                "its next sync (by hand or once automated) does it"
+            };
+            let shown = match gitops::argo_says(&v, group, kind, ns, name) {
+                Some(gitops::ArgoSays::Synced) => {
+                    match gitops::argo_ignored(&v, customizations, group, kind, ns, name) {
+                        Some(rule) => format!(
+                            "its {rule} hides a difference there, and its sync writes its repository's copy"
+                        ),
+                        None => continue,
+                    }
+                }
+                Some(gitops::ArgoSays::OutOfSync) => {
+                    "its status shows it OutOfSync: its sync overwrites it with its repository's copy".into()
+                }
+                Some(gitops::ArgoSays::Prunes) => {
+                    "its status lists it with requiresPruning: its source no longer defines it, and its sync deletes it".into()
+                }
+                Some(gitops::ArgoSays::Absent) => {
+                    "its status does not list it: whether its sync changes or prunes it cannot be told".into()
+                }
+                Some(gitops::ArgoSays::CannotTell(why)) => {
+                    format!("its status cannot tell ({why})")
+                }
+                None => format!(
+                    "its status cannot tell ({})",
+                    gitops::status_blind(&v).unwrap_or_else(|| "not current".into())
+                ),
+            };
+            return Ok(Some((
+                format!(
+                    "{what} carries the tracking markers of another Application, {}, and {shown}; {how}",
+                    other.display()
+                ),
+                format!(
+                    "Fix {}'s repository copy first (`argocd app diff {}`; `argocd app manifests {} --source git`), or take its markers off the object; putting the object back by hand alone is undone by its next sync. Then `vpnmig status -n {ns}` and run the window's command again",
+                    other.display(),
+                    other.name,
+                    other.name
+                ),
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// How long a restored owner's first sync is watched (bounded like every wait).

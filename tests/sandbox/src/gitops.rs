@@ -29,6 +29,12 @@
 //!   waited for), or whose live fields differ from the source's (every field the source
 //!   sets, labels and annotations included, compared as a subset: fields the server
 //!   added do not count); and, with prune, a tracked object that is not in the source.
+//!   An Application's `spec.ignoreDifferences` entries that match an object (kind,
+//!   group, and name / namespace where given) take their `jsonPointers` (and
+//!   `jqPathExpressions` of the form `.a.b`) out of the comparison, as Argo CD does: a
+//!   difference there reads `Synced`. Its sync still applies the whole manifest, those
+//!   fields included, unless `spec.syncPolicy.syncOptions` holds
+//!   `RespectIgnoreDifferences=true` (then they keep their live values).
 //! - Sync: once an owner has been out of sync for `selfHealDelayMs`, every drifted
 //!   object is server-side applied with field manager `argocd-controller` /
 //!   `kustomize-controller` (force), stamped with the tracking markers, and the extras are
@@ -64,6 +70,7 @@
 //!   owners:                     # the same two faults for one owner (ORed with the global ones)
 //!     argocd/argocd/acme: {ignoresSuspension: true}
 //!     flux/flux-system/acme: {relabels: true}
+//!     argocd/argocd/root: {comparesIgnored: true}   # disregards its ignoreDifferences
 //! ```
 //!
 //! `relabels` stamps the owner's tracking markers on every object in its destination
@@ -138,6 +145,10 @@ pub struct Settings {
 pub struct OwnerFaults {
     pub ignores_suspension: bool,
     pub relabels: bool,
+    /// Its comparison and sync disregard its `spec.ignoreDifferences` (an Argo CD that
+    /// says it ignores a field yet writes it back, e.g. a parent Application whose sync
+    /// replaces its children's spec).
+    pub compares_ignored: bool,
 }
 
 impl Settings {
@@ -147,6 +158,7 @@ impl Settings {
         OwnerFaults {
             ignores_suspension: self.ignores_suspension || o.ignores_suspension,
             relabels: self.relabels || o.relabels,
+            compares_ignored: o.compares_ignored,
         }
     }
 
@@ -181,6 +193,8 @@ struct Owner {
     tool: Tool,
     rt: ResourceType,
     obj: Value,
+    /// The `comparesIgnored` fault is on for it.
+    compares_ignored: bool,
 }
 
 fn s<'a>(v: &'a Value, p: &str) -> &'a str {
@@ -231,6 +245,13 @@ impl Owner {
                 self.obj.pointer("/spec/suspend").and_then(Value::as_bool) != Some(true)
             }
         }
+    }
+    /// Whether an Application's `spec.syncPolicy.syncOptions` holds `option`.
+    fn sync_option(&self, option: &str) -> bool {
+        self.obj
+            .pointer("/spec/syncPolicy/syncOptions")
+            .and_then(Value::as_array)
+            .is_some_and(|os| os.iter().any(|x| x.as_str() == Some(option)))
     }
     fn prune(&self) -> bool {
         let p = match self.tool {
@@ -384,7 +405,10 @@ impl Gitops {
 
     /// One pass over every owner; returns when the next sync is due.
     fn reconcile(&self, settings: &Settings, now: Instant) -> Option<Instant> {
-        let owners = owners(&self.store);
+        let mut owners = owners(&self.store);
+        for o in &mut owners {
+            o.compares_ignored = settings.faults(&o.key()).compares_ignored;
+        }
         let mut st = self.state();
         let live: HashSet<&str> = owners.iter().map(Owner::uid).collect();
         st.out_of_sync.retain(|u, _| live.contains(u.as_str()));
@@ -451,7 +475,7 @@ impl Gitops {
             .iter()
             .map(|d| (d.rt.gvr(), d.ns.clone(), d.name.clone()))
             .collect();
-        let drifted: Vec<&Desired> = desired.iter().filter(|d| drifts(store, d)).collect();
+        let drifted: Vec<&Desired> = desired.iter().filter(|d| drifts(store, o, d)).collect();
         let mut extras = if prune || !acting {
             extras(store, o, &wanted)
         } else {
@@ -487,7 +511,12 @@ impl Gitops {
             return Some(due);
         }
         st.out_of_sync.remove(&uid);
-        for d in drifted {
+        // A sync applies the drifted objects, and those whose drift ignoreDifferences
+        // hides: Argo CD applies every resource of the sync, whose status cannot show it.
+        for d in desired
+            .iter()
+            .filter(|d| drifted.iter().any(|x| std::ptr::eq(*x, *d)) || !ignored(o, d).is_empty())
+        {
             let _ = apply(store, o, d);
         }
         if prune {
@@ -527,6 +556,7 @@ fn owners(store: &Store) -> Vec<Owner> {
                 tool,
                 rt: rt.clone(),
                 obj,
+                compares_ignored: false,
             });
         }
     }
@@ -680,7 +710,7 @@ fn subset(want: &Value, have: &Value) -> bool {
 
 /// Whether the live object is missing or differs from the source. One being deleted is
 /// waited for (it is re-created once gone).
-fn drifts(store: &Store, d: &Desired) -> bool {
+fn drifts(store: &Store, o: &Owner, d: &Desired) -> bool {
     let Ok(live) = store.get(&d.rt, &d.ns, &d.name) else {
         return true;
     };
@@ -696,6 +726,13 @@ fn drifts(store: &Store, d: &Desired) -> bool {
             meta.retain(|k, _| matches!(k.as_str(), "labels" | "annotations"));
         }
     }
+    // What its ignoreDifferences names is not compared, on either side (as Argo CD
+    // normalizes both before its diff).
+    let mut live = live;
+    for p in ignored(o, d) {
+        remove_pointer(&mut want, &p);
+        remove_pointer(&mut live, &p);
+    }
     !subset(&want, &live)
 }
 
@@ -703,6 +740,19 @@ fn apply(store: &Store, o: &Owner, d: &Desired) -> Result<Value, crate::status::
     let mut obj = d.obj.clone();
     if let Some(m) = obj.as_object_mut() {
         m.remove("status");
+    }
+    // A sync applies the whole manifest, ignored fields included, unless the Application
+    // says `RespectIgnoreDifferences=true`: then those fields keep their live values.
+    if o.tool == Tool::Argo
+        && o.sync_option("RespectIgnoreDifferences=true")
+        && let Ok(live) = store.get(&d.rt, &d.ns, &d.name)
+    {
+        for p in ignored(o, d) {
+            match live.pointer(&p) {
+                Some(v) => set_pointer(&mut obj, &p, v.clone()),
+                None => remove_pointer(&mut obj, &p),
+            }
+        }
     }
     store.apply(
         &d.rt,
@@ -714,6 +764,79 @@ fn apply(store: &Store, o: &Owner, d: &Desired) -> Result<Value, crate::status::
         false,
         &WriteOptions::default(),
     )
+}
+
+/// The JSON pointers of `o`'s `spec.ignoreDifferences` entries (Argo CD only) that match
+/// `d` (group, kind, name and namespace where given); `jqPathExpressions` of the form
+/// `.a.b` count as the pointer `/a/b`.
+fn ignored(o: &Owner, d: &Desired) -> Vec<String> {
+    if o.tool != Tool::Argo || o.compares_ignored {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for e in o
+        .obj
+        .pointer("/spec/ignoreDifferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let matches = e["kind"].as_str() == Some(d.rt.kind.as_str())
+            && e["group"].as_str().unwrap_or_default() == d.rt.group
+            && e["name"].as_str().is_none_or(|n| n == d.name)
+            && e["namespace"].as_str().is_none_or(|n| n == d.ns);
+        if !matches {
+            continue;
+        }
+        for p in e["jsonPointers"].as_array().into_iter().flatten() {
+            out.extend(p.as_str().map(str::to_string));
+        }
+        for q in e["jqPathExpressions"].as_array().into_iter().flatten() {
+            if let Some(q) = q.as_str().and_then(|q| q.strip_prefix('.')) {
+                out.push(format!("/{}", q.replace('.', "/")));
+            }
+        }
+    }
+    out
+}
+
+fn split_pointer(p: &str) -> Vec<String> {
+    p.trim_start_matches('/')
+        .split('/')
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect()
+}
+
+fn remove_pointer(v: &mut Value, p: &str) {
+    let parts = split_pointer(p);
+    let Some((last, parents)) = parts.split_last() else {
+        return;
+    };
+    let mut cur = v;
+    for k in parents {
+        match cur.get_mut(k.as_str()) {
+            Some(next) => cur = next,
+            None => return,
+        }
+    }
+    if let Some(m) = cur.as_object_mut() {
+        m.remove(last);
+    }
+}
+
+fn set_pointer(v: &mut Value, p: &str, value: Value) {
+    let parts = split_pointer(p);
+    let Some((last, parents)) = parts.split_last() else {
+        return;
+    };
+    let mut cur = v;
+    for k in parents {
+        if !cur.get(k.as_str()).is_some_and(Value::is_object) {
+            cur[k.as_str()] = json!({});
+        }
+        cur = &mut cur[k.as_str()];
+    }
+    cur[last.as_str()] = value;
 }
 
 /// Whether `obj` carries the prune protection `o`'s tool honours on a live object: Argo
@@ -847,7 +970,7 @@ fn set_status(store: &Store, o: &Owner, sync: Outcome, desired: &[Desired]) {
             let mut resources: Vec<Value> = desired
                 .iter()
                 .map(|d| json!({"group": d.rt.group, "version": d.rt.version, "kind": d.rt.kind, "namespace": d.ns, "name": d.name,
-                    "status": if drifts(store, d) { "OutOfSync" } else { "Synced" }}))
+                    "status": if drifts(store, o, d) { "OutOfSync" } else { "Synced" }}))
                 .collect();
             if message.is_none() {
                 let wanted: HashSet<ObjKey> = desired

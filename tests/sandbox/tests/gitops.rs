@@ -768,3 +768,72 @@ spec:
         }
     }
 }
+
+/// Issue 21 item 1, kind B: an Application's `ignoreDifferences` hides a difference from
+/// its status (the Secret reads `Synced` although the source holds another key), and its
+/// sync still writes the source's copy, unless `RespectIgnoreDifferences=true`.
+#[tokio::test]
+async fn ignore_differences_hide_a_difference_that_a_sync_still_writes() {
+    const LIVE: &str = "cmVoZWFyc2FsLW9ubHktbm90LWEtcmVhbC1rZXk=";
+    for respect in [false, true] {
+        let bed = Bed::new(Tool::Argo.scenario(), Settings::default());
+        let apps = rt(&bed.store, "argoproj.io", "v1alpha1", "applications");
+        let secret_status = |bed: &Bed| {
+            let app = bed.store.get(&apps, "argocd", "acme").unwrap();
+            app["status"]["resources"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|r| r["kind"] == "Secret")
+                .map(|r| r["status"].clone())
+        };
+        Tool::Argo.set_active(&bed.store, false);
+        bed.store
+            .modify(
+                &apps,
+                "argocd",
+                "acme",
+                false,
+                &WriteOptions::default(),
+                |cur| {
+                    let mut new = cur.clone();
+                    new["spec"]["ignoreDifferences"] =
+                        json!([{"group": "", "kind": "Secret", "jsonPointers": ["/data"]}]);
+                    if respect {
+                        new["spec"]["syncPolicy"]["syncOptions"] =
+                            json!(["RespectIgnoreDifferences=true"]);
+                    }
+                    Ok(new)
+                },
+            )
+            .unwrap();
+        // Git's copy holds another key, and a difference elsewhere makes a sync happen.
+        bed.set_source(Tool::Argo, |m| {
+            m.replace(LIVE, "c3RhbGUtY29weS1ub3QtdGhlLWNsaWVudHMta2V5")
+                .replace("client: acme", "client: acme-drift")
+        });
+        bed.gitops.kick();
+        eventually("the Secret reads Synced although its key differs", || {
+            secret_status(&bed) == Some(json!("Synced"))
+        })
+        .await;
+        assert_eq!(bed.get("secrets", "acme-psk").unwrap()["data"]["psk"], LIVE);
+        Tool::Argo.set_active(&bed.store, true);
+        bed.gitops.kick();
+        if respect {
+            eventually("the sync ran", || {
+                bed.gateway().unwrap()["metadata"]["labels"]["client"] == "acme-drift"
+            })
+            .await;
+            never("the key overwritten", || {
+                bed.get("secrets", "acme-psk").unwrap()["data"]["psk"] != LIVE
+            })
+            .await;
+        } else {
+            eventually("the sync writes the source's key", || {
+                bed.get("secrets", "acme-psk").unwrap()["data"]["psk"] != LIVE
+            })
+            .await;
+        }
+    }
+}
