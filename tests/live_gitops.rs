@@ -1437,7 +1437,10 @@ async fn a_forced_restore_never_prunes_the_psk_secret() {
                 );
                 assert_eq!(
                     j["gitops"][0]["protected"],
+                    // Issue 21 item 1, round 4: first the protection from its apply.
                     json!([{"kind": "Secret", "namespace": NS, "name": "acme-psk",
+                        "annotation": "kustomize.toolkit.fluxcd.io/reconcile", "value": "disabled"},
+                        {"kind": "Secret", "namespace": NS, "name": "acme-psk",
                         "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"}]),
                     "{j}"
                 );
@@ -1778,7 +1781,7 @@ async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
             code: 5,
             says: &[
                 "kustomization/acme -n flux-system was restored and its first sync changed what the window made live",
-                "put back vpngateway/acme -n tenant-acme as the window made it live (server-side apply, field manager vpnmig, force): spec.endpoint.floatingIP: seen \"198.51.100.99\", wanted \"198.51.100.23\" (written by field manager kustomize-controller",
+                "put back vpngateway/acme -n tenant-acme as the window made it live (server-side apply, field manager vpnmig, force): spec.endpoint.floatingIP: seen \"198.51.100.99\", wanted \"198.51.100.23\" (written by a GitOps controller's sync (field manager kustomize-controller)",
                 "the floating IP 198.51.100.23 is on the VPNGateway again",
                 "fix the repository",
             ],

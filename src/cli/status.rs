@@ -307,8 +307,13 @@ impl Windows {
             ));
         }
         for p in &self.psk {
+            let head = if p.state == "unchecked" {
+                "PSK not checked"
+            } else {
+                "PSK not as the window left it"
+            };
             out.push_str(&format!(
-                "PSK not as the window left it: {} of the window of {}/{}: {}\n",
+                "{head}: {} of the window of {}/{}: {}\n",
                 p.secret, p.namespace, p.gateway, p.detail
             ));
         }

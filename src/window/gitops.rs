@@ -1004,7 +1004,7 @@ pub(crate) async fn restore(
             // window made them live, before the floating IP is lost for good (issue 21
             // item 1, round 4: attacks 3, 12, 13).
             if replaced == "IPsecGateway"
-                && let Some(stop) = put_back(w, &r.owner, e).await?
+                && let Some(stop) = put_back(w, &r.owner).await?
             {
                 return Err(stop);
             }
@@ -1097,11 +1097,7 @@ const PUT_BACK_FIP: std::time::Duration = std::time::Duration::from_secs(120);
 /// floating IP to be on the VPNGateway again (bounded), and return the stop that names
 /// each field put back (seen, wanted, writer) and the repository fix. `None`: no field
 /// differs (the interference was something else: a deletion, the old gateway back).
-async fn put_back(
-    w: &Window<'_>,
-    owner: &gitops::OwnerRef,
-    cause: &Error,
-) -> Result<Option<Error>, Error> {
+async fn put_back(w: &Window<'_>, owner: &gitops::OwnerRef) -> Result<Option<Error>, Error> {
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
     let mut fixed = Vec::new();
     for t in &w.journal.targets {
@@ -1117,7 +1113,7 @@ async fn put_back(
         if diffs.is_empty() {
             continue;
         }
-        let writer = gitops::who(&live);
+        let writer = gitops::writer(&live).unwrap_or_else(|| gitops::who(&live));
         let mut obj = t.clone();
         if let Some(m) = obj.as_object_mut() {
             m.remove("status");
@@ -1204,9 +1200,8 @@ async fn put_back(
     Ok(Some(Error::Stop {
         code: exit::VERIFY_FAILED,
         message: format!(
-            "{} was restored and its first sync changed what the window made live ({}), so vpnmig suspended it again and put back {}; the floating IP {fip} {}",
+            "{} was restored and its first sync changed what the window made live, so vpnmig suspended it again and put back {}; the floating IP {fip} {}",
             owner.display(),
-            crate::error::error_line(cause),
             fixed.join("; and "),
             if back {
                 "is on the VPNGateway again".to_string()

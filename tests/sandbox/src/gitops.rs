@@ -35,7 +35,11 @@
 //!   deleted — except those carrying the prune protection the tool honours on a live
 //!   object (Argo CD `argocd.argoproj.io/sync-options` with `Prune=false`: kept, and the
 //!   Application stays OutOfSync, as Argo CD shows "requires pruning"; Flux
-//!   `kustomize.toolkit.fluxcd.io/prune: disabled`: kept and left out of the inventory). The first time an owner is seen, the source objects that exist are applied
+//!   `kustomize.toolkit.fluxcd.io/prune: disabled`: kept and left out of the inventory).
+//!   A Kustomization never applies a source object whose live copy carries
+//!   `kustomize.toolkit.fluxcd.io/reconcile: disabled` or `…/ssa: Ignore` (not drift, still
+//!   in its inventory), as kustomize-controller skips it. The first time an owner is
+//!   seen, the source objects that exist are applied
 //!   once (as by the sync that created them), so they carry the manager in
 //!   `metadata.managedFields` from the start.
 //! - Tracking markers: Argo — label `app.kubernetes.io/instance: <app>` and annotation
