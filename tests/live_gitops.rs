@@ -2120,6 +2120,28 @@ async fn an_owner_suspended_by_hand_gets_the_protections_and_the_steps() {
             Some(2),
             "{what}: {j}"
         );
+        // `status` and a run again say it is still suspended, with the same steps, and
+        // `--gitops resume` never resumes an owner vpnmig did not suspend.
+        let st = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&st.stdout);
+        assert!(
+            flat.contains("GitOps sync suspended: kustomization/acme -n flux-system (relied on by the window of tenant-acme/acme, journal phase done); no vpnmig window suspended it"),
+            "{what}: {flat}"
+        );
+        assert!(
+            flat.contains("`flux resume kustomization acme -n flux-system`"),
+            "{what}: {flat}"
+        );
+        let again = l
+            .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
+            .await;
+        assert_eq!(again.code, 0, "{what}: {}", again.stderr);
+        assert!(
+            again.says("kustomization/acme -n flux-system is still suspended: no vpnmig window suspended it"),
+            "{what}: {}",
+            again.stderr
+        );
+        assert!(Tool::Flux.owner(&l)["spec"]["suspend"] == true, "{what}");
         // The engineer merges and resumes by hand: nothing the window keeps is pruned
         // or written over.
         Tool::Flux.merge(&l, &edit(rewritten));

@@ -672,6 +672,40 @@ async fn suspended_owners(
         for r in &j.gitops {
             let holders = holders::holders(parsed, &r.owner, (ns, name));
             if !r.paused {
+                // A finished window that relied on an owner no vpnmig window suspended
+                // (`--gitops ignore`: the engineer did): while it is still suspended, it
+                // is listed with what to check before the resume by hand (attack 14).
+                if j.phase.finished()
+                    && r.relies_on_suspension()
+                    && r.restored_at.is_none()
+                    && !holders.iter().any(|h| h.paused)
+                {
+                    let replaced = if j.phase == Phase::RolledBack {
+                        "VPNGateway"
+                    } else {
+                        "IPsecGateway"
+                    };
+                    if let Ok(crate::cluster::gitops::Found::One(_, o)) =
+                        crate::cluster::gitops::find(cluster, &r.owner).await
+                        && !gitops::owner_state(&o, replaced, ns, name).active
+                    {
+                        out.push(Suspended {
+                            namespace: ns.clone(),
+                            gateway: name.clone(),
+                            phase: j.phase.to_string(),
+                            owner: r.owner.display(),
+                            resume: format!(
+                                "no vpnmig window suspended it (it was suspended before the window): vpnmig does not resume it. {}",
+                                crate::window::resume_by_hand(&r.owner, replaced, j)
+                            ),
+                            relies: true,
+                            relied_on_by: Vec::new(),
+                            live: "suspended".into(),
+                            live_detail: String::new(),
+                        });
+                    }
+                    continue;
+                }
                 // Relied on, by a window under way, and suspended by no listed window.
                 if j.phase.finished()
                     || !r.relies_on_suspension()

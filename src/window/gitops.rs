@@ -1260,9 +1260,46 @@ async fn self_suspended(w: &mut Window<'_>, i: usize, replaced: &str) -> Result<
     })
 }
 
+/// At a finished window run again: each owner it relied on that no vpnmig window
+/// suspended and that is still suspended is said, with the steps by hand (vpnmig never
+/// resumes it, `--gitops resume` included). Best effort: what cannot be read is skipped
+/// (`status` says the same).
+pub(crate) async fn self_suspended_note(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    j: &crate::core::journal::Journal,
+    replaced: &str,
+) {
+    for r in &j.gitops {
+        if r.paused || !r.relies_on_suspension() || r.restored_at.is_some() {
+            continue;
+        }
+        let Ok(Found::One(_, obj)) = live::find(cluster, &r.owner).await else {
+            continue;
+        };
+        if gitops::owner_state(&obj, replaced, &j.namespace, &j.gateway).active {
+            continue;
+        }
+        let Ok(journals) = journals_for(cluster, Some(&obj)).await else {
+            continue;
+        };
+        if holders::holders(&journals, &r.owner, (&j.namespace, &j.gateway))
+            .iter()
+            .any(|h| h.paused)
+        {
+            continue;
+        }
+        ev.emit(Event::Warning(format!(
+            "{} is still suspended: no vpnmig window suspended it (it was suspended before the window), so vpnmig does not resume it, `--gitops resume` included. {}",
+            r.owner.display(),
+            resume_by_hand(&r.owner, replaced, j)
+        )));
+    }
+}
+
 /// The checks and the command that resume an owner by hand after a window that relied on
 /// it (`replaced`: what the window replaced, which the source must no longer define).
-fn resume_by_hand(
+pub(crate) fn resume_by_hand(
     owner: &gitops::OwnerRef,
     replaced: &str,
     j: &crate::core::journal::Journal,
