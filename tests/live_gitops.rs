@@ -342,9 +342,14 @@ async fn adopted(l: &Live, group: &str, plural: &str) {
 
 /// A Git working tree holding the owner's source as `tenants/acme.yaml`, committed.
 fn repo(l: &Live, tool: Tool) -> std::path::PathBuf {
+    repo_with(l, &tool.source(l))
+}
+
+/// [`repo`] holding `source`.
+fn repo_with(l: &Live, source: &str) -> std::path::PathBuf {
     let dir = l.cwd().join("repo");
     std::fs::create_dir_all(dir.join("tenants")).unwrap();
-    std::fs::write(dir.join("tenants/acme.yaml"), tool.source(l)).unwrap();
+    std::fs::write(dir.join("tenants/acme.yaml"), source).unwrap();
     for args in [
         &["init", "-q"][..],
         &["add", "."],
@@ -372,7 +377,12 @@ fn repo(l: &Live, tool: Tool) -> std::path::PathBuf {
 /// (blocked by gitops-sync, exit 4), then the cutover pauses the owner and ends done.
 /// Returns the rewritten file's text and the cutover's run.
 async fn planned_and_cut_over(l: &Live, tool: Tool) -> (String, live::Run) {
-    let repo = repo(l, tool);
+    planned_and_cut_over_with(l, &tool.source(l)).await
+}
+
+/// [`planned_and_cut_over`] with the owner's source `source`.
+async fn planned_and_cut_over_with(l: &Live, source: &str) -> (String, live::Run) {
+    let repo = repo_with(l, source);
     let dir = repo.to_str().unwrap();
     let r = l
         .vpnmig(&[
@@ -1699,13 +1709,65 @@ async fn a_restore_never_overwrites_what_the_window_keeps_nor_trusts_a_blind_sta
     }
 }
 
-/// Flux HelmRelease acme's owner object in the sandbox.
-fn helm_owner(l: &Live) -> Value {
-    let rt =
-        l.sb.store
-            .resource("helm.toolkit.fluxcd.io", "v2", "helmreleases")
-            .unwrap();
-    l.sb.store.get(&rt, "flux-system", "acme").unwrap()
+/// The Flux scenario (`helm`: as a HelmRelease) with the owner renamed `edge-7` in
+/// namespace `gitops-edge` (its source ConfigMap `gitops-edge/edge-7-source`): names and
+/// a namespace that appear nowhere else in the project.
+fn renamed_flux(helm: bool) -> String {
+    let base = if helm {
+        helm_release()
+    } else {
+        FLUX.to_string()
+    };
+    let s = base
+        .replace(
+            "toolkit.fluxcd.io/name: acme",
+            "toolkit.fluxcd.io/name: edge-7",
+        )
+        .replace(
+            "toolkit.fluxcd.io/namespace: flux-system",
+            "toolkit.fluxcd.io/namespace: gitops-edge",
+        )
+        .replace(
+            "  name: acme\n  namespace: flux-system\n",
+            "  name: edge-7\n  namespace: gitops-edge\n",
+        )
+        .replace(
+            "  name: acme-source\n  namespace: flux-system\n",
+            "  name: edge-7-source\n  namespace: gitops-edge\n",
+        )
+        .replace(
+            "kind: Namespace\nmetadata:\n  name: flux-system\n",
+            "kind: Namespace\nmetadata:\n  name: gitops-edge\n",
+        );
+    // Only the comments still name the old owner.
+    let s: String = s
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!s.contains("flux-system"), "{s}");
+    s
+}
+
+/// A source ConfigMap's manifests (`ns/name`).
+fn source_at(l: &Live, ns: &str, name: &str) -> String {
+    live::core(l, "configmaps", ns, name).unwrap()["data"]["manifests"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Merge a repository change into the source ConfigMap `ns/name`.
+fn merge_at(l: &Live, ns: &str, name: &str, manifests: &str) {
+    let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
+    l.sb.store
+        .modify(&rt, ns, name, false, &Default::default(), |o| {
+            let mut o = o.clone();
+            o["data"]["manifests"] = json!(manifests);
+            Ok(o)
+        })
+        .unwrap();
+    l.sb.gitops.kick();
 }
 
 /// The merged source whose VPNPeer has other remoteSubnets than the window made live.
@@ -1728,6 +1790,8 @@ async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
     struct R {
         what: &'static str,
         helm: bool,
+        /// The owner `gitops-edge/edge-7` instead of `flux-system/acme`.
+        renamed: bool,
         edit: fn(String) -> String,
         args: &'static [&'static str],
         code: i32,
@@ -1740,6 +1804,7 @@ async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
         R {
             what: "Kustomization, Git's copy of the key stale, --gitops resume (attack 1)",
             helm: false,
+            renamed: false,
             edit: with_stale_key,
             args: RESUME,
             code: 0,
@@ -1752,6 +1817,7 @@ async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
         R {
             what: "HelmRelease, the chart's copy of the key stale, --gitops resume (attack 5)",
             helm: true,
+            renamed: false,
             edit: with_stale_key,
             args: RESUME,
             code: 0,
@@ -1765,6 +1831,7 @@ async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
         R {
             what: "HelmRelease, plain restore at done (made up)",
             helm: true,
+            renamed: false,
             edit: |m| m,
             args: CUTOVER,
             code: 0,
@@ -1776,6 +1843,7 @@ async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
         R {
             what: "Kustomization, merged VPNGateway pins another floating IP, --gitops resume (attack 13)",
             helm: false,
+            renamed: false,
             edit: |m| m.replace("198.51.100.23", "198.51.100.99"),
             args: RESUME,
             code: 5,
@@ -1788,8 +1856,60 @@ async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
             suspended: true,
         },
         R {
+            what: "Kustomization gitops-edge/edge-7, Git's copy of the key stale, plain restore at done: blind, stays suspended (made up)",
+            helm: false,
+            renamed: true,
+            edit: with_stale_key,
+            args: CUTOVER,
+            code: 0,
+            says: &[
+                "kustomization/edge-7 -n gitops-edge stays suspended: the cluster does not show whether its source still defines ipsecgateway/acme -n tenant-acme",
+            ],
+            suspended: true,
+        },
+        R {
+            what: "Kustomization gitops-edge/edge-7, Git's copy of the key stale, --gitops resume (made up)",
+            helm: false,
+            renamed: true,
+            edit: with_stale_key,
+            args: RESUME,
+            code: 0,
+            says: &[
+                "kept secret/acme-psk -n tenant-acme (the PSK) from kustomization/edge-7 -n gitops-edge's apply: annotation kustomize.toolkit.fluxcd.io/reconcile=disabled",
+            ],
+            suspended: false,
+        },
+        R {
+            what: "HelmRelease gitops-edge/edge-7, merged chart pins another floating IP, --gitops resume: refused on the key first (made up)",
+            helm: true,
+            renamed: true,
+            edit: |m| m.replace("198.51.100.23", "198.51.100.99"),
+            args: RESUME,
+            code: 0,
+            says: &[
+                "helmrelease/edge-7 -n gitops-edge stays suspended: it tracks secret/acme-psk -n tenant-acme (the PSK)",
+                "`flux resume helmrelease edge-7 -n gitops-edge`",
+            ],
+            suspended: true,
+        },
+        R {
+            what: "Kustomization gitops-edge/edge-7, merged VPNGateway pins another floating IP, --gitops resume (made up)",
+            helm: false,
+            renamed: true,
+            edit: |m| m.replace("198.51.100.23", "198.51.100.77"),
+            args: RESUME,
+            code: 5,
+            says: &[
+                "kustomization/edge-7 -n gitops-edge was restored and its first sync changed what the window made live",
+                "spec.endpoint.floatingIP: seen \"198.51.100.77\", wanted \"198.51.100.23\"",
+                "`flux diff kustomization edge-7 -n gitops-edge --path DIR`",
+            ],
+            suspended: true,
+        },
+        R {
             what: "Kustomization, merged VPNPeer with other remoteSubnets, --gitops resume (made up, attack 3 on Flux)",
             helm: false,
+            renamed: false,
             edit: with_other_subnets,
             args: RESUME,
             code: 5,
@@ -1805,27 +1925,38 @@ async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
         let what = row.what;
         let mut s = live::pool("10.250.3.0/24");
         s.gitops.self_heal_delay_ms = 200;
-        let scenario = if row.helm {
-            helm_release()
+        let scenario = match (row.helm, row.renamed) {
+            (_, true) => renamed_flux(row.helm),
+            (true, false) => helm_release(),
+            (false, false) => FLUX.to_string(),
+        };
+        let (ons, oname) = if row.renamed {
+            ("gitops-edge", "edge-7")
         } else {
-            FLUX.to_string()
+            ("flux-system", "acme")
         };
         let l = start(&scenario, s).await;
         adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
         let before = live::core(&l, "secrets", NS, "acme-psk").unwrap()["data"].clone();
-        // Flux and Helm read the same source ConfigMap (flux-system/acme-source).
-        done_then_merged_by(&l, Tool::Flux, row.edit).await;
+        // Flux and Helm read the same source ConfigMap (`<owner>-source` beside it).
+        let cm = format!("{oname}-source");
+        let (rewritten, _) = planned_and_cut_over_with(&l, &source_at(&l, ons, &cm)).await;
+        merge_at(&l, ons, &cm, &(row.edit)(rewritten));
         let r = l.vpnmig(row.args).await;
         assert_eq!(r.code, row.code, "{what}: {}", r.stderr);
         for words in row.says {
             assert!(r.says(words), "{what}: missing {words:?} in:\n{}", r.stderr);
         }
         tokio::time::sleep(Duration::from_millis(800)).await;
-        let owner = if row.helm {
-            helm_owner(&l)
+        let (g, v, p) = if row.helm {
+            ("helm.toolkit.fluxcd.io", "v2", "helmreleases")
         } else {
-            Tool::Flux.owner(&l)
+            ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations")
         };
+        let owner =
+            l.sb.store
+                .get(&l.sb.store.resource(g, v, p).unwrap(), ons, oname)
+                .unwrap();
         assert_eq!(owner["spec"]["suspend"] == true, row.suspended, "{what}");
         // The client's key is where it was, whatever the source holds.
         let psk = live::core(&l, "secrets", NS, "acme-psk").unwrap();
@@ -1862,7 +1993,7 @@ async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
                 ),
                 "{what}: {flat}"
             );
-        } else if row.code == 0 {
+        } else if !row.suspended {
             assert_eq!(
                 psk["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/reconcile"], "disabled",
                 "{what}: {psk}"
@@ -1880,7 +2011,7 @@ async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
                 "{what}: {j}"
             );
             assert!(
-                flat.contains("kept from the owner's apply: secret/acme-psk -n tenant-acme (kustomize.toolkit.fluxcd.io/reconcile=disabled) by the window of tenant-acme/acme, from kustomization/acme -n flux-system; once the repository's copy holds the client's key, `kubectl annotate secret acme-psk -n tenant-acme kustomize.toolkit.fluxcd.io/reconcile-` removes it"),
+                flat.contains(&format!("kept from the owner's apply: secret/acme-psk -n tenant-acme (kustomize.toolkit.fluxcd.io/reconcile=disabled) by the window of tenant-acme/acme, from kustomization/{oname} -n {ons}; once the repository's copy holds the client's key, `kubectl annotate secret acme-psk -n tenant-acme kustomize.toolkit.fluxcd.io/reconcile-` removes it")),
                 "{what}: {flat}"
             );
         } else {
