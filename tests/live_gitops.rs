@@ -1309,7 +1309,9 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
                 "then `vpnmig cutover acme -n tenant-acme` restores it once the owner's status lists none of them"
             }
             Tool::Flux => {
-                "then restore it by hand: `kubectl patch kustomization acme -n flux-system"
+                // Issue 21 item 1, round 4: a restore by hand first keeps the sync from
+                // writing the repository's copy over the key, as vpnmig's own does.
+                "then restore it by hand: `kubectl annotate secret acme-psk -n tenant-acme kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"
             }
         };
         assert!(flat.contains(then), "{what}: {}", r.stdout);

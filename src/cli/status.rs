@@ -852,7 +852,12 @@ async fn suspended_owners(
             let by_hand = r
                 .saved
                 .as_ref()
-                .map(|s| format!(", or by hand: `{}`", gitops::restore_command(&r.owner, s)))
+                .map(|s| {
+                    format!(
+                        ", or by hand: `{}`",
+                        gitops::restore_command_keeping(&r.owner, s, ns, &j.psk_secret)
+                    )
+                })
                 .unwrap_or_default();
             let verb = if j.phase == Phase::RolledBack {
                 "rollback"
@@ -930,7 +935,12 @@ async fn suspended_owners(
                         gitops::render_hint(&r.owner),
                         r.saved
                             .as_ref()
-                            .map(|s| gitops::restore_command(&r.owner, s))
+                            .map(|s| gitops::restore_command_keeping(
+                                &r.owner,
+                                s,
+                                ns,
+                                &j.psk_secret
+                            ))
                             .unwrap_or_default()
                     )
                 }

@@ -916,6 +916,20 @@ pub fn restore_command(owner: &OwnerRef, saved: &Saved) -> String {
     )
 }
 
+/// [`restore_command`], preceded for a Kustomization by the annotation that keeps its sync
+/// from writing the repository's copy over the PSK Secret `ns/secret` (what vpnmig's own
+/// restore sets first): a restore by hand never overwrites the client's key either.
+pub fn restore_command_keeping(owner: &OwnerRef, saved: &Saved, ns: &str, secret: &str) -> String {
+    let plain = restore_command(owner, saved);
+    if owner.kind != "Kustomization" {
+        return plain;
+    }
+    format!(
+        "kubectl annotate secret {secret} -n {ns} {}={} --overwrite && {plain}",
+        FLUX_RECONCILE.0, FLUX_RECONCILE.1
+    )
+}
+
 /// How to see by hand what an owner's merged source defines, where the cluster cannot
 /// show it (a suspended Flux Kustomization's inventory is never refreshed; a HelmRelease
 /// has none): the command on a checkout of the merged repository.

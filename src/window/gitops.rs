@@ -715,7 +715,12 @@ pub(crate) async fn restore(
         let Some(saved) = r.saved.as_ref().filter(|_| r.paused) else {
             continue;
         };
-        let by_hand = gitops::restore_command(&r.owner, saved);
+        let by_hand = gitops::restore_command_keeping(
+            &r.owner,
+            saved,
+            &w.journal.namespace,
+            &w.journal.psk_secret,
+        );
         let live_owner = match live::find(w.cluster, &r.owner).await? {
             Found::One(_, obj) => Some(obj),
             // Gone (deleted since, attack 9): nothing to restore, nothing to protect
@@ -1016,10 +1021,17 @@ pub(crate) async fn restore(
                     crate::error::error_line(e)
                 ),
                 hint: Some(format!(
-                    "{}its source is not what the windows made live: fix the repository, check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}` restores it again",
+                    "{}its source is not what the windows made live: fix the repository, check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}{}` restores it again",
                     match e {
                         Error::Stop { hint: Some(h), .. } => format!("{h}; "),
                         _ => String::new(),
+                    },
+                    // A suspended Flux owner's status never shows the merge: the plain
+                    // restore would only refuse again (attack 1's loop).
+                    if r.owner.kind == "Application" {
+                        ""
+                    } else {
+                        " --gitops resume"
                     }
                 )),
             });
