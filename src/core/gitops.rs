@@ -1527,6 +1527,62 @@ pub fn who(obj: &Value) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn only_a_kustomization_gets_the_live_object_exclusion_from_its_apply() {
+        let secret = json!({"kind": "Secret", "metadata": {"name": "acme-psk", "namespace": "t"}});
+        let (record, patch) = protect_overwrite("Kustomization", &secret).unwrap();
+        assert_eq!(
+            (record.annotation.as_str(), record.value.as_str()),
+            FLUX_RECONCILE
+        );
+        assert!(keeps_from_overwrite(&record));
+        assert_eq!(
+            patch,
+            json!({"metadata": {"annotations": {"kustomize.toolkit.fluxcd.io/reconcile": "disabled"}}})
+        );
+        assert!(protect_overwrite("HelmRelease", &secret).is_none());
+        assert!(protect_overwrite("Application", &secret).is_none());
+        for (k, v) in [
+            FLUX_RECONCILE,
+            ("kustomize.toolkit.fluxcd.io/ssa", "ignore"),
+        ] {
+            let kept = json!({"metadata": {"annotations": {k: v}}});
+            assert!(overwrite_protected("Kustomization", &kept), "{k}={v}");
+            assert!(protect_overwrite("Kustomization", &kept).is_none());
+            assert!(!overwrite_protected("HelmRelease", &kept));
+        }
+        let o = OwnerRef {
+            api_version: "kustomize.toolkit.fluxcd.io/v1".into(),
+            kind: "Kustomization".into(),
+            namespace: Some("flux-system".into()),
+            name: "acme".into(),
+        };
+        let saved = Saved {
+            pointer: "/spec/suspend".into(),
+            value: None,
+        };
+        let cmd = restore_command_keeping(&o, &saved, "t", "acme-psk");
+        assert!(
+            cmd.starts_with("kubectl annotate secret acme-psk -n t kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"),
+            "{cmd}"
+        );
+    }
+
+    #[test]
+    fn spec_differences_name_each_field_seen_and_wanted() {
+        let target = json!({"spec": {"endpoint": {"floatingIP": "198.51.100.23"}, "serviceCIDR": "10.0.0.0/24"}});
+        let live = json!({"spec": {"endpoint": {"floatingIP": "198.51.100.99", "network": "public"}, "serviceCIDR": "10.0.0.0/24"}});
+        assert_eq!(
+            spec_differences(&target, &live),
+            vec![(
+                "spec.endpoint.floatingIP".to_string(),
+                json!("198.51.100.23"),
+                json!("198.51.100.99")
+            )]
+        );
+        assert!(spec_differences(&target, &target).is_empty());
+    }
+
     fn obj(meta: Value) -> Value {
         json!({"apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway", "metadata": meta})
     }
