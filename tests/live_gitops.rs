@@ -354,9 +354,14 @@ async fn adopted(l: &Live, group: &str, plural: &str) {
 
 /// A Git working tree holding the owner's source as `tenants/acme.yaml`, committed.
 fn repo(l: &Live, tool: Tool) -> std::path::PathBuf {
+    repo_with(l, &tool.source(l))
+}
+
+/// [`repo`] holding `source`.
+fn repo_with(l: &Live, source: &str) -> std::path::PathBuf {
     let dir = l.cwd().join("repo");
     std::fs::create_dir_all(dir.join("tenants")).unwrap();
-    std::fs::write(dir.join("tenants/acme.yaml"), tool.source(l)).unwrap();
+    std::fs::write(dir.join("tenants/acme.yaml"), source).unwrap();
     for args in [
         &["init", "-q"][..],
         &["add", "."],
@@ -384,7 +389,12 @@ fn repo(l: &Live, tool: Tool) -> std::path::PathBuf {
 /// (blocked by gitops-sync, exit 4), then the cutover pauses the owner and ends done.
 /// Returns the rewritten file's text and the cutover's run.
 async fn planned_and_cut_over(l: &Live, tool: Tool) -> (String, live::Run) {
-    let repo = repo(l, tool);
+    planned_and_cut_over_with(l, &tool.source(l)).await
+}
+
+/// [`planned_and_cut_over`] with the owner's source `source`.
+async fn planned_and_cut_over_with(l: &Live, source: &str) -> (String, live::Run) {
+    let repo = repo_with(l, source);
     let dir = repo.to_str().unwrap();
     let r = l
         .vpnmig(&[
@@ -779,6 +789,12 @@ async fn a_restored_sync_that_changes_the_floating_ip_is_suspended_again() {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
         assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+        let gw = &objects(&l, "vpn.bnerd.net", "vpngateways", NS)[0];
+        assert_eq!(
+            gw["spec"]["endpoint"]["floatingIP"], "198.51.100.23",
+            "{gw}"
+        );
+        assert_eq!(gw["status"]["floatingIP"], "198.51.100.23", "{gw}");
         let j = live::journal(&l, NS, "acme").unwrap();
         assert_eq!(j["gitops"][0]["paused"], true, "{j}");
         assert!(j["gitops"][0]["restoredAt"].is_null(), "{j}");
@@ -1341,7 +1357,9 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
                 "then `vpnmig cutover acme -n tenant-acme` restores it once the owner's status lists none of them"
             }
             Tool::Flux => {
-                "then restore it by hand: `kubectl patch kustomization acme -n flux-system"
+                // Issue 21 item 1, round 4: a restore by hand first keeps the sync from
+                // writing the repository's copy over the key, as vpnmig's own does.
+                "then restore it by hand: `kubectl annotate secret acme-psk -n tenant-acme kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"
             }
         };
         assert!(flat.contains(then), "{what}: {}", r.stdout);
@@ -1479,7 +1497,10 @@ async fn a_forced_restore_never_prunes_the_psk_secret() {
                 );
                 assert_eq!(
                     j["gitops"][0]["protected"],
+                    // Issue 21 item 1, round 4: first the protection from its apply.
                     json!([{"kind": "Secret", "namespace": NS, "name": "acme-psk",
+                        "annotation": "kustomize.toolkit.fluxcd.io/reconcile", "value": "disabled"},
+                        {"kind": "Secret", "namespace": NS, "name": "acme-psk",
                         "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"}]),
                     "{j}"
                 );
@@ -1621,16 +1642,9 @@ async fn a_restore_never_overwrites_what_the_window_keeps_nor_trusts_a_blind_sta
             true,
             true,
         ),
-        (
-            "Flux: forced restore, its first sync rewrites the key: caught by the fingerprint (made up)",
-            Tool::Flux,
-            "stale-key",
-            RESUME,
-            5,
-            "kustomization/acme -n flux-system was restored and its sync interfered, so vpnmig suspended it again: secret/acme-psk -n tenant-acme (the PSK) key psk changed (fingerprint",
-            true,
-            false,
-        ),
+        // Flux forced restore with Git's stale copy of the key: the Secret now carries
+        // `kustomize.toolkit.fluxcd.io/reconcile: disabled` and the sync never writes it
+        // (rows of `no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field`).
     ];
     for (what, tool, change, args, code, says, suspended, psk_kept) in rows {
         let tool = *tool;
@@ -1742,6 +1756,589 @@ async fn a_restore_never_overwrites_what_the_window_keeps_nor_trusts_a_blind_sta
                 "{what}: {j}"
             );
         }
+    }
+}
+
+/// The Flux scenario (`helm`: as a HelmRelease) with the owner renamed `edge-7` in
+/// namespace `gitops-edge` (its source ConfigMap `gitops-edge/edge-7-source`): names and
+/// a namespace that appear nowhere else in the project.
+fn renamed_flux(helm: bool) -> String {
+    let base = if helm {
+        helm_release()
+    } else {
+        FLUX.to_string()
+    };
+    let s = base
+        .replace(
+            "toolkit.fluxcd.io/name: acme",
+            "toolkit.fluxcd.io/name: edge-7",
+        )
+        .replace(
+            "toolkit.fluxcd.io/namespace: flux-system",
+            "toolkit.fluxcd.io/namespace: gitops-edge",
+        )
+        .replace(
+            "  name: acme\n  namespace: flux-system\n",
+            "  name: edge-7\n  namespace: gitops-edge\n",
+        )
+        .replace(
+            "  name: acme-source\n  namespace: flux-system\n",
+            "  name: edge-7-source\n  namespace: gitops-edge\n",
+        )
+        .replace(
+            "kind: Namespace\nmetadata:\n  name: flux-system\n",
+            "kind: Namespace\nmetadata:\n  name: gitops-edge\n",
+        );
+    // Only the comments still name the old owner.
+    let s: String = s
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(!s.contains("flux-system"), "{s}");
+    s
+}
+
+/// A source ConfigMap's manifests (`ns/name`).
+fn source_at(l: &Live, ns: &str, name: &str) -> String {
+    live::core(l, "configmaps", ns, name).unwrap()["data"]["manifests"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// Merge a repository change into the source ConfigMap `ns/name`.
+fn merge_at(l: &Live, ns: &str, name: &str, manifests: &str) {
+    let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
+    l.sb.store
+        .modify(&rt, ns, name, false, &Default::default(), |o| {
+            let mut o = o.clone();
+            o["data"]["manifests"] = json!(manifests);
+            Ok(o)
+        })
+        .unwrap();
+    l.sb.gitops.kick();
+}
+
+/// The merged source whose VPNPeer has other remoteSubnets than the window made live.
+fn with_other_subnets(m: String) -> String {
+    assert!(m.contains("10.20.0.0/16"), "{m}");
+    m.replace("10.20.0.0/16", "10.21.0.0/16")
+}
+
+/// Issue 21 item 1, round 4 (attacks 1, 5, 13): no restore lets a Flux owner whose merged
+/// source the cluster cannot show write over the client's key or a field the window
+/// pinned. A Kustomization: the PSK Secret gets `kustomize.toolkit.fluxcd.io/reconcile:
+/// disabled` (recorded, read back, said), and its sync skips it. A HelmRelease that tracks
+/// the Secret: never restored by vpnmig, plain or forced, with the check by hand. A first
+/// sync that changes a pinned field: the owner is suspended again, the object put back
+/// (server-side apply, force), the floating IP waited for, exit 5 naming each field.
+/// Rows: the attack members and made-up ones (a HelmRelease at `done`, a VPNPeer's
+/// remoteSubnets, the floating IP on a HelmRelease).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
+    struct R {
+        what: &'static str,
+        helm: bool,
+        /// The owner `gitops-edge/edge-7` instead of `flux-system/acme`.
+        renamed: bool,
+        edit: fn(String) -> String,
+        args: &'static [&'static str],
+        code: i32,
+        says: &'static [&'static str],
+        suspended: bool,
+    }
+    const CUTOVER: &[&str] = &["cutover", "acme", "-n", NS, "--yes"];
+    const RESUME: &[&str] = &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"];
+    let rows = [
+        R {
+            what: "Kustomization, Git's copy of the key stale, --gitops resume (attack 1)",
+            helm: false,
+            renamed: false,
+            edit: with_stale_key,
+            args: RESUME,
+            code: 0,
+            says: &[
+                "kept secret/acme-psk -n tenant-acme (the PSK) from kustomization/acme -n flux-system's apply: annotation kustomize.toolkit.fluxcd.io/reconcile=disabled",
+                "kustomization/acme -n flux-system synced: what the window made live is as it was",
+            ],
+            suspended: false,
+        },
+        R {
+            what: "HelmRelease, the chart's copy of the key stale, --gitops resume (attack 5)",
+            helm: true,
+            renamed: false,
+            edit: with_stale_key,
+            args: RESUME,
+            code: 0,
+            says: &[
+                "helmrelease/acme -n flux-system stays suspended: it tracks secret/acme-psk -n tenant-acme (the PSK)",
+                "neither plainly nor with `--gitops resume`",
+                "`flux resume helmrelease acme -n flux-system`",
+            ],
+            suspended: true,
+        },
+        R {
+            what: "HelmRelease, plain restore at done (made up)",
+            helm: true,
+            renamed: false,
+            edit: |m| m,
+            args: CUTOVER,
+            code: 0,
+            says: &[
+                "helmrelease/acme -n flux-system stays suspended: it tracks secret/acme-psk -n tenant-acme (the PSK)",
+            ],
+            suspended: true,
+        },
+        R {
+            what: "Kustomization, merged VPNGateway pins another floating IP, --gitops resume (attack 13)",
+            helm: false,
+            renamed: false,
+            edit: |m| m.replace("198.51.100.23", "198.51.100.99"),
+            args: RESUME,
+            code: 5,
+            says: &[
+                "kustomization/acme -n flux-system was restored and its first sync changed what the window made live",
+                "put back vpngateway/acme -n tenant-acme as the window made it live (server-side apply, field manager vpnmig, force): spec.endpoint.floatingIP: seen \"198.51.100.99\", wanted \"198.51.100.23\" (written by a GitOps controller's sync (field manager kustomize-controller)",
+                "the floating IP 198.51.100.23 is on the VPNGateway again",
+                "fix the repository",
+            ],
+            suspended: true,
+        },
+        R {
+            what: "Kustomization gitops-edge/edge-7, Git's copy of the key stale, plain restore at done: blind, stays suspended (made up)",
+            helm: false,
+            renamed: true,
+            edit: with_stale_key,
+            args: CUTOVER,
+            code: 0,
+            says: &[
+                "kustomization/edge-7 -n gitops-edge stays suspended: the cluster does not show whether its source still defines ipsecgateway/acme -n tenant-acme",
+            ],
+            suspended: true,
+        },
+        R {
+            what: "Kustomization gitops-edge/edge-7, Git's copy of the key stale, --gitops resume (made up)",
+            helm: false,
+            renamed: true,
+            edit: with_stale_key,
+            args: RESUME,
+            code: 0,
+            says: &[
+                "kept secret/acme-psk -n tenant-acme (the PSK) from kustomization/edge-7 -n gitops-edge's apply: annotation kustomize.toolkit.fluxcd.io/reconcile=disabled",
+            ],
+            suspended: false,
+        },
+        R {
+            what: "HelmRelease gitops-edge/edge-7, merged chart pins another floating IP, --gitops resume: refused on the key first (made up)",
+            helm: true,
+            renamed: true,
+            edit: |m| m.replace("198.51.100.23", "198.51.100.99"),
+            args: RESUME,
+            code: 0,
+            says: &[
+                "helmrelease/edge-7 -n gitops-edge stays suspended: it tracks secret/acme-psk -n tenant-acme (the PSK)",
+                "`flux resume helmrelease edge-7 -n gitops-edge`",
+            ],
+            suspended: true,
+        },
+        R {
+            what: "Kustomization gitops-edge/edge-7, merged VPNGateway pins another floating IP, --gitops resume (made up)",
+            helm: false,
+            renamed: true,
+            edit: |m| m.replace("198.51.100.23", "198.51.100.77"),
+            args: RESUME,
+            code: 5,
+            says: &[
+                "kustomization/edge-7 -n gitops-edge was restored and its first sync changed what the window made live",
+                "spec.endpoint.floatingIP: seen \"198.51.100.77\", wanted \"198.51.100.23\"",
+                "`flux diff kustomization edge-7 -n gitops-edge --path DIR`",
+            ],
+            suspended: true,
+        },
+        R {
+            what: "Kustomization, merged VPNPeer with other remoteSubnets, --gitops resume (made up, attack 3 on Flux)",
+            helm: false,
+            renamed: false,
+            edit: with_other_subnets,
+            args: RESUME,
+            code: 5,
+            says: &[
+                "put back vpnpeer/acme",
+                "remoteSubnets",
+                "seen [\"10.21.0.0/16\"], wanted [\"10.20.0.0/16\"]",
+            ],
+            suspended: true,
+        },
+    ];
+    for row in rows {
+        let what = row.what;
+        let mut s = live::pool("10.250.3.0/24");
+        s.gitops.self_heal_delay_ms = 200;
+        let scenario = match (row.helm, row.renamed) {
+            (_, true) => renamed_flux(row.helm),
+            (true, false) => helm_release(),
+            (false, false) => FLUX.to_string(),
+        };
+        let (ons, oname) = if row.renamed {
+            ("gitops-edge", "edge-7")
+        } else {
+            ("flux-system", "acme")
+        };
+        let l = start(&scenario, s).await;
+        adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+        let before = live::core(&l, "secrets", NS, "acme-psk").unwrap()["data"].clone();
+        // Flux and Helm read the same source ConfigMap (`<owner>-source` beside it).
+        let cm = format!("{oname}-source");
+        let (rewritten, _) = planned_and_cut_over_with(&l, &source_at(&l, ons, &cm)).await;
+        merge_at(&l, ons, &cm, &(row.edit)(rewritten));
+        let r = l.vpnmig(row.args).await;
+        assert_eq!(r.code, row.code, "{what}: {}", r.stderr);
+        for words in row.says {
+            assert!(r.says(words), "{what}: missing {words:?} in:\n{}", r.stderr);
+        }
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let (g, v, p) = if row.helm {
+            ("helm.toolkit.fluxcd.io", "v2", "helmreleases")
+        } else {
+            ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations")
+        };
+        let owner =
+            l.sb.store
+                .get(&l.sb.store.resource(g, v, p).unwrap(), ons, oname)
+                .unwrap();
+        assert_eq!(owner["spec"]["suspend"] == true, row.suspended, "{what}");
+        // The client's key is where it was, whatever the source holds.
+        let psk = live::core(&l, "secrets", NS, "acme-psk").unwrap();
+        assert_eq!(psk["data"], before, "{what}: {}", r.stderr);
+        for out in [&r.stdout, &r.stderr] {
+            assert!(!out.contains("rehearsal-only"), "{what}: {out}");
+            assert!(!out.contains("stale-copy"), "{what}: {out}");
+        }
+        // The window's objects are as it made them live.
+        let gw = &objects(&l, "vpn.bnerd.net", "vpngateways", NS)[0];
+        assert_eq!(
+            gw["spec"]["endpoint"]["floatingIP"], "198.51.100.23",
+            "{what}"
+        );
+        assert_eq!(gw["status"]["floatingIP"], "198.51.100.23", "{what}");
+        let peer = &objects(&l, "vpn.bnerd.net", "vpnpeers", NS)[0];
+        assert_eq!(
+            peer["spec"]["ipsec"]["remoteSubnets"],
+            json!(["10.20.0.0/16"]),
+            "{what}"
+        );
+        let j = live::journal(&l, NS, "acme").unwrap();
+        let st = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&st.stdout);
+        if row.helm {
+            // status says the same, and never offers a resume that writes over the key.
+            assert!(
+                flat.contains("it tracks secret/acme-psk -n tenant-acme (the PSK), and its upgrade writes the chart's copy"),
+                "{what}: {flat}"
+            );
+            assert!(
+                !flat.contains(
+                    "then `vpnmig cutover acme -n tenant-acme --gitops resume` restores it"
+                ),
+                "{what}: {flat}"
+            );
+        } else if !row.suspended {
+            assert_eq!(
+                psk["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/reconcile"], "disabled",
+                "{what}: {psk}"
+            );
+            assert!(
+                j["gitops"][0]["protected"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(
+                        |p| p["annotation"] == "kustomize.toolkit.fluxcd.io/reconcile"
+                            && p["value"] == "disabled"
+                            && p["name"] == "acme-psk"
+                    ),
+                "{what}: {j}"
+            );
+            assert!(
+                flat.contains(&format!("kept from the owner's apply: secret/acme-psk -n tenant-acme (kustomize.toolkit.fluxcd.io/reconcile=disabled) by the window of tenant-acme/acme, from kustomization/{oname} -n {ons}; once the repository's copy holds the client's key, `kubectl annotate secret acme-psk -n tenant-acme kustomize.toolkit.fluxcd.io/reconcile-` removes it")),
+                "{what}: {flat}"
+            );
+        } else {
+            assert_eq!(j["gitops"][0]["paused"], true, "{what}: {j}");
+        }
+    }
+}
+
+/// Issue 21 item 1, round 4, kind C (attacks 1, 5, 6, 14; a22 F7): `status` checks every
+/// window's PSK Secret against the journal's fingerprint, held owner or not, and a key
+/// changed or gone is a blocker it names (never a green line); `verify` has a PSK row
+/// that fails with a hint that is true. Rows: the key rotated by hand, the Secret deleted,
+/// on Argo CD and Flux windows at `done`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_verify_check_the_psk_against_the_journal() {
+    for (tool, change) in [
+        (Tool::Flux, "rotated"),
+        (Tool::Argo, "deleted"),
+        (Tool::Argo, "rotated"),
+    ] {
+        let what = format!("{tool:?} {change}");
+        let l = synced(tool).await;
+        planned_and_cut_over(&l, tool).await;
+        // Before: the PSK row is green, the same fingerprint as journaled.
+        let r = l.vpnmig(&["verify", "acme", "-n", NS, "-o", "json"]).await;
+        let rows: Value = serde_json::from_str(&r.stdout).unwrap();
+        let psk_row = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["check"] == "psk")
+            .cloned()
+            .unwrap_or_else(|| panic!("{what}: no psk row: {}", r.stdout));
+        assert_eq!(psk_row["verdict"], "ok", "{what}: {psk_row}");
+        let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
+        match change {
+            "rotated" => {
+                l.sb.store
+                    .modify(&rt, NS, "acme-psk", false, &by("kubectl-patch"), |o| {
+                        let mut o = o.clone();
+                        o["data"]["psk"] = json!("cm90YXRlZC1ieS1oYW5kLWtleQ==");
+                        Ok(o)
+                    })
+                    .unwrap();
+            }
+            _ => {
+                l.sb.store
+                    .delete(&rt, NS, "acme-psk", &Default::default())
+                    .unwrap();
+            }
+        }
+        let st = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&st.stdout);
+        let blocker = if change == "rotated" {
+            "psk-changed"
+        } else {
+            "psk-gone"
+        };
+        assert!(flat.contains(blocker), "{what}: {flat}");
+        assert!(
+            flat.contains("PSK not as the window left it: secret/acme-psk -n tenant-acme of the window of tenant-acme/acme"),
+            "{what}: {flat}"
+        );
+        if change == "rotated" {
+            assert!(
+                flat.contains("kubectl create secret generic acme-psk -n tenant-acme --from-literal=psk=<the client's key> --dry-run=client -o yaml | kubectl apply -f -"),
+                "{what}: {flat}"
+            );
+        } else {
+            assert!(
+                flat.contains("it must be re-created with the client's pre-shared key, which vpnmig does not hold"),
+                "{what}: {flat}"
+            );
+        }
+        let st = l.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
+        let doc: Value = serde_json::from_str(&st.stdout).unwrap();
+        assert_eq!(doc["pskProblems"][0]["gateway"], "acme", "{what}: {doc}");
+        let r = l.vpnmig(&["verify", "acme", "-n", NS, "-o", "json"]).await;
+        assert_eq!(r.code, 5, "{what}: {}", r.stderr);
+        let rows: Value = serde_json::from_str(&r.stdout).unwrap();
+        let psk_row = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["check"] == "psk")
+            .cloned()
+            .unwrap();
+        assert_eq!(psk_row["verdict"], "fail", "{what}: {psk_row}");
+        assert!(r.says("put the client's key back"), "{what}: {}", r.stderr);
+        assert!(r.says("a rollback cannot fix it"), "{what}: {}", r.stderr);
+        assert!(!r.says("restores the IPsecGateway"), "{what}: {}", r.stderr);
+        for out in [&r.stdout, &r.stderr, &st.stdout] {
+            assert!(!out.contains("rotated-by-hand"), "{what}: {out}");
+            assert!(!out.contains("cm90YXRlZC1ieS1oYW5kLWtleQ"), "{what}: {out}");
+        }
+    }
+}
+
+/// Issue 21 item 1, round 4, kind D (attack 14): `--gitops ignore` with an owner the
+/// engineer suspended herself: at `done` the window sets the protections a restore would
+/// (recorded, read back, said) and gives the steps by hand; a hand resume then prunes
+/// nothing and writes nothing over the key. Rows: Kustomization (attack 14, the merged
+/// source without the Secret and with a stale one) and a HelmRelease that tracks the key
+/// (made up: no protection, the check by hand).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_suspended_by_hand_gets_the_protections_and_the_steps() {
+    for (what, helm, edit) in [
+        (
+            "Kustomization, the Secret dropped from Git (attack 14)",
+            false,
+            without_secret as fn(String) -> String,
+        ),
+        (
+            "Kustomization, Git's copy of the key stale (made up)",
+            false,
+            with_stale_key,
+        ),
+        (
+            "HelmRelease tracking the key (made up)",
+            true,
+            |m: String| m,
+        ),
+    ] {
+        let mut s = live::pool("10.250.3.0/24");
+        s.gitops.self_heal_delay_ms = 200;
+        let scenario = if helm {
+            helm_release()
+        } else {
+            FLUX.to_string()
+        };
+        let l = start(&scenario, s).await;
+        adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+        let (g, v, p) = if helm {
+            ("helm.toolkit.fluxcd.io", "v2", "helmreleases")
+        } else {
+            ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations")
+        };
+        let rt = l.sb.store.resource(g, v, p).unwrap();
+        let suspend = |on: Option<bool>| {
+            l.sb.store
+                .modify(
+                    &rt,
+                    "flux-system",
+                    "acme",
+                    false,
+                    &by("kubectl-patch"),
+                    |o| {
+                        let mut o = o.clone();
+                        o["spec"]["suspend"] = json!(on);
+                        Ok(o)
+                    },
+                )
+                .unwrap();
+        };
+        suspend(Some(true));
+        let before = live::core(&l, "secrets", NS, "acme-psk").unwrap()["data"].clone();
+        let repo = repo(&l, Tool::Flux);
+        let r = l
+            .vpnmig(&[
+                "plan",
+                "acme",
+                "-n",
+                NS,
+                "--out",
+                "plans/acme",
+                "--gitops-repo",
+                repo.to_str().unwrap(),
+            ])
+            .await;
+        assert_eq!(r.code, 4, "{what}: {}", r.stderr);
+        let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
+        let r = l
+            .vpnmig(&[
+                "cutover",
+                "acme",
+                "-n",
+                NS,
+                "--plan",
+                "plans/acme",
+                "--gitops",
+                "ignore",
+                "--yes",
+            ])
+            .await;
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        assert!(
+            r.says("no vpnmig window suspended it"),
+            "{what}: {}",
+            r.stderr
+        );
+        assert!(
+            r.says("Before you resume it, check that its merged source"),
+            "{what}: {}",
+            r.stderr
+        );
+        assert!(
+            r.says("docs/gitops.md, \"An owner you suspended yourself\""),
+            "{what}: {}",
+            r.stderr
+        );
+        if helm {
+            assert!(
+                r.says("`flux resume helmrelease acme -n flux-system`"),
+                "{what}: {}",
+                r.stderr
+            );
+            assert!(
+                r.says("no annotation on a live object keeps helm-controller's upgrade"),
+                "{what}: {}",
+                r.stderr
+            );
+            continue;
+        }
+        assert!(
+            r.says("`flux diff kustomization acme -n flux-system --path DIR`"),
+            "{what}: {}",
+            r.stderr
+        );
+        assert!(
+            r.says("`flux resume kustomization acme -n flux-system`"),
+            "{what}: {}",
+            r.stderr
+        );
+        assert!(
+            r.says("kept secret/acme-psk -n tenant-acme (the PSK) from kustomization/acme -n flux-system's apply: annotation kustomize.toolkit.fluxcd.io/reconcile=disabled"),
+            "{what}: {}",
+            r.stderr
+        );
+        assert!(
+            r.says("kept secret/acme-psk -n tenant-acme (the PSK) from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled"),
+            "{what}: {}",
+            r.stderr
+        );
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert_eq!(
+            j["gitops"][0]["protected"].as_array().map(Vec::len),
+            Some(2),
+            "{what}: {j}"
+        );
+        // `status` and a run again say it is still suspended, with the same steps, and
+        // `--gitops resume` never resumes an owner vpnmig did not suspend.
+        let st = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&st.stdout);
+        assert!(
+            flat.contains("GitOps sync suspended: kustomization/acme -n flux-system (relied on by the window of tenant-acme/acme, journal phase done); no vpnmig window suspended it"),
+            "{what}: {flat}"
+        );
+        assert!(
+            flat.contains("`flux resume kustomization acme -n flux-system`"),
+            "{what}: {flat}"
+        );
+        let again = l
+            .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
+            .await;
+        assert_eq!(again.code, 0, "{what}: {}", again.stderr);
+        assert!(
+            again.says("kustomization/acme -n flux-system is still suspended: no vpnmig window suspended it"),
+            "{what}: {}",
+            again.stderr
+        );
+        assert!(Tool::Flux.owner(&l)["spec"]["suspend"] == true, "{what}");
+        // The engineer merges and resumes by hand: nothing the window keeps is pruned
+        // or written over.
+        Tool::Flux.merge(&l, &edit(rewritten));
+        suspend(None);
+        eventually(10, "the Kustomization syncs the merged source", || {
+            ipsecgateways(&l) == 0
+                && Tool::Flux.owner(&l)["status"]["inventory"]
+                    .to_string()
+                    .contains("VPNGateway")
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let psk = live::core(&l, "secrets", NS, "acme-psk");
+        assert_eq!(psk.map(|p| p["data"].clone()), Some(before), "{what}");
+        let r = l.vpnmig(&["verify", "acme", "-n", NS]).await;
+        assert_eq!(r.code, 0, "{what}: {}{}", r.stdout, r.stderr);
     }
 }
 

@@ -249,3 +249,103 @@ async fn cluster_flags_before_the_subcommand_are_accepted() {
         r.stderr
     );
 }
+
+/// Issue 21 item 1, round 4, kind C: `status` checks each window's PSK Secret against its
+/// journal, whatever holds an owner (here none: a window with no GitOps at all). A Secret
+/// it may not read is "could not check", a blocker, never green; a key changed since is
+/// the blocker `psk-changed` with the re-create command (the journal's key name). Never
+/// a value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_checks_each_window_s_psk_against_its_journal() {
+    let settings = SettingsFile {
+        users: vec![User::with_rules(
+            "no-secrets",
+            vec![
+                Rule::new(
+                    &["get", "list", "watch"],
+                    &[
+                        "ipsecgateways",
+                        "vpngateways",
+                        "vpnpeers",
+                        "configmaps",
+                        "namespaces",
+                        "customresourcedefinitions",
+                        "deployments",
+                        "pods",
+                        "leases",
+                    ],
+                ),
+                Rule::new(&["create"], &["selfsubjectaccessreviews"]),
+            ],
+        )],
+        ..Default::default()
+    };
+    let l = live::start(ACME, settings).await;
+    let kc = &l.kubeconfig;
+    let r = run_vpnmig(kc, &["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let row = |stdout: &str| -> String {
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("acme "))
+            .unwrap_or_default()
+            .to_string()
+    };
+    // As the window left it: no PSK blocker.
+    let r = run_vpnmig(kc, &["status"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains("psk-"), "{}", r.stdout);
+    // A context that may not read Secrets: could not check, not green.
+    let r = run_vpnmig(kc, &["status", "--context", "vpnmig-sandbox-no-secrets"]).await;
+    assert!(
+        row(&r.stdout).contains("psk-unchecked"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        live::flat(&r.stdout).contains("PSK not checked: secret/acme-psk -n tenant-acme of the window of tenant-acme/acme: could not check it"),
+        "{}",
+        r.stdout
+    );
+    // The key rotated by hand after `done`.
+    let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
+    l.sb.store
+        .modify(
+            &rt,
+            "tenant-acme",
+            "acme-psk",
+            false,
+            &Default::default(),
+            |o| {
+                let mut o = o.clone();
+                o["data"]["psk"] = json!("YW5vdGhlci1rZXktYnktaGFuZA==");
+                Ok(o)
+            },
+        )
+        .unwrap();
+    let r = run_vpnmig(kc, &["status"]).await;
+    assert!(row(&r.stdout).contains("psk-changed"), "{}", r.stdout);
+    let flat = live::flat(&r.stdout);
+    assert!(
+        flat.contains("key psk is not the one the window fingerprinted"),
+        "{flat}"
+    );
+    assert!(
+        flat.contains("kubectl create secret generic acme-psk -n tenant-acme --from-literal=psk=<the client's key>"),
+        "{flat}"
+    );
+    assert!(!flat.contains("YW5vdGhlci1rZXktYnktaGFuZA"), "{flat}");
+    assert!(!flat.contains("another-key-by-hand"), "{flat}");
+    let r = run_vpnmig(kc, &["status", "-o", "json"]).await;
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["pskProblems"][0]["state"], "changed", "{doc}");
+    let gw = doc["gateways"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "acme")
+        .unwrap();
+    assert_eq!(gw["blockers"], json!(["psk-changed"]), "{gw}");
+    l.sb.shutdown().await;
+}

@@ -390,3 +390,75 @@ async fn baseline_records_the_data_plane_outside_a_window() {
     assert!(!r.says("recorded in the journal"), "{}", r.stderr);
     assert!(live::core(&l, "configmaps", "tenant-acme", "vpnmig-acme").is_none());
 }
+
+/// Issue 21 item 1, round 4, kind C (a22 F7): after a window, `verify` compares the PSK
+/// Secret's key with the journal's fingerprint (a `psk` row, never a value): green as the
+/// window left it; failed, with a hint that puts the client's key back (not a rollback,
+/// which reads the same Secret), once it was rotated, and once it is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_compares_the_psk_with_the_journal() {
+    let l = start(ACME, SettingsFile::default()).await;
+    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let psk = |r: &live::Run| {
+        rows(&r.stdout)
+            .into_iter()
+            .find(|r| r["check"] == "psk")
+            .unwrap_or_else(|| panic!("no psk row: {}", r.stdout))
+    };
+    let r = l
+        .vpnmig(&["verify", "acme", "--wait", "--timeout", "30s", "-o", "json"])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let row = psk(&r);
+    assert_eq!(row["verdict"], "ok", "{row}");
+    assert_eq!(row["object"], "Secret tenant-acme/acme-psk", "{row}");
+    assert!(
+        row["detail"].as_str().unwrap().ends_with(", as journaled"),
+        "{row}"
+    );
+    let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
+    for change in ["rotated", "deleted"] {
+        if change == "rotated" {
+            l.sb.store
+                .modify(
+                    &rt,
+                    "tenant-acme",
+                    "acme-psk",
+                    false,
+                    &Default::default(),
+                    |o| {
+                        let mut o = o.clone();
+                        o["data"]["psk"] = json!("cm90YXRlZC1ieS1zb21lb25l");
+                        Ok(o)
+                    },
+                )
+                .unwrap();
+        } else {
+            l.sb.store
+                .delete(&rt, "tenant-acme", "acme-psk", &Default::default())
+                .unwrap();
+        }
+        let r = l.vpnmig(&["verify", "acme", "-o", "json"]).await;
+        assert_eq!(r.code, 5, "{change}: {}\n{}", r.stdout, r.stderr);
+        let row = psk(&r);
+        assert_eq!(row["verdict"], "fail", "{change}: {row}");
+        let detail = row["detail"].as_str().unwrap();
+        if change == "rotated" {
+            assert!(
+                detail.contains(", the journal has hmac-sha256:"),
+                "{detail}"
+            );
+        } else {
+            assert!(detail.starts_with("the Secret is gone"), "{detail}");
+        }
+        assert!(r.says("put the client's key back"), "{}", r.stderr);
+        assert!(r.says("a rollback cannot fix it"), "{}", r.stderr);
+        assert!(!r.says("restores the IPsecGateway"), "{}", r.stderr);
+        for out in [&r.stdout, &r.stderr] {
+            assert!(!out.contains("cm90YXRlZC1ieS1zb21lb25l"), "{out}");
+            assert!(!out.contains("rotated-by-someone"), "{out}");
+        }
+    }
+    l.sb.shutdown().await;
+}

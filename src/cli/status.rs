@@ -85,6 +85,11 @@ pub struct StatusDoc<'a> {
     /// (kustomize.toolkit.fluxcd.io/prune=disabled) by the window of tenant-acme/acme`.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub prune_protected: &'a [String],
+    /// Each window whose PSK Secret is not as its journal fingerprinted it (gone, another
+    /// key, re-created, or not readable): a blocker, with the command that puts the
+    /// client's key back (issue 21 item 1). Never a value.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub psk_problems: &'a [PskProblem],
     /// Why the windows are not known (the journals could not be listed); absent when they
     /// were. Never read an empty `windows` as "none under way" when this is set.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -135,6 +140,104 @@ pub struct Suspended {
     pub live_detail: String,
 }
 
+/// A window's PSK Secret that is not as the journal fingerprinted it.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PskProblem {
+    pub namespace: String,
+    pub gateway: String,
+    /// `secret/acme-psk -n tenant-acme`.
+    pub secret: String,
+    /// `gone`, `changed`, `re-created`, `unchecked` (it could not be read).
+    pub state: String,
+    /// What was seen (fingerprints, uids, the error), and what to do.
+    pub detail: String,
+}
+
+/// The blocker id of a [`PskProblem`] on its gateway's row.
+fn psk_blocker(state: &str) -> &'static str {
+    match state {
+        "gone" => "psk-gone",
+        "changed" => "psk-changed",
+        "re-created" => "psk-re-created",
+        _ => "psk-unchecked",
+    }
+}
+
+/// Every row whose window's PSK Secret is not as its journal fingerprinted it gets the
+/// blocker: never a green line over a lost key.
+fn mark_psk(rows: &mut [Row], windows: &Windows) {
+    for p in &windows.psk {
+        for r in rows
+            .iter_mut()
+            .filter(|r| r.namespace == p.namespace && r.name == p.gateway)
+        {
+            let b = r.blockers.get_or_insert_with(Vec::new);
+            let id = psk_blocker(&p.state);
+            if !b.contains(&id) {
+                b.push(id);
+            }
+        }
+    }
+}
+
+/// The PSK Secret of journal `j` against its fingerprint (issue 21 item 1, round 4):
+/// `None` when it holds the key the journal fingerprinted (or the journal recorded none).
+async fn psk_problem(cluster: &Cluster, j: &crate::core::journal::Journal) -> Option<PskProblem> {
+    use crate::core::psk::{self, Held};
+    let (ns, name, secret, key) = (&j.namespace, &j.gateway, &j.psk_secret, j.psk_key());
+    let put_back = psk::recreate_command(ns, secret, key);
+    let live = crate::cluster::gitops::get_kept(cluster, "v1", "Secret", ns, secret).await;
+    let (state, detail) = match live {
+        Err(e) => (
+            "unchecked",
+            format!(
+                "could not check it: it could not be read ({e}); check with a context that may read it (`vpnmig verify {name} -n {ns}` compares its key with the journal's fingerprint)"
+            ),
+        ),
+        Ok(live) => match psk::held(
+            j.psk_fingerprint.as_deref(),
+            j.psk_secret_uid.as_deref(),
+            ns,
+            secret,
+            key,
+            live.as_ref(),
+        ) {
+            Held::Same { .. } | Held::Unrecorded => return None,
+            Held::Gone => (
+                "gone",
+                format!(
+                    "it is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold (the journal keeps only its fingerprint): `kubectl create secret generic {secret} -n {ns} --from-literal={key}=<the client's key>`, then `vpnmig verify {name} -n {ns}`"
+                ),
+            ),
+            Held::Changed { then, now } => (
+                "changed",
+                format!(
+                    "key {key} is not the one the window fingerprinted ({then}; live: {}{}): the tunnel needs the client's key; put it back (`{put_back}`), make the repository's copy hold it too if an owner syncs the Secret, then `vpnmig verify {name} -n {ns}`",
+                    now.as_deref().unwrap_or("no such key"),
+                    live.as_ref()
+                        .and_then(crate::core::gitops::writer)
+                        .map(|w| format!(", last written by {w}"))
+                        .unwrap_or_default()
+                ),
+            ),
+            Held::Recreated { then, now } => (
+                "re-created",
+                format!(
+                    "it was re-created since the window (uid {then} → {now}): its key cannot be compared with the journal's fingerprint, which is keyed by the old Secret's uid; `vpnmig verify {name} -n {ns}` shows whether the tunnel comes up with it; if not, put the client's key back (`{put_back}`)"
+                ),
+            ),
+        },
+    };
+    Some(PskProblem {
+        namespace: ns.clone(),
+        gateway: name.clone(),
+        secret: format!("secret/{secret} -n {ns}"),
+        state: state.into(),
+        detail,
+    })
+}
+
 /// A gateway vpnmig migrated whose journal is gone.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -152,6 +255,7 @@ struct Windows {
     lost: Vec<LostJournal>,
     suspended: Vec<Suspended>,
     protected: Vec<String>,
+    psk: Vec<PskProblem>,
     unknown: Option<String>,
 }
 
@@ -202,7 +306,24 @@ impl Windows {
                 s.owner, s.namespace, s.gateway, s.phase, s.resume
             ));
         }
+        for p in &self.psk {
+            let head = if p.state == "unchecked" {
+                "PSK not checked"
+            } else {
+                "PSK not as the window left it"
+            };
+            out.push_str(&format!(
+                "{head}: {} of the window of {}/{}: {}\n",
+                p.secret, p.namespace, p.gateway, p.detail
+            ));
+        }
         for p in &self.protected {
+            if p.contains(crate::core::gitops::FLUX_RECONCILE.0) {
+                out.push_str(&format!(
+                    "kept from the owner's apply: {p} (kustomize-controller never writes it, not even the repository's copy of the key)\n"
+                ));
+                continue;
+            }
             out.push_str(&format!(
                 "kept from prune: {p} (the owner never prunes it; remove the annotation when it is meant to go)\n"
             ));
@@ -481,8 +602,19 @@ async fn open_windows(
         .flat_map(|j| {
             j.gitops.iter().flat_map(move |r| {
                 r.protected.iter().map(move |p| {
+                    let remove = if crate::core::gitops::keeps_from_overwrite(p) {
+                        format!(
+                            "; once the repository's copy holds the client's key, `kubectl annotate {} {} -n {} {}-` removes it",
+                            p.kind.to_lowercase(),
+                            p.name,
+                            p.namespace,
+                            p.annotation
+                        )
+                    } else {
+                        String::new()
+                    };
                     format!(
-                        "{} by the window of {}/{}, from {}",
+                        "{} by the window of {}/{}, from {}{remove}",
                         p.display(),
                         j.namespace,
                         j.gateway,
@@ -506,11 +638,20 @@ async fn open_windows(
             }
         }
     }
+    // Every window in scope, whether or not an owner is held: its PSK Secret as the
+    // journal fingerprinted it (attacks 1, 5, 6, 14: a key lost after `done` was silent).
+    let mut psk = Vec::new();
+    for j in &parsed {
+        if let Some(p) = psk_problem(cluster, j).await {
+            psk.push(p);
+        }
+    }
     Windows {
         open,
         lost,
         suspended,
         protected,
+        psk,
         unknown: None,
     }
 }
@@ -531,6 +672,40 @@ async fn suspended_owners(
         for r in &j.gitops {
             let holders = holders::holders(parsed, &r.owner, (ns, name));
             if !r.paused {
+                // A finished window that relied on an owner no vpnmig window suspended
+                // (`--gitops ignore`: the engineer did): while it is still suspended, it
+                // is listed with what to check before the resume by hand (attack 14).
+                if j.phase.finished()
+                    && r.relies_on_suspension()
+                    && r.restored_at.is_none()
+                    && !holders.iter().any(|h| h.paused)
+                {
+                    let replaced = if j.phase == Phase::RolledBack {
+                        "VPNGateway"
+                    } else {
+                        "IPsecGateway"
+                    };
+                    if let Ok(crate::cluster::gitops::Found::One(_, o)) =
+                        crate::cluster::gitops::find(cluster, &r.owner).await
+                        && !gitops::owner_state(&o, replaced, ns, name).active
+                    {
+                        out.push(Suspended {
+                            namespace: ns.clone(),
+                            gateway: name.clone(),
+                            phase: j.phase.to_string(),
+                            owner: r.owner.display(),
+                            resume: format!(
+                                "no vpnmig window suspended it (it was suspended before the window): vpnmig does not resume it. {}",
+                                crate::window::resume_by_hand(&r.owner, replaced, j)
+                            ),
+                            relies: true,
+                            relied_on_by: Vec::new(),
+                            live: "suspended".into(),
+                            live_detail: String::new(),
+                        });
+                    }
+                    continue;
+                }
                 // Relied on, by a window under way, and suspended by no listed window.
                 if j.phase.finished()
                     || !r.relies_on_suspension()
@@ -660,6 +835,13 @@ async fn suspended_owners(
                 && owner_obj.as_ref().is_some_and(|o| {
                     gitops::source_differs(o, "", "Secret", ns, &j.psk_secret) == Some(true)
                 });
+            // A HelmRelease that tracks the PSK Secret: its upgrade writes the chart's copy
+            // over the key, so vpnmig never restores it (issue 21 item 1, round 4).
+            let helm_psk = r.owner.kind == "HelmRelease"
+                && matches!(&secret, Ok(Some(sec)) if gitops::tracks(&r.owner, sec));
+            let psk_changed = psk_problem(cluster, j)
+                .await
+                .filter(|p| matches!(p.state.as_str(), "changed" | "re-created"));
             let key = j.psk_key();
             // Flux does not refresh a suspended owner's inventory, and an Argo CD status
             // with a ComparisonError (or sync Unknown) cannot tell either: only the user
@@ -676,7 +858,12 @@ async fn suspended_owners(
             let by_hand = r
                 .saved
                 .as_ref()
-                .map(|s| format!(", or by hand: `{}`", gitops::restore_command(&r.owner, s)))
+                .map(|s| {
+                    format!(
+                        ", or by hand: `{}`",
+                        gitops::restore_command_keeping(&r.owner, s, ns, &j.psk_secret)
+                    )
+                })
                 .unwrap_or_default();
             let verb = if j.phase == Phase::RolledBack {
                 "rollback"
@@ -688,6 +875,13 @@ async fn suspended_owners(
                     "secret/{} -n {ns} (the PSK) is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold (`kubectl create secret generic {} -n {ns} --from-literal={key}=<the client's key>`), then `vpnmig verify {name} -n {ns}`; keep the owner suspended until the Secret is in its repository (or carries none of its markers), then `vpnmig {verb} {name} -n {ns}` restores it",
                     j.psk_secret, j.psk_secret
                 )
+            } else if let Some(p) = psk_changed.as_ref() {
+                format!(
+                    "secret/{} -n {ns} (the PSK) {}; no restore is offered before the key is back and the owner's source holds the same key",
+                    j.psk_secret, p.detail
+                )
+            } else if helm_psk {
+                crate::window::helm_psk_refusal(&r.owner, j, verb, name, ns)
             } else if psk_unlisted {
                 format!(
                     "its source no longer defines secret/{} -n {ns} (the PSK, data key `{key}`) although it tracks it (status of {}): a restore would delete it; put the Secret back in the repository (or take the owner's markers off it), then `vpnmig {verb} {name} -n {ns}` restores it",
@@ -747,7 +941,12 @@ async fn suspended_owners(
                         gitops::render_hint(&r.owner),
                         r.saved
                             .as_ref()
-                            .map(|s| gitops::restore_command(&r.owner, s))
+                            .map(|s| gitops::restore_command_keeping(
+                                &r.owner,
+                                s,
+                                ns,
+                                &j.psk_secret
+                            ))
                             .unwrap_or_default()
                     )
                 }
@@ -992,11 +1191,12 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
 pub fn run(args: &StatusArgs) -> Result<i32, Error> {
     let text = matches!(args.output, StatusFormat::Text | StatusFormat::Wide);
     crate::cli::runtime()?.block_on(async {
-        let (cluster, rows, ours) = gather(args).await?;
+        let (cluster, mut rows, ours) = gather(args).await?;
         if rows.is_empty() && !args.all_namespaces && text {
             crate::output::say(&namespace_note(&cluster).await);
         }
         let windows = open_windows(&cluster, args.all_namespaces, &ours).await;
+        mark_psk(&mut rows, &windows);
         crate::cli::write_stdout(&print(args, &rows, &windows, true))?;
         // Part of the answer could not be read: print what was, and fail as
         // `kubectl get A,B` does when B is refused (exit 1), so a script never reads
@@ -1030,6 +1230,7 @@ fn print(args: &StatusArgs, rows: &[Row], windows: &Windows, first: bool) -> Str
         lost_journals: &windows.lost,
         suspended_owners: &windows.suspended,
         prune_protected: &windows.protected,
+        psk_problems: &windows.psk,
         windows_unknown: windows.unknown.as_deref(),
     };
     let style = TableStyle {
@@ -1086,8 +1287,9 @@ async fn watch(
             Err(_) => break,
             Ok(v) => v?,
         };
-        let (now, ours) = read_rows(cluster, args.all_namespaces).await?;
+        let (mut now, ours) = read_rows(cluster, args.all_namespaces).await?;
         let now_windows = open_windows(cluster, args.all_namespaces, &ours).await;
+        mark_psk(&mut now, &now_windows);
         let changed = changes(&rows, &now);
         let windows_changed = now_windows != windows;
         if !changed.is_empty() || windows_changed {

@@ -140,7 +140,70 @@ async fn once(
     if is_new {
         rows.extend(data_plane(cluster, name).await?);
     }
+    rows.extend(psk_row(cluster, name).await?);
     Ok(rows)
+}
+
+/// The PSK Secret against the fingerprint the gateway's journal holds (issue 21 item 1,
+/// round 4; a22 F7): one row, failed when the key is not the one the window
+/// fingerprinted, the Secret is gone or re-created, or it could not be read ("could not
+/// check" is never green). No journal, or one without a fingerprint: no row. Never a value.
+async fn psk_row(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
+    use crate::core::psk::{self, Held};
+    let Some(j) = crate::cluster::journal::read(cluster, name).await? else {
+        return Ok(Vec::new());
+    };
+    let Some(then) = j.psk_fingerprint.clone() else {
+        return Ok(Vec::new());
+    };
+    let (ns, secret, key) = (j.namespace.as_str(), j.psk_secret.as_str(), j.psk_key());
+    let row = |verdict, detail: String| Row {
+        check: "psk",
+        object: format!("Secret {ns}/{secret}"),
+        what: format!("key {key} fingerprint"),
+        verdict,
+        detail,
+    };
+    let live = crate::cluster::gitops::get_kept(cluster, "v1", "Secret", ns, secret).await;
+    let out = match live {
+        Err(e) => row(
+            Verdict::Fail,
+            format!("could not check: the Secret could not be read ({e}); the journal has {then}"),
+        ),
+        Ok(live) => match psk::held(
+            Some(&then),
+            j.psk_secret_uid.as_deref(),
+            ns,
+            secret,
+            key,
+            live.as_ref(),
+        ) {
+            Held::Same { fingerprint } => row(Verdict::Ok, format!("{fingerprint}, as journaled")),
+            Held::Unrecorded => return Ok(Vec::new()),
+            Held::Gone => row(
+                Verdict::Fail,
+                format!("the Secret is gone; the journal has {then}"),
+            ),
+            Held::Changed { now, .. } => row(
+                Verdict::Fail,
+                format!(
+                    "{}, the journal has {then}{}",
+                    now.as_deref().unwrap_or("no such key"),
+                    live.as_ref()
+                        .and_then(crate::core::gitops::writer)
+                        .map(|w| format!("; last written by {w}"))
+                        .unwrap_or_default()
+                ),
+            ),
+            Held::Recreated { then: a, now: b } => row(
+                Verdict::Fail,
+                format!(
+                    "re-created since the window (uid {a} → {b}): its key cannot be compared with the journal's {then}, which is keyed by the old Secret's uid"
+                ),
+            ),
+        },
+    };
+    Ok(vec![out])
 }
 
 /// The migrated gateway's data plane compared with the baseline the cutover recorded of
@@ -399,6 +462,26 @@ pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
 /// What to run after NOT HEALTHY: wait for what is still coming up, look at a window
 /// under way, and (for a migrated gateway) the rollback.
 fn next_steps(rows: &[Row], name: &str) -> String {
+    // A key that is not the client's: only the client's key brings the tunnel back; a
+    // rollback reads the same Secret and cannot fix it.
+    if let Some(p) = rows
+        .iter()
+        .find(|r| r.check == "psk" && r.verdict == Verdict::Fail)
+    {
+        let (ns, secret) = p
+            .object
+            .trim_start_matches("Secret ")
+            .split_once('/')
+            .unwrap_or(("", ""));
+        let key = p
+            .what
+            .trim_start_matches("key ")
+            .trim_end_matches(" fingerprint");
+        return format!(
+            "hint: the PSK Secret does not hold the key the window fingerprinted: put the client's key back (`{}`; vpnmig never stores it), make the repository's copy hold it too if an owner syncs the Secret, then `vpnmig verify {name} -n {ns}`; a rollback cannot fix it (the IPsecGateway reads the same Secret)",
+            crate::core::psk::recreate_command(ns, secret, key)
+        );
+    }
     let gateway = rows
         .iter()
         .find(|r| r.object.starts_with("VPNGateway ") || r.object.starts_with("IPsecGateway "))

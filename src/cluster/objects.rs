@@ -120,6 +120,23 @@ pub async fn apply(cluster: &Cluster, obj: &Value, dry_run: bool) -> Result<Stri
         .map(|o| o.metadata.uid.unwrap_or_default())
 }
 
+/// Server-side apply `obj` as field manager `vpnmig` with force: the fields it sets are
+/// taken back from whichever manager changed them (a GitOps sync that changed what the
+/// window made live, put back at once; issue 21 item 1). Returns the object after.
+pub async fn apply_forced(cluster: &Cluster, obj: &Value) -> Result<Value, KubeError> {
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    let api = api(cluster, kind);
+    let pp = PatchParams::apply(FIELD_MANAGER).force();
+    let patch = Patch::Apply(obj);
+    cluster
+        .call("apply", &what(kind, name), Some(&cluster.namespace), || {
+            api.patch(name, &pp, &patch)
+        })
+        .await
+        .map(|o| serde_json::to_value(o).unwrap_or_default())
+}
+
 /// Create `obj` (the old gateway's saved manifest); `Ok(false)` if it already exists.
 pub async fn create(cluster: &Cluster, obj: &Value, dry_run: bool) -> Result<bool, KubeError> {
     let kind = obj["kind"].as_str().unwrap_or_default();

@@ -963,6 +963,20 @@ pub fn restore_command(owner: &OwnerRef, saved: &Saved) -> String {
     )
 }
 
+/// [`restore_command`], preceded for a Kustomization by the annotation that keeps its sync
+/// from writing the repository's copy over the PSK Secret `ns/secret` (what vpnmig's own
+/// restore sets first): a restore by hand never overwrites the client's key either.
+pub fn restore_command_keeping(owner: &OwnerRef, saved: &Saved, ns: &str, secret: &str) -> String {
+    let plain = restore_command(owner, saved);
+    if owner.kind != "Kustomization" {
+        return plain;
+    }
+    format!(
+        "kubectl annotate secret {secret} -n {ns} {}={} --overwrite && {plain}",
+        FLUX_RECONCILE.0, FLUX_RECONCILE.1
+    )
+}
+
 /// How to see by hand what an owner's merged source defines, where the cluster cannot
 /// show it (a suspended Flux Kustomization's inventory is never refreshed; a HelmRelease
 /// has none): the command on a checkout of the merged repository.
@@ -1176,6 +1190,63 @@ pub fn protect(owner_kind: &str, obj: &Value) -> Option<(Protected, Value)> {
         before,
     };
     Some((record, json!({"metadata": {"annotations": {key: value}}})))
+}
+
+/// The annotation on a live object that a Flux Kustomization's controller honours as
+/// "never apply this object" (issue 21 item 1, round 4): fluxcd/pkg `ssa` skips the apply
+/// of an object whose *existing* in-cluster object carries
+/// `kustomize.toolkit.fluxcd.io/reconcile: disabled` (or `kustomize.toolkit.fluxcd.io/ssa:
+/// Ignore`), so its first sync cannot write Git's copy over the live PSK Secret. Only a
+/// Kustomization has one: a HelmRelease's upgrade writes what the chart renders, and Argo
+/// CD's status shows a difference before the sync.
+pub const FLUX_RECONCILE: (&str, &str) = ("kustomize.toolkit.fluxcd.io/reconcile", "disabled");
+
+/// The `ssa` annotation a Kustomization's controller also honours on a live object.
+pub const FLUX_SSA: (&str, &str) = ("kustomize.toolkit.fluxcd.io/ssa", "Ignore");
+
+/// Whether `obj` (live) carries what an owner of `owner_kind` honours as "never write
+/// this object": only a Kustomization has it ([`FLUX_RECONCILE`], [`FLUX_SSA`]).
+pub fn overwrite_protected(owner_kind: &str, obj: &Value) -> bool {
+    owner_kind == "Kustomization"
+        && (get(obj, "/metadata/annotations", FLUX_RECONCILE.0) == Some(FLUX_RECONCILE.1)
+            || get(obj, "/metadata/annotations", FLUX_SSA.0)
+                .is_some_and(|v| v.eq_ignore_ascii_case(FLUX_SSA.1)))
+}
+
+/// What keeps an owner of `owner_kind` from writing over `obj`: `None` when it carries
+/// the protection already or the owner honours none on a live object, else the record
+/// and the JSON merge patch that sets `kustomize.toolkit.fluxcd.io/reconcile: disabled`.
+pub fn protect_overwrite(owner_kind: &str, obj: &Value) -> Option<(Protected, Value)> {
+    if owner_kind != "Kustomization" || overwrite_protected(owner_kind, obj) {
+        return None;
+    }
+    let (key, value) = FLUX_RECONCILE;
+    let s = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let record = Protected {
+        kind: s("/kind").to_string(),
+        namespace: s("/metadata/namespace").to_string(),
+        name: s("/metadata/name").to_string(),
+        annotation: key.to_string(),
+        value: value.to_string(),
+        before: get(obj, "/metadata/annotations", key).map(str::to_string),
+    };
+    Some((record, json!({"metadata": {"annotations": {key: value}}})))
+}
+
+/// Whether a protection record keeps its object from being written (not only from the
+/// prune): `kustomize.toolkit.fluxcd.io/reconcile` or `…/ssa`.
+pub fn keeps_from_overwrite(p: &Protected) -> bool {
+    p.annotation == FLUX_RECONCILE.0 || p.annotation == FLUX_SSA.0
+}
+
+/// How to see by hand what a HelmRelease would write to the PSK Secret `secret -n ns`
+/// (key `key`), and what must hold for a resume: the chart's copy holds the client's key.
+pub fn helm_psk_check(owner: &OwnerRef, secret: &str, ns: &str, key: &str) -> String {
+    let ons = owner.namespace.as_deref().unwrap_or(ns);
+    format!(
+        "render the merged chart with its values (`helm template {name} CHART -n {ns} -f VALUES`, or after a resume `helm get manifest {name} -n {ns}`) and look at secret/{secret}: its data key `{key}` must be the client's key, the same bytes as the live one (`kubectl get secret {secret} -n {ns} -o jsonpath='{{.data.{key}}}'`; compare them without printing, e.g. piped through sha256sum), and every object the window keeps must be in it; only then resume it by hand (`flux resume helmrelease {name} -n {ons}`)",
+        name = owner.name
+    )
 }
 
 /// Why the owner's status cannot say what its source defines now (issue 21 round 3:
@@ -1631,6 +1702,30 @@ pub fn interfered(target: &Value, live: Option<&Value>, seen: bool) -> Option<St
     (!changed.is_empty()).then(|| format!("was changed ({})", changed.join(", ")))
 }
 
+/// Each field of `target`'s spec that `live` holds otherwise: `(path, wanted, seen)`
+/// (fields `target` does not set are ignored). What a put-back writes again.
+pub fn spec_differences(target: &Value, live: &Value) -> Vec<(String, Value, Value)> {
+    fn walk(want: &Value, live: &Value, path: &str, out: &mut Vec<(String, Value, Value)>) {
+        match (want, live) {
+            (Value::Object(w), Value::Object(l)) => {
+                for (k, v) in w {
+                    walk(
+                        v,
+                        l.get(k).unwrap_or(&Value::Null),
+                        &format!("{path}.{k}"),
+                        out,
+                    );
+                }
+            }
+            (w, l) if w != l => out.push((path.to_string(), w.clone(), l.clone())),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(&target["spec"], &live["spec"], "spec", &mut out);
+    out
+}
+
 /// The paths where `live` differs from `want` (fields `want` does not set are ignored).
 fn differs(want: &Value, live: &Value, path: &str, out: &mut Vec<String>) {
     match (want, live) {
@@ -1689,6 +1784,62 @@ pub fn who(obj: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_kustomization_gets_the_live_object_exclusion_from_its_apply() {
+        let secret = json!({"kind": "Secret", "metadata": {"name": "acme-psk", "namespace": "t"}});
+        let (record, patch) = protect_overwrite("Kustomization", &secret).unwrap();
+        assert_eq!(
+            (record.annotation.as_str(), record.value.as_str()),
+            FLUX_RECONCILE
+        );
+        assert!(keeps_from_overwrite(&record));
+        assert_eq!(
+            patch,
+            json!({"metadata": {"annotations": {"kustomize.toolkit.fluxcd.io/reconcile": "disabled"}}})
+        );
+        assert!(protect_overwrite("HelmRelease", &secret).is_none());
+        assert!(protect_overwrite("Application", &secret).is_none());
+        for (k, v) in [
+            FLUX_RECONCILE,
+            ("kustomize.toolkit.fluxcd.io/ssa", "ignore"),
+        ] {
+            let kept = json!({"metadata": {"annotations": {k: v}}});
+            assert!(overwrite_protected("Kustomization", &kept), "{k}={v}");
+            assert!(protect_overwrite("Kustomization", &kept).is_none());
+            assert!(!overwrite_protected("HelmRelease", &kept));
+        }
+        let o = OwnerRef {
+            api_version: "kustomize.toolkit.fluxcd.io/v1".into(),
+            kind: "Kustomization".into(),
+            namespace: Some("flux-system".into()),
+            name: "acme".into(),
+        };
+        let saved = Saved {
+            pointer: "/spec/suspend".into(),
+            value: None,
+        };
+        let cmd = restore_command_keeping(&o, &saved, "t", "acme-psk");
+        assert!(
+            cmd.starts_with("kubectl annotate secret acme-psk -n t kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"),
+            "{cmd}"
+        );
+    }
+
+    #[test]
+    fn spec_differences_name_each_field_seen_and_wanted() {
+        let target = json!({"spec": {"endpoint": {"floatingIP": "198.51.100.23"}, "serviceCIDR": "10.0.0.0/24"}});
+        let live = json!({"spec": {"endpoint": {"floatingIP": "198.51.100.99", "network": "public"}, "serviceCIDR": "10.0.0.0/24"}});
+        assert_eq!(
+            spec_differences(&target, &live),
+            vec![(
+                "spec.endpoint.floatingIP".to_string(),
+                json!("198.51.100.23"),
+                json!("198.51.100.99")
+            )]
+        );
+        assert!(spec_differences(&target, &target).is_empty());
+    }
 
     fn obj(meta: Value) -> Value {
         json!({"apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway", "metadata": meta})

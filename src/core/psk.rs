@@ -213,8 +213,114 @@ pub fn owner_is_gateway(secret: &Value, gateway: &IPsecGateway) -> Option<String
         })
 }
 
+/// The PSK Secret as a window's journal holds it against the one live (issue 21 item 1,
+/// round 4: `status` and `verify` check it wherever they give a verdict). Never its value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Held {
+    /// The key's fingerprint is the journal's.
+    Same { fingerprint: String },
+    /// The journal recorded no fingerprint: nothing to compare with.
+    Unrecorded,
+    /// The Secret is gone.
+    Gone,
+    /// Another object of that name (another uid): the fingerprint is keyed by the uid,
+    /// so the key cannot be compared.
+    Recreated { then: String, now: String },
+    /// The key differs from the one the journal fingerprinted (or is no longer there).
+    Changed { then: String, now: Option<String> },
+}
+
+/// [`Held`] for the Secret `live` (`None`: not found) of a journal that recorded
+/// `fingerprint` of `namespace/name` key `key`, and the Secret's uid `uid` then.
+pub fn held(
+    fingerprint: Option<&str>,
+    uid_then: Option<&str>,
+    namespace: &str,
+    name: &str,
+    key: &str,
+    live: Option<&Value>,
+) -> Held {
+    let Some(s) = live else {
+        return Held::Gone;
+    };
+    let Some(then) = fingerprint else {
+        return Held::Unrecorded;
+    };
+    let keyed = !then.starts_with("sha256:");
+    let uid = s.pointer("/metadata/uid").and_then(Value::as_str);
+    if let (true, Some(a), Some(b)) = (keyed, uid_then, uid)
+        && a != b
+    {
+        return Held::Recreated {
+            then: a.to_string(),
+            now: b.to_string(),
+        };
+    }
+    let now = fingerprint_like(Some(then), namespace, name, key, s);
+    if now.as_deref() == Some(then) {
+        Held::Same {
+            fingerprint: then.to_string(),
+        }
+    } else {
+        Held::Changed {
+            then: then.to_string(),
+            now,
+        }
+    }
+}
+
+/// The command that puts the client's key back into the Secret (the journal's key name);
+/// never a value.
+pub fn recreate_command(namespace: &str, name: &str, key: &str) -> String {
+    format!(
+        "kubectl create secret generic {name} -n {namespace} --from-literal={key}=<the client's key> --dry-run=client -o yaml | kubectl apply -f -"
+    )
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn held_compares_the_live_key_with_the_journal_and_never_calls_a_new_uid_the_same() {
+        let fp = fingerprint("t", "acme-psk", "psk", Some("u1"), b"client");
+        let live = |uid: &str, v: &str| serde_json::json!({"metadata": {"uid": uid}, "stringData": {"psk": v}});
+        let held = |s: Option<&serde_json::Value>| {
+            super::held(Some(&fp), Some("u1"), "t", "acme-psk", "psk", s)
+        };
+        assert_eq!(
+            held(Some(&live("u1", "client"))),
+            Held::Same {
+                fingerprint: fp.clone()
+            }
+        );
+        assert!(matches!(
+            held(Some(&live("u1", "stale"))),
+            Held::Changed { now: Some(_), .. }
+        ));
+        assert!(matches!(
+            held(Some(
+                &serde_json::json!({"metadata": {"uid": "u1"}, "data": {}})
+            )),
+            Held::Changed { now: None, .. }
+        ));
+        assert_eq!(held(None), Held::Gone);
+        assert_eq!(
+            held(Some(&live("u2", "client"))),
+            Held::Recreated {
+                then: "u1".into(),
+                now: "u2".into()
+            }
+        );
+        assert_eq!(
+            super::held(None, None, "t", "acme-psk", "psk", Some(&live("u1", "x"))),
+            Held::Unrecorded
+        );
+        let cmd = recreate_command("t", "acme-psk", "key2");
+        assert!(
+            cmd.contains("--from-literal=key2=<the client's key>"),
+            "{cmd}"
+        );
+    }
+
     #[test]
     fn the_fingerprint_is_keyed_with_the_secrets_uid() {
         let with = fingerprint("t", "acme-psk", "psk", Some("5f1c-uid"), b"weak");

@@ -44,7 +44,10 @@ pub struct Row {
     /// The Ready condition's status, `Unknown` when absent, `Deleting` while the object is
     /// being deleted (its conditions are stale then).
     pub ready: String,
-    /// Ids of the plan's failed blocker checks (old kind only; `None` for the new kind).
+    /// Ids of the plan's failed blocker checks (old kind only; `None` for the new kind),
+    /// and, added by `vpnmig status` for either kind, `psk-changed` / `psk-gone` /
+    /// `psk-re-created` / `psk-unchecked` when the window's PSK Secret is not as its journal
+    /// fingerprinted it (issue 21 item 1).
     pub blockers: Option<Vec<&'static str>>,
     /// Who manages the object besides vpnmig and the operator (`core::gitops::cell`:
     /// `argocd:application/acme`, `flux:kustomization/tenants`, `helm`, another

@@ -122,6 +122,10 @@ async fn run(
                 j.history.last().map(|e| e.at.as_str()).unwrap_or("?")
             )));
             ev.emit(Event::Info(Phase::Done.recovery(name, &ns)));
+            // An owner the window relied on and no vpnmig window suspended (`--gitops
+            // ignore`): still suspended, and vpnmig never resumes it, `--gitops resume`
+            // included; said with the steps by hand, never silently (attack 14).
+            super::gitops::self_suspended_note(cluster, ev, j, "IPsecGateway").await;
             return Ok(Outcome::NothingToDo);
         }
         Some(j) if j.phase == Phase::OldApplied && opts.forward => {

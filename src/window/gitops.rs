@@ -718,7 +718,12 @@ pub(crate) async fn restore(
         let Some(saved) = r.saved.as_ref().filter(|_| r.paused) else {
             continue;
         };
-        let by_hand = gitops::restore_command(&r.owner, saved);
+        let by_hand = gitops::restore_command_keeping(
+            &r.owner,
+            saved,
+            &w.journal.namespace,
+            &w.journal.psk_secret,
+        );
         let live_owner = match live::find(w.cluster, &r.owner).await? {
             Found::One(_, obj) => Some(obj),
             // Gone (deleted since, attack 9): nothing to restore, nothing to protect
@@ -840,6 +845,31 @@ pub(crate) async fn restore(
                     "VPNGateway"
                 };
                 windows.push((j.clone(), kind));
+            }
+        }
+        // A HelmRelease that tracks a window's PSK Secret: its upgrade writes the chart's
+        // copy over the live Secret, no annotation on a live object stops that, and the
+        // cluster cannot show what the chart renders. Refused, plain or forced: the
+        // user checks the chart by hand and resumes it by hand (issue 21 item 1, round 4;
+        // attack 5: the chart held a stale key).
+        if r.owner.kind == "HelmRelease" {
+            let mut tracked = None;
+            for (j, _) in &windows {
+                let sec =
+                    live::get_kept(w.cluster, "v1", "Secret", &j.namespace, &j.psk_secret).await?;
+                if sec.as_ref().is_some_and(|s| gitops::tracks(&r.owner, s)) {
+                    tracked = Some(j.clone());
+                    break;
+                }
+            }
+            if let Some(j) = tracked {
+                left += 1;
+                w.ev.emit(Event::Warning(format!(
+                    "{} stays suspended: {}",
+                    r.owner.display(),
+                    helm_psk_refusal(&r.owner, &j, verb, &name, &ns)
+                )));
+                continue;
             }
         }
         // 3. Safe only when its source no longer defines what the windows replaced.
@@ -982,6 +1012,14 @@ pub(crate) async fn restore(
                     hint,
                 });
             }
+            // What its sync changed of the window's objects is put back at once, as the
+            // window made them live, before the floating IP is lost for good (issue 21
+            // item 1, round 4: attacks 3, 12, 13).
+            if replaced == "IPsecGateway"
+                && let Some(stop) = put_back(w, &r.owner).await?
+            {
+                return Err(stop);
+            }
             return Err(Error::Stop {
                 code: exit::VERIFY_FAILED,
                 message: format!(
@@ -990,10 +1028,17 @@ pub(crate) async fn restore(
                     crate::error::error_line(e)
                 ),
                 hint: Some(format!(
-                    "{}its source is not what the windows made live: fix the repository, check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}` restores it again",
+                    "{}its source is not what the windows made live: fix the repository, check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}{}` restores it again",
                     match e {
                         Error::Stop { hint: Some(h), .. } => format!("{h}; "),
                         _ => String::new(),
+                    },
+                    // A suspended Flux owner's status never shows the merge: the plain
+                    // restore would only refuse again (attack 1's loop).
+                    if r.owner.kind == "Application" {
+                        ""
+                    } else {
+                        " --gitops resume"
                     }
                 )),
             });
@@ -1043,13 +1088,269 @@ pub(crate) async fn restore(
                 h.gateway,
                 h.namespace
             ),
-            None => format!(
-                "{} stays suspended: no vpnmig window suspended it (it was suspended before this window), so vpnmig leaves it to whoever did; docs/gitops.md says how to resume it",
-                r.owner.display()
-            ),
+            None => {
+                // Suspended by a person (`--gitops ignore`, attack 14): nobody's restore
+                // checks it, so the window sets the protections a restore would, and
+                // says what to check before the resume by hand.
+                let Some(i) = w.journal.gitops.iter().position(|x| x.owner == r.owner) else {
+                    continue;
+                };
+                let kept = self_suspended(w, i, replaced).await?;
+                format!(
+                    "{} stays suspended: no vpnmig window suspended it (it was suspended before this window), so vpnmig does not resume it; {kept}. {} (docs/gitops.md, \"An owner you suspended yourself\")",
+                    r.owner.display(),
+                    resume_by_hand(&r.owner, replaced, &w.journal)
+                )
+            }
         }));
     }
     Ok(left)
+}
+
+/// How long a put-back waits for the floating IP to be on the new gateway again.
+const PUT_BACK_FIP: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// After a restored owner's first sync changed a pinned field of the window's new
+/// objects (the owner is suspended again already): apply each changed object again as
+/// the window made it live (server-side apply, field manager vpnmig, force), wait for the
+/// floating IP to be on the VPNGateway again (bounded), and return the stop that names
+/// each field put back (seen, wanted, writer) and the repository fix. `None`: no field
+/// differs (the interference was something else: a deletion, the old gateway back).
+async fn put_back(w: &Window<'_>, owner: &gitops::OwnerRef) -> Result<Option<Error>, Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let mut fixed = Vec::new();
+    for t in &w.journal.targets {
+        let kind = t["kind"].as_str().unwrap_or_default();
+        let tname = t["metadata"]["name"].as_str().unwrap_or_default();
+        let Some(live) = crate::cluster::objects::get(w.cluster, kind, tname).await? else {
+            continue;
+        };
+        if live.pointer("/metadata/deletionTimestamp").is_some() {
+            continue;
+        }
+        let diffs = gitops::spec_differences(t, &live);
+        if diffs.is_empty() {
+            continue;
+        }
+        let writer = gitops::writer(&live).unwrap_or_else(|| gitops::who(&live));
+        let mut obj = t.clone();
+        if let Some(m) = obj.as_object_mut() {
+            m.remove("status");
+            if let Some(meta) = m.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.retain(|k, _| {
+                    matches!(k.as_str(), "name" | "namespace" | "labels" | "annotations")
+                });
+            }
+        }
+        crate::cluster::objects::apply_forced(w.cluster, &obj).await?;
+        let what = object_ref(kind, tname, &ns);
+        let fields: Vec<String> = diffs
+            .iter()
+            .map(|(path, want, seen)| {
+                format!("{path}: seen {seen}, wanted {want} (written by {writer})")
+            })
+            .collect();
+        w.ev.emit(Event::Step(format!(
+            "put back {what} as the window made it live (server-side apply, field manager vpnmig, force): {}",
+            fields.join("; ")
+        )));
+        fixed.push(format!("{what} {}", fields.join("; ")));
+    }
+    if fixed.is_empty() {
+        return Ok(None);
+    }
+    // The floating IP back on the new gateway: the operator re-attaches it (bounded).
+    let fip = w.journal.floating_ip.clone();
+    let title = format!("floating IP {fip} back on vpngateway/{name} -n {ns}");
+    w.ev.emit(Event::WaitStarted {
+        title: title.clone(),
+    });
+    let started = std::time::Instant::now();
+    let mut last = String::new();
+    let back = loop {
+        let gw = crate::cluster::objects::get(w.cluster, "VPNGateway", &name).await?;
+        let seen = gw
+            .as_ref()
+            .and_then(|g| g.pointer("/status/floatingIP"))
+            .and_then(Value::as_str)
+            .unwrap_or("none")
+            .to_string();
+        if seen == fip {
+            w.ev.emit(Event::WaitFinished {
+                title: title.clone(),
+                elapsed: started.elapsed(),
+                result: Ok(format!("status.floatingIP {fip}")),
+            });
+            break true;
+        }
+        let now = format!("status.floatingIP {seen}");
+        if now != last {
+            w.ev.emit(Event::Waiting {
+                title: title.clone(),
+                elapsed: started.elapsed(),
+                seen: now.clone(),
+            });
+            last = now;
+        }
+        if started.elapsed() >= PUT_BACK_FIP {
+            w.ev.emit(Event::WaitFinished {
+                title: title.clone(),
+                elapsed: started.elapsed(),
+                result: Err(format!("{last} after {}s", PUT_BACK_FIP.as_secs())),
+            });
+            break false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+    let check = match owner.kind.as_str() {
+        "Application" => format!("`argocd app diff {}`", owner.name),
+        "HelmRelease" => gitops::render_hint(owner),
+        _ => format!(
+            "`flux diff kustomization {} -n {} --path DIR` on a checkout of the merged repository",
+            owner.name,
+            owner.namespace.as_deref().unwrap_or_default()
+        ),
+    };
+    let again = if owner.kind == "Application" {
+        format!("`vpnmig cutover {name} -n {ns}`")
+    } else {
+        format!("`vpnmig cutover {name} -n {ns} --gitops resume`")
+    };
+    Ok(Some(Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: format!(
+            "{} was restored and its first sync changed what the window made live, so vpnmig suspended it again and put back {}; the floating IP {fip} {}",
+            owner.display(),
+            fixed.join("; and "),
+            if back {
+                "is on the VPNGateway again".to_string()
+            } else {
+                format!(
+                    "is not back on the VPNGateway within {}s ({last}): check it at once (`vpnmig verify {name} -n {ns}`)",
+                    PUT_BACK_FIP.as_secs()
+                )
+            }
+        ),
+        hint: Some(format!(
+            "fix the repository: its merged source must define each field above as wanted (`vpnmig plan {name} -n {ns} --gitops-repo DIR` writes the objects as the window made them live; {check} shows what it would still change), then {again} restores it; `vpnmig verify {name} -n {ns}` checks the gateway"
+        )),
+    }))
+}
+
+/// For an owner this window relied on and no vpnmig window suspended (`--gitops ignore`:
+/// the user did): the protections a restore sets on what the window keeps, recorded,
+/// read back and said (issue 21 item 1, round 4; attack 14). Returns what was done.
+async fn self_suspended(w: &mut Window<'_>, i: usize, replaced: &str) -> Result<String, Error> {
+    let owner = w.journal.gitops[i].owner.clone();
+    let live_owner = match live::find(w.cluster, &owner).await? {
+        Found::One(_, o) => Some(o),
+        _ => None,
+    };
+    let j = w.journal.clone();
+    if owner.kind == "HelmRelease" {
+        let sec = live::get_kept(w.cluster, "v1", "Secret", &j.namespace, &j.psk_secret).await?;
+        if sec.as_ref().is_some_and(|s| gitops::tracks(&owner, s)) {
+            return Ok(format!(
+                "it tracks secret/{} -n {} (the PSK), and no annotation on a live object keeps helm-controller's upgrade from writing the chart's copy over it",
+                j.psk_secret, j.namespace
+            ));
+        }
+    }
+    let before = w.journal.gitops[i].protected.len();
+    Ok(match keep(w, i, &j, replaced, live_owner.as_ref()).await? {
+        Ok(()) if w.journal.gitops[i].protected.is_empty() => {
+            "nothing the window keeps needs a protection from it (it tracks none of them)".into()
+        }
+        Ok(()) => format!(
+            "the window keeps {} from it (the journal records {})",
+            w.journal.gitops[i]
+                .protected
+                .iter()
+                .map(gitops::Protected::display)
+                .collect::<Vec<_>>()
+                .join(", "),
+            if w.journal.gitops[i].protected.len() > before {
+                "them; they stay"
+            } else {
+                "them from an earlier run"
+            }
+        ),
+        Err((why, what)) => format!("do not resume it yet: {why}. {what}"),
+    })
+}
+
+/// At a finished window run again: each owner it relied on that no vpnmig window
+/// suspended and that is still suspended is said, with the steps by hand (vpnmig never
+/// resumes it, `--gitops resume` included). Best effort: what cannot be read is skipped
+/// (`status` says the same).
+pub(crate) async fn self_suspended_note(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    j: &crate::core::journal::Journal,
+    replaced: &str,
+) {
+    for r in &j.gitops {
+        if r.paused || !r.relies_on_suspension() || r.restored_at.is_some() {
+            continue;
+        }
+        let Ok(Found::One(_, obj)) = live::find(cluster, &r.owner).await else {
+            continue;
+        };
+        if gitops::owner_state(&obj, replaced, &j.namespace, &j.gateway).active {
+            continue;
+        }
+        let Ok(journals) = journals_for(cluster, Some(&obj), (&j.namespace, &j.gateway)).await
+        else {
+            continue;
+        };
+        if holders::holders(&journals, &r.owner, (&j.namespace, &j.gateway))
+            .iter()
+            .any(|h| h.paused)
+        {
+            continue;
+        }
+        ev.emit(Event::Warning(format!(
+            "{} is still suspended: no vpnmig window suspended it (it was suspended before the window), so vpnmig does not resume it, `--gitops resume` included. {}",
+            r.owner.display(),
+            resume_by_hand(&r.owner, replaced, j)
+        )));
+    }
+}
+
+/// The checks and the command that resume an owner by hand after a window that relied on
+/// it (`replaced`: what the window replaced, which the source must no longer define).
+pub(crate) fn resume_by_hand(
+    owner: &gitops::OwnerRef,
+    replaced: &str,
+    j: &crate::core::journal::Journal,
+) -> String {
+    let (ns, name) = (&j.namespace, &j.gateway);
+    let ons = owner.namespace.as_deref().unwrap_or("argocd");
+    let (diff, resume) = match owner.kind.as_str() {
+        "Kustomization" => (
+            format!(
+                "`flux diff kustomization {} -n {ons} --path DIR` on a checkout of the merged repository",
+                owner.name
+            ),
+            format!("`flux resume kustomization {} -n {ons}`", owner.name),
+        ),
+        "HelmRelease" => (
+            gitops::helm_psk_check(owner, &j.psk_secret, ns, j.psk_key()),
+            format!("`flux resume helmrelease {} -n {ons}`", owner.name),
+        ),
+        _ => (
+            format!("`argocd app diff {}`", owner.name),
+            format!(
+                "`argocd app set {} --sync-policy automated` (with the --auto-prune / --self-heal it had)",
+                owner.name
+            ),
+        ),
+    };
+    format!(
+        "Before you resume it, check that its merged source no longer defines {}, defines the window's objects as they are live, and holds the client's key in its copy of secret/{} -n {ns}, if it has one: {diff}; then resume it: {resume}, and `vpnmig verify {name} -n {ns}`",
+        object_ref(replaced, name, ns),
+        j.psk_secret
+    )
 }
 
 /// The stop at the end of a window whose owner `owner` (live: `obj`) was re-enabled by
@@ -1128,6 +1429,23 @@ async fn reenabled_stop(
                 .unwrap_or_default()
         )),
     }
+}
+
+/// Why a HelmRelease that tracks window `j`'s PSK Secret is never restored by vpnmig, and
+/// the check and the resume by hand (the same words in `status`).
+pub(crate) fn helm_psk_refusal(
+    owner: &gitops::OwnerRef,
+    j: &crate::core::journal::Journal,
+    verb: &str,
+    name: &str,
+    ns: &str,
+) -> String {
+    format!(
+        "it tracks secret/{} -n {} (the PSK), and its upgrade writes the chart's copy of the Secret over the live one (no annotation on a live object stops helm-controller, and the cluster cannot show what the merged chart renders): a copy holding another key would leave the client's key nowhere, so vpnmig does not restore it, neither plainly nor with `--gitops resume`. By hand: {}; vpnmig then lets go of it (`vpnmig {verb} {name} -n {ns} --gitops resume` records it as re-enabled by someone else)",
+        j.psk_secret,
+        j.namespace,
+        gitops::helm_psk_check(owner, &j.psk_secret, &j.namespace, j.psk_key())
+    )
 }
 
 /// The stop when the PSK Secret is gone: plain about what only the client can give back.
@@ -1576,6 +1894,56 @@ async fn keep(
                 ),
             )));
         }
+        // The PSK Secret and a Kustomization: a prune protection does not stop its apply
+        // from writing Git's copy over the live key (round 4, attack 1). Its controller
+        // skips an object whose live copy says `kustomize.toolkit.fluxcd.io/reconcile:
+        // disabled`, tracked or not (a source that newly defines it would adopt it).
+        let obj = if kind == "Secret"
+            && depth == 0
+            && let Some((record, patch)) = gitops::protect_overwrite(&r.kind, &obj)
+        {
+            w.journal.gitops[i].protected.retain(|p| {
+                (
+                    p.kind.as_str(),
+                    p.namespace.as_str(),
+                    p.name.as_str(),
+                    p.annotation.as_str(),
+                ) != (
+                    kind.as_str(),
+                    ns.as_str(),
+                    name.as_str(),
+                    record.annotation.as_str(),
+                )
+            });
+            w.journal.gitops[i].protected.push(record.clone());
+            journal::write(w.cluster, &w.journal, false).await?;
+            let after =
+                live::patch_kept(w.cluster, &api_version, &kind, &ns, &name, &patch).await?;
+            if !gitops::overwrite_protected(&r.kind, &after) {
+                return Ok(Err((
+                    format!(
+                        "the annotation {}={} did not stay on {what} (a webhook or controller removed it), and without it the first sync writes the repository's copy of the Secret over the client's key",
+                        record.annotation, record.value
+                    ),
+                    format!(
+                        "find what removes it (`kubectl get secret {name} -n {ns} --show-managed-fields -o yaml`), then `vpnmig {} {} -n {}`",
+                        verb_of(replaced),
+                        w.name(),
+                        w.ns()
+                    ),
+                )));
+            }
+            w.ev.emit(Event::Step(format!(
+                "kept {what} from {}'s apply: annotation {}={} (kustomize-controller skips an object whose live copy carries it, so its sync cannot write the repository's copy over the client's key; the journal records it, and it stays: `kubectl annotate secret {name} -n {ns} {}-` removes it once the repository's copy holds the client's key)",
+                r.display(),
+                record.annotation,
+                record.value,
+                record.annotation
+            )));
+            after
+        } else {
+            obj
+        };
         if !tracked || gitops::protected(&r.kind, &obj) || says.is_some() {
             continue;
         }
@@ -1585,8 +1953,17 @@ async fn keep(
             continue;
         };
         w.journal.gitops[i].protected.retain(|p| {
-            (p.kind.as_str(), p.namespace.as_str(), p.name.as_str())
-                != (kind.as_str(), ns.as_str(), name.as_str())
+            (
+                p.kind.as_str(),
+                p.namespace.as_str(),
+                p.name.as_str(),
+                p.annotation.as_str(),
+            ) != (
+                kind.as_str(),
+                ns.as_str(),
+                name.as_str(),
+                record.annotation.as_str(),
+            )
         });
         w.journal.gitops[i].protected.push(record.clone());
         journal::write(w.cluster, &w.journal, false).await?;

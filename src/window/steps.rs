@@ -300,7 +300,8 @@ pub(crate) fn psk_unchanged(ev: &dyn Emit, journal: &Journal, s: &Value) -> Resu
                 now.as_deref().unwrap_or("<no key>")
             ),
             hint: Some(format!(
-                "restore the key the client uses (vpnmig never stores it), then run it again: `{}`",
+                "restore the key the client uses (vpnmig never stores it; `{}`), and where a GitOps owner syncs the Secret make the repository's copy hold the same key, then run it again: `{}`",
+                psk::recreate_command(ns, secret, key),
                 crate::error::again(&[])
             )),
         });

@@ -41,7 +41,11 @@
 //!   deleted — except those carrying the prune protection the tool honours on a live
 //!   object (Argo CD `argocd.argoproj.io/sync-options` with `Prune=false`: kept, and the
 //!   Application stays OutOfSync, as Argo CD shows "requires pruning"; Flux
-//!   `kustomize.toolkit.fluxcd.io/prune: disabled`: kept and left out of the inventory). The first time an owner is seen, the source objects that exist are applied
+//!   `kustomize.toolkit.fluxcd.io/prune: disabled`: kept and left out of the inventory).
+//!   A Kustomization never applies a source object whose live copy carries
+//!   `kustomize.toolkit.fluxcd.io/reconcile: disabled` or `…/ssa: Ignore` (not drift, still
+//!   in its inventory), as kustomize-controller skips it. The first time an owner is
+//!   seen, the source objects that exist are applied
 //!   once (as by the sync that created them), so they carry the manager in
 //!   `metadata.managedFields` from the start.
 //! - Tracking markers: Argo — label `app.kubernetes.io/instance: <app>` and annotation
@@ -113,6 +117,11 @@ pub const ARGO_SYNC_OPTIONS: &str = "argocd.argoproj.io/sync-options";
 /// `disabled` on an object: Flux never prunes it.
 pub const FLUX_PRUNE: &str = "kustomize.toolkit.fluxcd.io/prune";
 /// Flux's tracking labels.
+/// `disabled` on a live object: kustomize-controller never applies it (fluxcd/pkg ssa
+/// `shouldSkipApply` reads the exclusion from the *existing* in-cluster object).
+pub const FLUX_RECONCILE: &str = "kustomize.toolkit.fluxcd.io/reconcile";
+/// `Ignore` on a live object: the same for the `ssa` annotation.
+pub const FLUX_SSA: &str = "kustomize.toolkit.fluxcd.io/ssa";
 pub const FLUX_NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
 pub const FLUX_NAMESPACE_LABEL: &str = "kustomize.toolkit.fluxcd.io/namespace";
 /// The ApplicationSet controller's field manager.
@@ -461,9 +470,12 @@ impl Gitops {
         let acting = o.active() || faults.ignores_suspension;
         let prune =
             acting && (o.prune() || (faults.ignores_suspension && st.pruned_once.contains(&uid)));
+        // Flux skips the apply of an object whose live copy excludes it (reconcile:
+        // disabled, ssa: Ignore): neither applied nor counted as drift, but still in its
+        // inventory (a skipped entry of the change set), so never pruned for it.
         if st.adopted.insert(uid.clone()) {
             for d in &desired {
-                if store.get(&d.rt, &d.ns, &d.name).is_ok() {
+                if store.get(&d.rt, &d.ns, &d.name).is_ok() && !apply_skipped(store, o, d) {
                     let _ = apply(store, o, d);
                 }
             }
@@ -475,7 +487,10 @@ impl Gitops {
             .iter()
             .map(|d| (d.rt.gvr(), d.ns.clone(), d.name.clone()))
             .collect();
-        let drifted: Vec<&Desired> = desired.iter().filter(|d| drifts(store, o, d)).collect();
+        let drifted: Vec<&Desired> = desired
+            .iter()
+            .filter(|d| !apply_skipped(store, o, d) && drifts(store, o, d))
+            .collect();
         let mut extras = if prune || !acting {
             extras(store, o, &wanted)
         } else {
@@ -837,6 +852,23 @@ fn set_pointer(v: &mut Value, p: &str, value: Value) {
         cur = &mut cur[k.as_str()];
     }
     cur[last.as_str()] = value;
+}
+
+/// Whether a Kustomization's controller skips the apply of `d` because its live copy
+/// carries `kustomize.toolkit.fluxcd.io/reconcile: disabled` or
+/// `kustomize.toolkit.fluxcd.io/ssa: Ignore` (fluxcd/pkg ssa `shouldSkipApply` reads the
+/// existing object; `ssa: IfNotPresent` is read from the desired object only, and is not
+/// modelled). Argo CD and Helm have no such live-object exclusion.
+fn apply_skipped(store: &Store, o: &Owner, d: &Desired) -> bool {
+    if o.tool != Tool::Flux {
+        return false;
+    }
+    let Ok(live) = store.get(&d.rt, &d.ns, &d.name) else {
+        return false;
+    };
+    let a = |k: &str| live["metadata"]["annotations"][k].as_str();
+    a(FLUX_RECONCILE) == Some("disabled")
+        || a(FLUX_SSA).is_some_and(|v| v.eq_ignore_ascii_case("ignore"))
 }
 
 /// Whether `obj` carries the prune protection `o`'s tool honours on a live object: Argo
