@@ -279,6 +279,7 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
             }
             return Ok((rows, true));
         }
+        let attempt_started = Instant::now();
         let attempt = tokio::time::timeout(remaining, async {
             cluster.require_operator().await?;
             once(&cluster, &args.name, args.plan.as_deref()).await
@@ -287,6 +288,22 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
         let missing: Vec<String> = match attempt {
             Err(_) => {
                 if rows.is_empty() {
+                    // Cut short by the deadline: name what was under way, a command in
+                    // the gateway's pod rather than the API server when it was that.
+                    if let Some(cmd) = fetch::exec_cut(attempt_started) {
+                        return Err(Error::Stop {
+                            code: exit::TIMEOUT,
+                            message: format!(
+                                "timed out after {} waiting for {}: {cmd} did not finish: the pod's strongSwan does not answer (the API server did)",
+                                duration::format(args.timeout, Rounding::Down),
+                                args.name
+                            ),
+                            hint: Some(format!(
+                                "the gateway's health is unknown, not good: `kubectl logs -n {} deploy/{} -c strongswan` shows whether charon runs; a pod whose charon hangs needs a restart (`kubectl rollout restart -n {} deploy/{}`)",
+                                cluster.namespace, args.name, cluster.namespace, args.name
+                            )),
+                        });
+                    }
                     return Err(never_read(
                         args,
                         &cluster,
@@ -381,8 +398,16 @@ pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
     Ok(match (verify::healthy(&rows), timed_out) {
         (true, _) => exit::OK,
         (false, true) => {
+            // The cause at the timeout is what still fails, the tunnels' first.
+            let mut failing: Vec<&Row> =
+                rows.iter().filter(|r| r.verdict == Verdict::Fail).collect();
+            failing.sort_by_key(|r| r.check != "tunnel");
+            let cause = failing
+                .first()
+                .map(|r| format!(": {} {}: {}", r.object, r.what, r.detail))
+                .unwrap_or_default();
             crate::output::say(&format!(
-                "vpnmig: timed out after {} waiting for {} to be healthy",
+                "vpnmig: timed out after {} waiting for {} to be healthy{cause}",
                 duration::format(args.timeout, Rounding::Down),
                 args.name
             ));
