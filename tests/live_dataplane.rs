@@ -1113,7 +1113,9 @@ async fn a_cause_logged_before_the_fix_is_not_named_as_todays() {
         let v = l
             .vpnmig(&["verify", "acme", "-n", "tenant-acme", "-o", "json"])
             .await;
-        if v.stdout.contains("not today's cause") {
+        // (The IKE SA of the failed attempt may stand a moment before the gateway's
+        // reload deletes it; what is asserted is the state after.)
+        if v.stdout.contains("the client has not dialled since") {
             break v;
         }
         assert_ne!(
@@ -1140,7 +1142,7 @@ async fn a_cause_logged_before_the_fix_is_not_named_as_todays() {
     for s in [
         "no IKE SA with remote 'fw.acme.example' @ 203.0.113.10",
         "not today's cause: the operator's NoProposalChosen (charon logged it at",
-        "is older than the last change of VPNPeer tenant-acme/acme by kubectl",
+        "is older than the last change of VPNPeer tenant-acme/acme by ",
         "the client has not dialled since",
         "swanctl --initiate --child",
     ] {

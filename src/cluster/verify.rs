@@ -141,13 +141,23 @@ fn last_change(
     meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     object: &str,
 ) -> Option<(String, String)> {
-    let latest = meta
+    let writes: Vec<(jiff::Timestamp, String)> = meta
         .managed_fields
         .iter()
         .flatten()
         .filter(|m| m.subresource.as_deref() != Some("status"))
         .filter_map(|m| Some((m.time.as_ref()?.0, m.manager.clone().unwrap_or_default())))
-        .max_by_key(|(t, _)| *t);
+        .collect();
+    // managedFields times are whole seconds: every manager of the latest one is named.
+    let latest = writes.iter().map(|(t, _)| *t).max().map(|t| {
+        let mut managers: Vec<&str> = writes
+            .iter()
+            .filter(|(w, _)| *w == t)
+            .map(|(_, m)| m.as_str())
+            .collect();
+        managers.dedup();
+        (t, managers.join(" or "))
+    });
     match latest {
         Some((t, manager)) => Some((t.to_string(), format!("{object} by {manager}"))),
         None => meta

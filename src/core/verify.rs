@@ -298,9 +298,14 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
             && let Some((conds, generation)) = p.conditions.as_ref()
             && let Some(c) = condition(conds, "Established").filter(|c| c.status != "True")
         {
+            let now = match sas {
+                Err(_) => Now::Unread,
+                Ok(sas) if peer_sas(p, sas).is_empty() => Now::NoIkeSa,
+                Ok(_) => Now::IkeSaOnly,
+            };
             detail = format!(
                 "{detail}; {}",
-                operator_cause(c, *generation, p, &gw.object, sas.is_ok())
+                operator_cause(c, *generation, p, &gw.object, now)
             );
         }
         let dark = verdict == Verdict::Ok && !authorized;
@@ -328,15 +333,7 @@ fn tunnel(p: &PeerView, sas: &Sas, service_cidr: Option<&str>) -> (Verdict, Stri
     // address that is a DNS name is not what swanctl prints (it prints the resolved
     // address), so only the identity is matched then.
     let want_id = p.id.as_deref().unwrap_or(&p.address);
-    let address_is_ip = addr::addr(&p.address).is_some();
-    let candidates: Vec<_> = sas
-        .ike_sas
-        .iter()
-        .filter(|s| {
-            addr::same_identity(&s.remote.id, want_id)
-                && (!address_is_ip || addr::same_addr(&s.remote.address, &p.address))
-        })
-        .collect();
+    let candidates = peer_sas(p, sas);
     if candidates.is_empty() {
         return (
             Verdict::Fail,
@@ -436,6 +433,29 @@ fn tunnel(p: &PeerView, sas: &Sas, service_cidr: Option<&str>) -> (Verdict, Stri
     }
 }
 
+/// The IKE SAs (any state) with peer `p`: its identity, and its address when that is
+/// an IP address (a DNS name is not what swanctl prints).
+fn peer_sas<'a>(p: &PeerView, sas: &'a Sas) -> Vec<&'a IkeSa> {
+    let want_id = p.id.as_deref().unwrap_or(&p.address);
+    let address_is_ip = addr::addr(&p.address).is_some();
+    sas.ike_sas
+        .iter()
+        .filter(|s| {
+            addr::same_identity(&s.remote.id, want_id)
+                && (!address_is_ip || addr::same_addr(&s.remote.address, &p.address))
+        })
+        .collect()
+}
+
+/// What the gateway shows of a failing peer now, for a cause that is not current.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Now {
+    Unread,
+    NoIkeSa,
+    /// An IKE SA, but no CHILD SA up.
+    IkeSaOnly,
+}
+
 /// A strongSwan time value (`30s`, `2m`, `1h`, `1d`, a bare number of seconds) in seconds.
 fn strongswan_secs(v: &str) -> Option<u64> {
     let v = v.trim();
@@ -516,7 +536,7 @@ fn operator_cause(
     generation: Option<i64>,
     p: &PeerView,
     gateway: &str,
-    sas_read: bool,
+    now: Now,
 ) -> String {
     let said = format!(
         "{} ({}): {}",
@@ -546,13 +566,19 @@ fn operator_cause(
         .split_once(' ')
         .and_then(|(_, nn)| nn.split_once('/'))
         .unwrap_or(("NAMESPACE", "GATEWAY"));
-    let now = if sas_read {
-        format!(
-            "no newer attempt is known: the client has not dialled since {} (or its attempts do not reach the gateway); have the client dial, or start the tunnel from the gateway: `kubectl exec -n {ns} deploy/{name} -c strongswan -- swanctl --initiate --child NAME --timeout 10` (NAME from `swanctl --list-conns` there)",
+    let initiate = format!(
+        "have the client dial, or start the tunnel from the gateway: `kubectl exec -n {ns} deploy/{name} -c strongswan -- swanctl --initiate --child NAME --timeout 10` (NAME from `swanctl --list-conns` there)"
+    );
+    let now = match now {
+        Now::NoIkeSa => format!(
+            "no newer attempt is known: the client has not dialled since {} (or its attempts do not reach the gateway); {initiate}",
             clock(changed)
-        )
-    } else {
-        "what the gateway shows now could not be read".to_string()
+        ),
+        Now::IkeSaOnly => format!(
+            "no newer failure is known: an IKE SA stands but no CHILD SA was negotiated since {}; {initiate}",
+            clock(changed)
+        ),
+        Now::Unread => "what the gateway shows now could not be read".to_string(),
     };
     format!(
         "not today's cause: the operator's {} (charon logged it at {}) is older than the last change of {what} at {}; {now}",
@@ -1138,5 +1164,37 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
                 "{what}"
             );
         }
+        let stale = || PeerView {
+            conditions: Some((
+                vec![down(3, logged), super::tests::cond("Authorized", "True", 3)],
+                Some(3),
+            )),
+            changed: Some((
+                "2026-12-02T05:40:02Z".into(),
+                "VPNPeer t/acme by kubectl-patch".into(),
+            )),
+            ..peer("True")
+        };
+        // An IKE SA without CHILD SA: the client did dial once, its CHILD SA is missing.
+        let ike_only = "acme: #4, ESTABLISHED, IKEv2, 1111111111111111_i 2222222222222222_r*
+  local  '198.51.100.23' @ 198.51.100.23[4500]
+  remote 'fw.acme.example' @ 203.0.113.10[4500]
+";
+        let rows = verify(&gw(vec![stale()]), Ok(&parse(ike_only).unwrap()));
+        let t = rows.iter().find(|r| r.check == "tunnel").unwrap();
+        assert!(
+            t.detail.ends_with("(charon logged it at 05:39:20) is older than the last change of VPNPeer t/acme by kubectl-patch at 05:40:02; no newer failure is known: an IKE SA stands but no CHILD SA was negotiated since 05:40:02; have the client dial, or start the tunnel from the gateway: `kubectl exec -n t deploy/acme -c strongswan -- swanctl --initiate --child NAME --timeout 10` (NAME from `swanctl --list-conns` there)"),
+            "{}",
+            t.detail
+        );
+        // Unread SAs: nothing is claimed about the client.
+        let rows = verify(&gw(vec![stale()]), Err("swanctl exited 111"));
+        let t = rows.iter().find(|r| r.check == "tunnel").unwrap();
+        assert!(
+            t.detail
+                .ends_with("at 05:40:02; what the gateway shows now could not be read"),
+            "{}",
+            t.detail
+        );
     }
 }
