@@ -1142,7 +1142,7 @@ async fn a_cause_logged_before_the_fix_is_not_named_as_todays() {
     for s in [
         "no IKE SA with remote 'fw.acme.example' @ 203.0.113.10",
         "not today's cause: the operator's NoProposalChosen (charon logged it at",
-        "is older than the last change of VPNPeer tenant-acme/acme by ",
+        "is older than the last change of VPNPeer tenant-acme/acme by kubectl-patch at",
         "the client has not dialled since",
         "swanctl --initiate --child",
     ] {

@@ -399,32 +399,58 @@ fn tunnel(p: &PeerView, sas: &Sas, service_cidr: Option<&str>) -> (Verdict, Stri
     // charon died or whose path is cut leaves both standing until DPD closes them. What
     // the peer last sent through the CHILD SAs is.
     let (bound, why) = liveness_bound(p.dpd.as_ref());
-    let idle: Vec<Option<u64>> = children.iter().map(|c| c.inbound_idle_s()).collect();
-    let freshest = idle.iter().flatten().min().copied();
-    let dpd_waiting = up
+    // Per IKE SA: the freshest inbound of its INSTALLED CHILD SAs, and whether its DPD
+    // waits for an answer. One IKE SA that shows the peer live is enough (a duplicate
+    // left by a reconnect may be the one being checked).
+    let per_sa: Vec<(Option<u64>, bool, bool)> = up
         .iter()
-        .any(|s| s.tasks_active.iter().any(|t| t == "IKE_DPD"));
-    match freshest {
-        Some(a) if dpd_waiting && a > 0 => (
+        .map(|s| {
+            let idle: Vec<Option<u64>> = s
+                .child_sas
+                .iter()
+                .filter(|c| c.state == "INSTALLED")
+                .map(ChildSa::inbound_idle_s)
+                .collect();
+            (
+                idle.iter().flatten().min().copied(),
+                idle.iter().any(Option::is_none),
+                s.tasks_active.iter().any(|t| t == "IKE_DPD"),
+            )
+        })
+        .collect();
+    let live = per_sa
+        .iter()
+        .any(|(a, _, dpd)| a.is_some_and(|a| a <= bound && !(*dpd && a > 0)));
+    if live {
+        return (Verdict::Ok, covered);
+    }
+    let freshest = per_sa.iter().filter_map(|(a, _, _)| *a).min();
+    let unknown = per_sa.iter().any(|(_, u, _)| *u);
+    let checking = per_sa
+        .iter()
+        .filter(|(_, _, dpd)| *dpd)
+        .filter_map(|(a, _, _)| *a)
+        .min();
+    match (freshest, checking) {
+        (_, Some(a)) if a <= bound => (
             Verdict::Fail,
             format!(
                 "{covered}, but the peer does not answer: no traffic from the peer for {a} s and the gateway's dead peer detection (IKE_DPD) is waiting for its answer"
             ),
         ),
-        Some(a) if a <= bound => (Verdict::Ok, covered),
-        Some(a) if idle.iter().any(Option::is_none) => (
+        (Some(a), _) if unknown => (
             Verdict::Fail,
             format!(
                 "{covered}, but could not tell whether the peer sends anything: no traffic from it for {a} s on the CHILD SAs that show counters, the others show none"
             ),
         ),
-        Some(a) => (
+        (Some(a), _) => (
             Verdict::Fail,
             format!(
                 "{covered}, but no traffic from the peer for {a} s (more than {bound} s: {why}): a dead client or a cut path looks like this until DPD closes the SA, an idle tunnel too; send traffic through it and verify again"
             ),
         ),
-        None => (
+        (None, _) => (
             Verdict::Fail,
             format!(
                 "{covered}, but could not tell whether the peer sends anything: swanctl printed no inbound counters (or no age of the last inbound packet) for its CHILD SAs"
@@ -1021,7 +1047,35 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
             .filter(|l| !l.starts_with("    in ") && !l.starts_with("    out "))
             .map(|l| format!("{l}\n"))
             .collect();
-        let rows: [(&str, String, Option<Dpd>, Verdict, &str); 9] = [
+        // A duplicate IKE SA (a reconnect) whose DPD waits, beside one the peer uses.
+        let duplicate = format!(
+            "{}acme: #5, ESTABLISHED, IKEv2, 5555555555555555_i 6666666666666666_r*
+  local  '198.51.100.23' @ 198.51.100.23[4500]
+  remote 'fw.acme.example' @ 203.0.113.10[4500]
+  active:  IKE_DPD
+  acme-1: #11, reqid 1, INSTALLED, TUNNEL, ESP:AES_GCM_16-256
+    installed 300s ago, rekeying in 3200s, expires in 3900s
+    in  c7777777,   3792 bytes,    70 packets,    31s ago
+    local  10.250.3.0/24
+    remote 10.20.0.0/16
+",
+            UP
+        );
+        let rows: [(&str, String, Option<Dpd>, Verdict, &str); 11] = [
+            (
+                "a duplicate IKE SA being checked, the other alive",
+                duplicate.clone(),
+                dpd("30s", "150s"),
+                Verdict::Ok,
+                "CHILD SAs cover",
+            ),
+            (
+                "a duplicate IKE SA being checked, the other silent for 181 s",
+                duplicate.replace(last, "    in  c1111111,   3792 bytes,    70 packets,   181s ago\n"),
+                dpd("30s", "150s"),
+                Verdict::Fail,
+                "the peer does not answer: no traffic from the peer for 31 s and the gateway's dead peer detection (IKE_DPD) is waiting for its answer",
+            ),
             ("alive 2 s ago", UP.into(), dpd("30s", "150s"), Verdict::Ok, "IKE SA #3 ESTABLISHED, CHILD SAs cover 10.20.0.0/16, 10.21.1.0/24"),
             (
                 "silent 181 s, DPD 30s + 150s",
