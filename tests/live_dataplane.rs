@@ -74,6 +74,33 @@ async fn acme_from(yaml: &str) -> Live {
         answered_by("IPsecGateway"),
     )
     .await;
+    // And the operator has seen it (Ready True once it read the charon's SAs): a cutover
+    // started before then meets a source that is not Ready (seen on a loaded machine).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let r = kubectl(
+            &l,
+            &[
+                "get",
+                "ipsecgateway",
+                "acme",
+                "-n",
+                "tenant-acme",
+                "-o",
+                "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
+            ],
+        );
+        if r.stdout.trim() == "True" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "IPsecGateway acme not Ready within 30 s: {} {}",
+            r.stdout,
+            r.stderr
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     l
 }
 

@@ -247,7 +247,9 @@ async fn once_live(
     if view.pinned_vips.is_empty() {
         view.pinned_vips = vips;
     }
-    let sas = fetch::sas(cluster, name).await?;
+    let (sas, start) = fetch::sas_and_start(cluster, name).await?;
+    // A restart of the gateway's charon is a change too: what it logged before is past.
+    fetch::reloaded(&mut view, start);
     Ok(verify::verify(&view, sas.as_ref().map_err(String::as_str)))
 }
 

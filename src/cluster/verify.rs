@@ -195,14 +195,42 @@ fn lifecycle(deleting: bool, other_kind: Option<&str>) -> Vec<String> {
 /// exit 1: nothing is known about the gateway); the inner one says why the gateway's
 /// SAs could not be read (no pod, swanctl failed), which is a verdict about the gateway.
 pub async fn sas(cluster: &Cluster, name: &str) -> Result<Result<Sas, String>, KubeError> {
+    Ok(sas_and_start(cluster, name).await?.0)
+}
+
+/// [`sas`], and when the pod it ran in started its strongswan container: `(RFC 3339,
+/// "pod NS/POD (strongswan started)")`, a reload of charon for [`PeerView::changed`].
+pub async fn sas_and_start(
+    cluster: &Cluster,
+    name: &str,
+) -> Result<(Result<Sas, String>, Option<(String, String)>), KubeError> {
     let out = match swanctl(cluster, name, &["--list-sas"]).await? {
         Ok(o) => o,
-        Err(why) => return Ok(Err(why)),
+        Err(why) => return Ok((Err(why), None)),
     };
+    let start = out.started.clone().map(|t| {
+        (
+            t,
+            format!(
+                "pod {}/{} (its strongswan started)",
+                cluster.namespace, out.pod
+            ),
+        )
+    });
     if let Some(why) = out.failed {
-        return Ok(Err(why));
+        return Ok((Err(why), start));
     }
-    Ok(swanctl::parse(&out.stdout).map_err(|e| format!("swanctl output of pod {}: {e}", out.pod)))
+    Ok((
+        swanctl::parse(&out.stdout).map_err(|e| format!("swanctl output of pod {}: {e}", out.pod)),
+        start,
+    ))
+}
+
+/// `view`'s peers with the gateway pod's start counted as a change (a reload of charon).
+pub fn reloaded(view: &mut GatewayView, start: Option<(String, String)>) {
+    for p in &mut view.peers {
+        p.changed = later(p.changed.take(), start.clone());
+    }
 }
 
 /// The last exec of swanctl: `(command, started, ended)`. A caller whose own deadline
@@ -259,6 +287,8 @@ pub struct SwanctlRun {
     pub stderr: String,
     /// `Some(message)` when it exited non-zero (the exec status's message).
     pub failed: Option<String>,
+    /// When the pod's strongswan container started (RFC 3339), if known.
+    pub started: Option<String>,
 }
 
 /// `swanctl ARGS` in a running pod of Deployment `name`, container `strongswan`. The
@@ -294,14 +324,15 @@ pub async fn swanctl(
     let list = cluster
         .call("list", "pods", Some(ns), || pods.list(&lp))
         .await?;
-    let Some(pod) = list
+    let Some(running) = list
         .items
         .iter()
         .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
-        .and_then(|p| p.metadata.name.clone())
     else {
         return Ok(Err(format!("no running pod of deployment {name}")));
     };
+    let pod = running.metadata.name.clone().unwrap_or_default();
+    let pod_started = started_at(running);
     let params = AttachParams::default()
         .container("strongswan")
         .stdout(true)
@@ -433,5 +464,65 @@ pub async fn swanctl(
         stdout,
         stderr,
         failed,
+        started: pod_started,
     }))
+}
+
+/// When the pod's `strongswan` container (else the pod) last started, RFC 3339: charon
+/// reloaded then, and what an older one logged is not today's cause.
+fn started_at(pod: &Pod) -> Option<String> {
+    let st = pod.status.as_ref();
+    st.and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.iter().find(|c| c.name == "strongswan"))
+        .and_then(|c| c.state.as_ref()?.running.as_ref()?.started_at.as_ref())
+        .or_else(|| st.and_then(|s| s.start_time.as_ref()))
+        .or(pod.metadata.creation_timestamp.as_ref())
+        .map(|t| t.0.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// F6: the last change is the latest of the peer's, the gateway's and the pod's
+    /// (a reload of charon); the strongswan container's own start comes first.
+    #[test]
+    fn the_latest_change_and_the_pods_start_are_chosen() {
+        let at = |t: &str, w: &str| Some((t.to_string(), w.to_string()));
+        assert_eq!(
+            later(
+                at("2026-12-02T05:40:02Z", "VPNPeer"),
+                at("2026-12-02T05:41:00Z", "pod")
+            ),
+            at("2026-12-02T05:41:00Z", "pod")
+        );
+        assert_eq!(
+            later(at("2026-12-02T05:40:02Z", "VPNPeer"), None),
+            at("2026-12-02T05:40:02Z", "VPNPeer")
+        );
+        assert_eq!(
+            later(None, at("2026-12-02T05:39:00Z", "VPNGateway")),
+            at("2026-12-02T05:39:00Z", "VPNGateway")
+        );
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "acme-x", "creationTimestamp": "2026-12-02T05:00:00Z"},
+            "status": {
+                "phase": "Running",
+                "startTime": "2026-12-02T05:00:01Z",
+                "containerStatuses": [
+                    {"name": "other", "ready": true, "restartCount": 0, "image": "i", "imageID": "",
+                     "state": {"running": {"startedAt": "2026-12-02T05:50:00Z"}}},
+                    {"name": "strongswan", "ready": true, "restartCount": 1, "image": "i", "imageID": "",
+                     "state": {"running": {"startedAt": "2026-12-02T05:42:00Z"}}}
+                ]
+            }
+        }))
+        .unwrap();
+        assert_eq!(started_at(&pod).as_deref(), Some("2026-12-02T05:42:00Z"));
+        let mut bare = pod.clone();
+        bare.status.as_mut().unwrap().container_statuses = None;
+        assert_eq!(started_at(&bare).as_deref(), Some("2026-12-02T05:00:01Z"));
+        bare.status = None;
+        assert_eq!(started_at(&bare).as_deref(), Some("2026-12-02T05:00:00Z"));
+    }
 }
