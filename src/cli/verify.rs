@@ -310,7 +310,9 @@ async fn once_live(
     if view.pinned_vips.is_empty() {
         view.pinned_vips = vips;
     }
-    let sas = fetch::sas(cluster, name).await?;
+    let (sas, start) = fetch::sas_and_start(cluster, name).await?;
+    // A restart of the gateway's charon is a change too: what it logged before is past.
+    fetch::reloaded(&mut view, start);
     Ok(verify::verify(&view, sas.as_ref().map_err(String::as_str)))
 }
 
@@ -342,6 +344,7 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
             }
             return Ok((rows, true));
         }
+        let attempt_started = Instant::now();
         let attempt = tokio::time::timeout(remaining, async {
             cluster.require_operator().await?;
             once(&cluster, &args.name, args.plan.as_deref()).await
@@ -350,6 +353,22 @@ async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
         let missing: Vec<String> = match attempt {
             Err(_) => {
                 if rows.is_empty() {
+                    // Cut short by the deadline: name what was under way, a command in
+                    // the gateway's pod rather than the API server when it was that.
+                    if let Some(cmd) = fetch::exec_cut(attempt_started) {
+                        return Err(Error::Stop {
+                            code: exit::TIMEOUT,
+                            message: format!(
+                                "timed out after {} waiting for {}: {cmd} did not finish: the pod's strongSwan does not answer (the API server did)",
+                                duration::format(args.timeout, Rounding::Down),
+                                args.name
+                            ),
+                            hint: Some(format!(
+                                "the gateway's health is unknown, not good: `kubectl logs -n {} deploy/{} -c strongswan` shows whether charon runs; a pod whose charon hangs needs a restart (`kubectl rollout restart -n {} deploy/{}`)",
+                                cluster.namespace, args.name, cluster.namespace, args.name
+                            )),
+                        });
+                    }
                     return Err(never_read(
                         args,
                         &cluster,
@@ -444,8 +463,16 @@ pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
     Ok(match (verify::healthy(&rows), timed_out) {
         (true, _) => exit::OK,
         (false, true) => {
+            // The cause at the timeout is what still fails, the tunnels' first.
+            let mut failing: Vec<&Row> =
+                rows.iter().filter(|r| r.verdict == Verdict::Fail).collect();
+            failing.sort_by_key(|r| r.check != "tunnel");
+            let cause = failing
+                .first()
+                .map(|r| format!(": {} {}: {}", r.object, r.what, r.detail))
+                .unwrap_or_default();
             crate::output::say(&format!(
-                "vpnmig: timed out after {} waiting for {} to be healthy",
+                "vpnmig: timed out after {} waiting for {} to be healthy{cause}",
                 duration::format(args.timeout, Rounding::Down),
                 args.name
             ));

@@ -45,6 +45,14 @@ pub struct IkeSa {
     /// print it) any CHILD SA encapsulated in UDP.
     #[serde(skip)]
     pub nat_t: bool,
+    /// Seconds since it was established (`established 19s ago`, `established=19`).
+    #[serde(skip)]
+    pub established_s: Option<u64>,
+    /// The IKE tasks charon is running on it now (`active:  IKE_DPD`,
+    /// `tasks-active=[IKE_DPD]`): an `IKE_DPD` here is a liveness check of the peer
+    /// still waiting for its answer.
+    #[serde(skip)]
+    pub tasks_active: Vec<String>,
 }
 
 /// One side of an IKE SA.
@@ -81,6 +89,57 @@ pub struct ChildSa {
     /// The SPIs (inbound, outbound) as printed.
     #[serde(skip)]
     pub spis: (String, String),
+    /// Inbound traffic: what the peer sent through it (`in  c1234567,  3792 bytes,
+    /// 70 packets,  181s ago`; `bytes-in`, `packets-in`, `use-in` in `--raw`). `None`
+    /// when not printed.
+    #[serde(skip)]
+    pub in_bytes: Option<u64>,
+    #[serde(skip)]
+    pub in_packets: Option<u64>,
+    /// Seconds since the last inbound packet; swanctl prints it only once a packet came.
+    #[serde(skip)]
+    pub in_idle_s: Option<u64>,
+    /// Seconds since it was installed (`installed 62s ago`, `install-time=62`).
+    #[serde(skip)]
+    pub installed_s: Option<u64>,
+}
+
+impl ChildSa {
+    /// Seconds since the peer last sent anything through this CHILD SA: since the last
+    /// inbound packet, or since it was installed when none came yet. `None` when swanctl
+    /// did not print enough to tell (no counters, or packets without their age).
+    pub fn inbound_idle_s(&self) -> Option<u64> {
+        match self.in_packets? {
+            0 => self.installed_s,
+            _ => self.in_idle_s,
+        }
+    }
+}
+
+/// `Ns ago` (or `N s ago`) → N.
+fn ago(text: &str) -> Option<u64> {
+    let t = text
+        .trim()
+        .strip_suffix("ago")?
+        .trim()
+        .strip_suffix('s')?
+        .trim();
+    t.parse().ok()
+}
+
+/// The counters of an `in`/`out` line after its SPI: `(bytes, packets, seconds ago)`.
+fn counters(rest: &str) -> (Option<u64>, Option<u64>, Option<u64>) {
+    let mut out = (None, None, None);
+    for f in rest.split(',').map(str::trim) {
+        if let Some(b) = f.strip_suffix(" bytes") {
+            out.0 = b.trim().parse().ok();
+        } else if let Some(p) = f.strip_suffix(" packets") {
+            out.1 = p.trim().parse().ok();
+        } else if f.ends_with("ago") {
+            out.2 = ago(f);
+        }
+    }
+    out
 }
 
 /// Why the text could not be read. Structure that cannot be recovered from is an error,
@@ -179,6 +238,41 @@ pub fn failure(stderr: &str) -> String {
     match classify(stderr) {
         e @ SwanctlError::CharonDown { .. } => e.to_string(),
         _ => stderr.trim().to_string(),
+    }
+}
+
+/// What an exit code of `swanctl` in a gateway pod means, with what it printed on
+/// standard error (F2): charon not answering on its VICI socket (swanctl exits with
+/// `ECONNREFUSED`, 111, or `ENOENT`, 2, and says `connecting to … failed`), swanctl
+/// missing from the container (126, 127), the command killed (137), else swanctl's own
+/// first line.
+pub fn exit_meaning(code: i32, stderr: &str) -> String {
+    let first = stderr
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let quoted = |l: &str| -> String {
+        let mut s: String = l.chars().take(200).collect();
+        if s.len() < l.len() {
+            s.push('…');
+        }
+        s
+    };
+    if let SwanctlError::CharonDown { line } = classify(stderr) {
+        return format!(
+            "the pod's strongSwan daemon (charon) does not answer on its VICI socket (swanctl: {line})"
+        );
+    }
+    match code {
+        111 => "the pod's strongSwan daemon (charon) does not answer on its VICI socket (connection refused)".into(),
+        126 | 127 => format!(
+            "swanctl could not be run in the container (not found or not executable){}",
+            if first.is_empty() { String::new() } else { format!(": {}", quoted(first)) }
+        ),
+        137 => "swanctl was killed (SIGKILL: out of memory, or the pod is stopping)".into(),
+        _ if first.is_empty() => "swanctl failed and printed nothing on standard error".into(),
+        _ => format!("swanctl failed: {}", quoted(first)),
     }
 }
 
@@ -430,12 +524,28 @@ fn parse_human(text: &str) -> Result<Sas, SwanctlError> {
                             .to_string();
                         if trimmed.starts_with("in ") {
                             child.spis.0 = spi;
+                            let after = rest.split_once(',').map(|(_, a)| a).unwrap_or("");
+                            (child.in_bytes, child.in_packets, child.in_idle_s) = counters(after);
                         } else {
                             child.spis.1 = spi;
                         }
                     }
                 } else if !child_depth && is_algorithms(trimmed) {
                     ike.algorithms = trimmed.to_string();
+                } else if let Some(rest) = trimmed
+                    .strip_prefix("established ")
+                    .filter(|_| !child_depth)
+                {
+                    ike.established_s = ago(rest.split(',').next().unwrap_or_default());
+                } else if let Some(rest) = trimmed.strip_prefix("installed ") {
+                    if let (true, Some(child)) = (child_depth, ike.child_sas.last_mut()) {
+                        child.installed_s = ago(rest.split(',').next().unwrap_or_default());
+                    }
+                } else if let Some(rest) = trimmed.strip_prefix("active:") {
+                    if !child_depth {
+                        ike.tasks_active
+                            .extend(rest.split_whitespace().map(str::to_string));
+                    }
                 } else if let Some((name, id, rest)) = head(line).filter(|_| !child_depth) {
                     // `reqid N, STATE, MODE[-in-UDP], PROTO:ALGS`
                     let fields: Vec<&str> = rest
@@ -618,12 +728,15 @@ fn parse_raw(text: &str) -> Result<Sas, SwanctlError> {
                     ike.get("responder-spi").unwrap_or_default().to_string(),
                 ),
                 nat_t: ike.get("nat-any") == Some("yes"),
+                established_s: ike.get("established").and_then(|v| v.parse().ok()),
+                tasks_active: ike.list("tasks-active"),
             };
             for (key, child) in ike
                 .section("child-sas")
                 .map(|c| c.sections.as_slice())
                 .unwrap_or_default()
             {
+                let number = |k: &str| child.get(k).and_then(|v| v.parse::<u64>().ok());
                 sa.child_sas.push(ChildSa {
                     name: child.get("name").unwrap_or(key).to_string(),
                     unique_id: child
@@ -641,6 +754,10 @@ fn parse_raw(text: &str) -> Result<Sas, SwanctlError> {
                         child.get("spi-in").unwrap_or_default().to_string(),
                         child.get("spi-out").unwrap_or_default().to_string(),
                     ),
+                    in_bytes: number("bytes-in"),
+                    in_packets: number("packets-in"),
+                    in_idle_s: number("use-in"),
+                    installed_s: number("install-time"),
                 });
             }
             sa.nat_t |= sa.child_sas.iter().any(|c| c.udp_encap);
@@ -759,5 +876,145 @@ road: IKEv1/2, reauthentication every 3600s
         );
         assert!(list_conns("").is_empty());
         assert!(list_conns("Error: connecting to 'default' URI failed").is_empty());
+    }
+}
+
+#[cfg(test)]
+mod traffic_tests {
+    use super::*;
+
+    /// F1: what the peer last sent, read from both forms, as real charon prints it.
+    #[test]
+    fn inbound_counters_and_their_age_are_read_from_both_forms() {
+        let human = "main: #2, ESTABLISHED, IKEv2, 5e2b14d6e80392ba_i de37fdc421708f2a_r*
+  local  '198.51.100.23' @ 198.51.100.23[4500]
+  remote 'fw.acme.example' @ 203.0.113.10[4500]
+  AES_CBC-256/HMAC_SHA2_256_128/PRF_HMAC_SHA2_256/MODP_2048
+  established 62s ago, rekeying in 78814s
+  active:  IKE_DPD
+  main: #1, reqid 1, INSTALLED, TUNNEL-in-UDP, ESP:AES_GCM_16-256
+    installed 62s ago, rekeying in 3213s, expires in 3898s
+    in  010d4640,  72716 bytes,  1349 packets,    31s ago
+    out 5d91767b,  81114 bytes,  1248 packets,    31s ago
+    local  10.250.3.0/24
+    remote 10.20.0.0/16
+  main: #3, reqid 1, INSTALLED, TUNNEL-in-UDP, ESP:AES_GCM_16-256
+    installed 4s ago, rekeying in 3213s, expires in 3898s
+    in  c9fac8fc,      0 bytes,     0 packets
+    out cf3383e4,      0 bytes,     0 packets
+    local  10.250.3.0/24
+    remote 10.20.0.0/16
+  main: #4, reqid 1, INSTALLED, TUNNEL-in-UDP, ESP:AES_GCM_16-256
+    in  c9fac8fd,    500 bytes,     5 packets
+    local  10.250.3.0/24
+    remote 10.20.0.0/16
+";
+        let sas = parse(human).unwrap();
+        let ike = &sas.ike_sas[0];
+        assert_eq!(ike.established_s, Some(62));
+        assert_eq!(ike.tasks_active, ["IKE_DPD"]);
+        let rows: Vec<_> = ike
+            .child_sas
+            .iter()
+            .map(|c| {
+                (
+                    c.in_bytes,
+                    c.in_packets,
+                    c.in_idle_s,
+                    c.installed_s,
+                    c.inbound_idle_s(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                // Packets came; the last 31 s ago.
+                (Some(72716), Some(1349), Some(31), Some(62), Some(31)),
+                // None came yet: idle since it was installed.
+                (Some(0), Some(0), None, Some(4), Some(4)),
+                // Packets without their age, nor the install time: cannot tell.
+                (Some(500), Some(5), None, None, None),
+            ]
+        );
+        assert_eq!(ike.child_sas[0].spis.0, "010d4640");
+        let raw = "list-sa event {main {uniqueid=1 version=2 state=ESTABLISHED local-host=198.51.100.23 local-port=4500 local-id=198.51.100.23 remote-host=203.0.113.10 remote-port=4500 remote-id=fw.acme.example initiator-spi=5e2b14d6e80392ba responder-spi=de37fdc421708f2a nat-any=yes established=19 rekey-time=78857 tasks-active=[IKE_DPD] child-sas {main-1 {name=main uniqueid=1 reqid=1 state=INSTALLED mode=TUNNEL protocol=ESP encap=yes spi-in=010d4640 spi-out=5d91767b bytes-in=44196 packets-in=820 use-in=181 bytes-out=49155 packets-out=756 use-out=0 install-time=190 local-ts=[10.250.3.0/24] remote-ts=[10.20.0.0/16]}}}}
+list-sas reply {}
+";
+        let ike = &parse(raw).unwrap().ike_sas[0];
+        assert_eq!(
+            (ike.established_s, ike.tasks_active.clone()),
+            (Some(19), vec!["IKE_DPD".to_string()])
+        );
+        let c = &ike.child_sas[0];
+        assert_eq!(
+            (
+                c.in_bytes,
+                c.in_packets,
+                c.in_idle_s,
+                c.installed_s,
+                c.inbound_idle_s()
+            ),
+            (Some(44196), Some(820), Some(181), Some(190), Some(181))
+        );
+        // A listing without counters (an older or trimmed output) tells nothing.
+        let bare = human
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("in ") && !l.trim_start().starts_with("out "))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let sas = parse(&bare).unwrap();
+        assert!(
+            sas.ike_sas[0]
+                .child_sas
+                .iter()
+                .all(|c| c.inbound_idle_s().is_none())
+        );
+    }
+
+    /// F2: an exit code of swanctl in the gateway pod said as what it means.
+    #[test]
+    fn swanctl_exit_codes_are_said_as_what_they_mean() {
+        let refused = "connecting to 'unix:///var/run/charon.vici' failed: Connection refused\nError: connecting to 'unix:///var/run/charon.vici' URI failed: Connection refused\nstrongSwan 5.9.8 swanctl\nusage:\n";
+        let rows = [
+            (
+                111,
+                refused,
+                "the pod's strongSwan daemon (charon) does not answer on its VICI socket (swanctl: connecting to 'unix:///var/run/charon.vici' failed: Connection refused)",
+            ),
+            (
+                2,
+                "connecting to 'unix:///var/run/charon.vici' failed: No such file or directory\n",
+                "the pod's strongSwan daemon (charon) does not answer on its VICI socket (swanctl: connecting to 'unix:///var/run/charon.vici' failed: No such file or directory)",
+            ),
+            (
+                111,
+                "",
+                "the pod's strongSwan daemon (charon) does not answer on its VICI socket (connection refused)",
+            ),
+            (
+                127,
+                "exec: \"swanctl\": executable file not found in $PATH\n",
+                "swanctl could not be run in the container (not found or not executable): exec: \"swanctl\": executable file not found in $PATH",
+            ),
+            (
+                137,
+                "",
+                "swanctl was killed (SIGKILL: out of memory, or the pod is stopping)",
+            ),
+            (
+                1,
+                "initiate failed: establishing CHILD_SA 'main' failed\n",
+                "swanctl failed: initiate failed: establishing CHILD_SA 'main' failed",
+            ),
+            (
+                1,
+                "",
+                "swanctl failed and printed nothing on standard error",
+            ),
+        ];
+        for (code, stderr, want) in rows {
+            assert_eq!(exit_meaning(code, stderr), want, "{code} {stderr:?}");
+        }
     }
 }

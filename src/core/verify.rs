@@ -12,7 +12,7 @@ use ipnet::IpNet;
 use serde::Serialize;
 
 use crate::core::addr;
-use crate::core::model::{Condition, GatewayStatus, condition};
+use crate::core::model::{Condition, Dpd, GatewayStatus, condition};
 use crate::core::swanctl::{ChildSa, IkeSa, Sas};
 
 /// One peer (a tunnel of the old kind, a VPNPeer of the new) as verification sees it.
@@ -31,6 +31,13 @@ pub struct PeerView {
     /// The VPNPeer's grants `(exposures, reverse exposures)`; `None`: no authorization
     /// block (default-allow when it is the only peer), or a tunnel of the old kind.
     pub grants: Option<(Vec<String>, Vec<String>)>,
+    /// The spec's dead peer detection: it bounds how long the peer may send nothing
+    /// before its tunnel is no longer called live ([`liveness_bound`]).
+    pub dpd: Option<Dpd>,
+    /// The last change of the peer's or its gateway's spec (RFC 3339) and what changed
+    /// (`VPNPeer tenant-acme/acme by kubectl-patch`): a failure the operator read from
+    /// charon's log before it is not today's cause.
+    pub changed: Option<(String, String)>,
 }
 
 /// A gateway as verification sees it.
@@ -284,19 +291,21 @@ pub fn verify(gw: &GatewayView, sas: Result<&Sas, &str>) -> Vec<Row> {
                     .or(gw.status.service_cidr.as_deref()),
             ),
         };
-        // The operator may know why the tunnel is down (PSK mismatch, Secret missing, …).
+        // The operator may know why the tunnel is down (PSK mismatch, Secret missing, …),
+        // unless what it says is older than the last change (F6): then it is said as
+        // past, with what is known now.
         if verdict == Verdict::Fail
-            && let Some(c) = p
-                .conditions
-                .as_ref()
-                .and_then(|(c, _)| condition(c, "Established"))
-                .filter(|c| c.status != "True")
+            && let Some((conds, generation)) = p.conditions.as_ref()
+            && let Some(c) = condition(conds, "Established").filter(|c| c.status != "True")
         {
+            let now = match sas {
+                Err(_) => Now::Unread,
+                Ok(sas) if peer_sas(p, sas).is_empty() => Now::NoIkeSa,
+                Ok(_) => Now::IkeSaOnly,
+            };
             detail = format!(
-                "{detail}; the operator says {} ({}): {}",
-                c.status,
-                c.reason.as_deref().unwrap_or("-"),
-                c.message.as_deref().unwrap_or("")
+                "{detail}; {}",
+                operator_cause(c, *generation, p, &gw.object, now)
             );
         }
         let dark = verdict == Verdict::Ok && !authorized;
@@ -324,15 +333,7 @@ fn tunnel(p: &PeerView, sas: &Sas, service_cidr: Option<&str>) -> (Verdict, Stri
     // address that is a DNS name is not what swanctl prints (it prints the resolved
     // address), so only the identity is matched then.
     let want_id = p.id.as_deref().unwrap_or(&p.address);
-    let address_is_ip = addr::addr(&p.address).is_some();
-    let candidates: Vec<_> = sas
-        .ike_sas
-        .iter()
-        .filter(|s| {
-            addr::same_identity(&s.remote.id, want_id)
-                && (!address_is_ip || addr::same_addr(&s.remote.address, &p.address))
-        })
-        .collect();
+    let candidates = peer_sas(p, sas);
     if candidates.is_empty() {
         return (
             Verdict::Fail,
@@ -393,9 +394,223 @@ fn tunnel(p: &PeerView, sas: &Sas, service_cidr: Option<&str>) -> (Verdict, Stri
             format!("{label}, but {}", problems.join("; ")),
         );
     }
-    (
-        Verdict::Ok,
-        format!("{label}, CHILD SAs cover {}", p.remote_subnets.join(", ")),
+    let covered = format!("{label}, CHILD SAs cover {}", p.remote_subnets.join(", "));
+    // ESTABLISHED and INSTALLED is not proof that the peer is there (F1): a client whose
+    // charon died or whose path is cut leaves both standing until DPD closes them. What
+    // the peer last sent through the CHILD SAs is.
+    let (bound, why) = liveness_bound(p.dpd.as_ref());
+    // Per IKE SA: the freshest inbound of its INSTALLED CHILD SAs, and whether its DPD
+    // waits for an answer. One IKE SA that shows the peer live is enough (a duplicate
+    // left by a reconnect may be the one being checked).
+    let per_sa: Vec<(Option<u64>, bool, bool)> = up
+        .iter()
+        .map(|s| {
+            let idle: Vec<Option<u64>> = s
+                .child_sas
+                .iter()
+                .filter(|c| c.state == "INSTALLED")
+                .map(ChildSa::inbound_idle_s)
+                .collect();
+            (
+                idle.iter().flatten().min().copied(),
+                idle.iter().any(Option::is_none),
+                s.tasks_active.iter().any(|t| t == "IKE_DPD"),
+            )
+        })
+        .collect();
+    let live = per_sa
+        .iter()
+        .any(|(a, _, dpd)| a.is_some_and(|a| a <= bound && !(*dpd && a > 0)));
+    if live {
+        return (Verdict::Ok, covered);
+    }
+    let freshest = per_sa.iter().filter_map(|(a, _, _)| *a).min();
+    let unknown = per_sa.iter().any(|(_, u, _)| *u);
+    let checking = per_sa
+        .iter()
+        .filter(|(_, _, dpd)| *dpd)
+        .filter_map(|(a, _, _)| *a)
+        .min();
+    match (freshest, checking) {
+        (_, Some(a)) if a <= bound => (
+            Verdict::Fail,
+            format!(
+                "{covered}, but the peer does not answer: no traffic from the peer for {a} s and the gateway's dead peer detection (IKE_DPD) is waiting for its answer"
+            ),
+        ),
+        (Some(a), _) if unknown => (
+            Verdict::Fail,
+            format!(
+                "{covered}, but could not tell whether the peer sends anything: no traffic from it for {a} s on the CHILD SAs that show counters, the others show none"
+            ),
+        ),
+        (Some(a), _) => (
+            Verdict::Fail,
+            format!(
+                "{covered}, but no traffic from the peer for {a} s (more than {bound} s: {why}): a dead client or a cut path looks like this until DPD closes the SA, an idle tunnel too; send traffic through it and verify again"
+            ),
+        ),
+        (None, _) => (
+            Verdict::Fail,
+            format!(
+                "{covered}, but could not tell whether the peer sends anything: swanctl printed no inbound counters (or no age of the last inbound packet) for its CHILD SAs"
+            ),
+        ),
+    }
+}
+
+/// The IKE SAs (any state) with peer `p`: its identity, and its address when that is
+/// an IP address (a DNS name is not what swanctl prints).
+fn peer_sas<'a>(p: &PeerView, sas: &'a Sas) -> Vec<&'a IkeSa> {
+    let want_id = p.id.as_deref().unwrap_or(&p.address);
+    let address_is_ip = addr::addr(&p.address).is_some();
+    sas.ike_sas
+        .iter()
+        .filter(|s| {
+            addr::same_identity(&s.remote.id, want_id)
+                && (!address_is_ip || addr::same_addr(&s.remote.address, &p.address))
+        })
+        .collect()
+}
+
+/// What the gateway shows of a failing peer now, for a cause that is not current.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Now {
+    Unread,
+    NoIkeSa,
+    /// An IKE SA, but no CHILD SA up.
+    IkeSaOnly,
+}
+
+/// A strongSwan time value (`30s`, `2m`, `1h`, `1d`, a bare number of seconds) in seconds.
+fn strongswan_secs(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let (n, unit) = match v.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => v.split_at(i),
+        None => (v, "s"),
+    };
+    let n: u64 = n.parse().ok()?;
+    Some(match unit.trim() {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        "d" => n * 86400,
+        _ => return None,
+    })
+}
+
+/// How long (seconds) the peer may send nothing through its CHILD SAs before its
+/// tunnel is no longer called live, and why: the spec's DPD delay plus its timeout
+/// (by then DPD has closed the SA of a peer that is gone); without DPD in the spec,
+/// strongSwan's usual 30 s + 150 s. Verify itself sends nothing to the peer (no
+/// initiation, no DPD of its own): a liveness check is the user's to start.
+pub fn liveness_bound(dpd: Option<&Dpd>) -> (u64, String) {
+    let delay = dpd
+        .and_then(|d| d.delay.as_deref())
+        .and_then(strongswan_secs)
+        .unwrap_or(0);
+    let timeout = dpd.and_then(|d| d.timeout.as_deref());
+    match (delay, timeout.and_then(strongswan_secs)) {
+        (0, _) => (
+            180,
+            "the spec sets no DPD, so strongSwan's usual delay 30s + timeout 150s".into(),
+        ),
+        (d, Some(t)) => (
+            d + t,
+            format!("the spec's DPD delay {}s + timeout {}s", d, t),
+        ),
+        (d, None) => (
+            d + 150,
+            format!("the spec's DPD delay {d}s + strongSwan's default timeout 150s"),
+        ),
+    }
+}
+
+/// The first `YYYY-MM-DDTHH:MM:SS` in `text` (charon's log time format), read as UTC
+/// when it carries no zone.
+fn logged_at(text: &str) -> Option<jiff::Timestamp> {
+    let b = text.as_bytes();
+    (0..b.len().saturating_sub(18)).find_map(|i| {
+        let t = text.get(i..i + 19)?;
+        let shape = t.bytes().enumerate().all(|(k, c)| match k {
+            4 | 7 => c == b'-',
+            10 => c == b'T',
+            13 | 16 => c == b':',
+            _ => c.is_ascii_digit(),
+        });
+        if !shape {
+            return None;
+        }
+        t.parse::<jiff::civil::DateTime>()
+            .ok()?
+            .to_zoned(jiff::tz::TimeZone::UTC)
+            .ok()
+            .map(|z| z.timestamp())
+    })
+}
+
+/// `HH:MM:SS` of a timestamp (UTC).
+fn clock(t: jiff::Timestamp) -> String {
+    t.strftime("%H:%M:%S").to_string()
+}
+
+/// What the operator's non-True `Established` condition says, judged for currency: a
+/// condition of an older generation, or a cause charon logged before the last change of
+/// the peer or gateway, is said as past, followed by what is known now.
+fn operator_cause(
+    c: &Condition,
+    generation: Option<i64>,
+    p: &PeerView,
+    gateway: &str,
+    now: Now,
+) -> String {
+    let said = format!(
+        "{} ({}): {}",
+        c.status,
+        c.reason.as_deref().unwrap_or("-"),
+        c.message.as_deref().unwrap_or("")
+    );
+    if let (Some(o), Some(g)) = (c.observed_generation, generation)
+        && o != g
+    {
+        return format!(
+            "the operator's Established condition is stale (it describes generation {o}, the VPNPeer is at {g}): it said {said}"
+        );
+    }
+    let logged = c.message.as_deref().and_then(logged_at);
+    let changed = p
+        .changed
+        .as_ref()
+        .and_then(|(t, what)| Some((t.parse::<jiff::Timestamp>().ok()?, what.as_str())));
+    let (Some(logged), Some((changed, what))) = (logged, changed) else {
+        return format!("the operator says {said}");
+    };
+    if logged >= changed {
+        return format!("the operator says {said}");
+    }
+    let (ns, name) = gateway
+        .split_once(' ')
+        .and_then(|(_, nn)| nn.split_once('/'))
+        .unwrap_or(("NAMESPACE", "GATEWAY"));
+    let initiate = format!(
+        "have the client dial, or start the tunnel from the gateway: `kubectl exec -n {ns} deploy/{name} -c strongswan -- swanctl --initiate --child NAME --timeout 10` (NAME from `swanctl --list-conns` there)"
+    );
+    let now = match now {
+        Now::NoIkeSa => format!(
+            "no newer attempt is known: the client has not dialled since {} (or its attempts do not reach the gateway); {initiate}",
+            clock(changed)
+        ),
+        Now::IkeSaOnly => format!(
+            "no newer failure is known: an IKE SA stands but no CHILD SA was negotiated since {}; {initiate}",
+            clock(changed)
+        ),
+        Now::Unread => "what the gateway shows now could not be read".to_string(),
+    };
+    format!(
+        "not today's cause: the operator's {} (charon logged it at {}) is older than the last change of {what} at {}; {now}",
+        c.reason.as_deref().unwrap_or("failure"),
+        clock(logged),
+        clock(changed),
     )
 }
 
@@ -514,6 +729,8 @@ mod tests {
             conditions: Some((vec![cond("Authorized", authorized, 1)], Some(1))),
             observed_generation: None,
             grants: None,
+            dpd: None,
+            changed: None,
         }
     }
 
@@ -525,12 +742,21 @@ acme: #3, ESTABLISHED, IKEv2, 1111111111111111_i 2222222222222222_r*
     local  10.250.3.0/24
     remote 10.20.0.0/16
   acme-1: #9, reqid 1, INSTALLED, TUNNEL-in-UDP, ESP:AES_GCM_16-256
+    installed 40s ago, rekeying in 3200s, expires in 3900s
+    in  c1111111,   3792 bytes,    70 packets,     2s ago
+    out c2222222,   3792 bytes,    70 packets,     2s ago
     local  10.250.3.0/24
     remote 10.20.0.0/16
   acme-2: #8, reqid 2, INSTALLED, TUNNEL, ESP:AES_GCM_16-256
+    installed 900s ago, rekeying in 2700s, expires in 3000s
+    in  c3333333,      0 bytes,     0 packets
+    out c4444444,      0 bytes,     0 packets
     local  10.250.3.0/24
     remote 10.21.0.0/16
   acme-3: #10, reqid 3, INSTALLED, TUNNEL, ESP:AES_GCM_16-256
+    installed 900s ago, rekeying in 2700s, expires in 3000s
+    in  c5555555,      0 bytes,     0 packets
+    out c6666666,      0 bytes,     0 packets
     local  10.250.3.10/32[tcp/443]
     remote 10.20.5.0/24[tcp/443]
 acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
@@ -802,6 +1028,227 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
                 ("Ready", "Ready describes generation 2, the object is at 3"),
                 ("status.floatingIP", "198.51.100.99 (pinned 198.51.100.23)")
             ]
+        );
+    }
+    /// F1: ESTABLISHED and INSTALLED is not proof of a live tunnel. What the peer last
+    /// sent decides, within a bound derived from the spec's DPD, said in the row.
+    #[test]
+    fn a_tunnel_whose_peer_sends_nothing_for_longer_than_the_bound_is_not_healthy() {
+        let dpd = |d: &str, t: &str| {
+            Some(Dpd {
+                delay: Some(d.into()),
+                timeout: (!t.is_empty()).then(|| t.into()),
+                action: None,
+            })
+        };
+        let last = "    in  c1111111,   3792 bytes,    70 packets,     2s ago\n";
+        let no_counters: String = UP
+            .lines()
+            .filter(|l| !l.starts_with("    in ") && !l.starts_with("    out "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        // A duplicate IKE SA (a reconnect) whose DPD waits, beside one the peer uses.
+        let duplicate = format!(
+            "{}acme: #5, ESTABLISHED, IKEv2, 5555555555555555_i 6666666666666666_r*
+  local  '198.51.100.23' @ 198.51.100.23[4500]
+  remote 'fw.acme.example' @ 203.0.113.10[4500]
+  active:  IKE_DPD
+  acme-1: #11, reqid 1, INSTALLED, TUNNEL, ESP:AES_GCM_16-256
+    installed 300s ago, rekeying in 3200s, expires in 3900s
+    in  c7777777,   3792 bytes,    70 packets,    31s ago
+    local  10.250.3.0/24
+    remote 10.20.0.0/16
+",
+            UP
+        );
+        let rows: [(&str, String, Option<Dpd>, Verdict, &str); 11] = [
+            (
+                "a duplicate IKE SA being checked, the other alive",
+                duplicate.clone(),
+                dpd("30s", "150s"),
+                Verdict::Ok,
+                "CHILD SAs cover",
+            ),
+            (
+                "a duplicate IKE SA being checked, the other silent for 181 s",
+                duplicate.replace(last, "    in  c1111111,   3792 bytes,    70 packets,   181s ago\n"),
+                dpd("30s", "150s"),
+                Verdict::Fail,
+                "the peer does not answer: no traffic from the peer for 31 s and the gateway's dead peer detection (IKE_DPD) is waiting for its answer",
+            ),
+            ("alive 2 s ago", UP.into(), dpd("30s", "150s"), Verdict::Ok, "IKE SA #3 ESTABLISHED, CHILD SAs cover 10.20.0.0/16, 10.21.1.0/24"),
+            (
+                "silent 181 s, DPD 30s + 150s",
+                UP.replace(last, "    in  c1111111,   3792 bytes,    70 packets,   181s ago\n"),
+                dpd("30s", "150s"),
+                Verdict::Fail,
+                "no traffic from the peer for 181 s (more than 180 s: the spec's DPD delay 30s + timeout 150s)",
+            ),
+            (
+                "silent 181 s, no DPD in the spec",
+                UP.replace(last, "    in  c1111111,   3792 bytes,    70 packets,   181s ago\n"),
+                None,
+                Verdict::Fail,
+                "no traffic from the peer for 181 s (more than 180 s: the spec sets no DPD, so strongSwan's usual delay 30s + timeout 150s)",
+            ),
+            (
+                "silent 20 s, DPD 5s + 10s",
+                UP.replace(last, "    in  c1111111,   3792 bytes,    70 packets,    20s ago\n"),
+                dpd("5s", "10s"),
+                Verdict::Fail,
+                "no traffic from the peer for 20 s (more than 15 s: the spec's DPD delay 5s + timeout 10s)",
+            ),
+            (
+                "silent 20 s, DPD 1m without a timeout",
+                UP.replace(last, "    in  c1111111,   3792 bytes,    70 packets,    20s ago\n"),
+                dpd("1m", ""),
+                Verdict::Ok,
+                "CHILD SAs cover",
+            ),
+            (
+                "the gateway's DPD waits for an answer",
+                UP.replace(last, "    in  c1111111,   3792 bytes,    70 packets,    31s ago\n")
+                    .replace("  remote 'fw.acme.example' @ 203.0.113.10[4500]\n  acme-1: #7", "  remote 'fw.acme.example' @ 203.0.113.10[4500]\n  active:  IKE_DPD\n  acme-1: #7"),
+                dpd("30s", "150s"),
+                Verdict::Fail,
+                "the peer does not answer: no traffic from the peer for 31 s and the gateway's dead peer detection (IKE_DPD) is waiting for its answer",
+            ),
+            (
+                "no counters printed",
+                no_counters.clone(),
+                dpd("30s", "150s"),
+                Verdict::Fail,
+                "could not tell whether the peer sends anything: swanctl printed no inbound counters (or no age of the last inbound packet) for its CHILD SAs",
+            ),
+            (
+                "packets without their age, the other CHILD SA silent for 900 s",
+                UP.replace(last, "    in  c1111111,   3792 bytes,    70 packets\n"),
+                dpd("30s", "150s"),
+                Verdict::Fail,
+                "could not tell whether the peer sends anything: no traffic from it for 900 s on the CHILD SAs that show counters, the others show none",
+            ),
+            (
+                "a fresh CHILD SA that carried nothing yet",
+                no_counters.replace(
+                    "  acme-2: #8, reqid 2, INSTALLED, TUNNEL, ESP:AES_GCM_16-256\n",
+                    "  acme-2: #8, reqid 2, INSTALLED, TUNNEL, ESP:AES_GCM_16-256\n    in  c3333333,      0 bytes,     0 packets\n",
+                ).replacen("installed 900s ago", "installed 3s ago", 1),
+                dpd("30s", "150s"),
+                Verdict::Ok,
+                "CHILD SAs cover",
+            ),
+        ];
+        for (what, text, dpd, verdict, says) in rows {
+            let p = PeerView {
+                dpd,
+                ..peer("True")
+            };
+            let rows = verify(&gw(vec![p]), Ok(&parse(&text).unwrap()));
+            let t = rows.iter().find(|r| r.check == "tunnel").unwrap();
+            assert_eq!(t.verdict, verdict, "{what}: {}", t.detail);
+            assert!(t.detail.contains(says), "{what}: {}", t.detail);
+            assert_eq!(healthy(&rows), verdict == Verdict::Ok, "{what}");
+        }
+        // The raw form decides the same way.
+        let raw = "list-sa event {acme {uniqueid=3 version=2 state=ESTABLISHED local-host=198.51.100.23 local-id=198.51.100.23 remote-host=203.0.113.10 remote-id=fw.acme.example child-sas {acme-1 {name=acme-1 uniqueid=9 state=INSTALLED mode=TUNNEL protocol=ESP bytes-in=3792 packets-in=70 use-in=181 install-time=400 local-ts=[10.250.3.0/24] remote-ts=[10.20.0.0/16 10.21.0.0/16]}}}}\n";
+        let rows = verify(&gw(vec![peer("True")]), Ok(&parse(raw).unwrap()));
+        assert!(
+            rows.last()
+                .unwrap()
+                .detail
+                .contains("no traffic from the peer for 181 s")
+        );
+        assert!(!healthy(&rows));
+    }
+
+    /// F6: a cause charon logged before the last change of the peer or gateway is not
+    /// today's cause; verify says what is known now.
+    #[test]
+    fn an_operator_cause_older_than_the_last_change_is_said_as_past() {
+        let down = |generation: i64, message: &str| Condition {
+            type_: "Established".into(),
+            status: "False".into(),
+            reason: Some("NoProposalChosen".into()),
+            message: Some(message.into()),
+            observed_generation: Some(generation),
+            ..Default::default()
+        };
+        let logged = "no IKE SA with fw.acme.example: charon logged: 2026-12-02T05:39:20 09[IKE] <main|3> no acceptable proposal found";
+        let rows: [(&str, Condition, Option<&str>, &str); 4] = [
+            (
+                "logged before the change",
+                down(3, logged),
+                Some("2026-12-02T05:40:02Z"),
+                "no IKE SA with remote 'fw.acme.example' @ 203.0.113.10; not today's cause: the operator's NoProposalChosen (charon logged it at 05:39:20) is older than the last change of VPNPeer t/acme by kubectl-patch at 05:40:02; no newer attempt is known: the client has not dialled since 05:40:02 (or its attempts do not reach the gateway); have the client dial, or start the tunnel from the gateway: `kubectl exec -n t deploy/acme -c strongswan -- swanctl --initiate --child NAME --timeout 10` (NAME from `swanctl --list-conns` there)",
+            ),
+            (
+                "logged after the change",
+                down(3, logged),
+                Some("2026-12-02T05:39:00Z"),
+                "no IKE SA with remote 'fw.acme.example' @ 203.0.113.10; the operator says False (NoProposalChosen): no IKE SA with fw.acme.example: charon logged: 2026-12-02T05:39:20 09[IKE] <main|3> no acceptable proposal found",
+            ),
+            (
+                "no time in the message",
+                down(3, "no IKE SA with fw.acme.example"),
+                Some("2026-12-02T05:40:02Z"),
+                "no IKE SA with remote 'fw.acme.example' @ 203.0.113.10; the operator says False (NoProposalChosen): no IKE SA with fw.acme.example",
+            ),
+            (
+                "a condition of an older generation",
+                down(2, logged),
+                Some("2026-12-02T05:40:02Z"),
+                "no IKE SA with remote 'fw.acme.example' @ 203.0.113.10; the operator's Established condition is stale (it describes generation 2, the VPNPeer is at 3): it said False (NoProposalChosen): no IKE SA with fw.acme.example: charon logged: 2026-12-02T05:39:20 09[IKE] <main|3> no acceptable proposal found",
+            ),
+        ];
+        for (what, cond, changed, want) in rows {
+            let p = PeerView {
+                conditions: Some((
+                    vec![cond, super::tests::cond("Authorized", "True", 3)],
+                    Some(3),
+                )),
+                changed: changed
+                    .map(|t| (t.to_string(), "VPNPeer t/acme by kubectl-patch".to_string())),
+                ..peer("True")
+            };
+            let rows = verify(&gw(vec![p]), Ok(&Sas::default()));
+            let t = rows.iter().find(|r| r.check == "tunnel").unwrap();
+            assert_eq!(
+                (t.verdict, t.detail.as_str()),
+                (Verdict::Fail, want),
+                "{what}"
+            );
+        }
+        let stale = || PeerView {
+            conditions: Some((
+                vec![down(3, logged), super::tests::cond("Authorized", "True", 3)],
+                Some(3),
+            )),
+            changed: Some((
+                "2026-12-02T05:40:02Z".into(),
+                "VPNPeer t/acme by kubectl-patch".into(),
+            )),
+            ..peer("True")
+        };
+        // An IKE SA without CHILD SA: the client did dial once, its CHILD SA is missing.
+        let ike_only = "acme: #4, ESTABLISHED, IKEv2, 1111111111111111_i 2222222222222222_r*
+  local  '198.51.100.23' @ 198.51.100.23[4500]
+  remote 'fw.acme.example' @ 203.0.113.10[4500]
+";
+        let rows = verify(&gw(vec![stale()]), Ok(&parse(ike_only).unwrap()));
+        let t = rows.iter().find(|r| r.check == "tunnel").unwrap();
+        assert!(
+            t.detail.ends_with("(charon logged it at 05:39:20) is older than the last change of VPNPeer t/acme by kubectl-patch at 05:40:02; no newer failure is known: an IKE SA stands but no CHILD SA was negotiated since 05:40:02; have the client dial, or start the tunnel from the gateway: `kubectl exec -n t deploy/acme -c strongswan -- swanctl --initiate --child NAME --timeout 10` (NAME from `swanctl --list-conns` there)"),
+            "{}",
+            t.detail
+        );
+        // Unread SAs: nothing is claimed about the client.
+        let rows = verify(&gw(vec![stale()]), Err("swanctl exited 111"));
+        let t = rows.iter().find(|r| r.check == "tunnel").unwrap();
+        assert!(
+            t.detail
+                .ends_with("at 05:40:02; what the gateway shows now could not be read"),
+            "{}",
+            t.detail
         );
     }
 }

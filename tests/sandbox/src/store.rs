@@ -99,6 +99,9 @@ struct State {
     log: VecDeque<Event>,
     /// Server-side apply: the last configuration each manager applied, per object uid.
     applied: HashMap<(String, String), Value>,
+    /// When each of those applies was made: an `Apply` entry's `time` is its last apply,
+    /// not the object's last write by anyone.
+    applied_at: HashMap<(String, String), String>,
     /// Fields owned by `Update` managers (create/update/patch), per (uid, manager,
     /// subresource `status`): leaf paths as [`leaves`] spells them, the value that write
     /// set, and when.
@@ -173,6 +176,7 @@ impl Store {
                 rv: 1,
                 log: VecDeque::new(),
                 applied: HashMap::new(),
+                applied_at: HashMap::new(),
                 updated: HashMap::new(),
             }),
             notify,
@@ -594,6 +598,8 @@ impl Store {
             }
             let uid = meta_str(&created, "uid").unwrap_or_default().to_string();
             let mut st = self.lock();
+            st.applied_at
+                .insert((uid.clone(), manager.to_string()), now());
             st.applied
                 .insert((uid, manager.to_string()), applied.clone());
             return set_managed_fields(&mut st, &self.notify, rt, ns, name);
@@ -717,6 +723,8 @@ impl Store {
         if opts.dry_run {
             return Ok(result);
         }
+        st.applied_at
+            .insert((uid.clone(), manager.to_string()), now());
         st.applied.insert((uid, manager.to_string()), applied);
         set_managed_fields(&mut st, &self.notify, rt, ns, name)
     }
@@ -1292,6 +1300,7 @@ fn remove(st: &mut State, notify: &watch::Sender<u64>, k: &Key) {
     commit(st, notify, k, None, EventKind::Deleted);
     let uid = meta_str(&obj, "uid").unwrap_or_default().to_string();
     st.applied.retain(|(u, _), _| *u != uid);
+    st.applied_at.retain(|(u, _), _| *u != uid);
     st.updated.retain(|(u, _, _), _| *u != uid);
     if k.0 == crd_gvr() {
         unserve_crd(st, notify, &obj);
@@ -1418,7 +1427,7 @@ fn set_entries(st: &State, rt: &ResourceType, uid: &str, obj: &mut Value) {
         .applied
         .iter()
         .filter(|((u, _), _)| u == uid)
-        .map(|((_, m), cfg)| json!({"manager": m, "operation": "Apply", "apiVersion": rt.api_version(), "time": now(), "fieldsType": "FieldsV1", "fieldsV1": fields_v1(cfg)}))
+        .map(|((u, m), cfg)| json!({"manager": m, "operation": "Apply", "apiVersion": rt.api_version(), "time": st.applied_at.get(&(u.clone(), m.clone())).cloned().unwrap_or_else(now), "fieldsType": "FieldsV1", "fieldsV1": fields_v1(cfg)}))
         .collect();
     entries.extend(
         st.updated

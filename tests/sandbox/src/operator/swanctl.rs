@@ -242,6 +242,14 @@ fn secs(since: Instant, now: Instant) -> u64 {
     now.saturating_duration_since(since).as_secs()
 }
 
+/// The traffic of a CHILD SA installed `inst` seconds ago, each way: the simulated client
+/// is alive for as long as its SA is up and sends a probe through it ten times a second,
+/// so its last packet is always `0s ago` (the real data plane shows a dead one).
+fn traffic(inst: u64) -> (u64, u64) {
+    let packets = 1 + inst * 10;
+    (packets * 84, packets)
+}
+
 /// strongSwan rekeys before the lifetime ends: at 90 % of it here.
 fn rekey(life_s: u64) -> u64 {
     life_s * 9 / 10
@@ -305,8 +313,17 @@ pub fn list_sas(daemon: &Daemon, ike: Option<&str>, now: Instant) -> String {
                 rekey(c.life_s).saturating_sub(inst),
                 c.life_s.saturating_sub(inst)
             );
-            let _ = writeln!(o, "    in  {}, {:>6} bytes, {:>5} packets", c.spi_in, 0, 0);
-            let _ = writeln!(o, "    out {}, {:>6} bytes, {:>5} packets", c.spi_out, 0, 0);
+            let (bytes, packets) = traffic(inst);
+            let _ = writeln!(
+                o,
+                "    in  {}, {bytes:>6} bytes, {packets:>5} packets,     0s ago",
+                c.spi_in
+            );
+            let _ = writeln!(
+                o,
+                "    out {}, {bytes:>6} bytes, {packets:>5} packets,     0s ago",
+                c.spi_out
+            );
             let _ = writeln!(o, "    local  {}", selector(&c.local_ts));
             let _ = writeln!(o, "    remote {}", selector(&c.remote_ts));
         }
@@ -324,8 +341,9 @@ pub fn list_sas_raw(daemon: &Daemon, ike: Option<&str>, now: Instant) -> String 
             .iter()
             .map(|c| {
                 let inst = secs(c.installed, now);
+                let (bytes, packets) = traffic(inst);
                 format!(
-                    "{}-{} {{name={} uniqueid={} reqid={} state=INSTALLED mode=TUNNEL protocol=ESP spi-in={} spi-out={} {} bytes-in=0 packets-in=0 bytes-out=0 packets-out=0 rekey-time={} life-time={} install-time={inst} local-ts=[{}] remote-ts=[{}]}}",
+                    "{}-{} {{name={} uniqueid={} reqid={} state=INSTALLED mode=TUNNEL protocol=ESP spi-in={} spi-out={} {} bytes-in={bytes} packets-in={packets} use-in=0 bytes-out={bytes} packets-out={packets} use-out=0 rekey-time={} life-time={} install-time={inst} local-ts=[{}] remote-ts=[{}]}}",
                     c.name,
                     c.uid,
                     c.name,
