@@ -349,3 +349,69 @@ async fn status_checks_each_window_s_psk_against_its_journal() {
     assert_eq!(gw["blockers"], json!(["psk-changed"]), "{gw}");
     l.sb.shutdown().await;
 }
+
+/// A gateway on another floating IP than the one its window left is no green line (a22
+/// F4: `PINNED yes` over a floating IP changed by hand): the row gets the blocker
+/// `fip-changed`, in the text and in `-o json`, with the line that says which address the
+/// journal pins and what to put back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_says_a_floating_ip_changed_since_the_window() {
+    let l = live::start(ACME, SettingsFile::default()).await;
+    let kc = &l.kubeconfig;
+    let r = run_vpnmig(kc, &["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // field written, value, blocker expected
+    let rows: &[(&str, &str, bool)] = &[
+        ("as the window left it", "198.51.100.23", false),
+        ("changed by hand", "198.51.100.99", true),
+    ];
+    let rt =
+        l.sb.store
+            .resource("vpn.bnerd.net", "v1alpha1", "vpngateways")
+            .unwrap();
+    for (what, fip, blocked) in rows {
+        l.sb.store
+            .modify(
+                &rt,
+                "tenant-acme",
+                "acme",
+                false,
+                &Default::default(),
+                |o| {
+                    let mut o = o.clone();
+                    o["spec"]["endpoint"]["floatingIP"] = json!(fip);
+                    Ok(o)
+                },
+            )
+            .unwrap();
+        let r = run_vpnmig(kc, &["status"]).await;
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        let flat = live::flat(&r.stdout);
+        assert_eq!(
+            flat.contains("fip-changed"),
+            *blocked,
+            "{what}: {}",
+            r.stdout
+        );
+        assert_eq!(
+            flat.contains(&format!("floating IP not as the window left it: vpngateway/acme -n tenant-acme has {fip}, the journal of the window pins 198.51.100.23")),
+            *blocked,
+            "{what}: {}",
+            r.stdout
+        );
+        let r = run_vpnmig(kc, &["status", "-o", "json"]).await;
+        let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+        let row = doc["gateways"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == "acme")
+            .cloned()
+            .unwrap();
+        assert_eq!(
+            row["blockers"].to_string().contains("fip-changed"),
+            *blocked,
+            "{what}: {row}"
+        );
+    }
+}

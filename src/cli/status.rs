@@ -181,6 +181,31 @@ fn mark_psk(rows: &mut [Row], windows: &Windows) {
     }
 }
 
+/// Every row whose floating IP is not the one its finished window left gets the blocker
+/// `fip-changed`, and a line: the client dials the journal's address, so a gateway on
+/// another one is no green line (a22 F4: PINNED yes over a floating IP changed by hand).
+fn mark_fip(rows: &mut [Row], windows: &mut Windows) {
+    for (ns, gateway, kind, want) in &windows.pins {
+        for r in rows
+            .iter_mut()
+            .filter(|r| &r.namespace == ns && &r.name == gateway && r.kind == *kind)
+        {
+            let seen = r.floating_ip.as_deref().unwrap_or("none");
+            if seen == want {
+                continue;
+            }
+            let b = r.blockers.get_or_insert_with(Vec::new);
+            if !b.contains(&"fip-changed") {
+                b.push("fip-changed");
+            }
+            windows.fip.push(format!(
+                "floating IP not as the window left it: {} has {seen}, the journal of the window pins {want} (the client's firewall dials {want}): put spec.endpoint.floatingIP back to {want}; `vpnmig verify {gateway} -n {ns}` shows what else differs",
+                crate::core::model::object_ref(kind, gateway, ns)
+            ));
+        }
+    }
+}
+
 /// The PSK Secret of journal `j` against its fingerprint (issue 21 item 1, round 4):
 /// `None` when it holds the key the journal fingerprinted (or the journal recorded none).
 async fn psk_problem(cluster: &Cluster, j: &crate::core::journal::Journal) -> Option<PskProblem> {
@@ -256,6 +281,12 @@ struct Windows {
     suspended: Vec<Suspended>,
     protected: Vec<String>,
     psk: Vec<PskProblem>,
+    /// The floating IP each finished window left on the kind it ended with: `(namespace,
+    /// gateway, kind, floating IP)` (a VPNGateway's after `done`, the IPsecGateway's after
+    /// `rolled-back`).
+    pins: Vec<(String, String, &'static str, String)>,
+    /// A gateway whose floating IP is not the one its window left: the lines said.
+    fip: Vec<String>,
     unknown: Option<String>,
 }
 
@@ -305,6 +336,10 @@ impl Windows {
                 "{head}: {} (by the window of {}/{}, journal phase {}{relied}{detail}); {}\n",
                 s.owner, s.namespace, s.gateway, s.phase, s.resume
             ));
+        }
+        for line in &self.fip {
+            out.push_str(line);
+            out.push('\n');
         }
         for p in &self.psk {
             let head = if p.state == "unchecked" {
@@ -646,12 +681,38 @@ async fn open_windows(
             psk.push(p);
         }
     }
+    let fip_of = |o: &serde_json::Value| {
+        o.pointer("/spec/endpoint/floatingIP")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string)
+    };
+    let pins = parsed
+        .iter()
+        .filter_map(|j| {
+            let (kind, fip) = match j.phase {
+                crate::core::journal::Phase::Done => (
+                    "VPNGateway",
+                    j.targets
+                        .iter()
+                        .find(|t| t["kind"] == "VPNGateway")
+                        .and_then(fip_of)?,
+                ),
+                crate::core::journal::Phase::RolledBack => {
+                    ("IPsecGateway", fip_of(&j.old_manifest)?)
+                }
+                _ => return None,
+            };
+            Some((j.namespace.clone(), j.gateway.clone(), kind, fip))
+        })
+        .collect();
     Windows {
         open,
         lost,
         suspended,
         protected,
         psk,
+        pins,
+        fip: Vec::new(),
         unknown: None,
     }
 }
@@ -1196,7 +1257,9 @@ pub fn run(args: &StatusArgs) -> Result<i32, Error> {
             crate::output::say(&namespace_note(&cluster).await);
         }
         let windows = open_windows(&cluster, args.all_namespaces, &ours).await;
+        let mut windows = windows;
         mark_psk(&mut rows, &windows);
+        mark_fip(&mut rows, &mut windows);
         crate::cli::write_stdout(&print(args, &rows, &windows, true))?;
         // Part of the answer could not be read: print what was, and fail as
         // `kubectl get A,B` does when B is refused (exit 1), so a script never reads
@@ -1288,8 +1351,9 @@ async fn watch(
             Ok(v) => v?,
         };
         let (mut now, ours) = read_rows(cluster, args.all_namespaces).await?;
-        let now_windows = open_windows(cluster, args.all_namespaces, &ours).await;
+        let mut now_windows = open_windows(cluster, args.all_namespaces, &ours).await;
         mark_psk(&mut now, &now_windows);
+        mark_fip(&mut now, &mut now_windows);
         let changed = changes(&rows, &now);
         let windows_changed = now_windows != windows;
         if !changed.is_empty() || windows_changed {
