@@ -415,3 +415,54 @@ async fn status_says_a_floating_ip_changed_since_the_window() {
         );
     }
 }
+
+/// A VPNPeer pointed at another Secret since the window (a21d attack 13: a late sync
+/// pointed it at the repository's Secret with an old key) is no green line either: the
+/// key the journal fingerprinted is not the one the tunnel uses. Blocker `psk-moved`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_says_a_vpnpeer_that_takes_its_key_from_another_secret() {
+    let l = live::start(ACME, SettingsFile::default()).await;
+    let kc = &l.kubeconfig;
+    let r = run_vpnmig(kc, &["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let rt =
+        l.sb.store
+            .resource("vpn.bnerd.net", "v1alpha1", "vpnpeers")
+            .unwrap();
+    // secret name, key, blocker expected
+    let rows: &[(&str, &str, bool)] = &[
+        ("acme-psk", "psk", false),
+        ("acme-psk-from-git", "psk", true),
+        ("acme-psk", "psk-old", true),
+    ];
+    for (secret, key, blocked) in rows {
+        l.sb.store
+            .modify(
+                &rt,
+                "tenant-acme",
+                "acme",
+                false,
+                &Default::default(),
+                |o| {
+                    let mut o = o.clone();
+                    o["spec"]["ipsec"]["pskSecretRef"] = json!({"name": secret, "key": key});
+                    Ok(o)
+                },
+            )
+            .unwrap();
+        let r = run_vpnmig(kc, &["status"]).await;
+        let flat = live::flat(&r.stdout);
+        assert_eq!(
+            flat.contains("psk-moved"),
+            *blocked,
+            "{secret}/{key}: {}",
+            r.stdout
+        );
+        assert_eq!(
+            flat.contains(&format!("vpnpeer/acme -n tenant-acme takes its key from secret {secret} key {key} now, not from the window's secret acme-psk key psk")),
+            *blocked,
+            "{secret}/{key}: {}",
+            r.stdout
+        );
+    }
+}

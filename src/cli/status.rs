@@ -160,6 +160,7 @@ fn psk_blocker(state: &str) -> &'static str {
         "gone" => "psk-gone",
         "changed" => "psk-changed",
         "re-created" => "psk-re-created",
+        "moved" => "psk-moved",
         _ => "psk-unchecked",
     }
 }
@@ -210,8 +211,61 @@ fn mark_fip(rows: &mut [Row], windows: &mut Windows) {
 /// `None` when it holds the key the journal fingerprinted (or the journal recorded none).
 async fn psk_problem(cluster: &Cluster, j: &crate::core::journal::Journal) -> Option<PskProblem> {
     use crate::core::psk::{self, Held};
+    use serde_json::Value;
     let (ns, name, secret, key) = (&j.namespace, &j.gateway, &j.psk_secret, j.psk_key());
     let put_back = psk::recreate_command(ns, secret, key);
+    // The live gateway objects take their key from the journal's Secret: a sync (or a
+    // person) that pointed them at another Secret is a key not checked here (a21d attack
+    // 13: a late sync pointed the VPNPeer at Git's Secret with an old key; status was
+    // green and the tunnel failed).
+    let users: Vec<(&Value, &str)> = match j.phase {
+        crate::core::journal::Phase::Done => j
+            .targets
+            .iter()
+            .filter(|t| t["kind"] == "VPNPeer")
+            .map(|t| (t, "/spec/ipsec/pskSecretRef"))
+            .collect(),
+        crate::core::journal::Phase::RolledBack => {
+            vec![(&j.old_manifest, "/spec/auth/pskSecretRef")]
+        }
+        _ => Vec::new(),
+    };
+    for (t, at) in users {
+        let (Some(api_version), Some(kind), Some(obj_name)) = (
+            t["apiVersion"].as_str(),
+            t["kind"].as_str(),
+            t.pointer("/metadata/name").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        let Ok(Some(obj)) =
+            crate::cluster::gitops::get_kept(cluster, api_version, kind, ns, obj_name).await
+        else {
+            continue;
+        };
+        let uses = (
+            obj.pointer(&format!("{at}/name")).and_then(Value::as_str),
+            obj.pointer(&format!("{at}/key")).and_then(Value::as_str),
+        );
+        if uses.0 != Some(secret.as_str()) || uses.1.is_some_and(|k| k != key) {
+            return Some(PskProblem {
+                namespace: ns.clone(),
+                gateway: name.clone(),
+                secret: format!("secret/{secret} -n {ns}"),
+                state: "moved".into(),
+                detail: format!(
+                    "{} takes its key from secret {} key {} now, not from the window's secret {secret} key {key}, whose key the journal fingerprinted (the client's){}: point {} back at {secret}, then `vpnmig verify {name} -n {ns}`",
+                    crate::core::model::object_ref(kind, obj_name, ns),
+                    uses.0.unwrap_or("(none)"),
+                    uses.1.unwrap_or(key),
+                    crate::core::gitops::writer(&obj)
+                        .map(|w| format!("; last written by {w}"))
+                        .unwrap_or_default(),
+                    at.trim_start_matches('/').replace('/', ".")
+                ),
+            });
+        }
+    }
     let live = crate::cluster::gitops::get_kept(cluster, "v1", "Secret", ns, secret).await;
     let (state, detail) = match live {
         Err(e) => (

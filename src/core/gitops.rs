@@ -1561,8 +1561,12 @@ pub fn argo_ignored(
         .cloned()
         .unwrap_or_default();
     for (i, e) in entries.iter().enumerate() {
-        if e["kind"].as_str().is_some_and(|k| k == kind)
-            && e["group"].as_str().unwrap_or_default() == group
+        // Group and kind take Argo CD's wildcards as name and namespace do (a21d attack 2:
+        // `group: "*", kind: "*"` as its documentation writes it); an absent group is the
+        // core group.
+        if e["kind"].as_str().is_some_and(|k| glob(Some(k), kind))
+            && glob(Some(e["group"].as_str().unwrap_or_default()), group)
+            && (e["group"].as_str().is_some_and(|g| !g.is_empty()) || group.is_empty())
             && glob(e["name"].as_str(), name)
             && glob(e["namespace"].as_str(), ns)
         {
@@ -2884,6 +2888,26 @@ mod tests {
             argo_ignored(&a, &[], "vpn.bnerd.net", "VPNGateway", "tenant", "gw")
                 .is_some_and(|r| r.contains("managedFieldsManagers kube-controller-manager"))
         );
+        // Wildcards in group and kind, as Argo CD's documentation writes them (a21d
+        // attack 2); an absent group is the core group only.
+        let a = ignoring(
+            json!([{"group": "*", "kind": "*", "jsonPointers": ["/data"]}]),
+            json!([]),
+        );
+        assert!(argo_ignored(&a, &[], "", "Secret", "t", "psk").is_some());
+        assert!(argo_ignored(&a, &[], "vpn.bnerd.net", "VPNGateway", "t", "gw").is_some());
+        let a = ignoring(json!([{"kind": "*", "jsonPointers": ["/spec"]}]), json!([]));
+        assert!(argo_ignored(&a, &[], "", "Secret", "t", "psk").is_some());
+        assert_eq!(
+            argo_ignored(&a, &[], "vpn.bnerd.net", "VPNGateway", "t", "gw"),
+            None
+        );
+        let a = ignoring(
+            json!([{"group": "vpn.bnerd.net", "kind": "VPN*", "jsonPointers": ["/spec"]}]),
+            json!([]),
+        );
+        assert!(argo_ignored(&a, &[], "vpn.bnerd.net", "VPNPeer", "t", "p").is_some());
+        assert_eq!(argo_ignored(&a, &[], "", "Secret", "t", "psk"), None);
         // RespectIgnoreDifferences: the sync leaves those fields as they are live.
         let a = ignoring(
             json!([{"kind": "Secret", "jsonPointers": ["/data"]}]),

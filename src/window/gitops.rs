@@ -1627,6 +1627,17 @@ async fn keep(
         0,
         String::new(),
     )];
+    // The window's own journal: a namespace policy that stamps an owner's markers on
+    // every ConfigMap would have its sync prune it, and with it the record of the window
+    // and the key's fingerprint (a21d attack 11).
+    queue.push((
+        "v1".into(),
+        "ConfigMap".into(),
+        j.namespace.clone(),
+        crate::core::journal::object_name(&j.gateway),
+        0,
+        "the window's journal".into(),
+    ));
     let objects: Vec<&Value> = if replaced == "IPsecGateway" {
         j.targets.iter().collect()
     } else {
@@ -1714,6 +1725,21 @@ async fn keep(
             continue;
         };
         // Kind A: what owns it is kept too (pruned, the garbage collector deletes it).
+        // Owners beyond the depth vpnmig follows are not "safe": they are unknown (a21d
+        // attack 3: a chain one level longer was restored, and the PSK collected).
+        if depth >= OWNER_DEPTH && !gitops::owner_references(&obj).is_empty() {
+            return Ok(Err((
+                format!(
+                    "{what} is owned through more than {OWNER_DEPTH} levels of ownerReferences, more than vpnmig follows: whether {}'s sync prunes one of them (and the garbage collector then deletes what the window keeps) cannot be told",
+                    r.display()
+                ),
+                format!(
+                    "check by hand that {}'s source still defines every owner in the chain (`kubectl get {} {name} -n {ns} -o jsonpath='{{.metadata.ownerReferences}}'`, then each owner's), then restore it by hand",
+                    r.display(),
+                    kind.to_lowercase()
+                ),
+            )));
+        }
         if depth < OWNER_DEPTH {
             for (av, k, n) in gitops::owner_references(&obj) {
                 let label = if chain.is_empty() {
