@@ -1603,6 +1603,39 @@ const KEPT_AT_MOST: usize = 48;
 /// change within seconds.
 const COMPARED_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// Record the protection `record` in this window's journal (record `i`, replacing an
+/// earlier one of the same object and annotation) before it is set, then set it with
+/// `patch`: the object as it is after the patch, for the read-back.
+async fn protect_recorded(
+    w: &mut Window<'_>,
+    i: usize,
+    record: &gitops::Protected,
+    api_version: &str,
+    patch: &Value,
+) -> Result<Value, Error> {
+    let same = |p: &gitops::Protected| {
+        (&p.kind, &p.namespace, &p.name, &p.annotation)
+            == (
+                &record.kind,
+                &record.namespace,
+                &record.name,
+                &record.annotation,
+            )
+    };
+    w.journal.gitops[i].protected.retain(|p| !same(p));
+    w.journal.gitops[i].protected.push(record.clone());
+    journal::write(w.cluster, &w.journal, false).await?;
+    Ok(live::patch_kept(
+        w.cluster,
+        api_version,
+        &record.kind,
+        &record.namespace,
+        &record.name,
+        patch,
+    )
+    .await?)
+}
+
 /// Make sure the restored owner's first sync cannot prune or change what window `j`
 /// keeps (after `replaced`: the new objects after a cutover, the old gateway after a
 /// rollback; and its PSK Secret), nor what those objects have ownerReferences to (a
@@ -1928,23 +1961,7 @@ async fn keep(
             && depth == 0
             && let Some((record, patch)) = gitops::protect_overwrite(&r.kind, &obj)
         {
-            w.journal.gitops[i].protected.retain(|p| {
-                (
-                    p.kind.as_str(),
-                    p.namespace.as_str(),
-                    p.name.as_str(),
-                    p.annotation.as_str(),
-                ) != (
-                    kind.as_str(),
-                    ns.as_str(),
-                    name.as_str(),
-                    record.annotation.as_str(),
-                )
-            });
-            w.journal.gitops[i].protected.push(record.clone());
-            journal::write(w.cluster, &w.journal, false).await?;
-            let after =
-                live::patch_kept(w.cluster, &api_version, &kind, &ns, &name, &patch).await?;
+            let after = protect_recorded(w, i, &record, &api_version, &patch).await?;
             if !gitops::overwrite_protected(&r.kind, &after) {
                 return Ok(Err((
                     format!(
@@ -1978,22 +1995,7 @@ async fn keep(
         let Some((record, patch)) = gitops::protect(&r.kind, &obj) else {
             continue;
         };
-        w.journal.gitops[i].protected.retain(|p| {
-            (
-                p.kind.as_str(),
-                p.namespace.as_str(),
-                p.name.as_str(),
-                p.annotation.as_str(),
-            ) != (
-                kind.as_str(),
-                ns.as_str(),
-                name.as_str(),
-                record.annotation.as_str(),
-            )
-        });
-        w.journal.gitops[i].protected.push(record.clone());
-        journal::write(w.cluster, &w.journal, false).await?;
-        let after = live::patch_kept(w.cluster, &api_version, &kind, &ns, &name, &patch).await?;
+        let after = protect_recorded(w, i, &record, &api_version, &patch).await?;
         if !gitops::protected(&r.kind, &after) {
             return Ok(Err((
                 format!(
