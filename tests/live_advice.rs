@@ -627,31 +627,15 @@ fn recreate_psk(l: &Live) {
 }
 /// Another key (a rotation during the unwind); the fix puts the client's key back.
 fn rotate_psk(l: &Live) {
-    use base64::Engine;
-    let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
-    let opts = Default::default();
-    l.sb.store
-        .modify(&rt, "tenant-acme", "acme-psk", false, &opts, |old| {
-            let mut new = old.clone();
-            new["data"]["psk"] =
-                serde_json::json!(base64::engine::general_purpose::STANDARD.encode("rotated"));
-            Ok(new)
-        })
-        .unwrap();
+    live::set_psk(l, "tenant-acme", "acme-psk", "rotated");
 }
 fn unrotate_psk(l: &Live) {
-    use base64::Engine;
-    let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
-    let opts = Default::default();
-    l.sb.store
-        .modify(&rt, "tenant-acme", "acme-psk", false, &opts, |old| {
-            let mut new = old.clone();
-            new["data"]["psk"] = serde_json::json!(
-                base64::engine::general_purpose::STANDARD.encode("rehearsal-only-not-a-real-key")
-            );
-            Ok(new)
-        })
-        .unwrap();
+    live::set_psk(
+        l,
+        "tenant-acme",
+        "acme-psk",
+        "rehearsal-only-not-a-real-key",
+    );
 }
 stop!(
     psk_secret_recreated_with_the_same_key_during_the_delete,

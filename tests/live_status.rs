@@ -309,21 +309,7 @@ async fn status_checks_each_window_s_psk_against_its_journal() {
         r.stdout
     );
     // The key rotated by hand after `done`.
-    let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
-    l.sb.store
-        .modify(
-            &rt,
-            "tenant-acme",
-            "acme-psk",
-            false,
-            &Default::default(),
-            |o| {
-                let mut o = o.clone();
-                o["data"]["psk"] = json!("YW5vdGhlci1rZXktYnktaGFuZA==");
-                Ok(o)
-            },
-        )
-        .unwrap();
+    live::set_psk(&l, "tenant-acme", "acme-psk", "another-key-by-hand");
     let r = run_vpnmig(kc, &["status"]).await;
     assert!(row(&r.stdout).contains("psk-changed"), "{}", r.stdout);
     let flat = live::flat(&r.stdout);
@@ -350,6 +336,9 @@ async fn status_checks_each_window_s_psk_against_its_journal() {
     l.sb.shutdown().await;
 }
 
+const VPNGATEWAYS: (&str, &str, &str) = ("vpn.bnerd.net", "v1alpha1", "vpngateways");
+const VPNPEERS: (&str, &str, &str) = ("vpn.bnerd.net", "v1alpha1", "vpnpeers");
+
 /// A gateway on another floating IP than the one its window left is no green line (a22
 /// F4: `PINNED yes` over a floating IP changed by hand): the row gets the blocker
 /// `fip-changed`, in the text and in `-o json`, with the line that says which address the
@@ -365,25 +354,10 @@ async fn status_says_a_floating_ip_changed_since_the_window() {
         ("as the window left it", "198.51.100.23", false),
         ("changed by hand", "198.51.100.99", true),
     ];
-    let rt =
-        l.sb.store
-            .resource("vpn.bnerd.net", "v1alpha1", "vpngateways")
-            .unwrap();
     for (what, fip, blocked) in rows {
-        l.sb.store
-            .modify(
-                &rt,
-                "tenant-acme",
-                "acme",
-                false,
-                &Default::default(),
-                |o| {
-                    let mut o = o.clone();
-                    o["spec"]["endpoint"]["floatingIP"] = json!(fip);
-                    Ok(o)
-                },
-            )
-            .unwrap();
+        live::edit(&l, VPNGATEWAYS, "tenant-acme", "acme", |o| {
+            o["spec"]["endpoint"]["floatingIP"] = json!(fip)
+        });
         let r = run_vpnmig(kc, &["status"]).await;
         assert_eq!(r.code, 0, "{what}: {}", r.stderr);
         let flat = live::flat(&r.stdout);
@@ -425,10 +399,6 @@ async fn status_says_a_vpnpeer_that_takes_its_key_from_another_secret() {
     let kc = &l.kubeconfig;
     let r = run_vpnmig(kc, &["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let rt =
-        l.sb.store
-            .resource("vpn.bnerd.net", "v1alpha1", "vpnpeers")
-            .unwrap();
     // secret name, key, blocker expected
     let rows: &[(&str, &str, bool)] = &[
         ("acme-psk", "psk", false),
@@ -436,20 +406,9 @@ async fn status_says_a_vpnpeer_that_takes_its_key_from_another_secret() {
         ("acme-psk", "psk-old", true),
     ];
     for (secret, key, blocked) in rows {
-        l.sb.store
-            .modify(
-                &rt,
-                "tenant-acme",
-                "acme",
-                false,
-                &Default::default(),
-                |o| {
-                    let mut o = o.clone();
-                    o["spec"]["ipsec"]["pskSecretRef"] = json!({"name": secret, "key": key});
-                    Ok(o)
-                },
-            )
-            .unwrap();
+        live::edit(&l, VPNPEERS, "tenant-acme", "acme", |o| {
+            o["spec"]["ipsec"]["pskSecretRef"] = json!({"name": secret, "key": key})
+        });
         let r = run_vpnmig(kc, &["status"]).await;
         let flat = live::flat(&r.stdout);
         assert_eq!(

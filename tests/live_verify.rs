@@ -420,20 +420,7 @@ async fn verify_compares_the_psk_with_the_journal() {
     let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
     for change in ["rotated", "deleted"] {
         if change == "rotated" {
-            l.sb.store
-                .modify(
-                    &rt,
-                    "tenant-acme",
-                    "acme-psk",
-                    false,
-                    &Default::default(),
-                    |o| {
-                        let mut o = o.clone();
-                        o["data"]["psk"] = json!("cm90YXRlZC1ieS1zb21lb25l");
-                        Ok(o)
-                    },
-                )
-                .unwrap();
+            live::set_psk(&l, "tenant-acme", "acme-psk", "rotated-by-someone");
         } else {
             l.sb.store
                 .delete(&rt, "tenant-acme", "acme-psk", &Default::default())

@@ -221,6 +221,35 @@ pub fn core(l: &Live, plural: &str, ns: &str, name: &str) -> Option<Value> {
     l.sb.store.get(&rt, ns, name).ok()
 }
 
+/// Change an object in the sandbox's store as someone else would (no field manager):
+/// `f` edits a copy of it.
+pub fn edit(
+    l: &Live,
+    (group, version, plural): (&str, &str, &str),
+    ns: &str,
+    name: &str,
+    f: impl Fn(&mut Value),
+) {
+    let rt = l.sb.store.resource(group, version, plural).unwrap();
+    l.sb.store
+        .modify(&rt, ns, name, false, &Default::default(), |o| {
+            let mut o = o.clone();
+            f(&mut o);
+            Ok(o)
+        })
+        .unwrap();
+}
+
+/// Put `key` (its text; stored base64 as the server does) in the PSK Secret's key `psk`:
+/// a rotation by hand, or the client's key put back.
+pub fn set_psk(l: &Live, ns: &str, secret: &str, key: &str) {
+    use base64::Engine;
+    let enc = base64::engine::general_purpose::STANDARD.encode(key);
+    edit(l, ("", "v1", "secrets"), ns, secret, |o| {
+        o["data"]["psk"] = serde_json::json!(enc)
+    });
+}
+
 /// The PSK Secret's salted fingerprint, as vpnmig computes it.
 pub fn psk_fingerprint(l: &Live, ns: &str, secret: &str) -> String {
     let s = core(l, "secrets", ns, secret).expect("the PSK Secret exists");
