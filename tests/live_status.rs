@@ -258,26 +258,51 @@ async fn cluster_flags_before_the_subcommand_are_accepted() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_checks_each_window_s_psk_against_its_journal() {
     let settings = SettingsFile {
-        users: vec![User::with_rules(
-            "no-secrets",
-            vec![
-                Rule::new(
-                    &["get", "list", "watch"],
-                    &[
-                        "ipsecgateways",
-                        "vpngateways",
-                        "vpnpeers",
-                        "configmaps",
-                        "namespaces",
-                        "customresourcedefinitions",
-                        "deployments",
-                        "pods",
-                        "leases",
-                    ],
-                ),
-                Rule::new(&["create"], &["selfsubjectaccessreviews"]),
-            ],
-        )],
+        users: vec![
+            User::with_rules(
+                "no-secrets",
+                vec![
+                    Rule::new(
+                        &["get", "list", "watch"],
+                        &[
+                            "ipsecgateways",
+                            "vpngateways",
+                            "vpnpeers",
+                            "configmaps",
+                            "namespaces",
+                            "customresourcedefinitions",
+                            "deployments",
+                            "pods",
+                            "leases",
+                        ],
+                    ),
+                    Rule::new(&["create"], &["selfsubjectaccessreviews"]),
+                ],
+            ),
+            // Lists VPNPeers but may not get one: which Secret it takes its key from is
+            // not known.
+            User::with_rules(
+                "no-peer-get",
+                vec![
+                    Rule::new(
+                        &["get", "list", "watch"],
+                        &[
+                            "ipsecgateways",
+                            "vpngateways",
+                            "secrets",
+                            "configmaps",
+                            "namespaces",
+                            "customresourcedefinitions",
+                            "deployments",
+                            "pods",
+                            "leases",
+                        ],
+                    ),
+                    Rule::new(&["list", "watch"], &["vpnpeers"]),
+                    Rule::new(&["create"], &["selfsubjectaccessreviews"]),
+                ],
+            ),
+        ],
         ..Default::default()
     };
     let l = live::start(ACME, settings).await;
@@ -305,6 +330,20 @@ async fn status_checks_each_window_s_psk_against_its_journal() {
     );
     assert!(
         live::flat(&r.stdout).contains("PSK not checked: secret/acme-psk -n tenant-acme of the window of tenant-acme/acme: could not check it"),
+        "{}",
+        r.stdout
+    );
+    let r = run_vpnmig(kc, &["status", "--context", "vpnmig-sandbox-no-peer-get"]).await;
+    assert!(
+        row(&r.stdout).contains("psk-unchecked"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        live::flat(&r.stdout).contains(
+            "could not check which Secret vpnpeer/acme -n tenant-acme takes its key from"
+        ),
         "{}",
         r.stdout
     );

@@ -238,10 +238,25 @@ async fn psk_problem(cluster: &Cluster, j: &crate::core::journal::Journal) -> Op
         ) else {
             continue;
         };
-        let Ok(Some(obj)) =
-            crate::cluster::gitops::get_kept(cluster, api_version, kind, ns, obj_name).await
-        else {
-            continue;
+        let obj = match crate::cluster::gitops::get_kept(cluster, api_version, kind, ns, obj_name)
+            .await
+        {
+            Ok(Some(obj)) => obj,
+            // Gone: the gateway's own row says so; no key is taken from it.
+            Ok(None) => continue,
+            // Which Secret it takes its key from is not known: not checked, never green.
+            Err(e) => {
+                return Some(PskProblem {
+                    namespace: ns.clone(),
+                    gateway: name.clone(),
+                    secret: format!("secret/{secret} -n {ns}"),
+                    state: "unchecked".into(),
+                    detail: format!(
+                        "could not check which Secret {} takes its key from: it could not be read ({e}); check with a context that may read it (`vpnmig verify {name} -n {ns}`)",
+                        crate::core::model::object_ref(kind, obj_name, ns)
+                    ),
+                });
+            }
         };
         let uses = (
             obj.pointer(&format!("{at}/name")).and_then(Value::as_str),
