@@ -1686,3 +1686,77 @@ async fn a_traffic_selector_negotiated_differently_fails_the_cutover_and_verify(
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("data plane: identical"), "{}", r.stdout);
 }
+
+/// A tunnel down before the window (a22 F3): the cutover stops right before the delete,
+/// nothing deleted, naming the peer; the dry run says a real run would; once the tunnel is
+/// up the same command goes on and is done. `--allow-tunnels-down` goes on with it down.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tunnel_down_before_the_window_stops_it_before_the_delete() {
+    let ns = "tenant-initech";
+    let mut s = initech_settings();
+    // The branch's client holds another key: its tunnel to the old gateway never comes up.
+    s.operator
+        .clients
+        .push(vpnmig_sandbox::operator::ClientSettings {
+            namespace: ns.into(),
+            address: "203.0.113.42".into(),
+            psk: Some("not-the-gateways-key".into()),
+            ..Default::default()
+        });
+    let l = start(INITECH, s).await;
+    let psk = psk_fingerprint(&l, ns, "initech-psk");
+    let uid =
+        |l: &Live| objects(l, "ipsec.bnerd.net", "ipsecgateways", ns)[0]["metadata"]["uid"].clone();
+    let before = uid(&l);
+
+    let r = l
+        .vpnmig(&["cutover", "initech", "-n", ns, "--yes", "--dry-run"])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.says("dry run: 1 of the 2 tunnel(s) of IPsecGateway initech are down now (initech-branch): a real run would stop right before the delete, nothing deleted, unless --allow-tunnels-down"),
+        "{}",
+        r.stderr
+    );
+
+    let r = l.vpnmig(&["cutover", "initech", "-n", ns, "--yes"]).await;
+    assert_eq!(r.code, 7, "{}\n{}", r.stdout, r.stderr);
+    let flat = live::flat(&r.stderr);
+    assert!(
+        flat.contains("refusing to delete IPsecGateway tenant-initech/initech: only 1 of the 2 tunnel(s) of IPsecGateway tenant-initech/initech are up right before the delete; down: initech-branch (branch.initech.example)"),
+        "{}",
+        r.stderr
+    );
+    assert!(flat.contains("nothing was deleted"), "{}", r.stderr);
+    assert!(flat.contains("--allow-tunnels-down"), "{}", r.stderr);
+    assert_eq!(uid(&l), before, "the old gateway was not touched");
+    assert!(objects(&l, "vpn.bnerd.net", "vpngateways", ns).is_empty());
+
+    // The client fixed: the same command goes on from where it stopped and is done.
+    l.sb.operator.settings().write().unwrap().clients.clear();
+    l.sb.operator.kick();
+    let mut up = false;
+    for _ in 0..50 {
+        if l.vpnmig(&["verify", "initech", "-n", ns]).await.code == 0 {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(up, "the branch tunnel came up on the old gateway");
+    let r = l.vpnmig(&["cutover", "initech", "-n", ns, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let fip = journal(&l, ns, "initech").unwrap()["floatingIP"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    invariants(
+        &l,
+        ns,
+        "initech",
+        &fip,
+        &psk,
+        "VPNGateway",
+        &["initech-branch", "initech-hq"],
+    );
+}

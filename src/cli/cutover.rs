@@ -108,6 +108,13 @@ pub struct CutoverArgs {
     #[arg(long)]
     pub initiate: bool,
 
+    /// Delete the old gateway although some of its tunnels are down right before the
+    /// delete. Without it the cutover stops there, nothing deleted: a tunnel that is down
+    /// before the window has no baseline to be compared with, and the window cannot show
+    /// that it comes back.
+    #[arg(long)]
+    pub allow_tunnels_down: bool,
+
     /// After a rollback that could not give the re-created IPsecGateway its old addresses
     /// (journal phase old-applied), cut over again with the journal's targets, which pin
     /// them, instead of planning the re-created gateway (whose status has the new ones).
@@ -177,6 +184,7 @@ pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
         window_end: args.window_end.clone(),
         gitops,
         initiate: args.initiate,
+        allow_tunnels_down: args.allow_tunnels_down,
     };
     if wave::asked(&args.wave, args.plan_dir.as_ref()) {
         return wave::Wave {

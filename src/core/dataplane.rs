@@ -33,6 +33,15 @@ pub struct Baseline {
     pub tunnels: Vec<TunnelFacts>,
 }
 
+/// A peer a gateway should have a tunnel with: a VPNPeer's (or a tunnel's) name, its
+/// `peer.address` and `peer.id`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpectedPeer {
+    pub name: String,
+    pub address: String,
+    pub id: Option<String>,
+}
+
 /// One tunnel: an ESTABLISHED IKE SA and its INSTALLED CHILD SAs.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -106,6 +115,24 @@ impl Baseline {
             }
         }
         out
+    }
+
+    /// The peers of `expected` with no IKE SA here: the tunnels that are down when this
+    /// was read, in `expected`'s order. A peer is matched as `verify` matches it: its
+    /// identity (its address when it has none), and its address when that is an IP
+    /// address (a DNS name is not what swanctl prints).
+    pub fn down<'a>(&self, expected: &'a [ExpectedPeer]) -> Vec<&'a ExpectedPeer> {
+        expected
+            .iter()
+            .filter(|p| {
+                let want_id = p.id.as_deref().unwrap_or(&p.address);
+                let address_is_ip = addr::addr(&p.address).is_some();
+                !self.tunnels.iter().any(|t| {
+                    addr::same_identity(&t.remote_id, want_id)
+                        && (!address_is_ip || addr::same_addr(&t.remote_address, &p.address))
+                })
+            })
+            .collect()
     }
 
     /// How many peers are up: IKE SAs of one remote address and identity count once.
@@ -936,6 +963,44 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn which_expected_peers_are_down() {
+        let up = |id: &str, address: &str| TunnelFacts {
+            remote_id: id.into(),
+            remote_address: address.into(),
+            ..Default::default()
+        };
+        let b = Baseline {
+            tunnels: vec![
+                up("hq.example", "203.0.113.41"),
+                up("198.51.100.7", "198.51.100.7"),
+            ],
+            ..Default::default()
+        };
+        let peer = |address: &str, id: Option<&str>| ExpectedPeer {
+            name: "p".into(),
+            address: address.into(),
+            id: id.map(str::to_string),
+        };
+        // (expected peer, down?)
+        let table = [
+            (peer("203.0.113.41", Some("hq.example")), false),
+            // The same identity from another address is another peer.
+            (peer("203.0.113.99", Some("hq.example")), true),
+            // Another identity from the same address.
+            (peer("203.0.113.41", Some("branch.example")), true),
+            // A DNS name as the address: matched by identity only.
+            (peer("vpn.hq.example", Some("hq.example")), false),
+            // No identity: the address is the identity.
+            (peer("198.51.100.7", None), false),
+            (peer("198.51.100.8", None), true),
+        ];
+        for (p, down) in table {
+            let expected = [p.clone()];
+            assert_eq!(!b.down(&expected).is_empty(), down, "{p:?}");
+        }
     }
 
     #[test]

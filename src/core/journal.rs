@@ -775,6 +775,21 @@ impl Journal {
             .collect()
     }
 
+    /// The peers the new gateway must have a tunnel with: each VPNPeer target's name,
+    /// `spec.ipsec.peer.address` and `spec.ipsec.peer.id`.
+    pub fn expected_peers(&self) -> Vec<crate::core::dataplane::ExpectedPeer> {
+        let text = |t: &Value, p: &str| t.pointer(p).and_then(Value::as_str).map(str::to_string);
+        self.targets
+            .iter()
+            .filter(|t| t["kind"] == "VPNPeer")
+            .map(|t| crate::core::dataplane::ExpectedPeer {
+                name: text(t, "/metadata/name").unwrap_or_default(),
+                address: text(t, "/spec/ipsec/peer/address").unwrap_or_default(),
+                id: text(t, "/spec/ipsec/peer/id"),
+            })
+            .collect()
+    }
+
     /// Read `journal.json`. A document that is not a journal of this version, or one
     /// that does not hold together ([`Journal::validate`]), is an error naming what was
     /// seen.

@@ -344,15 +344,7 @@ async fn run(
                 prev.window_number()
             )));
         }
-        return dry_run(
-            cluster,
-            ev,
-            &j,
-            &secret,
-            detach,
-            &opts.skip_dry_run_webhooks,
-        )
-        .await;
+        return dry_run(cluster, ev, &j, &secret, detach, opts).await;
     }
 
     // Step d: the journal, locally and in the cluster, before anything is touched.
@@ -673,8 +665,9 @@ async fn dry_run(
     j: &Journal,
     secret: &Option<Value>,
     detach: Option<(Vec<Value>, Vec<Value>)>,
-    skip: &[String],
+    opts: &CutoverOptions,
 ) -> Result<Outcome, Error> {
+    let skip = &opts.skip_dry_run_webhooks;
     let name = j.gateway.as_str();
     if let Some((h, since)) = lock::holder(cluster, name).await? {
         ev.emit(Event::Note(format!(
@@ -730,6 +723,25 @@ async fn dry_run(
     ev.emit(Event::Step(format!(
         "dry run: delete of IPsecGateway {name} admitted"
     )));
+    // What the real run checks right before its delete: every tunnel up.
+    if let Ok(Ok(sas)) = fetch::sas(cluster, name).await {
+        let b = Baseline::from_sas(&sas, &now(), "");
+        let expected = j.expected_peers();
+        let down: Vec<&str> = b.down(&expected).iter().map(|p| p.name.as_str()).collect();
+        if !down.is_empty() {
+            let then = if opts.allow_tunnels_down {
+                "a real run would go on (--allow-tunnels-down) and not compare it after the window"
+            } else {
+                "a real run would stop right before the delete, nothing deleted, unless --allow-tunnels-down"
+            };
+            ev.emit(Event::Warning(format!(
+                "dry run: {} of the {} tunnel(s) of IPsecGateway {name} are down now ({}): {then}",
+                down.len(),
+                expected.len(),
+                down.join(", ")
+            )));
+        }
+    }
     ev.emit(Event::Info("dry run: nothing was changed".into()));
     Ok(Outcome::DryRun)
 }
@@ -891,7 +903,7 @@ async fn forward(
         w.ev.emit(Event::Stage(Stage::Delete));
         let gw = recheck(w).await?;
         if gw.is_some() {
-            record_baseline(w).await?;
+            record_baseline(w, opts.allow_tunnels_down).await?;
         }
         // The GitOps owners once more, as the cluster shows them, right before the
         // outage begins: a suspension that did not hold stops here, nothing deleted.
@@ -1331,7 +1343,13 @@ async fn after_delete(w: &mut Window<'_>, opts: &CutoverOptions) -> Result<Outco
 /// pod) into the journal, what the new gateway's is compared with (issue 12 item 1).
 /// SAs that cannot be read are a warning, not a stop: the tunnel wait still checks the
 /// new gateway, only the comparison is missing.
-async fn record_baseline(w: &mut Window<'_>) -> Result<(), Error> {
+///
+/// A tunnel that is down right then stops the window, nothing deleted, unless
+/// `allow_down` (`--allow-tunnels-down`): it has nothing to be compared with, its outage
+/// did not start at the delete, and the tunnel wait after the delete would time out on it
+/// with the old gateway already gone (attack finding a22 F3). A baseline recorded earlier
+/// with every tunnel up is the reference instead, and does not stop it.
+async fn record_baseline(w: &mut Window<'_>, allow_down: bool) -> Result<(), Error> {
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
     // An API server that does not answer the exec is like SAs that cannot be read: the
     // comparison is missing, the window is not stopped for it (the tunnel wait still
@@ -1362,12 +1380,37 @@ async fn record_baseline(w: &mut Window<'_>) -> Result<(), Error> {
                 b.tunnels.iter().map(|t| t.children.len()).sum::<usize>()
             )));
             // A tunnel down before the window has nothing to be compared with, and its
-            // outage did not start at the delete: say so now (attack finding).
-            let peers = w.journal.peer_names().len();
-            if b.peers() < peers {
+            // outage did not start at the delete (attack findings).
+            let expected = w.journal.expected_peers();
+            let down: Vec<String> = b
+                .down(&expected)
+                .iter()
+                .map(|p| format!("{} ({})", p.name, p.id.as_deref().unwrap_or(&p.address)))
+                .collect();
+            if !down.is_empty() {
+                let said = format!(
+                    "only {} of the {} tunnel(s) of IPsecGateway {ns}/{name} are up right before the delete; down: {}",
+                    expected.len() - down.len(),
+                    expected.len(),
+                    down.join(", ")
+                );
+                if !allow_down {
+                    let e = Error::Stop {
+                        code: exit::REFUSED,
+                        message: format!(
+                            "refusing to delete IPsecGateway {ns}/{name}: {said}. A tunnel that is down before the window cannot be shown to come back after it, and the window would wait for it with the old gateway gone; nothing was deleted: the IPsecGateway is untouched (journal phase {})",
+                            w.journal.phase
+                        ),
+                        hint: Some(format!(
+                            "bring the tunnel up first (the client's side, or `kubectl exec -n {ns} POD -c strongswan -- swanctl --initiate --child NAME` in the gateway's pod; `vpnmig verify {name} -n {ns}` shows each tunnel), then run the same command again; `vpnmig rollback {name} -n {ns}` closes the journal (the IPsecGateway stays); or, to cut over with the tunnel down, `{}`",
+                            crate::error::again_without("", &["--allow-tunnels-down"])
+                        )),
+                    };
+                    w.record_error(&crate::error::error_line(&e)).await;
+                    return Err(e);
+                }
                 w.ev.emit(Event::Warning(format!(
-                    "only {} of the {peers} tunnel(s) of IPsecGateway {ns}/{name} are up before the delete: a tunnel that is down now is not compared after the window, and its outage began before it",
-                    b.peers()
+                    "{said} (--allow-tunnels-down): a tunnel that is down now is not compared after the window, and its outage began before it"
                 )));
             }
             w.journal.data_plane_baseline = Some(b);

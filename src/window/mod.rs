@@ -129,6 +129,9 @@ pub struct CutoverOptions {
     /// Once the new gateway is Ready and its peers Authorized, start the tunnels from
     /// the gateway (`swanctl --initiate`) instead of only waiting for the client.
     pub initiate: bool,
+    /// Delete the old gateway although some of its tunnels are down right before the
+    /// delete (a tunnel down before the window cannot be shown to come back after it).
+    pub allow_tunnels_down: bool,
 }
 
 /// What a rollback is asked to do beyond the gateway's name.
