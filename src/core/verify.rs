@@ -422,6 +422,20 @@ fn tunnel(p: &PeerView, sas: &Sas, service_cidr: Option<&str>) -> (Verdict, Stri
         .iter()
         .any(|(a, _, dpd)| a.is_some_and(|a| a <= bound && !(*dpd && a > 0)));
     if live {
+        // Several IKE SAs with one peer (both sides initiated, or a reconnect: strongSwan
+        // keeps each unless `unique` says otherwise): said, not hidden behind the first
+        // (a22 F5). Not a failure: one of them carries the traffic.
+        if up.len() > 1 {
+            let ids: Vec<String> = up.iter().map(|s| format!("#{}", s.unique_id)).collect();
+            return (
+                Verdict::Ok,
+                format!(
+                    "{covered}; {} IKE SAs with this peer ({}): both sides initiated or the peer reconnected; each is kept until it expires or is closed",
+                    up.len(),
+                    ids.join(", ")
+                ),
+            );
+        }
         return (Verdict::Ok, covered);
     }
     let freshest = per_sa.iter().filter_map(|(a, _, _)| *a).min();
@@ -1061,7 +1075,14 @@ acme: #2, CONNECTING, IKEv2, 3333333333333333_i* 0000000000000000_r
 ",
             UP
         );
-        let rows: [(&str, String, Option<Dpd>, Verdict, &str); 11] = [
+        let rows: [(&str, String, Option<Dpd>, Verdict, &str); 12] = [
+            (
+                "two IKE SAs with one peer are both named (a22 F5)",
+                duplicate.clone(),
+                dpd("30s", "150s"),
+                Verdict::Ok,
+                "; 2 IKE SAs with this peer (#3, #5): both sides initiated or the peer reconnected",
+            ),
             (
                 "a duplicate IKE SA being checked, the other alive",
                 duplicate.clone(),
