@@ -187,7 +187,7 @@ async fn an_apply_conflict_names_the_kubectl_patch_field_manager() {
     let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
     assert_ne!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.says("conflict with \"kubectl-patch\" using vpn.bnerd.net/v1alpha1 at "),
+        r.says("conflict with \"kubectl-patch\" using vpn.bnerd.net/v1alpha1: "),
         "{}",
         r.stderr
     );

@@ -44,6 +44,16 @@ pub struct ResourceType {
     pub from_crd: bool,
 }
 
+impl ResourceType {
+    /// Whether kube-apiserver keeps `metadata.generation` for this kind: every custom
+    /// resource, and the built-in kinds whose strategy sets it (those with a spec and a
+    /// status: Deployments, Pods, CRDs), but not Namespaces, ConfigMaps, Secrets, Events
+    /// or Leases (seen on the real control plane: tests/sandbox/tests/fidelity.rs).
+    pub fn has_generation(&self) -> bool {
+        self.from_crd || (self.status_subresource && self.plural != "namespaces")
+    }
+}
+
 const ALL_VERBS: &[&str] = &[
     "create",
     "delete",

@@ -336,7 +336,11 @@ impl Store {
                 json!(given.unwrap_or_else(|| uuid::Uuid::new_v4().to_string())),
             );
             m.insert("creationTimestamp".into(), json!(now()));
-            m.insert("generation".into(), json!(1));
+            if rt.has_generation() {
+                m.insert("generation".into(), json!(1));
+            } else {
+                m.remove("generation");
+            }
             for k in [
                 "deletionTimestamp",
                 "deletionGracePeriodSeconds",
@@ -627,15 +631,16 @@ impl Store {
             }
             for (path, v) in &e.fields {
                 if mine.get(path).is_some_and(|mv| mv != v) {
+                    // As kube-apiserver v1.37 prints it: no time (older servers
+                    // added ` at TIME`).
                     let shown = format!(
-                        "\"{m}\"{} using {} at {}",
+                        "\"{m}\"{} using {}",
                         if *sub {
                             " with subresource \"status\""
                         } else {
                             ""
                         },
                         rt.api_version(),
-                        e.time
                     );
                     conflicts.push((Owner::Update(m.clone(), *sub), path.clone(), shown));
                 }
@@ -1005,7 +1010,7 @@ fn write(
     }
     if !status {
         check_schema(rt, &mut new, name, opts.strict)?;
-        if spec_part(&new) != spec_part(current) {
+        if rt.has_generation() && spec_part(&new) != spec_part(current) {
             let g = current
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)
@@ -1253,18 +1258,31 @@ fn sweep(st: &mut State, notify: &watch::Sender<u64>) {
             }
             if fins.iter().any(|f| f == FOREGROUND) {
                 let deps = dependents_of(st, &uid);
-                if deps.is_empty() {
+                // Like kube-controller-manager's collector: every dependent is deleted,
+                // but the owner waits only for those whose reference to it says
+                // `blockOwnerDeletion: true` (seen on the real control plane).
+                let blocking = deps.iter().any(|d| {
+                    st.objects[d]
+                        .pointer("/metadata/ownerReferences")
+                        .and_then(Value::as_array)
+                        .is_some_and(|refs| {
+                            refs.iter().any(|r| {
+                                r.get("uid").and_then(Value::as_str) == Some(uid.as_str())
+                                    && r.get("blockOwnerDeletion") == Some(&json!(true))
+                            })
+                        })
+                });
+                if !blocking {
                     fins.retain(|f| f != FOREGROUND);
-                } else {
-                    for d in deps {
-                        if st
-                            .objects
-                            .get(&d)
-                            .is_some_and(|v| v.pointer("/metadata/deletionTimestamp").is_none())
-                        {
-                            begin_delete(st, notify, &d, Propagation::Background);
-                            progressed = true;
-                        }
+                }
+                for d in deps {
+                    if st
+                        .objects
+                        .get(&d)
+                        .is_some_and(|v| v.pointer("/metadata/deletionTimestamp").is_none())
+                    {
+                        begin_delete(st, notify, &d, Propagation::Background);
+                        progressed = true;
                     }
                 }
             }
@@ -1544,6 +1562,27 @@ fn record_update(
             prune_path(cfg, &p);
         }
     }
+    // A map the write created is owned as a whole too: kube-apiserver's `".": {}`.
+    // Another manager's claim on a map the write removed goes with it.
+    let is_map = |v: &Value, path: &str| {
+        path.trim_start_matches('.')
+            .split('.')
+            .try_fold(v, |cur, p| cur.get(p))
+            .is_some_and(Value::is_object)
+    };
+    let created: Vec<String> = map_fields(rt, after)
+        .into_iter()
+        .filter(|m| !is_map(before, m) && changed.iter().any(|c| touches(c, m)))
+        .map(|m| format!("{m}."))
+        .collect();
+    for ((u, _, sub), e) in st.updated.iter_mut() {
+        if u == uid && *sub == status {
+            e.fields.retain(|p, _| {
+                p.strip_suffix('.')
+                    .is_none_or(|m| is_map(after, m) && !created.contains(p))
+            });
+        }
+    }
     let e = st
         .updated
         .entry((uid.to_string(), manager.to_string(), status))
@@ -1551,20 +1590,50 @@ fn record_update(
     for p in changed {
         e.fields.insert(p.clone(), new[&p].clone());
     }
+    for m in created {
+        e.fields.insert(m, json!({}));
+    }
     e.time = now();
     st.updated.retain(|_, e| !e.fields.is_empty());
 }
 
-/// The `FieldsV1` form of leaf paths: `.spec.x` → `{"f:spec": {"f:x": {}}}`.
+/// The map-typed fields of `obj` (as `.a.b` paths) that kube-apiserver's field manager
+/// owns as a whole once a write creates them (`".": {}` in `fieldsV1`): labels and
+/// annotations, and a ConfigMap's or Secret's data. Structs (`spec`, `metadata`) are
+/// not; the maps inside a custom resource's spec are not tracked here (docs/sandbox.md).
+fn map_fields(rt: &ResourceType, obj: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in ["labels", "annotations"] {
+        if obj["metadata"][m].is_object() {
+            out.push(format!(".metadata.{m}"));
+        }
+    }
+    if rt.group.is_empty() && matches!(rt.plural.as_str(), "configmaps" | "secrets") {
+        for m in ["data", "binaryData"] {
+            if obj[m].is_object() {
+                out.push(format!(".{m}"));
+            }
+        }
+    }
+    out
+}
+
+/// The `FieldsV1` form of leaf paths: `.spec.x` → `{"f:spec": {"f:x": {}}}`; a map
+/// owned as a whole, `.data.`, → `{"f:data": {".": {}}}`.
 fn paths_v1<'a>(paths: impl Iterator<Item = &'a String>) -> Value {
     let mut out = json!({});
     for p in paths {
         let mut cur = &mut out;
         for part in p.trim_start_matches('.').split('.') {
+            let key = if part.is_empty() {
+                ".".to_string()
+            } else {
+                format!("f:{part}")
+            };
             cur = cur
                 .as_object_mut()
                 .expect("FieldsV1 nodes are objects")
-                .entry(format!("f:{part}"))
+                .entry(key)
                 .or_insert_with(|| json!({}));
         }
     }

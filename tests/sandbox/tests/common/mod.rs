@@ -2,8 +2,14 @@
 //! wrote. Every wait is bounded.
 #![allow(dead_code)]
 
+pub mod real;
+
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use serde_json::json;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
@@ -67,4 +73,47 @@ pub fn code(e: &kube::Error) -> u16 {
         kube::Error::Api(s) => s.code,
         other => panic!("not an API error: {other:?}"),
     }
+}
+
+pub fn cm(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "labels": labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>()},
+        "data": {"k": "v"}
+    }))
+    .unwrap()
+}
+
+/// `metadata.managedFields` entries of `manager` (operation, fieldsV1).
+pub fn entries_of(obj: &serde_json::Value, manager: &str) -> Vec<(String, serde_json::Value)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["manager"] == manager)
+        .map(|e| {
+            (
+                e["operation"].as_str().unwrap().to_string(),
+                e["fieldsV1"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// The `Status` of a refused request: code, reason, message and its causes as
+/// (reason, message, field).
+pub fn refusal(e: &kube::Error) -> (u16, String, String, Vec<(String, String, String)>) {
+    let kube::Error::Api(s) = e else {
+        panic!("not an API error: {e:?}")
+    };
+    let causes = s
+        .details
+        .as_ref()
+        .map(|d| {
+            d.causes
+                .iter()
+                .map(|c| (c.reason.clone(), c.message.clone(), c.field.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    (s.code, s.reason.clone(), s.message.clone(), causes)
 }
