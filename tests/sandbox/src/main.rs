@@ -133,9 +133,6 @@ async fn run_real(
     if settings != operator_only {
         return Err("--operator-settings: only its `operator:` part applies to the real control plane; its API faults, users, gc and gitops are the emulator's (use --control-plane emulated)".into());
     }
-    if args.data_plane != vpnmig_sandbox::dataplane::DataPlaneKind::Simulated {
-        return Err("--data-plane strongswan is driven by the simulated operator, which does not run against the real control plane yet (use --control-plane emulated)".into());
-    }
     let kubeconfig = kubeconfig_arg(&args);
     // Started on this (the main) thread, which lives as long as the process: each component
     // is told to die with the thread that started it.
@@ -193,11 +190,29 @@ async fn run_real(
             work_dir: cp.dir().to_path_buf(),
             path: cp.exec_path(),
         });
+    let plane = match args.data_plane {
+        vpnmig_sandbox::dataplane::DataPlaneKind::Simulated => None,
+        vpnmig_sandbox::dataplane::DataPlaneKind::Strongswan => {
+            let o = &settings.operator;
+            let timing = vpnmig_sandbox::dataplane::Timing {
+                retransmit_timeout_s: o.client_retransmit_ms as f64 / 1000.0,
+                retransmit_tries: 2,
+            };
+            let p = vpnmig_sandbox::dataplane::Bed::start(&state_dir(&args), timing)?;
+            eprintln!(
+                "vpnmig-sandbox: real data plane (strongSwan): probe log {}, topology {}",
+                p.dir.join("probe.jsonl").display(),
+                p.dir.join("sites.json").display()
+            );
+            Some(p)
+        }
+    };
     let op = Operator::start_kube(
         api,
         client,
         settings.operator,
         vpnmig_sandbox::operator::kube::WORKERS,
+        plane.clone(),
     );
     let socket = cp.dir().join("exec.sock");
     let listener = tokio::net::UnixListener::bind(&socket)
@@ -232,6 +247,9 @@ async fn run_real(
     eprintln!("vpnmig-sandbox: stopping");
     op.shutdown();
     drop(op);
+    if let Some(p) = plane {
+        let _ = tokio::task::spawn_blocking(move || p.shutdown()).await;
+    }
     drop(cp);
     Ok(())
 }
@@ -285,7 +303,7 @@ async fn run_operator(
     if let Some(n) = &node {
         api = api.with_node(n);
     }
-    let op = Operator::start_kube(api, client, settings.operator, workers);
+    let op = Operator::start_kube(api, client, settings.operator, workers, None);
     eprintln!(
         "vpnmig-sandbox: simulated gateway operator running against Kubernetes {} ({workers} workers, field manager {}); Ctrl-C stops it",
         version.git_version,

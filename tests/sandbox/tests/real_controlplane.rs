@@ -326,6 +326,10 @@ struct Served {
 
 impl Served {
     fn start(scenario: &str, operator_settings: Option<&str>) -> Served {
+        Served::start_with(scenario, operator_settings, &[])
+    }
+
+    fn start_with(scenario: &str, operator_settings: Option<&str>, extra: &[&str]) -> Served {
         use std::io::BufRead;
         use std::process::{Command, Stdio};
         let dir = tempfile::tempdir().unwrap();
@@ -336,7 +340,8 @@ impl Served {
         cmd.args(["--control-plane", "real", "--scenario"])
             .arg(&path)
             .arg("--kubeconfig")
-            .arg(&kubeconfig);
+            .arg(&kubeconfig)
+            .args(extra);
         if let Some(s) = operator_settings {
             let p = dir.path().join("settings.yaml");
             std::fs::write(&p, s).unwrap();
@@ -791,5 +796,97 @@ fn the_operator_subcommand_reconciles_and_unwinds_a_gateway_on_any_cluster() {
     assert!(
         log.contains("simulated gateway operator running against Kubernetes v1.37"),
         "{log}"
+    );
+}
+
+/// Both planes real: `--control-plane real --data-plane strongswan`. The gateway pod's
+/// charon is a real one in its network namespace, `kubectl exec … swanctl` through kwok
+/// runs the real swanctl against it, and `vpnmig cutover` ends done with the data plane
+/// compared, the client site's prober answered by the new gateway. Runs where both the
+/// control plane is built and the data plane can run (root, Debian's strongSwan).
+#[test]
+fn a_cutover_with_both_planes_real_ends_done_and_the_client_is_answered_by_the_new_gateway() {
+    if start().is_none() {
+        return;
+    }
+    if let Err(why) = vpnmig_sandbox::dataplane::netns::available() {
+        if std::env::var_os("VPNMIG_REQUIRE_DATAPLANE").is_some() {
+            panic!("the real data plane is required here (VPNMIG_REQUIRE_DATAPLANE) but {why}");
+        }
+        eprintln!("DID NOT RUN (real data plane): {why}");
+        return;
+    }
+    let sb = Served::start_with(
+        ACME,
+        Some("operator:\n  serviceCidrPool: 10.250.3.0/24\n"),
+        &["--data-plane", "strongswan"],
+    );
+    let pod = || {
+        sb.json(&[
+            "get",
+            "pods",
+            "-n",
+            "tenant-acme",
+            "-l",
+            "app.kubernetes.io/instance=acme",
+        ])["items"][0]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    // The real charon's IKE SA with the client site comes up on its own (bounded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let list_sas = |p: &str| {
+        sb.kubectl(&[
+            "exec",
+            "-n",
+            "tenant-acme",
+            p,
+            "-c",
+            "strongswan",
+            "--",
+            "swanctl",
+            "--list-sas",
+        ])
+    };
+    let mut text = String::new();
+    while std::time::Instant::now() < deadline {
+        text = String::from_utf8_lossy(&list_sas(&pod()).stdout).into_owned();
+        if text.contains("ESTABLISHED") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(text.contains("main: #"), "{text}");
+    assert!(text.contains("ESTABLISHED, IKEv2"), "{text}");
+    assert!(
+        text.contains("remote 'fw.acme.example' @ 203.0.113.10"),
+        "{text}"
+    );
+
+    let (code, out) = sb.vpnmig(&["cutover", "acme", "-n", "tenant-acme", "--yes"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("data plane: identical"), "{out}");
+    let text = String::from_utf8_lossy(&list_sas(&pod()).stdout).into_owned();
+    assert!(text.contains("acme: #"), "{text}");
+    assert!(text.contains("ESTABLISHED, IKEv2"), "{text}");
+    // The client site's prober: answered by the new gateway after the cutover (bounded).
+    let log = || {
+        std::fs::read_to_string(
+            std::path::PathBuf::from(format!("{}.state", sb.kubeconfig.display()))
+                .join("dataplane/probe.jsonl"),
+        )
+        .unwrap_or_default()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !log().contains("\"answeredBy\":\"VPNGateway tenant-acme/acme exposure crm\"")
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(
+        log().contains("\"answeredBy\":\"VPNGateway tenant-acme/acme exposure crm\""),
+        "{}",
+        log()
     );
 }

@@ -142,20 +142,27 @@ impl Operator {
 
     /// Start the controller over a Kubernetes API server (the real control plane, or a
     /// user's kind or k3d cluster): watches and a work queue of gateway keys with
-    /// `workers` workers ([`kube::run`]). `client` is the one `api` writes with.
+    /// `workers` workers ([`kube::run`]). `client` is the one `api` writes with. With
+    /// `plane`, the gateway pods' charons are real ones (a change of what they show wakes
+    /// every gateway).
     pub fn start_kube(
         api: kube::KubeApi,
         client: ::kube::Client,
         settings: Settings,
         workers: usize,
+        plane: Option<Arc<crate::dataplane::Bed>>,
     ) -> Arc<Operator> {
         let (stop, _) = watch::channel(false);
+        let wake = Arc::new(Notify::new());
+        if let Some(p) = &plane {
+            p.set_notify(wake.clone());
+        }
         let op = Arc::new(Operator {
             api: Arc::new(api),
             passes: Mutex::new(PassStats::default()),
             settings: RwLock::new(settings),
-            state: Mutex::new(reconcile::State::with_plane(None)),
-            wake: Arc::new(Notify::new()),
+            state: Mutex::new(reconcile::State::with_plane(plane)),
+            wake,
             stop,
             task: Mutex::new(None),
         });
