@@ -650,6 +650,17 @@ fn a_cutover_against_the_real_control_plane_ends_done_with_real_api_objects() {
                     "{text}"
                 );
                 assert!(text.contains("local  10.250.3.0/24"), "{text}");
+                // The kwok Exec that names the pod is the pod's: collected with it.
+                let exec = sb.json(&["get", "execs.kwok.x-k8s.io", &pod, "-n", "tenant-acme"]);
+                assert_eq!(
+                    exec["metadata"]["ownerReferences"][0]["kind"], "Pod",
+                    "{exec}"
+                );
+                assert_eq!(
+                    exec["metadata"]["ownerReferences"][0]["uid"],
+                    pods["items"][0]["metadata"]["uid"],
+                    "{exec}"
+                );
             },
         ),
         (
@@ -665,6 +676,24 @@ fn a_cutover_against_the_real_control_plane_ends_done_with_real_api_objects() {
                     String::from_utf8_lossy(&gone.stderr).contains("NotFound"),
                     "{gone:?}"
                 );
+                // The VPNGateway's pod went, and its kwok Exec with it; the re-created
+                // gateway's pod has its own (bounded: the collector follows).
+                let names = |kind: &str| -> Vec<String> {
+                    sb.json(&["get", kind, "-n", "tenant-acme"])["items"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+                        .collect()
+                };
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                while names("execs.kwok.x-k8s.io") != names("pods")
+                    && std::time::Instant::now() < deadline
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                assert_eq!(names("execs.kwok.x-k8s.io"), names("pods"));
+                assert_eq!(names("pods").len(), 1, "{:?}", names("pods"));
             },
         ),
     ];

@@ -46,9 +46,9 @@ pub trait OperatorApi: Send + Sync {
     fn pod_node(&self) -> Option<String> {
         None
     }
-    /// The operator saw the gateway pod `ns/pod` running: where pod exec is answered by
-    /// a local command (kwok), say which pod it is answering for.
-    fn pod_running(&self, _ns: &str, _pod: &str) {}
+    /// The operator saw the gateway pod `ns/pod` (uid `uid`) running: where pod exec is
+    /// answered by a local command (kwok), say which pod it is answering for.
+    fn pod_running(&self, _ns: &str, _pod: &str, _uid: &str) {}
 }
 
 impl OperatorApi for Store {

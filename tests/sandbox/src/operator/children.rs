@@ -121,7 +121,7 @@ fn running_pod(
     });
     let w = running
         .ok_or_else(|| format!("Deployment {}/{} has no running Pod yet", gw.ns, gw.name))?;
-    store.pod_running(&gw.ns, &w.pod);
+    store.pod_running(&gw.ns, &w.pod, &w.pod_uid);
     Ok(w)
 }
 

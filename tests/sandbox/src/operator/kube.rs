@@ -273,7 +273,7 @@ impl OperatorApi for KubeApi {
         self.node.clone()
     }
 
-    fn pod_running(&self, ns: &str, pod: &str) {
+    fn pod_running(&self, ns: &str, pod: &str, uid: &str) {
         let Some(hook) = &self.exec else { return };
         let key = (ns.to_string(), pod.to_string());
         if self
@@ -288,7 +288,10 @@ impl OperatorApi for KubeApi {
         let exec = json!({
             "apiVersion": "kwok.x-k8s.io/v1alpha1",
             "kind": "Exec",
-            "metadata": {"name": pod, "namespace": ns},
+            // Owned by the Pod: the garbage collector removes it with the Pod.
+            "metadata": {"name": pod, "namespace": ns, "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid}
+            ]},
             "spec": {"execs": [{
                 "containers": [super::children::CONTAINER],
                 "local": {
