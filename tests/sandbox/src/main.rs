@@ -133,6 +133,10 @@ async fn run_real(
     if settings != operator_only {
         return Err("--operator-settings: only its `operator:` part applies to the real control plane; its API faults, users, gc and gitops are the emulator's (use --control-plane emulated)".into());
     }
+    settings
+        .operator
+        .validate()
+        .map_err(|e| format!("--operator-settings: {e}"))?;
     let kubeconfig = kubeconfig_arg(&args);
     // Started on this (the main) thread, which lives as long as the process: each component
     // is told to die with the thread that started it.
@@ -294,6 +298,10 @@ async fn run_operator(
         }
         None => SettingsFile::default(),
     };
+    settings
+        .operator
+        .validate()
+        .map_err(|e| format!("--operator-settings: {e}"))?;
     let client = kube_client(kubeconfig.as_deref(), context).await?;
     let version = client
         .apiserver_version()
