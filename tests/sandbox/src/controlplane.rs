@@ -298,6 +298,19 @@ impl ControlPlane {
             &d.join("kwok.yaml"),
             &format!("{stages}\n---\n{}", cluster_exec(&d)),
         )?;
+        // kwok's namespaced `Exec` is served as a CRD: a pod's own Exec (written by the
+        // operator) tells the command which pod it answers for; the ClusterExec above is
+        // every other pod's.
+        cp.kubectl_stdin(&["apply", "--server-side", "-f", "-"], KWOK_EXEC_CRD)?;
+        cp.kubectl_stdin(
+            &[
+                "wait",
+                "--for=condition=Established",
+                "--timeout=30s",
+                "crd/execs.kwok.x-k8s.io",
+            ],
+            "",
+        )?;
         // kwok looks the command up in its own PATH (Go's exec.Command), then runs it with
         // the ClusterExec's environment: both start with `exec/`.
         cp.spawn_env(
@@ -310,6 +323,7 @@ impl ControlPlane {
                 format!("--node-port={kwok_port}"),
                 format!("--server-address=127.0.0.1:{kwok_port}"),
                 format!("--config={}", d.join("kwok.yaml").display()),
+                "--enable-crds=Exec".into(),
             ],
             &[("PATH", exec_path(&d))],
         )?;
@@ -461,6 +475,16 @@ impl ControlPlane {
         self.dir.path().join("admin.kubeconfig")
     }
 
+    /// The control plane's own directory (logs, certificates, the exec socket).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `PATH` of a command kwok runs for a pod exec: [`ControlPlane::exec_dir`] first.
+    pub fn exec_path(&self) -> String {
+        exec_path(self.dir.path())
+    }
+
     /// The directory first on the PATH of every command kwok runs for a pod exec.
     pub fn exec_dir(&self) -> PathBuf {
         self.dir.path().join("exec")
@@ -576,6 +600,9 @@ fn client_cert(
         key_pem: key.serialize_pem(),
     })
 }
+
+/// kwok's `Exec` CRD, from the pinned kwok module (kustomize/crd/bases).
+const KWOK_EXEC_CRD: &str = include_str!("../../controlplane/kwok/exec-crd.yaml");
 
 /// The one Node kwok manages.
 pub const NODE_NAME: &str = "vpnmig-node";

@@ -1642,3 +1642,142 @@ async fn a_new_gateway_with_another_psk_is_caught_not_learned() {
     .await;
     assert_eq!(bed.list_sas("acme").await, "");
 }
+
+// ---- the operator's kube::Client backend, against the emulator's HTTP API ---------------
+
+#[path = "common/mod.rs"]
+mod common;
+
+/// `KubeApi` (the operator over a Kubernetes API server) keeps another writer's change:
+/// a read-modify-write whose PUT lost the race (409) is read and edited again, bounded;
+/// a status write goes through the status subresource (a spec change in it is dropped);
+/// its writes carry the operator's field manager; a missing object is NotFound, not a
+/// write. Rows, each one call of `modify`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_api_retries_a_lost_race_and_writes_status_through_the_subresource() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use vpnmig_sandbox::operator::OperatorApi;
+    use vpnmig_sandbox::operator::kube::KubeApi;
+    let mut settings = vpnmig_sandbox::SettingsFile::default();
+    // The emulator's own operator leaves acme alone: the only writers are the rows'.
+    settings.operator.gateway_mut("tenant-acme/acme").paused = true;
+    let sb = common::start(common::ACME, settings).await;
+    let api = KubeApi::new(common::client(&sb, None).await);
+    let store = sb.store.clone();
+    let rows = tokio::task::spawn_blocking(move || {
+        let rt = api
+            .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+            .unwrap();
+        let mut rows = Vec::new();
+        // A race lost once: another writer labels it between the read and the PUT.
+        let calls = AtomicUsize::new(0);
+        let raced = api.modify(&rt, NS, "acme", false, &|cur| {
+            if calls.fetch_add(1, Ordering::SeqCst) == 0 {
+                store
+                    .modify(&rt, NS, "acme", false, &WriteOptions::default(), |o| {
+                        let mut o = o.clone();
+                        o["metadata"]["labels"]["other-writer"] = json!("was-here");
+                        Ok(o)
+                    })
+                    .unwrap();
+            }
+            let mut o = cur.clone();
+            o["metadata"]["annotations"] = json!({"example.com/touched": "yes"});
+            Ok(o)
+        });
+        rows.push(("lost race", raced, calls.load(Ordering::SeqCst)));
+        // Always losing: bounded.
+        let calls = AtomicUsize::new(0);
+        let always = api.modify(&rt, NS, "acme", false, &|cur| {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            store
+                .modify(&rt, NS, "acme", false, &WriteOptions::default(), |o| {
+                    let mut o = o.clone();
+                    o["metadata"]["labels"]["round"] = json!(n.to_string());
+                    Ok(o)
+                })
+                .unwrap();
+            let mut o = cur.clone();
+            o["metadata"]["annotations"]["example.com/never"] = json!("written");
+            Ok(o)
+        });
+        rows.push(("always losing", always, calls.load(Ordering::SeqCst)));
+        // Status through the subresource; the spec change beside it is not written.
+        let calls = AtomicUsize::new(0);
+        let status = api.modify(&rt, NS, "acme", true, &|cur| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let mut o = cur.clone();
+            o["status"]["floatingIP"] = json!("198.51.100.99");
+            o["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.99");
+            Ok(o)
+        });
+        rows.push(("status", status, calls.load(Ordering::SeqCst)));
+        let calls = AtomicUsize::new(0);
+        let missing = api.modify(&rt, NS, "nope", false, &|cur| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Ok(cur.clone())
+        });
+        rows.push(("missing", missing, calls.load(Ordering::SeqCst)));
+        rows
+    })
+    .await
+    .unwrap();
+    let managers = |o: &Value| -> Vec<String> {
+        o["metadata"]["managedFields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} {}",
+                    m["manager"].as_str().unwrap(),
+                    m["operation"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    for (what, got, calls) in rows {
+        match what {
+            "lost race" => {
+                let o = got.unwrap();
+                assert_eq!(calls, 2, "{what}");
+                assert_eq!(
+                    o["metadata"]["labels"]["other-writer"], "was-here",
+                    "{what}: {o}"
+                );
+                assert_eq!(
+                    o["metadata"]["annotations"]["example.com/touched"], "yes",
+                    "{what}: {o}"
+                );
+                assert!(
+                    managers(&o).contains(&"gateway-operator Update".to_string()),
+                    "{what}: {o}"
+                );
+            }
+            "always losing" => {
+                let e = got.unwrap_err();
+                assert_eq!(
+                    (e.code, calls),
+                    (409, vpnmig_sandbox::operator::kube::CONFLICT_RETRIES),
+                    "{what}: {e:?}"
+                );
+            }
+            "status" => {
+                let o = got.unwrap();
+                assert_eq!(calls, 1, "{what}");
+                assert_eq!(o["status"]["floatingIP"], "198.51.100.99", "{what}: {o}");
+                assert_eq!(o["spec"]["endpoint"]["floatingIP"], FIP, "{what}: {o}");
+            }
+            "missing" => {
+                let e = got.unwrap_err();
+                assert_eq!(
+                    (e.code, e.reason, calls),
+                    (404, "NotFound", 0),
+                    "{what}: {e:?}"
+                );
+            }
+            _ => unreachable!(),
+        }
+    }
+    sb.shutdown().await;
+}

@@ -310,3 +310,612 @@ fn alive(pid: &str) -> bool {
             .is_some_and(|r| !r.trim_start().starts_with('Z'))
     })
 }
+
+/// `vpnmig-sandbox --control-plane real`, serving until dropped (SIGTERM, then SIGKILL;
+/// every wait bounded).
+struct Served {
+    child: std::process::Child,
+    kubeconfig: std::path::PathBuf,
+    dir: tempfile::TempDir,
+    /// From the start to the printed `export KUBECONFIG=`, the operator's first reconciles
+    /// included.
+    took: std::time::Duration,
+    /// What the sandbox said when it was ready.
+    banner: String,
+}
+
+impl Served {
+    fn start(scenario: &str, operator_settings: Option<&str>) -> Served {
+        Served::start_with(scenario, operator_settings, &[])
+    }
+
+    fn start_with(scenario: &str, operator_settings: Option<&str>, extra: &[&str]) -> Served {
+        use std::io::BufRead;
+        use std::process::{Command, Stdio};
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let path = dir.path().join("scenario.yaml");
+        std::fs::write(&path, scenario).unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_vpnmig-sandbox"));
+        cmd.args(["--control-plane", "real", "--scenario"])
+            .arg(&path)
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(extra);
+        if let Some(s) = operator_settings {
+            let p = dir.path().join("settings.yaml");
+            std::fs::write(&p, s).unwrap();
+            cmd.arg("--operator-settings").arg(p);
+        }
+        let log = dir.path().join("sandbox.log");
+        let started = std::time::Instant::now();
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        // The first line comes once it serves (the control plane's own waits are bounded).
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let banner = std::fs::read_to_string(&log).unwrap();
+        assert!(line.starts_with("export KUBECONFIG="), "{line:?}\n{banner}");
+        Served {
+            child,
+            kubeconfig,
+            took: started.elapsed(),
+            banner,
+            dir,
+        }
+    }
+
+    /// The built kubectl as the administrator, in the scenario's namespace.
+    fn kubectl(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(vpnmig_sandbox::controlplane::bin_dir().join("kubectl"))
+            .arg(format!("--kubeconfig={}", self.kubeconfig.display()))
+            .arg("--request-timeout=20s")
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> serde_json::Value {
+        let mut a = args.to_vec();
+        // kubectl leaves managedFields out unless asked.
+        a.extend(["-o", "json", "--show-managed-fields"]);
+        let out = self.kubectl(&a);
+        assert!(out.status.success(), "kubectl {args:?}: {out:?}");
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// `vpnmig ARGS` against it (this test binary, re-run as the vpnmig CLI: see
+    /// [`vpnmig_cli`]), with its own state directory; bounded at 120 s.
+    fn vpnmig(&self, args: &[&str]) -> (i32, String) {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "vpnmig_cli", "--nocapture", "--test-threads=1"])
+            .env(CLI_ARGS, serde_json::to_string(args).unwrap())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("VPNMIG_STATE_DIR", self.dir.path().join("state"))
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("vpnmig {args:?} did not end within 120 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code().unwrap_or(-1), text)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while self.child.try_wait().ok().flatten().is_none() && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The environment variable that makes [`vpnmig_cli`] run the vpnmig CLI (JSON list of
+/// its arguments).
+const CLI_ARGS: &str = "VPNMIG_REAL_CP_TEST_CLI";
+
+/// Not a test: the vpnmig CLI (the library's `cli::run`), when this binary is re-run by
+/// [`Served::vpnmig`]; this package builds no `vpnmig` binary.
+#[test]
+fn vpnmig_cli() {
+    let Ok(args) = std::env::var(CLI_ARGS) else {
+        return;
+    };
+    let args: Vec<String> = serde_json::from_str(&args).unwrap();
+    let code = match vpnmig::cli::run(std::iter::once("vpnmig".to_string()).chain(args)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {:#}", anyhow_like(&e));
+            e.exit_code()
+        }
+    };
+    std::process::exit(code);
+}
+
+fn anyhow_like(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(x) = src {
+        s.push_str(&format!(": {x}"));
+        src = x.source();
+    }
+    s
+}
+
+/// The managers of an object's managedFields, as `manager operation [subresource]`.
+fn managers(obj: &serde_json::Value) -> Vec<String> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|m| {
+                    format!(
+                        "{} {}{}",
+                        m["manager"].as_str().unwrap_or(""),
+                        m["operation"].as_str().unwrap_or(""),
+                        m["subresource"]
+                            .as_str()
+                            .map(|s| format!(" {s}"))
+                            .unwrap_or_default()
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Issue 23 item 3's "done when": against `vpnmig-sandbox --control-plane real` (the
+/// simulated operator a controller over the real API), `vpnmig cutover` ends done; the
+/// journal ConfigMap, the Lease and the new VPNGateway and VPNPeer are real API objects
+/// with real managedFields; pod exec answers as the gateway's strongSwan; then `verify`,
+/// `status` and a rollback, each a row.
+#[test]
+fn a_cutover_against_the_real_control_plane_ends_done_with_real_api_objects() {
+    if start().is_none() {
+        return;
+    }
+    // The operator hands out only acme's serviceCIDR, so a re-created IPsecGateway (which
+    // cannot pin it) gets it back, as in the emulator's rollback tests.
+    let sb = Served::start(ACME, Some("operator:\n  serviceCidrPool: 10.250.3.0/24\n"));
+    eprintln!("sandbox ready in {:?}: {}", sb.took, sb.banner.trim());
+    assert!(
+        sb.banner
+            .contains("simulated operator running as a controller"),
+        "{}",
+        sb.banner
+    );
+
+    // The Lease lives while the window runs: watched from before the cutover.
+    let mut watch = std::process::Command::new(vpnmig_sandbox::controlplane::bin_dir().join("kubectl"))
+        .arg(format!("--kubeconfig={}", sb.kubeconfig.display()))
+        .args([
+            "get",
+            "lease",
+            "-n",
+            "tenant-acme",
+            "--watch",
+            "--request-timeout=120s",
+            "-o",
+            "jsonpath={.metadata.name} {.spec.holderIdentity} {.metadata.managedFields[*].manager}{\"\\n\"}",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+
+    type Check = fn(&Served, &str);
+    let rows: Vec<(&str, Vec<&str>, i32, Check)> = vec![
+        (
+            "cutover ends done",
+            vec!["cutover", "acme", "-n", "tenant-acme", "--yes"],
+            0,
+            |sb, out| {
+                assert!(out.contains("HEALTHY"), "{out}");
+                let gw = sb.json(&["get", "vpngateway", "acme", "-n", "tenant-acme"]);
+                assert_eq!(
+                    gw["spec"]["endpoint"]["floatingIP"], "198.51.100.23",
+                    "{gw}"
+                );
+                assert_eq!(gw["status"]["floatingIP"], "198.51.100.23", "{gw}");
+                assert_eq!(gw["status"]["serviceCIDR"], "10.250.3.0/24", "{gw}");
+                let m = managers(&gw);
+                assert!(m.contains(&"vpnmig Apply".to_string()), "{m:?}");
+                assert!(
+                    m.contains(&"gateway-operator Update status".to_string()),
+                    "{m:?}"
+                );
+                // The finalizer, through the API as the operator's write.
+                assert!(m.contains(&"gateway-operator Update".to_string()), "{m:?}");
+                assert_eq!(
+                    gw["metadata"]["finalizers"][0], "vpn.bnerd.net/cleanup",
+                    "{gw}"
+                );
+                let peer = sb.json(&["get", "vpnpeer", "acme", "-n", "tenant-acme"]);
+                let m = managers(&peer);
+                assert!(m.contains(&"vpnmig Apply".to_string()), "{m:?}");
+                assert!(
+                    m.contains(&"gateway-operator Update status".to_string()),
+                    "{m:?}"
+                );
+                let established = peer["status"]["conditions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|c| c["type"] == "Established")
+                    .cloned();
+                assert_eq!(established.unwrap()["status"], "True", "{peer}");
+                let cm = sb.json(&["get", "configmap", "vpnmig-acme", "-n", "tenant-acme"]);
+                let journal: serde_json::Value =
+                    serde_json::from_str(cm["data"]["journal.json"].as_str().unwrap()).unwrap();
+                assert_eq!(journal["phase"], "done", "{journal}");
+                assert!(
+                    managers(&cm).iter().any(|m| m.starts_with("vpnmig ")),
+                    "{:?}",
+                    managers(&cm)
+                );
+                // The old gateway is gone: the operator's finalizer unwind let it go.
+                let old = sb.kubectl(&["get", "ipsecgateway", "acme", "-n", "tenant-acme"]);
+                assert!(
+                    String::from_utf8_lossy(&old.stderr).contains("NotFound"),
+                    "{old:?}"
+                );
+            },
+        ),
+        (
+            "verify",
+            vec!["verify", "acme", "-n", "tenant-acme"],
+            0,
+            |_, out| assert!(out.contains("HEALTHY"), "{out}"),
+        ),
+        (
+            "status",
+            vec!["status", "-n", "tenant-acme"],
+            0,
+            |_, out| {
+                let row = out
+                    .lines()
+                    .find(|l| l.trim_start().starts_with("acme "))
+                    .unwrap_or_default();
+                assert!(
+                    row.contains("VPNGateway") && row.contains("198.51.100.23"),
+                    "{out}"
+                );
+            },
+        ),
+        (
+            "pod exec answers as the gateway's strongSwan",
+            vec![],
+            0,
+            |sb, _| {
+                let pods = sb.json(&[
+                    "get",
+                    "pods",
+                    "-n",
+                    "tenant-acme",
+                    "-l",
+                    "app.kubernetes.io/instance=acme",
+                ]);
+                let pod = pods["items"][0]["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                // Made by the cluster: the Deployment's ReplicaSet, run by kwok.
+                assert_eq!(
+                    pods["items"][0]["metadata"]["ownerReferences"][0]["kind"], "ReplicaSet",
+                    "{pods}"
+                );
+                let out = sb.kubectl(&[
+                    "exec",
+                    "-n",
+                    "tenant-acme",
+                    &pod,
+                    "-c",
+                    "strongswan",
+                    "--",
+                    "swanctl",
+                    "--list-sas",
+                ]);
+                let text = String::from_utf8_lossy(&out.stdout);
+                assert!(out.status.success(), "{out:?}");
+                assert!(text.starts_with("acme: #"), "{text}");
+                assert!(text.contains("ESTABLISHED, IKEv2"), "{text}");
+                assert!(
+                    text.contains("remote 'fw.acme.example' @ 203.0.113.10[4500]"),
+                    "{text}"
+                );
+                assert!(text.contains("local  10.250.3.0/24"), "{text}");
+                // The kwok Exec that names the pod is the pod's: collected with it.
+                let exec = sb.json(&["get", "execs.kwok.x-k8s.io", &pod, "-n", "tenant-acme"]);
+                assert_eq!(
+                    exec["metadata"]["ownerReferences"][0]["kind"], "Pod",
+                    "{exec}"
+                );
+                assert_eq!(
+                    exec["metadata"]["ownerReferences"][0]["uid"],
+                    pods["items"][0]["metadata"]["uid"],
+                    "{exec}"
+                );
+            },
+        ),
+        (
+            "rollback re-creates the IPsecGateway",
+            vec!["rollback", "acme", "-n", "tenant-acme", "--yes"],
+            0,
+            |sb, out| {
+                let gw = sb.json(&["get", "ipsecgateway", "acme", "-n", "tenant-acme"]);
+                assert_eq!(gw["status"]["floatingIP"], "198.51.100.23", "{gw}\n{out}");
+                assert_eq!(gw["status"]["serviceCIDR"], "10.250.3.0/24", "{gw}\n{out}");
+                let gone = sb.kubectl(&["get", "vpngateway", "acme", "-n", "tenant-acme"]);
+                assert!(
+                    String::from_utf8_lossy(&gone.stderr).contains("NotFound"),
+                    "{gone:?}"
+                );
+                // The VPNGateway's pod went, and its kwok Exec with it; the re-created
+                // gateway's pod has its own (bounded: the collector follows).
+                let names = |kind: &str| -> Vec<String> {
+                    sb.json(&["get", kind, "-n", "tenant-acme"])["items"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+                        .collect()
+                };
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+                while names("execs.kwok.x-k8s.io") != names("pods")
+                    && std::time::Instant::now() < deadline
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                assert_eq!(names("execs.kwok.x-k8s.io"), names("pods"));
+                assert_eq!(names("pods").len(), 1, "{:?}", names("pods"));
+            },
+        ),
+    ];
+    for (what, args, code, check) in rows {
+        let t = std::time::Instant::now();
+        let (got, out) = if args.is_empty() {
+            (0, String::new())
+        } else {
+            sb.vpnmig(&args)
+        };
+        assert_eq!(got, code, "{what}: {out}");
+        check(&sb, &out);
+        eprintln!("{what}: {:?}", t.elapsed());
+    }
+
+    let _ = watch.kill();
+    let seen = watch.wait_with_output().unwrap();
+    let seen = String::from_utf8_lossy(&seen.stdout);
+    // Held by this host's vpnmig (`user@host pid N pidns M`). Its writes pass no
+    // fieldManager and kube-rs sends no User-Agent, so kube-apiserver records the manager
+    // as `unknown` (the emulator now does the same).
+    let lease = seen
+        .lines()
+        .find(|l| l.starts_with("vpnmig-acme "))
+        .unwrap_or_else(|| panic!("the Lease, as the watch saw it: {seen:?}"));
+    let words: Vec<&str> = lease.split(' ').collect();
+    assert_eq!(words[2], "pid", "{lease}");
+    assert_eq!(words[4], "pidns", "{lease}");
+    assert_eq!(words.last(), Some(&"unknown"), "{lease}");
+    // Released at the end of each window, as docs/cutover.md says.
+    let leases = sb.json(&["get", "lease", "-n", "tenant-acme"]);
+    assert_eq!(leases["items"], serde_json::json!([]), "{leases}");
+}
+
+/// `vpnmig-sandbox operator --kubeconfig K` against a cluster it did not start (here a
+/// bare real control plane, as a user's kind or k3d would be): it reconciles a gateway
+/// applied without status (floating IP, serviceCIDR, Deployment, finalizer, Ready), and on
+/// its deletion unwinds through the API (children, then the finalizer), so the gateway goes.
+#[test]
+fn the_operator_subcommand_reconciles_and_unwinds_a_gateway_on_any_cluster() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let Some(cp) = start() else { return };
+    crds(&cp);
+    cp.apply(&without_status(ACME)).unwrap();
+    let mut op = Command::new(env!("CARGO_BIN_EXE_vpnmig-sandbox"))
+        .args(["operator", "--kubeconfig"])
+        .arg(cp.admin_kubeconfig())
+        .args(["--node", vpnmig_sandbox::controlplane::NODE_NAME])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let get = |path: &str| {
+        cp.kubectl(&[
+            "get",
+            "ipsecgateway",
+            "acme",
+            "-n",
+            "tenant-acme",
+            "-o",
+            &format!("jsonpath={path}"),
+        ])
+    };
+    let ready = "{.status.conditions[?(@.type==\"Ready\")].status}";
+    let started = Instant::now();
+    while get(ready).ok().as_deref() != Some("True") && started.elapsed() < Duration::from_secs(60)
+    {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("IPsecGateway Ready after {:?}", started.elapsed());
+    let _ = op
+        .try_wait()
+        .map(|s| assert!(s.is_none(), "the operator exited: {s:?}"));
+    assert_eq!(get(ready).unwrap(), "True", "{:?}", get("{.status}"));
+    assert_eq!(get("{.status.floatingIP}").unwrap(), "198.51.100.23");
+    assert_eq!(get("{.status.serviceCIDR}").unwrap(), "10.250.0.0/24");
+    assert_eq!(
+        get("{.metadata.finalizers[0]}").unwrap(),
+        "ipsec.bnerd.net/cleanup"
+    );
+    // The Deployment is the operator's; its Pod the cluster's ReplicaSet's.
+    assert_eq!(
+        cp.kubectl(&[
+            "get",
+            "deploy",
+            "acme",
+            "-n",
+            "tenant-acme",
+            "-o",
+            "jsonpath={.metadata.ownerReferences[0].kind} {.metadata.managedFields[0].manager} {.status.readyReplicas}",
+            "--show-managed-fields"
+        ])
+        .unwrap(),
+        "IPsecGateway gateway-operator 1"
+    );
+
+    // Deleting it: the unwind (children, then the OpenStack cleanup, then the finalizer)
+    // runs through the API, and the gateway is gone.
+    cp.kubectl(&[
+        "delete",
+        "ipsecgateway",
+        "acme",
+        "-n",
+        "tenant-acme",
+        "--wait=true",
+        "--timeout=60s",
+    ])
+    .unwrap();
+    // The unwind deleted the Deployment (background propagation: the collector takes
+    // its ReplicaSet and Pod after it).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let deploy = || cp.kubectl(&["get", "deploy", "acme", "-n", "tenant-acme", "-o", "name"]);
+    while deploy().is_ok() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let e = deploy().unwrap_err();
+    assert!(e.contains("NotFound"), "{e}");
+    let _ = Command::new("kill")
+        .args(["-TERM", &op.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while op.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = op.kill();
+    let out = op.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        log.contains("simulated gateway operator running against Kubernetes v1.37"),
+        "{log}"
+    );
+}
+
+/// Both planes real: `--control-plane real --data-plane strongswan`. The gateway pod's
+/// charon is a real one in its network namespace, `kubectl exec … swanctl` through kwok
+/// runs the real swanctl against it, and `vpnmig cutover` ends done with the data plane
+/// compared, the client site's prober answered by the new gateway. Runs where both the
+/// control plane is built and the data plane can run (root, Debian's strongSwan).
+#[test]
+fn a_cutover_with_both_planes_real_ends_done_and_the_client_is_answered_by_the_new_gateway() {
+    if start().is_none() {
+        return;
+    }
+    if let Err(why) = vpnmig_sandbox::dataplane::netns::available() {
+        if std::env::var_os("VPNMIG_REQUIRE_DATAPLANE").is_some() {
+            panic!("the real data plane is required here (VPNMIG_REQUIRE_DATAPLANE) but {why}");
+        }
+        eprintln!("DID NOT RUN (real data plane): {why}");
+        return;
+    }
+    let sb = Served::start_with(
+        ACME,
+        Some("operator:\n  serviceCidrPool: 10.250.3.0/24\n"),
+        &["--data-plane", "strongswan"],
+    );
+    let pod = || {
+        sb.json(&[
+            "get",
+            "pods",
+            "-n",
+            "tenant-acme",
+            "-l",
+            "app.kubernetes.io/instance=acme",
+        ])["items"][0]["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    // The real charon's IKE SA with the client site comes up on its own (bounded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let list_sas = |p: &str| {
+        sb.kubectl(&[
+            "exec",
+            "-n",
+            "tenant-acme",
+            p,
+            "-c",
+            "strongswan",
+            "--",
+            "swanctl",
+            "--list-sas",
+        ])
+    };
+    let mut text = String::new();
+    while std::time::Instant::now() < deadline {
+        text = String::from_utf8_lossy(&list_sas(&pod()).stdout).into_owned();
+        if text.contains("ESTABLISHED") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(text.contains("main: #"), "{text}");
+    assert!(text.contains("ESTABLISHED, IKEv2"), "{text}");
+    assert!(
+        text.contains("remote 'fw.acme.example' @ 203.0.113.10"),
+        "{text}"
+    );
+
+    let (code, out) = sb.vpnmig(&["cutover", "acme", "-n", "tenant-acme", "--yes"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("data plane: identical"), "{out}");
+    let text = String::from_utf8_lossy(&list_sas(&pod()).stdout).into_owned();
+    assert!(text.contains("acme: #"), "{text}");
+    assert!(text.contains("ESTABLISHED, IKEv2"), "{text}");
+    // The client site's prober: answered by the new gateway after the cutover (bounded).
+    let log = || {
+        std::fs::read_to_string(
+            std::path::PathBuf::from(format!("{}.state", sb.kubeconfig.display()))
+                .join("dataplane/probe.jsonl"),
+        )
+        .unwrap_or_default()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !log().contains("\"answeredBy\":\"VPNGateway tenant-acme/acme exposure crm\"")
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(
+        log().contains("\"answeredBy\":\"VPNGateway tenant-acme/acme exposure crm\""),
+        "{}",
+        log()
+    );
+}

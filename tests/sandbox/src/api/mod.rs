@@ -321,11 +321,13 @@ fn route(
 /// The field manager of a write, as kube-apiserver names it: `fieldManager`, else the
 /// User-Agent up to its first `/` (`kubectl/v1.34.1 (linux/amd64) kubernetes/abc` →
 /// `kubectl`). kubectl passes its own names (`kubectl-client-side-apply`, `kubectl-edit`,
-/// `kubectl-patch`, …); kube-rs passes none unless told. A `fieldManager` over 128 characters is refused.
+/// `kubectl-patch`, …); kube-rs passes none unless told, and sends no User-Agent, so
+/// the manager is `unknown` (what kube-apiserver records for an empty one, as the real
+/// control plane showed). A `fieldManager` over 128 characters is refused.
 fn field_manager(query: &Query, headers: &HeaderMap) -> Result<String, ApiError> {
     let Some(manager) = param(query, "fieldManager").filter(|m| !m.is_empty()) else {
         // The derived name is cut to fit, never refused.
-        return Ok(headers
+        let derived: String = headers
             .get("user-agent")
             .and_then(|h| h.to_str().ok())
             .unwrap_or_default()
@@ -333,8 +335,14 @@ fn field_manager(query: &Query, headers: &HeaderMap) -> Result<String, ApiError>
             .next()
             .unwrap_or_default()
             .chars()
+            .filter(|c| !c.is_control())
             .take(128)
-            .collect());
+            .collect();
+        return Ok(if derived.is_empty() {
+            "unknown".into()
+        } else {
+            derived
+        });
     };
     if manager.chars().count() > 128 {
         return Err(ApiError::invalid(

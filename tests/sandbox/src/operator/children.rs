@@ -11,10 +11,10 @@ use std::hash::{Hash, Hasher};
 
 use serde_json::{Value, json};
 
+use super::api::OperatorApi;
 use super::conditions::now;
 use super::view::Gateway;
 use crate::resources::ResourceType;
-use crate::store::{DeleteOptions, Store};
 
 /// The container the operator runs strongSwan in.
 pub const CONTAINER: &str = "strongswan";
@@ -30,11 +30,11 @@ pub struct Workload {
     pub pod_ip: String,
 }
 
-fn deployments(store: &Store) -> Option<ResourceType> {
+fn deployments(store: &dyn OperatorApi) -> Option<ResourceType> {
     store.resource("apps", "v1", "deployments")
 }
 
-fn pods(store: &Store) -> Option<ResourceType> {
+fn pods(store: &dyn OperatorApi) -> Option<ResourceType> {
     store.resource("", "v1", "pods")
 }
 
@@ -76,13 +76,65 @@ fn container() -> Value {
     })
 }
 
+/// The Deployment's pod template: the container, on the node kwok runs where the API
+/// server has no scheduler (the real control plane).
+fn template_spec(store: &dyn OperatorApi) -> Value {
+    let mut spec = json!({"containers": [container()]});
+    if let Some(node) = store.pod_node() {
+        spec["nodeName"] = json!(node);
+    }
+    spec
+}
+
+/// On a cluster that runs its own workloads: the Pod the Deployment's ReplicaSet made,
+/// once it runs and has an IP. `Err` until then (its watch event wakes the gateway).
+fn running_pod(
+    store: &dyn OperatorApi,
+    pod_rt: &ResourceType,
+    gw: &Gateway,
+) -> Result<Workload, String> {
+    let pods_now = store
+        .list(pod_rt, Some(&gw.ns))
+        .map_err(|e| format!("listing Pods in {}: {}", gw.ns, e.message))?;
+    let labels = selector_labels(gw);
+    let ours = |p: &Value| {
+        labels.as_object().is_some_and(|l| {
+            l.iter()
+                .all(|(k, v)| p.pointer("/metadata/labels").and_then(|x| x.get(k)) == Some(v))
+        }) && p.pointer("/metadata/deletionTimestamp").is_none()
+    };
+    let running = pods_now.iter().filter(|p| ours(p)).find_map(|p| {
+        let ip = p.pointer("/status/podIP").and_then(Value::as_str)?;
+        (p.pointer("/status/phase").and_then(Value::as_str) == Some("Running")).then(|| Workload {
+            pod: p
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            pod_uid: p
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            pod_ip: ip.to_string(),
+        })
+    });
+    let w = running
+        .ok_or_else(|| format!("Deployment {}/{} has no running Pod yet", gw.ns, gw.name))?;
+    store.pod_running(&gw.ns, &w.pod, &w.pod_uid);
+    Ok(w)
+}
+
 /// Make sure the gateway's Deployment and Pod exist and run. `Err` says why not (the
 /// Deployment name is taken by another object, or the store refused).
-pub fn ensure(store: &Store, gw: &Gateway, next_ip: &mut u32) -> Result<Workload, String> {
+pub fn ensure(
+    store: &dyn OperatorApi,
+    gw: &Gateway,
+    next_ip: &mut u32,
+) -> Result<Workload, String> {
     let (Some(deploy_rt), Some(pod_rt)) = (deployments(store), pods(store)) else {
         return Err("deployments or pods are not served".into());
     };
-    let wo = super::writes();
     let deploy = match store.get(&deploy_rt, &gw.ns, &gw.name) {
         Ok(d) if owned_by(&d, &gw.uid) => d,
         Ok(d) => {
@@ -113,11 +165,11 @@ pub fn ensure(store: &Store, gw: &Gateway, next_ip: &mut u32) -> Result<Workload
                     "replicas": 1,
                     "selector": {"matchLabels": labels},
                     "strategy": {"type": "Recreate"},
-                    "template": {"metadata": {"labels": labels}, "spec": {"containers": [container()]}}
+                    "template": {"metadata": {"labels": labels}, "spec": template_spec(store)}
                 }
             });
             store
-                .create(&deploy_rt, &gw.ns, d, &wo)
+                .create(&deploy_rt, &gw.ns, d)
                 .map_err(|e| format!("creating Deployment {}/{}: {}", gw.ns, gw.name, e.message))?
         }
     };
@@ -128,7 +180,12 @@ pub fn ensure(store: &Store, gw: &Gateway, next_ip: &mut u32) -> Result<Workload
         .to_string();
     let hash = k8s_suffix(&deploy_uid, 10);
 
-    let (pods_now, _) = store.list(&pod_rt, Some(&gw.ns));
+    if store.real_workloads() {
+        return running_pod(store, &pod_rt, gw);
+    }
+    let pods_now = store
+        .list(&pod_rt, Some(&gw.ns))
+        .map_err(|e| format!("listing Pods in {}: {}", gw.ns, e.message))?;
     let pod = match pods_now.into_iter().find(|p| owned_by(p, &deploy_uid)) {
         Some(p) => p,
         None => {
@@ -146,7 +203,7 @@ pub fn ensure(store: &Store, gw: &Gateway, next_ip: &mut u32) -> Result<Workload
                 "spec": {"containers": [container()], "nodeName": "sandbox-node", "restartPolicy": "Always"}
             });
             store
-                .create(&pod_rt, &gw.ns, p, &wo)
+                .create(&pod_rt, &gw.ns, p)
                 .map_err(|e| format!("creating Pod in {}: {}", gw.ns, e.message))?
         }
     };
@@ -185,9 +242,9 @@ pub fn ensure(store: &Store, gw: &Gateway, next_ip: &mut u32) -> Result<Workload
                 }]
             });
             store
-                .modify(&pod_rt, &gw.ns, &pod_name, true, &wo, |cur| {
+                .modify(&pod_rt, &gw.ns, &pod_name, true, &|cur| {
                     let mut p = cur.clone();
-                    p["status"] = status;
+                    p["status"] = status.clone();
                     Ok(p)
                 })
                 .map_err(|e| format!("Pod {}/{pod_name} status: {}", gw.ns, e.message))?;
@@ -211,9 +268,9 @@ pub fn ensure(store: &Store, gw: &Gateway, next_ip: &mut u32) -> Result<Workload
             ]
         });
         store
-            .modify(&deploy_rt, &gw.ns, &gw.name, true, &wo, |cur| {
+            .modify(&deploy_rt, &gw.ns, &gw.name, true, &|cur| {
                 let mut d = cur.clone();
-                d["status"] = status;
+                d["status"] = status.clone();
                 Ok(d)
             })
             .map_err(|e| format!("Deployment {}/{} status: {}", gw.ns, gw.name, e.message))?;
@@ -227,7 +284,7 @@ pub fn ensure(store: &Store, gw: &Gateway, next_ip: &mut u32) -> Result<Workload
 
 /// The deletion unwind's first part: delete the gateway's Pod(s), then its Deployment
 /// (only objects it owns). Returns whether anything was left to delete.
-pub fn delete(store: &Store, gw: &Gateway) -> bool {
+pub fn delete(store: &dyn OperatorApi, gw: &Gateway) -> bool {
     let (Some(deploy_rt), Some(pod_rt)) = (deployments(store), pods(store)) else {
         return false;
     };
@@ -242,14 +299,17 @@ pub fn delete(store: &Store, gw: &Gateway) -> bool {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let (pods_now, _) = store.list(&pod_rt, Some(&gw.ns));
-    for p in pods_now.iter().filter(|p| owned_by(p, &deploy_uid)) {
-        let name = p
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let _ = store.delete(&pod_rt, &gw.ns, name, &DeleteOptions::default());
+    // A cluster's own controllers delete the ReplicaSet and its Pods after the Deployment.
+    if !store.real_workloads() {
+        let pods_now = store.list(&pod_rt, Some(&gw.ns)).unwrap_or_default();
+        for p in pods_now.iter().filter(|p| owned_by(p, &deploy_uid)) {
+            let name = p
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let _ = store.delete(&pod_rt, &gw.ns, name);
+        }
     }
-    let _ = store.delete(&deploy_rt, &gw.ns, &gw.name, &DeleteOptions::default());
+    let _ = store.delete(&deploy_rt, &gw.ns, &gw.name);
     true
 }

@@ -19,11 +19,13 @@
 //! The controller task holds only a weak reference: dropping the last `Arc<Operator>`
 //! also ends it.
 
+pub mod api;
 pub mod auth;
 pub mod children;
 pub mod cidr;
 pub mod conditions;
 pub mod fip;
+pub mod kube;
 pub mod peers;
 pub mod reconcile;
 pub mod settings;
@@ -38,6 +40,8 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use crate::store::Store;
+
+pub use api::OperatorApi;
 
 pub use fip::FloatingIps;
 pub use peers::ClientInfo;
@@ -61,7 +65,7 @@ pub fn writes() -> crate::store::WriteOptions {
 }
 
 /// What a command run in a pod printed and how it exited.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ExecOutput {
     pub stdout: String,
     pub stderr: String,
@@ -89,7 +93,7 @@ pub struct PassStats {
 
 /// The running operator.
 pub struct Operator {
-    store: Arc<Store>,
+    api: Arc<dyn OperatorApi>,
     passes: Mutex<PassStats>,
     settings: RwLock<Settings>,
     state: Mutex<reconcile::State>,
@@ -118,7 +122,7 @@ impl Operator {
             p.set_notify(wake.clone());
         }
         let op = Arc::new(Operator {
-            store: store.clone(),
+            api: store.clone(),
             passes: Mutex::new(PassStats::default()),
             settings: RwLock::new(settings),
             state: Mutex::new(reconcile::State::with_plane(plane)),
@@ -129,9 +133,40 @@ impl Operator {
         let handle = tokio::spawn(run(
             Arc::downgrade(&op),
             op.wake.clone(),
-            store.subscribe(),
+            store.clone(),
             stop_rx,
         ));
+        *op.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        op
+    }
+
+    /// Start the controller over a Kubernetes API server (the real control plane, or a
+    /// user's kind or k3d cluster): watches and a work queue of gateway keys with
+    /// `workers` workers ([`kube::run`]). `client` is the one `api` writes with. With
+    /// `plane`, the gateway pods' charons are real ones (a change of what they show wakes
+    /// every gateway).
+    pub fn start_kube(
+        api: kube::KubeApi,
+        client: ::kube::Client,
+        settings: Settings,
+        workers: usize,
+        plane: Option<Arc<crate::dataplane::Bed>>,
+    ) -> Arc<Operator> {
+        let (stop, _) = watch::channel(false);
+        let wake = Arc::new(Notify::new());
+        if let Some(p) = &plane {
+            p.set_notify(wake.clone());
+        }
+        let op = Arc::new(Operator {
+            api: Arc::new(api),
+            passes: Mutex::new(PassStats::default()),
+            settings: RwLock::new(settings),
+            state: Mutex::new(reconcile::State::with_plane(plane)),
+            wake,
+            stop,
+            task: Mutex::new(None),
+        });
+        let handle = tokio::spawn(kube::run(Arc::downgrade(&op), client, workers));
         *op.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
         op
     }
@@ -169,10 +204,10 @@ impl Operator {
     /// Answer a command run in container `container` of pod `ns/pod`. Only `swanctl` in
     /// the `strongswan` container of a gateway pod is known.
     pub fn exec(&self, ns: &str, pod: &str, container: &str, command: &[String]) -> ExecOutput {
-        let Some(pod_rt) = self.store.resource("", "v1", "pods") else {
+        let Some(pod_rt) = self.api.resource("", "v1", "pods") else {
             return ExecOutput::error(1, "error: pods are not served\n".into());
         };
-        let Ok(obj) = self.store.get(&pod_rt, ns, pod) else {
+        let Ok(obj) = self.api.get(&pod_rt, ns, pod) else {
             return ExecOutput::error(
                 1,
                 format!("Error from server (NotFound): pods \"{pod}\" not found\n"),
@@ -276,7 +311,7 @@ impl Operator {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        self.reconcile(&settings, Instant::now());
+        self.reconcile(&settings, Instant::now(), &reconcile::Scope::ALL);
         let mut st = self.state();
         st.clients.initiating.remove(&conn.key);
         let reason = if conn.refuses_initiation {
@@ -312,11 +347,16 @@ impl Operator {
         *self.passes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// One reconcile pass; returns when the next timer is due.
-    fn reconcile(&self, settings: &Settings, now: Instant) -> Option<Instant> {
+    /// One reconcile of the gateways `scope` names; returns when their next timer is due.
+    fn reconcile(
+        &self,
+        settings: &Settings,
+        now: Instant,
+        scope: &reconcile::Scope,
+    ) -> Option<Instant> {
         let mut st = self.state();
         let t = std::time::Instant::now();
-        let next = reconcile::reconcile(&self.store, settings, &mut st, now);
+        let next = reconcile::reconcile_scope(&*self.api, settings, &mut st, now, scope);
         let took = t.elapsed();
         let mut p = self.passes.lock().unwrap_or_else(|e| e.into_inner());
         p.passes += 1;
@@ -329,22 +369,21 @@ impl Operator {
     fn plane_version(&self) -> u64 {
         self.state().plane.as_ref().map_or(0, |p| p.seen_version())
     }
+}
 
-    /// Whether anything the operator watches changed after `rv`.
-    fn relevant_since(&self, rv: u64) -> bool {
-        let Ok(events) = self.store.events_after(rv) else {
-            return true;
-        };
-        events.iter().any(|e| {
-            let g = &e.gvr;
-            matches!(
-                g.group.as_str(),
-                "ipsec.bnerd.net" | "vpn.bnerd.net" | "apiextensions.k8s.io"
-            ) || (g.group.is_empty()
-                && matches!(g.plural.as_str(), "secrets" | "pods" | "namespaces"))
-                || (g.group == "apps" && g.plural == "deployments")
-        })
-    }
+/// Whether anything the operator watches changed in the store after `rv`.
+fn relevant_since(store: &Store, rv: u64) -> bool {
+    let Ok(events) = store.events_after(rv) else {
+        return true;
+    };
+    events.iter().any(|e| {
+        let g = &e.gvr;
+        matches!(
+            g.group.as_str(),
+            "ipsec.bnerd.net" | "vpn.bnerd.net" | "apiextensions.k8s.io"
+        ) || (g.group.is_empty() && matches!(g.plural.as_str(), "secrets" | "pods" | "namespaces"))
+            || (g.group == "apps" && g.plural == "deployments")
+    })
 }
 
 impl Drop for Operator {
@@ -359,9 +398,10 @@ impl Drop for Operator {
 async fn run(
     op: Weak<Operator>,
     wake: Arc<Notify>,
-    mut changes: watch::Receiver<u64>,
+    store: Arc<Store>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let mut changes = store.subscribe();
     let mut seen_rv = 0;
     let mut seen_settings: Option<Settings> = None;
     let mut seen_plane = 0;
@@ -378,16 +418,16 @@ async fn run(
                 .read()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
-            let rv = op.store.resource_version();
+            let rv = store.resource_version();
             let now = Instant::now();
             let due = deadline.is_some_and(|d| d <= now);
             let plane = op.plane_version();
             if seen_settings.as_ref() != Some(&settings)
                 || due
                 || plane != seen_plane
-                || (rv != seen_rv && op.relevant_since(seen_rv))
+                || (rv != seen_rv && relevant_since(&store, seen_rv))
             {
-                deadline = op.reconcile(&settings, now);
+                deadline = op.reconcile(&settings, now, &reconcile::Scope::ALL);
                 seen_settings = Some(settings);
                 seen_plane = plane;
             }

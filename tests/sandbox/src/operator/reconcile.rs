@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use vpnmig::core::model::{Condition, GatewayStatus, PeerStatus, SecretKeyRef, condition};
 
+use super::api::OperatorApi;
 use super::auth::authorize;
 use super::children::{self, Workload};
 use super::cidr;
@@ -31,7 +32,6 @@ use super::peers::{Clients, Conn, Daemon, Outcome, Reach};
 use super::settings::{GatewayFaults, Settings};
 use super::view::{Gateway, GatewayKind, Peer};
 use crate::resources::ResourceType;
-use crate::store::Store;
 
 /// Where a gateway's deletion unwind is.
 #[derive(Debug)]
@@ -78,7 +78,11 @@ fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 }
 
 /// The PSK content of a Secret key (`data` base64, or `stringData`).
-fn read_psk(store: &Store, ns: &str, r: Option<&SecretKeyRef>) -> Result<Vec<u8>, String> {
+fn read_psk(
+    store: &dyn OperatorApi,
+    ns: &str,
+    r: Option<&SecretKeyRef>,
+) -> Result<Vec<u8>, String> {
     let r = r.ok_or_else(|| "no pskSecretRef".to_string())?;
     let rt = store
         .resource("", "v1", "secrets")
@@ -105,20 +109,20 @@ fn read_psk(store: &Store, ns: &str, r: Option<&SecretKeyRef>) -> Result<Vec<u8>
     Err(format!("Secret {ns}/{} has no key {}", r.name, r.key))
 }
 
-fn write_status(store: &Store, rt: &ResourceType, ns: &str, name: &str, status: Value) {
-    let _ = store.modify(rt, ns, name, true, &super::writes(), |cur| {
+fn write_status(store: &dyn OperatorApi, rt: &ResourceType, ns: &str, name: &str, status: Value) {
+    let _ = store.modify(rt, ns, name, true, &|cur| {
         let mut o = cur.clone();
-        o["status"] = status;
+        o["status"] = status.clone();
         Ok(o)
     });
 }
 
-fn set_finalizer(store: &Store, rt: &ResourceType, gw: &Gateway, present: bool) {
+fn set_finalizer(store: &dyn OperatorApi, rt: &ResourceType, gw: &Gateway, present: bool) {
     let f = gw.kind.finalizer();
     if gw.finalizers.iter().any(|x| x == f) == present {
         return;
     }
-    let _ = store.modify(rt, &gw.ns, &gw.name, false, &super::writes(), |cur| {
+    let _ = store.modify(rt, &gw.ns, &gw.name, false, &|cur| {
         let mut o = cur.clone();
         let mut list: Vec<Value> = o
             .pointer("/metadata/finalizers")
@@ -134,12 +138,63 @@ fn set_finalizer(store: &Store, rt: &ResourceType, gw: &Gateway, present: bool) 
     });
 }
 
-/// Run one pass. Returns when the next timer (a delay, a retry) is due.
+/// Which gateways one reconcile acts on: every one (the emulator's pass), or those a key
+/// of the work queue names (a field left `None` matches any: a Secret's change wakes every
+/// gateway of its namespace).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Scope {
+    pub kind: Option<GatewayKind>,
+    pub ns: Option<String>,
+    pub name: Option<String>,
+}
+
+impl Scope {
+    /// Every gateway.
+    pub const ALL: Scope = Scope {
+        kind: None,
+        ns: None,
+        name: None,
+    };
+
+    /// One gateway.
+    pub fn gateway(kind: GatewayKind, ns: &str, name: &str) -> Scope {
+        Scope {
+            kind: Some(kind),
+            ns: Some(ns.into()),
+            name: Some(name.into()),
+        }
+    }
+
+    pub fn matches(&self, kind: GatewayKind, ns: &str, name: &str) -> bool {
+        self.kind.is_none_or(|k| k == kind)
+            && self.ns.as_deref().is_none_or(|n| n == ns)
+            && self.name.as_deref().is_none_or(|n| n == name)
+    }
+}
+
+/// How soon a pass that could not read the gateways or peers tries again.
+const READ_RETRY: Duration = Duration::from_secs(1);
+
+/// Run one pass over every gateway. Returns when the next timer (a delay, a retry) is due.
 pub fn reconcile(
-    store: &Store,
+    store: &dyn OperatorApi,
     settings: &Settings,
     st: &mut State,
     now: Instant,
+) -> Option<Instant> {
+    reconcile_scope(store, settings, st, now, &Scope::ALL)
+}
+
+/// Reconcile the gateways `scope` names (and the VPNPeers of a VPNGateway it names that
+/// does not exist). What all gateways share (pinned floating IPs, serviceCIDRs in use,
+/// which gateways are gone) is read from the full lists each time. Returns when the next
+/// timer of these gateways is due.
+pub fn reconcile_scope(
+    store: &dyn OperatorApi,
+    settings: &Settings,
+    st: &mut State,
+    now: Instant,
+    scope: &Scope,
 ) -> Option<Instant> {
     let mut wake = None;
     let mut gateways: Vec<(ResourceType, Gateway)> = Vec::new();
@@ -147,7 +202,12 @@ pub fn reconcile(
         let Some(rt) = kind.resource(store) else {
             continue;
         };
-        for obj in store.list(&rt, None).0 {
+        // A list that failed is not an empty one: forgetting every gateway would release
+        // their floating IPs.
+        let Ok(objects) = store.list(&rt, None) else {
+            return Some(now + READ_RETRY);
+        };
+        for obj in objects {
             match Gateway::parse(kind, &obj) {
                 Ok(gw) => gateways.push((rt.clone(), gw)),
                 Err(msg) => {
@@ -159,6 +219,9 @@ pub fn reconcile(
                         .pointer("/metadata/name")
                         .and_then(Value::as_str)
                         .unwrap_or_default();
+                    if !scope.matches(kind, ns, name) {
+                        continue;
+                    }
                     let generation = obj
                         .pointer("/metadata/generation")
                         .and_then(Value::as_i64)
@@ -195,7 +258,10 @@ pub fn reconcile(
     let peer_rt = store.resource("vpn.bnerd.net", "v1alpha1", "vpnpeers");
     let mut vpn_peers: BTreeMap<(String, String), Vec<Peer>> = BTreeMap::new();
     if let Some(rt) = &peer_rt {
-        for obj in store.list(rt, None).0 {
+        let Ok(objects) = store.list(rt, None) else {
+            return Some(now + READ_RETRY);
+        };
+        for obj in objects {
             if let Ok(p) = Peer::parse_vpn_peer(&obj) {
                 let gw = p
                     .vpn_peer
@@ -248,7 +314,7 @@ pub fn reconcile(
             }
         };
         seen_peers.extend(peers.iter().map(|p| p.key.clone()));
-        if faults.paused {
+        if faults.paused || !scope.matches(gw.kind, &gw.ns, &gw.name) {
             continue;
         }
         if gw.deleting {
@@ -291,7 +357,9 @@ pub fn reconcile(
     // VPNPeers whose gateway does not exist.
     if let Some(prt) = &peer_rt {
         for ((ns, gw_name), peers) in &vpn_peers {
-            if handled_peer_groups.contains(&(ns.clone(), gw_name.clone())) {
+            if handled_peer_groups.contains(&(ns.clone(), gw_name.clone()))
+                || !scope.matches(GatewayKind::Vpn, ns, gw_name)
+            {
                 continue;
             }
             for p in peers {
@@ -342,7 +410,7 @@ pub fn reconcile(
 /// Reconcile one live (not deleting, not paused) gateway and its peers.
 #[allow(clippy::too_many_arguments)]
 fn reconcile_gateway(
-    store: &Store,
+    store: &dyn OperatorApi,
     rt: &ResourceType,
     peer_rt: Option<&ResourceType>,
     gw: &Gateway,
@@ -584,7 +652,7 @@ fn reconcile_gateway(
 }
 
 fn write_peer_status(
-    store: &Store,
+    store: &dyn OperatorApi,
     rt: &ResourceType,
     gw: &Gateway,
     p: &Peer,
@@ -633,7 +701,7 @@ fn write_peer_status(
 /// delete the children, after `openstackDelayMs` disassociate (and, if unpinned,
 /// release) the FIP, then remove the finalizer. `stuckFinalizer` holds it at the start.
 fn unwind(
-    store: &Store,
+    store: &dyn OperatorApi,
     rt: &ResourceType,
     gw: &Gateway,
     faults: &GatewayFaults,
@@ -686,7 +754,7 @@ fn proposals(v: &[String]) -> Vec<String> {
 /// client's parameter sheet: configured once, never again).
 #[allow(clippy::too_many_arguments)]
 fn plane_gateway(
-    store: &Store,
+    store: &dyn OperatorApi,
     gw: &Gateway,
     peers: &[Peer],
     faults: &GatewayFaults,

@@ -9,8 +9,8 @@ use vpnmig::core::model::{
     SecretKeyRef, VPNGatewaySpec, VPNPeerSpec,
 };
 
+use super::api::OperatorApi;
 use crate::resources::ResourceType;
-use crate::store::Store;
 
 /// Which gateway kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -72,7 +72,7 @@ impl GatewayKind {
     }
 
     /// The served resource type, if its CRD exists.
-    pub fn resource(self, store: &Store) -> Option<ResourceType> {
+    pub fn resource(self, store: &dyn OperatorApi) -> Option<ResourceType> {
         store.resource(self.group(), "v1alpha1", self.plural())
     }
 }

@@ -1,0 +1,562 @@
+//! The simulated operator as a controller over a Kubernetes API server (the real control
+//! plane, or a user's kind or k3d cluster): [`KubeApi`] is its [`OperatorApi`] through
+//! `kube::Client`, and [`run`] drives the reconciles with `kube::runtime` watchers and a
+//! work queue of gateway keys served by several workers.
+//!
+//! - Reads: `GET`/`LIST` through `Api<DynamicObject>` of the resource's group, version and
+//!   plural.
+//! - Writes: field manager [`super::FIELD_MANAGER`]; a read-modify-write is a read and a
+//!   `PUT` with the read's resourceVersion, retried (bounded) on 409 Conflict; status
+//!   through the status subresource (every type the operator writes status to has one),
+//!   finalizers through the object itself; deletes with background propagation, so the
+//!   cluster's garbage collector removes what the Deployment owns.
+//! - Workloads: the cluster runs them. The operator creates the Deployment; the
+//!   deployment and replicaset controllers make the Pod and kwok (or a kubelet) runs it.
+//! - Reconciles: one per gateway key ([`Scope`]), woken by a watch event of the gateway,
+//!   of a VPNPeer naming it, of its Pod, or of a Secret in its namespace, and by the
+//!   operator's own timers (the wake a reconcile returns is the key's requeue).
+//!
+//! The reconcile logic is the emulator's ([`super::reconcile::reconcile_scope`]); the
+//! operator's state (floating IPs, strongSwan daemons, client peers) is one, so the
+//! workers take turns on it while the queue keeps the keys apart.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use super::api::{Edit, OperatorApi};
+use super::reconcile::Scope;
+use super::view::GatewayKind;
+use super::{Operator, Settings, TICK};
+use crate::resources::ResourceType;
+use crate::status::ApiError;
+
+/// How many times a read-modify-write is tried when it keeps losing races (409).
+pub const CONFLICT_RETRIES: usize = 5;
+/// How many reconciles may wait on the operator's state at once.
+pub const WORKERS: usize = 4;
+/// How long one API request may take.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Where pod exec is answered by a local command (kwok's `Exec`): each gateway pod gets an
+/// `Exec` naming it, so the command knows which pod it answers for.
+#[derive(Clone, Debug)]
+pub struct ExecHook {
+    /// The working directory of the command.
+    pub work_dir: PathBuf,
+    /// Its `PATH` (the directory holding the `swanctl` that calls back first).
+    pub path: String,
+}
+
+/// The operator's access to a Kubernetes API server.
+pub struct KubeApi {
+    client: kube::Client,
+    handle: tokio::runtime::Handle,
+    node: Option<String>,
+    exec: Option<ExecHook>,
+    exec_done: Mutex<HashSet<(String, String)>>,
+}
+
+impl KubeApi {
+    /// Over `client`, on the current tokio runtime (its calls block a thread that is not
+    /// one of the runtime's workers: the reconciles run in `spawn_blocking`).
+    pub fn new(client: kube::Client) -> KubeApi {
+        KubeApi {
+            client,
+            handle: tokio::runtime::Handle::current(),
+            node: None,
+            exec: None,
+            exec_done: Mutex::new(HashSet::new()),
+        }
+    }
+
+    /// Put gateway pods on `node` (a cluster without a scheduler).
+    pub fn with_node(mut self, node: &str) -> KubeApi {
+        self.node = Some(node.into());
+        self
+    }
+
+    /// Write a kwok `Exec` for each gateway pod.
+    pub fn with_exec(mut self, hook: ExecHook) -> KubeApi {
+        self.exec = Some(hook);
+        self
+    }
+
+    fn api(&self, rt: &ResourceType, ns: Option<&str>) -> Api<DynamicObject> {
+        let ar = ApiResource {
+            group: rt.group.clone(),
+            version: rt.version.clone(),
+            api_version: rt.api_version(),
+            kind: rt.kind.clone(),
+            plural: rt.plural.clone(),
+        };
+        match ns {
+            Some(ns) if rt.namespaced => Api::namespaced_with(self.client.clone(), ns, &ar),
+            _ => Api::all_with(self.client.clone(), &ar),
+        }
+    }
+
+    fn block<T>(
+        &self,
+        what: &str,
+        f: impl std::future::Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, ApiError> {
+        self.handle
+            .block_on(async { tokio::time::timeout(REQUEST_TIMEOUT, f).await })
+            .map_err(|_| ApiError::new(504, "Timeout", format!("{what}: no answer in time")))?
+            .map_err(|e| api_error(what, e))
+    }
+}
+
+/// A kube error as the API's status.
+fn api_error(what: &str, e: kube::Error) -> ApiError {
+    match e {
+        kube::Error::Api(s) => {
+            let reason = match s.reason.as_str() {
+                "NotFound" => "NotFound",
+                "AlreadyExists" => "AlreadyExists",
+                "Conflict" => "Conflict",
+                "Invalid" => "Invalid",
+                "Forbidden" => "Forbidden",
+                "Gone" | "Expired" => "Expired",
+                "TooManyRequests" => "TooManyRequests",
+                _ => "InternalError",
+            };
+            ApiError::new(s.code, reason, s.message)
+        }
+        e => ApiError::new(503, "ServiceUnavailable", format!("{what}: {e}")),
+    }
+}
+
+fn to_value(o: DynamicObject) -> Value {
+    serde_json::to_value(o).unwrap_or(Value::Null)
+}
+
+fn from_value(v: &Value) -> Result<DynamicObject, ApiError> {
+    serde_json::from_value(v.clone())
+        .map_err(|e| ApiError::new(400, "BadRequest", format!("not an object: {e}")))
+}
+
+fn post_params() -> PostParams {
+    PostParams {
+        dry_run: false,
+        field_manager: Some(super::FIELD_MANAGER.into()),
+    }
+}
+
+/// The types the operator reads and writes, as the CRDs and the core API serve them.
+fn known(group: &str, version: &str, plural: &str) -> Option<ResourceType> {
+    let (kind, status) = match (group, version, plural) {
+        ("ipsec.bnerd.net", "v1alpha1", "ipsecgateways") => ("IPsecGateway", true),
+        ("vpn.bnerd.net", "v1alpha1", "vpngateways") => ("VPNGateway", true),
+        ("vpn.bnerd.net", "v1alpha1", "vpnpeers") => ("VPNPeer", true),
+        ("", "v1", "secrets") => ("Secret", false),
+        ("", "v1", "pods") => ("Pod", true),
+        ("apps", "v1", "deployments") => ("Deployment", true),
+        ("kwok.x-k8s.io", "v1alpha1", "execs") => ("Exec", true),
+        _ => return None,
+    };
+    Some(ResourceType {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+        singular: kind.to_lowercase(),
+        short_names: Vec::new(),
+        namespaced: true,
+        status_subresource: status,
+        subresources: Vec::new(),
+        verbs: Vec::new(),
+        schema: None,
+        printer_columns: Vec::new(),
+        from_crd: !group.is_empty() && group != "apps",
+    })
+}
+
+impl OperatorApi for KubeApi {
+    fn resource(&self, group: &str, version: &str, plural: &str) -> Option<ResourceType> {
+        known(group, version, plural)
+    }
+
+    fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let api = self.api(rt, Some(ns));
+        self.block(&format!("get {} {ns}/{name}", rt.plural), api.get(name))
+            .map(to_value)
+    }
+
+    fn list(&self, rt: &ResourceType, ns: Option<&str>) -> Result<Vec<Value>, ApiError> {
+        let api = self.api(rt, ns);
+        let list = self.block(
+            &format!("list {}", rt.plural),
+            api.list(&ListParams::default()),
+        )?;
+        let mut items: Vec<Value> = list.items.into_iter().map(to_value).collect();
+        let key = |v: &Value| {
+            (
+                v.pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+                v.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        };
+        items.sort_by_key(key);
+        Ok(items)
+    }
+
+    fn create(&self, rt: &ResourceType, ns: &str, obj: Value) -> Result<Value, ApiError> {
+        let api = self.api(rt, Some(ns));
+        let o = from_value(&obj)?;
+        self.block(
+            &format!("create {} in {ns}", rt.plural),
+            api.create(&post_params(), &o),
+        )
+        .map(to_value)
+    }
+
+    fn modify(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        status: bool,
+        edit: Edit<'_>,
+    ) -> Result<Value, ApiError> {
+        let api = self.api(rt, Some(ns));
+        let what = format!("update {} {ns}/{name}", rt.plural);
+        let mut last = None;
+        for _ in 0..CONFLICT_RETRIES {
+            let cur = self.get(rt, ns, name)?;
+            let new = edit(&cur)?;
+            if new == cur {
+                return Ok(cur);
+            }
+            let o = from_value(&new)?;
+            let written = if status && rt.status_subresource {
+                self.block(&what, api.replace_status(name, &post_params(), &o))
+            } else {
+                self.block(&what, api.replace(name, &post_params(), &o))
+            };
+            match written {
+                Err(e) if e.code == 409 => last = Some(e),
+                r => return r.map(to_value),
+            }
+        }
+        Err(last.unwrap_or_else(|| ApiError::new(409, "Conflict", what)))
+    }
+
+    fn delete(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<(), ApiError> {
+        let api = self.api(rt, Some(ns));
+        self.block(
+            &format!("delete {} {ns}/{name}", rt.plural),
+            api.delete(name, &DeleteParams::background()),
+        )
+        .map(|_| ())
+    }
+
+    fn real_workloads(&self) -> bool {
+        true
+    }
+
+    fn pod_node(&self) -> Option<String> {
+        self.node.clone()
+    }
+
+    fn pod_running(&self, ns: &str, pod: &str, uid: &str) {
+        let Some(hook) = &self.exec else { return };
+        let key = (ns.to_string(), pod.to_string());
+        if self
+            .exec_done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&key)
+        {
+            return;
+        }
+        let rt = known("kwok.x-k8s.io", "v1alpha1", "execs").expect("a known type");
+        let exec = json!({
+            "apiVersion": "kwok.x-k8s.io/v1alpha1",
+            "kind": "Exec",
+            // Owned by the Pod: the garbage collector removes it with the Pod.
+            "metadata": {"name": pod, "namespace": ns, "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": uid}
+            ]},
+            "spec": {"execs": [{
+                "containers": [super::children::CONTAINER],
+                "local": {
+                    "workDir": hook.work_dir.display().to_string(),
+                    "envs": [
+                        {"name": "PATH", "value": hook.path},
+                        {"name": "VPNMIG_POD_NAMESPACE", "value": ns},
+                        {"name": "VPNMIG_POD_NAME", "value": pod},
+                    ]
+                }
+            }]}
+        });
+        match self.create(&rt, ns, exec) {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {}
+            Err(_) => return,
+        }
+        self.exec_done
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key);
+    }
+}
+
+/// The work queue: gateway keys and when each is due. A key being reconciled is not
+/// handed to a second worker; a trigger meanwhile leaves it due for after.
+#[derive(Default)]
+struct Queue {
+    due: Mutex<(BTreeMap<Scope, Instant>, HashSet<Scope>)>,
+    notify: Notify,
+}
+
+impl Queue {
+    fn add(&self, scope: Scope, at: Instant) {
+        let mut q = self.due.lock().unwrap_or_else(|e| e.into_inner());
+        let e = q.0.entry(scope).or_insert(at);
+        *e = (*e).min(at);
+        drop(q);
+        self.notify.notify_waiters();
+    }
+
+    /// The next due key not being worked on (now marked as worked on), or when to look
+    /// again.
+    fn take(&self, now: Instant) -> Result<Scope, Instant> {
+        let mut q = self.due.lock().unwrap_or_else(|e| e.into_inner());
+        let (due, running) = &mut *q;
+        let next = due
+            .iter()
+            .filter(|(s, _)| !running.contains(*s))
+            .min_by_key(|(_, t)| **t)
+            .map(|(s, t)| (s.clone(), *t));
+        match next {
+            Some((s, t)) if t <= now => {
+                due.remove(&s);
+                running.insert(s.clone());
+                Ok(s)
+            }
+            Some((_, t)) => Err(t.min(now + TICK * 40)),
+            None => Err(now + TICK * 40),
+        }
+    }
+
+    fn done(&self, scope: &Scope) {
+        self.due
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .1
+            .remove(scope);
+        self.notify.notify_waiters();
+    }
+}
+
+/// The keys an object's change wakes.
+fn keys_of(kind: &str, obj: &DynamicObject) -> Vec<Scope> {
+    let ns = obj.metadata.namespace.clone().unwrap_or_default();
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    let label = |k: &str| obj.metadata.labels.as_ref().and_then(|l| l.get(k)).cloned();
+    match kind {
+        "IPsecGateway" => vec![Scope::gateway(GatewayKind::IPsec, &ns, &name)],
+        "VPNGateway" => vec![Scope::gateway(GatewayKind::Vpn, &ns, &name)],
+        "VPNPeer" => obj
+            .data
+            .pointer("/spec/gateway")
+            .and_then(Value::as_str)
+            .map(|g| vec![Scope::gateway(GatewayKind::Vpn, &ns, g)])
+            .unwrap_or_default(),
+        "Pod" | "Deployment" => label("app.kubernetes.io/instance")
+            .map(|g| {
+                vec![Scope {
+                    kind: None,
+                    ns: Some(ns),
+                    name: Some(g),
+                }]
+            })
+            .unwrap_or_default(),
+        "Secret" => vec![Scope {
+            kind: None,
+            ns: Some(ns),
+            name: None,
+        }],
+        _ => Vec::new(),
+    }
+}
+
+/// What the operator watches, and with which selector.
+const WATCHED: [(&str, &str, &str, Option<&str>); 6] = [
+    ("ipsec.bnerd.net", "v1alpha1", "ipsecgateways", None),
+    ("vpn.bnerd.net", "v1alpha1", "vpngateways", None),
+    ("vpn.bnerd.net", "v1alpha1", "vpnpeers", None),
+    ("", "v1", "pods", Some("app.kubernetes.io/name=strongswan")),
+    (
+        "apps",
+        "v1",
+        "deployments",
+        Some("app.kubernetes.io/managed-by=bnerd-operator"),
+    ),
+    ("", "v1", "secrets", None),
+];
+
+/// Drive `op` over `client` until the operator is dropped or the task is aborted: one
+/// watcher per watched type feeds the queue, `workers` workers reconcile its keys, and a
+/// change of the settings wakes every gateway.
+pub(super) async fn run(op: Weak<Operator>, client: kube::Client, workers: usize) {
+    let queue = Arc::new(Queue::default());
+    let mut tasks = tokio::task::JoinSet::new();
+    for (group, version, plural, selector) in WATCHED {
+        let rt = known(group, version, plural).expect("a known type");
+        let ar = ApiResource {
+            group: rt.group.clone(),
+            version: rt.version.clone(),
+            api_version: rt.api_version(),
+            kind: rt.kind.clone(),
+            plural: rt.plural.clone(),
+        };
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
+        let mut cfg = watcher::Config::default();
+        if let Some(s) = selector {
+            cfg = cfg.labels(s);
+        }
+        let queue = queue.clone();
+        tasks.spawn(async move {
+            let mut events = watcher(api, cfg)
+                .default_backoff()
+                .touched_objects()
+                .boxed();
+            while let Some(ev) = events.next().await {
+                if let Ok(obj) = ev {
+                    for k in keys_of(&rt.kind, &obj) {
+                        queue.add(k, Instant::now());
+                    }
+                }
+            }
+        });
+    }
+    for _ in 0..workers.max(1) {
+        let (op, queue) = (op.clone(), queue.clone());
+        tasks.spawn(async move {
+            loop {
+                let notified = queue.notify.notified();
+                match queue.take(Instant::now()) {
+                    Ok(scope) => {
+                        let Some(o) = op.upgrade() else { break };
+                        let settings = o.settings.read().unwrap_or_else(|e| e.into_inner()).clone();
+                        let s = scope.clone();
+                        let next = tokio::task::spawn_blocking(move || {
+                            o.reconcile(&settings, Instant::now(), &s)
+                        })
+                        .await
+                        .ok()
+                        .flatten();
+                        queue.done(&scope);
+                        if let Some(at) = next {
+                            queue.add(scope, at);
+                        }
+                    }
+                    Err(until) => {
+                        tokio::select! {
+                            _ = notified => {}
+                            _ = tokio::time::sleep_until(until) => {}
+                        }
+                    }
+                }
+            }
+        });
+    }
+    // Settings changed (or the operator was kicked): every gateway.
+    let mut seen: Option<Settings> = None;
+    loop {
+        let Some(o) = op.upgrade() else { break };
+        let now = o.settings.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let wake = o.wake.clone();
+        drop(o);
+        if seen.as_ref() != Some(&now) {
+            queue.add(Scope::ALL, Instant::now());
+            seen = Some(now);
+        }
+        tokio::select! {
+            _ = wake.notified() => queue.add(Scope::ALL, Instant::now()),
+            _ = tokio::time::sleep(TICK) => {}
+        }
+    }
+    tasks.shutdown().await;
+}
+
+/// One pod exec, as `vpnmig-sandbox exec-answer` asks the running sandbox for it.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct ExecRequest {
+    pub namespace: String,
+    pub pod: String,
+    pub container: String,
+    pub command: Vec<String>,
+}
+
+/// Answer pod exec over a unix socket (one JSON request and one JSON answer per
+/// connection) as the operator's pods would: what kwok runs for `kubectl exec` calls back
+/// here. Ends when the operator is dropped.
+pub async fn serve_exec(op: Weak<Operator>, listener: tokio::net::UnixListener) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    while let Ok((mut conn, _)) = listener.accept().await {
+        let op = op.clone();
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            let read = tokio::time::timeout(
+                REQUEST_TIMEOUT,
+                (&mut conn).take(1 << 20).read_to_end(&mut buf),
+            )
+            .await;
+            let answer = match (read, serde_json::from_slice::<ExecRequest>(&buf)) {
+                (Ok(Ok(_)), Ok(req)) => match op.upgrade() {
+                    Some(o) => tokio::task::spawn_blocking(move || {
+                        o.exec(&req.namespace, &req.pod, &req.container, &req.command)
+                    })
+                    .await
+                    .unwrap_or_else(|e| super::ExecOutput::error(1, format!("{e}\n"))),
+                    None => super::ExecOutput::error(1, "the operator stopped\n".into()),
+                },
+                _ => super::ExecOutput::error(1, "a malformed exec request\n".into()),
+            };
+            let text = serde_json::to_vec(&answer).unwrap_or_default();
+            let _ = conn.write_all(&text).await;
+            let _ = conn.shutdown().await;
+        });
+    }
+}
+
+/// Ask the sandbox listening on `socket` to answer one exec (blocking, bounded).
+pub fn ask_exec(socket: &std::path::Path, req: &ExecRequest) -> std::io::Result<super::ExecOutput> {
+    use std::io::{Read, Write};
+    let mut conn = std::os::unix::net::UnixStream::connect(socket)?;
+    conn.set_read_timeout(Some(REQUEST_TIMEOUT * 2))?;
+    conn.set_write_timeout(Some(REQUEST_TIMEOUT))?;
+    conn.write_all(&serde_json::to_vec(req).map_err(std::io::Error::other)?)?;
+    conn.shutdown(std::net::Shutdown::Write)?;
+    let mut buf = Vec::new();
+    conn.read_to_end(&mut buf)?;
+    serde_json::from_slice(&buf).map_err(std::io::Error::other)
+}
+
+/// The `swanctl` kwok finds first on its PATH: it asks the sandbox (`exe exec-answer`) to
+/// answer as the pod the `Exec` names.
+pub fn swanctl_script(exe: &std::path::Path, socket: &std::path::Path) -> String {
+    let q = |p: &std::path::Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
+    format!(
+        "#!/bin/sh\n# Written by vpnmig-sandbox: answers as the gateway pod's simulated strongSwan.\nexec {} exec-answer --socket {} --namespace \"$VPNMIG_POD_NAMESPACE\" --pod \"$VPNMIG_POD_NAME\" --container strongswan -- swanctl \"$@\"\n",
+        q(exe),
+        q(socket)
+    )
+}
