@@ -32,6 +32,25 @@ fn initech_settings() -> SettingsFile {
     settings("10.250.41.0/24")
 }
 
+/// initech cut over: the invariants, at the floating IP its journal pins (returned).
+fn initech_done(l: &Live, psk: &str) -> String {
+    let ns = "tenant-initech";
+    let fip = journal(l, ns, "initech").unwrap()["floatingIP"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    invariants(
+        l,
+        ns,
+        "initech",
+        &fip,
+        psk,
+        "VPNGateway",
+        &["initech-branch", "initech-hq"],
+    );
+    fip
+}
+
 fn acme_ok(l: &Live, psk: &str, kind: &str) {
     invariants(l, "tenant-acme", "acme", ACME_FIP, psk, kind, &["acme"]);
 }
@@ -201,19 +220,7 @@ async fn multi_tunnel_with_an_owned_psk_secret() {
         "{}",
         r.stderr
     );
-    let fip = journal(&l, ns, "initech").unwrap()["floatingIP"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    invariants(
-        &l,
-        ns,
-        "initech",
-        &fip,
-        &psk,
-        "VPNGateway",
-        &["initech-branch", "initech-hq"],
-    );
+    let fip = initech_done(&l, &psk);
     let j = journal(&l, ns, "initech").unwrap();
     assert_eq!(j["pskDetached"]["secret"], "initech-psk");
     assert_eq!(j["pskDetached"]["removedOwnerReferences"], owners);
@@ -1746,17 +1753,5 @@ async fn a_tunnel_down_before_the_window_stops_it_before_the_delete() {
     assert!(up, "the branch tunnel came up on the old gateway");
     let r = l.vpnmig(&["cutover", "initech", "-n", ns, "--yes"]).await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    let fip = journal(&l, ns, "initech").unwrap()["floatingIP"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    invariants(
-        &l,
-        ns,
-        "initech",
-        &fip,
-        &psk,
-        "VPNGateway",
-        &["initech-branch", "initech-hq"],
-    );
+    initech_done(&l, &psk);
 }
