@@ -280,7 +280,7 @@ pub async fn acquire(
             .call("get", &what, Some(&ns), || api.get_opt(&name))
             .await?;
         let Some(mut lease) = existing else {
-            let (lease, pp) = (fresh(None, 0), PostParams::default());
+            let (lease, pp) = (fresh(None, 0), writes());
             match cluster
                 .call("create", &what, Some(&ns), || api.create(&pp, &lease))
                 .await
@@ -378,7 +378,7 @@ pub async fn acquire(
             spec.lease_transitions.unwrap_or(0) + 1,
         );
         // The resourceVersion makes this a compare-and-swap: two takers, one winner.
-        let pp = PostParams::default();
+        let pp = writes();
         match cluster
             .call("update", &what, Some(&ns), || {
                 api.replace(&name, &pp, &next)
@@ -455,7 +455,7 @@ impl Lock {
                         spec.renew_time = Some(now());
                         let write = tokio::time::timeout(
                             RENEW_EVERY,
-                            api.replace(&name, &PostParams::default(), &lease),
+                            api.replace(&name, &writes(), &lease),
                         )
                         .await;
                         match write {
@@ -548,5 +548,15 @@ impl Lock {
         {
             let _ = self.api.delete(&self.name, &DeleteParams::default()).await;
         }
+    }
+}
+
+/// The Lease's writes name vpnmig as their field manager, as every other write of
+/// vpnmig's does: a real API server records it in `managedFields` (without one it
+/// records `unknown`, seen on the real control plane).
+fn writes() -> PostParams {
+    PostParams {
+        field_manager: Some(super::journal::FIELD_MANAGER.into()),
+        ..Default::default()
     }
 }

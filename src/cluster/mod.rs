@@ -389,6 +389,18 @@ impl Cluster {
         }
         // Every retry is `call`'s, bounded and shown; none hidden in the client.
         config.default_retry = false;
+        // Named as kubectl names itself: the API server's audit log shows it, and takes
+        // its product (`vpnmig`) as the field manager of a write that names none.
+        config.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_str(&format!(
+                "vpnmig/{} ({}/{})",
+                env!("CARGO_PKG_VERSION"),
+                std::env::consts::OS,
+                std::env::consts::ARCH
+            ))
+            .expect("a version and a platform name are header text"),
+        ));
         let call_timeout = opts.request_timeout.unwrap_or(CALL_TIMEOUT);
         let namespace = opts
             .namespace

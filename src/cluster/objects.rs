@@ -188,7 +188,10 @@ pub async fn set_owner_references(
 ) -> Result<(), KubeError> {
     let api: Api<Secret> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
     let body = json!({"metadata": {"resourceVersion": resource_version, "ownerReferences": kept}});
-    let mut pp = PatchParams::default();
+    let mut pp = PatchParams {
+        field_manager: Some(super::journal::FIELD_MANAGER.into()),
+        ..Default::default()
+    };
     if dry_run {
         pp = pp.dry_run();
     }

@@ -24,7 +24,6 @@ use kube::runtime::watcher;
 use serde_json::json;
 use vpnmig::core::model::VPNGateway;
 use vpnmig_sandbox::SettingsFile;
-use vpnmig_sandbox::controlplane::{ControlPlane, ControlPlaneError, built};
 
 /// What a row gets: a client with cluster-admin rights, its own namespace, and the
 /// kubeconfig (YAML) the client was made from.
@@ -95,19 +94,9 @@ async fn every_row_on_the_emulator() {
 
 #[test]
 fn every_row_on_the_real_control_plane() {
-    match built() {
-        Ok(_) => {}
-        Err(e @ ControlPlaneError::NotBuilt(_)) => {
-            if std::env::var_os("VPNMIG_REQUIRE_CONTROLPLANE").is_some() {
-                panic!("{e}");
-            }
-            eprintln!("DID NOT RUN (real control plane): {e}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
-    }
-    // Started on this thread: its components die with the thread that started them.
-    let mut cp = ControlPlane::start().unwrap_or_else(|e| panic!("{e}"));
+    let Some(mut cp) = common::real::start() else {
+        return;
+    };
     common::real::crds(&cp);
     let kubeconfig = std::fs::read_to_string(cp.admin_kubeconfig()).unwrap();
     let rt = tokio::runtime::Builder::new_multi_thread()

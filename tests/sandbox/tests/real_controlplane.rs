@@ -8,46 +8,12 @@
 
 use std::path::Path;
 
-use vpnmig_sandbox::controlplane::{ControlPlane, ControlPlaneError, built};
+mod common;
 
-const CRDS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/crds");
+use common::real::{crds, start};
+use vpnmig_sandbox::controlplane::ControlPlane;
+
 const ACME: &str = include_str!("../../../fixtures/clusters/acme.yaml");
-
-fn start() -> Option<ControlPlane> {
-    match built() {
-        Ok(_) => {}
-        Err(e @ ControlPlaneError::NotBuilt(_)) => {
-            if std::env::var_os("VPNMIG_REQUIRE_CONTROLPLANE").is_some() {
-                panic!("{e}");
-            }
-            eprintln!("DID NOT RUN (real control plane): {e}");
-            return None;
-        }
-        Err(e) => panic!("{e}"),
-    }
-    Some(ControlPlane::start().unwrap_or_else(|e| panic!("{e}")))
-}
-
-fn crds(cp: &ControlPlane) {
-    let mut all = String::new();
-    let mut names = Vec::new();
-    for e in std::fs::read_dir(CRDS).unwrap() {
-        let p = e.unwrap().path();
-        let text = std::fs::read_to_string(&p).unwrap();
-        let name = text
-            .lines()
-            .find_map(|l| l.trim().strip_prefix("name: "))
-            .unwrap()
-            .to_string();
-        names.push(format!("crd/{name}"));
-        all.push_str(&text);
-        all.push_str("\n---\n");
-    }
-    cp.apply(&all).unwrap();
-    let mut args = vec!["wait", "--for=condition=Established", "--timeout=30s"];
-    args.extend(names.iter().map(String::as_str));
-    cp.kubectl(&args).unwrap();
-}
 
 /// The status of the scenario's gateway is the operator's to write (through the status
 /// subresource); a spec apply leaves it.
@@ -712,9 +678,9 @@ fn a_cutover_against_the_real_control_plane_ends_done_with_real_api_objects() {
     let _ = watch.kill();
     let seen = watch.wait_with_output().unwrap();
     let seen = String::from_utf8_lossy(&seen.stdout);
-    // Held by this host's vpnmig (`user@host pid N pidns M`). Its writes pass no
-    // fieldManager and kube-rs sends no User-Agent, so kube-apiserver records the manager
-    // as `unknown` (the emulator now does the same).
+    // Held by this host's vpnmig (`user@host pid N pidns M`), written with field manager
+    // `vpnmig` (before, vpnmig's Lease writes named none and kube-apiserver recorded
+    // `unknown`).
     let lease = seen
         .lines()
         .find(|l| l.starts_with("vpnmig-acme "))
@@ -722,7 +688,7 @@ fn a_cutover_against_the_real_control_plane_ends_done_with_real_api_objects() {
     let words: Vec<&str> = lease.split(' ').collect();
     assert_eq!(words[2], "pid", "{lease}");
     assert_eq!(words[4], "pidns", "{lease}");
-    assert_eq!(words.last(), Some(&"unknown"), "{lease}");
+    assert_eq!(words.last(), Some(&"vpnmig"), "{lease}");
     // Released at the end of each window, as docs/cutover.md says.
     let leases = sb.json(&["get", "lease", "-n", "tenant-acme"]);
     assert_eq!(leases["items"], serde_json::json!([]), "{leases}");
