@@ -4516,3 +4516,76 @@ async fn status_names_the_peers_a_window_did_not_make_on_its_gateway() {
         );
     }
 }
+
+/// a21d attack 1, "cannot tell": Argo CD's argocd-cm is in a namespace vpnmig may not
+/// list (Argo CD installed in `gitops-system`; the on-call context may work only in the
+/// gateway's and Argo CD's usual namespaces). The restore never reads that as "no rule":
+/// the owner stays suspended, with how to find it by hand. Control: a context that may
+/// list ConfigMaps everywhere finds the rule there and names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_argocd_cm_vpnmig_cannot_find_keeps_the_owner_suspended() {
+    use vpnmig_sandbox::api::auth::{Rule, User};
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s.users = vec![User::with_rules(
+        "oncall",
+        vec![
+            Rule {
+                verbs: vec!["*".into()],
+                resources: vec!["*".into()],
+                namespaces: vec![NS.into(), "argocd".into()],
+            },
+            Rule::new(
+                &["get", "list"],
+                &["customresourcedefinitions", "namespaces"],
+            ),
+            Rule::new(&["create"], &["selfsubjectaccessreviews"]),
+        ],
+    )];
+    let l = start(
+        &with_argocd_cm(
+            "gitops-system",
+            "resource.customizations.ignoreDifferences._Secret",
+            "jsonPointers:\n- /data",
+        ),
+        s,
+    )
+    .await;
+    adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+    done_then_merged_by(&l, Tool::Argo, |m| m).await;
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "acme",
+            "-n",
+            NS,
+            "--yes",
+            "--context",
+            "vpnmig-sandbox-oncall",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for words in [
+        "application/acme -n argocd stays suspended: whether Argo CD's diff customizations (ConfigMap argocd-cm, in the namespace Argo CD runs in) hide a difference of what the window keeps cannot be told: ConfigMaps named argocd-cm cannot be listed in all namespaces",
+        "namespace argocd has none",
+        "kubectl get configmaps -A --field-selector metadata.name=argocd-cm",
+    ] {
+        assert!(r.says(words), "missing {words:?} in:\n{}", r.stderr);
+    }
+    assert!(
+        !r.says("synced: what the window made live is as it was"),
+        "{}",
+        r.stderr
+    );
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("stays suspended: argocd-cm -n gitops-system resource.customizations.ignoreDifferences._Secret (jsonPointers: - /data) matches secret/acme-psk -n tenant-acme (the PSK)"),
+        "{}",
+        r.stderr
+    );
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+    let j = live::journal(&l, NS, "acme").unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+}

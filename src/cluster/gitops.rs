@@ -253,7 +253,7 @@ pub async fn argocd_cms(cluster: &Cluster, app_ns: &str) -> Result<Vec<(String, 
                 })
                 .collect());
         }
-        Err(e) if matches!(status(&e), Some(401 | 403)) => e,
+        Err(e) if matches!(e, KubeError::Forbidden { .. }) || status(&e) == Some(403) => e,
         Err(e) => return Err(format!("listing ConfigMaps named argocd-cm failed: {e}")),
     };
     let mut found = Vec::new();
@@ -272,7 +272,9 @@ pub async fn argocd_cms(cluster: &Cluster, app_ns: &str) -> Result<Vec<(String, 
     if found.is_empty() || !unread.is_empty() {
         return Err(format!(
             "ConfigMaps named argocd-cm cannot be listed in all namespaces ({refused}), and {}",
-            if unread.is_empty() {
+            if unread.is_empty() && app_ns == "argocd" {
+                "namespace argocd has none: Argo CD runs in another namespace, which vpnmig cannot find".to_string()
+            } else if unread.is_empty() {
                 format!(
                     "neither namespace {app_ns} nor argocd has one: Argo CD runs in another namespace, which vpnmig cannot find"
                 )
