@@ -3651,6 +3651,55 @@ spec:
     format!("{crd}{}{live}{}", &base[..at], &base[at..])
 }
 
+/// [`owned_psk`] with an owner of a cluster-scoped kind (a ClusterExternalSecret-like one,
+/// without a namespace; a21d attack 8): the live Secret's ownerReference names it, and the
+/// owner's status lists it without a namespace.
+fn cluster_owned_psk(tool: Tool, kind: &str, name: &str) -> String {
+    let s = owned_psk(tool, kind, name)
+        // The keys CRD comes first.
+        .replacen("  scope: Namespaced\n", "  scope: Cluster\n", 1)
+        .replace(
+            &format!("kind: {kind}\nmetadata:\n  name: {name}\n  namespace: tenant-acme\n"),
+            &format!("kind: {kind}\nmetadata:\n  name: {name}\n"),
+        )
+        .replace(
+            &format!(
+                "    kind: {kind}\n    metadata:\n      name: {name}\n      namespace: tenant-acme\n"
+            ),
+            &format!("    kind: {kind}\n    metadata:\n      name: {name}\n"),
+        );
+    assert!(s.contains("scope: Cluster") && !s.contains(&format!("name: {name}\n  namespace")));
+    s
+}
+
+/// `tool`'s scenario with Argo CD's ConfigMap `argocd-cm` in namespace `ns` (another than
+/// the Application's where it is not `argocd`: Argo CD installed elsewhere, or apps in
+/// any namespace; a21d attack 1), holding `key: value`. The sandbox's Argo CD does not
+/// read it: only vpnmig does.
+fn with_argocd_cm(ns: &str, key: &str, value: &str) -> String {
+    let ns_doc = if ns == "argocd" {
+        String::new()
+    } else {
+        format!("---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n")
+    };
+    let value = value
+        .lines()
+        .map(|l| format!("    {l}\n"))
+        .collect::<String>();
+    format!(
+        "{ARGO}{ns_doc}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-cm\n  namespace: {ns}\n  labels:\n    app.kubernetes.io/name: argocd-cm\n    app.kubernetes.io/part-of: argocd\ndata:\n  {key}: |\n{value}"
+    )
+}
+
+/// The merged source with a second VPNPeer, `acme-branch`, on the gateway acme (a team's
+/// hand-written change; a21d attack 6).
+fn with_extra_peer(m: String) -> String {
+    format!(
+        "{}\n---\napiVersion: vpn.bnerd.net/v1alpha1\nkind: VPNPeer\nmetadata:\n  name: acme-branch\n  namespace: tenant-acme\nspec:\n  gatewayRef: {{name: acme}}\n  ipsec:\n    peer: {{address: 203.0.113.77, id: branch.acme.example}}\n    remoteSubnets: [10.77.0.0/16]\n    pskSecretRef: {{name: acme-psk, key: psk}}\n",
+        m.trim_end()
+    )
+}
+
 /// The merged source without the documents of `kind`.
 fn without_kind(m: &str, kind: &str) -> String {
     m.split("\n---")
@@ -3756,6 +3805,11 @@ const BACK: &[&str] = &[
 ];
 
 fn nothing(_: &Live, _: &str) {}
+
+fn keys_object_in(l: &Live, plural: &str, ns: &str, name: &str) -> Option<Value> {
+    let rt = l.sb.store.resource("keys.example.org", "v1", plural)?;
+    l.sb.store.get(&rt, ns, name).ok()
+}
 
 fn keys_object(l: &Live, plural: &str, name: &str) -> Option<Value> {
     let rt = l.sb.store.resource("keys.example.org", "v1", plural)?;
@@ -4035,6 +4089,192 @@ async fn a_restore_keeps_what_the_kept_objects_need_and_trusts_no_status_that_ca
                 assert_eq!(gw["status"]["floatingIP"], "198.51.100.23", "{what}");
             },
         },
+        // a21d kind B: an owner of a cluster-scoped kind in the chain.
+        KeptRow {
+            what: "A, Argo CD: the Secret's owner is cluster-scoped and dropped by the merge: the true reason (a21d attack 8)",
+            tool: Tool::Argo,
+            scenario: cluster_owned_psk(Tool::Argo, "ClusterVaultKey", "acme-keys"),
+            merged: |m| without_kind(&m, "ClusterVaultKey"),
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: CUT,
+            code: 0,
+            says: &[
+                "application/acme -n argocd stays suspended: it tracks clustervaultkey/acme-keys (cluster-scoped) (secret/acme-psk -n tenant-acme is owned by clustervaultkey/acme-keys (cluster-scoped): deleted, the garbage collector deletes what it owns), and its source no longer defines it (status of application/acme -n argocd): restoring its sync would delete it",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: |l, what| {
+                assert!(
+                    keys_object_in(l, "clustervaultkeys", "", "acme-keys").is_some(),
+                    "{what}"
+                );
+            },
+        },
+        KeptRow {
+            what: "A, Flux: a cluster-scoped owner of the Secret dropped, forced: it gets the prune protection without a namespace (made up)",
+            tool: Tool::Flux,
+            scenario: cluster_owned_psk(Tool::Flux, "ClusterSealedKey", "tenant-keys"),
+            merged: |m| without_kind(&m, "ClusterSealedKey"),
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: RESUME,
+            code: 0,
+            says: &[
+                "kept clustersealedkey/tenant-keys (cluster-scoped) (secret/acme-psk -n tenant-acme is owned by clustersealedkey/tenant-keys (cluster-scoped): deleted, the garbage collector deletes what it owns) from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled",
+            ],
+            suspended: false,
+            psk_kept: true,
+            check: |l, what| {
+                let o = keys_object_in(l, "clustersealedkeys", "", "tenant-keys").expect(what);
+                assert_eq!(
+                    o["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/prune"], "disabled",
+                    "{what}"
+                );
+            },
+        },
+        // a21d kind A: Argo CD's argocd-cm where Argo CD keeps it.
+        KeptRow {
+            what: "B, Argo CD: argocd-cm in Argo CD's own namespace (not the Application's) hides the Secret's /data (a21d attack 1's kind, made up: openshift-gitops)",
+            tool: Tool::Argo,
+            scenario: with_argocd_cm(
+                "openshift-gitops",
+                "resource.customizations.ignoreDifferences._Secret",
+                "jsonPointers:\n- /data",
+            ),
+            merged: |m| m,
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: CUT,
+            code: 0,
+            says: &[
+                "application/acme -n argocd stays suspended: argocd-cm -n openshift-gitops resource.customizations.ignoreDifferences._Secret (jsonPointers: - /data) matches secret/acme-psk -n tenant-acme (the PSK)",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: nothing,
+        },
+        KeptRow {
+            what: "B, Argo CD: argocd-cm key with a wildcard (vpn.bnerd.net_*) hides the floating IP, forced (made up)",
+            tool: Tool::Argo,
+            scenario: with_argocd_cm(
+                "argocd",
+                "resource.customizations.ignoreDifferences.vpn.bnerd.net_*",
+                "jqPathExpressions:\n- .spec.endpoint.floatingIP",
+            ),
+            merged: |m| m,
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: RESUME,
+            code: 0,
+            says: &[
+                "argocd-cm -n argocd resource.customizations.ignoreDifferences.vpn.bnerd.net_* (jqPathExpressions: - .spec.endpoint.floatingIP) matches vpngateway/acme -n tenant-acme",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: nothing,
+        },
+        KeptRow {
+            what: "B, Argo CD: the older single key resource.customizations in another namespace names VPNPeer (made up)",
+            tool: Tool::Argo,
+            scenario: with_argocd_cm(
+                "argo-system",
+                "resource.customizations",
+                "vpn.bnerd.net/VPNPeer:\n  ignoreDifferences: |\n    jsonPointers:\n    - /spec/ipsec/remoteSubnets",
+            ),
+            merged: |m| m,
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: CUT,
+            code: 0,
+            says: &["argocd-cm -n argo-system resource.customizations (vpn.bnerd.net/VPNPeer:"],
+            suspended: true,
+            psk_kept: true,
+            check: nothing,
+        },
+        // a21d kind C: a comparison from before the restore proves nothing.
+        KeptRow {
+            what: "B, Argo CD: its status Synced but no comparison since vpnmig asked for a refresh (a21d attack 10)",
+            tool: Tool::Argo,
+            scenario: ARGO.to_string(),
+            merged: |m| m,
+            rollback: false,
+            frozen: Some("as-is"),
+            other_stale: None,
+            args: CUT,
+            code: 0,
+            says: &[
+                "application/acme -n argocd stays suspended: its status is a comparison from ",
+                "and Argo CD did not compare it again within 10s after vpnmig asked it to refresh (annotation argocd.argoproj.io/refresh=normal)",
+                "Refresh it: `argocd app get acme --refresh` (or `kubectl annotate application acme -n argocd argocd.argoproj.io/refresh=normal --overwrite`)",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: nothing,
+        },
+        KeptRow {
+            what: "B, Argo CD: the same, forced: --gitops resume vouches for the merge, not for an old comparison (made up)",
+            tool: Tool::Argo,
+            scenario: ARGO.to_string(),
+            merged: |m| m,
+            rollback: false,
+            frozen: Some("as-is"),
+            other_stale: None,
+            args: RESUME,
+            code: 0,
+            says: &["did not compare it again within 10s after vpnmig asked it to refresh"],
+            suspended: true,
+            psk_kept: true,
+            check: nothing,
+        },
+        // a21d kind D: a VPNPeer the window did not make on its gateway.
+        KeptRow {
+            what: "C, Argo CD: the merge adds a second VPNPeer on the window's gateway (a21d attack 6)",
+            tool: Tool::Argo,
+            scenario: ARGO.to_string(),
+            merged: with_extra_peer,
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: CUT,
+            code: 0,
+            says: &[
+                "application/acme -n argocd stays suspended: its source defines vpnpeer/acme-branch -n tenant-acme (not live: its sync would create it, and which gateway its spec.gatewayRef names the cluster cannot show; status OutOfSync) beside the window's vpnpeer/acme on vpngateway/acme -n tenant-acme: a second VPNPeer flips the gateway to default-deny",
+                "argocd app manifests acme --source git",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: |l, what| {
+                assert_eq!(
+                    objects(l, "vpn.bnerd.net", "vpnpeers", NS).len(),
+                    1,
+                    "{what}"
+                );
+            },
+        },
+        KeptRow {
+            what: "C, Flux: a forced restore whose sync adds a second VPNPeer: suspended again, exit 5, the peer named (made up)",
+            tool: Tool::Flux,
+            scenario: FLUX.to_string(),
+            merged: with_extra_peer,
+            rollback: false,
+            frozen: None,
+            other_stale: None,
+            args: RESUME,
+            code: 5,
+            says: &[
+                "after its sync, vpnpeer/acme-branch -n tenant-acme is on vpngateway/acme -n tenant-acme, which the window did not make",
+                "kubectl delete vpnpeer acme-branch -n tenant-acme",
+            ],
+            suspended: true,
+            psk_kept: true,
+            check: nothing,
+        },
         // Kind D: another Application on a kept object.
         KeptRow {
             what: "D, Argo CD: another automated Application's sync changed the key (attack 6)",
@@ -4079,6 +4319,7 @@ async fn a_restore_keeps_what_the_kept_objects_need_and_trusts_no_status_that_ca
     ];
     for row in rows {
         let what = row.what;
+        eprintln!("row: {what}");
         let tool = row.tool;
         let mut s = live::pool("10.250.3.0/24");
         s.gitops.self_heal_delay_ms = 200;
@@ -4130,6 +4371,22 @@ async fn a_restore_keeps_what_the_kept_objects_need_and_trusts_no_status_that_ca
             .await;
         }
         if let Some(entry) = row.frozen {
+            if entry == "as-is" {
+                // The new objects carry the markers Argo CD's sync stamps (vpnmig puts
+                // them on otherwise), and its status shows everything Synced: by every
+                // other sign current, only not compared again.
+                for (plural, kind) in [("vpngateways", "VPNGateway"), ("vpnpeers", "VPNPeer")] {
+                    live::edit(&l, ("vpn.bnerd.net", "v1alpha1", plural), NS, "acme", |o| {
+                        o["metadata"]["labels"]["app.kubernetes.io/instance"] = json!("acme");
+                        o["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"] =
+                            json!(format!("acme:vpn.bnerd.net/{kind}:{NS}/acme"));
+                    });
+                }
+                eventually(10, "the Application shows everything Synced", || {
+                    Tool::Argo.owner(&l)["status"]["sync"]["status"] == "Synced"
+                })
+                .await;
+            }
             // Argo CD stops refreshing; its status is the one below (as a real Argo CD
             // may show it), current in every other respect.
             l.sb.gitops.shutdown();
@@ -4138,6 +4395,9 @@ async fn a_restore_keeps_what_the_kept_objects_need_and_trusts_no_status_that_ca
             l.sb.store
                 .modify(&rt, ons, "acme", false, &Default::default(), |o| {
                     let mut o = o.clone();
+                    if entry == "as-is" {
+                        return Ok(o);
+                    }
                     let rs = o["status"]["resources"].as_array_mut().unwrap();
                     if entry == "absent" {
                         rs.retain(|r| r["kind"] != "Secret");
@@ -4180,4 +4440,152 @@ async fn a_restore_keeps_what_the_kept_objects_need_and_trusts_no_status_that_ca
         }
         (row.check)(&l, what);
     }
+}
+
+/// a21d attack 6, `status`: a gateway with VPNPeers its finished window did not make is
+/// no green row (a second peer flips it to default-deny): blocker `extra-peer`, each
+/// peer named. Members: Argo CD with one extra peer; Flux with two of other names; a
+/// peer on another gateway of the namespace is not counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_names_the_peers_a_window_did_not_make_on_its_gateway() {
+    for (tool, extra, elsewhere) in [
+        (Tool::Argo, vec!["acme-branch"], None),
+        (Tool::Flux, vec!["hq-2", "acme-backup"], Some("other-gw")),
+    ] {
+        let l = synced(tool).await;
+        planned_and_cut_over(&l, tool).await;
+        let rt =
+            l.sb.store
+                .resource("vpn.bnerd.net", "v1alpha1", "vpnpeers")
+                .unwrap();
+        let peers = extra
+            .iter()
+            .map(|p| (*p, "acme"))
+            .chain(elsewhere.map(|g| ("on-another-gateway", g)));
+        for (name, gw) in peers {
+            l.sb.store
+                .create(
+                    &rt,
+                    NS,
+                    json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNPeer",
+                        "metadata": {"name": name, "namespace": NS},
+                        "spec": {"gatewayRef": {"name": gw}, "ipsec": {
+                            "peer": {"address": "203.0.113.77", "id": "branch.acme.example"},
+                            "remoteSubnets": ["10.77.0.0/16"],
+                            "pskSecretRef": {"name": "acme-psk", "key": "psk"}}}}),
+                    &Default::default(),
+                )
+                .unwrap();
+        }
+        let r = l.vpnmig(&["status", "-n", NS]).await;
+        assert_eq!(r.code, 0, "{tool:?}: {}", r.stderr);
+        let row = r
+            .stdout
+            .lines()
+            .find(|l| l.contains("VPNGateway"))
+            .unwrap_or_default();
+        assert!(row.contains("extra-peer"), "{tool:?}: {}", r.stdout);
+        // As listed: by name.
+        let mut named: Vec<String> = extra.iter().map(|p| format!("vpnpeer/{p}")).collect();
+        named.sort();
+        assert!(
+            r.stdout.split_whitespace().collect::<Vec<_>>().join(" ").contains(&format!(
+                "VPNPeers the window did not make on vpngateway/acme -n {NS}: {} (the window made vpnpeer/acme)",
+                named.join(", ")
+            )),
+            "{tool:?}: {}",
+            r.stdout
+        );
+        assert!(
+            !r.stdout.contains("on-another-gateway"),
+            "{tool:?}: {}",
+            r.stdout
+        );
+        let j = l.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
+        let doc: Value = serde_json::from_str(&j.stdout).unwrap();
+        let gw = doc["gateways"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["kind"] == "VPNGateway")
+            .unwrap()
+            .clone();
+        assert!(
+            gw["blockers"].to_string().contains("extra-peer"),
+            "{tool:?}: {gw}"
+        );
+    }
+}
+
+/// a21d attack 1, "cannot tell": Argo CD's argocd-cm is in a namespace vpnmig may not
+/// list (Argo CD installed in `gitops-system`; the on-call context may work only in the
+/// gateway's and Argo CD's usual namespaces). The restore never reads that as "no rule":
+/// the owner stays suspended, with how to find it by hand. Control: a context that may
+/// list ConfigMaps everywhere finds the rule there and names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_argocd_cm_vpnmig_cannot_find_keeps_the_owner_suspended() {
+    use vpnmig_sandbox::api::auth::{Rule, User};
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s.users = vec![User::with_rules(
+        "oncall",
+        vec![
+            Rule {
+                verbs: vec!["*".into()],
+                resources: vec!["*".into()],
+                namespaces: vec![NS.into(), "argocd".into()],
+            },
+            Rule::new(
+                &["get", "list"],
+                &["customresourcedefinitions", "namespaces"],
+            ),
+            Rule::new(&["create"], &["selfsubjectaccessreviews"]),
+        ],
+    )];
+    let l = start(
+        &with_argocd_cm(
+            "gitops-system",
+            "resource.customizations.ignoreDifferences._Secret",
+            "jsonPointers:\n- /data",
+        ),
+        s,
+    )
+    .await;
+    adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+    done_then_merged_by(&l, Tool::Argo, |m| m).await;
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "acme",
+            "-n",
+            NS,
+            "--yes",
+            "--context",
+            "vpnmig-sandbox-oncall",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for words in [
+        "application/acme -n argocd stays suspended: whether Argo CD's diff customizations (ConfigMap argocd-cm, in the namespace Argo CD runs in) hide a difference of what the window keeps cannot be told: ConfigMaps named argocd-cm cannot be listed in all namespaces",
+        "namespace argocd has none",
+        "kubectl get configmaps -A --field-selector metadata.name=argocd-cm",
+    ] {
+        assert!(r.says(words), "missing {words:?} in:\n{}", r.stderr);
+    }
+    assert!(
+        !r.says("synced: what the window made live is as it was"),
+        "{}",
+        r.stderr
+    );
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("stays suspended: argocd-cm -n gitops-system resource.customizations.ignoreDifferences._Secret (jsonPointers: - /data) matches secret/acme-psk -n tenant-acme (the PSK)"),
+        "{}",
+        r.stderr
+    );
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+    let j = live::journal(&l, NS, "acme").unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
 }

@@ -356,6 +356,10 @@ struct Windows {
     pins: Vec<(String, String, &'static str, String)>,
     /// A gateway whose floating IP is not the one its window left: the lines said.
     fip: Vec<String>,
+    /// The VPNPeers each finished cutover made: `(namespace, gateway, peer names)`.
+    made: Vec<(String, String, Vec<String>)>,
+    /// A gateway with VPNPeers its window did not make: the lines said.
+    extra: Vec<String>,
     unknown: Option<String>,
 }
 
@@ -406,7 +410,7 @@ impl Windows {
                 s.owner, s.namespace, s.gateway, s.phase, s.resume
             ));
         }
-        for line in &self.fip {
+        for line in self.fip.iter().chain(&self.extra) {
             out.push_str(line);
             out.push('\n');
         }
@@ -545,21 +549,24 @@ pub fn names(rows: &[Row]) -> String {
 
 /// The cluster, the table's rows, and the gateways vpnmig migrated (their VPNGateway
 /// carries the migrated-from annotation): `(namespace, name)`.
-async fn gather(args: &StatusArgs) -> Result<(Cluster, Vec<Row>, Vec<(String, String)>), Error> {
+#[allow(clippy::type_complexity)]
+async fn gather(
+    args: &StatusArgs,
+) -> Result<(Cluster, Vec<Row>, Vec<(String, String)>, Vec<Peer>), Error> {
     let cluster = Cluster::connect(&args.cluster.options()).await?;
     if matches!(args.output, StatusFormat::Text | StatusFormat::Wide) {
         crate::output::say(&cluster.banner(args.all_namespaces));
     }
     cluster.require_operator().await?;
-    let (rows, ours) = read_rows(&cluster, args.all_namespaces).await?;
-    Ok((cluster, rows, ours))
+    let (rows, ours, peers) = read_rows(&cluster, args.all_namespaces).await?;
+    Ok((cluster, rows, ours, peers))
 }
 
 /// The rows of the namespace (or all) and the gateways vpnmig migrated.
 async fn read_rows(
     cluster: &Cluster,
     all_namespaces: bool,
-) -> Result<(Vec<Row>, Vec<(String, String)>), Error> {
+) -> Result<(Vec<Row>, Vec<(String, String)>, Vec<Peer>), Error> {
     let ns = (!all_namespaces).then_some(cluster.namespace.as_str());
     let old: Vec<IPsecGateway> = list::all(cluster, ns).await?;
     let new: Vec<VPNGateway> = list::all(cluster, ns).await?;
@@ -581,7 +588,66 @@ async fn read_rows(
         })
         .filter_map(|g| Some((g.metadata.namespace.clone()?, g.metadata.name.clone()?)))
         .collect();
-    Ok((rows, ours))
+    let peers = peers
+        .iter()
+        .filter_map(|p| {
+            Some(Peer {
+                namespace: p.metadata.namespace.clone()?,
+                name: p.metadata.name.clone()?,
+                gateway: p.spec.gateway_ref.name.clone(),
+            })
+        })
+        .collect();
+    Ok((rows, ours, peers))
+}
+
+/// A live VPNPeer and the gateway it names.
+#[derive(Debug, Clone, PartialEq)]
+struct Peer {
+    namespace: String,
+    name: String,
+    gateway: String,
+}
+
+/// Every VPNGateway row whose finished window made fewer VPNPeers than now name it gets
+/// the blocker `extra-peer`, and a line naming each peer it did not make (a21d attack 6:
+/// a second peer flips the gateway to default-deny; the window's peer without an
+/// authorization block then reaches nothing, and READY stayed True).
+fn mark_extra(rows: &mut [Row], windows: &mut Windows, peers: &[Peer]) {
+    for (ns, gateway, made) in &windows.made {
+        let extra: Vec<&Peer> = peers
+            .iter()
+            .filter(|p| &p.namespace == ns && &p.gateway == gateway && !made.contains(&p.name))
+            .collect();
+        if extra.is_empty() {
+            continue;
+        }
+        for r in rows
+            .iter_mut()
+            .filter(|r| &r.namespace == ns && &r.name == gateway && r.kind == "VPNGateway")
+        {
+            let b = r.blockers.get_or_insert_with(Vec::new);
+            if !b.contains(&"extra-peer") {
+                b.push("extra-peer");
+            }
+        }
+        windows.extra.push(format!(
+            "VPNPeers the window did not make on vpngateway/{gateway} -n {ns}: {} (the window made {}): with more than one peer the gateway is default-deny, and a peer reaches only what its authorization grants; take the extra ones out of the repository and delete them (`kubectl delete vpnpeer NAME -n {ns}`), or grant each what it needs, then `vpnmig verify {gateway} -n {ns}`",
+            extra
+                .iter()
+                .map(|p| format!("vpnpeer/{}", p.name))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if made.is_empty() {
+                "none".to_string()
+            } else {
+                made.iter()
+                    .map(|p| format!("vpnpeer/{p}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ));
+    }
 }
 
 /// Why the table is empty (issue 10 item 2): the namespace does not exist, or it has no
@@ -774,6 +840,25 @@ async fn open_windows(
             Some((j.namespace.clone(), j.gateway.clone(), kind, fip))
         })
         .collect();
+    let made = parsed
+        .iter()
+        .filter(|j| j.phase == crate::core::journal::Phase::Done)
+        .map(|j| {
+            (
+                j.namespace.clone(),
+                j.gateway.clone(),
+                j.targets
+                    .iter()
+                    .filter(|t| t["kind"] == "VPNPeer")
+                    .filter_map(|t| {
+                        t.pointer("/metadata/name")
+                            .and_then(serde_json::Value::as_str)
+                    })
+                    .map(str::to_string)
+                    .collect(),
+            )
+        })
+        .collect();
     Windows {
         open,
         lost,
@@ -782,6 +867,8 @@ async fn open_windows(
         psk,
         pins,
         fip: Vec::new(),
+        made,
+        extra: Vec::new(),
         unknown: None,
     }
 }
@@ -1321,7 +1408,7 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
 pub fn run(args: &StatusArgs) -> Result<i32, Error> {
     let text = matches!(args.output, StatusFormat::Text | StatusFormat::Wide);
     crate::cli::runtime()?.block_on(async {
-        let (cluster, mut rows, ours) = gather(args).await?;
+        let (cluster, mut rows, ours, peers) = gather(args).await?;
         if rows.is_empty() && !args.all_namespaces && text {
             crate::output::say(&namespace_note(&cluster).await);
         }
@@ -1329,6 +1416,7 @@ pub fn run(args: &StatusArgs) -> Result<i32, Error> {
         let mut windows = windows;
         mark_psk(&mut rows, &windows);
         mark_fip(&mut rows, &mut windows);
+        mark_extra(&mut rows, &mut windows, &peers);
         crate::cli::write_stdout(&print(args, &rows, &windows, true))?;
         // Part of the answer could not be read: print what was, and fail as
         // `kubectl get A,B` does when B is refused (exit 1), so a script never reads
@@ -1419,10 +1507,11 @@ async fn watch(
             Err(_) => break,
             Ok(v) => v?,
         };
-        let (mut now, ours) = read_rows(cluster, args.all_namespaces).await?;
+        let (mut now, ours, peers) = read_rows(cluster, args.all_namespaces).await?;
         let mut now_windows = open_windows(cluster, args.all_namespaces, &ours).await;
         mark_psk(&mut now, &now_windows);
         mark_fip(&mut now, &mut now_windows);
+        mark_extra(&mut now, &mut now_windows, &peers);
         let changed = changes(&rows, &now);
         let windows_changed = now_windows != windows;
         if !changed.is_empty() || windows_changed {

@@ -130,8 +130,18 @@ fn resource_of(api_version: &str, kind: &str) -> ApiResource {
     ApiResource::from_gvk_with_plural(&gvk, &format!("{}s", kind.to_lowercase()))
 }
 
+/// The API of kept objects of `ar` in namespace `ns`; `""`: a cluster-scoped kind (an
+/// owner in an ownerReference chain, e.g. a ClusterExternalSecret; a21d attack 8).
+fn kept_api(cluster: &Cluster, ns: &str, ar: &ApiResource) -> Api<DynamicObject> {
+    if ns.is_empty() {
+        Api::all_with(cluster.client.clone(), ar)
+    } else {
+        Api::namespaced_with(cluster.client.clone(), ns, ar)
+    }
+}
+
 /// An object a window keeps (its PSK Secret, a new object, the old gateway), read in
-/// its own namespace; `None`: it does not exist. A Secret is returned as it is read:
+/// its own namespace (`""`: cluster-scoped); `None`: it does not exist. A Secret is returned as it is read:
 /// callers look at its metadata only.
 pub async fn get_kept(
     cluster: &Cluster,
@@ -141,11 +151,14 @@ pub async fn get_kept(
     name: &str,
 ) -> Result<Option<Value>, KubeError> {
     let ar = resource_of(api_version, kind);
-    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
+    let api = kept_api(cluster, ns, &ar);
     let got = cluster
-        .call("get", &format!("{}/{name}", ar.plural), Some(ns), || {
-            api.get_opt(name)
-        })
+        .call(
+            "get",
+            &format!("{}/{name}", ar.plural),
+            Some(ns).filter(|n| !n.is_empty()),
+            || api.get_opt(name),
+        )
         .await;
     match got {
         Ok(o) => Ok(o.map(to_value)),
@@ -165,16 +178,19 @@ pub async fn patch_kept(
     patch: &Value,
 ) -> Result<Value, KubeError> {
     let ar = resource_of(api_version, kind);
-    let api: Api<DynamicObject> = Api::namespaced_with(cluster.client.clone(), ns, &ar);
+    let api = kept_api(cluster, ns, &ar);
     let pp = PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
         ..Default::default()
     };
     let p = Patch::Merge(patch);
     cluster
-        .call("patch", &format!("{}/{name}", ar.plural), Some(ns), || {
-            api.patch(name, &pp, &p)
-        })
+        .call(
+            "patch",
+            &format!("{}/{name}", ar.plural),
+            Some(ns).filter(|n| !n.is_empty()),
+            || api.patch(name, &pp, &p),
+        )
         .await
         .map(to_value)
 }
@@ -205,4 +221,85 @@ pub async fn parents_of(
         }
     }
     Ok(out)
+}
+
+/// Every ConfigMap `argocd-cm` whose diff customizations may apply to an Application in
+/// namespace `app_ns` (a21d attack 1): Argo CD reads it in its own install namespace,
+/// which is not the Application's with "apps in any namespace". Each as (namespace,
+/// ConfigMap). Where vpnmig may list ConfigMaps in all namespaces, every `argocd-cm` of
+/// the cluster (an empty list: Argo CD runs without one, so no global rule); else the
+/// Application's namespace and `argocd`, read by name.
+///
+/// `Err`: why it cannot be told where Argo CD keeps it (the list refused and neither
+/// namespace holds one or may be read, or no answer).
+pub async fn argocd_cms(cluster: &Cluster, app_ns: &str) -> Result<Vec<(String, Value)>, String> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let all: Api<ConfigMap> = Api::all(cluster.client.clone());
+    let lp = ListParams::default().fields("metadata.name=argocd-cm");
+    let listed = cluster
+        .call("list", "configmaps named argocd-cm", None, || all.list(&lp))
+        .await;
+    let refused = match listed {
+        Ok(l) => {
+            return Ok(l
+                .items
+                .into_iter()
+                .filter(|c| c.metadata.name.as_deref() == Some("argocd-cm"))
+                .map(|c| {
+                    (
+                        c.metadata.namespace.clone().unwrap_or_default(),
+                        serde_json::to_value(c).expect("configmaps serialize"),
+                    )
+                })
+                .collect());
+        }
+        Err(e) if matches!(e, KubeError::Forbidden { .. }) || status(&e) == Some(403) => e,
+        Err(e) => return Err(format!("listing ConfigMaps named argocd-cm failed: {e}")),
+    };
+    let mut found = Vec::new();
+    let mut unread = Vec::new();
+    let mut namespaces = vec![app_ns];
+    if app_ns != "argocd" {
+        namespaces.push("argocd");
+    }
+    for ns in namespaces {
+        match get_kept(cluster, "v1", "ConfigMap", ns, "argocd-cm").await {
+            Ok(Some(cm)) => found.push((ns.to_string(), cm)),
+            Ok(None) => {}
+            Err(e) => unread.push(format!("namespace {ns}: {e}")),
+        }
+    }
+    if found.is_empty() || !unread.is_empty() {
+        return Err(format!(
+            "ConfigMaps named argocd-cm cannot be listed in all namespaces ({refused}), and {}",
+            if unread.is_empty() && app_ns == "argocd" {
+                "namespace argocd has none: Argo CD runs in another namespace, which vpnmig cannot find".to_string()
+            } else if unread.is_empty() {
+                format!(
+                    "neither namespace {app_ns} nor argocd has one: Argo CD runs in another namespace, which vpnmig cannot find"
+                )
+            } else {
+                format!(
+                    "it cannot be read where Argo CD may keep it ({})",
+                    unread.join("; ")
+                )
+            }
+        ));
+    }
+    Ok(found)
+}
+
+/// Whether objects of `kind` (`api_version`) are namespaced, as the cluster's discovery
+/// says; the kinds a window keeps (core `v1`, vpnmig's own) without asking. `true` when
+/// discovery does not list the kind (a read of it then says it cannot be found).
+pub async fn namespaced(cluster: &Cluster, api_version: &str, kind: &str) -> bool {
+    if api_version == "v1" || api_version.starts_with("vpn.bnerd.net/") {
+        return true;
+    }
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    match kube::discovery::pinned_kind(&cluster.client, &gvk).await {
+        Ok((_, caps)) => caps.scope == kube::discovery::Scope::Namespaced,
+        Err(_) => true,
+    }
 }

@@ -1093,13 +1093,19 @@ pub struct Protected {
 
 impl Protected {
     /// `secret/acme-psk -n tenant-acme (kustomize.toolkit.fluxcd.io/prune=disabled)`.
+    /// A cluster-scoped object (an owner in an ownerReference chain) has no namespace:
+    /// `clusterexternalsecret/keys (cluster-scoped) (…)`.
     pub fn display(&self) -> String {
-        format!(
-            "{} ({}={})",
-            crate::core::model::object_ref(&self.kind, &self.name, &self.namespace),
-            self.annotation,
-            self.value
-        )
+        let what = if self.namespace.is_empty() {
+            format!(
+                "{}/{} (cluster-scoped)",
+                self.kind.to_lowercase(),
+                self.name
+            )
+        } else {
+            crate::core::model::object_ref(&self.kind, &self.name, &self.namespace)
+        };
+        format!("{what} ({}={})", self.annotation, self.value)
     }
 }
 
@@ -1573,23 +1579,171 @@ pub fn argo_ignored(
             return Some(format!("spec.ignoreDifferences[{i}] ({})", fields(e)));
         }
     }
-    let gk = if group.is_empty() {
-        kind.to_string()
-    } else {
-        format!("{group}_{kind}")
-    };
     customizations
         .iter()
-        .find(|(k, _)| {
-            k.strip_prefix("resource.customizations.ignoreDifferences.")
-                .is_some_and(|s| s == gk || s == "all")
-        })
+        .find(|(k, v)| customization_matches(k, v, group, kind))
         .map(|(k, v)| {
             format!(
                 "argocd-cm {k} ({})",
                 v.split_whitespace().collect::<Vec<_>>().join(" ")
             )
         })
+}
+
+/// Whether the `argocd-cm` key `key` (value `value`) holds diff customizations that apply
+/// to `group`/`kind` (empty group: the core group). Read as widely as Argo CD reads it,
+/// and wider where the layout is not certain: a key `resource.customizations.
+/// ignoreDifferences.<group>_<Kind>` (or `<Kind>` / `_<Kind>` for the core group), with
+/// Argo CD's `*` wildcards in it, or `.all`; and the older single key
+/// `resource.customizations` whose YAML names the kind and holds an `ignoreDifferences`
+/// (a21d attack 1: a rule vpnmig does not read is no "no rule").
+pub fn customization_matches(key: &str, value: &str, group: &str, kind: &str) -> bool {
+    // `-n NAMESPACE KEY`: where it was read.
+    let key = key.rsplit(' ').next().unwrap_or(key);
+    if key == "resource.customizations" {
+        return value.contains("ignoreDifferences") && value.contains(kind);
+    }
+    let Some(suffix) = key.strip_prefix("resource.customizations.ignoreDifferences.") else {
+        return false;
+    };
+    if suffix == "all" {
+        return true;
+    }
+    let mut names = vec![format!("{group}_{kind}")];
+    if group.is_empty() {
+        names.push(kind.to_string());
+    }
+    names.iter().any(|n| glob_match(suffix, n))
+}
+
+/// `*` in `pattern` stands for any run of characters (Argo CD's resource customization
+/// keys and ignoreDifferences names).
+fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for mid in &parts[1..parts.len() - 1] {
+        match rest.find(mid) {
+            Some(at) => rest = &rest[at + mid.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The VPNPeers in namespace `ns` that Argo CD Application `owner`'s current status says
+/// its source defines (not `requiresPruning`) and that are not among `made` (the peers the
+/// window made): each may attach to the window's gateway (a21d attack 6: a second peer
+/// flips a gateway to default-deny, and the first one reaches nothing). Each entry's name
+/// and its sync status. Empty where the status is not current ([`status_blind`]).
+pub fn argo_extra_peers(owner: &Value, ns: &str, made: &[&str]) -> Vec<(String, String)> {
+    if owner["kind"] != "Application" || status_blind(owner).is_some() {
+        return Vec::new();
+    }
+    owner
+        .pointer("/status/resources")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|r| {
+            r["kind"] == "VPNPeer"
+                && r["group"] == crate::core::model::NEW_GROUP
+                && r["namespace"].as_str().is_none_or(|n| n == ns)
+                && r["requiresPruning"].as_bool() != Some(true)
+        })
+        .filter_map(|r| {
+            let name = r["name"].as_str()?;
+            (!made.contains(&name)).then(|| {
+                (
+                    name.to_string(),
+                    r["status"].as_str().unwrap_or("no status").to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Argo CD's annotation that asks for a refresh; its controller removes it once the
+/// comparison is written.
+pub const ARGO_REFRESH: &str = "argocd.argoproj.io/refresh";
+
+/// What an owner's status shows of its controller's last comparison or reconcile (a21d
+/// attack 10): Argo CD `status.reconciledAt`, `status.operationState.finishedAt`,
+/// `status.sync.revision`, and whether the refresh annotation is on it; Flux
+/// `status.observedGeneration`, the `Ready` condition's `lastTransitionTime`,
+/// `status.lastAttemptedRevision` and `status.lastHandledReconcileAt`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusMark {
+    pub reconciled_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub revision: Option<String>,
+    pub refresh_asked: bool,
+    pub observed_generation: Option<i64>,
+    pub ready_at: Option<String>,
+    pub attempted: Option<String>,
+    pub handled: Option<String>,
+}
+
+/// The [`StatusMark`] of `owner` now.
+pub fn status_mark(owner: &Value) -> StatusMark {
+    let s = |p: &str| owner.pointer(p).and_then(Value::as_str).map(str::to_string);
+    StatusMark {
+        reconciled_at: s("/status/reconciledAt"),
+        finished_at: s("/status/operationState/finishedAt"),
+        revision: s("/status/sync/revision"),
+        refresh_asked: get(owner, "/metadata/annotations", ARGO_REFRESH).is_some(),
+        observed_generation: owner
+            .pointer("/status/observedGeneration")
+            .and_then(Value::as_i64),
+        ready_at: owner
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+            .and_then(|c| c["lastTransitionTime"].as_str())
+            .map(str::to_string),
+        attempted: s("/status/lastAttemptedRevision"),
+        handled: s("/status/lastHandledReconcileAt"),
+    }
+}
+
+/// Whether `now`'s status was written by a comparison or reconcile after `before` was
+/// read from the same owner: a later `reconciledAt` / `finishedAt` / Ready transition, a
+/// new revision or generation observed, or the refresh annotation vpnmig asked for taken
+/// off by the controller. A status that shows none of these is one from before (a21d
+/// attack 10: "synced: … as it was" from a status the restore never changed).
+pub fn status_after(before: &StatusMark, now: &Value) -> bool {
+    let after = status_mark(now);
+    let later = |a: &Option<String>, b: &Option<String>| {
+        let Some(b) = b.as_deref().and_then(|b| b.parse::<jiff::Timestamp>().ok()) else {
+            return false;
+        };
+        a.as_deref()
+            .and_then(|a| a.parse::<jiff::Timestamp>().ok())
+            .is_none_or(|a| b > a)
+    };
+    let changed = |a: &Option<String>, b: &Option<String>| b.is_some() && a != b;
+    match now["kind"].as_str() {
+        Some("Application") => {
+            later(&before.reconciled_at, &after.reconciled_at)
+                || later(&before.finished_at, &after.finished_at)
+                || changed(&before.revision, &after.revision)
+                || (before.refresh_asked && !after.refresh_asked && after.reconciled_at.is_some())
+        }
+        _ => {
+            after
+                .observed_generation
+                .is_some_and(|g| before.observed_generation.is_none_or(|b| g > b))
+                || later(&before.ready_at, &after.ready_at)
+                || changed(&before.attempted, &after.attempted)
+                || changed(&before.handled, &after.handled)
+        }
+    }
 }
 
 /// The Argo CD Applications whose tracking markers are on `obj` (instance labels, the
@@ -2922,6 +3076,96 @@ mod tests {
         let a = ignoring(json!([]), json!([]));
         assert!(argo_ignored(&a, &cm, "vpn.bnerd.net", "VPNPeer", "t", "p").is_some());
         assert_eq!(argo_ignored(&a, &cm, "", "Secret", "t", "psk"), None);
+        // Keys as Argo CD reads them wherever its argocd-cm is (a21d attack 1): the core
+        // group with or without `_`, wildcards, `.all`, the older single key; the
+        // namespace it was read in is said.
+        for (key, value, group, kind, hit) in [
+            (
+                "resource.customizations.ignoreDifferences._Secret",
+                "jsonPointers: [/data]",
+                "",
+                "Secret",
+                true,
+            ),
+            (
+                "resource.customizations.ignoreDifferences.Secret",
+                "jsonPointers: [/data]",
+                "",
+                "Secret",
+                true,
+            ),
+            (
+                "resource.customizations.ignoreDifferences.vpn.bnerd.net_*",
+                "x",
+                "vpn.bnerd.net",
+                "VPNGateway",
+                true,
+            ),
+            (
+                "resource.customizations.ignoreDifferences.*_VPNPeer",
+                "x",
+                "vpn.bnerd.net",
+                "VPNPeer",
+                true,
+            ),
+            (
+                "resource.customizations.ignoreDifferences.*_VPNPeer",
+                "x",
+                "vpn.bnerd.net",
+                "VPNGateway",
+                false,
+            ),
+            (
+                "resource.customizations.ignoreDifferences.vpn.bnerd.net_*",
+                "x",
+                "",
+                "Secret",
+                false,
+            ),
+            (
+                "resource.customizations.ignoreDifferences.all",
+                "x",
+                "",
+                "ConfigMap",
+                true,
+            ),
+            (
+                "resource.customizations",
+                "Secret:\n  ignoreDifferences: |\n    jsonPointers: [/data]",
+                "",
+                "Secret",
+                true,
+            ),
+            (
+                "resource.customizations",
+                "Secret:\n  health.lua: x",
+                "",
+                "Secret",
+                false,
+            ),
+            (
+                "resource.customizations.health.Secret",
+                "x",
+                "",
+                "Secret",
+                false,
+            ),
+        ] {
+            assert_eq!(
+                customization_matches(key, value, group, kind),
+                hit,
+                "{key} {kind}"
+            );
+            let cm = vec![(format!("-n argocd {key}"), value.to_string())];
+            assert_eq!(
+                argo_ignored(&a, &cm, group, kind, "t", "x")
+                    .is_some_and(|r| r.starts_with(&format!("argocd-cm -n argocd {key} ("))),
+                hit,
+                "{key} {kind}"
+            );
+        }
+        assert!(glob_match("a*c*e", "abcde") && !glob_match("a*c*e", "abde"));
+        assert!(glob_match("*", "") && glob_match("ab", "ab") && !glob_match("a*b", "a"));
 
         // Applications on an object, ownerReferences.
         let obj = json!({"metadata": {"labels": {"app.kubernetes.io/instance": "keys"},
@@ -2972,5 +3216,104 @@ mod tests {
             }
             None => *target = patch.clone(),
         }
+    }
+
+    #[test]
+    fn a_status_is_after_the_restore_only_when_its_controller_wrote_it_since() {
+        let app = |reconciled: &str, finished: Option<&str>, rev: &str, refresh: bool| {
+            let mut a = json!({"kind": "Application", "metadata": {"annotations": {}},
+                "status": {"reconciledAt": reconciled, "sync": {"status": "Synced", "revision": rev}}});
+            if let Some(f) = finished {
+                a["status"]["operationState"] = json!({"finishedAt": f});
+            }
+            if refresh {
+                a["metadata"]["annotations"][ARGO_REFRESH] = json!("normal");
+            }
+            a
+        };
+        let before = status_mark(&app("2026-12-02T08:22:33Z", None, "1111", false));
+        // a21d attack 10: nothing written since.
+        assert!(!status_after(
+            &before,
+            &app("2026-12-02T08:22:33Z", None, "1111", false)
+        ));
+        // An earlier time is not later (a status put back by hand).
+        assert!(!status_after(
+            &before,
+            &app("2026-12-02T08:20:00Z", None, "1111", false)
+        ));
+        assert!(status_after(
+            &before,
+            &app("2026-12-02T08:22:34Z", None, "1111", false)
+        ));
+        assert!(status_after(
+            &before,
+            &app(
+                "2026-12-02T08:22:33Z",
+                Some("2026-12-02T08:22:40Z"),
+                "1111",
+                false
+            )
+        ));
+        assert!(status_after(
+            &before,
+            &app("2026-12-02T08:22:33Z", None, "2222", false)
+        ));
+        // The refresh vpnmig asked for, taken off by the controller (same second).
+        let asked = status_mark(&app("2026-12-02T08:22:33Z", None, "1111", true));
+        assert!(asked.refresh_asked);
+        assert!(!status_after(
+            &asked,
+            &app("2026-12-02T08:22:33Z", None, "1111", true)
+        ));
+        assert!(status_after(
+            &asked,
+            &app("2026-12-02T08:22:33Z", None, "1111", false)
+        ));
+        // No time at all: never after.
+        let none = json!({"kind": "Application", "status": {"sync": {"status": "Synced"}}});
+        assert!(!status_after(&status_mark(&none), &none));
+        // Flux: a generation observed since, a Ready transition, a revision attempted.
+        let ks = |observed: i64, ready_at: &str, attempted: &str| {
+            json!({"kind": "Kustomization", "status": {"observedGeneration": observed,
+                "lastAttemptedRevision": attempted,
+                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": ready_at}]}})
+        };
+        let before = status_mark(&ks(3, "2026-12-02T08:00:00Z", "main@sha1:aa"));
+        assert!(!status_after(
+            &before,
+            &ks(3, "2026-12-02T08:00:00Z", "main@sha1:aa")
+        ));
+        assert!(status_after(
+            &before,
+            &ks(4, "2026-12-02T08:00:00Z", "main@sha1:aa")
+        ));
+        assert!(status_after(
+            &before,
+            &ks(3, "2026-12-02T08:05:00Z", "main@sha1:aa")
+        ));
+        assert!(status_after(
+            &before,
+            &ks(3, "2026-12-02T08:00:00Z", "main@sha1:bb")
+        ));
+    }
+
+    #[test]
+    fn the_peers_a_source_adds_beside_the_window_s_are_named() {
+        let app = json!({"kind": "Application", "spec": {},
+            "status": {"sync": {"status": "OutOfSync"}, "resources": [
+                {"group": "vpn.bnerd.net", "kind": "VPNPeer", "namespace": "t", "name": "acme", "status": "Synced"},
+                {"group": "vpn.bnerd.net", "kind": "VPNPeer", "namespace": "t", "name": "acme-main", "status": "OutOfSync"},
+                {"group": "vpn.bnerd.net", "kind": "VPNPeer", "namespace": "t", "name": "gone", "status": "OutOfSync", "requiresPruning": true},
+                {"group": "vpn.bnerd.net", "kind": "VPNPeer", "namespace": "other", "name": "elsewhere", "status": "OutOfSync"},
+                {"group": "", "kind": "Secret", "namespace": "t", "name": "acme-ipsec", "status": "OutOfSync"}]}});
+        assert_eq!(
+            argo_extra_peers(&app, "t", &["acme"]),
+            vec![("acme-main".to_string(), "OutOfSync".to_string())]
+        );
+        // A status that cannot tell names none (the other checks keep the owner).
+        let mut blind = app.clone();
+        blind["status"]["sync"]["status"] = json!("Unknown");
+        assert!(argo_extra_peers(&blind, "t", &["acme"]).is_empty());
     }
 }

@@ -724,7 +724,7 @@ pub(crate) async fn restore(
             &w.journal.namespace,
             &w.journal.psk_secret,
         );
-        let live_owner = match live::find(w.cluster, &r.owner).await? {
+        let mut live_owner = match live::find(w.cluster, &r.owner).await? {
             Found::One(_, obj) => Some(obj),
             // Gone (deleted since, attack 9): nothing to restore, nothing to protect
             // from its prune; the journal lets go of it, and every command says so.
@@ -830,6 +830,19 @@ pub(crate) async fn restore(
             return Err(other_writer_stop(w.cluster, &r.owner, &secret, e).await);
         }
         let psk_before = psk_seen(&w.journal, &secret);
+        // Argo CD: only a comparison made now proves what its sync would do; one from
+        // before may predate the repository's head (a21d attack 10). vpnmig asks for a
+        // refresh and reads the comparison it writes; without one, checks 3 and 4 may still
+        // refuse on what they see, but they never restore on it.
+        let mut stale = None;
+        if r.owner.kind == "Application"
+            && let Some(o) = live_owner.as_ref()
+        {
+            match refreshed(w.cluster, &r.owner, o).await? {
+                Ok(fresh) => live_owner = Some(fresh),
+                Err(why) => stale = Some(why),
+            }
+        }
         // The windows whose objects the restored sync must leave as they are: this one,
         // and the finished ones that relied on the suspension.
         let mut windows: Vec<(crate::core::journal::Journal, &str)> =
@@ -958,7 +971,7 @@ pub(crate) async fn restore(
             )));
             continue;
         }
-        // 4. What the windows keep.
+        // 4. What the windows keep, and nothing added on their gateways.
         let mut refused = None;
         for (j, kind) in &windows {
             match keep(w, i, j, kind, live_owner.as_ref()).await? {
@@ -967,6 +980,13 @@ pub(crate) async fn restore(
                     refused = Some(why);
                     break;
                 }
+            }
+            if *kind == "IPsecGateway"
+                && let Some(o) = live_owner.as_ref()
+                && let Some(why) = extra_in_source(w.cluster, &r.owner, o, j, verb).await?
+            {
+                refused = Some(why);
+                break;
             }
         }
         if let Some((why, todo)) = refused {
@@ -977,7 +997,31 @@ pub(crate) async fn restore(
             )));
             continue;
         }
-        live::patch(w.cluster, &r.owner, &gitops::restore_patch(saved)).await?;
+        if let Some(why) = stale {
+            left += 1;
+            w.ev.emit(Event::Warning(format!(
+                "{} stays suspended: {why}; a comparison from before may predate the repository's head, and only one made now proves that its sync leaves what the windows keep as it is. Refresh it: `argocd app get {} --refresh` (or `kubectl annotate application {} -n {} {}=normal --overwrite`), then `vpnmig {verb} {name} -n {ns}`",
+                r.owner.display(),
+                r.owner.name,
+                r.owner.name,
+                r.owner.namespace.as_deref().unwrap_or("argocd"),
+                gitops::ARGO_REFRESH
+            )));
+            continue;
+        }
+        let restored = live::patch(w.cluster, &r.owner, &gitops::restore_patch(saved)).await?;
+        // What its status shows now: "synced" is said only from a status written after
+        // this (a21d attack 10). Argo CD is asked for a refresh, which its controller
+        // takes off once the comparison is written.
+        let mut since = gitops::status_mark(&restored);
+        if r.owner.kind == "Application"
+            && !since.refresh_asked
+            && live::patch(w.cluster, &r.owner, &refresh_patch())
+                .await
+                .is_ok()
+        {
+            since.refresh_asked = true;
+        }
         w.ev.emit(Event::Step(format!(
             "restored {} ({} as before the window); watching its first sync",
             r.owner.display(),
@@ -988,7 +1032,7 @@ pub(crate) async fn restore(
         // restores and watches again. If the sync re-creates the replaced gateway,
         // changes or deletes what the window made live, or deletes the PSK Secret, the
         // owner is suspended again at once.
-        let settled = settle(w, &r.owner, replaced, &windows[1..], &psk_before).await;
+        let settled = settle(w, &r.owner, replaced, &windows[1..], &psk_before, &since).await;
         if let Err(e) = &settled {
             let _ = live::patch(
                 w.cluster,
@@ -1695,31 +1739,56 @@ async fn keep(
             String::new(),
         ));
     }
-    // Argo CD's global diff customizations (argocd-cm), where the owner's namespace has
-    // them: they hide differences as an Application's own ignoreDifferences do.
-    let customizations = match (r.kind.as_str(), r.namespace.as_deref()) {
-        ("Application", Some(ons)) => {
-            match live::get_kept(w.cluster, "v1", "ConfigMap", ons, "argocd-cm").await {
-                Ok(Some(cm)) => cm["data"]
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .filter(|(k, _)| k.starts_with("resource.customizations.ignoreDifferences."))
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                    .collect(),
-                Ok(None) => Vec::new(),
-                Err(e) => {
-                    return Ok(Err((
-                        format!(
-                            "the ConfigMap argocd-cm -n {ons} (Argo CD's diff customizations, which may hide a difference of what the window keeps) cannot be read ({e})"
-                        ),
-                        format!(
-                            "check by hand that it ignores no difference of the Secret or the gateway objects (`kubectl get configmap argocd-cm -n {ons} -o yaml`, keys resource.customizations.ignoreDifferences.*), then restore it by hand, or run vpnmig with a context that can read it"
-                        ),
-                    )));
-                }
+    // Argo CD's global diff customizations (argocd-cm), where Argo CD keeps them: its
+    // install namespace, which with "apps in any namespace" is not the Application's
+    // (a21d attack 1). Every argocd-cm the cluster has is read, and a rule in any of them
+    // counts; where that cannot be told, the owner stays suspended ("cannot tell").
+    let customizations: Vec<(String, String)> = match (r.kind.as_str(), r.namespace.as_deref()) {
+        ("Application", Some(ons)) => match live::argocd_cms(w.cluster, ons).await {
+            Ok(cms) => cms
+                .iter()
+                .flat_map(|(cns, cm)| {
+                    cm["data"]
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .filter(|(k, _)| {
+                            k.starts_with("resource.customizations.ignoreDifferences.")
+                                || *k == "resource.customizations"
+                        })
+                        .map(move |(k, v)| {
+                            (
+                                format!("-n {cns} {k}"),
+                                v.as_str().unwrap_or_default().to_string(),
+                            )
+                        })
+                })
+                .collect(),
+            Err(why) => {
+                return Ok(Err((
+                    format!(
+                        "whether Argo CD's diff customizations (ConfigMap argocd-cm, in the namespace Argo CD runs in) hide a difference of what the window keeps cannot be told: {why}"
+                    ),
+                    format!(
+                        "Check by hand: find Argo CD's namespace (`kubectl get configmaps -A --field-selector metadata.name=argocd-cm`), and that its argocd-cm ignores no difference of the Secret or the gateway objects (`kubectl get configmap argocd-cm -n ARGOCD_NAMESPACE -o yaml`, keys resource.customizations.ignoreDifferences.* and resource.customizations), then restore it by hand (`{}`), or run `vpnmig {} {} -n {}` with a context that may list ConfigMaps in all namespaces",
+                        w.journal
+                            .gitops
+                            .get(i)
+                            .and_then(|rec| rec.saved.as_ref())
+                            .map(|saved| gitops::restore_command_keeping(
+                                &r,
+                                saved,
+                                &w.journal.namespace,
+                                &w.journal.psk_secret
+                            ))
+                            .unwrap_or_else(|| gitops::render_hint(&r)),
+                        verb_of(replaced),
+                        w.name(),
+                        w.ns()
+                    ),
+                )));
             }
-        }
+        },
         _ => Vec::new(),
     };
     let mut seen: Vec<(String, String, String)> = Vec::new();
@@ -1731,11 +1800,13 @@ async fn keep(
             continue;
         }
         seen.push((kind.clone(), ns.clone(), name.clone()));
-        let what = object_ref(&kind, &name, &ns);
+        let what = kept_ref(&kind, &name, &ns);
         let what = if kind == "Secret" && depth == 0 {
             format!("{what} (the PSK)")
         } else if chain.is_empty() {
             what
+        } else if depth > 0 {
+            format!("{what} ({chain}: deleted, the garbage collector deletes what it owns)")
         } else {
             format!("{what} ({chain})")
         };
@@ -1748,9 +1819,10 @@ async fn keep(
                         "{what} cannot be read (not found as {api_version} {kind}), and whether its sync prunes it cannot be told"
                     ),
                     format!(
-                        "check by hand that {}'s source still defines it (`kubectl get {} {name} -n {ns}`; {}), then restore it by hand",
+                        "check by hand that {}'s source still defines it (`kubectl get {} {name}{}`; {}), then restore it by hand",
                         r.display(),
                         kind.to_lowercase(),
+                        ns_flag(&ns),
                         gitops::render_hint(&r)
                     ),
                 )));
@@ -1767,29 +1839,37 @@ async fn keep(
                     r.display()
                 ),
                 format!(
-                    "check by hand that {}'s source still defines every owner in the chain (`kubectl get {} {name} -n {ns} -o jsonpath='{{.metadata.ownerReferences}}'`, then each owner's), then restore it by hand",
+                    "check by hand that {}'s source still defines every owner in the chain (`kubectl get {} {name}{} -o jsonpath='{{.metadata.ownerReferences}}'`, then each owner's), then restore it by hand",
                     r.display(),
-                    kind.to_lowercase()
+                    kind.to_lowercase(),
+                    ns_flag(&ns)
                 ),
             )));
         }
         if depth < OWNER_DEPTH {
             for (av, k, n) in gitops::owner_references(&obj) {
-                let label = if chain.is_empty() {
-                    object_ref(&kind, &name, &ns)
+                // A longer chain reads as one sentence: "A is owned by B, which is
+                // owned by C".
+                let label = if chain.is_empty() || depth == 0 {
+                    kept_ref(&kind, &name, &ns)
                 } else {
-                    chain.clone()
+                    format!("{chain}, which")
+                };
+                // An owner of a cluster-scoped kind (a ClusterExternalSecret) has no
+                // namespace: it is read, and found in the owner's status, without one
+                // (a21d attack 8).
+                let ons = if live::namespaced(w.cluster, &av, &k).await {
+                    ns.clone()
+                } else {
+                    String::new()
                 };
                 queue.push((
                     av,
                     k.clone(),
-                    ns.clone(),
+                    ons.clone(),
                     n.clone(),
                     depth + 1,
-                    format!(
-                        "{label} is owned by {}: deleted, the garbage collector deletes what it owns",
-                        object_ref(&k, &n, &ns)
-                    ),
+                    format!("{label} is owned by {}", kept_ref(&k, &n, &ons)),
                 ));
             }
         }
@@ -2023,6 +2103,24 @@ async fn keep(
     Ok(Ok(()))
 }
 
+/// `kind/name -n ns`, or `kind/name (cluster-scoped)` for an object without a namespace.
+fn kept_ref(kind: &str, name: &str, ns: &str) -> String {
+    if ns.is_empty() {
+        format!("{}/{name} (cluster-scoped)", kind.to_ascii_lowercase())
+    } else {
+        object_ref(kind, name, ns)
+    }
+}
+
+/// ` -n ns` for a namespaced object's kubectl command, nothing for a cluster-scoped one.
+fn ns_flag(ns: &str) -> String {
+    if ns.is_empty() {
+        String::new()
+    } else {
+        format!(" -n {ns}")
+    }
+}
+
 fn verb_of(replaced: &str) -> &'static str {
     if replaced == "IPsecGateway" {
         "cutover"
@@ -2157,6 +2255,139 @@ async fn other_apps(
     Ok(None)
 }
 
+/// The names of the VPNPeers window `j` made (its targets).
+fn made_peers(j: &crate::core::journal::Journal) -> Vec<&str> {
+    j.targets
+        .iter()
+        .filter(|t| t["kind"] == "VPNPeer")
+        .filter_map(|t| t.pointer("/metadata/name").and_then(Value::as_str))
+        .collect()
+}
+
+/// A VPNPeer the owner's source defines on the gateway of finished window `j` (its
+/// status: Argo CD), which the window did not make (a21d attack 6): a second peer flips the
+/// gateway to default-deny, so the window's peer reaches nothing, and the tunnel goes
+/// dark while its IKE SA is up. One that is live and names another gateway is no
+/// concern; one that is not live yet (its sync would create it) names a gateway the
+/// cluster cannot show. `Some((why, what to do))`: the owner stays suspended.
+async fn extra_in_source(
+    cluster: &Cluster,
+    owner: &gitops::OwnerRef,
+    obj: &Value,
+    j: &crate::core::journal::Journal,
+    verb: &str,
+) -> Result<Option<(String, String)>, Error> {
+    use crate::core::model::{NEW_GROUP, VERSION};
+    let (ns, gw) = (&j.namespace, &j.gateway);
+    let made = made_peers(j);
+    let mut found = Vec::new();
+    for (peer, status) in gitops::argo_extra_peers(obj, ns, &made) {
+        let api = format!("{NEW_GROUP}/{VERSION}");
+        let what = object_ref("VPNPeer", &peer, ns);
+        match live::get_kept(cluster, &api, "VPNPeer", ns, &peer).await? {
+            Some(p) => {
+                let on = p
+                    .pointer("/spec/gatewayRef/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if on == gw.as_str() {
+                    found.push(format!(
+                        "{what} (live, spec.gatewayRef.name {gw}; status {status})"
+                    ));
+                }
+            }
+            None => found.push(format!(
+                "{what} (not live: its sync would create it, and which gateway its spec.gatewayRef names the cluster cannot show; status {status})"
+            )),
+        }
+    }
+    if found.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((
+        format!(
+            "its source defines {} beside the window's {} on vpngateway/{gw} -n {ns}: a second VPNPeer flips the gateway to default-deny, and a peer without an authorization block then reaches nothing (the tunnel is dark while its IKE SA is up)",
+            found.join(", "),
+            if made.is_empty() {
+                "peers".to_string()
+            } else {
+                made.iter()
+                    .map(|p| format!("vpnpeer/{p}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        ),
+        format!(
+            "Check what the repository defines (`argocd app manifests {} --source git`; `argocd app diff {}`): take the extra VPNPeer out, or give each peer on the gateway the authorization it needs (DESIGN.md: several peers grant only what their authorization names), then `vpnmig {verb} {gw} -n {ns}`",
+            owner.name, owner.name
+        ),
+    )))
+}
+
+/// The VPNPeers live on the gateway of window `j` that it did not make: after a restored
+/// sync, what the owner added (a21d attack 6). Each as `vpnpeer/NAME -n NS (written by
+/// …)`.
+async fn extra_live(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+) -> Result<Vec<String>, Error> {
+    let made = made_peers(j);
+    let peers: Vec<crate::core::model::VPNPeer> =
+        crate::cluster::list::all(cluster, Some(&j.namespace)).await?;
+    Ok(peers
+        .iter()
+        .filter(|p| p.spec.gateway_ref.name == j.gateway)
+        .filter_map(|p| p.metadata.name.as_deref())
+        .filter(|n| !made.contains(n))
+        .map(|n| object_ref("VPNPeer", n, &j.namespace))
+        .collect())
+}
+
+/// The merge patch that asks Argo CD for a refresh (`argocd app get NAME --refresh`).
+fn refresh_patch() -> Value {
+    serde_json::json!({"metadata": {"annotations": {gitops::ARGO_REFRESH: "normal"}}})
+}
+
+/// Ask Argo CD to compare Application `owner` (as read: `obj`) with its source now, and
+/// wait (at most [`COMPARED_WITHIN`]) for the comparison it writes. `Ok(Ok(owner))`: the
+/// owner with a status written after the request; `Ok(Err(why))`: none came.
+async fn refreshed(
+    cluster: &Cluster,
+    owner: &gitops::OwnerRef,
+    obj: &Value,
+) -> Result<Result<Value, String>, Error> {
+    let mut since = gitops::status_mark(obj);
+    let asked = live::patch(cluster, owner, &refresh_patch()).await;
+    since.refresh_asked = asked.is_ok() && !since.refresh_asked;
+    let deadline = tokio::time::Instant::now() + COMPARED_WITHIN;
+    loop {
+        if let Found::One(_, now) = live::find(cluster, owner).await?
+            && gitops::status_after(&since, &now)
+        {
+            return Ok(Ok(now));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    let at = obj
+        .pointer("/status/reconciledAt")
+        .and_then(Value::as_str)
+        .map(|t| format!("its status is a comparison from {t} (status.reconciledAt)"))
+        .unwrap_or_else(|| {
+            "its status shows no time it was compared (no status.reconciledAt)".into()
+        });
+    Ok(Err(match asked {
+        Ok(_) => format!(
+            "{at}, and Argo CD did not compare it again within {}s after vpnmig asked it to refresh (annotation {}=normal)",
+            COMPARED_WITHIN.as_secs(),
+            gitops::ARGO_REFRESH
+        ),
+        Err(e) => format!("{at}, and vpnmig could not ask it to refresh ({e})"),
+    }))
+}
+
 /// How long a restored owner's first sync is watched (bounded like every wait).
 const SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -2172,6 +2403,7 @@ async fn settle(
     replaced: &str,
     others: &[(crate::core::journal::Journal, &str)],
     psk_before: &(Option<String>, Option<String>),
+    since: &gitops::StatusMark,
 ) -> Result<bool, Error> {
     let (cluster, name) = (w.cluster, w.name().to_string());
     let secret = w.journal.psk_secret.clone();
@@ -2205,10 +2437,11 @@ async fn settle(
                 return Err(back);
             }
             // Synced only as a current status says (a Flux Ready condition of the
-            // generation before the restore is not this sync's).
+            // generation before the restore is not this sync's), written after the
+            // restore (a21d attack 10: an Argo CD status the restore never changed).
             if let Found::One(_, o) = live::find(cluster, owner).await? {
                 let st = gitops::owner_state(&o, replaced, cluster.namespace.as_str(), &name);
-                if st.synced == Some(true) {
+                if st.synced == Some(true) && gitops::status_after(since, &o) {
                     return Ok(true);
                 }
             }
@@ -2243,6 +2476,30 @@ async fn settle(
     psk_held().await?;
     if let Some(back) = back_again(cluster, others).await? {
         return Err(back);
+    }
+    // Nothing added on the window's gateway either (a21d attack 6).
+    if replaced == "IPsecGateway" {
+        let extra = extra_live(cluster, &w.journal).await?;
+        if !extra.is_empty() {
+            return Err(Error::Stop {
+                code: exit::VERIFY_FAILED,
+                message: format!(
+                    "after its sync, {} {} on vpngateway/{name} -n {}, which the window did not make: a second VPNPeer flips the gateway to default-deny, and a peer without an authorization block then reaches nothing",
+                    extra.join(", "),
+                    if extra.len() == 1 { "is" } else { "are" },
+                    cluster.namespace
+                ),
+                hint: Some(format!(
+                    "take it out of the repository, then delete it (`kubectl delete {}`), and check the tunnel (`vpnmig verify {name} -n {}`)",
+                    extra
+                        .iter()
+                        .map(|e| e.replacen('/', " ", 1))
+                        .collect::<Vec<_>>()
+                        .join("; kubectl delete "),
+                    cluster.namespace
+                )),
+            });
+        }
     }
     if !intact {
         return Err(Error::Stop {

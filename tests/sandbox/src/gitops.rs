@@ -59,7 +59,11 @@
 //!   tracked object the source no longer defines, `OutOfSync` with
 //!   `requiresPruning: true`, as a real Argo CD lists them; refreshed also while not
 //!   automated; on a source error the earlier list stays, with a `ComparisonError`
-//!   condition); Flux `status.inventory.entries` (written by a sync, kept while
+//!   condition), `status.reconciledAt` (the comparison's time: written with a changed
+//!   status, after a spec change such as a restored sync policy, and when the annotation
+//!   `argocd.argoproj.io/refresh` asks for it, which is then taken off, as Argo CD does)
+//!   and, once it synced, `status.operationState` (`finishedAt`: when its last sync
+//!   was); Flux `status.inventory.entries` (written by a sync, kept while
 //!   suspended), `status.observedGeneration` (not moved while suspended) and a `Ready`
 //!   condition (`ReconciliationSucceeded`, `Progressing`, `Suspended`, `SourceError`).
 //!
@@ -124,6 +128,15 @@ pub const FLUX_RECONCILE: &str = "kustomize.toolkit.fluxcd.io/reconcile";
 pub const FLUX_SSA: &str = "kustomize.toolkit.fluxcd.io/ssa";
 pub const FLUX_NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
 pub const FLUX_NAMESPACE_LABEL: &str = "kustomize.toolkit.fluxcd.io/namespace";
+/// On an Application: its controller compares it again now, then takes the annotation
+/// off.
+pub const ARGO_REFRESH: &str = "argocd.argoproj.io/refresh";
+/// The time now as the API server writes it (RFC 3339, seconds).
+fn timestamp() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
 /// The ApplicationSet controller's field manager.
 pub const APPSET_MANAGER: &str = "argocd-applicationset-controller";
 /// Flux's helm-controller: its field manager and tracking labels.
@@ -353,6 +366,11 @@ struct State {
     adopted: HashSet<String>,
     /// Owners whose prune setting was seen on (for `ignoresSuspension`).
     pruned_once: HashSet<String>,
+    /// Application uid → the `metadata.generation` its last comparison saw: a spec
+    /// change (a restored sync policy) is compared again, as Argo CD refreshes on it.
+    compared_generation: HashMap<String, i64>,
+    /// Application uid → when its last sync finished (`status.operationState`).
+    synced_at: HashMap<String, String>,
 }
 
 /// The running simulated Argo CD and Flux.
@@ -460,7 +478,7 @@ impl Gitops {
             Ok(d) => d,
             Err(msg) => {
                 st.out_of_sync.remove(&uid);
-                set_status(store, o, Outcome::SourceError(msg), &[]);
+                set_status(store, o, st, Outcome::SourceError(msg), &[]);
                 return None;
             }
         };
@@ -506,26 +524,29 @@ impl Gitops {
         let only_kept = drifted.is_empty() && extras.iter().all(|e| e.3);
         if !out_of_sync {
             st.out_of_sync.remove(&uid);
-            set_status(store, o, Outcome::Synced, &desired);
+            set_status(store, o, st, Outcome::Synced, &desired);
             return None;
         }
         if !acting {
             st.out_of_sync.remove(&uid);
-            set_status(store, o, Outcome::Suspended, &desired);
+            set_status(store, o, st, Outcome::Suspended, &desired);
             return None;
         }
         if only_kept {
             st.out_of_sync.remove(&uid);
-            set_status(store, o, Outcome::OutOfSync, &desired);
+            set_status(store, o, st, Outcome::OutOfSync, &desired);
             return None;
         }
         let since = *st.out_of_sync.entry(uid.clone()).or_insert(now);
         let due = since + Duration::from_millis(settings.self_heal_delay_ms);
         if due > now {
-            set_status(store, o, Outcome::OutOfSync, &desired);
+            set_status(store, o, st, Outcome::OutOfSync, &desired);
             return Some(due);
         }
         st.out_of_sync.remove(&uid);
+        if o.tool == Tool::Argo {
+            st.synced_at.insert(uid.clone(), timestamp());
+        }
         // A sync applies the drifted objects, and those whose drift ignoreDifferences
         // hides: Argo CD applies every resource of the sync, whose status cannot show it.
         for d in desired
@@ -985,7 +1006,7 @@ enum Outcome {
 /// automated, as Argo CD compares on every refresh), Flux's `status.inventory.entries`
 /// (ids `<ns>_<name>_<group>_<Kind>`, written only by a reconcile: a suspended
 /// Kustomization keeps the inventory of its last one).
-fn set_status(store: &Store, o: &Owner, sync: Outcome, desired: &[Desired]) {
+fn set_status(store: &Store, o: &Owner, state: &mut State, sync: Outcome, desired: &[Desired]) {
     let previous = |p: &str| o.obj.pointer(p).cloned();
     let status = match o.tool {
         Tool::Argo => {
@@ -1061,13 +1082,58 @@ fn set_status(store: &Store, o: &Owner, sync: Outcome, desired: &[Desired]) {
             st
         }
     };
-    if o.obj.get("status") == Some(&status) {
+    // Argo CD: `status.reconciledAt` is when the comparison was made, written with a
+    // changed status, after a spec change (its controller refreshes on one: a restored
+    // sync policy), or when the refresh annotation asks for it (taken off then, as Argo
+    // CD does); `status.operationState` says when its last sync finished.
+    let mut status = status;
+    let refresh = o.tool == Tool::Argo
+        && o.obj
+            .pointer(&format!(
+                "/metadata/annotations/{}",
+                ARGO_REFRESH.replace('/', "~1")
+            ))
+            .is_some();
+    if o.tool == Tool::Argo {
+        let generation = o
+            .obj
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or_default();
+        let seen = state
+            .compared_generation
+            .insert(o.uid().to_string(), generation);
+        if let Some(at) = state.synced_at.get(o.uid()) {
+            status["operationState"] = json!({"phase": "Succeeded", "message": "successfully synced",
+                "startedAt": at, "finishedAt": at, "operation": {"sync": {}}});
+        }
+        let mut before = o.obj.get("status").cloned().unwrap_or(Value::Null);
+        if let Some(b) = before.as_object_mut() {
+            b.remove("reconciledAt");
+        }
+        if before == status && seen == Some(generation) && !refresh {
+            return;
+        }
+        status["reconciledAt"] = json!(timestamp());
+    } else if o.obj.get("status") == Some(&status) {
         return;
     }
     let opts = WriteOptions {
         field_manager: Some(o.manager().into()),
         ..Default::default()
     };
+    if refresh {
+        let _ = store.modify(&o.rt, o.ns(), o.name(), false, &opts, |cur| {
+            let mut new = cur.clone();
+            if let Some(a) = new
+                .pointer_mut("/metadata/annotations")
+                .and_then(Value::as_object_mut)
+            {
+                a.remove(ARGO_REFRESH);
+            }
+            Ok(new)
+        });
+    }
     let _ = store.modify(
         &o.rt,
         o.ns(),

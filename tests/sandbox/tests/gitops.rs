@@ -837,3 +837,77 @@ async fn ignore_differences_hide_a_difference_that_a_sync_still_writes() {
         }
     }
 }
+
+/// Argo CD's comparison time (a21d attack 10): `status.reconciledAt` is written at start,
+/// not again while nothing changes (no churn), again after a spec change (a restored
+/// sync policy) and when the refresh annotation asks, which is then taken off; a sync
+/// leaves `status.operationState.finishedAt`.
+#[tokio::test]
+async fn argo_writes_when_it_compared_and_honours_the_refresh_annotation() {
+    let bed = Bed::new(Tool::Argo.scenario(), Settings::default());
+    let apps = rt(&bed.store, "argoproj.io", "v1alpha1", "applications");
+    let app = || bed.store.get(&apps, "argocd", "acme").unwrap();
+    eventually("a first comparison time", || {
+        app()["status"]["reconciledAt"].is_string()
+    })
+    .await;
+    let rv = app()["metadata"]["resourceVersion"].clone();
+    never("the status is written again while nothing changes", || {
+        app()["metadata"]["resourceVersion"] != rv
+    })
+    .await;
+    // Set back to an old time: each of the next two must write a new one.
+    let old = json!("2020-01-01T00:00:00Z");
+    let age = |bed: &Bed| {
+        bed.store
+            .modify(
+                &apps,
+                "argocd",
+                "acme",
+                true,
+                &WriteOptions::default(),
+                |cur| {
+                    let mut new = cur.clone();
+                    new["status"]["reconciledAt"] = old.clone();
+                    Ok(new)
+                },
+            )
+            .unwrap();
+    };
+    age(&bed);
+    bed.store
+        .modify(
+            &apps,
+            "argocd",
+            "acme",
+            false,
+            &WriteOptions::default(),
+            |cur| {
+                let mut new = cur.clone();
+                new["metadata"]["annotations"][gitops::ARGO_REFRESH] = json!("normal");
+                Ok(new)
+            },
+        )
+        .unwrap();
+    eventually("compared again, the annotation taken off", || {
+        let a = app();
+        a["status"]["reconciledAt"] != old
+            && a["metadata"]["annotations"][gitops::ARGO_REFRESH].is_null()
+    })
+    .await;
+    age(&bed);
+    Tool::Argo.set_active(&bed.store, false);
+    eventually("compared again after the spec change", || {
+        app()["status"]["reconciledAt"] != old
+    })
+    .await;
+    // A sync: the deleted gateway re-created once re-armed, its time in operationState.
+    Tool::Argo.set_active(&bed.store, true);
+    bed.delete_gateway();
+    eventually("the gateway is back", || bed.gateway().is_some()).await;
+    eventually("the sync's finish time", || {
+        app()["status"]["operationState"]["finishedAt"].is_string()
+    })
+    .await;
+    assert_eq!(app()["status"]["operationState"]["phase"], "Succeeded");
+}
