@@ -477,7 +477,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
                         )),
                     ));
                 }
-                new_kind_gone(w, &scope.peers, &[]).await?;
+                settled(w, &scope.peers).await?;
                 create_old(w).await?;
             } else {
                 let uid = old
@@ -496,7 +496,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
                 }
             }
         } else {
-            new_kind_gone(w, &scope.peers, &[]).await?;
+            settled(w, &scope.peers).await?;
             create_old(w).await?;
         }
         steps::check_psk(w).await?;
@@ -513,7 +513,7 @@ async fn phases(w: &mut Window<'_>, t: &Timeouts, choices: Choices) -> Result<Tu
         )));
         ev.emit(Event::Stage(Stage::CreateOld));
         w.check_lock().await?;
-        new_kind_gone(w, &scope.peers, &[]).await?;
+        settled(w, &scope.peers).await?;
         create_old(w).await?;
         steps::check_psk(w).await?;
     }
@@ -837,6 +837,40 @@ async fn missing_owners(
         )));
     }
     Ok(missing.into_iter().map(|(o, _)| o.raw).collect())
+}
+
+/// How long the new kind must stay gone, right before the IPsecGateway is re-created,
+/// when a GitOps owner syncs it: a controller that ignores its suspension re-creates what
+/// was deleted within moments of the delete, and a single read can come just before that.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// [`new_kind_gone`] right before the IPsecGateway is re-created; where the journal
+/// names a GitOps owner, read again for [`SETTLE`] (every 100 ms), so that an owner that
+/// ignores its suspension is caught before anything is re-created beside what it brings
+/// back (a single read lost that race on a loaded machine).
+async fn settled(w: &Window<'_>, peers: &[String]) -> Result<(), Error> {
+    new_kind_gone(w, peers, &[]).await?;
+    if w.journal.gitops.is_empty() {
+        return Ok(());
+    }
+    let until = tokio::time::Instant::now() + SETTLE;
+    while tokio::time::Instant::now() < until {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        new_kind_gone(w, peers, &[]).await?;
+    }
+    w.ev.emit(Event::Step(format!(
+        "nothing re-created VPNGateway {}/{} within {} s of its delete ({} syncs it)",
+        w.ns(),
+        w.name(),
+        SETTLE.as_secs_f32(),
+        w.journal
+            .gitops
+            .iter()
+            .map(|r| r.owner.display())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )));
+    Ok(())
 }
 
 /// Right before the IPsecGateway is re-created, and after each delete wait, the new
