@@ -125,6 +125,31 @@ fn every_row_on_the_real_control_plane() {
     );
 }
 
+/// Take every finalizer off `name`, as the controller that set them would.
+async fn release<K>(api: &Api<K>, name: &str)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+}
+
+/// Wait (at most `secs`) until `name` is gone; `what` names the wait if it runs out.
+async fn gone<K>(api: &Api<K>, name: &str, secs: u64, what: &str)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    eventually(secs, what, || async {
+        api.get_opt(name).await.unwrap().is_none().then_some(())
+    })
+    .await;
+}
+
 fn cm_with(name: &str, data: &[(&str, String)]) -> ConfigMap {
     serde_json::from_value(json!({
         "metadata": {"name": name},
@@ -302,13 +327,7 @@ async fn finalizers_hold_deletion_and_watch_sees_it_end(b: Backend) {
         .await
         .unwrap()
         .boxed();
-    api.patch(
-        "held",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-    )
-    .await
-    .unwrap();
+    release(&api, "held").await;
     let mut kinds = Vec::new();
     within(10, "watch DELETED", async {
         while let Some(ev) = stream.try_next().await.unwrap() {
@@ -584,18 +603,8 @@ async fn garbage_collection_follows_the_real_collector(b: Backend) {
         cms.get_opt("fg").await.unwrap().is_some(),
         "waits for its dependent"
     );
-    secrets
-        .patch(
-            "slow",
-            &PatchParams::default(),
-            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-        )
-        .await
-        .unwrap();
-    eventually(10, "the owner gone once its dependent is", || async {
-        cms.get_opt("fg").await.unwrap().is_none().then_some(())
-    })
-    .await;
+    release(&secrets, "slow").await;
+    gone(&cms, "fg", 10, "the owner gone once its dependent is").await;
 }
 
 async fn deleting_a_namespace_respects_the_finalizers_inside(b: Backend) {
@@ -619,17 +628,8 @@ async fn deleting_a_namespace_respects_the_finalizers_inside(b: Backend) {
             .map(|_| ())
     })
     .await;
-    cms.patch(
-        "held",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-    )
-    .await
-    .unwrap();
-    eventually(30, "namespace gone", || async {
-        nss.get_opt(&b.ns).await.unwrap().is_none().then_some(())
-    })
-    .await;
+    release(&cms, "held").await;
+    gone(&nss, &b.ns, 30, "namespace gone").await;
 }
 
 async fn every_write_records_its_update_manager_like_the_real_server(b: Backend) {
@@ -813,12 +813,12 @@ async fn the_garbage_collector_deletes_dependents_whose_owners_are_all_gone(b: B
         serde_json::from_value(json!({"metadata": {"name": name, "ownerReferences": refs}}))
             .unwrap()
     };
-    let gone = "0b7c1d2e-0000-4000-8000-00000000dead";
+    let missing = "0b7c1d2e-0000-4000-8000-00000000dead";
     // Created with an owner that does not exist: collected.
     secrets
         .create(
             &PostParams::default(),
-            &secret("dangling", json!([owner("nobody", gone)])),
+            &secret("dangling", json!([owner("nobody", missing)])),
         )
         .await
         .unwrap();
@@ -826,7 +826,7 @@ async fn the_garbage_collector_deletes_dependents_whose_owners_are_all_gone(b: B
     secrets
         .create(
             &PostParams::default(),
-            &secret("stale-uid", json!([owner("alive", gone)])),
+            &secret("stale-uid", json!([owner("alive", missing)])),
         )
         .await
         .unwrap();
@@ -837,7 +837,7 @@ async fn the_garbage_collector_deletes_dependents_whose_owners_are_all_gone(b: B
             &PostParams::default(),
             &secret(
                 "half",
-                json!([owner("nobody", gone), owner("alive", &alive_uid)]),
+                json!([owner("nobody", missing), owner("alive", &alive_uid)]),
             ),
         )
         .await
@@ -846,15 +846,12 @@ async fn the_garbage_collector_deletes_dependents_whose_owners_are_all_gone(b: B
     secrets
         .create(
             &PostParams::default(),
-            &secret("unknown-kind", json!([{"apiVersion": "example.com/v1", "kind": "Widget", "name": "w", "uid": gone}])),
+            &secret("unknown-kind", json!([{"apiVersion": "example.com/v1", "kind": "Widget", "name": "w", "uid": missing}])),
         )
         .await
         .unwrap();
     for name in ["dangling", "stale-uid"] {
-        eventually(5, name, || async {
-            secrets.get_opt(name).await.unwrap().is_none().then_some(())
-        })
-        .await;
+        gone(&secrets, name, 5, name).await;
     }
     let refs = eventually(5, "half loses its dangling reference", || async {
         let refs = secrets
@@ -1182,17 +1179,8 @@ async fn a_terminating_namespace_refuses_creates_but_not_updates_or_deletes(b: B
         .await
         .unwrap();
     assert_eq!(patched.metadata.labels.unwrap()["seen"], "yes");
-    cms.patch(
-        "second",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-    )
-    .await
-    .unwrap();
-    eventually(30, "second gone", || async {
-        cms.get_opt("second").await.unwrap().is_none().then_some(())
-    })
-    .await;
+    release(&cms, "second").await;
+    gone(&cms, "second", 30, "second gone").await;
 }
 
 const ROWS: &[Row] = &[
