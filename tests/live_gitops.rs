@@ -1311,10 +1311,36 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
         })
         .await;
         other_window_on(&l, tool, NS, "beta", phase, false);
+        // beta's window has its own PSK Secret: a restore by hand protects it too (a21d
+        // attack 9: a wave's by-hand restore annotated one window's Secret of two).
+        live::edit(&l, ("", "v1", "configmaps"), NS, "vpnmig-beta", |o| {
+            // The journal, the old manifest and the VPNPeer name the Secret alike.
+            let j = o["data"]["journal.json"].as_str().unwrap();
+            o["data"]["journal.json"] = json!(j.replace("\"acme-psk\"", "\"beta-psk\""));
+        });
+        let secrets = l.sb.store.resource("", "v1", "secrets").unwrap();
+        l.sb.store
+            .create(
+                &secrets,
+                NS,
+                json!({"metadata": {"name": "beta-psk", "namespace": NS},
+                    "data": {"psk": "YmV0YS1yZWhlYXJzYWw="}}),
+                &Default::default(),
+            )
+            .unwrap();
         let r = l
             .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
             .await;
         assert!(r.says(says), "{what}: {}", r.stderr);
+        match tool {
+            Tool::Flux => assert!(
+                r.says("restore it by hand: `kubectl annotate secret acme-psk beta-psk -n tenant-acme kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"),
+                "{what}: {}",
+                r.stderr
+            ),
+            // No restore by hand of an Application: it would skip check 4.
+            Tool::Argo => assert!(!r.says("kubectl patch application"), "{what}: {}", r.stderr),
+        }
         assert_eq!(tool.suspended(&tool.owner(&l)), !restored, "{what}");
         // Refused before the owner is re-armed, never "as it was" (the merged-only row
         // was caught only after its first sync had re-created beta's gateway before).
@@ -1359,10 +1385,15 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
             Tool::Flux => {
                 // Issue 21 item 1, round 4: a restore by hand first keeps the sync from
                 // writing the repository's copy over the key, as vpnmig's own does.
-                "then restore it by hand: `kubectl annotate secret acme-psk -n tenant-acme kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"
+                // Every window's PSK Secret, beta's too (a21d attack 9).
+                "then restore it by hand: `kubectl annotate secret acme-psk beta-psk -n tenant-acme kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"
             }
         };
         assert!(flat.contains(then), "{what}: {}", r.stdout);
+        assert!(
+            !flat.contains("kubectl patch application"),
+            "{what}: {flat}"
+        );
     }
 }
 
@@ -1600,6 +1631,8 @@ async fn a_restore_never_overwrites_what_the_window_keeps_nor_trusts_a_blind_sta
             true,
             true,
         ),
+        // Its status never says it synced (the ComparisonError stays): not left re-armed
+        // with nothing watching its first sync, suspended again (a21d attack 7).
         (
             "Argo CD: ComparisonError, forced: the PSK gets Prune=false, read back",
             Tool::Argo,
@@ -1607,7 +1640,7 @@ async fn a_restore_never_overwrites_what_the_window_keeps_nor_trusts_a_blind_sta
             RESUME,
             0,
             "kept secret/acme-psk -n tenant-acme (the PSK) from application/acme -n argocd's prune: annotation argocd.argoproj.io/sync-options=Prune=false (the cluster does not show whether its merged source still defines it: its status has condition ComparisonError",
-            false,
+            true,
             true,
         ),
         (
@@ -1744,7 +1777,12 @@ async fn a_restore_never_overwrites_what_the_window_keeps_nor_trusts_a_blind_sta
             assert_eq!(j["phase"], "rolled-back", "{what}");
             assert_eq!(j["gitops"][0]["paused"], true, "{what}: {j}");
         }
-        if *change == "unserved" && !*suspended {
+        if *change == "unserved" && *args == RESUME {
+            assert!(
+                r.says("application/acme -n argocd stays suspended: restored, but its status did not say it synced within 30s"),
+                "{what}: {}",
+                r.stderr
+            );
             let s = live::core(&l, "secrets", NS, "acme-psk").unwrap();
             assert_eq!(
                 s["metadata"]["annotations"]["argocd.argoproj.io/sync-options"], "Prune=false",
@@ -2067,6 +2105,325 @@ async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
         } else {
             assert_eq!(j["gitops"][0]["paused"], true, "{what}: {j}");
         }
+    }
+}
+
+/// a21d attack 5 (issue 21 item 1): a HelmRelease whose chart renders the PSK Secret as a
+/// Helm hook writes it on every upgrade, though the live Secret carries none of the
+/// release's markers (Helm records no hook as a release resource). Such a Secret counts
+/// as the release's: no restore, plain or forced, re-arms it, and `status` never advises
+/// the `--gitops resume` that would let helm-controller write the chart's copy over the
+/// client's key. Rows: the attack's hook annotations, and made-up members (a hook weight
+/// alone, Helm's `managed-by` label, an owner of other names).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_helm_hook_psk_secret_keeps_its_helm_release_suspended() {
+    type Row = (&'static str, bool, &'static [&'static str], Value);
+    const CUTOVER: &[&str] = &["cutover", "acme", "-n", NS, "--yes"];
+    const RESUME: &[&str] = &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"];
+    let rows: &[Row] = &[
+        (
+            "hook annotations, --gitops resume (attack 5)",
+            false,
+            RESUME,
+            json!({"annotations": {"helm.sh/hook": "pre-install,pre-upgrade",
+                "helm.sh/hook-delete-policy": "before-hook-creation"}}),
+        ),
+        (
+            "a hook weight alone, plain restore (made up)",
+            false,
+            CUTOVER,
+            json!({"annotations": {"helm.sh/hook-weight": "-5"}}),
+        ),
+        (
+            "Helm's managed-by label, owner gitops-edge/edge-7, --gitops resume (made up)",
+            true,
+            RESUME,
+            json!({"labels": {"app.kubernetes.io/managed-by": "Helm"}}),
+        ),
+    ];
+    for (what, renamed, args, meta) in rows {
+        let mut s = live::pool("10.250.3.0/24");
+        s.gitops.self_heal_delay_ms = 200;
+        let scenario = if *renamed {
+            renamed_flux(true)
+        } else {
+            helm_release()
+        };
+        let (ons, oname) = if *renamed {
+            ("gitops-edge", "edge-7")
+        } else {
+            ("flux-system", "acme")
+        };
+        let l = start(&scenario, s).await;
+        adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+        let cm = format!("{oname}-source");
+        let (rewritten, _) = planned_and_cut_over_with(&l, &source_at(&l, ons, &cm)).await;
+        // The live Secret as a hook leaves it: none of the release's markers.
+        live::edit(&l, ("", "v1", "secrets"), NS, "acme-psk", |o| {
+            let m = o["metadata"].as_object_mut().unwrap();
+            m.remove("labels");
+            m.remove("annotations");
+            for (k, v) in meta.as_object().unwrap() {
+                m.insert(k.clone(), v.clone());
+            }
+        });
+        let before = live::core(&l, "secrets", NS, "acme-psk").unwrap()["data"].clone();
+        merge_at(&l, ons, &cm, &with_stale_key(rewritten));
+        let st = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&st.stdout);
+        assert!(
+            flat.contains("it tracks secret/acme-psk -n tenant-acme (the PSK), and its upgrade writes the chart's copy"),
+            "{what}: {flat}"
+        );
+        assert!(
+            !flat.contains("then `vpnmig cutover acme -n tenant-acme --gitops resume` restores it"),
+            "{what}: {flat}"
+        );
+        let r = l.vpnmig(args).await;
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        for words in [
+            &format!(
+                "helmrelease/{oname} -n {ons} stays suspended: it tracks secret/acme-psk -n tenant-acme (the PSK)"
+            ),
+            "neither plainly nor with `--gitops resume`",
+            &format!("`flux resume helmrelease {oname} -n {ons}`"),
+        ] {
+            assert!(r.says(words), "{what}: missing {words:?} in:\n{}", r.stderr);
+        }
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let owner =
+            l.sb.store
+                .get(
+                    &l.sb
+                        .store
+                        .resource("helm.toolkit.fluxcd.io", "v2", "helmreleases")
+                        .unwrap(),
+                    ons,
+                    oname,
+                )
+                .unwrap();
+        assert_eq!(owner["spec"]["suspend"], true, "{what}: {owner}");
+        let psk = live::core(&l, "secrets", NS, "acme-psk").unwrap();
+        assert_eq!(psk["data"], before, "{what}");
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert_eq!(j["gitops"][0]["paused"], true, "{what}: {j}");
+    }
+}
+
+/// a21d attack 7 (issue 21 item 1): a restored owner whose first sync is not seen within
+/// the watch (Flux `dependsOn`, a retry interval, a slow source: emulated by a self-heal
+/// that comes after the watch) is never left re-armed with nothing to put back what its
+/// later sync changes: it is suspended again, as the window paused it, the journal keeps
+/// holding it and says why, the run says so with what to check, `status` says so too, and
+/// the late sync never lands. Rows: the attack's member (a floating-IP typo) and a
+/// made-up one (another owner's names, a VPNPeer's remoteSubnets).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restored_owner_whose_first_sync_is_not_seen_is_suspended_again() {
+    type Row = (&'static str, bool, fn(String) -> String);
+    let rows: &[Row] = &[
+        (
+            "Kustomization, late first apply with a floating-IP typo (attack 7)",
+            false,
+            |m| m.replace("198.51.100.23", "198.51.100.71"),
+        ),
+        (
+            "Kustomization gitops-edge/edge-7, late first apply with other remoteSubnets (made up)",
+            true,
+            with_other_subnets,
+        ),
+    ];
+    for (what, renamed, edit) in rows {
+        let mut s = live::pool("10.250.3.0/24");
+        s.gitops.self_heal_delay_ms = 200;
+        let scenario = if *renamed {
+            renamed_flux(false)
+        } else {
+            FLUX.to_string()
+        };
+        let (ons, oname) = if *renamed {
+            ("gitops-edge", "edge-7")
+        } else {
+            ("flux-system", "acme")
+        };
+        let cm = format!("{oname}-source");
+        let l = start(&scenario, s).await;
+        adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+        let (rewritten, _) = planned_and_cut_over_with(&l, &source_at(&l, ons, &cm)).await;
+        // Its first apply comes 36 s after it is re-armed: after the 30 s watch.
+        l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 36_000;
+        merge_at(&l, ons, &cm, &edit(rewritten));
+        let started = std::time::Instant::now();
+        let r = l
+            .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
+            .await;
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        for words in [
+            &format!(
+                "kustomization/{oname} -n {ons} stays suspended: restored, but its status did not say it synced within 30s"
+            ),
+            "so vpnmig suspended it again (the journal holds it, as the window paused it)",
+            &format!(
+                "Find why it does not sync (`kubectl get kustomization {oname} -n {ons} -o yaml`"
+            ),
+            "`vpnmig cutover acme -n tenant-acme --gitops resume` restores it and watches its first sync again",
+        ] {
+            assert!(r.says(words), "{what}: missing {words:?} in:\n{}", r.stderr);
+        }
+        assert!(
+            !r.says("synced: what the window made live"),
+            "{what}: {}",
+            r.stderr
+        );
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert_eq!(j["gitops"][0]["paused"], true, "{what}: {j}");
+        assert!(j["gitops"][0]["restoredAt"].is_null(), "{what}: {j}");
+        assert!(
+            j["gitops"][0]["syncUnseen"]
+                .as_str()
+                .is_some_and(|u| !u.is_empty()),
+            "{what}: {j}"
+        );
+        let st = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&st.stdout);
+        assert!(
+            flat.contains("the last restore re-armed it and did not see its first sync"),
+            "{what}: {flat}"
+        );
+        // Past the late apply: it never came, the window's objects are as it made them.
+        let late = Duration::from_millis(38_000).saturating_sub(started.elapsed());
+        tokio::time::sleep(late).await;
+        let owner =
+            l.sb.store
+                .get(
+                    &l.sb
+                        .store
+                        .resource("kustomize.toolkit.fluxcd.io", "v1", "kustomizations")
+                        .unwrap(),
+                    ons,
+                    oname,
+                )
+                .unwrap();
+        assert_eq!(owner["spec"]["suspend"], true, "{what}: {owner}");
+        let gw = &objects(&l, "vpn.bnerd.net", "vpngateways", NS)[0];
+        assert_eq!(
+            gw["spec"]["endpoint"]["floatingIP"], "198.51.100.23",
+            "{what}"
+        );
+        assert_eq!(gw["status"]["floatingIP"], "198.51.100.23", "{what}");
+        let peer = &objects(&l, "vpn.bnerd.net", "vpnpeers", NS)[0];
+        assert_eq!(
+            peer["spec"]["ipsec"]["remoteSubnets"],
+            json!(["10.20.0.0/16"]),
+            "{what}"
+        );
+    }
+}
+
+/// a21d attack 14 (issue 21 item 1): the rollback's restore puts back a pinned field of
+/// the IPsecGateway it re-created that the owner's first sync changed, from the journal's
+/// saved manifest, as the cutover's restore puts back the new objects: one put-back for
+/// both paths. The owner is suspended again, exit 5 names the field, the floating IP is
+/// waited for on the IPsecGateway. Rows: the attack's member (remoteSubnets /17 in the
+/// reverted source) and made-up ones (the peer's identity, an owner of other names).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_s_restore_puts_back_a_pinned_field_its_first_sync_changed() {
+    type Row = (
+        &'static str,
+        bool,
+        (&'static str, &'static str),
+        &'static str,
+    );
+    let rows: &[Row] = &[
+        (
+            "Kustomization, reverted IPsecGateway with remoteSubnets /17 (attack 14)",
+            false,
+            ("10.20.0.0/16", "10.20.0.0/17"),
+            "spec.tunnels[main].remoteSubnets: seen [\"10.20.0.0/17\"], wanted [\"10.20.0.0/16\"]",
+        ),
+        (
+            "Kustomization gitops-edge/edge-7, reverted IPsecGateway with another peer id (made up)",
+            true,
+            ("id: fw.acme.example", "id: fw2.acme.example"),
+            "seen \"fw2.acme.example\", wanted \"fw.acme.example\"",
+        ),
+    ];
+    for (what, renamed, (from, to), field) in rows {
+        let mut s = live::pool("10.250.3.0/24");
+        s.gitops.self_heal_delay_ms = 200;
+        let scenario = if *renamed {
+            renamed_flux(false)
+        } else {
+            FLUX.to_string()
+        };
+        let (ons, oname) = if *renamed {
+            ("gitops-edge", "edge-7")
+        } else {
+            ("flux-system", "acme")
+        };
+        let cm = format!("{oname}-source");
+        let l = start(&scenario, s).await;
+        adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+        let original = source_at(&l, ons, &cm);
+        assert!(original.contains(from), "{what}: {original}");
+        let (rewritten, _) = planned_and_cut_over_with(&l, &original).await;
+        merge_at(&l, ons, &cm, &rewritten);
+        let back = [
+            "rollback",
+            "acme",
+            "-n",
+            NS,
+            "--yes",
+            "--accept-new-addresses",
+        ];
+        let r = l.vpnmig(&back).await;
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        assert_eq!(
+            phase(&l, NS, "acme").as_deref(),
+            Some("rolled-back"),
+            "{what}"
+        );
+        // The team reverts the change by hand, with a typo in a pinned field.
+        merge_at(&l, ons, &cm, &original.replace(from, to));
+        let r = l
+            .vpnmig(&["rollback", "acme", "-n", NS, "--yes", "--gitops", "resume"])
+            .await;
+        assert_eq!(r.code, 5, "{what}: {}", r.stderr);
+        for words in [
+            &format!(
+                "kustomization/{oname} -n {ons} was restored and its first sync changed what the window made live, so vpnmig suspended it again and put back ipsecgateway/acme -n tenant-acme"
+            ),
+            "put back ipsecgateway/acme -n tenant-acme as the window made it live (server-side apply, field manager vpnmig, force)",
+            field,
+            "the floating IP 198.51.100.23 is on the IPsecGateway again",
+            "the reverted repository must define ipsecgateway/acme -n tenant-acme as the journal saved it",
+            "`vpnmig rollback acme -n tenant-acme --gitops resume",
+        ] {
+            assert!(r.says(words), "{what}: missing {words:?} in:\n{}", r.stderr);
+        }
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let owner =
+            l.sb.store
+                .get(
+                    &l.sb
+                        .store
+                        .resource("kustomize.toolkit.fluxcd.io", "v1", "kustomizations")
+                        .unwrap(),
+                    ons,
+                    oname,
+                )
+                .unwrap();
+        assert_eq!(owner["spec"]["suspend"], true, "{what}: {owner}");
+        let gw = &objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS)[0];
+        let t = &gw["spec"]["tunnels"][0];
+        assert_eq!(t["remoteSubnets"], json!(["10.20.0.0/16"]), "{what}: {gw}");
+        assert_eq!(t["peer"]["id"], "fw.acme.example", "{what}: {gw}");
+        assert_eq!(
+            gw["spec"]["endpoint"]["floatingIP"], "198.51.100.23",
+            "{what}"
+        );
+        assert_eq!(gw["status"]["floatingIP"], "198.51.100.23", "{what}");
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert_eq!(j["gitops"][0]["paused"], true, "{what}: {j}");
     }
 }
 

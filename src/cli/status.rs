@@ -906,7 +906,7 @@ async fn suspended_owners(
                 Ok(crate::cluster::gitops::Found::One(_, o)) => Some(o),
                 _ => None,
             };
-            let (holders, unread) =
+            let (holders, unread, all) =
                 match crate::window::journals_for(cluster, owner_obj.as_ref(), (ns, name)).await {
                     Ok(mut all) => {
                         all.retain(|a| {
@@ -915,10 +915,20 @@ async fn suspended_owners(
                                 .any(|p| p.namespace == a.namespace && p.gateway == a.gateway)
                         });
                         all.extend(parsed.iter().cloned());
-                        (holders::holders(&all, &r.owner, (ns, name)), None)
+                        (holders::holders(&all, &r.owner, (ns, name)), None, all)
                     }
-                    Err(why) => (holders, Some(why)),
+                    Err(why) => (holders, Some(why), parsed.to_vec()),
                 };
+            // The PSK Secret of this window and of each finished window that relied on
+            // the owner: a restore by hand protects every one (a21d attack 9).
+            let secrets: Vec<(String, String)> =
+                std::iter::once((ns.clone(), j.psk_secret.clone()))
+                    .chain(holders.iter().filter(|h| !h.in_flight()).filter_map(|h| {
+                        all.iter()
+                            .find(|a| a.namespace == h.namespace && a.gateway == h.gateway)
+                            .map(|a| (a.namespace.clone(), a.psk_secret.clone()))
+                    }))
+                    .collect();
             let relied_on_by: Vec<String> = holders
                 .iter()
                 .filter(|h| h.in_flight())
@@ -985,13 +995,20 @@ async fn suspended_owners(
             } else {
                 " --gitops resume"
             };
+            // An Application is restored by `vpnmig` once its status shows it safe; a
+            // restore by hand would skip what vpnmig checks first (check 4: each kept
+            // object's entry, OutOfSync, requiresPruning, what owns it; a21d attacks 8
+            // and 16), so none is offered for it. A Flux owner's status cannot show it
+            // (never refreshed while suspended): the by-hand restore comes after the
+            // check by hand, protecting every window's PSK Secret.
             let by_hand = r
                 .saved
                 .as_ref()
+                .filter(|_| r.owner.kind != "Application")
                 .map(|s| {
                     format!(
                         ", or by hand: `{}`",
-                        gitops::restore_command_keeping(&r.owner, s, ns, &j.psk_secret)
+                        gitops::restore_command_keeping(&r.owner, s, &secrets)
                     )
                 })
                 .unwrap_or_default();
@@ -1064,6 +1081,15 @@ async fn suspended_owners(
                         "{own}; what each window that relied on it changed must be in the repository too: {}; then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status lists none of them (`--gitops resume` vouches for this window's change only)",
                         finished.join("; ")
                     )
+                } else if r.owner.kind == "Application" {
+                    // Its status cannot tell (a ComparisonError, a stale comparison): no
+                    // restore by hand skips what vpnmig checks (a21d attacks 8, 16).
+                    format!(
+                        "{own}; what each window that relied on it changed must be in the repository too: {}; its status cannot show it now ({}): refresh it (`argocd app get {} --refresh`), then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status lists none of them (`--gitops resume` vouches for this window's change only)",
+                        finished.join("; "),
+                        argo_blind.as_deref().unwrap_or_default(),
+                        r.owner.name
+                    )
                 } else {
                     format!(
                         "{own}; what each window that relied on it changed must be in the repository too: {}; the cluster cannot show it (a suspended owner's status is not refreshed) and `--gitops resume` vouches for this window's change only: check by hand ({}), then restore it by hand: `{}`",
@@ -1071,15 +1097,21 @@ async fn suspended_owners(
                         gitops::render_hint(&r.owner),
                         r.saved
                             .as_ref()
-                            .map(|s| gitops::restore_command_keeping(
-                                &r.owner,
-                                s,
-                                ns,
-                                &j.psk_secret
-                            ))
+                            .map(|s| gitops::restore_command_keeping(&r.owner, s, &secrets))
                             .unwrap_or_default()
                     )
                 }
+            };
+            // The last restore re-armed it, did not see its first sync, and suspended it
+            // again (a21d attack 7): said first, with what to check.
+            let how = match &r.sync_unseen {
+                Some(when) => format!(
+                    "the last restore re-armed it and did not see its first sync ({when}), so vpnmig suspended it again: find why it does not sync (`kubectl get {} {} -n {} -o yaml`: its Ready condition, its dependsOn, its source) before it is restored; {how}",
+                    r.owner.resource(),
+                    r.owner.name,
+                    r.owner.namespace.as_deref().unwrap_or("argocd")
+                ),
+                None => how,
             };
             out.push(Suspended {
                 namespace: ns.clone(),
