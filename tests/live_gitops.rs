@@ -1495,6 +1495,66 @@ async fn a_second_window_records_that_it_relies_on_the_suspension() {
     assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
 }
 
+/// a21d, small ones: a window rolling back is finished by its rollback. `status` never
+/// says "`vpnmig cutover …` goes on" for it, and a window that relies on the owner it
+/// suspended is told the rollback that restores it, not a cutover. Rows: Argo CD and
+/// Flux, the rollback at `rolling-back` and at `new-deleted` (made up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_at_a_rollback_under_way_names_the_rollback() {
+    for (tool, phase, gamma) in [
+        (Tool::Flux, "rolling-back", false),
+        (Tool::Argo, "new-deleted", false),
+        (Tool::Flux, "new-deleted", true),
+    ] {
+        let l = synced(tool).await;
+        // beta's window suspended the owner and is rolling back; gamma relies on it.
+        other_window_on(&l, tool, NS, "beta", phase, true);
+        if gamma {
+            other_window_on(&l, tool, NS, "gamma", "applied", false);
+        }
+        // Their journals fingerprinted the live key (the fixture's is another Secret's).
+        let uid = live::core(&l, "secrets", NS, "acme-psk").unwrap()["metadata"]["uid"].clone();
+        let fp = live::psk_fingerprint(&l, NS, "acme-psk");
+        for gw in ["beta", "gamma"]
+            .into_iter()
+            .take(if gamma { 2 } else { 1 })
+        {
+            live::edit(
+                &l,
+                ("", "v1", "configmaps"),
+                NS,
+                &format!("vpnmig-{gw}"),
+                |o| {
+                    let mut j: Value =
+                        serde_json::from_str(o["data"]["journal.json"].as_str().unwrap()).unwrap();
+                    j["pskSecretUid"] = uid.clone();
+                    j["pskFingerprint"] = json!(fp);
+                    o["data"]["journal.json"] = json!(j.to_string());
+                },
+            );
+        }
+        let (g, v, p, ons) = tool.owner_type();
+        live::edit(&l, (g, v, p), ons, "acme", |o| match tool {
+            Tool::Flux => o["spec"]["suspend"] = json!(true),
+            Tool::Argo => {
+                o["spec"]["syncPolicy"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("automated");
+            }
+        });
+        let r = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&r.stdout);
+        let says = if gamma {
+            "not restored while a window that relies on it is under way; when they are done, `vpnmig rollback beta -n tenant-acme` restores it"
+        } else {
+            "the rollback restores it when it finishes: `vpnmig rollback beta -n tenant-acme` goes on"
+        };
+        assert!(flat.contains(says), "{phase}: {flat}");
+        assert!(!flat.contains("vpnmig cutover beta"), "{phase}: {flat}");
+    }
+}
+
 /// Issue 21 item 1: the merged source no longer defines the PSK Secret. Flux's inventory
 /// cannot show it while suspended: a forced restore (`--gitops resume`) sets the prune
 /// protection Flux honours first (journal records it), and the Secret survives the

@@ -861,11 +861,14 @@ async fn suspended_owners(
                             .iter()
                             .filter(|h| h.paused)
                             .map(|h| {
-                                let verb = if h.phase == Phase::RolledBack {
-                                    "rollback"
-                                } else {
-                                    "cutover"
-                                };
+                                // A window rolling back is finished by its rollback,
+                                // never by a cutover (a21d E).
+                                let verb =
+                                    if h.phase == Phase::RolledBack || h.phase.rolling_back() {
+                                        "rollback"
+                                    } else {
+                                        "cutover"
+                                    };
                                 format!(
                                     "the window of {}/{} (journal phase {}) suspended it and restores it (`vpnmig {verb} {} -n {}`) once no window relies on it",
                                     h.namespace,
@@ -1012,7 +1015,7 @@ async fn suspended_owners(
                     )
                 })
                 .unwrap_or_default();
-            let verb = if j.phase == Phase::RolledBack {
+            let verb = if j.phase == Phase::RolledBack || j.phase.rolling_back() {
                 "rollback"
             } else {
                 "cutover"
@@ -1057,7 +1060,13 @@ async fn suspended_owners(
                     Phase::RolledBack => "revert the repository change",
                     _ => "",
                 };
-                if own.is_empty() {
+                if own.is_empty() && j.phase.rolling_back() {
+                    // A rollback under way goes on only as a rollback: a cutover does not
+                    // resume it (a21d E).
+                    format!(
+                        "the rollback restores it when it finishes: `vpnmig rollback {name} -n {ns}` goes on; do not restore it by hand before: its sync would re-create what the rollback takes out"
+                    )
+                } else if own.is_empty() {
                     // Never by hand while the window is under way: its sync would re-create
                     // the old gateway beside the new one (second attack, 7).
                     format!(
