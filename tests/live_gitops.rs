@@ -1495,6 +1495,63 @@ async fn a_second_window_records_that_it_relies_on_the_suspension() {
     assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
 }
 
+/// a21d attack 9 (secondary; issue 21 item 2): two windows that pause one owner at once
+/// never both record themselves as the one that suspended it. The first suspension is a
+/// compare-and-swap: the owner is read again right before the patch (and patched at the
+/// resourceVersion read); one suspended since this window found it syncing is relied on
+/// (`relies`, `heldBy`, no `saved`), and this window never restores it. Emulated: the API
+/// is slowed, and once the window's journal records the owner (found syncing), beta's
+/// window suspends it. Rows: Flux and Argo CD.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_that_finds_its_owner_suspended_by_another_at_the_pause_relies_on_it() {
+    for tool in [Tool::Flux, Tool::Argo] {
+        let l = synced(tool).await;
+        l.sb.api_faults.write().unwrap().latency_ms = 150;
+        let child = l.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
+        eventually(60, "the journal records the owner found syncing", || {
+            live::journal(&l, NS, "acme").is_some_and(|j| {
+                j["gitops"][0]["saved"].is_object() && j["gitops"][0]["paused"] == false
+            })
+        })
+        .await;
+        // beta's window suspends it now (its journal first, as vpnmig's pause does).
+        other_window_on(&l, tool, NS, "beta", "applied", true);
+        let (g, v, p, ons) = tool.owner_type();
+        live::edit(&l, (g, v, p), ons, "acme", |o| match tool {
+            Tool::Flux => o["spec"]["suspend"] = json!(true),
+            Tool::Argo => {
+                o["spec"]["syncPolicy"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("automated");
+            }
+        });
+        l.sb.api_faults.write().unwrap().latency_ms = 0;
+        let r = live::finish(child).await;
+        assert_eq!(r.code, 0, "{tool:?}: {}", r.stderr);
+        assert!(
+            r.says("was suspended since this window found it syncing"),
+            "{tool:?}: {}",
+            r.stderr
+        );
+        assert!(
+            r.says("this window relies on that suspension and does not record it as its own"),
+            "{tool:?}: {}",
+            r.stderr
+        );
+        assert!(!r.says("for the window (removed"), "{tool:?}: {}", r.stderr);
+        assert!(!r.says("for the window (set"), "{tool:?}: {}", r.stderr);
+        let j = live::journal(&l, NS, "acme").unwrap();
+        let rec = &j["gitops"][0];
+        assert_eq!(rec["relies"], true, "{tool:?}: {j}");
+        assert!(rec["saved"].is_null(), "{tool:?}: {j}");
+        assert_ne!(rec["paused"], true, "{tool:?}: {j}");
+        assert_eq!(rec["heldBy"], json!(["tenant-acme/beta"]), "{tool:?}: {j}");
+        // Still suspended: this window did not restore what it did not suspend.
+        assert!(tool.suspended(&tool.owner(&l)), "{tool:?}");
+    }
+}
+
 /// a21d, small ones: a window rolling back is finished by its rollback. `status` never
 /// says "`vpnmig cutover …` goes on" for it, and a window that relies on the owner it
 /// suspended is told the rollback that restores it, not a cutover. Rows: Argo CD and

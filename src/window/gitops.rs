@@ -352,19 +352,23 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
         }
         // Recorded as suspended before the patch is sent: a run killed in between leaves
         // a journal that says so (and `status` lists it); restoring an owner the patch
-        // never reached writes back the value it still has.
+        // never reached writes back the value it still has. The first suspension is a
+        // compare-and-swap ([`first_pause`]): another window may have suspended it
+        // since this one found it syncing.
         if !recorded {
-            w.journal.gitops[i].paused = true;
-            journal::write(w.cluster, &w.journal, false).await?;
+            if !first_pause(w, i, verb).await? {
+                continue;
+            }
+        } else {
+            // Sent again on every run before the delete (it is idempotent): the journal
+            // may say suspended for a patch that never landed.
+            live::patch(
+                w.cluster,
+                &owner,
+                &gitops::pause_patch(&owner_shape(&owner)),
+            )
+            .await?;
         }
-        // Sent again on every run before the delete (it is idempotent): the journal may
-        // say suspended for a patch that never landed.
-        live::patch(
-            w.cluster,
-            &owner,
-            &gitops::pause_patch(&owner_shape(&owner)),
-        )
-        .await?;
         w.ev.emit(Event::Step(format!(
             "suspended {} for the window ({} {}; the journal records it to restore at the end)",
             owner.display(),
@@ -380,6 +384,101 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
         held(w, verb, SETTLE_PAUSE).await?;
     }
     Ok(())
+}
+
+/// How many times the first suspension is tried again after the owner changed between
+/// the read and the patch (409), each time read again.
+const PAUSE_TRIES: usize = 5;
+
+/// The first suspension of owner record `i` by this window, as a compare-and-swap (a21d
+/// attack 9: two windows of a wave, `--concurrency 2`, both found the owner syncing and
+/// both recorded themselves as the one that suspended it). The owner is read again: one
+/// suspended since (by another window, or a person) is relied on — the record loses
+/// `saved`, says `relies` and who holds it, and this window never restores it. One still
+/// syncing is recorded as suspended by this window (before the patch), then patched
+/// with its `metadata.resourceVersion` as read: a write in between (another window's
+/// suspension) is a 409, and the owner is read again. `Ok(true)`: this window suspended
+/// it; `Ok(false)`: it relies on another's suspension.
+async fn first_pause(w: &mut Window<'_>, i: usize, verb: &str) -> Result<bool, Error> {
+    let owner = w.journal.gitops[i].owner.clone();
+    let (ns, name) = (w.ns().to_string(), w.name().to_string());
+    let kind = w.journal.old_manifest["kind"]
+        .as_str()
+        .unwrap_or("IPsecGateway")
+        .to_string();
+    for _ in 0..PAUSE_TRIES {
+        let obj = match live::find(w.cluster, &owner).await? {
+            Found::One(_, o) => Some(o),
+            _ => None,
+        };
+        if let Some(o) = obj.as_ref()
+            && !gitops::owner_state(o, &kind, &ns, &name).active
+        {
+            let held_by = holders_now(w.cluster, &owner, &ns, &name).await;
+            let reliance = match &held_by {
+                Ok(h) if h.iter().any(|h| h.holds()) => format!(
+                    "held by {}",
+                    h.iter()
+                        .filter(|h| h.holds())
+                        .map(holders::Holder::display)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                Ok(_) => "no vpnmig window holds it".to_string(),
+                Err(why) => format!("which windows hold it is unknown: {why}"),
+            };
+            let r = &mut w.journal.gitops[i];
+            r.saved = None;
+            r.paused = false;
+            r.relies = true;
+            r.held_by = held_by
+                .unwrap_or_default()
+                .iter()
+                .filter(|h| h.holds())
+                .map(|h| format!("{}/{}", h.namespace, h.gateway))
+                .collect();
+            journal::write(w.cluster, &w.journal, false).await?;
+            w.ev.emit(Event::Note(format!(
+                "{} was suspended since this window found it syncing ({}; {reliance}): this window relies on that suspension and does not record it as its own; its journal records it, and no window restores the owner until this one is done",
+                owner.display(),
+                how(&gitops::owner_state(o, &kind, &ns, &name))
+            )));
+            return Ok(false);
+        }
+        w.journal.gitops[i].paused = true;
+        journal::write(w.cluster, &w.journal, false).await?;
+        let mut patch = gitops::pause_patch(&owner_shape(&owner));
+        if let Some(rv) = obj
+            .as_ref()
+            .and_then(|o| o.pointer("/metadata/resourceVersion"))
+            .and_then(Value::as_str)
+            && let Some(m) = patch.as_object_mut()
+        {
+            m.insert(
+                "metadata".into(),
+                serde_json::json!({"resourceVersion": rv}),
+            );
+        }
+        match live::patch(w.cluster, &owner, &patch).await {
+            Ok(_) => return Ok(true),
+            Err(e) if crate::cluster::objects::status(&e) == Some(409) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "{} changed {PAUSE_TRIES} times between vpnmig's read and its suspension (409 Conflict each time): something writes it continuously, and whether this window or another suspended it cannot be told; {}",
+            owner.display(),
+            where_it_stands(w)
+        ),
+        hint: Some(format!(
+            "find who writes it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`), then `vpnmig {verb} {name} -n {ns} --gitops pause` again",
+            owner.resource(),
+            owner.name,
+            owner.namespace.as_deref().unwrap_or("argocd")
+        )),
+    })
 }
 
 /// How long the owners are read back after the pause, before the window goes on: a
