@@ -2551,10 +2551,15 @@ async fn a_rollback_s_restore_puts_back_a_pinned_field_its_first_sync_changed() 
 /// on Argo CD and Flux windows at `done`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_verify_check_the_psk_against_the_journal() {
+    // a21d (small ones): a Secret re-created (another uid) is compared under the
+    // journal's uid: with the client's key it is as the window left it (no blocker for
+    // ever), with another key a change.
     for (tool, change) in [
         (Tool::Flux, "rotated"),
         (Tool::Argo, "deleted"),
         (Tool::Argo, "rotated"),
+        (Tool::Flux, "re-created-same"),
+        (Tool::Argo, "re-created-other"),
     ] {
         let what = format!("{tool:?} {change}");
         let l = synced(tool).await;
@@ -2581,6 +2586,27 @@ async fn status_and_verify_check_the_psk_against_the_journal() {
                     })
                     .unwrap();
             }
+            "re-created-same" | "re-created-other" => {
+                let old = live::core(&l, "secrets", NS, "acme-psk").unwrap();
+                l.sb.store
+                    .delete(&rt, NS, "acme-psk", &Default::default())
+                    .unwrap();
+                let data = if change == "re-created-same" {
+                    old["data"].clone()
+                } else {
+                    json!({"psk": "cm90YXRlZC1ieS1oYW5kLWtleQ=="})
+                };
+                l.sb.store
+                    .create(
+                        &rt,
+                        NS,
+                        json!({"metadata": {"name": "acme-psk", "namespace": NS}, "data": data}),
+                        &by("kubectl-create"),
+                    )
+                    .unwrap();
+                let now = live::core(&l, "secrets", NS, "acme-psk").unwrap();
+                assert_ne!(now["metadata"]["uid"], old["metadata"]["uid"], "{what}");
+            }
             _ => {
                 l.sb.store
                     .delete(&rt, NS, "acme-psk", &Default::default())
@@ -2589,7 +2615,29 @@ async fn status_and_verify_check_the_psk_against_the_journal() {
         }
         let st = l.vpnmig(&["status", "-n", NS]).await;
         let flat = live::flat(&st.stdout);
-        let blocker = if change == "rotated" {
+        if change == "re-created-same" {
+            assert!(!flat.contains("psk-"), "{what}: {flat}");
+            assert!(
+                !flat.contains("PSK not as the window left it"),
+                "{what}: {flat}"
+            );
+            let r = l.vpnmig(&["verify", "acme", "-n", NS, "-o", "json"]).await;
+            let rows: Value = serde_json::from_str(&r.stdout).unwrap();
+            let psk_row = rows
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["check"] == "psk")
+                .cloned()
+                .unwrap();
+            assert_eq!(psk_row["verdict"], "ok", "{what}: {psk_row}");
+            assert!(
+                psk_row.to_string().contains("the Secret was re-created"),
+                "{what}: {psk_row}"
+            );
+            continue;
+        }
+        let blocker = if change != "deleted" {
             "psk-changed"
         } else {
             "psk-gone"
@@ -2599,7 +2647,7 @@ async fn status_and_verify_check_the_psk_against_the_journal() {
             flat.contains("PSK not as the window left it: secret/acme-psk -n tenant-acme of the window of tenant-acme/acme"),
             "{what}: {flat}"
         );
-        if change == "rotated" {
+        if change != "deleted" {
             assert!(
                 flat.contains("kubectl create secret generic acme-psk -n tenant-acme --from-literal=psk=<the client's key> --dry-run=client -o yaml | kubectl apply -f -"),
                 "{what}: {flat}"

@@ -297,7 +297,9 @@ async fn psk_problem(cluster: &Cluster, j: &crate::core::journal::Journal) -> Op
             key,
             live.as_ref(),
         ) {
-            Held::Same { .. } | Held::Unrecorded => return None,
+            // Re-created with the same key (compared under the journal's uid): as the
+            // window left it, no blocker (a21d: it was psk-re-created for ever).
+            Held::Same { .. } | Held::RecreatedSame { .. } | Held::Unrecorded => return None,
             Held::Gone => (
                 "gone",
                 format!(
