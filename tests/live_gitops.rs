@@ -2436,6 +2436,73 @@ async fn a_restored_owner_whose_first_sync_is_not_seen_is_suspended_again() {
     }
 }
 
+/// a21d attack 16 (issue 21 item 1): after a rollback, the Application's status shows the
+/// re-created IPsecGateway `OutOfSync` (a hand revert with a typo in a pinned field): the
+/// restore refuses (check 4), and `status` names that, never "then … restores it" with a
+/// `kubectl patch` that re-arms the owner over it. Rows: the attack's remoteSubnets /17
+/// and a made-up peer identity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_after_a_rollback_names_a_kept_gateway_the_application_would_change() {
+    for (from, to) in [
+        ("10.20.0.0/16", "10.20.0.0/17"),
+        ("id: fw.acme.example", "id: fw9.acme.example"),
+    ] {
+        let tool = Tool::Argo;
+        let l = synced(tool).await;
+        let original = tool.source(&l);
+        assert!(original.contains(from), "{to}: {original}");
+        done_then_merged_by(&l, tool, |m| m).await;
+        let back = [
+            "rollback",
+            "acme",
+            "-n",
+            NS,
+            "--yes",
+            "--accept-new-addresses",
+        ];
+        let r = l.vpnmig(&back).await;
+        assert_eq!(r.code, 0, "{to}: {}", r.stderr);
+        tool.merge(&l, &original.replace(from, to));
+        eventually(
+            10,
+            "the Application shows the IPsecGateway OutOfSync",
+            || {
+                tool.owner(&l)["status"]["resources"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|r| r["kind"] == "IPsecGateway" && r["status"] == "OutOfSync")
+            },
+        )
+        .await;
+        let st = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&st.stdout);
+        assert!(
+            flat.contains("its source defines ipsecgateway/acme -n tenant-acme otherwise than it is live (status of application/acme -n argocd: OutOfSync): a restore would overwrite it; the reverted repository must define it as the journal saved it"),
+            "{to}: {flat}"
+        );
+        assert!(!flat.contains("kubectl patch application"), "{to}: {flat}");
+        let r = l.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
+        assert_eq!(r.code, 0, "{to}: {}", r.stderr);
+        assert!(
+            r.says("application/acme -n argocd stays suspended: its source defines ipsecgateway/acme -n tenant-acme otherwise than it is live"),
+            "{to}: {}",
+            r.stderr
+        );
+        assert!(tool.suspended(&tool.owner(&l)), "{to}");
+        let gw = &objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS)[0];
+        assert_eq!(
+            gw["spec"]["tunnels"][0]["remoteSubnets"],
+            json!(["10.20.0.0/16"]),
+            "{to}"
+        );
+        assert_eq!(
+            gw["spec"]["tunnels"][0]["peer"]["id"], "fw.acme.example",
+            "{to}"
+        );
+    }
+}
+
 /// a21d attack 14 (issue 21 item 1): the rollback's restore puts back a pinned field of
 /// the IPsecGateway it re-created that the owner's first sync changed, from the journal's
 /// saved manifest, as the cutover's restore puts back the new objects: one put-back for

@@ -1022,6 +1022,50 @@ async fn suspended_owners(
             } else {
                 "cutover"
             };
+            // What the finished window keeps (the new objects after `done`, the old
+            // gateway after `rolled-back`), as an Application's status shows it: one its
+            // source defines otherwise, or no longer defines, is what the restore refuses
+            // for (check 4), so it is what `status` names, never "then … restores it"
+            // (a21d attack 16: a reverted IPsecGateway with remoteSubnets /17).
+            let kept_differs = owner_obj
+                .as_ref()
+                .filter(|_| r.owner.kind == "Application" && j.phase.finished())
+                .and_then(|o| {
+                    let kept: Vec<&serde_json::Value> = if j.phase == Phase::RolledBack {
+                        vec![&j.old_manifest]
+                    } else {
+                        j.targets.iter().collect()
+                    };
+                    kept.into_iter().find_map(|t| {
+                        let kind = t["kind"].as_str()?;
+                        let n = t.pointer("/metadata/name")?.as_str()?;
+                        let group = t["apiVersion"]
+                            .as_str()
+                            .and_then(|a| a.rsplit_once('/'))
+                            .map_or("", |(g, _)| g);
+                        let what = crate::core::model::object_ref(kind, n, ns);
+                        let change = if j.phase == Phase::RolledBack {
+                            "the reverted repository must define it as the journal saved it"
+                        } else {
+                            "the merged repository must define it as the window made it live"
+                        };
+                        let said = match gitops::argo_says(o, group, kind, ns, n)? {
+                            gitops::ArgoSays::OutOfSync => format!(
+                                "its source defines {what} otherwise than it is live (status of {}: OutOfSync): a restore would overwrite it",
+                                r.owner.display()
+                            ),
+                            gitops::ArgoSays::Prunes => format!(
+                                "its source no longer defines {what} (status of {}: requiresPruning): a restore would delete it",
+                                r.owner.display()
+                            ),
+                            _ => return None,
+                        };
+                        Some(format!(
+                            "{said}; {change} (`argocd app diff {}` shows the difference; `vpnmig verify {name} -n {ns}` names each pinned value), then `vpnmig {verb} {name} -n {ns}` restores it",
+                            r.owner.name
+                        ))
+                    })
+                });
             let how = if psk_gone {
                 format!(
                     "secret/{} -n {ns} (the PSK) is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold (`kubectl create secret generic {} -n {ns} --from-literal={key}=<the client's key>`), then `vpnmig verify {name} -n {ns}`; keep the owner suspended until the Secret is in its repository (or carries none of its markers), then `vpnmig {verb} {name} -n {ns}` restores it",
@@ -1047,6 +1091,8 @@ async fn suspended_owners(
                     r.owner.display(),
                     r.owner.name
                 )
+            } else if let Some(why) = kept_differs {
+                why
             } else if !relied_on_by.is_empty() {
                 format!(
                     "not restored while a window that relies on it is under way; when they are done, `vpnmig {verb} {name} -n {ns}` restores it"
