@@ -1036,7 +1036,11 @@ async fn suspended_owners(
                     } else {
                         j.targets.iter().collect()
                     };
-                    kept.into_iter().find_map(|t| {
+                    // Only what carries the owner's markers as the window made it live
+                    // (the old gateway; new objects with `--gitops keep-tracking`): a new
+                    // object without them shows OutOfSync for the markers alone, which
+                    // the restore puts on before it compares again.
+                    kept.into_iter().filter(|t| gitops::tracks(&r.owner, t)).find_map(|t| {
                         let kind = t["kind"].as_str()?;
                         let n = t.pointer("/metadata/name")?.as_str()?;
                         let group = t["apiVersion"]
