@@ -1311,10 +1311,36 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
         })
         .await;
         other_window_on(&l, tool, NS, "beta", phase, false);
+        // beta's window has its own PSK Secret: a restore by hand protects it too (a21d
+        // attack 9: a wave's by-hand restore annotated one window's Secret of two).
+        live::edit(&l, ("", "v1", "configmaps"), NS, "vpnmig-beta", |o| {
+            // The journal, the old manifest and the VPNPeer name the Secret alike.
+            let j = o["data"]["journal.json"].as_str().unwrap();
+            o["data"]["journal.json"] = json!(j.replace("\"acme-psk\"", "\"beta-psk\""));
+        });
+        let secrets = l.sb.store.resource("", "v1", "secrets").unwrap();
+        l.sb.store
+            .create(
+                &secrets,
+                NS,
+                json!({"metadata": {"name": "beta-psk", "namespace": NS},
+                    "data": {"psk": "YmV0YS1yZWhlYXJzYWw="}}),
+                &Default::default(),
+            )
+            .unwrap();
         let r = l
             .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
             .await;
         assert!(r.says(says), "{what}: {}", r.stderr);
+        match tool {
+            Tool::Flux => assert!(
+                r.says("restore it by hand: `kubectl annotate secret acme-psk beta-psk -n tenant-acme kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"),
+                "{what}: {}",
+                r.stderr
+            ),
+            // No restore by hand of an Application: it would skip check 4.
+            Tool::Argo => assert!(!r.says("kubectl patch application"), "{what}: {}", r.stderr),
+        }
         assert_eq!(tool.suspended(&tool.owner(&l)), !restored, "{what}");
         // Refused before the owner is re-armed, never "as it was" (the merged-only row
         // was caught only after its first sync had re-created beta's gateway before).
@@ -1359,10 +1385,15 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
             Tool::Flux => {
                 // Issue 21 item 1, round 4: a restore by hand first keeps the sync from
                 // writing the repository's copy over the key, as vpnmig's own does.
-                "then restore it by hand: `kubectl annotate secret acme-psk -n tenant-acme kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"
+                // Every window's PSK Secret, beta's too (a21d attack 9).
+                "then restore it by hand: `kubectl annotate secret acme-psk beta-psk -n tenant-acme kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"
             }
         };
         assert!(flat.contains(then), "{what}: {}", r.stdout);
+        assert!(
+            !flat.contains("kubectl patch application"),
+            "{what}: {flat}"
+        );
     }
 }
 
@@ -1462,6 +1493,123 @@ async fn a_second_window_records_that_it_relies_on_the_suspension() {
     assert_eq!(j["gitops"][0]["heldBy"], json!(["tenant-acme/beta"]), "{j}");
     assert!(j["gitops"][0]["saved"].is_null(), "{j}");
     assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
+}
+
+/// a21d attack 9 (secondary; issue 21 item 2): two windows that pause one owner at once
+/// never both record themselves as the one that suspended it. The first suspension is a
+/// compare-and-swap: the owner is read again right before the patch (and patched at the
+/// resourceVersion read); one suspended since this window found it syncing is relied on
+/// (`relies`, `heldBy`, no `saved`), and this window never restores it. Emulated: the API
+/// is slowed, and once the window's journal records the owner (found syncing), beta's
+/// window suspends it. Rows: Flux and Argo CD.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_that_finds_its_owner_suspended_by_another_at_the_pause_relies_on_it() {
+    for tool in [Tool::Flux, Tool::Argo] {
+        let l = synced(tool).await;
+        l.sb.api_faults.write().unwrap().latency_ms = 150;
+        let child = l.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
+        eventually(60, "the journal records the owner found syncing", || {
+            live::journal(&l, NS, "acme").is_some_and(|j| {
+                j["gitops"][0]["saved"].is_object() && j["gitops"][0]["paused"] == false
+            })
+        })
+        .await;
+        // beta's window suspends it now (its journal first, as vpnmig's pause does).
+        other_window_on(&l, tool, NS, "beta", "applied", true);
+        let (g, v, p, ons) = tool.owner_type();
+        live::edit(&l, (g, v, p), ons, "acme", |o| match tool {
+            Tool::Flux => o["spec"]["suspend"] = json!(true),
+            Tool::Argo => {
+                o["spec"]["syncPolicy"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("automated");
+            }
+        });
+        l.sb.api_faults.write().unwrap().latency_ms = 0;
+        let r = live::finish(child).await;
+        assert_eq!(r.code, 0, "{tool:?}: {}", r.stderr);
+        assert!(
+            r.says("was suspended since this window found it syncing"),
+            "{tool:?}: {}",
+            r.stderr
+        );
+        assert!(
+            r.says("this window relies on that suspension and does not record it as its own"),
+            "{tool:?}: {}",
+            r.stderr
+        );
+        assert!(!r.says("for the window (removed"), "{tool:?}: {}", r.stderr);
+        assert!(!r.says("for the window (set"), "{tool:?}: {}", r.stderr);
+        let j = live::journal(&l, NS, "acme").unwrap();
+        let rec = &j["gitops"][0];
+        assert_eq!(rec["relies"], true, "{tool:?}: {j}");
+        assert!(rec["saved"].is_null(), "{tool:?}: {j}");
+        assert_ne!(rec["paused"], true, "{tool:?}: {j}");
+        assert_eq!(rec["heldBy"], json!(["tenant-acme/beta"]), "{tool:?}: {j}");
+        // Still suspended: this window did not restore what it did not suspend.
+        assert!(tool.suspended(&tool.owner(&l)), "{tool:?}");
+    }
+}
+
+/// a21d, small ones: a window rolling back is finished by its rollback. `status` never
+/// says "`vpnmig cutover …` goes on" for it, and a window that relies on the owner it
+/// suspended is told the rollback that restores it, not a cutover. Rows: Argo CD and
+/// Flux, the rollback at `rolling-back` and at `new-deleted` (made up).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_at_a_rollback_under_way_names_the_rollback() {
+    for (tool, phase, gamma) in [
+        (Tool::Flux, "rolling-back", false),
+        (Tool::Argo, "new-deleted", false),
+        (Tool::Flux, "new-deleted", true),
+    ] {
+        let l = synced(tool).await;
+        // beta's window suspended the owner and is rolling back; gamma relies on it.
+        other_window_on(&l, tool, NS, "beta", phase, true);
+        if gamma {
+            other_window_on(&l, tool, NS, "gamma", "applied", false);
+        }
+        // Their journals fingerprinted the live key (the fixture's is another Secret's).
+        let uid = live::core(&l, "secrets", NS, "acme-psk").unwrap()["metadata"]["uid"].clone();
+        let fp = live::psk_fingerprint(&l, NS, "acme-psk");
+        for gw in ["beta", "gamma"]
+            .into_iter()
+            .take(if gamma { 2 } else { 1 })
+        {
+            live::edit(
+                &l,
+                ("", "v1", "configmaps"),
+                NS,
+                &format!("vpnmig-{gw}"),
+                |o| {
+                    let mut j: Value =
+                        serde_json::from_str(o["data"]["journal.json"].as_str().unwrap()).unwrap();
+                    j["pskSecretUid"] = uid.clone();
+                    j["pskFingerprint"] = json!(fp);
+                    o["data"]["journal.json"] = json!(j.to_string());
+                },
+            );
+        }
+        let (g, v, p, ons) = tool.owner_type();
+        live::edit(&l, (g, v, p), ons, "acme", |o| match tool {
+            Tool::Flux => o["spec"]["suspend"] = json!(true),
+            Tool::Argo => {
+                o["spec"]["syncPolicy"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("automated");
+            }
+        });
+        let r = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&r.stdout);
+        let says = if gamma {
+            "not restored while a window that relies on it is under way; when they are done, `vpnmig rollback beta -n tenant-acme` restores it"
+        } else {
+            "the rollback restores it when it finishes: `vpnmig rollback beta -n tenant-acme` goes on"
+        };
+        assert!(flat.contains(says), "{phase}: {flat}");
+        assert!(!flat.contains("vpnmig cutover beta"), "{phase}: {flat}");
+    }
 }
 
 /// Issue 21 item 1: the merged source no longer defines the PSK Secret. Flux's inventory
@@ -1600,6 +1748,8 @@ async fn a_restore_never_overwrites_what_the_window_keeps_nor_trusts_a_blind_sta
             true,
             true,
         ),
+        // Its status never says it synced (the ComparisonError stays): not left re-armed
+        // with nothing watching its first sync, suspended again (a21d attack 7).
         (
             "Argo CD: ComparisonError, forced: the PSK gets Prune=false, read back",
             Tool::Argo,
@@ -1607,7 +1757,7 @@ async fn a_restore_never_overwrites_what_the_window_keeps_nor_trusts_a_blind_sta
             RESUME,
             0,
             "kept secret/acme-psk -n tenant-acme (the PSK) from application/acme -n argocd's prune: annotation argocd.argoproj.io/sync-options=Prune=false (the cluster does not show whether its merged source still defines it: its status has condition ComparisonError",
-            false,
+            true,
             true,
         ),
         (
@@ -1744,7 +1894,12 @@ async fn a_restore_never_overwrites_what_the_window_keeps_nor_trusts_a_blind_sta
             assert_eq!(j["phase"], "rolled-back", "{what}");
             assert_eq!(j["gitops"][0]["paused"], true, "{what}: {j}");
         }
-        if *change == "unserved" && !*suspended {
+        if *change == "unserved" && *args == RESUME {
+            assert!(
+                r.says("application/acme -n argocd stays suspended: restored, but its status did not say it synced within 30s"),
+                "{what}: {}",
+                r.stderr
+            );
             let s = live::core(&l, "secrets", NS, "acme-psk").unwrap();
             assert_eq!(
                 s["metadata"]["annotations"]["argocd.argoproj.io/sync-options"], "Prune=false",
@@ -2070,6 +2225,392 @@ async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
     }
 }
 
+/// a21d attack 5 (issue 21 item 1): a HelmRelease whose chart renders the PSK Secret as a
+/// Helm hook writes it on every upgrade, though the live Secret carries none of the
+/// release's markers (Helm records no hook as a release resource). Such a Secret counts
+/// as the release's: no restore, plain or forced, re-arms it, and `status` never advises
+/// the `--gitops resume` that would let helm-controller write the chart's copy over the
+/// client's key. Rows: the attack's hook annotations, and made-up members (a hook weight
+/// alone, Helm's `managed-by` label, an owner of other names).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_helm_hook_psk_secret_keeps_its_helm_release_suspended() {
+    type Row = (&'static str, bool, &'static [&'static str], Value);
+    const CUTOVER: &[&str] = &["cutover", "acme", "-n", NS, "--yes"];
+    const RESUME: &[&str] = &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"];
+    let rows: &[Row] = &[
+        (
+            "hook annotations, --gitops resume (attack 5)",
+            false,
+            RESUME,
+            json!({"annotations": {"helm.sh/hook": "pre-install,pre-upgrade",
+                "helm.sh/hook-delete-policy": "before-hook-creation"}}),
+        ),
+        (
+            "a hook weight alone, plain restore (made up)",
+            false,
+            CUTOVER,
+            json!({"annotations": {"helm.sh/hook-weight": "-5"}}),
+        ),
+        (
+            "Helm's managed-by label, owner gitops-edge/edge-7, --gitops resume (made up)",
+            true,
+            RESUME,
+            json!({"labels": {"app.kubernetes.io/managed-by": "Helm"}}),
+        ),
+    ];
+    for (what, renamed, args, meta) in rows {
+        let mut s = live::pool("10.250.3.0/24");
+        s.gitops.self_heal_delay_ms = 200;
+        let scenario = if *renamed {
+            renamed_flux(true)
+        } else {
+            helm_release()
+        };
+        let (ons, oname) = if *renamed {
+            ("gitops-edge", "edge-7")
+        } else {
+            ("flux-system", "acme")
+        };
+        let l = start(&scenario, s).await;
+        adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+        let cm = format!("{oname}-source");
+        let (rewritten, _) = planned_and_cut_over_with(&l, &source_at(&l, ons, &cm)).await;
+        // The live Secret as a hook leaves it: none of the release's markers.
+        live::edit(&l, ("", "v1", "secrets"), NS, "acme-psk", |o| {
+            let m = o["metadata"].as_object_mut().unwrap();
+            m.remove("labels");
+            m.remove("annotations");
+            for (k, v) in meta.as_object().unwrap() {
+                m.insert(k.clone(), v.clone());
+            }
+        });
+        let before = live::core(&l, "secrets", NS, "acme-psk").unwrap()["data"].clone();
+        merge_at(&l, ons, &cm, &with_stale_key(rewritten));
+        let st = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&st.stdout);
+        assert!(
+            flat.contains("it tracks secret/acme-psk -n tenant-acme (the PSK), and its upgrade writes the chart's copy"),
+            "{what}: {flat}"
+        );
+        assert!(
+            !flat.contains("then `vpnmig cutover acme -n tenant-acme --gitops resume` restores it"),
+            "{what}: {flat}"
+        );
+        let r = l.vpnmig(args).await;
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        for words in [
+            &format!(
+                "helmrelease/{oname} -n {ons} stays suspended: it tracks secret/acme-psk -n tenant-acme (the PSK)"
+            ),
+            "neither plainly nor with `--gitops resume`",
+            &format!("`flux resume helmrelease {oname} -n {ons}`"),
+        ] {
+            assert!(r.says(words), "{what}: missing {words:?} in:\n{}", r.stderr);
+        }
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let owner =
+            l.sb.store
+                .get(
+                    &l.sb
+                        .store
+                        .resource("helm.toolkit.fluxcd.io", "v2", "helmreleases")
+                        .unwrap(),
+                    ons,
+                    oname,
+                )
+                .unwrap();
+        assert_eq!(owner["spec"]["suspend"], true, "{what}: {owner}");
+        let psk = live::core(&l, "secrets", NS, "acme-psk").unwrap();
+        assert_eq!(psk["data"], before, "{what}");
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert_eq!(j["gitops"][0]["paused"], true, "{what}: {j}");
+    }
+}
+
+/// a21d attack 7 (issue 21 item 1): a restored owner whose first sync is not seen within
+/// the watch (Flux `dependsOn`, a retry interval, a slow source: emulated by a self-heal
+/// that comes after the watch) is never left re-armed with nothing to put back what its
+/// later sync changes: it is suspended again, as the window paused it, the journal keeps
+/// holding it and says why, the run says so with what to check, `status` says so too, and
+/// the late sync never lands. Rows: the attack's member (a floating-IP typo) and a
+/// made-up one (another owner's names, a VPNPeer's remoteSubnets).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restored_owner_whose_first_sync_is_not_seen_is_suspended_again() {
+    type Row = (&'static str, bool, fn(String) -> String);
+    let rows: &[Row] = &[
+        (
+            "Kustomization, late first apply with a floating-IP typo (attack 7)",
+            false,
+            |m| m.replace("198.51.100.23", "198.51.100.71"),
+        ),
+        (
+            "Kustomization gitops-edge/edge-7, late first apply with other remoteSubnets (made up)",
+            true,
+            with_other_subnets,
+        ),
+    ];
+    for (what, renamed, edit) in rows {
+        let mut s = live::pool("10.250.3.0/24");
+        s.gitops.self_heal_delay_ms = 200;
+        let scenario = if *renamed {
+            renamed_flux(false)
+        } else {
+            FLUX.to_string()
+        };
+        let (ons, oname) = if *renamed {
+            ("gitops-edge", "edge-7")
+        } else {
+            ("flux-system", "acme")
+        };
+        let cm = format!("{oname}-source");
+        let l = start(&scenario, s).await;
+        adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+        let (rewritten, _) = planned_and_cut_over_with(&l, &source_at(&l, ons, &cm)).await;
+        // Its first apply comes 36 s after it is re-armed: after the 30 s watch.
+        l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 36_000;
+        merge_at(&l, ons, &cm, &edit(rewritten));
+        let started = std::time::Instant::now();
+        let r = l
+            .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
+            .await;
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        for words in [
+            &format!(
+                "kustomization/{oname} -n {ons} stays suspended: restored, but its status did not say it synced within 30s"
+            ),
+            "so vpnmig suspended it again (the journal holds it, as the window paused it)",
+            &format!(
+                "Find why it does not sync (`kubectl get kustomization {oname} -n {ons} -o yaml`"
+            ),
+            "`vpnmig cutover acme -n tenant-acme --gitops resume` restores it and watches its first sync again",
+        ] {
+            assert!(r.says(words), "{what}: missing {words:?} in:\n{}", r.stderr);
+        }
+        assert!(
+            !r.says("synced: what the window made live"),
+            "{what}: {}",
+            r.stderr
+        );
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert_eq!(j["gitops"][0]["paused"], true, "{what}: {j}");
+        assert!(j["gitops"][0]["restoredAt"].is_null(), "{what}: {j}");
+        assert!(
+            j["gitops"][0]["syncUnseen"]
+                .as_str()
+                .is_some_and(|u| !u.is_empty()),
+            "{what}: {j}"
+        );
+        let st = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&st.stdout);
+        assert!(
+            flat.contains("the last restore re-armed it and did not see its first sync"),
+            "{what}: {flat}"
+        );
+        // Past the late apply: it never came, the window's objects are as it made them.
+        let late = Duration::from_millis(38_000).saturating_sub(started.elapsed());
+        tokio::time::sleep(late).await;
+        let owner =
+            l.sb.store
+                .get(
+                    &l.sb
+                        .store
+                        .resource("kustomize.toolkit.fluxcd.io", "v1", "kustomizations")
+                        .unwrap(),
+                    ons,
+                    oname,
+                )
+                .unwrap();
+        assert_eq!(owner["spec"]["suspend"], true, "{what}: {owner}");
+        let gw = &objects(&l, "vpn.bnerd.net", "vpngateways", NS)[0];
+        assert_eq!(
+            gw["spec"]["endpoint"]["floatingIP"], "198.51.100.23",
+            "{what}"
+        );
+        assert_eq!(gw["status"]["floatingIP"], "198.51.100.23", "{what}");
+        let peer = &objects(&l, "vpn.bnerd.net", "vpnpeers", NS)[0];
+        assert_eq!(
+            peer["spec"]["ipsec"]["remoteSubnets"],
+            json!(["10.20.0.0/16"]),
+            "{what}"
+        );
+    }
+}
+
+/// a21d attack 16 (issue 21 item 1): after a rollback, the Application's status shows the
+/// re-created IPsecGateway `OutOfSync` (a hand revert with a typo in a pinned field): the
+/// restore refuses (check 4), and `status` names that, never "then … restores it" with a
+/// `kubectl patch` that re-arms the owner over it. Rows: the attack's remoteSubnets /17
+/// and a made-up peer identity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_after_a_rollback_names_a_kept_gateway_the_application_would_change() {
+    for (from, to) in [
+        ("10.20.0.0/16", "10.20.0.0/17"),
+        ("id: fw.acme.example", "id: fw9.acme.example"),
+    ] {
+        let tool = Tool::Argo;
+        let l = synced(tool).await;
+        let original = tool.source(&l);
+        assert!(original.contains(from), "{to}: {original}");
+        done_then_merged_by(&l, tool, |m| m).await;
+        let back = [
+            "rollback",
+            "acme",
+            "-n",
+            NS,
+            "--yes",
+            "--accept-new-addresses",
+        ];
+        let r = l.vpnmig(&back).await;
+        assert_eq!(r.code, 0, "{to}: {}", r.stderr);
+        tool.merge(&l, &original.replace(from, to));
+        eventually(
+            10,
+            "the Application shows the IPsecGateway OutOfSync",
+            || {
+                tool.owner(&l)["status"]["resources"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|r| r["kind"] == "IPsecGateway" && r["status"] == "OutOfSync")
+            },
+        )
+        .await;
+        let st = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&st.stdout);
+        assert!(
+            flat.contains("its source defines ipsecgateway/acme -n tenant-acme otherwise than it is live (status of application/acme -n argocd: OutOfSync): a restore would overwrite it; the reverted repository must define it as the journal saved it"),
+            "{to}: {flat}"
+        );
+        assert!(!flat.contains("kubectl patch application"), "{to}: {flat}");
+        let r = l.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
+        assert_eq!(r.code, 0, "{to}: {}", r.stderr);
+        assert!(
+            r.says("application/acme -n argocd stays suspended: its source defines ipsecgateway/acme -n tenant-acme otherwise than it is live"),
+            "{to}: {}",
+            r.stderr
+        );
+        assert!(tool.suspended(&tool.owner(&l)), "{to}");
+        let gw = &objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS)[0];
+        assert_eq!(
+            gw["spec"]["tunnels"][0]["remoteSubnets"],
+            json!(["10.20.0.0/16"]),
+            "{to}"
+        );
+        assert_eq!(
+            gw["spec"]["tunnels"][0]["peer"]["id"], "fw.acme.example",
+            "{to}"
+        );
+    }
+}
+
+/// a21d attack 14 (issue 21 item 1): the rollback's restore puts back a pinned field of
+/// the IPsecGateway it re-created that the owner's first sync changed, from the journal's
+/// saved manifest, as the cutover's restore puts back the new objects: one put-back for
+/// both paths. The owner is suspended again, exit 5 names the field, the floating IP is
+/// waited for on the IPsecGateway. Rows: the attack's member (remoteSubnets /17 in the
+/// reverted source) and made-up ones (the peer's identity, an owner of other names).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_s_restore_puts_back_a_pinned_field_its_first_sync_changed() {
+    type Row = (
+        &'static str,
+        bool,
+        (&'static str, &'static str),
+        &'static str,
+    );
+    let rows: &[Row] = &[
+        (
+            "Kustomization, reverted IPsecGateway with remoteSubnets /17 (attack 14)",
+            false,
+            ("10.20.0.0/16", "10.20.0.0/17"),
+            "spec.tunnels[main].remoteSubnets: seen [\"10.20.0.0/17\"], wanted [\"10.20.0.0/16\"]",
+        ),
+        (
+            "Kustomization gitops-edge/edge-7, reverted IPsecGateway with another peer id (made up)",
+            true,
+            ("id: fw.acme.example", "id: fw2.acme.example"),
+            "seen \"fw2.acme.example\", wanted \"fw.acme.example\"",
+        ),
+    ];
+    for (what, renamed, (from, to), field) in rows {
+        let mut s = live::pool("10.250.3.0/24");
+        s.gitops.self_heal_delay_ms = 200;
+        let scenario = if *renamed {
+            renamed_flux(false)
+        } else {
+            FLUX.to_string()
+        };
+        let (ons, oname) = if *renamed {
+            ("gitops-edge", "edge-7")
+        } else {
+            ("flux-system", "acme")
+        };
+        let cm = format!("{oname}-source");
+        let l = start(&scenario, s).await;
+        adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+        let original = source_at(&l, ons, &cm);
+        assert!(original.contains(from), "{what}: {original}");
+        let (rewritten, _) = planned_and_cut_over_with(&l, &original).await;
+        merge_at(&l, ons, &cm, &rewritten);
+        let back = [
+            "rollback",
+            "acme",
+            "-n",
+            NS,
+            "--yes",
+            "--accept-new-addresses",
+        ];
+        let r = l.vpnmig(&back).await;
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        assert_eq!(
+            phase(&l, NS, "acme").as_deref(),
+            Some("rolled-back"),
+            "{what}"
+        );
+        // The team reverts the change by hand, with a typo in a pinned field.
+        merge_at(&l, ons, &cm, &original.replace(from, to));
+        let r = l
+            .vpnmig(&["rollback", "acme", "-n", NS, "--yes", "--gitops", "resume"])
+            .await;
+        assert_eq!(r.code, 5, "{what}: {}", r.stderr);
+        for words in [
+            &format!(
+                "kustomization/{oname} -n {ons} was restored and its first sync changed what the window made live, so vpnmig suspended it again and put back ipsecgateway/acme -n tenant-acme"
+            ),
+            "put back ipsecgateway/acme -n tenant-acme as the window made it live (server-side apply, field manager vpnmig, force)",
+            field,
+            "the floating IP 198.51.100.23 is on the IPsecGateway again",
+            "the reverted repository must define ipsecgateway/acme -n tenant-acme as the journal saved it",
+            "`vpnmig rollback acme -n tenant-acme --gitops resume",
+        ] {
+            assert!(r.says(words), "{what}: missing {words:?} in:\n{}", r.stderr);
+        }
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let owner =
+            l.sb.store
+                .get(
+                    &l.sb
+                        .store
+                        .resource("kustomize.toolkit.fluxcd.io", "v1", "kustomizations")
+                        .unwrap(),
+                    ons,
+                    oname,
+                )
+                .unwrap();
+        assert_eq!(owner["spec"]["suspend"], true, "{what}: {owner}");
+        let gw = &objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS)[0];
+        let t = &gw["spec"]["tunnels"][0];
+        assert_eq!(t["remoteSubnets"], json!(["10.20.0.0/16"]), "{what}: {gw}");
+        assert_eq!(t["peer"]["id"], "fw.acme.example", "{what}: {gw}");
+        assert_eq!(
+            gw["spec"]["endpoint"]["floatingIP"], "198.51.100.23",
+            "{what}"
+        );
+        assert_eq!(gw["status"]["floatingIP"], "198.51.100.23", "{what}");
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert_eq!(j["gitops"][0]["paused"], true, "{what}: {j}");
+    }
+}
+
 /// Issue 21 item 1, round 4, kind C (attacks 1, 5, 6, 14; a22 F7): `status` checks every
 /// window's PSK Secret against the journal's fingerprint, held owner or not, and a key
 /// changed or gone is a blocker it names (never a green line); `verify` has a PSK row
@@ -2077,10 +2618,15 @@ async fn no_restore_lets_flux_or_helm_write_over_the_key_or_a_pinned_field() {
 /// on Argo CD and Flux windows at `done`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_verify_check_the_psk_against_the_journal() {
+    // a21d (small ones): a Secret re-created (another uid) is compared under the
+    // journal's uid: with the client's key it is as the window left it (no blocker for
+    // ever), with another key a change.
     for (tool, change) in [
         (Tool::Flux, "rotated"),
         (Tool::Argo, "deleted"),
         (Tool::Argo, "rotated"),
+        (Tool::Flux, "re-created-same"),
+        (Tool::Argo, "re-created-other"),
     ] {
         let what = format!("{tool:?} {change}");
         let l = synced(tool).await;
@@ -2107,6 +2653,27 @@ async fn status_and_verify_check_the_psk_against_the_journal() {
                     })
                     .unwrap();
             }
+            "re-created-same" | "re-created-other" => {
+                let old = live::core(&l, "secrets", NS, "acme-psk").unwrap();
+                l.sb.store
+                    .delete(&rt, NS, "acme-psk", &Default::default())
+                    .unwrap();
+                let data = if change == "re-created-same" {
+                    old["data"].clone()
+                } else {
+                    json!({"psk": "cm90YXRlZC1ieS1oYW5kLWtleQ=="})
+                };
+                l.sb.store
+                    .create(
+                        &rt,
+                        NS,
+                        json!({"metadata": {"name": "acme-psk", "namespace": NS}, "data": data}),
+                        &by("kubectl-create"),
+                    )
+                    .unwrap();
+                let now = live::core(&l, "secrets", NS, "acme-psk").unwrap();
+                assert_ne!(now["metadata"]["uid"], old["metadata"]["uid"], "{what}");
+            }
             _ => {
                 l.sb.store
                     .delete(&rt, NS, "acme-psk", &Default::default())
@@ -2115,7 +2682,29 @@ async fn status_and_verify_check_the_psk_against_the_journal() {
         }
         let st = l.vpnmig(&["status", "-n", NS]).await;
         let flat = live::flat(&st.stdout);
-        let blocker = if change == "rotated" {
+        if change == "re-created-same" {
+            assert!(!flat.contains("psk-"), "{what}: {flat}");
+            assert!(
+                !flat.contains("PSK not as the window left it"),
+                "{what}: {flat}"
+            );
+            let r = l.vpnmig(&["verify", "acme", "-n", NS, "-o", "json"]).await;
+            let rows: Value = serde_json::from_str(&r.stdout).unwrap();
+            let psk_row = rows
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["check"] == "psk")
+                .cloned()
+                .unwrap();
+            assert_eq!(psk_row["verdict"], "ok", "{what}: {psk_row}");
+            assert!(
+                psk_row.to_string().contains("the Secret was re-created"),
+                "{what}: {psk_row}"
+            );
+            continue;
+        }
+        let blocker = if change != "deleted" {
             "psk-changed"
         } else {
             "psk-gone"
@@ -2125,7 +2714,7 @@ async fn status_and_verify_check_the_psk_against_the_journal() {
             flat.contains("PSK not as the window left it: secret/acme-psk -n tenant-acme of the window of tenant-acme/acme"),
             "{what}: {flat}"
         );
-        if change == "rotated" {
+        if change != "deleted" {
             assert!(
                 flat.contains("kubectl create secret generic acme-psk -n tenant-acme --from-literal=psk=<the client's key> --dry-run=client -o yaml | kubectl apply -f -"),
                 "{what}: {flat}"
@@ -4572,6 +5161,8 @@ async fn an_argocd_cm_vpnmig_cannot_find_keeps_the_owner_suspended() {
     ] {
         assert!(r.says(words), "missing {words:?} in:\n{}", r.stderr);
     }
+    // No by-hand restore that would skip the checks (h-flux2's rule for Applications).
+    assert!(!r.says("kubectl patch application"), "{}", r.stderr);
     assert!(
         !r.says("synced: what the window made live is as it was"),
         "{}",

@@ -297,7 +297,9 @@ async fn psk_problem(cluster: &Cluster, j: &crate::core::journal::Journal) -> Op
             key,
             live.as_ref(),
         ) {
-            Held::Same { .. } | Held::Unrecorded => return None,
+            // Re-created with the same key (compared under the journal's uid): as the
+            // window left it, no blocker (a21d: it was psk-re-created for ever).
+            Held::Same { .. } | Held::RecreatedSame { .. } | Held::Unrecorded => return None,
             Held::Gone => (
                 "gone",
                 format!(
@@ -948,11 +950,14 @@ async fn suspended_owners(
                             .iter()
                             .filter(|h| h.paused)
                             .map(|h| {
-                                let verb = if h.phase == Phase::RolledBack {
-                                    "rollback"
-                                } else {
-                                    "cutover"
-                                };
+                                // A window rolling back is finished by its rollback,
+                                // never by a cutover (a21d E).
+                                let verb =
+                                    if h.phase == Phase::RolledBack || h.phase.rolling_back() {
+                                        "rollback"
+                                    } else {
+                                        "cutover"
+                                    };
                                 format!(
                                     "the window of {}/{} (journal phase {}) suspended it and restores it (`vpnmig {verb} {} -n {}`) once no window relies on it",
                                     h.namespace,
@@ -993,7 +998,7 @@ async fn suspended_owners(
                 Ok(crate::cluster::gitops::Found::One(_, o)) => Some(o),
                 _ => None,
             };
-            let (holders, unread) =
+            let (holders, unread, all) =
                 match crate::window::journals_for(cluster, owner_obj.as_ref(), (ns, name)).await {
                     Ok(mut all) => {
                         all.retain(|a| {
@@ -1002,10 +1007,20 @@ async fn suspended_owners(
                                 .any(|p| p.namespace == a.namespace && p.gateway == a.gateway)
                         });
                         all.extend(parsed.iter().cloned());
-                        (holders::holders(&all, &r.owner, (ns, name)), None)
+                        (holders::holders(&all, &r.owner, (ns, name)), None, all)
                     }
-                    Err(why) => (holders, Some(why)),
+                    Err(why) => (holders, Some(why), parsed.to_vec()),
                 };
+            // The PSK Secret of this window and of each finished window that relied on
+            // the owner: a restore by hand protects every one (a21d attack 9).
+            let secrets: Vec<(String, String)> =
+                std::iter::once((ns.clone(), j.psk_secret.clone()))
+                    .chain(holders.iter().filter(|h| !h.in_flight()).filter_map(|h| {
+                        all.iter()
+                            .find(|a| a.namespace == h.namespace && a.gateway == h.gateway)
+                            .map(|a| (a.namespace.clone(), a.psk_secret.clone()))
+                    }))
+                    .collect();
             let relied_on_by: Vec<String> = holders
                 .iter()
                 .filter(|h| h.in_flight())
@@ -1072,21 +1087,76 @@ async fn suspended_owners(
             } else {
                 " --gitops resume"
             };
+            // An Application is restored by `vpnmig` once its status shows it safe; a
+            // restore by hand would skip what vpnmig checks first (check 4: each kept
+            // object's entry, OutOfSync, requiresPruning, what owns it; a21d attacks 8
+            // and 16), so none is offered for it. A Flux owner's status cannot show it
+            // (never refreshed while suspended): the by-hand restore comes after the
+            // check by hand, protecting every window's PSK Secret.
             let by_hand = r
                 .saved
                 .as_ref()
+                .filter(|_| r.owner.kind != "Application")
                 .map(|s| {
                     format!(
                         ", or by hand: `{}`",
-                        gitops::restore_command_keeping(&r.owner, s, ns, &j.psk_secret)
+                        gitops::restore_command_keeping(&r.owner, s, &secrets)
                     )
                 })
                 .unwrap_or_default();
-            let verb = if j.phase == Phase::RolledBack {
+            let verb = if j.phase == Phase::RolledBack || j.phase.rolling_back() {
                 "rollback"
             } else {
                 "cutover"
             };
+            // What the finished window keeps (the new objects after `done`, the old
+            // gateway after `rolled-back`), as an Application's status shows it: one its
+            // source defines otherwise, or no longer defines, is what the restore refuses
+            // for (check 4), so it is what `status` names, never "then … restores it"
+            // (a21d attack 16: a reverted IPsecGateway with remoteSubnets /17).
+            let kept_differs = owner_obj
+                .as_ref()
+                .filter(|_| r.owner.kind == "Application" && j.phase.finished())
+                .and_then(|o| {
+                    let kept: Vec<&serde_json::Value> = if j.phase == Phase::RolledBack {
+                        vec![&j.old_manifest]
+                    } else {
+                        j.targets.iter().collect()
+                    };
+                    // Only what carries the owner's markers as the window made it live
+                    // (the old gateway; new objects with `--gitops keep-tracking`): a new
+                    // object without them shows OutOfSync for the markers alone, which
+                    // the restore puts on before it compares again.
+                    kept.into_iter().filter(|t| gitops::tracks(&r.owner, t)).find_map(|t| {
+                        let kind = t["kind"].as_str()?;
+                        let n = t.pointer("/metadata/name")?.as_str()?;
+                        let group = t["apiVersion"]
+                            .as_str()
+                            .and_then(|a| a.rsplit_once('/'))
+                            .map_or("", |(g, _)| g);
+                        let what = crate::core::model::object_ref(kind, n, ns);
+                        let change = if j.phase == Phase::RolledBack {
+                            "the reverted repository must define it as the journal saved it"
+                        } else {
+                            "the merged repository must define it as the window made it live"
+                        };
+                        let said = match gitops::argo_says(o, group, kind, ns, n)? {
+                            gitops::ArgoSays::OutOfSync => format!(
+                                "its source defines {what} otherwise than it is live (status of {}: OutOfSync): a restore would overwrite it",
+                                r.owner.display()
+                            ),
+                            gitops::ArgoSays::Prunes => format!(
+                                "its source no longer defines {what} (status of {}: requiresPruning): a restore would delete it",
+                                r.owner.display()
+                            ),
+                            _ => return None,
+                        };
+                        Some(format!(
+                            "{said}; {change} (`argocd app diff {}` shows the difference; `vpnmig verify {name} -n {ns}` names each pinned value), then `vpnmig {verb} {name} -n {ns}` restores it",
+                            r.owner.name
+                        ))
+                    })
+                });
             let how = if psk_gone {
                 format!(
                     "secret/{} -n {ns} (the PSK) is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold (`kubectl create secret generic {} -n {ns} --from-literal={key}=<the client's key>`), then `vpnmig verify {name} -n {ns}`; keep the owner suspended until the Secret is in its repository (or carries none of its markers), then `vpnmig {verb} {name} -n {ns}` restores it",
@@ -1112,6 +1182,8 @@ async fn suspended_owners(
                     r.owner.display(),
                     r.owner.name
                 )
+            } else if let Some(why) = kept_differs {
+                why
             } else if !relied_on_by.is_empty() {
                 format!(
                     "not restored while a window that relies on it is under way; when they are done, `vpnmig {verb} {name} -n {ns}` restores it"
@@ -1127,7 +1199,13 @@ async fn suspended_owners(
                     Phase::RolledBack => "revert the repository change",
                     _ => "",
                 };
-                if own.is_empty() {
+                if own.is_empty() && j.phase.rolling_back() {
+                    // A rollback under way goes on only as a rollback: a cutover does not
+                    // resume it (a21d E).
+                    format!(
+                        "the rollback restores it when it finishes: `vpnmig rollback {name} -n {ns}` goes on; do not restore it by hand before: its sync would re-create what the rollback takes out"
+                    )
+                } else if own.is_empty() {
                     // Never by hand while the window is under way: its sync would re-create
                     // the old gateway beside the new one (second attack, 7).
                     format!(
@@ -1151,6 +1229,15 @@ async fn suspended_owners(
                         "{own}; what each window that relied on it changed must be in the repository too: {}; then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status lists none of them (`--gitops resume` vouches for this window's change only)",
                         finished.join("; ")
                     )
+                } else if r.owner.kind == "Application" {
+                    // Its status cannot tell (a ComparisonError, a stale comparison): no
+                    // restore by hand skips what vpnmig checks (a21d attacks 8, 16).
+                    format!(
+                        "{own}; what each window that relied on it changed must be in the repository too: {}; its status cannot show it now ({}): refresh it (`argocd app get {} --refresh`), then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status lists none of them (`--gitops resume` vouches for this window's change only)",
+                        finished.join("; "),
+                        argo_blind.as_deref().unwrap_or_default(),
+                        r.owner.name
+                    )
                 } else {
                     format!(
                         "{own}; what each window that relied on it changed must be in the repository too: {}; the cluster cannot show it (a suspended owner's status is not refreshed) and `--gitops resume` vouches for this window's change only: check by hand ({}), then restore it by hand: `{}`",
@@ -1158,15 +1245,21 @@ async fn suspended_owners(
                         gitops::render_hint(&r.owner),
                         r.saved
                             .as_ref()
-                            .map(|s| gitops::restore_command_keeping(
-                                &r.owner,
-                                s,
-                                ns,
-                                &j.psk_secret
-                            ))
+                            .map(|s| gitops::restore_command_keeping(&r.owner, s, &secrets))
                             .unwrap_or_default()
                     )
                 }
+            };
+            // The last restore re-armed it, did not see its first sync, and suspended it
+            // again (a21d attack 7): said first, with what to check.
+            let how = match &r.sync_unseen {
+                Some(when) => format!(
+                    "the last restore re-armed it and did not see its first sync ({when}), so vpnmig suspended it again: find why it does not sync (`kubectl get {} {} -n {} -o yaml`: its Ready condition, its dependsOn, its source) before it is restored; {how}",
+                    r.owner.resource(),
+                    r.owner.name,
+                    r.owner.namespace.as_deref().unwrap_or("argocd")
+                ),
+                None => how,
             };
             out.push(Suspended {
                 namespace: ns.clone(),

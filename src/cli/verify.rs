@@ -179,6 +179,16 @@ async fn psk_row(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
             live.as_ref(),
         ) {
             Held::Same { fingerprint } => row(Verdict::Ok, format!("{fingerprint}, as journaled")),
+            Held::RecreatedSame {
+                then: a,
+                now: b,
+                fingerprint,
+            } => row(
+                Verdict::Ok,
+                format!(
+                    "{fingerprint}, as journaled (the Secret was re-created, uid {a} → {b}: its key fingerprinted with the journal's uid is the journal's)"
+                ),
+            ),
             Held::Unrecorded => return Ok(Vec::new()),
             Held::Gone => row(
                 Verdict::Fail,

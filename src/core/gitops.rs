@@ -964,17 +964,40 @@ pub fn restore_command(owner: &OwnerRef, saved: &Saved) -> String {
 }
 
 /// [`restore_command`], preceded for a Kustomization by the annotation that keeps its sync
-/// from writing the repository's copy over the PSK Secret `ns/secret` (what vpnmig's own
-/// restore sets first): a restore by hand never overwrites the client's key either.
-pub fn restore_command_keeping(owner: &OwnerRef, saved: &Saved, ns: &str, secret: &str) -> String {
+/// from writing the repository's copy over the PSK Secrets `secrets` (`(namespace,
+/// name)`: every window's on the owner, this one's and each relying window's — a21d
+/// attack 9: a wave's by-hand restore protected one of two), as vpnmig's own restore sets
+/// first: a restore by hand never overwrites a client's key either.
+pub fn restore_command_keeping(
+    owner: &OwnerRef,
+    saved: &Saved,
+    secrets: &[(String, String)],
+) -> String {
     let plain = restore_command(owner, saved);
-    if owner.kind != "Kustomization" {
+    if owner.kind != "Kustomization" || secrets.is_empty() {
         return plain;
     }
-    format!(
-        "kubectl annotate secret {secret} -n {ns} {}={} --overwrite && {plain}",
-        FLUX_RECONCILE.0, FLUX_RECONCILE.1
-    )
+    // One `kubectl annotate` per namespace, the Secrets in the order given.
+    let mut by_ns: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (ns, name) in secrets {
+        match by_ns.iter_mut().find(|(n, _)| n == ns) {
+            Some((_, names)) if names.contains(&name.as_str()) => {}
+            Some((_, names)) => names.push(name),
+            None => by_ns.push((ns, vec![name])),
+        }
+    }
+    let annotate: Vec<String> = by_ns
+        .iter()
+        .map(|(ns, names)| {
+            format!(
+                "kubectl annotate secret {} -n {ns} {}={} --overwrite",
+                names.join(" "),
+                FLUX_RECONCILE.0,
+                FLUX_RECONCILE.1
+            )
+        })
+        .collect();
+    format!("{} && {plain}", annotate.join(" && "))
 }
 
 /// How to see by hand what an owner's merged source defines, where the cluster cannot
@@ -1058,6 +1081,12 @@ pub struct Record {
     /// (issue 21 item 4, attack 4). `None`: journals of earlier versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
+    /// The last restore re-armed the owner and its status did not say it synced within
+    /// the watch (Flux `dependsOn`, a retry interval, a slow source), so the restore
+    /// suspended it again, as the window paused it (a21d attack 7): when, and what its
+    /// status said. Cleared by a restore whose first sync was seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_unseen: Option<String>,
 }
 
 impl Record {
@@ -1142,9 +1171,24 @@ pub fn tracks(owner: &OwnerRef, obj: &Value) -> bool {
                 && label("kustomize.toolkit.fluxcd.io/namespace")
                     .is_none_or(|n| owner.namespace.as_deref().is_none_or(|o| o == n))
         }
+        // A chart renders it: release markers, or (a21d attack 5) a Helm hook — Helm
+        // records no hook as a release resource and post-renderers leave hooks alone,
+        // yet every upgrade deletes the hook object and creates it again from the
+        // chart. Also Helm's own `managed-by` label and any other `helm.sh/` annotation
+        // (hook weights, delete policies): what a chart wrote, the next upgrade writes.
         _ => {
             label("helm.toolkit.fluxcd.io/name") == Some(owner.name.as_str())
                 || annotation("meta.helm.sh/release-name").is_some()
+                || label("app.kubernetes.io/managed-by") == Some("Helm")
+                || obj
+                    .pointer("/metadata/annotations")
+                    .and_then(Value::as_object)
+                    .is_some_and(|a| {
+                        // `helm.sh/resource-policy` alone is what vpnmig's own prune
+                        // protection sets (see [`prune_protection`]).
+                        a.keys()
+                            .any(|k| k.starts_with("helm.sh/") && k != "helm.sh/resource-policy")
+                    })
         }
     }
 }
@@ -1875,6 +1919,21 @@ pub fn spec_differences(target: &Value, live: &Value) -> Vec<(String, Value, Val
                     );
                 }
             }
+            // A list of named items (tunnels, exposures) of the same names in the same
+            // order: each item's own fields, `spec.tunnels[main].remoteSubnets`, so that
+            // the put-back names the field that changed, not the whole list.
+            (Value::Array(w), Value::Array(l))
+                if w != l
+                    && w.len() == l.len()
+                    && w.iter().zip(l).all(|(a, b)| {
+                        a["name"].is_string() && a["name"] == b["name"] && b.is_object()
+                    }) =>
+            {
+                for (a, b) in w.iter().zip(l) {
+                    let n = a["name"].as_str().unwrap_or_default();
+                    walk(a, b, &format!("{path}[{n}]"), out);
+                }
+            }
             (w, l) if w != l => out.push((path.to_string(), w.clone(), l.clone())),
             _ => {}
         }
@@ -1977,11 +2036,77 @@ mod tests {
             pointer: "/spec/suspend".into(),
             value: None,
         };
-        let cmd = restore_command_keeping(&o, &saved, "t", "acme-psk");
+        let cmd = restore_command_keeping(&o, &saved, &[("t".into(), "acme-psk".into())]);
         assert!(
             cmd.starts_with("kubectl annotate secret acme-psk -n t kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"),
             "{cmd}"
         );
+        // Every window's PSK Secret on the owner (a wave, windows in other namespaces).
+        let cmd = restore_command_keeping(
+            &o,
+            &saved,
+            &[
+                ("kunde-werl".into(), "werl-a-psk".into()),
+                ("kunde-werl".into(), "werl-b-psk".into()),
+                ("kunde-ems".into(), "ems-ipsec".into()),
+            ],
+        );
+        assert!(
+            cmd.starts_with("kubectl annotate secret werl-a-psk werl-b-psk -n kunde-werl kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl annotate secret ems-ipsec -n kunde-ems kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"),
+            "{cmd}"
+        );
+    }
+
+    #[test]
+    fn a_helm_release_writes_what_a_chart_rendered_markers_or_not() {
+        let hr = OwnerRef {
+            api_version: "helm.toolkit.fluxcd.io/v2".into(),
+            kind: "HelmRelease".into(),
+            namespace: Some("flux-inn".into()),
+            name: "inn-chart".into(),
+        };
+        let secret = |meta: Value| json!({"kind": "Secret", "metadata": meta});
+        // (what, metadata, written by the release)
+        let rows = [
+            (
+                "helm-controller's label",
+                json!({"labels": {"helm.toolkit.fluxcd.io/name": "inn-chart"}}),
+                true,
+            ),
+            (
+                "a release annotation of another release name",
+                json!({"annotations": {"meta.helm.sh/release-name": "kunde-inn-inn-chart"}}),
+                true,
+            ),
+            (
+                "a hook, no release markers (a21d attack 5)",
+                json!({"annotations": {"helm.sh/hook": "pre-install,pre-upgrade", "helm.sh/hook-delete-policy": "before-hook-creation"}}),
+                true,
+            ),
+            (
+                "a hook weight alone (made up)",
+                json!({"annotations": {"helm.sh/hook-weight": "-5"}}),
+                true,
+            ),
+            (
+                "Helm's managed-by label (made up)",
+                json!({"labels": {"app.kubernetes.io/managed-by": "Helm"}}),
+                true,
+            ),
+            (
+                "vpnmig's own prune protection only",
+                json!({"annotations": {"helm.sh/resource-policy": "keep"}}),
+                false,
+            ),
+            (
+                "nothing of Helm",
+                json!({"labels": {"app.kubernetes.io/managed-by": "sops"}}),
+                false,
+            ),
+        ];
+        for (what, meta, want) in rows {
+            assert_eq!(tracks(&hr, &secret(meta)), want, "{what}");
+        }
     }
 
     #[test]
@@ -1997,6 +2122,25 @@ mod tests {
             )]
         );
         assert!(spec_differences(&target, &target).is_empty());
+        // A list of named items: the field of the item, not the whole list.
+        let target = json!({"spec": {"tunnels": [
+            {"name": "main", "peer": {"id": "fw.acme.example"}, "remoteSubnets": ["10.20.0.0/16"]},
+            {"name": "dr", "remoteSubnets": ["10.30.0.0/16"]}]}});
+        let live = json!({"spec": {"tunnels": [
+            {"name": "main", "peer": {"id": "fw.acme.example"}, "remoteSubnets": ["10.20.0.0/17"]},
+            {"name": "dr", "remoteSubnets": ["10.30.0.0/16"]}]}});
+        assert_eq!(
+            spec_differences(&target, &live),
+            vec![(
+                "spec.tunnels[main].remoteSubnets".to_string(),
+                json!(["10.20.0.0/16"]),
+                json!(["10.20.0.0/17"])
+            )]
+        );
+        // Another item (renamed, added, taken out): the whole list.
+        let fewer =
+            json!({"spec": {"tunnels": [{"name": "main", "remoteSubnets": ["10.20.0.0/16"]}]}});
+        assert_eq!(spec_differences(&target, &fewer)[0].0, "spec.tunnels");
     }
 
     fn obj(meta: Value) -> Value {
@@ -2883,6 +3027,7 @@ mod tests {
             held_by: vec![],
             protected: vec![],
             uid: None,
+            sync_unseen: None,
         };
         let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});
         assert_eq!(held(&record, &app(json!({}))), Held::AsLeft);

@@ -114,6 +114,7 @@ mod tests {
             held_by: Vec::new(),
             protected: Vec::new(),
             uid: None,
+            sync_unseen: None,
         });
         j
     }

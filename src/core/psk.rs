@@ -223,9 +223,17 @@ pub enum Held {
     Unrecorded,
     /// The Secret is gone.
     Gone,
-    /// Another object of that name (another uid): the fingerprint is keyed by the uid,
-    /// so the key cannot be compared.
+    /// Another object of that name (another uid) whose key could not be compared: the
+    /// journal does not say which uid keyed its fingerprint.
     Recreated { then: String, now: String },
+    /// Another object of that name (uid `then` → `now`) holding the same key: its key,
+    /// fingerprinted with the uid that keyed the journal's fingerprint, is the journal's
+    /// (a21d: a Secret re-created with the client's key was `psk-re-created` for ever).
+    RecreatedSame {
+        then: String,
+        now: String,
+        fingerprint: String,
+    },
     /// The key differs from the one the journal fingerprinted (or is no longer there).
     Changed { then: String, now: Option<String> },
 }
@@ -248,12 +256,26 @@ pub fn held(
     };
     let keyed = !then.starts_with("sha256:");
     let uid = s.pointer("/metadata/uid").and_then(Value::as_str);
+    // Re-created (another uid): its key is fingerprinted with the uid the journal's
+    // fingerprint was keyed with (the journal records it), so the same key is known as
+    // the same, and another one as a change — never "cannot be compared" for ever.
     if let (true, Some(a), Some(b)) = (keyed, uid_then, uid)
         && a != b
     {
-        return Held::Recreated {
-            then: a.to_string(),
-            now: b.to_string(),
+        let now = value(s, key)
+            .map(|bytes| crate::core::psk::fingerprint(namespace, name, key, Some(a), &bytes));
+        return match now {
+            Some(f) if f == then => Held::RecreatedSame {
+                then: a.to_string(),
+                now: b.to_string(),
+                fingerprint: f,
+            },
+            now => Held::Changed {
+                then: then.to_string(),
+                now: now.map(|f| {
+                    format!("{f} (the Secret was re-created, uid {a} → {b}; fingerprinted with the journal's uid)")
+                }),
+            },
         };
     }
     let now = fingerprint_like(Some(then), namespace, name, key, s);
@@ -303,13 +325,20 @@ mod tests {
             Held::Changed { now: None, .. }
         ));
         assert_eq!(held(None), Held::Gone);
+        // Re-created (another uid): compared under the journal's uid, never "cannot be
+        // compared" for ever (a21d): the same key is the same, another one a change.
         assert_eq!(
             held(Some(&live("u2", "client"))),
-            Held::Recreated {
+            Held::RecreatedSame {
                 then: "u1".into(),
-                now: "u2".into()
+                now: "u2".into(),
+                fingerprint: fp.clone()
             }
         );
+        assert!(matches!(
+            held(Some(&live("u2", "stale"))),
+            Held::Changed { now: Some(n), .. } if n.contains("re-created, uid u1 → u2")
+        ));
         assert_eq!(
             super::held(None, None, "t", "acme-psk", "psk", Some(&live("u1", "x"))),
             Held::Unrecorded

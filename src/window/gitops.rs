@@ -225,6 +225,7 @@ pub async fn owners(
                     .pointer("/metadata/uid")
                     .and_then(Value::as_str)
                     .map(str::to_string),
+                sync_unseen: None,
             });
         }
     }
@@ -351,19 +352,23 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
         }
         // Recorded as suspended before the patch is sent: a run killed in between leaves
         // a journal that says so (and `status` lists it); restoring an owner the patch
-        // never reached writes back the value it still has.
+        // never reached writes back the value it still has. The first suspension is a
+        // compare-and-swap ([`first_pause`]): another window may have suspended it
+        // since this one found it syncing.
         if !recorded {
-            w.journal.gitops[i].paused = true;
-            journal::write(w.cluster, &w.journal, false).await?;
+            if !first_pause(w, i, verb).await? {
+                continue;
+            }
+        } else {
+            // Sent again on every run before the delete (it is idempotent): the journal
+            // may say suspended for a patch that never landed.
+            live::patch(
+                w.cluster,
+                &owner,
+                &gitops::pause_patch(&owner_shape(&owner)),
+            )
+            .await?;
         }
-        // Sent again on every run before the delete (it is idempotent): the journal may
-        // say suspended for a patch that never landed.
-        live::patch(
-            w.cluster,
-            &owner,
-            &gitops::pause_patch(&owner_shape(&owner)),
-        )
-        .await?;
         w.ev.emit(Event::Step(format!(
             "suspended {} for the window ({} {}; the journal records it to restore at the end)",
             owner.display(),
@@ -379,6 +384,101 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
         held(w, verb, SETTLE_PAUSE).await?;
     }
     Ok(())
+}
+
+/// How many times the first suspension is tried again after the owner changed between
+/// the read and the patch (409), each time read again.
+const PAUSE_TRIES: usize = 5;
+
+/// The first suspension of owner record `i` by this window, as a compare-and-swap (a21d
+/// attack 9: two windows of a wave, `--concurrency 2`, both found the owner syncing and
+/// both recorded themselves as the one that suspended it). The owner is read again: one
+/// suspended since (by another window, or a person) is relied on — the record loses
+/// `saved`, says `relies` and who holds it, and this window never restores it. One still
+/// syncing is recorded as suspended by this window (before the patch), then patched
+/// with its `metadata.resourceVersion` as read: a write in between (another window's
+/// suspension) is a 409, and the owner is read again. `Ok(true)`: this window suspended
+/// it; `Ok(false)`: it relies on another's suspension.
+async fn first_pause(w: &mut Window<'_>, i: usize, verb: &str) -> Result<bool, Error> {
+    let owner = w.journal.gitops[i].owner.clone();
+    let (ns, name) = (w.ns().to_string(), w.name().to_string());
+    let kind = w.journal.old_manifest["kind"]
+        .as_str()
+        .unwrap_or("IPsecGateway")
+        .to_string();
+    for _ in 0..PAUSE_TRIES {
+        let obj = match live::find(w.cluster, &owner).await? {
+            Found::One(_, o) => Some(o),
+            _ => None,
+        };
+        if let Some(o) = obj.as_ref()
+            && !gitops::owner_state(o, &kind, &ns, &name).active
+        {
+            let held_by = holders_now(w.cluster, &owner, &ns, &name).await;
+            let reliance = match &held_by {
+                Ok(h) if h.iter().any(|h| h.holds()) => format!(
+                    "held by {}",
+                    h.iter()
+                        .filter(|h| h.holds())
+                        .map(holders::Holder::display)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                Ok(_) => "no vpnmig window holds it".to_string(),
+                Err(why) => format!("which windows hold it is unknown: {why}"),
+            };
+            let r = &mut w.journal.gitops[i];
+            r.saved = None;
+            r.paused = false;
+            r.relies = true;
+            r.held_by = held_by
+                .unwrap_or_default()
+                .iter()
+                .filter(|h| h.holds())
+                .map(|h| format!("{}/{}", h.namespace, h.gateway))
+                .collect();
+            journal::write(w.cluster, &w.journal, false).await?;
+            w.ev.emit(Event::Note(format!(
+                "{} was suspended since this window found it syncing ({}; {reliance}): this window relies on that suspension and does not record it as its own; its journal records it, and no window restores the owner until this one is done",
+                owner.display(),
+                how(&gitops::owner_state(o, &kind, &ns, &name))
+            )));
+            return Ok(false);
+        }
+        w.journal.gitops[i].paused = true;
+        journal::write(w.cluster, &w.journal, false).await?;
+        let mut patch = gitops::pause_patch(&owner_shape(&owner));
+        if let Some(rv) = obj
+            .as_ref()
+            .and_then(|o| o.pointer("/metadata/resourceVersion"))
+            .and_then(Value::as_str)
+            && let Some(m) = patch.as_object_mut()
+        {
+            m.insert(
+                "metadata".into(),
+                serde_json::json!({"resourceVersion": rv}),
+            );
+        }
+        match live::patch(w.cluster, &owner, &patch).await {
+            Ok(_) => return Ok(true),
+            Err(e) if crate::cluster::objects::status(&e) == Some(409) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "{} changed {PAUSE_TRIES} times between vpnmig's read and its suspension (409 Conflict each time): something writes it continuously, and whether this window or another suspended it cannot be told; {}",
+            owner.display(),
+            where_it_stands(w)
+        ),
+        hint: Some(format!(
+            "find who writes it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`), then `vpnmig {verb} {name} -n {ns} --gitops pause` again",
+            owner.resource(),
+            owner.name,
+            owner.namespace.as_deref().unwrap_or("argocd")
+        )),
+    })
 }
 
 /// How long the owners are read back after the pause, before the window goes on: a
@@ -718,12 +818,6 @@ pub(crate) async fn restore(
         let Some(saved) = r.saved.as_ref().filter(|_| r.paused) else {
             continue;
         };
-        let by_hand = gitops::restore_command_keeping(
-            &r.owner,
-            saved,
-            &w.journal.namespace,
-            &w.journal.psk_secret,
-        );
         let mut live_owner = match live::find(w.cluster, &r.owner).await? {
             Found::One(_, obj) => Some(obj),
             // Gone (deleted since, attack 9): nothing to restore, nothing to protect
@@ -787,7 +881,7 @@ pub(crate) async fn restore(
             Err(why) => {
                 left += 1;
                 w.ev.emit(Event::Warning(format!(
-                    "{} stays suspended: whether another window relies on its suspension cannot be read ({why}). Check by hand (`kubectl get configmaps -A -l app.kubernetes.io/managed-by=vpnmig -o yaml`: a journal whose gitops record names {} and whose phase is neither done nor rolled-back relies on it), then `vpnmig {verb} {name} -n {ns}` with a context that can list them, or by hand: `{by_hand}`",
+                    "{} stays suspended: whether another window relies on its suspension cannot be read ({why}). Check by hand (`kubectl get configmaps -A -l app.kubernetes.io/managed-by=vpnmig -o yaml`: a journal whose gitops record names {} and whose phase is neither done nor rolled-back relies on it), then `vpnmig {verb} {name} -n {ns}` with a context that can list them (no restore by hand is offered: it would protect this window's PSK Secret only, not those of the windows it cannot see)",
                     r.owner.display(),
                     r.owner.display()
                 )));
@@ -860,6 +954,14 @@ pub(crate) async fn restore(
                 windows.push((j.clone(), kind));
             }
         }
+        // The restore by hand protects every window's PSK Secret, not only this one's
+        // (a21d attack 9: a wave's by-hand restore let Flux write a stale key over the
+        // other window's).
+        let secrets: Vec<(String, String)> = windows
+            .iter()
+            .map(|(j, _)| (j.namespace.clone(), j.psk_secret.clone()))
+            .collect();
+        let by_hand = gitops::restore_command_keeping(&r.owner, saved, &secrets);
         // A HelmRelease that tracks a window's PSK Secret: its upgrade writes the chart's
         // copy over the live Secret, no annotation on a live object stops that, and the
         // cluster cannot show what the chart renders. Refused, plain or forced: the
@@ -947,8 +1049,11 @@ pub(crate) async fn restore(
                     gitops::render_hint(&r.owner)
                 )
             } else if mine && others.is_empty() {
+                // No restore by hand here: it would skip what `vpnmig` checks first (check
+                // 4: what the windows keep, as the owner's status shows it; a21d attacks
+                // 8 and 16).
                 format!(
-                    "then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume`: whatever the status says), or by hand: `{by_hand}`"
+                    "then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume`: whatever the status says), after checking what the windows keep"
                 )
             } else if mine {
                 format!(
@@ -1059,9 +1164,9 @@ pub(crate) async fn restore(
             // What its sync changed of the window's objects is put back at once, as the
             // window made them live, before the floating IP is lost for good (issue 21
             // item 1, round 4: attacks 3, 12, 13).
-            if replaced == "IPsecGateway"
-                && let Some(stop) = put_back(w, &r.owner).await?
-            {
+            // The same put-back after a rollback: the IPsecGateway it re-created, from
+            // the journal's saved manifest (a21d attack 14).
+            if let Some(stop) = put_back(w, &r.owner, replaced).await? {
                 return Err(stop);
             }
             return Err(Error::Stop {
@@ -1087,25 +1192,45 @@ pub(crate) async fn restore(
                 )),
             });
         }
-        w.journal.gitops[i].paused = false;
-        w.journal.gitops[i].restored_at = Some(now());
-        journal::write(w.cluster, &w.journal, false).await?;
-        // A sync not seen within the watch is said so: "as it was" only so far.
-        w.ev.emit(if matches!(settled, Ok(true)) {
-            Event::Step(format!(
-                "{} synced: what the window made live is as it was",
-                r.owner.display()
-            ))
-        } else {
-            Event::Warning(format!(
-                "{} restored, but its status did not say it synced within {}s: what the windows made live was as it was until then; check its next sync (`kubectl get {} {} -n {}`) and `vpnmig verify {name} -n {ns}`",
+        // Its first sync not seen within the watch (Flux `dependsOn`, a retry interval, a
+        // slow source): a sync that lands later is one nothing watches, and nothing would
+        // put back what it changes (a21d attack 7: a floating IP moved a few seconds
+        // after the watch). Not left re-armed: suspended again, as the window paused it
+        // (the journal still says paused, and now why), and said, with what to check.
+        if !matches!(settled, Ok(true)) {
+            let why = match live::find(w.cluster, &r.owner).await? {
+                Found::One(_, o) => unseen_why(&o),
+                _ => "it could not be read".to_string(),
+            };
+            live::patch(
+                w.cluster,
+                &r.owner,
+                &gitops::pause_patch(&owner_shape(&r.owner)),
+            )
+            .await?;
+            w.journal.gitops[i].sync_unseen = Some(format!("{}: {why}", now()));
+            journal::write(w.cluster, &w.journal, false).await?;
+            // A sync that landed between the watch's last look and the suspension.
+            if let Some(stop) = put_back(w, &r.owner, replaced).await? {
+                return Err(stop);
+            }
+            left += 1;
+            w.ev.emit(Event::Warning(format!(
+                "{} stays suspended: restored, but its status did not say it synced within {}s ({why}); a later sync would be one nothing watches, and nothing would put back what it changes, so vpnmig suspended it again (the journal holds it, as the window paused it). What the windows made live is as it was. {}",
                 r.owner.display(),
                 SETTLE.as_secs(),
-                r.owner.resource(),
-                r.owner.name,
-                r.owner.namespace.as_deref().unwrap_or_default()
-            ))
-        });
+                unseen_todo(&r.owner, verb, &name, &ns, &by_hand)
+            )));
+            continue;
+        }
+        w.journal.gitops[i].paused = false;
+        w.journal.gitops[i].restored_at = Some(now());
+        w.journal.gitops[i].sync_unseen = None;
+        journal::write(w.cluster, &w.journal, false).await?;
+        w.ev.emit(Event::Step(format!(
+            "{} synced: what the window made live is as it was",
+            r.owner.display()
+        )));
     }
     // The owners this window relied on: who restores them (issue 21 item 2).
     for r in w.journal.gitops.clone() {
@@ -1151,19 +1276,84 @@ pub(crate) async fn restore(
     Ok(left)
 }
 
+/// Why a restored owner's status did not say it synced (its own words: a Flux `Ready`
+/// condition, Argo CD's sync status), for [`restore`] and the journal.
+fn unseen_why(owner: &Value) -> String {
+    let ready = owner
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"));
+    if let Some(c) = ready {
+        return format!(
+            "its Ready condition {} {}{}",
+            c["status"].as_str().unwrap_or("?"),
+            c["reason"].as_str().unwrap_or_default(),
+            c["message"]
+                .as_str()
+                .filter(|m| !m.is_empty())
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(st) = owner.pointer("/status/sync/status").and_then(Value::as_str) {
+        return format!("its sync status {st}");
+    }
+    gitops::status_blind(owner).unwrap_or_else(|| "its status says nothing of a sync".into())
+}
+
+/// What to do about an owner whose first sync the restore did not see (the same words in
+/// `status`): find why it does not sync, then restore it again with vpnmig, which watches
+/// the sync; or check its merged source and resume it by hand.
+pub(crate) fn unseen_todo(
+    owner: &gitops::OwnerRef,
+    verb: &str,
+    name: &str,
+    ns: &str,
+    by_hand: &str,
+) -> String {
+    let ons = owner.namespace.as_deref().unwrap_or("argocd");
+    let resume = if owner.kind == "Application" {
+        ""
+    } else {
+        " --gitops resume"
+    };
+    format!(
+        "Find why it does not sync (`kubectl get {} {} -n {ons} -o yaml`: its Ready condition, its dependsOn, its source's Ready), then `vpnmig {verb} {name} -n {ns}{resume}` restores it and watches its first sync again; or check its merged source yourself ({}) and resume it by hand (`{by_hand}`), knowing that nothing then watches its sync: `vpnmig verify {name} -n {ns}` after it",
+        owner.resource(),
+        owner.name,
+        gitops::render_hint(owner)
+    )
+}
+
 /// How long a put-back waits for the floating IP to be on the new gateway again.
 const PUT_BACK_FIP: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// After a restored owner's first sync changed a pinned field of the window's new
-/// objects (the owner is suspended again already): apply each changed object again as
-/// the window made it live (server-side apply, field manager vpnmig, force), wait for the
-/// floating IP to be on the VPNGateway again (bounded), and return the stop that names
-/// each field put back (seen, wanted, writer) and the repository fix. `None`: no field
-/// differs (the interference was something else: a deletion, the old gateway back).
-async fn put_back(w: &Window<'_>, owner: &gitops::OwnerRef) -> Result<Option<Error>, Error> {
+/// After a restored owner's first sync changed a pinned field of what the window keeps
+/// (the owner is suspended again already): apply each changed object again as the window
+/// made it live (server-side apply, field manager vpnmig, force), wait for the floating
+/// IP to be on the gateway again (bounded), and return the stop that names each field put
+/// back (seen, wanted, writer) and the repository fix. What the window keeps follows
+/// `replaced`: after a cutover (`IPsecGateway`) the new objects as applied, after a
+/// rollback (`VPNGateway`) the IPsecGateway it re-created from the journal's saved
+/// manifest — one put-back for both paths (a21d attack 14). `None`: no field differs (the
+/// interference was something else: a deletion, the old gateway back).
+async fn put_back(
+    w: &Window<'_>,
+    owner: &gitops::OwnerRef,
+    replaced: &str,
+) -> Result<Option<Error>, Error> {
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let (kept, gateway_kind, verb) = if replaced == "IPsecGateway" {
+        (w.journal.targets.clone(), "VPNGateway", "cutover")
+    } else {
+        (
+            vec![w.journal.old_manifest.clone()],
+            "IPsecGateway",
+            "rollback",
+        )
+    };
     let mut fixed = Vec::new();
-    for t in &w.journal.targets {
+    for t in &kept {
         let kind = t["kind"].as_str().unwrap_or_default();
         let tname = t["metadata"]["name"].as_str().unwrap_or_default();
         let Some(live) = crate::cluster::objects::get(w.cluster, kind, tname).await? else {
@@ -1205,14 +1395,17 @@ async fn put_back(w: &Window<'_>, owner: &gitops::OwnerRef) -> Result<Option<Err
     }
     // The floating IP back on the new gateway: the operator re-attaches it (bounded).
     let fip = w.journal.floating_ip.clone();
-    let title = format!("floating IP {fip} back on vpngateway/{name} -n {ns}");
+    let title = format!(
+        "floating IP {fip} back on {}/{name} -n {ns}",
+        gateway_kind.to_lowercase()
+    );
     w.ev.emit(Event::WaitStarted {
         title: title.clone(),
     });
     let started = std::time::Instant::now();
     let mut last = String::new();
     let back = loop {
-        let gw = crate::cluster::objects::get(w.cluster, "VPNGateway", &name).await?;
+        let gw = crate::cluster::objects::get(w.cluster, gateway_kind, &name).await?;
         let seen = gw
             .as_ref()
             .and_then(|g| g.pointer("/status/floatingIP"))
@@ -1256,9 +1449,18 @@ async fn put_back(w: &Window<'_>, owner: &gitops::OwnerRef) -> Result<Option<Err
         ),
     };
     let again = if owner.kind == "Application" {
-        format!("`vpnmig cutover {name} -n {ns}`")
+        format!("`vpnmig {verb} {name} -n {ns}`")
     } else {
-        format!("`vpnmig cutover {name} -n {ns} --gitops resume`")
+        format!("`vpnmig {verb} {name} -n {ns} --gitops resume`")
+    };
+    let source_fix = if verb == "cutover" {
+        format!(
+            "`vpnmig plan {name} -n {ns} --gitops-repo DIR` writes the objects as the window made them live"
+        )
+    } else {
+        format!(
+            "the reverted repository must define ipsecgateway/{name} -n {ns} as the journal saved it, each pinned value as `vpnmig verify {name} -n {ns}` names it"
+        )
     };
     Ok(Some(Error::Stop {
         code: exit::VERIFY_FAILED,
@@ -1267,16 +1469,16 @@ async fn put_back(w: &Window<'_>, owner: &gitops::OwnerRef) -> Result<Option<Err
             owner.display(),
             fixed.join("; and "),
             if back {
-                "is on the VPNGateway again".to_string()
+                format!("is on the {gateway_kind} again")
             } else {
                 format!(
-                    "is not back on the VPNGateway within {}s ({last}): check it at once (`vpnmig verify {name} -n {ns}`)",
+                    "is not back on the {gateway_kind} within {}s ({last}): check it at once (`vpnmig verify {name} -n {ns}`)",
                     PUT_BACK_FIP.as_secs()
                 )
             }
         ),
         hint: Some(format!(
-            "fix the repository: its merged source must define each field above as wanted (`vpnmig plan {name} -n {ns} --gitops-repo DIR` writes the objects as the window made them live; {check} shows what it would still change), then {again} restores it; `vpnmig verify {name} -n {ns}` checks the gateway"
+            "fix the repository: its merged source must define each field above as wanted ({source_fix}; {check} shows what it would still change), then {again} restores it; `vpnmig verify {name} -n {ns}` checks the gateway"
         )),
     }))
 }
@@ -1770,21 +1972,11 @@ async fn keep(
                         "whether Argo CD's diff customizations (ConfigMap argocd-cm, in the namespace Argo CD runs in) hide a difference of what the window keeps cannot be told: {why}"
                     ),
                     format!(
-                        "Check by hand: find Argo CD's namespace (`kubectl get configmaps -A --field-selector metadata.name=argocd-cm`), and that its argocd-cm ignores no difference of the Secret or the gateway objects (`kubectl get configmap argocd-cm -n ARGOCD_NAMESPACE -o yaml`, keys resource.customizations.ignoreDifferences.* and resource.customizations), then restore it by hand (`{}`), or run `vpnmig {} {} -n {}` with a context that may list ConfigMaps in all namespaces",
-                        w.journal
-                            .gitops
-                            .get(i)
-                            .and_then(|rec| rec.saved.as_ref())
-                            .map(|saved| gitops::restore_command_keeping(
-                                &r,
-                                saved,
-                                &w.journal.namespace,
-                                &w.journal.psk_secret
-                            ))
-                            .unwrap_or_else(|| gitops::render_hint(&r)),
+                        "Check by hand: find Argo CD's namespace (`kubectl get configmaps -A --field-selector metadata.name=argocd-cm`), and that its argocd-cm ignores no difference of the Secret or the gateway objects (`kubectl get configmap argocd-cm -n ARGOCD_NAMESPACE -o yaml`, keys resource.customizations.ignoreDifferences.* and resource.customizations); then run `vpnmig {} {} -n {}` with a context that may list ConfigMaps in all namespaces: it restores {} once its checks pass (no by-hand restore is offered: it would skip them)",
                         verb_of(replaced),
                         w.name(),
-                        w.ns()
+                        w.ns(),
+                        r.display()
                     ),
                 )));
             }
