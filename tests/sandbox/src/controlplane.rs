@@ -107,7 +107,38 @@ pub struct ControlPlane {
     children: Vec<(&'static str, Child)>,
 }
 
+/// A port free now and below the kernel's ephemeral range (`ip_local_port_range`). A port
+/// the kernel hands out (`127.0.0.1:0`) is an ephemeral one: between choosing it and the
+/// component binding it (kwok's comes seconds later), any outgoing connection on the host
+/// (another control plane's etcd clients, a kubectl) may take it as its source port, and the
+/// component fails with "address already in use" (seen with several control planes
+/// starting at once). Below that range only an explicit bind can take it.
 fn free_port() -> Result<u16, ControlPlaneError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEED: AtomicU64 = AtomicU64::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768)
+        .clamp(12000, 61000);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut x = SEED.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+        ^ nanos
+        ^ (u64::from(std::process::id()) << 32)
+        | 1;
+    for _ in 0..200 {
+        // xorshift64
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let port = 10000 + (x % u64::from(low - 10000)) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
     let l = TcpListener::bind("127.0.0.1:0").map_err(io("choose a free port"))?;
     Ok(l.local_addr().map_err(io("choose a free port"))?.port())
 }
