@@ -80,7 +80,6 @@ async fn old_deleting(b: &Bed) -> bool {
 
 /// Which of the emulator's knobs a row needs, and why no real control plane has it yet.
 const API_FAULTS: &str = "API fault knobs (errors, latency, dropped watches) are the emulator's until the fault proxy in front of kube-apiserver exists (issue 23 item 4)";
-const USERS: &str = "restricted users come from the emulator's `users:` rules; on the real control plane they would be client certificates with RBAC Roles, not written yet";
 
 crate::rows! {
     single_tunnel_cutover_verify_rollback: Row {
@@ -245,7 +244,7 @@ crate::rows! {
             )];
             Scenario::new(ACME, settings)
         },
-        only: Some((Backend::Emulated, USERS)),
+        only: None,
         after: After::acme("IPsecGateway"),
         steps: |b| Box::pin(missing_permissions_refuse_before_any_change(b)),
     },
@@ -315,7 +314,7 @@ crate::rows! {
             )];
             Scenario::new(ACME, settings)
         },
-        only: Some((Backend::Emulated, USERS)),
+        only: None,
         after: After::acme("VPNGateway"),
         steps: |b| Box::pin(rollback_without_a_permission_deletes_nothing(b)),
     },

@@ -27,9 +27,12 @@
 //!   runs on both backends.
 //! - **The operator's fault knobs** ([`Bed::fault`], [`Bed::operator`]) work on both: the
 //!   simulated operator runs in the test's process against either API.
+//! - **Users** (`settings.users`) work on both: on the real control plane each is a client
+//!   certificate with a ClusterRole of its rules, its context named as the emulator names
+//!   it (`vpnmig-sandbox-<user>`).
 //! - **Only the emulator has** the API fault knobs (`settings.api`, `Sandbox::api_faults`),
-//!   users with rules (`settings.users`), the collector's pace, the simulated GitOps
-//!   controllers, and its store (events, resourceVersions). A row that needs one says so:
+//!   the collector's pace, the simulated GitOps controllers, and its store (events,
+//!   resourceVersions: [`Bed::emulator`]). A row that needs one says so:
 //!   `only: Some((Backend::Emulated, "why"))`; on the real backend it prints
 //!   `SKIPPED on the real control plane: why` and passes. A row whose settings hold an
 //!   emulator-only part but that does not say so fails on the real backend.
@@ -37,7 +40,8 @@
 //!   `DID NOT RUN (real control plane)` and passes, unless `VPNMIG_REQUIRE_CONTROLPLANE` is
 //!   set (by .ci/run), where that is a failure.
 //! - Each (row, backend) has its own control plane (started in ~8 s) or emulator, so rows
-//!   run in parallel as any tests do and cannot see each other.
+//!   cannot see each other. No row's steps run while a real control plane starts (it takes
+//!   both cores for seconds): real rows run one at a time, emulated rows beside them.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -122,6 +126,10 @@ pub struct Row {
     pub after: Option<After>,
 }
 
+/// Held exclusively while a real control plane starts, shared by every row's run.
+static STARTING: std::sync::LazyLock<tokio::sync::RwLock<()>> =
+    std::sync::LazyLock::new(|| tokio::sync::RwLock::new(()));
+
 /// Run `row` (named `name`) on `backend`.
 pub async fn run(name: &str, row: Row, backend: Backend) {
     if let Some((only, why)) = row.only
@@ -130,9 +138,25 @@ pub async fn run(name: &str, row: Row, backend: Backend) {
         eprintln!("SKIPPED on the {backend}: {name}: {why}");
         return;
     }
+    // A real control plane's start takes both cores for seconds: no row's steps run while
+    // one starts (a timing row, a heartbeat every 5 s within an 11 s timeout, missed a
+    // beat beside one). So real rows run one at a time, emulated rows beside them.
     let started = Instant::now();
-    let Some(b) = Bed::start(backend, (row.scenario)()).await else {
-        return;
+    let (b, running) = match backend {
+        Backend::Real => {
+            let starting = STARTING.write().await;
+            let Some(b) = Bed::start(backend, (row.scenario)()).await else {
+                return;
+            };
+            (b, starting.downgrade())
+        }
+        Backend::Emulated => {
+            let running = STARTING.read().await;
+            let Some(b) = Bed::start(backend, (row.scenario)()).await else {
+                return;
+            };
+            (b, running)
+        }
     };
     let ready = started.elapsed();
     let psk = match &row.after {
@@ -155,6 +179,9 @@ pub async fn run(name: &str, row: Row, backend: Backend) {
         "ROW {name} on the {backend}: ready in {ready:?}, done in {:?}",
         started.elapsed()
     );
+    // Stopped (the control plane too) before the next start may begin.
+    drop(b);
+    drop(running);
 }
 
 /// `rows! { name: Row { … }, … }`: the tests `name::emulated` and `name::real` for each.
@@ -231,13 +258,14 @@ impl Bed {
                 (Some(sb), None, op)
             }
             Backend::Real => {
-                let operator_only = SettingsFile {
+                let on_both = SettingsFile {
                     operator: scenario.settings.operator.clone(),
+                    users: scenario.settings.users.clone(),
                     ..SettingsFile::default()
                 };
                 assert!(
-                    scenario.settings == operator_only,
-                    "this row's settings have a part only the emulator has (API faults, users, gc, gitops): mark it `only: Some((Backend::Emulated, \"why\"))`"
+                    scenario.settings == on_both,
+                    "this row's settings have a part only the emulator has (API faults, gc, gitops): mark it `only: Some((Backend::Emulated, \"why\"))`"
                 );
                 match vpnmig_sandbox::controlplane::built() {
                     Ok(_) => {}
@@ -255,7 +283,14 @@ impl Bed {
                 let cp = ControlPlane::start().unwrap_or_else(|e| panic!("{e}"));
                 let ns = vpnmig_sandbox::controlplane::load(&cp, &objects)
                     .unwrap_or_else(|e| panic!("loading the scenario: {e}"));
-                std::fs::write(&kubeconfig, cp.kubeconfig(&[&cp.admin], ns.as_deref())).unwrap();
+                let users = rbac_users(&cp, &scenario.settings.users);
+                let mut all = vec![&cp.admin];
+                all.extend(users.iter());
+                // The emulator names a user's context `vpnmig-sandbox-<user>`: the same here.
+                let text = cp
+                    .kubeconfig(&all, ns.as_deref())
+                    .replace("vpnmig-controlplane-", "vpnmig-sandbox-");
+                std::fs::write(&kubeconfig, text).unwrap();
                 let op = real_operator(&cp, scenario.settings.operator).await;
                 (None, Some(cp), op)
             }
@@ -628,6 +663,46 @@ where
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// The emulator's `users:` as the real control plane has users: a client certificate each
+/// (no groups; every authenticated user keeps `system:basic-user`, so it may create
+/// SelfSubjectAccessReviews), and a ClusterRole of its rules bound to it (each rule for
+/// every API group, as the emulator's rules name resources without groups).
+fn rbac_users(
+    cp: &ControlPlane,
+    users: &[vpnmig_sandbox::api::auth::User],
+) -> Vec<vpnmig_sandbox::controlplane::ClientCert> {
+    users
+        .iter()
+        .map(|u| {
+            assert!(
+                !u.without_basic_user && u.rules.iter().all(|r| r.namespaces.is_empty()),
+                "user {}: a user without system:basic-user, or a rule for some namespaces, is the emulator's only: mark the row `only: Some((Backend::Emulated, \"why\"))`",
+                u.name
+            );
+            let rules: Vec<Value> = u
+                .rules
+                .iter()
+                .map(|r| serde_json::json!({"apiGroups": ["*"], "resources": r.resources, "verbs": r.verbs}))
+                .collect();
+            let role = format!("vpnmig-user-{}", u.name);
+            let docs = [
+                serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                    "metadata": {"name": role}, "rules": rules}),
+                serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                    "metadata": {"name": role},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": u.name}]}),
+            ];
+            for d in docs {
+                cp.apply(&d.to_string())
+                    .unwrap_or_else(|e| panic!("user {}: {e}", u.name));
+            }
+            cp.client(&u.name, &[])
+                .unwrap_or_else(|e| panic!("user {}: {e}", u.name))
+        })
+        .collect()
 }
 
 async fn client(kubeconfig: &Path) -> kube::Client {
