@@ -18,6 +18,8 @@ pub struct Live {
     _fips: NoFipReleased,
 }
 
+pub mod bed;
+
 #[path = "../common/run.rs"]
 mod run;
 #[allow(unused_imports)]

@@ -107,7 +107,38 @@ pub struct ControlPlane {
     children: Vec<(&'static str, Child)>,
 }
 
+/// A port free now and below the kernel's ephemeral range (`ip_local_port_range`). A port
+/// the kernel hands out (`127.0.0.1:0`) is an ephemeral one: between choosing it and the
+/// component binding it (kwok's comes seconds later), any outgoing connection on the host
+/// (another control plane's etcd clients, a kubectl) may take it as its source port, and the
+/// component fails with "address already in use" (seen with several control planes
+/// starting at once). Below that range only an explicit bind can take it.
 fn free_port() -> Result<u16, ControlPlaneError> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEED: AtomicU64 = AtomicU64::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768)
+        .clamp(12000, 61000);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut x = SEED.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed)
+        ^ nanos
+        ^ (u64::from(std::process::id()) << 32)
+        | 1;
+    for _ in 0..200 {
+        // xorshift64
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let port = 10000 + (x % u64::from(low - 10000)) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
     let l = TcpListener::bind("127.0.0.1:0").map_err(io("choose a free port"))?;
     Ok(l.local_addr().map_err(io("choose a free port"))?.port())
 }
@@ -649,4 +680,116 @@ spec:
         dir.display(),
         path
     )
+}
+
+/// The project's CRDs (fixtures/crds), as the real control plane is given them.
+pub const CRDS: [&str; 6] = [
+    include_str!("../../../fixtures/crds/ipsecgateways.ipsec.bnerd.net.yaml"),
+    include_str!("../../../fixtures/crds/vpngateways.vpn.bnerd.net.yaml"),
+    include_str!("../../../fixtures/crds/vpnpeers.vpn.bnerd.net.yaml"),
+    include_str!("../../../fixtures/crds/argocd-application.yaml"),
+    include_str!("../../../fixtures/crds/flux-kustomization.yaml"),
+    include_str!("../../../fixtures/crds/flux-helmrelease.yaml"),
+];
+
+/// Load a scenario through the API: the CRDs (waited for until Established), then each
+/// object in order (server-side apply as the administrator) and its recorded status through
+/// the status subresource. Returns the scenario's first Namespace.
+///
+/// A scenario is often an export: the server gives each object its own uid, so an
+/// `ownerReference` to an object of the scenario is pointed at that object's new uid (its
+/// apiVersion, kind and name are the same); one left at the export's uid would be dangling,
+/// and the garbage collector deletes the dependent (the emulator keeps the export's uids).
+/// The owner must come before its dependents in the scenario.
+pub fn load(cp: &ControlPlane, objects: &[serde_json::Value]) -> Result<Option<String>, String> {
+    use std::collections::HashMap;
+    cp.apply(&CRDS.join("\n---\n"))?;
+    cp.kubectl(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd",
+        "--all",
+    ])?;
+    let mut namespace = None;
+    // (namespace, apiVersion, kind, name) → the uid the server gave it; the export's uid.
+    let mut uids: HashMap<(String, String, String, String), String> = HashMap::new();
+    let mut exported: HashMap<String, (String, String, String, String)> = HashMap::new();
+    for o in objects {
+        let mut spec = o.clone();
+        let status = spec.as_object_mut().and_then(|m| m.remove("status"));
+        let kind = o["kind"].as_str().unwrap_or("").to_string();
+        let api = o["apiVersion"].as_str().unwrap_or("").to_string();
+        let name = o["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let ns = o["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        if let Some(meta) = spec["metadata"].as_object_mut() {
+            for server_owned in ["uid", "resourceVersion", "creationTimestamp", "generation"] {
+                meta.remove(server_owned);
+            }
+            if let Some(refs) = meta
+                .get_mut("ownerReferences")
+                .and_then(|r| r.as_array_mut())
+            {
+                for r in refs {
+                    let by_name = (
+                        ns.clone(),
+                        r["apiVersion"].as_str().unwrap_or("").to_string(),
+                        r["kind"].as_str().unwrap_or("").to_string(),
+                        r["name"].as_str().unwrap_or("").to_string(),
+                    );
+                    let key = r["uid"]
+                        .as_str()
+                        .and_then(|u| exported.get(u).cloned())
+                        .unwrap_or(by_name);
+                    if let Some(uid) = uids.get(&key) {
+                        r["uid"] = serde_json::Value::String(uid.clone());
+                    }
+                }
+            }
+        }
+        let applied = cp.kubectl_stdin(
+            &[
+                "apply",
+                "--server-side",
+                "--field-manager=vpnmig-sandbox",
+                "-o",
+                "jsonpath={.metadata.uid}",
+                "-f",
+                "-",
+            ],
+            &serde_json::to_string(&spec).expect("objects serialize"),
+        );
+        let uid = applied.map_err(|e| match e {
+            ControlPlaneError::Io { source, .. } => format!("{kind} {ns}/{name}: {source}"),
+            e => e.to_string(),
+        })?;
+        let key = (ns.clone(), api.clone(), kind.clone(), name.clone());
+        if let Some(old) = o["metadata"]["uid"].as_str() {
+            exported.insert(old.to_string(), key.clone());
+        }
+        uids.insert(key, uid.trim().to_string());
+        if kind == "Namespace" && namespace.is_none() {
+            namespace = Some(name.clone());
+        }
+        if let Some(status) = status {
+            let group = api.split_once('/').map(|(g, _)| g).unwrap_or("");
+            let target = format!("{}.{group}/{name}", kind.to_lowercase());
+            let patch = serde_json::json!({ "status": status }).to_string();
+            let ns = if ns.is_empty() { "default" } else { &ns };
+            cp.kubectl(&[
+                "patch",
+                "-n",
+                ns,
+                &target,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &patch,
+            ])?;
+        }
+    }
+    Ok(namespace)
 }

@@ -105,16 +105,6 @@ enum ControlPlaneKind {
     Real,
 }
 
-/// The project's CRDs (fixtures/crds), as the real control plane is given them.
-const CRDS: [&str; 6] = [
-    include_str!("../../../fixtures/crds/ipsecgateways.ipsec.bnerd.net.yaml"),
-    include_str!("../../../fixtures/crds/vpngateways.vpn.bnerd.net.yaml"),
-    include_str!("../../../fixtures/crds/vpnpeers.vpn.bnerd.net.yaml"),
-    include_str!("../../../fixtures/crds/argocd-application.yaml"),
-    include_str!("../../../fixtures/crds/flux-kustomization.yaml"),
-    include_str!("../../../fixtures/crds/flux-helmrelease.yaml"),
-];
-
 /// Start the real control plane, load the CRDs and the scenario through the API (each
 /// recorded status through the status subresource), write the kubeconfig and serve until
 /// interrupted.
@@ -142,42 +132,7 @@ async fn run_real(
     // is told to die with the thread that started it.
     let cp = (|| -> Result<ControlPlane, String> {
         let cp = ControlPlane::start().map_err(|e| e.to_string())?;
-        cp.apply(&CRDS.join("\n---\n"))?;
-        cp.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd",
-            "--all",
-        ])?;
-        let mut namespace = None;
-        for o in &objects {
-            let mut spec = o.clone();
-            let status = spec.as_object_mut().and_then(|m| m.remove("status"));
-            cp.apply(&serde_json::to_string(&spec).expect("objects serialize"))?;
-            let kind = o["kind"].as_str().unwrap_or("");
-            let name = o["metadata"]["name"].as_str().unwrap_or("");
-            if kind == "Namespace" && namespace.is_none() {
-                namespace = Some(name.to_string());
-            }
-            if let Some(status) = status {
-                let ns = o["metadata"]["namespace"].as_str().unwrap_or("default");
-                let api = o["apiVersion"].as_str().unwrap_or("");
-                let group = api.split_once('/').map(|(g, _)| g).unwrap_or("");
-                let target = format!("{}.{group}/{name}", kind.to_lowercase());
-                let patch = serde_json::json!({ "status": status }).to_string();
-                cp.kubectl(&[
-                    "patch",
-                    "-n",
-                    ns,
-                    &target,
-                    "--subresource=status",
-                    "--type=merge",
-                    "-p",
-                    &patch,
-                ])?;
-            }
-        }
+        let namespace = vpnmig_sandbox::controlplane::load(&cp, &objects)?;
         write_kubeconfig(
             &kubeconfig,
             &cp.kubeconfig(&[&cp.admin], namespace.as_deref()),

@@ -1,0 +1,775 @@
+//! One end-to-end test, many backends: a row (a scenario, its steps, the invariants checked
+//! after) runs once on the emulator and once on the real control plane (etcd,
+//! kube-apiserver, kube-controller-manager and kwok, docs/sandbox.md) with the simulated
+//! operator as a controller over the API.
+//!
+//! # Writing a row
+//!
+//! ```ignore
+//! rows! {
+//!     /// What the row shows (the doc comment is the row's).
+//!     a_cutover_ends_done: Row {
+//!         scenario: || Scenario::new(ACME, acme_settings()),
+//!         only: None,                       // or Some((Backend::Emulated, "why"))
+//!         after: After::acme("VPNGateway"), // DESIGN.md §4 once the steps are done
+//!         steps: |b| Box::pin(async move {
+//!             b.step(&["cutover", "acme", "--yes"], 0, &["✓ delete IPsecGateway tenant-acme/acme"]).await;
+//!         }),
+//!     },
+//! }
+//! ```
+//!
+//! makes the tests `a_cutover_ends_done::emulated` and `a_cutover_ends_done::real`
+//! (`cargo test --test live_cutover real` runs the real ones).
+//!
+//! - **Read and change the cluster through the API** ([`Bed::get`], [`Bed::objects`],
+//!   [`Bed::edit`], [`Bed::delete`], [`Bed::put`]), never the emulator's store: the row then
+//!   runs on both backends.
+//! - **The operator's fault knobs** ([`Bed::fault`], [`Bed::operator`]) work on both: the
+//!   simulated operator runs in the test's process against either API.
+//! - **Users** (`settings.users`) work on both: on the real control plane each is a client
+//!   certificate with a ClusterRole of its rules, its context named as the emulator names
+//!   it (`vpnmig-sandbox-<user>`).
+//! - **Only the emulator has** the API fault knobs (`settings.api`, `Sandbox::api_faults`),
+//!   the collector's pace, the simulated GitOps controllers, and its store (events,
+//!   resourceVersions: [`Bed::emulator`]). A row that needs one says so:
+//!   `only: Some((Backend::Emulated, "why"))`; on the real backend it prints
+//!   `SKIPPED on the real control plane: why` and passes. A row whose settings hold an
+//!   emulator-only part but that does not say so fails on the real backend.
+//! - Where the real control plane is not built the real run prints
+//!   `DID NOT RUN (real control plane)` and passes, unless `VPNMIG_REQUIRE_CONTROLPLANE` is
+//!   set (by .ci/run), where that is a failure.
+//! - Each (row, backend) has its own control plane (started in ~8 s) or emulator, so rows
+//!   cannot see each other. No row's steps run while a real control plane starts (it takes
+//!   both cores for seconds): real rows run one at a time, emulated rows beside them.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
+use serde_json::Value;
+use vpnmig_sandbox::controlplane::{ControlPlane, ControlPlaneError};
+use vpnmig_sandbox::operator::Operator;
+use vpnmig_sandbox::{Config, Sandbox, SettingsFile, scenario};
+
+use super::Run;
+
+/// Where a row runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The project's in-memory API emulator with its operator (`--control-plane emulated`).
+    Emulated,
+    /// etcd, kube-apiserver, kube-controller-manager and kwok, with the simulated operator
+    /// as a controller over the API (`--control-plane real`).
+    Real,
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Backend::Emulated => "emulator",
+            Backend::Real => "real control plane",
+        })
+    }
+}
+
+/// What a row starts from: the objects (a scenario file's text) and the sandbox settings.
+pub struct Scenario {
+    pub yaml: &'static str,
+    pub settings: SettingsFile,
+}
+
+impl Scenario {
+    pub fn new(yaml: &'static str, settings: SettingsFile) -> Scenario {
+        Scenario { yaml, settings }
+    }
+}
+
+/// The invariants of DESIGN.md §4 checked after a row's steps ([`Bed::invariants`]): the
+/// gateway `ns/name` is of `kind` with `peers`, on `fip` (or, when `None`, on the floating
+/// IP its journal pins), its PSK Secret `<name>-psk` as before the steps.
+pub struct After {
+    pub ns: &'static str,
+    pub name: &'static str,
+    pub fip: Option<&'static str>,
+    pub kind: &'static str,
+    pub peers: &'static [&'static str],
+}
+
+impl After {
+    /// acme (fixtures/clusters/acme.yaml) ends as `kind`.
+    pub fn acme(kind: &'static str) -> Option<After> {
+        Some(After {
+            ns: "tenant-acme",
+            name: "acme",
+            fip: Some("198.51.100.23"),
+            kind,
+            peers: if kind == "VPNGateway" { &["acme"] } else { &[] },
+        })
+    }
+}
+
+/// A row's steps: an async block given the started bed.
+pub type Steps = for<'a> fn(&'a Bed) -> BoxFuture<'a, ()>;
+
+/// One end-to-end case, run once per [`Backend`].
+pub struct Row {
+    pub scenario: fn() -> Scenario,
+    /// The one backend the row needs, and why (printed where it is skipped).
+    pub only: Option<(Backend, &'static str)>,
+    pub steps: Steps,
+    /// Checked after the steps; `None` where the row ends in no settled state (say why in
+    /// the row).
+    pub after: Option<After>,
+}
+
+/// Held exclusively while a real control plane starts, shared by every row's run.
+static STARTING: std::sync::LazyLock<tokio::sync::RwLock<()>> =
+    std::sync::LazyLock::new(|| tokio::sync::RwLock::new(()));
+
+/// Run `row` (named `name`) on `backend`.
+pub async fn run(name: &str, row: Row, backend: Backend) {
+    if let Some((only, why)) = row.only
+        && only != backend
+    {
+        eprintln!("SKIPPED on the {backend}: {name}: {why}");
+        return;
+    }
+    // A real control plane's start takes both cores for seconds: no row's steps run while
+    // one starts (a timing row, a heartbeat every 5 s within an 11 s timeout, missed a
+    // beat beside one). So real rows run one at a time, emulated rows beside them.
+    let started = Instant::now();
+    let (b, running) = match backend {
+        Backend::Real => {
+            let starting = STARTING.write().await;
+            let Some(b) = Bed::start(backend, (row.scenario)()).await else {
+                return;
+            };
+            (b, starting.downgrade())
+        }
+        Backend::Emulated => {
+            let running = STARTING.read().await;
+            let Some(b) = Bed::start(backend, (row.scenario)()).await else {
+                return;
+            };
+            (b, running)
+        }
+    };
+    let ready = started.elapsed();
+    let psk = match &row.after {
+        Some(a) => Some(b.psk_fingerprint(a.ns, &format!("{}-psk", a.name)).await),
+        None => None,
+    };
+    (row.steps)(&b).await;
+    if let (Some(a), Some(psk)) = (&row.after, psk) {
+        let fip = match a.fip {
+            Some(f) => f.to_string(),
+            None => b.journal(a.ns, a.name).await.expect("a journal")["floatingIP"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        };
+        b.invariants(a.ns, a.name, &fip, &psk, a.kind, a.peers)
+            .await;
+    }
+    eprintln!(
+        "ROW {name} on the {backend}: ready in {ready:?}, done in {:?}",
+        started.elapsed()
+    );
+    // Stopped (the control plane too) before the next start may begin.
+    drop(b);
+    drop(running);
+}
+
+/// `rows! { name: Row { … }, … }`: the tests `name::emulated` and `name::real` for each.
+#[macro_export]
+macro_rules! rows {
+    ($( $(#[$doc:meta])* $name:ident : $row:expr ),* $(,)?) => {$(
+        $(#[$doc])*
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn emulated() {
+                $crate::live::bed::run(stringify!($name), $row, $crate::live::bed::Backend::Emulated).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn real() {
+                $crate::live::bed::run(stringify!($name), $row, $crate::live::bed::Backend::Real).await
+            }
+        }
+    )*};
+}
+
+/// A kind the rows read and write: (group, version, plural, kind).
+pub type Kind = (&'static str, &'static str, &'static str, &'static str);
+pub const IPSECGATEWAY: Kind = (
+    "ipsec.bnerd.net",
+    "v1alpha1",
+    "ipsecgateways",
+    "IPsecGateway",
+);
+pub const VPNGATEWAY: Kind = ("vpn.bnerd.net", "v1alpha1", "vpngateways", "VPNGateway");
+pub const VPNPEER: Kind = ("vpn.bnerd.net", "v1alpha1", "vpnpeers", "VPNPeer");
+pub const CONFIGMAP: Kind = ("", "v1", "configmaps", "ConfigMap");
+pub const SECRET: Kind = ("", "v1", "secrets", "Secret");
+pub const LEASE: Kind = ("coordination.k8s.io", "v1", "leases", "Lease");
+
+/// A started backend with the scenario loaded and its gateways reconciled.
+pub struct Bed {
+    pub backend: Backend,
+    pub kubeconfig: PathBuf,
+    /// cluster-admin, through the API (either backend).
+    pub client: kube::Client,
+    /// The simulated operator, running in this process against the backend's API.
+    pub operator: Arc<Operator>,
+    /// The emulator, on [`Backend::Emulated`].
+    sb: Option<Sandbox>,
+    cp: Option<ControlPlane>,
+    dir: tempfile::TempDir,
+}
+
+impl Bed {
+    /// Start `backend` with `scenario`; `None` (said on stderr) where the real control plane
+    /// is not built and not required.
+    pub async fn start(backend: Backend, scenario: Scenario) -> Option<Bed> {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let objects = scenario::parse(scenario.yaml).unwrap();
+        let gateways = objects
+            .iter()
+            .filter(|o| matches!(o["kind"].as_str(), Some("IPsecGateway" | "VPNGateway")))
+            .count();
+        let (sb, cp, operator) = match backend {
+            Backend::Emulated => {
+                let sb = Sandbox::start(Config {
+                    scenario: objects,
+                    settings: scenario.settings,
+                    port: 0,
+                    data_plane: None,
+                })
+                .await
+                .unwrap();
+                sb.write_kubeconfig(&kubeconfig).unwrap();
+                let op = sb.operator.clone();
+                (Some(sb), None, op)
+            }
+            Backend::Real => {
+                let on_both = SettingsFile {
+                    operator: scenario.settings.operator.clone(),
+                    users: scenario.settings.users.clone(),
+                    ..SettingsFile::default()
+                };
+                assert!(
+                    scenario.settings == on_both,
+                    "this row's settings have a part only the emulator has (API faults, gc, gitops): mark it `only: Some((Backend::Emulated, \"why\"))`"
+                );
+                match vpnmig_sandbox::controlplane::built() {
+                    Ok(_) => {}
+                    Err(e @ ControlPlaneError::NotBuilt(_)) => {
+                        if std::env::var_os("VPNMIG_REQUIRE_CONTROLPLANE").is_some() {
+                            panic!("{e}");
+                        }
+                        eprintln!("DID NOT RUN (real control plane): {e}");
+                        return None;
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+                // On this (the test's) thread, which lives as long as the bed: each
+                // component dies with the thread that started it.
+                let cp = ControlPlane::start().unwrap_or_else(|e| panic!("{e}"));
+                let ns = vpnmig_sandbox::controlplane::load(&cp, &objects)
+                    .unwrap_or_else(|e| panic!("loading the scenario: {e}"));
+                let users = rbac_users(&cp, &scenario.settings.users);
+                let mut all = vec![&cp.admin];
+                all.extend(users.iter());
+                // The emulator names a user's context `vpnmig-sandbox-<user>`: the same here.
+                let text = cp
+                    .kubeconfig(&all, ns.as_deref())
+                    .replace("vpnmig-controlplane-", "vpnmig-sandbox-");
+                std::fs::write(&kubeconfig, text).unwrap();
+                let op = real_operator(&cp, scenario.settings.operator).await;
+                (None, Some(cp), op)
+            }
+        };
+        let client = client(&kubeconfig).await;
+        let b = Bed {
+            backend,
+            kubeconfig,
+            client,
+            operator,
+            sb,
+            cp,
+            dir,
+        };
+        // Every gateway of the scenario reconciled: Ready reported (bounded). On the real
+        // control plane the operator starts from the recorded status and its first
+        // reconcile says Ready=False (WorkloadNotReady) until the cluster's controllers and
+        // kwok run the gateway's Pod: wait for Ready=True there, as for a live cluster.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let all = b.all(IPSECGATEWAY).await;
+            let ready = all.iter().all(|g| {
+                g["status"]["conditions"].as_array().is_some_and(|c| {
+                    c.iter().any(|c| {
+                        c["type"] == "Ready"
+                            && (backend == Backend::Emulated || c["status"] == "True")
+                    })
+                })
+            });
+            if ready && (all.len() >= gateways || b.backend == Backend::Emulated) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the scenario's gateways were not Ready within 60 s on the {backend}: {all:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        Some(b)
+    }
+
+    /// The emulator, for a row that says `only: Some((Backend::Emulated, …))`.
+    pub fn emulator(&self) -> &Sandbox {
+        self.sb.as_ref().unwrap_or_else(|| {
+            panic!("this row uses the emulator's own state: mark it `only: Some((Backend::Emulated, \"why\"))`")
+        })
+    }
+
+    /// The emulator store's resourceVersion now (what `events_after` reads from), on the
+    /// emulator; `None` on the real control plane.
+    pub fn emulator_rv(&self) -> Option<u64> {
+        self.sb.as_ref().map(|sb| sb.store.resource_version())
+    }
+
+    /// The working directory vpnmig runs in (where default bundles land).
+    pub fn cwd(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `vpnmig ARGS` with this bed's kubeconfig.
+    pub async fn vpnmig(&self, args: &[&str]) -> Run {
+        super::run_vpnmig(&self.kubeconfig, args).await
+    }
+
+    /// A step: `vpnmig ARGS` exits `code`, and says each of `says` (on stderr, as
+    /// [`Run::says`] reads it).
+    pub async fn step(&self, args: &[&str], code: i32, says: &[&str]) -> Run {
+        let r = self.vpnmig(args).await;
+        assert_eq!(
+            r.code, code,
+            "vpnmig {args:?} on the {}:\n{}\n{}",
+            self.backend, r.stdout, r.stderr
+        );
+        for line in says {
+            assert!(
+                r.says(line),
+                "vpnmig {args:?} on the {}: missing `{line}` in\n{}",
+                self.backend,
+                r.stderr
+            );
+        }
+        r
+    }
+
+    /// Start `vpnmig ARGS` in the background (stdout and stderr captured).
+    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
+        std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig"))
+            .current_dir(self.cwd())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("VPNMIG_STATE_DIR", self.cwd().join("state"))
+            .env("NO_COLOR", "1")
+            .env_remove("COLUMNS")
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Set a fault knob of one gateway (`kind/namespace/name`) and have the operator act on
+    /// it now.
+    pub fn fault(
+        &self,
+        key: &str,
+        set: impl FnOnce(&mut vpnmig_sandbox::operator::settings::GatewayFaults),
+    ) {
+        set(self.operator.settings().write().unwrap().gateway_mut(key));
+        self.operator.kick();
+    }
+
+    fn api(&self, (group, version, plural, kind): Kind, ns: &str) -> Api<DynamicObject> {
+        let ar = ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: if group.is_empty() {
+                version.into()
+            } else {
+                format!("{group}/{version}")
+            },
+            kind: kind.into(),
+            plural: plural.into(),
+        };
+        Api::namespaced_with(self.client.clone(), ns, &ar)
+    }
+
+    /// The object, through the API (`None` when not found).
+    pub async fn get(&self, kind: Kind, ns: &str, name: &str) -> Option<Value> {
+        let o = self
+            .api(kind, ns)
+            .get_opt(name)
+            .await
+            .unwrap_or_else(|e| panic!("GET {} {ns}/{name}: {e}", kind.2))?;
+        Some(serde_json::to_value(o).unwrap())
+    }
+
+    /// Every object of `kind` in `ns`, through the API (those being deleted too).
+    pub async fn list(&self, kind: Kind, ns: &str) -> Vec<Value> {
+        self.api(kind, ns)
+            .list(&ListParams::default())
+            .await
+            .unwrap_or_else(|e| panic!("LIST {} in {ns}: {e}", kind.2))
+            .items
+            .into_iter()
+            .map(|o| serde_json::to_value(o).unwrap())
+            .collect()
+    }
+
+    async fn all(&self, (group, version, plural, kind): Kind) -> Vec<Value> {
+        let ar = ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: format!("{group}/{version}"),
+            kind: kind.into(),
+            plural: plural.into(),
+        };
+        Api::<DynamicObject>::all_with(self.client.clone(), &ar)
+            .list(&ListParams::default())
+            .await
+            .map(|l| {
+                l.items
+                    .into_iter()
+                    .map(|o| serde_json::to_value(o).unwrap())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The live (not being deleted) objects of `kind` in `ns`.
+    pub async fn objects(&self, kind: Kind, ns: &str) -> Vec<Value> {
+        self.list(kind, ns)
+            .await
+            .into_iter()
+            .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
+            .collect()
+    }
+
+    /// Whether the object exists with a deletionTimestamp (a finalizer holds it).
+    pub async fn deleting(&self, kind: Kind, ns: &str, name: &str) -> bool {
+        self.get(kind, ns, name)
+            .await
+            .is_some_and(|o| !o["metadata"]["deletionTimestamp"].is_null())
+    }
+
+    /// Change an object as someone else would (an Update, no field manager): `f` edits
+    /// what was read; written back with its resourceVersion (again on a conflict, at most
+    /// 5 times).
+    pub async fn edit(&self, kind: Kind, ns: &str, name: &str, f: impl Fn(&mut Value)) {
+        let api = self.api(kind, ns);
+        for _ in 0..5 {
+            let mut o = self.get(kind, ns, name).await.expect("the object exists");
+            f(&mut o);
+            let o: DynamicObject = serde_json::from_value(o).unwrap();
+            match api.replace(name, &PostParams::default(), &o).await {
+                Ok(_) => return,
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) => panic!("PUT {} {ns}/{name}: {e}", kind.2),
+            }
+        }
+        panic!("PUT {} {ns}/{name}: a conflict five times", kind.2);
+    }
+
+    /// Create `obj` in `ns`, or replace the spec and labels of the object of its name.
+    pub async fn put(&self, kind: Kind, ns: &str, obj: Value) {
+        let name = obj["metadata"]["name"].as_str().unwrap().to_string();
+        if self.get(kind, ns, &name).await.is_some() {
+            self.edit(kind, ns, &name, |cur| {
+                cur["spec"] = obj["spec"].clone();
+                cur["metadata"]["labels"] = obj["metadata"]["labels"].clone();
+            })
+            .await;
+            return;
+        }
+        let mut o = obj.clone();
+        o["apiVersion"] = Value::String(if kind.0.is_empty() {
+            kind.1.into()
+        } else {
+            format!("{}/{}", kind.0, kind.1)
+        });
+        o["kind"] = Value::String(kind.3.into());
+        let o: DynamicObject = serde_json::from_value(o).unwrap();
+        self.api(kind, ns)
+            .create(&PostParams::default(), &o)
+            .await
+            .unwrap_or_else(|e| panic!("POST {} {ns}/{name}: {e}", kind.2));
+    }
+
+    /// Delete the object (the server's default propagation).
+    pub async fn delete(&self, kind: Kind, ns: &str, name: &str) {
+        self.api(kind, ns)
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap_or_else(|e| panic!("DELETE {} {ns}/{name}: {e}", kind.2));
+    }
+
+    /// The journal document of gateway `name`, if written.
+    pub async fn journal(&self, ns: &str, name: &str) -> Option<Value> {
+        let cm = self.get(CONFIGMAP, ns, &format!("vpnmig-{name}")).await?;
+        Some(serde_json::from_str(cm["data"]["journal.json"].as_str().unwrap()).unwrap())
+    }
+
+    /// The journal's phase.
+    pub async fn phase(&self, ns: &str, name: &str) -> Option<String> {
+        self.journal(ns, name)
+            .await
+            .map(|j| j["phase"].as_str().unwrap().to_string())
+    }
+
+    /// The lock of gateway `name` (its Lease), if held.
+    pub async fn lease(&self, ns: &str, name: &str) -> Option<Value> {
+        self.get(LEASE, ns, &format!("vpnmig-{name}")).await
+    }
+
+    /// The PSK Secret's salted fingerprint, as vpnmig computes it.
+    pub async fn psk_fingerprint(&self, ns: &str, secret: &str) -> String {
+        let s = self
+            .get(SECRET, ns, secret)
+            .await
+            .expect("the PSK Secret exists");
+        let bytes = vpnmig::core::psk::value(&s, "psk").expect("the Secret has its key");
+        let uid = s["metadata"]["uid"].as_str();
+        vpnmig::core::psk::fingerprint(ns, secret, "psk", uid, &bytes)
+    }
+
+    /// DESIGN.md §4, read through the API (the floating IPs from the operator's simulated
+    /// OpenStack): the FIP was never released to the pool and is associated with the live
+    /// gateway (`kind`); the PSK Secret exists with `psk`; the old manifest is in the
+    /// journal (when one was written); exactly one gateway of one kind plus its peers
+    /// exists, nothing orphaned; no lock is left.
+    pub async fn invariants(
+        &self,
+        ns: &str,
+        name: &str,
+        fip: &str,
+        psk: &str,
+        kind: &str,
+        peers: &[&str],
+    ) {
+        let on = self.backend;
+        let fips = self.operator.floating_ips();
+        assert!(
+            !fips.released.contains(&fip.to_string()),
+            "{on}: {fip} was released to the pool: {fips:?}"
+        );
+        assert_eq!(
+            fips.associated.get(fip),
+            Some(&format!("{kind} {ns}/{name}")),
+            "{on}: {fips:?}"
+        );
+        assert_eq!(
+            self.psk_fingerprint(ns, &format!("{name}-psk")).await,
+            psk,
+            "{on}"
+        );
+        if let Some(j) = self.journal(ns, name).await {
+            let cm = self
+                .get(CONFIGMAP, ns, &format!("vpnmig-{name}"))
+                .await
+                .unwrap();
+            let old: Value =
+                serde_saphyr::from_str(cm["data"]["old-ipsecgateway.yaml"].as_str().unwrap())
+                    .unwrap();
+            assert_eq!(old["kind"], "IPsecGateway", "{on}");
+            assert_eq!(old["metadata"]["name"], name, "{on}");
+            assert_eq!(old["spec"]["endpoint"]["floatingIP"], fip, "{on}");
+            assert!(
+                old["metadata"]["uid"].is_null() && old["status"].is_null(),
+                "{on}: {old}"
+            );
+            assert_eq!(j["oldManifest"], old, "{on}");
+        }
+        let names = |v: &[Value]| -> Vec<String> {
+            let mut n: Vec<String> = v
+                .iter()
+                .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+                .collect();
+            n.sort();
+            n
+        };
+        let old = self.objects(IPSECGATEWAY, ns).await;
+        let new = self.objects(VPNGATEWAY, ns).await;
+        let peer_names = names(&self.objects(VPNPEER, ns).await);
+        if kind == "VPNGateway" {
+            assert_eq!(names(&new), [name], "{on}: one VPNGateway");
+            assert!(
+                names(&old).is_empty(),
+                "{on}: no IPsecGateway left: {old:?}"
+            );
+            assert_eq!(peer_names, peers, "{on}");
+        } else {
+            assert_eq!(names(&old), [name], "{on}: one IPsecGateway");
+            assert!(names(&new).is_empty(), "{on}: no VPNGateway left");
+            assert!(
+                peer_names.is_empty(),
+                "{on}: no VPNPeer orphaned: {peer_names:?}"
+            );
+        }
+        assert!(
+            self.lease(ns, name).await.is_none(),
+            "{on}: the lock was released"
+        );
+    }
+}
+
+/// DESIGN.md §4.1 across every row: whatever it did, no floating IP was released to the
+/// pool. Checked when the bed goes away (not while a row is already failing).
+impl Drop for Bed {
+    fn drop(&mut self) {
+        self.operator.shutdown();
+        if std::thread::panicking() {
+            return;
+        }
+        let fips = self.operator.floating_ips();
+        assert!(
+            fips.released.is_empty(),
+            "a floating IP was released to the pool during this row on the {}: {:?}",
+            self.backend,
+            fips.released
+        );
+    }
+}
+
+/// Poll `cond` (async) every 20 ms until it holds; panics after `secs` seconds naming `what`.
+pub async fn eventually<F, Fut>(secs: u64, what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !cond().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The emulator's `users:` as the real control plane has users: a client certificate each
+/// (no groups; every authenticated user keeps `system:basic-user`, so it may create
+/// SelfSubjectAccessReviews), and a ClusterRole of its rules bound to it (each rule for
+/// every API group, as the emulator's rules name resources without groups).
+fn rbac_users(
+    cp: &ControlPlane,
+    users: &[vpnmig_sandbox::api::auth::User],
+) -> Vec<vpnmig_sandbox::controlplane::ClientCert> {
+    users
+        .iter()
+        .map(|u| {
+            assert!(
+                !u.without_basic_user && u.rules.iter().all(|r| r.namespaces.is_empty()),
+                "user {}: a user without system:basic-user, or a rule for some namespaces, is the emulator's only: mark the row `only: Some((Backend::Emulated, \"why\"))`",
+                u.name
+            );
+            let rules: Vec<Value> = u
+                .rules
+                .iter()
+                .map(|r| serde_json::json!({"apiGroups": ["*"], "resources": r.resources, "verbs": r.verbs}))
+                .collect();
+            let role = format!("vpnmig-user-{}", u.name);
+            let docs = [
+                serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                    "metadata": {"name": role}, "rules": rules}),
+                serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                    "metadata": {"name": role},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": u.name}]}),
+            ];
+            for d in docs {
+                cp.apply(&d.to_string())
+                    .unwrap_or_else(|e| panic!("user {}: {e}", u.name));
+            }
+            cp.client(&u.name, &[])
+                .unwrap_or_else(|e| panic!("user {}: {e}", u.name))
+        })
+        .collect()
+}
+
+async fn client(kubeconfig: &Path) -> kube::Client {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+/// The simulated operator as a controller over the real API (as `vpnmig-sandbox
+/// --control-plane real` runs it), in this process: pod exec into its gateway pods comes
+/// back through kwok, the `swanctl` written into `exec/` and a unix socket.
+async fn real_operator(
+    cp: &ControlPlane,
+    settings: vpnmig_sandbox::operator::settings::Settings,
+) -> Arc<Operator> {
+    use vpnmig_sandbox::operator::kube::{ExecHook, KubeApi, WORKERS, serve_exec};
+    let client = client(&cp.admin_kubeconfig()).await;
+    let api = KubeApi::new(client.clone())
+        .with_node(vpnmig_sandbox::controlplane::NODE_NAME)
+        .with_exec(ExecHook {
+            work_dir: cp.dir().to_path_buf(),
+            path: cp.exec_path(),
+        });
+    let op = Operator::start_kube(api, client, settings, WORKERS, None);
+    let socket = cp.dir().join("exec.sock");
+    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+    tokio::spawn(serve_exec(Arc::downgrade(&op), listener));
+    // The sandbox's `swanctl` runs `vpnmig-sandbox exec-answer`, a binary this package does
+    // not build: the same request over the same socket, from Python (Debian's python3).
+    assert!(
+        Path::new("/usr/bin/python3").exists(),
+        "the real backend's pod exec answers through /usr/bin/python3, which is missing (apt-get install python3)"
+    );
+    let script = format!(
+        r#"#!/usr/bin/python3
+# Written by the live test harness: answers as the gateway pod's simulated strongSwan.
+import json, os, socket, sys
+ns, pod = os.environ.get("VPNMIG_POD_NAMESPACE", ""), os.environ.get("VPNMIG_POD_NAME", "")
+if not ns or not pod:
+    sys.stderr.write("error: this pod has no simulated strongSwan (no kwok Exec names it)\n")
+    sys.exit(1)
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(60)
+s.connect({socket:?})
+s.sendall(json.dumps({{"namespace": ns, "pod": pod, "container": "strongswan",
+                       "command": ["swanctl"] + sys.argv[1:]}}).encode())
+s.shutdown(socket.SHUT_WR)
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+a = json.loads(data)
+sys.stdout.write(a["stdout"])
+sys.stderr.write(a["stderr"])
+sys.exit(a["exit_code"])
+"#,
+        socket = socket.display().to_string()
+    );
+    let path = cp.exec_dir().join("swanctl");
+    std::fs::write(&path, script).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    op
+}
