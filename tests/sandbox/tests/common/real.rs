@@ -26,21 +26,25 @@ pub fn crds(cp: &ControlPlane) {
     cp.kubectl(&args).unwrap();
 }
 
-/// Start a real control plane; `None` (said as `DID NOT RUN (real control plane)`) where
-/// its binaries are not built, unless `VPNMIG_REQUIRE_CONTROLPLANE` is set (.ci/run sets
-/// it), where that fails. Call it from the test's own thread: the components die with the
-/// thread that started them.
-pub fn start() -> Option<ControlPlane> {
+/// Whether the real control plane's binaries are built; where they are not, says `DID NOT
+/// RUN (real control plane)` and is false, unless `VPNMIG_REQUIRE_CONTROLPLANE` is set
+/// (.ci/run sets it), where that fails.
+pub fn available() -> bool {
     match built() {
-        Ok(_) => {}
+        Ok(_) => true,
         Err(e @ ControlPlaneError::NotBuilt(_)) => {
             if std::env::var_os("VPNMIG_REQUIRE_CONTROLPLANE").is_some() {
                 panic!("{e}");
             }
             eprintln!("DID NOT RUN (real control plane): {e}");
-            return None;
+            false
         }
         Err(e) => panic!("{e}"),
     }
-    Some(ControlPlane::start().unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Start a real control plane, or `None` where it is not [`available`]. Call it from the
+/// test's own thread: the components die with the thread that started them.
+pub fn start() -> Option<ControlPlane> {
+    available().then(|| ControlPlane::start().unwrap_or_else(|e| panic!("{e}")))
 }
