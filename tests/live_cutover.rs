@@ -351,25 +351,70 @@ crate::rows! {
     },
     /// A tunnel down before the window (a22 F3).
     a_tunnel_down_before_the_window_stops_it_before_the_delete: Row {
-        scenario: || {
-            let ns = "tenant-initech";
-            let mut s = initech_settings();
-            // The branch's client holds another key: its tunnel to the old gateway never
-            // comes up.
-            s.operator
-                .clients
-                .push(vpnmig_sandbox::operator::ClientSettings {
-                    namespace: ns.into(),
-                    address: "203.0.113.42".into(),
-                    psk: Some("not-the-gateways-key".into()),
-                    ..Default::default()
-                });
-            Scenario::new(INITECH, s)
-        },
+        scenario: initech_branch_down,
         only: None,
         after: initech_done(),
         steps: |b| Box::pin(a_tunnel_down_before_the_window_stops_it_before_the_delete(b)),
     },
+    /// The stop's own advice, `vpnmig rollback`, closes the journal (n23 finding 1: it
+    /// waited for the tunnel that was down before the window and left the gateway in a
+    /// window nothing could close).
+    a_rollback_after_the_stop_for_a_tunnel_down_closes_the_journal: Row {
+        scenario: initech_branch_down,
+        only: None,
+        after: Some(After {
+            ns: "tenant-initech",
+            name: "initech",
+            fip: None,
+            kind: "IPsecGateway",
+            peers: &[],
+        }),
+        steps: |b| Box::pin(a_rollback_after_the_stop_for_a_tunnel_down_closes_the_journal(b)),
+    },
+}
+
+/// initech with the branch's client holding another key: its tunnel to the old gateway
+/// never comes up.
+fn initech_branch_down() -> Scenario {
+    let mut s = initech_settings();
+    s.operator
+        .clients
+        .push(vpnmig_sandbox::operator::ClientSettings {
+            namespace: "tenant-initech".into(),
+            address: "203.0.113.42".into(),
+            psk: Some("not-the-gateways-key".into()),
+            ..Default::default()
+        });
+    Scenario::new(INITECH, s)
+}
+
+async fn a_rollback_after_the_stop_for_a_tunnel_down_closes_the_journal(b: &Bed) {
+    let ns = "tenant-initech";
+    let uid = || async move { b.objects(IPSECGATEWAY, ns).await[0]["metadata"]["uid"].clone() };
+    let before = uid().await;
+    b.step(
+        &["cutover", "initech", "-n", ns, "--yes"],
+        7,
+        &["nothing was deleted"],
+    )
+    .await;
+    b.step(
+        &["rollback", "initech", "-n", ns, "--yes"],
+        0,
+        &["IPsecGateway tenant-initech/initech was never deleted (uid"],
+    )
+    .await;
+    assert_eq!(uid().await, before, "the old gateway was never touched");
+    let r = b.vpnmig(&["status", "-n", ns, "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains("rolling-back"), "{}", r.stdout);
+    // Closed: a new window can start (and stops for the same tunnel, nothing deleted).
+    b.step(
+        &["cutover", "initech", "-n", ns, "--yes"],
+        7,
+        &["nothing was deleted"],
+    )
+    .await;
 }
 
 #[test]

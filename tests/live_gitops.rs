@@ -1332,14 +1332,10 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
             .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
             .await;
         assert!(r.says(says), "{what}: {}", r.stderr);
-        match tool {
-            Tool::Flux => assert!(
-                r.says("restore it by hand: `kubectl annotate secret acme-psk beta-psk -n tenant-acme kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"),
-                "{what}: {}",
-                r.stderr
-            ),
-            // No restore by hand of an Application: it would skip check 4.
-            Tool::Argo => assert!(!r.says("kubectl patch application"), "{what}: {}", r.stderr),
+        // No restore by hand, for any owner: it would skip the prune protections a
+        // restore sets first (a21d attacks 8, 16; a21e attacks 6, 9, 10, 11, 15).
+        for patch in ["kubectl patch application", "kubectl patch kustomization"] {
+            assert!(!r.says(patch), "{what}: {}", r.stderr);
         }
         assert_eq!(tool.suspended(&tool.owner(&l)), !restored, "{what}");
         // Refused before the owner is re-armed, never "as it was" (the merged-only row
@@ -1383,17 +1379,15 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
                 "then `vpnmig cutover acme -n tenant-acme` restores it once the owner's status lists none of them"
             }
             Tool::Flux => {
-                // Issue 21 item 1, round 4: a restore by hand first keeps the sync from
-                // writing the repository's copy over the key, as vpnmig's own does.
-                // Every window's PSK Secret, beta's too (a21d attack 9).
-                "then restore it by hand: `kubectl annotate secret acme-psk beta-psk -n tenant-acme kustomize.toolkit.fluxcd.io/reconcile=disabled --overwrite && kubectl patch kustomization acme -n flux-system"
+                // The cluster cannot show it, and a restore by hand would skip the prune
+                // protections (a21e attack 6: it let Flux prune a rolled-back gateway).
+                "so vpnmig does not restore it: check by hand (`flux build kustomization acme -n flux-system"
             }
         };
         assert!(flat.contains(then), "{what}: {}", r.stdout);
-        assert!(
-            !flat.contains("kubectl patch application"),
-            "{what}: {flat}"
-        );
+        for patch in ["kubectl patch application", "kubectl patch kustomization"] {
+            assert!(!flat.contains(patch), "{what}: {flat}");
+        }
     }
 }
 
@@ -2388,6 +2382,12 @@ async fn a_restored_owner_whose_first_sync_is_not_seen_is_suspended_again() {
         }
         assert!(
             !r.says("synced: what the window made live"),
+            "{what}: {}",
+            r.stderr
+        );
+        // No resume by hand (a21e attack 15: it moved the floating IP, nothing watching).
+        assert!(
+            !r.says("kubectl patch kustomization"),
             "{what}: {}",
             r.stderr
         );

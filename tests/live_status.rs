@@ -388,14 +388,29 @@ async fn status_says_a_floating_ip_changed_since_the_window() {
     let kc = &l.kubeconfig;
     let r = run_vpnmig(kc, &["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    // field written, value, blocker expected
-    let rows: &[(&str, &str, bool)] = &[
-        ("as the window left it", "198.51.100.23", false),
-        ("changed by hand", "198.51.100.99", true),
+    // field written, value, synced by Flux, blocker expected, the fix advised
+    let by_hand = "put spec.endpoint.floatingIP back to 198.51.100.23;";
+    let in_git = "flux:kustomization/edge syncs it, so a fix in the cluster alone is undone by its next sync: put spec.endpoint.floatingIP back to 198.51.100.23 in the repository's copy first";
+    let rows: &[(&str, &str, bool, bool, &str)] = &[
+        ("as the window left it", "198.51.100.23", false, false, ""),
+        ("changed by hand", "198.51.100.99", false, true, by_hand),
+        // a21e attack 15: the advised fix in the cluster was undone by the owner's sync.
+        (
+            "changed by a Flux sync",
+            "198.51.100.98",
+            true,
+            true,
+            in_git,
+        ),
     ];
-    for (what, fip, blocked) in rows {
+    for (what, fip, flux, blocked, fix) in rows {
         live::edit(&l, VPNGATEWAYS, "tenant-acme", "acme", |o| {
-            o["spec"]["endpoint"]["floatingIP"] = json!(fip)
+            o["spec"]["endpoint"]["floatingIP"] = json!(fip);
+            if *flux {
+                o["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"] = json!("edge");
+                o["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/namespace"] =
+                    json!("flux-system");
+            }
         });
         let r = run_vpnmig(kc, &["status"]).await;
         assert_eq!(r.code, 0, "{what}: {}", r.stderr);
@@ -412,6 +427,9 @@ async fn status_says_a_floating_ip_changed_since_the_window() {
             "{what}: {}",
             r.stdout
         );
+        if *blocked {
+            assert!(flat.contains(fix), "{what}: {}", r.stdout);
+        }
         let r = run_vpnmig(kc, &["status", "-o", "json"]).await;
         let doc: Value = serde_json::from_str(&r.stdout).unwrap();
         let row = doc["gateways"]

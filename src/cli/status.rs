@@ -199,8 +199,16 @@ fn mark_fip(rows: &mut [Row], windows: &mut Windows) {
             if !b.contains(&"fip-changed") {
                 b.push("fip-changed");
             }
+            // A GitOps controller that syncs the gateway undoes a fix made only in the
+            // cluster (a21e attack 15): the repository's copy first.
+            let fix = match r.managed_by.as_deref() {
+                Some(by) if by.contains("argocd:") || by.contains("flux:") => format!(
+                    "{by} syncs it, so a fix in the cluster alone is undone by its next sync: put spec.endpoint.floatingIP back to {want} in the repository's copy first, then in the cluster"
+                ),
+                _ => format!("put spec.endpoint.floatingIP back to {want}"),
+            };
             windows.fip.push(format!(
-                "floating IP not as the window left it: {} has {seen}, the journal of the window pins {want} (the client's firewall dials {want}): put spec.endpoint.floatingIP back to {want}; `vpnmig verify {gateway} -n {ns}` shows what else differs",
+                "floating IP not as the window left it: {} has {seen}, the journal of the window pins {want} (the client's firewall dials {want}): {fix}; `vpnmig verify {gateway} -n {ns}` shows what else differs",
                 crate::core::model::object_ref(kind, gateway, ns)
             ));
         }
@@ -998,7 +1006,7 @@ async fn suspended_owners(
                 Ok(crate::cluster::gitops::Found::One(_, o)) => Some(o),
                 _ => None,
             };
-            let (holders, unread, all) =
+            let (holders, unread) =
                 match crate::window::journals_for(cluster, owner_obj.as_ref(), (ns, name)).await {
                     Ok(mut all) => {
                         all.retain(|a| {
@@ -1007,20 +1015,10 @@ async fn suspended_owners(
                                 .any(|p| p.namespace == a.namespace && p.gateway == a.gateway)
                         });
                         all.extend(parsed.iter().cloned());
-                        (holders::holders(&all, &r.owner, (ns, name)), None, all)
+                        (holders::holders(&all, &r.owner, (ns, name)), None)
                     }
-                    Err(why) => (holders, Some(why), parsed.to_vec()),
+                    Err(why) => (holders, Some(why)),
                 };
-            // The PSK Secret of this window and of each finished window that relied on
-            // the owner: a restore by hand protects every one (a21d attack 9).
-            let secrets: Vec<(String, String)> =
-                std::iter::once((ns.clone(), j.psk_secret.clone()))
-                    .chain(holders.iter().filter(|h| !h.in_flight()).filter_map(|h| {
-                        all.iter()
-                            .find(|a| a.namespace == h.namespace && a.gateway == h.gateway)
-                            .map(|a| (a.namespace.clone(), a.psk_secret.clone()))
-                    }))
-                    .collect();
             let relied_on_by: Vec<String> = holders
                 .iter()
                 .filter(|h| h.in_flight())
@@ -1093,17 +1091,11 @@ async fn suspended_owners(
             // and 16), so none is offered for it. A Flux owner's status cannot show it
             // (never refreshed while suspended): the by-hand restore comes after the
             // check by hand, protecting every window's PSK Secret.
-            let by_hand = r
-                .saved
-                .as_ref()
-                .filter(|_| r.owner.kind != "Application")
-                .map(|s| {
-                    format!(
-                        ", or by hand: `{}`",
-                        gitops::restore_command_keeping(&r.owner, s, &secrets)
-                    )
-                })
-                .unwrap_or_default();
+            // No restore by hand is offered, for any owner: vpnmig's own restore first
+            // protects from prune what the windows keep (the PSK Secrets and what owns
+            // them, the new objects, a re-created IPsecGateway); a printed command would
+            // skip that (a21d attacks 8, 16; a21e attacks 6, 9, 10, 11, 15).
+            let by_hand = String::new();
             let verb = if j.phase == Phase::RolledBack || j.phase.rolling_back() {
                 "rollback"
             } else {
@@ -1240,13 +1232,9 @@ async fn suspended_owners(
                     )
                 } else {
                     format!(
-                        "{own}; what each window that relied on it changed must be in the repository too: {}; the cluster cannot show it (a suspended owner's status is not refreshed) and `--gitops resume` vouches for this window's change only: check by hand ({}), then restore it by hand: `{}`",
+                        "{own}; what each window that relied on it changed must be in the repository too: {}; the cluster cannot show it (a suspended owner's status is not refreshed) and `--gitops resume` vouches for this window's change only, so vpnmig does not restore it: check by hand ({}); no restore by hand is offered: it would skip the prune protections a restore sets first (every window's PSK Secret and what owns it, the new objects, a re-created IPsecGateway)",
                         finished.join("; "),
                         gitops::render_hint(&r.owner),
-                        r.saved
-                            .as_ref()
-                            .map(|s| gitops::restore_command_keeping(&r.owner, s, &secrets))
-                            .unwrap_or_default()
                     )
                 }
             };

@@ -954,14 +954,6 @@ pub(crate) async fn restore(
                 windows.push((j.clone(), kind));
             }
         }
-        // The restore by hand protects every window's PSK Secret, not only this one's
-        // (a21d attack 9: a wave's by-hand restore let Flux write a stale key over the
-        // other window's).
-        let secrets: Vec<(String, String)> = windows
-            .iter()
-            .map(|(j, _)| (j.namespace.clone(), j.psk_secret.clone()))
-            .collect();
-        let by_hand = gitops::restore_command_keeping(&r.owner, saved, &secrets);
         // A HelmRelease that tracks a window's PSK Secret: its upgrade writes the chart's
         // copy over the live Secret, no annotation on a live object stops that, and the
         // cluster cannot show what the chart renders. Refused, plain or forced: the
@@ -1045,7 +1037,7 @@ pub(crate) async fn restore(
                 // Kustomization's inventory is not refreshed): the user checks the merged
                 // source by hand and says so (attack findings 2, 11, 12).
                 format!(
-                    "then check by hand that the merged source no longer defines it ({}), and only then `vpnmig {verb} {name} -n {ns} --gitops resume` restores it (it vouches for this window's change), or by hand: `{by_hand}`",
+                    "then check by hand that the merged source no longer defines it ({}), and only then `vpnmig {verb} {name} -n {ns} --gitops resume` restores it (it vouches for this window's change, and protects from prune what the window keeps first; no restore by hand is offered: it would skip that)",
                     gitops::render_hint(&r.owner)
                 )
             } else if mine && others.is_empty() {
@@ -1066,7 +1058,7 @@ pub(crate) async fn restore(
                 )
             } else {
                 format!(
-                    "then check by hand that the merged source no longer defines it ({}; `--gitops resume` vouches for this window's change only), and only then restore it by hand: `{by_hand}`",
+                    "then check by hand that the merged source no longer defines it ({}); the window that suspended it restores it (`vpnmig status -n {ns}` names it; its `--gitops resume` vouches for its own change only); no restore by hand is offered: it would skip the prune protections a restore sets first",
                     gitops::render_hint(&r.owner),
                 )
             };
@@ -1219,7 +1211,7 @@ pub(crate) async fn restore(
                 "{} stays suspended: restored, but its status did not say it synced within {}s ({why}); a later sync would be one nothing watches, and nothing would put back what it changes, so vpnmig suspended it again (the journal holds it, as the window paused it). What the windows made live is as it was. {}",
                 r.owner.display(),
                 SETTLE.as_secs(),
-                unseen_todo(&r.owner, verb, &name, &ns, &by_hand)
+                unseen_todo(&r.owner, verb, &name, &ns)
             )));
             continue;
         }
@@ -1303,14 +1295,8 @@ fn unseen_why(owner: &Value) -> String {
 
 /// What to do about an owner whose first sync the restore did not see (the same words in
 /// `status`): find why it does not sync, then restore it again with vpnmig, which watches
-/// the sync; or check its merged source and resume it by hand.
-pub(crate) fn unseen_todo(
-    owner: &gitops::OwnerRef,
-    verb: &str,
-    name: &str,
-    ns: &str,
-    by_hand: &str,
-) -> String {
+/// the sync (a resume by hand would skip the protections and the watch: a21e attack 15).
+pub(crate) fn unseen_todo(owner: &gitops::OwnerRef, verb: &str, name: &str, ns: &str) -> String {
     let ons = owner.namespace.as_deref().unwrap_or("argocd");
     let resume = if owner.kind == "Application" {
         ""
@@ -1318,10 +1304,9 @@ pub(crate) fn unseen_todo(
         " --gitops resume"
     };
     format!(
-        "Find why it does not sync (`kubectl get {} {} -n {ons} -o yaml`: its Ready condition, its dependsOn, its source's Ready), then `vpnmig {verb} {name} -n {ns}{resume}` restores it and watches its first sync again; or check its merged source yourself ({}) and resume it by hand (`{by_hand}`), knowing that nothing then watches its sync: `vpnmig verify {name} -n {ns}` after it",
+        "Find why it does not sync (`kubectl get {} {} -n {ons} -o yaml`: its Ready condition, its dependsOn, its source's Ready), then `vpnmig {verb} {name} -n {ns}{resume}` restores it and watches its first sync again, after protecting from prune what the window keeps (no resume by hand is offered: nothing would protect or watch)",
         owner.resource(),
         owner.name,
-        gitops::render_hint(owner)
     )
 }
 

@@ -641,6 +641,25 @@ The client's routes and firewall name the old addresses: {forward}, or change th
         virtual_ips,
         reference,
     };
+    if live_uid.is_some() && live_uid == w.journal.old_uid {
+        // The window stopped before its delete: the IPsecGateway was never deleted, so its
+        // tunnels are as the window found them, and none of them is this rollback's to
+        // bring back. A tunnel down before the window (the cutover's stop for it says
+        // "`vpnmig rollback` closes the journal") would otherwise hold the journal open
+        // for ever (n23 finding 1: every command it then advised failed).
+        let rows = steps::verify_once(cluster, &name, &expect).await?;
+        w.save(Phase::RolledBack).await?;
+        ev.emit(Event::Note(format!(
+            "IPsecGateway {ns}/{name} was never deleted (uid {}): its tunnels are as the window found them and were not waited for; `vpnmig verify {name} -n {ns}` shows them",
+            live_uid.as_deref().unwrap_or("?")
+        )));
+        return Ok(Tunnels {
+            rows,
+            first_up: None,
+            up: Vec::new(),
+            timed_out: None,
+        });
+    }
     if choices.accept_new_addresses && !lost.is_empty() {
         // The client still dials the old addresses: its tunnels come up only after it is
         // changed, which no wait here can bring about. Close the journal, show the state

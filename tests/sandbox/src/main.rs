@@ -12,8 +12,9 @@ use vpnmig_sandbox::{Config, Sandbox, SettingsFile, scenario};
 /// A Kubernetes API emulator with a simulated gateway operator, for rehearsing a
 /// vpnmig cutover on a laptop and for vpnmig's tests.
 ///
-/// Loads the scenario, writes a kubeconfig (TLS with a generated CA, a bearer token, the
-/// scenario's first tenant namespace), prints `export KUBECONFIG=…` and serves until
+/// Loads the scenario, writes a kubeconfig (TLS with a generated CA; a bearer token on the
+/// emulator, a client certificate on the real control plane; the scenario's first tenant
+/// namespace), prints `export KUBECONFIG=…` and serves until
 /// interrupted. kubectl and vpnmig then work against it as against a cluster.
 #[derive(Parser, Debug)]
 #[command(
@@ -43,8 +44,8 @@ struct Args {
     /// controllers and fault knobs included), or a real etcd, kube-apiserver,
     /// kube-controller-manager and kwok built by tests/controlplane/build.sh (the scenario's
     /// CRDs, objects and recorded statuses are loaded through the API, and the simulated
-    /// operator runs against it as a controller; the fault knobs and GitOps controllers do
-    /// not yet).
+    /// operator runs against it as a controller, its fault knobs included; the API fault
+    /// knobs and the simulated Argo CD and Flux do not run there yet).
     #[arg(long, value_enum, default_value = "emulated")]
     control_plane: ControlPlaneKind,
     /// Which data plane answers for the gateways: the operator's imitation of swanctl, or
