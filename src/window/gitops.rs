@@ -177,18 +177,7 @@ pub async fn owners(
             } else {
                 Ok(Vec::new())
             };
-            let reliance = match &held_by {
-                Ok(h) if h.iter().any(|h| h.holds()) => format!(
-                    "held by {}",
-                    h.iter()
-                        .filter(|h| h.holds())
-                        .map(holders::Holder::display)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
-                Ok(_) => "no vpnmig window holds it".to_string(),
-                Err(why) => format!("which windows hold it is unknown: {why}"),
-            };
+            let reliance = reliance(&held_by);
             ev.emit(Event::Note(format!(
                 "{} {} syncs {what} ({}; found by {}): {}",
                 m.tool.label(),
@@ -415,18 +404,7 @@ async fn first_pause(w: &mut Window<'_>, i: usize, verb: &str) -> Result<bool, E
             && !gitops::owner_state(o, &kind, &ns, &name).active
         {
             let held_by = holders_now(w.cluster, &owner, &ns, &name).await;
-            let reliance = match &held_by {
-                Ok(h) if h.iter().any(|h| h.holds()) => format!(
-                    "held by {}",
-                    h.iter()
-                        .filter(|h| h.holds())
-                        .map(holders::Holder::display)
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
-                Ok(_) => "no vpnmig window holds it".to_string(),
-                Err(why) => format!("which windows hold it is unknown: {why}"),
-            };
+            let reliance = reliance(&held_by);
             let r = &mut w.journal.gitops[i];
             r.saved = None;
             r.paused = false;
@@ -1806,6 +1784,23 @@ async fn orphan_leases(
         "a window holds its lock without a journal vpnmig can find ({}): its journal ConfigMap lost its label app.kubernetes.io/managed-by=vpnmig or was deleted while it runs, or its run was just starting. Wait for it to finish, or put the label back (`kubectl label configmap vpnmig-GATEWAY -n NS app.kubernetes.io/managed-by=vpnmig`); a lock whose holder is gone: `kubectl delete lease vpnmig-GATEWAY -n NS`",
         orphans.join(", ")
     ))
+}
+
+/// Who holds an owner, as the pause says it: the windows holding it, none, or why that
+/// is unknown.
+fn reliance(held_by: &Result<Vec<holders::Holder>, String>) -> String {
+    match held_by {
+        Ok(h) if h.iter().any(|h| h.holds()) => format!(
+            "held by {}",
+            h.iter()
+                .filter(|h| h.holds())
+                .map(holders::Holder::display)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        Ok(_) => "no vpnmig window holds it".to_string(),
+        Err(why) => format!("which windows hold it is unknown: {why}"),
+    }
 }
 
 /// The windows other than `ns/name` that hold `owner` now. `Err`: why that is unknown.
