@@ -371,6 +371,186 @@ crate::rows! {
         }),
         steps: |b| Box::pin(a_rollback_after_the_stop_for_a_tunnel_down_closes_the_journal(b)),
     },
+    /// A rolled-back gateway deleted after its window (a21e 6, 11: pruned, and `status`
+    /// was green, `verify` said "no journal", `rollback` "nothing to do").
+    a_rolled_back_gateway_gone_since_is_said_and_re_created_by_the_rollback: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_rolled_back_gateway_gone_since_is_said_and_re_created_by_the_rollback(b)),
+    },
+    /// The VPNGateway of a done window deleted since: said by `status` and `verify`; the
+    /// rollback restores the IPsecGateway from the journal.
+    a_migrated_gateway_gone_since_is_said_and_the_rollback_restores_it: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_migrated_gateway_gone_since_is_said_and_the_rollback_restores_it(b)),
+    },
+    /// A second gateway pinning the floating IP of a migrated one.
+    a_floating_ip_two_gateways_claim_is_a_blocker_on_both: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_floating_ip_two_gateways_claim_is_a_blocker_on_both(b)),
+    },
+}
+
+/// `status -o json` parsed, and `status`'s text (both exit 0).
+async fn status_both(b: &Bed) -> (Value, String) {
+    let json = b.step(&["status", "-o", "json"], 0, &[]).await;
+    let text = b.step(&["status"], 0, &[]).await;
+    (
+        serde_json::from_str(&json.stdout).unwrap(),
+        live::flat(&text.stdout),
+    )
+}
+
+async fn gone(b: &Bed, kind: live::bed::Kind) {
+    b.delete(kind, "tenant-acme", "acme").await;
+    eventually(30, "the gateway's finalizer unwind", || async {
+        b.get(kind, "tenant-acme", "acme").await.is_none()
+    })
+    .await;
+}
+
+async fn a_rolled_back_gateway_gone_since_is_said_and_re_created_by_the_rollback(b: &Bed) {
+    let psk = acme_psk(b).await;
+    b.step(&["cutover", "acme", "--yes"], 0, &[]).await;
+    b.step(&["rollback", "acme", "--yes"], 0, &[]).await;
+    gone(b, IPSECGATEWAY).await;
+
+    let (doc, text) = status_both(b).await;
+    let g = &doc["goneGateways"];
+    assert_eq!(g.as_array().map(Vec::len), Some(1), "{doc:#}");
+    assert_eq!(g[0]["gateway"], "acme");
+    assert_eq!(g[0]["phase"], "rolled-back");
+    assert_eq!(g[0]["kind"], "IPsecGateway");
+    assert_eq!(g[0]["now"], "nothing");
+    assert!(
+        text.contains("gateway gone: the window of tenant-acme/acme ended rolled-back at ")
+            && text.contains(&format!("leaving ipsecgateway/acme -n tenant-acme on floating IP {ACME_FIP} (journal ConfigMap tenant-acme/vpnmig-acme), and neither an IPsecGateway nor a VPNGateway acme exists now"))
+            && text.contains("`vpnmig rollback acme -n tenant-acme` re-creates it from the journal with its floating IP pinned"),
+        "{text}"
+    );
+    let r = b.step(&["verify", "acme"], 5, &[]).await;
+    let flat = live::flat(&r.stderr);
+    assert!(
+        flat.contains("ended rolled-back at ")
+            && flat.contains("the gateway is gone, its tunnels are down"),
+        "{}",
+        r.stderr
+    );
+    assert!(!flat.contains("no journal"), "{}", r.stderr);
+    let r = b.step(&["cutover", "acme", "--yes"], 7, &[]).await;
+    let flat = live::flat(&r.stderr);
+    assert!(
+        flat.contains("nothing to cut over; nothing was changed")
+            && flat
+                .contains("`vpnmig rollback acme -n tenant-acme` re-creates it from the journal"),
+        "{}",
+        r.stderr
+    );
+    assert!(!flat.contains("no journal"), "{}", r.stderr);
+    assert_eq!(
+        b.phase("tenant-acme", "acme").await.as_deref(),
+        Some("rolled-back")
+    );
+
+    // The rollback's own advice re-creates it, with every check of a rollback.
+    let r = b.step(&["rollback", "acme", "--yes"], 0, &[]).await;
+    assert!(
+        live::flat(&r.stderr).contains("the rollback re-creates it from the journal (floating IP pinned, PSK checked against its fingerprint)"),
+        "{}",
+        r.stderr
+    );
+    let j = b.journal("tenant-acme", "acme").await.unwrap();
+    let phases: Vec<&str> = j["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        phases[phases.len() - 4..],
+        ["rolled-back", "new-deleted", "old-applied", "rolled-back"]
+    );
+    acme_ok(b, &psk, "IPsecGateway").await;
+    let (doc, text) = status_both(b).await;
+    assert!(doc.get("goneGateways").is_none(), "{doc:#}");
+    assert!(!text.contains("gateway gone"), "{text}");
+    b.step(&["verify", "acme"], 0, &[]).await;
+    // Run again: as left, nothing to do.
+    let r = b.step(&["rollback", "acme", "--yes"], 0, &[]).await;
+    assert!(
+        live::flat(&r.stderr).contains("is already rolled back"),
+        "{}",
+        r.stderr
+    );
+}
+
+async fn a_migrated_gateway_gone_since_is_said_and_the_rollback_restores_it(b: &Bed) {
+    let psk = acme_psk(b).await;
+    b.step(&["cutover", "acme", "--yes"], 0, &[]).await;
+    gone(b, VPNGATEWAY).await;
+    let (doc, text) = status_both(b).await;
+    let g = &doc["goneGateways"];
+    assert_eq!(g[0]["phase"], "done", "{doc:#}");
+    assert_eq!(g[0]["kind"], "VPNGateway");
+    assert!(
+        text.contains(&format!(
+            "gateway gone: the window of tenant-acme/acme ended done at "
+        )) && text.contains(&format!(
+            "leaving vpngateway/acme -n tenant-acme on floating IP {ACME_FIP}"
+        )),
+        "{text}"
+    );
+    let r = b.step(&["verify", "acme"], 5, &[]).await;
+    assert!(
+        live::flat(&r.stderr).contains(
+            "`vpnmig rollback acme -n tenant-acme` restores the IPsecGateway from the journal"
+        ),
+        "{}",
+        r.stderr
+    );
+    b.step(&["rollback", "acme", "--yes"], 0, &[]).await;
+    acme_ok(b, &psk, "IPsecGateway").await;
+    let (doc, _) = status_both(b).await;
+    assert!(doc.get("goneGateways").is_none(), "{doc:#}");
+}
+
+async fn a_floating_ip_two_gateways_claim_is_a_blocker_on_both(b: &Bed) {
+    b.step(&["cutover", "acme", "--yes"], 0, &[]).await;
+    let mut copy = b.get(VPNGATEWAY, "tenant-acme", "acme").await.unwrap();
+    copy["metadata"] = serde_json::json!({"name": "acme-copy", "namespace": "tenant-acme"});
+    copy.as_object_mut().unwrap().remove("status");
+    b.put(VPNGATEWAY, "tenant-acme", copy).await;
+    let (doc, text) = status_both(b).await;
+    let blockers = |name: &str| -> Vec<String> {
+        doc["gateways"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .and_then(|r| r["blockers"].as_array())
+            .map(|b| b.iter().map(|x| x.as_str().unwrap().to_string()).collect())
+            .unwrap_or_default()
+    };
+    assert_eq!(blockers("acme"), ["fip-shared"], "{doc:#}");
+    assert_eq!(blockers("acme-copy"), ["fip-shared"], "{doc:#}");
+    assert!(
+        text.contains(&format!("floating IP {ACME_FIP} claimed by vpngateway/acme -n tenant-acme and vpngateway/acme-copy -n tenant-acme")),
+        "{text}"
+    );
+    b.delete(VPNGATEWAY, "tenant-acme", "acme-copy").await;
+    eventually(30, "the copy's finalizer unwind", || async {
+        b.get(VPNGATEWAY, "tenant-acme", "acme-copy")
+            .await
+            .is_none()
+    })
+    .await;
+    let (doc, _) = status_both(b).await;
+    assert!(doc["gateways"][0]["blockers"].is_null(), "{doc:#}");
 }
 
 /// initech with the branch's client holding another key: its tunnel to the old gateway

@@ -90,6 +90,10 @@ pub struct StatusDoc<'a> {
     /// client's key back (issue 21 item 1). Never a value.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub psk_problems: &'a [PskProblem],
+    /// Each finished window whose gateway is gone since, or only as the other kind: the
+    /// client's tunnels are down (a21e 6, 11). Never a green table over a lost gateway.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub gone_gateways: &'a [GoneGateway],
     /// Why the windows are not known (the journals could not be listed); absent when they
     /// were. Never read an empty `windows` as "none under way" when this is set.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -192,7 +196,7 @@ fn mark_fip(rows: &mut [Row], windows: &mut Windows) {
             .filter(|r| &r.namespace == ns && &r.name == gateway && r.kind == *kind)
         {
             let seen = r.floating_ip.as_deref().unwrap_or("none");
-            if seen == want {
+            if crate::core::addr::same_in_family(seen, want) {
                 continue;
             }
             let b = r.blockers.get_or_insert_with(Vec::new);
@@ -342,6 +346,22 @@ async fn psk_problem(cluster: &Cluster, j: &crate::core::journal::Journal) -> Op
     })
 }
 
+/// A finished window whose gateway is not the kind it left: gone, or only the other kind.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GoneGateway {
+    pub namespace: String,
+    pub gateway: String,
+    /// The journal's phase: `done` or `rolled-back`.
+    pub phase: String,
+    /// The kind the window left: `VPNGateway` or `IPsecGateway`.
+    pub kind: String,
+    /// What is there instead: `nothing`, or the other kind.
+    pub now: String,
+    /// What was seen and what to do.
+    pub detail: String,
+}
+
 /// A gateway vpnmig migrated whose journal is gone.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -370,6 +390,12 @@ struct Windows {
     made: Vec<(String, String, Vec<String>)>,
     /// A gateway with VPNPeers its window did not make: the lines said.
     extra: Vec<String>,
+    /// Each floating IP several gateways claim, with them (`core::status::shared_fips`).
+    shared: Vec<(String, Vec<String>)>,
+    /// The finished windows, for [`mark_left`].
+    finished: Vec<crate::core::journal::Journal>,
+    /// The finished windows whose gateway is gone since (or only the other kind).
+    gone: Vec<GoneGateway>,
     unknown: Option<String>,
 }
 
@@ -418,6 +444,15 @@ impl Windows {
             out.push_str(&format!(
                 "{head}: {} (by the window of {}/{}, journal phase {}{relied}{detail}); {}\n",
                 s.owner, s.namespace, s.gateway, s.phase, s.resume
+            ));
+        }
+        for g in &self.gone {
+            out.push_str(&format!("gateway gone: {}\n", g.detail));
+        }
+        for (fip, who) in &self.shared {
+            out.push_str(&format!(
+                "floating IP {fip} claimed by {}: the operator attaches it to one of them, the others wait at FIPAttached=False (AlreadyAssociated); take it out of each gateway that must not have it (in the repository first where Argo CD or Flux syncs it), then `vpnmig verify NAME -n NAMESPACE` for the one the client's firewall dials\n",
+                who.join(" and ")
             ));
         }
         for line in self.fip.iter().chain(&self.extra) {
@@ -879,7 +914,72 @@ async fn open_windows(
         fip: Vec::new(),
         made,
         extra: Vec::new(),
+        finished: parsed.into_iter().filter(|j| j.phase.finished()).collect(),
+        gone: Vec::new(),
+        shared: Vec::new(),
         unknown: None,
+    }
+}
+
+/// Every finished window whose gateway the table does not show as the kind it left is
+/// said, with what to do; the row of the other kind, if any, gets the blocker
+/// `gateway-gone` (a21e 6, 11: a rolled-back gateway pruned after its window, and the
+/// table, `status` and `verify` were silent or said "no journal").
+fn mark_left(rows: &mut [Row], windows: &mut Windows) {
+    let present = serde_json::json!({});
+    for j in &windows.finished {
+        let (ns, name) = (j.namespace.as_str(), j.gateway.as_str());
+        let row = |kind: &str| {
+            rows.iter()
+                .any(|r| r.namespace == ns && r.name == name && r.kind == kind)
+                .then_some(&present)
+        };
+        let state = j.left(row("IPsecGateway"), row("VPNGateway"));
+        let Some(text) = j.left_text(state) else {
+            continue;
+        };
+        let kind = j.left_kind().unwrap_or_default();
+        let now = match state {
+            crate::core::journal::Left::OtherKind => {
+                let other = if kind == "VPNGateway" {
+                    "IPsecGateway"
+                } else {
+                    "VPNGateway"
+                };
+                for r in rows
+                    .iter_mut()
+                    .filter(|r| r.namespace == ns && r.name == name && r.kind == other)
+                {
+                    let b = r.blockers.get_or_insert_with(Vec::new);
+                    if !b.contains(&"gateway-gone") {
+                        b.push("gateway-gone");
+                    }
+                }
+                other.to_string()
+            }
+            _ => "nothing".to_string(),
+        };
+        let todo = match (j.phase, state) {
+            (_, crate::core::journal::Left::OtherKind) => format!(
+                "find out who made {} (`kubectl get {} {name} -n {ns} --show-managed-fields -o yaml`); `vpnmig verify {name} -n {ns}` checks it",
+                crate::core::model::object_ref(&now, name, ns),
+                now.to_lowercase()
+            ),
+            (crate::core::journal::Phase::RolledBack, _) => format!(
+                "find out who deleted it (`kubectl get events -n {ns}`); `vpnmig rollback {name} -n {ns}` re-creates it from the journal with its floating IP pinned"
+            ),
+            _ => format!(
+                "find out who deleted it (`kubectl get events -n {ns}`); `vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal"
+            ),
+        };
+        windows.gone.push(GoneGateway {
+            namespace: ns.to_string(),
+            gateway: name.to_string(),
+            phase: j.phase.to_string(),
+            kind: kind.to_string(),
+            now,
+            detail: format!("{text}: {todo}"),
+        });
     }
 }
 
@@ -1498,6 +1598,8 @@ pub fn run(args: &StatusArgs) -> Result<i32, Error> {
         mark_psk(&mut rows, &windows);
         mark_fip(&mut rows, &mut windows);
         mark_extra(&mut rows, &mut windows, &peers);
+        mark_left(&mut rows, &mut windows);
+        windows.shared = status::shared_fips(&rows);
         crate::cli::write_stdout(&print(args, &rows, &windows, true))?;
         // Part of the answer could not be read: print what was, and fail as
         // `kubectl get A,B` does when B is refused (exit 1), so a script never reads
@@ -1532,6 +1634,7 @@ fn print(args: &StatusArgs, rows: &[Row], windows: &Windows, first: bool) -> Str
         suspended_owners: &windows.suspended,
         prune_protected: &windows.protected,
         psk_problems: &windows.psk,
+        gone_gateways: &windows.gone,
         windows_unknown: windows.unknown.as_deref(),
     };
     let style = TableStyle {
@@ -1593,6 +1696,8 @@ async fn watch(
         mark_psk(&mut now, &now_windows);
         mark_fip(&mut now, &mut now_windows);
         mark_extra(&mut now, &mut now_windows, &peers);
+        mark_left(&mut now, &mut now_windows);
+        now_windows.shared = status::shared_fips(&now);
         let changed = changes(&rows, &now);
         let windows_changed = now_windows != windows;
         if !changed.is_empty() || windows_changed {

@@ -141,7 +141,36 @@ async fn once(
         rows.extend(data_plane(cluster, name).await?);
     }
     rows.extend(psk_row(cluster, name).await?);
+    rows.extend(left_row(cluster, name, is_new).await?);
     Ok(rows)
+}
+
+/// A finished window whose gateway is not the kind it left, or is being deleted: one
+/// failed row (a21e 6, 11; the kind that is there may itself look healthy). Nothing when
+/// as left, under way, or without a journal.
+async fn left_row(cluster: &Cluster, name: &str, is_new: bool) -> Result<Vec<Row>, Error> {
+    let Some(j) = crate::cluster::journal::read(cluster, name).await? else {
+        return Ok(Vec::new());
+    };
+    let Some(kind) = j.left_kind() else {
+        return Ok(Vec::new());
+    };
+    let old = crate::cluster::objects::get(cluster, "IPsecGateway", name).await?;
+    let new = if is_new {
+        crate::cluster::objects::get(cluster, "VPNGateway", name).await?
+    } else {
+        None
+    };
+    Ok(j.left_text(j.left(old.as_ref(), new.as_ref()))
+        .map(|detail| Row {
+            check: "window",
+            object: format!("{kind} {}/{name}", cluster.namespace),
+            what: format!("as the window left it (journal phase {})", j.phase),
+            verdict: Verdict::Fail,
+            detail,
+        })
+        .into_iter()
+        .collect())
 }
 
 /// The PSK Secret against the fingerprint the gateway's journal holds (issue 21 item 1,
@@ -286,16 +315,26 @@ async fn once_live(
         Ok(v) => v,
         // Neither kind exists: between a delete and a create, a window may be under way.
         Err(e @ crate::cluster::KubeError::NotFound { .. }) => {
-            if let Ok(Some(j)) = crate::cluster::journal::read(cluster, name).await
-                && !j.phase.finished()
-            {
+            if let Ok(Some(j)) = crate::cluster::journal::read(cluster, name).await {
+                // A finished window whose gateway is gone since: never "no journal"
+                // (a21e 6, 11).
+                let message = j.left_text(j.left(None, None)).unwrap_or_else(|| format!(
+                    "neither a VPNGateway nor an IPsecGateway {name} exists in namespace {}: a window is under way (journal phase {})",
+                    cluster.namespace, j.phase
+                ));
+                let ns = cluster.namespace.as_str();
                 return Err(Error::Stop {
                     code: exit::VERIFY_FAILED,
-                    message: format!(
-                        "neither a VPNGateway nor an IPsecGateway {name} exists in namespace {}: a window is under way (journal phase {})",
-                        cluster.namespace, j.phase
-                    ),
-                    hint: Some(j.recovery()),
+                    message,
+                    hint: Some(match j.phase {
+                        crate::core::journal::Phase::RolledBack => format!(
+                            "find out who deleted it (`kubectl get events -n {ns}`); `vpnmig rollback {name} -n {ns}` re-creates it from the journal with its floating IP pinned"
+                        ),
+                        crate::core::journal::Phase::Done => format!(
+                            "find out who deleted it (`kubectl get events -n {ns}`); `vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal"
+                        ),
+                        _ => j.recovery(),
+                    }),
                 });
             }
             if let Some(hint) =

@@ -18,6 +18,21 @@ use crate::core::addr;
 /// Schema identifier of the journal document; bumped on incompatible changes.
 pub const JOURNAL_API_VERSION: &str = "vpnmig.bnerd.net/journal/v1";
 
+/// What is live of the gateway a finished window left ([`Journal::left`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Left {
+    /// A window is under way: nothing was left yet.
+    UnderWay,
+    /// The kind the window left exists (its values are `verify`'s to compare).
+    AsLeft,
+    /// It exists with a deletionTimestamp.
+    Terminating,
+    /// It is gone and the other kind of its name exists.
+    OtherKind,
+    /// Neither kind of its name exists.
+    Gone,
+}
+
 /// The ConfigMap (and Lease) name of a gateway's journal (and lock).
 pub fn object_name(gateway: &str) -> String {
     format!("vpnmig-{gateway}")
@@ -744,6 +759,80 @@ impl Journal {
         m
     }
 
+    /// The kind a finished window left live: the VPNGateway after `done`, the
+    /// IPsecGateway after `rolled-back`; `None` while one is under way.
+    pub fn left_kind(&self) -> Option<&'static str> {
+        match self.phase {
+            Phase::Done => Some("VPNGateway"),
+            Phase::RolledBack => Some("IPsecGateway"),
+            _ => None,
+        }
+    }
+
+    /// What the cluster shows of the gateway a finished window left, from the live
+    /// objects of its name (`old`: the IPsecGateway, `new`: the VPNGateway). A gateway
+    /// gone after its window is never a green verdict: its tunnels are down and the
+    /// client's firewall dials a floating IP nothing holds (a21e attacks 6 and 11: a
+    /// rolled-back gateway pruned, and `status` and `verify` said nothing or "no journal").
+    pub fn left(&self, old: Option<&Value>, new: Option<&Value>) -> Left {
+        let Some(kind) = self.left_kind() else {
+            return Left::UnderWay;
+        };
+        let (mine, other) = if kind == "VPNGateway" {
+            (new, old)
+        } else {
+            (old, new)
+        };
+        match mine {
+            Some(o) if o.pointer("/metadata/deletionTimestamp").is_some() => Left::Terminating,
+            Some(_) => Left::AsLeft,
+            None if other.is_some() => Left::OtherKind,
+            None => Left::Gone,
+        }
+    }
+
+    /// One sentence on a finished window whose gateway is not as it left it (`state`
+    /// from [`Journal::left`]), naming the journal, the kind, its floating IP and when
+    /// the window ended; `None` when it is as left (or a window is under way).
+    pub fn left_text(&self, state: Left) -> Option<String> {
+        let kind = self.left_kind()?;
+        let (name, ns) = (self.gateway.as_str(), self.namespace.as_str());
+        let when = self.history.last().map(|e| e.at.as_str()).unwrap_or("?");
+        let what = crate::core::model::object_ref(kind, name, ns);
+        let fip = match kind {
+            "VPNGateway" => self.floating_ip.clone(),
+            _ => self
+                .old_manifest
+                .pointer("/spec/endpoint/floatingIP")
+                .and_then(Value::as_str)
+                .unwrap_or(&self.floating_ip)
+                .to_string(),
+        };
+        let ended = format!(
+            "the window of {ns}/{name} ended {} at {when} leaving {what} on floating IP {fip} (journal ConfigMap {ns}/{})",
+            self.phase,
+            object_name(name)
+        );
+        let other = if kind == "VPNGateway" {
+            "IPsecGateway"
+        } else {
+            "VPNGateway"
+        };
+        Some(match state {
+            Left::AsLeft | Left::UnderWay => return None,
+            Left::Gone => format!(
+                "{ended}, and neither an IPsecGateway nor a VPNGateway {name} exists now: the gateway is gone, its tunnels are down, and nothing holds the floating IP the client's firewall dials"
+            ),
+            Left::Terminating => format!(
+                "{ended}, and it is being deleted now (deletionTimestamp set): its tunnels go down when its finalizer ends"
+            ),
+            Left::OtherKind => format!(
+                "{ended}, and it is gone: only {} exists, which the window did not leave",
+                crate::core::model::object_ref(other, name, ns)
+            ),
+        })
+    }
+
     /// `(Kind, name)` of each target, VPNGateway first.
     pub fn target_names(&self) -> Vec<(String, String)> {
         self.targets
@@ -1360,6 +1449,84 @@ mod tests {
             );
         }
         j
+    }
+
+    /// A finished window's gateway against what it left (a21e 6, 11): one row per live
+    /// state, for each phase; only as-left (and a window under way) says nothing.
+    #[test]
+    fn a_finished_window_says_when_the_gateway_it_left_is_gone() {
+        let live = json!({"metadata": {"name": "acme"}});
+        let ending =
+            json!({"metadata": {"name": "acme", "deletionTimestamp": "2026-01-01T00:09:00Z"}});
+        let mut rolled_back = chained();
+        rolled_back.old_manifest = json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}, "spec": {"endpoint": {"floatingIP": "198.51.100.23"}}});
+        let mut done = rolled_back.clone();
+        done.phase = Phase::Done;
+        done.floating_ip = "198.51.100.23".into();
+        let mut under_way = rolled_back.clone();
+        under_way.phase = Phase::OldApplied;
+        // (journal, old, new, state, words in the text)
+        let rows: [(&Journal, Option<&Value>, Option<&Value>, Left, &[&str]); 9] = [
+            (&rolled_back, Some(&live), None, Left::AsLeft, &[]),
+            (
+                &rolled_back,
+                None,
+                None,
+                Left::Gone,
+                &[
+                    "ended rolled-back at 2026-01-01T00:04:00Z leaving ipsecgateway/acme -n t on floating IP 198.51.100.23",
+                    "neither an IPsecGateway nor a VPNGateway acme exists now",
+                    "journal ConfigMap t/vpnmig-acme",
+                ],
+            ),
+            (
+                &rolled_back,
+                Some(&ending),
+                None,
+                Left::Terminating,
+                &["being deleted now"],
+            ),
+            (
+                &rolled_back,
+                None,
+                Some(&live),
+                Left::OtherKind,
+                &["only vpngateway/acme -n t exists, which the window did not leave"],
+            ),
+            (&done, None, Some(&live), Left::AsLeft, &[]),
+            (
+                &done,
+                Some(&live),
+                None,
+                Left::OtherKind,
+                &[
+                    "ended done",
+                    "leaving vpngateway/acme -n t on floating IP 198.51.100.23",
+                    "only ipsecgateway/acme -n t exists",
+                ],
+            ),
+            (&done, None, None, Left::Gone, &["the gateway is gone"]),
+            (
+                &done,
+                None,
+                Some(&ending),
+                Left::Terminating,
+                &["being deleted now"],
+            ),
+            (&under_way, None, None, Left::UnderWay, &[]),
+        ];
+        for (i, (j, old, new, want, words)) in rows.into_iter().enumerate() {
+            let got = j.left(old, new);
+            assert_eq!(got, want, "row {i}");
+            let text = j.left_text(got);
+            assert_eq!(text.is_some(), !words.is_empty(), "row {i}: {text:?}");
+            for w in words {
+                assert!(
+                    text.as_deref().unwrap_or_default().contains(w),
+                    "row {i}: {w:?} not in {text:?}"
+                );
+            }
+        }
     }
 
     /// Issue 12 item 4: each history entry holds the digest of the one before; an entry

@@ -220,5 +220,64 @@ pub fn rows(
         });
     }
     out.sort_by(|a, b| (&a.namespace, &a.name, a.kind).cmp(&(&b.namespace, &b.name, b.kind)));
+    mark_shared_fips(&mut out);
+    out
+}
+
+/// The gateways that share a floating IP with another gateway (another name, either
+/// kind, any namespace): the operator attaches it to one of them, the other waits at
+/// `FIPAttached=False` (`AlreadyAssociated`), and which one the client's firewall reaches
+/// is not the migration's to guess. Each gets the blocker `fip-shared`. The two kinds of
+/// one name (a window under way) are one gateway. Addresses compare in their family
+/// (`addr::same_in_family`): `::ffff:203.0.113.10` is not `203.0.113.10`.
+fn mark_shared_fips(rows: &mut [Row]) {
+    use std::collections::BTreeMap;
+    let key = |f: &str| {
+        crate::core::addr::addr(f).map_or_else(|| f.trim().to_string(), |a| a.to_string())
+    };
+    let mut by_fip: BTreeMap<String, std::collections::BTreeSet<(String, String)>> =
+        BTreeMap::new();
+    for r in rows.iter() {
+        if let Some(f) = r.floating_ip.as_deref().filter(|f| !f.trim().is_empty()) {
+            by_fip
+                .entry(key(f))
+                .or_default()
+                .insert((r.namespace.clone(), r.name.clone()));
+        }
+    }
+    for r in rows.iter_mut() {
+        let shared = r
+            .floating_ip
+            .as_deref()
+            .filter(|f| !f.trim().is_empty())
+            .is_some_and(|f| by_fip.get(&key(f)).is_some_and(|g| g.len() > 1));
+        if shared {
+            let b = r.blockers.get_or_insert_with(Vec::new);
+            if !b.contains(&"fip-shared") {
+                b.push("fip-shared");
+            }
+        }
+    }
+}
+
+/// The floating IPs several gateways claim, each with the gateways (`kind/name -n ns`)
+/// that claim it, from rows marked `fip-shared`.
+pub fn shared_fips(rows: &[Row]) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for r in rows.iter().filter(|r| {
+        r.blockers
+            .as_ref()
+            .is_some_and(|b| b.contains(&"fip-shared"))
+    }) {
+        let fip = r.floating_ip.clone().unwrap_or_default();
+        let who = crate::core::model::object_ref(r.kind, &r.name, &r.namespace);
+        match out
+            .iter_mut()
+            .find(|(f, _)| crate::core::addr::same_in_family(f, &fip))
+        {
+            Some((_, all)) => all.push(who),
+            None => out.push((fip, vec![who])),
+        }
+    }
     out
 }

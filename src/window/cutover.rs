@@ -179,7 +179,7 @@ async fn run(
     let (source, plan, _) =
         match super::plan::live_plan(cluster, name, &opts.allowlist, true, &chosen).await {
             Err(Error::Cluster(e @ crate::cluster::KubeError::NotFound { .. })) => {
-                return Err(no_old_gateway(cluster, name, e).await);
+                return Err(no_old_gateway(cluster, name, e, previous.as_ref()).await);
             }
             other => other?,
         };
@@ -421,10 +421,38 @@ async fn start_guard(
 /// No IPsecGateway and no journal: say what is there instead (a migrated gateway whose
 /// journal was lost, or nothing) and name the local bundle when this machine has one
 /// (issue 14 items 7 and 9).
-async fn no_old_gateway(cluster: &Cluster, name: &str, e: crate::cluster::KubeError) -> Error {
+async fn no_old_gateway(
+    cluster: &Cluster,
+    name: &str,
+    e: crate::cluster::KubeError,
+    previous: Option<&Journal>,
+) -> Error {
     let ns = cluster.namespace.as_str();
+    let new = objects::get(cluster, "VPNGateway", name).await;
+    // A rolled-back window whose IPsecGateway is gone since: its journal is there, so
+    // never "no journal" (a21e 6, 11); the rollback re-creates it from the journal.
+    if let Some(j) = previous.filter(|j| j.phase == Phase::RolledBack)
+        && let Ok(new) = &new
+    {
+        let state = j.left(None, new.as_ref());
+        if let Some(text) = j.left_text(state) {
+            return Error::Stop {
+                code: exit::REFUSED,
+                message: format!("{text}: nothing to cut over; nothing was changed"),
+                hint: Some(if state == journal::Left::Gone {
+                    format!(
+                        "`vpnmig rollback {name} -n {ns}` re-creates it from the journal (floating IP pinned), then `vpnmig cutover {name} -n {ns}` starts over"
+                    )
+                } else {
+                    format!(
+                        "find out who made the VPNGateway (`kubectl get vpngateway {name} -n {ns} --show-managed-fields -o yaml`); `vpnmig verify {name} -n {ns}` checks what it serves"
+                    )
+                }),
+            };
+        }
+    }
     let lost = crate::state::lost_journal_hint(&cluster.server, ns, name);
-    match objects::get(cluster, "VPNGateway", name).await {
+    match new {
         Ok(Some(gw)) => Error::Stop {
             code: exit::REFUSED,
             message: format!(

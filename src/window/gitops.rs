@@ -1991,11 +1991,12 @@ async fn keep(
                         "{what} cannot be read (not found as {api_version} {kind}), and whether its sync prunes it cannot be told"
                     ),
                     format!(
-                        "check by hand that {}'s source still defines it (`kubectl get {} {name}{}`; {}), then restore it by hand",
+                        "check by hand that {}'s source still defines it (`kubectl get {} {name}{}`; {}); {}",
                         r.display(),
                         kind.to_lowercase(),
                         ns_flag(&ns),
-                        gitops::render_hint(&r)
+                        gitops::render_hint(&r),
+                        not_restored(w.ns())
                     ),
                 )));
             }
@@ -2011,10 +2012,11 @@ async fn keep(
                     r.display()
                 ),
                 format!(
-                    "check by hand that {}'s source still defines every owner in the chain (`kubectl get {} {name}{} -o jsonpath='{{.metadata.ownerReferences}}'`, then each owner's), then restore it by hand",
+                    "check by hand that {}'s source still defines every owner in the chain (`kubectl get {} {name}{} -o jsonpath='{{.metadata.ownerReferences}}'`, then each owner's); {}",
                     r.display(),
                     kind.to_lowercase(),
-                    ns_flag(&ns)
+                    ns_flag(&ns),
+                    not_restored(w.ns())
                 ),
             )));
         }
@@ -2051,9 +2053,10 @@ async fn keep(
                     "what the window keeps has more than {KEPT_AT_MOST} objects through their ownerReferences, more than vpnmig checks"
                 ),
                 format!(
-                    "check by hand what {}'s sync would prune ({}), then restore it by hand",
+                    "check by hand what {}'s sync would prune ({}); {}",
                     r.display(),
-                    gitops::render_hint(&r)
+                    gitops::render_hint(&r),
+                    not_restored(w.ns())
                 ),
             )));
         }
@@ -2198,10 +2201,11 @@ async fn keep(
                     }
                 ),
                 format!(
-                    "{by_hand}; when the repository's copy is what is live, restore it by hand, or add RespectIgnoreDifferences=true to its syncOptions, then `vpnmig {} {} -n {}`",
+                    "{by_hand}; add RespectIgnoreDifferences=true to its syncOptions, then `vpnmig {} {} -n {}` (without it, {})",
                     verb_of(replaced),
                     w.name(),
-                    w.ns()
+                    w.ns(),
+                    not_restored(w.ns())
                 ),
             )));
         }
@@ -2255,8 +2259,12 @@ async fn keep(
                     record.annotation, record.value
                 ),
                 format!(
-                    "Find what removes it, or check by hand that the merged source still defines it ({}), then restore it by hand",
-                    gitops::render_hint(&r)
+                    "Find what removes it, then `vpnmig {} {} -n {}`; or check by hand that the merged source still defines it ({}); {}",
+                    verb_of(replaced),
+                    w.name(),
+                    w.ns(),
+                    gitops::render_hint(&r),
+                    not_restored(w.ns())
                 ),
             )));
         }
@@ -2273,6 +2281,15 @@ async fn keep(
         )));
     }
     Ok(Ok(()))
+}
+
+/// What follows a check vpnmig cannot make itself: it does not restore the owner, and
+/// says so, never "restore it by hand" (a21e: a restore by hand skipped the prune
+/// protections and the watch of vpnmig's own restore, and lost a PSK and a gateway).
+fn not_restored(ns: &str) -> String {
+    format!(
+        "vpnmig cannot check this, so it does not restore the owner: it stays suspended, the journal holds it, and the prune protections set so far stay (`vpnmig status -n {ns}` lists them). Resuming it is then yours alone, and nothing watches its first sync"
+    )
 }
 
 /// `kind/name -n ns`, or `kind/name (cluster-scoped)` for an object without a namespace.

@@ -150,6 +150,18 @@ async fn run(
             });
         }
     };
+    // Rolled back: is the IPsecGateway it left still there? One gone since (pruned,
+    // deleted by hand) is never "nothing to do" (a21e 6, 11): it is re-created from the
+    // journal, as the rollback did, with every check of a rollback before it.
+    let mut j = j;
+    if j.phase == Phase::RolledBack {
+        let old = objects::get(cluster, "IPsecGateway", name).await?;
+        let new = objects::get(cluster, "VPNGateway", name).await?;
+        let state = j.left(old.as_ref(), new.as_ref());
+        if let Some(text) = j.left_text(state) {
+            reopen(&mut j, state, text, ev, &by)?;
+        }
+    }
     if j.phase == Phase::RolledBack && j.gitops.iter().any(|r| r.paused) {
         // Rolled back, and an owner it suspended waits for the repository to define the
         // IPsecGateway again.
@@ -188,7 +200,6 @@ async fn run(
     steps::require_permissions(cluster, "roll back").await?;
     // The VPNGateway the rollback deletes may be synced by now (a merged repository, a
     // restored owner): the same choice as a cutover, before any change (issue 11).
-    let mut j = j;
     super::gitops::rollback_owners(cluster, ev, name, &mut j, opts.gitops.mode).await?;
     // Every precondition before the first change (issue 14 item 6): the PSK Secret the
     // re-created gateway authenticates with, and which VPNPeers the rollback may delete.
@@ -313,6 +324,78 @@ async fn run(
         verify: t.rows,
     });
     Ok(Outcome::Done)
+}
+
+/// A rolled-back window whose IPsecGateway is not as it left it (`state`, said in
+/// `text`): gone, it is re-created from the journal as the rollback did (the journal goes
+/// back to `new-deleted`, in memory until the re-create is recorded, so a refusal or a
+/// "no" at the prompt writes nothing). Being deleted, or replaced by a VPNGateway the
+/// window did not leave, or synced by a GitOps owner no window holds: refused, nothing
+/// changed, with what to do.
+fn reopen(
+    j: &mut Journal,
+    state: journal::Left,
+    text: String,
+    ev: &dyn Emit,
+    by: &str,
+) -> Result<(), Error> {
+    let (name, ns) = (j.gateway.clone(), j.namespace.clone());
+    match state {
+        journal::Left::Terminating => {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!("{text}; nothing was changed"),
+                hint: Some(format!(
+                    "once it is gone (`kubectl get ipsecgateway {name} -n {ns} -w`), `vpnmig rollback {name} -n {ns}` re-creates it from the journal with its floating IP pinned; find out who deleted it first (`kubectl get events -n {ns}`)"
+                )),
+            });
+        }
+        journal::Left::OtherKind => {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!("{text}; nothing was changed"),
+                hint: Some(format!(
+                    "find out who made it (`kubectl get vpngateway {name} -n {ns} --show-managed-fields -o yaml`); `vpnmig verify {name} -n {ns}` checks what it serves. vpnmig deletes only what its own window made, and re-creates the IPsecGateway only where neither kind exists"
+                )),
+            });
+        }
+        journal::Left::Gone => {}
+        journal::Left::AsLeft | journal::Left::UnderWay => return Ok(()),
+    }
+    // An owner that syncs the old gateway and that no window holds suspended pruned it
+    // (its source no longer defines it) and would prune a re-created one again.
+    let held =
+        |o: &crate::core::gitops::OwnerRef| j.gitops.iter().any(|r| r.paused && &r.owner == o);
+    let syncing: Vec<String> = crate::core::gitops::detect(&j.old_manifest)
+        .iter()
+        .filter(|m| m.tool.reconciles())
+        .filter(|m| m.owner.as_ref().is_none_or(|o| !held(o)))
+        .map(|m| match &m.owner {
+            Some(o) => o.display(),
+            None => m.tool.label(),
+        })
+        .collect();
+    if !syncing.is_empty() {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "{text}; {} syncs it, so a re-created one would be pruned again while its source does not define it; nothing was changed",
+                syncing.join(", ")
+            ),
+            hint: Some(format!(
+                "put ipsecgateway/{name} back in the repository as the journal keeps it (its floating IP pinned: `vpnmig report {name} -n {ns}` shows the window); its owner then re-creates it; `vpnmig verify {name} -n {ns}` checks it"
+            )),
+        });
+    }
+    ev.emit(Event::Warning(format!(
+        "{text}: the rollback re-creates it from the journal (floating IP pinned, PSK checked against its fingerprint)"
+    )));
+    j.advance(
+        Phase::NewDeleted,
+        &now(),
+        &format!("{by} (the IPsecGateway the rollback left is gone)"),
+    );
+    Ok(())
 }
 
 /// The rollback steps from the journal's phase to `RolledBack` (also run by
