@@ -498,11 +498,10 @@ async fn a_migrated_gateway_gone_since_is_said_and_the_rollback_restores_it(b: &
     assert_eq!(g[0]["phase"], "done", "{doc:#}");
     assert_eq!(g[0]["kind"], "VPNGateway");
     assert!(
-        text.contains(&format!(
-            "gateway gone: the window of tenant-acme/acme ended done at "
-        )) && text.contains(&format!(
-            "leaving vpngateway/acme -n tenant-acme on floating IP {ACME_FIP}"
-        )),
+        text.contains("gateway gone: the window of tenant-acme/acme ended done at ")
+            && text.contains(&format!(
+                "leaving vpngateway/acme -n tenant-acme on floating IP {ACME_FIP}"
+            )),
         "{text}"
     );
     let r = b.step(&["verify", "acme"], 5, &[]).await;

@@ -1466,7 +1466,14 @@ mod tests {
         let mut under_way = rolled_back.clone();
         under_way.phase = Phase::OldApplied;
         // (journal, old, new, state, words in the text)
-        let rows: [(&Journal, Option<&Value>, Option<&Value>, Left, &[&str]); 9] = [
+        type Case<'a> = (
+            &'a Journal,
+            Option<&'a Value>,
+            Option<&'a Value>,
+            Left,
+            &'a [&'a str],
+        );
+        let rows: [Case; 9] = [
             (&rolled_back, Some(&live), None, Left::AsLeft, &[]),
             (
                 &rolled_back,
