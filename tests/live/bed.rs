@@ -30,8 +30,11 @@
 //! - **Users** (`settings.users`) work on both: on the real control plane each is a client
 //!   certificate with a ClusterRole of its rules, its context named as the emulator names
 //!   it (`vpnmig-sandbox-<user>`).
-//! - **Only the emulator has** the API fault knobs (`settings.api`, `Sandbox::api_faults`),
-//!   the collector's pace, the simulated GitOps controllers, and its store (events,
+//! - **The API fault knobs** (`settings.api` and, at run time, [`Bed::api_faults`]) work on
+//!   both: on the real control plane the kubeconfig points at the fault proxy in front of
+//!   kube-apiserver (`vpnmig_sandbox::proxy`), which applies the same knobs.
+//! - **Only the emulator has** admission webhooks (`settings.api.webhooks`), the
+//!   collector's pace, the simulated GitOps controllers, and its store (events,
 //!   resourceVersions: [`Bed::emulator`]). A row that needs one says so:
 //!   `only: Some((Backend::Emulated, "why"))`; on the real backend it prints
 //!   `SKIPPED on the real control plane: why` and passes. A row whose settings hold an
@@ -51,8 +54,8 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
 use serde_json::Value;
-use vpnmig_sandbox::controlplane::{ControlPlane, ControlPlaneError};
 use vpnmig_sandbox::api::faults::ApiFaults;
+use vpnmig_sandbox::controlplane::{ControlPlane, ControlPlaneError};
 use vpnmig_sandbox::operator::Operator;
 use vpnmig_sandbox::proxy::Proxy;
 use vpnmig_sandbox::{Config, Sandbox, SettingsFile, scenario};

@@ -322,8 +322,8 @@ async fn forward(
         let server_side = hyper::upgrade::on(&mut resp);
         tokio::spawn(async move {
             if let (Ok(c), Ok(s)) = (client_side.await, server_side.await) {
-                let _ = tokio::io::copy_bidirectional(&mut TokioIo::new(c), &mut TokioIo::new(s))
-                    .await;
+                let _ =
+                    tokio::io::copy_bidirectional(&mut TokioIo::new(c), &mut TokioIo::new(s)).await;
             }
         });
         let (parts, _) = resp.into_parts();
@@ -360,26 +360,98 @@ mod tests {
     #[test]
     fn verbs_and_resources_are_derived_as_kube_apiserver_does() {
         let rows = [
-            ("GET", "/api/v1/namespaces/t/configmaps", is("list", "configmaps")),
-            ("GET", "/api/v1/namespaces/t/configmaps?watch=true&resourceVersion=1", is("watch", "configmaps")),
-            ("GET", "/api/v1/namespaces/t/configmaps?watch=1", is("watch", "configmaps")),
-            ("GET", "/api/v1/namespaces/t/configmaps?watch=false", is("list", "configmaps")),
-            ("GET", "/api/v1/watch/namespaces/t/configmaps", is("watch", "configmaps")),
-            ("GET", "/api/v1/namespaces/t/configmaps/x", is("get", "configmaps")),
-            ("POST", "/api/v1/namespaces/t/configmaps", is("create", "configmaps")),
-            ("PUT", "/api/v1/namespaces/t/configmaps/x", is("update", "configmaps")),
-            ("PATCH", "/api/v1/namespaces/t/configmaps/x?fieldManager=m", is("patch", "configmaps")),
-            ("DELETE", "/api/v1/namespaces/t/configmaps/x", is("delete", "configmaps")),
-            ("DELETE", "/api/v1/namespaces/t/configmaps", is("deletecollection", "configmaps")),
-            ("PATCH", "/apis/vpn.bnerd.net/v1alpha1/namespaces/t/vpngateways/a/status", is("patch", "vpngateways/status")),
-            ("GET", "/apis/ipsec.bnerd.net/v1alpha1/ipsecgateways", is("list", "ipsecgateways")),
+            (
+                "GET",
+                "/api/v1/namespaces/t/configmaps",
+                is("list", "configmaps"),
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/t/configmaps?watch=true&resourceVersion=1",
+                is("watch", "configmaps"),
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/t/configmaps?watch=1",
+                is("watch", "configmaps"),
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/t/configmaps?watch=false",
+                is("list", "configmaps"),
+            ),
+            (
+                "GET",
+                "/api/v1/watch/namespaces/t/configmaps",
+                is("watch", "configmaps"),
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/t/configmaps/x",
+                is("get", "configmaps"),
+            ),
+            (
+                "POST",
+                "/api/v1/namespaces/t/configmaps",
+                is("create", "configmaps"),
+            ),
+            (
+                "PUT",
+                "/api/v1/namespaces/t/configmaps/x",
+                is("update", "configmaps"),
+            ),
+            (
+                "PATCH",
+                "/api/v1/namespaces/t/configmaps/x?fieldManager=m",
+                is("patch", "configmaps"),
+            ),
+            (
+                "DELETE",
+                "/api/v1/namespaces/t/configmaps/x",
+                is("delete", "configmaps"),
+            ),
+            (
+                "DELETE",
+                "/api/v1/namespaces/t/configmaps",
+                is("deletecollection", "configmaps"),
+            ),
+            (
+                "PATCH",
+                "/apis/vpn.bnerd.net/v1alpha1/namespaces/t/vpngateways/a/status",
+                is("patch", "vpngateways/status"),
+            ),
+            (
+                "GET",
+                "/apis/ipsec.bnerd.net/v1alpha1/ipsecgateways",
+                is("list", "ipsecgateways"),
+            ),
             ("GET", "/api/v1/namespaces", is("list", "namespaces")),
             ("GET", "/api/v1/namespaces/t", is("get", "namespaces")),
-            ("PUT", "/api/v1/namespaces/t/finalize", is("update", "namespaces/finalize")),
-            ("GET", "/api/v1/namespaces/t/pods/p/exec?command=swanctl", is("create", "pods/exec")),
-            ("POST", "/api/v1/namespaces/t/pods/p/exec?command=swanctl", is("create", "pods/exec")),
-            ("GET", "/api/v1/namespaces/t/pods/p/log", is("get", "pods/log")),
-            ("POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", is("create", "selfsubjectaccessreviews")),
+            (
+                "PUT",
+                "/api/v1/namespaces/t/finalize",
+                is("update", "namespaces/finalize"),
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/t/pods/p/exec?command=swanctl",
+                is("create", "pods/exec"),
+            ),
+            (
+                "POST",
+                "/api/v1/namespaces/t/pods/p/exec?command=swanctl",
+                is("create", "pods/exec"),
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/t/pods/p/log",
+                is("get", "pods/log"),
+            ),
+            (
+                "POST",
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                is("create", "selfsubjectaccessreviews"),
+            ),
             ("GET", "/api", None),
             ("GET", "/apis", None),
             ("GET", "/apis/vpn.bnerd.net/v1alpha1", None),
