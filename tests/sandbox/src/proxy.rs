@@ -239,8 +239,7 @@ pub fn request_info(method: &str, uri: &Uri) -> Option<(String, String)> {
         return Some(("create".into(), resource));
     }
     let verb = match (method, name) {
-        (_, None) if watch_path => "watch",
-        (_, Some(_)) if watch_path => "watch",
+        _ if watch_path => "watch",
         ("GET" | "HEAD", None) if watch_query => "watch",
         ("GET" | "HEAD", None) => "list",
         ("GET" | "HEAD", Some(_)) => "get",
