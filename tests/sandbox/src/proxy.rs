@@ -118,11 +118,16 @@ fn upstream_client(ca_pem: &str, user: Option<&ClientCert>) -> Result<Upstream, 
             builder.with_client_auth_cert(chain, key)?
         }
     };
+    // Exec frames and watch events are small writes: without nodelay, Nagle and delayed
+    // ACKs hold each for up to 40 ms (the server side sets it too, `crate::server`).
+    let mut http = HttpConnector::new();
+    http.set_nodelay(true);
+    http.enforce_http(false);
     let https = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(config)
         .https_only()
         .enable_http1()
-        .build();
+        .wrap_connector(http);
     Ok(Client::builder(TokioExecutor::new()).build(https))
 }
 
