@@ -78,9 +78,6 @@ async fn old_deleting(b: &Bed) -> bool {
     b.deleting(IPSECGATEWAY, "tenant-acme", "acme").await
 }
 
-/// Which of the emulator's knobs a row needs, and why no real control plane has it yet.
-const API_FAULTS: &str = "API fault knobs (errors, latency, dropped watches) are the emulator's until the fault proxy in front of kube-apiserver exists (issue 23 item 4)";
-
 crate::rows! {
     single_tunnel_cutover_verify_rollback: Row {
         scenario: acme,
@@ -204,7 +201,7 @@ crate::rows! {
             ];
             Scenario::new(ACME, settings)
         },
-        only: Some((Backend::Emulated, API_FAULTS)),
+        only: None,
         after: After::acme("VPNGateway"),
         steps: |b| Box::pin(api_errors_latency_and_dropped_watches_are_survived(b)),
     },
@@ -214,7 +211,7 @@ crate::rows! {
             settings.api.errors = vec![error_rule("patch", "configmaps", 500, None)];
             Scenario::new(ACME, settings)
         },
-        only: Some((Backend::Emulated, API_FAULTS)),
+        only: None,
         after: After::acme("IPsecGateway"),
         steps: |b| Box::pin(a_journal_that_cannot_be_written_stops_before_any_change(b)),
     },
@@ -262,10 +259,7 @@ crate::rows! {
             settings.api.latency_ms = 20;
             Scenario::new(ACME, settings)
         },
-        only: Some((
-            Backend::Emulated,
-            "the API latency knob holds open the window between the journal and the delete that the edit must hit (API faults: issue 23 item 4)",
-        )),
+        only: None,
         after: None,
         steps: |b| Box::pin(an_edit_after_the_journal_is_refused_before_the_delete(b)),
     },
@@ -320,10 +314,7 @@ crate::rows! {
     },
     a_forward_cutover_stopped_before_the_delete_resumes_with_the_journal_targets: Row {
         scenario: acme_default_pool,
-        only: Some((
-            Backend::Emulated,
-            "an API error switched on and off at run time (`Sandbox::api_faults`) refuses the forward run's dry run (API faults: issue 23 item 4)",
-        )),
+        only: None,
         after: After::acme("VPNGateway"),
         steps: |b| Box::pin(a_forward_cutover_stopped_before_the_delete_resumes_with_the_journal_targets(b)),
     },
@@ -1609,7 +1600,7 @@ async fn api_errors_latency_and_dropped_watches_are_survived(b: &Bed) {
         &["delete ipsecgateway/acme -n tenant-acme failed"],
     )
     .await;
-    let faults = b.emulator().api_faults.read().unwrap().errors.clone();
+    let faults = b.api_faults().read().unwrap().errors.clone();
     assert!(
         faults.iter().all(|e| e.times == Some(0)),
         "every fault fired: {faults:?}"
@@ -1853,7 +1844,7 @@ async fn a_forward_cutover_stopped_before_the_delete_resumes_with_the_journal_ta
     // The /24 was lost.
     b.step(&["rollback", "acme", "--yes"], 5, &[]).await;
     // The forward run fails before its delete (the dry run is refused).
-    let faults = &b.emulator().api_faults;
+    let faults = b.api_faults();
     faults.write().unwrap().errors = vec![error_rule("patch", "vpngateways", 500, None)];
     b.step(&["cutover", "acme", "--forward", "--yes"], 1, &[])
         .await;

@@ -30,8 +30,11 @@
 //! - **Users** (`settings.users`) work on both: on the real control plane each is a client
 //!   certificate with a ClusterRole of its rules, its context named as the emulator names
 //!   it (`vpnmig-sandbox-<user>`).
-//! - **Only the emulator has** the API fault knobs (`settings.api`, `Sandbox::api_faults`),
-//!   the collector's pace, the simulated GitOps controllers, and its store (events,
+//! - **The API fault knobs** (`settings.api` and, at run time, [`Bed::api_faults`]) work on
+//!   both: on the real control plane the kubeconfig points at the fault proxy in front of
+//!   kube-apiserver (`vpnmig_sandbox::proxy`), which applies the same knobs.
+//! - **Only the emulator has** admission webhooks (`settings.api.webhooks`), the
+//!   collector's pace, the simulated GitOps controllers, and its store (events,
 //!   resourceVersions: [`Bed::emulator`]). A row that needs one says so:
 //!   `only: Some((Backend::Emulated, "why"))`; on the real backend it prints
 //!   `SKIPPED on the real control plane: why` and passes. A row whose settings hold an
@@ -51,8 +54,10 @@ use std::time::{Duration, Instant};
 use futures::future::BoxFuture;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
 use serde_json::Value;
+use vpnmig_sandbox::api::faults::ApiFaults;
 use vpnmig_sandbox::controlplane::{ControlPlane, ControlPlaneError};
 use vpnmig_sandbox::operator::Operator;
+use vpnmig_sandbox::proxy::Proxy;
 use vpnmig_sandbox::{Config, Sandbox, SettingsFile, scenario};
 
 use super::Run;
@@ -228,7 +233,8 @@ pub struct Bed {
     pub operator: Arc<Operator>,
     /// The emulator, on [`Backend::Emulated`].
     sb: Option<Sandbox>,
-    cp: Option<ControlPlane>,
+    /// The control plane and the fault proxy in front of it, on [`Backend::Real`].
+    cp: Option<(ControlPlane, Proxy)>,
     dir: tempfile::TempDir,
 }
 
@@ -261,11 +267,15 @@ impl Bed {
                 let on_both = SettingsFile {
                     operator: scenario.settings.operator.clone(),
                     users: scenario.settings.users.clone(),
+                    api: ApiFaults {
+                        webhooks: Vec::new(),
+                        ..scenario.settings.api.clone()
+                    },
                     ..SettingsFile::default()
                 };
                 assert!(
                     scenario.settings == on_both,
-                    "this row's settings have a part only the emulator has (API faults, gc, gitops): mark it `only: Some((Backend::Emulated, \"why\"))`"
+                    "this row's settings have a part only the emulator has (admission webhooks, gc, gitops): mark it `only: Some((Backend::Emulated, \"why\"))`"
                 );
                 match vpnmig_sandbox::controlplane::built() {
                     Ok(_) => {}
@@ -287,12 +297,20 @@ impl Bed {
                 let mut all = vec![&cp.admin];
                 all.extend(users.iter());
                 // The emulator names a user's context `vpnmig-sandbox-<user>`: the same here.
+                // Through the fault proxy, always: a row switches the API faults at run
+                // time through `Bed::api_faults` as on the emulator. The operator, the
+                // controllers and kwok speak to kube-apiserver directly, as the emulator's
+                // operator and collector work on its store, out of the faults' reach.
+                let faults = Arc::new(std::sync::RwLock::new(scenario.settings.api.clone()));
+                let proxy = Proxy::start(&cp.url, &cp.ca_pem, &all, faults)
+                    .await
+                    .unwrap_or_else(|e| panic!("the fault proxy: {e}"));
                 let text = cp
-                    .kubeconfig(&all, ns.as_deref())
+                    .kubeconfig_at(&proxy.url(), proxy.ca_pem(), &all, ns.as_deref())
                     .replace("vpnmig-controlplane-", "vpnmig-sandbox-");
                 std::fs::write(&kubeconfig, text).unwrap();
                 let op = real_operator(&cp, scenario.settings.operator).await;
-                (None, Some(cp), op)
+                (None, Some((cp, proxy)), op)
             }
         };
         let client = client(&kubeconfig).await;
@@ -338,6 +356,17 @@ impl Bed {
         self.sb.as_ref().unwrap_or_else(|| {
             panic!("this row uses the emulator's own state: mark it `only: Some((Backend::Emulated, \"why\"))`")
         })
+    }
+
+    /// The API fault knobs (`settings.api` without its webhooks), changeable at run time
+    /// on both backends: the emulator's own, or the fault proxy's in front of
+    /// kube-apiserver.
+    pub fn api_faults(&self) -> &Arc<std::sync::RwLock<ApiFaults>> {
+        match (&self.sb, &self.cp) {
+            (Some(sb), _) => &sb.api_faults,
+            (None, Some((_, proxy))) => &proxy.faults,
+            (None, None) => unreachable!("a bed has a backend"),
+        }
     }
 
     /// The emulator store's resourceVersion now (what `events_after` reads from), on the

@@ -467,6 +467,18 @@ impl ControlPlane {
 
     /// A kubeconfig with one context per user (the first is current), in `namespace`.
     pub fn kubeconfig(&self, users: &[&ClientCert], namespace: Option<&str>) -> String {
+        self.kubeconfig_at(&self.url, &self.ca_pem, users, namespace)
+    }
+
+    /// [`ControlPlane::kubeconfig`] for a server in front of kube-apiserver (the fault
+    /// proxy, `crate::proxy`) at `server`, whose serving CA is `server_ca_pem`.
+    pub fn kubeconfig_at(
+        &self,
+        server: &str,
+        server_ca_pem: &str,
+        users: &[&ClientCert],
+        namespace: Option<&str>,
+    ) -> String {
         use base64::Engine;
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
         let contexts: Vec<_> = users
@@ -492,7 +504,7 @@ impl ControlPlane {
         let cfg = serde_json::json!({
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "vpnmig-controlplane", "cluster": {"server": self.url, "certificate-authority-data": b64(&self.ca_pem)}}],
+            "clusters": [{"name": "vpnmig-controlplane", "cluster": {"server": server, "certificate-authority-data": b64(server_ca_pem)}}],
             "contexts": contexts,
             "users": users,
             "current-context": "vpnmig-controlplane",

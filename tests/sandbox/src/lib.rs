@@ -10,6 +10,7 @@ pub mod exec;
 pub mod gitops;
 pub mod limits;
 pub mod operator;
+pub mod proxy;
 pub mod resources;
 pub mod scenario;
 pub mod selector;

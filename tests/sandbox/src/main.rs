@@ -34,7 +34,8 @@ struct Args {
     kubeconfig: Option<PathBuf>,
     /// Operator timing and faults, API faults, extra users, and the simulated Argo CD
     /// and Flux's `gitops:` delay and faults (YAML; see the README and docs/gitops.md).
-    /// With `--control-plane real`, only its `operator:` part.
+    /// With `--control-plane real`, only its `operator:` part and its `api:` faults (in a
+    /// fault proxy in front of kube-apiserver; not `api.webhooks`).
     #[arg(long, value_name = "FILE")]
     operator_settings: Option<PathBuf>,
     /// Port on 127.0.0.1 (0: any free port; the emulator only).
@@ -115,31 +116,56 @@ async fn run_real(
     settings: SettingsFile,
 ) -> Result<(), String> {
     use vpnmig_sandbox::controlplane::ControlPlane;
-    // The operator's part runs here; the API faults, users, collector pace and GitOps
-    // controllers are the emulator's.
-    let operator_only = SettingsFile {
+    // The operator's part runs here, the API faults (but webhooks) in the fault proxy in
+    // front of kube-apiserver; users, webhooks, collector pace and GitOps controllers are
+    // the emulator's.
+    let on_real = SettingsFile {
         operator: settings.operator.clone(),
+        api: vpnmig_sandbox::api::faults::ApiFaults {
+            webhooks: Vec::new(),
+            ..settings.api.clone()
+        },
         ..SettingsFile::default()
     };
-    if settings != operator_only {
-        return Err("--operator-settings: only its `operator:` part applies to the real control plane; its API faults, users, gc and gitops are the emulator's (use --control-plane emulated)".into());
+    if settings != on_real {
+        return Err("--operator-settings: only its `operator:` and `api:` parts (but `api.webhooks`) apply to the real control plane; its users, webhooks, gc and gitops are the emulator's (use --control-plane emulated)".into());
     }
     settings
         .operator
         .validate()
         .map_err(|e| format!("--operator-settings: {e}"))?;
+    settings
+        .api
+        .validate()
+        .map_err(|e| format!("--operator-settings: {e}"))?;
+    // The fault proxy only when there are faults to apply: it costs each request a hop
+    // (docs/sandbox.md has the figures), and this binary has no run-time switch of them.
+    let faulted = settings.api != vpnmig_sandbox::api::faults::ApiFaults::default();
     let kubeconfig = kubeconfig_arg(&args);
     // Started on this (the main) thread, which lives as long as the process: each component
     // is told to die with the thread that started it.
-    let cp = (|| -> Result<ControlPlane, String> {
+    let (cp, namespace) = (|| -> Result<(ControlPlane, Option<String>), String> {
         let cp = ControlPlane::start().map_err(|e| e.to_string())?;
         let namespace = vpnmig_sandbox::controlplane::load(&cp, &objects)?;
+        Ok((cp, namespace))
+    })()?;
+    let proxy = if faulted {
+        let faults = std::sync::Arc::new(std::sync::RwLock::new(settings.api.clone()));
+        let p = vpnmig_sandbox::proxy::Proxy::start(&cp.url, &cp.ca_pem, &[&cp.admin], faults)
+            .await
+            .map_err(|e| format!("the fault proxy: {e}"))?;
+        write_kubeconfig(
+            &kubeconfig,
+            &cp.kubeconfig_at(&p.url(), p.ca_pem(), &[&cp.admin], namespace.as_deref()),
+        )?;
+        Some(p)
+    } else {
         write_kubeconfig(
             &kubeconfig,
             &cp.kubeconfig(&[&cp.admin], namespace.as_deref()),
         )?;
-        Ok(cp)
-    })()?;
+        None
+    };
     // The simulated operator, as a controller over the API; pod exec into its gateway
     // pods comes back here through kwok and the `swanctl` in exec/.
     let started = std::time::Instant::now();
@@ -196,6 +222,12 @@ async fn run_real(
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     let path = std::path::absolute(&kubeconfig).unwrap_or(kubeconfig.clone());
+    if let Some(p) = &proxy {
+        eprintln!(
+            "vpnmig-sandbox: the kubeconfig points at the fault proxy {} in front of kube-apiserver (the settings' api: faults)",
+            p.url()
+        );
+    }
     eprintln!(
         "vpnmig-sandbox: real control plane serving {} (kube-apiserver, etcd, kube-controller-manager, kwok); simulated operator running as a controller ({} reconciles in {} ms); Ctrl-C stops it",
         cp.url,
@@ -210,6 +242,7 @@ async fn run_real(
     if let Some(p) = plane {
         let _ = tokio::task::spawn_blocking(move || p.shutdown()).await;
     }
+    drop(proxy);
     drop(cp);
     Ok(())
 }

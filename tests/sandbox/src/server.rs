@@ -330,7 +330,14 @@ async fn collect(store: Arc<Store>, gc: Arc<RwLock<GcSettings>>) {
     }
 }
 
-async fn serve(
+/// The client certificate a connection presented (the first of its chain), if any: an
+/// extension of every request on it (read by the fault proxy, `crate::proxy`).
+#[derive(Clone, Debug, Default)]
+pub struct PeerCert(pub Option<Vec<u8>>);
+
+/// Serve `router` over TLS on `listener` until `stopped` flips: HTTP/1.1 with upgrades
+/// (exec), each connection's [`PeerCert`] in its requests' extensions.
+pub(crate) async fn serve(
     listener: TcpListener,
     acceptor: tokio_rustls::TlsAcceptor,
     router: Router,
@@ -351,6 +358,13 @@ async fn serve(
             let Ok(tls) = acceptor.accept(tcp).await else {
                 return;
             };
+            let peer = tls
+                .get_ref()
+                .1
+                .peer_certificates()
+                .and_then(|c| c.first())
+                .map(|c| c.to_vec());
+            let router = router.layer(axum::Extension(PeerCert(peer)));
             let service = hyper_util::service::TowerToHyperService::new(router);
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(tls), service)

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair, KeyUsagePurpose, SanType};
 use rustls::ServerConfig;
+use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::WebPkiClientVerifier;
 
 /// The generated CA (PEM, for the kubeconfig) and the server's TLS configuration.
 pub struct Tls {
@@ -20,10 +22,20 @@ pub enum TlsError {
     Cert(#[from] rcgen::Error),
     #[error("cannot configure TLS")]
     Rustls(#[from] rustls::Error),
+    #[error("cannot read the client CA: {0}")]
+    Pem(String),
 }
 
 /// Generate a CA and a server certificate signed by it.
 pub fn generate() -> Result<Tls, TlsError> {
+    generate_for_clients(None)
+}
+
+/// [`generate`], and when `client_ca_pem` is given, ask each client for a certificate and
+/// accept one signed by that CA (a client without one is accepted too: it may send a
+/// bearer token). The fault proxy in front of kube-apiserver (`crate::proxy`) reads the
+/// certificate to speak to kube-apiserver as the same user.
+pub fn generate_for_clients(client_ca_pem: Option<&str>) -> Result<Tls, TlsError> {
     let ca_key = KeyPair::generate()?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params
@@ -53,12 +65,25 @@ pub fn generate() -> Result<Tls, TlsError> {
         CertificateDer::from(ca_cert.der().to_vec()),
     ];
     let private = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-    let mut server =
-        ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()
-            .expect("ring supports the default TLS versions")
-            .with_no_client_auth()
-            .with_single_cert(chain, private)?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default TLS versions");
+    let builder = match client_ca_pem {
+        None => builder.with_no_client_auth(),
+        Some(pem) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in CertificateDer::pem_slice_iter(pem.as_bytes()) {
+                roots.add(c.map_err(|e| TlsError::Pem(e.to_string()))?)?;
+            }
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .allow_unauthenticated()
+                .build()
+                .map_err(|e| TlsError::Pem(e.to_string()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let mut server = builder.with_single_cert(chain, private)?;
     server.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Tls {
         ca_pem: ca_cert.pem(),

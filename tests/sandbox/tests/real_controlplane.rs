@@ -217,6 +217,68 @@ fn a_loaded_scenario_keeps_its_ownerreferences_on_the_owners_new_uids() {
     );
 }
 
+/// `vpnmig-sandbox --control-plane real` with the settings' `api:` faults: the kubeconfig
+/// points at the fault proxy in front of kube-apiserver, which refuses what a rule names
+/// and forwards the rest; a settings file with a webhook is still refused there.
+#[test]
+fn the_sandbox_binary_serves_the_api_faults_of_its_settings_through_the_fault_proxy() {
+    if !available() {
+        return;
+    }
+    let sb = Served::start(
+        ACME,
+        Some("api:\n  errors:\n  - {verbs: [list], resources: [vpnpeers], code: 503}\n"),
+    );
+    assert!(sb.banner.contains("fault proxy"), "{}", sb.banner);
+    let kc: serde_json::Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&sb.kubeconfig).unwrap()).unwrap();
+    let server = kc["clusters"][0]["cluster"]["server"].as_str().unwrap();
+    assert!(
+        sb.banner.contains(&format!("the fault proxy {server} "))
+            && !sb.banner.contains(&format!("serving {server} ")),
+        "the kubeconfig names the proxy, not kube-apiserver: {server}\n{}",
+        sb.banner
+    );
+    let peers = sb.kubectl(&["get", "vpnpeers", "-n", "tenant-acme"]);
+    assert!(!peers.status.success(), "{peers:?}");
+    assert!(
+        String::from_utf8_lossy(&peers.stderr)
+            .contains("the server is currently unable to handle the request"),
+        "{peers:?}"
+    );
+    let gw = sb.kubectl(&["get", "ipsecgateway/acme", "-n=tenant-acme", "-o=name"]);
+    assert!(gw.status.success(), "{gw:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&gw.stdout).trim(),
+        "ipsecgateway.ipsec.bnerd.net/acme"
+    );
+    drop(sb);
+
+    let dir = tempfile::tempdir().unwrap();
+    let settings = dir.path().join("settings.yaml");
+    std::fs::write(
+        &settings,
+        "api:\n  webhooks:\n  - {name: deny.example.net, resources: [vpnpeers], verbs: [create], deny: true}\n",
+    )
+    .unwrap();
+    let scenario = dir.path().join("acme.yaml");
+    std::fs::write(&scenario, ACME).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig-sandbox"))
+        .args(["--control-plane", "real", "--scenario"])
+        .arg(&scenario)
+        .arg("--kubeconfig")
+        .arg(dir.path().join("kubeconfig"))
+        .arg("--operator-settings")
+        .arg(&settings)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("api.webhooks"),
+        "{out:?}"
+    );
+}
+
 #[test]
 fn the_sandbox_binary_serves_a_scenario_and_a_sigkill_leaves_no_component_running() {
     use std::io::BufRead;
