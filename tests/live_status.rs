@@ -3,8 +3,8 @@
 
 mod live;
 
-use live::bed::{Bed, Row, SECRET, Scenario, VPNGATEWAY, VPNPEER};
-use live::{ACME, INITECH, Live, run_vpnmig};
+use live::bed::{Bed, CRD, Row, SECRET, Scenario, VPNGATEWAY, VPNPEER, eventually};
+use live::{ACME, INITECH};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::api::auth::{Rule, User};
@@ -45,9 +45,17 @@ fn three_tenants() -> Scenario {
     Scenario::new(Box::leak(yaml.into_boxed_str()), SettingsFile::default())
 }
 
-/// The same on the emulator, with `settings` (its API fault knobs).
-async fn sandbox(settings: SettingsFile) -> Live {
-    live::start(&format!("{ACME}\n---\n{INITECH}\n---\n{EXTRA}"), settings).await
+/// The same, with a user who may list and get only IPsecGateways.
+fn three_tenants_and_a_lister() -> Scenario {
+    let yaml = format!("{ACME}\n---\n{INITECH}\n---\n{EXTRA}");
+    let settings = SettingsFile {
+        users: vec![User::with_rules(
+            "lister",
+            vec![Rule::new(&["list", "get"], &["ipsecgateways"])],
+        )],
+        ..Default::default()
+    };
+    Scenario::new(Box::leak(yaml.into_boxed_str()), settings)
 }
 
 fn acme() -> Scenario {
@@ -96,6 +104,14 @@ fn acme_with_partial_readers() -> Scenario {
 }
 
 crate::rows! {
+    /// A refusal names the user and the resource; a transient 500 is retried and said;
+    /// a group the cluster no longer serves names the operator version that serves it.
+    refusals_and_transient_errors_are_named: Row {
+        scenario: three_tenants_and_a_lister,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(refusals_and_transient_errors_are_named(b)),
+    },
     status_lists_both_kinds_with_their_blockers: Row {
         scenario: three_tenants,
         only: None,
@@ -234,51 +250,41 @@ async fn status_lists_both_kinds_with_their_blockers(b: &Bed) {
     assert_eq!(rows.as_array().unwrap().len(), 4);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn refusals_and_transient_errors_are_named() {
-    let settings = SettingsFile {
-        users: vec![User::with_rules(
-            "lister",
-            vec![Rule::new(&["list", "get"], &["ipsecgateways"])],
-        )],
-        ..Default::default()
-    };
-    let l = sandbox(settings).await;
-    let (sb, kc) = (&l.sb, &l.kubeconfig);
-
-    let r = run_vpnmig(kc, &["status", "--context", "vpnmig-sandbox-lister"]).await;
-    assert_eq!(r.code, 1);
+async fn refusals_and_transient_errors_are_named(b: &Bed) {
+    let r = b
+        .step(&["status", "--context", "vpnmig-sandbox-lister"], 1, &[])
+        .await;
     assert!(r.says("error: forbidden: cannot list vpngateways in namespace tenant-acme: vpngateways.vpn.bnerd.net is forbidden: User \"lister\" cannot list resource \"vpngateways\""), "{}", r.stderr);
 
-    sb.api_faults.write().unwrap().errors.push(ErrorRule {
+    b.api_faults().write().unwrap().errors.push(ErrorRule {
         verbs: vec!["list".into()],
         resources: vec!["ipsecgateways".into()],
         code: 500,
         times: Some(2),
         retry_after_seconds: None,
     });
-    let r = run_vpnmig(kc, &["status"]).await;
-    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = b.step(&["status"], 0, &[]).await;
     assert_eq!(r.stderr.matches("retrying in").count(), 2, "{}", r.stderr);
 
-    let crds = sb
-        .store
-        .resource("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-        .unwrap();
-    sb.store
-        .delete(&crds, "", "vpngateways.vpn.bnerd.net", &Default::default())
-        .unwrap();
-    sb.store
-        .delete(&crds, "", "vpnpeers.vpn.bnerd.net", &Default::default())
-        .unwrap();
-    let r = run_vpnmig(kc, &["status"]).await;
-    assert_eq!(r.code, 1);
-    assert!(
-        r.says("vpn.bnerd.net/v1alpha1 is not served by"),
-        "{}",
-        r.stderr
-    );
-    assert!(r.says("the gateway operator v0.3.0"), "{}", r.stderr);
+    b.delete(CRD, "", "vpngateways.vpn.bnerd.net").await;
+    b.delete(CRD, "", "vpnpeers.vpn.bnerd.net").await;
+    // The real API server stops serving a deleted CRD's version once it is gone.
+    eventually(30, "the CRDs gone", || async {
+        b.get(CRD, "", "vpngateways.vpn.bnerd.net").await.is_none()
+            && b.get(CRD, "", "vpnpeers.vpn.bnerd.net").await.is_none()
+    })
+    .await;
+    let mut last = String::new();
+    for _ in 0..100 {
+        let r = b.vpnmig(&["status"]).await;
+        if r.code == 1 && r.says("vpn.bnerd.net/v1alpha1 is not served by") {
+            assert!(r.says("the gateway operator v0.3.0"), "{}", r.stderr);
+            return;
+        }
+        last = format!("{}\n{}", r.code, r.stderr);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("status never said the group is not served: {last}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -222,6 +222,13 @@ pub const VPNPEER: Kind = ("vpn.bnerd.net", "v1alpha1", "vpnpeers", "VPNPeer");
 pub const CONFIGMAP: Kind = ("", "v1", "configmaps", "ConfigMap");
 pub const SECRET: Kind = ("", "v1", "secrets", "Secret");
 pub const LEASE: Kind = ("coordination.k8s.io", "v1", "leases", "Lease");
+/// Cluster-scoped: pass `""` as the namespace.
+pub const CRD: Kind = (
+    "apiextensions.k8s.io",
+    "v1",
+    "customresourcedefinitions",
+    "CustomResourceDefinition",
+);
 
 /// A started backend with the scenario loaded and its gateways reconciled.
 pub struct Bed {
@@ -443,7 +450,12 @@ impl Bed {
             kind: kind.into(),
             plural: plural.into(),
         };
-        Api::namespaced_with(self.client.clone(), ns, &ar)
+        if ns.is_empty() {
+            // A cluster-scoped kind (a CustomResourceDefinition, a Namespace).
+            Api::all_with(self.client.clone(), &ar)
+        } else {
+            Api::namespaced_with(self.client.clone(), ns, &ar)
+        }
     }
 
     /// The object, through the API (`None` when not found).
