@@ -358,7 +358,7 @@ impl Next {
 }
 
 /// The JSON form of [`Next`] (docs/status-json.md, `nextWindow`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NextDoc {
     /// `upcoming`, `open`, `none`, `unreadable`, `past`, `conflict`.
