@@ -431,7 +431,70 @@ fn cluster_role(b: &Bed, f: impl Fn(&mut Vec<Value>)) {
     );
 }
 
+/// The NEXT-WINDOW cell of acme's row in `status -A`, and its line under `plan -A`.
+async fn next_window_cells(b: &Bed) -> (String, String) {
+    let s = b.step(&["status", "-A"], 0, &[]).await;
+    let header = s.stdout.lines().next().unwrap();
+    let at = header.find("NEXT-WINDOW").expect("a NEXT-WINDOW column");
+    let row = s.stdout.lines().find(|l| l.contains(" acme ")).unwrap();
+    let p = b.step(&["plan", "-A"], 0, &[]).await;
+    let line = p
+        .stdout
+        .split("next windows:\n")
+        .nth(1)
+        .expect("plan -A names the next windows")
+        .trim_end()
+        .to_string();
+    (row[at..].to_string(), line)
+}
+
+async fn status_and_plan_name_the_next_window(b: &Bed) {
+    b.edit(IPSECGATEWAY, "tenant-acme", "acme", |g| {
+        g["metadata"]["annotations"]["vpnmig.bnerd.net/window"] = json!("2026-12-08T02:00/PT1H");
+    })
+    .await;
+    let why = "unreadable (annotation vpnmig.bnerd.net/window): `2026-12-08T02:00` has no offset and no time zone: write one (…T02:00:00+01:00) or give timeZone";
+    assert_eq!(
+        next_window_cells(b).await,
+        (why.to_string(), format!("  tenant-acme/acme: {why}"))
+    );
+    b.edit(IPSECGATEWAY, "tenant-acme", "acme", |g| {
+        g["metadata"]["annotations"]["vpnmig.bnerd.net/window"] =
+            json!("2020-12-08T02:00:00+01:00/PT1H");
+    })
+    .await;
+    let past = "past: 2020-12-08 02:00 → 03:00 +01:00";
+    assert_eq!(
+        next_window_cells(b).await,
+        (past.to_string(), format!("  tenant-acme/acme: {past}"))
+    );
+    let w = window_ahead();
+    b.edit(IPSECGATEWAY, "tenant-acme", "acme", |g| {
+        g["metadata"]["annotations"]["vpnmig.bnerd.net/window"] = json!(w);
+    })
+    .await;
+    let (cell, line) = next_window_cells(b).await;
+    assert!(
+        cell.ends_with(" (Europe/Berlin)") && !cell.contains("under way"),
+        "{cell}"
+    );
+    assert_eq!(line, format!("  tenant-acme/acme: {cell}"));
+    let j = b.step(&["status", "-A", "-o", "json"], 0, &[]).await;
+    let doc: Value = serde_json::from_str(&j.stdout).unwrap();
+    let next = &doc["gateways"][0]["nextWindow"];
+    assert_eq!(next["state"], "upcoming");
+    assert_eq!(next["timeZone"], "Europe/Berlin");
+    assert_eq!(next["sources"], json!([{"kind": "annotation"}]));
+}
+
 rows! {
+    /// `status -A` and `plan -A` name each gateway's next window, or why it has none.
+    status_and_plan_name_each_gateways_next_window: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(status_and_plan_name_the_next_window(b)),
+    },
     /// The generated account runs a whole window with in-cluster configuration.
     a_window_run_by_the_generated_account_in_cluster_ends_done: Row {
         scenario: acme,

@@ -325,13 +325,7 @@ pub(crate) fn mark_next_windows(
     gateways: &[IPsecGateway],
     file: Option<&WindowsFile>,
 ) {
-    let annotated = gateways.iter().any(|g| {
-        g.metadata
-            .annotations
-            .as_ref()
-            .is_some_and(|a| a.contains_key(maintenance::ANNOTATION))
-    });
-    if file.is_none() && !annotated {
+    if !written(gateways, file) {
         return;
     }
     let next = sched::next_windows(gateways, file, jiff::Timestamp::now());
@@ -343,4 +337,37 @@ pub(crate) fn mark_next_windows(
             r.next_window = Some((&s.next).into());
         }
     }
+}
+
+/// `plan` of many: each IPsecGateway's next window in `-n`/`-A`, as a cell, where a
+/// window is written (the file given, or the annotation on any gateway); else none.
+pub(crate) async fn next_lines(
+    cluster: &Cluster,
+    all_namespaces: bool,
+    windows: Option<&std::path::Path>,
+) -> Result<Vec<((String, String), String)>, Error> {
+    let file = windows.map(read_windows).transpose()?;
+    let ns = (!all_namespaces).then_some(cluster.namespace.as_str());
+    let gateways: Vec<IPsecGateway> = list::all(cluster, ns).await?;
+    if !written(&gateways, file.as_ref()) {
+        return Ok(Vec::new());
+    }
+    Ok(
+        sched::next_windows(&gateways, file.as_ref(), jiff::Timestamp::now())
+            .into_iter()
+            .map(|s| ((s.namespace, s.name), s.next.show()))
+            .collect(),
+    )
+}
+
+/// Whether a window is written anywhere: the windows file given, or the annotation on one
+/// of `gateways`. Where none is, `status` and `plan` add nothing.
+fn written(gateways: &[IPsecGateway], file: Option<&WindowsFile>) -> bool {
+    file.is_some()
+        || gateways.iter().any(|g| {
+            g.metadata
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.contains_key(maintenance::ANNOTATION))
+        })
 }
