@@ -662,14 +662,15 @@ windows:
         let bronze = labels(&[("tier", "bronze")]);
         let gold_us = labels(&[("tier", "gold"), ("region", "us")]);
         // (namespace, name, labels, annotation, with the file, the cell)
-        let rows: Vec<(
-            &str,
-            &str,
+        type Case<'a> = (
+            &'a str,
+            &'a str,
             BTreeMap<String, String>,
-            Option<&str>,
+            Option<&'a str>,
             bool,
-            &str,
-        )> = vec![
+            &'a str,
+        );
+        let rows: Vec<Case> = vec![
             (
                 "tenant-acme",
                 "acme",
