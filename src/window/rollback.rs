@@ -197,17 +197,19 @@ async fn run(
         });
     }
     new_fip_pinned(cluster, &j).await?;
+    if j.phase < Phase::OldApplied {
+        fip_unclaimed(cluster, &j).await?;
+    }
     steps::require_permissions(cluster, "roll back").await?;
     // The VPNGateway the rollback deletes may be synced by now (a merged repository, a
     // restored owner): the same choice as a cutover, before any change (issue 11).
     super::gitops::rollback_owners(cluster, ev, name, &mut j, opts.gitops.mode).await?;
     // Every precondition before the first change (issue 14 item 6): the PSK Secret the
     // re-created gateway authenticates with, and which VPNPeers the rollback may delete.
-    let psk = if j.phase < Phase::OldApplied {
-        objects::secret(cluster, &j.psk_secret).await?
-    } else {
-        None
-    };
+    // At every phase, a re-created gateway already there too: a rollback that closes its
+    // journal over a key that is not the client's would be a false "rolled back" (a21f A2,
+    // A4).
+    let psk = objects::secret(cluster, &j.psk_secret).await?;
     if let Some(s) = &psk {
         // A key rotated during the window would fail the re-created gateway's tunnels:
         // refuse before the first change, not after the re-create.
@@ -220,7 +222,7 @@ async fn run(
             e => e,
         })?;
     }
-    if j.phase < Phase::OldApplied && psk.is_none() {
+    if psk.is_none() {
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!(
@@ -228,8 +230,9 @@ async fn run(
                 j.psk_secret
             ),
             hint: Some(format!(
-                "re-create the Secret from your own records (vpnmig never stores a key): `kubectl create secret generic {} -n {ns} --from-literal=psk=…`, then run the rollback again: `{}`",
+                "re-create the Secret from your own records (vpnmig never stores a key): `kubectl create secret generic {} -n {ns} --from-literal={}=<the client's key>`, then run the rollback again: `{}`",
                 j.psk_secret,
+                j.psk_key(),
                 crate::error::again(&[])
             )),
         });
@@ -752,6 +755,24 @@ The client's routes and firewall name the old addresses: {forward}, or change th
         ev.emit(Event::Note(format!(
             "the tunnels were not waited for: they come up once the client uses the new addresses; `vpnmig verify {name} -n {ns} --wait` checks them"
         )));
+        // Only the tunnels may be missing here: anything else failed is not healthy,
+        // whatever the choice to close the journal (a21f A2: exit 0 under NOT HEALTHY).
+        let failed: Vec<String> = rows
+            .iter()
+            .filter(|r| r.verdict == crate::core::verify::Verdict::Fail)
+            .filter(|r| !matches!(r.check, "tunnel" | "reach"))
+            .map(|r| format!("{} {} {}: {}", r.check, r.object, r.what, r.detail))
+            .collect();
+        if !failed.is_empty() {
+            return Err(Error::Stop {
+                code: exit::VERIFY_FAILED,
+                message: format!(
+                    "the journal is closed (rolled-back, as --accept-new-addresses asks), but IPsecGateway {ns}/{name} is not healthy beyond its tunnels: {}",
+                    failed.join("; ")
+                ),
+                hint: Some(format!("`vpnmig verify {name} -n {ns}` shows every check")),
+            });
+        }
         return Ok(Tunnels {
             rows,
             first_up: None,
@@ -859,6 +880,59 @@ async fn new_fip_pinned(cluster: &Cluster, j: &Journal) -> Result<(), Error> {
             "pin it first: {}; then run it again: `{}`",
             crate::core::scope::pin_command("VPNGateway", name, ns, &j.floating_ip),
             crate::error::again(&[])
+        )),
+    })
+}
+
+/// No other gateway (another name, either kind, any namespace) claims the floating IP the
+/// re-created IPsecGateway pins: deleting the VPNGateway would let the operator associate
+/// it with that one, and the re-created gateway would wait at `AlreadyAssociated` for
+/// ever (a21f C1, A5: a rollback handed the client's floating IP to another gateway, and
+/// its advice, "run it again", looped). Checked before anything changes; gateways that
+/// could not be listed are "could not ask", a refusal too.
+async fn fip_unclaimed(cluster: &Cluster, j: &Journal) -> Result<(), Error> {
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    let fip = j
+        .old_manifest
+        .pointer("/spec/endpoint/floatingIP")
+        .and_then(Value::as_str)
+        .unwrap_or(&j.floating_ip)
+        .to_string();
+    let me = (ns.to_string(), name.to_string());
+    let claims: Vec<String> = match crate::cluster::facts::other_gateways(cluster, &me).await? {
+        Ok(others) => others
+            .iter()
+            .filter(|o| {
+                o.floating_ip
+                    .as_deref()
+                    .is_some_and(|f| crate::core::addr::same_addr(f, &fip))
+            })
+            .map(|o| o.object.clone())
+            .collect(),
+        Err(why) => {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "whether another gateway claims floating IP {fip} cannot be told: the gateways of all namespaces could not be listed ({why}); a rollback while one does would hand it the client's address; nothing was changed"
+                ),
+                hint: Some(
+                    "ask for `list ipsecgateways,vpngateways` in all namespaces (a ClusterRole), or roll back with a context that has it".into(),
+                ),
+            });
+        }
+    };
+    if claims.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "floating IP {fip}, which the journal of {ns}/{name} pins for the client, is claimed by {} too: the rollback would delete what holds it now and the operator could associate it with that gateway, while the re-created IPsecGateway waits at AlreadyAssociated; nothing was changed",
+            claims.join(" and ")
+        ),
+        hint: Some(format!(
+            "find out why {} claims it (`kubectl get ipsecgateways,vpngateways -A -o wide`); take the floating IP out of its spec (in its repository first where Argo CD or Flux syncs it), then `vpnmig rollback {name} -n {ns}`",
+            if claims.len() == 1 { "it" } else { "they" }
         )),
     })
 }
