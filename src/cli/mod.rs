@@ -9,6 +9,7 @@ mod parse_sas;
 mod plan;
 pub(crate) mod report;
 mod rollback;
+mod schedule;
 mod status;
 pub(crate) mod verify;
 pub mod version;
@@ -63,6 +64,7 @@ enum Command {
     Verify(verify::VerifyArgs),
     Rollback(rollback::RollbackArgs),
     Report(report::ReportArgs),
+    Schedule(schedule::ScheduleArgs),
     ParseSas(parse_sas::ParseSasArgs),
     Completions(complete::CompletionsArgs),
     Man(man::ManArgs),
@@ -243,6 +245,10 @@ where
         Command::Report(mut args) => {
             args.cluster = cli.cluster;
             report::run(&args)
+        }
+        Command::Schedule(mut args) => {
+            args.cluster = cli.cluster;
+            schedule::run(&args)
         }
         Command::ParseSas(args) => parse_sas::run(&args),
         Command::Completions(args) => {

@@ -110,6 +110,11 @@ pub struct PlanArgs {
     #[arg(long, value_name = "FILE")]
     allowlist: Option<PathBuf>,
 
+    /// A windows file (docs/fleet.md): with it, or where a gateway carries the window
+    /// annotation, the plan of many names each gateway's next window after its table.
+    #[arg(long, value_name = "FILE")]
+    windows: Option<PathBuf>,
+
     /// Name the VPNPeer of tunnel TUNNEL NAME instead of the derived name (repeatable):
     /// the way out when another gateway of the namespace owns the derived one. Recorded
     /// in the plan; a cutover from the bundle uses it.
@@ -336,6 +341,8 @@ fn run_fleet(
             "-o yaml is for one gateway's manifests; for many, use -o json (fleet.json) or --out DIR",
         ));
     }
+    // Each gateway's next window (text only), where a window is written.
+    let mut next: Vec<((String, String), String)> = Vec::new();
     let (planned, origin, selection) = match sources {
         Some((sources, file)) => (
             fleet::offline(&sources, allowlist),
@@ -359,6 +366,14 @@ fn run_fleet(
                 }
                 cluster.require_operator().await?;
                 let planned = fleet::live(&cluster, &select, allowlist).await?;
+                if args.output == Format::Text {
+                    next = crate::cli::schedule::next_lines(
+                        &cluster,
+                        args.all_namespaces,
+                        args.windows.as_deref(),
+                    )
+                    .await?;
+                }
                 Ok::<_, Error>((
                     planned,
                     format!("context {}", cluster.context),
@@ -374,7 +389,21 @@ fn run_fleet(
         }
         _ => {
             let written = args.out.as_ref().map(|d| d.display().to_string());
-            crate::output::fleet::render(&summary, written.as_deref())
+            let mut text = crate::output::fleet::render(&summary, written.as_deref());
+            let lines: Vec<String> = summary
+                .gateways
+                .iter()
+                .filter_map(|g| {
+                    next.iter()
+                        .find(|(k, _)| k.0 == g.namespace && k.1 == g.name)
+                        .map(|(_, w)| format!("  {}/{}: {w}\n", g.namespace, g.name))
+                })
+                .collect();
+            if !lines.is_empty() {
+                text.push_str("\nnext windows:\n");
+                text.extend(lines);
+            }
+            text
         }
     };
     crate::cli::write_stdout(&doc)?;

@@ -51,6 +51,10 @@ pub struct StatusArgs {
     /// How long --watch runs.
     #[arg(long, value_name = "DURATION", requires = "watch", default_value = "1h", value_parser = crate::cli::cluster_args::parse_duration)]
     timeout: std::time::Duration,
+    /// A windows file (docs/fleet.md): with it, or where a gateway carries the window
+    /// annotation, a NEXT-WINDOW column (JSON: `nextWindow`).
+    #[arg(long, value_name = "FILE")]
+    windows: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -528,6 +532,11 @@ pub fn render(rows: &[Row], style: TableStyle, phase: &dyn Fn(&Row) -> Option<St
     if style.wide {
         header.extend(["SERVICE-CIDR", "WINDOW"]);
     }
+    // Where a maintenance window is written anywhere (issue 25 item 1).
+    let next = rows.iter().any(|r| r.next_window.is_some());
+    if next {
+        header.push("NEXT-WINDOW");
+    }
     if style.all_namespaces {
         header.insert(0, "NAMESPACE");
     }
@@ -566,6 +575,13 @@ pub fn render(rows: &[Row], style: TableStyle, phase: &dyn Fn(&Row) -> Option<St
             row.push(r.service_cidr.clone().unwrap_or_else(|| "<none>".into()));
             row.push(window.unwrap_or_else(|| "-".into()));
         }
+        if next {
+            row.push(
+                r.next_window
+                    .as_ref()
+                    .map_or("-".into(), |n| n.text.clone()),
+            );
+        }
         if style.all_namespaces {
             row.insert(0, r.namespace.clone());
         }
@@ -603,7 +619,8 @@ async fn gather(
         crate::output::say(&cluster.banner(args.all_namespaces));
     }
     cluster.require_operator().await?;
-    let (rows, ours, peers) = read_rows(&cluster, args.all_namespaces).await?;
+    let (rows, ours, peers) =
+        read_rows(&cluster, args.all_namespaces, args.windows.as_deref()).await?;
     Ok((cluster, rows, ours, peers))
 }
 
@@ -611,18 +628,23 @@ async fn gather(
 async fn read_rows(
     cluster: &Cluster,
     all_namespaces: bool,
+    windows: Option<&std::path::Path>,
 ) -> Result<(Vec<Row>, Vec<(String, String)>, Vec<Peer>), Error> {
     let ns = (!all_namespaces).then_some(cluster.namespace.as_str());
     let old: Vec<IPsecGateway> = list::all(cluster, ns).await?;
     let new: Vec<VPNGateway> = list::all(cluster, ns).await?;
     let peers: Vec<VPNPeer> = list::all(cluster, ns).await?;
-    let rows = status::rows(
+    let mut rows = status::rows(
         &old,
         &new,
         &peers,
         &Allowlist::default(),
         &format!("context {}", cluster.context),
     );
+    let file = windows
+        .map(crate::cli::schedule::read_windows)
+        .transpose()?;
+    crate::cli::schedule::mark_next_windows(&mut rows, &old, file.as_ref());
     let ours = new
         .iter()
         .filter(|g| {
@@ -1720,7 +1742,8 @@ async fn watch(
             Err(_) => break,
             Ok(v) => v?,
         };
-        let (mut now, ours, peers) = read_rows(cluster, args.all_namespaces).await?;
+        let (mut now, ours, peers) =
+            read_rows(cluster, args.all_namespaces, args.windows.as_deref()).await?;
         let mut now_windows = open_windows(cluster, args.all_namespaces, &ours).await;
         mark_psk(&mut now, &now_windows);
         mark_fip(&mut now, &mut now_windows);

@@ -671,5 +671,9 @@ pub const NEEDS: &[(&str, &str, &str, &str)] = &[
     // The tunnels: the gateway's pod and swanctl in it.
     ("get", "apps", "deployments", ""),
     ("list", "", "pods", ""),
+    // Exec is a websocket upgrade, a GET: kube-apiserver 1.37 authorizes it as `get`
+    // pods/exec (and, with AuthorizePodWebsocketUpgradeCreatePermission, `create` too);
+    // found when the generated account of issue 25 ran a window.
+    ("get", "", "pods", "exec"),
     ("create", "", "pods", "exec"),
 ];

@@ -32,6 +32,7 @@ pub mod journal;
 pub mod limits;
 pub mod live;
 pub mod lock;
+pub mod maintenance;
 pub mod model;
 pub mod operator;
 pub mod path;

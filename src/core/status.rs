@@ -54,6 +54,10 @@ pub struct Row {
     /// applier's field manager; comma-separated); `None`: nobody (issue 11 item 1).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub managed_by: Option<String>,
+    /// The next maintenance window (old kind, where a window is written anywhere:
+    /// `core::maintenance`; issue 25 item 1); set by `vpnmig status`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_window: Option<crate::core::maintenance::NextDoc>,
 }
 
 /// [`Row::managed_by`] of an object with this metadata.
@@ -187,6 +191,7 @@ pub fn rows(
             },
             namespace,
             name,
+            next_window: None,
         });
     }
     for g in new {
@@ -217,6 +222,7 @@ pub fn rows(
             },
             namespace,
             name,
+            next_window: None,
         });
     }
     out.sort_by(|a, b| (&a.namespace, &a.name, a.kind).cmp(&(&b.namespace, &b.name, b.kind)));

@@ -2,4 +2,5 @@
 //! and plans every selected gateway with `core::fleet`; the CLI only parses and renders.
 
 pub mod plan;
+pub mod schedule;
 pub mod wave;
