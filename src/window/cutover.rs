@@ -24,6 +24,7 @@ use crate::error::Error;
 use crate::exit;
 
 mod deleting;
+pub(super) mod phases;
 mod resuming;
 mod sequence;
 mod verifying;

@@ -205,161 +205,35 @@ pub(super) async fn phases(
     }
 }
 
+/// The phases from the journal's to `done`: the GitOps owners suspended, then the table
+/// [`phases::CUTOVER`] walked by its runner; the rows from the apply on run watched.
 pub(super) async fn forward(
     w: &mut Window<'_>,
     opts: &CutoverOptions,
     old: Option<&IPsecGateway>,
     guard: Option<&Guard>,
 ) -> Result<Outcome, Error> {
-    let t = &opts.timeouts;
-    let (name, ns) = (w.name().to_string(), w.ns().to_string());
-    let cluster = w.cluster;
-
     // Before anything of the gateway changes: suspend its GitOps owners (issue 11).
     if w.journal.phase < Phase::Done {
         super::super::gitops::pause(w, "cutover").await?;
     }
-
-    // Step e: the PSK Secret must not go with the old gateway.
-    if w.journal.phase < Phase::PskDetached {
-        w.ev.emit(Event::Stage(Stage::PskDetach));
-        if let Some(gw) = old {
-            w.detach_psk(&journal::Owners::of_old(gw), "the old gateway")
-                .await?;
-        }
-        w.save(Phase::PskDetached).await?;
-    }
-
-    // Steps f and g: dry run; then, checked again right before it, the delete (the phase
-    // is recorded before it is sent, the delete is of the very version checked).
-    if w.journal.phase < Phase::Deleting {
-        w.ev.emit(Event::Stage(Stage::DryRun));
-        pre_delete_dry_run(w, opts).await?;
-        // The window guard once more, right before the outage begins.
-        if let Some(g) = guard {
-            let moment = Moment::BeforeDelete {
-                phase: w.journal.phase,
-            };
-            if let Err(e) = g.check(w.ev, &name, &ns, moment, false) {
-                w.record_error(&crate::error::error_line(&e)).await;
-                return Err(e);
-            }
-        }
-        w.ev.emit(Event::Stage(Stage::Delete));
-        let gw = recheck(w).await?;
-        if gw.is_some() {
-            record_baseline(w, opts.allow_tunnels_down).await?;
-        }
-        // The GitOps owners once more, as the cluster shows them, right before the
-        // outage begins: a suspension that did not hold stops here, nothing deleted.
-        super::super::gitops::held(w, "cutover", std::time::Duration::ZERO).await?;
-        w.save(Phase::Deleting).await?;
-        if gw.is_some() {
-            delete_checked(w).await?;
-        }
-    } else if w.journal.phase == Phase::Deleting {
-        w.ev.emit(Event::Stage(Stage::Delete));
-        // Stopped between recording the phase and the delete landing: send it (again; a
-        // gateway already being deleted is left to its unwind).
-        delete_checked(w).await?;
-    }
-    if w.journal.phase < Phase::Deleted {
-        let title = format!("delete IPsecGateway {ns}/{name}");
-        // While the old gateway unwinds, nothing may make it the PSK Secret's owner again.
-        let gw = match old.cloned() {
-            Some(g) => Some(g),
-            None => objects::get(cluster, "IPsecGateway", &name)
-                .await?
-                .and_then(|v| serde_json::from_value::<IPsecGateway>(v).ok()),
-        };
-        let old_uid = w.journal.old_uid.clone();
-        let names = std::slice::from_ref(&name);
-        let wait = async {
-            match &old_uid {
-                Some(uid) => {
-                    steps::wait_uid_gone(
-                        cluster,
-                        w.ev,
-                        "IPsecGateway",
-                        &name,
-                        uid,
-                        t.delete,
-                        &title,
-                    )
-                    .await
-                }
-                None => {
-                    steps::wait_gone(cluster, w.ev, "IPsecGateway", names, t.delete, &title).await
-                }
-            }
-        };
-        let outcome = match &gw {
-            Some(gw) => w.guarded(&journal::Owners::of_old(gw), wait).await?,
-            None => wait.await?,
-        };
-        if let Err(diagnosis) = outcome {
-            return Err(timed_out(
-                &format!("ipsecgateway/{name} -n {ns} to be deleted"),
-                t.delete,
-                &diagnosis,
-                Some("the operator's finalizer unwind has not finished: look at the operator's logs; the finalizer is the operator's to remove".into()),
-            ));
-        }
-        steps::check_psk(w).await?;
-        w.save(Phase::Deleted).await?;
-    }
-
-    // Step h: the apply, only while no IPsecGateway of that name exists (read again right
-    // before it), and outside the watches below, so that a stop never cuts it in half:
-    // the journal says `applied` once it is (issue 21 item 3).
-    if w.journal.phase < Phase::Applied {
-        w.ev.emit(Event::Stage(Stage::Apply));
-        old_still_gone(w).await?;
-        // The GitOps owners once more, right before the apply: one re-armed during the
-        // delete (a parent's sync) would re-create the old gateway beside the new one.
-        super::super::gitops::held(w, "cutover", std::time::Duration::ZERO).await?;
-        w.check_lock().await?;
-        let mut uids = Vec::new();
-        for target in &w.journal.targets {
-            match objects::apply(cluster, target, false).await {
-                Ok(uid) => uids.push(uid),
-                Err(e) if !uids.is_empty() => {
-                    let applied: Vec<String> = w.journal.targets[..uids.len()]
-                        .iter()
-                        .map(target_label)
-                        .collect();
-                    let e = Error::from(e);
-                    return Err(Error::Stop {
-                        code: e.exit_code(),
-                        message: format!(
-                            "{} (already applied by this run: {}; the journal still says deleted)",
-                            crate::error::error_line(&e),
-                            applied.join(", ")
-                        ),
-                        hint: e.hint(),
-                    });
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        w.journal.target_uids = uids;
-        w.ev.emit(Event::Step(format!(
-            "applied {} (server-side apply, field manager {})",
-            w.journal
-                .target_names()
-                .iter()
-                .map(|(k, n)| format!("{k} {n}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            stored::FIELD_MANAGER
-        )));
-        w.save(Phase::Applied).await?;
-    }
+    let cx = phases::Ctx { opts, old, guard };
+    let watched = phases::CUTOVER
+        .iter()
+        .position(|s| s.watched)
+        .unwrap_or(phases::CUTOVER.len());
+    let (before, after) = phases::CUTOVER.split_at(watched);
+    phases::run(w, &cx, before).await?;
 
     // From here the old gateway is gone: if anything re-creates it, every wait below
     // stops at once (issue 9 item 3).
+    let (cluster, name) = (w.cluster, w.name().to_string());
     let targets = w.journal.targets.clone();
     // Boxed: the steps after the delete are a large future, and the sentinels around it
     // would otherwise sit on the caller's stack with it (a debug build's wave of them).
-    steps::unless_interfered(cluster, &name, &targets, Box::pin(after_delete(w, opts))).await
+    let rest = Box::pin(async {
+        phases::run(w, &cx, after).await?;
+        Ok(Outcome::Done)
+    });
+    steps::unless_interfered(cluster, &name, &targets, rest).await
 }
