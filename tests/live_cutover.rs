@@ -446,8 +446,9 @@ async fn a_rolled_back_gateway_gone_since_is_said_and_re_created_by_the_rollback
     let flat = live::flat(&r.stderr);
     assert!(
         flat.contains("nothing to cut over; nothing was changed")
-            && flat
-                .contains("`vpnmig rollback acme -n tenant-acme` re-creates it from the journal"),
+            && flat.contains(
+                "`vpnmig rollback acme -n tenant-acme --yes` re-creates it from the journal (floating IP pinned), then `vpnmig cutover acme -n tenant-acme --yes` starts over"
+            ),
         "{}",
         r.stderr
     );

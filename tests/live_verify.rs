@@ -1,53 +1,121 @@
-//! `vpnmig verify NAME` end to end against vpnmig-sandbox: the verdicts must match the
-//! sandbox's real state.
+//! `vpnmig verify NAME` end to end: the verdicts must match the cluster's real state. Each
+//! row runs on the emulator and on the real control plane (tests/live/bed.rs).
 
 mod live;
 
 use std::time::Duration;
 
-use live::{ACME, Live, start};
+use live::ACME;
+use live::bed::{
+    Bed, CONFIGMAP, IPSECGATEWAY, Row, SECRET, Scenario, VPNGATEWAY, VPNPEER, eventually,
+};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::api::auth::{Rule, User};
-use vpnmig_sandbox::store::WriteOptions;
 
-/// Cut acme over by hand in the store: delete the old gateway, wait until it is gone,
+fn acme() -> Scenario {
+    Scenario::new(ACME, SettingsFile::default())
+}
+
+/// acme with a user `viewer` who may get and list everything, and nothing else.
+fn acme_with_a_viewer() -> Scenario {
+    Scenario::new(
+        ACME,
+        SettingsFile {
+            users: vec![User::with_rules(
+                "viewer",
+                vec![Rule::new(&["get", "list"], &["*"])],
+            )],
+            ..Default::default()
+        },
+    )
+}
+
+/// acme whose peer address the spec spells `2001:DB8:5:0::10` (strongSwan prints
+/// `2001:db8:5::10`).
+fn acme_noncanonical_ipv6() -> Scenario {
+    let scenario = ACME.replace("address: 203.0.113.10", "address: \"2001:DB8:5:0::10\"");
+    assert_ne!(scenario, ACME, "the fixture names the peer address");
+    Scenario::new(
+        Box::leak(scenario.into_boxed_str()),
+        SettingsFile::default(),
+    )
+}
+
+crate::rows! {
+    a_baseline_then_a_healthy_cutover: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_baseline_then_a_healthy_cutover(b)),
+    },
+    a_peer_established_but_unauthorized_is_dark: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_peer_established_but_unauthorized_is_dark(b)),
+    },
+    a_peer_down_fails_and_wait_times_out: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_peer_down_fails_and_wait_times_out(b)),
+    },
+    narrower_grants_fail_and_a_refused_exec_is_not_a_verdict: Row {
+        scenario: acme_with_a_viewer,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(narrower_grants_fail_and_a_refused_exec_is_not_a_verdict(b)),
+    },
+    /// Issue 9 item 4: addresses are compared parsed, never as text.
+    a_noncanonical_ipv6_peer_address_matches_swanctls_canonical_form: Row {
+        scenario: acme_noncanonical_ipv6,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_noncanonical_ipv6_peer_address_matches_swanctls_canonical_form(b)),
+    },
+    /// Issue 9 item 6.
+    stale_conditions_without_observed_generation_are_not_current: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(stale_conditions_without_observed_generation_are_not_current(b)),
+    },
+    /// Issue 12 item 1.
+    baseline_records_the_data_plane_outside_a_window: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(baseline_records_the_data_plane_outside_a_window(b)),
+    },
+    /// Issue 21 item 1, round 4, kind C (a22 F7).
+    verify_compares_the_psk_with_the_journal: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(verify_compares_the_psk_with_the_journal(b)),
+    },
+}
+
+/// Cut acme over by hand through the API: delete the old gateway, wait until it is gone,
 /// create the planned targets (with `edit` applied to the peer).
-async fn cut_over(l: &Live, edit: impl FnOnce(&mut Value)) {
-    let r = l.vpnmig(&["plan", "acme", "-o", "json"]).await;
+async fn cut_over(b: &Bed, edit: impl FnOnce(&mut Value)) {
+    let r = b.step(&["plan", "acme", "-o", "json"], 0, &[]).await;
     let plan: Value = serde_json::from_str(&r.stdout).unwrap();
-    let store = &l.sb.store;
-    let old = store
-        .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
-        .unwrap();
-    store
-        .delete(&old, "tenant-acme", "acme", &Default::default())
-        .unwrap();
-    for _ in 0..250 {
-        if store.get(&old, "tenant-acme", "acme").is_err() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let gw = store
-        .resource("vpn.bnerd.net", "v1alpha1", "vpngateways")
-        .unwrap();
-    let peers = store
-        .resource("vpn.bnerd.net", "v1alpha1", "vpnpeers")
-        .unwrap();
-    store
-        .create(
-            &gw,
-            "tenant-acme",
-            plan["targets"]["gateway"].clone(),
-            &WriteOptions::default(),
-        )
-        .unwrap();
+    b.delete(IPSECGATEWAY, "tenant-acme", "acme").await;
+    eventually(30, "the old gateway's finalizer unwind", || async {
+        b.get(IPSECGATEWAY, "tenant-acme", "acme").await.is_none()
+    })
+    .await;
+    b.put(
+        VPNGATEWAY,
+        "tenant-acme",
+        plan["targets"]["gateway"].clone(),
+    )
+    .await;
     let mut peer = plan["targets"]["peers"][0].clone();
     edit(&mut peer);
-    store
-        .create(&peers, "tenant-acme", peer, &WriteOptions::default())
-        .unwrap();
+    b.put(VPNPEER, "tenant-acme", peer).await;
 }
 
 fn rows(stdout: &str) -> Vec<Value> {
@@ -58,10 +126,8 @@ fn rows(stdout: &str) -> Vec<Value> {
         .clone()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_baseline_then_a_healthy_cutover() {
-    let l = start(ACME, SettingsFile::default()).await;
-    let r = l.vpnmig(&["verify", "acme"]).await;
+async fn a_baseline_then_a_healthy_cutover(b: &Bed) {
+    let r = b.vpnmig(&["verify", "acme"]).await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert!(
         r.stdout.contains("IPsecGateway tenant-acme/acme"),
@@ -70,8 +136,8 @@ async fn a_baseline_then_a_healthy_cutover() {
     );
     assert!(r.stdout.ends_with("HEALTHY\n"), "{}", r.stdout);
 
-    cut_over(&l, |_| {}).await;
-    let r = l
+    cut_over(b, |_| {}).await;
+    let r = b
         .vpnmig(&["verify", "acme", "--wait", "--timeout", "30s", "-o", "json"])
         .await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
@@ -96,27 +162,23 @@ async fn a_baseline_then_a_healthy_cutover() {
         rows[6]["detail"],
         "IKE SA #1 ESTABLISHED, CHILD SAs cover 10.20.0.0/16"
     );
-    l.sb.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_peer_established_but_unauthorized_is_dark() {
-    let l = start(ACME, SettingsFile::default()).await;
-    cut_over(&l, |p| {
+async fn a_peer_established_but_unauthorized_is_dark(b: &Bed) {
+    cut_over(b, |p| {
         p["spec"]["authorization"] = json!({"exposures": ["nosuch"]})
     })
     .await;
     // Wait for the tunnel to come up, then check.
     let mut last = String::new();
     for _ in 0..100 {
-        let r = l.vpnmig(&["verify", "acme", "-o", "json"]).await;
+        let r = b.vpnmig(&["verify", "acme", "-o", "json"]).await;
         last = r.stdout.clone();
         if rows(&r.stdout)
             .iter()
             .any(|r| r["detail"].as_str().is_some_and(|d| d.contains("DARK")))
         {
             assert_eq!(r.code, 5);
-            l.sb.shutdown().await;
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -124,17 +186,10 @@ async fn a_peer_established_but_unauthorized_is_dark() {
     panic!("never reported dark: {last}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_peer_down_fails_and_wait_times_out() {
-    let l = start(ACME, SettingsFile::default()).await;
-    l.sb.operator
-        .settings()
-        .write()
-        .unwrap()
-        .gateway_mut("vpngateway/tenant-acme/acme")
-        .psk_mismatch = true;
-    cut_over(&l, |_| {}).await;
-    let r = l
+async fn a_peer_down_fails_and_wait_times_out(b: &Bed) {
+    b.fault("vpngateway/tenant-acme/acme", |g| g.psk_mismatch = true);
+    cut_over(b, |_| {}).await;
+    let r = b
         .vpnmig(&["verify", "acme", "--wait", "--timeout", "3s"])
         .await;
     assert_eq!(r.code, 6, "{}\n{}", r.stdout, r.stderr);
@@ -150,33 +205,20 @@ async fn a_peer_down_fails_and_wait_times_out() {
         "{}",
         r.stdout
     );
-    let r = l.vpnmig(&["verify", "acme"]).await;
+    let r = b.vpnmig(&["verify", "acme"]).await;
     assert_eq!(r.code, 5);
     assert!(
         r.stdout.ends_with("NOT HEALTHY: 1 check(s) failed\n"),
         "{}",
         r.stdout
     );
-    l.sb.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn narrower_grants_fail_and_a_refused_exec_is_not_a_verdict() {
-    let settings = SettingsFile {
-        users: vec![User::with_rules(
-            "viewer",
-            vec![Rule::new(&["get", "list"], &["*"])],
-        )],
-        ..Default::default()
-    };
-    let l = start(ACME, settings).await;
-    cut_over(&l, |p| {
-        p["spec"]["authorization"] = json!({"exposures": []})
-    })
-    .await;
+async fn narrower_grants_fail_and_a_refused_exec_is_not_a_verdict(b: &Bed) {
+    cut_over(b, |p| p["spec"]["authorization"] = json!({"exposures": []})).await;
     let mut last = String::new();
     for _ in 0..100 {
-        let r = l.vpnmig(&["verify", "acme", "-o", "json"]).await;
+        let r = b.vpnmig(&["verify", "acme", "-o", "json"]).await;
         last = r.stdout.clone();
         let rows = rows(&r.stdout);
         if rows
@@ -195,7 +237,7 @@ async fn narrower_grants_fail_and_a_refused_exec_is_not_a_verdict() {
     }
     assert!(last.contains("\"reach\""), "{last}");
     // Without pods/exec the gateway's health is unknown: exit 1, not "unhealthy".
-    let r = l
+    let r = b
         .vpnmig(&["verify", "acme", "--context", "vpnmig-sandbox-viewer"])
         .await;
     assert_eq!(r.code, 1, "{}\n{}", r.stdout, r.stderr);
@@ -204,18 +246,13 @@ async fn narrower_grants_fail_and_a_refused_exec_is_not_a_verdict() {
         "{}",
         r.stderr
     );
-    l.sb.shutdown().await;
 }
 
 /// Issue 9 item 4: the spec spells the peer address `2001:DB8:5:0::10`, strongSwan (and
 /// the sandbox's swanctl) prints `2001:db8:5::10`. The tunnel is up, so verify must say
 /// so: addresses are compared parsed, never as text.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_noncanonical_ipv6_peer_address_matches_swanctls_canonical_form() {
-    let scenario = ACME.replace("address: 203.0.113.10", "address: \"2001:DB8:5:0::10\"");
-    assert_ne!(scenario, ACME, "the fixture names the peer address");
-    let l = start(&scenario, SettingsFile::default()).await;
-    let r = l
+async fn a_noncanonical_ipv6_peer_address_matches_swanctls_canonical_form(b: &Bed) {
+    let r = b
         .vpnmig(&["verify", "acme", "--wait", "--timeout", "20s", "-o", "json"])
         .await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
@@ -228,37 +265,22 @@ async fn a_noncanonical_ipv6_peer_address_matches_swanctls_canonical_form() {
             &json!("IKE SA #1 ESTABLISHED, CHILD SAs cover 10.20.0.0/16")
         )
     );
-    l.sb.shutdown().await;
 }
 
 /// Issue 9 item 6: conditions without their own observedGeneration, on a status older
 /// than the spec (status.observedGeneration 1, metadata.generation 2), are not current;
 /// verify says why, as `kubectl wait` would judge them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stale_conditions_without_observed_generation_are_not_current() {
-    let l = start(ACME, SettingsFile::default()).await;
-    l.sb.operator
-        .settings()
-        .write()
-        .unwrap()
-        .gateway_mut("tenant-acme/acme")
-        .paused = true;
-    let store = &l.sb.store;
-    let rt = store
-        .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
-        .unwrap();
-    let opts = WriteOptions::default();
-    let before = store.get(&rt, "tenant-acme", "acme").unwrap();
-    store
-        .modify(&rt, "tenant-acme", "acme", false, &opts, |g| {
-            let mut g = g.clone();
-            g["spec"]["ike"]["lifetime"] = json!("12h");
-            Ok(g)
-        })
-        .unwrap();
-    let generation = store.get(&rt, "tenant-acme", "acme").unwrap()["metadata"]["generation"]
-        .as_i64()
-        .unwrap();
+async fn stale_conditions_without_observed_generation_are_not_current(b: &Bed) {
+    b.fault("tenant-acme/acme", |g| g.paused = true);
+    let before = b.get(IPSECGATEWAY, "tenant-acme", "acme").await.unwrap();
+    b.edit(IPSECGATEWAY, "tenant-acme", "acme", |g| {
+        g["spec"]["ike"]["lifetime"] = json!("12h")
+    })
+    .await;
+    let generation =
+        b.get(IPSECGATEWAY, "tenant-acme", "acme").await.unwrap()["metadata"]["generation"]
+            .as_i64()
+            .unwrap();
     assert_eq!(
         generation,
         before["metadata"]["generation"].as_i64().unwrap() + 1
@@ -267,19 +289,16 @@ async fn stale_conditions_without_observed_generation_are_not_current() {
     // write its status once. Write ours until it is the one that stays.
     let mut stuck = false;
     for _ in 0..20 {
-        store
-            .modify(&rt, "tenant-acme", "acme", true, &opts, |g| {
-                let mut g = g.clone();
-                g["status"]["observedGeneration"] = json!(generation - 1);
-                g["status"]["conditions"] = json!([
-                    {"type": "FIPAttached", "status": "True", "reason": "Associated", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"},
-                    {"type": "Ready", "status": "True", "reason": "Reconciled", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"}
-                ]);
-                Ok(g)
-            })
-            .unwrap();
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        let now = store.get(&rt, "tenant-acme", "acme").unwrap();
+        b.edit_status(IPSECGATEWAY, "tenant-acme", "acme", |g| {
+            g["status"]["observedGeneration"] = json!(generation - 1);
+            g["status"]["conditions"] = json!([
+                {"type": "FIPAttached", "status": "True", "reason": "Associated", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                {"type": "Ready", "status": "True", "reason": "Reconciled", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+            ]);
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = b.get(IPSECGATEWAY, "tenant-acme", "acme").await.unwrap();
         if now["status"]["conditions"]
             .as_array()
             .is_some_and(|c| c.iter().all(|c| c["observedGeneration"].is_null()))
@@ -289,7 +308,7 @@ async fn stale_conditions_without_observed_generation_are_not_current() {
         }
     }
     assert!(stuck, "the paused operator kept rewriting the status");
-    let r = l.vpnmig(&["verify", "acme", "-o", "json"]).await;
+    let r = b.vpnmig(&["verify", "acme", "-o", "json"]).await;
     assert_eq!(r.code, 5, "{}\n{}", r.stdout, r.stderr);
     let conditions: Vec<(String, String, String)> = rows(&r.stdout)
         .iter()
@@ -313,21 +332,18 @@ async fn stale_conditions_without_observed_generation_are_not_current() {
         )
     };
     assert_eq!(conditions, [stale("FIPAttached"), stale("Ready")]);
-    l.sb.shutdown().await;
 }
 
 /// `verify --baseline` (issue 12 item 1): the data plane as it is, outside a window, in
 /// the document a cutover keeps in its journal; nothing recorded without a journal.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn baseline_records_the_data_plane_outside_a_window() {
-    let l = start(ACME, SettingsFile::default()).await;
-    let r = l
+async fn baseline_records_the_data_plane_outside_a_window(b: &Bed) {
+    let r = b
         .vpnmig(&["verify", "acme", "--baseline", "-o", "json"])
         .await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    let b: Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(b["source"], "IPsecGateway tenant-acme/acme");
-    let t = &b["tunnels"][0];
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["source"], "IPsecGateway tenant-acme/acme");
+    let t = &doc["tunnels"][0];
     let facts =
         |v: &Value, keys: &[&str]| -> Vec<Value> { keys.iter().map(|k| v[*k].clone()).collect() };
     assert_eq!(
@@ -374,7 +390,7 @@ async fn baseline_records_the_data_plane_outside_a_window() {
             json!(false)
         ]
     );
-    let r = l.vpnmig(&["verify", "acme", "--baseline"]).await;
+    let r = b.vpnmig(&["verify", "acme", "--baseline"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.stdout
@@ -388,17 +404,19 @@ async fn baseline_records_the_data_plane_outside_a_window() {
         r.stdout
     );
     assert!(!r.says("recorded in the journal"), "{}", r.stderr);
-    assert!(live::core(&l, "configmaps", "tenant-acme", "vpnmig-acme").is_none());
+    assert!(
+        b.get(CONFIGMAP, "tenant-acme", "vpnmig-acme")
+            .await
+            .is_none()
+    );
 }
 
 /// Issue 21 item 1, round 4, kind C (a22 F7): after a window, `verify` compares the PSK
 /// Secret's key with the journal's fingerprint (a `psk` row, never a value): green as the
 /// window left it; failed, with a hint that puts the client's key back (not a rollback,
 /// which reads the same Secret), once it was rotated, and once it is gone.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn verify_compares_the_psk_with_the_journal() {
-    let l = start(ACME, SettingsFile::default()).await;
-    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+async fn verify_compares_the_psk_with_the_journal(b: &Bed) {
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     let psk = |r: &live::Run| {
         rows(&r.stdout)
@@ -406,7 +424,7 @@ async fn verify_compares_the_psk_with_the_journal() {
             .find(|r| r["check"] == "psk")
             .unwrap_or_else(|| panic!("no psk row: {}", r.stdout))
     };
-    let r = l
+    let r = b
         .vpnmig(&["verify", "acme", "--wait", "--timeout", "30s", "-o", "json"])
         .await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
@@ -417,16 +435,18 @@ async fn verify_compares_the_psk_with_the_journal() {
         row["detail"].as_str().unwrap().ends_with(", as journaled"),
         "{row}"
     );
-    let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
     for change in ["rotated", "deleted"] {
         if change == "rotated" {
-            live::set_psk(&l, "tenant-acme", "acme-psk", "rotated-by-someone");
+            use base64::Engine;
+            let key = base64::engine::general_purpose::STANDARD.encode("rotated-by-someone");
+            b.edit(SECRET, "tenant-acme", "acme-psk", |o| {
+                o["data"]["psk"] = json!(key)
+            })
+            .await;
         } else {
-            l.sb.store
-                .delete(&rt, "tenant-acme", "acme-psk", &Default::default())
-                .unwrap();
+            b.delete(SECRET, "tenant-acme", "acme-psk").await;
         }
-        let r = l.vpnmig(&["verify", "acme", "-o", "json"]).await;
+        let r = b.vpnmig(&["verify", "acme", "-o", "json"]).await;
         assert_eq!(r.code, 5, "{change}: {}\n{}", r.stdout, r.stderr);
         let row = psk(&r);
         assert_eq!(row["verdict"], "fail", "{change}: {row}");
@@ -447,5 +467,4 @@ async fn verify_compares_the_psk_with_the_journal() {
             assert!(!out.contains("rotated-by-someone"), "{out}");
         }
     }
-    l.sb.shutdown().await;
 }

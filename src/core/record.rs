@@ -262,10 +262,20 @@ pub fn pinned(j: &Journal) -> Vec<Pinned> {
             });
         }
     }
+    // The algorithm is the fingerprint's own prefix (`core::psk::fingerprint`), said in
+    // words (n23: "salted SHA-256" beside an `hmac-sha256:` value).
+    let value = j.psk_fingerprint.clone().unwrap_or_else(|| "(none)".into());
+    let how = if value.starts_with("hmac-sha256:") {
+        "HMAC-SHA256 keyed with the Secret's uid"
+    } else if value.starts_with("sha256:") {
+        "SHA-256 over the Secret's namespace, name and key name and the key"
+    } else {
+        "none recorded"
+    };
     out.push(Pinned {
         object: format!("Secret {}/{}", j.namespace, j.psk_secret),
-        field: "fingerprint (salted SHA-256; the value is never recorded)".into(),
-        value: j.psk_fingerprint.clone().unwrap_or_else(|| "(none)".into()),
+        field: format!("fingerprint ({how}; the key is never recorded)"),
+        value,
     });
     out
 }

@@ -525,6 +525,23 @@ impl Bed {
             .unwrap_or_else(|e| panic!("DELETE {} {ns}/{name}: {e}", kind.2));
     }
 
+    /// Write `f`'s edit of the object's status through the status subresource, as its
+    /// controller would (again on a conflict, at most 5 times).
+    pub async fn edit_status(&self, kind: Kind, ns: &str, name: &str, f: impl Fn(&mut Value)) {
+        let api = self.api(kind, ns);
+        for _ in 0..5 {
+            let mut o = self.get(kind, ns, name).await.expect("the object exists");
+            f(&mut o);
+            let o: DynamicObject = serde_json::from_value(o).unwrap();
+            match api.replace_status(name, &PostParams::default(), &o).await {
+                Ok(_) => return,
+                Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                Err(e) => panic!("PUT {}/status {ns}/{name}: {e}", kind.2),
+            }
+        }
+        panic!("PUT {}/status {ns}/{name}: a conflict five times", kind.2);
+    }
+
     /// The journal document of gateway `name`, if written.
     pub async fn journal(&self, ns: &str, name: &str) -> Option<Value> {
         let cm = self.get(CONFIGMAP, ns, &format!("vpnmig-{name}")).await?;
