@@ -513,10 +513,20 @@ async fn a_migrated_gateway_gone_since_is_said_and_the_rollback_restores_it(b: &
         "{}",
         r.stderr
     );
+    // The record is the window's; the present is said beside it (a21f A6).
+    let r = b.step(&["report", "acme"], 0, &[]).await;
+    assert!(
+        live::flat(&r.stderr).contains("warning: the window of tenant-acme/acme ended done at ")
+            && live::flat(&r.stderr).contains("the record is the window's, not the cluster's now"),
+        "{}",
+        r.stderr
+    );
     b.step(&["rollback", "acme", "--yes"], 0, &[]).await;
     acme_ok(b, &psk, "IPsecGateway").await;
     let (doc, _) = status_both(b).await;
     assert!(doc.get("goneGateways").is_none(), "{doc:#}");
+    let r = b.step(&["report", "acme"], 0, &[]).await;
+    assert!(!r.stderr.contains("warning:"), "{}", r.stderr);
 }
 
 async fn a_floating_ip_two_gateways_claim_is_a_blocker_on_both(b: &Bed) {
@@ -542,6 +552,21 @@ async fn a_floating_ip_two_gateways_claim_is_a_blocker_on_both(b: &Bed) {
         text.contains(&format!("floating IP {ACME_FIP} claimed by vpngateway/acme -n tenant-acme and vpngateway/acme-copy -n tenant-acme")),
         "{text}"
     );
+    // A rollback now would hand the client's address to the copy (a21f C1): refused
+    // before anything changes.
+    let r = b.step(&["rollback", "acme", "--yes"], 7, &[]).await;
+    let flat = live::flat(&r.stderr);
+    assert!(
+        flat.contains(&format!("floating IP {ACME_FIP}, which the journal of tenant-acme/acme pins for the client, is claimed by VPNGateway tenant-acme/acme-copy too"))
+            && flat.contains("nothing was changed"),
+        "{}",
+        r.stderr
+    );
+    assert!(b.get(VPNGATEWAY, "tenant-acme", "acme").await.is_some());
+    assert_eq!(
+        b.phase("tenant-acme", "acme").await.as_deref(),
+        Some("done")
+    );
     b.delete(VPNGATEWAY, "tenant-acme", "acme-copy").await;
     eventually(30, "the copy's finalizer unwind", || async {
         b.get(VPNGATEWAY, "tenant-acme", "acme-copy")
@@ -551,6 +576,28 @@ async fn a_floating_ip_two_gateways_claim_is_a_blocker_on_both(b: &Bed) {
     .await;
     let (doc, _) = status_both(b).await;
     assert!(doc["gateways"][0]["blockers"].is_null(), "{doc:#}");
+    // Done and as left: nothing to do. Its floating IP changed since: not "complete"
+    // (a21f A1), exit 5 naming it.
+    b.step(&["cutover", "acme", "--yes"], 0, &["is already done"])
+        .await;
+    b.edit(VPNGATEWAY, "tenant-acme", "acme", |o| {
+        o["spec"]["endpoint"]["floatingIP"] = serde_json::json!("198.51.100.99")
+    })
+    .await;
+    let r = b.step(&["cutover", "acme", "--yes"], 5, &[]).await;
+    assert!(
+        live::flat(&r.stderr).contains(&format!("but the gateway is not as it left it: vpngateway/acme -n tenant-acme has floating IP 198.51.100.99, the journal pins {ACME_FIP}")),
+        "{}",
+        r.stderr
+    );
+    b.edit(VPNGATEWAY, "tenant-acme", "acme", |o| {
+        o["spec"]["endpoint"]["floatingIP"] = serde_json::json!(ACME_FIP)
+    })
+    .await;
+    eventually(30, "the floating IP back on acme", || async {
+        b.get(VPNGATEWAY, "tenant-acme", "acme").await.unwrap()["status"]["floatingIP"] == ACME_FIP
+    })
+    .await;
 }
 
 /// initech with the branch's client holding another key: its tunnel to the old gateway

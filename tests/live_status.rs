@@ -1,7 +1,9 @@
-//! `vpnmig status` end to end: the built binary against vpnmig-sandbox on 127.0.0.1.
+//! `vpnmig status` end to end: the built binary against the emulator and the real control
+//! plane (tests/live/bed.rs rows, one run per backend).
 
 mod live;
 
+use live::bed::{Bed, Row, SECRET, Scenario, VPNGATEWAY, VPNPEER};
 use live::{ACME, INITECH, Live, run_vpnmig};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
@@ -36,23 +38,125 @@ spec:
   ipsec: {peer: {address: 203.0.113.60}, remoteSubnets: [10.60.0.0/16], pskSecretRef: {name: acme-psk, key: psk}}
 "#;
 
+/// acme, initech and three more: an IPsecGateway without a pinned floating IP, and a
+/// VPNGateway with its peer.
+fn three_tenants() -> Scenario {
+    let yaml = format!("{ACME}\n---\n{INITECH}\n---\n{EXTRA}");
+    Scenario::new(Box::leak(yaml.into_boxed_str()), SettingsFile::default())
+}
+
+/// The same on the emulator, with `settings` (its API fault knobs).
 async fn sandbox(settings: SettingsFile) -> Live {
     live::start(&format!("{ACME}\n---\n{INITECH}\n---\n{EXTRA}"), settings).await
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_lists_both_kinds_with_their_blockers() {
-    let l = sandbox(SettingsFile::default()).await;
-    let (sb, kc) = (&l.sb, &l.kubeconfig);
+fn acme() -> Scenario {
+    Scenario::new(ACME, SettingsFile::default())
+}
 
-    let r = run_vpnmig(kc, &["status"]).await;
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(
-        r.stderr,
-        format!(
-            "context vpnmig-sandbox, server {}, namespace tenant-acme\n",
-            sb.url()
-        )
+/// acme with two users who cannot read what the PSK check needs: `no-secrets` (no
+/// Secrets) and `no-peer-get` (lists VPNPeers but may not get one: which Secret it takes
+/// its key from is not known).
+fn acme_with_partial_readers() -> Scenario {
+    let reads = |extra: &'static str| {
+        let mut r = vec![
+            "ipsecgateways",
+            "vpngateways",
+            "configmaps",
+            "namespaces",
+            "customresourcedefinitions",
+            "deployments",
+            "pods",
+            "leases",
+        ];
+        r.push(extra);
+        r
+    };
+    let settings = SettingsFile {
+        users: vec![
+            User::with_rules(
+                "no-secrets",
+                vec![
+                    Rule::new(&["get", "list", "watch"], &reads("vpnpeers")),
+                    Rule::new(&["create"], &["selfsubjectaccessreviews"]),
+                ],
+            ),
+            User::with_rules(
+                "no-peer-get",
+                vec![
+                    Rule::new(&["get", "list", "watch"], &reads("secrets")),
+                    Rule::new(&["list", "watch"], &["vpnpeers"]),
+                    Rule::new(&["create"], &["selfsubjectaccessreviews"]),
+                ],
+            ),
+        ],
+        ..Default::default()
+    };
+    Scenario::new(ACME, settings)
+}
+
+crate::rows! {
+    status_lists_both_kinds_with_their_blockers: Row {
+        scenario: three_tenants,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(status_lists_both_kinds_with_their_blockers(b)),
+    },
+    /// Issue 10 item 8: kubectl's cluster flags go before the subcommand too.
+    cluster_flags_before_the_subcommand_are_accepted: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(cluster_flags_before_the_subcommand_are_accepted(b)),
+    },
+    /// Issue 21 item 1, round 4, kind C: `status` checks each window's PSK Secret against
+    /// its journal, whatever holds an owner (here none: a window with no GitOps at all). A
+    /// Secret it may not read is "could not check", a blocker, never green; a key changed
+    /// since is the blocker `psk-changed` with the re-create command (the journal's key
+    /// name). Never a value.
+    status_checks_each_window_s_psk_against_its_journal: Row {
+        scenario: acme_with_partial_readers,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(status_checks_each_window_s_psk_against_its_journal(b)),
+    },
+    /// A gateway on another floating IP than the one its window left is no green line (a22
+    /// F4: `PINNED yes` over a floating IP changed by hand): the row gets the blocker
+    /// `fip-changed`, in the text and in `-o json`, with the line that says which address
+    /// the journal pins and what to put back.
+    status_says_a_floating_ip_changed_since_the_window: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(status_says_a_floating_ip_changed_since_the_window(b)),
+    },
+    /// A VPNPeer pointed at another Secret since the window (a21d attack 13: a late sync
+    /// pointed it at the repository's Secret with an old key) is no green line either: the
+    /// key the journal fingerprinted is not the one the tunnel uses. Blocker `psk-moved`.
+    status_says_a_vpnpeer_that_takes_its_key_from_another_secret: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(status_says_a_vpnpeer_that_takes_its_key_from_another_secret(b)),
+    },
+}
+
+async fn status_lists_both_kinds_with_their_blockers(b: &Bed) {
+    let r = b.step(&["status"], 0, &[]).await;
+    // One line: the context, the server of the kubeconfig, the namespace.
+    let server = std::fs::read_to_string(&b.kubeconfig)
+        .unwrap()
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("server: ").map(str::to_string))
+        .unwrap();
+    let server = server.trim_matches('"').to_string();
+    assert!(
+        r.stderr.starts_with("context vpnmig-")
+            && r.stderr
+                .ends_with(&format!(", server {server}, namespace tenant-acme\n"))
+            && r.stderr.lines().count() == 1,
+        "{}",
+        r.stderr
     );
     let lines: Vec<Vec<&str>> = r
         .stdout
@@ -97,7 +201,7 @@ async fn status_lists_both_kinds_with_their_blockers() {
     );
     assert!(lines[3][7].contains("fip-pinned"), "{:?}", lines[3]);
 
-    let r = run_vpnmig(kc, &["status", "-A", "-o", "json"]).await;
+    let r = b.vpnmig(&["status", "-A", "-o", "json"]).await;
     assert_eq!(
         (r.code, r.stderr.as_str()),
         (0, ""),
@@ -108,15 +212,24 @@ async fn status_lists_both_kinds_with_their_blockers() {
     assert_eq!(doc["windows"], json!([]), "no window under way");
     assert_eq!(doc["lostJournals"], json!([]));
     assert_eq!(doc.get("windowsUnknown"), None, "the journals were listed");
-    let initech = rows
+    let mut initech = rows
         .as_array()
         .unwrap()
         .iter()
         .find(|r| r["name"] == "initech")
-        .unwrap();
+        .unwrap()
+        .clone();
+    // Who wrote it: the real control plane keeps managedFields (the scenario's loader
+    // applied it); the emulator's loader writes none.
+    let by = initech.as_object_mut().unwrap().remove("managedBy");
+    assert_eq!(
+        by,
+        (b.backend == live::bed::Backend::Real).then(|| json!("vpnmig-sandbox")),
+        "{initech}"
+    );
     assert_eq!(
         initech,
-        &json!({"namespace": "tenant-initech", "name": "initech", "kind": "IPsecGateway", "migrated": "no", "floatingIP": "198.51.100.41", "fipPinned": true, "serviceCIDR": "10.250.41.0/24", "tunnels": 2, "ready": "True", "blockers": []})
+        json!({"namespace": "tenant-initech", "name": "initech", "kind": "IPsecGateway", "migrated": "no", "floatingIP": "198.51.100.41", "fipPinned": true, "serviceCIDR": "10.250.41.0/24", "tunnels": 2, "ready": "True", "blockers": []})
     );
     assert_eq!(rows.as_array().unwrap().len(), 4);
 }
@@ -214,12 +327,9 @@ async fn no_cluster_config_is_a_clear_error() {
     );
 }
 
-/// Issue 10 item 8: kubectl's cluster flags go before the subcommand too.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cluster_flags_before_the_subcommand_are_accepted() {
-    let l = live::start(live::ACME, SettingsFile::default()).await;
-    let kc = l.kubeconfig.to_str().unwrap().to_string();
-    let r = l
+async fn cluster_flags_before_the_subcommand_are_accepted(b: &Bed) {
+    let kc = b.kubeconfig.to_str().unwrap().to_string();
+    let r = b
         .vpnmig(&[
             "--kubeconfig",
             &kc,
@@ -233,13 +343,13 @@ async fn cluster_flags_before_the_subcommand_are_accepted() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     let rows: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(rows["gateways"][0]["name"], "acme", "{}", r.stdout);
-    let r = l.vpnmig(&["-n", "tenant-nope", "status"]).await;
+    let r = b.vpnmig(&["-n", "tenant-nope", "status"]).await;
     assert!(
         r.says("namespace tenant-nope does not exist"),
         "{}",
         r.stderr
     );
-    let r = l
+    let r = b
         .vpnmig(&["--kubeconfig", "/nonexistent/kc", "status"])
         .await;
     assert_eq!(r.code, 1);
@@ -250,64 +360,8 @@ async fn cluster_flags_before_the_subcommand_are_accepted() {
     );
 }
 
-/// Issue 21 item 1, round 4, kind C: `status` checks each window's PSK Secret against its
-/// journal, whatever holds an owner (here none: a window with no GitOps at all). A Secret
-/// it may not read is "could not check", a blocker, never green; a key changed since is
-/// the blocker `psk-changed` with the re-create command (the journal's key name). Never
-/// a value.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_checks_each_window_s_psk_against_its_journal() {
-    let settings = SettingsFile {
-        users: vec![
-            User::with_rules(
-                "no-secrets",
-                vec![
-                    Rule::new(
-                        &["get", "list", "watch"],
-                        &[
-                            "ipsecgateways",
-                            "vpngateways",
-                            "vpnpeers",
-                            "configmaps",
-                            "namespaces",
-                            "customresourcedefinitions",
-                            "deployments",
-                            "pods",
-                            "leases",
-                        ],
-                    ),
-                    Rule::new(&["create"], &["selfsubjectaccessreviews"]),
-                ],
-            ),
-            // Lists VPNPeers but may not get one: which Secret it takes its key from is
-            // not known.
-            User::with_rules(
-                "no-peer-get",
-                vec![
-                    Rule::new(
-                        &["get", "list", "watch"],
-                        &[
-                            "ipsecgateways",
-                            "vpngateways",
-                            "secrets",
-                            "configmaps",
-                            "namespaces",
-                            "customresourcedefinitions",
-                            "deployments",
-                            "pods",
-                            "leases",
-                        ],
-                    ),
-                    Rule::new(&["list", "watch"], &["vpnpeers"]),
-                    Rule::new(&["create"], &["selfsubjectaccessreviews"]),
-                ],
-            ),
-        ],
-        ..Default::default()
-    };
-    let l = live::start(ACME, settings).await;
-    let kc = &l.kubeconfig;
-    let r = run_vpnmig(kc, &["cutover", "acme", "--yes"]).await;
+async fn status_checks_each_window_s_psk_against_its_journal(b: &Bed) {
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     let row = |stdout: &str| -> String {
         stdout
@@ -317,11 +371,13 @@ async fn status_checks_each_window_s_psk_against_its_journal() {
             .to_string()
     };
     // As the window left it: no PSK blocker.
-    let r = run_vpnmig(kc, &["status"]).await;
+    let r = b.vpnmig(&["status"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(!r.stdout.contains("psk-"), "{}", r.stdout);
     // A context that may not read Secrets: could not check, not green.
-    let r = run_vpnmig(kc, &["status", "--context", "vpnmig-sandbox-no-secrets"]).await;
+    let r = b
+        .vpnmig(&["status", "--context", "vpnmig-sandbox-no-secrets"])
+        .await;
     assert!(
         row(&r.stdout).contains("psk-unchecked"),
         "{}\n{}",
@@ -333,7 +389,9 @@ async fn status_checks_each_window_s_psk_against_its_journal() {
         "{}",
         r.stdout
     );
-    let r = run_vpnmig(kc, &["status", "--context", "vpnmig-sandbox-no-peer-get"]).await;
+    let r = b
+        .vpnmig(&["status", "--context", "vpnmig-sandbox-no-peer-get"])
+        .await;
     assert!(
         row(&r.stdout).contains("psk-unchecked"),
         "{}\n{}",
@@ -348,8 +406,15 @@ async fn status_checks_each_window_s_psk_against_its_journal() {
         r.stdout
     );
     // The key rotated by hand after `done`.
-    live::set_psk(&l, "tenant-acme", "acme-psk", "another-key-by-hand");
-    let r = run_vpnmig(kc, &["status"]).await;
+    {
+        use base64::Engine;
+        let key = base64::engine::general_purpose::STANDARD.encode("another-key-by-hand");
+        b.edit(SECRET, "tenant-acme", "acme-psk", |o| {
+            o["data"]["psk"] = json!(key)
+        })
+        .await;
+    }
+    let r = b.vpnmig(&["status"]).await;
     assert!(row(&r.stdout).contains("psk-changed"), "{}", r.stdout);
     let flat = live::flat(&r.stdout);
     assert!(
@@ -362,7 +427,7 @@ async fn status_checks_each_window_s_psk_against_its_journal() {
     );
     assert!(!flat.contains("YW5vdGhlci1rZXktYnktaGFuZA"), "{flat}");
     assert!(!flat.contains("another-key-by-hand"), "{flat}");
-    let r = run_vpnmig(kc, &["status", "-o", "json"]).await;
+    let r = b.vpnmig(&["status", "-o", "json"]).await;
     let doc: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(doc["pskProblems"][0]["state"], "changed", "{doc}");
     let gw = doc["gateways"]
@@ -372,21 +437,10 @@ async fn status_checks_each_window_s_psk_against_its_journal() {
         .find(|g| g["name"] == "acme")
         .unwrap();
     assert_eq!(gw["blockers"], json!(["psk-changed"]), "{gw}");
-    l.sb.shutdown().await;
 }
 
-const VPNGATEWAYS: (&str, &str, &str) = ("vpn.bnerd.net", "v1alpha1", "vpngateways");
-const VPNPEERS: (&str, &str, &str) = ("vpn.bnerd.net", "v1alpha1", "vpnpeers");
-
-/// A gateway on another floating IP than the one its window left is no green line (a22
-/// F4: `PINNED yes` over a floating IP changed by hand): the row gets the blocker
-/// `fip-changed`, in the text and in `-o json`, with the line that says which address the
-/// journal pins and what to put back.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_says_a_floating_ip_changed_since_the_window() {
-    let l = live::start(ACME, SettingsFile::default()).await;
-    let kc = &l.kubeconfig;
-    let r = run_vpnmig(kc, &["cutover", "acme", "--yes"]).await;
+async fn status_says_a_floating_ip_changed_since_the_window(b: &Bed) {
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     // field written, value, synced by Flux, blocker expected, the fix advised
     let by_hand = "put spec.endpoint.floatingIP back to 198.51.100.23;";
@@ -404,15 +458,16 @@ async fn status_says_a_floating_ip_changed_since_the_window() {
         ),
     ];
     for (what, fip, flux, blocked, fix) in rows {
-        live::edit(&l, VPNGATEWAYS, "tenant-acme", "acme", |o| {
+        b.edit(VPNGATEWAY, "tenant-acme", "acme", |o| {
             o["spec"]["endpoint"]["floatingIP"] = json!(fip);
             if *flux {
                 o["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"] = json!("edge");
                 o["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/namespace"] =
                     json!("flux-system");
             }
-        });
-        let r = run_vpnmig(kc, &["status"]).await;
+        })
+        .await;
+        let r = b.vpnmig(&["status"]).await;
         assert_eq!(r.code, 0, "{what}: {}", r.stderr);
         let flat = live::flat(&r.stdout);
         assert_eq!(
@@ -430,7 +485,7 @@ async fn status_says_a_floating_ip_changed_since_the_window() {
         if *blocked {
             assert!(flat.contains(fix), "{what}: {}", r.stdout);
         }
-        let r = run_vpnmig(kc, &["status", "-o", "json"]).await;
+        let r = b.vpnmig(&["status", "-o", "json"]).await;
         let doc: Value = serde_json::from_str(&r.stdout).unwrap();
         let row = doc["gateways"]
             .as_array()
@@ -447,14 +502,8 @@ async fn status_says_a_floating_ip_changed_since_the_window() {
     }
 }
 
-/// A VPNPeer pointed at another Secret since the window (a21d attack 13: a late sync
-/// pointed it at the repository's Secret with an old key) is no green line either: the
-/// key the journal fingerprinted is not the one the tunnel uses. Blocker `psk-moved`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_says_a_vpnpeer_that_takes_its_key_from_another_secret() {
-    let l = live::start(ACME, SettingsFile::default()).await;
-    let kc = &l.kubeconfig;
-    let r = run_vpnmig(kc, &["cutover", "acme", "--yes"]).await;
+async fn status_says_a_vpnpeer_that_takes_its_key_from_another_secret(b: &Bed) {
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     // secret name, key, blocker expected
     let rows: &[(&str, &str, bool)] = &[
@@ -463,10 +512,11 @@ async fn status_says_a_vpnpeer_that_takes_its_key_from_another_secret() {
         ("acme-psk", "psk-old", true),
     ];
     for (secret, key, blocked) in rows {
-        live::edit(&l, VPNPEERS, "tenant-acme", "acme", |o| {
+        b.edit(VPNPEER, "tenant-acme", "acme", |o| {
             o["spec"]["ipsec"]["pskSecretRef"] = json!({"name": secret, "key": key})
-        });
-        let r = run_vpnmig(kc, &["status"]).await;
+        })
+        .await;
+        let r = b.vpnmig(&["status"]).await;
         let flat = live::flat(&r.stdout);
         assert_eq!(
             flat.contains("psk-moved"),

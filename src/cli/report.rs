@@ -150,6 +150,25 @@ pub(crate) async fn build(cluster: &Cluster, name: &str) -> Result<Record, Error
     Ok(record::build(&j, identity(cluster).await))
 }
 
+/// What is live now of the gateway a finished window left, when it is not as it left
+/// it (`core::journal::Journal::left_text`); `None` when as left, under way, or not
+/// readable (the record is printed all the same).
+async fn left_now(cluster: &Cluster, name: &str) -> Option<String> {
+    let j = crate::cluster::journal::read(cluster, name).await.ok()??;
+    j.left_kind()?;
+    let old = crate::cluster::objects::get(cluster, "IPsecGateway", name)
+        .await
+        .ok()?;
+    let new = crate::cluster::objects::get(cluster, "VPNGateway", name)
+        .await
+        .ok()?;
+    let text = j.left_text(j.left(old.as_ref(), new.as_ref()))?;
+    Some(format!(
+        "{text}; the record is the window's, not the cluster's now: `vpnmig status -n {}` says what to do",
+        j.namespace
+    ))
+}
+
 fn write_file(path: &Path, doc: &str) -> Result<(), Error> {
     std::fs::write(path, doc).map_err(|source| Error::WriteFile {
         path: path.display().to_string(),
@@ -175,13 +194,21 @@ fn broken(r: &Record) -> Error {
 
 pub fn run(args: &ReportArgs) -> Result<i32, Error> {
     let rt = crate::cli::runtime()?;
-    let r = rt.block_on(async {
+    let (r, now) = rt.block_on(async {
         let cluster = Cluster::connect(&args.cluster.options()).await?;
         match args.window {
-            Some(n) => build_archived(&cluster, &args.name, n).await,
-            None => build(&cluster, &args.name).await,
+            Some(n) => Ok::<_, Error>((build_archived(&cluster, &args.name, n).await?, None)),
+            None => {
+                let r = build(&cluster, &args.name).await?;
+                Ok((r, left_now(&cluster, &args.name).await))
+            }
         }
     })?;
+    // The record is the window's; what is live now is said beside it when it is not what
+    // the window left (a21f A6: "the cutover is complete" over a gateway deleted since).
+    if let Some(text) = now {
+        crate::output::say(&format!("warning: {text}"));
+    }
     let format = args
         .output
         .or_else(|| args.out.as_deref().and_then(Format::from_path))

@@ -972,6 +972,35 @@ fn mark_left(rows: &mut [Row], windows: &mut Windows) {
                 "find out who deleted it (`kubectl get events -n {ns}`); `vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal"
             ),
         };
+        // Another gateway claiming its floating IP now: a re-create would wait at
+        // AlreadyAssociated, and the rollback refuses (a21f A5).
+        let fip = if kind == "VPNGateway" {
+            j.floating_ip.clone()
+        } else {
+            j.old_manifest
+                .pointer("/spec/endpoint/floatingIP")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or(&j.floating_ip)
+                .to_string()
+        };
+        let squatters: Vec<String> = rows
+            .iter()
+            .filter(|r| !(r.namespace == ns && r.name == name))
+            .filter(|r| {
+                r.floating_ip
+                    .as_deref()
+                    .is_some_and(|f| crate::core::addr::same_addr(f, &fip))
+            })
+            .map(|r| crate::core::model::object_ref(r.kind, &r.name, &r.namespace))
+            .collect();
+        let todo = if squatters.is_empty() {
+            todo
+        } else {
+            format!(
+                "{} claims floating IP {fip} now, so a re-created gateway would wait at AlreadyAssociated: find out why and take it out of that gateway's spec (in its repository first where Argo CD or Flux syncs it); then {todo}",
+                squatters.join(" and ")
+            )
+        };
         windows.gone.push(GoneGateway {
             namespace: ns.to_string(),
             gateway: name.to_string(),

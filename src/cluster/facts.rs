@@ -94,6 +94,40 @@ pub(crate) fn refusal(e: KubeError) -> Result<String, KubeError> {
     }
 }
 
+/// Every gateway of either kind in all namespaces but `me` (namespace, name): `Err(why)`
+/// when they could not be listed (a refusal, said, never read as "none").
+pub async fn other_gateways(
+    cluster: &Cluster,
+    me: &(String, String),
+) -> Result<Result<Vec<OtherGateway>, String>, KubeError> {
+    let others = async {
+        let old: Vec<IPsecGateway> = list::all(cluster, None).await?;
+        let new: Vec<VPNGateway> = list::all(cluster, None).await?;
+        let key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+            (
+                m.namespace.clone().unwrap_or_default(),
+                m.name.clone().unwrap_or_default(),
+            )
+        };
+        let out: Vec<OtherGateway> = old
+            .iter()
+            .filter(|g| &key(&g.metadata) != me)
+            .map(OtherGateway::from_ipsec)
+            .chain(
+                new.iter()
+                    .filter(|g| &key(&g.metadata) != me)
+                    .map(OtherGateway::from_vpn),
+            )
+            .collect();
+        Ok::<_, KubeError>(out)
+    }
+    .await;
+    Ok(match others {
+        Ok(o) => Ok(o),
+        Err(e) => Err(refusal(e)?),
+    })
+}
+
 /// What the live checks need to know about `plan`'s surroundings.
 pub async fn facts(
     cluster: &Cluster,
@@ -133,32 +167,7 @@ pub async fn facts(
         plan.source.namespace.clone().unwrap_or_default(),
         plan.source.name.clone(),
     );
-    let others = async {
-        let old: Vec<IPsecGateway> = list::all(cluster, None).await?;
-        let new: Vec<VPNGateway> = list::all(cluster, None).await?;
-        let key = |m: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
-            (
-                m.namespace.clone().unwrap_or_default(),
-                m.name.clone().unwrap_or_default(),
-            )
-        };
-        let out: Vec<OtherGateway> = old
-            .iter()
-            .filter(|g| key(&g.metadata) != me)
-            .map(OtherGateway::from_ipsec)
-            .chain(
-                new.iter()
-                    .filter(|g| key(&g.metadata) != me)
-                    .map(OtherGateway::from_vpn),
-            )
-            .collect();
-        Ok::<_, KubeError>(out)
-    }
-    .await;
-    let others = match others {
-        Ok(o) => Ok(o),
-        Err(e) => Err(refusal(e)?),
-    };
+    let others = other_gateways(cluster, &me).await?;
 
     let dry_run = if server_dry_run {
         let mut results = Vec::new();

@@ -821,7 +821,7 @@ impl Journal {
         Some(match state {
             Left::AsLeft | Left::UnderWay => return None,
             Left::Gone => format!(
-                "{ended}, and neither an IPsecGateway nor a VPNGateway {name} exists now: the gateway is gone, its tunnels are down, and nothing holds the floating IP the client's firewall dials"
+                "{ended}, and neither an IPsecGateway nor a VPNGateway {name} exists now: the gateway is gone, its tunnels are down, and the floating IP the client's firewall dials is no longer its own"
             ),
             Left::Terminating => format!(
                 "{ended}, and it is being deleted now (deletionTimestamp set): its tunnels go down when its finalizer ends"

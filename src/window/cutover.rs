@@ -127,6 +127,23 @@ async fn run(
             return super::gitops::restore_finished(w, "IPsecGateway", opts.gitops.resume).await;
         }
         Some(j) if j.phase == Phase::Done => {
+            // "Nothing to do" only over the gateway the window left: its floating IP and
+            // the client's key as the journal recorded them (a21f A1: exit 0 and "the
+            // cutover is complete" over a VPNGateway re-created on another address).
+            let problems = not_as_left(cluster, j).await?;
+            if !problems.is_empty() {
+                return Err(Error::Stop {
+                    code: exit::VERIFY_FAILED,
+                    message: format!(
+                        "the cutover of {ns}/{name} is done (journal ConfigMap {ns}/{}), but the gateway is not as it left it: {}",
+                        journal::object_name(name),
+                        problems.join("; ")
+                    ),
+                    hint: Some(format!(
+                        "`vpnmig verify {name} -n {ns}` shows every check; `vpnmig status -n {ns}` says what to put back"
+                    )),
+                });
+            }
             ev.emit(Event::Info(format!(
                 "the cutover of {ns}/{name} is already done (journal ConfigMap {ns}/{}, {}): nothing to do",
                 journal::object_name(name),
@@ -427,6 +444,49 @@ async fn start_guard(
     let g = Guard::new(cluster, ev, end, &opts.timeouts, from, false).await;
     g.check(ev, name, &cluster.namespace, Moment::Start, opts.dry_run)?;
     Ok(Some(g))
+}
+
+/// What differs between a done window's VPNGateway and PSK Secret and what its journal
+/// recorded: the floating IP (compared in its family), the VPNGateway's uid, the key's
+/// fingerprint. Empty when as left.
+async fn not_as_left(cluster: &Cluster, j: &Journal) -> Result<Vec<String>, Error> {
+    use crate::core::psk::Held;
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    let mut out = Vec::new();
+    if let Some(gw) = objects::get(cluster, "VPNGateway", name).await? {
+        let fip = gw
+            .pointer("/spec/endpoint/floatingIP")
+            .and_then(Value::as_str)
+            .unwrap_or("none");
+        if !crate::core::addr::same_in_family(fip, &j.floating_ip) {
+            out.push(format!(
+                "vpngateway/{name} -n {ns} has floating IP {fip}, the journal pins {} (the client's firewall dials it)",
+                j.floating_ip
+            ));
+        }
+    }
+    let secret = objects::secret(cluster, &j.psk_secret).await?;
+    let held = crate::core::psk::held(
+        j.psk_fingerprint.as_deref(),
+        j.psk_secret_uid.as_deref(),
+        ns,
+        &j.psk_secret,
+        j.psk_key(),
+        secret.as_ref(),
+    );
+    let what = format!("secret/{} -n {ns} (the PSK)", j.psk_secret);
+    match held {
+        Held::Same { .. } | Held::RecreatedSame { .. } | Held::Unrecorded => {}
+        Held::Gone => out.push(format!("{what} is gone")),
+        Held::Recreated { then, now } => out.push(format!(
+            "{what} was re-created (uid {then} → {now}) and its key cannot be compared with the journal's fingerprint"
+        )),
+        Held::Changed { .. } => out.push(format!(
+            "{what} key {} is not the one the window fingerprinted",
+            j.psk_key()
+        )),
+    }
+    Ok(out)
 }
 
 /// No IPsecGateway and no journal: say what is there instead (a migrated gateway whose

@@ -203,17 +203,19 @@ async fn run(
         });
     }
     new_fip_pinned(cluster, &j).await?;
+    if j.phase < Phase::OldApplied {
+        fip_unclaimed(cluster, &j).await?;
+    }
     steps::require_permissions(cluster, "roll back").await?;
     // The VPNGateway the rollback deletes may be synced by now (a merged repository, a
     // restored owner): the same choice as a cutover, before any change (issue 11).
     super::gitops::rollback_owners(cluster, ev, name, &mut j, opts.gitops.mode).await?;
     // Every precondition before the first change (issue 14 item 6): the PSK Secret the
     // re-created gateway authenticates with, and which VPNPeers the rollback may delete.
-    let psk = if j.phase < Phase::OldApplied {
-        objects::secret(cluster, &j.psk_secret).await?
-    } else {
-        None
-    };
+    // At every phase, a re-created gateway already there too: a rollback that closes its
+    // journal over a key that is not the client's would be a false "rolled back" (a21f A2,
+    // A4).
+    let psk = objects::secret(cluster, &j.psk_secret).await?;
     if let Some(s) = &psk {
         // A key rotated during the window would fail the re-created gateway's tunnels:
         // refuse before the first change, not after the re-create.
@@ -226,7 +228,7 @@ async fn run(
             e => e,
         })?;
     }
-    if j.phase < Phase::OldApplied && psk.is_none() {
+    if psk.is_none() {
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!(
@@ -234,8 +236,9 @@ async fn run(
                 j.psk_secret
             ),
             hint: Some(format!(
-                "re-create the Secret from your own records (vpnmig never stores a key): `kubectl create secret generic {} -n {ns} --from-literal=psk=…`, then run the rollback again: `{}`",
+                "re-create the Secret from your own records (vpnmig never stores a key): `kubectl create secret generic {} -n {ns} --from-literal={}=<the client's key>`, then run the rollback again: `{}`",
                 j.psk_secret,
+                j.psk_key(),
                 crate::error::again(&[])
             )),
         });

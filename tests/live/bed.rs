@@ -305,13 +305,14 @@ impl Bed {
             cp,
             dir,
         };
-        // Every gateway of the scenario reconciled: Ready reported (bounded). On the real
+        // Every gateway of the scenario, of either kind, reconciled: Ready reported (bounded). On the real
         // control plane the operator starts from the recorded status and its first
         // reconcile says Ready=False (WorkloadNotReady) until the cluster's controllers and
         // kwok run the gateway's Pod: wait for Ready=True there, as for a live cluster.
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let all = b.all(IPSECGATEWAY).await;
+            let mut all = b.all(IPSECGATEWAY).await;
+            all.extend(b.all(VPNGATEWAY).await);
             let ready = all.iter().all(|g| {
                 g["status"]["conditions"].as_array().is_some_and(|c| {
                     c.iter().any(|c| {

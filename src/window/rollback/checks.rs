@@ -69,6 +69,59 @@ pub(super) async fn new_fip_pinned(cluster: &Cluster, j: &Journal) -> Result<(),
     })
 }
 
+/// No other gateway (another name, either kind, any namespace) claims the floating IP the
+/// re-created IPsecGateway pins: deleting the VPNGateway would let the operator associate
+/// it with that one, and the re-created gateway would wait at `AlreadyAssociated` for
+/// ever (a21f C1, A5: a rollback handed the client's floating IP to another gateway, and
+/// its advice, "run it again", looped). Checked before anything changes; gateways that
+/// could not be listed are "could not ask", a refusal too.
+pub(super) async fn fip_unclaimed(cluster: &Cluster, j: &Journal) -> Result<(), Error> {
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    let fip = j
+        .old_manifest
+        .pointer("/spec/endpoint/floatingIP")
+        .and_then(Value::as_str)
+        .unwrap_or(&j.floating_ip)
+        .to_string();
+    let me = (ns.to_string(), name.to_string());
+    let claims: Vec<String> = match crate::cluster::facts::other_gateways(cluster, &me).await? {
+        Ok(others) => others
+            .iter()
+            .filter(|o| {
+                o.floating_ip
+                    .as_deref()
+                    .is_some_and(|f| crate::core::addr::same_addr(f, &fip))
+            })
+            .map(|o| o.object.clone())
+            .collect(),
+        Err(why) => {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "whether another gateway claims floating IP {fip} cannot be told: the gateways of all namespaces could not be listed ({why}); a rollback while one does would hand it the client's address; nothing was changed"
+                ),
+                hint: Some(
+                    "ask for `list ipsecgateways,vpngateways` in all namespaces (a ClusterRole), or roll back with a context that has it".into(),
+                ),
+            });
+        }
+    };
+    if claims.is_empty() {
+        return Ok(());
+    }
+    Err(Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "floating IP {fip}, which the journal of {ns}/{name} pins for the client, is claimed by {} too: the rollback would delete what holds it now and the operator could associate it with that gateway, while the re-created IPsecGateway waits at AlreadyAssociated; nothing was changed",
+            claims.join(" and ")
+        ),
+        hint: Some(format!(
+            "find out why {} claims it (`kubectl get ipsecgateways,vpngateways -A -o wide`); take the floating IP out of its spec (in its repository first where Argo CD or Flux syncs it), then `vpnmig rollback {name} -n {ns}`",
+            if claims.len() == 1 { "it" } else { "they" }
+        )),
+    })
+}
+
 /// What the PSK Secret must not be owned by during this rollback.
 pub(super) async fn window_owners(w: &Window<'_>) -> Result<Owners, Error> {
     let mut uids = Vec::new();

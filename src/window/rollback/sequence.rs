@@ -334,6 +334,24 @@ The client's routes and firewall name the old addresses: {forward}, or change th
         ev.emit(Event::Note(format!(
             "the tunnels were not waited for: they come up once the client uses the new addresses; `vpnmig verify {name} -n {ns} --wait` checks them"
         )));
+        // Only the tunnels may be missing here: anything else failed is not healthy,
+        // whatever the choice to close the journal (a21f A2: exit 0 under NOT HEALTHY).
+        let failed: Vec<String> = rows
+            .iter()
+            .filter(|r| r.verdict == crate::core::verify::Verdict::Fail)
+            .filter(|r| !matches!(r.check, "tunnel" | "reach"))
+            .map(|r| format!("{} {} {}: {}", r.check, r.object, r.what, r.detail))
+            .collect();
+        if !failed.is_empty() {
+            return Err(Error::Stop {
+                code: exit::VERIFY_FAILED,
+                message: format!(
+                    "the journal is closed (rolled-back, as --accept-new-addresses asks), but IPsecGateway {ns}/{name} is not healthy beyond its tunnels: {}",
+                    failed.join("; ")
+                ),
+                hint: Some(format!("`vpnmig verify {name} -n {ns}` shows every check")),
+            });
+        }
         return Ok(Tunnels {
             rows,
             first_up: None,
