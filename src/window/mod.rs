@@ -72,6 +72,7 @@ use crate::core::verify::Row;
 use crate::error::Error;
 
 pub use cutover::cutover;
+pub use cutover::phases::{Bound, CUTOVER, Resume, Step, Wait};
 pub use gitops::GitopsOptions;
 pub(crate) use gitops::{helm_psk_refusal, journals_for, resume_by_hand};
 pub use rollback::rollback;

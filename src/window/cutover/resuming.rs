@@ -1,0 +1,204 @@
+//! The cutover's resume from a journal past the delete, and `--forward` after a rollback
+//! that lost addresses.
+
+use super::*;
+
+/// A journal past the delete: go on from its phase with what it recorded (the old
+/// gateway is gone: nothing is re-planned).
+pub(super) async fn resume(
+    cluster: &Cluster,
+    held: Option<&lock::Lock>,
+    opts: &CutoverOptions,
+    ev: &dyn Emit,
+    confirm: &mut impl Confirm,
+    j: Journal,
+    by: String,
+) -> Result<Outcome, Error> {
+    let (name, ns) = (j.gateway.clone(), j.namespace.clone());
+    if let Some(old) = objects::get(cluster, "IPsecGateway", &name).await? {
+        let uid = old.pointer("/metadata/uid").and_then(Value::as_str);
+        let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
+        if uid == j.old_uid.as_deref() && !deleting && j.phase > Phase::Deleting {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the journal says ipsecgateway/{name} -n {ns} was deleted (phase {}), but it is still there and not being deleted",
+                    j.phase
+                ),
+                hint: Some(format!(
+                    "the journal does not match the cluster (edited?): inspect `kubectl get configmap {} -n {ns} -o yaml`; `vpnmig rollback {name} -n {ns}` keeps the IPsecGateway and closes it",
+                    journal::object_name(&name)
+                )),
+            });
+        }
+        if uid != j.old_uid.as_deref() && !deleting {
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the journal says ipsecgateway/{name} -n {ns} (uid {}) was deleted at phase {}, but an IPsecGateway of that name exists again (uid {})",
+                    j.old_uid.as_deref().unwrap_or("?"),
+                    j.phase,
+                    uid.unwrap_or("?")
+                ),
+                hint: Some(format!(
+                    "someone re-created it: `vpnmig rollback {name} -n {ns}` settles the journal on it; then plan again"
+                )),
+            });
+        }
+    }
+    if let Some(dir) = &opts.plan {
+        let (saved, _) = bundle::read_saved(dir)?;
+        let drift = journal::journal_drift(&saved, &j);
+        if !drift.is_empty() {
+            ev.emit(Event::Drift(drift));
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the journal of {name} -n {ns} does not match the plan in {}",
+                    dir.display()
+                ),
+                hint: Some(format!(
+                    "resume without --plan (the journal is what was started), or inspect `kubectl get configmap {} -n {ns} -o yaml`",
+                    journal::object_name(&name)
+                )),
+            });
+        }
+    }
+    // The guard applies to what remains; past the delete, going on is the way out.
+    let guard = match &opts.window_end {
+        Some(end) if j.phase.past_delete() => {
+            window_guard::not_applied(ev, end, j.phase);
+            None
+        }
+        _ => start_guard(cluster, ev, &name, opts, j.phase).await?,
+    };
+    ev.emit(Event::Stage(Stage::Confirm));
+    confirm
+        .confirm(Ask {
+            gateway: name.clone(),
+            action: "resume the cutover of",
+            dry_run: opts.dry_run,
+            summary: Summary::Resume {
+                context: cluster.context.clone(),
+                journal: Box::new(j.clone()),
+            },
+        })
+        .await?;
+    if opts.dry_run {
+        ev.emit(Event::Info(format!(
+            "dry run: nothing was changed; without --dry-run the cutover resumes from phase {}",
+            j.phase
+        )));
+        return Ok(Outcome::DryRun);
+    }
+    if let Some(g) = &guard {
+        g.check(ev, &name, &ns, Moment::Confirmed, false)?;
+    }
+    let mut w = Window {
+        cluster,
+        ev,
+        journal: j,
+        lock: held,
+        by,
+    };
+    phases(&mut w, opts, None, guard.as_ref()).await
+}
+
+/// `--forward`: cut the re-created IPsecGateway over to the journal's targets. The saved
+/// old manifest stays the original; the object to delete is the re-created one.
+pub(super) async fn forward_again(
+    cluster: &Cluster,
+    held: Option<&lock::Lock>,
+    opts: &CutoverOptions,
+    ev: &dyn Emit,
+    confirm: &mut impl Confirm,
+    mut j: Journal,
+    by: String,
+) -> Result<Outcome, Error> {
+    let (name, ns) = (j.gateway.clone(), j.namespace.clone());
+    let Some(live) = objects::get(cluster, "IPsecGateway", &name).await? else {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!("--forward: there is no ipsecgateway/{name} -n {ns} to cut over"),
+            hint: Some(j.phase.recovery(&name, &ns)),
+        });
+    };
+    let gw: IPsecGateway = serde_json::from_value(live.clone()).map_err(|e| Error::Stop {
+        code: exit::FAILURE,
+        message: format!("ipsecgateway/{name} -n {ns} cannot be read: {e}"),
+        hint: None,
+    })?;
+    // The re-created gateway must be the journal's old manifest, unedited: the targets
+    // applied next are the journal's, so an edit (a tunnel added, the floating IP
+    // unpinned) would be lost or, worse, let the delete release the address (issue 14
+    // items 1 and 2).
+    let recorded = j.old_manifest.get("spec").cloned().unwrap_or(Value::Null);
+    let differences = scope::differences(&recorded, live.get("spec").unwrap_or(&Value::Null));
+    if !differences.is_empty() {
+        let drift: Vec<journal::Drift> = differences
+            .into_iter()
+            .map(|(what, saved, live)| journal::Drift { what, saved, live })
+            .collect();
+        let differ = drift.len();
+        ev.emit(Event::Drift(drift));
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "--forward: ipsecgateway/{name} -n {ns} is not the one the journal recorded ({} field(s) differ, above): its targets would drop the edit; nothing was changed",
+                differ
+            ),
+            hint: Some(format!(
+                "undo the edit (the recorded spec is data.old-ipsecgateway.yaml of `kubectl get configmap {} -n {ns} -o yaml`) and run --forward again; or keep the edit: close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`, then plan the edited gateway (`vpnmig plan {name} -n {ns}`) and cut over from that plan",
+                journal::object_name(&name)
+            )),
+        });
+    }
+    if let Err(why) = scope::gateway_deletable(&live, &j.floating_ip) {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "--forward: ipsecgateway/{name} -n {ns} cannot be deleted: {why}; nothing was changed"
+            ),
+            hint: Some(format!(
+                "pin it first: {}; then run it again: `{}`",
+                scope::pin_command("IPsecGateway", &name, &ns, &j.floating_ip),
+                crate::error::again(&[])
+            )),
+        });
+    }
+    j.old_uid = gw.metadata.uid.clone();
+    j.spec_fingerprint = fingerprint::fingerprint(live.get("spec").unwrap_or(&Value::Null));
+    j.fixed_targets = true;
+    steps::require_permissions(cluster, "cut over again").await?;
+    let guard = start_guard(cluster, ev, &name, opts, Phase::Started).await?;
+    ev.emit(Event::Stage(Stage::Confirm));
+    confirm
+        .confirm(Ask {
+            gateway: name.clone(),
+            action: "cut over again",
+            dry_run: opts.dry_run,
+            summary: Summary::Forward {
+                context: cluster.context.clone(),
+                journal: Box::new(j.clone()),
+            },
+        })
+        .await?;
+    if opts.dry_run {
+        ev.emit(Event::Info("dry run: nothing was changed".into()));
+        return Ok(Outcome::DryRun);
+    }
+    if let Some(g) = &guard {
+        g.check(ev, &name, &ns, Moment::Confirmed, false)?;
+    }
+    j.advance(Phase::Started, &now(), &by);
+    stored::write(cluster, &j, false).await?;
+    ev.emit(Event::Recorded { phase: j.phase });
+    let mut w = Window {
+        cluster,
+        ev,
+        journal: j,
+        lock: held,
+        by,
+    };
+    phases(&mut w, opts, Some(&gw), guard.as_ref()).await
+}

@@ -1,0 +1,554 @@
+//! The objects the restore keeps: protected as recorded, and the stop when another
+//! writer holds them.
+
+use super::*;
+
+/// How deep the ownerReferences of a kept object are followed (issue 21 item 1, kind A):
+/// a Secret made by a SealedSecret or an ExternalSecret, itself made by a generator, and
+/// so on; and how many objects are looked at in all, at most.
+pub(super) const OWNER_DEPTH: usize = 4;
+pub(super) const KEPT_AT_MOST: usize = 48;
+
+/// How long the owner's status is given to compare a kept object once vpnmig put the
+/// owner's tracking markers on it (kind C): a real Argo CD refreshes on the object's
+/// change within seconds.
+pub(super) const COMPARED_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Record the protection `record` in this window's journal (record `i`, replacing an
+/// earlier one of the same object and annotation) before it is set, then set it with
+/// `patch`: the object as it is after the patch, for the read-back.
+pub(super) async fn protect_recorded(
+    w: &mut Window<'_>,
+    i: usize,
+    record: &gitops::Protected,
+    api_version: &str,
+    patch: &Value,
+) -> Result<Value, Error> {
+    let same = |p: &gitops::Protected| {
+        (&p.kind, &p.namespace, &p.name, &p.annotation)
+            == (
+                &record.kind,
+                &record.namespace,
+                &record.name,
+                &record.annotation,
+            )
+    };
+    w.journal.gitops[i].protected.retain(|p| !same(p));
+    w.journal.gitops[i].protected.push(record.clone());
+    journal::write(w.cluster, &w.journal, false).await?;
+    Ok(live::patch_kept(
+        w.cluster,
+        api_version,
+        &record.kind,
+        &record.namespace,
+        &record.name,
+        patch,
+    )
+    .await?)
+}
+
+/// Make sure the restored owner's first sync cannot prune or change what window `j`
+/// keeps (after `replaced`: the new objects after a cutover, the old gateway after a
+/// rollback; and its PSK Secret), nor what those objects have ownerReferences to (a
+/// SealedSecret or ExternalSecret that made the PSK Secret: pruned, the garbage
+/// collector deletes the Secret; kind A). Protection set is recorded in this window's
+/// journal (record `i`) before the patch. `Ok(Err((why, what to do)))`: the owner must
+/// stay suspended.
+pub(super) async fn keep(
+    w: &mut Window<'_>,
+    i: usize,
+    j: &crate::core::journal::Journal,
+    replaced: &str,
+    owner: Option<&Value>,
+) -> Result<Result<(), (String, String)>, Error> {
+    let r = w.journal.gitops[i].owner.clone();
+    // (apiVersion, kind, namespace, name, depth, what it keeps: the chain that leads here)
+    let mut queue: Vec<(String, String, String, String, usize, String)> = vec![(
+        "v1".into(),
+        "Secret".into(),
+        j.namespace.clone(),
+        j.psk_secret.clone(),
+        0,
+        String::new(),
+    )];
+    // The window's own journal: a namespace policy that stamps an owner's markers on
+    // every ConfigMap would have its sync prune it, and with it the record of the window
+    // and the key's fingerprint (a21d attack 11).
+    queue.push((
+        "v1".into(),
+        "ConfigMap".into(),
+        j.namespace.clone(),
+        crate::core::journal::object_name(&j.gateway),
+        0,
+        "the window's journal".into(),
+    ));
+    let objects: Vec<&Value> = if replaced == "IPsecGateway" {
+        j.targets.iter().collect()
+    } else {
+        vec![&j.old_manifest]
+    };
+    for o in objects {
+        let s = |p: &str| {
+            o.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let ns = Some(s("/metadata/namespace"))
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| j.namespace.clone());
+        queue.push((
+            s("/apiVersion"),
+            s("/kind"),
+            ns,
+            s("/metadata/name"),
+            0,
+            String::new(),
+        ));
+    }
+    // Argo CD's global diff customizations (argocd-cm), where Argo CD keeps them: its
+    // install namespace, which with "apps in any namespace" is not the Application's
+    // (a21d attack 1). Every argocd-cm the cluster has is read, and a rule in any of them
+    // counts; where that cannot be told, the owner stays suspended ("cannot tell").
+    let customizations: Vec<(String, String)> = match (r.kind.as_str(), r.namespace.as_deref()) {
+        ("Application", Some(ons)) => match live::argocd_cms(w.cluster, ons).await {
+            Ok(cms) => cms
+                .iter()
+                .flat_map(|(cns, cm)| {
+                    cm["data"]
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .filter(|(k, _)| {
+                            k.starts_with("resource.customizations.ignoreDifferences.")
+                                || *k == "resource.customizations"
+                        })
+                        .map(move |(k, v)| {
+                            (
+                                format!("-n {cns} {k}"),
+                                v.as_str().unwrap_or_default().to_string(),
+                            )
+                        })
+                })
+                .collect(),
+            Err(why) => {
+                return Ok(Err((
+                    format!(
+                        "whether Argo CD's diff customizations (ConfigMap argocd-cm, in the namespace Argo CD runs in) hide a difference of what the window keeps cannot be told: {why}"
+                    ),
+                    format!(
+                        "Check by hand: find Argo CD's namespace (`kubectl get configmaps -A --field-selector metadata.name=argocd-cm`), and that its argocd-cm ignores no difference of the Secret or the gateway objects (`kubectl get configmap argocd-cm -n ARGOCD_NAMESPACE -o yaml`, keys resource.customizations.ignoreDifferences.* and resource.customizations); then run `vpnmig {} {} -n {}` with a context that may list ConfigMaps in all namespaces: it restores {} once its checks pass (no by-hand restore is offered: it would skip them)",
+                        verb_of(replaced),
+                        w.name(),
+                        w.ns(),
+                        r.display()
+                    ),
+                )));
+            }
+        },
+        _ => Vec::new(),
+    };
+    let mut seen: Vec<(String, String, String)> = Vec::new();
+    let mut owner = owner.cloned();
+    // In order: the PSK Secret first, then the window's objects, then what owns them.
+    while !queue.is_empty() {
+        let (api_version, kind, ns, name, depth, chain) = queue.remove(0);
+        if seen.contains(&(kind.clone(), ns.clone(), name.clone())) {
+            continue;
+        }
+        seen.push((kind.clone(), ns.clone(), name.clone()));
+        let what = kept_ref(&kind, &name, &ns);
+        let what = if kind == "Secret" && depth == 0 {
+            format!("{what} (the PSK)")
+        } else if chain.is_empty() {
+            what
+        } else if depth > 0 {
+            format!("{what} ({chain}: deleted, the garbage collector deletes what it owns)")
+        } else {
+            format!("{what} ({chain})")
+        };
+        let Some(obj) = live::get_kept(w.cluster, &api_version, &kind, &ns, &name).await? else {
+            if depth > 0 {
+                // Its dependent is still there, so the object it names should be: not
+                // found is a kind vpnmig cannot read, not proof it is gone.
+                return Ok(Err((
+                    format!(
+                        "{what} cannot be read (not found as {api_version} {kind}), and whether its sync prunes it cannot be told"
+                    ),
+                    format!(
+                        "check by hand that {}'s source still defines it (`kubectl get {} {name}{}`; {}); {}",
+                        r.display(),
+                        kind.to_lowercase(),
+                        ns_flag(&ns),
+                        gitops::render_hint(&r),
+                        not_restored(w.ns())
+                    ),
+                )));
+            }
+            continue;
+        };
+        // Kind A: what owns it is kept too (pruned, the garbage collector deletes it).
+        // Owners beyond the depth vpnmig follows are not "safe": they are unknown (a21d
+        // attack 3: a chain one level longer was restored, and the PSK collected).
+        if depth >= OWNER_DEPTH && !gitops::owner_references(&obj).is_empty() {
+            return Ok(Err((
+                format!(
+                    "{what} is owned through more than {OWNER_DEPTH} levels of ownerReferences, more than vpnmig follows: whether {}'s sync prunes one of them (and the garbage collector then deletes what the window keeps) cannot be told",
+                    r.display()
+                ),
+                format!(
+                    "check by hand that {}'s source still defines every owner in the chain (`kubectl get {} {name}{} -o jsonpath='{{.metadata.ownerReferences}}'`, then each owner's); {}",
+                    r.display(),
+                    kind.to_lowercase(),
+                    ns_flag(&ns),
+                    not_restored(w.ns())
+                ),
+            )));
+        }
+        if depth < OWNER_DEPTH {
+            for (av, k, n) in gitops::owner_references(&obj) {
+                // A longer chain reads as one sentence: "A is owned by B, which is
+                // owned by C".
+                let label = if chain.is_empty() || depth == 0 {
+                    kept_ref(&kind, &name, &ns)
+                } else {
+                    format!("{chain}, which")
+                };
+                // An owner of a cluster-scoped kind (a ClusterExternalSecret) has no
+                // namespace: it is read, and found in the owner's status, without one
+                // (a21d attack 8).
+                let ons = if live::namespaced(w.cluster, &av, &k).await {
+                    ns.clone()
+                } else {
+                    String::new()
+                };
+                queue.push((
+                    av,
+                    k.clone(),
+                    ons.clone(),
+                    n.clone(),
+                    depth + 1,
+                    format!("{label} is owned by {}", kept_ref(&k, &n, &ons)),
+                ));
+            }
+        }
+        if seen.len() + queue.len() > KEPT_AT_MOST {
+            return Ok(Err((
+                format!(
+                    "what the window keeps has more than {KEPT_AT_MOST} objects through their ownerReferences, more than vpnmig checks"
+                ),
+                format!(
+                    "check by hand what {}'s sync would prune ({}); {}",
+                    r.display(),
+                    gitops::render_hint(&r),
+                    not_restored(w.ns())
+                ),
+            )));
+        }
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        // Kind D: another Application whose markers are on it syncs it too, whatever
+        // vpnmig does with this owner.
+        if let Some(why) = other_apps(
+            w.cluster,
+            &r,
+            &obj,
+            &customizations,
+            group,
+            &kind,
+            &ns,
+            &name,
+            &what,
+        )
+        .await?
+        {
+            return Ok(Err(why));
+        }
+        let tracked = gitops::tracks(&r, &obj);
+        let mut says = owner
+            .as_ref()
+            .and_then(|o| gitops::argo_says(o, group, &kind, &ns, &name));
+        // Kind C: one its source defines but that carries none of its markers yet shows
+        // OutOfSync for the markers alone (as a real Argo CD shows an object it did not
+        // create). vpnmig puts on the markers the owner's sync would stamp (copied from
+        // the object the window replaced), and reads the comparison again.
+        if says == Some(gitops::ArgoSays::OutOfSync)
+            && !tracked
+            && r.kind == "Application"
+            && let Some(patch) = gitops::tracking_patch(&r, &j.old_manifest, &obj)
+        {
+            live::patch_kept(w.cluster, &api_version, &kind, &ns, &name, &patch).await?;
+            w.ev.emit(Event::Step(format!(
+                    "{what}: put on {}'s tracking markers, as its sync would (its source defines it); reading its comparison again",
+                    r.display()
+                )));
+            let deadline = tokio::time::Instant::now() + COMPARED_WITHIN;
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                owner = match live::find(w.cluster, &r).await? {
+                    Found::One(_, o) => Some(o),
+                    _ => None,
+                };
+                says = owner
+                    .as_ref()
+                    .and_then(|o| gitops::argo_says(o, group, &kind, &ns, &name));
+                if says != Some(gitops::ArgoSays::OutOfSync)
+                    || tokio::time::Instant::now() >= deadline
+                {
+                    break;
+                }
+            }
+        }
+        let diff = format!("argocd app diff {}", r.name);
+        let by_hand = format!(
+            "Check by hand what its sync would write (`{diff} --local DIR` on the merged repository, `argocd app manifests {} --source git`)",
+            r.name
+        );
+        let secret_words = if kind == "Secret" && depth == 0 {
+            " with the key the repository holds, and the client's key would exist nowhere (vpnmig keeps only its fingerprint)"
+        } else {
+            ""
+        };
+        let status_of = format!("status of {}", r.display());
+        match &says {
+            Some(gitops::ArgoSays::OutOfSync) => {
+                return Ok(Err((
+                    format!(
+                        "its source defines {what} otherwise than it is live ({status_of}: OutOfSync): restoring its sync would overwrite it{secret_words}; see what it would change with `{diff}`"
+                    ),
+                    format!(
+                        "Make the repository define it as it is live (`{diff}` shows the difference{}), then `vpnmig {} {} -n {}`",
+                        if kind == "Secret" {
+                            "; vpnmig never prints a key"
+                        } else {
+                            ""
+                        },
+                        verb_of(replaced),
+                        w.name(),
+                        w.ns()
+                    ),
+                )));
+            }
+            Some(gitops::ArgoSays::CannotTell(how)) => {
+                return Ok(Err((
+                    format!(
+                        "its status cannot tell whether its sync would change {what} ({how}; {status_of}): an entry that is not Synced is no proof"
+                    ),
+                    format!(
+                        "{by_hand}; once it shows Synced, `vpnmig {} {} -n {}`",
+                        verb_of(replaced),
+                        w.name(),
+                        w.ns()
+                    ),
+                )));
+            }
+            Some(gitops::ArgoSays::Absent) if tracked && !gitops::protected(&r.kind, &obj) => {
+                return Ok(Err((
+                    format!(
+                        "it tracks {what}, but its status does not list it ({status_of}; a real Argo CD lists every object it tracks): whether its sync would prune it cannot be told"
+                    ),
+                    format!(
+                        "{by_hand}; refresh it (`argocd app get {} --refresh`), then `vpnmig {} {} -n {}`",
+                        r.name,
+                        verb_of(replaced),
+                        w.name(),
+                        w.ns()
+                    ),
+                )));
+            }
+            Some(gitops::ArgoSays::Prunes) if tracked && !gitops::protected(&r.kind, &obj) => {
+                return Ok(Err((
+                    format!(
+                        "it tracks {what}, and its source no longer defines it ({status_of}): restoring its sync would delete it"
+                    ),
+                    format!(
+                        "Put it back in the repository (or take the owner's markers off it), then `vpnmig {} {} -n {}`",
+                        verb_of(replaced),
+                        w.name(),
+                        w.ns()
+                    ),
+                )));
+            }
+            _ => {}
+        }
+        // Kind B: a difference its status hides is no proof either.
+        if matches!(says, Some(gitops::ArgoSays::Synced))
+            && let Some(rule) = owner
+                .as_ref()
+                .and_then(|o| gitops::argo_ignored(o, &customizations, group, &kind, &ns, &name))
+        {
+            return Ok(Err((
+                format!(
+                    "{rule} matches {what}: its status does not show a difference there, and its sync (without syncOptions RespectIgnoreDifferences=true) writes the repository's copy all the same{}",
+                    if kind == "Secret" && depth == 0 {
+                        " (the key the repository holds: the client's key would then exist nowhere, vpnmig keeps only its fingerprint)"
+                    } else {
+                        ""
+                    }
+                ),
+                format!(
+                    "{by_hand}; add RespectIgnoreDifferences=true to its syncOptions, then `vpnmig {} {} -n {}` (without it, {})",
+                    verb_of(replaced),
+                    w.name(),
+                    w.ns(),
+                    not_restored(w.ns())
+                ),
+            )));
+        }
+        // The PSK Secret and a Kustomization: a prune protection does not stop its apply
+        // from writing Git's copy over the live key (round 4, attack 1). Its controller
+        // skips an object whose live copy says `kustomize.toolkit.fluxcd.io/reconcile:
+        // disabled`, tracked or not (a source that newly defines it would adopt it).
+        let obj = if kind == "Secret"
+            && depth == 0
+            && let Some((record, patch)) = gitops::protect_overwrite(&r.kind, &obj)
+        {
+            let after = protect_recorded(w, i, &record, &api_version, &patch).await?;
+            if !gitops::overwrite_protected(&r.kind, &after) {
+                return Ok(Err((
+                    format!(
+                        "the annotation {}={} did not stay on {what} (a webhook or controller removed it), and without it the first sync writes the repository's copy of the Secret over the client's key",
+                        record.annotation, record.value
+                    ),
+                    format!(
+                        "find what removes it (`kubectl get secret {name} -n {ns} --show-managed-fields -o yaml`), then `vpnmig {} {} -n {}`",
+                        verb_of(replaced),
+                        w.name(),
+                        w.ns()
+                    ),
+                )));
+            }
+            w.ev.emit(Event::Step(format!(
+                "kept {what} from {}'s apply: annotation {}={} (kustomize-controller skips an object whose live copy carries it, so its sync cannot write the repository's copy over the client's key; the journal records it, and it stays: `kubectl annotate secret {name} -n {ns} {}-` removes it once the repository's copy holds the client's key)",
+                r.display(),
+                record.annotation,
+                record.value,
+                record.annotation
+            )));
+            after
+        } else {
+            obj
+        };
+        if !tracked || gitops::protected(&r.kind, &obj) || says.is_some() {
+            continue;
+        }
+        // The cluster cannot show what the merged source applies: the controller is told
+        // not to prune it, as it documents.
+        let Some((record, patch)) = gitops::protect(&r.kind, &obj) else {
+            continue;
+        };
+        let after = protect_recorded(w, i, &record, &api_version, &patch).await?;
+        if !gitops::protected(&r.kind, &after) {
+            return Ok(Err((
+                format!(
+                    "it tracks {what}, the cluster does not show whether its source still defines it, and the annotation {}={} did not stay on it (a webhook or controller removed it)",
+                    record.annotation, record.value
+                ),
+                format!(
+                    "Find what removes it, then `vpnmig {} {} -n {}`; or check by hand that the merged source still defines it ({}); {}",
+                    verb_of(replaced),
+                    w.name(),
+                    w.ns(),
+                    gitops::render_hint(&r),
+                    not_restored(w.ns())
+                ),
+            )));
+        }
+        w.ev.emit(Event::Step(format!(
+            "kept {what} from {}'s prune: annotation {}={} (the cluster does not show whether its merged source still defines it{}; the journal records it, and it stays)",
+            r.display(),
+            record.annotation,
+            record.value,
+            owner
+                .as_ref()
+                .and_then(gitops::status_blind)
+                .map(|why| format!(": {why}"))
+                .unwrap_or_default()
+        )));
+    }
+    Ok(Ok(()))
+}
+
+/// What follows a check vpnmig cannot make itself: it does not restore the owner, and
+/// says so, never "restore it by hand" (a21e: a restore by hand skipped the prune
+/// protections and the watch of vpnmig's own restore, and lost a PSK and a gateway).
+pub(super) fn not_restored(ns: &str) -> String {
+    format!(
+        "vpnmig cannot check this, so it does not restore the owner: it stays suspended, the journal holds it, and the prune protections set so far stay (`vpnmig status -n {ns}` lists them). Resuming it is then yours alone, and nothing watches its first sync"
+    )
+}
+
+/// `kind/name -n ns`, or `kind/name (cluster-scoped)` for an object without a namespace.
+pub(super) fn kept_ref(kind: &str, name: &str, ns: &str) -> String {
+    if ns.is_empty() {
+        format!("{}/{name} (cluster-scoped)", kind.to_ascii_lowercase())
+    } else {
+        object_ref(kind, name, ns)
+    }
+}
+
+/// ` -n ns` for a namespaced object's kubectl command, nothing for a cluster-scoped one.
+pub(super) fn ns_flag(ns: &str) -> String {
+    if ns.is_empty() {
+        String::new()
+    } else {
+        format!(" -n {ns}")
+    }
+}
+
+pub(super) fn verb_of(replaced: &str) -> &'static str {
+    if replaced == "IPsecGateway" {
+        "cutover"
+    } else {
+        "rollback"
+    }
+}
+
+/// The stop when the PSK Secret's key changed (`e`) and another Application that syncs
+/// automatically carries its markers (kind D): that Application and its repository copy
+/// are named as what must be fixed first, since putting the key back by hand is undone by
+/// its self-heal. `e` as it is when there is none.
+pub(super) async fn other_writer_stop(
+    cluster: &Cluster,
+    owner: &gitops::OwnerRef,
+    secret: &Value,
+    e: Error,
+) -> Error {
+    let Error::Stop { code, message, .. } = &e else {
+        return e;
+    };
+    let mut others = Vec::new();
+    for app in gitops::argo_apps_on(secret) {
+        let found = match live::find(cluster, &app).await {
+            Ok(Found::One(o, v)) => vec![(o, v)],
+            Ok(Found::Many(all)) => all,
+            _ => Vec::new(),
+        };
+        for (o, v) in found {
+            if !(owner.kind == "Application" && gitops::same_owner(owner, &o))
+                && gitops::argo_automated(&v)
+            {
+                others.push(o);
+            }
+        }
+    }
+    let Some(other) = others.first() else {
+        return e;
+    };
+    Error::Stop {
+        code: *code,
+        message: format!(
+            "{message}; the Secret carries the tracking markers of {}, which syncs automatically{}: its sync writes its repository's copy of the Secret, and {} stays suspended",
+            other.display(),
+            gitops::writer(secret)
+                .map(|w| format!(" (last written by {w})"))
+                .unwrap_or_default(),
+            owner.display()
+        ),
+        hint: Some(format!(
+            "fix {}'s repository copy first: make it hold the client's key, or take the Secret out of it and its markers off the Secret (`argocd app diff {}`; `argocd app manifests {} --source git`; vpnmig never prints a key). Putting the key back by hand alone is undone by its self-heal within seconds. Then put the client's key back and run the window's command again",
+            other.display(),
+            other.name,
+            other.name
+        )),
+    }
+}

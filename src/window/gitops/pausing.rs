@@ -1,0 +1,520 @@
+//! Suspending the owners for the window (`--gitops pause`) and checking they stay
+//! suspended and hold no parent that would undo it.
+
+use super::*;
+
+/// Suspend every owner the journal says `pause` and is not suspended yet; each patch is
+/// recorded (`paused`) right after it lands. Before the delete, what manages each owner
+/// itself is looked at first (a parent whose sync puts the policy back stops the window,
+/// nothing deleted), and after the patches every owner is read back from the cluster for
+/// a while ([`held`]): a suspension is what the owner shows, not what the patch answered
+/// (issue 21 item 4).
+pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
+    // Until the apply, an owner that syncs again can still be stopped before anything new
+    // is live: its parents are checked and its suspension read back on every run.
+    let before_apply = w.journal.phase < Phase::Applied;
+    if before_apply {
+        for r in w.journal.gitops.iter().filter(|r| r.restored_at.is_none()) {
+            let Found::One(owner, obj) = live::find(w.cluster, &r.owner).await? else {
+                continue;
+            };
+            for (p, parent) in live_parents(w.cluster, &obj).await? {
+                let st = gitops::parent_state(&parent, &obj);
+                if st.puts_back {
+                    return Err(parent_stop(w, verb, &owner, &p, &st, None));
+                }
+            }
+        }
+    }
+    for i in 0..w.journal.gitops.len() {
+        let r = &w.journal.gitops[i];
+        let Some(saved) = &r.saved else { continue };
+        if r.restored_at.is_some() {
+            continue;
+        }
+        let (owner, pointer, recorded) = (r.owner.clone(), saved.pointer.clone(), r.paused);
+        // Suspended by an earlier run: read back first. A policy someone set since is
+        // theirs: one that does not sync is left as it is (relied on, never restored
+        // over); one that syncs again is suspended again, and its policy is what the end
+        // of the window restores (issue 21 item 4).
+        if recorded && let Found::One(_, now) = live::find(w.cluster, &owner).await? {
+            let uid_now = now
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            // Deleted and re-created since: not the object the window paused. One that
+            // does not sync is left as it is (relied on); one that does is suspended like
+            // one re-enabled, its own policy what the end restores (attack 4).
+            let held = match gitops::held(&w.journal.gitops[i], &now) {
+                gitops::Held::Replaced { uid, active, now } => {
+                    let then = w.journal.gitops[i].uid.clone().unwrap_or_default();
+                    w.journal.gitops[i].uid = uid_now.clone();
+                    let what = format!(
+                        "deleted and re-created since the window paused it (uid {uid}, the journal's {then})"
+                    );
+                    if active {
+                        gitops::Held::ReEnabled {
+                            now: format!("{now}; {what}"),
+                        }
+                    } else {
+                        gitops::Held::Changed {
+                            now: format!("{now}; {what}"),
+                        }
+                    }
+                }
+                other => other,
+            };
+            match held {
+                gitops::Held::AsLeft | gitops::Held::Replaced { .. } => {}
+                gitops::Held::Changed { now } => {
+                    w.journal.gitops[i].saved = None;
+                    w.journal.gitops[i].paused = false;
+                    journal::write(w.cluster, &w.journal, false).await?;
+                    w.ev.emit(Event::Warning(format!(
+                        "{}: its policy changed since the window paused it (live: {now}); it does not sync, so vpnmig leaves it as it is and will not restore over it",
+                        owner.display()
+                    )));
+                    continue;
+                }
+                gitops::Held::ReEnabled { now: seen } => {
+                    // Re-armed by an active parent: suspended again, the parent would
+                    // only re-arm it once more, after the read-back (a re-run is no
+                    // answer to it). Stopped, naming the parent, before anything new is
+                    // applied.
+                    if before_apply {
+                        let parents = live_parents(w.cluster, &now).await?;
+                        if let Some((p, st)) = parents
+                            .iter()
+                            .map(|(p, v)| (p, gitops::parent_state(v, &now)))
+                            .find(|(_, st)| st.active)
+                        {
+                            return Err(parent_stop(w, verb, &owner, p, &st, Some(&seen)));
+                        }
+                    }
+                    if let Some(s) = w.journal.gitops[i].saved.as_mut() {
+                        s.value = now.pointer(&pointer).cloned();
+                    }
+                    journal::write(w.cluster, &w.journal, false).await?;
+                    w.ev.emit(Event::Warning(format!(
+                        "{} was re-enabled by someone else since the window paused it (live: {seen}): suspended again for the window; the end of the window restores that policy, not the one before",
+                        owner.display()
+                    )));
+                }
+            }
+        }
+        // Recorded as suspended before the patch is sent: a run killed in between leaves
+        // a journal that says so (and `status` lists it); restoring an owner the patch
+        // never reached writes back the value it still has. The first suspension is a
+        // compare-and-swap ([`first_pause`]): another window may have suspended it
+        // since this one found it syncing.
+        if !recorded {
+            if !first_pause(w, i, verb).await? {
+                continue;
+            }
+        } else {
+            // Sent again on every run before the delete (it is idempotent): the journal
+            // may say suspended for a patch that never landed.
+            live::patch(
+                w.cluster,
+                &owner,
+                &gitops::pause_patch(&owner_shape(&owner)),
+            )
+            .await?;
+        }
+        w.ev.emit(Event::Step(format!(
+            "suspended {} for the window ({} {}; the journal records it to restore at the end)",
+            owner.display(),
+            if owner.kind == "Application" {
+                "removed"
+            } else {
+                "set"
+            },
+            gitops::dotted(&pointer)
+        )));
+    }
+    if before_apply {
+        held(w, verb, SETTLE_PAUSE).await?;
+    }
+    Ok(())
+}
+
+/// How many times the first suspension is tried again after the owner changed between
+/// the read and the patch (409), each time read again.
+pub(super) const PAUSE_TRIES: usize = 5;
+
+/// The first suspension of owner record `i` by this window, as a compare-and-swap (a21d
+/// attack 9: two windows of a wave, `--concurrency 2`, both found the owner syncing and
+/// both recorded themselves as the one that suspended it). The owner is read again: one
+/// suspended since (by another window, or a person) is relied on — the record loses
+/// `saved`, says `relies` and who holds it, and this window never restores it. One still
+/// syncing is recorded as suspended by this window (before the patch), then patched
+/// with its `metadata.resourceVersion` as read: a write in between (another window's
+/// suspension) is a 409, and the owner is read again. `Ok(true)`: this window suspended
+/// it; `Ok(false)`: it relies on another's suspension.
+pub(super) async fn first_pause(w: &mut Window<'_>, i: usize, verb: &str) -> Result<bool, Error> {
+    let owner = w.journal.gitops[i].owner.clone();
+    let (ns, name) = (w.ns().to_string(), w.name().to_string());
+    let kind = w.journal.old_manifest["kind"]
+        .as_str()
+        .unwrap_or("IPsecGateway")
+        .to_string();
+    for _ in 0..PAUSE_TRIES {
+        let obj = match live::find(w.cluster, &owner).await? {
+            Found::One(_, o) => Some(o),
+            _ => None,
+        };
+        if let Some(o) = obj.as_ref()
+            && !gitops::owner_state(o, &kind, &ns, &name).active
+        {
+            let held_by = holders_now(w.cluster, &owner, &ns, &name).await;
+            let reliance = reliance(&held_by);
+            let r = &mut w.journal.gitops[i];
+            r.saved = None;
+            r.paused = false;
+            r.relies = true;
+            r.held_by = held_by
+                .unwrap_or_default()
+                .iter()
+                .filter(|h| h.holds())
+                .map(|h| format!("{}/{}", h.namespace, h.gateway))
+                .collect();
+            journal::write(w.cluster, &w.journal, false).await?;
+            w.ev.emit(Event::Note(format!(
+                "{} was suspended since this window found it syncing ({}; {reliance}): this window relies on that suspension and does not record it as its own; its journal records it, and no window restores the owner until this one is done",
+                owner.display(),
+                how(&gitops::owner_state(o, &kind, &ns, &name))
+            )));
+            return Ok(false);
+        }
+        w.journal.gitops[i].paused = true;
+        journal::write(w.cluster, &w.journal, false).await?;
+        let mut patch = gitops::pause_patch(&owner_shape(&owner));
+        if let Some(rv) = obj
+            .as_ref()
+            .and_then(|o| o.pointer("/metadata/resourceVersion"))
+            .and_then(Value::as_str)
+            && let Some(m) = patch.as_object_mut()
+        {
+            m.insert(
+                "metadata".into(),
+                serde_json::json!({"resourceVersion": rv}),
+            );
+        }
+        match live::patch(w.cluster, &owner, &patch).await {
+            Ok(_) => return Ok(true),
+            Err(e) if crate::cluster::objects::status(&e) == Some(409) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "{} changed {PAUSE_TRIES} times between vpnmig's read and its suspension (409 Conflict each time): something writes it continuously, and whether this window or another suspended it cannot be told; {}",
+            owner.display(),
+            where_it_stands(w)
+        ),
+        hint: Some(format!(
+            "find who writes it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`), then `vpnmig {verb} {name} -n {ns} --gitops pause` again",
+            owner.resource(),
+            owner.name,
+            owner.namespace.as_deref().unwrap_or("argocd")
+        )),
+    })
+}
+
+/// How long the owners are read back after the pause, before the window goes on: a
+/// parent's self-heal or another controller answers a change within this.
+pub(super) const SETTLE_PAUSE: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// Read back, for `settle` (at least once), every owner the window suspended or relies on
+/// being suspended: one that syncs on its own again stops the window before the delete
+/// (exit 7, no gateway deleted), naming what manages it (a parent Application, an
+/// ApplicationSet, a Kustomization) and the field managers that wrote it. Called after
+/// the pause and right before the delete.
+pub(crate) async fn held(
+    w: &Window<'_>,
+    verb: &str,
+    settle: std::time::Duration,
+) -> Result<(), Error> {
+    let started = std::time::Instant::now();
+    let holds = |r: &&Record| r.restored_at.is_none() && (r.paused || r.saved.is_none());
+    // Nothing held (no GitOps owner): nothing to read back, and no time to wait.
+    if !w.journal.gitops.iter().any(|r| holds(&r)) {
+        return Ok(());
+    }
+    loop {
+        for r in w.journal.gitops.iter().filter(holds) {
+            let Found::One(owner, obj) = live::find(w.cluster, &r.owner).await? else {
+                continue;
+            };
+            let again = match gitops::held(r, &obj) {
+                gitops::Held::ReEnabled { now } => Some(now),
+                gitops::Held::Replaced {
+                    uid,
+                    active: true,
+                    now,
+                } => Some(format!(
+                    "{now}; deleted and re-created since the window paused it, uid {uid}"
+                )),
+                _ => None,
+            };
+            if let Some(now) = again {
+                let parents = live_parents(w.cluster, &obj).await?;
+                let active = parents
+                    .iter()
+                    .map(|(p, v)| (p, gitops::parent_state(v, &obj)))
+                    .find(|(_, st)| st.active);
+                if let Some((p, st)) = active {
+                    return Err(parent_stop(w, verb, &owner, p, &st, Some(&now)));
+                }
+                let (name, ns) = (w.name(), w.ns());
+                let writers = writers(&obj);
+                return Err(Error::Stop {
+                    code: exit::REFUSED,
+                    message: format!(
+                        "{} syncs automatically again ({now}; {writers}): the window's suspension did not hold, read back from the cluster; {}",
+                        owner.display(),
+                        where_it_stands(w)
+                    ),
+                    hint: Some(format!(
+                        "{}: find who re-enabled it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`) and stop that, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+                        if parents.is_empty() {
+                            "no parent its metadata names is in the cluster".to_string()
+                        } else {
+                            format!(
+                                "its parents read back not syncing ({})",
+                                parents
+                                    .iter()
+                                    .map(|(p, _)| p.owner.display())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        },
+                        owner.resource(),
+                        owner.name,
+                        owner.namespace.as_deref().unwrap_or("argocd"),
+                        way_back(w)
+                    )),
+                });
+            }
+        }
+        if started.elapsed() >= settle {
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+/// Where a window stopped by an owner that syncs again stands: before the delete, or
+/// after it with nothing new applied.
+pub(super) fn where_it_stands(w: &Window<'_>) -> String {
+    if w.journal.phase < Phase::Deleting {
+        "no gateway was deleted".into()
+    } else {
+        format!(
+            "the old gateway was deleted and nothing new was applied (journal phase {}): its sync would re-create the IPsecGateway and take the floating IP",
+            w.journal.phase
+        )
+    }
+}
+
+/// The way back for [`where_it_stands`].
+pub(super) fn way_back(w: &Window<'_>) -> String {
+    let (name, ns) = (w.name(), w.ns());
+    if w.journal.phase < Phase::Deleting {
+        format!("`vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway")
+    } else {
+        format!(
+            "`vpnmig rollback {name} -n {ns}` re-creates the IPsecGateway from the journal instead (suspend the owner first there too)"
+        )
+    }
+}
+
+/// The field managers that wrote `obj`, vpnmig's left out: who may have re-enabled it.
+pub(super) fn writers(obj: &Value) -> String {
+    let mut m: Vec<String> = crate::core::scope::managers(obj)
+        .into_iter()
+        .filter(|m| m != crate::core::scope::FIELD_MANAGER)
+        .collect();
+    m.sort();
+    m.dedup();
+    if m.is_empty() {
+        "no other field manager wrote it".into()
+    } else {
+        format!("field managers {}", m.join(", "))
+    }
+}
+
+/// The parents of an owner ([`gitops::parents`]) that the cluster has, each with its
+/// object (namespace filled in). One the cluster does not have puts nothing back.
+pub(crate) async fn live_parents(
+    cluster: &Cluster,
+    owner: &Value,
+) -> Result<Vec<(gitops::Parent, Value)>, Error> {
+    Ok(live::parents_of(cluster, owner).await?)
+}
+
+/// How to keep a parent from putting its child's policy back, a sentence starting with
+/// the verb.
+pub(super) fn parent_fix(p: &gitops::OwnerRef) -> String {
+    match p.kind.as_str() {
+        "ApplicationSet" => format!(
+            "set `spec.syncPolicy.applicationsSync: create-only` on {} for the window (or have it ignore `/spec/syncPolicy` in `ignoreApplicationDifferences`)",
+            p.display()
+        ),
+        _ => format!(
+            "suspend {} for the window ({}; vpnmig does not restore it)",
+            p.display(),
+            suspend_command(p)
+        ),
+    }
+}
+
+/// The stop for an owner whose parent puts its policy back: before the patch
+/// (`now: None`, predicted from the parent's object) or after it (`now`: the owner read
+/// back syncing again). No gateway was deleted either way.
+pub(super) fn parent_stop(
+    w: &Window<'_>,
+    verb: &str,
+    owner: &gitops::OwnerRef,
+    p: &gitops::Parent,
+    st: &gitops::ParentState,
+    now: Option<&str>,
+) -> Error {
+    let (name, ns) = (w.name(), w.ns());
+    let what = match now {
+        Some(now) => format!(
+            "{} syncs automatically again ({now}) after vpnmig suspended it: it is itself managed by {} (found by {}; {}), which put its policy back",
+            owner.display(),
+            p.owner.display(),
+            p.evidence.join(", "),
+            st.how
+        ),
+        None => format!(
+            "{} is itself managed by {} (found by {}; {}): its sync puts back the policy `--gitops pause` would change, so the suspension would not hold",
+            owner.display(),
+            p.owner.display(),
+            p.evidence.join(", "),
+            st.how
+        ),
+    };
+    Error::Stop {
+        code: exit::REFUSED,
+        message: format!("{what}; {}", where_it_stands(w)),
+        hint: Some(format!(
+            "{}, or change its source so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+            parent_fix(&p.owner),
+            owner.display(),
+            way_back(w)
+        )),
+    }
+}
+
+/// Why the old gateway `obj` exists again after the window deleted it (issue 21 item
+/// 3): each GitOps owner its markers name, read now and held against the journal.
+/// `Some((why, first))`: an owner that still acts (`why`), and what must stop it before
+/// any rollback or resume, which would otherwise fight it (`first`). `None`: nothing
+/// names an owner that acts now.
+pub(crate) async fn still_acting(
+    w: &Window<'_>,
+    obj: &Value,
+) -> Result<Option<(String, String)>, Error> {
+    let (name, ns) = (w.name(), w.ns());
+    let kind = obj["kind"].as_str().unwrap_or("IPsecGateway");
+    let obj_name = obj["metadata"]["name"].as_str().unwrap_or(name);
+    for m in gitops::reconciling(&gitops::detect(obj)) {
+        let Some(wanted) = &m.owner else { continue };
+        let Found::One(owner, live_obj) = live::find(w.cluster, wanted).await? else {
+            continue;
+        };
+        let record = w.journal.gitops.iter().find(|r| r.owner == owner);
+        let st = gitops::owner_state(&live_obj, kind, ns, obj_name);
+        // Only its controller's field manager says it wrote the object: its labels do
+        // not (vpnmig's own re-create from the saved manifest carries them).
+        let wrote = gitops::written_by(&owner.kind, obj);
+        let take_out = if kind == "IPsecGateway" {
+            format!(
+                "or take the IPsecGateway out of its source and merge that (`vpnmig plan {name} -n {ns} --gitops-repo DIR` writes the change)"
+            )
+        } else {
+            format!(
+                "or revert the repository change so that its source defines IPsecGateway {ns}/{name} again instead of the {kind}"
+            )
+        };
+        if !st.active && wrote && record.is_some_and(|r| r.paused || r.saved.is_none()) {
+            let field = record
+                .and_then(|r| r.saved.as_ref())
+                .map(|s| {
+                    format!(
+                        "{} {}",
+                        gitops::dotted(&s.pointer),
+                        live_obj.pointer(&s.pointer).cloned().unwrap_or(Value::Null)
+                    )
+                })
+                .unwrap_or_else(|| "suspended".into());
+            return Ok(Some((
+                format!(
+                    "{} re-created it although it reads back suspended ({field}, as the window left it): its controller ignores its suspension, and vpnmig cannot hold it off",
+                    owner.display()
+                ),
+                format!(
+                    "make {} stop acting first: stop its controller ({}), {take_out}",
+                    owner.display(),
+                    if owner.kind == "Application" {
+                        "argocd-application-controller"
+                    } else if owner.kind == "HelmRelease" {
+                        "helm-controller"
+                    } else {
+                        "kustomize-controller"
+                    }
+                ),
+            )));
+        }
+        if st.active {
+            let parents = live_parents(w.cluster, &live_obj).await?;
+            let by = parents
+                .iter()
+                .find(|(_, v)| gitops::parent_state(v, &live_obj).active)
+                .map(|(p, _)| {
+                    format!(
+                        "; it is itself managed by {} (found by {}), which puts its policy back",
+                        p.owner.display(),
+                        p.evidence.join(", ")
+                    )
+                })
+                .unwrap_or_default();
+            let whose = if record.is_some() {
+                "the window suspended it, and it syncs automatically again"
+            } else {
+                "it syncs automatically and this window did not suspend it"
+            };
+            let did = if wrote {
+                "re-created it".to_string()
+            } else {
+                format!(
+                    "may re-create it (its field manager did not write this one: {})",
+                    gitops::writer(obj).unwrap_or_else(|| "vpnmig or the operator did".into())
+                )
+            };
+            return Ok(Some((
+                format!("{} {did}: {whose} ({}{by})", owner.display(), how(&st)),
+                format!(
+                    "suspend {} first ({}{}), {take_out}",
+                    owner.display(),
+                    suspend_command(&owner),
+                    parents
+                        .iter()
+                        .find(|(_, v)| gitops::parent_state(v, &live_obj).active)
+                        .map(|(p, _)| format!("; and {}", parent_fix(&p.owner)))
+                        .unwrap_or_default()
+                ),
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// The smallest owner object the pause patch is chosen by.
+pub(super) fn owner_shape(owner: &gitops::OwnerRef) -> Value {
+    serde_json::json!({"kind": owner.kind})
+}

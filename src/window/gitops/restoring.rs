@@ -1,0 +1,536 @@
+//! Restoring the owners at `done` / `rolled-back`, only when their source defines what is
+//! live then.
+
+use super::*;
+
+/// Restore every owner this window suspended, once it is safe (issue 11 item 2, issue 21
+/// items 1 and 2):
+///
+/// 1. no other window that suspended it or relies on its suspension is under way (any
+///    phase before `done` / `rolled-back`): its gateway would come back mid-window;
+/// 2. the PSK Secret exists (gone, the stop says it must be re-created with the client's
+///    key, which vpnmig does not hold);
+/// 3. its source (as the cluster shows it) no longer defines `replaced` (`IPsecGateway`
+///    after a cutover, `VPNGateway` after a rollback), nor what the finished windows
+///    that relied on it replaced. With `force` (`--gitops resume`) the user says the
+///    repository is merged: this one check is skipped, no other;
+/// 4. its first sync cannot prune or change what those windows keep (their PSK Secrets,
+///    the new objects, the old gateway after a rollback, and what their ownerReferences
+///    name, transitively): Argo CD's entry for each must read `Synced` (an `OutOfSync`,
+///    `Unknown` or missing entry, or an `ignoreDifferences` rule hiding a difference,
+///    keeps it suspended); every other Application whose markers are on one is checked
+///    the same; what its status shows gone from the source keeps it suspended; what the
+///    cluster cannot show (a suspended Kustomization's inventory is never refreshed; a
+///    HelmRelease has none) gets the prune protection its controller honours, recorded
+///    in the journal before it is set and read back after.
+///
+/// What is not restored is said, with the command. Returns how many owners are still
+/// suspended by the window.
+pub(crate) async fn restore(
+    w: &mut Window<'_>,
+    replaced: &str,
+    force: bool,
+) -> Result<usize, Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let verb = if replaced == "IPsecGateway" {
+        "cutover"
+    } else {
+        "rollback"
+    };
+    let mut left = 0;
+    for i in 0..w.journal.gitops.len() {
+        let r = w.journal.gitops[i].clone();
+        let Some(saved) = r.saved.as_ref().filter(|_| r.paused) else {
+            continue;
+        };
+        let mut live_owner = match live::find(w.cluster, &r.owner).await? {
+            Found::One(_, obj) => Some(obj),
+            // Gone (deleted since, attack 9): nothing to restore, nothing to protect
+            // from its prune; the journal lets go of it, and every command says so.
+            Found::None if r.owner.namespace.is_some() => {
+                w.journal.gitops[i].paused = false;
+                w.journal.gitops[i].restored_at = Some(now());
+                journal::write(w.cluster, &w.journal, false).await?;
+                w.ev.emit(Event::Warning(format!(
+                    "{} is gone (the cluster has no {} {} in namespace {}): nothing to restore; the journal no longer holds it. Whatever syncs the objects now is someone else's (`vpnmig status -n {ns} -o wide` shows MANAGED-BY)",
+                    r.owner.display(),
+                    r.owner.kind,
+                    r.owner.name,
+                    r.owner.namespace.as_deref().unwrap_or_default()
+                )));
+                continue;
+            }
+            _ => None,
+        };
+        // A policy someone set since the pause is theirs: never overwritten; the journal
+        // no longer holds the owner (issue 21 item 4).
+        if let Some(now) = live_owner.as_ref() {
+            let changed = match gitops::held(&r, now) {
+                gitops::Held::AsLeft => None,
+                gitops::Held::ReEnabled { now } => Some(("re-enabled by someone else", now)),
+                gitops::Held::Changed { now } => {
+                    Some(("its policy changed since the window paused it", now))
+                }
+                gitops::Held::Replaced { uid, now, .. } => Some((
+                    "it is not the object the window paused: deleted and re-created since",
+                    format!(
+                        "uid {uid}, the journal's {}; {now}",
+                        r.uid.as_deref().unwrap_or("?")
+                    ),
+                )),
+            };
+            // Re-enabled while its source (as the cluster shows it) still defines the
+            // replaced gateway, or may: its next sync re-creates it beside the new one.
+            // Not green, and the journal keeps holding the owner, so that `status` and a
+            // re-run say so until it is suspended again or the repository is merged
+            // (`--gitops resume`: the user says it is).
+            if let gitops::Held::ReEnabled { now: seen } = gitops::held(&r, now)
+                && !force
+                && gitops::owner_state(now, replaced, &ns, &name).source_lists != Some(false)
+            {
+                return Err(reenabled_stop(w, &r.owner, now, replaced, &seen).await);
+            }
+            if let Some((what, now)) = changed {
+                w.journal.gitops[i].paused = false;
+                journal::write(w.cluster, &w.journal, false).await?;
+                w.ev.emit(Event::Warning(format!(
+                    "{} is not restored: {what} (live: {now}); vpnmig leaves its policy as it is, and the journal no longer holds it",
+                    r.owner.display()
+                )));
+                continue;
+            }
+        }
+        // 1. The other windows on this owner, wherever their gateways are.
+        let journals = match journals_for(w.cluster, live_owner.as_ref(), (&ns, &name)).await {
+            Ok(j) => j,
+            Err(why) => {
+                left += 1;
+                w.ev.emit(Event::Warning(format!(
+                    "{} stays suspended: whether another window relies on its suspension cannot be read ({why}). Check by hand (`kubectl get configmaps -A -l app.kubernetes.io/managed-by=vpnmig -o yaml`: a journal whose gitops record names {} and whose phase is neither done nor rolled-back relies on it), then `vpnmig {verb} {name} -n {ns}` with a context that can list them (no restore by hand is offered: it would protect this window's PSK Secret only, not those of the windows it cannot see)",
+                    r.owner.display(),
+                    r.owner.display()
+                )));
+                continue;
+            }
+        };
+        let others = holders::holders(&journals, &r.owner, (&ns, &name));
+        let busy: Vec<String> = others
+            .iter()
+            .filter(|h| h.in_flight())
+            .map(holders::Holder::display)
+            .collect();
+        if !busy.is_empty() {
+            left += 1;
+            w.ev.emit(Event::Warning(format!(
+                "{} stays suspended: {} {} under way, and restoring its sync now would re-create what that window replaces (and take its floating IP). When every one of them is done, `vpnmig {verb} {name} -n {ns}` restores it{}",
+                r.owner.display(),
+                busy.join("; "),
+                if busy.len() == 1 { "is" } else { "are" },
+                if force {
+                    " (`--gitops resume` does not override another window)"
+                } else {
+                    ""
+                }
+            )));
+            continue;
+        }
+        // 2. A PSK Secret that is gone is not something a restore (or a repository
+        // change) brings back with the client's key.
+        let Some(secret) =
+            crate::cluster::objects::secret(w.cluster, &w.journal.psk_secret).await?
+        else {
+            return Err(psk_gone_stop(&w.journal, &r.owner));
+        };
+        // It still holds the key the journal fingerprinted; what it holds now is what the
+        // first sync is held to (attack finding 1: the sync wrote Git's stale copy).
+        if let Err(e) = super::super::steps::psk_unchanged(w.ev, &w.journal, &secret) {
+            // Kind D: another Application that syncs the Secret automatically wrote it;
+            // "put the key back, run again" would be undone by its self-heal at once.
+            return Err(other_writer_stop(w.cluster, &r.owner, &secret, e).await);
+        }
+        let psk_before = psk_seen(&w.journal, &secret);
+        // Argo CD: only a comparison made now proves what its sync would do; one from
+        // before may predate the repository's head (a21d attack 10). vpnmig asks for a
+        // refresh and reads the comparison it writes; without one, checks 3 and 4 may still
+        // refuse on what they see, but they never restore on it.
+        let mut stale = None;
+        if r.owner.kind == "Application"
+            && let Some(o) = live_owner.as_ref()
+        {
+            match refreshed(w.cluster, &r.owner, o).await? {
+                Ok(fresh) => live_owner = Some(fresh),
+                Err(why) => stale = Some(why),
+            }
+        }
+        // The windows whose objects the restored sync must leave as they are: this one,
+        // and the finished ones that relied on the suspension.
+        let mut windows: Vec<(crate::core::journal::Journal, &str)> =
+            vec![(w.journal.clone(), replaced)];
+        for h in &others {
+            if let Some(j) = journals
+                .iter()
+                .find(|j| j.namespace == h.namespace && j.gateway == h.gateway)
+            {
+                let kind = if j.phase == crate::core::journal::Phase::Done {
+                    "IPsecGateway"
+                } else {
+                    "VPNGateway"
+                };
+                windows.push((j.clone(), kind));
+            }
+        }
+        // A HelmRelease that tracks a window's PSK Secret: its upgrade writes the chart's
+        // copy over the live Secret, no annotation on a live object stops that, and the
+        // cluster cannot show what the chart renders. Refused, plain or forced: the
+        // user checks the chart by hand and resumes it by hand (issue 21 item 1, round 4;
+        // attack 5: the chart held a stale key).
+        if r.owner.kind == "HelmRelease" {
+            let mut tracked = None;
+            for (j, _) in &windows {
+                let sec =
+                    live::get_kept(w.cluster, "v1", "Secret", &j.namespace, &j.psk_secret).await?;
+                if sec.as_ref().is_some_and(|s| gitops::tracks(&r.owner, s)) {
+                    tracked = Some(j.clone());
+                    break;
+                }
+            }
+            if let Some(j) = tracked {
+                left += 1;
+                w.ev.emit(Event::Warning(format!(
+                    "{} stays suspended: {}",
+                    r.owner.display(),
+                    helm_psk_refusal(&r.owner, &j, verb, &name, &ns)
+                )));
+                continue;
+            }
+        }
+        // 3. Safe only when its source no longer defines what the windows replaced.
+        // Whether the rest of the source matches what the window made live is check 4's
+        // (Argo CD: each kept object's entry, once it carries the owner's markers); the
+        // first sync after the restore is watched all the same (`settle`). `--gitops resume`
+        // vouches for this window's repository change only: what another window that
+        // relied on the suspension replaced is checked all the same (attack finding A2).
+        // Every window's, not only the first: advice for this window's own change alone
+        // (`--gitops resume`, a restore by hand) would re-create another's gateway.
+        let mut blocks = Vec::new();
+        for (j, kind) in &windows {
+            let mine = (j.namespace.as_str(), j.gateway.as_str()) == (ns.as_str(), name.as_str());
+            if mine && force {
+                continue;
+            }
+            let lists = live_owner
+                .as_ref()
+                .and_then(|o| gitops::owner_state(o, kind, &j.namespace, &j.gateway).source_lists);
+            let whose = if mine {
+                String::new()
+            } else {
+                format!(
+                    " (replaced by the window of {}/{}, which relied on its suspension)",
+                    j.namespace, j.gateway
+                )
+            };
+            let what = object_ref(kind, &j.gateway, &j.namespace);
+            let text = match lists {
+                Some(false) => continue,
+                Some(true) => format!(
+                    "its source still defines {what}{whose} (status of {})",
+                    r.owner.display()
+                ),
+                None => format!(
+                    "the cluster does not show whether its source still defines {what}{whose} ({})",
+                    live_owner
+                        .as_ref()
+                        .and_then(gitops::status_blind)
+                        .unwrap_or_else(|| "the owner could not be read".into())
+                ),
+            };
+            blocks.push((text, j.clone(), *kind, mine, lists.is_none()));
+        }
+        if let Some((why, j, kind, mine, blind)) = blocks.first().cloned() {
+            let others: Vec<String> = blocks.iter().skip(1).map(|b| b.0.clone()).collect();
+            left += 1;
+            let (gw, gw_ns) = (&j.gateway, &j.namespace);
+            let change = if kind == "IPsecGateway" {
+                format!(
+                    "Merge the repository change of {gw_ns}/{gw} (`vpnmig plan {gw} -n {gw_ns} --gitops-repo DIR` writes it)"
+                )
+            } else {
+                format!("Revert the repository change of {gw_ns}/{gw}")
+            };
+            let then = if mine && others.is_empty() && blind {
+                // A status that cannot tell never will by waiting (a suspended
+                // Kustomization's inventory is not refreshed): the user checks the merged
+                // source by hand and says so (attack findings 2, 11, 12).
+                format!(
+                    "then check by hand that the merged source no longer defines it ({}), and only then `vpnmig {verb} {name} -n {ns} --gitops resume` restores it (it vouches for this window's change, and protects from prune what the window keeps first; no restore by hand is offered: it would skip that)",
+                    gitops::render_hint(&r.owner)
+                )
+            } else if mine && others.is_empty() {
+                // No restore by hand here: it would skip what `vpnmig` checks first (check
+                // 4: what the windows keep, as the owner's status shows it; a21d attacks
+                // 8 and 16).
+                format!(
+                    "then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume`: whatever the status says), after checking what the windows keep"
+                )
+            } else if mine {
+                format!(
+                    "and {}: no restore is safe before each of them is in the repository too, neither `--gitops resume` (it vouches for this window's change only) nor one by hand; then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status lists none of them",
+                    others.join("; and ")
+                )
+            } else if r.owner.kind == "Application" && !blind {
+                format!(
+                    "then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume` vouches for this window's change only, not for what another window replaced)"
+                )
+            } else {
+                format!(
+                    "then check by hand that the merged source no longer defines it ({}); the window that suspended it restores it (`vpnmig status -n {ns}` names it; its `--gitops resume` vouches for its own change only); no restore by hand is offered: it would skip the prune protections a restore sets first",
+                    gitops::render_hint(&r.owner),
+                )
+            };
+            w.ev.emit(Event::Warning(format!(
+                "{} stays suspended: {why}, and restoring its sync now would re-create it (and take the floating IP). {change}, {then}",
+                r.owner.display(),
+            )));
+            continue;
+        }
+        // 4. What the windows keep, and nothing added on their gateways.
+        let mut refused = None;
+        for (j, kind) in &windows {
+            match keep(w, i, j, kind, live_owner.as_ref()).await? {
+                Ok(()) => {}
+                Err(why) => {
+                    refused = Some(why);
+                    break;
+                }
+            }
+            if *kind == "IPsecGateway"
+                && let Some(o) = live_owner.as_ref()
+                && let Some(why) = extra_in_source(w.cluster, &r.owner, o, j, verb).await?
+            {
+                refused = Some(why);
+                break;
+            }
+        }
+        if let Some((why, todo)) = refused {
+            left += 1;
+            w.ev.emit(Event::Warning(format!(
+                "{} stays suspended: {why}. {todo}",
+                r.owner.display()
+            )));
+            continue;
+        }
+        if let Some(why) = stale {
+            left += 1;
+            w.ev.emit(Event::Warning(format!(
+                "{} stays suspended: {why}; a comparison from before may predate the repository's head, and only one made now proves that its sync leaves what the windows keep as it is. Refresh it: `argocd app get {} --refresh` (or `kubectl annotate application {} -n {} {}=normal --overwrite`), then `vpnmig {verb} {name} -n {ns}`",
+                r.owner.display(),
+                r.owner.name,
+                r.owner.name,
+                r.owner.namespace.as_deref().unwrap_or("argocd"),
+                gitops::ARGO_REFRESH
+            )));
+            continue;
+        }
+        let restored = live::patch(w.cluster, &r.owner, &gitops::restore_patch(saved)).await?;
+        // What its status shows now: "synced" is said only from a status written after
+        // this (a21d attack 10). Argo CD is asked for a refresh, which its controller
+        // takes off once the comparison is written.
+        let mut since = gitops::status_mark(&restored);
+        if r.owner.kind == "Application"
+            && !since.refresh_asked
+            && live::patch(w.cluster, &r.owner, &refresh_patch())
+                .await
+                .is_ok()
+        {
+            since.refresh_asked = true;
+        }
+        w.ev.emit(Event::Step(format!(
+            "restored {} ({} as before the window); watching its first sync",
+            r.owner.display(),
+            saved.pointer.trim_start_matches('/').replace('/', ".")
+        )));
+        // Its first sync is watched, and the journal says restored only once it passed:
+        // a run killed meanwhile leaves the owner listed as suspended, and the next run
+        // restores and watches again. If the sync re-creates the replaced gateway,
+        // changes or deletes what the window made live, or deletes the PSK Secret, the
+        // owner is suspended again at once.
+        let settled = settle(w, &r.owner, replaced, &windows[1..], &psk_before, &since).await;
+        if let Err(e) = &settled {
+            let _ = live::patch(
+                w.cluster,
+                &r.owner,
+                &gitops::pause_patch(&owner_shape(&r.owner)),
+            )
+            .await;
+            if crate::cluster::objects::secret(w.cluster, &w.journal.psk_secret)
+                .await
+                .is_ok_and(|s| s.is_none())
+            {
+                let Error::Stop { message, hint, .. } = psk_gone_stop(&w.journal, &r.owner) else {
+                    unreachable!("psk_gone_stop is a stop")
+                };
+                return Err(Error::Stop {
+                    code: exit::VERIFY_FAILED,
+                    message: format!(
+                        "{} was restored and its sync interfered, so vpnmig suspended it again: {message}",
+                        r.owner.display()
+                    ),
+                    hint,
+                });
+            }
+            // What its sync changed of the window's objects is put back at once, as the
+            // window made them live, before the floating IP is lost for good (issue 21
+            // item 1, round 4: attacks 3, 12, 13).
+            // The same put-back after a rollback: the IPsecGateway it re-created, from
+            // the journal's saved manifest (a21d attack 14).
+            if let Some(stop) = put_back(w, &r.owner, replaced).await? {
+                return Err(stop);
+            }
+            return Err(Error::Stop {
+                code: exit::VERIFY_FAILED,
+                message: format!(
+                    "{} was restored and its sync interfered, so vpnmig suspended it again: {}",
+                    r.owner.display(),
+                    crate::error::error_line(e)
+                ),
+                hint: Some(format!(
+                    "{}its source is not what the windows made live: fix the repository, check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}{}` restores it again",
+                    match e {
+                        Error::Stop { hint: Some(h), .. } => format!("{h}; "),
+                        _ => String::new(),
+                    },
+                    // A suspended Flux owner's status never shows the merge: the plain
+                    // restore would only refuse again (attack 1's loop).
+                    if r.owner.kind == "Application" {
+                        ""
+                    } else {
+                        " --gitops resume"
+                    }
+                )),
+            });
+        }
+        // Its first sync not seen within the watch (Flux `dependsOn`, a retry interval, a
+        // slow source): a sync that lands later is one nothing watches, and nothing would
+        // put back what it changes (a21d attack 7: a floating IP moved a few seconds
+        // after the watch). Not left re-armed: suspended again, as the window paused it
+        // (the journal still says paused, and now why), and said, with what to check.
+        if !matches!(settled, Ok(true)) {
+            let why = match live::find(w.cluster, &r.owner).await? {
+                Found::One(_, o) => unseen_why(&o),
+                _ => "it could not be read".to_string(),
+            };
+            live::patch(
+                w.cluster,
+                &r.owner,
+                &gitops::pause_patch(&owner_shape(&r.owner)),
+            )
+            .await?;
+            w.journal.gitops[i].sync_unseen = Some(format!("{}: {why}", now()));
+            journal::write(w.cluster, &w.journal, false).await?;
+            // A sync that landed between the watch's last look and the suspension.
+            if let Some(stop) = put_back(w, &r.owner, replaced).await? {
+                return Err(stop);
+            }
+            left += 1;
+            w.ev.emit(Event::Warning(format!(
+                "{} stays suspended: restored, but its status did not say it synced within {}s ({why}); a later sync would be one nothing watches, and nothing would put back what it changes, so vpnmig suspended it again (the journal holds it, as the window paused it). What the windows made live is as it was. {}",
+                r.owner.display(),
+                SETTLE.as_secs(),
+                unseen_todo(&r.owner, verb, &name, &ns)
+            )));
+            continue;
+        }
+        w.journal.gitops[i].paused = false;
+        w.journal.gitops[i].restored_at = Some(now());
+        w.journal.gitops[i].sync_unseen = None;
+        journal::write(w.cluster, &w.journal, false).await?;
+        w.ev.emit(Event::Step(format!(
+            "{} synced: what the window made live is as it was",
+            r.owner.display()
+        )));
+    }
+    // The owners this window relied on: who restores them (issue 21 item 2).
+    for r in w.journal.gitops.clone() {
+        if r.paused || !r.relies_on_suspension() {
+            continue;
+        }
+        let Ok(journals) = journals_for(w.cluster, None, (&ns, &name)).await else {
+            continue;
+        };
+        let pausers: Vec<holders::Holder> = holders::holders(&journals, &r.owner, (&ns, &name))
+            .into_iter()
+            .filter(|h| h.paused)
+            .collect();
+        w.ev.emit(Event::Info(match pausers.first() {
+            Some(h) => format!(
+                "{} stays suspended: {}; that window restores it: `vpnmig {} {} -n {}`",
+                r.owner.display(),
+                h.display(),
+                if h.phase.rolling_back() || h.phase == crate::core::journal::Phase::RolledBack {
+                    "rollback"
+                } else {
+                    "cutover"
+                },
+                h.gateway,
+                h.namespace
+            ),
+            None => {
+                // Suspended by a person (`--gitops ignore`, attack 14): nobody's restore
+                // checks it, so the window sets the protections a restore would, and
+                // says what to check before the resume by hand.
+                let Some(i) = w.journal.gitops.iter().position(|x| x.owner == r.owner) else {
+                    continue;
+                };
+                let kept = self_suspended(w, i, replaced).await?;
+                format!(
+                    "{} stays suspended: no vpnmig window suspended it (it was suspended before this window), so vpnmig does not resume it; {kept}. {} (docs/gitops.md, \"An owner you suspended yourself\")",
+                    r.owner.display(),
+                    resume_by_hand(&r.owner, replaced, &w.journal)
+                )
+            }
+        }));
+    }
+    Ok(left)
+}
+
+/// Why a restored owner's status did not say it synced (its own words: a Flux `Ready`
+/// condition, Argo CD's sync status), for [`restore`] and the journal.
+pub(super) fn unseen_why(owner: &Value) -> String {
+    let ready = owner
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"));
+    if let Some(c) = ready {
+        return format!(
+            "its Ready condition {} {}{}",
+            c["status"].as_str().unwrap_or("?"),
+            c["reason"].as_str().unwrap_or_default(),
+            c["message"]
+                .as_str()
+                .filter(|m| !m.is_empty())
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(st) = owner.pointer("/status/sync/status").and_then(Value::as_str) {
+        return format!("its sync status {st}");
+    }
+    gitops::status_blind(owner).unwrap_or_else(|| "its status says nothing of a sync".into())
+}
+
+/// What to do about an owner whose first sync the restore did not see (the same words in
+/// `status`): find why it does not sync, then restore it again with vpnmig, which watches
+/// the sync (a resume by hand would skip the protections and the watch: a21e attack 15).
+pub(crate) fn unseen_todo(owner: &gitops::OwnerRef, verb: &str, name: &str, ns: &str) -> String {
+    let ons = owner.namespace.as_deref().unwrap_or("argocd");
+    let resume = if owner.kind == "Application" {
+        ""
+    } else {
+        " --gitops resume"
+    };
+    format!(
+        "Find why it does not sync (`kubectl get {} {} -n {ons} -o yaml`: its Ready condition, its dependsOn, its source's Ready), then `vpnmig {verb} {name} -n {ns}{resume}` restores it and watches its first sync again, after protecting from prune what the window keeps (no resume by hand is offered: nothing would protect or watch)",
+        owner.resource(),
+        owner.name,
+    )
+}

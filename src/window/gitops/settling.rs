@@ -1,0 +1,420 @@
+//! After the restore: the owner settled, the PSK compared, the dry run and the finish of a
+//! restore, and the owners of a rollback.
+
+use super::*;
+
+/// How long a restored owner's first sync is watched (bounded like every wait).
+pub(super) const SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Watch a restored owner until its status says it synced (at most [`SETTLE`]), while
+/// the window's objects stay as they are: after a cutover the targets as applied and no
+/// IPsecGateway; after a rollback no VPNGateway. `others`: the other windows on the
+/// owner and what each replaced, which must not come back either (attack finding A2: a
+/// sync that re-created another window's old gateway was called "as it was"). `Ok`:
+/// whether its status said it synced within [`SETTLE`]. Errors: the interference.
+pub(super) async fn settle(
+    w: &Window<'_>,
+    owner: &gitops::OwnerRef,
+    replaced: &str,
+    others: &[(crate::core::journal::Journal, &str)],
+    psk_before: &(Option<String>, Option<String>),
+    since: &gitops::StatusMark,
+) -> Result<bool, Error> {
+    let (cluster, name) = (w.cluster, w.name().to_string());
+    let secret = w.journal.psk_secret.clone();
+    let psk_gone = || Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: format!(
+            "secret/{secret} -n {} (the PSK) was deleted by someone else during the window",
+            cluster.namespace
+        ),
+        hint: None,
+    };
+    // The PSK Secret is there and holds the key it held before the restore (its
+    // fingerprint, never its value): attack finding 1.
+    let psk_held = || async {
+        match crate::cluster::objects::secret(cluster, &secret).await? {
+            None => Err(psk_gone()),
+            Some(s) => match psk_changed(&w.journal, psk_before, &s) {
+                Some(e) => Err(e),
+                None => Ok(()),
+            },
+        }
+    };
+    // The owner lives in another namespace than the gateway, and the PSK Secret is
+    // another kind: both are read, not watched, twice a second (bounded by SETTLE).
+    let synced = async {
+        let started = std::time::Instant::now();
+        while started.elapsed() < SETTLE {
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            psk_held().await?;
+            if let Some(back) = back_again(cluster, others).await? {
+                return Err(back);
+            }
+            // Synced only as a current status says (a Flux Ready condition of the
+            // generation before the restore is not this sync's), written after the
+            // restore (a21d attack 10: an Argo CD status the restore never changed).
+            if let Found::One(_, o) = live::find(cluster, owner).await? {
+                let st = gitops::owner_state(&o, replaced, cluster.namespace.as_str(), &name);
+                if st.synced == Some(true) && gitops::status_after(since, &o) {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok::<bool, Error>(false)
+    };
+    let old = [w.journal.old_manifest.clone()];
+    let seen = if replaced == "IPsecGateway" {
+        super::super::steps::unless_interfered(cluster, &name, &w.journal.targets, synced).await?
+    } else {
+        // The IPsecGateway the rollback re-created must stay as saved, and the VPNGateway
+        // gone.
+        let kept = super::super::steps::changed(cluster, "IPsecGateway", old.iter().collect());
+        tokio::select! {
+            r = super::super::steps::unless_recreated(cluster, "VPNGateway", &name, "rollback", synced) => r?,
+            e = Box::pin(kept) => return Err(e),
+        }
+    };
+    // Once synced, one last look: a change that landed before the watches began is not
+    // an event they saw (attack finding: a sync at once raced them).
+    let intact = if replaced == "IPsecGateway" {
+        super::super::steps::targets_intact(cluster, &w.journal.targets).await
+            && crate::cluster::objects::get(cluster, "IPsecGateway", &name)
+                .await?
+                .is_none()
+    } else {
+        super::super::steps::targets_intact(cluster, &old).await
+            && crate::cluster::objects::get(cluster, "VPNGateway", &name)
+                .await?
+                .is_none()
+    };
+    psk_held().await?;
+    if let Some(back) = back_again(cluster, others).await? {
+        return Err(back);
+    }
+    // Nothing added on the window's gateway either (a21d attack 6).
+    if replaced == "IPsecGateway" {
+        let extra = extra_live(cluster, &w.journal).await?;
+        if !extra.is_empty() {
+            return Err(Error::Stop {
+                code: exit::VERIFY_FAILED,
+                message: format!(
+                    "after its sync, {} {} on vpngateway/{name} -n {}, which the window did not make: a second VPNPeer flips the gateway to default-deny, and a peer without an authorization block then reaches nothing",
+                    extra.join(", "),
+                    if extra.len() == 1 { "is" } else { "are" },
+                    cluster.namespace
+                ),
+                hint: Some(format!(
+                    "take it out of the repository, then delete it (`kubectl delete {}`), and check the tunnel (`vpnmig verify {name} -n {}`)",
+                    extra
+                        .iter()
+                        .map(|e| e.replacen('/', " ", 1))
+                        .collect::<Vec<_>>()
+                        .join("; kubectl delete "),
+                    cluster.namespace
+                )),
+            });
+        }
+    }
+    if !intact {
+        return Err(Error::Stop {
+            code: exit::VERIFY_FAILED,
+            message: format!(
+                "after its sync, the gateway is not what the window made live (`vpnmig verify {name} -n {}` says how)",
+                cluster.namespace
+            ),
+            hint: None,
+        });
+    }
+    Ok(seen)
+}
+
+/// The PSK Secret `s` as the restore's first sync is held to it: its uid and its key's
+/// fingerprint in the journal's scheme.
+pub(super) fn psk_seen(
+    j: &crate::core::journal::Journal,
+    s: &Value,
+) -> (Option<String>, Option<String>) {
+    (
+        s.pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        crate::core::psk::fingerprint_like(
+            j.psk_fingerprint.as_deref(),
+            &j.namespace,
+            &j.psk_secret,
+            j.psk_key(),
+            s,
+        ),
+    )
+}
+
+/// The stop when the PSK Secret `s` no longer holds the key it held before the restore
+/// (`before`: [`psk_seen`] then), or was re-created so that it cannot be compared.
+pub(super) fn psk_changed(
+    j: &crate::core::journal::Journal,
+    before: &(Option<String>, Option<String>),
+    s: &Value,
+) -> Option<Error> {
+    let now = psk_seen(j, s);
+    if now == *before {
+        return None;
+    }
+    let (secret, ns, name, key) = (&j.psk_secret, &j.namespace, &j.gateway, j.psk_key());
+    let what = if now.0 != before.0 {
+        format!(
+            "was re-created (uid {} → {}), so its key cannot be compared with the one it held",
+            before.0.as_deref().unwrap_or("?"),
+            now.0.as_deref().unwrap_or("?")
+        )
+    } else {
+        format!(
+            "key {key} changed (fingerprint {} → {})",
+            before.1.as_deref().unwrap_or("<no key>"),
+            now.1.as_deref().unwrap_or("<no key>")
+        )
+    };
+    Some(Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: format!(
+            "secret/{secret} -n {ns} (the PSK) {what} during the owner's first sync{}: the tunnel needs the client's key, which vpnmig does not hold (the journal keeps only its fingerprint)",
+            gitops::writer(s)
+                .map(|who| format!(" ({who})"))
+                .unwrap_or_default()
+        ),
+        hint: Some(format!(
+            "ask the client for the key and put it back (`kubectl create secret generic {secret} -n {ns} --from-literal={key}=<the client's key> --dry-run=client -o yaml | kubectl apply -f -`), put the same key in the repository's copy (or take the owner's markers off the Secret), then `vpnmig verify {name} -n {ns}` compares it with the fingerprint"
+        )),
+    })
+}
+
+/// The first of `others` (windows and what each replaced) whose replaced gateway exists
+/// again, as the interference.
+pub(super) async fn back_again(
+    cluster: &Cluster,
+    others: &[(crate::core::journal::Journal, &str)],
+) -> Result<Option<Error>, Error> {
+    use crate::core::model::{NEW_GROUP, OLD_GROUP, VERSION};
+    // Every one that is back, each named: the user deletes each (attack finding 11).
+    let mut back = Vec::new();
+    let mut fixes = Vec::new();
+    for (j, kind) in others {
+        let group = if *kind == "IPsecGateway" {
+            OLD_GROUP
+        } else {
+            NEW_GROUP
+        };
+        let api = format!("{group}/{VERSION}");
+        if let Some(o) = live::get_kept(cluster, &api, kind, &j.namespace, &j.gateway).await? {
+            back.push(format!(
+                "{} exists again (uid {}, {}), which the window of {}/{} (journal phase {}) replaced: the owner's source still defines it",
+                object_ref(kind, &j.gateway, &j.namespace),
+                o.pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
+                gitops::who(&o),
+                j.namespace,
+                j.gateway,
+                j.phase.as_str()
+            ));
+            fixes.push(format!(
+                "check that gateway at once (`vpnmig verify {gw} -n {ns}`); the re-created {kind} fights it for its floating IP until it is deleted (`kubectl delete {} {gw} -n {ns}`) and the repository change is merged",
+                kind.to_lowercase(),
+                gw = j.gateway,
+                ns = j.namespace
+            ));
+        }
+    }
+    if back.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: back.join("; and "),
+        hint: Some(fixes.join("; ")),
+    }))
+}
+
+/// A finished window (`replaced`: `IPsecGateway` done, `VPNGateway` rolled back) run
+/// again while owners it suspended are still suspended: [`restore`] them now; those that
+/// must stay suspended are said, each with what to do first (a warning, not an error).
+/// `--dry-run` on a finished window whose owners it still holds: nothing is written
+/// (no protection, no policy, no journal) and no sync is started; what a real run would
+/// do is said, with where to see whether it can now.
+pub(crate) fn restore_dry_run(
+    ev: &dyn Emit,
+    j: &crate::core::journal::Journal,
+    verb: &str,
+) -> Outcome {
+    let (name, ns) = (&j.gateway, &j.namespace);
+    let held: Vec<String> = j
+        .gitops
+        .iter()
+        .filter(|r| r.paused)
+        .map(|r| r.owner.display())
+        .collect();
+    ev.emit(Event::Info(format!(
+        "dry run: nothing was changed; the {verb} of {ns}/{name} is finished and its window still holds {} suspended. Without --dry-run, `vpnmig {verb} {name} -n {ns}` checks every window on the owner, its source and what the windows keep, and restores it only if all of that holds (its first sync then acts); `vpnmig status -n {ns}` shows what stands in the way now",
+        held.join(", ")
+    )));
+    Outcome::DryRun
+}
+
+pub(crate) async fn restore_finished(
+    mut w: Window<'_>,
+    replaced: &str,
+    force: bool,
+) -> Result<Outcome, Error> {
+    let left = restore(&mut w, replaced, force).await?;
+    // Owners still suspended were each said (a warning with what to do first); the window
+    // itself is finished, so a wave counts it done and a script gets 0.
+    Ok(if left == 0 {
+        Outcome::Done
+    } else {
+        Outcome::NothingToDo
+    })
+}
+
+/// A rollback of a VPNGateway that Argo CD or Flux syncs (its repository merged, its
+/// owner restored): refused without `--gitops` (exit 4, nothing changed), else its
+/// owners are found and recorded in `journal` (replacing an earlier record of the same
+/// owner) for [`pause`] to suspend before the delete and [`restore`] to put back.
+pub(crate) async fn rollback_owners(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    name: &str,
+    journal: &mut crate::core::journal::Journal,
+    mode: Option<Mode>,
+) -> Result<(), Error> {
+    let Some(gw) = crate::cluster::objects::get(cluster, "VPNGateway", name).await? else {
+        return Ok(());
+    };
+    let managers = gitops::detect(&gw);
+    let syncing = gitops::reconciling(&managers);
+    if syncing.is_empty() {
+        return Ok(());
+    }
+    let ns = cluster.namespace.as_str();
+    // A rollback under way resumes with the choice its journal records (the owners it
+    // suspended are still held): its own hint is `vpnmig rollback NAME --yes`, and a
+    // refusal asking for `--gitops pause` again would loop (attack 7).
+    let under_way = journal.phase.rolling_back();
+    let mode = mode.or_else(|| {
+        under_way
+            .then(|| {
+                journal
+                    .gitops
+                    .iter()
+                    .find(|r| r.restored_at.is_none() && r.holds())
+                    .map(|r| r.mode)
+            })
+            .flatten()
+    });
+    let Some(mode) = mode else {
+        return Err(Error::Stop {
+            code: exit::BLOCKED,
+            message: format!(
+                "{} syncs {} ({}): a rollback would have it re-created (and the IPsecGateway pruned); {}",
+                gitops::summary(&managers),
+                object_ref("VPNGateway", name, ns),
+                syncing
+                    .iter()
+                    .flat_map(|m| m.evidence.iter().cloned())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if under_way {
+                    format!(
+                        "the rollback under way (journal phase {}) was not resumed, and this run changed nothing",
+                        journal.phase
+                    )
+                } else {
+                    "nothing was changed".to_string()
+                }
+            ),
+            // The process's own command line (with its `--plan`, `--yes`, …) and the flag.
+            hint: Some(format!(
+                "let vpnmig suspend it for the rollback: `{}`, and revert the repository change before it is restored",
+                crate::error::again_without("--gitops", &["--gitops", "pause"])
+            )),
+        });
+    };
+    let inherited: Vec<Record> = journal
+        .gitops
+        .iter()
+        .filter(|r| r.paused)
+        .cloned()
+        .collect();
+    for r in owners(cluster, ev, name, &gw, None, mode, &inherited).await? {
+        journal.gitops.retain(|o| o.owner != r.owner);
+        journal.gitops.push(r);
+    }
+    Ok(())
+}
+
+/// The live plan's `gitops-sync` findings, each told what its owner does now (issue 11
+/// item 1: "live: find the owning Application … and read whether it self-heals/prunes"):
+/// ` (live: application/acme -n argocd: syncing automatically, self-heal, prune)`.
+pub async fn describe_owners(
+    cluster: &Cluster,
+    plan: &mut crate::core::plan::Plan,
+    source: &crate::core::input::Source,
+) {
+    let Some(check) = plan
+        .checks
+        .iter_mut()
+        .find(|c| c.id == crate::core::checks::GITOPS_SYNC)
+    else {
+        return;
+    };
+    if check.findings.is_empty() {
+        return;
+    }
+    let (ns, name) = (
+        cluster.namespace.as_str(),
+        source.gateway.metadata.name.as_deref().unwrap_or_default(),
+    );
+    let secret_name = &source.gateway.spec.auth.psk_secret_ref.name;
+    let secret = source
+        .secrets
+        .iter()
+        .find(|s| s["metadata"]["name"].as_str() == Some(secret_name));
+    // In the check's order: the gateway's managers, then the Secret's.
+    let managers: Vec<gitops::Manager> = std::iter::once(&source.raw)
+        .chain(secret)
+        .flat_map(|o| {
+            gitops::reconciling(&gitops::detect(o))
+                .into_iter()
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    for (f, m) in check.findings.iter_mut().zip(managers) {
+        let Some(owner) = &m.owner else { continue };
+        let live = match live::find(cluster, owner).await {
+            Ok(Found::One(o, v)) => format!(
+                "{}: {}",
+                o.display(),
+                how(&gitops::owner_state(&v, "IPsecGateway", ns, name))
+            ),
+            Ok(Found::None) => {
+                // Nothing to suspend: `pause` would be refused; `ignore` is the way
+                // (attack finding: the fix advised `pause`).
+                f.fix = Some(format!(
+                    "vpnmig cannot suspend an owner the cluster does not have: make sure nothing syncs it, then `vpnmig cutover {name} -n {ns} --gitops ignore` (the window still stops on interference)"
+                ));
+                format!("the cluster has no {} {}", owner.kind, owner.name)
+            }
+            Ok(Found::Many(all)) => format!(
+                "{} {} exists in namespaces {}",
+                owner.kind,
+                owner.name,
+                all.iter()
+                    .filter_map(|(o, _)| o.namespace.as_deref())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Err(e) => format!("{} could not be read: {e}", owner.display()),
+        };
+        f.message.push_str(&format!(" (live: {live})"));
+    }
+}
