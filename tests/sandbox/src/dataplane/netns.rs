@@ -83,7 +83,8 @@ pub fn run_in<T: Send + 'static>(
 }
 
 /// Whether this machine can build the real data plane: root, `ip`, strongSwan's
-/// `charon-systemd` and `swanctl`, and `/dev/net/tun` for kernel-libipsec. `Err` says
+/// `charon-systemd` and `swanctl`, its gcm and kernel-libipsec plugins, and `/dev/net/tun`
+/// for kernel-libipsec. `Err` says
 /// what is missing.
 pub fn available() -> Result<(), String> {
     let mut missing = Vec::new();
@@ -100,6 +101,16 @@ pub fn available() -> Result<(), String> {
             super::SWANCTL,
         ),
         ("/dev/net/tun (kernel-libipsec)", "/dev/net/tun"),
+        // Debian's plugin directory. Without gcm, charon negotiates the IKE SA and then
+        // refuses every AES_GCM_16 CHILD SA ("unsupported AEAD algorithm"): no tunnel.
+        (
+            "strongSwan's gcm plugin (apt-get install libstrongswan-standard-plugins)",
+            "/usr/lib/ipsec/plugins/libstrongswan-gcm.so",
+        ),
+        (
+            "strongSwan's kernel-libipsec plugin (apt-get install libcharon-extra-plugins)",
+            "/usr/lib/ipsec/plugins/libstrongswan-kernel-libipsec.so",
+        ),
     ] {
         if !std::path::Path::new(path).exists() {
             missing.push(what.to_string());
