@@ -340,6 +340,12 @@ The client's routes and firewall name the old addresses: {forward}, or change th
             .iter()
             .filter(|r| r.verdict == crate::core::verify::Verdict::Fail)
             .filter(|r| !matches!(r.check, "tunnel" | "reach"))
+            // The addresses are what the choice accepts: the serviceCIDR and every
+            // exposure's virtual IP (one added since the window has none in the journal).
+            .filter(|r| {
+                !(r.check == "pinned"
+                    && (r.what.contains("serviceCIDR") || r.what.contains("virtualIP")))
+            })
             .map(|r| format!("{} {} {}: {}", r.check, r.object, r.what, r.detail))
             .collect();
         if !failed.is_empty() {
