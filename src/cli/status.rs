@@ -996,15 +996,7 @@ fn mark_left(rows: &mut [Row], windows: &mut Windows) {
         };
         // Another gateway claiming its floating IP now: a re-create would wait at
         // AlreadyAssociated, and the rollback refuses (a21f A5).
-        let fip = if kind == "VPNGateway" {
-            j.floating_ip.clone()
-        } else {
-            j.old_manifest
-                .pointer("/spec/endpoint/floatingIP")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or(&j.floating_ip)
-                .to_string()
-        };
+        let fip = j.left_fip();
         let squatters: Vec<String> = rows
             .iter()
             .filter(|r| !(r.namespace == ns && r.name == name))

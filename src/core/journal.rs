@@ -769,6 +769,26 @@ impl Journal {
         }
     }
 
+    /// The floating IP the saved IPsecGateway pins (what a rollback re-creates it on),
+    /// else the journal's.
+    pub fn old_fip(&self) -> String {
+        self.old_manifest
+            .pointer("/spec/endpoint/floatingIP")
+            .and_then(Value::as_str)
+            .unwrap_or(&self.floating_ip)
+            .to_string()
+    }
+
+    /// The floating IP of the kind a window left: the VPNGateway's (the journal's) after
+    /// `done`, the saved IPsecGateway's otherwise.
+    pub fn left_fip(&self) -> String {
+        if self.left_kind() == Some("VPNGateway") {
+            self.floating_ip.clone()
+        } else {
+            self.old_fip()
+        }
+    }
+
     /// What the cluster shows of the gateway a finished window left, from the live
     /// objects of its name (`old`: the IPsecGateway, `new`: the VPNGateway). A gateway
     /// gone after its window is never a green verdict: its tunnels are down and the
@@ -799,15 +819,7 @@ impl Journal {
         let (name, ns) = (self.gateway.as_str(), self.namespace.as_str());
         let when = self.history.last().map(|e| e.at.as_str()).unwrap_or("?");
         let what = crate::core::model::object_ref(kind, name, ns);
-        let fip = match kind {
-            "VPNGateway" => self.floating_ip.clone(),
-            _ => self
-                .old_manifest
-                .pointer("/spec/endpoint/floatingIP")
-                .and_then(Value::as_str)
-                .unwrap_or(&self.floating_ip)
-                .to_string(),
-        };
+        let fip = self.left_fip();
         let ended = format!(
             "the window of {ns}/{name} ended {} at {when} leaving {what} on floating IP {fip} (journal ConfigMap {ns}/{})",
             self.phase,

@@ -77,12 +77,7 @@ pub(super) async fn new_fip_pinned(cluster: &Cluster, j: &Journal) -> Result<(),
 /// could not be listed are "could not ask", a refusal too.
 pub(super) async fn fip_unclaimed(cluster: &Cluster, j: &Journal) -> Result<(), Error> {
     let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
-    let fip = j
-        .old_manifest
-        .pointer("/spec/endpoint/floatingIP")
-        .and_then(Value::as_str)
-        .unwrap_or(&j.floating_ip)
-        .to_string();
+    let fip = j.old_fip();
     let me = (ns.to_string(), name.to_string());
     let claims: Vec<String> = match crate::cluster::facts::other_gateways(cluster, &me).await? {
         Ok(others) => others
