@@ -3,7 +3,7 @@
 
 mod live;
 
-use live::bed::{Bed, CRD, Row, SECRET, Scenario, VPNGATEWAY, VPNPEER, eventually};
+use live::bed::{Bed, CONFIGMAP, CRD, Row, SECRET, Scenario, VPNGATEWAY, VPNPEER, eventually};
 use live::{ACME, INITECH};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
@@ -155,6 +155,59 @@ crate::rows! {
         after: None,
         steps: |b| Box::pin(status_says_a_vpnpeer_that_takes_its_key_from_another_secret(b)),
     },
+    /// a21f A9: a finished window's gateway and its journal deleted together (by hand, a
+    /// namespace clean-up): nothing in the cluster names the gateway any more, and `status`
+    /// was silent. It names it from this machine's bundle, with the rollback that restores
+    /// the IPsecGateway from it.
+    status_names_a_gateway_deleted_with_its_journal: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(status_names_a_gateway_deleted_with_its_journal(b)),
+    },
+}
+
+async fn status_names_a_gateway_deleted_with_its_journal(b: &Bed) {
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = b.vpnmig(&["status", "-o", "json"]).await;
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["lostJournals"], json!([]), "as the window left it");
+
+    b.delete(VPNGATEWAY, "tenant-acme", "acme").await;
+    b.delete(CONFIGMAP, "tenant-acme", "vpnmig-acme").await;
+    eventually(60, "VPNGateway acme gone", || async {
+        b.get(VPNGATEWAY, "tenant-acme", "acme").await.is_none()
+    })
+    .await;
+
+    let r = b.vpnmig(&["status"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let text = live::flat(&r.stdout);
+    assert!(
+        text.contains("gateway and journal missing: tenant-acme/acme had a vpnmig window, but neither an IPsecGateway nor a VPNGateway acme exists in namespace tenant-acme, and ConfigMap tenant-acme/vpnmig-acme is gone: the client's tunnels are down"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        text.contains("this machine has the bundle of its cutover (")
+            && text.contains("`vpnmig rollback acme -n tenant-acme --plan "),
+        "{}",
+        r.stdout
+    );
+    let r = b.vpnmig(&["status", "-A", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    let lost = doc["lostJournals"].as_array().unwrap();
+    assert_eq!(lost.len(), 1, "{}", r.stdout);
+    assert_eq!(
+        (
+            &lost[0]["namespace"],
+            &lost[0]["gateway"],
+            &lost[0]["gatewayGone"]
+        ),
+        (&json!("tenant-acme"), &json!("acme"), &json!(true))
+    );
 }
 
 async fn status_lists_both_kinds_with_their_blockers(b: &Bed) {
@@ -266,10 +319,28 @@ async fn refusals_and_transient_errors_are_named(b: &Bed) {
     let r = b.step(&["status"], 0, &[]).await;
     assert_eq!(r.stderr.matches("retrying in").count(), 2, "{}", r.stderr);
 
+    // The objects first, each through its finalizer unwind: the real API server's CRD
+    // finalizer re-checks for instances with an exponential back-off, so a CRD deleted
+    // over objects that take seconds to unwind may take twice that to go (CI: over 30 s).
+    for kind in [VPNPEER, VPNGATEWAY] {
+        for o in b.list(kind, "").await {
+            let (ns, name) = (
+                o["metadata"]["namespace"].as_str().unwrap().to_string(),
+                o["metadata"]["name"].as_str().unwrap().to_string(),
+            );
+            if o["metadata"]["deletionTimestamp"].is_null() {
+                b.delete(kind, &ns, &name).await;
+            }
+        }
+    }
+    eventually(60, "the VPNGateways and VPNPeers gone", || async {
+        b.list(VPNGATEWAY, "").await.is_empty() && b.list(VPNPEER, "").await.is_empty()
+    })
+    .await;
     b.delete(CRD, "", "vpngateways.vpn.bnerd.net").await;
     b.delete(CRD, "", "vpnpeers.vpn.bnerd.net").await;
     // The real API server stops serving a deleted CRD's version once it is gone.
-    eventually(30, "the CRDs gone", || async {
+    eventually(60, "the CRDs gone", || async {
         b.get(CRD, "", "vpngateways.vpn.bnerd.net").await.is_none()
             && b.get(CRD, "", "vpnpeers.vpn.bnerd.net").await.is_none()
     })
