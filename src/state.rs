@@ -112,6 +112,43 @@ pub fn recall(server: &str, ns: &str, gateway: &str) -> Vec<Remembered> {
     found
 }
 
+/// Every gateway (`namespace`, `name`) whose cutover on `server` wrote a bundle from this
+/// machine that still exists, in namespace `ns` or in all (`None`): what `status` checks
+/// when a gateway and its journal are both gone (a21f A9: nothing in the cluster names
+/// it any more, and status was silent).
+pub fn remembered_gateways(server: &str, ns: Option<&str>) -> Vec<(String, String)> {
+    let Some(root) = dir().map(|d| d.join("bundles")) else {
+        return Vec::new();
+    };
+    let namespaces: Vec<String> = match ns {
+        Some(n) => vec![n.to_string()],
+        None => std::fs::read_dir(&root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect(),
+    };
+    let mut out = Vec::new();
+    for n in namespaces {
+        for e in std::fs::read_dir(root.join(&n))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let file = e.file_name();
+            let Some(gw) = file.to_str().and_then(|f| f.strip_suffix(".json")) else {
+                continue;
+            };
+            if !recall(server, &n, gw).is_empty() {
+                out.push((n.clone(), gw.to_string()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// What to say when the journal of `ns/gateway` is gone: the bundle this machine
 /// remembers (from the state index, else the path the last journal recorded) and the
 /// command that rolls back from it; `None` when there is none.

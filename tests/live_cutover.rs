@@ -370,6 +370,15 @@ crate::rows! {
         after: After::acme("IPsecGateway"),
         steps: |b| Box::pin(a_rolled_back_gateway_gone_since_is_said_and_re_created_by_the_rollback(b)),
     },
+    /// a21f A7: a VPNGateway someone else made in place of a rolled-back IPsecGateway.
+    /// `verify` advised the rollback, the rollback refused and sent back to `verify`: a
+    /// loop. Now every command gives one advice, and following it ends rolled back.
+    a_vpngateway_made_after_a_rollback_gets_advice_that_leads_back: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_vpngateway_made_after_a_rollback_gets_advice_that_leads_back(b)),
+    },
     /// The VPNGateway of a done window deleted since: said by `status` and `verify`; the
     /// rollback restores the IPsecGateway from the journal.
     a_migrated_gateway_gone_since_is_said_and_the_rollback_restores_it: Row {
@@ -479,6 +488,67 @@ async fn a_rolled_back_gateway_gone_since_is_said_and_re_created_by_the_rollback
         "{}",
         r.stderr
     );
+}
+
+async fn a_vpngateway_made_after_a_rollback_gets_advice_that_leads_back(b: &Bed) {
+    let psk = acme_psk(b).await;
+    b.step(&["cutover", "acme", "--yes"], 0, &[]).await;
+    b.step(&["rollback", "acme", "--yes"], 0, &[]).await;
+    gone(b, IPSECGATEWAY).await;
+    // Someone applies the new kind by hand (the window's own target, as a repository
+    // that moved on would hold it).
+    let j = b.journal("tenant-acme", "acme").await.unwrap();
+    let made = j["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["kind"] == "VPNGateway")
+        .unwrap()
+        .clone();
+    b.put(VPNGATEWAY, "tenant-acme", made).await;
+
+    // The commands in a hint carry the flags of the command that printed it (`--yes`).
+    let advice = |yes: &str| {
+        format!(
+            "vpnmig deletes only what its own window made, so no vpnmig command removes vpngateway/acme -n tenant-acme; find out who made it (`kubectl get vpngateway acme -n tenant-acme --show-managed-fields -o yaml`). To go back to the IPsecGateway, its maker removes it (from the repository where a GitOps owner syncs it, else `kubectl delete vpngateway acme -n tenant-acme`), then `vpnmig rollback acme -n tenant-acme{yes}` re-creates it from the journal with its floating IP pinned."
+        )
+    };
+    let r = b.step(&["verify", "acme"], 5, &[]).await;
+    let flat = live::flat(&r.stderr);
+    assert!(
+        flat.contains(&format!("hint: {}", advice(""))),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !flat.contains("`vpnmig rollback acme -n tenant-acme` restores the IPsecGateway"),
+        "no rollback that refuses: {}",
+        r.stderr
+    );
+    let r = b.step(&["rollback", "acme", "--yes"], 7, &[]).await;
+    let flat = live::flat(&r.stderr);
+    assert!(
+        flat.contains("only vpngateway/acme -n tenant-acme exists, which the window did not leave; nothing was changed")
+            && flat.contains(&advice(" --yes")),
+        "{}",
+        r.stderr
+    );
+    let (doc, text) = status_both(b).await;
+    assert_eq!(doc["goneGateways"][0]["now"], "VPNGateway", "{doc:#}");
+    assert!(text.contains(&advice("")), "{text}");
+    assert!(b.get(VPNGATEWAY, "tenant-acme", "acme").await.is_some());
+
+    // Following the advice: its maker removes it, and the rollback re-creates the
+    // IPsecGateway.
+    gone(b, VPNGATEWAY).await;
+    let r = b.step(&["rollback", "acme", "--yes"], 0, &[]).await;
+    assert!(
+        live::flat(&r.stderr).contains("the rollback re-creates it from the journal"),
+        "{}",
+        r.stderr
+    );
+    acme_ok(b, &psk, "IPsecGateway").await;
+    b.step(&["verify", "acme"], 0, &[]).await;
 }
 
 async fn a_migrated_gateway_gone_since_is_said_and_the_rollback_restores_it(b: &Bed) {

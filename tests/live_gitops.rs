@@ -1369,25 +1369,79 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
             "{what}: {}",
             r.stdout
         );
-        assert!(
-            !flat.contains("-n tenant-acme --gitops resume`"),
-            "{what}: {}",
-            r.stdout
-        );
-        let then = match tool {
+        let beta_verb = if *phase == "done" {
+            "cutover"
+        } else {
+            "rollback"
+        };
+        match tool {
             Tool::Argo => {
-                "then `vpnmig cutover acme -n tenant-acme` restores it once the owner's status lists none of them"
+                // Its status shows it: no command that forces the restore.
+                assert!(
+                    !flat.contains("-n tenant-acme --gitops resume`"),
+                    "{what}: {}",
+                    r.stdout
+                );
+                assert!(
+                    flat.contains("then `vpnmig cutover acme -n tenant-acme` restores it once the owner's status lists none of them"),
+                    "{what}: {}",
+                    r.stdout
+                );
             }
             Tool::Flux => {
                 // The cluster cannot show it, and a restore by hand would skip the prune
                 // protections (a21e attack 6: it let Flux prune a rolled-back gateway).
-                "so vpnmig does not restore it: check by hand (`flux build kustomization acme -n flux-system"
+                // A forced restore only after the check by hand, vouched for beta's
+                // window by its own command (a21f B1: before, no vpnmig command could
+                // ever restore it).
+                assert!(
+                    flat.contains(&format!("check by hand (`flux build kustomization acme -n flux-system --path DIR` on a checkout of the merged repository), then `vpnmig {beta_verb} beta -n tenant-acme --gitops resume` records for each of those windows that you did, and `vpnmig cutover acme -n tenant-acme --gitops resume` restores it")),
+                    "{what}: {}",
+                    r.stdout
+                );
             }
-        };
-        assert!(flat.contains(then), "{what}: {}", r.stdout);
+        }
         for patch in ["kubectl patch application", "kubectl patch kustomization"] {
             assert!(!flat.contains(patch), "{what}: {flat}");
         }
+        if !what.contains("never in the source") {
+            continue;
+        }
+        // a21f B1: the path the advice names ends restored. beta's user checked the merged
+        // source by hand and vouches for beta's change; acme's forced restore counts it.
+        let r = l
+            .vpnmig(&["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"])
+            .await;
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        assert!(
+            r.says("recorded in the journal: you vouch that the merged source of kustomization/acme -n flux-system no longer defines ipsecgateway/beta -n tenant-acme"),
+            "{what}: {}",
+            r.stderr
+        );
+        let j = live::journal(&l, NS, "beta").unwrap();
+        assert_eq!(
+            j["gitops"][0]["vouched"]["noLongerDefines"], "IPsecGateway",
+            "{what}: {j}"
+        );
+        assert!(
+            tool.suspended(&tool.owner(&l)),
+            "{what}: a vouch restores nothing"
+        );
+        let r = l
+            .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
+            .await;
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        assert!(!tool.suspended(&tool.owner(&l)), "{what}: {}", r.stderr);
+        assert_eq!(
+            live::journal(&l, NS, "acme").unwrap()["gitops"][0]["paused"],
+            false,
+            "{what}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(
+            l.sb.store.get(&rt, NS, "beta").is_err(),
+            "{what}: beta's old gateway came back"
+        );
     }
 }
 
@@ -5179,4 +5233,66 @@ async fn an_argocd_cm_vpnmig_cannot_find_keeps_the_owner_suspended() {
     assert!(Tool::Argo.suspended(&Tool::Argo.owner(&l)));
     let j = live::journal(&l, NS, "acme").unwrap();
     assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+}
+
+/// a21f A8: a done window whose owner was restored; then its source stops defining the
+/// new objects, and the owner prunes the VPNGateway. `vpnmig rollback` re-created the
+/// IPsecGateway from the journal, and the owner (its source does not define that either)
+/// pruned it again at once. Refused now, nothing changed, with the repository as the way
+/// back (as a rolled-back gateway pruned since already was). Rows: Argo CD, Flux.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_never_re_creates_what_an_owner_that_syncs_it_prunes_again() {
+    for tool in [Tool::Argo, Tool::Flux] {
+        let l = synced(tool).await;
+        done_then_merged_by(&l, tool, |m| m).await;
+        let mut restore = vec!["cutover", "acme", "-n", NS, "--yes"];
+        if let Tool::Flux = tool {
+            restore.extend(["--gitops", "resume"]);
+        }
+        let r = l.vpnmig(&restore).await;
+        assert_eq!(r.code, 0, "{tool:?}: {}", r.stderr);
+        assert!(!tool.suspended(&tool.owner(&l)), "{tool:?}: {}", r.stderr);
+        // The source drops the new objects; the owner prunes them.
+        let without_new: String = tool
+            .source(&l)
+            .split("\n---")
+            .filter(|d| !d.contains("kind: VPNGateway") && !d.contains("kind: VPNPeer"))
+            .collect::<Vec<_>>()
+            .join("\n---");
+        tool.merge(&l, &without_new);
+        let vpngateways =
+            l.sb.store
+                .resource("vpn.bnerd.net", "v1alpha1", "vpngateways")
+                .unwrap();
+        eventually(30, "the owner prunes the VPNGateway", || {
+            l.sb.store.get(&vpngateways, NS, "acme").is_err()
+        })
+        .await;
+        let r = l.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
+        assert_eq!(r.code, 7, "{tool:?}: {}", r.stderr);
+        assert!(
+            r.says(&format!(
+                "{} syncs it, so a re-created one would be pruned again while its source does not define it; nothing was changed",
+                // As the old gateway's markers name it (Argo CD's tracking id has no
+                // namespace for the Application).
+                match tool {
+                    Tool::Argo => "application/acme",
+                    Tool::Flux => "kustomization/acme -n flux-system",
+                }
+            )),
+            "{tool:?}: {}",
+            r.stderr
+        );
+        assert!(
+            r.says("put ipsecgateway/acme back in the repository as the journal keeps it"),
+            "{tool:?}: {}",
+            r.stderr
+        );
+        assert_eq!(ipsecgateways(&l), 0, "{tool:?}: nothing was re-created");
+        assert_eq!(
+            live::journal(&l, NS, "acme").unwrap()["phase"],
+            "done",
+            "{tool:?}"
+        );
+    }
 }

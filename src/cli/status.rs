@@ -374,6 +374,10 @@ pub struct LostJournal {
     pub gateway: String,
     /// How to roll back without it.
     pub hint: String,
+    /// Neither an IPsecGateway nor a VPNGateway of this name exists either: only an
+    /// archived record in the cluster or this machine's bundle still names it (a21f A9).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub gateway_gone: bool,
 }
 
 /// What `status` knows of windows: under way, journals lost, or why it could not tell.
@@ -486,6 +490,15 @@ impl Windows {
             ));
         }
         for l in &self.lost {
+            if l.gateway_gone {
+                out.push_str(&format!(
+                    "gateway and journal missing: {ns}/{name} had a vpnmig window, but neither an IPsecGateway nor a VPNGateway {name} exists in namespace {ns}, and ConfigMap {ns}/vpnmig-{name} is gone: the client's tunnels are down; find out who deleted them (`kubectl get events -n {ns}`); {}\n",
+                    l.hint,
+                    ns = l.namespace,
+                    name = l.gateway
+                ));
+                continue;
+            }
             out.push_str(&format!(
                 "journal missing: {ns}/{name} was migrated by vpnmig but ConfigMap {ns}/vpnmig-{name} is gone; {}\n",
                 l.hint,
@@ -749,6 +762,7 @@ async fn open_windows(
     cluster: &Cluster,
     all_namespaces: bool,
     ours: &[(String, String)],
+    rows: &[Row],
 ) -> Windows {
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube::api::{Api, ListParams};
@@ -791,12 +805,22 @@ async fn open_windows(
     }
     // An archived earlier window (`vpnmig-NAME.window-N`, issue 21 item 7) is a record,
     // not a window: `report NAME --window N` reads it.
-    items.retain(|cm| {
-        !cm.metadata
+    let archived = |cm: &ConfigMap| {
+        cm.metadata
             .labels
             .as_ref()
             .is_some_and(|l| l.contains_key(crate::core::journal::ARCHIVE_LABEL))
-    });
+    };
+    let mut named: Vec<(String, String)> = items
+        .iter()
+        .filter(|cm| archived(cm))
+        .filter_map(|cm| {
+            let name = cm.metadata.name.as_deref()?.strip_prefix("vpnmig-")?;
+            let (gateway, _) = name.rsplit_once(".window-")?;
+            Some((cm.metadata.namespace.clone()?, gateway.to_string()))
+        })
+        .collect();
+    items.retain(|cm| !archived(cm));
     let journals: Vec<(String, String)> = items
         .iter()
         .filter_map(|cm| {
@@ -815,8 +839,36 @@ async fn open_windows(
                     "a rollback needs the bundle of its cutover: `vpnmig rollback {name} -n {ns} --plan DIR`"
                 )
             }),
+            gateway_gone: false,
         })
-        .collect();
+        .collect::<Vec<_>>();
+    // A gateway whose journal and gateway are both gone (a21f A9: deleted together, or
+    // the namespace emptied): only an archived record of an earlier window, or this
+    // machine's bundle, still names it. Never silent: the client's tunnels are gone.
+    let scope = (!all_namespaces).then_some(cluster.namespace.as_str());
+    named.extend(crate::state::remembered_gateways(&cluster.server, scope));
+    named.sort();
+    named.dedup();
+    let mut lost = lost;
+    for (ns, name) in named {
+        let present = rows.iter().any(|r| r.namespace == ns && r.name == name);
+        if present
+            || journals.contains(&(ns.clone(), name.clone()))
+            || ours.contains(&(ns.clone(), name.clone()))
+        {
+            continue;
+        }
+        lost.push(LostJournal {
+            hint: crate::state::lost_journal_hint(&cluster.server, &ns, &name).unwrap_or_else(|| {
+                format!(
+                    "`vpnmig report {name} -n {ns} --window 1` shows what the first window recorded; a rollback needs the bundle of its cutover: `vpnmig rollback {name} -n {ns} --plan DIR`"
+                )
+            }),
+            namespace: ns,
+            gateway: name,
+            gateway_gone: true,
+        });
+    }
     // Each journal parsed once, for the windows under way and the suspended owners.
     let parsed: Vec<crate::core::journal::Journal> = items
         .iter()
@@ -981,19 +1033,7 @@ fn mark_left(rows: &mut [Row], windows: &mut Windows) {
             }
             _ => "nothing".to_string(),
         };
-        let todo = match (j.phase, state) {
-            (_, crate::core::journal::Left::OtherKind) => format!(
-                "find out who made {} (`kubectl get {} {name} -n {ns} --show-managed-fields -o yaml`); `vpnmig verify {name} -n {ns}` checks it",
-                crate::core::model::object_ref(&now, name, ns),
-                now.to_lowercase()
-            ),
-            (crate::core::journal::Phase::RolledBack, _) => format!(
-                "find out who deleted it (`kubectl get events -n {ns}`); `vpnmig rollback {name} -n {ns}` re-creates it from the journal with its floating IP pinned"
-            ),
-            _ => format!(
-                "find out who deleted it (`kubectl get events -n {ns}`); `vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal"
-            ),
-        };
+        let todo = j.left_todo(state).unwrap_or_default();
         // Another gateway claiming its floating IP now: a re-create would wait at
         // AlreadyAssociated, and the rollback refuses (a21f A5).
         let fip = j.left_fip();
@@ -1169,9 +1209,25 @@ async fn suspended_owners(
                 .collect();
             // What each finished window on the owner replaced: its source must no longer
             // define it before a restore (attack finding A2).
+            // A window whose user vouched for its change (a21f B1) counts as merged.
+            let vouch_cmds: Vec<String> = holders
+                .iter()
+                .filter(|h| !h.in_flight() && !h.vouched)
+                .map(|h| {
+                    let v = if h.phase == Phase::Done {
+                        "cutover"
+                    } else {
+                        "rollback"
+                    };
+                    format!(
+                        "`vpnmig {v} {} -n {} --gitops resume`",
+                        h.gateway, h.namespace
+                    )
+                })
+                .collect();
             let finished: Vec<String> = holders
                 .iter()
-                .filter(|h| !h.in_flight())
+                .filter(|h| !h.in_flight() && !h.vouched)
                 .map(|h| {
                     let (kind, change) = if h.phase == Phase::Done {
                         ("ipsecgateway", "merged")
@@ -1375,9 +1431,10 @@ async fn suspended_owners(
                     )
                 } else {
                     format!(
-                        "{own}; what each window that relied on it changed must be in the repository too: {}; the cluster cannot show it (a suspended owner's status is not refreshed) and `--gitops resume` vouches for this window's change only, so vpnmig does not restore it: check by hand ({}); no restore by hand is offered: it would skip the prune protections a restore sets first (every window's PSK Secret and what owns it, the new objects, a re-created IPsecGateway)",
+                        "{own}; what each window that relied on it changed must be in the repository too: {}; the cluster cannot show it (a suspended owner's status is not refreshed) and `--gitops resume` vouches for this window's change only: check by hand ({}), then {} records for each of those windows that you did, and `vpnmig {verb} {name} -n {ns} --gitops resume` restores it; no restore by hand is offered: it would skip the prune protections a restore sets first (every window's PSK Secret and what owns it, the new objects, a re-created IPsecGateway)",
                         finished.join("; "),
                         gitops::render_hint(&r.owner),
+                        vouch_cmds.join(", "),
                     )
                 }
             };
@@ -1636,7 +1693,7 @@ pub fn run(args: &StatusArgs) -> Result<i32, Error> {
         if rows.is_empty() && !args.all_namespaces && text {
             crate::output::say(&namespace_note(&cluster).await);
         }
-        let windows = open_windows(&cluster, args.all_namespaces, &ours).await;
+        let windows = open_windows(&cluster, args.all_namespaces, &ours, &rows).await;
         let mut windows = windows;
         mark_psk(&mut rows, &windows);
         mark_fip(&mut rows, &mut windows);
@@ -1736,7 +1793,7 @@ async fn watch(
         };
         let (mut now, ours, peers) =
             read_rows(cluster, args.all_namespaces, args.windows.as_deref()).await?;
-        let mut now_windows = open_windows(cluster, args.all_namespaces, &ours).await;
+        let mut now_windows = open_windows(cluster, args.all_namespaces, &ours, &now).await;
         mark_psk(&mut now, &now_windows);
         mark_fip(&mut now, &mut now_windows);
         mark_extra(&mut now, &mut now_windows, &peers);

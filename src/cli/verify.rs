@@ -322,19 +322,13 @@ async fn once_live(
                     "neither a VPNGateway nor an IPsecGateway {name} exists in namespace {}: a window is under way (journal phase {})",
                     cluster.namespace, j.phase
                 ));
-                let ns = cluster.namespace.as_str();
                 return Err(Error::Stop {
                     code: exit::VERIFY_FAILED,
                     message,
-                    hint: Some(match j.phase {
-                        crate::core::journal::Phase::RolledBack => format!(
-                            "find out who deleted it (`kubectl get events -n {ns}`); `vpnmig rollback {name} -n {ns}` re-creates it from the journal with its floating IP pinned"
-                        ),
-                        crate::core::journal::Phase::Done => format!(
-                            "find out who deleted it (`kubectl get events -n {ns}`); `vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal"
-                        ),
-                        _ => j.recovery(),
-                    }),
+                    hint: Some(
+                        j.left_todo(j.left(None, None))
+                            .unwrap_or_else(|| j.recovery()),
+                    ),
                 });
             }
             if let Some(hint) =
@@ -365,7 +359,7 @@ async fn once_live(
     Ok(verify::verify(&view, sas.as_ref().map_err(String::as_str)))
 }
 
-async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
+async fn rows_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
     let cluster = Cluster::connect(&args.cluster.options()).await?;
     let text = args.output == VerifyFormat::Text;
     if text {
@@ -485,6 +479,28 @@ fn never_read(args: &VerifyArgs, cluster: &Cluster, why: Option<String>) -> Erro
     }
 }
 
+/// The rows, whether `--wait` ran out of time, and, when the gateway is not as its window
+/// left it (a failed `window` row), what to do from there ([`Journal::left_todo`]): the
+/// generic hint would offer a rollback that refuses (a21f A7).
+///
+/// [`Journal::left_todo`]: crate::core::journal::Journal::left_todo
+async fn run_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool, Option<String>), Error> {
+    let (rows, timed_out) = rows_async(args).await?;
+    let mut todo = None;
+    if rows
+        .iter()
+        .any(|r| r.check == "window" && r.verdict == Verdict::Fail)
+    {
+        let cluster = Cluster::connect(&args.cluster.options()).await?;
+        if let Some(j) = crate::cluster::journal::read(&cluster, &args.name).await? {
+            let old = crate::cluster::objects::get(&cluster, "IPsecGateway", &args.name).await?;
+            let new = crate::cluster::objects::get(&cluster, "VPNGateway", &args.name).await?;
+            todo = j.left_todo(j.left(old.as_ref(), new.as_ref()));
+        }
+    }
+    Ok((rows, timed_out, todo))
+}
+
 pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
     if args.baseline {
         let b = crate::cli::runtime()?.block_on(async {
@@ -503,7 +519,7 @@ pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
         crate::cli::write_stdout(&doc)?;
         return Ok(exit::OK);
     }
-    let (rows, timed_out) = crate::cli::runtime()?.block_on(run_async(args))?;
+    let (rows, timed_out, todo) = crate::cli::runtime()?.block_on(run_async(args))?;
     let doc = match args.output {
         VerifyFormat::Text => render(&rows, crate::output::width::detect()),
         VerifyFormat::Json => serde_json::to_string_pretty(&rows).expect("rows serialize") + "\n",
@@ -529,7 +545,10 @@ pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
         }
         (false, false) => {
             // A verdict that names what to run next, like every stop (issue 14 item 6).
-            crate::output::say(&next_steps(&rows, &args.name));
+            crate::output::say(&match todo {
+                Some(todo) => format!("hint: {todo}"),
+                None => next_steps(&rows, &args.name),
+            });
             exit::VERIFY_FAILED
         }
     })

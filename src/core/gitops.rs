@@ -1087,6 +1087,27 @@ pub struct Record {
     /// status said. Cleared by a restore whose first sync was seen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sync_unseen: Option<String>,
+    /// A window that relies on the suspension, finished, whose user said with `--gitops
+    /// resume` that the owner's merged source no longer defines what it replaced (a21f
+    /// B1: a suspended Kustomization's inventory never shows it, so without this no
+    /// vpnmig command could restore an owner several windows held). The restore counts
+    /// it as it counts `--gitops resume` for its own window: for that kind only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vouched: Option<Vouched>,
+}
+
+/// What a user vouched for a finished window that relies on an owner's suspension
+/// ([`Record::vouched`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Vouched {
+    /// The kind the owner's merged source no longer defines: `IPsecGateway` at `done`,
+    /// `VPNGateway` at `rolled-back`. A vouch for another kind than the window's phase
+    /// replaced counts for nothing.
+    pub no_longer_defines: String,
+    /// When (RFC 3339) and who.
+    pub at: String,
+    pub by: String,
 }
 
 impl Record {
@@ -3028,6 +3049,7 @@ mod tests {
             protected: vec![],
             uid: None,
             sync_unseen: None,
+            vouched: None,
         };
         let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});
         assert_eq!(held(&record, &app(json!({}))), Held::AsLeft);

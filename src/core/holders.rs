@@ -15,6 +15,9 @@ pub struct Holder {
     pub phase: Phase,
     /// It suspended the owner (and restores it); else it relies on the suspension.
     pub paused: bool,
+    /// Finished, and its user vouched that the owner's merged source no longer defines
+    /// what it replaced ([`crate::core::gitops::Record::vouched`]).
+    pub vouched: bool,
 }
 
 impl Holder {
@@ -62,6 +65,7 @@ pub fn holders(journals: &[Journal], owner: &OwnerRef, me: (&str, &str)) -> Vec<
                     gateway: j.gateway.clone(),
                     phase: j.phase,
                     paused: r.paused,
+                    vouched: vouched(j, r),
                 });
                 break;
             }
@@ -69,6 +73,22 @@ pub fn holders(journals: &[Journal], owner: &OwnerRef, me: (&str, &str)) -> Vec<
     }
     out.sort_by(|a, b| (&a.namespace, &a.gateway).cmp(&(&b.namespace, &b.gateway)));
     out
+}
+
+/// What window `j`'s phase replaced: `IPsecGateway` at `done`, `VPNGateway` at
+/// `rolled-back`; `None` for a window under way.
+pub fn replaced_kind(j: &Journal) -> Option<&'static str> {
+    match j.phase {
+        Phase::Done => Some("IPsecGateway"),
+        Phase::RolledBack => Some("VPNGateway"),
+        _ => None,
+    }
+}
+
+/// Whether `r` (a record of window `j`) holds a vouch for what `j` replaced as it is now:
+/// finished, and vouched for that kind.
+pub fn vouched(j: &Journal, r: &crate::core::gitops::Record) -> bool {
+    replaced_kind(j).is_some_and(|k| r.vouched.as_ref().is_some_and(|v| v.no_longer_defines == k))
 }
 
 #[cfg(test)]
@@ -115,6 +135,7 @@ mod tests {
             protected: Vec::new(),
             uid: None,
             sync_unseen: None,
+            vouched: None,
         });
         j
     }

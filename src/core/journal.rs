@@ -845,6 +845,38 @@ impl Journal {
         })
     }
 
+    /// What to do when the gateway is not as the window left it (`state` from
+    /// [`Journal::left`]): one advice, the same in `status`, `verify`, `cutover` and the
+    /// rollback's refusal, so that following it never comes back to where it started
+    /// (a21f A7: over a VPNGateway that appeared after a rollback, `verify` advised the
+    /// rollback, the rollback refused and sent back to `verify`). `None` when it is as
+    /// left (or a window is under way).
+    pub fn left_todo(&self, state: Left) -> Option<String> {
+        let kind = self.left_kind()?;
+        let (name, ns) = (self.gateway.as_str(), self.namespace.as_str());
+        let back = if self.phase == Phase::RolledBack {
+            format!(
+                "`vpnmig rollback {name} -n {ns}` re-creates it from the journal with its floating IP pinned"
+            )
+        } else {
+            format!("`vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal")
+        };
+        Some(match state {
+            Left::AsLeft | Left::UnderWay => return None,
+            Left::Terminating => format!(
+                "once it is gone (`kubectl get {} {name} -n {ns} -w`), {back}; find out who deleted it first (`kubectl get events -n {ns}`)",
+                kind.to_lowercase()
+            ),
+            Left::Gone => format!("find out who deleted it (`kubectl get events -n {ns}`); {back}"),
+            Left::OtherKind if self.phase == Phase::RolledBack => format!(
+                "vpnmig deletes only what its own window made, so no vpnmig command removes vpngateway/{name} -n {ns}; find out who made it (`kubectl get vpngateway {name} -n {ns} --show-managed-fields -o yaml`). To go back to the IPsecGateway, its maker removes it (from the repository where a GitOps owner syncs it, else `kubectl delete vpngateway {name} -n {ns}`), then {back}. To keep it, `vpnmig verify {name} -n {ns}` checks what it serves; this journal goes on saying the window left an IPsecGateway"
+            ),
+            Left::OtherKind => format!(
+                "find out who made ipsecgateway/{name} -n {ns} (`kubectl get ipsecgateway {name} -n {ns} --show-managed-fields -o yaml`); `vpnmig verify {name} -n {ns}` checks what it serves"
+            ),
+        })
+    }
+
     /// `(Kind, name)` of each target, VPNGateway first.
     pub fn target_names(&self) -> Vec<(String, String)> {
         self.targets

@@ -95,6 +95,27 @@ async fn run(
     let by = steps::identity(held);
     let previous = stored::read(cluster, name).await?;
     match &previous {
+        // `--gitops resume` at `done` on a window that relies on an owner another window
+        // suspended: the user vouches for this window's repository change (a21f B1).
+        Some(j)
+            if j.phase == Phase::Done
+                && opts.gitops.resume
+                && !opts.dry_run
+                && !j.gitops.iter().any(|r| r.paused)
+                && j.gitops
+                    .iter()
+                    .any(|r| r.relies_on_suspension() && r.restored_at.is_none()) =>
+        {
+            let mut w = Window {
+                cluster,
+                ev,
+                journal: j.clone(),
+                lock: held,
+                by,
+            };
+            super::gitops::vouch(&mut w, "IPsecGateway").await?;
+            return Ok(Outcome::Done);
+        }
         Some(j)
             if j.phase == Phase::Done
                 && objects::get(cluster, "VPNGateway", name).await?.is_none() =>
@@ -510,15 +531,13 @@ async fn no_old_gateway(
             return Error::Stop {
                 code: exit::REFUSED,
                 message: format!("{text}: nothing to cut over; nothing was changed"),
-                hint: Some(if state == journal::Left::Gone {
-                    format!(
+                hint: if state == journal::Left::Gone {
+                    Some(format!(
                         "`vpnmig rollback {name} -n {ns}` re-creates it from the journal (floating IP pinned), then `vpnmig cutover {name} -n {ns}` starts over"
-                    )
+                    ))
                 } else {
-                    format!(
-                        "find out who made the VPNGateway (`kubectl get vpngateway {name} -n {ns} --show-managed-fields -o yaml`); `vpnmig verify {name} -n {ns}` checks what it serves"
-                    )
-                }),
+                    j.left_todo(state)
+                },
             };
         }
     }

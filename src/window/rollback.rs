@@ -168,6 +168,26 @@ async fn run(
             reopen(&mut j, state, text, ev, &by)?;
         }
     }
+    // `--gitops resume` on a rolled-back window that relies on an owner another window
+    // suspended: the user vouches for this window's repository change (a21f B1).
+    if j.phase == Phase::RolledBack
+        && opts.gitops.resume
+        && !opts.dry_run
+        && !j.gitops.iter().any(|r| r.paused)
+        && j.gitops
+            .iter()
+            .any(|r| r.relies_on_suspension() && r.restored_at.is_none())
+    {
+        let mut w = Window {
+            cluster,
+            ev,
+            journal: j.clone(),
+            lock: held,
+            by,
+        };
+        super::gitops::vouch(&mut w, "VPNGateway").await?;
+        return Ok(Outcome::Done);
+    }
     if j.phase == Phase::RolledBack && j.gitops.iter().any(|r| r.paused) {
         // Rolled back, and an owner it suspended waits for the repository to define the
         // IPsecGateway again.
@@ -201,6 +221,24 @@ async fn run(
             message: format!("the saved ipsecgateway/{name} -n {ns} does not pin its floating IP (spec.endpoint.floatingIP is empty): re-creating it would allocate a new one"),
             hint: Some("restore the old gateway by hand with the floating IP pinned in spec.endpoint.floatingIP".into()),
         });
+    }
+    // Past the delete, and neither kind exists now: pruned by an owner that syncs it and
+    // that no window holds? Then a re-created IPsecGateway goes the same way (a21f A8: at
+    // `done`, Argo CD pruned the VPNGateway, the rollback re-created the IPsecGateway,
+    // and Argo CD pruned that too).
+    if j.phase >= Phase::Deleted
+        && j.phase != Phase::RolledBack
+        && objects::get(cluster, "VPNGateway", name).await?.is_none()
+        && objects::get(cluster, "IPsecGateway", name).await?.is_none()
+        && let Some(text) = j.left_text(journal::Left::Gone).or_else(|| {
+            Some(format!(
+                "the window of {ns}/{name} is at phase {} and neither an IPsecGateway nor a VPNGateway {name} exists",
+                j.phase
+            ))
+        })
+        && let Some(e) = pruned_again(&j, &text)
+    {
+        return Err(e);
     }
     new_fip_pinned(cluster, &j).await?;
     if j.phase < Phase::OldApplied {
@@ -348,53 +386,19 @@ fn reopen(
     ev: &dyn Emit,
     by: &str,
 ) -> Result<(), Error> {
-    let (name, ns) = (j.gateway.clone(), j.namespace.clone());
     match state {
-        journal::Left::Terminating => {
+        journal::Left::Terminating | journal::Left::OtherKind => {
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!("{text}; nothing was changed"),
-                hint: Some(format!(
-                    "once it is gone (`kubectl get ipsecgateway {name} -n {ns} -w`), `vpnmig rollback {name} -n {ns}` re-creates it from the journal with its floating IP pinned; find out who deleted it first (`kubectl get events -n {ns}`)"
-                )),
-            });
-        }
-        journal::Left::OtherKind => {
-            return Err(Error::Stop {
-                code: exit::REFUSED,
-                message: format!("{text}; nothing was changed"),
-                hint: Some(format!(
-                    "find out who made it (`kubectl get vpngateway {name} -n {ns} --show-managed-fields -o yaml`); `vpnmig verify {name} -n {ns}` checks what it serves. vpnmig deletes only what its own window made, and re-creates the IPsecGateway only where neither kind exists"
-                )),
+                hint: j.left_todo(state),
             });
         }
         journal::Left::Gone => {}
         journal::Left::AsLeft | journal::Left::UnderWay => return Ok(()),
     }
-    // An owner that syncs the old gateway and that no window holds suspended pruned it
-    // (its source no longer defines it) and would prune a re-created one again.
-    let held =
-        |o: &crate::core::gitops::OwnerRef| j.gitops.iter().any(|r| r.paused && &r.owner == o);
-    let syncing: Vec<String> = crate::core::gitops::detect(&j.old_manifest)
-        .iter()
-        .filter(|m| m.tool.reconciles())
-        .filter(|m| m.owner.as_ref().is_none_or(|o| !held(o)))
-        .map(|m| match &m.owner {
-            Some(o) => o.display(),
-            None => m.tool.label(),
-        })
-        .collect();
-    if !syncing.is_empty() {
-        return Err(Error::Stop {
-            code: exit::REFUSED,
-            message: format!(
-                "{text}; {} syncs it, so a re-created one would be pruned again while its source does not define it; nothing was changed",
-                syncing.join(", ")
-            ),
-            hint: Some(format!(
-                "put ipsecgateway/{name} back in the repository as the journal keeps it (its floating IP pinned: `vpnmig report {name} -n {ns}` shows the window); its owner then re-creates it; `vpnmig verify {name} -n {ns}` checks it"
-            )),
-        });
+    if let Some(e) = pruned_again(j, &text) {
+        return Err(e);
     }
     ev.emit(Event::Warning(format!(
         "{text}: the rollback re-creates it from the journal (floating IP pinned, PSK checked against its fingerprint)"
@@ -405,6 +409,45 @@ fn reopen(
         &format!("{by} (the IPsecGateway the rollback left is gone)"),
     );
     Ok(())
+}
+
+/// Neither kind of a finished window's gateway exists: an owner that syncs the old
+/// gateway and that no window holds suspended (nor the user, with `--gitops ignore`)
+/// pruned it or its VPNGateway (its source defines neither) and would prune a re-created
+/// IPsecGateway again. Refused, nothing changed, with the repository as the way back
+/// (a21e 6, 11 at `rolled-back`; a21f A8 at `done`: the rollback re-created it and Argo
+/// CD pruned it again at once).
+fn pruned_again(j: &Journal, text: &str) -> Option<Error> {
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    let held = |o: &crate::core::gitops::OwnerRef| {
+        j.gitops.iter().any(|r| {
+            &r.owner == o
+                && (r.paused
+                    || (r.mode == crate::core::gitops::Mode::Ignore && r.restored_at.is_none()))
+        })
+    };
+    let syncing: Vec<String> = crate::core::gitops::detect(&j.old_manifest)
+        .iter()
+        .filter(|m| m.tool.reconciles())
+        .filter(|m| m.owner.as_ref().is_none_or(|o| !held(o)))
+        .map(|m| match &m.owner {
+            Some(o) => o.display(),
+            None => m.tool.label(),
+        })
+        .collect();
+    if syncing.is_empty() {
+        return None;
+    }
+    Some(Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "{text}; {} syncs it, so a re-created one would be pruned again while its source does not define it; nothing was changed",
+            syncing.join(", ")
+        ),
+        hint: Some(format!(
+            "put ipsecgateway/{name} back in the repository as the journal keeps it (its floating IP pinned: `vpnmig report {name} -n {ns}` shows the window); its owner then re-creates it; `vpnmig verify {name} -n {ns}` checks it"
+        )),
+    })
 }
 
 /// The rollback steps from the journal's phase to `RolledBack` (also run by

@@ -218,6 +218,15 @@ pub(crate) async fn restore(
             if mine && force {
                 continue;
             }
+            // Another finished window whose user vouched for its change (a21f B1), as
+            // `--gitops resume` vouches for this one's.
+            if !mine
+                && j.gitops
+                    .iter()
+                    .any(|x| gitops::same_owner(&x.owner, &r.owner) && holders::vouched(j, x))
+            {
+                continue;
+            }
             let lists = live_owner
                 .as_ref()
                 .and_then(|o| gitops::owner_state(o, kind, &j.namespace, &j.gateway).source_lists);
@@ -248,6 +257,23 @@ pub(crate) async fn restore(
         }
         if let Some((why, j, kind, mine, blind)) = blocks.first().cloned() {
             let others: Vec<String> = blocks.iter().skip(1).map(|b| b.0.clone()).collect();
+            // Where the cluster cannot show another window's change, its user checks the
+            // merged source by hand and says so for that window (a21f B1).
+            let vouches: Vec<String> = blocks
+                .iter()
+                .filter(|b| !b.3 && b.4)
+                .map(|b| {
+                    let v = if b.2 == "IPsecGateway" {
+                        "cutover"
+                    } else {
+                        "rollback"
+                    };
+                    format!(
+                        "`vpnmig {v} {} -n {} --gitops resume`",
+                        b.1.gateway, b.1.namespace
+                    )
+                })
+                .collect();
             left += 1;
             let (gw, gw_ns) = (&j.gateway, &j.namespace);
             let change = if kind == "IPsecGateway" {
@@ -273,13 +299,28 @@ pub(crate) async fn restore(
                     "then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume`: whatever the status says), after checking what the windows keep"
                 )
             } else if mine {
+                let vouch = if vouches.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; where the cluster cannot show it, check the merged source by hand ({}), then {} records for that window that you did, and `vpnmig {verb} {name} -n {ns} --gitops resume` restores it",
+                        gitops::render_hint(&r.owner),
+                        vouches.join(", ")
+                    )
+                };
                 format!(
-                    "and {}: no restore is safe before each of them is in the repository too, neither `--gitops resume` (it vouches for this window's change only) nor one by hand; then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status lists none of them",
+                    "and {}: no restore is safe before each of them is in the repository too, neither `--gitops resume` (it vouches for this window's change only) nor one by hand; then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status lists none of them{vouch}",
                     others.join("; and ")
                 )
             } else if r.owner.kind == "Application" && !blind {
                 format!(
                     "then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume` vouches for this window's change only, not for what another window replaced)"
+                )
+            } else if !vouches.is_empty() {
+                format!(
+                    "then check by hand that the merged source no longer defines it ({}); then {} records for that window that you did (this window's `--gitops resume` vouches for its own change only), and `vpnmig {verb} {name} -n {ns} --gitops resume` restores it; no restore by hand is offered: it would skip the prune protections a restore sets first",
+                    gitops::render_hint(&r.owner),
+                    vouches.join(", ")
                 )
             } else {
                 format!(
@@ -533,4 +574,36 @@ pub(crate) fn unseen_todo(owner: &gitops::OwnerRef, verb: &str, name: &str, ns: 
         owner.resource(),
         owner.name,
     )
+}
+
+/// `--gitops resume` on a finished window that relies on an owner's suspension (it did
+/// not suspend it, so it restores nothing): the user says that the owner's merged source
+/// no longer defines what this window replaced, which a suspended owner's status cannot
+/// show (a21f B1: with two windows on one Flux Kustomization, no vpnmig command could
+/// restore it). Recorded in the journal (`vouched`), counted by the restore of the window
+/// that suspended it. Returns whether any record was vouched.
+pub(crate) async fn vouch(w: &mut Window<'_>, replaced: &str) -> Result<bool, Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let mut any = false;
+    for i in 0..w.journal.gitops.len() {
+        let r = w.journal.gitops[i].clone();
+        if r.paused || !r.relies_on_suspension() || r.restored_at.is_some() {
+            continue;
+        }
+        if !holders::vouched(&w.journal, &r) {
+            w.journal.gitops[i].vouched = Some(gitops::Vouched {
+                no_longer_defines: replaced.to_string(),
+                at: now(),
+                by: w.by.clone(),
+            });
+            journal::write(w.cluster, &w.journal, false).await?;
+        }
+        any = true;
+        w.ev.emit(Event::Info(format!(
+            "recorded in the journal: you vouch that the merged source of {} no longer defines {} (this window relies on its suspension and does not restore it); the window that suspended it counts this when it restores it (`vpnmig status -n {ns}` names it and its command)",
+            r.owner.display(),
+            object_ref(replaced, &name, &ns)
+        )));
+    }
+    Ok(any)
 }
