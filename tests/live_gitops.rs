@@ -1404,6 +1404,37 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
         for patch in ["kubectl patch application", "kubectl patch kustomization"] {
             assert!(!flat.contains(patch), "{what}: {flat}");
         }
+        if what.contains("the stale inventory lists another done window's IPsecGateway") {
+            // a21g 10: a vouch made before beta's change was merged. The restore re-arms
+            // the owner on it, its first sync brings beta's old gateway back: the window
+            // stops, the owner is suspended again, and the disproven vouch is withdrawn,
+            // so that status names beta again instead of advising the same restore.
+            let r = l
+                .vpnmig(&["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"])
+                .await;
+            assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+            let r = l
+                .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
+                .await;
+            assert_eq!(r.code, 5, "{what}: {}", r.stderr);
+            assert!(
+                r.says("ipsecgateway/beta -n tenant-acme exists again")
+                    && r.says("(its user vouched that it does not: that vouch is withdrawn from its journal)"),
+                "{what}: {}",
+                r.stderr
+            );
+            assert!(tool.suspended(&tool.owner(&l)), "{what}: suspended again");
+            let j = live::journal(&l, NS, "beta").unwrap();
+            assert!(j["gitops"][0]["vouched"].is_null(), "{what}: {j}");
+            let r = l.vpnmig(&["status", "-n", NS]).await;
+            assert!(
+                live::flat(&r.stdout)
+                    .contains("tenant-acme/beta (done: its repository change merged"),
+                "{what}: {}",
+                r.stdout
+            );
+            continue;
+        }
         if !what.contains("never in the source") {
             continue;
         }
@@ -5253,6 +5284,7 @@ async fn a_rollback_never_re_creates_what_an_owner_that_syncs_it_prunes_again() 
         assert_eq!(r.code, 0, "{tool:?}: {}", r.stderr);
         assert!(!tool.suspended(&tool.owner(&l)), "{tool:?}: {}", r.stderr);
         // The source drops the new objects; the owner prunes them.
+        let with_new = tool.source(&l);
         let without_new: String = tool
             .source(&l)
             .split("\n---")
@@ -5284,11 +5316,36 @@ async fn a_rollback_never_re_creates_what_an_owner_that_syncs_it_prunes_again() 
             r.stderr
         );
         assert!(
-            r.says("put ipsecgateway/acme back in the repository as the journal keeps it"),
+            r.says("put vpngateway/acme and its VPNPeers back in the repository as the window applied them (they pin its floating IP, serviceCIDR and virtual IPs"),
             "{tool:?}: {}",
             r.stderr
         );
         assert_eq!(ipsecgateways(&l), 0, "{tool:?}: nothing was re-created");
+        // status and verify give the same advice, never the rollback that refuses (a21g
+        // 03).
+        for args in [vec!["status", "-n", NS], vec!["verify", "acme", "-n", NS]] {
+            let r = l.vpnmig(&args).await;
+            let all = live::flat(&format!("{}\n{}", r.stdout, r.stderr));
+            assert!(
+                all.contains("syncs it and its source defines neither kind now: put vpngateway/acme and its VPNPeers back in the repository"),
+                "{tool:?} {args:?}: {all}"
+            );
+            assert!(
+                !all.contains("`vpnmig rollback acme -n tenant-acme` restores the IPsecGateway"),
+                "{tool:?} {args:?}: {all}"
+            );
+        }
+        // Following it: the repository defines the new objects again, and the owner
+        // re-creates them as the window applied them.
+        tool.merge(&l, &with_new);
+        eventually(30, "the owner re-creates the VPNGateway", || {
+            l.sb.store.get(&vpngateways, NS, "acme").is_ok()
+        })
+        .await;
+        let r = l
+            .vpnmig(&["verify", "acme", "-n", NS, "--wait", "--timeout", "60s"])
+            .await;
+        assert_eq!(r.code, 0, "{tool:?}: {}\n{}", r.stdout, r.stderr);
         assert_eq!(
             live::journal(&l, NS, "acme").unwrap()["phase"],
             "done",

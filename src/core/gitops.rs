@@ -931,10 +931,14 @@ pub fn saved(owner: &Value) -> Saved {
 /// removed (every version honours it; `skip-reconcile` needs 2.7 and stops the refresh
 /// of its status too), Flux's `spec.suspend: true`.
 pub fn pause_patch(owner: &Value) -> Value {
-    if owner["kind"] == "Application" {
-        json!({"spec": {"syncPolicy": {"automated": null}}})
-    } else {
-        json!({"spec": {"suspend": true}})
+    match owner["kind"].as_str() {
+        Some("Application") => json!({"spec": {"syncPolicy": {"automated": null}}}),
+        // An ApplicationSet has no `spec.suspend` (a real CRD prunes the field, and the
+        // command did nothing: a21g 13); `create-only` stops it updating its Applications.
+        Some("ApplicationSet") => {
+            json!({"spec": {"syncPolicy": {"applicationsSync": "create-only"}}})
+        }
+        _ => json!({"spec": {"suspend": true}}),
     }
 }
 
@@ -2022,6 +2026,46 @@ pub fn who(obj: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What each owner kind's pause command writes: an ApplicationSet has no
+    /// `spec.suspend` (a21g 13: the printed patch did nothing).
+    #[test]
+    fn each_owner_kind_is_paused_by_a_field_it_has() {
+        let rows = [
+            (
+                "Application",
+                "argocd",
+                r#"{"spec":{"syncPolicy":{"automated":null}}}"#,
+            ),
+            (
+                "ApplicationSet",
+                "argocd",
+                r#"{"spec":{"syncPolicy":{"applicationsSync":"create-only"}}}"#,
+            ),
+            (
+                "Kustomization",
+                "flux-system",
+                r#"{"spec":{"suspend":true}}"#,
+            ),
+            ("HelmRelease", "flux-system", r#"{"spec":{"suspend":true}}"#),
+        ];
+        for (kind, ns, patch) in rows {
+            let owner = OwnerRef {
+                api_version: "x/v1".into(),
+                kind: kind.into(),
+                namespace: Some(ns.into()),
+                name: "kunden".into(),
+            };
+            assert_eq!(
+                pause_command(&owner),
+                format!(
+                    "kubectl patch {} kunden -n {ns} --field-manager=vpnmig --type merge -p '{patch}'",
+                    kind.to_lowercase()
+                ),
+                "{kind}"
+            );
+        }
+    }
 
     #[test]
     fn only_a_kustomization_gets_the_live_object_exclusion_from_its_apply() {

@@ -845,6 +845,47 @@ impl Journal {
         })
     }
 
+    /// The GitOps owners that sync this window's gateway (the old gateway's markers name
+    /// them) and that no window holds: suspended by it (`paused`), or by its user
+    /// (`--gitops ignore`, not let go since). Where neither kind of the gateway exists
+    /// after the window, such an owner pruned it (its source defines neither) and would
+    /// prune a re-created one again (a21f A8). Named as vpnmig names owners.
+    pub fn unheld_syncers(&self) -> Vec<String> {
+        use crate::core::gitops::{Mode, OwnerRef, detect};
+        let held = |o: &OwnerRef| {
+            self.gitops.iter().any(|r| {
+                &r.owner == o && (r.paused || (r.mode == Mode::Ignore && r.restored_at.is_none()))
+            })
+        };
+        detect(&self.old_manifest)
+            .iter()
+            .filter(|m| m.tool.reconciles())
+            .filter(|m| m.owner.as_ref().is_none_or(|o| !held(o)))
+            .map(|m| match &m.owner {
+                Some(o) => o.display(),
+                None => m.tool.label(),
+            })
+            .collect()
+    }
+
+    /// Where an owner that syncs the gateway pruned it ([`Journal::unheld_syncers`]):
+    /// the repository is the way back, with the copy that pins the client's addresses. At
+    /// `done` that is the VPNGateway and its VPNPeers as the window applied them (an
+    /// IPsecGateway cannot pin its serviceCIDR: a21g 03, re-created it got another /24);
+    /// otherwise the IPsecGateway as the journal keeps it.
+    pub fn repository_todo(&self) -> String {
+        let (name, ns) = (self.gateway.as_str(), self.namespace.as_str());
+        if self.phase == Phase::Done {
+            format!(
+                "put vpngateway/{name} and its VPNPeers back in the repository as the window applied them (they pin its floating IP, serviceCIDR and virtual IPs: `vpnmig report {name} -n {ns}` shows them); its owner then re-creates them; `vpnmig verify {name} -n {ns}` checks them. A rollback would re-create an IPsecGateway its owner prunes again, so vpnmig refuses it"
+            )
+        } else {
+            format!(
+                "put ipsecgateway/{name} back in the repository as the journal keeps it (its floating IP pinned: `vpnmig report {name} -n {ns}` shows the window); its owner then re-creates it; `vpnmig verify {name} -n {ns}` checks it"
+            )
+        }
+    }
+
     /// What to do when the gateway is not as the window left it (`state` from
     /// [`Journal::left`]): one advice, the same in `status`, `verify`, `cutover` and the
     /// rollback's refusal, so that following it never comes back to where it started
@@ -866,6 +907,11 @@ impl Journal {
             Left::Terminating => format!(
                 "once it is gone (`kubectl get {} {name} -n {ns} -w`), {back}; find out who deleted it first (`kubectl get events -n {ns}`)",
                 kind.to_lowercase()
+            ),
+            Left::Gone if !self.unheld_syncers().is_empty() => format!(
+                "{} syncs it and its source defines neither kind now: {}",
+                self.unheld_syncers().join(", "),
+                self.repository_todo()
             ),
             Left::Gone => format!("find out who deleted it (`kubectl get events -n {ns}`); {back}"),
             Left::OtherKind if self.phase == Phase::RolledBack => format!(

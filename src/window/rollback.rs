@@ -418,23 +418,7 @@ fn reopen(
 /// (a21e 6, 11 at `rolled-back`; a21f A8 at `done`: the rollback re-created it and Argo
 /// CD pruned it again at once).
 fn pruned_again(j: &Journal, text: &str) -> Option<Error> {
-    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
-    let held = |o: &crate::core::gitops::OwnerRef| {
-        j.gitops.iter().any(|r| {
-            &r.owner == o
-                && (r.paused
-                    || (r.mode == crate::core::gitops::Mode::Ignore && r.restored_at.is_none()))
-        })
-    };
-    let syncing: Vec<String> = crate::core::gitops::detect(&j.old_manifest)
-        .iter()
-        .filter(|m| m.tool.reconciles())
-        .filter(|m| m.owner.as_ref().is_none_or(|o| !held(o)))
-        .map(|m| match &m.owner {
-            Some(o) => o.display(),
-            None => m.tool.label(),
-        })
-        .collect();
+    let syncing = j.unheld_syncers();
     if syncing.is_empty() {
         return None;
     }
@@ -444,9 +428,7 @@ fn pruned_again(j: &Journal, text: &str) -> Option<Error> {
             "{text}; {} syncs it, so a re-created one would be pruned again while its source does not define it; nothing was changed",
             syncing.join(", ")
         ),
-        hint: Some(format!(
-            "put ipsecgateway/{name} back in the repository as the journal keeps it (its floating IP pinned: `vpnmig report {name} -n {ns}` shows the window); its owner then re-creates it; `vpnmig verify {name} -n {ns}` checks it"
-        )),
+        hint: Some(j.repository_todo()),
     })
 }
 

@@ -359,7 +359,7 @@ pub(crate) async fn live_parents(
 pub(super) fn parent_fix(p: &gitops::OwnerRef) -> String {
     match p.kind.as_str() {
         "ApplicationSet" => format!(
-            "set `spec.syncPolicy.applicationsSync: create-only` on {} for the window (or have it ignore `/spec/syncPolicy` in `ignoreApplicationDifferences`)",
+            "set `spec.syncPolicy.applicationsSync: create-only` on {} for the window (an `ignoreApplicationDifferences` entry for `/spec/syncPolicy` is not enough where the Argo CD that runs it does not honour it: a21g 13)",
             p.display()
         ),
         _ => format!(

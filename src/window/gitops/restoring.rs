@@ -600,7 +600,7 @@ pub(crate) async fn vouch(w: &mut Window<'_>, replaced: &str) -> Result<bool, Er
         }
         any = true;
         w.ev.emit(Event::Info(format!(
-            "recorded in the journal: you vouch that the merged source of {} no longer defines {} (this window relies on its suspension and does not restore it); the window that suspended it counts this when it restores it (`vpnmig status -n {ns}` names it and its command)",
+            "recorded in the journal: you vouch that the merged source of {} no longer defines {} (this window relies on its suspension and does not restore it); the window that suspended it counts this when it restores it (`vpnmig status -n {ns}` names it and its command). Only after this window's repository change is merged: the restore re-arms the owner on your word, and a vouch its first sync disproves (the gateway back) is withdrawn",
             r.owner.display(),
             object_ref(replaced, &name, &ns)
         )));

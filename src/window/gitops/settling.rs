@@ -206,8 +206,9 @@ pub(super) async fn back_again(
         };
         let api = format!("{group}/{VERSION}");
         if let Some(o) = live::get_kept(cluster, &api, kind, &j.namespace, &j.gateway).await? {
+            let withdrawn = withdraw_vouch(cluster, j).await;
             back.push(format!(
-                "{} exists again (uid {}, {}), which the window of {}/{} (journal phase {}) replaced: the owner's source still defines it",
+                "{} exists again (uid {}, {}), which the window of {}/{} (journal phase {}) replaced: the owner's source still defines it{withdrawn}",
                 object_ref(kind, &j.gateway, &j.namespace),
                 o.pointer("/metadata/uid")
                     .and_then(Value::as_str)
@@ -233,6 +234,40 @@ pub(super) async fn back_again(
         message: back.join("; and "),
         hint: Some(fixes.join("; ")),
     }))
+}
+
+/// The cluster disproved what the user of window `j` vouched (a21f B1): its replaced
+/// gateway is back at the owner's first sync. The vouch is withdrawn from its journal (read
+/// again, in its own namespace), so that `status` names the window again and the advised
+/// restore does not re-create it once more (a21g 10: the disproven vouch stayed, and the
+/// advised command looped on the floating IP). Returns the words said.
+async fn withdraw_vouch(cluster: &Cluster, j: &crate::core::journal::Journal) -> String {
+    if !j.gitops.iter().any(|r| r.vouched.is_some()) {
+        return String::new();
+    }
+    let mut there = cluster.clone();
+    there.namespace = j.namespace.clone();
+    let fresh = match journal::read(&there, &j.gateway).await {
+        Ok(Some(f)) => f,
+        Ok(None) => return String::new(),
+        Err(e) => {
+            return format!(
+                " (its user vouched that it does not: that vouch could not be withdrawn from its journal ({e}); do not rely on it)"
+            );
+        }
+    };
+    let mut fresh = fresh;
+    for r in &mut fresh.gitops {
+        r.vouched = None;
+    }
+    match journal::write(&there, &fresh, false).await {
+        Ok(()) => {
+            " (its user vouched that it does not: that vouch is withdrawn from its journal)".into()
+        }
+        Err(e) => format!(
+            " (its user vouched that it does not: that vouch could not be withdrawn from its journal ({e}); do not rely on it)"
+        ),
+    }
 }
 
 /// A finished window (`replaced`: `IPsecGateway` done, `VPNGateway` rolled back) run
