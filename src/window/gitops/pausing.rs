@@ -452,6 +452,25 @@ pub(crate) async fn still_acting(
                     )
                 })
                 .unwrap_or_else(|| "suspended".into());
+            // Written by a person too (a `kubectl patch` that re-enabled it for a while,
+            // then suspended again?): both are said, as `status` says them (a21g 04: "stop
+            // argocd-application-controller" over a colleague's re-enable).
+            let hands = gitops::hand_writers(&live_obj);
+            if !hands.is_empty() {
+                return Ok(Some((
+                    format!(
+                        "{} re-created it; it reads back suspended ({field}), and the owner itself was written by {} too: someone may have re-enabled it for a while and suspended it again (its sync re-created the gateway in between), or its controller ignores its suspension",
+                        owner.display(),
+                        hands.join(", ")
+                    ),
+                    format!(
+                        "find out which first (`kubectl get {} {} -n {} --show-managed-fields -o yaml`): keep it suspended for the window if it was re-enabled, else stop its controller; then {take_out}",
+                        owner.resource(),
+                        owner.name,
+                        owner.namespace.as_deref().unwrap_or("argocd")
+                    ),
+                )));
+            }
             return Ok(Some((
                 format!(
                     "{} re-created it although it reads back suspended ({field}, as the window left it): its controller ignores its suspension, and vpnmig cannot hold it off",
