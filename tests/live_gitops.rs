@@ -1002,7 +1002,9 @@ fn other_window_on(l: &Live, tool: Tool, ns: &str, gw: &str, phase: &str, paused
             "saved": {"pointer": "/spec/syncPolicy/automated", "value": {"selfHeal": true, "prune": true}},
             "paused": true}])
     } else {
-        json!([{"mode": "pause", "owner": owner_record(tool), "evidence": [], "relies": true}])
+        // As a window records it: the owner was suspended, held by acme's window.
+        json!([{"mode": "pause", "owner": owner_record(tool), "evidence": [], "relies": true,
+            "heldBy": [format!("{NS}/acme")]}])
     };
     if ns != NS {
         let rt = l.sb.store.resource("", "v1", "namespaces").unwrap();

@@ -1121,6 +1121,17 @@ impl Record {
         self.relies || self.saved.is_none()
     }
 
+    /// The window relies on a suspension another *window* made (`--gitops pause` found it
+    /// suspended and held by one): what a vouch is for (a21f B1). Not an owner the user
+    /// suspended by hand (`--gitops ignore`, or found suspended with no window holding
+    /// it): no window restores that one, so there is nothing to vouch to.
+    pub fn relies_on_a_window(&self) -> bool {
+        self.mode == Mode::Pause
+            && self.relies_on_suspension()
+            && !self.held_by.is_empty()
+            && self.restored_at.is_none()
+    }
+
     /// The window holds the owner: it suspended it and has not restored it, or it relies
     /// on its suspension.
     pub fn holds(&self) -> bool {

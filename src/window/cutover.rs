@@ -104,7 +104,7 @@ async fn run(
                 && !j.gitops.iter().any(|r| r.paused)
                 && j.gitops
                     .iter()
-                    .any(|r| r.relies_on_suspension() && r.restored_at.is_none()) =>
+                    .any(crate::core::gitops::Record::relies_on_a_window) =>
         {
             let mut w = Window {
                 cluster,

@@ -587,7 +587,7 @@ pub(crate) async fn vouch(w: &mut Window<'_>, replaced: &str) -> Result<bool, Er
     let mut any = false;
     for i in 0..w.journal.gitops.len() {
         let r = w.journal.gitops[i].clone();
-        if r.paused || !r.relies_on_suspension() || r.restored_at.is_some() {
+        if r.paused || !r.relies_on_a_window() {
             continue;
         }
         if !holders::vouched(&w.journal, &r) {
