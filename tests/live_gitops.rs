@@ -4051,8 +4051,25 @@ async fn changed_since(tool: Tool, since: Since, head: &str, said: &[&str]) {
             .all(|r| r["paused"] != true),
         "the journal lets go of it: {j}"
     );
+    // No longer held, and said so (a22 12b: `status` used to say nothing more): the
+    // owner let go of, never as suspended by the window; what the window keeps stays
+    // protected from it.
     let r = l.vpnmig(&["status"]).await;
-    assert!(!r.stdout.contains("GitOps"), "{}", r.stdout);
+    let out = live::flat(&r.stdout);
+    assert!(!out.contains("GitOps sync"), "{out}");
+    assert!(!out.contains("GitOps policy"), "{out}");
+    assert!(
+        out.contains(&format!("GitOps owner let go: {}", owner_display(tool))),
+        "{out}"
+    );
+    assert!(
+        out.contains("vpnmig no longer holds it and never resumes it"),
+        "{out}"
+    );
+    assert!(
+        out.contains("kept from prune: secret/acme-psk -n tenant-acme"),
+        "{out}"
+    );
     match since {
         Since::Gone => assert!(l.sb.store.get(&rt, ns, "acme").is_err()),
         _ => {
@@ -4079,6 +4096,14 @@ async fn changed_since(tool: Tool, since: Since, head: &str, said: &[&str]) {
                 );
             }
         }
+    }
+}
+
+/// The owner `acme` as vpnmig names it.
+fn owner_display(tool: Tool) -> &'static str {
+    match tool {
+        Tool::Argo => "application/acme -n argocd",
+        Tool::Flux => "kustomization/acme -n flux-system",
     }
 }
 
