@@ -4051,7 +4051,7 @@ async fn changed_since(tool: Tool, since: Since, head: &str, said: &[&str]) {
             .all(|r| r["paused"] != true),
         "the journal lets go of it: {j}"
     );
-    // No longer held, and said so (a22 12b: `status` used to say nothing more): the
+    // No longer held, and said so (a21g 12b: `status` used to say nothing more): the
     // owner let go of, never as suspended by the window; what the window keeps stays
     // protected from it.
     let r = l.vpnmig(&["status"]).await;
@@ -5379,7 +5379,7 @@ async fn a_rollback_never_re_creates_what_an_owner_that_syncs_it_prunes_again() 
     }
 }
 
-/// What happens to the owner a finished window paused before vpnmig runs again (a22).
+/// What happens to the owner a finished window paused before vpnmig runs again (a21g).
 #[derive(Clone, Copy, Debug)]
 enum Before {
     /// Nothing: the window still holds it.
@@ -5428,7 +5428,7 @@ struct HandOver {
     after: After,
 }
 
-/// a22 attacks 07 and 12b (critical): every path where vpnmig stops holding an owner or
+/// a21g attacks 07 and 12b (critical): every path where vpnmig stops holding an owner or
 /// leaves its resume to a person first sets the prune protections its controller honours
 /// on what the window keeps, records them in the journal, reads them back and says so;
 /// `status` keeps listing them, plainly; and the person's later resume of a source or
@@ -5441,7 +5441,7 @@ async fn every_hand_over_keeps_the_psk_secret_from_a_later_resume() {
     const KEEP_HELM: (&str, &str) = ("helm.sh/resource-policy", "keep");
     let rows = [
         HandOver {
-            what: "HelmRelease tracking the PSK, the merged chart drops the Secret: refused, resume by hand (a22 07)",
+            what: "HelmRelease tracking the PSK, the merged chart drops the Secret: refused, resume by hand (a21g 07)",
             tool: 2,
             edit: without_secret,
             before: Before::Nothing,
@@ -5461,7 +5461,7 @@ async fn every_hand_over_keeps_the_psk_secret_from_a_later_resume() {
             after: After::Resume,
         },
         HandOver {
-            what: "Kustomization resumed and suspended again by another team, the source without the Secret: let go (a22 12b)",
+            what: "Kustomization resumed and suspended again by another team, the source without the Secret: let go (a21g 12b)",
             tool: 1,
             edit: without_secret,
             before: Before::Resuspended,

@@ -92,7 +92,7 @@ pub struct StatusDoc<'a> {
     /// GitOps owners a window let go of without restoring them (its policy changed since,
     /// re-enabled by someone else, deleted and re-created, gone): their resume is a
     /// person's, and what the window keeps stays protected only while the annotations in
-    /// `pruneProtected` stay (a22 attacks 07, 12b).
+    /// `pruneProtected` stay (a21g attacks 07, 12b).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub let_go_owners: &'a [String],
     /// Each window whose PSK Secret is not as its journal fingerprinted it (gone, another
@@ -914,7 +914,7 @@ async fn open_windows(
                         String::new()
                     };
                     // The PSK Secret's prune protection: plain about what it is for
-                    // (a22 attacks 07, 12b: a resume without it deleted the key).
+                    // (a21g attacks 07, 12b: a resume without it deleted the key).
                     let psk = if !crate::core::gitops::keeps_from_overwrite(p)
                         && p.kind == "Secret"
                         && (p.namespace.as_str(), p.name.as_str())
@@ -943,7 +943,7 @@ async fn open_windows(
             })
         })
         .collect();
-    // The owners a finished window let go of: their resume is a person's (a22 12b:
+    // The owners a finished window let go of: their resume is a person's (a21g 12b:
     // `status` said nothing more, and the other team's resume pruned the PSK Secret).
     let let_go = parsed
         .iter()

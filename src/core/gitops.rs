@@ -1101,7 +1101,7 @@ pub struct Record {
     /// vpnmig let go of the owner it paused without restoring it (its policy changed
     /// since, re-enabled by someone else, deleted and re-created, gone) or left its
     /// resume to a person (a HelmRelease that tracks the PSK Secret): when (RFC 3339)
-    /// and why. The prune protections set first are in `protected` (a22 attacks 07, 12b:
+    /// and why. The prune protections set first are in `protected` (a21g attacks 07, 12b:
     /// a person's later resume pruned the PSK Secret).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub let_go: Option<String>,

@@ -229,7 +229,7 @@ async fn protect_kept(
 ///
 /// `handover`: vpnmig does not restore the owner; it lets go of it, or leaves its resume
 /// to a person (`--gitops ignore`, a HelmRelease that tracks the PSK Secret, a policy
-/// changed since, an owner re-created or gone; a22 attacks 07, 12b). Nothing watches that
+/// changed since, an owner re-created or gone; a21g attacks 07, 12b). Nothing watches that
 /// resume and the source may change before it, so every kept object the owner tracks gets
 /// its prune protection whatever its status says now, before any check; a check that
 /// fails does not stop the others (the first is returned: "do not resume it yet"), and no

@@ -175,7 +175,7 @@ pub(super) async fn self_suspended(
 
 /// Before vpnmig stops holding owner record `i` or leaves its resume to a person (an
 /// owner suspended by hand, a HelmRelease that tracks the PSK Secret, a policy changed
-/// since, re-enabled by someone else, deleted and re-created, gone; a22 attacks 07, 12b:
+/// since, re-enabled by someone else, deleted and re-created, gone; a21g attacks 07, 12b:
 /// a person's later resume pruned the PSK Secret): the prune protections its controller
 /// honours on what `windows` keep (each window's journal and what it replaced), set
 /// with the restore's own [`keep`] (hand-over: whatever the owner's status says now),

@@ -48,7 +48,7 @@ pub(crate) async fn restore(
             // Gone (deleted since, attack 9): nothing to restore, nothing to protect
             // from its prune; the journal lets go of it, and every command says so.
             // What the window keeps still carries its markers: one re-created under that
-            // name prunes them. Protected first, as on every let-go (a22 12b).
+            // name prunes them. Protected first, as on every let-go (a21g 12b).
             Found::None if r.owner.namespace.is_some() => {
                 let kept = hand_over(w, i, &[(w.journal.clone(), replaced)]).await?;
                 w.journal.gitops[i].paused = false;
@@ -95,7 +95,7 @@ pub(crate) async fn restore(
                 return Err(reenabled_stop(w, &r.owner, now, replaced, &seen).await);
             }
             // Its resume is a person's now, and nothing watches it: what the window keeps
-            // gets the protections first, as on the `--gitops ignore` path (a22 attack
+            // gets the protections first, as on the `--gitops ignore` path (a21g attack
             // 12b: another team's later resume pruned the PSK Secret).
             if let Some((what, seen)) = changed {
                 let kept = hand_over(w, i, &[(w.journal.clone(), replaced)]).await?;
@@ -206,7 +206,7 @@ pub(crate) async fn restore(
             }
             // Its resume is left to a person: what the windows keep gets
             // `helm.sh/resource-policy: keep` first, so a chart without the Secret leaves
-            // it (a22 attack 07: the printed resume deleted the PSK Secret).
+            // it (a21g attack 07: the printed resume deleted the PSK Secret).
             if let Some(j) = tracked {
                 left += 1;
                 let kept = hand_over(w, i, &windows).await?;
