@@ -4053,8 +4053,25 @@ async fn changed_since(tool: Tool, since: Since, head: &str, said: &[&str]) {
             .all(|r| r["paused"] != true),
         "the journal lets go of it: {j}"
     );
+    // No longer held, and said so (a21g 12b: `status` used to say nothing more): the
+    // owner let go of, never as suspended by the window; what the window keeps stays
+    // protected from it.
     let r = l.vpnmig(&["status"]).await;
-    assert!(!r.stdout.contains("GitOps"), "{}", r.stdout);
+    let out = live::flat(&r.stdout);
+    assert!(!out.contains("GitOps sync"), "{out}");
+    assert!(!out.contains("GitOps policy"), "{out}");
+    assert!(
+        out.contains(&format!("GitOps owner let go: {}", owner_display(tool))),
+        "{out}"
+    );
+    assert!(
+        out.contains("vpnmig no longer holds it and never resumes it"),
+        "{out}"
+    );
+    assert!(
+        out.contains("kept from prune: secret/acme-psk -n tenant-acme"),
+        "{out}"
+    );
     match since {
         Since::Gone => assert!(l.sb.store.get(&rt, ns, "acme").is_err()),
         _ => {
@@ -4081,6 +4098,14 @@ async fn changed_since(tool: Tool, since: Since, head: &str, said: &[&str]) {
                 );
             }
         }
+    }
+}
+
+/// The owner `acme` as vpnmig names it.
+fn owner_display(tool: Tool) -> &'static str {
+    match tool {
+        Tool::Argo => "application/acme -n argocd",
+        Tool::Flux => "kustomization/acme -n flux-system",
     }
 }
 
@@ -5352,6 +5377,451 @@ async fn a_rollback_never_re_creates_what_an_owner_that_syncs_it_prunes_again() 
             live::journal(&l, NS, "acme").unwrap()["phase"],
             "done",
             "{tool:?}"
+        );
+    }
+}
+
+/// What happens to the owner a finished window paused before vpnmig runs again (a21g).
+#[derive(Clone, Copy, Debug)]
+enum Before {
+    /// Nothing: the window still holds it.
+    Nothing,
+    /// Resumed and suspended again by another team (field manager `flux`, 12b).
+    Resuspended,
+    /// Argo CD's freeze annotation set.
+    Frozen,
+    /// Syncing again, set by someone else: Argo CD `automated` without prune, Flux
+    /// `suspend: false`; it syncs the merged source.
+    ReEnabled,
+    /// Deleted and re-created, still suspended.
+    Recreated,
+    /// Deleted.
+    Gone,
+}
+
+/// What a person does after vpnmig let go of the owner, or handed its resume over.
+#[derive(Clone, Copy, Debug)]
+enum After {
+    /// Resumes it (Flux/Helm `suspend: false`; Argo CD: the freeze off, `automated` with
+    /// prune and self-heal).
+    Resume,
+    /// Argo CD: turns prune on.
+    PruneOn,
+    /// Another change merged: the source no longer holds the Secret.
+    DropSecret,
+    /// Re-creates the Application, syncing with prune.
+    Recreate,
+}
+
+/// One way vpnmig stops holding an owner or leaves its resume to a person.
+struct HandOver {
+    what: &'static str,
+    /// 0 Argo CD Application, 1 Flux Kustomization, 2 HelmRelease.
+    tool: usize,
+    edit: fn(String) -> String,
+    before: Before,
+    args: &'static [&'static str],
+    says: &'static [&'static str],
+    /// The annotations on the live PSK Secret, each in the journal's `protected`.
+    annotations: &'static [(&'static str, &'static str)],
+    /// The journal still holds it (`paused`), else it let go (`letGo`).
+    holds: bool,
+    status: &'static [&'static str],
+    after: After,
+}
+
+/// a21g attacks 07 and 12b (critical): every path where vpnmig stops holding an owner or
+/// leaves its resume to a person first sets the prune protections its controller honours
+/// on what the window keeps, records them in the journal, reads them back and says so;
+/// `status` keeps listing them, plainly; and the person's later resume of a source or
+/// chart without the PSK Secret leaves the Secret (and the client's key) where it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_hand_over_keeps_the_psk_secret_from_a_later_resume() {
+    const PRUNE_ARGO: (&str, &str) = ("argocd.argoproj.io/sync-options", "Prune=false");
+    const PRUNE_FLUX: (&str, &str) = ("kustomize.toolkit.fluxcd.io/prune", "disabled");
+    const APPLY_FLUX: (&str, &str) = ("kustomize.toolkit.fluxcd.io/reconcile", "disabled");
+    const KEEP_HELM: (&str, &str) = ("helm.sh/resource-policy", "keep");
+    let rows = [
+        HandOver {
+            what: "HelmRelease tracking the PSK, the merged chart drops the Secret: refused, resume by hand (a21g 07)",
+            tool: 2,
+            edit: without_secret,
+            before: Before::Nothing,
+            args: CUT,
+            says: &[
+                "helmrelease/acme -n flux-system stays suspended: it tracks secret/acme-psk -n tenant-acme (the PSK)",
+                "kept secret/acme-psk -n tenant-acme (the PSK) from helmrelease/acme -n flux-system's prune: annotation helm.sh/resource-policy=keep",
+                "before that hand-over, the window keeps secret/acme-psk -n tenant-acme (helm.sh/resource-policy=keep) from it (the journal records them",
+                "a resume of a chart without secret/acme-psk -n tenant-acme (the PSK) would delete the client's key: helm.sh/resource-policy=keep keeps it",
+                "no annotation on a live object keeps helm-controller's upgrade from writing the chart's copy over it",
+            ],
+            annotations: &[KEEP_HELM],
+            holds: true,
+            status: &[
+                "kept from prune: secret/acme-psk -n tenant-acme (helm.sh/resource-policy=keep) by the window of tenant-acme/acme, from helmrelease/acme -n flux-system; it is the PSK: a resume of helmrelease/acme -n flux-system with a chart without this Secret deletes the client's key unless the annotation stays",
+            ],
+            after: After::Resume,
+        },
+        HandOver {
+            what: "Kustomization resumed and suspended again by another team, the source without the Secret: let go (a21g 12b)",
+            tool: 1,
+            edit: without_secret,
+            before: Before::Resuspended,
+            args: CUT,
+            says: &[
+                "kustomization/acme -n flux-system is not restored: its policy changed since the window paused it",
+                "kept secret/acme-psk -n tenant-acme (the PSK) from kustomization/acme -n flux-system's apply: annotation kustomize.toolkit.fluxcd.io/reconcile=disabled",
+                "kept secret/acme-psk -n tenant-acme (the PSK) from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled (vpnmig no longer holds kustomization/acme -n flux-system and a person resumes it",
+                "before letting go, the window keeps secret/acme-psk -n tenant-acme (kustomize.toolkit.fluxcd.io/reconcile=disabled), secret/acme-psk -n tenant-acme (kustomize.toolkit.fluxcd.io/prune=disabled) from it",
+            ],
+            annotations: &[PRUNE_FLUX, APPLY_FLUX],
+            holds: false,
+            status: &[
+                "GitOps owner let go: kustomization/acme -n flux-system (by the window of tenant-acme/acme, journal phase done;",
+                "its policy changed since the window paused it): vpnmig no longer holds it and never resumes it; its resume is a person's",
+                "a resume of a source or chart without secret/acme-psk -n tenant-acme deletes the client's key unless the protection stays",
+                "kept from prune: secret/acme-psk -n tenant-acme (kustomize.toolkit.fluxcd.io/prune=disabled) by the window of tenant-acme/acme, from kustomization/acme -n flux-system; it is the PSK",
+            ],
+            after: After::Resume,
+        },
+        HandOver {
+            what: "Application frozen since the pause (skip-reconcile), the source without the Secret: let go (made up)",
+            tool: 0,
+            edit: without_secret,
+            before: Before::Frozen,
+            args: CUT,
+            says: &[
+                "application/acme -n argocd is not restored: its policy changed since the window paused it",
+                "kept secret/acme-psk -n tenant-acme (the PSK) from application/acme -n argocd's prune: annotation argocd.argoproj.io/sync-options=Prune=false",
+                "before letting go, the window keeps secret/acme-psk -n tenant-acme (argocd.argoproj.io/sync-options=Prune=false)",
+            ],
+            annotations: &[PRUNE_ARGO],
+            holds: false,
+            status: &[
+                "GitOps owner let go: application/acme -n argocd (by the window of tenant-acme/acme, journal phase done;",
+                "kept from prune: secret/acme-psk -n tenant-acme (argocd.argoproj.io/sync-options=Prune=false) by the window of tenant-acme/acme, from application/acme -n argocd; it is the PSK",
+            ],
+            after: After::Resume,
+        },
+        HandOver {
+            what: "Application re-enabled by someone else without prune, the source without the Secret: let go; prune turned on later (made up)",
+            tool: 0,
+            edit: without_secret,
+            before: Before::ReEnabled,
+            args: CUT,
+            says: &[
+                "application/acme -n argocd is not restored: re-enabled by someone else",
+                "kept secret/acme-psk -n tenant-acme (the PSK) from application/acme -n argocd's prune: annotation argocd.argoproj.io/sync-options=Prune=false",
+            ],
+            annotations: &[PRUNE_ARGO],
+            holds: false,
+            status: &[
+                "GitOps owner let go: application/acme -n argocd (by the window of tenant-acme/acme, journal phase done;",
+                "re-enabled by someone else): vpnmig no longer holds it",
+            ],
+            after: After::PruneOn,
+        },
+        HandOver {
+            what: "Kustomization re-enabled by someone else with the Secret still in Git, --gitops resume: let go; a later change drops the Secret (made up)",
+            tool: 1,
+            edit: |m| m,
+            before: Before::ReEnabled,
+            args: RESUME,
+            says: &[
+                "kustomization/acme -n flux-system is not restored: re-enabled by someone else",
+                "kept secret/acme-psk -n tenant-acme (the PSK) from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled",
+            ],
+            annotations: &[PRUNE_FLUX, APPLY_FLUX],
+            holds: false,
+            status: &["GitOps owner let go: kustomization/acme -n flux-system"],
+            after: After::DropSecret,
+        },
+        HandOver {
+            what: "Kustomization deleted and re-created suspended, the source without the Secret: let go (made up)",
+            tool: 1,
+            edit: without_secret,
+            before: Before::Recreated,
+            args: CUT,
+            says: &[
+                "kustomization/acme -n flux-system is not restored: it is not the object the window paused: deleted and re-created since",
+                "kept secret/acme-psk -n tenant-acme (the PSK) from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled",
+            ],
+            annotations: &[PRUNE_FLUX, APPLY_FLUX],
+            holds: false,
+            status: &[
+                "GitOps owner let go: kustomization/acme -n flux-system",
+                "it is not the object the window paused: deleted and re-created since",
+            ],
+            after: After::Resume,
+        },
+        HandOver {
+            what: "Application deleted since, then re-created syncing with prune from a source without the Secret (made up)",
+            tool: 0,
+            edit: without_secret,
+            before: Before::Gone,
+            args: CUT,
+            says: &[
+                "application/acme -n argocd is gone",
+                "before letting go, the window keeps secret/acme-psk -n tenant-acme (argocd.argoproj.io/sync-options=Prune=false)",
+            ],
+            annotations: &[PRUNE_ARGO],
+            holds: false,
+            status: &["GitOps owner let go: application/acme -n argocd"],
+            after: After::Recreate,
+        },
+    ];
+    for row in rows {
+        let what = row.what;
+        let mut s = live::pool("10.250.3.0/24");
+        s.gitops.self_heal_delay_ms = 200;
+        let (scenario, (g, v, p, ons)) = match row.tool {
+            0 => (ARGO.to_string(), Tool::Argo.owner_type()),
+            1 => (FLUX.to_string(), Tool::Flux.owner_type()),
+            _ => (
+                helm_release(),
+                (
+                    "helm.toolkit.fluxcd.io",
+                    "v2",
+                    "helmreleases",
+                    "flux-system",
+                ),
+            ),
+        };
+        let l = start(&scenario, s).await;
+        adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+        let key = live::core(&l, "secrets", NS, "acme-psk").unwrap()["data"].clone();
+        let (rewritten, window) =
+            planned_and_cut_over_with(&l, &source_at(&l, ons, "acme-source")).await;
+        merge_at(&l, ons, "acme-source", &(row.edit)(rewritten));
+        let rt = l.sb.store.resource(g, v, p).unwrap();
+        let owner = || l.sb.store.get(&rt, ons, "acme").unwrap();
+        if row.tool == 0 {
+            eventually(
+                10,
+                "the Application no longer lists the IPsecGateway",
+                || {
+                    !owner()["status"]["resources"]
+                        .to_string()
+                        .contains("IPsecGateway")
+                },
+            )
+            .await;
+        }
+        let set = |manager: &str, f: &dyn Fn(&mut Value)| {
+            l.sb.store
+                .modify(&rt, ons, "acme", false, &by(manager), |o| {
+                    let mut o = o.clone();
+                    f(&mut o);
+                    Ok(o)
+                })
+                .unwrap();
+            l.sb.gitops.kick();
+        };
+        let paused = owner();
+        // Someone else's writes would sync at once; the rows read what vpnmig does, they
+        // do not race that sync (a re-enabled owner is let sync, below).
+        l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 600_000;
+        match row.before {
+            Before::Nothing => {}
+            Before::Resuspended => {
+                for suspend in [false, true] {
+                    set("flux", &|o| o["spec"]["suspend"] = json!(suspend));
+                }
+            }
+            Before::Frozen => set("kubectl-annotate", &|o| {
+                o["metadata"]["annotations"]["argocd.argoproj.io/skip-reconcile"] = json!("true")
+            }),
+            Before::ReEnabled => {
+                if row.tool == 0 {
+                    set("kubectl-edit", &|o| {
+                        o["spec"]["syncPolicy"]["automated"] = json!({"selfHeal": true})
+                    });
+                } else {
+                    set("kubectl-edit", &|o| o["spec"]["suspend"] = json!(false));
+                }
+                l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 200;
+                l.sb.gitops.kick();
+                eventually(10, "the re-enabled owner syncs the merged source", || {
+                    let o = owner();
+                    o["status"]["resources"].to_string().contains("VPNGateway")
+                        && !o["status"]["resources"]
+                            .to_string()
+                            .contains("IPsecGateway")
+                        || o["status"]["inventory"].to_string().contains("VPNGateway")
+                })
+                .await;
+                l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 600_000;
+            }
+            Before::Recreated | Before::Gone => {
+                l.sb.store
+                    .delete(&rt, ons, "acme", &Default::default())
+                    .unwrap();
+                if let Before::Recreated = row.before {
+                    let mut o = paused.clone();
+                    for k in [
+                        "uid",
+                        "resourceVersion",
+                        "managedFields",
+                        "creationTimestamp",
+                        "generation",
+                    ] {
+                        o["metadata"].as_object_mut().unwrap().remove(k);
+                    }
+                    o.as_object_mut().unwrap().remove("status");
+                    l.sb.store
+                        .create(&rt, ons, o, &by("kubectl-create"))
+                        .unwrap();
+                }
+            }
+        }
+        let r = l.vpnmig(row.args).await;
+        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+        // Said by this run, or by the window's own end (a HelmRelease that tracks the
+        // PSK is handed over there already).
+        for words in row.says {
+            assert!(
+                r.says(words) || window.says(words),
+                "{what}: missing {words:?} in:\n{}\n{}",
+                window.stderr,
+                r.stderr
+            );
+        }
+        // On the live Secret, and in the journal's protected records.
+        let psk = live::core(&l, "secrets", NS, "acme-psk").unwrap();
+        let j = live::journal(&l, NS, "acme").unwrap();
+        for (k, v) in row.annotations {
+            assert_eq!(psk["metadata"]["annotations"][k], *v, "{what}: {psk}");
+            assert!(
+                j["gitops"][0]["protected"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|p| p["kind"] == "Secret"
+                        && p["name"] == "acme-psk"
+                        && p["namespace"] == NS
+                        && p["annotation"] == *k
+                        && p["value"] == *v),
+                "{what}: {j}"
+            );
+        }
+        assert_eq!(j["gitops"][0]["paused"] == true, row.holds, "{what}: {j}");
+        assert_eq!(
+            j["gitops"][0]["letGo"].is_string(),
+            !row.holds,
+            "{what}: {j}"
+        );
+        // `status` lists them, and says what they are for.
+        let st = l.vpnmig(&["status", "-n", NS]).await;
+        let flat = live::flat(&st.stdout);
+        for words in row.status {
+            assert!(
+                flat.contains(words),
+                "{what}: missing {words:?} in:\n{flat}"
+            );
+        }
+        let doc: Value =
+            serde_json::from_str(&l.vpnmig(&["status", "-n", NS, "-o", "json"]).await.stdout)
+                .unwrap();
+        assert!(
+            doc["pruneProtected"]
+                .to_string()
+                .contains("secret/acme-psk -n tenant-acme"),
+            "{what}: {doc}"
+        );
+        assert_eq!(
+            doc["letGoOwners"].as_array().map(Vec::len),
+            (!row.holds).then_some(1),
+            "{what}: {doc}"
+        );
+        // The person's later resume: its controller acts on a source or chart without
+        // the Secret, and the Secret stays, with the client's key.
+        l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 200;
+        match row.after {
+            After::Resume if row.tool == 0 => set("kubectl-edit", &|o| {
+                o["metadata"]["annotations"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("argocd.argoproj.io/skip-reconcile");
+                o["spec"]["syncPolicy"]["automated"] = json!({"selfHeal": true, "prune": true});
+            }),
+            After::Resume => set("kubectl-patch", &|o| o["spec"]["suspend"] = json!(false)),
+            After::PruneOn => set("kubectl-edit", &|o| {
+                o["spec"]["syncPolicy"]["automated"] = json!({"selfHeal": true, "prune": true})
+            }),
+            After::DropSecret => {
+                let now = source_at(&l, ons, "acme-source");
+                merge_at(&l, ons, "acme-source", &without_secret(now));
+            }
+            After::Recreate => {
+                let mut o = paused.clone();
+                for k in [
+                    "uid",
+                    "resourceVersion",
+                    "managedFields",
+                    "creationTimestamp",
+                    "generation",
+                ] {
+                    o["metadata"].as_object_mut().unwrap().remove(k);
+                }
+                o.as_object_mut().unwrap().remove("status");
+                o["spec"]["syncPolicy"]["automated"] = json!({"selfHeal": true, "prune": true});
+                l.sb.store
+                    .create(&rt, ons, o, &by("kubectl-create"))
+                    .unwrap();
+                l.sb.gitops.kick();
+            }
+        }
+        // Its controller compared and synced the source without the Secret: Argo CD
+        // lists the Secret as one it would prune (kept: Prune=false) and the new gateway
+        // Synced; Flux's inventory no longer holds it; a HelmRelease stamped its markers
+        // on the new gateway; each at the generation the person wrote.
+        let synced = || {
+            let o = owner();
+            if row.tool == 0 {
+                o["status"]["resources"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|e| e["kind"] == "Secret" && e["requiresPruning"] == true)
+                    && o["status"]["resources"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|e| e["kind"] == "VPNGateway" && e["status"] == "Synced")
+            } else if row.tool == 2 {
+                // A kept object keeps a HelmRelease "in progress" (its inventory is the
+                // last one); its sync stamped the release's markers on the new gateway.
+                o["status"]["observedGeneration"] == o["metadata"]["generation"]
+                    && objects(&l, "vpn.bnerd.net", "vpngateways", NS)
+                        .first()
+                        .is_some_and(|g| {
+                            g["metadata"]["labels"]["helm.toolkit.fluxcd.io/name"] == "acme"
+                        })
+            } else {
+                o["status"]["observedGeneration"] == o["metadata"]["generation"]
+                    && o["status"]["conditions"].to_string().contains("\"True\"")
+                    && !o["status"]["inventory"].to_string().contains("acme-psk")
+                    && o["status"]["inventory"].to_string().contains("VPNGateway")
+            }
+        };
+        for _ in 0..60 {
+            if synced() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        assert!(
+            synced(),
+            "{what}: the owner did not sync the source without the Secret: {}\nSecret: {:?}",
+            owner(),
+            live::core(&l, "secrets", NS, "acme-psk").map(|s| s["metadata"].clone())
+        );
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let psk = live::core(&l, "secrets", NS, "acme-psk");
+        assert_eq!(
+            psk.map(|s| s["data"].clone()),
+            Some(key),
+            "{what}: the PSK Secret survives the person's resume"
         );
     }
 }

@@ -89,6 +89,12 @@ pub struct StatusDoc<'a> {
     /// (kustomize.toolkit.fluxcd.io/prune=disabled) by the window of tenant-acme/acme`.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub prune_protected: &'a [String],
+    /// GitOps owners a window let go of without restoring them (its policy changed since,
+    /// re-enabled by someone else, deleted and re-created, gone): their resume is a
+    /// person's, and what the window keeps stays protected only while the annotations in
+    /// `pruneProtected` stay (a21g attacks 07, 12b).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub let_go_owners: &'a [String],
     /// Each window whose PSK Secret is not as its journal fingerprinted it (gone, another
     /// key, re-created, or not readable): a blocker, with the command that puts the
     /// client's key back (issue 21 item 1). Never a value.
@@ -387,6 +393,8 @@ struct Windows {
     lost: Vec<LostJournal>,
     suspended: Vec<Suspended>,
     protected: Vec<String>,
+    /// The owners finished windows let go of, as said (see [`StatusDoc::let_go_owners`]).
+    let_go: Vec<String>,
     psk: Vec<PskProblem>,
     /// The floating IP each finished window left on the kind it ended with: `(namespace,
     /// gateway, kind, floating IP)` (a VPNGateway's after `done`, the IPsecGateway's after
@@ -477,6 +485,9 @@ impl Windows {
                 "{head}: {} of the window of {}/{}: {}\n",
                 p.secret, p.namespace, p.gateway, p.detail
             ));
+        }
+        for l in &self.let_go {
+            out.push_str(&format!("GitOps owner let go: {l}\n"));
         }
         for p in &self.protected {
             if p.contains(crate::core::gitops::FLUX_RECONCILE.0) {
@@ -902,14 +913,59 @@ async fn open_windows(
                     } else {
                         String::new()
                     };
+                    // The PSK Secret's prune protection: plain about what it is for
+                    // (a21g attacks 07, 12b: a resume without it deleted the key).
+                    let psk = if !crate::core::gitops::keeps_from_overwrite(p)
+                        && p.kind == "Secret"
+                        && (p.namespace.as_str(), p.name.as_str())
+                            == (j.namespace.as_str(), j.psk_secret.as_str())
+                    {
+                        format!(
+                            "; it is the PSK: a resume of {} with a {} without this Secret deletes the client's key unless the annotation stays",
+                            r.owner.display(),
+                            if r.owner.kind == "HelmRelease" {
+                                "chart"
+                            } else {
+                                "source"
+                            }
+                        )
+                    } else {
+                        String::new()
+                    };
                     format!(
-                        "{} by the window of {}/{}, from {}{remove}",
+                        "{} by the window of {}/{}, from {}{remove}{psk}",
                         p.display(),
                         j.namespace,
                         j.gateway,
                         r.owner.display()
                     )
                 })
+            })
+        })
+        .collect();
+    // The owners a finished window let go of: their resume is a person's (a21g 12b:
+    // `status` said nothing more, and the other team's resume pruned the PSK Secret).
+    let let_go = parsed
+        .iter()
+        .flat_map(|j| {
+            j.gitops.iter().filter(|r| !r.paused).filter_map(move |r| {
+                let why = r.let_go.as_ref()?;
+                let kept = r.protected.len();
+                Some(format!(
+                    "{} (by the window of {}/{}, journal phase {}; {why}): vpnmig no longer holds it and never resumes it; its resume is a person's, and nothing watches its first sync. {}",
+                    r.owner.display(),
+                    j.namespace,
+                    j.gateway,
+                    j.phase,
+                    if kept == 0 {
+                        "The window set no protection from it (it tracks nothing the window keeps, or it was refused: the window's run said which); check its source before any resume".to_string()
+                    } else {
+                        format!(
+                            "The window set {kept} protection(s) from it (\"kept from …\" below): keep them; a resume of a source or chart without secret/{} -n {} deletes the client's key unless the protection stays",
+                            j.psk_secret, j.namespace
+                        )
+                    }
+                ))
             })
         })
         .collect();
@@ -983,6 +1039,7 @@ async fn open_windows(
         lost,
         suspended,
         protected,
+        let_go,
         psk,
         pins,
         fip: Vec::new(),
@@ -1733,6 +1790,7 @@ fn print(args: &StatusArgs, rows: &[Row], windows: &Windows, first: bool) -> Str
         lost_journals: &windows.lost,
         suspended_owners: &windows.suspended,
         prune_protected: &windows.protected,
+        let_go_owners: &windows.let_go,
         psk_problems: &windows.psk,
         gone_gateways: &windows.gone,
         windows_unknown: windows.unknown.as_deref(),

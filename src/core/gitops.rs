@@ -1098,6 +1098,13 @@ pub struct Record {
     /// it as it counts `--gitops resume` for its own window: for that kind only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vouched: Option<Vouched>,
+    /// vpnmig let go of the owner it paused without restoring it (its policy changed
+    /// since, re-enabled by someone else, deleted and re-created, gone) or left its
+    /// resume to a person (a HelmRelease that tracks the PSK Secret): when (RFC 3339)
+    /// and why. The prune protections set first are in `protected` (a21g attacks 07, 12b:
+    /// a person's later resume pruned the PSK Secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub let_go: Option<String>,
 }
 
 /// What a user vouched for a finished window that relies on an owner's suspension
@@ -3104,6 +3111,7 @@ mod tests {
             protected: vec![],
             uid: None,
             sync_unseen: None,
+            let_go: None,
             vouched: None,
         };
         let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});

@@ -135,6 +135,7 @@ mod tests {
             protected: Vec::new(),
             uid: None,
             sync_unseen: None,
+            let_go: None,
             vouched: None,
         });
         j

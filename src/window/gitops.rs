@@ -215,6 +215,7 @@ pub async fn owners(
                     .and_then(Value::as_str)
                     .map(str::to_string),
                 sync_unseen: None,
+                let_go: None,
                 vouched: None,
             });
         }

@@ -36,7 +36,7 @@ pub(super) async fn protect_recorded(
     w.journal.gitops[i].protected.retain(|p| !same(p));
     w.journal.gitops[i].protected.push(record.clone());
     journal::write(w.cluster, &w.journal, false).await?;
-    Ok(live::patch_kept(
+    match live::patch_kept(
         w.cluster,
         api_version,
         &record.kind,
@@ -44,7 +44,179 @@ pub(super) async fn protect_recorded(
         &record.name,
         patch,
     )
-    .await?)
+    .await
+    {
+        Ok(after) => Ok(after),
+        // Not set (refused by RBAC, a webhook): the journal does not claim it.
+        Err(e) => {
+            unrecord(w, i, record).await?;
+            Err(e.into())
+        }
+    }
+}
+
+/// Take protection `record` off this window's journal (record `i`) again: it was not set,
+/// or did not stay, and the journal (and `status`) must not claim it.
+pub(super) async fn unrecord(
+    w: &mut Window<'_>,
+    i: usize,
+    record: &gitops::Protected,
+) -> Result<(), Error> {
+    let n = w.journal.gitops[i].protected.len();
+    w.journal.gitops[i].protected.retain(|p| p != record);
+    if w.journal.gitops[i].protected.len() != n {
+        journal::write(w.cluster, &w.journal, false).await?;
+    }
+    Ok(())
+}
+
+/// Set the protections owner record `i`'s controller honours on kept object `obj`
+/// (`what`, as said): for a Kustomization and the PSK Secret (`psk`) the annotation that
+/// keeps its apply from writing over it ([`gitops::protect_overwrite`]); the prune
+/// protection when the owner tracks it (`prune`). Each is recorded in the journal before
+/// the patch, read back after, and said; one that is refused or does not stay is taken off
+/// the journal again and returned as why (with what to do). `Ok(Ok(obj))`: the object as
+/// it is now. The restore's check 4 and every hand-over ([`keep`] with `handover`) set
+/// them here, and only here.
+#[allow(clippy::too_many_arguments)]
+async fn protect_kept(
+    w: &mut Window<'_>,
+    i: usize,
+    (api_version, kind, ns, name): (&str, &str, &str, &str),
+    obj: Value,
+    what: &str,
+    psk: bool,
+    prune: bool,
+    handover: bool,
+    replaced: &str,
+    owner: Option<&Value>,
+) -> Result<Result<Value, (String, String)>, Error> {
+    let r = w.journal.gitops[i].owner.clone();
+    let again = if handover {
+        format!(
+            "`vpnmig {} {} -n {}` sets it again",
+            verb_of(replaced),
+            w.name(),
+            w.ns()
+        )
+    } else {
+        format!(
+            "then `vpnmig {} {} -n {}`",
+            verb_of(replaced),
+            w.name(),
+            w.ns()
+        )
+    };
+    let refused = |record: &gitops::Protected, e: &Error| {
+        (
+            format!(
+                "the annotation {}={} could not be set on {what} ({}), so nothing keeps {}'s sync from {} it",
+                record.annotation,
+                record.value,
+                crate::error::error_line(e),
+                r.display(),
+                if gitops::keeps_from_overwrite(record) {
+                    "writing over"
+                } else {
+                    "pruning"
+                }
+            ),
+            format!(
+                "set it with a context that may patch it (`kubectl annotate {} {name}{} {}={}`), or {again}",
+                kind.to_lowercase(),
+                ns_flag(ns),
+                record.annotation,
+                record.value
+            ),
+        )
+    };
+    let mut obj = obj;
+    // The PSK Secret and a Kustomization: a prune protection does not stop its apply
+    // from writing Git's copy over the live key (round 4, attack 1). Its controller
+    // skips an object whose live copy says `kustomize.toolkit.fluxcd.io/reconcile:
+    // disabled`, tracked or not (a source that newly defines it would adopt it).
+    if psk && let Some((record, patch)) = gitops::protect_overwrite(&r.kind, &obj) {
+        let after = match protect_recorded(w, i, &record, api_version, &patch).await {
+            Ok(a) => a,
+            Err(e) if handover => return Ok(Err(refused(&record, &e))),
+            Err(e) => return Err(e),
+        };
+        if !gitops::overwrite_protected(&r.kind, &after) {
+            unrecord(w, i, &record).await?;
+            return Ok(Err((
+                format!(
+                    "the annotation {}={} did not stay on {what} (a webhook or controller removed it), and without it the first sync writes the repository's copy of the Secret over the client's key",
+                    record.annotation, record.value
+                ),
+                format!(
+                    "find what removes it (`kubectl get secret {name} -n {ns} --show-managed-fields -o yaml`), {again}"
+                ),
+            )));
+        }
+        w.ev.emit(Event::Step(format!(
+            "kept {what} from {}'s apply: annotation {}={} (kustomize-controller skips an object whose live copy carries it, so its sync cannot write the repository's copy over the client's key; the journal records it, and it stays: `kubectl annotate secret {name} -n {ns} {}-` removes it once the repository's copy holds the client's key)",
+            r.display(),
+            record.annotation,
+            record.value,
+            record.annotation
+        )));
+        obj = after;
+    }
+    if !prune {
+        return Ok(Ok(obj));
+    }
+    // The cluster cannot show what the merged source applies (or, handed over, what it
+    // will when a person resumes it): the controller is told not to prune it, as it
+    // documents.
+    let Some((record, patch)) = gitops::protect(&r.kind, &obj) else {
+        return Ok(Ok(obj));
+    };
+    let after = match protect_recorded(w, i, &record, api_version, &patch).await {
+        Ok(a) => a,
+        Err(e) if handover => return Ok(Err(refused(&record, &e))),
+        Err(e) => return Err(e),
+    };
+    if !gitops::protected(&r.kind, &after) {
+        unrecord(w, i, &record).await?;
+        return Ok(Err((
+            format!(
+                "it tracks {what}, {}, and the annotation {}={} did not stay on it (a webhook or controller removed it)",
+                if handover {
+                    "its resume is left to a person"
+                } else {
+                    "the cluster does not show whether its source still defines it"
+                },
+                record.annotation,
+                record.value
+            ),
+            format!(
+                "Find what removes it, {again}; or check by hand that the merged source still defines it ({}); {}",
+                gitops::render_hint(&r),
+                not_restored(w.ns())
+            ),
+        )));
+    }
+    let why = if handover {
+        format!(
+            "vpnmig no longer holds {} and a person resumes it: a source or chart without it would delete it",
+            r.display()
+        )
+    } else {
+        format!(
+            "the cluster does not show whether its merged source still defines it{}",
+            owner
+                .and_then(gitops::status_blind)
+                .map(|why| format!(": {why}"))
+                .unwrap_or_default()
+        )
+    };
+    w.ev.emit(Event::Step(format!(
+        "kept {what} from {}'s prune: annotation {}={} ({why}; the journal records it, and it stays)",
+        r.display(),
+        record.annotation,
+        record.value,
+    )));
+    Ok(Ok(after))
 }
 
 /// Make sure the restored owner's first sync cannot prune or change what window `j`
@@ -54,14 +226,36 @@ pub(super) async fn protect_recorded(
 /// collector deletes the Secret; kind A). Protection set is recorded in this window's
 /// journal (record `i`) before the patch. `Ok(Err((why, what to do)))`: the owner must
 /// stay suspended.
+///
+/// `handover`: vpnmig does not restore the owner; it lets go of it, or leaves its resume
+/// to a person (`--gitops ignore`, a HelmRelease that tracks the PSK Secret, a policy
+/// changed since, an owner re-created or gone; a21g attacks 07, 12b). Nothing watches that
+/// resume and the source may change before it, so every kept object the owner tracks gets
+/// its prune protection whatever its status says now, before any check; a check that
+/// fails does not stop the others (the first is returned: "do not resume it yet"), and no
+/// tracking marker is put on anything.
 pub(super) async fn keep(
     w: &mut Window<'_>,
     i: usize,
     j: &crate::core::journal::Journal,
     replaced: &str,
     owner: Option<&Value>,
+    handover: bool,
 ) -> Result<Result<(), (String, String)>, Error> {
     let r = w.journal.gitops[i].owner.clone();
+    // Handed over: what stands against a resume, collected while every object is
+    // protected; otherwise the first one ends the check.
+    let mut refusals: Vec<(String, String)> = Vec::new();
+    macro_rules! refuse {
+        ($why:expr) => {{
+            let why = $why;
+            if handover {
+                refusals.push(why);
+                continue;
+            }
+            return Ok(Err(why));
+        }};
+    }
     // (apiVersion, kind, namespace, name, depth, what it keeps: the chain that leads here)
     let mut queue: Vec<(String, String, String, String, usize, String)> = vec![(
         "v1".into(),
@@ -132,7 +326,7 @@ pub(super) async fn keep(
                 })
                 .collect(),
             Err(why) => {
-                return Ok(Err((
+                let why = (
                     format!(
                         "whether Argo CD's diff customizations (ConfigMap argocd-cm, in the namespace Argo CD runs in) hide a difference of what the window keeps cannot be told: {why}"
                     ),
@@ -143,7 +337,12 @@ pub(super) async fn keep(
                         w.ns(),
                         r.display()
                     ),
-                )));
+                );
+                if !handover {
+                    return Ok(Err(why));
+                }
+                refusals.push(why);
+                Vec::new()
             }
         },
         _ => Vec::new(),
@@ -171,7 +370,7 @@ pub(super) async fn keep(
             if depth > 0 {
                 // Its dependent is still there, so the object it names should be: not
                 // found is a kind vpnmig cannot read, not proof it is gone.
-                return Ok(Err((
+                refuse!((
                     format!(
                         "{what} cannot be read (not found as {api_version} {kind}), and whether its sync prunes it cannot be told"
                     ),
@@ -183,15 +382,38 @@ pub(super) async fn keep(
                         gitops::render_hint(&r),
                         not_restored(w.ns())
                     ),
-                )));
+                ));
             }
             continue;
+        };
+        let tracked = gitops::tracks(&r, &obj);
+        // Handed over: protected first, whatever a check below finds.
+        let obj = if handover {
+            match protect_kept(
+                w,
+                i,
+                (&api_version, &kind, &ns, &name),
+                obj,
+                &what,
+                kind == "Secret" && depth == 0,
+                tracked,
+                true,
+                replaced,
+                owner.as_ref(),
+            )
+            .await?
+            {
+                Ok(o) => o,
+                Err(why) => refuse!(why),
+            }
+        } else {
+            obj
         };
         // Kind A: what owns it is kept too (pruned, the garbage collector deletes it).
         // Owners beyond the depth vpnmig follows are not "safe": they are unknown (a21d
         // attack 3: a chain one level longer was restored, and the PSK collected).
         if depth >= OWNER_DEPTH && !gitops::owner_references(&obj).is_empty() {
-            return Ok(Err((
+            refuse!((
                 format!(
                     "{what} is owned through more than {OWNER_DEPTH} levels of ownerReferences, more than vpnmig follows: whether {}'s sync prunes one of them (and the garbage collector then deletes what the window keeps) cannot be told",
                     r.display()
@@ -203,7 +425,7 @@ pub(super) async fn keep(
                     ns_flag(&ns),
                     not_restored(w.ns())
                 ),
-            )));
+            ));
         }
         if depth < OWNER_DEPTH {
             for (av, k, n) in gitops::owner_references(&obj) {
@@ -233,7 +455,7 @@ pub(super) async fn keep(
             }
         }
         if seen.len() + queue.len() > KEPT_AT_MOST {
-            return Ok(Err((
+            let why = (
                 format!(
                     "what the window keeps has more than {KEPT_AT_MOST} objects through their ownerReferences, more than vpnmig checks"
                 ),
@@ -243,7 +465,12 @@ pub(super) async fn keep(
                     gitops::render_hint(&r),
                     not_restored(w.ns())
                 ),
-            )));
+            );
+            if !handover {
+                return Ok(Err(why));
+            }
+            refusals.push(why);
+            break;
         }
         let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
         // Kind D: another Application whose markers are on it syncs it too, whatever
@@ -261,9 +488,8 @@ pub(super) async fn keep(
         )
         .await?
         {
-            return Ok(Err(why));
+            refuse!(why);
         }
-        let tracked = gitops::tracks(&r, &obj);
         let mut says = owner
             .as_ref()
             .and_then(|o| gitops::argo_says(o, group, &kind, &ns, &name));
@@ -272,6 +498,7 @@ pub(super) async fn keep(
         // create). vpnmig puts on the markers the owner's sync would stamp (copied from
         // the object the window replaced), and reads the comparison again.
         if says == Some(gitops::ArgoSays::OutOfSync)
+            && !handover
             && !tracked
             && r.kind == "Application"
             && let Some(patch) = gitops::tracking_patch(&r, &j.old_manifest, &obj)
@@ -311,7 +538,7 @@ pub(super) async fn keep(
         let status_of = format!("status of {}", r.display());
         match &says {
             Some(gitops::ArgoSays::OutOfSync) => {
-                return Ok(Err((
+                refuse!((
                     format!(
                         "its source defines {what} otherwise than it is live ({status_of}: OutOfSync): restoring its sync would overwrite it{secret_words}; see what it would change with `{diff}`"
                     ),
@@ -326,10 +553,10 @@ pub(super) async fn keep(
                         w.name(),
                         w.ns()
                     ),
-                )));
+                ));
             }
             Some(gitops::ArgoSays::CannotTell(how)) => {
-                return Ok(Err((
+                refuse!((
                     format!(
                         "its status cannot tell whether its sync would change {what} ({how}; {status_of}): an entry that is not Synced is no proof"
                     ),
@@ -339,10 +566,10 @@ pub(super) async fn keep(
                         w.name(),
                         w.ns()
                     ),
-                )));
+                ));
             }
             Some(gitops::ArgoSays::Absent) if tracked && !gitops::protected(&r.kind, &obj) => {
-                return Ok(Err((
+                refuse!((
                     format!(
                         "it tracks {what}, but its status does not list it ({status_of}; a real Argo CD lists every object it tracks): whether its sync would prune it cannot be told"
                     ),
@@ -353,10 +580,10 @@ pub(super) async fn keep(
                         w.name(),
                         w.ns()
                     ),
-                )));
+                ));
             }
             Some(gitops::ArgoSays::Prunes) if tracked && !gitops::protected(&r.kind, &obj) => {
-                return Ok(Err((
+                refuse!((
                     format!(
                         "it tracks {what}, and its source no longer defines it ({status_of}): restoring its sync would delete it"
                     ),
@@ -366,7 +593,7 @@ pub(super) async fn keep(
                         w.name(),
                         w.ns()
                     ),
-                )));
+                ));
             }
             _ => {}
         }
@@ -376,7 +603,7 @@ pub(super) async fn keep(
                 .as_ref()
                 .and_then(|o| gitops::argo_ignored(o, &customizations, group, &kind, &ns, &name))
         {
-            return Ok(Err((
+            refuse!((
                 format!(
                     "{rule} matches {what}: its status does not show a difference there, and its sync (without syncOptions RespectIgnoreDifferences=true) writes the repository's copy all the same{}",
                     if kind == "Secret" && depth == 0 {
@@ -392,80 +619,45 @@ pub(super) async fn keep(
                     w.ns(),
                     not_restored(w.ns())
                 ),
-            )));
+            ));
         }
-        // The PSK Secret and a Kustomization: a prune protection does not stop its apply
-        // from writing Git's copy over the live key (round 4, attack 1). Its controller
-        // skips an object whose live copy says `kustomize.toolkit.fluxcd.io/reconcile:
-        // disabled`, tracked or not (a source that newly defines it would adopt it).
-        let obj = if kind == "Secret"
-            && depth == 0
-            && let Some((record, patch)) = gitops::protect_overwrite(&r.kind, &obj)
+        if handover {
+            continue;
+        }
+        let prune = tracked && !gitops::protected(&r.kind, &obj) && says.is_none();
+        if let Err(why) = protect_kept(
+            w,
+            i,
+            (&api_version, &kind, &ns, &name),
+            obj,
+            &what,
+            kind == "Secret" && depth == 0,
+            prune,
+            false,
+            replaced,
+            owner.as_ref(),
+        )
+        .await?
         {
-            let after = protect_recorded(w, i, &record, &api_version, &patch).await?;
-            if !gitops::overwrite_protected(&r.kind, &after) {
-                return Ok(Err((
-                    format!(
-                        "the annotation {}={} did not stay on {what} (a webhook or controller removed it), and without it the first sync writes the repository's copy of the Secret over the client's key",
-                        record.annotation, record.value
-                    ),
-                    format!(
-                        "find what removes it (`kubectl get secret {name} -n {ns} --show-managed-fields -o yaml`), then `vpnmig {} {} -n {}`",
-                        verb_of(replaced),
-                        w.name(),
-                        w.ns()
-                    ),
-                )));
-            }
-            w.ev.emit(Event::Step(format!(
-                "kept {what} from {}'s apply: annotation {}={} (kustomize-controller skips an object whose live copy carries it, so its sync cannot write the repository's copy over the client's key; the journal records it, and it stays: `kubectl annotate secret {name} -n {ns} {}-` removes it once the repository's copy holds the client's key)",
-                r.display(),
-                record.annotation,
-                record.value,
-                record.annotation
-            )));
-            after
-        } else {
-            obj
-        };
-        if !tracked || gitops::protected(&r.kind, &obj) || says.is_some() {
-            continue;
+            return Ok(Err(why));
         }
-        // The cluster cannot show what the merged source applies: the controller is told
-        // not to prune it, as it documents.
-        let Some((record, patch)) = gitops::protect(&r.kind, &obj) else {
-            continue;
-        };
-        let after = protect_recorded(w, i, &record, &api_version, &patch).await?;
-        if !gitops::protected(&r.kind, &after) {
-            return Ok(Err((
-                format!(
-                    "it tracks {what}, the cluster does not show whether its source still defines it, and the annotation {}={} did not stay on it (a webhook or controller removed it)",
-                    record.annotation, record.value
-                ),
-                format!(
-                    "Find what removes it, then `vpnmig {} {} -n {}`; or check by hand that the merged source still defines it ({}); {}",
-                    verb_of(replaced),
-                    w.name(),
-                    w.ns(),
-                    gitops::render_hint(&r),
-                    not_restored(w.ns())
-                ),
-            )));
-        }
-        w.ev.emit(Event::Step(format!(
-            "kept {what} from {}'s prune: annotation {}={} (the cluster does not show whether its merged source still defines it{}; the journal records it, and it stays)",
-            r.display(),
-            record.annotation,
-            record.value,
-            owner
-                .as_ref()
-                .and_then(gitops::status_blind)
-                .map(|why| format!(": {why}"))
-                .unwrap_or_default()
-        )));
     }
-    Ok(Ok(()))
+    if refusals.is_empty() {
+        return Ok(Ok(()));
+    }
+    let todo = refusals
+        .iter()
+        .map(|r| r.1.clone())
+        .collect::<Vec<_>>()
+        .join("; and ");
+    Ok(Err((
+        refusals
+            .into_iter()
+            .map(|r| r.0)
+            .collect::<Vec<_>>()
+            .join("; and "),
+        todo,
+    )))
 }
 
 /// What follows a check vpnmig cannot make itself: it does not restore the owner, and

@@ -169,42 +169,97 @@ pub(super) async fn self_suspended(
     i: usize,
     replaced: &str,
 ) -> Result<String, Error> {
+    let j = w.journal.clone();
+    hand_over(w, i, &[(j, replaced)]).await
+}
+
+/// Before vpnmig stops holding owner record `i` or leaves its resume to a person (an
+/// owner suspended by hand, a HelmRelease that tracks the PSK Secret, a policy changed
+/// since, re-enabled by someone else, deleted and re-created, gone; a21g attacks 07, 12b:
+/// a person's later resume pruned the PSK Secret): the prune protections its controller
+/// honours on what `windows` keep (each window's journal and what it replaced), set
+/// with the restore's own [`keep`] (hand-over: whatever the owner's status says now),
+/// recorded in the journal before the patch, read back and said. Returns what was done,
+/// for the message; a protection refused or taken off is said, never claimed.
+pub(super) async fn hand_over(
+    w: &mut Window<'_>,
+    i: usize,
+    windows: &[(crate::core::journal::Journal, &str)],
+) -> Result<String, Error> {
     let owner = w.journal.gitops[i].owner.clone();
     let live_owner = match live::find(w.cluster, &owner).await? {
         Found::One(_, o) => Some(o),
         _ => None,
     };
-    let j = w.journal.clone();
-    if owner.kind == "HelmRelease" {
-        let sec = live::get_kept(w.cluster, "v1", "Secret", &j.namespace, &j.psk_secret).await?;
-        if sec.as_ref().is_some_and(|s| gitops::tracks(&owner, s)) {
-            return Ok(format!(
-                "it tracks secret/{} -n {} (the PSK), and no annotation on a live object keeps helm-controller's upgrade from writing the chart's copy over it",
-                j.psk_secret, j.namespace
-            ));
+    let before = w.journal.gitops[i].protected.len();
+    let mut refused = Vec::new();
+    for (j, replaced) in windows {
+        if let Err((why, what)) = keep(w, i, j, replaced, live_owner.as_ref(), true).await? {
+            refused.push(format!("{why}. {what}"));
         }
     }
-    let before = w.journal.gitops[i].protected.len();
-    Ok(match keep(w, i, &j, replaced, live_owner.as_ref()).await? {
-        Ok(()) if w.journal.gitops[i].protected.is_empty() => {
-            "nothing the window keeps needs a protection from it (it tracks none of them)".into()
+    let mut psk_tracked = Vec::new();
+    for (j, _) in windows {
+        let sec = live::get_kept(w.cluster, "v1", "Secret", &j.namespace, &j.psk_secret).await?;
+        if sec.as_ref().is_some_and(|s| gitops::tracks(&owner, s)) {
+            psk_tracked.push((j.psk_secret.clone(), j.namespace.clone(), sec));
         }
-        Ok(()) => format!(
+    }
+    let (key, value) = gitops::prune_protection(&owner.kind);
+    let protected = &w.journal.gitops[i].protected;
+    let mut out = if protected.is_empty() {
+        "nothing the window keeps needs a protection from it (it tracks none of them)".to_string()
+    } else {
+        format!(
             "the window keeps {} from it (the journal records {})",
-            w.journal.gitops[i]
-                .protected
+            protected
                 .iter()
                 .map(gitops::Protected::display)
                 .collect::<Vec<_>>()
                 .join(", "),
-            if w.journal.gitops[i].protected.len() > before {
+            if protected.len() > before {
                 "them; they stay"
             } else {
                 "them from an earlier run"
             }
-        ),
-        Err((why, what)) => format!("do not resume it yet: {why}. {what}"),
-    })
+        )
+    };
+    for (secret, ns, sec) in &psk_tracked {
+        let kept = sec
+            .as_ref()
+            .is_some_and(|s| gitops::protected(&owner.kind, s));
+        out.push_str(&if kept {
+            format!(
+                "; a resume of a {} without secret/{secret} -n {ns} (the PSK) would delete the client's key: {key}={value} keeps it, as long as it stays on the Secret",
+                if owner.kind == "HelmRelease" {
+                    "chart"
+                } else {
+                    "source"
+                }
+            )
+        } else {
+            format!(
+                "; secret/{secret} -n {ns} (the PSK) does not carry {key}={value}: a resume of a {} without it deletes the client's key",
+                if owner.kind == "HelmRelease" {
+                    "chart"
+                } else {
+                    "source"
+                }
+            )
+        });
+        if owner.kind == "HelmRelease" {
+            out.push_str(
+                "; no annotation on a live object keeps helm-controller's upgrade from writing the chart's copy over it",
+            );
+        }
+    }
+    if !refused.is_empty() {
+        out.push_str(&format!(
+            "; do not resume it yet: {}",
+            refused.join("; and ")
+        ));
+    }
+    Ok(out)
 }
 
 /// At a finished window run again: each owner it relied on that no vpnmig window

@@ -47,12 +47,16 @@ pub(crate) async fn restore(
             Found::One(_, obj) => Some(obj),
             // Gone (deleted since, attack 9): nothing to restore, nothing to protect
             // from its prune; the journal lets go of it, and every command says so.
+            // What the window keeps still carries its markers: one re-created under that
+            // name prunes them. Protected first, as on every let-go (a21g 12b).
             Found::None if r.owner.namespace.is_some() => {
+                let kept = hand_over(w, i, &[(w.journal.clone(), replaced)]).await?;
                 w.journal.gitops[i].paused = false;
                 w.journal.gitops[i].restored_at = Some(now());
+                w.journal.gitops[i].let_go = Some(format!("{}: gone", now()));
                 journal::write(w.cluster, &w.journal, false).await?;
                 w.ev.emit(Event::Warning(format!(
-                    "{} is gone (the cluster has no {} {} in namespace {}): nothing to restore; the journal no longer holds it. Whatever syncs the objects now is someone else's (`vpnmig status -n {ns} -o wide` shows MANAGED-BY)",
+                    "{} is gone (the cluster has no {} {} in namespace {}): nothing to restore; the journal no longer holds it; before letting go, {kept}. Whatever syncs the objects now is someone else's (`vpnmig status -n {ns} -o wide` shows MANAGED-BY)",
                     r.owner.display(),
                     r.owner.kind,
                     r.owner.name,
@@ -90,11 +94,17 @@ pub(crate) async fn restore(
             {
                 return Err(reenabled_stop(w, &r.owner, now, replaced, &seen).await);
             }
-            if let Some((what, now)) = changed {
+            // Its resume is a person's now, and nothing watches it: what the window keeps
+            // gets the protections first, as on the `--gitops ignore` path (a21g attack
+            // 12b: another team's later resume pruned the PSK Secret).
+            if let Some((what, seen)) = changed {
+                let kept = hand_over(w, i, &[(w.journal.clone(), replaced)]).await?;
                 w.journal.gitops[i].paused = false;
+                w.journal.gitops[i].let_go =
+                    Some(format!("{}: {what}", super::super::steps::now()));
                 journal::write(w.cluster, &w.journal, false).await?;
                 w.ev.emit(Event::Warning(format!(
-                    "{} is not restored: {what} (live: {now}); vpnmig leaves its policy as it is, and the journal no longer holds it",
+                    "{} is not restored: {what} (live: {seen}); vpnmig leaves its policy as it is, and the journal no longer holds it; before letting go, {kept} (`vpnmig status -n {ns}` lists them)",
                     r.owner.display()
                 )));
                 continue;
@@ -194,10 +204,14 @@ pub(crate) async fn restore(
                     break;
                 }
             }
+            // Its resume is left to a person: what the windows keep gets
+            // `helm.sh/resource-policy: keep` first, so a chart without the Secret leaves
+            // it (a21g attack 07: the printed resume deleted the PSK Secret).
             if let Some(j) = tracked {
                 left += 1;
+                let kept = hand_over(w, i, &windows).await?;
                 w.ev.emit(Event::Warning(format!(
-                    "{} stays suspended: {}",
+                    "{} stays suspended: {}; before that hand-over, {kept}",
                     r.owner.display(),
                     helm_psk_refusal(&r.owner, &j, verb, &name, &ns)
                 )));
@@ -337,7 +351,7 @@ pub(crate) async fn restore(
         // 4. What the windows keep, and nothing added on their gateways.
         let mut refused = None;
         for (j, kind) in &windows {
-            match keep(w, i, j, kind, live_owner.as_ref()).await? {
+            match keep(w, i, j, kind, live_owner.as_ref(), false).await? {
                 Ok(()) => {}
                 Err(why) => {
                     refused = Some(why);
