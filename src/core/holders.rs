@@ -136,6 +136,7 @@ mod tests {
             uid: None,
             sync_unseen: None,
             vouched: None,
+            parent_of: None,
         });
         j
     }

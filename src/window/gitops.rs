@@ -216,6 +216,7 @@ pub async fn owners(
                     .map(str::to_string),
                 sync_unseen: None,
                 vouched: None,
+                parent_of: None,
             });
         }
     }
