@@ -1176,16 +1176,26 @@ async fn relied_parents(
             let keep = format!("{keep} (vpnmig never resumes a parent it did not suspend)");
             let (live, advice) = match (find(cluster, &p.owner).await, find(cluster, child).await) {
                 (Ok(Found::One(_, parent)), Ok(Found::One(_, owner))) => {
-                    let st = gitops::parent_state(&parent, &owner);
-                    if st.puts_back {
+                    let (acts, st) = gitops::relied_parent_acts(&parent, &owner);
+                    if acts {
                         (
                             "re-enabled",
                             format!(
                                 "re-enabled by someone else while the window of {ns}/{name} relies on it (now {}): its sync re-arms the child {}, which re-creates what the window replaced and contests the floating IP; {} again, and {keep}",
                                 st.how,
                                 child.display(),
-                                crate::window::parent_fix(&p.owner)
-                                    .replacen(" for the window", "", 1)
+                                if p.owner.kind == "ApplicationSet" {
+                                    format!(
+                                        "set `spec.syncPolicy.applicationsSync: create-only` on {}",
+                                        p.owner.display()
+                                    )
+                                } else {
+                                    format!(
+                                        "suspend {} ({})",
+                                        p.owner.display(),
+                                        crate::window::suspend_command(&p.owner)
+                                    )
+                                }
                             ),
                         )
                     } else {

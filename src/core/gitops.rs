@@ -570,6 +570,19 @@ impl ParentState {
     }
 }
 
+/// Whether a parent whose suspension a window relies on (a record of
+/// `gitops_parents`) would put its child's policy back now: it syncs again (an Argo CD
+/// or Flux parent resumed, by someone else), or, an ApplicationSet, it regenerates its
+/// Applications again. Recorded because its sync would put the policy back, it is held
+/// to that: the child's managedFields no longer show it once the window's pause wrote
+/// the field (vpnmig's field manager took `spec.suspend` from kustomize-controller, whose
+/// next apply takes it back all the same).
+pub fn relied_parent_acts(parent: &Value, child: &Value) -> (bool, ParentState) {
+    let st = parent_state(parent, child);
+    let acts = st.puts_back || (parent["kind"] != "ApplicationSet" && st.active);
+    (acts, st)
+}
+
 /// Whether `pointers` (JSON pointers, or jq paths `.spec.syncPolicy…`) cover the
 /// child's `spec.syncPolicy`.
 fn ignores_sync_policy<'a>(pointers: impl Iterator<Item = &'a Value>) -> bool {

@@ -310,8 +310,8 @@ pub(crate) async fn held(
             let Found::One(_, parent) = live::find(w.cluster, &pr.owner).await? else {
                 continue;
             };
-            let st = gitops::parent_state(&parent, &obj);
-            if st.puts_back {
+            let (acts, st) = gitops::relied_parent_acts(&parent, &obj);
+            if acts {
                 let (name, ns) = (w.name(), w.ns());
                 return Err(Error::Stop {
                     code: exit::REFUSED,
@@ -444,7 +444,7 @@ pub(crate) async fn live_parents(
 
 /// How to keep a parent from putting its child's policy back, a sentence starting with
 /// the verb.
-pub(crate) fn parent_fix(p: &gitops::OwnerRef) -> String {
+pub(super) fn parent_fix(p: &gitops::OwnerRef) -> String {
     match p.kind.as_str() {
         "ApplicationSet" => format!(
             "set `spec.syncPolicy.applicationsSync: create-only` on {} for the window (or have it ignore `/spec/syncPolicy` in `ignoreApplicationDifferences`)",
