@@ -3644,7 +3644,13 @@ struct ParentRow {
     /// The owner `acme`'s tool (the child).
     tool: Tool,
     /// (group, version, plural, namespace, name) of the parent.
-    parent: (&'static str, &'static str, &'static str, &'static str, &'static str),
+    parent: (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    ),
     /// `kustomization/tenants -n flux-system`.
     parent_shown: &'static str,
     /// `kustomization/acme -n flux-system`.
@@ -3658,7 +3664,11 @@ struct ParentRow {
 fn parent_by_hand(l: &Live, row: &ParentRow, suspend: bool) {
     let (g, v, p, ns, name) = row.parent;
     let rt = l.sb.store.resource(g, v, p).unwrap();
-    let manager = if g == "argoproj.io" { "argocd-server" } else { "flux" };
+    let manager = if g == "argoproj.io" {
+        "argocd-server"
+    } else {
+        "flux"
+    };
     l.sb.store
         .modify(&rt, ns, name, false, &by(manager), |o| {
             let mut o = o.clone();
@@ -3725,7 +3735,10 @@ async fn a_window_relies_on_a_parent_suspended_by_hand(row: ParentRow) {
     assert!(out.contains(&keep), "missing {keep:?} in:\n{out}");
     let st = l.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
     let doc: Value = serde_json::from_str(&st.stdout).unwrap();
-    assert_eq!(doc["reliedOnParents"][0]["parent"], row.parent_shown, "{doc}");
+    assert_eq!(
+        doc["reliedOnParents"][0]["parent"], row.parent_shown,
+        "{doc}"
+    );
     assert_eq!(doc["reliedOnParents"][0]["live"], "suspended", "{doc}");
 
     // Resumed early (its sync held off for a minute): said, never silence.
@@ -3752,11 +3765,15 @@ async fn a_window_relies_on_a_parent_suspended_by_hand(row: ParentRow) {
     // Merged, and the child restored: the reliance ends, nothing more is said of it.
     row.tool.merge(&l, &rewritten);
     if let Tool::Argo = row.tool {
-        eventually(10, "the Application no longer lists the IPsecGateway", || {
-            !Tool::Argo.owner(&l)["status"]["resources"]
-                .to_string()
-                .contains("IPsecGateway")
-        })
+        eventually(
+            10,
+            "the Application no longer lists the IPsecGateway",
+            || {
+                !Tool::Argo.owner(&l)["status"]["resources"]
+                    .to_string()
+                    .contains("IPsecGateway")
+            },
+        )
         .await;
     }
     let mut args: Vec<&str> = row.restore.to_vec();
@@ -3764,6 +3781,11 @@ async fn a_window_relies_on_a_parent_suspended_by_hand(row: ParentRow) {
     let r = l.vpnmig(&args).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.says("restored"), "{}", r.stderr);
+    let ends = format!(
+        "{}: this window no longer relies on its suspension ({} is restored)",
+        row.parent_shown, row.child_shown
+    );
+    assert!(r.says(&ends), "missing {ends:?} in:\n{}", r.stderr);
     assert!(!row.tool.suspended(&row.tool.owner(&l)));
     let st = l.vpnmig(&["status", "-n", NS]).await;
     let out = live::flat(&st.stdout);
@@ -3799,10 +3821,7 @@ async fn a_parent_resumed_before_the_delete_stops_the_window(row: ParentRow) {
     let r = live::finish(child).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     for words in [
-        &format!(
-            "{} manages {} (found by",
-            row.parent_shown, row.child_shown
-        ),
+        &format!("{} manages {} (found by", row.parent_shown, row.child_shown),
         "was re-enabled by someone else while this window relies on its suspension",
         "no gateway was deleted",
         &format!("suspend {} for the window", row.parent_shown),

@@ -1202,10 +1202,9 @@ async fn relied_parents(
                         ("suspended", keep)
                     }
                 }
-                (Err(e), _) | (_, Err(e)) => (
-                    "unknown",
-                    format!("it could not be read ({e}): {keep}"),
-                ),
+                (Err(e), _) | (_, Err(e)) => {
+                    ("unknown", format!("it could not be read ({e}): {keep}"))
+                }
                 (Ok(Found::One(..)), Ok(_)) => (
                     "suspended",
                     format!(

@@ -1195,7 +1195,8 @@ pub fn parent_relied_on(j: &crate::core::journal::Journal, p: &Record) -> bool {
         .iter()
         .filter(|r| same_owner(&r.owner, child))
         .any(|r| {
-            r.restored_at.is_none() && (r.paused || (r.relies_on_suspension() && !j.phase.finished()))
+            r.restored_at.is_none()
+                && (r.paused || (r.relies_on_suspension() && !j.phase.finished()))
         })
 }
 
