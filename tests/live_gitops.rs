@@ -3657,6 +3657,15 @@ struct ParentRow {
     child_shown: &'static str,
     /// What the child's restore needs after the merge (Flux: the user vouches).
     restore: &'static [&'static str],
+    /// How the parent reads when the window goes on (`suspended`).
+    how: &'static str,
+    /// What `status` says to keep, and how to hold it again.
+    keep: &'static str,
+    then: &'static str,
+    again: &'static str,
+    /// Resumed early at `done` and held again (an ApplicationSet re-arms its child at
+    /// once: the early resume is the before-the-delete row's only).
+    early: bool,
 }
 
 /// Suspend (`true`) or resume the parent of `row` by hand, as `flux suspend|resume` and
@@ -3672,7 +3681,10 @@ fn parent_by_hand(l: &Live, row: &ParentRow, suspend: bool) {
     l.sb.store
         .modify(&rt, ns, name, false, &by(manager), |o| {
             let mut o = o.clone();
-            if g == "argoproj.io" {
+            if p == "applicationsets" {
+                o["spec"]["syncPolicy"]["applicationsSync"] =
+                    json!(if suspend { "create-only" } else { "sync" });
+            } else if g == "argoproj.io" {
                 let policy = o["spec"]["syncPolicy"].as_object_mut().unwrap();
                 if suspend {
                     policy.remove("automated");
@@ -3704,7 +3716,10 @@ async fn a_window_relies_on_a_parent_suspended_by_hand(row: ParentRow) {
             "{} is itself managed by {} (found by",
             row.child_shown, row.parent_shown
         ),
-        "does not put its policy back now (suspended) but would once it syncs again: this window relies on that suspension (its journal records it)",
+        &format!(
+            "does not put its policy back now ({}) but would once it syncs again: this window relies on that suspension (its journal records it)",
+            row.how
+        ),
         "vpnmig never resumes it",
     ] {
         assert!(r.says(words), "missing {words:?} in:\n{}", r.stderr);
@@ -3725,9 +3740,11 @@ async fn a_window_relies_on_a_parent_suspended_by_hand(row: ParentRow) {
     // At done: the parent named, with what to keep and until when.
     let restore = row.restore.join(" ");
     let keep = format!(
-        "GitOps parent relied on: {p} (manages {c}; relied on by the window of tenant-acme/acme, journal phase done): keep {p} suspended until the repository change is merged and `vpnmig {restore}` restored {c}; then resume it yourself (vpnmig never resumes a parent it did not suspend)",
+        "GitOps parent relied on: {p} (manages {c}; relied on by the window of tenant-acme/acme, journal phase done): {k} until the repository change is merged and `vpnmig {restore}` restored {c}; {t} (vpnmig never resumes a parent it did not suspend)",
         p = row.parent_shown,
-        c = row.child_shown
+        c = row.child_shown,
+        k = row.keep,
+        t = row.then,
     );
     let st = l.vpnmig(&["status", "-n", NS]).await;
     assert_eq!(st.code, 0, "{}", st.stderr);
@@ -3742,23 +3759,25 @@ async fn a_window_relies_on_a_parent_suspended_by_hand(row: ParentRow) {
     assert_eq!(doc["reliedOnParents"][0]["live"], "suspended", "{doc}");
 
     // Resumed early (its sync held off for a minute): said, never silence.
-    l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 60_000;
-    parent_by_hand(&l, &row, false);
-    let st = l.vpnmig(&["status", "-n", NS]).await;
-    let out = live::flat(&st.stdout);
-    for words in [
-        &format!(
-            "GitOps parent re-enabled by someone else: {} (manages {}; relied on by the window of tenant-acme/acme, journal phase done): re-enabled by someone else while the window of tenant-acme/acme relies on it",
-            row.parent_shown, row.child_shown
-        ),
-        &format!("its sync re-arms the child {}", row.child_shown),
-        &format!("suspend {} (`", row.parent_shown),
-    ] {
-        assert!(out.contains(words.as_str()), "missing {words:?} in:\n{out}");
+    if row.early {
+        l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 60_000;
+        parent_by_hand(&l, &row, false);
+        let st = l.vpnmig(&["status", "-n", NS]).await;
+        let out = live::flat(&st.stdout);
+        for words in [
+            &format!(
+                "GitOps parent re-enabled by someone else: {} (manages {}; relied on by the window of tenant-acme/acme, journal phase done): re-enabled by someone else while the window of tenant-acme/acme relies on it",
+                row.parent_shown, row.child_shown
+            ),
+            &format!("its sync re-arms the child {}", row.child_shown),
+            &row.again.to_string(),
+        ] {
+            assert!(out.contains(words.as_str()), "missing {words:?} in:\n{out}");
+        }
+        // Suspended again as advised, before its sync: the child stays suspended.
+        parent_by_hand(&l, &row, true);
+        l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 200;
     }
-    // Suspended again as advised, before its sync: the child stays suspended.
-    parent_by_hand(&l, &row, true);
-    l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 200;
     assert!(row.tool.suspended(&row.tool.owner(&l)));
     assert_eq!(ipsecgateways(&l), 0);
 
@@ -3824,7 +3843,7 @@ async fn a_parent_resumed_before_the_delete_stops_the_window(row: ParentRow) {
         &format!("{} manages {} (found by", row.parent_shown, row.child_shown),
         "was re-enabled by someone else while this window relies on its suspension",
         "no gateway was deleted",
-        &format!("suspend {} for the window", row.parent_shown),
+        &format!("{} for the window", row.again.trim_end_matches(" (`")),
     ] {
         assert!(r.says(words), "missing {words:?} in:\n{}", r.stderr);
     }
@@ -3851,6 +3870,11 @@ parent_resumed_early! {
         parent_shown: "kustomization/tenants -n flux-system",
         child_shown: "kustomization/acme -n flux-system",
         restore: &[],
+        how: "suspended",
+        keep: "keep kustomization/tenants -n flux-system suspended",
+        then: "then resume it yourself",
+        again: "suspend kustomization/tenants -n flux-system (`",
+        early: true,
     };
     an_argo_cd_parent_resumed_before_the_delete_stops_the_window: ParentRow {
         scenario: app_of_apps,
@@ -3859,6 +3883,24 @@ parent_resumed_early! {
         parent_shown: "application/root -n argocd",
         child_shown: "application/acme -n argocd",
         restore: &[],
+        how: "suspended",
+        keep: "keep application/root -n argocd suspended",
+        then: "then resume it yourself",
+        again: "suspend application/root -n argocd (`",
+        early: true,
+    };
+    an_application_set_unfrozen_before_the_delete_stops_the_window: ParentRow {
+        scenario: application_set,
+        tool: Tool::Argo,
+        parent: ("argoproj.io", "v1alpha1", "applicationsets", "argocd", "tenants"),
+        parent_shown: "applicationset/tenants -n argocd",
+        child_shown: "application/acme -n argocd",
+        restore: &[],
+        how: "applicationsSync create-only: it does not update its Applications",
+        keep: "keep `spec.syncPolicy.applicationsSync: create-only` on applicationset/tenants -n argocd",
+        then: "then set it back yourself",
+        again: "set `spec.syncPolicy.applicationsSync: create-only` on applicationset/tenants -n argocd",
+        early: false,
     };
 }
 
@@ -3879,6 +3921,11 @@ relies_on_parent! {
         parent_shown: "kustomization/tenants -n flux-system",
         child_shown: "kustomization/acme -n flux-system",
         restore: &["cutover", "acme", "-n", NS, "--gitops", "resume"],
+        how: "suspended",
+        keep: "keep kustomization/tenants -n flux-system suspended",
+        then: "then resume it yourself",
+        again: "suspend kustomization/tenants -n flux-system (`",
+        early: true,
     };
     a_window_relies_on_an_argo_cd_parent_suspended_by_hand: ParentRow {
         scenario: app_of_apps,
@@ -3887,6 +3934,24 @@ relies_on_parent! {
         parent_shown: "application/root -n argocd",
         child_shown: "application/acme -n argocd",
         restore: &["cutover", "acme", "-n", NS],
+        how: "suspended",
+        keep: "keep application/root -n argocd suspended",
+        then: "then resume it yourself",
+        again: "suspend application/root -n argocd (`",
+        early: true,
+    };
+    a_window_relies_on_an_application_set_frozen_by_hand: ParentRow {
+        scenario: application_set,
+        tool: Tool::Argo,
+        parent: ("argoproj.io", "v1alpha1", "applicationsets", "argocd", "tenants"),
+        parent_shown: "applicationset/tenants -n argocd",
+        child_shown: "application/acme -n argocd",
+        restore: &["cutover", "acme", "-n", NS],
+        how: "applicationsSync create-only: it does not update its Applications",
+        keep: "keep `spec.syncPolicy.applicationsSync: create-only` on applicationset/tenants -n argocd",
+        then: "then set it back yourself",
+        again: "set `spec.syncPolicy.applicationsSync: create-only` on applicationset/tenants -n argocd",
+        early: false,
     };
 }
 
