@@ -3670,6 +3670,324 @@ guarded! {
     };
 }
 
+/// A parent suspended by hand, as the stop before the delete advises (a21g attack 16):
+/// the window that goes on relies on that suspension.
+struct ParentRow {
+    scenario: fn() -> String,
+    /// The owner `acme`'s tool (the child).
+    tool: Tool,
+    /// (group, version, plural, namespace, name) of the parent.
+    parent: (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    ),
+    /// `kustomization/tenants -n flux-system`.
+    parent_shown: &'static str,
+    /// `kustomization/acme -n flux-system`.
+    child_shown: &'static str,
+    /// What the child's restore needs after the merge (Flux: the user vouches).
+    restore: &'static [&'static str],
+    /// How the parent reads when the window goes on (`suspended`).
+    how: &'static str,
+    /// What `status` says to keep, and how to hold it again.
+    keep: &'static str,
+    then: &'static str,
+    again: &'static str,
+    /// Resumed early at `done` and held again (an ApplicationSet re-arms its child at
+    /// once: the early resume is the before-the-delete row's only).
+    early: bool,
+}
+
+/// Suspend (`true`) or resume the parent of `row` by hand, as `flux suspend|resume` and
+/// `argocd app set --sync-policy none|automated` do: not as vpnmig.
+fn parent_by_hand(l: &Live, row: &ParentRow, suspend: bool) {
+    let (g, v, p, ns, name) = row.parent;
+    let rt = l.sb.store.resource(g, v, p).unwrap();
+    let manager = if g == "argoproj.io" {
+        "argocd-server"
+    } else {
+        "flux"
+    };
+    l.sb.store
+        .modify(&rt, ns, name, false, &by(manager), |o| {
+            let mut o = o.clone();
+            if p == "applicationsets" {
+                o["spec"]["syncPolicy"]["applicationsSync"] =
+                    json!(if suspend { "create-only" } else { "sync" });
+            } else if g == "argoproj.io" {
+                let policy = o["spec"]["syncPolicy"].as_object_mut().unwrap();
+                if suspend {
+                    policy.remove("automated");
+                } else {
+                    policy.insert("automated".into(), json!({"selfHeal": true}));
+                }
+            } else {
+                o["spec"]["suspend"] = json!(suspend);
+            }
+            Ok(o)
+        })
+        .unwrap();
+    l.sb.gitops.kick();
+}
+
+/// The window records that it relies on the parent's suspension, `status` names the
+/// parent at `done` with what to keep, says it when the parent is resumed early, and no
+/// longer once the child is restored (a21g attack 16; issue 21 items 2 and 4).
+async fn a_window_relies_on_a_parent_suspended_by_hand(row: ParentRow) {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    let l = start(&(row.scenario)(), s).await;
+    adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+    let contention = Contention::watch(&l);
+    parent_by_hand(&l, &row, true);
+    let (rewritten, r) = planned_and_cut_over(&l, row.tool).await;
+    for words in [
+        &format!(
+            "{} is itself managed by {} (found by",
+            row.child_shown, row.parent_shown
+        ),
+        &format!(
+            "does not put its policy back now ({}) but would once it syncs again: this window relies on that suspension (its journal records it)",
+            row.how
+        ),
+        "vpnmig never resumes it",
+    ] {
+        assert!(r.says(words), "missing {words:?} in:\n{}", r.stderr);
+    }
+    let j = live::journal(&l, NS, "acme").unwrap();
+    assert_eq!(j["phase"], "done", "{j}");
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    let parents = j["gitopsParents"].as_array().expect("gitopsParents");
+    assert_eq!(parents.len(), 1, "{j}");
+    let (_, _, _, pns, pname) = row.parent;
+    assert_eq!(parents[0]["owner"]["name"], pname, "{j}");
+    assert_eq!(parents[0]["owner"]["namespace"], pns, "{j}");
+    assert_eq!(parents[0]["relies"], true, "{j}");
+    assert_eq!(parents[0]["parentOf"]["name"], "acme", "{j}");
+    assert!(parents[0].get("saved").is_none(), "{j}");
+    assert!(parents[0]["uid"].is_string(), "{j}");
+
+    // At done: the parent named, with what to keep and until when.
+    let restore = row.restore.join(" ");
+    let keep = format!(
+        "GitOps parent relied on: {p} (manages {c}; relied on by the window of tenant-acme/acme, journal phase done): {k} until the repository change is merged and `vpnmig {restore}` restored {c}; {t} (vpnmig never resumes a parent it did not suspend)",
+        p = row.parent_shown,
+        c = row.child_shown,
+        k = row.keep,
+        t = row.then,
+    );
+    let st = l.vpnmig(&["status", "-n", NS]).await;
+    assert_eq!(st.code, 0, "{}", st.stderr);
+    let out = live::flat(&st.stdout);
+    assert!(out.contains(&keep), "missing {keep:?} in:\n{out}");
+    let st = l.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
+    let doc: Value = serde_json::from_str(&st.stdout).unwrap();
+    assert_eq!(
+        doc["reliedOnParents"][0]["parent"], row.parent_shown,
+        "{doc}"
+    );
+    assert_eq!(doc["reliedOnParents"][0]["live"], "suspended", "{doc}");
+
+    // Resumed early (its sync held off for a minute): said, never silence.
+    if row.early {
+        l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 60_000;
+        parent_by_hand(&l, &row, false);
+        let st = l.vpnmig(&["status", "-n", NS]).await;
+        let out = live::flat(&st.stdout);
+        for words in [
+            &format!(
+                "GitOps parent re-enabled by someone else: {} (manages {}; relied on by the window of tenant-acme/acme, journal phase done): re-enabled by someone else while the window of tenant-acme/acme relies on it",
+                row.parent_shown, row.child_shown
+            ),
+            &format!("its sync re-arms the child {}", row.child_shown),
+            &row.again.to_string(),
+        ] {
+            assert!(out.contains(words.as_str()), "missing {words:?} in:\n{out}");
+        }
+        // Suspended again as advised, before its sync: the child stays suspended.
+        parent_by_hand(&l, &row, true);
+        l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 200;
+    }
+    assert!(row.tool.suspended(&row.tool.owner(&l)));
+    assert_eq!(ipsecgateways(&l), 0);
+
+    // Merged, and the child restored: the reliance ends, nothing more is said of it.
+    row.tool.merge(&l, &rewritten);
+    if let Tool::Argo = row.tool {
+        eventually(
+            10,
+            "the Application no longer lists the IPsecGateway",
+            || {
+                !Tool::Argo.owner(&l)["status"]["resources"]
+                    .to_string()
+                    .contains("IPsecGateway")
+            },
+        )
+        .await;
+    }
+    let mut args: Vec<&str> = row.restore.to_vec();
+    args.push("--yes");
+    let r = l.vpnmig(&args).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.says("restored"), "{}", r.stderr);
+    let ends = format!(
+        "{}: this window no longer relies on its suspension ({} is restored)",
+        row.parent_shown, row.child_shown
+    );
+    assert!(r.says(&ends), "missing {ends:?} in:\n{}", r.stderr);
+    assert!(!row.tool.suspended(&row.tool.owner(&l)));
+    let st = l.vpnmig(&["status", "-n", NS]).await;
+    let out = live::flat(&st.stdout);
+    assert!(!out.contains("GitOps parent"), "{out}");
+    assert!(!out.contains(row.parent_shown), "{out}");
+    let st = l.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
+    let doc: Value = serde_json::from_str(&st.stdout).unwrap();
+    assert!(doc.get("reliedOnParents").is_none(), "{doc}");
+    // The parent resumed now re-creates nothing: the merged source is the child's.
+    parent_by_hand(&l, &row, false);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(ipsecgateways(&l), 0);
+    assert!(!contention.seen(), "the floating IP was contended");
+}
+
+/// The parent the window relies on, resumed by someone else while the window runs,
+/// before the delete, its sync a minute away (so the child is not re-armed yet): the
+/// read-back of the parent stops the window, nothing deleted (a21g attack 16).
+async fn a_parent_resumed_before_the_delete_stops_the_window(row: ParentRow) {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    let l = start(&(row.scenario)(), s).await;
+    adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+    let uid = objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS)[0]["metadata"]["uid"].clone();
+    parent_by_hand(&l, &row, true);
+    l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 60_000;
+    let child = l.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
+    eventually(30, "the journal records the parent relied on", || {
+        live::journal(&l, NS, "acme").is_some_and(|j| j["gitopsParents"][0]["relies"] == true)
+    })
+    .await;
+    parent_by_hand(&l, &row, false);
+    let r = live::finish(child).await;
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    for words in [
+        &format!("{} manages {} (found by", row.parent_shown, row.child_shown),
+        "was re-enabled by someone else while this window relies on its suspension",
+        "no gateway was deleted",
+        &format!("{} for the window", row.again.trim_end_matches(" (`")),
+    ] {
+        assert!(r.says(words), "missing {words:?} in:\n{}", r.stderr);
+    }
+    let gw = objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS);
+    assert_eq!(gw.len(), 1);
+    assert_eq!(gw[0]["metadata"]["uid"], uid);
+    assert!(objects(&l, "vpn.bnerd.net", "vpngateways", NS).is_empty());
+}
+
+macro_rules! parent_resumed_early {
+    ($($test:ident: $row:expr;)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            a_parent_resumed_before_the_delete_stops_the_window($row).await;
+        }
+    )*};
+}
+
+parent_resumed_early! {
+    a_flux_parent_resumed_before_the_delete_stops_the_window: ParentRow {
+        scenario: || flux_parent(true),
+        tool: Tool::Flux,
+        parent: ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "flux-system", "tenants"),
+        parent_shown: "kustomization/tenants -n flux-system",
+        child_shown: "kustomization/acme -n flux-system",
+        restore: &[],
+        how: "suspended",
+        keep: "keep kustomization/tenants -n flux-system suspended",
+        then: "then resume it yourself",
+        again: "suspend kustomization/tenants -n flux-system (`",
+        early: true,
+    };
+    an_argo_cd_parent_resumed_before_the_delete_stops_the_window: ParentRow {
+        scenario: app_of_apps,
+        tool: Tool::Argo,
+        parent: ("argoproj.io", "v1alpha1", "applications", "argocd", "root"),
+        parent_shown: "application/root -n argocd",
+        child_shown: "application/acme -n argocd",
+        restore: &[],
+        how: "suspended",
+        keep: "keep application/root -n argocd suspended",
+        then: "then resume it yourself",
+        again: "suspend application/root -n argocd (`",
+        early: true,
+    };
+    an_application_set_unfrozen_before_the_delete_stops_the_window: ParentRow {
+        scenario: application_set,
+        tool: Tool::Argo,
+        parent: ("argoproj.io", "v1alpha1", "applicationsets", "argocd", "tenants"),
+        parent_shown: "applicationset/tenants -n argocd",
+        child_shown: "application/acme -n argocd",
+        restore: &[],
+        how: "applicationsSync create-only: it does not update its Applications",
+        keep: "keep `spec.syncPolicy.applicationsSync: create-only` on applicationset/tenants -n argocd",
+        then: "then set it back yourself",
+        again: "set `spec.syncPolicy.applicationsSync: create-only` on applicationset/tenants -n argocd",
+        early: false,
+    };
+}
+
+macro_rules! relies_on_parent {
+    ($($test:ident: $row:expr;)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            a_window_relies_on_a_parent_suspended_by_hand($row).await;
+        }
+    )*};
+}
+
+relies_on_parent! {
+    a_window_relies_on_a_flux_parent_suspended_by_hand: ParentRow {
+        scenario: || flux_parent(true),
+        tool: Tool::Flux,
+        parent: ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "flux-system", "tenants"),
+        parent_shown: "kustomization/tenants -n flux-system",
+        child_shown: "kustomization/acme -n flux-system",
+        restore: &["cutover", "acme", "-n", NS, "--gitops", "resume"],
+        how: "suspended",
+        keep: "keep kustomization/tenants -n flux-system suspended",
+        then: "then resume it yourself",
+        again: "suspend kustomization/tenants -n flux-system (`",
+        early: true,
+    };
+    a_window_relies_on_an_argo_cd_parent_suspended_by_hand: ParentRow {
+        scenario: app_of_apps,
+        tool: Tool::Argo,
+        parent: ("argoproj.io", "v1alpha1", "applications", "argocd", "root"),
+        parent_shown: "application/root -n argocd",
+        child_shown: "application/acme -n argocd",
+        restore: &["cutover", "acme", "-n", NS],
+        how: "suspended",
+        keep: "keep application/root -n argocd suspended",
+        then: "then resume it yourself",
+        again: "suspend application/root -n argocd (`",
+        early: true,
+    };
+    a_window_relies_on_an_application_set_frozen_by_hand: ParentRow {
+        scenario: application_set,
+        tool: Tool::Argo,
+        parent: ("argoproj.io", "v1alpha1", "applicationsets", "argocd", "tenants"),
+        parent_shown: "applicationset/tenants -n argocd",
+        child_shown: "application/acme -n argocd",
+        restore: &["cutover", "acme", "-n", NS],
+        how: "applicationsSync create-only: it does not update its Applications",
+        keep: "keep `spec.syncPolicy.applicationsSync: create-only` on applicationset/tenants -n argocd",
+        then: "then set it back yourself",
+        again: "set `spec.syncPolicy.applicationsSync: create-only` on applicationset/tenants -n argocd",
+        early: false,
+    };
+}
+
 /// An IPsecGateway of the name created by hand (a new uid, no GitOps) the moment the old
 /// one is gone: the window stops before anything new is applied, and says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -84,6 +84,12 @@ pub struct StatusDoc<'a> {
     /// GitOps owners a window suspended and has not restored (issue 11 item 2).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub suspended_owners: &'a [Suspended],
+    /// Parents of GitOps owners (an app-of-apps Application, an ApplicationSet, a parent
+    /// Kustomization) whose suspension a window relies on until its owner is restored
+    /// (a21g attack 16): one per window, with what to keep and, when it syncs again,
+    /// that it re-arms the owner.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub relied_on_parents: &'a [ReliedParent],
     /// Objects a restore protected from their GitOps owner's prune (issue 21 item 1),
     /// from the journals: `secret/acme-psk -n tenant-acme
     /// (kustomize.toolkit.fluxcd.io/prune=disabled) by the window of tenant-acme/acme`.
@@ -152,6 +158,27 @@ pub struct Suspended {
     /// What the cluster shows, in words (empty when as the window left it).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub live_detail: String,
+}
+
+/// A parent of a GitOps owner whose suspension a window relies on (its journal's
+/// `gitopsParents`), until the window's owner is restored (a21g attack 16).
+#[derive(Serialize, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ReliedParent {
+    pub namespace: String,
+    pub gateway: String,
+    /// The journal's phase.
+    pub phase: String,
+    /// `kustomization/tenants -n flux-system`.
+    pub parent: String,
+    /// The owner it manages: `kustomization/poessneck -n flux-system`.
+    pub owner: String,
+    /// `suspended` (as the window relies on it), `re-enabled` (its sync would put the
+    /// owner's policy back now: by someone else, vpnmig never resumes it), `gone`,
+    /// `unknown` (it could not be read).
+    pub live: String,
+    /// What to do, in words.
+    pub advice: String,
 }
 
 /// A window's PSK Secret that is not as the journal fingerprinted it.
@@ -392,6 +419,7 @@ struct Windows {
     open: Vec<Window>,
     lost: Vec<LostJournal>,
     suspended: Vec<Suspended>,
+    parents: Vec<ReliedParent>,
     protected: Vec<String>,
     /// The owners finished windows let go of, as said (see [`StatusDoc::let_go_owners`]).
     let_go: Vec<String>,
@@ -460,6 +488,18 @@ impl Windows {
             out.push_str(&format!(
                 "{head}: {} (by the window of {}/{}, journal phase {}{relied}{detail}); {}\n",
                 s.owner, s.namespace, s.gateway, s.phase, s.resume
+            ));
+        }
+        for p in &self.parents {
+            let head = match p.live.as_str() {
+                "re-enabled" => "GitOps parent re-enabled by someone else",
+                "gone" => "GitOps parent gone",
+                "unknown" => "GitOps parent relied on (not read back)",
+                _ => "GitOps parent relied on",
+            };
+            out.push_str(&format!(
+                "{head}: {} (manages {}; relied on by the window of {}/{}, journal phase {}): {}\n",
+                p.parent, p.owner, p.namespace, p.gateway, p.phase, p.advice
             ));
         }
         for g in &self.gone {
@@ -897,6 +937,7 @@ async fn open_windows(
         });
     }
     let suspended = suspended_owners(cluster, &parsed).await;
+    let parents = relied_parents(cluster, &parsed).await;
     let protected = parsed
         .iter()
         .flat_map(|j| {
@@ -1038,6 +1079,7 @@ async fn open_windows(
         open,
         lost,
         suspended,
+        parents,
         protected,
         let_go,
         psk,
@@ -1121,6 +1163,134 @@ fn mark_left(rows: &mut [Row], windows: &mut Windows) {
             detail: format!("{text}: {todo}"),
         });
     }
+}
+
+/// Every parent of a GitOps owner whose suspension a window relies on (a21g attack 16;
+/// issue 21 items 2 and 4): the window went on only because the parent does not sync,
+/// and its sync would put the owner's policy back. Named until the owner is restored and
+/// the window finished ([`crate::core::gitops::parent_relied_on`]); one that syncs again
+/// meanwhile is said (its sync re-arms the owner), never silence. vpnmig never resumes a
+/// parent it did not suspend.
+async fn relied_parents(
+    cluster: &Cluster,
+    parsed: &[crate::core::journal::Journal],
+) -> Vec<ReliedParent> {
+    use crate::cluster::gitops::{Found, find};
+    use crate::core::gitops;
+    use crate::core::journal::Phase;
+    let mut out = Vec::new();
+    for j in parsed {
+        let (ns, name) = (j.namespace.as_str(), j.gateway.as_str());
+        for p in j
+            .gitops_parents
+            .iter()
+            .filter(|p| gitops::parent_relied_on(j, p))
+        {
+            let Some(child) = &p.parent_of else { continue };
+            let paused = j
+                .gitops
+                .iter()
+                .any(|r| gitops::same_owner(&r.owner, child) && r.paused);
+            let flux = child.kind != "Application";
+            let resume = if flux { " --gitops resume" } else { "" };
+            let until = if !paused {
+                format!(
+                    "this window is done and the window that suspended {} restored it",
+                    child.display()
+                )
+            } else if j.phase == Phase::Done {
+                format!(
+                    "the repository change is merged and `vpnmig cutover {name} -n {ns}{resume}` restored {}",
+                    child.display()
+                )
+            } else if j.phase == Phase::RolledBack {
+                format!(
+                    "the repository change is reverted and `vpnmig rollback {name} -n {ns}{resume}` restored {}",
+                    child.display()
+                )
+            } else if j.phase.rolling_back() {
+                format!(
+                    "the rollback (`vpnmig rollback {name} -n {ns}`) finished and restored {}",
+                    child.display()
+                )
+            } else {
+                format!(
+                    "the window finished (`vpnmig cutover {name} -n {ns}` goes on, `vpnmig rollback {name} -n {ns}` goes back) and restored {}",
+                    child.display()
+                )
+            };
+            let keep = if p.owner.kind == "ApplicationSet" {
+                format!(
+                    "keep `spec.syncPolicy.applicationsSync: create-only` on {} until {until}; then set it back yourself",
+                    p.owner.display()
+                )
+            } else {
+                format!(
+                    "keep {} suspended until {until}; then resume it yourself",
+                    p.owner.display()
+                )
+            };
+            let keep = format!("{keep} (vpnmig never resumes a parent it did not suspend)");
+            let (live, advice) = match (find(cluster, &p.owner).await, find(cluster, child).await) {
+                (Ok(Found::One(_, parent)), Ok(Found::One(_, owner))) => {
+                    let (acts, st) = gitops::relied_parent_acts(&parent, &owner);
+                    if acts {
+                        (
+                            "re-enabled",
+                            format!(
+                                "re-enabled by someone else while the window of {ns}/{name} relies on it (now {}): its sync re-arms the child {}, which re-creates what the window replaced and contests the floating IP; {} again, and {keep}",
+                                st.how,
+                                child.display(),
+                                if p.owner.kind == "ApplicationSet" {
+                                    format!(
+                                        "set `spec.syncPolicy.applicationsSync: create-only` on {}",
+                                        p.owner.display()
+                                    )
+                                } else {
+                                    format!(
+                                        "suspend {} ({})",
+                                        p.owner.display(),
+                                        crate::window::suspend_command(&p.owner)
+                                    )
+                                }
+                            ),
+                        )
+                    } else {
+                        ("suspended", keep)
+                    }
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    ("unknown", format!("it could not be read ({e}): {keep}"))
+                }
+                (Ok(Found::One(..)), Ok(_)) => (
+                    "suspended",
+                    format!(
+                        "the cluster has no {} now; resumed, its sync may create it again as its source defines it: {keep}",
+                        child.display()
+                    ),
+                ),
+                (Ok(_), Ok(_)) => (
+                    "gone",
+                    format!(
+                        "the cluster has no {} {} now: nothing of it re-arms {}",
+                        p.owner.kind,
+                        p.owner.name,
+                        child.display()
+                    ),
+                ),
+            };
+            out.push(ReliedParent {
+                namespace: ns.to_string(),
+                gateway: name.to_string(),
+                phase: j.phase.to_string(),
+                parent: p.owner.display(),
+                owner: child.display(),
+                live: live.to_string(),
+                advice,
+            });
+        }
+    }
+    out
 }
 
 /// Every GitOps owner a window holds (issue 21 item 2): each a window suspended and has
@@ -1789,6 +1959,7 @@ fn print(args: &StatusArgs, rows: &[Row], windows: &Windows, first: bool) -> Str
         windows: &windows.open,
         lost_journals: &windows.lost,
         suspended_owners: &windows.suspended,
+        relied_on_parents: &windows.parents,
         prune_protected: &windows.protected,
         let_go_owners: &windows.let_go,
         psk_problems: &windows.psk,

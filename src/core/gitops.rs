@@ -552,8 +552,35 @@ pub struct ParentState {
     /// managedFields (an Application's `automated` is in its manifest unless they show
     /// otherwise; a Kustomization's `spec.suspend` only when they show it is).
     pub puts_back: bool,
+    /// Its sync would put the child's policy back once it syncs again (Argo CD, Flux:
+    /// resumed; an ApplicationSet: `applicationsSync` back to `sync`): `puts_back` but
+    /// for its own suspension or freeze. A window that goes on only because such a parent
+    /// is suspended (by hand, or by anything but the window) relies on that suspension
+    /// ([`Record::parent_of`], issue 21 items 2 and 4, a21g attack 16).
+    pub would_put_back: bool,
     /// `syncing automatically, self-heal`, `suspended`, `regenerates its Applications`.
     pub how: String,
+}
+
+impl ParentState {
+    /// The parent is kept from putting the child's policy back only by its own
+    /// suspension (or freeze): a window that goes on relies on it.
+    pub fn relied_on(&self) -> bool {
+        !self.puts_back && self.would_put_back
+    }
+}
+
+/// Whether a parent whose suspension a window relies on (a record of
+/// `gitops_parents`) would put its child's policy back now: it syncs again (an Argo CD
+/// or Flux parent resumed, by someone else), or, an ApplicationSet, it regenerates its
+/// Applications again. Recorded because its sync would put the policy back, it is held
+/// to that: the child's managedFields no longer show it once the window's pause wrote
+/// the field (vpnmig's field manager took `spec.suspend` from kustomize-controller, whose
+/// next apply takes it back all the same).
+pub fn relied_parent_acts(parent: &Value, child: &Value) -> (bool, ParentState) {
+    let st = parent_state(parent, child);
+    let acts = st.puts_back || (parent["kind"] != "ApplicationSet" && st.active);
+    (acts, st)
 }
 
 /// Whether `pointers` (JSON pointers, or jq paths `.spec.syncPolicy…`) cover the
@@ -608,6 +635,7 @@ pub fn parent_state(parent: &Value, child: &Value) -> ParentState {
             ParentState {
                 active: true,
                 puts_back: !frozen && !ignored,
+                would_put_back: !ignored,
                 how: if frozen {
                     format!("applicationsSync {policy}: it does not update its Applications")
                 } else if ignored {
@@ -644,6 +672,7 @@ pub fn parent_state(parent: &Value, child: &Value) -> ParentState {
             ParentState {
                 active: st.active,
                 puts_back: st.active && !ignored,
+                would_put_back: !ignored,
                 how: how(&st),
             }
         }
@@ -665,15 +694,15 @@ pub fn parent_state(parent: &Value, child: &Value) -> ParentState {
                 "kustomize-controller"
             };
             let owns = owns_field(child, manager, field);
-            let puts_back = st.active
-                && if child["kind"] == "Application" {
-                    owns != Some(false)
-                } else {
-                    owns == Some(true)
-                };
+            let would_put_back = if child["kind"] == "Application" {
+                owns != Some(false)
+            } else {
+                owns == Some(true)
+            };
             ParentState {
                 active: st.active,
-                puts_back,
+                puts_back: st.active && would_put_back,
+                would_put_back,
                 how: how(&st),
             }
         }
@@ -1105,6 +1134,15 @@ pub struct Record {
     /// a person's later resume pruned the PSK Secret).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub let_go: Option<String>,
+    /// This record is of a *parent* of the owner `parent_of` (an app-of-apps
+    /// Application, an ApplicationSet, a Kustomization or HelmRelease whose source holds
+    /// the owner), kept in [`crate::core::journal::Journal::gitops_parents`], never among
+    /// the owners: the window went on only because that parent does not sync now
+    /// (suspended by hand, or by anything but this window), and its sync would put the
+    /// owner's policy back (a21g attack 16). `relies` is true; vpnmig never resumes it.
+    /// The reliance ends with the owner's restore ([`Record::parent_relied_on`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_of: Option<OwnerRef>,
 }
 
 /// What a user vouched for a finished window that relies on an owner's suspension
@@ -1144,6 +1182,45 @@ impl Record {
     pub fn holds(&self) -> bool {
         self.paused || self.relies_on_suspension()
     }
+
+    /// The record of a parent whose suspension the window relies on
+    /// ([`Record::parent_of`]), for the owner `child`: `relies`, no `saved`.
+    pub fn of_parent(parent: &Parent, child: &OwnerRef, uid: Option<String>) -> Record {
+        Record {
+            mode: Mode::Ignore,
+            owner: parent.owner.clone(),
+            evidence: parent.evidence.clone(),
+            saved: None,
+            paused: false,
+            restored_at: None,
+            relies: true,
+            held_by: Vec::new(),
+            protected: Vec::new(),
+            uid,
+            sync_unseen: None,
+            vouched: None,
+            let_go: None,
+            parent_of: Some(child.clone()),
+        }
+    }
+}
+
+/// Whether window `j` still relies on the suspension of the parent `p` (a record of
+/// `j.gitops_parents`): while the owner it manages is held by the window, i.e. the
+/// window suspended it and has not restored it, or relies on its suspension and is not
+/// finished. Once the owner is restored (or the window finished relying on another's
+/// suspension of it), the reliance ends: the parent may be resumed.
+pub fn parent_relied_on(j: &crate::core::journal::Journal, p: &Record) -> bool {
+    let Some(child) = &p.parent_of else {
+        return false;
+    };
+    j.gitops
+        .iter()
+        .filter(|r| same_owner(&r.owner, child))
+        .any(|r| {
+            r.restored_at.is_none()
+                && (r.paused || (r.relies_on_suspension() && !j.phase.finished()))
+        })
 }
 
 /// A prune-protection annotation the restore set on an object a window keeps (its PSK
@@ -3113,6 +3190,7 @@ mod tests {
             sync_unseen: None,
             let_go: None,
             vouched: None,
+            parent_of: None,
         };
         let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});
         assert_eq!(held(&record, &app(json!({}))), Held::AsLeft);

@@ -137,6 +137,7 @@ mod tests {
             sync_unseen: None,
             let_go: None,
             vouched: None,
+            parent_of: None,
         });
         j
     }

@@ -296,6 +296,14 @@ pub struct Journal {
     /// `rolled-back`, listed by `status` while suspended.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gitops: Vec<crate::core::gitops::Record>,
+    /// The parents of those owners (an app-of-apps Application, an ApplicationSet, a
+    /// parent Kustomization) whose suspension the window relies on: each does not sync
+    /// now, by anything but this window, and its sync would put an owner's policy back
+    /// (a21g attack 16). `relies: true`, `parentOf` the owner; read back with the owners
+    /// until the delete, named by `status` until the owner is restored. vpnmig never
+    /// resumes one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gitops_parents: Vec<crate::core::gitops::Record>,
     /// Milliseconds from the delete of the old gateway to the first ESTABLISHED tunnel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outage_ms: Option<u64>,
@@ -505,6 +513,7 @@ impl Journal {
             targets,
             psk_detached: None,
             gitops: Vec::new(),
+            gitops_parents: Vec::new(),
             outage_ms: None,
             fixed_targets: false,
             target_uids: Vec::new(),
@@ -563,6 +572,7 @@ impl Journal {
             targets,
             psk_detached: None,
             gitops: Vec::new(),
+            gitops_parents: Vec::new(),
             outage_ms: None,
             fixed_targets: false,
             target_uids: Vec::new(),
@@ -1320,6 +1330,7 @@ mod tests {
             targets: vec![gw, peer],
             psk_detached: None,
             gitops: Vec::new(),
+            gitops_parents: Vec::new(),
             outage_ms: None,
             fixed_targets: false,
             target_uids: Vec::new(),
@@ -1410,6 +1421,7 @@ mod tests {
             targets: vec![gw],
             psk_detached: None,
             gitops: Vec::new(),
+            gitops_parents: Vec::new(),
             outage_ms: None,
             fixed_targets: false,
             target_uids: Vec::new(),

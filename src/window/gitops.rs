@@ -217,6 +217,7 @@ pub async fn owners(
                 sync_unseen: None,
                 let_go: None,
                 vouched: None,
+                parent_of: None,
             });
         }
     }
@@ -242,7 +243,7 @@ pub(crate) use settling::*;
 use sources::*;
 
 /// The command that suspends an owner by hand.
-fn suspend_command(owner: &gitops::OwnerRef) -> String {
+pub(crate) fn suspend_command(owner: &gitops::OwnerRef) -> String {
     let ns = owner.namespace.as_deref().unwrap_or("argocd");
     if owner.kind == "Application" {
         format!(

@@ -14,14 +14,24 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
     // is live: its parents are checked and its suspension read back on every run.
     let before_apply = w.journal.phase < Phase::Applied;
     if before_apply {
-        for r in w.journal.gitops.iter().filter(|r| r.restored_at.is_none()) {
-            let Found::One(owner, obj) = live::find(w.cluster, &r.owner).await? else {
+        let owners: Vec<gitops::OwnerRef> = w
+            .journal
+            .gitops
+            .iter()
+            .filter(|r| r.restored_at.is_none())
+            .map(|r| r.owner.clone())
+            .collect();
+        for wanted in owners {
+            let Found::One(owner, obj) = live::find(w.cluster, &wanted).await? else {
                 continue;
             };
             for (p, parent) in live_parents(w.cluster, &obj).await? {
                 let st = gitops::parent_state(&parent, &obj);
                 if st.puts_back {
                     return Err(parent_stop(w, verb, &owner, &p, &st, None));
+                }
+                if st.relied_on() {
+                    rely_on_parent(w, &owner, &p, &parent, &st).await?;
                 }
             }
         }
@@ -138,6 +148,47 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// Record that the window relies on the suspension of `p` (`parent`, as read), a parent
+/// of `owner` whose sync would put the owner's policy back once it syncs again (a21g
+/// attack 16: a parent Kustomization suspended by hand, as the stop advised; resumed the
+/// next morning, it re-armed the child after `done`). The journal gets a record of the
+/// parent with `relies: true` before the window goes on; [`held`] reads it back until the
+/// delete, and `status` names it until the owner is restored. vpnmig never resumes it.
+async fn rely_on_parent(
+    w: &mut Window<'_>,
+    owner: &gitops::OwnerRef,
+    p: &gitops::Parent,
+    parent: &Value,
+    st: &gitops::ParentState,
+) -> Result<(), Error> {
+    let known = w.journal.gitops_parents.iter().any(|r| {
+        gitops::same_owner(&r.owner, &p.owner)
+            && r.parent_of
+                .as_ref()
+                .is_some_and(|c| gitops::same_owner(c, owner))
+    });
+    if known {
+        return Ok(());
+    }
+    let uid = parent
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    w.journal
+        .gitops_parents
+        .push(Record::of_parent(p, owner, uid));
+    journal::write(w.cluster, &w.journal, false).await?;
+    w.ev.emit(Event::Note(format!(
+        "{} is itself managed by {} (found by {}), which does not put its policy back now ({}) but would once it syncs again: this window relies on that suspension (its journal records it); keep it so until {} is restored after the window; vpnmig never resumes it",
+        owner.display(),
+        p.owner.display(),
+        p.evidence.join(", "),
+        st.how,
+        owner.display()
+    )));
+    Ok(())
+}
+
 /// How many times the first suspension is tried again after the owner changed between
 /// the read and the patch (409), each time read again.
 pub(super) const PAUSE_TRIES: usize = 5;
@@ -243,6 +294,43 @@ pub(crate) async fn held(
         return Ok(());
     }
     loop {
+        // The parents whose suspension the window relies on, read back like the owners
+        // (a21g attack 16): one that would put an owner's policy back now stops the
+        // window before the delete, before its sync re-arms the owner.
+        for pr in w
+            .journal
+            .gitops_parents
+            .iter()
+            .filter(|p| gitops::parent_relied_on(&w.journal, p))
+        {
+            let Some(child) = &pr.parent_of else { continue };
+            let Found::One(owner, obj) = live::find(w.cluster, child).await? else {
+                continue;
+            };
+            let Found::One(_, parent) = live::find(w.cluster, &pr.owner).await? else {
+                continue;
+            };
+            let (acts, st) = gitops::relied_parent_acts(&parent, &obj);
+            if acts {
+                let (name, ns) = (w.name(), w.ns());
+                return Err(Error::Stop {
+                    code: exit::REFUSED,
+                    message: format!(
+                        "{} manages {} (found by {}) and was re-enabled by someone else while this window relies on its suspension (now {}): its sync puts back the policy the window needs suspended; {}",
+                        pr.owner.display(),
+                        owner.display(),
+                        pr.evidence.join(", "),
+                        st.how,
+                        where_it_stands(w)
+                    ),
+                    hint: Some(format!(
+                        "{}, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+                        parent_fix(&pr.owner),
+                        way_back(w)
+                    )),
+                });
+            }
+        }
         for r in w.journal.gitops.iter().filter(holds) {
             let Found::One(owner, obj) = live::find(w.cluster, &r.owner).await? else {
                 continue;

@@ -503,6 +503,19 @@ pub(crate) async fn restore(
             "{} synced: what the window made live is as it was",
             r.owner.display()
         )));
+        // The parents whose suspension the window relied on for this owner: the
+        // reliance ends with the restore (a21g attack 16). Said, never resumed.
+        for p in w.journal.gitops_parents.iter().filter(|p| {
+            p.parent_of
+                .as_ref()
+                .is_some_and(|c| gitops::same_owner(c, &r.owner))
+        }) {
+            w.ev.emit(Event::Note(format!(
+                "{}: this window no longer relies on its suspension ({} is restored); resume it when its own repository is as it should be (vpnmig never resumes a parent it did not suspend)",
+                p.owner.display(),
+                r.owner.display()
+            )));
+        }
     }
     // The owners this window relied on: who restores them (issue 21 item 2).
     for r in w.journal.gitops.clone() {
