@@ -1168,7 +1168,7 @@ fn mark_left(rows: &mut [Row], windows: &mut Windows) {
 /// Every parent of a GitOps owner whose suspension a window relies on (a21g attack 16;
 /// issue 21 items 2 and 4): the window went on only because the parent does not sync,
 /// and its sync would put the owner's policy back. Named until the owner is restored and
-/// the window finished ([`crate::core::gitops::parent_relied_on`]); one that syncs again
+/// the window finished ([`crate::core::holders::parent_relied_on`]); one that syncs again
 /// meanwhile is said (its sync re-arms the owner), never silence. vpnmig never resumes a
 /// parent it did not suspend.
 async fn relied_parents(
@@ -1184,7 +1184,7 @@ async fn relied_parents(
         for p in j
             .gitops_parents
             .iter()
-            .filter(|p| gitops::parent_relied_on(j, p))
+            .filter(|p| crate::core::holders::parent_relied_on(j, p))
         {
             let Some(child) = &p.parent_of else { continue };
             let paused = j

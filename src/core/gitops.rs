@@ -1140,7 +1140,7 @@ pub struct Record {
     /// the owners: the window went on only because that parent does not sync now
     /// (suspended by hand, or by anything but this window), and its sync would put the
     /// owner's policy back (a21g attack 16). `relies` is true; vpnmig never resumes it.
-    /// The reliance ends with the owner's restore ([`Record::parent_relied_on`]).
+    /// The reliance ends with the owner's restore ([`crate::core::holders::parent_relied_on`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_of: Option<OwnerRef>,
 }
@@ -1203,24 +1203,6 @@ impl Record {
             parent_of: Some(child.clone()),
         }
     }
-}
-
-/// Whether window `j` still relies on the suspension of the parent `p` (a record of
-/// `j.gitops_parents`): while the owner it manages is held by the window, i.e. the
-/// window suspended it and has not restored it, or relies on its suspension and is not
-/// finished. Once the owner is restored (or the window finished relying on another's
-/// suspension of it), the reliance ends: the parent may be resumed.
-pub fn parent_relied_on(j: &crate::core::journal::Journal, p: &Record) -> bool {
-    let Some(child) = &p.parent_of else {
-        return false;
-    };
-    j.gitops
-        .iter()
-        .filter(|r| same_owner(&r.owner, child))
-        .any(|r| {
-            r.restored_at.is_none()
-                && (r.paused || (r.relies_on_suspension() && !j.phase.finished()))
-        })
 }
 
 /// A prune-protection annotation the restore set on an object a window keeps (its PSK

@@ -91,6 +91,24 @@ pub fn vouched(j: &Journal, r: &crate::core::gitops::Record) -> bool {
     replaced_kind(j).is_some_and(|k| r.vouched.as_ref().is_some_and(|v| v.no_longer_defines == k))
 }
 
+/// Whether window `j` still relies on the suspension of the parent `p` (a record of
+/// `j.gitops_parents`): while the owner it manages is held by the window, i.e. the
+/// window suspended it and has not restored it, or relies on its suspension and is not
+/// finished. Once the owner is restored (or the window finished relying on another's
+/// suspension of it), the reliance ends: the parent may be resumed.
+pub fn parent_relied_on(j: &Journal, p: &crate::core::gitops::Record) -> bool {
+    let Some(child) = &p.parent_of else {
+        return false;
+    };
+    j.gitops
+        .iter()
+        .filter(|r| same_owner(&r.owner, child))
+        .any(|r| {
+            r.restored_at.is_none()
+                && (r.paused || (r.relies_on_suspension() && !j.phase.finished()))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -301,7 +301,7 @@ pub(crate) async fn held(
             .journal
             .gitops_parents
             .iter()
-            .filter(|p| gitops::parent_relied_on(&w.journal, p))
+            .filter(|p| crate::core::holders::parent_relied_on(&w.journal, p))
         {
             let Some(child) = &pr.parent_of else { continue };
             let Found::One(owner, obj) = live::find(w.cluster, child).await? else {
