@@ -195,7 +195,9 @@ pub fn rows(
             next_window: None,
         }
     };
-    let mut out: Vec<Row> = old.iter().map(old_row).collect();
+    // Each row plans its gateway (the translation, the field report, the journal's size):
+    // the work of a fleet, spread over the machine's cores; the rows are sorted below.
+    let mut out: Vec<Row> = parallel_map(old, old_row);
     for g in new {
         let (namespace, name) = ns_name(&g.metadata);
         let both = old_keys.contains(&(namespace.clone(), name.clone()));
@@ -230,6 +232,31 @@ pub fn rows(
     out.sort_by(|a, b| (&a.namespace, &a.name, a.kind).cmp(&(&b.namespace, &b.name, b.kind)));
     mark_shared_fips(&mut out);
     out
+}
+
+/// `f` of every item, in order, on up to as many threads as the machine has cores (one
+/// chunk each); a short list on this thread.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    /// Below this many items a thread costs more than it saves.
+    const ALONE: usize = 64;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(items.len().div_ceil(ALONE))
+        .max(1);
+    if threads == 1 {
+        return items.iter().map(f).collect();
+    }
+    let f = &f;
+    std::thread::scope(|s| {
+        let workers: Vec<_> = items
+            .chunks(items.len().div_ceil(threads))
+            .map(|part| s.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a row's work does not panic"))
+            .collect()
+    })
 }
 
 /// The gateways that share a floating IP with another gateway (another name, either
