@@ -132,6 +132,91 @@ pub fn peer_name_checks(
 ) -> Vec<CheckResult> {
     let ns = plan.source.namespace.clone().unwrap_or_default();
     let me = plan.source.name.as_str();
+    match others {
+        Err(why) => peer_name_results(vec![unlisted("VPNPeer name", why)], Vec::new()),
+        Ok(others) => peer_name_checks_by(
+            plan,
+            tunnel_names,
+            |peer| {
+                others
+                    .iter()
+                    .filter(|o| o.namespace == ns && o.name != me)
+                    .filter(|o| o.future_peers.iter().any(|(_, n)| n == peer))
+                    .collect()
+            },
+            |name| {
+                others
+                    .iter()
+                    .any(|o| o.future_peers.iter().any(|(_, f)| f == name))
+            },
+        ),
+    }
+}
+
+/// The future VPNPeer names of one namespace's IPsecGateways, indexed once (`status -A`
+/// over a fleet): [`PeerNames::checks`] judges a gateway exactly as [`peer_name_checks`]
+/// does with every other gateway of the namespace as `others`, at the cost of the names
+/// it looks up instead of the namespace's size.
+#[derive(Debug, Default)]
+pub struct PeerNames<'a> {
+    gateways: Vec<&'a OtherGateway>,
+    /// Each future VPNPeer name: the positions in `gateways` that derive it, in order,
+    /// each once.
+    by_name: std::collections::HashMap<&'a str, Vec<usize>>,
+}
+
+impl<'a> PeerNames<'a> {
+    /// The index of `gateways`: one namespace's, in the order `others` would list them.
+    pub fn new(gateways: impl IntoIterator<Item = &'a OtherGateway>) -> PeerNames<'a> {
+        let mut index = PeerNames::default();
+        for (i, o) in gateways.into_iter().enumerate() {
+            for (_, name) in &o.future_peers {
+                let at = index.by_name.entry(name.as_str()).or_default();
+                if at.last() != Some(&i) {
+                    at.push(i);
+                }
+            }
+            index.gateways.push(o);
+        }
+        index
+    }
+
+    /// `peer-names-unique` and `peer-names-shared` of `plan`, whose gateway is one of the
+    /// namespace's (it is left out of the others by name, as `status` leaves it out).
+    pub fn checks(&self, plan: &Plan, tunnel_names: &[String]) -> Vec<CheckResult> {
+        let ns = plan.source.namespace.clone().unwrap_or_default();
+        let me = plan.source.name.as_str();
+        let deriving = |name: &str| -> Vec<&OtherGateway> {
+            self.by_name
+                .get(name)
+                .into_iter()
+                .flatten()
+                .map(|&i| self.gateways[i])
+                .filter(|o| o.namespace == ns && o.name != me)
+                .collect()
+        };
+        let taken = |name: &str| {
+            self.by_name
+                .get(name)
+                .into_iter()
+                .flatten()
+                .any(|&i| self.gateways[i].name != me)
+        };
+        peer_name_checks_by(plan, tunnel_names, deriving, taken)
+    }
+}
+
+/// [`peer_name_checks`] with the other gateways given by two lookups: `deriving(peer)`,
+/// the other gateways of the plan's namespace that derive VPNPeer name `peer`, in the
+/// order of `others`; `taken(name)`, whether any other gateway derives `name`.
+fn peer_name_checks_by<'o>(
+    plan: &Plan,
+    tunnel_names: &[String],
+    deriving: impl Fn(&str) -> Vec<&'o OtherGateway>,
+    taken: impl Fn(&str) -> bool,
+) -> Vec<CheckResult> {
+    let ns = plan.source.namespace.clone().unwrap_or_default();
+    let me = plan.source.name.as_str();
     let tunnels: Vec<String> = plan
         .targets
         .peers
@@ -140,56 +225,50 @@ pub fn peer_name_checks(
         .collect();
     let mut blocking = Vec::new();
     let mut warnings = Vec::new();
-    if let Err(why) = others {
-        blocking.push(unlisted("VPNPeer name", why));
-    }
-    if let Ok(others) = others {
-        for (i, peer) in tunnels.iter().enumerate() {
-            let tunnel = tunnel_names.get(i).cloned().unwrap_or_default();
-            for o in others.iter().filter(|o| o.namespace == ns && o.name != me) {
-                let Some((their_tunnel, _)) = o.future_peers.iter().find(|(_, n)| n == peer) else {
-                    continue;
-                };
-                let what = format!("VPNPeer {ns}/{peer}");
-                if owns_before(o, me, tunnels.len(), peer) {
-                    let free = (2..)
-                        .map(|k| format!("{peer}-{k}"))
-                        .find(|n| {
-                            !others
-                                .iter()
-                                .any(|o| o.future_peers.iter().any(|(_, f)| f == n))
-                                && !tunnels.contains(n)
-                        })
-                        .expect("a free name exists");
-                    blocking.push(finding(
-                        &what,
-                        "metadata.name",
-                        peer.clone(),
-                        "a VPNPeer name no other gateway of the namespace uses",
-                        format!(
-                            "IPsecGateway {ns}/{} will create VPNPeer {peer} for its tunnel {their_tunnel} and owns that name: whichever migrates first takes it, and the other could never migrate",
-                            o.name
-                        ),
-                        Some(format!(
-                            "give this gateway's tunnel {tunnel} another peer name: `vpnmig plan {me} -n {ns} --peer-name {tunnel}={free}` (recorded in the plan; the cutover uses it); never delete the other gateway's peer"
-                        )),
-                    ));
-                } else {
-                    warnings.push(finding(
-                        &what,
-                        "metadata.name",
-                        peer.clone(),
-                        "a VPNPeer name no other gateway of the namespace uses",
-                        format!(
-                            "IPsecGateway {ns}/{} would derive the same name for its tunnel {their_tunnel}; this gateway owns it, so that one's plan is blocked until it picks another with --peer-name",
-                            o.name
-                        ),
-                        None,
-                    ));
-                }
+    for (i, peer) in tunnels.iter().enumerate() {
+        let tunnel = tunnel_names.get(i).cloned().unwrap_or_default();
+        for o in deriving(peer) {
+            let Some((their_tunnel, _)) = o.future_peers.iter().find(|(_, n)| n == peer) else {
+                continue;
+            };
+            let what = format!("VPNPeer {ns}/{peer}");
+            if owns_before(o, me, tunnels.len(), peer) {
+                let free = (2..)
+                    .map(|k| format!("{peer}-{k}"))
+                    .find(|n| !taken(n) && !tunnels.contains(n))
+                    .expect("a free name exists");
+                blocking.push(finding(
+                    &what,
+                    "metadata.name",
+                    peer.clone(),
+                    "a VPNPeer name no other gateway of the namespace uses",
+                    format!(
+                        "IPsecGateway {ns}/{} will create VPNPeer {peer} for its tunnel {their_tunnel} and owns that name: whichever migrates first takes it, and the other could never migrate",
+                        o.name
+                    ),
+                    Some(format!(
+                        "give this gateway's tunnel {tunnel} another peer name: `vpnmig plan {me} -n {ns} --peer-name {tunnel}={free}` (recorded in the plan; the cutover uses it); never delete the other gateway's peer"
+                    )),
+                ));
+            } else {
+                warnings.push(finding(
+                    &what,
+                    "metadata.name",
+                    peer.clone(),
+                    "a VPNPeer name no other gateway of the namespace uses",
+                    format!(
+                        "IPsecGateway {ns}/{} would derive the same name for its tunnel {their_tunnel}; this gateway owns it, so that one's plan is blocked until it picks another with --peer-name",
+                        o.name
+                    ),
+                    None,
+                ));
             }
         }
     }
+    peer_name_results(blocking, warnings)
+}
+
+fn peer_name_results(blocking: Vec<Finding>, warnings: Vec<Finding>) -> Vec<CheckResult> {
     vec![
         result(
             "peer-names-unique",

@@ -138,23 +138,24 @@ pub fn rows(
                 ..Default::default()
             });
     }
-    let mut out = Vec::new();
-    for g in old {
+    // Each namespace's future VPNPeer names, indexed once: a row looks up its own names
+    // instead of comparing with every gateway of its namespace.
+    let peer_names: BTreeMap<&str, crate::core::live::PeerNames> = by_namespace
+        .iter()
+        .map(|(ns, gws)| (ns.as_str(), crate::core::live::PeerNames::new(gws)))
+        .collect();
+    let old_row = |g: &IPsecGateway| -> Row {
         let (namespace, name) = ns_name(&g.metadata);
         let both = new_keys.contains(&(namespace.clone(), name.clone()));
         let status = g.status.clone().unwrap_or_default();
         let plan = full_plan::build(&Source::listed(g.clone(), context), allowlist);
         // The namespace's other gateways: a future VPNPeer name another one owns (or a
         // live peer of another gateway holds) blocks this one (issue 9 item 7).
-        let others: Vec<crate::core::live::OtherGateway> = by_namespace
-            .get(&namespace)
-            .into_iter()
-            .flatten()
-            .filter(|o| o.name != name)
-            .cloned()
-            .collect();
         let tunnels: Vec<String> = g.spec.tunnels.iter().map(|t| t.name.clone()).collect();
-        let collisions = crate::core::live::peer_name_checks(&plan, &tunnels, &Ok(others));
+        let collisions = match peer_names.get(namespace.as_str()) {
+            Some(index) => index.checks(&plan, &tunnels),
+            None => crate::core::live::peer_name_checks(&plan, &tunnels, &Ok(Vec::new())),
+        };
         let taken = plan.targets.peers.iter().any(|p| {
             p.metadata.name.as_ref().is_some_and(|n| {
                 peer_owner
@@ -162,7 +163,7 @@ pub fn rows(
                     .is_some_and(|gw| *gw != name)
             })
         });
-        out.push(Row {
+        Row {
             floating_ip: g
                 .spec
                 .endpoint
@@ -192,8 +193,11 @@ pub fn rows(
             namespace,
             name,
             next_window: None,
-        });
-    }
+        }
+    };
+    // Each row plans its gateway (the translation, the field report, the journal's size):
+    // the work of a fleet, spread over the machine's cores; the rows are sorted below.
+    let mut out: Vec<Row> = parallel_map(old, old_row);
     for g in new {
         let (namespace, name) = ns_name(&g.metadata);
         let both = old_keys.contains(&(namespace.clone(), name.clone()));
@@ -228,6 +232,31 @@ pub fn rows(
     out.sort_by(|a, b| (&a.namespace, &a.name, a.kind).cmp(&(&b.namespace, &b.name, b.kind)));
     mark_shared_fips(&mut out);
     out
+}
+
+/// `f` of every item, in order, on up to as many threads as the machine has cores (one
+/// chunk each); a short list on this thread.
+fn parallel_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    /// Below this many items a thread costs more than it saves.
+    const ALONE: usize = 64;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(items.len().div_ceil(ALONE))
+        .max(1);
+    if threads == 1 {
+        return items.iter().map(f).collect();
+    }
+    let f = &f;
+    std::thread::scope(|s| {
+        let workers: Vec<_> = items
+            .chunks(items.len().div_ceil(threads))
+            .map(|part| s.spawn(move || part.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a row's work does not panic"))
+            .collect()
+    })
 }
 
 /// The gateways that share a floating IP with another gateway (another name, either
@@ -286,4 +315,174 @@ pub fn shared_fips(rows: &[Row]) -> Vec<(String, Vec<String>)> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::finding::CheckResult;
+    use crate::core::live::{OtherGateway, peer_name_checks};
+
+    fn gateway(ns: &str, name: &str, tunnels: &[&str], i: usize) -> IPsecGateway {
+        let tunnels: Vec<_> = tunnels
+            .iter()
+            .enumerate()
+            .map(|(t, tunnel)| {
+                serde_json::json!({
+                    "name": tunnel,
+                    "peer": {"address": "203.0.113.10"},
+                    "remoteSubnets": [format!("100.{}.{}.{t}/32", 64 + i / 256, i % 256)],
+                    "esp": {"proposals": ["aes256gcm16-modp2048"]}
+                })
+            })
+            .collect();
+        let (hi, lo) = ((i >> 8) & 255, i & 255);
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "ipsec.bnerd.net/v1alpha1", "kind": "IPsecGateway",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "endpoint": {"floatingIP": format!("198.18.{hi}.{lo}"), "network": "public"},
+                "auth": {"pskSecretRef": {"name": "psk", "key": "psk"}},
+                "ike": {"version": 2, "proposals": ["aes256-sha256-modp2048"]},
+                "tunnels": tunnels,
+            },
+            "status": {"serviceCIDR": format!("10.{hi}.{lo}.0/24"), "floatingIP": format!("198.18.{hi}.{lo}")}
+        }))
+        .expect("a valid IPsecGateway")
+    }
+
+    /// A namespace of 200 gateways whose VPNPeer names collide in every way the checks
+    /// know (a single-tunnel gateway owning its name, two derived names, a `-2` taken
+    /// so the hint offers `-3`), and a small second namespace with the same names.
+    fn fleet() -> Vec<IPsecGateway> {
+        let mut out = Vec::new();
+        for k in 0..30 {
+            let ns = "tenant-big";
+            out.push(gateway(ns, &format!("gw{k}"), &["a", "b"], out.len()));
+            out.push(gateway(ns, &format!("gw{k}-a"), &["main"], out.len()));
+            if k % 3 == 0 {
+                out.push(gateway(ns, &format!("gw{k}-a-2"), &["main"], out.len()));
+            }
+            out.push(gateway(ns, &format!("p{k}"), &["q-r", "s"], out.len()));
+            out.push(gateway(ns, &format!("p{k}-q"), &["r", "t"], out.len()));
+            out.push(gateway(ns, &format!("solo{k}"), &["main"], out.len()));
+            out.push(gateway(ns, &format!("pair{k}"), &["x", "y"], out.len()));
+        }
+        for k in 0..3 {
+            out.push(gateway(
+                "tenant-small",
+                &format!("gw{k}"),
+                &["a", "b"],
+                out.len(),
+            ));
+            out.push(gateway(
+                "tenant-small",
+                &format!("gw{k}-b"),
+                &["main"],
+                out.len(),
+            ));
+        }
+        out
+    }
+
+    /// The VPNPeer name checks of every gateway as `rows` made them before the index:
+    /// every other gateway of the namespace given to `peer_name_checks` as `others`.
+    fn quadratic(old: &[IPsecGateway]) -> Vec<((String, String), Vec<CheckResult>)> {
+        let other = |o: &IPsecGateway| {
+            let (ns, n) = ns_name(&o.metadata);
+            let count = o.spec.tunnels.len();
+            OtherGateway {
+                object: format!("IPsecGateway {ns}/{n}"),
+                future_peers: o
+                    .spec
+                    .tunnels
+                    .iter()
+                    .map(|t| {
+                        (
+                            t.name.clone(),
+                            crate::core::translate::peer_name(&n, &t.name, count),
+                        )
+                    })
+                    .collect(),
+                namespace: ns,
+                name: n,
+                ..Default::default()
+            }
+        };
+        old.iter()
+            .map(|g| {
+                let (namespace, name) = ns_name(&g.metadata);
+                let plan =
+                    full_plan::build(&Source::listed(g.clone(), "test"), &Allowlist::default());
+                let others: Vec<OtherGateway> = old
+                    .iter()
+                    .map(other)
+                    .filter(|o| o.namespace == namespace && o.name != name)
+                    .collect();
+                let tunnels: Vec<String> = g.spec.tunnels.iter().map(|t| t.name.clone()).collect();
+                (
+                    (namespace, name),
+                    peer_name_checks(&plan, &tunnels, &Ok(others)),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_peer_name_index_judges_a_large_namespace_as_the_quadratic_way_did() {
+        let old = fleet();
+        let before = quadratic(&old);
+        let rows = rows(&old, &[], &[], &Allowlist::default(), "test");
+        assert_eq!(rows.len(), old.len());
+        let mut blocked = 0;
+        for ((namespace, name), checks) in &before {
+            // The same findings, word for word (the hint's free name included).
+            let g = old
+                .iter()
+                .find(|g| ns_name(&g.metadata) == (namespace.clone(), name.clone()))
+                .unwrap();
+            let plan = full_plan::build(&Source::listed(g.clone(), "test"), &Allowlist::default());
+            let ns_gateways: Vec<OtherGateway> = old
+                .iter()
+                .filter(|g| g.metadata.namespace.as_deref() == Some(namespace))
+                .map(OtherGateway::from_ipsec)
+                .collect();
+            let tunnels: Vec<String> = g.spec.tunnels.iter().map(|t| t.name.clone()).collect();
+            let index = crate::core::live::PeerNames::new(&ns_gateways);
+            assert_eq!(&index.checks(&plan, &tunnels), checks, "{namespace}/{name}");
+            // The same blocker ids on the row.
+            let row = rows
+                .iter()
+                .find(|r| &r.namespace == namespace && &r.name == name)
+                .unwrap();
+            let blocks = checks
+                .iter()
+                .any(|c| c.id == "peer-names-unique" && c.blocks());
+            assert_eq!(
+                row.blockers
+                    .as_ref()
+                    .unwrap()
+                    .contains(&"peer-names-unique"),
+                blocks,
+                "{namespace}/{name}"
+            );
+            blocked += usize::from(blocks);
+        }
+        // gw{k} (its tunnel a's name is gw{k}-a's own) and p{k}-q (p{k} sorts first)
+        // in the large namespace; gw{k} in the small one.
+        assert_eq!(blocked, 30 + 30 + 3);
+        let hint = |ns: &str, name: &str| {
+            before
+                .iter()
+                .find(|(k, _)| k.0 == ns && k.1 == name)
+                .unwrap()
+                .1[0]
+                .findings[0]
+                .fix
+                .clone()
+                .unwrap()
+        };
+        assert!(hint("tenant-big", "gw0").contains("--peer-name a=gw0-a-3"));
+        assert!(hint("tenant-big", "gw1").contains("--peer-name a=gw1-a-2"));
+    }
 }

@@ -239,6 +239,40 @@ impl Store {
         (items, st.rv)
     }
 
+    /// One page of [`Store::list`]: of the objects it would return, those `keep` accepts,
+    /// the first `limit` of them (all without one), with how many `keep` accepts in all
+    /// and the resourceVersion. Only the page is copied, not every object of the type:
+    /// a client paging through 20,000 objects 500 at a time would otherwise make the
+    /// server copy 20,000 objects 40 times under the store's lock.
+    pub fn list_page(
+        &self,
+        rt: &ResourceType,
+        ns: Option<&str>,
+        keep: impl Fn(&Value) -> bool,
+        limit: Option<usize>,
+    ) -> (Vec<Value>, usize, u64) {
+        let st = self.lock();
+        let gvr = rt.gvr();
+        let mut page = Vec::new();
+        let mut kept = 0;
+        // The type's objects are one run of the map, which is sorted by type first.
+        for (_, v) in st
+            .objects
+            .range((gvr.clone(), String::new(), String::new())..)
+            .take_while(|((g, _, _), _)| *g == gvr)
+            .filter(|((_, n, _), _)| ns.is_none_or(|ns| n == ns))
+        {
+            if !keep(v) {
+                continue;
+            }
+            if limit.is_none_or(|l| kept < l) {
+                page.push(v.clone());
+            }
+            kept += 1;
+        }
+        (page, kept, st.rv)
+    }
+
     /// Events after `rv`, oldest first. `410 Expired` when the log no longer reaches back.
     pub fn events_after(&self, rv: u64) -> Result<Vec<Event>, ApiError> {
         let st = self.lock();

@@ -389,30 +389,36 @@ fn selectors(t: &Target, query: &Query) -> Result<(LabelSelector, FieldSelector)
 fn list(app: &App, t: &Target, query: &Query, as_table: bool) -> Result<Response, ApiError> {
     use base64::Engine;
     let (labels, fields) = selectors(t, query)?;
-    let (items, rv) = app.store.list(&t.rt, t.ns.as_deref());
-    let mut items: Vec<Value> = items
-        .into_iter()
-        .filter(|o| labels.matches(o) && fields.matches(o))
-        .collect();
     let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    if let Some(token) = param(query, "continue").filter(|c| !c.is_empty()) {
-        let after = b64
-            .decode(token)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .ok_or_else(|| ApiError::bad_request("invalid continue token"))?;
-        items.retain(|o| object_key(o) > after);
-    }
-    let mut metadata = json!({"resourceVersion": rv.to_string()});
-    if let Some(limit) = param(query, "limit")
+    let after = match param(query, "continue").filter(|c| !c.is_empty()) {
+        Some(token) => Some(
+            b64.decode(token)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .ok_or_else(|| ApiError::bad_request("invalid continue token"))?,
+        ),
+        None => None,
+    };
+    let limit = param(query, "limit")
         .and_then(|l| l.parse::<usize>().ok())
-        .filter(|l| *l > 0)
-        && items.len() > limit
+        .filter(|l| *l > 0);
+    // Only the page is copied out of the store (`Store::list_page`).
+    let (items, matched, rv) = app.store.list_page(
+        &t.rt,
+        t.ns.as_deref(),
+        |o| {
+            labels.matches(o)
+                && fields.matches(o)
+                && after.as_deref().is_none_or(|a| key_after(o, a))
+        },
+        limit,
+    );
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if let Some(limit) = limit
+        && matched > limit
     {
-        let remaining = items.len() - limit;
-        items.truncate(limit);
         metadata["continue"] = json!(b64.encode(object_key(items.last().expect("limit > 0"))));
-        metadata["remainingItemCount"] = json!(remaining);
+        metadata["remainingItemCount"] = json!(matched - limit);
     }
     if as_table {
         let mut tbl = table::table(&t.rt, &items, rv);
@@ -422,6 +428,22 @@ fn list(app: &App, t: &Target, query: &Query, as_table: bool) -> Result<Response
     Ok(ok(
         &json!({"apiVersion": t.rt.api_version(), "kind": format!("{}List", t.rt.kind), "metadata": metadata, "items": items}),
     ))
+}
+
+/// Whether [`object_key`] of `o` sorts after `after`, without building it.
+fn key_after(o: &Value, after: &str) -> bool {
+    let meta = |k: &str| {
+        o.get("metadata")
+            .and_then(|m| m.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    meta("namespace")
+        .bytes()
+        .chain(std::iter::once(b'/'))
+        .chain(meta("name").bytes())
+        .cmp(after.bytes())
+        == std::cmp::Ordering::Greater
 }
 
 /// `namespace/name`: the order lists are served in, and what continue tokens hold.
