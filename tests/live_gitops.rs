@@ -6143,3 +6143,62 @@ async fn every_hand_over_keeps_the_psk_secret_from_a_later_resume() {
         );
     }
 }
+
+/// a21h 03, 07 (critical): a let-go protected only the window that ran it. Another window
+/// that relied on the owner's suspension kept its PSK Secret unprotected, and the owner's
+/// later resume pruned it. Now every window on the owner gets the protections first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_let_go_protects_every_window_on_the_owner() {
+    let l = synced(Tool::Flux).await;
+    done_then_merged_by(&l, Tool::Flux, without_secret).await;
+    // beta's window relied on the suspension and is done; its own PSK Secret is in the
+    // Kustomization's source too (its markers on it).
+    other_window_on(&l, Tool::Flux, NS, "beta", "done", false);
+    live::edit(&l, ("", "v1", "configmaps"), NS, "vpnmig-beta", |o| {
+        let j = o["data"]["journal.json"].as_str().unwrap();
+        o["data"]["journal.json"] = json!(j.replace("\"acme-psk\"", "\"beta-psk\""));
+    });
+    let secrets = l.sb.store.resource("", "v1", "secrets").unwrap();
+    l.sb.store
+        .create(
+            &secrets,
+            NS,
+            json!({"metadata": {"name": "beta-psk", "namespace": NS,
+                "labels": {"kustomize.toolkit.fluxcd.io/name": "acme", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}},
+                "data": {"psk": "YmV0YS1yZWhlYXJzYWw="}}),
+            &Default::default(),
+        )
+        .unwrap();
+    // Another team resumes the owner and suspends it again: its policy is theirs now.
+    let (g, v, p, ons) = Tool::Flux.owner_type();
+    let rt = l.sb.store.resource(g, v, p).unwrap();
+    for suspend in [false, true] {
+        l.sb.store
+            .modify(&rt, ons, "acme", false, &by("flux"), |o| {
+                let mut o = o.clone();
+                o["spec"]["suspend"] = json!(suspend);
+                Ok(o)
+            })
+            .unwrap();
+    }
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("kustomization/acme -n flux-system is not restored: its policy changed since the window paused it"),
+        "{}",
+        r.stderr
+    );
+    for secret in ["acme-psk", "beta-psk"] {
+        let s = live::core(&l, "secrets", NS, secret).unwrap();
+        assert_eq!(
+            s["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/prune"], "disabled",
+            "{secret}: {s}\n{}",
+            r.stderr
+        );
+    }
+    assert!(
+        r.says("secret/beta-psk -n tenant-acme"),
+        "beta's Secret is named: {}",
+        r.stderr
+    );
+}

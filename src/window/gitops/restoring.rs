@@ -50,7 +50,8 @@ pub(crate) async fn restore(
             // What the window keeps still carries its markers: one re-created under that
             // name prunes them. Protected first, as on every let-go (a21g 12b).
             Found::None if r.owner.namespace.is_some() => {
-                let kept = hand_over(w, i, &[(w.journal.clone(), replaced)]).await?;
+                let all = every_window_on(w, &r.owner, None, replaced).await;
+                let kept = hand_over(w, i, &all).await?;
                 w.journal.gitops[i].paused = false;
                 w.journal.gitops[i].restored_at = Some(now());
                 w.journal.gitops[i].let_go = Some(format!("{}: gone", now()));
@@ -98,7 +99,8 @@ pub(crate) async fn restore(
             // gets the protections first, as on the `--gitops ignore` path (a21g attack
             // 12b: another team's later resume pruned the PSK Secret).
             if let Some((what, seen)) = changed {
-                let kept = hand_over(w, i, &[(w.journal.clone(), replaced)]).await?;
+                let all = every_window_on(w, &r.owner, Some(now), replaced).await;
+                let kept = hand_over(w, i, &all).await?;
                 w.journal.gitops[i].paused = false;
                 w.journal.gitops[i].let_go =
                     Some(format!("{}: {what}", super::super::steps::now()));
@@ -633,4 +635,39 @@ pub(crate) async fn vouch(w: &mut Window<'_>, replaced: &str) -> Result<bool, Er
         )));
     }
     Ok(any)
+}
+
+/// This window (`replaced`) and every other window that holds `owner` (it suspended it
+/// or relies on its suspension, finished or not), each with what it replaced: whose kept
+/// objects a let-go protects (a21h 03, 07: a let-go protected only the window that ran
+/// it, and the owner's later resume pruned another window's PSK Secret). Journals that
+/// cannot be listed: this window only (the hand-over says what it protected).
+async fn every_window_on<'a>(
+    w: &Window<'_>,
+    owner: &gitops::OwnerRef,
+    live_owner: Option<&Value>,
+    replaced: &'a str,
+) -> Vec<(crate::core::journal::Journal, &'a str)> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let mut all = vec![(w.journal.clone(), replaced)];
+    let Ok(journals) = journals_for(w.cluster, live_owner, (&ns, &name)).await else {
+        return all;
+    };
+    for h in holders::holders(&journals, owner, (&ns, &name)) {
+        if let Some(j) = journals
+            .iter()
+            .find(|j| j.namespace == h.namespace && j.gateway == h.gateway)
+        {
+            // Done: the new objects are kept; rolled back or rolling back: the old
+            // gateway; a cutover under way: its new objects and PSK, as at done.
+            let kind =
+                if j.phase == crate::core::journal::Phase::RolledBack || j.phase.rolling_back() {
+                    "VPNGateway"
+                } else {
+                    "IPsecGateway"
+                };
+            all.push((j.clone(), kind));
+        }
+    }
+    all
 }
