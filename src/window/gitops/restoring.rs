@@ -512,11 +512,48 @@ pub(crate) async fn restore(
                 .as_ref()
                 .is_some_and(|c| gitops::same_owner(c, &r.owner))
         }) {
-            w.ev.emit(Event::Note(format!(
-                "{}: this window no longer relies on its suspension ({} is restored); resume it when its own repository is as it should be (vpnmig never resumes a parent it did not suspend)",
-                p.owner.display(),
-                r.owner.display()
-            )));
+            // Other windows that still rely on the same parent (another child of an
+            // app-of-apps, another member of a wave): it stays suspended for them (a21h
+            // 01, 12: the note invited a resume that re-created their gateway).
+            let still: Vec<String> = match journals_for(w.cluster, None, (&ns, &name)).await {
+                Ok(journals) => journals
+                    .iter()
+                    .filter(|j| {
+                        (j.namespace.as_str(), j.gateway.as_str()) != (ns.as_str(), name.as_str())
+                    })
+                    .filter(|j| {
+                        j.gitops_parents.iter().any(|q| {
+                            gitops::same_owner(&q.owner, &p.owner)
+                                && holders::parent_relied_on(j, q)
+                        })
+                    })
+                    .map(|j| {
+                        format!(
+                            "the window of {}/{} (journal phase {})",
+                            j.namespace, j.gateway, j.phase
+                        )
+                    })
+                    .collect(),
+                Err(why) => vec![format!(
+                    "whichever window relies on it (the journals could not be read: {why})"
+                )],
+            };
+            if still.is_empty() {
+                w.ev.emit(Event::Note(format!(
+                    "{}: this window no longer relies on its suspension ({} is restored); resume it when its own repository is as it should be (vpnmig never resumes a parent it did not suspend)",
+                    p.owner.display(),
+                    r.owner.display()
+                )));
+            } else {
+                w.ev.emit(Event::Note(format!(
+                    "{}: this window no longer relies on its suspension ({} is restored), but {} still {} on it: keep it suspended until {} restored too (`vpnmig status -A` names what each waits for); vpnmig never resumes a parent it did not suspend",
+                    p.owner.display(),
+                    r.owner.display(),
+                    still.join(", "),
+                    if still.len() == 1 { "relies" } else { "rely" },
+                    if still.len() == 1 { "its owner is" } else { "their owners are" }
+                )));
+            }
         }
     }
     // The owners this window relied on: who restores them (issue 21 item 2).
