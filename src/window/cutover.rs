@@ -371,6 +371,27 @@ async fn run(
         .and_then(Value::as_str)
         .map(str::to_string);
     j.gitops = owners;
+    // The parents an earlier run relied on for an owner this window holds again: the
+    // reliance goes on (a21h 13: after a rollback, a second window took over the child's
+    // suspension but not the reliance on its parent, whose part in the child's policy its
+    // managedFields no longer show once a pause wrote it; `status` fell silent, and the
+    // parent's resume re-created the gateways).
+    if let Some(prev) = &previous {
+        for p in &prev.gitops_parents {
+            let child_held = p.parent_of.as_ref().is_some_and(|c| {
+                j.gitops.iter().any(|r| {
+                    crate::core::gitops::same_owner(&r.owner, c) && r.restored_at.is_none()
+                })
+            });
+            let known = j
+                .gitops_parents
+                .iter()
+                .any(|q| q.owner == p.owner && q.parent_of == p.parent_of);
+            if child_held && !known {
+                j.gitops_parents.push(p.clone());
+            }
+        }
+    }
     if opts.gitops.keep_tracking {
         for t in &mut j.targets {
             crate::core::gitops::keep_tracking(t, &source.raw);
