@@ -6202,3 +6202,57 @@ async fn a_let_go_protects_every_window_on_the_owner() {
         r.stderr
     );
 }
+
+/// a21h 13: a window cut over, rolled back, and cut over again keeps relying on the parent
+/// it relied on: the second window inherits the earlier run's record of the parent for
+/// the child it holds again (the child's managedFields no longer show the parent's part
+/// in its policy once a pause wrote it, so it could not be found again), and `status`
+/// names the parent at the second `done`. Before, `status` fell silent and the parent's
+/// resume re-created the gateway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_window_after_a_rollback_keeps_relying_on_the_parent() {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    let l = start(&flux_parent(true), s).await;
+    adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+    let row = ParentRow {
+        scenario: || flux_parent(true),
+        tool: Tool::Flux,
+        parent: (
+            "kustomize.toolkit.fluxcd.io",
+            "v1",
+            "kustomizations",
+            "flux-system",
+            "tenants",
+        ),
+        parent_shown: "kustomization/tenants -n flux-system",
+        child_shown: "kustomization/acme -n flux-system",
+        restore: &["cutover", "acme", "-n", NS, "--gitops", "resume"],
+        how: "suspended",
+        keep: "keep kustomization/tenants -n flux-system suspended",
+        then: "then resume it yourself",
+        again: "",
+        early: false,
+    };
+    parent_by_hand(&l, &row, true);
+    let (_, r) = planned_and_cut_over(&l, Tool::Flux).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = l.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = l
+        .vpnmig(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let j = live::journal(&l, NS, "acme").unwrap();
+    assert_eq!(j["phase"], "done", "{j}");
+    let parents = j["gitopsParents"].as_array().expect("gitopsParents");
+    assert_eq!(parents.len(), 1, "{j}");
+    assert_eq!(parents[0]["owner"]["name"], "tenants", "{j}");
+    assert_eq!(parents[0]["parentOf"]["name"], "acme", "{j}");
+    let st = l.vpnmig(&["status", "-n", NS]).await;
+    let out = live::flat(&st.stdout);
+    assert!(
+        out.contains("GitOps parent relied on: kustomization/tenants -n flux-system (manages kustomization/acme -n flux-system; relied on by the window of tenant-acme/acme, journal phase done)"),
+        "{out}"
+    );
+}
