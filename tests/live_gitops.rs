@@ -6256,3 +6256,64 @@ async fn a_second_window_after_a_rollback_keeps_relying_on_the_parent() {
         "{out}"
     );
 }
+
+/// a21h 01, 12: two windows rely on one parent, each for its own child. The first
+/// child's restore said the parent could be resumed; the other window still relied on
+/// it, and the resume re-created its gateway. The note now names the window that still
+/// relies on the parent and says to keep it suspended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restore_names_the_other_windows_that_still_rely_on_the_parent() {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    let l = start(&flux_parent(true), s).await;
+    adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+    let row = ParentRow {
+        scenario: || flux_parent(true),
+        tool: Tool::Flux,
+        parent: (
+            "kustomize.toolkit.fluxcd.io",
+            "v1",
+            "kustomizations",
+            "flux-system",
+            "tenants",
+        ),
+        parent_shown: "kustomization/tenants -n flux-system",
+        child_shown: "kustomization/acme -n flux-system",
+        restore: &["cutover", "acme", "-n", NS, "--gitops", "resume"],
+        how: "suspended",
+        keep: "",
+        then: "",
+        again: "",
+        early: false,
+    };
+    parent_by_hand(&l, &row, true);
+    let (rewritten, r) = planned_and_cut_over(&l, Tool::Flux).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // beta's window (done) suspended its own child, `beta`, which the same parent manages,
+    // and relies on the parent's suspension.
+    other_window_on(&l, Tool::Flux, NS, "beta", "done", true);
+    live::edit(&l, ("", "v1", "configmaps"), NS, "vpnmig-beta", |o| {
+        let mut j: Value =
+            serde_json::from_str(o["data"]["journal.json"].as_str().unwrap()).unwrap();
+        j["gitops"][0]["owner"]["name"] = json!("beta");
+        j["gitopsParents"] = json!([{"mode": "ignore", "evidence": [], "relies": true,
+            "owner": {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "namespace": "flux-system", "name": "tenants"},
+            "parentOf": {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "namespace": "flux-system", "name": "beta"}}]);
+        o["data"]["journal.json"] = json!(j.to_string());
+    });
+    Tool::Flux.merge(&l, &rewritten);
+    let r = l
+        .vpnmig(&["cutover", "acme", "-n", NS, "--gitops", "resume", "--yes"])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("kustomization/tenants -n flux-system: this window no longer relies on its suspension (kustomization/acme -n flux-system is restored), but the window of tenant-acme/beta (journal phase done) still relies on it: keep it suspended until its owner is restored too"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.says("resume it when its own repository is as it should be"),
+        "{}",
+        r.stderr
+    );
+}
