@@ -6201,6 +6201,15 @@ async fn a_let_go_protects_every_window_on_the_owner() {
         "beta's Secret is named: {}",
         r.stderr
     );
+    // beta's window is told who suspended the owner and let go of it, not "nobody".
+    let st = l.vpnmig(&["status", "-n", NS]).await;
+    let out = live::flat(&st.stdout);
+    assert!(
+        out.contains("the window of tenant-acme/acme suspended it and let go of it (")
+            && out.contains("its policy changed since the window paused it): vpnmig no longer holds it and does not resume it"),
+        "{out}"
+    );
+    assert!(!out.contains("no vpnmig window suspended it"), "{out}");
 }
 
 /// a21h 13: a window cut over, rolled back, and cut over again keeps relying on the parent

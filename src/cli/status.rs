@@ -1326,13 +1326,33 @@ async fn suspended_owners(
                         crate::cluster::gitops::find(cluster, &r.owner).await
                         && !gitops::owner_state(&o, replaced, ns, name).active
                     {
+                        // The window that suspended it may have let go of it since
+                        // (its policy changed, re-enabled, re-created): that is who
+                        // suspended it, not nobody (a21h 03, 07).
+                        let let_go = parsed.iter().find_map(|other| {
+                            other
+                                .gitops
+                                .iter()
+                                .find(|x| gitops::same_owner(&x.owner, &r.owner) && x.let_go.is_some())
+                                .map(|x| {
+                                    format!(
+                                        "the window of {}/{} suspended it and let go of it ({}): vpnmig no longer holds it and does not resume it",
+                                        other.namespace,
+                                        other.gateway,
+                                        x.let_go.as_deref().unwrap_or_default()
+                                    )
+                                })
+                        });
+                        let who = let_go.unwrap_or_else(|| {
+                            "no vpnmig window suspended it (it was suspended before the window): vpnmig does not resume it".to_string()
+                        });
                         out.push(Suspended {
                             namespace: ns.clone(),
                             gateway: name.clone(),
                             phase: j.phase.to_string(),
                             owner: r.owner.display(),
                             resume: format!(
-                                "no vpnmig window suspended it (it was suspended before the window): vpnmig does not resume it. {}",
+                                "{who}. {}",
                                 crate::window::resume_by_hand(&r.owner, replaced, j)
                             ),
                             relies: true,
