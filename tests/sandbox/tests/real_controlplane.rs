@@ -574,6 +574,23 @@ fn a_cutover_against_the_real_control_plane_ends_done_with_real_api_objects() {
         sb.banner
     );
 
+    // "Serving" is said before the gateway's pod runs (kwok marks it Running after): the
+    // cutover's baseline needs the old gateway Ready, as an engineer waits for it (CI:
+    // BLOCKER source-ready, WorkloadNotReady).
+    let ready = |sb: &Served| {
+        sb.json(&["get", "ipsecgateway", "acme", "-n", "tenant-acme"])["status"]["conditions"]
+            .as_array()
+            .is_some_and(|c| {
+                c.iter()
+                    .any(|c| c["type"] == "Ready" && c["status"] == "True")
+            })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !ready(&sb) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(ready(&sb), "IPsecGateway acme never Ready");
+
     // The Lease lives while the window runs: watched from before the cutover.
     let mut watch = std::process::Command::new(vpnmig_sandbox::controlplane::bin_dir().join("kubectl"))
         .arg(format!("--kubeconfig={}", sb.kubeconfig.display()))
