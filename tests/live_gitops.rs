@@ -6326,3 +6326,44 @@ async fn a_restore_names_the_other_windows_that_still_rely_on_the_parent() {
         r.stderr
     );
 }
+
+/// a21i 11, 12 (critical): a let-go whose prune protection a policy webhook refuses ended
+/// with exit 0, and the owner's later resume pruned the PSK Secrets. Now it stops with
+/// exit 5: "do not resume", naming each unprotected PSK Secret and the command that
+/// protects it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_let_go_whose_protection_is_refused_says_do_not_resume() {
+    let l = synced(Tool::Flux).await;
+    done_then_merged_by(&l, Tool::Flux, without_secret).await;
+    l.sb.api_faults.write().unwrap().webhooks.push(
+        serde_json::from_value(json!({"name": "secrets-immutable.kyverno.example",
+            "resources": ["secrets"], "verbs": ["patch", "update"], "deny": true,
+            "message": "Secrets in tenant namespaces are managed by GitOps only"}))
+        .unwrap(),
+    );
+    let (g, v, p, ons) = Tool::Flux.owner_type();
+    let rt = l.sb.store.resource(g, v, p).unwrap();
+    for suspend in [false, true] {
+        l.sb.store
+            .modify(&rt, ons, "acme", false, &by("flux"), |o| {
+                let mut o = o.clone();
+                o["spec"]["suspend"] = json!(suspend);
+                Ok(o)
+            })
+            .unwrap();
+    }
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(
+        r.says("do not resume kustomization/acme -n flux-system: vpnmig let go of it, but secret/acme-psk -n tenant-acme (the PSK, the client's key, which vpnmig does not hold) is not protected from its prune"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.says("`kubectl annotate secret acme-psk -n tenant-acme kustomize.toolkit.fluxcd.io/prune=disabled`"),
+        "{}",
+        r.stderr
+    );
+    let j = live::journal(&l, NS, "acme").unwrap();
+    assert!(j["gitops"][0]["letGo"].is_string(), "{j}");
+}

@@ -63,6 +63,7 @@ pub(crate) async fn restore(
                     r.owner.name,
                     r.owner.namespace.as_deref().unwrap_or_default()
                 )));
+                unprotected_stop(w, &r.owner, &all).await?;
                 continue;
             }
             _ => None,
@@ -109,6 +110,7 @@ pub(crate) async fn restore(
                     "{} is not restored: {what} (live: {seen}); vpnmig leaves its policy as it is, and the journal no longer holds it; before letting go, {kept} (`vpnmig status -n {ns}` lists them)",
                     r.owner.display()
                 )));
+                unprotected_stop(w, &r.owner, &all).await?;
                 continue;
             }
         }
@@ -707,4 +709,57 @@ async fn every_window_on<'a>(
         }
     }
     all
+}
+
+/// After a let-go: a PSK Secret of a window on `owner` that the owner tracks and that does
+/// not carry its prune protection (refused by a webhook or RBAC, taken off) is a stop
+/// (exit 5), never a quiet exit 0 (a21i 11, 12, critical: the protection was refused, the
+/// let-go ended with rc 0, and the owner's later resume pruned the PSK Secrets). The
+/// journal already records the let-go; the stop says what not to do and how to fix it.
+async fn unprotected_stop(
+    w: &Window<'_>,
+    owner: &gitops::OwnerRef,
+    windows: &[(crate::core::journal::Journal, &str)],
+) -> Result<(), Error> {
+    let (key, value) = gitops::prune_protection(&owner.kind);
+    let mut bare = Vec::new();
+    for (j, _) in windows {
+        let sec = live::get_kept(w.cluster, "v1", "Secret", &j.namespace, &j.psk_secret).await?;
+        if sec
+            .as_ref()
+            .is_some_and(|s| gitops::tracks(owner, s) && !gitops::protected(&owner.kind, s))
+        {
+            bare.push((j.psk_secret.clone(), j.namespace.clone()));
+        }
+    }
+    if bare.is_empty() {
+        return Ok(());
+    }
+    let names: Vec<String> = bare
+        .iter()
+        .map(|(s, ns)| format!("secret/{s} -n {ns}"))
+        .collect();
+    Err(Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: format!(
+            "do not resume {}: vpnmig let go of it, but {} (the PSK, the client's key, which vpnmig does not hold) {} not protected from its prune ({key}={value} could not be set or did not stay): a resume of a source without {} deletes {}",
+            owner.display(),
+            names.join(", "),
+            if names.len() == 1 { "is" } else { "are" },
+            if names.len() == 1 { "it" } else { "them" },
+            if names.len() == 1 {
+                "the key"
+            } else {
+                "the keys"
+            },
+        ),
+        hint: Some(format!(
+            "set the protection with a context the cluster's policy allows ({}), or put the Secret back in the owner's repository first; `vpnmig status -n {}` shows it kept once it holds",
+            bare.iter()
+                .map(|(s, ns)| format!("`kubectl annotate secret {s} -n {ns} {key}={value}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            w.ns()
+        )),
+    })
 }
