@@ -115,28 +115,8 @@ pub fn rows(
     // The gateways of each namespace, for the VPNPeer name checks.
     let mut by_namespace: BTreeMap<String, Vec<crate::core::live::OtherGateway>> = BTreeMap::new();
     for o in old {
-        let (ns, n) = ns_name(&o.metadata);
-        let count = o.spec.tunnels.len();
-        by_namespace
-            .entry(ns.clone())
-            .or_default()
-            .push(crate::core::live::OtherGateway {
-                object: format!("IPsecGateway {ns}/{n}"),
-                future_peers: o
-                    .spec
-                    .tunnels
-                    .iter()
-                    .map(|t| {
-                        (
-                            t.name.clone(),
-                            crate::core::translate::peer_name(&n, &t.name, count),
-                        )
-                    })
-                    .collect(),
-                namespace: ns,
-                name: n,
-                ..Default::default()
-            });
+        let g = other_gateway(o);
+        by_namespace.entry(g.namespace.clone()).or_default().push(g);
     }
     // Each namespace's future VPNPeer names, indexed once: a row looks up its own names
     // instead of comparing with every gateway of its namespace.
@@ -317,6 +297,30 @@ pub fn shared_fips(rows: &[Row]) -> Vec<(String, Vec<String>)> {
     out
 }
 
+/// An IPsecGateway as the VPNPeer name checks see another gateway of its namespace: the
+/// names its tunnels' VPNPeers would get.
+fn other_gateway(o: &IPsecGateway) -> crate::core::live::OtherGateway {
+    let (ns, n) = ns_name(&o.metadata);
+    let count = o.spec.tunnels.len();
+    crate::core::live::OtherGateway {
+        object: format!("IPsecGateway {ns}/{n}"),
+        future_peers: o
+            .spec
+            .tunnels
+            .iter()
+            .map(|t| {
+                (
+                    t.name.clone(),
+                    crate::core::translate::peer_name(&n, &t.name, count),
+                )
+            })
+            .collect(),
+        namespace: ns,
+        name: n,
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,27 +392,7 @@ mod tests {
     /// The VPNPeer name checks of every gateway as `rows` made them before the index:
     /// every other gateway of the namespace given to `peer_name_checks` as `others`.
     fn quadratic(old: &[IPsecGateway]) -> Vec<((String, String), Vec<CheckResult>)> {
-        let other = |o: &IPsecGateway| {
-            let (ns, n) = ns_name(&o.metadata);
-            let count = o.spec.tunnels.len();
-            OtherGateway {
-                object: format!("IPsecGateway {ns}/{n}"),
-                future_peers: o
-                    .spec
-                    .tunnels
-                    .iter()
-                    .map(|t| {
-                        (
-                            t.name.clone(),
-                            crate::core::translate::peer_name(&n, &t.name, count),
-                        )
-                    })
-                    .collect(),
-                namespace: ns,
-                name: n,
-                ..Default::default()
-            }
-        };
+        let other = other_gateway;
         old.iter()
             .map(|g| {
                 let (namespace, name) = ns_name(&g.metadata);
