@@ -98,13 +98,7 @@ async fn run(
         // `--gitops resume` at `done` on a window that relies on an owner another window
         // suspended: the user vouches for this window's repository change (a21f B1).
         Some(j)
-            if j.phase == Phase::Done
-                && opts.gitops.resume
-                && !opts.dry_run
-                && !j.gitops.iter().any(|r| r.paused)
-                && j.gitops
-                    .iter()
-                    .any(crate::core::gitops::Record::relies_on_a_window) =>
+            if j.phase == Phase::Done && super::gitops::vouches(j, &opts.gitops, opts.dry_run) =>
         {
             let mut w = Window {
                 cluster,

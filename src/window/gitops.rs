@@ -35,6 +35,20 @@ pub struct GitopsOptions {
     pub resume: bool,
 }
 
+/// Whether a run of a finished window (`--gitops resume`, not a dry run) is a vouch: the
+/// window only relies on an owner another window suspended (a21f B1; the same test for
+/// `cutover` at `done` and `rollback` at `rolled-back`).
+pub(crate) fn vouches(
+    j: &crate::core::journal::Journal,
+    opts: &GitopsOptions,
+    dry_run: bool,
+) -> bool {
+    opts.resume
+        && !dry_run
+        && !j.gitops.iter().any(|r| r.paused)
+        && j.gitops.iter().any(Record::relies_on_a_window)
+}
+
 /// The owners that sync the old gateway (`old`, as read) or its PSK Secret (`secret`),
 /// found in the cluster and judged against `mode`, as journal records. Runs before any
 /// change.
