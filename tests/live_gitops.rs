@@ -6170,17 +6170,7 @@ async fn a_let_go_protects_every_window_on_the_owner() {
         )
         .unwrap();
     // Another team resumes the owner and suspends it again: its policy is theirs now.
-    let (g, v, p, ons) = Tool::Flux.owner_type();
-    let rt = l.sb.store.resource(g, v, p).unwrap();
-    for suspend in [false, true] {
-        l.sb.store
-            .modify(&rt, ons, "acme", false, &by("flux"), |o| {
-                let mut o = o.clone();
-                o["spec"]["suspend"] = json!(suspend);
-                Ok(o)
-            })
-            .unwrap();
-    }
+    flux_resumed_and_suspended_again(&l);
     let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
@@ -6224,25 +6214,7 @@ async fn a_second_window_after_a_rollback_keeps_relying_on_the_parent() {
     s.gitops.self_heal_delay_ms = 200;
     let l = start(&flux_parent(true), s).await;
     adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
-    let row = ParentRow {
-        scenario: || flux_parent(true),
-        tool: Tool::Flux,
-        parent: (
-            "kustomize.toolkit.fluxcd.io",
-            "v1",
-            "kustomizations",
-            "flux-system",
-            "tenants",
-        ),
-        parent_shown: "kustomization/tenants -n flux-system",
-        child_shown: "kustomization/acme -n flux-system",
-        restore: &["cutover", "acme", "-n", NS, "--gitops", "resume"],
-        how: "suspended",
-        keep: "keep kustomization/tenants -n flux-system suspended",
-        then: "then resume it yourself",
-        again: "",
-        early: false,
-    };
+    let row = FLUX_TENANTS;
     parent_by_hand(&l, &row, true);
     let (_, r) = planned_and_cut_over(&l, Tool::Flux).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -6276,25 +6248,7 @@ async fn a_restore_names_the_other_windows_that_still_rely_on_the_parent() {
     s.gitops.self_heal_delay_ms = 200;
     let l = start(&flux_parent(true), s).await;
     adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
-    let row = ParentRow {
-        scenario: || flux_parent(true),
-        tool: Tool::Flux,
-        parent: (
-            "kustomize.toolkit.fluxcd.io",
-            "v1",
-            "kustomizations",
-            "flux-system",
-            "tenants",
-        ),
-        parent_shown: "kustomization/tenants -n flux-system",
-        child_shown: "kustomization/acme -n flux-system",
-        restore: &["cutover", "acme", "-n", NS, "--gitops", "resume"],
-        how: "suspended",
-        keep: "",
-        then: "",
-        again: "",
-        early: false,
-    };
+    let row = FLUX_TENANTS;
     parent_by_hand(&l, &row, true);
     let (rewritten, r) = planned_and_cut_over(&l, Tool::Flux).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -6341,17 +6295,7 @@ async fn a_let_go_whose_protection_is_refused_says_do_not_resume() {
             "message": "Secrets in tenant namespaces are managed by GitOps only"}))
         .unwrap(),
     );
-    let (g, v, p, ons) = Tool::Flux.owner_type();
-    let rt = l.sb.store.resource(g, v, p).unwrap();
-    for suspend in [false, true] {
-        l.sb.store
-            .modify(&rt, ons, "acme", false, &by("flux"), |o| {
-                let mut o = o.clone();
-                o["spec"]["suspend"] = json!(suspend);
-                Ok(o)
-            })
-            .unwrap();
-    }
+    flux_resumed_and_suspended_again(&l);
     let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
     assert_eq!(r.code, 5, "{}", r.stderr);
     assert!(
@@ -6367,3 +6311,41 @@ async fn a_let_go_whose_protection_is_refused_says_do_not_resume() {
     let j = live::journal(&l, NS, "acme").unwrap();
     assert!(j["gitops"][0]["letGo"].is_string(), "{j}");
 }
+
+/// Another team resumes the Flux owner `acme` and suspends it again (field manager
+/// `flux`): its policy is theirs now, and vpnmig lets go of it.
+fn flux_resumed_and_suspended_again(l: &Live) {
+    let (g, v, p, ons) = Tool::Flux.owner_type();
+    let rt = l.sb.store.resource(g, v, p).unwrap();
+    for suspend in [false, true] {
+        l.sb.store
+            .modify(&rt, ons, "acme", false, &by("flux"), |o| {
+                let mut o = o.clone();
+                o["spec"]["suspend"] = json!(suspend);
+                Ok(o)
+            })
+            .unwrap();
+    }
+}
+
+/// The Flux parent `tenants` of Kustomization acme, suspended by hand: the parent rows'
+/// Flux member, for the tests that need only its parent and names.
+const FLUX_TENANTS: ParentRow = ParentRow {
+    scenario: || flux_parent(true),
+    tool: Tool::Flux,
+    parent: (
+        "kustomize.toolkit.fluxcd.io",
+        "v1",
+        "kustomizations",
+        "flux-system",
+        "tenants",
+    ),
+    parent_shown: "kustomization/tenants -n flux-system",
+    child_shown: "kustomization/acme -n flux-system",
+    restore: &["cutover", "acme", "-n", NS, "--gitops", "resume"],
+    how: "suspended",
+    keep: "keep kustomization/tenants -n flux-system suspended",
+    then: "then resume it yourself",
+    again: "",
+    early: false,
+};
