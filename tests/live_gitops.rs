@@ -6202,6 +6202,74 @@ async fn a_let_go_protects_every_window_on_the_owner() {
     assert!(!out.contains("no vpnmig window suspended it"), "{out}");
 }
 
+/// a21i 01, 07 (major): a let-go while another window on the owner is under way said
+/// nothing of it, and `status` told that window "no vpnmig window suspended it … (not read
+/// back)", even after the owner synced again. Now the let-go names the window under way
+/// and what a resume does to it, and `status` reads the live owner for it: who suspended
+/// it and let go, and, once another team resumes it, that it syncs again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_let_go_names_the_windows_under_way_and_status_reads_the_owner_for_them() {
+    let l = synced(Tool::Flux).await;
+    done_then_merged_by(&l, Tool::Flux, without_secret).await;
+    // beta's window relied on the suspension and stopped past its delete.
+    other_window_on(&l, Tool::Flux, NS, "beta", "applied", false);
+    flux_resumed_and_suspended_again(&l);
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("the window of tenant-acme/beta is under way past its delete (journal phase applied): a resume of kustomization/acme -n flux-system whose source still defines ipsecgateway/beta re-creates it beside the new objects and contests the floating IP; finish or roll back that window first (`vpnmig cutover beta -n tenant-acme` goes on, `vpnmig rollback beta -n tenant-acme` goes back)"),
+        "{}",
+        r.stderr
+    );
+    let beta_line = |doc: &Value| {
+        doc["suspendedOwners"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["gateway"] == "beta")
+            .cloned()
+            .unwrap_or_else(|| panic!("no line for beta: {doc}"))
+    };
+    let st = l.vpnmig(&["status", "-n", NS]).await;
+    let out = live::flat(&st.stdout);
+    assert!(
+        out.contains("GitOps sync suspended: kustomization/acme -n flux-system (relied on by the window of tenant-acme/beta, journal phase applied; live: its policy last written by flux); the window of tenant-acme/acme suspended it and let go of it ("),
+        "{out}"
+    );
+    assert!(
+        out.contains("it must stay suspended until this window is done: `vpnmig cutover beta -n tenant-acme` goes on, `vpnmig rollback beta -n tenant-acme` goes back"),
+        "{out}"
+    );
+    assert!(!out.contains("no vpnmig window suspended it"), "{out}");
+    assert!(!out.contains("not read back"), "{out}");
+    let doc: Value =
+        serde_json::from_str(&l.vpnmig(&["status", "-n", NS, "-o", "json"]).await.stdout).unwrap();
+    assert_eq!(beta_line(&doc)["live"], "suspended", "{doc}");
+    // Another team resumes it: read back, it syncs again, and beta is told to suspend it.
+    let (g, v, p, ons) = Tool::Flux.owner_type();
+    let rt = l.sb.store.resource(g, v, p).unwrap();
+    l.sb.store
+        .modify(&rt, ons, "acme", false, &by("flux"), |o| {
+            let mut o = o.clone();
+            o["spec"]["suspend"] = json!(false);
+            Ok(o)
+        })
+        .unwrap();
+    let st = l.vpnmig(&["status", "-n", NS]).await;
+    let out = live::flat(&st.stdout);
+    assert!(
+        out.contains("GitOps sync re-enabled by someone else: kustomization/acme -n flux-system (relied on by the window of tenant-acme/beta, journal phase applied; live: it syncs automatically again)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("suspend it again (`kubectl patch kustomization acme -n flux-system --field-manager=vpnmig"),
+        "{out}"
+    );
+    let doc: Value =
+        serde_json::from_str(&l.vpnmig(&["status", "-n", NS, "-o", "json"]).await.stdout).unwrap();
+    assert_eq!(beta_line(&doc)["live"], "re-enabled", "{doc}");
+}
+
 /// a21h 13: a window cut over, rolled back, and cut over again keeps relying on the parent
 /// it relied on: the second window inherits the earlier run's record of the parent for
 /// the child it holds again (the child's managedFields no longer show the parent's part
@@ -6287,29 +6355,124 @@ async fn a_restore_names_the_other_windows_that_still_rely_on_the_parent() {
 /// protects it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_let_go_whose_protection_is_refused_says_do_not_resume() {
-    let l = synced(Tool::Flux).await;
-    done_then_merged_by(&l, Tool::Flux, without_secret).await;
-    l.sb.api_faults.write().unwrap().webhooks.push(
-        serde_json::from_value(json!({"name": "secrets-immutable.kyverno.example",
-            "resources": ["secrets"], "verbs": ["patch", "update"], "deny": true,
-            "message": "Secrets in tenant namespaces are managed by GitOps only"}))
-        .unwrap(),
-    );
-    flux_resumed_and_suspended_again(&l);
-    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
-    assert_eq!(r.code, 5, "{}", r.stderr);
-    assert!(
-        r.says("do not resume kustomization/acme -n flux-system: vpnmig let go of it, but secret/acme-psk -n tenant-acme (the PSK, the client's key, which vpnmig does not hold) is not protected from its prune"),
-        "{}",
-        r.stderr
-    );
-    assert!(
-        r.says("`kubectl annotate secret acme-psk -n tenant-acme kustomize.toolkit.fluxcd.io/prune=disabled`"),
-        "{}",
-        r.stderr
-    );
-    let j = live::journal(&l, NS, "acme").unwrap();
-    assert!(j["gitops"][0]["letGo"].is_string(), "{j}");
+    // (tool, the protection's annotation, how another team freezes the owner after
+    // re-arming it: Flux `suspend` written by `flux`; Argo CD's skip-reconcile with
+    // `automated` back, as a platform freeze does: a21i 11, 12)
+    for (tool, (key, value)) in [
+        (
+            Tool::Flux,
+            ("kustomize.toolkit.fluxcd.io/prune", "disabled"),
+        ),
+        (
+            Tool::Argo,
+            ("argocd.argoproj.io/sync-options", "Prune=false"),
+        ),
+    ] {
+        let what = format!("{tool:?}");
+        let l = synced(tool).await;
+        done_then_merged_by(&l, tool, without_secret).await;
+        l.sb.api_faults.write().unwrap().webhooks.push(
+            serde_json::from_value(json!({"name": "secrets-immutable.kyverno.example",
+                "resources": ["secrets"], "verbs": ["patch", "update"], "deny": true,
+                "message": "Secrets in tenant namespaces are managed by GitOps only"}))
+            .unwrap(),
+        );
+        match tool {
+            Tool::Flux => flux_resumed_and_suspended_again(&l),
+            Tool::Argo => argo_frozen_by_platform(&l),
+        }
+        let owner = match tool {
+            Tool::Flux => "kustomization/acme -n flux-system",
+            Tool::Argo => "application/acme -n argocd",
+        };
+        let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+        assert_eq!(r.code, 5, "{what}: {}", r.stderr);
+        assert!(
+            r.says(&format!("do not resume {owner}: vpnmig let go of it, but secret/acme-psk -n tenant-acme (the PSK, the client's key, which vpnmig does not hold) is not protected from its prune")),
+            "{what}: {}",
+            r.stderr
+        );
+        assert!(
+            r.says(&format!(
+                "`kubectl annotate secret acme-psk -n tenant-acme {key}={value}`"
+            )),
+            "{what}: {}",
+            r.stderr
+        );
+        // Neither "it tracks none of them" nor a re-run that would set it (the journal
+        // no longer holds the owner: a re-run says "nothing to do").
+        assert!(
+            r.says("no protection from it holds on what the window keeps"),
+            "{what}: {}",
+            r.stderr
+        );
+        assert!(!r.says("it tracks none of them"), "{what}: {}", r.stderr);
+        assert!(!r.says("sets it again"), "{what}: {}", r.stderr);
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert!(j["gitops"][0]["letGo"].is_string(), "{what}: {j}");
+        // `status` keeps it as a blocker on the gateway until the protection holds.
+        let r = l.vpnmig(&["status"]).await;
+        let out = live::flat(&r.stdout);
+        assert!(
+            out.contains(&format!("PSK not protected: secret/acme-psk -n tenant-acme of the window of tenant-acme/acme: {owner} tracks it and was let go by the window of tenant-acme/acme")),
+            "{what}: {out}"
+        );
+        assert!(out.contains(&format!("Do not resume {owner} before the protection holds: `kubectl annotate secret acme-psk -n tenant-acme {key}={value}`")), "{what}: {out}");
+        let doc: Value =
+            serde_json::from_str(&l.vpnmig(&["status", "-o", "json"]).await.stdout).unwrap();
+        assert_eq!(
+            doc["pskProblems"][0]["state"], "unprotected",
+            "{what}: {doc}"
+        );
+        assert!(
+            doc["gateways"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g["name"] == "acme"
+                    && g["blockers"].to_string().contains("psk-unprotected")),
+            "{what}: {doc}"
+        );
+        // Set by a context the policy allows: the line and the blocker go.
+        l.sb.api_faults.write().unwrap().webhooks.clear();
+        let secrets = l.sb.store.resource("", "v1", "secrets").unwrap();
+        l.sb.store
+            .modify(
+                &secrets,
+                NS,
+                "acme-psk",
+                false,
+                &by("kubectl-annotate"),
+                |o| {
+                    let mut o = o.clone();
+                    o["metadata"]["annotations"][key] = json!(value);
+                    Ok(o)
+                },
+            )
+            .unwrap();
+        let doc: Value =
+            serde_json::from_str(&l.vpnmig(&["status", "-o", "json"]).await.stdout).unwrap();
+        assert!(
+            !doc["pskProblems"].to_string().contains("unprotected"),
+            "{what}: {doc}"
+        );
+    }
+}
+
+/// A platform freezes the Argo CD owner `acme` after re-arming it: `automated` back and
+/// the annotation `argocd.argoproj.io/skip-reconcile=true`, written by `platform-freeze`
+/// (a21i 12): its policy is theirs now, and vpnmig lets go of it.
+fn argo_frozen_by_platform(l: &Live) {
+    let (g, v, p, ons) = Tool::Argo.owner_type();
+    let rt = l.sb.store.resource(g, v, p).unwrap();
+    l.sb.store
+        .modify(&rt, ons, "acme", false, &by("platform-freeze"), |o| {
+            let mut o = o.clone();
+            o["metadata"]["annotations"]["argocd.argoproj.io/skip-reconcile"] = json!("true");
+            o["spec"]["syncPolicy"]["automated"] = json!({"prune": true, "selfHeal": true});
+            Ok(o)
+        })
+        .unwrap();
 }
 
 /// Another team resumes the Flux owner `acme` and suspends it again (field manager

@@ -202,6 +202,7 @@ fn psk_blocker(state: &str) -> &'static str {
         "changed" => "psk-changed",
         "re-created" => "psk-re-created",
         "moved" => "psk-moved",
+        "unprotected" => "psk-unprotected",
         _ => "psk-unchecked",
     }
 }
@@ -383,6 +384,79 @@ async fn psk_problem(cluster: &Cluster, j: &crate::core::journal::Journal) -> Op
     })
 }
 
+/// The window's PSK Secret, tracked by a GitOps owner a window let go of (its resume is a
+/// person's, and nothing watches its first sync) that is still suspended, without that
+/// owner's prune protection (refused by a webhook or RBAC, or taken off): a resume of a
+/// source without the Secret deletes the client's key (a21i 11, 12: the let-go said so
+/// once, `status` said nothing, `verify` was green, and the unfreeze pruned the keys).
+/// A blocker (`psk-unprotected`) on the gateway's row until the protection holds.
+async fn unprotected_psk(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+    parsed: &[crate::core::journal::Journal],
+) -> Option<PskProblem> {
+    use crate::core::gitops;
+    let (ns, name, secret) = (&j.namespace, &j.gateway, &j.psk_secret);
+    // Each owner let go, once, with the first window that let go of it.
+    let mut let_go: Vec<(&gitops::Record, &crate::core::journal::Journal)> = Vec::new();
+    for other in parsed {
+        for r in other
+            .gitops
+            .iter()
+            .filter(|r| r.let_go.is_some() && !r.paused)
+        {
+            if !let_go
+                .iter()
+                .any(|(x, _)| gitops::same_owner(&x.owner, &r.owner))
+            {
+                let_go.push((r, other));
+            }
+        }
+    }
+    if let_go.is_empty() {
+        return None;
+    }
+    let sec = crate::cluster::gitops::get_kept(cluster, "v1", "Secret", ns, secret)
+        .await
+        .ok()??;
+    for (r, by) in let_go {
+        if !gitops::tracks(&r.owner, &sec) || gitops::protected(&r.owner.kind, &sec) {
+            continue;
+        }
+        // Syncing again with the Secret still there: its source defines it (or the
+        // controller keeps it); the danger is past.
+        let Ok(crate::cluster::gitops::Found::One(_, o)) =
+            crate::cluster::gitops::find(cluster, &r.owner).await
+        else {
+            continue;
+        };
+        if gitops::owner_state(&o, "IPsecGateway", ns, name).active {
+            continue;
+        }
+        let (key, value) = gitops::prune_protection(&r.owner.kind);
+        return Some(PskProblem {
+            namespace: ns.clone(),
+            gateway: name.clone(),
+            secret: format!("secret/{secret} -n {ns}"),
+            state: "unprotected".into(),
+            detail: format!(
+                "{} tracks it and was let go by the window of {}/{} ({}), so its resume is a person's, and the Secret does not carry {key}={value}: a resume of a {} without it deletes the client's key, which vpnmig does not hold. Do not resume {} before the protection holds: `kubectl annotate secret {secret} -n {ns} {key}={value}` with a context the cluster's policy allows (or put the Secret back in its repository); this line goes once it holds",
+                r.owner.display(),
+                by.namespace,
+                by.gateway,
+                r.let_go.as_deref().unwrap_or_default(),
+                if r.owner.kind == "HelmRelease" {
+                    "chart"
+                } else {
+                    "source"
+                },
+                r.owner.display()
+            ),
+        });
+    }
+    None
+}
+
 /// A finished window whose gateway is not the kind it left: gone, or only the other kind.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -518,6 +592,8 @@ impl Windows {
         for p in &self.psk {
             let head = if p.state == "unchecked" {
                 "PSK not checked"
+            } else if p.state == "unprotected" {
+                "PSK not protected"
             } else {
                 "PSK not as the window left it"
             };
@@ -999,7 +1075,7 @@ async fn open_windows(
                     j.gateway,
                     j.phase,
                     if kept == 0 {
-                        "The window set no protection from it (it tracks nothing the window keeps, or it was refused: the window's run said which); check its source before any resume".to_string()
+                        "The window set no protection from it (it tracks nothing the window keeps, or the protection was refused: a \"PSK not protected\" line below names each key left bare); check its source before any resume".to_string()
                     } else {
                         format!(
                             "The window set {kept} protection(s) from it (\"kept from …\" below): keep them; a resume of a source or chart without secret/{} -n {} deletes the client's key unless the protection stays",
@@ -1029,6 +1105,8 @@ async fn open_windows(
     let mut psk = Vec::new();
     for j in &parsed {
         if let Some(p) = psk_problem(cluster, j).await {
+            psk.push(p);
+        } else if let Some(p) = unprotected_psk(cluster, j, &parsed).await {
             psk.push(p);
         }
     }
@@ -1346,15 +1424,40 @@ async fn suspended_owners(
                         let who = let_go.unwrap_or_else(|| {
                             "no vpnmig window suspended it (it was suspended before the window): vpnmig does not resume it".to_string()
                         });
+                        // Its PSK Secret carries the owner's markers and not its prune
+                        // protection: no resume by hand is handed out, whatever the
+                        // source holds (a21i 11: "if it has one" passed a source without
+                        // the Secret, and the resume pruned the key).
+                        let bare = match crate::cluster::gitops::get_kept(
+                            cluster,
+                            "v1",
+                            "Secret",
+                            ns,
+                            &j.psk_secret,
+                        )
+                        .await
+                        {
+                            Ok(Some(sec)) => {
+                                gitops::tracks(&r.owner, &sec)
+                                    && !gitops::protected(&r.owner.kind, &sec)
+                            }
+                            _ => false,
+                        };
+                        let then = if bare {
+                            let (key, value) = gitops::prune_protection(&r.owner.kind);
+                            format!(
+                                "Do not resume it yet: secret/{} -n {ns} (the PSK) carries its markers and not {key}={value}, so a resume of a source without it deletes the client's key, which vpnmig does not hold: `kubectl annotate secret {} -n {ns} {key}={value}` first (with a context the cluster's policy allows), or put the Secret in its repository; `vpnmig status -n {ns}` then gives the checks before its resume",
+                                j.psk_secret, j.psk_secret
+                            )
+                        } else {
+                            crate::window::resume_by_hand(&r.owner, replaced, j)
+                        };
                         out.push(Suspended {
                             namespace: ns.clone(),
                             gateway: name.clone(),
                             phase: j.phase.to_string(),
                             owner: r.owner.display(),
-                            resume: format!(
-                                "{who}. {}",
-                                crate::window::resume_by_hand(&r.owner, replaced, j)
-                            ),
+                            resume: format!("{who}. {then}"),
                             relies: true,
                             relied_on_by: Vec::new(),
                             live: "suspended".into(),
@@ -1406,15 +1509,61 @@ async fn suspended_owners(
                                 )
                             })
                             .collect();
-                        if by.is_empty() {
-                            "no vpnmig window suspended it: it stays suspended until whoever suspended it resumes it, after this window is done".to_string()
-                        } else {
+                        // A window that suspended it and let go of it since (its policy
+                        // changed, re-enabled, re-created, gone): that is who suspended
+                        // it, not nobody (a21i 01, 07).
+                        let let_go = all.iter().find_map(|other| {
+                            other
+                                .gitops
+                                .iter()
+                                .find(|x| gitops::same_owner(&x.owner, &r.owner) && x.let_go.is_some())
+                                .map(|x| {
+                                    format!(
+                                        "the window of {}/{} suspended it and let go of it ({}): vpnmig no longer holds it, and nothing vpnmig does resumes or keeps it suspended",
+                                        other.namespace,
+                                        other.gateway,
+                                        x.let_go.as_deref().unwrap_or_default()
+                                    )
+                                })
+                        });
+                        if !by.is_empty() {
                             by.join("; ")
+                        } else if let Some(l) = let_go {
+                            l
+                        } else {
+                            "no vpnmig window suspended it: it stays suspended until whoever suspended it resumes it, after this window is done".to_string()
                         }
                     }
                     Err(why) => format!(
                         "which window suspended it cannot be read ({why}); it stays suspended until this window is done"
                     ),
+                };
+                // The live owner, read back (a21i 01, 07: "not read back … stays
+                // suspended" after the owner synced again and re-created the gateway).
+                let (live, live_detail, resume) = match owner_obj.as_ref() {
+                    Some(o) if gitops::owner_state(o, "IPsecGateway", ns, name).active => (
+                        "re-enabled",
+                        "it syncs automatically again".to_string(),
+                        format!(
+                            "{resume}; it syncs again while this window is under way: a source that still defines ipsecgateway/{name} -n {ns} re-creates it beside the new objects and contests the floating IP: suspend it again (`{}`) before `vpnmig cutover {name} -n {ns}` goes on or `vpnmig rollback {name} -n {ns}` goes back",
+                            gitops::pause_command(&r.owner)
+                        ),
+                    ),
+                    Some(o) => {
+                        let hands = gitops::hand_writers(o);
+                        (
+                            "suspended",
+                            if hands.is_empty() {
+                                String::new()
+                            } else {
+                                format!("its policy last written by {}", hands.join(", "))
+                            },
+                            format!(
+                                "{resume}; it must stay suspended until this window is done: `vpnmig cutover {name} -n {ns}` goes on, `vpnmig rollback {name} -n {ns}` goes back"
+                            ),
+                        )
+                    }
+                    None => ("unknown", String::new(), resume),
                 };
                 out.push(Suspended {
                     namespace: ns.clone(),
@@ -1424,8 +1573,8 @@ async fn suspended_owners(
                     resume,
                     relies: true,
                     relied_on_by: Vec::new(),
-                    live: "unknown".into(),
-                    live_detail: String::new(),
+                    live: live.into(),
+                    live_detail,
                 });
                 continue;
             }

@@ -93,12 +93,9 @@ async fn protect_kept(
 ) -> Result<Result<Value, (String, String)>, Error> {
     let r = w.journal.gitops[i].owner.clone();
     let again = if handover {
-        format!(
-            "`vpnmig {} {} -n {}` sets it again",
-            verb_of(replaced),
-            w.name(),
-            w.ns()
-        )
+        // The journal no longer holds the owner after a hand-over: a re-run of the
+        // window does not set it again (a21i 12b: "already done: nothing to do").
+        "put it in the owner's repository before anyone resumes the owner (a re-run of vpnmig does not set it: the journal no longer holds the owner)".to_string()
     } else {
         format!(
             "then `vpnmig {} {} -n {}`",

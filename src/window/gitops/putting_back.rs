@@ -207,8 +207,11 @@ pub(super) async fn hand_over(
     }
     let (key, value) = gitops::prune_protection(&owner.kind);
     let protected = &w.journal.gitops[i].protected;
-    let mut out = if protected.is_empty() {
+    let mut out = if protected.is_empty() && refused.is_empty() && psk_tracked.is_empty() {
         "nothing the window keeps needs a protection from it (it tracks none of them)".to_string()
+    } else if protected.is_empty() {
+        // Refused, or a tracked PSK Secret left bare: never "it tracks none" (a21i 11).
+        "no protection from it holds on what the window keeps".to_string()
     } else {
         format!(
             "the window keeps {} from it (the journal records {})",

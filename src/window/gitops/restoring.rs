@@ -57,11 +57,12 @@ pub(crate) async fn restore(
                 w.journal.gitops[i].let_go = Some(format!("{}: gone", now()));
                 journal::write(w.cluster, &w.journal, false).await?;
                 w.ev.emit(Event::Warning(format!(
-                    "{} is gone (the cluster has no {} {} in namespace {}): nothing to restore; the journal no longer holds it; before letting go, {kept}. Whatever syncs the objects now is someone else's (`vpnmig status -n {ns} -o wide` shows MANAGED-BY)",
+                    "{} is gone (the cluster has no {} {} in namespace {}): nothing to restore; the journal no longer holds it; before letting go, {kept}{}. Whatever syncs the objects now is someone else's (`vpnmig status -n {ns} -o wide` shows MANAGED-BY)",
                     r.owner.display(),
                     r.owner.kind,
                     r.owner.name,
-                    r.owner.namespace.as_deref().unwrap_or_default()
+                    r.owner.namespace.as_deref().unwrap_or_default(),
+                    under_way_note(&all[1..], &r.owner)
                 )));
                 unprotected_stop(w, &r.owner, &all).await?;
                 continue;
@@ -107,8 +108,9 @@ pub(crate) async fn restore(
                     Some(format!("{}: {what}", super::super::steps::now()));
                 journal::write(w.cluster, &w.journal, false).await?;
                 w.ev.emit(Event::Warning(format!(
-                    "{} is not restored: {what} (live: {seen}); vpnmig leaves its policy as it is, and the journal no longer holds it; before letting go, {kept} (`vpnmig status -n {ns}` lists them)",
-                    r.owner.display()
+                    "{} is not restored: {what} (live: {seen}); vpnmig leaves its policy as it is, and the journal no longer holds it; before letting go, {kept}{} (`vpnmig status -n {ns}` lists them)",
+                    r.owner.display(),
+                    under_way_note(&all[1..], &r.owner)
                 )));
                 unprotected_stop(w, &r.owner, &all).await?;
                 continue;
@@ -709,6 +711,47 @@ async fn every_window_on<'a>(
         }
     }
     all
+}
+
+/// The windows on a let-go owner that are under way (between their start and `done` /
+/// `rolled-back`), each with what the owner's resume does to it: a21i 07, the let-go said
+/// nothing of a window past its delete, and the other team's resume re-created its old
+/// gateway beside its VPNGateway. Empty when none is.
+fn under_way_note(
+    others: &[(crate::core::journal::Journal, &str)],
+    owner: &gitops::OwnerRef,
+) -> String {
+    let notes: Vec<String> = others
+        .iter()
+        .filter(|(j, _)| !j.phase.finished())
+        .map(|(j, _)| {
+            let (n, ns) = (&j.gateway, &j.namespace);
+            if j.phase.rolling_back() {
+                format!(
+                    "the window of {ns}/{n} is rolling back (journal phase {}): a resume of {} before its rollback is done may prune what the rollback re-creates or bring back what it takes out; finish it first (`vpnmig rollback {n} -n {ns}`)",
+                    j.phase,
+                    owner.display()
+                )
+            } else if j.phase.past_delete() {
+                format!(
+                    "the window of {ns}/{n} is under way past its delete (journal phase {}): a resume of {} whose source still defines ipsecgateway/{n} re-creates it beside the new objects and contests the floating IP; finish or roll back that window first (`vpnmig cutover {n} -n {ns}` goes on, `vpnmig rollback {n} -n {ns}` goes back)",
+                    j.phase,
+                    owner.display()
+                )
+            } else {
+                format!(
+                    "the window of {ns}/{n} is under way (journal phase {}), and relied on the suspension: a resume of {} before it is done undoes what it relies on; finish or roll back that window first (`vpnmig cutover {n} -n {ns}` goes on, `vpnmig rollback {n} -n {ns}` goes back)",
+                    j.phase,
+                    owner.display()
+                )
+            }
+        })
+        .collect();
+    if notes.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", notes.join("; "))
+    }
 }
 
 /// After a let-go: a PSK Secret of a window on `owner` that the owner tracks and that does
