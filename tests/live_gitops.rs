@@ -3988,6 +3988,79 @@ relies_on_parent! {
     };
 }
 
+/// a21i 04b: a colleague resumes the Flux owner while the old gateway unwinds; the stop
+/// says to suspend it again. Done as it says, the suspension stays the window's (written
+/// as vpnmig writes it): the resumed window ends done and restores nothing over "a policy
+/// changed since" (before, the hint was `flux suspend`, whose field manager made the
+/// window let go of its own owner and hand out a resume by hand).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn following_the_stop_s_suspend_keeps_the_suspension_the_window_s() {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s.operator.finalizer_delay_ms = 3000;
+    let l = start(FLUX, s).await;
+    adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+    let child = l.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
+    eventually(30, "the window deletes the IPsecGateway", || {
+        phase(&l, NS, "acme").as_deref() == Some("deleting")
+    })
+    .await;
+    let (g, v, p, ons) = Tool::Flux.owner_type();
+    let rt = l.sb.store.resource(g, v, p).unwrap();
+    let suspend_by = |suspend: bool, manager: &str| {
+        l.sb.store
+            .modify(&rt, ons, "acme", false, &by(manager), |o| {
+                let mut o = o.clone();
+                o["spec"]["suspend"] = json!(suspend);
+                Ok(o)
+            })
+            .unwrap();
+    };
+    suspend_by(false, "flux-client-side-apply");
+    let r = live::finish(child).await;
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    // Its sync re-creates the old gateway; the resume names the owner that did.
+    eventually(30, "the owner's sync re-created the IPsecGateway", || {
+        ipsecgateways(&l) == 1
+    })
+    .await;
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("kustomization/acme -n flux-system re-created it (its controller wrote it"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.says("suspend it again as the window writes it (`kubectl patch kustomization acme -n flux-system --field-manager=vpnmig"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.says("`flux suspend kustomization acme"), "{}", r.stderr);
+    // As the stop says: suspended as vpnmig writes it, the re-created gateway deleted.
+    suspend_by(true, "vpnmig");
+    let old =
+        l.sb.store
+            .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+            .unwrap();
+    let _ = l.sb.store.delete(&old, NS, "acme", &Default::default());
+    // Gone, finalizer and all, as `kubectl delete` waits for it.
+    eventually(30, "the re-created IPsecGateway is gone", || {
+        l.sb.store.get(&old, NS, "acme").is_err()
+    })
+    .await;
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.says("policy changed since"), "{}", r.stderr);
+    assert_eq!(phase(&l, NS, "acme").as_deref(), Some("done"));
+    let j = live::journal(&l, NS, "acme").unwrap();
+    assert_eq!(
+        j["gitops"][0]["paused"], true,
+        "the window still holds it: {j}"
+    );
+    assert!(j["gitops"][0]["letGo"].is_null(), "{j}");
+}
+
 /// An IPsecGateway of the name created by hand (a new uid, no GitOps) the moment the old
 /// one is gone: the window stops before anything new is applied, and says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,51 @@
 
 use super::*;
 
+/// What to do about an IPsecGateway re-created after the window's delete, found by a
+/// resume: first the GitOps owner its markers name, when that owner's controller wrote it
+/// (its sync re-creates it after any delete: a21i 07), with the suspension as the window
+/// writes it when the window paused that owner (a21i 04b); then the ways on and back.
+fn recreated_hint(j: &Journal, old: &Value) -> String {
+    use crate::core::gitops;
+    let (name, ns) = (&j.gateway, &j.namespace);
+    let ways = format!(
+        "`vpnmig rollback {name} -n {ns}` settles the journal on it (its addresses are checked); or delete it (`kubectl delete ipsecgateway {name} -n {ns}`) and `vpnmig cutover {name} -n {ns}` resumes"
+    );
+    let owner = gitops::reconciling(&gitops::detect(old))
+        .into_iter()
+        .filter_map(|m| m.owner.clone())
+        .find(|o| gitops::written_by(&o.kind, old));
+    match owner {
+        Some(o) => {
+            let ours = j
+                .gitops
+                .iter()
+                .any(|r| gitops::same_owner(&r.owner, &o) && r.paused);
+            let stop = if ours {
+                format!(
+                    "the window suspended it and its suspension did not hold: suspend it again as the window writes it (`{}`), so that it stays the window's and its restore puts the saved policy back",
+                    gitops::pause_command(&o)
+                )
+            } else {
+                format!(
+                    "suspend it first (`{}`, or take the IPsecGateway out of its source)",
+                    gitops::pause_command(&o)
+                )
+            };
+            format!(
+                "{} re-created it (its controller wrote it: {}), and its sync re-creates it after any delete: {stop}; then {ways}",
+                o.display(),
+                gitops::writer(old).unwrap_or_default()
+            )
+        }
+        None => format!(
+            "someone re-created it ({}): find who and make sure they do not again; then {ways}; plan again after a rollback",
+            gitops::writer(old)
+                .unwrap_or_else(|| "no field manager but vpnmig's and the operator's".into())
+        ),
+    }
+}
+
 /// A journal past the delete: go on from its phase with what it recorded (the old
 /// gateway is gone: nothing is re-planned).
 pub(super) async fn resume(
@@ -40,9 +85,7 @@ pub(super) async fn resume(
                     j.phase,
                     uid.unwrap_or("?")
                 ),
-                hint: Some(format!(
-                    "someone re-created it: `vpnmig rollback {name} -n {ns}` settles the journal on it; then plan again"
-                )),
+                hint: Some(recreated_hint(&j, &old)),
             });
         }
     }

@@ -608,7 +608,18 @@ pub(crate) async fn still_acting(
                 format!(
                     "suspend {} first ({}{}), {take_out}",
                     owner.display(),
-                    suspend_command(&owner),
+                    // The window's own suspension, written as the window writes it, so
+                    // that it stays the window's and its restore puts the saved policy
+                    // back (a21i 04b: `flux suspend` here read as "policy changed since",
+                    // the window let go, and a resume by hand was handed out).
+                    if record.is_some() {
+                        format!(
+                            "`{}`: written as vpnmig writes it, the suspension stays the window's, and its restore puts the saved policy back",
+                            gitops::pause_command(&owner)
+                        )
+                    } else {
+                        suspend_command(&owner)
+                    },
                     parents
                         .iter()
                         .find(|(_, v)| gitops::parent_state(v, &live_obj).active)
