@@ -46,7 +46,7 @@ pub struct Row {
     pub ready: String,
     /// Ids of the plan's failed blocker checks (old kind only; `None` for the new kind),
     /// and, added by `vpnmig status` for either kind, `psk-changed` / `psk-gone` /
-    /// `psk-re-created` / `psk-moved` / `psk-unchecked` when the window's PSK Secret is not as its journal
+    /// `psk-re-created` / `psk-moved` / `psk-unchecked` / `psk-unprotected` when the window's PSK Secret is not as its journal
     /// fingerprinted it (issue 21 item 1).
     pub blockers: Option<Vec<&'static str>>,
     /// Who manages the object besides vpnmig and the operator (`core::gitops::cell`:
