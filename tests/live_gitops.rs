@@ -6532,6 +6532,30 @@ async fn a_let_go_whose_protection_is_refused_says_do_not_resume() {
     }
 }
 
+/// a21i R03: an Argo CD owner let go of because a platform froze it (skip-reconcile, with
+/// `automated` put back): the window that relied on it is told to lift the freeze, not to
+/// set a policy it already has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relier_of_a_frozen_application_is_told_to_lift_the_freeze() {
+    let l = synced(Tool::Argo).await;
+    done_then_merged_by(&l, Tool::Argo, |m| m).await;
+    other_window_on(&l, Tool::Argo, NS, "beta", "done", false);
+    argo_frozen_by_platform(&l);
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("application/acme -n argocd is not restored"),
+        "{}",
+        r.stderr
+    );
+    let out = live::flat(&l.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(
+        out.contains("its policy is automated already and only the freeze holds it: lift the freeze (`kubectl annotate application acme -n argocd argocd.argoproj.io/skip-reconcile-`)"),
+        "{out}"
+    );
+    assert!(!out.contains("--sync-policy automated"), "{out}");
+}
+
 /// A platform freezes the Argo CD owner `acme` after re-arming it: `automated` back and
 /// the annotation `argocd.argoproj.io/skip-reconcile=true`, written by `platform-freeze`
 /// (a21i 12): its policy is theirs now, and vpnmig lets go of it.

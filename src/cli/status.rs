@@ -1450,7 +1450,7 @@ async fn suspended_owners(
                                 j.psk_secret, j.psk_secret
                             )
                         } else {
-                            crate::window::resume_by_hand(&r.owner, replaced, j)
+                            crate::window::resume_by_hand(&r.owner, replaced, j, Some(&o))
                         };
                         out.push(Suspended {
                             namespace: ns.clone(),

@@ -298,7 +298,7 @@ pub(crate) async fn self_suspended_note(
         ev.emit(Event::Warning(format!(
             "{} is still suspended: no vpnmig window suspended it (it was suspended before the window), so vpnmig does not resume it, `--gitops resume` included. {}",
             r.owner.display(),
-            resume_by_hand(&r.owner, replaced, j)
+            resume_by_hand(&r.owner, replaced, j, Some(&obj))
         )));
     }
 }
@@ -309,6 +309,7 @@ pub(crate) fn resume_by_hand(
     owner: &gitops::OwnerRef,
     replaced: &str,
     j: &crate::core::journal::Journal,
+    live: Option<&Value>,
 ) -> String {
     let (ns, name) = (&j.namespace, &j.gateway);
     let ons = owner.namespace.as_deref().unwrap_or("argocd");
@@ -324,6 +325,25 @@ pub(crate) fn resume_by_hand(
             gitops::helm_psk_check(owner, &j.psk_secret, ns, j.psk_key()),
             format!("`flux resume helmrelease {} -n {ons}`", owner.name),
         ),
+        // Automated already, held by a freeze only (a21i R03: "argocd app set …
+        // --sync-policy automated" was handed out over a policy that already was): the
+        // resume is lifting the freeze.
+        _ if live.is_some_and(|o| {
+            o.pointer("/spec/syncPolicy/automated")
+                .is_some_and(|a| !a.is_null())
+                && o.pointer("/metadata/annotations/argocd.argoproj.io~1skip-reconcile")
+                    .and_then(Value::as_str)
+                    == Some("true")
+        }) =>
+        {
+            (
+                format!("`argocd app diff {}`", owner.name),
+                format!(
+                    "its policy is automated already and only the freeze holds it: lift the freeze (`kubectl annotate application {} -n {ons} argocd.argoproj.io/skip-reconcile-`)",
+                    owner.name
+                ),
+            )
+        }
         _ => (
             format!("`argocd app diff {}`", owner.name),
             format!(

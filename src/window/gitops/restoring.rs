@@ -596,7 +596,7 @@ pub(crate) async fn restore(
                 format!(
                     "{} stays suspended: no vpnmig window suspended it (it was suspended before this window), so vpnmig does not resume it; {kept}. {} (docs/gitops.md, \"An owner you suspended yourself\")",
                     r.owner.display(),
-                    resume_by_hand(&r.owner, replaced, &w.journal)
+                    resume_by_hand(&r.owner, replaced, &w.journal, None)
                 )
             }
         }));
