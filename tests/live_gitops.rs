@@ -6273,6 +6273,19 @@ async fn a_let_go_protects_every_window_on_the_owner() {
         "{out}"
     );
     assert!(!out.contains("no vpnmig window suspended it"), "{out}");
+    // beta's own run says the same, and records no vouch that nothing would count
+    // (a21i R07).
+    let r = l
+        .vpnmig(&["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"])
+        .await;
+    assert!(
+        r.says("no vouch recorded for kustomization/acme -n flux-system: the window of tenant-acme/acme suspended it and let go of it ("),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.says("no vpnmig window suspended it"), "{}", r.stderr);
+    let j = live::journal(&l, NS, "beta").unwrap();
+    assert!(j["gitops"][0]["vouched"].is_null(), "{j}");
 }
 
 /// a21i 01, 07 (major): a let-go while another window on the owner is under way said

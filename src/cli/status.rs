@@ -1407,19 +1407,8 @@ async fn suspended_owners(
                         // The window that suspended it may have let go of it since
                         // (its policy changed, re-enabled, re-created): that is who
                         // suspended it, not nobody (a21h 03, 07).
-                        let let_go = parsed.iter().find_map(|other| {
-                            other
-                                .gitops
-                                .iter()
-                                .find(|x| gitops::same_owner(&x.owner, &r.owner) && x.let_go.is_some())
-                                .map(|x| {
-                                    format!(
-                                        "the window of {}/{} suspended it and let go of it ({}): vpnmig no longer holds it and does not resume it",
-                                        other.namespace,
-                                        other.gateway,
-                                        x.let_go.as_deref().unwrap_or_default()
-                                    )
-                                })
+                        let let_go = holders::let_go_by(parsed, &r.owner).map(|l| {
+                            format!("{l}: vpnmig no longer holds it and does not resume it")
                         });
                         let who = let_go.unwrap_or_else(|| {
                             "no vpnmig window suspended it (it was suspended before the window): vpnmig does not resume it".to_string()
@@ -1512,19 +1501,8 @@ async fn suspended_owners(
                         // A window that suspended it and let go of it since (its policy
                         // changed, re-enabled, re-created, gone): that is who suspended
                         // it, not nobody (a21i 01, 07).
-                        let let_go = all.iter().find_map(|other| {
-                            other
-                                .gitops
-                                .iter()
-                                .find(|x| gitops::same_owner(&x.owner, &r.owner) && x.let_go.is_some())
-                                .map(|x| {
-                                    format!(
-                                        "the window of {}/{} suspended it and let go of it ({}): vpnmig no longer holds it, and nothing vpnmig does resumes or keeps it suspended",
-                                        other.namespace,
-                                        other.gateway,
-                                        x.let_go.as_deref().unwrap_or_default()
-                                    )
-                                })
+                        let let_go = holders::let_go_by(&all, &r.owner).map(|l| {
+                            format!("{l}: vpnmig no longer holds it, and nothing vpnmig does resumes or keeps it suspended")
                         });
                         if !by.is_empty() {
                             by.join("; ")

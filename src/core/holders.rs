@@ -75,6 +75,27 @@ pub fn holders(journals: &[Journal], owner: &OwnerRef, me: (&str, &str)) -> Vec<
     out
 }
 
+/// The window among `journals` that suspended `owner` and let go of it since (its policy
+/// changed, re-enabled by someone else, re-created, gone; [`crate::core::gitops::Record::let_go`]),
+/// said as `the window of NS/GW suspended it and let go of it (WHEN: WHY)`: who suspended
+/// an owner no window holds any more, never "no vpnmig window suspended it" (a21h 03, 07;
+/// a21i 01, 07, R07).
+pub fn let_go_by(journals: &[Journal], owner: &OwnerRef) -> Option<String> {
+    journals.iter().find_map(|j| {
+        j.gitops
+            .iter()
+            .find(|r| same_owner(&r.owner, owner) && r.let_go.is_some())
+            .map(|r| {
+                format!(
+                    "the window of {}/{} suspended it and let go of it ({})",
+                    j.namespace,
+                    j.gateway,
+                    r.let_go.as_deref().unwrap_or_default()
+                )
+            })
+    })
+}
+
 /// What window `j`'s phase replaced: `IPsecGateway` at `done`, `VPNGateway` at
 /// `rolled-back`; `None` for a window under way.
 pub fn replaced_kind(j: &Journal) -> Option<&'static str> {

@@ -151,7 +151,10 @@ fn split_at_column(line: &str, col: usize) -> (&str, &str) {
 pub fn wrap_lines(text: &str, width: usize, first: &str, rest: &str) -> Vec<String> {
     let mut lines = Vec::new();
     let mut line = first.to_string();
-    let mut fresh = true; // nothing but the prefix on `line` yet
+    // Nothing but the prefix on `line` yet. A prefix that ends inside a word (the
+    // first two columns of `no vouch …`: `hanging` cuts a line whose first word is
+    // short there) is text: the gap after it is kept ("novouch" was printed).
+    let mut fresh = first.is_empty() || first.ends_with(char::is_whitespace);
     let mut queue: std::collections::VecDeque<Token> = tokens(text).into();
     while let Some(Token { gap, word, span }) = queue.pop_front() {
         let gap_w = if fresh { 0 } else { gap.len() };
@@ -475,6 +478,21 @@ mod tests {
         assert_eq!(choose(Some("0"), None), UNKNOWN);
         assert_eq!(choose(None, None), UNKNOWN);
         assert_eq!(choose(Some("12"), None), MIN);
+    }
+
+    #[test]
+    fn a_long_line_whose_first_word_is_short_keeps_its_first_space() {
+        // One row per first word of two letters (the cut of `hanging` falls before the
+        // space): never "novouch".
+        for first in ["no", "an", "is", "it"] {
+            let line = format!(
+                "{first} vouch recorded for kustomization/acme -n flux-system: the window of tenant-acme/acme suspended it"
+            );
+            let s = hanging(&line, 40);
+            assert!(s.starts_with(&format!("{first} vouch ")), "{s}");
+            let words: Vec<&str> = s.split_whitespace().collect();
+            assert_eq!(words, line.split_whitespace().collect::<Vec<_>>(), "{s}");
+        }
     }
 
     #[test]

@@ -295,8 +295,12 @@ pub(crate) async fn self_suspended_note(
         {
             continue;
         }
+        // A window that suspended it and let go of it is who suspended it (a21i R07).
+        let who = holders::let_go_by(&journals, &r.owner).unwrap_or_else(|| {
+            "no vpnmig window suspended it (it was suspended before the window)".into()
+        });
         ev.emit(Event::Warning(format!(
-            "{} is still suspended: no vpnmig window suspended it (it was suspended before the window), so vpnmig does not resume it, `--gitops resume` included. {}",
+            "{} is still suspended: {who}, so vpnmig does not resume it, `--gitops resume` included. {}",
             r.owner.display(),
             resume_by_hand(&r.owner, replaced, j, Some(&obj))
         )));

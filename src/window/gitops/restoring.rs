@@ -660,6 +660,22 @@ pub(crate) async fn vouch(w: &mut Window<'_>, replaced: &str) -> Result<bool, Er
         if r.paused || !r.relies_on_a_window() {
             continue;
         }
+        // No window holds it any more (the one that suspended it let go of it, or
+        // restored it): nothing counts a vouch, so none is recorded (a21i R07).
+        if let Ok(journals) = journals_for(w.cluster, None, (&ns, &name)).await
+            && !holders::holders(&journals, &r.owner, (&ns, &name))
+                .iter()
+                .any(|h| h.paused)
+        {
+            w.ev.emit(Event::Info(format!(
+                "no vouch recorded for {}: {}; no vpnmig window holds it to restore it, so nothing would count it",
+                r.owner.display(),
+                holders::let_go_by(&journals, &r.owner).unwrap_or_else(|| {
+                    "the window that suspended it restored it or let go of it".into()
+                })
+            )));
+            continue;
+        }
         if !holders::vouched(&w.journal, &r) {
             w.journal.gitops[i].vouched = Some(gitops::Vouched {
                 no_longer_defines: replaced.to_string(),
