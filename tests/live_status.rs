@@ -165,6 +165,54 @@ crate::rows! {
         after: None,
         steps: |b| Box::pin(status_names_a_gateway_deleted_with_its_journal(b)),
     },
+    /// a21g 15: a VPNGateway that carries vpnmig's migrated-from annotation but that
+    /// vpnmig never applied (the repository change merged before any window: the GitOps
+    /// controller applied the bundle's objects) is not "journal missing": no window ran.
+    status_tells_a_gateway_migrated_outside_a_window: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(status_tells_a_gateway_migrated_outside_a_window(b)),
+    },
+}
+
+async fn status_tells_a_gateway_migrated_outside_a_window(b: &Bed) {
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // beta's VPNGateway, as a repository would hold it, applied by someone else.
+    let mut gw = b.get(VPNGATEWAY, "tenant-acme", "acme").await.unwrap();
+    let spec = gw["spec"].take();
+    b.put(
+        VPNGATEWAY,
+        "tenant-acme",
+        json!({"metadata": {"name": "beta", "namespace": "tenant-acme",
+            "annotations": {"vpnmig.bnerd.net/migrated-from": "ipsecgateways.ipsec.bnerd.net/beta"}},
+            "spec": spec}),
+    )
+    .await;
+    let r = b.vpnmig(&["status"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let text = live::flat(&r.stdout);
+    assert!(
+        text.contains("migrated outside a vpnmig window: tenant-acme/beta: vpngateway/beta -n tenant-acme carries vpnmig's migrated-from annotation, but vpnmig never applied it (written by field manager "),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        !text.contains("journal missing: tenant-acme/beta"),
+        "{}",
+        r.stdout
+    );
+    // acme's own window, vpnmig-applied, stays as it was: no line for it.
+    assert!(
+        !text.contains("tenant-acme/acme was migrated"),
+        "{}",
+        r.stdout
+    );
+    let doc: Value =
+        serde_json::from_str(&b.vpnmig(&["status", "-o", "json"]).await.stdout).unwrap();
+    assert_eq!(doc["lostJournals"][0]["gateway"], "beta", "{doc}");
+    assert_eq!(doc["lostJournals"][0]["outsideWindow"], true, "{doc}");
 }
 
 async fn status_names_a_gateway_deleted_with_its_journal(b: &Bed) {

@@ -485,6 +485,11 @@ pub struct LostJournal {
     /// archived record in the cluster or this machine's bundle still names it (a21f A9).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub gateway_gone: bool,
+    /// The VPNGateway carries vpnmig's migrated-from annotation, but vpnmig never applied
+    /// it (no `vpnmig` field manager): it came in from a repository or by hand, and no
+    /// window's journal ever existed (a21g 15: "journal missing" was false there).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub outside_window: bool,
 }
 
 /// What `status` knows of windows: under way, journals lost, or why it could not tell.
@@ -617,6 +622,13 @@ impl Windows {
             ));
         }
         for l in &self.lost {
+            if l.outside_window {
+                out.push_str(&format!(
+                    "migrated outside a vpnmig window: {}/{}: {}\n",
+                    l.namespace, l.gateway, l.hint
+                ));
+                continue;
+            }
             if l.gateway_gone {
                 out.push_str(&format!(
                     "gateway and journal missing: {ns}/{name} had a vpnmig window, but neither an IPsecGateway nor a VPNGateway {name} exists in namespace {ns}, and ConfigMap {ns}/vpnmig-{name} is gone: the client's tunnels are down; find out who deleted them (`kubectl get events -n {ns}`); {}\n",
@@ -955,20 +967,31 @@ async fn open_windows(
             Some((cm.metadata.namespace.clone()?, name.to_string()))
         })
         .collect();
-    let lost = ours
-        .iter()
-        .filter(|g| !journals.contains(g))
-        .map(|(ns, name)| LostJournal {
+    let mut lost = Vec::new();
+    for (ns, name) in ours.iter().filter(|g| !journals.contains(g)) {
+        let hint = crate::state::lost_journal_hint(&cluster.server, ns, name);
+        // No bundle on this machine: was it ever a vpnmig window's? Its VPNGateway's
+        // field managers say whether vpnmig applied it.
+        let outside = match &hint {
+            Some(_) => None,
+            None => outside_window(cluster, ns, name).await,
+        };
+        lost.push(LostJournal {
             namespace: ns.clone(),
             gateway: name.clone(),
-            hint: crate::state::lost_journal_hint(&cluster.server, ns, name).unwrap_or_else(|| {
-                format!(
+            hint: match (hint, &outside) {
+                (Some(h), _) => h,
+                (None, Some(by)) => format!(
+                    "vpngateway/{name} -n {ns} carries vpnmig's migrated-from annotation, but vpnmig never applied it (written by {by}): it came in from a repository or by hand, not through a vpnmig window, so no journal ever existed and nothing vpnmig recorded rolls it back; `vpnmig verify {name} -n {ns}` checks what it serves"
+                ),
+                (None, None) => format!(
                     "a rollback needs the bundle of its cutover: `vpnmig rollback {name} -n {ns} --plan DIR`"
-                )
-            }),
+                ),
+            },
             gateway_gone: false,
-        })
-        .collect::<Vec<_>>();
+            outside_window: outside.is_some(),
+        });
+    }
     // A gateway whose journal and gateway are both gone (a21f A9: deleted together, or
     // the namespace emptied): only an archived record of an earlier window, or this
     // machine's bundle, still names it. Never silent: the client's tunnels are gone.
@@ -994,6 +1017,7 @@ async fn open_windows(
             namespace: ns,
             gateway: name,
             gateway_gone: true,
+            outside_window: false,
         });
     }
     // Each journal parsed once, for the windows under way and the suspended owners.
@@ -1837,6 +1861,24 @@ async fn suspended_owners(
         }
     }
     out
+}
+
+/// Who wrote VPNGateway `ns/name`, when vpnmig never applied it (no `vpnmig` field
+/// manager in its managedFields); `None` when vpnmig did, or it cannot be read.
+async fn outside_window(cluster: &Cluster, ns: &str, name: &str) -> Option<String> {
+    let obj =
+        crate::cluster::gitops::get_kept(cluster, "vpn.bnerd.net/v1alpha1", "VPNGateway", ns, name)
+            .await
+            .ok()??;
+    let by = crate::core::scope::managers(&obj);
+    if by.iter().any(|m| m == crate::core::scope::FIELD_MANAGER) {
+        return None;
+    }
+    Some(if by.is_empty() {
+        "no field manager recorded".to_string()
+    } else {
+        format!("field manager {}", by.join(", "))
+    })
 }
 
 /// The old gateway of a window past the delete, when one of its name exists again (another
