@@ -6569,6 +6569,41 @@ async fn a_relier_of_a_frozen_application_is_told_to_lift_the_freeze() {
     assert!(!out.contains("--sync-policy automated"), "{out}");
 }
 
+/// a21g 14: a fleet plan's gateway blocked only by `gitops-sync` joins a wave run with
+/// `--gitops pause`, as the one-gateway cutover takes its plan; without the flag the note
+/// says why it is not taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_dir_wave_with_gitops_pause_takes_a_gateway_blocked_only_by_gitops_sync() {
+    let l = synced(Tool::Argo).await;
+    let plans = l.cwd().join("plans");
+    let dir = plans.to_str().unwrap();
+    let r = l.vpnmig(&["plan", "-n", NS, "--out", dir]).await;
+    assert_eq!(r.code, 4, "{}", r.stdout);
+    let r = l.vpnmig(&["cutover", "--plan-dir", dir, "--yes"]).await;
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("1 gateway(s) of") && r.says("(1 of them blocked only by gitops-sync, which `--gitops pause` or `--gitops ignore` answers: with it they join the wave)"),
+        "{}",
+        r.stderr
+    );
+    assert!(live::journal(&l, NS, "acme").is_none());
+    let r = l
+        .vpnmig(&[
+            "cutover",
+            "--plan-dir",
+            dir,
+            "--gitops",
+            "pause",
+            "--yes",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
+    assert!(!r.says("are blocked"), "{}", r.stderr);
+    assert_eq!(phase(&l, NS, "acme").as_deref(), Some("done"));
+}
+
 /// A platform freezes the Argo CD owner `acme` after re-arming it: `automated` back and
 /// the annotation `argocd.argoproj.io/skip-reconcile=true`, written by `platform-freeze`
 /// (a21i 12): its policy is theirs now, and vpnmig lets go of it.

@@ -222,12 +222,23 @@ impl Wave<'_> {
                     self.with_remembered(&cluster, s, found)
                 }
                 Source::PlanDir(dir) => {
-                    let (members, blocked) =
-                        select::from_plan_dir(dir, self.cluster.namespace.as_deref())?;
+                    let answered = matches!(&self.window, WindowOptions::Cutover(c) if c.gitops.mode.is_some());
+                    let (members, blocked, gitops_only) = select::from_plan_dir(
+                        dir,
+                        self.cluster.namespace.as_deref(),
+                        answered,
+                    )?;
                     if blocked > 0 {
                         crate::output::say(&format!(
-                            "note: {blocked} gateway(s) of {}/fleet.json are blocked: not in this wave",
-                            dir.display()
+                            "note: {blocked} gateway(s) of {}/fleet.json are blocked: not in this wave{}",
+                            dir.display(),
+                            if gitops_only > 0 {
+                                format!(
+                                    " ({gitops_only} of them blocked only by gitops-sync, which `--gitops pause` or `--gitops ignore` answers: with it they join the wave)"
+                                )
+                            } else {
+                                String::new()
+                            }
                         ));
                     }
                     members

@@ -124,8 +124,14 @@ pub async fn select(
 
 /// The gateways `DIR/fleet.json` lists as ready (in `namespace` when given), each with its
 /// bundle `DIR/NAMESPACE/NAME` as its `--plan` (docs/fleet-json.md), and how many it lists
-/// as blocked (not taken).
-pub fn from_plan_dir(dir: &Path, namespace: Option<&str>) -> Result<(Vec<Member>, usize), Error> {
+/// as blocked (not taken), of which how many only by `gitops-sync`. With `gitops_answered` (the wave's `--gitops pause|ignore`), a
+/// gateway whose only blocker is `gitops-sync` is taken too, as `cutover NAME --plan DIR
+/// --gitops pause` takes it (a21g 14: such a wave said "no gateway selected").
+pub fn from_plan_dir(
+    dir: &Path,
+    namespace: Option<&str>,
+    gitops_answered: bool,
+) -> Result<(Vec<Member>, usize, usize), Error> {
     let path = dir.join("fleet.json");
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(&path).map_err(|source| Error::Read {
@@ -147,7 +153,7 @@ pub fn from_plan_dir(dir: &Path, namespace: Option<&str>) -> Result<(Vec<Member>
     let rows = doc["gateways"]
         .as_array()
         .ok_or_else(|| invalid("no `gateways` list".into()))?;
-    let (mut members, mut blocked) = (Vec::new(), 0);
+    let (mut members, mut blocked, mut gitops_only) = (Vec::new(), 0, 0);
     for r in rows {
         let (Some(ns), Some(name)) = (r["namespace"].as_str(), r["name"].as_str()) else {
             return Err(invalid(format!("a row without namespace or name: {r}")));
@@ -155,8 +161,13 @@ pub fn from_plan_dir(dir: &Path, namespace: Option<&str>) -> Result<(Vec<Member>
         if namespace.is_some_and(|want| want != ns) {
             continue;
         }
-        if r["verdict"] != "ready" {
+        let only_gitops = r["blocking"]
+            .as_array()
+            .is_some_and(|b| b.len() == 1 && b[0] == crate::core::checks::GITOPS_SYNC)
+            && r.get("error").is_none();
+        if r["verdict"] != "ready" && !(gitops_answered && only_gitops) {
             blocked += 1;
+            gitops_only += usize::from(only_gitops);
             continue;
         }
         let bundle = r["bundle"]
@@ -169,5 +180,5 @@ pub fn from_plan_dir(dir: &Path, namespace: Option<&str>) -> Result<(Vec<Member>
         });
     }
     members.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    Ok((members, blocked))
+    Ok((members, blocked, gitops_only))
 }
