@@ -4646,6 +4646,40 @@ rollback_beside! {
         Tool::Argo, false, "vpngateway/acme -n tenant-acme (uid";
 }
 
+/// a21g 11: a HelmRelease that ignores its suspension re-created the old gateway; the
+/// rollback keeps it (old-applied). `status` goes on saying the owner still acts, for as
+/// long as the window holds it, not only until the rollback (it said only "suspended …
+/// `--forward` cuts over again", and a plain `--forward` fights the owner).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_keeps_saying_an_owner_still_acts_after_the_rollback_kept_its_gateway() {
+    let (l, _) = guarded(Row {
+        scenario: helm_release(),
+        ignoring: &["flux/flux-system/acme"],
+        code: 1,
+        says: &["ignores its suspension"],
+        deleted: true,
+        late_ms: 0,
+        compares_ignored: &[],
+    })
+    .await;
+    let r = l.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
+    let j = live::journal(&l, NS, "acme").unwrap();
+    assert!(
+        ["old-applied", "rolled-back"].contains(&j["phase"].as_str().unwrap()),
+        "{j}\n{}",
+        r.stderr
+    );
+    let out = live::flat(&l.vpnmig(&["status"]).await.stdout);
+    assert!(
+        out.contains("GitOps sync suspended but still acting: helmrelease/acme -n flux-system"),
+        "{out}"
+    );
+    assert!(
+        out.contains("its controller ignores its suspension"),
+        "{out}"
+    );
+}
+
 // Issue 21 item 1, round 3 (attacks 2, 3, 4, 6, 10, 12, 15): what a kept object needs
 // (what owns it), what an Argo CD status cannot tell, OutOfSync on the new objects, and
 // another Application on a kept object.

@@ -1933,6 +1933,27 @@ async fn recovery(cluster: &Cluster, j: &crate::core::journal::Journal) -> Strin
     )
 }
 
+/// The IPsecGateway of a window's name, when a rollback phase kept it (`old-applied` and
+/// after): `None` otherwise, or when it is gone or cannot be read.
+async fn kept_old(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+) -> Option<serde_json::Value> {
+    if !(j.phase.rolling_back() || j.phase == crate::core::journal::Phase::RolledBack) {
+        return None;
+    }
+    crate::cluster::gitops::get_kept(
+        cluster,
+        "ipsec.bnerd.net/v1alpha1",
+        "IPsecGateway",
+        &j.namespace,
+        &j.gateway,
+    )
+    .await
+    .ok()
+    .flatten()
+}
+
 /// An owner that reads back suspended but re-created the window's old gateway after its
 /// delete (the IPsecGateway of the name exists with another uid than the journal's, and
 /// carries the owner's markers): its controller ignores its suspension (issue 21 item 3).
@@ -1943,8 +1964,23 @@ async fn ignoring(
     s: &mut Suspended,
 ) {
     use crate::core::gitops;
-    let Some(obj) = recreated_old(cluster, j).await else {
-        return;
+    let obj = match recreated_old(cluster, j).await {
+        Some(obj) => obj,
+        // The gateway a rollback kept (old-applied, rolled-back: the journal's uid is the
+        // kept one's now), written by the controller since the window started while the
+        // owner reads suspended: still acting; said for as long as the window holds the
+        // owner, not only until the rollback (a21g 11: status forgot it, and a plain
+        // `--forward` fought the owner).
+        None => {
+            let since = j.history.first().map(|e| e.at.as_str()).unwrap_or_default();
+            let Some(obj) = kept_old(cluster, j)
+                .await
+                .filter(|o| gitops::written_by_since(&r.owner.kind, o, since))
+            else {
+                return;
+            };
+            obj
+        }
     };
     let uid = obj
         .pointer("/metadata/uid")

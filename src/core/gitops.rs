@@ -884,6 +884,25 @@ pub fn written_by(owner_kind: &str, obj: &Value) -> bool {
     managed(obj).iter().any(|(m, _)| wanted.contains(m))
 }
 
+/// Whether the controller of an owner of `owner_kind` wrote `obj` at or after `since`
+/// (RFC 3339), by the `time` of its managedFields entries: an owner that reads suspended
+/// yet wrote the gateway after the window started acted while it was suspended (ignores
+/// its suspension, or was re-enabled for a while). An entry or `since` that does not
+/// parse is no evidence.
+pub fn written_by_since(owner_kind: &str, obj: &Value, since: &str) -> bool {
+    let Ok(since) = since.parse::<jiff::Timestamp>() else {
+        return false;
+    };
+    let wanted = controller_managers(owner_kind);
+    obj.pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|m| m["manager"].as_str().is_some_and(|n| wanted.contains(&n)))
+        .filter_map(|m| m["time"].as_str()?.parse::<jiff::Timestamp>().ok())
+        .any(|t| t >= since)
+}
+
 /// Who wrote `obj`, from its managedFields (vpnmig's and the gateway operator's own left
 /// out): `a GitOps controller's sync (field manager kustomize-controller)`, `by hand
 /// (field manager kubectl-create)`, or the other managers; `None`: nobody else did.
@@ -2103,6 +2122,60 @@ pub fn who(obj: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn written_by_since_reads_the_controller_s_entry_time() {
+        let obj = |manager: &str, time: &str| {
+            json!({"metadata": {"managedFields": [
+                {"manager": "gateway-operator", "operation": "Update", "time": "2026-12-06T09:00:00Z"},
+                {"manager": manager, "operation": "Apply", "time": time}]}})
+        };
+        let since = "2026-12-06T08:00:00.250Z";
+        // (who wrote it, when, owner kind, acted since the window started)
+        for (manager, time, kind, want) in [
+            (
+                "kustomize-controller",
+                "2026-12-06T08:00:01Z",
+                "Kustomization",
+                true,
+            ),
+            (
+                "kustomize-controller",
+                "2026-12-06T07:59:59Z",
+                "Kustomization",
+                false,
+            ),
+            (
+                "helm-controller",
+                "2026-12-06T08:10:00Z",
+                "Kustomization",
+                false,
+            ),
+            (
+                "helm-controller",
+                "2026-12-06T08:10:00Z",
+                "HelmRelease",
+                true,
+            ),
+            (
+                "argocd-controller",
+                "2026-12-06T08:10:00Z",
+                "Application",
+                true,
+            ),
+            ("kustomize-controller", "not a time", "Kustomization", false),
+        ] {
+            assert_eq!(
+                written_by_since(kind, &obj(manager, time), since),
+                want,
+                "{manager} at {time} for a {kind}"
+            );
+        }
+        assert!(!written_by_since(
+            "Kustomization",
+            &obj("kustomize-controller", "2026-12-06T09:00:00Z"),
+            "yesterday"
+        ));
+    }
 
     /// What each owner kind's pause command writes: an ApplicationSet has no
     /// `spec.suspend` (a21g 13: the printed patch did nothing).
