@@ -62,6 +62,11 @@ fn acme() -> Scenario {
     Scenario::new(ACME, SettingsFile::default())
 }
 
+/// acme, in a serviceCIDR pool that hands its /24 back to a rollback's IPsecGateway.
+fn acme_in_its_pool() -> Scenario {
+    Scenario::new(ACME, live::pool("10.250.3.0/24"))
+}
+
 /// acme with two users who cannot read what the PSK check needs: `no-secrets` (no
 /// Secrets) and `no-peer-get` (lists VPNPeers but may not get one: which Secret it takes
 /// its key from is not known).
@@ -168,6 +173,15 @@ crate::rows! {
     /// a21g 15: a VPNGateway that carries vpnmig's migrated-from annotation but that
     /// vpnmig never applied (the repository change merged before any window: the GitOps
     /// controller applied the bundle's objects) is not "journal missing": no window ran.
+    /// a21g 09: a gateway and its journal deleted, seen from a machine without its
+    /// bundle: `verify`, `report` and `rollback` name the record the cluster archived of
+    /// its earlier window instead of "no journal" alone.
+    commands_name_the_archived_window_of_a_gateway_without_a_journal: Row {
+        scenario: acme_in_its_pool,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(commands_name_the_archived_window_of_a_gateway_without_a_journal(b)),
+    },
     status_tells_a_gateway_migrated_outside_a_window: Row {
         scenario: acme,
         only: None,
@@ -656,4 +670,41 @@ async fn status_says_a_vpnpeer_that_takes_its_key_from_another_secret(b: &Bed) {
             r.stdout
         );
     }
+}
+
+async fn commands_name_the_archived_window_of_a_gateway_without_a_journal(b: &Bed) {
+    // Window 1 (cut over, rolled back), then window 2 archives it and ends done.
+    b.step(&["cutover", "acme", "--yes"], 0, &[]).await;
+    b.step(&["rollback", "acme", "--yes"], 0, &[]).await;
+    b.step(&["cutover", "acme", "--yes"], 0, &[]).await;
+    assert!(
+        b.get(CONFIGMAP, "tenant-acme", "vpnmig-acme.window-1")
+            .await
+            .is_some()
+    );
+    b.delete(VPNGATEWAY, "tenant-acme", "acme").await;
+    b.delete(CONFIGMAP, "tenant-acme", "vpnmig-acme").await;
+    eventually(60, "VPNGateway acme gone", || async {
+        b.get(VPNGATEWAY, "tenant-acme", "acme").await.is_none()
+    })
+    .await;
+    // Another machine: no bundle of it here.
+    let state = b.cwd().join("state");
+    assert!(
+        state.is_dir(),
+        "the bed's state directory: {}",
+        state.display()
+    );
+    std::fs::remove_dir_all(&state).unwrap();
+    let archived = "the cluster keeps the record of its window 1 (ConfigMap tenant-acme/vpnmig-acme.window-1): `vpnmig report acme -n tenant-acme --window 1` shows it";
+    for args in [
+        &["verify", "acme"][..],
+        &["report", "acme"][..],
+        &["rollback", "acme", "--yes"][..],
+    ] {
+        let r = b.vpnmig(args).await;
+        assert_ne!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(r.says(archived), "{args:?}: {}", r.stderr);
+    }
+    b.step(&["report", "acme", "--window", "1"], 0, &[]).await;
 }

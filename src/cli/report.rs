@@ -142,9 +142,13 @@ pub(crate) async fn build(cluster: &Cluster, name: &str) -> Result<Record, Error
                 "no journal of {name} -n {ns}: ConfigMap {} does not exist, so there is no window to report",
                 object_name(name)
             ),
-            hint: Some(format!(
-                "a record is kept for each window `vpnmig cutover {name} -n {ns}` starts; `vpnmig status -n {ns} -o wide` lists the windows of the namespace"
-            )),
+            hint: Some(
+                crate::cluster::journal::archive_hint(cluster, name)
+                    .await
+                    .unwrap_or_else(|| format!(
+                        "a record is kept for each window `vpnmig cutover {name} -n {ns}` starts; `vpnmig status -n {ns} -o wide` lists the windows of the namespace"
+                    )),
+            ),
         });
     };
     Ok(record::build(&j, identity(cluster).await))

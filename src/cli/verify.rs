@@ -331,9 +331,12 @@ async fn once_live(
                     ),
                 });
             }
-            if let Some(hint) =
-                crate::state::lost_journal_hint(&cluster.server, &cluster.namespace, name)
-            {
+            let hint =
+                match crate::state::lost_journal_hint(&cluster.server, &cluster.namespace, name) {
+                    Some(h) => Some(h),
+                    None => crate::cluster::journal::archive_hint(cluster, name).await,
+                };
+            if let Some(hint) = hint {
                 return Err(Error::Stop {
                     code: exit::FAILURE,
                     message: format!(

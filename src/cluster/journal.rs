@@ -261,6 +261,32 @@ pub async fn read_archived(
     Ok(Some((j, name)))
 }
 
+/// The number of the newest archived window of `gateway` in the cluster's namespace
+/// (`vpnmig-NAME.window-N`), `None` when none is there or it cannot be read: what a
+/// command that finds no journal names (a21g 09: `verify`, `rollback` and `report` said
+/// "no journal" while the cluster kept an earlier window's record). At most 100 reads.
+pub async fn newest_archive(cluster: &Cluster, gateway: &str) -> Option<u32> {
+    let mut newest = None;
+    for n in 1..=100 {
+        match get_configmap(cluster, &archive_name(gateway, n)).await {
+            Ok(Some(_)) => newest = Some(n),
+            _ => break,
+        }
+    }
+    newest
+}
+
+/// What to say of a gateway with no journal whose earlier window the cluster archived:
+/// the record's command and where its saved IPsecGateway is; `None` without an archive.
+pub async fn archive_hint(cluster: &Cluster, gateway: &str) -> Option<String> {
+    let n = newest_archive(cluster, gateway).await?;
+    let ns = &cluster.namespace;
+    Some(format!(
+        "the cluster keeps the record of its window {n} (ConfigMap {ns}/{}): `vpnmig report {gateway} -n {ns} --window {n}` shows it, with the IPsecGateway that window saved (its oldManifest); a rollback needs the bundle of its cutover (`--plan DIR`), which a machine that ran it keeps",
+        archive_name(gateway, n)
+    ))
+}
+
 /// The journals of earlier windows, for the window guard's estimate.
 #[derive(Debug, Default)]
 pub struct Listed {

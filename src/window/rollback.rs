@@ -144,15 +144,22 @@ async fn run(
                 )));
                 return Ok(Outcome::NothingToDo);
             }
+            let hint = match crate::state::lost_journal_hint(&cluster.server, &ns, name) {
+                Some(h) => h,
+                None => match crate::cluster::journal::archive_hint(cluster, name).await {
+                    Some(h) => h,
+                    None => format!(
+                        "pass the bundle of the cutover (--plan DIR), or check the namespace (`kubectl get configmaps -n {ns} -l app.kubernetes.io/managed-by=vpnmig`)"
+                    ),
+                },
+            };
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
                     "no journal of {name} -n {ns} (ConfigMap {}): nothing recorded to roll back to",
                     journal::object_name(name)
                 ),
-                hint: Some(crate::state::lost_journal_hint(&cluster.server, &ns, name).unwrap_or_else(|| format!(
-                    "pass the bundle of the cutover (--plan DIR), or check the namespace (`kubectl get configmaps -n {ns} -l app.kubernetes.io/managed-by=vpnmig`)"
-                ))),
+                hint: Some(hint),
             });
         }
     };

@@ -119,16 +119,20 @@ pub(crate) async fn require_something(cluster: &Cluster, name: &str) -> Result<(
     let e = cluster
         .not_found(format!("{GONE} {name}: gateway {name}"))
         .await;
-    Err(
-        match crate::state::lost_journal_hint(&cluster.server, ns, name) {
-            Some(hint) => Error::Stop {
-                code: exit::FAILURE,
-                message: e.to_string(),
-                hint: Some(hint),
-            },
-            None => e.into(),
+    // This machine's bundle, else the record the cluster archived of an earlier window
+    // (a21g 09: "not found" alone).
+    let hint = match crate::state::lost_journal_hint(&cluster.server, ns, name) {
+        Some(hint) => Some(hint),
+        None => crate::cluster::journal::archive_hint(cluster, name).await,
+    };
+    Err(match hint {
+        Some(hint) => Error::Stop {
+            code: exit::FAILURE,
+            message: e.to_string(),
+            hint: Some(hint),
         },
-    )
+        None => e.into(),
+    })
 }
 
 /// Who this run is, for the journal's history: the lock holder's identity (or, for a dry
