@@ -4039,6 +4039,35 @@ fn argo_grandparent() -> String {
     )
 }
 
+/// Made up: a Flux Kustomization `platform` applies the app-of-apps `root`, which
+/// defines Application acme (two tools in one chain).
+fn flux_over_app_of_apps() -> String {
+    let flux_root = flux_deploys_the_application("Kustomization", "flux-system");
+    let root = app_of_apps();
+    let root_app = root
+        .split("\n---\n")
+        .find(|d| d.contains("name: root\n"))
+        .expect("root")
+        .to_string();
+    // The Flux parent's source holds `root` instead of acme; `root`'s source holds acme.
+    let (head, _) = flux_root
+        .rsplit_once("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argo-apps-source")
+        .expect("argo-apps source");
+    let flux_part = with_parent("", "", "flux-system", "argo-apps", &root_app);
+    let (_, source) = flux_part
+        .split_once("apiVersion: v1\nkind: ConfigMap")
+        .unwrap();
+    let s = format!(
+        "{head}---\napiVersion: v1\nkind: ConfigMap{source}\n---\n{}",
+        root.replacen(ARGO, "", 1).trim_start_matches("\n---\n")
+    );
+    assert!(
+        s.contains("name: argo-apps-source") && s.contains("name: root-source"),
+        "{s}"
+    );
+    s
+}
+
 /// A chain of two parents above acme: `top` applies `mid`, which applies acme.
 struct ChainRow {
     scenario: fn() -> String,
@@ -4308,6 +4337,18 @@ chain_of_parents! {
         child_shown: "application/acme -n argocd",
         top_command: "`argocd app set cluster-root --sync-policy none` or `kubectl patch application cluster-root -n argocd",
         mid_command: "`argocd app set team-sued --sync-policy none` or `kubectl patch application team-sued -n argocd",
+        restore: &["cutover", "acme", "-n", NS],
+    };
+    a_kustomization_over_an_app_of_apps_is_named_first_and_relied_on: ChainRow {
+        scenario: flux_over_app_of_apps,
+        tool: Tool::Argo,
+        top: ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "flux-system", "argo-apps"),
+        mid: ("argoproj.io", "v1alpha1", "applications", "argocd", "root"),
+        top_shown: "kustomization/argo-apps -n flux-system",
+        mid_shown: "application/root -n argocd",
+        child_shown: "application/acme -n argocd",
+        top_command: "`flux suspend kustomization argo-apps -n flux-system`",
+        mid_command: "`argocd app set root --sync-policy none` or `kubectl patch application root -n argocd",
         restore: &["cutover", "acme", "-n", NS],
     };
 }
