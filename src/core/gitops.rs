@@ -621,7 +621,7 @@ impl Link {
 /// relying on every link that [`Link::matters`] staying as it is.
 pub fn acting_top_down(links: &[Link]) -> Vec<&Link> {
     let mut out: Vec<&Link> = links.iter().filter(|l| l.matters() && l.acts()).collect();
-    out.sort_by(|a, b| b.level.cmp(&a.level));
+    out.sort_by_key(|l| std::cmp::Reverse(l.level));
     out
 }
 
