@@ -3704,7 +3704,13 @@ struct ParentRow {
 /// Suspend (`true`) or resume the parent of `row` by hand, as `flux suspend|resume` and
 /// `argocd app set --sync-policy none|automated` do: not as vpnmig.
 fn parent_by_hand(l: &Live, row: &ParentRow, suspend: bool) {
-    let (g, v, p, ns, name) = row.parent;
+    by_hand(l, row.parent, suspend);
+}
+
+/// Suspend (`true`) or resume the owner `(group, version, plural, namespace, name)` by
+/// hand, as `flux suspend|resume` and `argocd app set --sync-policy none|automated` do.
+fn by_hand(l: &Live, owner: (&str, &str, &str, &str, &str), suspend: bool) {
+    let (g, v, p, ns, name) = owner;
     let rt = l.sb.store.resource(g, v, p).unwrap();
     let manager = if g == "argoproj.io" {
         "argocd-server"
@@ -4059,6 +4065,501 @@ async fn following_the_stop_s_suspend_keeps_the_suspension_the_window_s() {
         "the window still holds it: {j}"
     );
     assert!(j["gitops"][0]["letGo"].is_null(), "{j}");
+}
+
+// ---------------------------------------------------------------------------------------
+// a21i 06, 09, 10: a chain of parents (a parent of the parent), followed to the top; and a
+// parent the window relied on, after the window let go of its child.
+
+/// The Kustomization `tenants` as `clusters`' source defines it: it sets `suspend: false`,
+/// so `clusters`' apply puts a suspension of `tenants` back (the Flux bootstrap →
+/// tenants → apps layout of a21i 06).
+const TENANTS_KS: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: tenants
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./tenants
+  prune: false
+  suspend: false
+  sourceRef: {kind: GitRepository, name: platform}
+";
+
+/// Flux: `clusters` applies `tenants`, which applies acme (each source sets its child's
+/// `suspend: false`).
+fn flux_grandparent() -> String {
+    with_parent(
+        &flux_parent(true),
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: clusters\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./clusters\n  prune: false\n  sourceRef: {kind: GitRepository, name: platform}",
+        "flux-system",
+        "clusters",
+        TENANTS_KS,
+    )
+}
+
+/// Argo CD app-of-apps of app-of-apps (a21i 09): Application `cluster-root` (self-heal)
+/// defines Application `team-sued` (self-heal), which defines Application acme.
+fn argo_grandparent() -> String {
+    let team = "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: team-sued\n  namespace: argocd\nspec:\n  project: default\n  source: {repoURL: 'https://git.example.net/platform/teams.git', path: sued}\n  destination: {server: 'https://kubernetes.default.svc', namespace: argocd}\n  syncPolicy:\n    automated: {selfHeal: true}\n";
+    with_parent(
+        &with_parent(ARGO, team, "argocd", "team-sued", ACME_APP),
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: cluster-root\n  namespace: argocd\nspec:\n  project: default\n  source: {repoURL: 'https://git.example.net/platform/clusters.git', path: root}\n  destination: {server: 'https://kubernetes.default.svc', namespace: argocd}\n  syncPolicy:\n    automated: {selfHeal: true}",
+        "argocd",
+        "cluster-root",
+        team,
+    )
+}
+
+/// Made up: a Flux Kustomization `platform` applies the app-of-apps `root`, which
+/// defines Application acme (two tools in one chain).
+fn flux_over_app_of_apps() -> String {
+    let flux_root = flux_deploys_the_application("Kustomization", "flux-system");
+    let root = app_of_apps();
+    let root_app = root
+        .split("\n---\n")
+        .find(|d| d.contains("name: root\n"))
+        .expect("root")
+        .to_string();
+    // The Flux parent's source holds `root` instead of acme; `root`'s source holds acme.
+    let (head, _) = flux_root
+        .rsplit_once("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argo-apps-source")
+        .expect("argo-apps source");
+    let flux_part = with_parent("", "", "flux-system", "argo-apps", &root_app);
+    let (_, source) = flux_part
+        .split_once("apiVersion: v1\nkind: ConfigMap")
+        .unwrap();
+    let s = format!(
+        "{head}---\napiVersion: v1\nkind: ConfigMap{source}\n---\n{}",
+        root.replacen(ARGO, "", 1).trim_start_matches("\n---\n")
+    );
+    assert!(
+        s.contains("name: argo-apps-source") && s.contains("name: root-source"),
+        "{s}"
+    );
+    s
+}
+
+/// A chain of two parents above acme: `top` applies `mid`, which applies acme.
+struct ChainRow {
+    scenario: fn() -> String,
+    tool: Tool,
+    /// (group, version, plural, namespace, name) of each parent.
+    top: (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    ),
+    mid: (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    ),
+    top_shown: &'static str,
+    mid_shown: &'static str,
+    child_shown: &'static str,
+    /// The suspend command printed for each.
+    top_command: &'static str,
+    mid_command: &'static str,
+    /// What the child's restore needs after the merge (Flux: the user vouches).
+    restore: &'static [&'static str],
+}
+
+/// Whether the parent `owner` reads suspended.
+fn reads_suspended(l: &Live, owner: (&str, &str, &str, &str, &str)) -> bool {
+    let (g, v, p, ns, name) = owner;
+    let rt = l.sb.store.resource(g, v, p).unwrap();
+    let o = l.sb.store.get(&rt, ns, name).unwrap();
+    if g == "argoproj.io" {
+        o["spec"]["syncPolicy"]["automated"].is_null()
+    } else {
+        o["spec"]["suspend"] == true
+    }
+}
+
+/// a21i 06 (Flux) and 09 (Argo CD): the stop names the top-most parent first, and says
+/// that a suspension of the middle one is undone by it; the middle one suspended alone
+/// and put back by the top is said (no identical stop twice); both suspended, top first,
+/// the window relies on both (journal, status, read back), and the restore ends both.
+async fn a_chain_of_parents_is_followed_to_the_top(row: ChainRow) {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    let l = start(&(row.scenario)(), s).await;
+    adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+    let contention = Contention::watch(&l);
+    let uid = objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS)[0]["metadata"]["uid"].clone();
+    // The middle parent is applied by the top one (its markers name it).
+    let (g, v, p, ns, mid) = row.mid;
+    let top_name = row.top.4;
+    eventually(10, "the top parent applies the middle one", || {
+        let rt = l.sb.store.resource(g, v, p).unwrap();
+        l.sb.store
+            .get(&rt, ns, mid)
+            .is_ok_and(|o| o["metadata"]["labels"].to_string().contains(top_name))
+    })
+    .await;
+    let repo = repo_with(&l, &row.tool.source(&l));
+    let r = l
+        .vpnmig(&[
+            "plan",
+            "acme",
+            "-n",
+            NS,
+            "--out",
+            "plans/acme",
+            "--gitops-repo",
+            repo.to_str().unwrap(),
+        ])
+        .await;
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
+    let cut = [
+        "cutover",
+        "acme",
+        "-n",
+        NS,
+        "--plan",
+        "plans/acme",
+        "--gitops",
+        "pause",
+        "--yes",
+    ];
+
+    // 1. Both syncing: the top-most named first.
+    let first = l.vpnmig(&cut).await;
+    assert_eq!(first.code, 7, "{}", first.stderr);
+    for words in [
+        format!(
+            "{} is itself managed by {} (found by",
+            row.child_shown, row.mid_shown
+        ),
+        format!(
+            "{} is itself managed by {} (found by",
+            row.mid_shown, row.top_shown
+        ),
+        format!(
+            "which applies {m} back: a suspension of {m} is undone by it; so the suspension of {} would not hold; no gateway was deleted",
+            row.child_shown,
+            m = row.mid_shown
+        ),
+        format!("suspend {} ({}", row.top_shown, row.top_command),
+        format!(
+            "first: it applies {} back; then suspend {} ({}",
+            row.mid_shown, row.mid_shown, row.mid_command
+        ),
+    ] {
+        assert!(
+            first.says(&words),
+            "missing {words:?} in:\n{}",
+            first.stderr
+        );
+    }
+    let j = live::journal(&l, NS, "acme").unwrap();
+    assert_eq!(j["phase"], "started", "{j}");
+    let parents = j["gitopsParents"].as_array().expect("gitopsParents");
+    assert_eq!(parents.len(), 2, "{j}");
+    assert!(parents.iter().all(|p| p.get("relies").is_none()), "{j}");
+
+    // 2. As a21i did: the middle one suspended alone; the top puts it back.
+    by_hand(&l, row.mid, true);
+    eventually(10, "the top parent puts the middle one back", || {
+        !reads_suspended(&l, row.mid)
+    })
+    .await;
+    let second = l.vpnmig(&cut).await;
+    assert_eq!(second.code, 7, "{}", second.stderr);
+    let again = format!(
+        "({m} syncs again although an earlier run of this window named it: if it was suspended since, {} applied it back; suspending it alone does not hold)",
+        row.top_shown,
+        m = row.mid_shown
+    );
+    assert!(
+        second.says(&again),
+        "missing {again:?} in:\n{}",
+        second.stderr
+    );
+    assert_ne!(live::flat(&first.stderr), live::flat(&second.stderr));
+    let gw = objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS);
+    assert_eq!(gw.len(), 1);
+    assert_eq!(gw[0]["metadata"]["uid"], uid);
+
+    // 3. As the stop says: the top first, then the middle one. The window relies on both.
+    by_hand(&l, row.top, true);
+    by_hand(&l, row.mid, true);
+    let r = l.vpnmig(&cut).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for words in [
+        format!(
+            "{} is itself managed by {} (found by",
+            row.child_shown, row.mid_shown
+        ),
+        format!(
+            "would once it syncs again (a suspension of {} alone would be undone by it): this window relies on that suspension (its journal records it); keep it so until {} is restored after the window",
+            row.mid_shown, row.child_shown
+        ),
+    ] {
+        assert!(r.says(&words), "missing {words:?} in:\n{}", r.stderr);
+    }
+    let j = live::journal(&l, NS, "acme").unwrap();
+    assert_eq!(j["phase"], "done", "{j}");
+    let parents = j["gitopsParents"].as_array().expect("gitopsParents");
+    let relied: Vec<(&str, &str)> = parents
+        .iter()
+        .filter(|p| p["relies"] == true)
+        .map(|p| {
+            (
+                p["owner"]["name"].as_str().unwrap(),
+                p["parentOf"]["name"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(relied, [(mid, "acme"), (top_name, mid)], "{j}");
+    let st = l.vpnmig(&["status", "-n", NS]).await;
+    let out = live::flat(&st.stdout);
+    for (p, c) in [
+        (row.mid_shown, row.child_shown),
+        (row.top_shown, row.mid_shown),
+    ] {
+        let keep = format!(
+            "GitOps parent relied on: {p} (manages {c}; relied on by the window of tenant-acme/acme, journal phase done): keep {p} suspended until the repository change is merged and `vpnmig {}` restored {}",
+            row.restore.join(" "),
+            row.child_shown
+        );
+        assert!(out.contains(&keep), "missing {keep:?} in:\n{out}");
+    }
+    // The top resumed early (its sync a minute away): said, with the top first.
+    l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 60_000;
+    by_hand(&l, row.top, false);
+    let st = l.vpnmig(&["status", "-n", NS]).await;
+    let out = live::flat(&st.stdout);
+    let words = format!(
+        "GitOps parent re-enabled by someone else: {} (manages {}; relied on by the window of tenant-acme/acme, journal phase done)",
+        row.top_shown, row.mid_shown
+    );
+    assert!(out.contains(&words), "missing {words:?} in:\n{out}");
+    by_hand(&l, row.top, true);
+    l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 200;
+
+    // 4. Merged and restored: the reliance on both ends, said; status names neither.
+    row.tool.merge(&l, &rewritten);
+    if let Tool::Argo = row.tool {
+        eventually(
+            10,
+            "the Application no longer lists the IPsecGateway",
+            || {
+                !Tool::Argo.owner(&l)["status"]["resources"]
+                    .to_string()
+                    .contains("IPsecGateway")
+            },
+        )
+        .await;
+    }
+    let mut args: Vec<&str> = row.restore.to_vec();
+    args.push("--yes");
+    let r = l.vpnmig(&args).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for p in [row.mid_shown, row.top_shown] {
+        let ends = format!(
+            "{p}: this window no longer relies on its suspension ({} is restored); resume it when its own repository is as it should be",
+            row.child_shown
+        );
+        assert!(r.says(&ends), "missing {ends:?} in:\n{}", r.stderr);
+    }
+    let st = l.vpnmig(&["status", "-n", NS]).await;
+    let out = live::flat(&st.stdout);
+    assert!(!out.contains("GitOps parent"), "{out}");
+    assert!(reads_suspended(&l, row.top) && reads_suspended(&l, row.mid));
+    assert_eq!(ipsecgateways(&l), 0);
+    assert!(!contention.seen(), "the floating IP was contended");
+}
+
+macro_rules! chain_of_parents {
+    ($($test:ident: $row:expr;)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            a_chain_of_parents_is_followed_to_the_top($row).await;
+        }
+    )*};
+}
+
+chain_of_parents! {
+    a_flux_grandparent_is_named_first_and_relied_on: ChainRow {
+        scenario: flux_grandparent,
+        tool: Tool::Flux,
+        top: ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "flux-system", "clusters"),
+        mid: ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "flux-system", "tenants"),
+        top_shown: "kustomization/clusters -n flux-system",
+        mid_shown: "kustomization/tenants -n flux-system",
+        child_shown: "kustomization/acme -n flux-system",
+        top_command: "`flux suspend kustomization clusters -n flux-system`",
+        mid_command: "`flux suspend kustomization tenants -n flux-system`",
+        restore: &["cutover", "acme", "-n", NS, "--gitops", "resume"],
+    };
+    an_app_of_apps_of_app_of_apps_is_named_first_and_relied_on: ChainRow {
+        scenario: argo_grandparent,
+        tool: Tool::Argo,
+        top: ("argoproj.io", "v1alpha1", "applications", "argocd", "cluster-root"),
+        mid: ("argoproj.io", "v1alpha1", "applications", "argocd", "team-sued"),
+        top_shown: "application/cluster-root -n argocd",
+        mid_shown: "application/team-sued -n argocd",
+        child_shown: "application/acme -n argocd",
+        top_command: "`argocd app set cluster-root --sync-policy none` or `kubectl patch application cluster-root -n argocd",
+        mid_command: "`argocd app set team-sued --sync-policy none` or `kubectl patch application team-sued -n argocd",
+        restore: &["cutover", "acme", "-n", NS],
+    };
+    a_kustomization_over_an_app_of_apps_is_named_first_and_relied_on: ChainRow {
+        scenario: flux_over_app_of_apps,
+        tool: Tool::Argo,
+        top: ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "flux-system", "argo-apps"),
+        mid: ("argoproj.io", "v1alpha1", "applications", "argocd", "root"),
+        top_shown: "kustomization/argo-apps -n flux-system",
+        mid_shown: "application/root -n argocd",
+        child_shown: "application/acme -n argocd",
+        top_command: "`flux suspend kustomization argo-apps -n flux-system`",
+        mid_command: "`argocd app set root --sync-policy none` or `kubectl patch application root -n argocd",
+        restore: &["cutover", "acme", "-n", NS],
+    };
+}
+
+/// a21i 10: a parent suspended by hand for the window; after `done`, another team
+/// suspends the child with its own server-side apply, and the restore lets go of it. The
+/// let-go says the window no longer relies on the parent, whether another window does,
+/// and that the parent's sync writes the child's policy back over the other team's;
+/// `status` names the parent while it reads suspended, and not once it is resumed.
+async fn a_let_go_of_the_child_says_what_becomes_of_the_parent(row: ParentRow) {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    let l = start(&(row.scenario)(), s).await;
+    adopted(&l, "ipsec.bnerd.net", "ipsecgateways").await;
+    parent_by_hand(&l, &row, true);
+    let (rewritten, r) = planned_and_cut_over(&l, row.tool).await;
+    assert!(
+        r.says("this window relies on that suspension"),
+        "{}",
+        r.stderr
+    );
+    row.tool.merge(&l, &rewritten);
+    // Another team's own policy on the child, by server-side apply (a freeze).
+    let (g, v, p, ns) = row.tool.owner_type();
+    let rt = l.sb.store.resource(g, v, p).unwrap();
+    let freeze = if let Tool::Argo = row.tool {
+        json!({"apiVersion": format!("{g}/{v}"), "kind": "Application",
+            "metadata": {"name": "acme", "namespace": ns},
+            "spec": {"syncPolicy": {"automated": {"enabled": false}}}})
+    } else {
+        json!({"apiVersion": format!("{g}/{v}"), "kind": "Kustomization",
+            "metadata": {"name": "acme", "namespace": ns}, "spec": {"suspend": true}})
+    };
+    l.sb.store
+        .apply(
+            &rt,
+            ns,
+            "acme",
+            freeze,
+            "storage-migration",
+            true,
+            false,
+            &Default::default(),
+        )
+        .unwrap();
+    let mut args: Vec<&str> = row.restore.to_vec();
+    args.push("--yes");
+    let r = l.vpnmig(&args).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for words in [
+        format!(
+            "{} is not restored: its policy changed since the window paused it",
+            row.child_shown
+        ),
+        format!(
+            "{}: this window no longer relies on its suspension (vpnmig let go of {}: its policy changed since the window paused it",
+            row.parent_shown, row.child_shown
+        ),
+        format!(
+            "resumed, its sync writes the policy of {} back as the source has it, over the one set since: no other vpnmig window relies on it",
+            row.child_shown
+        ),
+    ] {
+        assert!(r.says(&words), "missing {words:?} in:\n{}", r.stderr);
+    }
+    // Who set the child's policy since, where the owner's read-back names it.
+    if let Tool::Flux = row.tool {
+        assert!(r.says("written since by storage-migration"), "{}", r.stderr);
+    }
+    // Named while it reads suspended, with what its resume does now.
+    let st = l.vpnmig(&["status", "-n", NS]).await;
+    assert_eq!(st.code, 0, "{}", st.stderr);
+    let out = live::flat(&st.stdout);
+    for words in [
+        format!(
+            "GitOps parent no longer relied on: {} (manages {}; was relied on by the window of tenant-acme/acme, journal phase done): the window let go of {}",
+            row.parent_shown, row.child_shown, row.child_shown
+        ),
+        "no other vpnmig window relies on it: it may be resumed when its own repository is as it should be".to_string(),
+        format!(
+            "resumed, its sync writes the policy of {} back as the source has it, over the one set since",
+            row.child_shown
+        ),
+    ] {
+        assert!(out.contains(&words), "missing {words:?} in:\n{out}");
+    }
+    assert!(!out.contains("GitOps parent relied on"), "{out}");
+    let st = l.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
+    let doc: Value = serde_json::from_str(&st.stdout).unwrap();
+    assert_eq!(doc["reliedOnParents"][0]["live"], "let-go", "{doc}");
+    assert_eq!(
+        doc["reliedOnParents"][0]["parent"], row.parent_shown,
+        "{doc}"
+    );
+    // Resumed by its team: nothing more to say of it.
+    l.sb.gitops.settings().write().unwrap().self_heal_delay_ms = 60_000;
+    parent_by_hand(&l, &row, false);
+    let st = l.vpnmig(&["status", "-n", NS]).await;
+    let out = live::flat(&st.stdout);
+    assert!(!out.contains("GitOps parent"), "{out}");
+}
+
+macro_rules! let_go_of_the_child {
+    ($($test:ident: $row:expr;)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            a_let_go_of_the_child_says_what_becomes_of_the_parent($row).await;
+        }
+    )*};
+}
+
+let_go_of_the_child! {
+    a_let_go_of_a_flux_child_names_the_parent_suspended_for_the_window: ParentRow {
+        scenario: || flux_parent(true),
+        tool: Tool::Flux,
+        parent: ("kustomize.toolkit.fluxcd.io", "v1", "kustomizations", "flux-system", "tenants"),
+        parent_shown: "kustomization/tenants -n flux-system",
+        child_shown: "kustomization/acme -n flux-system",
+        restore: &["cutover", "acme", "-n", NS, "--gitops", "resume"],
+        how: "suspended",
+        keep: "",
+        then: "",
+        again: "",
+        early: false,
+    };
+    a_let_go_of_an_argo_cd_child_names_the_app_of_apps_suspended_for_the_window: ParentRow {
+        scenario: app_of_apps,
+        tool: Tool::Argo,
+        parent: ("argoproj.io", "v1alpha1", "applications", "argocd", "root"),
+        parent_shown: "application/root -n argocd",
+        child_shown: "application/acme -n argocd",
+        restore: &["cutover", "acme", "-n", NS],
+        how: "suspended",
+        keep: "",
+        then: "",
+        again: "",
+        early: false,
+    };
 }
 
 /// An IPsecGateway of the name created by hand (a new uid, no GitOps) the moment the old

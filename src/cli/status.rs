@@ -175,7 +175,8 @@ pub struct ReliedParent {
     pub owner: String,
     /// `suspended` (as the window relies on it), `re-enabled` (its sync would put the
     /// owner's policy back now: by someone else, vpnmig never resumes it), `gone`,
-    /// `unknown` (it could not be read).
+    /// `unknown` (it could not be read), `let-go` (still suspended, but the window let go
+    /// of the owner below it and no longer relies on it: a21i 10).
     pub live: String,
     /// What to do, in words.
     pub advice: String,
@@ -574,10 +575,16 @@ impl Windows {
                 "re-enabled" => "GitOps parent re-enabled by someone else",
                 "gone" => "GitOps parent gone",
                 "unknown" => "GitOps parent relied on (not read back)",
+                "let-go" => "GitOps parent no longer relied on",
                 _ => "GitOps parent relied on",
             };
+            let by = if p.live == "let-go" {
+                "was relied on"
+            } else {
+                "relied on"
+            };
             out.push_str(&format!(
-                "{head}: {} (manages {}; relied on by the window of {}/{}, journal phase {}): {}\n",
+                "{head}: {} (manages {}; {by} by the window of {}/{}, journal phase {}): {}\n",
                 p.parent, p.owner, p.namespace, p.gateway, p.phase, p.advice
             ));
         }
@@ -1289,36 +1296,38 @@ async fn relied_parents(
             .filter(|p| crate::core::holders::parent_relied_on(j, p))
         {
             let Some(child) = &p.parent_of else { continue };
-            let paused = j
-                .gitops
-                .iter()
-                .any(|r| gitops::same_owner(&r.owner, child) && r.paused);
-            let flux = child.kind != "Application";
+            // The owner at the bottom of the parent's chain (a parent of a parent: a21i
+            // 06, 09): what the reliance waits for.
+            let Some(bottom) = crate::core::holders::bottom_owner(j, p) else {
+                continue;
+            };
+            let paused = bottom.paused;
+            let flux = bottom.owner.kind != "Application";
             let resume = if flux { " --gitops resume" } else { "" };
             let until = if !paused {
                 format!(
                     "this window is done and the window that suspended {} restored it",
-                    child.display()
+                    bottom.owner.display()
                 )
             } else if j.phase == Phase::Done {
                 format!(
                     "the repository change is merged and `vpnmig cutover {name} -n {ns}{resume}` restored {}",
-                    child.display()
+                    bottom.owner.display()
                 )
             } else if j.phase == Phase::RolledBack {
                 format!(
                     "the repository change is reverted and `vpnmig rollback {name} -n {ns}{resume}` restored {}",
-                    child.display()
+                    bottom.owner.display()
                 )
             } else if j.phase.rolling_back() {
                 format!(
                     "the rollback (`vpnmig rollback {name} -n {ns}`) finished and restored {}",
-                    child.display()
+                    bottom.owner.display()
                 )
             } else {
                 format!(
                     "the window finished (`vpnmig cutover {name} -n {ns}` goes on, `vpnmig rollback {name} -n {ns}` goes back) and restored {}",
-                    child.display()
+                    bottom.owner.display()
                 )
             };
             let keep = if p.owner.kind == "ApplicationSet" {
@@ -1336,11 +1345,30 @@ async fn relied_parents(
             let (live, advice) = match (find(cluster, &p.owner).await, find(cluster, child).await) {
                 (Ok(Found::One(_, parent)), Ok(Found::One(_, owner))) => {
                     let (acts, st) = gitops::relied_parent_acts(&parent, &owner);
+                    // A relied-on parent above it that syncs too applies it back over a
+                    // suspension of it alone: that one first (a21i 06, 09).
+                    let mut first = String::new();
+                    for q in j.gitops_parents.iter().filter(|q| {
+                        q.relies
+                            && q.parent_of
+                                .as_ref()
+                                .is_some_and(|c| gitops::same_owner(c, &p.owner))
+                    }) {
+                        if let Ok(Found::One(_, above)) = find(cluster, &q.owner).await
+                            && gitops::relied_parent_acts(&above, &parent).0
+                        {
+                            first = format!(
+                                "{} first (it applies {} back, over a suspension of it alone); then ",
+                                crate::window::parent_fix_verb(&q.owner),
+                                p.owner.display()
+                            );
+                        }
+                    }
                     if acts {
                         (
                             "re-enabled",
                             format!(
-                                "re-enabled by someone else while the window of {ns}/{name} relies on it (now {}): its sync re-arms the child {}, which re-creates what the window replaced and contests the floating IP; {} again, and {keep}",
+                                "re-enabled by someone else while the window of {ns}/{name} relies on it (now {}): its sync re-arms the child {}, which re-creates what the window replaced and contests the floating IP; {first}{} again, and {keep}",
                                 st.how,
                                 child.display(),
                                 if p.owner.kind == "ApplicationSet" {
@@ -1389,6 +1417,72 @@ async fn relied_parents(
                 owner: child.display(),
                 live: live.to_string(),
                 advice,
+            });
+        }
+        // The parents the window relied on for an owner it let go of since (its policy
+        // changed, re-enabled, re-created, gone): no longer relied on, but suspended for
+        // the window, and nothing else would name them again (a21i 10). Named while they
+        // read suspended, with what their resume does now.
+        for p in j.gitops_parents.iter().filter(|p| p.relies) {
+            let Some(child) = &p.parent_of else { continue };
+            let Some(bottom) = crate::core::holders::bottom_owner(j, p) else {
+                continue;
+            };
+            let Some(why) = bottom.let_go.as_deref() else {
+                continue;
+            };
+            if crate::core::holders::parent_relied_on(j, p) {
+                continue;
+            }
+            let (Ok(Found::One(_, parent)), Ok(Found::One(_, below))) =
+                (find(cluster, &p.owner).await, find(cluster, child).await)
+            else {
+                continue;
+            };
+            if gitops::relied_parent_acts(&parent, &below).0 {
+                continue;
+            }
+            let still: Vec<String> = parsed
+                .iter()
+                .filter(|o| (o.namespace.as_str(), o.gateway.as_str()) != (ns, name))
+                .filter(|o| {
+                    o.gitops_parents.iter().any(|q| {
+                        gitops::same_owner(&q.owner, &p.owner)
+                            && crate::core::holders::parent_relied_on(o, q)
+                    })
+                })
+                .map(|o| {
+                    format!(
+                        "the window of {}/{} (journal phase {})",
+                        o.namespace, o.gateway, o.phase
+                    )
+                })
+                .collect();
+            let b = bottom.owner.display();
+            let todo = if still.is_empty() {
+                "no other vpnmig window relies on it: it may be resumed when its own repository is as it should be".to_string()
+            } else {
+                format!(
+                    "{} still {} on it: keep it suspended until {} restored too",
+                    still.join(", "),
+                    if still.len() == 1 { "relies" } else { "rely" },
+                    if still.len() == 1 {
+                        "its owner is"
+                    } else {
+                        "their owners are"
+                    }
+                )
+            };
+            out.push(ReliedParent {
+                namespace: ns.to_string(),
+                gateway: name.to_string(),
+                phase: j.phase.to_string(),
+                parent: p.owner.display(),
+                owner: child.display(),
+                live: "let-go".into(),
+                advice: format!(
+                    "the window let go of {b} ({why}) and no longer relies on its suspension; {todo}; resumed, its sync writes the policy of {b} back as the source has it, over the one set since, so resume it only when whoever set that agrees (vpnmig never resumes a parent it did not suspend)"
+                ),
             });
         }
     }

@@ -583,6 +583,48 @@ pub fn relied_parent_acts(parent: &Value, child: &Value) -> (bool, ParentState) 
     (acts, st)
 }
 
+/// One link of the chain of parents above a GitOps owner (a21i 06, 09: Flux
+/// `clusters → tenants → apps`, an app-of-apps of an app-of-apps): `parent` manages
+/// `child` (the owner at `level` 1, else the parent one level down), read now.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Link {
+    pub parent: Parent,
+    pub child: OwnerRef,
+    /// 1: a parent of the owner; 2: a parent of that parent; …
+    pub level: usize,
+    pub state: ParentState,
+    /// The window's journal records this parent of `child` (a stop named it, or the
+    /// window relies on it): its sync put the child's policy back when it was seen,
+    /// though the child's managedFields may no longer show it once someone suspended the
+    /// child by hand (Flux: the hand's field manager took `spec.suspend`).
+    pub remembered: bool,
+}
+
+impl Link {
+    /// Its sync puts the child's policy back, now or once it syncs again: the chain goes
+    /// on above it, and the window needs it kept from syncing.
+    pub fn matters(&self) -> bool {
+        self.state.would_put_back || self.remembered
+    }
+
+    /// It puts the child's policy back now (a remembered one: it syncs, or regenerates
+    /// its Applications, again).
+    pub fn acts(&self) -> bool {
+        self.state.puts_back
+            || (self.remembered && self.parent.owner.kind != "ApplicationSet" && self.state.active)
+    }
+}
+
+/// What the chain of parents above an owner means for a window (a21i 06, 09): the links
+/// that put a policy back now, the top-most first (the order to stop them in: each one's
+/// sync undoes the suspension of the one below it); empty when the window may go on,
+/// relying on every link that [`Link::matters`] staying as it is.
+pub fn acting_top_down(links: &[Link]) -> Vec<&Link> {
+    let mut out: Vec<&Link> = links.iter().filter(|l| l.matters() && l.acts()).collect();
+    out.sort_by_key(|l| std::cmp::Reverse(l.level));
+    out
+}
+
 /// Whether `pointers` (JSON pointers, or jq paths `.spec.syncPolicy…`) cover the
 /// child's `spec.syncPolicy`.
 fn ignores_sync_policy<'a>(pointers: impl Iterator<Item = &'a Value>) -> bool {
@@ -3218,6 +3260,71 @@ mod tests {
         assert!(super::parent_state(&flux("Kustomization"), &ks_child).puts_back);
         // A HelmRelease parent writes with helm-controller, not kustomize-controller.
         assert!(!super::parent_state(&flux("HelmRelease"), &ks_child).puts_back);
+    }
+
+    /// A chain of parents (a21i 06, 09): the links acting now, top-most first; a link the
+    /// journal remembers counts although the child's managedFields no longer show it; one
+    /// that neither puts back nor is remembered is no link of the chain.
+    #[test]
+    fn the_chain_of_parents_is_stopped_from_the_top() {
+        let ks = |name: &str| OwnerRef {
+            api_version: "kustomize.toolkit.fluxcd.io/v1".into(),
+            kind: "Kustomization".into(),
+            namespace: Some("flux-system".into()),
+            name: name.into(),
+        };
+        let owns = json!({"kind": "Kustomization", "spec": {}, "metadata": {"managedFields": [
+            {"manager": "kustomize-controller", "operation": "Apply", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:spec": {"f:suspend": {}}}}]}});
+        let by_hand = json!({"kind": "Kustomization", "spec": {"suspend": true}, "metadata": {"managedFields": [
+            {"manager": "kustomize-controller", "operation": "Apply", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:spec": {"f:path": {}}}}]}});
+        let syncing = json!({"kind": "Kustomization", "spec": {}});
+        let suspended = json!({"kind": "Kustomization", "spec": {"suspend": true}});
+        let link =
+            |parent: &str, obj: &Value, child: &str, child_obj: &Value, level, remembered| Link {
+                parent: Parent {
+                    owner: ks(parent),
+                    evidence: vec![],
+                },
+                child: ks(child),
+                level,
+                state: parent_state(obj, child_obj),
+                remembered,
+            };
+        let names = |v: Vec<&Link>| {
+            v.iter()
+                .map(|l| l.parent.owner.name.clone())
+                .collect::<Vec<_>>()
+        };
+        // a21i 06: both syncing: clusters first, then tenants.
+        let chain = [
+            link("tenants", &syncing, "apps", &owns, 1, false),
+            link("clusters", &syncing, "tenants", &owns, 2, false),
+        ];
+        assert_eq!(names(acting_top_down(&chain)), ["clusters", "tenants"]);
+        // Tenants suspended by hand, clusters syncing: its managedFields no longer show
+        // clusters' part; remembered from the stop, clusters still acts.
+        let chain = [
+            link("tenants", &suspended, "apps", &owns, 1, false),
+            link("clusters", &syncing, "tenants", &by_hand, 2, true),
+        ];
+        assert!(chain.iter().all(Link::matters));
+        assert_eq!(names(acting_top_down(&chain)), ["clusters"]);
+        // Not remembered: nothing says clusters sets tenants' suspend.
+        let forgotten = link("clusters", &syncing, "tenants", &by_hand, 2, false);
+        assert!(!forgotten.matters());
+        // Both suspended: the window goes on, relying on both.
+        let chain = [
+            link("tenants", &suspended, "apps", &owns, 1, false),
+            link("clusters", &suspended, "tenants", &by_hand, 2, true),
+        ];
+        assert!(acting_top_down(&chain).is_empty());
+        assert!(
+            chain
+                .iter()
+                .all(|l| l.matters() && l.state.relied_on() || l.remembered)
+        );
     }
 
     #[test]

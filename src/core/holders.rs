@@ -112,22 +112,82 @@ pub fn vouched(j: &Journal, r: &crate::core::gitops::Record) -> bool {
     replaced_kind(j).is_some_and(|k| r.vouched.as_ref().is_some_and(|v| v.no_longer_defines == k))
 }
 
+/// How many levels of parents above an owner a window follows (a parent of a parent, an
+/// app-of-apps of an app-of-apps: a21i 06, 09), as the ownerReference chain is followed.
+pub const PARENT_LEVELS: usize = 4;
+
 /// Whether window `j` still relies on the suspension of the parent `p` (a record of
-/// `j.gitops_parents`): while the owner it manages is held by the window, i.e. the
-/// window suspended it and has not restored it, or relies on its suspension and is not
-/// finished. Once the owner is restored (or the window finished relying on another's
-/// suspension of it), the reliance ends: the parent may be resumed.
+/// `j.gitops_parents`): while the owner at the bottom of its chain is held by the
+/// window, i.e. the window suspended it and has not restored it, or relies on its
+/// suspension and is not finished. Once that owner is restored (or the window finished
+/// relying on another's suspension of it), the reliance ends: the parent may be resumed.
+/// A parent of a parent (`parent_of` another record of `gitops_parents`) is relied on
+/// while the record below it is (a21i 06, 09); a record a stop named but the window
+/// never relied on (`relies` false) is not.
 pub fn parent_relied_on(j: &Journal, p: &crate::core::gitops::Record) -> bool {
-    let Some(child) = &p.parent_of else {
-        return false;
-    };
-    j.gitops
-        .iter()
-        .filter(|r| same_owner(&r.owner, child))
-        .any(|r| {
-            r.restored_at.is_none()
-                && (r.paused || (r.relies_on_suspension() && !j.phase.finished()))
-        })
+    p.relies && bottom_owner(j, p).is_some_and(|r| owner_held(j, r))
+}
+
+/// Whether the window holds owner record `r` so that a parent's suspension still counts:
+/// it suspended it and has not restored it, or relies on its suspension and is not
+/// finished.
+fn owner_held(j: &Journal, r: &crate::core::gitops::Record) -> bool {
+    r.restored_at.is_none() && (r.paused || (r.relies_on_suspension() && !j.phase.finished()))
+}
+
+/// The owner (a record of `j.gitops`) at the bottom of parent record `p`'s chain: its
+/// `parent_of`, or, for a parent of a parent, the owner below the record it manages
+/// (relied on or only named by a stop: a re-run carries both over), at most [`PARENT_LEVELS`] levels down, never round a cycle. `None`: the
+/// chain ends in nothing the window holds as an owner.
+pub fn bottom_owner<'a>(
+    j: &'a Journal,
+    p: &crate::core::gitops::Record,
+) -> Option<&'a crate::core::gitops::Record> {
+    let mut child = p.parent_of.as_ref()?;
+    let mut seen: Vec<&OwnerRef> = vec![&p.owner];
+    for _ in 0..PARENT_LEVELS {
+        if let Some(r) = j.gitops.iter().find(|r| same_owner(&r.owner, child)) {
+            return Some(r);
+        }
+        if seen.iter().any(|o| same_owner(o, child)) {
+            return None;
+        }
+        seen.push(child);
+        // The record of the level below, relied on if the window relies on one.
+        let below = j
+            .gitops_parents
+            .iter()
+            .filter(|q| same_owner(&q.owner, child))
+            .max_by_key(|q| q.relies)?;
+        child = below.parent_of.as_ref()?;
+    }
+    None
+}
+
+/// The parent records of `j` above `owner`, level by level (its parents first, then
+/// theirs), relied on or not, at most [`PARENT_LEVELS`] levels, each once.
+pub fn parents_above<'a>(j: &'a Journal, owner: &OwnerRef) -> Vec<&'a crate::core::gitops::Record> {
+    let mut out: Vec<&crate::core::gitops::Record> = Vec::new();
+    let mut level: Vec<&OwnerRef> = vec![owner];
+    for _ in 0..PARENT_LEVELS {
+        let mut next = Vec::new();
+        for c in &level {
+            for p in j.gitops_parents.iter() {
+                if p.parent_of.as_ref().is_some_and(|x| same_owner(x, c))
+                    && !same_owner(&p.owner, owner)
+                    && !out.iter().any(|q| std::ptr::eq(*q, p))
+                {
+                    out.push(p);
+                    next.push(&p.owner);
+                }
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        level = next;
+    }
+    out
 }
 
 #[cfg(test)]
@@ -294,5 +354,138 @@ mod tests {
         let mut other = window("b", Deleting, false, true);
         other.gitops[0].owner.namespace = Some("argocd-2".into());
         assert!(holders(&[other], &owner("Application"), ("kunde", "a")).is_empty());
+    }
+
+    /// A chain of parents (a21i 06, 09): a parent of a parent is relied on while the
+    /// owner at the bottom is held, never round a cycle, never past [`PARENT_LEVELS`], and
+    /// never for a record a stop named that the window did not rely on.
+    #[test]
+    fn a_parent_of_a_parent_is_relied_on_while_the_owner_below_is_held() {
+        use crate::core::gitops::{Parent, Record};
+        use crate::core::journal::Phase::*;
+        let flux = |name: &str| OwnerRef {
+            api_version: "kustomize.toolkit.fluxcd.io/v1".into(),
+            kind: "Kustomization".into(),
+            namespace: Some("flux-system".into()),
+            name: name.into(),
+        };
+        let link = |parent: &str, child: &str, relies: bool| {
+            let mut r = Record::of_parent(
+                &Parent {
+                    owner: flux(parent),
+                    evidence: vec![],
+                },
+                &flux(child),
+                None,
+            );
+            r.relies = relies;
+            r
+        };
+        let with = |phase, paused: bool, links: Vec<Record>| {
+            let mut j = window("a", phase, paused, !paused);
+            j.gitops[0].owner = flux("apps");
+            j.gitops_parents = links;
+            j
+        };
+        type Row = (
+            &'static str,
+            Phase,
+            bool,
+            Vec<(&'static str, &'static str, bool)>,
+            Vec<bool>,
+        );
+        let rows: Vec<Row> = vec![
+            // what, phase, paused, links (parent, child, relies), relied on (each link)
+            (
+                "one level",
+                Done,
+                true,
+                vec![("tenants", "apps", true)],
+                vec![true],
+            ),
+            (
+                "grandparent",
+                Done,
+                true,
+                vec![("tenants", "apps", true), ("clusters", "tenants", true)],
+                vec![true, true],
+            ),
+            (
+                "great-grandparent",
+                Deleting,
+                true,
+                vec![
+                    ("tenants", "apps", true),
+                    ("clusters", "tenants", true),
+                    ("root", "clusters", true),
+                ],
+                vec![true, true, true],
+            ),
+            (
+                "named by a stop only: neither it nor what is above it",
+                Started,
+                true,
+                vec![("tenants", "apps", false), ("clusters", "tenants", false)],
+                vec![false, false],
+            ),
+            (
+                "a relier finished: the reliance ended at every level",
+                Done,
+                false,
+                vec![("tenants", "apps", true), ("clusters", "tenants", true)],
+                vec![false, false],
+            ),
+            (
+                "a cycle above the owner holds nothing",
+                Done,
+                true,
+                vec![("x", "y", true), ("y", "x", true)],
+                vec![false, false],
+            ),
+            (
+                "a chain longer than PARENT_LEVELS ends",
+                Done,
+                true,
+                vec![
+                    ("l1", "apps", true),
+                    ("l2", "l1", true),
+                    ("l3", "l2", true),
+                    ("l4", "l3", true),
+                    ("l5", "l4", true),
+                ],
+                vec![true, true, true, true, false],
+            ),
+        ];
+        for (what, phase, paused, links, relied) in rows {
+            let j = with(
+                phase,
+                paused,
+                links.iter().map(|(p, c, r)| link(p, c, *r)).collect(),
+            );
+            let seen: Vec<bool> = j
+                .gitops_parents
+                .iter()
+                .map(|p| parent_relied_on(&j, p))
+                .collect();
+            assert_eq!(seen, relied, "{what}");
+        }
+        // Restored: nothing above it is relied on any more; all of it is above it.
+        let mut j = with(
+            Done,
+            true,
+            vec![
+                link("tenants", "apps", true),
+                link("clusters", "tenants", true),
+            ],
+        );
+        let above: Vec<&str> = parents_above(&j, &flux("apps"))
+            .iter()
+            .map(|p| p.owner.name.as_str())
+            .collect();
+        assert_eq!(above, ["tenants", "clusters"]);
+        j.gitops[0].restored_at = Some("2026-01-02T00:00:00Z".into());
+        assert!(!j.gitops_parents.iter().any(|p| parent_relied_on(&j, p)));
+        // Another owner's parents are not above this one.
+        assert!(parents_above(&j, &flux("other")).is_empty());
     }
 }

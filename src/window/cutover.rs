@@ -372,9 +372,11 @@ async fn run(
     // parent's resume re-created the gateways).
     if let Some(prev) = &previous {
         for p in &prev.gitops_parents {
-            let child_held = p.parent_of.as_ref().is_some_and(|c| {
+            // A parent of a parent goes on with the owner at the bottom of its chain
+            // (a21i 06, 09).
+            let child_held = crate::core::holders::bottom_owner(prev, p).is_some_and(|b| {
                 j.gitops.iter().any(|r| {
-                    crate::core::gitops::same_owner(&r.owner, c) && r.restored_at.is_none()
+                    crate::core::gitops::same_owner(&r.owner, &b.owner) && r.restored_at.is_none()
                 })
             });
             let known = j

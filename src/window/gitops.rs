@@ -256,6 +256,19 @@ pub(crate) use restoring::*;
 pub(crate) use settling::*;
 use sources::*;
 
+/// What keeps a parent from putting its child's policy back, as a step starting with
+/// the verb: `suspend X (command)`, or for an ApplicationSet the `create-only` policy.
+pub(crate) fn parent_fix_verb(p: &gitops::OwnerRef) -> String {
+    if p.kind == "ApplicationSet" {
+        format!(
+            "set `spec.syncPolicy.applicationsSync: create-only` on {}",
+            p.display()
+        )
+    } else {
+        format!("suspend {} ({})", p.display(), suspend_command(p))
+    }
+}
+
 /// The command that suspends an owner by hand.
 pub(crate) fn suspend_command(owner: &gitops::OwnerRef) -> String {
     let ns = owner.namespace.as_deref().unwrap_or("argocd");

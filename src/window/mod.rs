@@ -74,7 +74,9 @@ use crate::error::Error;
 pub use cutover::cutover;
 pub use cutover::phases::{Bound, CUTOVER, Resume, Step, Wait};
 pub use gitops::GitopsOptions;
-pub(crate) use gitops::{helm_psk_refusal, journals_for, resume_by_hand, suspend_command};
+pub(crate) use gitops::{
+    helm_psk_refusal, journals_for, parent_fix_verb, resume_by_hand, suspend_command,
+};
 pub use rollback::rollback;
 pub use steps::{before_any_change, now, reference_rows};
 

@@ -25,14 +25,17 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
             let Found::One(owner, obj) = live::find(w.cluster, &wanted).await? else {
                 continue;
             };
-            for (p, parent) in live_parents(w.cluster, &obj).await? {
-                let st = gitops::parent_state(&parent, &obj);
-                if st.puts_back {
-                    return Err(parent_stop(w, verb, &owner, &p, &st, None));
-                }
-                if st.relied_on() {
-                    rely_on_parent(w, &owner, &p, &parent, &st).await?;
-                }
+            // The whole chain of parents above it, not one level only (a21i 06, 09: the
+            // parent's own parent put its policy back, and the stop looped on it).
+            let chain = live_chain(w.cluster, &w.journal, &owner, &obj).await?;
+            let links: Vec<gitops::Link> = chain.iter().map(|(l, _)| l.clone()).collect();
+            if !gitops::acting_top_down(&links).is_empty() {
+                let stop = chain_stop(w, verb, &owner, &links, None);
+                remember_chain(w, &chain).await?;
+                return Err(stop);
+            }
+            for (l, parent) in &chain {
+                rely_on_parent(w, &owner, l, parent).await?;
             }
         }
     }
@@ -92,6 +95,14 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
                     // answer to it). Stopped, naming the parent, before anything new is
                     // applied.
                     if before_apply {
+                        let chain = live_chain(w.cluster, &w.journal, &owner, &now).await?;
+                        let links: Vec<gitops::Link> =
+                            chain.iter().map(|(l, _)| l.clone()).collect();
+                        if !gitops::acting_top_down(&links).is_empty() {
+                            let stop = chain_stop(w, verb, &owner, &links, Some(&seen));
+                            remember_chain(w, &chain).await?;
+                            return Err(stop);
+                        }
                         let parents = live_parents(w.cluster, &now).await?;
                         if let Some((p, st)) = parents
                             .iter()
@@ -148,45 +159,142 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Record that the window relies on the suspension of `p` (`parent`, as read), a parent
-/// of `owner` whose sync would put the owner's policy back once it syncs again (a21g
-/// attack 16: a parent Kustomization suspended by hand, as the stop advised; resumed the
-/// next morning, it re-armed the child after `done`). The journal gets a record of the
-/// parent with `relies: true` before the window goes on; [`held`] reads it back until the
-/// delete, and `status` names it until the owner is restored. vpnmig never resumes it.
+/// Record that the window relies on the suspension of link `l`'s parent (`parent`, as
+/// read), a parent of `owner` or of a parent above it (a21i 06, 09), whose sync would
+/// put the policy of the level below back once it syncs again (a21g attack 16: a parent
+/// Kustomization suspended by hand, as the stop advised; resumed the next morning, it
+/// re-armed the child after `done`). The journal gets a record of the parent with
+/// `relies: true` before the window goes on (one a stop named is marked relied on now);
+/// [`held`] reads it back until the delete, and `status` names it until the owner is
+/// restored. vpnmig never resumes it.
 async fn rely_on_parent(
     w: &mut Window<'_>,
     owner: &gitops::OwnerRef,
-    p: &gitops::Parent,
+    l: &gitops::Link,
     parent: &Value,
-    st: &gitops::ParentState,
 ) -> Result<(), Error> {
-    let known = w.journal.gitops_parents.iter().any(|r| {
-        gitops::same_owner(&r.owner, &p.owner)
-            && r.parent_of
-                .as_ref()
-                .is_some_and(|c| gitops::same_owner(c, owner))
-    });
-    if known {
-        return Ok(());
-    }
     let uid = parent
         .pointer("/metadata/uid")
         .and_then(Value::as_str)
         .map(str::to_string);
-    w.journal
-        .gitops_parents
-        .push(Record::of_parent(p, owner, uid));
+    let known = w.journal.gitops_parents.iter().position(|r| {
+        gitops::same_owner(&r.owner, &l.parent.owner)
+            && r.parent_of
+                .as_ref()
+                .is_some_and(|c| gitops::same_owner(c, &l.child))
+    });
+    match known {
+        Some(i) if w.journal.gitops_parents[i].relies => return Ok(()),
+        Some(i) => {
+            let r = &mut w.journal.gitops_parents[i];
+            r.relies = true;
+            r.uid = uid;
+        }
+        None => w
+            .journal
+            .gitops_parents
+            .push(Record::of_parent(&l.parent, &l.child, uid)),
+    }
     journal::write(w.cluster, &w.journal, false).await?;
+    let also = if l.level > 1 {
+        format!(
+            " (a suspension of {} alone would be undone by it)",
+            l.child.display()
+        )
+    } else {
+        String::new()
+    };
     w.ev.emit(Event::Note(format!(
-        "{} is itself managed by {} (found by {}), which does not put its policy back now ({}) but would once it syncs again: this window relies on that suspension (its journal records it); keep it so until {} is restored after the window; vpnmig never resumes it",
-        owner.display(),
-        p.owner.display(),
-        p.evidence.join(", "),
-        st.how,
+        "{} is itself managed by {} (found by {}), which does not put its policy back now ({}) but would once it syncs again{also}: this window relies on that suspension (its journal records it); keep it so until {} is restored after the window; vpnmig never resumes it",
+        l.child.display(),
+        l.parent.owner.display(),
+        l.parent.evidence.join(", "),
+        l.state.how,
         owner.display()
     )));
     Ok(())
+}
+
+/// Record in the journal each link of the chain a stop names, not relied on
+/// (`relies: false`): what the next run needs to know that the parent put the level below
+/// back, once the child's managedFields no longer show it (a person suspended the child,
+/// and the parent above applied it back: a21i 06), and that the last stop named it.
+async fn remember_chain(w: &mut Window<'_>, chain: &[(gitops::Link, Value)]) -> Result<(), Error> {
+    let mut changed = false;
+    for (l, parent) in chain {
+        let known = w.journal.gitops_parents.iter().any(|r| {
+            gitops::same_owner(&r.owner, &l.parent.owner)
+                && r.parent_of
+                    .as_ref()
+                    .is_some_and(|c| gitops::same_owner(c, &l.child))
+        });
+        if known {
+            continue;
+        }
+        let uid = parent
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let mut r = Record::of_parent(&l.parent, &l.child, uid);
+        r.relies = false;
+        w.journal.gitops_parents.push(r);
+        changed = true;
+    }
+    if changed {
+        journal::write(w.cluster, &w.journal, false).await?;
+    }
+    Ok(())
+}
+
+/// The chain of parents above `owner` (`obj`, as read), level by level, at most
+/// [`holders::PARENT_LEVELS`] levels, never round a cycle: each parent the cluster has
+/// whose sync puts the level below back, now or once it syncs again, or that the journal
+/// remembers as doing so ([`gitops::Link`]), with its object. The chain goes on above a
+/// parent that syncs as above one that is suspended: a suspension of it holds only while
+/// its own parents keep it (a21i 06, 09).
+pub(crate) async fn live_chain(
+    cluster: &Cluster,
+    journal: &crate::core::journal::Journal,
+    owner: &gitops::OwnerRef,
+    obj: &Value,
+) -> Result<Vec<(gitops::Link, Value)>, Error> {
+    let mut out: Vec<(gitops::Link, Value)> = Vec::new();
+    let mut seen: Vec<gitops::OwnerRef> = vec![owner.clone()];
+    let mut level: Vec<(gitops::OwnerRef, Value)> = vec![(owner.clone(), obj.clone())];
+    for depth in 1..=holders::PARENT_LEVELS {
+        let mut next = Vec::new();
+        for (child, child_obj) in &level {
+            for (p, parent) in live_parents(cluster, child_obj).await? {
+                if seen.iter().any(|o| gitops::same_owner(o, &p.owner)) {
+                    continue;
+                }
+                let remembered = journal.gitops_parents.iter().any(|r| {
+                    gitops::same_owner(&r.owner, &p.owner)
+                        && r.parent_of
+                            .as_ref()
+                            .is_some_and(|c| gitops::same_owner(c, child))
+                });
+                let link = gitops::Link {
+                    state: gitops::parent_state(&parent, child_obj),
+                    parent: p.clone(),
+                    child: child.clone(),
+                    level: depth,
+                    remembered,
+                };
+                if !link.matters() {
+                    continue;
+                }
+                seen.push(p.owner.clone());
+                next.push((p.owner.clone(), parent.clone()));
+                out.push((link, parent));
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        level = next;
+    }
+    Ok(out)
 }
 
 /// How many times the first suspension is tried again after the owner changed between
@@ -347,6 +455,14 @@ pub(crate) async fn held(
                 _ => None,
             };
             if let Some(now) = again {
+                let links: Vec<gitops::Link> = live_chain(w.cluster, &w.journal, &owner, &obj)
+                    .await?
+                    .into_iter()
+                    .map(|(l, _)| l)
+                    .collect();
+                if !gitops::acting_top_down(&links).is_empty() {
+                    return Err(chain_stop(w, verb, &owner, &links, Some(&now)));
+                }
                 let parents = live_parents(w.cluster, &obj).await?;
                 let active = parents
                     .iter()
@@ -492,6 +608,136 @@ pub(super) fn parent_stop(
         hint: Some(format!(
             "{}, or change its source so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
             parent_fix(&p.owner),
+            owner.display(),
+            way_back(w)
+        )),
+    }
+}
+
+/// The stop for an owner whose chain of parents puts its policy back (a21i 06, 09): the
+/// path from the owner up to the top-most parent that acts now, each level with what it
+/// does, and the suspensions to make, top-most first (each one's sync undoes the
+/// suspension of the one below it). A level the window's journal says a stop named
+/// before, syncing again under a parent that applies it back, is said so: a suspension of
+/// it alone was undone (never the identical stop twice). One level: [`parent_stop`].
+pub(super) fn chain_stop(
+    w: &Window<'_>,
+    verb: &str,
+    owner: &gitops::OwnerRef,
+    links: &[gitops::Link],
+    now: Option<&str>,
+) -> Error {
+    let acting = gitops::acting_top_down(links);
+    let Some(top) = acting.first() else {
+        return Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "{}: no parent acts; {}",
+                owner.display(),
+                where_it_stands(w)
+            ),
+            hint: None,
+        };
+    };
+    if top.level == 1 {
+        return parent_stop(w, verb, owner, &top.parent, &top.state, now);
+    }
+    // The path from the top-most acting link down to the owner.
+    let mut path: Vec<&gitops::Link> = vec![top];
+    while let Some(below) = path.last().filter(|l| l.level > 1).and_then(|l| {
+        links
+            .iter()
+            .find(|x| x.level == l.level - 1 && gitops::same_owner(&x.parent.owner, &l.child))
+    }) {
+        path.push(below);
+    }
+    path.reverse();
+    let record = |l: &gitops::Link| {
+        w.journal.gitops_parents.iter().find(|r| {
+            gitops::same_owner(&r.owner, &l.parent.owner)
+                && r.parent_of
+                    .as_ref()
+                    .is_some_and(|c| gitops::same_owner(c, &l.child))
+        })
+    };
+    let mut parts = Vec::new();
+    for (k, l) in path.iter().enumerate() {
+        let relied = record(l).is_some_and(|r| r.relies);
+        let does = if !l.acts() {
+            format!(
+                "{}), which does not put its policy back now but would once it syncs again",
+                l.state.how
+            )
+        } else if relied {
+            format!(
+                "now {}), which was re-enabled by someone else while this window relies on its suspension",
+                l.state.how
+            )
+        } else if l.level == 1 {
+            format!(
+                "{}), whose sync puts back the policy `--gitops pause` would change",
+                l.state.how
+            )
+        } else {
+            format!(
+                "{}), which applies {} back: a suspension of {} is undone by it",
+                l.state.how,
+                l.child.display(),
+                l.child.display()
+            )
+        };
+        // The level below was named by an earlier stop and syncs again: if it was
+        // suspended since, this parent applied it back.
+        let again = (l.level > 1 && l.acts())
+            .then(|| path.get(k.wrapping_sub(1)))
+            .flatten()
+            .filter(|below| below.state.active && record(below).is_some())
+            .map(|_| {
+                format!(
+                    " ({} syncs again although an earlier run of this window named it: if it was suspended since, {} applied it back; suspending it alone does not hold)",
+                    l.child.display(),
+                    l.parent.owner.display()
+                )
+            })
+            .unwrap_or_default();
+        let head = match (k, now) {
+            (0, Some(now)) => format!(
+                "{} syncs automatically again ({now}) after vpnmig suspended it: it",
+                l.child.display()
+            ),
+            _ => l.child.display(),
+        };
+        parts.push(format!(
+            "{head} is itself managed by {} (found by {}; {does}{again}",
+            l.parent.owner.display(),
+            l.parent.evidence.join(", ")
+        ));
+    }
+    let steps: Vec<String> = acting
+        .iter()
+        .enumerate()
+        .map(|(k, l)| {
+            let what = parent_fix_verb(&l.parent.owner);
+            if k == 0 && acting.len() > 1 {
+                format!("{what} first: it applies {} back", l.child.display())
+            } else {
+                what
+            }
+        })
+        .collect();
+    let (name, ns) = (w.name(), w.ns());
+    Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "{}; so the suspension of {} would not hold; {}",
+            parts.join("; and "),
+            owner.display(),
+            where_it_stands(w)
+        ),
+        hint: Some(format!(
+            "{}, for the window (vpnmig does not restore {}), or change the sources so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+            steps.join("; then "),
+            if steps.len() == 1 { "it" } else { "them" },
             owner.display(),
             way_back(w)
         )),

@@ -64,6 +64,7 @@ pub(crate) async fn restore(
                     r.owner.namespace.as_deref().unwrap_or_default(),
                     under_way_note(&all[1..], &r.owner)
                 )));
+                parents_no_longer_relied_on(w, &r.owner, Some("it is gone")).await;
                 unprotected_stop(w, &r.owner, &all).await?;
                 continue;
             }
@@ -112,6 +113,8 @@ pub(crate) async fn restore(
                     r.owner.display(),
                     under_way_note(&all[1..], &r.owner)
                 )));
+                let why = format!("{what} (live: {seen})");
+                parents_no_longer_relied_on(w, &r.owner, Some(&why)).await;
                 unprotected_stop(w, &r.owner, &all).await?;
                 continue;
             }
@@ -511,54 +514,7 @@ pub(crate) async fn restore(
         )));
         // The parents whose suspension the window relied on for this owner: the
         // reliance ends with the restore (a21g attack 16). Said, never resumed.
-        for p in w.journal.gitops_parents.iter().filter(|p| {
-            p.parent_of
-                .as_ref()
-                .is_some_and(|c| gitops::same_owner(c, &r.owner))
-        }) {
-            // Other windows that still rely on the same parent (another child of an
-            // app-of-apps, another member of a wave): it stays suspended for them (a21h
-            // 01, 12: the note invited a resume that re-created their gateway).
-            let still: Vec<String> = match journals_for(w.cluster, None, (&ns, &name)).await {
-                Ok(journals) => journals
-                    .iter()
-                    .filter(|j| {
-                        (j.namespace.as_str(), j.gateway.as_str()) != (ns.as_str(), name.as_str())
-                    })
-                    .filter(|j| {
-                        j.gitops_parents.iter().any(|q| {
-                            gitops::same_owner(&q.owner, &p.owner)
-                                && holders::parent_relied_on(j, q)
-                        })
-                    })
-                    .map(|j| {
-                        format!(
-                            "the window of {}/{} (journal phase {})",
-                            j.namespace, j.gateway, j.phase
-                        )
-                    })
-                    .collect(),
-                Err(why) => vec![format!(
-                    "whichever window relies on it (the journals could not be read: {why})"
-                )],
-            };
-            if still.is_empty() {
-                w.ev.emit(Event::Note(format!(
-                    "{}: this window no longer relies on its suspension ({} is restored); resume it when its own repository is as it should be (vpnmig never resumes a parent it did not suspend)",
-                    p.owner.display(),
-                    r.owner.display()
-                )));
-            } else {
-                w.ev.emit(Event::Note(format!(
-                    "{}: this window no longer relies on its suspension ({} is restored), but {} still {} on it: keep it suspended until {} restored too (`vpnmig status -A` names what each waits for); vpnmig never resumes a parent it did not suspend",
-                    p.owner.display(),
-                    r.owner.display(),
-                    still.join(", "),
-                    if still.len() == 1 { "relies" } else { "rely" },
-                    if still.len() == 1 { "its owner is" } else { "their owners are" }
-                )));
-            }
-        }
+        parents_no_longer_relied_on(w, &r.owner, None).await;
     }
     // The owners this window relied on: who restores them (issue 21 item 2).
     for r in w.journal.gitops.clone() {
@@ -821,4 +777,95 @@ async fn unprotected_stop(
             w.ns()
         )),
     })
+}
+
+/// The parents (and their parents: a21i 06, 09) whose suspension the window relied on for
+/// `owner`, said when the reliance ends: the owner restored (`let_go: None`), or let go
+/// of (`Some(why)`: its policy changed since, re-enabled, re-created, gone). Each note
+/// says whether another window still relies on the parent; after a let-go, also that
+/// the parent's sync writes the owner's policy back as its source has it, over the one
+/// set since (a21i 10: nothing named the parent any more, suspended by hand for the
+/// window). Never resumed: vpnmig never resumes a parent it did not suspend.
+pub(super) async fn parents_no_longer_relied_on(
+    w: &Window<'_>,
+    owner: &gitops::OwnerRef,
+    let_go: Option<&str>,
+) {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let parents: Vec<Record> = holders::parents_above(&w.journal, owner)
+        .into_iter()
+        .filter(|p| p.relies)
+        .cloned()
+        .collect();
+    if parents.is_empty() {
+        return;
+    }
+    let journals = journals_for(w.cluster, None, (&ns, &name)).await;
+    for p in &parents {
+        // Other windows that still rely on the same parent (another child of an
+        // app-of-apps, another member of a wave): it stays suspended for them (a21h 01,
+        // 12: the note invited a resume that re-created their gateway).
+        let still: Vec<String> = match &journals {
+            Ok(journals) => journals
+                .iter()
+                .filter(|j| {
+                    (j.namespace.as_str(), j.gateway.as_str()) != (ns.as_str(), name.as_str())
+                })
+                .filter(|j| {
+                    j.gitops_parents.iter().any(|q| {
+                        gitops::same_owner(&q.owner, &p.owner) && holders::parent_relied_on(j, q)
+                    })
+                })
+                .map(|j| {
+                    format!(
+                        "the window of {}/{} (journal phase {})",
+                        j.namespace, j.gateway, j.phase
+                    )
+                })
+                .collect(),
+            Err(why) => vec![format!(
+                "whichever window relies on it (the journals could not be read: {why})"
+            )],
+        };
+        let keep = format!(
+            "{} still {} on it: keep it suspended until {} restored too (`vpnmig status -A` names what each waits for); vpnmig never resumes a parent it did not suspend",
+            still.join(", "),
+            if still.len() == 1 { "relies" } else { "rely" },
+            if still.len() == 1 {
+                "its owner is"
+            } else {
+                "their owners are"
+            }
+        );
+        let text = match let_go {
+            None if still.is_empty() => format!(
+                "({} is restored); resume it when its own repository is as it should be (vpnmig never resumes a parent it did not suspend)",
+                owner.display()
+            ),
+            None => format!("({} is restored), but {keep}", owner.display()),
+            Some(why) => {
+                let o = owner.display();
+                let through = p
+                    .parent_of
+                    .as_ref()
+                    .filter(|c| !gitops::same_owner(c, owner))
+                    .map(|c| format!(" (through {}, which it applies)", c.display()))
+                    .unwrap_or_default();
+                format!(
+                    "(vpnmig let go of {o}: {why}); resumed, its sync{through} writes the policy of {o} back as the source has it, over the one set since: {}",
+                    if still.is_empty() {
+                        format!(
+                            "no other vpnmig window relies on it; resume it when its own repository is as it should be and whoever set the policy of {o} since agrees (vpnmig never resumes a parent it did not suspend)"
+                        )
+                    } else {
+                        format!("but {keep}")
+                    }
+                )
+            }
+        };
+        w.ev.emit(Event::Note(format!(
+            "{}: this window no longer relies on its suspension {text}",
+            p.owner.display()
+        )));
+    }
 }
