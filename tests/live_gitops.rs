@@ -6554,6 +6554,22 @@ async fn a_forced_restore_never_prunes_the_psk_secret(b: &Bed, tool: Tool) {
                 r.stderr
             );
             assert!(!tool.suspended(&tool.owner_on(b).await), "restored");
+            // Its sync on the merged source ran (Ready, ReconciliationSucceeded) and left
+            // the protected Secret out of its inventory, not pruned.
+            bed::eventually(
+                20,
+                "the Kustomization's sync on the merged source",
+                || async {
+                    let ks = tool.owner_on(b).await;
+                    ks["status"]["conditions"][0]["reason"] == "ReconciliationSucceeded"
+                        && ks["status"]["inventory"]["entries"]
+                            .to_string()
+                            .contains("_acme_vpn.bnerd.net_VPNGateway")
+                },
+            )
+            .await;
+            let inventory = tool.owner_on(b).await["status"]["inventory"].to_string();
+            assert!(!inventory.contains("acme-psk"), "{inventory}");
             assert_eq!(
                 secret.unwrap()["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/prune"],
                 "disabled"

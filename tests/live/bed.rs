@@ -185,9 +185,13 @@ pub async fn run(name: &str, row: Row, backend: Backend) {
         b.invariants(a.ns, a.name, &fip, &psk, a.kind, a.peers)
             .await;
     }
+    let gitops = b.gitops.pass_stats();
     eprintln!(
-        "ROW {name} on the {backend}: ready in {ready:?}, done in {:?}",
-        started.elapsed()
+        "ROW {name} on the {backend}: ready in {ready:?}, done in {:?} (GitOps controllers: {} passes, {:?} busy, the longest {:?})",
+        started.elapsed(),
+        gitops.passes,
+        gitops.busy,
+        gitops.longest
     );
     // Stopped (the control plane too) before the next start may begin.
     drop(b);

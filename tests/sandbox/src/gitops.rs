@@ -102,8 +102,8 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::operator::TICK;
 use crate::operator::api::Edit;
+use crate::operator::{PassStats, TICK};
 use crate::resources::{Gvr, ResourceType};
 use crate::status::ApiError;
 use crate::store::{DeleteOptions, Store, WriteOptions};
@@ -191,6 +191,10 @@ pub trait GitopsApi: Send + Sync {
     fn delete(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<(), ApiError>;
     /// A pass over every owner begins: what was read in the one before is stale.
     fn begin_pass(&self) {}
+    /// The served types may have changed (a CustomResourceDefinition did).
+    fn types_changed(&self) {}
+    /// Every object of each of `types` is about to be listed: read them now, at once.
+    fn prefetch(&self, _types: &[ResourceType]) {}
 }
 
 impl GitopsApi for Store {
@@ -483,7 +487,7 @@ pub struct Gitops {
     wake: Arc<Notify>,
     stop: watch::Sender<bool>,
     task: Mutex<Option<JoinHandle<()>>>,
-    passes: std::sync::atomic::AtomicU64,
+    passes: Mutex<PassStats>,
 }
 
 impl Gitops {
@@ -533,13 +537,13 @@ impl Gitops {
             wake: Arc::new(Notify::new()),
             stop,
             task: Mutex::new(None),
-            passes: std::sync::atomic::AtomicU64::new(0),
+            passes: Mutex::new(PassStats::default()),
         })
     }
 
-    /// How many passes over the owners it has run.
-    pub fn passes(&self) -> u64 {
-        self.passes.load(std::sync::atomic::Ordering::Relaxed)
+    /// The passes over the owners so far and the time spent in them.
+    pub fn pass_stats(&self) -> PassStats {
+        *self.passes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The live settings.
@@ -566,8 +570,17 @@ impl Gitops {
 
     /// One pass over every owner; returns when the next sync is due.
     fn reconcile(&self, settings: &Settings, now: Instant) -> Option<Instant> {
-        self.passes
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let t = std::time::Instant::now();
+        let next = self.pass(settings, now);
+        let took = t.elapsed();
+        let mut p = self.passes.lock().unwrap_or_else(|e| e.into_inner());
+        p.passes += 1;
+        p.busy += took;
+        p.longest = p.longest.max(took);
+        next
+    }
+
+    fn pass(&self, settings: &Settings, now: Instant) -> Option<Instant> {
         self.api.begin_pass();
         let mut owners = owners(&*self.api);
         for o in &mut owners {
@@ -1049,7 +1062,9 @@ fn extras(
     wanted: &HashSet<ObjKey>,
 ) -> Vec<(ResourceType, String, String, bool)> {
     let mut out = Vec::new();
-    for rt in api.types() {
+    let types = api.types();
+    api.prefetch(&types);
+    for rt in types {
         let is_owner_kind = rt.group == "argoproj.io" || rt.group.ends_with(".toolkit.fluxcd.io");
         let is_cm = rt.group.is_empty() && rt.plural == "configmaps";
         for obj in api.list(&rt, None) {

@@ -3,11 +3,12 @@
 //! [`run`] drives the passes with `kube::runtime` watchers and a bounded poll.
 //!
 //! - Types: from the server's (aggregated) discovery, read at the first use and again
-//!   (at most every [`REDISCOVER`]) when a type is asked for that it did not list: a CRD
-//!   a scenario or a test adds later.
-//! - Reads: `GET`/`LIST` through `Api<DynamicObject>`. A pass lists every listable type
-//!   (but Events) once for prune's tracked objects: the lists are kept for the pass and
-//!   dropped on any write of that type.
+//!   after a CustomResourceDefinition changed (a watch of them: a CRD a scenario or a test
+//!   adds later is served from its next pass on).
+//! - Reads: `GET`/`LIST` through `Api<DynamicObject>`. A pass lists, once, each type the
+//!   emulator serves too (its built-in kinds and every custom resource) for prune's
+//!   tracked objects: the lists are kept for the pass and dropped on any write of that
+//!   type.
 //! - Writes: server-side apply (`PATCH` application/apply-patch+yaml, `force=true`) with
 //!   the tool's field manager; a read-modify-write (status through the status subresource
 //!   where the type has one) is a read and a `PUT` with the read's resourceVersion, tried
@@ -38,16 +39,17 @@ use crate::status::ApiError;
 /// A pass runs at least this often (what no watch covers: a tracked object of another
 /// kind changed).
 pub const POLL: Duration = Duration::from_secs(1);
-/// Discovery is read again on a miss at most this often.
-pub const REDISCOVER: Duration = Duration::from_secs(2);
 
 /// What the server serves, as read by discovery.
 #[derive(Default)]
 struct Discovered {
-    at: Option<std::time::Instant>,
+    /// Read, and no CRD changed since.
+    fresh: bool,
     /// Every served version of every type.
     all: Vec<ResourceType>,
-    /// The preferred version of each listable type but Events.
+    /// What prune looks for tracked objects in: the preferred version of each type the
+    /// emulator serves too (its built-in kinds, [`crate::resources::builtins`], and every
+    /// custom resource), so that both backends look at the same types.
     listable: Vec<ResourceType>,
 }
 
@@ -58,6 +60,14 @@ pub struct KubeGitopsApi {
     discovered: Mutex<Discovered>,
     /// This pass's lists, by type and namespace.
     lists: Mutex<HashMap<(Gvr, Option<String>), Vec<Value>>>,
+}
+
+/// Whether `group` is a custom resource's (a CRD's): Kubernetes' own groups are the core
+/// group, `apps`, `batch`, `autoscaling`, `policy` and those under `.k8s.io`.
+fn custom_group(group: &str) -> bool {
+    !(group.is_empty()
+        || matches!(group, "apps" | "batch" | "autoscaling" | "policy")
+        || group.ends_with(".k8s.io"))
 }
 
 fn resource_type(ar: &ApiResource, namespaced: bool, status: bool) -> ResourceType {
@@ -90,13 +100,12 @@ impl KubeGitopsApi {
         }
     }
 
-    /// Read discovery when never read, or (`miss`) when it is older than [`REDISCOVER`].
-    fn discover(&self, miss: bool) {
+    /// Read discovery when never read or a CRD changed since.
+    fn discover(&self) {
         let mut d = self.discovered.lock().unwrap_or_else(|e| e.into_inner());
-        if d.at.is_some_and(|at| !miss || at.elapsed() < REDISCOVER) {
+        if d.fresh {
             return;
         }
-        d.at = Some(std::time::Instant::now());
         let Ok(found) = self.kube.block(
             "discovery",
             Discovery::new(self.client.clone()).run_aggregated(),
@@ -104,16 +113,22 @@ impl KubeGitopsApi {
             return;
         };
         let (mut all, mut listable) = (Vec::new(), Vec::new());
+        let builtins: Vec<(String, String)> = crate::resources::builtins()
+            .into_iter()
+            .map(|rt| (rt.group, rt.plural))
+            .collect();
         for g in found.groups() {
             let preferred = g.preferred_version_or_latest().to_string();
             for v in g.versions() {
                 for (ar, caps) in g.versioned_resources(v) {
                     let status = caps.subresources.iter().any(|(s, _)| s.plural == "status");
                     let rt = resource_type(&ar, caps.scope == Scope::Namespaced, status);
+                    let served_by_the_emulator = custom_group(&rt.group)
+                        || builtins.contains(&(rt.group.clone(), rt.plural.clone()));
                     if v == preferred
+                        && served_by_the_emulator
                         && caps.supports_operation(verbs::LIST)
                         && caps.supports_operation(verbs::GET)
-                        && rt.plural != "events"
                     {
                         listable.push(rt.clone());
                     }
@@ -123,17 +138,13 @@ impl KubeGitopsApi {
         }
         d.all = all;
         d.listable = listable;
+        d.fresh = true;
     }
 
     fn find(&self, matches: impl Fn(&ResourceType) -> bool) -> Option<ResourceType> {
-        for miss in [false, true] {
-            self.discover(miss);
-            let d = self.discovered.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(rt) = d.all.iter().find(|rt| matches(rt)) {
-                return Some(rt.clone());
-            }
-        }
-        None
+        self.discover();
+        let d = self.discovered.lock().unwrap_or_else(|e| e.into_inner());
+        d.all.iter().find(|rt| matches(rt)).cloned()
     }
 
     fn written(&self, rt: &ResourceType) {
@@ -155,7 +166,7 @@ impl GitopsApi for KubeGitopsApi {
     }
 
     fn types(&self) -> Vec<ResourceType> {
-        self.discover(false);
+        self.discover();
         self.discovered
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -258,13 +269,70 @@ impl GitopsApi for KubeGitopsApi {
             .map(|_| ())
     }
 
+    /// The lists this pass has not read yet, read concurrently (one request each, over
+    /// the one connection) and kept for the pass.
+    fn prefetch(&self, types: &[ResourceType]) {
+        let missing: Vec<&ResourceType> = {
+            let lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+            types
+                .iter()
+                .filter(|rt| !lists.contains_key(&(rt.gvr(), None)))
+                .collect()
+        };
+        let reads = missing.iter().map(|rt| {
+            let api = self.kube.api(rt, None);
+            async move { (rt.gvr(), api.list(&Default::default()).await) }
+        });
+        let Ok(read) = self.kube.block("list for prune", async {
+            Ok(futures::future::join_all(reads).await)
+        }) else {
+            return;
+        };
+        let mut lists = self.lists.lock().unwrap_or_else(|e| e.into_inner());
+        for (gvr, list) in read {
+            let Ok(list) = list else { continue };
+            let mut items: Vec<Value> = list
+                .items
+                .into_iter()
+                .map(|o| serde_json::to_value(o).unwrap_or(Value::Null))
+                .collect();
+            items.sort_by_key(|v| {
+                (
+                    v["metadata"]["namespace"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    v["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                )
+            });
+            lists.insert((gvr, None), items);
+        }
+    }
+
+    fn types_changed(&self) {
+        self.discovered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .fresh = false;
+    }
+
     fn begin_pass(&self) {
         self.lists.lock().unwrap_or_else(|e| e.into_inner()).clear();
     }
 }
 
-/// What wakes a pass: the owners, their sources, and what a window changes.
-const WATCHED: [(&str, &str, &str, &str); 9] = [
+/// What wakes a pass: the owners, their sources, what a window changes, and the CRDs
+/// (which also make discovery be read again).
+const WATCHED: [(&str, &str, &str, &str); 10] = [
+    (
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "CustomResourceDefinition",
+    ),
     ("argoproj.io", "v1alpha1", "applications", "Application"),
     (
         "argoproj.io",
@@ -316,6 +384,8 @@ pub(super) async fn run(g: Weak<Gitops>, client: ::kube::Client, mut stop: watch
         };
         let api: Api<DynamicObject> = Api::all_with(client.clone(), &ar);
         let changed = changed.clone();
+        let crds = plural == "customresourcedefinitions";
+        let g = g.clone();
         watchers.spawn(async move {
             // A type not served (no CRD) fails its list and is tried again with backoff;
             // the poll covers it meanwhile.
@@ -325,6 +395,9 @@ pub(super) async fn run(g: Weak<Gitops>, client: ::kube::Client, mut stop: watch
                 .boxed();
             while let Some(ev) = events.next().await {
                 if ev.is_ok() {
+                    if crds && let Some(g) = g.upgrade() {
+                        g.api.types_changed();
+                    }
                     changed.notify_one();
                 }
             }
