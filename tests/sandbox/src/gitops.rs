@@ -472,9 +472,10 @@ struct State {
     adopted: HashSet<String>,
     /// Owners whose prune setting was seen on (for `ignoresSuspension`).
     pruned_once: HashSet<String>,
-    /// Application uid → the `metadata.generation` its last comparison saw: a spec
-    /// change (a restored sync policy) is compared again, as Argo CD refreshes on it.
-    compared_generation: HashMap<String, i64>,
+    /// Application uid → its spec (all but metadata and status) as its last comparison
+    /// saw it: a spec change (a restored sync policy) is compared again, as Argo CD
+    /// refreshes on it.
+    compared_spec: HashMap<String, Value>,
     /// Application uid → when its last sync finished (`status.operationState`).
     synced_at: HashMap<String, String>,
 }
@@ -1245,14 +1246,19 @@ fn set_status(
             ))
             .is_some();
     if o.tool == Tool::Argo {
-        let generation = o
-            .obj
-            .pointer("/metadata/generation")
-            .and_then(Value::as_i64)
-            .unwrap_or_default();
+        // Its spec as compared, not `metadata.generation`: the Application CRD has no
+        // status subresource, so on a real API server each status write moves the
+        // generation too, and comparing it would make every status write the next one's
+        // cause.
+        let mut spec = o.obj.clone();
+        if let Some(m) = spec.as_object_mut() {
+            for k in ["metadata", "status", "apiVersion", "kind"] {
+                m.remove(k);
+            }
+        }
         let seen = state
-            .compared_generation
-            .insert(o.uid().to_string(), generation);
+            .compared_spec
+            .insert(o.uid().to_string(), spec.clone());
         if let Some(at) = state.synced_at.get(o.uid()) {
             status["operationState"] = json!({"phase": "Succeeded", "message": "successfully synced",
                 "startedAt": at, "finishedAt": at, "operation": {"sync": {}}});
@@ -1261,7 +1267,7 @@ fn set_status(
         if let Some(b) = before.as_object_mut() {
             b.remove("reconciledAt");
         }
-        if before == status && seen == Some(generation) && !refresh {
+        if before == status && seen == Some(spec) && !refresh {
             return;
         }
         status["reconciledAt"] = json!(timestamp());

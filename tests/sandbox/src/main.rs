@@ -45,8 +45,8 @@ struct Args {
     /// controllers and fault knobs included), or a real etcd, kube-apiserver,
     /// kube-controller-manager and kwok built by tests/controlplane/build.sh (the scenario's
     /// CRDs, objects and recorded statuses are loaded through the API, and the simulated
-    /// operator runs against it as a controller, its fault knobs included; the API fault
-    /// knobs and the simulated Argo CD and Flux do not run there yet).
+    /// operator and the simulated Argo CD and Flux run against it as controllers, their
+    /// fault knobs included; the API fault knobs through a proxy in front of it).
     #[arg(long, value_enum, default_value = "emulated")]
     control_plane: ControlPlaneKind,
     /// Which data plane answers for the gateways: the operator's imitation of swanctl, or
