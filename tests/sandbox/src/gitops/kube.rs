@@ -53,13 +53,16 @@ struct Discovered {
     listable: Vec<ResourceType>,
 }
 
+/// A list's type and namespace (`None`: every namespace).
+type ListKey = (Gvr, Option<String>);
+
 /// The simulated Argo CD's and Flux's access to a Kubernetes API server.
 pub struct KubeGitopsApi {
     kube: KubeApi,
     client: ::kube::Client,
     discovered: Mutex<Discovered>,
     /// This pass's lists, by type and namespace.
-    lists: Mutex<HashMap<(Gvr, Option<String>), Vec<Value>>>,
+    lists: Mutex<HashMap<ListKey, Vec<Value>>>,
 }
 
 /// Whether `group` is a custom resource's (a CRD's): Kubernetes' own groups are the core
