@@ -89,7 +89,10 @@
 //!
 //! The controller runs as its own task (like [`crate::operator`]): it reacts to store
 //! events, its timers and setting changes, holds only a weak reference and ends on
-//! [`Gitops::shutdown`] or when dropped.
+//! [`Gitops::shutdown`] or when dropped. It reads and writes through [`GitopsApi`]: the
+//! emulator's [`Store`] ([`Gitops::start`]), or a Kubernetes API server
+//! ([`Gitops::start_kube`], [`kube`]: the real control plane, where watches and a poll of
+//! at most a second stand for the store's events). The CONTRACT above holds on both.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
