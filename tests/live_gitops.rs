@@ -9,8 +9,10 @@
 
 mod live;
 
+use std::path::Path;
 use std::time::Duration;
 
+use live::bed::{self, Bed, CONFIGMAP, IPSECGATEWAY, Kind, SECRET, Scenario, VPNGATEWAY};
 use live::{ACME, Live, eventually, objects, phase, start};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
@@ -359,7 +361,12 @@ fn repo(l: &Live, tool: Tool) -> std::path::PathBuf {
 
 /// [`repo`] holding `source`.
 fn repo_with(l: &Live, source: &str) -> std::path::PathBuf {
-    let dir = l.cwd().join("repo");
+    repo_in(l.cwd(), source)
+}
+
+/// [`repo`] holding `source`, under `cwd` (a [`Live`]'s or a [`Bed`]'s working directory).
+fn repo_in(cwd: &Path, source: &str) -> std::path::PathBuf {
+    let dir = cwd.join("repo");
     std::fs::create_dir_all(dir.join("tenants")).unwrap();
     std::fs::write(dir.join("tenants/acme.yaml"), source).unwrap();
     for args in [
@@ -394,10 +401,17 @@ async fn planned_and_cut_over(l: &Live, tool: Tool) -> (String, live::Run) {
 
 /// [`planned_and_cut_over`] with the owner's source `source`.
 async fn planned_and_cut_over_with(l: &Live, source: &str) -> (String, live::Run) {
-    let repo = repo_with(l, source);
+    planned_and_cut_over_at(&l.kubeconfig, source).await
+}
+
+/// [`planned_and_cut_over_with`] for the cluster of `kubeconfig` (vpnmig runs in its
+/// directory, a [`Live`]'s or a [`Bed`]'s working directory).
+async fn planned_and_cut_over_at(kubeconfig: &Path, source: &str) -> (String, live::Run) {
+    let repo = repo_in(kubeconfig.parent().unwrap(), source);
     let dir = repo.to_str().unwrap();
-    let r = l
-        .vpnmig(&[
+    let r = live::run_vpnmig(
+        kubeconfig,
+        &[
             "plan",
             "acme",
             "-n",
@@ -406,8 +420,9 @@ async fn planned_and_cut_over_with(l: &Live, source: &str) -> (String, live::Run
             "plans/acme",
             "--gitops-repo",
             dir,
-        ])
-        .await;
+        ],
+    )
+    .await;
     assert_eq!(r.code, 4, "blocked by gitops-sync: {}", r.stderr);
     let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
     let cut = [
@@ -421,7 +436,7 @@ async fn planned_and_cut_over_with(l: &Live, source: &str) -> (String, live::Run
         "pause",
         "--yes",
     ];
-    let r = l.vpnmig(&cut).await;
+    let r = live::run_vpnmig(kubeconfig, &cut).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     (rewritten, r)
 }
@@ -465,108 +480,6 @@ async fn without_gitops_a_synced_gateway_is_refused_before_any_change() {
             r.stderr
         );
         assert!(live::journal(&l, NS, "acme").is_none());
-    }
-}
-
-/// Issue 11's "done when": a cutover on a self-healing Argo CD application (and on a
-/// Flux Kustomization) ends with the new objects live, the floating IP never contended,
-/// the repository files rewritten and, after the merge, the owner restored exactly.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pause_cuts_over_and_restores_the_owner_after_the_merge() {
-    for tool in [Tool::Argo, Tool::Flux] {
-        let l = synced(tool).await;
-        let contention = Contention::watch(&l);
-        let original = tool.switch(&tool.owner(&l));
-        let (rewritten, r) = planned_and_cut_over(&l, tool).await;
-        assert!(
-            rewritten.contains("kind: VPNGateway") && !rewritten.contains("kind: IPsecGateway"),
-            "{rewritten}"
-        );
-        assert!(r.says("suspended"), "{}", r.stderr);
-        // Argo CD's status shows its source; a suspended Kustomization's inventory is
-        // stale, and proves nothing either way (issue 21 round 3, attack 12).
-        let stays = match tool {
-            Tool::Argo => {
-                "stays suspended: its source still defines ipsecgateway/acme -n tenant-acme"
-            }
-            Tool::Flux => {
-                "stays suspended: the cluster does not show whether its source still defines ipsecgateway/acme -n tenant-acme (it is suspended, and Flux does not refresh a suspended Kustomization's inventory)"
-            }
-        };
-        assert!(r.says(stays), "{}", r.stderr);
-        assert!(tool.suspended(&tool.owner(&l)));
-        assert_eq!(ipsecgateways(&l), 0);
-        let j = live::journal(&l, NS, "acme").unwrap();
-        assert_eq!(j["phase"], "done");
-        assert_eq!(j["gitops"][0]["paused"], true, "{j}");
-        // The new objects do not carry the tracking metadata (else a prune takes them).
-        let gw = &objects(&l, "vpn.bnerd.net", "vpngateways", NS)[0];
-        assert!(
-            gw["metadata"]["labels"]
-                .get("app.kubernetes.io/instance")
-                .is_none(),
-            "{gw}"
-        );
-        assert!(
-            gw["metadata"]["labels"]
-                .get("kustomize.toolkit.fluxcd.io/name")
-                .is_none(),
-            "{gw}"
-        );
-
-        let r = l.vpnmig(&["status", "-A"]).await;
-        assert!(r.stdout.contains("GitOps sync suspended:"), "{}", r.stdout);
-        assert!(
-            live::flat(&r.stdout)
-                .contains("merge the repository change, then `vpnmig cutover acme -n tenant-acme"),
-            "{}",
-            r.stdout
-        );
-
-        // Before the merge nothing is restored (said, and the window stays done).
-        let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
-        assert_eq!(r.code, 0, "{}", r.stderr);
-        assert!(r.says("stays suspended"), "{}", r.stderr);
-        assert!(tool.suspended(&tool.owner(&l)));
-
-        tool.merge(&l, &rewritten);
-        dry_runs_restore_nothing(&l, tool, "cutover").await;
-        let r = match tool {
-            // Argo CD refreshes its status while not automated: vpnmig sees the merge.
-            Tool::Argo => {
-                eventually(
-                    10,
-                    "the Application no longer lists the IPsecGateway",
-                    || {
-                        !tool.owner(&l)["status"]["resources"]
-                            .to_string()
-                            .contains("IPsecGateway")
-                    },
-                )
-                .await;
-                l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await
-            }
-            // A suspended Kustomization keeps its inventory: the user says it is merged.
-            Tool::Flux => {
-                l.vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
-                    .await
-            }
-        };
-        assert_eq!(r.code, 0, "{}", r.stderr);
-        assert!(r.says("restored"), "{}", r.stderr);
-        let owner = tool.owner(&l);
-        assert_eq!(tool.switch(&owner), original, "restored exactly: {owner}");
-        let j = live::journal(&l, NS, "acme").unwrap();
-        assert_eq!(j["gitops"][0]["paused"], false);
-        assert!(j["gitops"][0]["restoredAt"].is_string());
-        // The sync runs again on the merged source: the VPNGateway stays, adopted; the
-        // IPsecGateway is never re-created.
-        adopted(&l, "vpn.bnerd.net", "vpngateways").await;
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        assert_eq!(ipsecgateways(&l), 0);
-        assert!(!contention.seen(), "the floating IP was contended");
-        let r = l.vpnmig(&["verify", "acme", "-n", NS]).await;
-        assert_eq!(r.code, 0, "{}", r.stderr);
     }
 }
 
@@ -642,11 +555,20 @@ async fn dry_runs_restore_nothing(l: &Live, tool: Tool, verb: &str) {
         live::core(l, "secrets", NS, "acme-psk").map(|s| s["metadata"]["annotations"].clone())
     };
     let (journal, annotations) = (live::journal(l, NS, "acme").unwrap(), secret(l));
+    dry_runs_say_nothing_restored(&l.kubeconfig, tool, verb).await;
+    assert!(tool.suspended(&tool.owner(l)), "{}", tool.owner(l));
+    assert_eq!(live::journal(l, NS, "acme").unwrap(), journal);
+    assert_eq!(secret(l), annotations);
+}
+
+/// The dry runs of [`dry_runs_restore_nothing`] against the cluster of `kubeconfig`: each
+/// exits 0 and says it changed nothing and that the window still holds the owner.
+async fn dry_runs_say_nothing_restored(kubeconfig: &Path, tool: Tool, verb: &str) {
     for args in [
         &[verb, "acme", "-n", NS, "--dry-run"][..],
         &[verb, "acme", "-n", NS, "--gitops", "resume", "--dry-run"],
     ] {
-        let r = l.vpnmig(args).await;
+        let r = live::run_vpnmig(kubeconfig, args).await;
         assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
         assert!(
             r.says("dry run: nothing was changed"),
@@ -661,30 +583,6 @@ async fn dry_runs_restore_nothing(l: &Live, tool: Tool, verb: &str) {
         assert!(!r.says("restored"), "{args:?}: {}", r.stderr);
         assert!(!r.says("kept secret/"), "{args:?}: {}", r.stderr);
     }
-    assert!(tool.suspended(&tool.owner(l)), "{}", tool.owner(l));
-    assert_eq!(live::journal(l, NS, "acme").unwrap(), journal);
-    assert_eq!(secret(l), annotations);
-}
-
-/// A controller that ignores its suspension (a fault knob): its self-heal re-creates the
-/// IPsecGateway during the window, which stops at once naming it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_controller_that_ignores_suspension_stops_the_window_at_once() {
-    let tool = Tool::Argo;
-    let l = synced(tool).await;
-    l.sb.gitops.settings().write().unwrap().ignores_suspension = true;
-    l.sb.operator.settings().write().unwrap().peer_retry_ms = 30_000;
-    let r = l
-        .vpnmig(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"])
-        .await;
-    assert_eq!(r.code, 1, "{}", r.stderr);
-    assert!(
-        r.says("ipsecgateway/acme -n tenant-acme was re-created during the window")
-            || r.says("by someone else during the window"),
-        "{}",
-        r.stderr
-    );
-    assert!(r.says("argocd-controller"), "{}", r.stderr);
 }
 
 /// `--gitops pause,keep-tracking`: the new objects carry the owner's tracking metadata,
@@ -1690,70 +1588,6 @@ async fn status_at_a_rollback_under_way_names_the_rollback() {
         };
         assert!(flat.contains(says), "{phase}: {flat}");
         assert!(!flat.contains("vpnmig cutover beta"), "{phase}: {flat}");
-    }
-}
-
-/// Issue 21 item 1: the merged source no longer defines the PSK Secret. Flux's inventory
-/// cannot show it while suspended: a forced restore (`--gitops resume`) sets the prune
-/// protection Flux honours first (journal records it), and the Secret survives the
-/// sync. Argo CD's status shows it: the forced restore runs the same check and keeps the
-/// owner suspended.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_forced_restore_never_prunes_the_psk_secret() {
-    for tool in [Tool::Flux, Tool::Argo] {
-        let l = synced(tool).await;
-        done_then_merged_by(&l, tool, without_secret).await;
-        let r = l
-            .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
-            .await;
-        assert_eq!(r.code, 0, "{}", r.stderr);
-        // The sync runs (or would) on the merged source.
-        tokio::time::sleep(Duration::from_millis(800)).await;
-        let secret = live::core(&l, "secrets", NS, "acme-psk");
-        assert!(secret.is_some(), "the PSK Secret was pruned: {}", r.stderr);
-        let j = live::journal(&l, NS, "acme").unwrap();
-        match tool {
-            Tool::Flux => {
-                assert!(
-                    r.says("kept secret/acme-psk -n tenant-acme (the PSK) from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled"),
-                    "{}",
-                    r.stderr
-                );
-                assert!(!tool.suspended(&tool.owner(&l)), "restored");
-                assert_eq!(
-                    secret.unwrap()["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/prune"],
-                    "disabled"
-                );
-                assert_eq!(
-                    j["gitops"][0]["protected"],
-                    // Issue 21 item 1, round 4: first the protection from its apply.
-                    json!([{"kind": "Secret", "namespace": NS, "name": "acme-psk",
-                        "annotation": "kustomize.toolkit.fluxcd.io/reconcile", "value": "disabled"},
-                        {"kind": "Secret", "namespace": NS, "name": "acme-psk",
-                        "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"}]),
-                    "{j}"
-                );
-                // `status` says what was protected, and by which window.
-                let r = l.vpnmig(&["status", "-n", NS]).await;
-                assert!(
-                    live::flat(&r.stdout).contains("kept from prune: secret/acme-psk -n tenant-acme (kustomize.toolkit.fluxcd.io/prune=disabled) by the window of tenant-acme/acme, from kustomization/acme -n flux-system"),
-                    "{}",
-                    r.stdout
-                );
-                // The sync pruned nothing the window keeps, and the gateway is healthy.
-                let r = l.vpnmig(&["verify", "acme", "-n", NS]).await;
-                assert_eq!(r.code, 0, "{}", r.stderr);
-            }
-            Tool::Argo => {
-                assert!(
-                    r.says("it tracks secret/acme-psk -n tenant-acme (the PSK), and its source no longer defines it (status of application/acme -n argocd)"),
-                    "{}",
-                    r.stderr
-                );
-                assert!(tool.suspended(&tool.owner(&l)));
-                assert_eq!(j["gitops"][0]["paused"], true, "{j}");
-            }
-        }
     }
 }
 
@@ -7192,3 +7026,424 @@ const FLUX_TENANTS: ParentRow = ParentRow {
     again: "",
     early: false,
 };
+
+// ---------------------------------------------------------------------------------------
+// Rows on both control planes (tests/live/bed.rs; issue 23 item 4): the simulated Argo CD
+// and Flux run as controllers over the real kube-apiserver as over the emulator, and each
+// row reads and changes the cluster through the API only.
+
+const APPLICATION: Kind = ("argoproj.io", "v1alpha1", "applications", "Application");
+const KUSTOMIZATION: Kind = (
+    "kustomize.toolkit.fluxcd.io",
+    "v1",
+    "kustomizations",
+    "Kustomization",
+);
+
+impl Tool {
+    fn kind(self) -> Kind {
+        match self {
+            Tool::Argo => APPLICATION,
+            Tool::Flux => KUSTOMIZATION,
+        }
+    }
+    /// The owner `acme`, read through the API.
+    async fn owner_on(self, b: &Bed) -> Value {
+        b.get(self.kind(), self.owner_type().3, "acme")
+            .await
+            .expect("the owner exists")
+    }
+    /// "Git", read through the API.
+    async fn source_on(self, b: &Bed) -> String {
+        b.get(CONFIGMAP, self.owner_type().3, "acme-source")
+            .await
+            .unwrap()["data"]["manifests"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+    /// Merge a repository change through the API: the source becomes `manifests`.
+    async fn merge_on(self, b: &Bed, manifests: &str) {
+        b.edit(CONFIGMAP, self.owner_type().3, "acme-source", |o| {
+            o["data"]["manifests"] = json!(manifests)
+        })
+        .await;
+        b.gitops.kick();
+    }
+}
+
+/// acme with `tool` syncing it, self-heal after 200 ms (as [`synced`]).
+fn synced_scenario(tool: Tool) -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    Scenario::new(tool.scenario(), s)
+}
+
+fn argo_synced() -> Scenario {
+    synced_scenario(Tool::Argo)
+}
+
+fn flux_synced() -> Scenario {
+    synced_scenario(Tool::Flux)
+}
+
+/// [`adopted`] through the API: the controller applied acme's object of `kind` (its field
+/// manager is on it), or, Argo CD, the object carries the Application's tracking id and
+/// the Application reads it `Synced`.
+async fn adopted_on(b: &Bed, kind: Kind) {
+    bed::eventually(
+        20,
+        &format!("the GitOps controller applies {}/acme", kind.2),
+        || async {
+            let Some(g) = b.objects(kind, NS).await.into_iter().next() else {
+                return false;
+            };
+            if g["metadata"]["managedFields"]
+                .to_string()
+                .contains("-controller")
+            {
+                return true;
+            }
+            let tracked = g["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("acme:"));
+            tracked
+                && b.get(APPLICATION, "argocd", "acme")
+                    .await
+                    .is_some_and(|app| {
+                        app["status"]["resources"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .any(|r| r["kind"] == kind.3 && r["status"] == "Synced")
+                    })
+        },
+    )
+    .await;
+}
+
+/// [`Contention`] through the API: a watch of both gateway kinds (every namespace) sees
+/// any `FIPAttached=False, AlreadyAssociated`.
+struct ApiContention {
+    seen: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The watches; dropped (aborted) with it.
+    _watches: tokio::task::JoinSet<()>,
+}
+
+impl ApiContention {
+    async fn watch(b: &Bed) -> Self {
+        use futures::StreamExt;
+        use kube::runtime::{WatchStreamExt, watcher};
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut tasks = tokio::task::JoinSet::new();
+        let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(2);
+        for (group, version, plural, kind) in [IPSECGATEWAY, VPNGATEWAY] {
+            let ar = kube::api::ApiResource {
+                group: group.into(),
+                version: version.into(),
+                api_version: format!("{group}/{version}"),
+                kind: kind.into(),
+                plural: plural.into(),
+            };
+            let api: kube::Api<kube::api::DynamicObject> =
+                kube::Api::all_with(b.client.clone(), &ar);
+            let (flag, ready) = (seen.clone(), ready_tx.clone());
+            tasks.spawn(async move {
+                let mut events = watcher(api, watcher::Config::default())
+                    .default_backoff()
+                    .boxed();
+                while let Some(ev) = events.next().await {
+                    let objs = match ev {
+                        Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => vec![o],
+                        Ok(watcher::Event::InitDone) => {
+                            let _ = ready.send(()).await;
+                            Vec::new()
+                        }
+                        _ => Vec::new(),
+                    };
+                    for o in objs {
+                        let contended =
+                            o.data["status"]["conditions"].as_array().is_some_and(|cs| {
+                                cs.iter().any(|c| {
+                                    c["type"] == "FIPAttached" && c["reason"] == "AlreadyAssociated"
+                                })
+                            });
+                        if contended {
+                            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                        }
+                    }
+                }
+            });
+        }
+        // Both watches listed before the row goes on (bounded).
+        for _ in 0..2 {
+            tokio::time::timeout(Duration::from_secs(10), ready_rx.recv())
+                .await
+                .expect("the contention watches start within 10 s");
+        }
+        ApiContention {
+            seen,
+            _watches: tasks,
+        }
+    }
+    fn seen(&self) -> bool {
+        self.seen.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// [`done_then_merged_by`] through the API.
+async fn done_then_merged_on(b: &Bed, tool: Tool, edit: impl Fn(String) -> String) {
+    let (rewritten, _) = planned_and_cut_over_at(&b.kubeconfig, &tool.source_on(b).await).await;
+    tool.merge_on(b, &edit(rewritten)).await;
+    if let Tool::Argo = tool {
+        bed::eventually(
+            20,
+            "the Application no longer lists the IPsecGateway",
+            || async {
+                !Tool::Argo.owner_on(b).await["status"]["resources"]
+                    .to_string()
+                    .contains("IPsecGateway")
+            },
+        )
+        .await;
+    }
+}
+
+crate::rows! {
+    /// Issue 11's "done when": a cutover on a self-healing Argo CD application ends with
+    /// the new objects live, the floating IP never contended, the repository files
+    /// rewritten and, after the merge, the owner restored exactly.
+    pause_cuts_over_and_restores_the_argocd_application_after_the_merge: bed::Row {
+        scenario: argo_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(pause_cuts_over_and_restores_the_owner_after_the_merge(b, Tool::Argo)),
+    },
+    /// The same on a Flux Kustomization (its suspended inventory proves nothing: the user
+    /// says the change is merged with `--gitops resume`).
+    pause_cuts_over_and_restores_the_flux_kustomization_after_the_merge: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(pause_cuts_over_and_restores_the_owner_after_the_merge(b, Tool::Flux)),
+    },
+    /// A controller that ignores its suspension (a fault knob): its self-heal re-creates
+    /// the IPsecGateway during the window, which stops at once naming it. (No settled
+    /// state after: the window stopped with both kinds possibly live, for its rollback.)
+    a_controller_that_ignores_suspension_stops_the_window_at_once: bed::Row {
+        scenario: argo_synced,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_controller_that_ignores_suspension_stops_the_window_at_once(b)),
+    },
+    /// Issue 21 item 1: the merged source no longer defines the PSK Secret. Flux's
+    /// inventory cannot show it while suspended: a forced restore (`--gitops resume`) sets
+    /// the prune protection Flux honours first (journal records it), and the Secret
+    /// survives the sync.
+    a_forced_restore_of_a_kustomization_never_prunes_the_psk_secret: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_forced_restore_never_prunes_the_psk_secret(b, Tool::Flux)),
+    },
+    /// The same on Argo CD, whose status shows it: the forced restore runs the same check
+    /// and keeps the owner suspended.
+    a_forced_restore_of_an_application_never_prunes_the_psk_secret: bed::Row {
+        scenario: argo_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_forced_restore_never_prunes_the_psk_secret(b, Tool::Argo)),
+    },
+}
+
+async fn pause_cuts_over_and_restores_the_owner_after_the_merge(b: &Bed, tool: Tool) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let contention = ApiContention::watch(b).await;
+    let original = tool.switch(&tool.owner_on(b).await);
+    let (rewritten, r) = planned_and_cut_over_at(&b.kubeconfig, &tool.source_on(b).await).await;
+    assert!(
+        rewritten.contains("kind: VPNGateway") && !rewritten.contains("kind: IPsecGateway"),
+        "{rewritten}"
+    );
+    assert!(r.says("suspended"), "{}", r.stderr);
+    // Argo CD's status shows its source; a suspended Kustomization's inventory is
+    // stale, and proves nothing either way (issue 21 round 3, attack 12).
+    let stays = match tool {
+        Tool::Argo => "stays suspended: its source still defines ipsecgateway/acme -n tenant-acme",
+        Tool::Flux => {
+            "stays suspended: the cluster does not show whether its source still defines ipsecgateway/acme -n tenant-acme (it is suspended, and Flux does not refresh a suspended Kustomization's inventory)"
+        }
+    };
+    assert!(r.says(stays), "{}", r.stderr);
+    assert!(tool.suspended(&tool.owner_on(b).await));
+    assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["phase"], "done");
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    // The new objects do not carry the tracking metadata (else a prune takes them).
+    let gw = &b.objects(VPNGATEWAY, NS).await[0];
+    for label in [
+        "app.kubernetes.io/instance",
+        "kustomize.toolkit.fluxcd.io/name",
+    ] {
+        assert!(gw["metadata"]["labels"].get(label).is_none(), "{gw}");
+    }
+
+    let r = b.vpnmig(&["status", "-A"]).await;
+    assert!(r.stdout.contains("GitOps sync suspended:"), "{}", r.stdout);
+    assert!(
+        live::flat(&r.stdout)
+            .contains("merge the repository change, then `vpnmig cutover acme -n tenant-acme"),
+        "{}",
+        r.stdout
+    );
+
+    // Before the merge nothing is restored (said, and the window stays done).
+    b.step(
+        &["cutover", "acme", "-n", NS, "--yes"],
+        0,
+        &["stays suspended"],
+    )
+    .await;
+    assert!(tool.suspended(&tool.owner_on(b).await));
+
+    tool.merge_on(b, &rewritten).await;
+    let secret = async || {
+        b.get(SECRET, NS, "acme-psk")
+            .await
+            .map(|s| s["metadata"]["annotations"].clone())
+    };
+    let (journal, annotations) = (b.journal(NS, "acme").await.unwrap(), secret().await);
+    dry_runs_say_nothing_restored(&b.kubeconfig, tool, "cutover").await;
+    assert!(tool.suspended(&tool.owner_on(b).await));
+    assert_eq!(b.journal(NS, "acme").await.unwrap(), journal);
+    assert_eq!(secret().await, annotations);
+    let r = match tool {
+        // Argo CD refreshes its status while not automated: vpnmig sees the merge.
+        Tool::Argo => {
+            bed::eventually(
+                20,
+                "the Application no longer lists the IPsecGateway",
+                || async {
+                    !tool.owner_on(b).await["status"]["resources"]
+                        .to_string()
+                        .contains("IPsecGateway")
+                },
+            )
+            .await;
+            b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await
+        }
+        // A suspended Kustomization keeps its inventory: the user says it is merged.
+        Tool::Flux => {
+            b.vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
+                .await
+        }
+    };
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.says("restored"), "{}", r.stderr);
+    let owner = tool.owner_on(b).await;
+    assert_eq!(tool.switch(&owner), original, "restored exactly: {owner}");
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], false);
+    assert!(j["gitops"][0]["restoredAt"].is_string());
+    // The sync runs again on the merged source: the VPNGateway stays, adopted; the
+    // IPsecGateway is never re-created.
+    adopted_on(b, VPNGATEWAY).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+    assert!(!contention.seen(), "the floating IP was contended");
+    b.step(&["verify", "acme", "-n", NS], 0, &[]).await;
+}
+
+async fn a_controller_that_ignores_suspension_stops_the_window_at_once(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    b.gitops.settings().write().unwrap().ignores_suspension = true;
+    b.operator.settings().write().unwrap().peer_retry_ms = 30_000;
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"],
+            1,
+            &["argocd-controller"],
+        )
+        .await;
+    assert!(
+        r.says("ipsecgateway/acme -n tenant-acme was re-created during the window")
+            || r.says("by someone else during the window"),
+        "{}",
+        r.stderr
+    );
+}
+
+async fn a_forced_restore_never_prunes_the_psk_secret(b: &Bed, tool: Tool) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, tool, without_secret).await;
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"],
+            0,
+            &[],
+        )
+        .await;
+    // The sync runs (or would) on the merged source.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let secret = b.get(SECRET, NS, "acme-psk").await;
+    assert!(secret.is_some(), "the PSK Secret was pruned: {}", r.stderr);
+    let j = b.journal(NS, "acme").await.unwrap();
+    match tool {
+        Tool::Flux => {
+            assert!(
+                r.says("kept secret/acme-psk -n tenant-acme (the PSK) from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled"),
+                "{}",
+                r.stderr
+            );
+            assert!(!tool.suspended(&tool.owner_on(b).await), "restored");
+            // Its sync on the merged source ran (Ready, ReconciliationSucceeded) and left
+            // the protected Secret out of its inventory, not pruned.
+            bed::eventually(
+                20,
+                "the Kustomization's sync on the merged source",
+                || async {
+                    let ks = tool.owner_on(b).await;
+                    ks["status"]["conditions"][0]["reason"] == "ReconciliationSucceeded"
+                        && ks["status"]["inventory"]["entries"]
+                            .to_string()
+                            .contains("_acme_vpn.bnerd.net_VPNGateway")
+                },
+            )
+            .await;
+            let inventory = tool.owner_on(b).await["status"]["inventory"].to_string();
+            assert!(!inventory.contains("acme-psk"), "{inventory}");
+            assert_eq!(
+                secret.unwrap()["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/prune"],
+                "disabled"
+            );
+            assert_eq!(
+                j["gitops"][0]["protected"],
+                // Issue 21 item 1, round 4: first the protection from its apply.
+                json!([{"kind": "Secret", "namespace": NS, "name": "acme-psk",
+                    "annotation": "kustomize.toolkit.fluxcd.io/reconcile", "value": "disabled"},
+                    {"kind": "Secret", "namespace": NS, "name": "acme-psk",
+                    "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"}]),
+                "{j}"
+            );
+            // `status` says what was protected, and by which window.
+            let r = b.vpnmig(&["status", "-n", NS]).await;
+            assert!(
+                live::flat(&r.stdout).contains("kept from prune: secret/acme-psk -n tenant-acme (kustomize.toolkit.fluxcd.io/prune=disabled) by the window of tenant-acme/acme, from kustomization/acme -n flux-system"),
+                "{}",
+                r.stdout
+            );
+            // The sync pruned nothing the window keeps, and the gateway is healthy.
+            b.step(&["verify", "acme", "-n", NS], 0, &[]).await;
+        }
+        Tool::Argo => {
+            assert!(
+                r.says("it tracks secret/acme-psk -n tenant-acme (the PSK), and its source no longer defines it (status of application/acme -n argocd)"),
+                "{}",
+                r.stderr
+            );
+            assert!(tool.suspended(&tool.owner_on(b).await));
+            assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+        }
+    }
+}

@@ -33,8 +33,12 @@
 //! - **The API fault knobs** (`settings.api` and, at run time, [`Bed::api_faults`]) work on
 //!   both: on the real control plane the kubeconfig points at the fault proxy in front of
 //!   kube-apiserver (`vpnmig_sandbox::proxy`), which applies the same knobs.
+//! - **The simulated Argo CD and Flux** (`settings.gitops` and, at run time,
+//!   [`Bed::gitops`]) work on both: on the real control plane they run in the test's
+//!   process as controllers over the API, as `vpnmig-sandbox --control-plane real` runs
+//!   them.
 //! - **Only the emulator has** admission webhooks (`settings.api.webhooks`), the
-//!   collector's pace, the simulated GitOps controllers, and its store (events,
+//!   collector's pace, and its store (events,
 //!   resourceVersions: [`Bed::emulator`]). A row that needs one says so:
 //!   `only: Some((Backend::Emulated, "why"))`; on the real backend it prints
 //!   `SKIPPED on the real control plane: why` and passes. A row whose settings hold an
@@ -56,6 +60,7 @@ use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostP
 use serde_json::Value;
 use vpnmig_sandbox::api::faults::ApiFaults;
 use vpnmig_sandbox::controlplane::{ControlPlane, ControlPlaneError};
+use vpnmig_sandbox::gitops::Gitops;
 use vpnmig_sandbox::operator::Operator;
 use vpnmig_sandbox::proxy::Proxy;
 use vpnmig_sandbox::{Config, Sandbox, SettingsFile, scenario};
@@ -180,9 +185,13 @@ pub async fn run(name: &str, row: Row, backend: Backend) {
         b.invariants(a.ns, a.name, &fip, &psk, a.kind, a.peers)
             .await;
     }
+    let gitops = b.gitops.pass_stats();
     eprintln!(
-        "ROW {name} on the {backend}: ready in {ready:?}, done in {:?}",
-        started.elapsed()
+        "ROW {name} on the {backend}: ready in {ready:?}, done in {:?} (GitOps controllers: {} passes, {:?} busy, the longest {:?})",
+        started.elapsed(),
+        gitops.passes,
+        gitops.busy,
+        gitops.longest
     );
     // Stopped (the control plane too) before the next start may begin.
     drop(b);
@@ -238,6 +247,8 @@ pub struct Bed {
     pub client: kube::Client,
     /// The simulated operator, running in this process against the backend's API.
     pub operator: Arc<Operator>,
+    /// The simulated Argo CD and Flux, running in this process against the backend's API.
+    pub gitops: Arc<Gitops>,
     /// The emulator, on [`Backend::Emulated`].
     sb: Option<Sandbox>,
     /// The control plane and the fault proxy in front of it, on [`Backend::Real`].
@@ -256,7 +267,7 @@ impl Bed {
             .iter()
             .filter(|o| matches!(o["kind"].as_str(), Some("IPsecGateway" | "VPNGateway")))
             .count();
-        let (sb, cp, operator) = match backend {
+        let (sb, cp, operator, gitops) = match backend {
             Backend::Emulated => {
                 let sb = Sandbox::start(Config {
                     scenario: objects,
@@ -267,12 +278,13 @@ impl Bed {
                 .await
                 .unwrap();
                 sb.write_kubeconfig(&kubeconfig).unwrap();
-                let op = sb.operator.clone();
-                (Some(sb), None, op)
+                let (op, gitops) = (sb.operator.clone(), sb.gitops.clone());
+                (Some(sb), None, op, gitops)
             }
             Backend::Real => {
                 let on_both = SettingsFile {
                     operator: scenario.settings.operator.clone(),
+                    gitops: scenario.settings.gitops.clone(),
                     users: scenario.settings.users.clone(),
                     api: ApiFaults {
                         webhooks: Vec::new(),
@@ -282,7 +294,7 @@ impl Bed {
                 };
                 assert!(
                     scenario.settings == on_both,
-                    "this row's settings have a part only the emulator has (admission webhooks, gc, gitops): mark it `only: Some((Backend::Emulated, \"why\"))`"
+                    "this row's settings have a part only the emulator has (admission webhooks, gc): mark it `only: Some((Backend::Emulated, \"why\"))`"
                 );
                 match vpnmig_sandbox::controlplane::built() {
                     Ok(_) => {}
@@ -317,7 +329,16 @@ impl Bed {
                     .replace("vpnmig-controlplane-", "vpnmig-sandbox-");
                 std::fs::write(&kubeconfig, text).unwrap();
                 let op = real_operator(&cp, scenario.settings.operator).await;
-                (None, Some((cp, proxy)), op)
+                // The simulated Argo CD and Flux, as `vpnmig-sandbox --control-plane real`
+                // runs them: over the API as cluster-admin, out of the faults' reach.
+                let admin = client(&cp.admin_kubeconfig()).await;
+                let gitops = Gitops::start_kube(
+                    vpnmig_sandbox::gitops::kube::KubeGitopsApi::new(admin.clone()),
+                    admin,
+                    scenario.settings.gitops,
+                )
+                .await;
+                (None, Some((cp, proxy)), op, gitops)
             }
         };
         let client = client(&kubeconfig).await;
@@ -326,6 +347,7 @@ impl Bed {
             kubeconfig,
             client,
             operator,
+            gitops,
             sb,
             cp,
             dir,
@@ -697,6 +719,7 @@ impl Bed {
 /// pool. Checked when the bed goes away (not while a row is already failing).
 impl Drop for Bed {
     fn drop(&mut self) {
+        self.gitops.shutdown();
         self.operator.shutdown();
         if std::thread::panicking() {
             return;

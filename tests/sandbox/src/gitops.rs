@@ -89,7 +89,10 @@
 //!
 //! The controller runs as its own task (like [`crate::operator`]): it reacts to store
 //! events, its timers and setting changes, holds only a weak reference and ends on
-//! [`Gitops::shutdown`] or when dropped.
+//! [`Gitops::shutdown`] or when dropped. It reads and writes through [`GitopsApi`]: the
+//! emulator's [`Store`] ([`Gitops::start`]), or a Kubernetes API server
+//! ([`Gitops::start_kube`], [`kube`]: the real control plane, where watches and a poll of
+//! at most a second stand for the store's events). The CONTRACT above holds on both.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
@@ -102,9 +105,13 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::operator::TICK;
+use crate::operator::api::Edit;
+use crate::operator::{PassStats, TICK};
 use crate::resources::{Gvr, ResourceType};
+use crate::status::ApiError;
 use crate::store::{DeleteOptions, Store, WriteOptions};
+
+pub mod kube;
 
 /// Argo CD's field manager.
 pub const ARGO_MANAGER: &str = "argocd-controller";
@@ -146,6 +153,108 @@ pub const HELM_NAMESPACE_LABEL: &str = "helm.toolkit.fluxcd.io/namespace";
 /// The source ConfigMap of owner `X` is `X-source`; its manifests are under this key.
 pub const SOURCE_SUFFIX: &str = "-source";
 pub const SOURCE_KEY: &str = "manifests";
+
+/// What the simulated Argo CD and Flux read and write, behind one trait (as the operator's
+/// [`crate::operator::OperatorApi`]): the emulator's in-memory [`Store`], or a Kubernetes
+/// API server through `kube::Client` ([`kube::KubeGitopsApi`]: the real control plane).
+/// The simulation above it is one.
+pub trait GitopsApi: Send + Sync {
+    /// The served resource type of `group/version/plural`, if it is served.
+    fn resource(&self, group: &str, version: &str, plural: &str) -> Option<ResourceType>;
+    /// The served resource type of a manifest's `apiVersion` and `kind`.
+    fn resource_for_kind(&self, api_version: &str, kind: &str) -> Option<ResourceType>;
+    /// Every served type that can be listed (what prune looks for tracked objects in).
+    fn types(&self) -> Vec<ResourceType>;
+    fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError>;
+    /// The objects of a type in one namespace (`Some`) or all (`None`). Empty when they
+    /// could not be read: every caller then does nothing for them (no owner acts, nothing
+    /// is pruned or relabelled).
+    fn list(&self, rt: &ResourceType, ns: Option<&str>) -> Vec<Value>;
+    /// Read, edit and write back one object as `manager` (its status through the status
+    /// subresource when `status`).
+    fn modify(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        status: bool,
+        manager: &str,
+        edit: Edit<'_>,
+    ) -> Result<Value, ApiError>;
+    /// Server-side apply `obj` as `manager`, forcing conflicts (as the tools do).
+    fn apply(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        obj: Value,
+        manager: &str,
+    ) -> Result<Value, ApiError>;
+    /// Delete one object (a prune; the server's default propagation).
+    fn delete(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<(), ApiError>;
+    /// A pass over every owner begins: what was read in the one before is stale.
+    fn begin_pass(&self) {}
+    /// The served types may have changed (a CustomResourceDefinition did).
+    fn types_changed(&self) {}
+    /// Every object of each of `types` is about to be listed: read them now, at once.
+    fn prefetch(&self, _types: &[ResourceType]) {}
+}
+
+impl GitopsApi for Store {
+    fn resource(&self, group: &str, version: &str, plural: &str) -> Option<ResourceType> {
+        Store::resource(self, group, version, plural)
+    }
+    fn resource_for_kind(&self, api_version: &str, kind: &str) -> Option<ResourceType> {
+        Store::resource_for_kind(self, api_version, kind)
+    }
+    fn types(&self) -> Vec<ResourceType> {
+        Store::types(self)
+    }
+    fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
+        Store::get(self, rt, ns, name)
+    }
+    fn list(&self, rt: &ResourceType, ns: Option<&str>) -> Vec<Value> {
+        Store::list(self, rt, ns).0
+    }
+    fn modify(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        status: bool,
+        manager: &str,
+        edit: Edit<'_>,
+    ) -> Result<Value, ApiError> {
+        let opts = WriteOptions {
+            field_manager: Some(manager.into()),
+            ..Default::default()
+        };
+        Store::modify(self, rt, ns, name, status, &opts, edit)
+    }
+    fn apply(
+        &self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        obj: Value,
+        manager: &str,
+    ) -> Result<Value, ApiError> {
+        Store::apply(
+            self,
+            rt,
+            ns,
+            name,
+            obj,
+            manager,
+            true,
+            false,
+            &WriteOptions::default(),
+        )
+    }
+    fn delete(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<(), ApiError> {
+        Store::delete(self, rt, ns, name, &DeleteOptions::default()).map(|_| ())
+    }
+}
 
 /// The `gitops:` section of the settings file. Every field has a default.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
@@ -366,21 +475,23 @@ struct State {
     adopted: HashSet<String>,
     /// Owners whose prune setting was seen on (for `ignoresSuspension`).
     pruned_once: HashSet<String>,
-    /// Application uid → the `metadata.generation` its last comparison saw: a spec
-    /// change (a restored sync policy) is compared again, as Argo CD refreshes on it.
-    compared_generation: HashMap<String, i64>,
+    /// Application uid → its spec (all but metadata and status) as its last comparison
+    /// saw it: a spec change (a restored sync policy) is compared again, as Argo CD
+    /// refreshes on it.
+    compared_spec: HashMap<String, Value>,
     /// Application uid → when its last sync finished (`status.operationState`).
     synced_at: HashMap<String, String>,
 }
 
 /// The running simulated Argo CD and Flux.
 pub struct Gitops {
-    store: Arc<Store>,
+    api: Arc<dyn GitopsApi>,
     settings: RwLock<Settings>,
     state: Mutex<State>,
     wake: Arc<Notify>,
     stop: watch::Sender<bool>,
     task: Mutex<Option<JoinHandle<()>>>,
+    passes: Mutex<PassStats>,
 }
 
 impl Gitops {
@@ -389,23 +500,54 @@ impl Gitops {
     /// the current tokio runtime.
     pub fn start(store: Arc<Store>, settings: Settings) -> Arc<Gitops> {
         let (stop, stop_rx) = watch::channel(false);
-        let g = Arc::new(Gitops {
-            store: store.clone(),
-            settings: RwLock::new(settings.clone()),
-            state: Mutex::new(State::default()),
-            wake: Arc::new(Notify::new()),
-            stop,
-            task: Mutex::new(None),
-        });
+        let g = Gitops::new(store.clone(), settings.clone(), stop);
         g.reconcile(&settings, Instant::now());
         let handle = tokio::spawn(run(
             Arc::downgrade(&g),
             g.wake.clone(),
+            store.clone(),
             store.subscribe(),
             stop_rx,
         ));
         *g.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
         g
+    }
+
+    /// [`Gitops::start`] over a Kubernetes API server (the real control plane): the first
+    /// pass (adoption) is done before it returns; then watches of the owners, their source
+    /// ConfigMaps and the kinds a window changes (Secrets, both gateway kinds, VPNPeers)
+    /// wake a pass, and a pass runs at least every [`kube::POLL`] for the rest.
+    /// `client` watches; `api` reads and writes.
+    pub async fn start_kube(
+        api: kube::KubeGitopsApi,
+        client: ::kube::Client,
+        settings: Settings,
+    ) -> Arc<Gitops> {
+        let (stop, stop_rx) = watch::channel(false);
+        let g = Gitops::new(Arc::new(api), settings.clone(), stop);
+        let first = g.clone();
+        let _ =
+            tokio::task::spawn_blocking(move || first.reconcile(&settings, Instant::now())).await;
+        let handle = tokio::spawn(kube::run(Arc::downgrade(&g), client, stop_rx));
+        *g.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        g
+    }
+
+    fn new(api: Arc<dyn GitopsApi>, settings: Settings, stop: watch::Sender<bool>) -> Arc<Gitops> {
+        Arc::new(Gitops {
+            api,
+            settings: RwLock::new(settings),
+            state: Mutex::new(State::default()),
+            wake: Arc::new(Notify::new()),
+            stop,
+            task: Mutex::new(None),
+            passes: Mutex::new(PassStats::default()),
+        })
+    }
+
+    /// The passes over the owners so far and the time spent in them.
+    pub fn pass_stats(&self) -> PassStats {
+        *self.passes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The live settings.
@@ -432,7 +574,19 @@ impl Gitops {
 
     /// One pass over every owner; returns when the next sync is due.
     fn reconcile(&self, settings: &Settings, now: Instant) -> Option<Instant> {
-        let mut owners = owners(&self.store);
+        let t = std::time::Instant::now();
+        let next = self.pass(settings, now);
+        let took = t.elapsed();
+        let mut p = self.passes.lock().unwrap_or_else(|e| e.into_inner());
+        p.passes += 1;
+        p.busy += took;
+        p.longest = p.longest.max(took);
+        next
+    }
+
+    fn pass(&self, settings: &Settings, now: Instant) -> Option<Instant> {
+        self.api.begin_pass();
+        let mut owners = owners(&*self.api);
         for o in &mut owners {
             o.compares_ignored = settings.faults(&o.key()).compares_ignored;
         }
@@ -448,7 +602,7 @@ impl Gitops {
                 next = Some(next.map_or(due, |n: Instant| n.min(due)));
             }
         }
-        application_sets(&self.store);
+        application_sets(&*self.api);
         next
     }
 
@@ -459,26 +613,25 @@ impl Gitops {
         st: &mut State,
         now: Instant,
     ) -> Option<Instant> {
-        let store = &self.store;
+        let api = &*self.api;
         let uid = o.uid().to_string();
         let faults = settings.faults(&o.key());
         // A HelmRelease without a source ConfigMap is served only, as before it acted.
         if o.tool == Tool::Helm
-            && configmaps(store)
+            && configmaps(api)
                 .and_then(|rt| {
-                    store
-                        .get(&rt, o.ns(), &format!("{}{SOURCE_SUFFIX}", o.name()))
+                    api.get(&rt, o.ns(), &format!("{}{SOURCE_SUFFIX}", o.name()))
                         .ok()
                 })
                 .is_none()
         {
             return None;
         }
-        let desired = match source(store, o) {
+        let desired = match source(api, o) {
             Ok(d) => d,
             Err(msg) => {
                 st.out_of_sync.remove(&uid);
-                set_status(store, o, st, Outcome::SourceError(msg), &[]);
+                set_status(api, o, st, Outcome::SourceError(msg), &[]);
                 return None;
             }
         };
@@ -493,13 +646,13 @@ impl Gitops {
         // inventory (a skipped entry of the change set), so never pruned for it.
         if st.adopted.insert(uid.clone()) {
             for d in &desired {
-                if store.get(&d.rt, &d.ns, &d.name).is_ok() && !apply_skipped(store, o, d) {
-                    let _ = apply(store, o, d);
+                if api.get(&d.rt, &d.ns, &d.name).is_ok() && !apply_skipped(api, o, d) {
+                    let _ = apply(api, o, d);
                 }
             }
         }
         if acting && faults.relabels {
-            relabel(store, o, &desired);
+            relabel(api, o, &desired);
         }
         let wanted: HashSet<ObjKey> = desired
             .iter()
@@ -507,10 +660,10 @@ impl Gitops {
             .collect();
         let drifted: Vec<&Desired> = desired
             .iter()
-            .filter(|d| !apply_skipped(store, o, d) && drifts(store, o, d))
+            .filter(|d| !apply_skipped(api, o, d) && drifts(api, o, d))
             .collect();
         let mut extras = if prune || !acting {
-            extras(store, o, &wanted)
+            extras(api, o, &wanted)
         } else {
             Vec::new()
         };
@@ -524,23 +677,23 @@ impl Gitops {
         let only_kept = drifted.is_empty() && extras.iter().all(|e| e.3);
         if !out_of_sync {
             st.out_of_sync.remove(&uid);
-            set_status(store, o, st, Outcome::Synced, &desired);
+            set_status(api, o, st, Outcome::Synced, &desired);
             return None;
         }
         if !acting {
             st.out_of_sync.remove(&uid);
-            set_status(store, o, st, Outcome::Suspended, &desired);
+            set_status(api, o, st, Outcome::Suspended, &desired);
             return None;
         }
         if only_kept {
             st.out_of_sync.remove(&uid);
-            set_status(store, o, st, Outcome::OutOfSync, &desired);
+            set_status(api, o, st, Outcome::OutOfSync, &desired);
             return None;
         }
         let since = *st.out_of_sync.entry(uid.clone()).or_insert(now);
         let due = since + Duration::from_millis(settings.self_heal_delay_ms);
         if due > now {
-            set_status(store, o, st, Outcome::OutOfSync, &desired);
+            set_status(api, o, st, Outcome::OutOfSync, &desired);
             return Some(due);
         }
         st.out_of_sync.remove(&uid);
@@ -553,11 +706,11 @@ impl Gitops {
             .iter()
             .filter(|d| drifted.iter().any(|x| std::ptr::eq(*x, *d)) || !ignored(o, d).is_empty())
         {
-            let _ = apply(store, o, d);
+            let _ = apply(api, o, d);
         }
         if prune {
             for (rt, ns, name, _) in extras.into_iter().filter(|e| !e.3) {
-                let _ = store.delete(&rt, &ns, &name, &DeleteOptions::default());
+                let _ = api.delete(&rt, &ns, &name);
             }
         }
         // The next pass (this one's writes are events) says whether it worked.
@@ -572,7 +725,7 @@ impl Drop for Gitops {
 }
 
 /// Every Application and Kustomization, when their CRDs are served.
-fn owners(store: &Store) -> Vec<Owner> {
+fn owners(api: &dyn GitopsApi) -> Vec<Owner> {
     let mut out = Vec::new();
     for (tool, group, version, plural) in [
         (Tool::Argo, "argoproj.io", "v1alpha1", "applications"),
@@ -584,10 +737,10 @@ fn owners(store: &Store) -> Vec<Owner> {
         ),
         (Tool::Helm, "helm.toolkit.fluxcd.io", "v2", "helmreleases"),
     ] {
-        let Some(rt) = store.resource(group, version, plural) else {
+        let Some(rt) = api.resource(group, version, plural) else {
             continue;
         };
-        for obj in store.list(&rt, None).0 {
+        for obj in api.list(&rt, None) {
             out.push(Owner {
                 tool,
                 rt: rt.clone(),
@@ -605,18 +758,14 @@ fn owners(store: &Store) -> Vec<Owner> {
 /// manager `argocd-applicationset-controller`), unless the set's
 /// `spec.syncPolicy.applicationsSync` is `create-only` or `create-delete`. Nothing is
 /// generated or deleted.
-fn application_sets(store: &Store) {
+fn application_sets(api: &dyn GitopsApi) {
     let (Some(sets), Some(apps)) = (
-        store.resource("argoproj.io", "v1alpha1", "applicationsets"),
-        store.resource("argoproj.io", "v1alpha1", "applications"),
+        api.resource("argoproj.io", "v1alpha1", "applicationsets"),
+        api.resource("argoproj.io", "v1alpha1", "applications"),
     ) else {
         return;
     };
-    let opts = WriteOptions {
-        field_manager: Some(APPSET_MANAGER.into()),
-        ..Default::default()
-    };
-    for set in store.list(&sets, None).0 {
+    for set in api.list(&sets, None) {
         if matches!(
             s(&set, "/spec/syncPolicy/applicationsSync"),
             "create-only" | "create-delete"
@@ -628,7 +777,7 @@ fn application_sets(store: &Store) {
             .pointer("/spec/template/spec/syncPolicy")
             .cloned()
             .unwrap_or(Value::Null);
-        for app in store.list(&apps, Some(ns)).0 {
+        for app in api.list(&apps, Some(ns)) {
             let owned = app
                 .pointer("/metadata/ownerReferences")
                 .and_then(Value::as_array)
@@ -640,24 +789,31 @@ fn application_sets(store: &Store) {
             if !owned || *have == want {
                 continue;
             }
-            let _ = store.modify(&apps, ns, s(&app, "/metadata/name"), false, &opts, |cur| {
-                let mut new = cur.clone();
-                new["spec"]["syncPolicy"] = want.clone();
-                Ok(new)
-            });
+            let _ = api.modify(
+                &apps,
+                ns,
+                s(&app, "/metadata/name"),
+                false,
+                APPSET_MANAGER,
+                &|cur| {
+                    let mut new = cur.clone();
+                    new["spec"]["syncPolicy"] = want.clone();
+                    Ok(new)
+                },
+            );
         }
     }
 }
 
-fn configmaps(store: &Store) -> Option<ResourceType> {
-    store.resource("", "v1", "configmaps")
+fn configmaps(api: &dyn GitopsApi) -> Option<ResourceType> {
+    api.resource("", "v1", "configmaps")
 }
 
 /// The owner's source objects, resolved; an error names what is wrong with the source.
-fn source(store: &Store, o: &Owner) -> Result<Vec<Desired>, String> {
+fn source(api: &dyn GitopsApi, o: &Owner) -> Result<Vec<Desired>, String> {
     let cm_name = format!("{}{SOURCE_SUFFIX}", o.name());
-    let cm = configmaps(store)
-        .and_then(|rt| store.get(&rt, o.ns(), &cm_name).ok())
+    let cm = configmaps(api)
+        .and_then(|rt| api.get(&rt, o.ns(), &cm_name).ok())
         .ok_or_else(|| format!("source ConfigMap {}/{cm_name} not found", o.ns()))?;
     let text = s(&cm, &format!("/data/{SOURCE_KEY}"));
     let objects = crate::scenario::parse(text)
@@ -667,7 +823,7 @@ fn source(store: &Store, o: &Owner) -> Result<Vec<Desired>, String> {
         let api_version = s(&obj, "/apiVersion");
         let kind = s(&obj, "/kind");
         let name = s(&obj, "/metadata/name").to_string();
-        let rt = store.resource_for_kind(api_version, kind).ok_or_else(|| {
+        let rt = api.resource_for_kind(api_version, kind).ok_or_else(|| {
             format!(
                 "source ConfigMap {}/{cm_name}: {api_version} {kind} {name} is not served",
                 o.ns()
@@ -746,9 +902,12 @@ fn subset(want: &Value, have: &Value) -> bool {
 
 /// Whether the live object is missing or differs from the source. One being deleted is
 /// waited for (it is re-created once gone).
-fn drifts(store: &Store, o: &Owner, d: &Desired) -> bool {
-    let Ok(live) = store.get(&d.rt, &d.ns, &d.name) else {
-        return true;
+fn drifts(api: &dyn GitopsApi, o: &Owner, d: &Desired) -> bool {
+    // Only a NotFound is "missing" (the emulator's store has no other read error); a read
+    // that failed otherwise says nothing, and is no reason to apply.
+    let live = match api.get(&d.rt, &d.ns, &d.name) {
+        Ok(live) => live,
+        Err(e) => return e.code == 404,
     };
     if live.pointer("/metadata/deletionTimestamp").is_some() {
         return false;
@@ -772,7 +931,7 @@ fn drifts(store: &Store, o: &Owner, d: &Desired) -> bool {
     !subset(&want, &live)
 }
 
-fn apply(store: &Store, o: &Owner, d: &Desired) -> Result<Value, crate::status::ApiError> {
+fn apply(api: &dyn GitopsApi, o: &Owner, d: &Desired) -> Result<Value, crate::status::ApiError> {
     let mut obj = d.obj.clone();
     if let Some(m) = obj.as_object_mut() {
         m.remove("status");
@@ -781,7 +940,7 @@ fn apply(store: &Store, o: &Owner, d: &Desired) -> Result<Value, crate::status::
     // says `RespectIgnoreDifferences=true`: then those fields keep their live values.
     if o.tool == Tool::Argo
         && o.sync_option("RespectIgnoreDifferences=true")
-        && let Ok(live) = store.get(&d.rt, &d.ns, &d.name)
+        && let Ok(live) = api.get(&d.rt, &d.ns, &d.name)
     {
         for p in ignored(o, d) {
             match live.pointer(&p) {
@@ -790,16 +949,7 @@ fn apply(store: &Store, o: &Owner, d: &Desired) -> Result<Value, crate::status::
             }
         }
     }
-    store.apply(
-        &d.rt,
-        &d.ns,
-        &d.name,
-        obj,
-        o.manager(),
-        true,
-        false,
-        &WriteOptions::default(),
-    )
+    api.apply(&d.rt, &d.ns, &d.name, obj, o.manager())
 }
 
 /// The JSON pointers of `o`'s `spec.ignoreDifferences` entries (Argo CD only) that match
@@ -880,11 +1030,11 @@ fn set_pointer(v: &mut Value, p: &str, value: Value) {
 /// `kustomize.toolkit.fluxcd.io/ssa: Ignore` (fluxcd/pkg ssa `shouldSkipApply` reads the
 /// existing object; `ssa: IfNotPresent` is read from the desired object only, and is not
 /// modelled). Argo CD and Helm have no such live-object exclusion.
-fn apply_skipped(store: &Store, o: &Owner, d: &Desired) -> bool {
+fn apply_skipped(api: &dyn GitopsApi, o: &Owner, d: &Desired) -> bool {
     if o.tool != Tool::Flux {
         return false;
     }
-    let Ok(live) = store.get(&d.rt, &d.ns, &d.name) else {
+    let Ok(live) = api.get(&d.rt, &d.ns, &d.name) else {
         return false;
     };
     let a = |k: &str| live["metadata"]["annotations"][k].as_str();
@@ -911,15 +1061,17 @@ fn prune_disabled(o: &Owner, obj: &Value) -> bool {
 /// each with whether it carries the prune protection (then it is not deleted).
 /// Never the owners themselves nor a source ConfigMap.
 fn extras(
-    store: &Store,
+    api: &dyn GitopsApi,
     o: &Owner,
     wanted: &HashSet<ObjKey>,
 ) -> Vec<(ResourceType, String, String, bool)> {
     let mut out = Vec::new();
-    for rt in store.types() {
+    let types = api.types();
+    api.prefetch(&types);
+    for rt in types {
         let is_owner_kind = rt.group == "argoproj.io" || rt.group.ends_with(".toolkit.fluxcd.io");
         let is_cm = rt.group.is_empty() && rt.plural == "configmaps";
-        for obj in store.list(&rt, None).0 {
+        for obj in api.list(&rt, None) {
             // Children of another object (the operator's Deployment and Pods copy the
             // gateway's labels) are not the tool's: Argo CD and Flux neither track nor
             // prune what has ownerReferences.
@@ -945,13 +1097,13 @@ fn extras(
 
 /// The `relabels` fault: stamp the owner's markers on every object of a kind it knows
 /// in its destination namespaces.
-fn relabel(store: &Store, o: &Owner, desired: &[Desired]) {
+fn relabel(api: &dyn GitopsApi, o: &Owner, desired: &[Desired]) {
     let mut namespaces: BTreeSet<String> = desired.iter().map(|d| d.ns.clone()).collect();
     if let Some(t) = o.target_ns() {
         namespaces.insert(t.to_string());
     }
     namespaces.remove("");
-    let kinds: Vec<ResourceType> = store
+    let kinds: Vec<ResourceType> = api
         .types()
         .into_iter()
         .filter(|rt| {
@@ -960,20 +1112,16 @@ fn relabel(store: &Store, o: &Owner, desired: &[Desired]) {
                     || desired.iter().any(|d| d.rt.gvr() == rt.gvr()))
         })
         .collect();
-    let opts = WriteOptions {
-        field_manager: Some(o.manager().into()),
-        ..Default::default()
-    };
     for rt in &kinds {
         for ns in &namespaces {
-            for obj in store.list(rt, Some(ns)).0 {
+            for obj in api.list(rt, Some(ns)) {
                 let name = s(&obj, "/metadata/name").to_string();
                 let is_source = rt.plural == "configmaps" && name.ends_with(SOURCE_SUFFIX);
                 if o.tracks(&obj) || is_source {
                     continue;
                 }
                 let (labels, annotations) = o.markers(rt, ns, &name);
-                let _ = store.modify(rt, ns, &name, false, &opts, |cur| {
+                let _ = api.modify(rt, ns, &name, false, o.manager(), &|cur| {
                     let mut new = cur.clone();
                     for (field, add) in [("labels", &labels), ("annotations", &annotations)] {
                         if add.is_empty() {
@@ -1006,7 +1154,13 @@ enum Outcome {
 /// automated, as Argo CD compares on every refresh), Flux's `status.inventory.entries`
 /// (ids `<ns>_<name>_<group>_<Kind>`, written only by a reconcile: a suspended
 /// Kustomization keeps the inventory of its last one).
-fn set_status(store: &Store, o: &Owner, state: &mut State, sync: Outcome, desired: &[Desired]) {
+fn set_status(
+    api: &dyn GitopsApi,
+    o: &Owner,
+    state: &mut State,
+    sync: Outcome,
+    desired: &[Desired],
+) {
     let previous = |p: &str| o.obj.pointer(p).cloned();
     let status = match o.tool {
         Tool::Argo => {
@@ -1023,14 +1177,14 @@ fn set_status(store: &Store, o: &Owner, state: &mut State, sync: Outcome, desire
             let mut resources: Vec<Value> = desired
                 .iter()
                 .map(|d| json!({"group": d.rt.group, "version": d.rt.version, "kind": d.rt.kind, "namespace": d.ns, "name": d.name,
-                    "status": if drifts(store, o, d) { "OutOfSync" } else { "Synced" }}))
+                    "status": if drifts(api, o, d) { "OutOfSync" } else { "Synced" }}))
                 .collect();
             if message.is_none() {
                 let wanted: HashSet<ObjKey> = desired
                     .iter()
                     .map(|d| (d.rt.gvr(), d.ns.clone(), d.name.clone()))
                     .collect();
-                for (rt, ns, name, _) in extras(store, o, &wanted) {
+                for (rt, ns, name, _) in extras(api, o, &wanted) {
                     resources.push(json!({"group": rt.group, "version": rt.version, "kind": rt.kind, "namespace": ns, "name": name,
                         "status": "OutOfSync", "requiresPruning": true}));
                 }
@@ -1095,14 +1249,19 @@ fn set_status(store: &Store, o: &Owner, state: &mut State, sync: Outcome, desire
             ))
             .is_some();
     if o.tool == Tool::Argo {
-        let generation = o
-            .obj
-            .pointer("/metadata/generation")
-            .and_then(Value::as_i64)
-            .unwrap_or_default();
+        // Its spec as compared, not `metadata.generation`: the Application CRD has no
+        // status subresource, so on a real API server each status write moves the
+        // generation too, and comparing it would make every status write the next one's
+        // cause.
+        let mut spec = o.obj.clone();
+        if let Some(m) = spec.as_object_mut() {
+            for k in ["metadata", "status", "apiVersion", "kind"] {
+                m.remove(k);
+            }
+        }
         let seen = state
-            .compared_generation
-            .insert(o.uid().to_string(), generation);
+            .compared_spec
+            .insert(o.uid().to_string(), spec.clone());
         if let Some(at) = state.synced_at.get(o.uid()) {
             status["operationState"] = json!({"phase": "Succeeded", "message": "successfully synced",
                 "startedAt": at, "finishedAt": at, "operation": {"sync": {}}});
@@ -1111,19 +1270,15 @@ fn set_status(store: &Store, o: &Owner, state: &mut State, sync: Outcome, desire
         if let Some(b) = before.as_object_mut() {
             b.remove("reconciledAt");
         }
-        if before == status && seen == Some(generation) && !refresh {
+        if before == status && seen == Some(spec) && !refresh {
             return;
         }
         status["reconciledAt"] = json!(timestamp());
     } else if o.obj.get("status") == Some(&status) {
         return;
     }
-    let opts = WriteOptions {
-        field_manager: Some(o.manager().into()),
-        ..Default::default()
-    };
     if refresh {
-        let _ = store.modify(&o.rt, o.ns(), o.name(), false, &opts, |cur| {
+        let _ = api.modify(&o.rt, o.ns(), o.name(), false, o.manager(), &|cur| {
             let mut new = cur.clone();
             if let Some(a) = new
                 .pointer_mut("/metadata/annotations")
@@ -1134,13 +1289,13 @@ fn set_status(store: &Store, o: &Owner, state: &mut State, sync: Outcome, desire
             Ok(new)
         });
     }
-    let _ = store.modify(
+    let _ = api.modify(
         &o.rt,
         o.ns(),
         o.name(),
         o.rt.status_subresource,
-        &opts,
-        |cur| {
+        o.manager(),
+        &|cur| {
             let mut new = cur.clone();
             new["status"] = status.clone();
             Ok(new)
@@ -1153,6 +1308,7 @@ fn set_status(store: &Store, o: &Owner, state: &mut State, sync: Outcome, desire
 async fn run(
     g: Weak<Gitops>,
     wake: Arc<Notify>,
+    store: Arc<Store>,
     mut changes: watch::Receiver<u64>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -1167,7 +1323,7 @@ async fn run(
             let Some(g) = g.upgrade() else { break };
             changes.borrow_and_update();
             let settings = g.settings.read().unwrap_or_else(|e| e.into_inner()).clone();
-            let rv = g.store.resource_version();
+            let rv = store.resource_version();
             let now = Instant::now();
             let due = deadline.is_some_and(|d| d <= now);
             if seen_settings.as_ref() != Some(&settings) || due || rv != seen_rv {

@@ -45,8 +45,8 @@ struct Args {
     /// controllers and fault knobs included), or a real etcd, kube-apiserver,
     /// kube-controller-manager and kwok built by tests/controlplane/build.sh (the scenario's
     /// CRDs, objects and recorded statuses are loaded through the API, and the simulated
-    /// operator runs against it as a controller, its fault knobs included; the API fault
-    /// knobs and the simulated Argo CD and Flux do not run there yet).
+    /// operator and the simulated Argo CD and Flux run against it as controllers, their
+    /// fault knobs included; the API fault knobs through a proxy in front of it).
     #[arg(long, value_enum, default_value = "emulated")]
     control_plane: ControlPlaneKind,
     /// Which data plane answers for the gateways: the operator's imitation of swanctl, or
@@ -116,11 +116,12 @@ async fn run_real(
     settings: SettingsFile,
 ) -> Result<(), String> {
     use vpnmig_sandbox::controlplane::ControlPlane;
-    // The operator's part runs here, the API faults (but webhooks) in the fault proxy in
-    // front of kube-apiserver; users, webhooks, collector pace and GitOps controllers are
-    // the emulator's.
+    // The operator's and the GitOps controllers' parts run here, the API faults (but
+    // webhooks) in the fault proxy in front of kube-apiserver; users, webhooks and the
+    // collector's pace are the emulator's.
     let on_real = SettingsFile {
         operator: settings.operator.clone(),
+        gitops: settings.gitops.clone(),
         api: vpnmig_sandbox::api::faults::ApiFaults {
             webhooks: Vec::new(),
             ..settings.api.clone()
@@ -128,7 +129,7 @@ async fn run_real(
         ..SettingsFile::default()
     };
     if settings != on_real {
-        return Err("--operator-settings: only its `operator:` and `api:` parts (but `api.webhooks`) apply to the real control plane; its users, webhooks, gc and gitops are the emulator's (use --control-plane emulated)".into());
+        return Err("--operator-settings: only its `operator:`, `gitops:` and `api:` parts (but `api.webhooks`) apply to the real control plane; its users, webhooks and gc are the emulator's (use --control-plane emulated)".into());
     }
     settings
         .operator
@@ -136,6 +137,10 @@ async fn run_real(
         .map_err(|e| format!("--operator-settings: {e}"))?;
     settings
         .api
+        .validate()
+        .map_err(|e| format!("--operator-settings: {e}"))?;
+    settings
+        .gitops
         .validate()
         .map_err(|e| format!("--operator-settings: {e}"))?;
     // The fault proxy only when there are faults to apply: it costs each request a hop
@@ -170,6 +175,7 @@ async fn run_real(
     // pods comes back here through kwok and the `swanctl` in exec/.
     let started = std::time::Instant::now();
     let client = kube_client(Some(&cp.admin_kubeconfig()), None).await?;
+    let client_for_gitops = client.clone();
     let api = KubeApi::new(client.clone())
         .with_node(vpnmig_sandbox::controlplane::NODE_NAME)
         .with_exec(ExecHook {
@@ -221,6 +227,15 @@ async fn run_real(
     while op.pass_stats().passes < gateways && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+    // The simulated Argo CD and Flux, as controllers over the API (they act once the
+    // scenario holds an Application, Kustomization or HelmRelease).
+    let gitops_started = std::time::Instant::now();
+    let gitops = vpnmig_sandbox::gitops::Gitops::start_kube(
+        vpnmig_sandbox::gitops::kube::KubeGitopsApi::new(client_for_gitops.clone()),
+        client_for_gitops,
+        settings.gitops,
+    )
+    .await;
     let path = std::path::absolute(&kubeconfig).unwrap_or(kubeconfig.clone());
     if let Some(p) = &proxy {
         eprintln!(
@@ -229,14 +244,16 @@ async fn run_real(
         );
     }
     eprintln!(
-        "vpnmig-sandbox: real control plane serving {} (kube-apiserver, etcd, kube-controller-manager, kwok); simulated operator running as a controller ({} reconciles in {} ms); Ctrl-C stops it",
+        "vpnmig-sandbox: real control plane serving {} (kube-apiserver, etcd, kube-controller-manager, kwok); simulated operator running as a controller ({} reconciles in {} ms); simulated Argo CD and Flux as controllers (first pass in {} ms); Ctrl-C stops it",
         cp.url,
         op.pass_stats().passes,
-        started.elapsed().as_millis()
+        started.elapsed().as_millis(),
+        gitops_started.elapsed().as_millis()
     );
     println!("export KUBECONFIG={}", path.display());
     wait_for_signal().await?;
     eprintln!("vpnmig-sandbox: stopping");
+    gitops.shutdown();
     op.shutdown();
     drop(op);
     if let Some(p) = plane {

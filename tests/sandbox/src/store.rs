@@ -164,6 +164,23 @@ fn spec_part(obj: &Value) -> Value {
     v
 }
 
+/// What bumps `metadata.generation` of `rt`: everything but metadata and status, and for a
+/// custom resource without a status subresource its status too (kube-apiserver's custom
+/// resource strategy counts all but metadata then: seen on the real control plane with
+/// Argo CD's Application, whose status writes move its generation).
+fn generation_part(rt: &ResourceType, obj: &Value) -> Value {
+    if rt.from_crd && !rt.status_subresource {
+        let mut v = obj.clone();
+        if let Some(o) = v.as_object_mut() {
+            for k in ["metadata", "apiVersion", "kind"] {
+                o.remove(k);
+            }
+        }
+        return v;
+    }
+    spec_part(obj)
+}
+
 impl Store {
     /// A store serving the built-in resources and nothing else.
     pub fn new() -> Arc<Store> {
@@ -1044,7 +1061,7 @@ fn write(
     }
     if !status {
         check_schema(rt, &mut new, name, opts.strict)?;
-        if rt.has_generation() && spec_part(&new) != spec_part(current) {
+        if rt.has_generation() && generation_part(rt, &new) != generation_part(rt, current) {
             let g = current
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)

@@ -1183,7 +1183,80 @@ async fn a_terminating_namespace_refuses_creates_but_not_updates_or_deletes(b: B
     gone(&cms, "second", 30, "second gone").await;
 }
 
+/// kube-apiserver's custom resource strategy: without a status subresource every change
+/// but metadata's moves `metadata.generation`, a status write too (as with Argo CD's
+/// Application, whose CRD has none: found by the simulated Argo CD on the real control
+/// plane, whose status writes moved it).
+async fn a_status_write_moves_the_generation_without_a_status_subresource(b: Backend) {
+    // A CRD of its own without a status subresource, as Argo CD's Application is (on the
+    // emulator the simulated Argo CD writes every Application's status: not this kind's).
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.fidelity.vpnmig.example"},
+        "spec": {"group": "fidelity.vpnmig.example", "scope": "Namespaced",
+            "names": {"kind": "Widget", "listKind": "WidgetList", "plural": "widgets", "singular": "widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+    });
+    let crds: Api<kube::api::DynamicObject> = Api::all_with(
+        b.client.clone(),
+        &kube::api::ApiResource::erase::<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        >(&()),
+    );
+    match crds
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(crd).unwrap(),
+        )
+        .await
+    {
+        Ok(_) => {}
+        Err(e) if code(&e) == 409 => {}
+        Err(e) => panic!("create the Widget CRD: {e}"),
+    }
+    let ar = kube::api::ApiResource {
+        group: "fidelity.vpnmig.example".into(),
+        version: "v1".into(),
+        api_version: "fidelity.vpnmig.example/v1".into(),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    };
+    let widgets: Api<kube::api::DynamicObject> = Api::namespaced_with(b.client.clone(), &b.ns, &ar);
+    let body: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "fidelity.vpnmig.example/v1", "kind": "Widget",
+        "metadata": {"name": "gen"}, "spec": {"size": 1}
+    }))
+    .unwrap();
+    // Served once the CRD is Established (bounded).
+    let created = eventually(30, "the Widget CRD is served", || async {
+        widgets.create(&PostParams::default(), &body).await.ok()
+    })
+    .await;
+    assert_eq!(created.metadata.generation, Some(1));
+    let mut o = created;
+    o.data["status"] = json!({"sync": {"status": "Synced"}});
+    let written = widgets
+        .replace("gen", &PostParams::default(), &o)
+        .await
+        .unwrap();
+    assert_eq!(written.data["status"]["sync"]["status"], "Synced");
+    assert_eq!(written.metadata.generation, Some(2), "a status write");
+    // A label only: metadata, no move.
+    let mut o = written;
+    o.metadata.labels = Some([("team".to_string(), "a".to_string())].into());
+    let written = widgets
+        .replace("gen", &PostParams::default(), &o)
+        .await
+        .unwrap();
+    assert_eq!(written.metadata.generation, Some(2), "a label");
+}
+
 const ROWS: &[Row] = &[
+    (
+        "a status write moves the generation without a status subresource",
+        |b| Box::pin(a_status_write_moves_the_generation_without_a_status_subresource(b)),
+    ),
     ("crud with optimistic concurrency", |b| {
         Box::pin(crud_with_optimistic_concurrency(b))
     }),

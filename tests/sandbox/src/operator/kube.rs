@@ -90,7 +90,7 @@ impl KubeApi {
         self
     }
 
-    fn api(&self, rt: &ResourceType, ns: Option<&str>) -> Api<DynamicObject> {
+    pub(crate) fn api(&self, rt: &ResourceType, ns: Option<&str>) -> Api<DynamicObject> {
         let ar = ApiResource {
             group: rt.group.clone(),
             version: rt.version.clone(),
@@ -104,7 +104,7 @@ impl KubeApi {
         }
     }
 
-    fn block<T>(
+    pub(crate) fn block<T>(
         &self,
         what: &str,
         f: impl std::future::Future<Output = Result<T, kube::Error>>,
