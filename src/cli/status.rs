@@ -421,7 +421,7 @@ async fn unprotected_psk(
         .await
         .ok()??;
     for (r, by) in let_go {
-        if !gitops::tracks(&r.owner, &sec) || gitops::protected(&r.owner.kind, &sec) {
+        if !gitops::unprotected(&r.owner, &sec) {
             continue;
         }
         // Syncing again with the Secret still there: its source defines it (or the
@@ -1544,10 +1544,7 @@ async fn suspended_owners(
                         )
                         .await
                         {
-                            Ok(Some(sec)) => {
-                                gitops::tracks(&r.owner, &sec)
-                                    && !gitops::protected(&r.owner.kind, &sec)
-                            }
+                            Ok(Some(sec)) => gitops::unprotected(&r.owner, &sec),
                             _ => false,
                         };
                         let then = if bare {
@@ -1744,8 +1741,7 @@ async fn suspended_owners(
             let psk_gone = matches!(secret, Ok(None));
             let psk_unlisted = match (&secret, owner_obj.as_ref()) {
                 (Ok(Some(sec)), Some(o)) => {
-                    gitops::tracks(&r.owner, sec)
-                        && !gitops::protected(&r.owner.kind, sec)
+                    gitops::unprotected(&r.owner, sec)
                         && gitops::source_defines(o, "", "Secret", ns, &j.psk_secret) == Some(false)
                 }
                 _ => false,

@@ -1380,6 +1380,13 @@ pub fn protected(owner_kind: &str, obj: &Value) -> bool {
     }
 }
 
+/// `obj` carries `owner`'s markers and not its prune protection: a resume of a source
+/// without it deletes it (for a PSK Secret: the client's key, which vpnmig does not
+/// hold). The one test the let-go's stop, `status`' blocker and its relier advice ask.
+pub fn unprotected(owner: &OwnerRef, obj: &Value) -> bool {
+    tracks(owner, obj) && !protected(&owner.kind, obj)
+}
+
 /// What protects `obj` from an owner of `owner_kind`'s prune: `None` when it carries the
 /// protection already, else the record and the JSON merge patch that sets it (an Argo
 /// CD option is added to the options the object has).
