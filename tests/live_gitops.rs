@@ -3884,13 +3884,19 @@ async fn following_the_stop_s_suspend_keeps_the_suspension_the_window_s() {
             .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
             .unwrap();
     let _ = l.sb.store.delete(&old, NS, "acme", &Default::default());
-    // Gone, finalizer and all, as `kubectl delete` waits for it.
-    eventually(30, "the re-created IPsecGateway is gone", || {
-        l.sb.store.get(&old, NS, "acme").is_err()
-    })
-    .await;
+    // Resumed at once, its finalizer still unwinding (3 s): the resume waits for it to be
+    // gone, then goes on (it stopped as "re-created during the window").
+    assert!(
+        l.sb.store.get(&old, NS, "acme").is_ok(),
+        "still being deleted"
+    );
     let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("re-created IPsecGateway tenant-acme/acme (uid"),
+        "{}",
+        r.stderr
+    );
     assert!(!r.says("policy changed since"), "{}", r.stderr);
     assert_eq!(phase(&l, NS, "acme").as_deref(), Some("done"));
     let j = live::journal(&l, NS, "acme").unwrap();

@@ -76,6 +76,36 @@ pub(super) async fn resume(
                 )),
             });
         }
+        // A re-created one being deleted (someone took it out, its finalizer still
+        // unwinding): waited for, bounded, before anything else; the window's own checks
+        // then judge the cluster as it is (it stopped as "re-created during the window"
+        // although it was on its way out).
+        if uid != j.old_uid.as_deref()
+            && deleting
+            && let Some(uid) = uid
+        {
+            let title = format!("re-created IPsecGateway {ns}/{name} (uid {uid}) being deleted");
+            if let Err(diagnosis) = steps::wait_uid_gone(
+                cluster,
+                ev,
+                "IPsecGateway",
+                &name,
+                uid,
+                opts.timeouts.delete,
+                &title,
+            )
+            .await?
+            {
+                return Err(steps::timed_out(
+                    &format!(
+                        "the re-created ipsecgateway/{name} -n {ns} (uid {uid}) to be deleted"
+                    ),
+                    opts.timeouts.delete,
+                    &diagnosis,
+                    Some(recreated_hint(&j, &old)),
+                ));
+            }
+        }
         if uid != j.old_uid.as_deref() && !deleting {
             return Err(Error::Stop {
                 code: exit::REFUSED,
