@@ -242,6 +242,7 @@ use gitops::how;
 
 mod journals;
 mod keeping;
+mod letting_go;
 mod parents;
 mod pausing;
 mod putting_back;
@@ -252,6 +253,7 @@ mod sources;
 
 pub(crate) use journals::*;
 use keeping::*;
+pub(crate) use letting_go::*;
 pub(crate) use parents::*;
 pub(crate) use pausing::*;
 pub(crate) use putting_back::*;
