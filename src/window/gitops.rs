@@ -242,16 +242,24 @@ use gitops::how;
 
 mod journals;
 mod keeping;
+mod letting_go;
+mod parents;
 mod pausing;
+mod protecting;
 mod putting_back;
+mod re_created;
 mod restoring;
 mod settling;
 mod sources;
 
 pub(crate) use journals::*;
 use keeping::*;
+pub(crate) use letting_go::*;
+pub(crate) use parents::*;
 pub(crate) use pausing::*;
+use protecting::*;
 pub(crate) use putting_back::*;
+pub(crate) use re_created::*;
 pub(crate) use restoring::*;
 pub(crate) use settling::*;
 use sources::*;

@@ -1,5 +1,6 @@
-//! After the restore: the owner settled, the PSK compared, the dry run and the finish of a
-//! restore, and the owners of a rollback.
+//! After the restore: the owner settled (or why its first sync went unseen, and what to do
+//! then), the PSK compared, the dry run and the finish of a restore, and the owners of a
+//! rollback.
 
 use super::*;
 
@@ -127,6 +128,48 @@ pub(super) async fn settle(
         });
     }
     Ok(seen)
+}
+
+/// Why a restored owner's status did not say it synced (its own words: a Flux `Ready`
+/// condition, Argo CD's sync status), for [`restore`] and the journal.
+pub(super) fn unseen_why(owner: &Value) -> String {
+    let ready = owner
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"));
+    if let Some(c) = ready {
+        return format!(
+            "its Ready condition {} {}{}",
+            c["status"].as_str().unwrap_or("?"),
+            c["reason"].as_str().unwrap_or_default(),
+            c["message"]
+                .as_str()
+                .filter(|m| !m.is_empty())
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(st) = owner.pointer("/status/sync/status").and_then(Value::as_str) {
+        return format!("its sync status {st}");
+    }
+    gitops::status_blind(owner).unwrap_or_else(|| "its status says nothing of a sync".into())
+}
+
+/// What to do about an owner whose first sync the restore did not see (the same words in
+/// `status`): find why it does not sync, then restore it again with vpnmig, which watches
+/// the sync (a resume by hand would skip the protections and the watch: a21e attack 15).
+pub(crate) fn unseen_todo(owner: &gitops::OwnerRef, verb: &str, name: &str, ns: &str) -> String {
+    let ons = owner.namespace.as_deref().unwrap_or("argocd");
+    let resume = if owner.kind == "Application" {
+        ""
+    } else {
+        " --gitops resume"
+    };
+    format!(
+        "Find why it does not sync (`kubectl get {} {} -n {ons} -o yaml`: its Ready condition, its dependsOn, its source's Ready), then `vpnmig {verb} {name} -n {ns}{resume}` restores it and watches its first sync again, after protecting from prune what the window keeps (no resume by hand is offered: nothing would protect or watch)",
+        owner.resource(),
+        owner.name,
+    )
 }
 
 /// The PSK Secret `s` as the restore's first sync is held to it: its uid and its key's

@@ -1,0 +1,343 @@
+//! The chain of GitOps parents above an owner the window suspends (a21i 06, 09): the
+//! parents the cluster has, the chain followed level by level, the journal's records of
+//! a parent the window relies on or a stop named, and the stop (with its fix) when a
+//! parent would put the owner's policy back. Layer: the window engine (`src/window/`),
+//! part of `window::gitops`; it writes the journal and emits events, never prints.
+
+use super::*;
+
+/// Record that the window relies on the suspension of link `l`'s parent (`parent`, as
+/// read), a parent of `owner` or of a parent above it (a21i 06, 09), whose sync would
+/// put the policy of the level below back once it syncs again (a21g attack 16: a parent
+/// Kustomization suspended by hand, as the stop advised; resumed the next morning, it
+/// re-armed the child after `done`). The journal gets a record of the parent with
+/// `relies: true` before the window goes on (one a stop named is marked relied on now);
+/// [`held`] reads it back until the delete, and `status` names it until the owner is
+/// restored. vpnmig never resumes it.
+pub(super) async fn rely_on_parent(
+    w: &mut Window<'_>,
+    owner: &gitops::OwnerRef,
+    l: &gitops::Link,
+    parent: &Value,
+) -> Result<(), Error> {
+    let uid = parent
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let known = w.journal.gitops_parents.iter().position(|r| {
+        gitops::same_owner(&r.owner, &l.parent.owner)
+            && r.parent_of
+                .as_ref()
+                .is_some_and(|c| gitops::same_owner(c, &l.child))
+    });
+    match known {
+        Some(i) if w.journal.gitops_parents[i].relies => return Ok(()),
+        Some(i) => {
+            let r = &mut w.journal.gitops_parents[i];
+            r.relies = true;
+            r.uid = uid;
+        }
+        None => w
+            .journal
+            .gitops_parents
+            .push(Record::of_parent(&l.parent, &l.child, uid)),
+    }
+    journal::write(w.cluster, &w.journal, false).await?;
+    let also = if l.level > 1 {
+        format!(
+            " (a suspension of {} alone would be undone by it)",
+            l.child.display()
+        )
+    } else {
+        String::new()
+    };
+    w.ev.emit(Event::Note(format!(
+        "{} is itself managed by {} (found by {}), which does not put its policy back now ({}) but would once it syncs again{also}: this window relies on that suspension (its journal records it); keep it so until {} is restored after the window; vpnmig never resumes it",
+        l.child.display(),
+        l.parent.owner.display(),
+        l.parent.evidence.join(", "),
+        l.state.how,
+        owner.display()
+    )));
+    Ok(())
+}
+
+/// Record in the journal each link of the chain a stop names, not relied on
+/// (`relies: false`): what the next run needs to know that the parent put the level below
+/// back, once the child's managedFields no longer show it (a person suspended the child,
+/// and the parent above applied it back: a21i 06), and that the last stop named it.
+pub(super) async fn remember_chain(
+    w: &mut Window<'_>,
+    chain: &[(gitops::Link, Value)],
+) -> Result<(), Error> {
+    let mut changed = false;
+    for (l, parent) in chain {
+        let known = w.journal.gitops_parents.iter().any(|r| {
+            gitops::same_owner(&r.owner, &l.parent.owner)
+                && r.parent_of
+                    .as_ref()
+                    .is_some_and(|c| gitops::same_owner(c, &l.child))
+        });
+        if known {
+            continue;
+        }
+        let uid = parent
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let mut r = Record::of_parent(&l.parent, &l.child, uid);
+        r.relies = false;
+        w.journal.gitops_parents.push(r);
+        changed = true;
+    }
+    if changed {
+        journal::write(w.cluster, &w.journal, false).await?;
+    }
+    Ok(())
+}
+
+/// The chain of parents above `owner` (`obj`, as read), level by level, at most
+/// [`holders::PARENT_LEVELS`] levels, never round a cycle: each parent the cluster has
+/// whose sync puts the level below back, now or once it syncs again, or that the journal
+/// remembers as doing so ([`gitops::Link`]), with its object. The chain goes on above a
+/// parent that syncs as above one that is suspended: a suspension of it holds only while
+/// its own parents keep it (a21i 06, 09).
+pub(crate) async fn live_chain(
+    cluster: &Cluster,
+    journal: &crate::core::journal::Journal,
+    owner: &gitops::OwnerRef,
+    obj: &Value,
+) -> Result<Vec<(gitops::Link, Value)>, Error> {
+    let mut out: Vec<(gitops::Link, Value)> = Vec::new();
+    let mut seen: Vec<gitops::OwnerRef> = vec![owner.clone()];
+    let mut level: Vec<(gitops::OwnerRef, Value)> = vec![(owner.clone(), obj.clone())];
+    for depth in 1..=holders::PARENT_LEVELS {
+        let mut next = Vec::new();
+        for (child, child_obj) in &level {
+            for (p, parent) in live_parents(cluster, child_obj).await? {
+                if seen.iter().any(|o| gitops::same_owner(o, &p.owner)) {
+                    continue;
+                }
+                let remembered = journal.gitops_parents.iter().any(|r| {
+                    gitops::same_owner(&r.owner, &p.owner)
+                        && r.parent_of
+                            .as_ref()
+                            .is_some_and(|c| gitops::same_owner(c, child))
+                });
+                let link = gitops::Link {
+                    state: gitops::parent_state(&parent, child_obj),
+                    parent: p.clone(),
+                    child: child.clone(),
+                    level: depth,
+                    remembered,
+                };
+                if !link.matters() {
+                    continue;
+                }
+                seen.push(p.owner.clone());
+                next.push((p.owner.clone(), parent.clone()));
+                out.push((link, parent));
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        level = next;
+    }
+    Ok(out)
+}
+
+/// The parents of an owner ([`gitops::parents`]) that the cluster has, each with its
+/// object (namespace filled in). One the cluster does not have puts nothing back.
+pub(crate) async fn live_parents(
+    cluster: &Cluster,
+    owner: &Value,
+) -> Result<Vec<(gitops::Parent, Value)>, Error> {
+    Ok(live::parents_of(cluster, owner).await?)
+}
+
+/// How to keep a parent from putting its child's policy back, a sentence starting with
+/// the verb.
+pub(super) fn parent_fix(p: &gitops::OwnerRef) -> String {
+    match p.kind.as_str() {
+        "ApplicationSet" => format!(
+            "set `spec.syncPolicy.applicationsSync: create-only` on {} for the window (an `ignoreApplicationDifferences` entry for `/spec/syncPolicy` is not enough where the Argo CD that runs it does not honour it: a21g 13)",
+            p.display()
+        ),
+        _ => format!(
+            "suspend {} for the window ({}; vpnmig does not restore it)",
+            p.display(),
+            suspend_command(p)
+        ),
+    }
+}
+
+/// The stop for an owner whose parent puts its policy back: before the patch
+/// (`now: None`, predicted from the parent's object) or after it (`now`: the owner read
+/// back syncing again). No gateway was deleted either way.
+pub(super) fn parent_stop(
+    w: &Window<'_>,
+    verb: &str,
+    owner: &gitops::OwnerRef,
+    p: &gitops::Parent,
+    st: &gitops::ParentState,
+    now: Option<&str>,
+) -> Error {
+    let (name, ns) = (w.name(), w.ns());
+    let what = match now {
+        Some(now) => format!(
+            "{} syncs automatically again ({now}) after vpnmig suspended it: it is itself managed by {} (found by {}; {}), which put its policy back",
+            owner.display(),
+            p.owner.display(),
+            p.evidence.join(", "),
+            st.how
+        ),
+        None => format!(
+            "{} is itself managed by {} (found by {}; {}): its sync puts back the policy `--gitops pause` would change, so the suspension would not hold",
+            owner.display(),
+            p.owner.display(),
+            p.evidence.join(", "),
+            st.how
+        ),
+    };
+    Error::Stop {
+        code: exit::REFUSED,
+        message: format!("{what}; {}", where_it_stands(w)),
+        hint: Some(format!(
+            "{}, or change its source so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+            parent_fix(&p.owner),
+            owner.display(),
+            way_back(w)
+        )),
+    }
+}
+
+/// The stop for an owner whose chain of parents puts its policy back (a21i 06, 09): the
+/// path from the owner up to the top-most parent that acts now, each level with what it
+/// does, and the suspensions to make, top-most first (each one's sync undoes the
+/// suspension of the one below it). A level the window's journal says a stop named
+/// before, syncing again under a parent that applies it back, is said so: a suspension of
+/// it alone was undone (never the identical stop twice). One level: [`parent_stop`].
+pub(super) fn chain_stop(
+    w: &Window<'_>,
+    verb: &str,
+    owner: &gitops::OwnerRef,
+    links: &[gitops::Link],
+    now: Option<&str>,
+) -> Error {
+    let acting = gitops::acting_top_down(links);
+    let Some(top) = acting.first() else {
+        return Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "{}: no parent acts; {}",
+                owner.display(),
+                where_it_stands(w)
+            ),
+            hint: None,
+        };
+    };
+    if top.level == 1 {
+        return parent_stop(w, verb, owner, &top.parent, &top.state, now);
+    }
+    // The path from the top-most acting link down to the owner.
+    let mut path: Vec<&gitops::Link> = vec![top];
+    while let Some(below) = path.last().filter(|l| l.level > 1).and_then(|l| {
+        links
+            .iter()
+            .find(|x| x.level == l.level - 1 && gitops::same_owner(&x.parent.owner, &l.child))
+    }) {
+        path.push(below);
+    }
+    path.reverse();
+    let record = |l: &gitops::Link| {
+        w.journal.gitops_parents.iter().find(|r| {
+            gitops::same_owner(&r.owner, &l.parent.owner)
+                && r.parent_of
+                    .as_ref()
+                    .is_some_and(|c| gitops::same_owner(c, &l.child))
+        })
+    };
+    let mut parts = Vec::new();
+    for (k, l) in path.iter().enumerate() {
+        let relied = record(l).is_some_and(|r| r.relies);
+        let does = if !l.acts() {
+            format!(
+                "{}), which does not put its policy back now but would once it syncs again",
+                l.state.how
+            )
+        } else if relied {
+            format!(
+                "now {}), which was re-enabled by someone else while this window relies on its suspension",
+                l.state.how
+            )
+        } else if l.level == 1 {
+            format!(
+                "{}), whose sync puts back the policy `--gitops pause` would change",
+                l.state.how
+            )
+        } else {
+            format!(
+                "{}), which applies {} back: a suspension of {} is undone by it",
+                l.state.how,
+                l.child.display(),
+                l.child.display()
+            )
+        };
+        // The level below was named by an earlier stop and syncs again: if it was
+        // suspended since, this parent applied it back.
+        let again = (l.level > 1 && l.acts())
+            .then(|| path.get(k.wrapping_sub(1)))
+            .flatten()
+            .filter(|below| below.state.active && record(below).is_some())
+            .map(|_| {
+                format!(
+                    " ({} syncs again although an earlier run of this window named it: if it was suspended since, {} applied it back; suspending it alone does not hold)",
+                    l.child.display(),
+                    l.parent.owner.display()
+                )
+            })
+            .unwrap_or_default();
+        let head = match (k, now) {
+            (0, Some(now)) => format!(
+                "{} syncs automatically again ({now}) after vpnmig suspended it: it",
+                l.child.display()
+            ),
+            _ => l.child.display(),
+        };
+        parts.push(format!(
+            "{head} is itself managed by {} (found by {}; {does}{again}",
+            l.parent.owner.display(),
+            l.parent.evidence.join(", ")
+        ));
+    }
+    let steps: Vec<String> = acting
+        .iter()
+        .enumerate()
+        .map(|(k, l)| {
+            let what = parent_fix_verb(&l.parent.owner);
+            if k == 0 && acting.len() > 1 {
+                format!("{what} first: it applies {} back", l.child.display())
+            } else {
+                what
+            }
+        })
+        .collect();
+    let (name, ns) = (w.name(), w.ns());
+    Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "{}; so the suspension of {} would not hold; {}",
+            parts.join("; and "),
+            owner.display(),
+            where_it_stands(w)
+        ),
+        hint: Some(format!(
+            "{}, for the window (vpnmig does not restore {}), or change the sources so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+            steps.join("; then "),
+            if steps.len() == 1 { "it" } else { "them" },
+            owner.display(),
+            way_back(w)
+        )),
+    }
+}
