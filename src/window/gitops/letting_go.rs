@@ -145,10 +145,7 @@ pub(super) async fn unprotected_stop(
     let mut bare = Vec::new();
     for (j, _) in windows {
         let sec = live::get_kept(w.cluster, "v1", "Secret", &j.namespace, &j.psk_secret).await?;
-        if sec
-            .as_ref()
-            .is_some_and(|s| gitops::tracks(owner, s) && !gitops::protected(&owner.kind, s))
-        {
+        if sec.as_ref().is_some_and(|s| gitops::unprotected(owner, s)) {
             bare.push((j.psk_secret.clone(), j.namespace.clone()));
         }
     }
