@@ -6979,6 +6979,39 @@ async fn a_plan_dir_wave_with_gitops_pause_takes_a_gateway_blocked_only_by_gitop
     assert_eq!(phase(&l, NS, "acme").as_deref(), Some("done"));
 }
 
+/// a21j 04a (critical): a finished window that relies on an owner suspended by a window
+/// in another namespace, still under way. `status -n` of the relier's namespace missed it,
+/// said "no vpnmig window suspended it" and printed a resume by hand, whose sync re-created
+/// the other window's old gateway beside its VPNGateway. It names that window now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_names_the_suspender_in_another_namespace_for_a_finished_relier() {
+    let l = synced(Tool::Flux).await;
+    // beta's window in kd-other suspended the owner and is under way.
+    other_window_on(&l, Tool::Flux, "kd-other", "beta", "ready", true);
+    let (g, v, p, ons) = Tool::Flux.owner_type();
+    let rt = l.sb.store.resource(g, v, p).unwrap();
+    l.sb.store
+        .modify(&rt, ons, "acme", false, &by("vpnmig"), |o| {
+            let mut o = o.clone();
+            o["spec"]["suspend"] = json!(true);
+            Ok(o)
+        })
+        .unwrap();
+    let r = l
+        .vpnmig(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"])
+        .await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let j = live::journal(&l, NS, "acme").unwrap();
+    assert_eq!(j["gitops"][0]["relies"], true, "{j}");
+    let out = live::flat(&l.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(
+        out.contains("the window of kd-other/beta (journal phase ready) suspended it and restores it (`vpnmig cutover beta -n kd-other`) once no window relies on it; do not resume it by hand"),
+        "{out}"
+    );
+    assert!(!out.contains("no vpnmig window suspended it"), "{out}");
+    assert!(!out.contains("flux resume"), "{out}");
+}
+
 /// A platform freezes the Argo CD owner `acme` after re-arming it: `automated` back and
 /// the annotation `argocd.argoproj.io/skip-reconcile=true`, written by `platform-freeze`
 /// (a21i 12): its policy is theirs now, and vpnmig lets go of it.

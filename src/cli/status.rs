@@ -1488,6 +1488,39 @@ async fn relied_parents(
     out
 }
 
+/// Each window among `all` (other than `me`) that suspended `owner` and holds it, with the
+/// command that finishes it and restores the owner: who a relying window must wait for,
+/// wherever its namespace is (a21j 04a: a namespace-scoped `status` missed the suspender
+/// in another namespace and printed a resume by hand that contended a floating IP).
+fn pausers(
+    all: &[crate::core::journal::Journal],
+    owner: &crate::core::gitops::OwnerRef,
+    me: (&str, &str),
+) -> Vec<String> {
+    use crate::core::journal::Phase;
+    holders::holders(all, owner, me)
+        .iter()
+        .filter(|h| h.paused)
+        .map(|h| {
+            // A window rolling back is finished by its rollback, never by a cutover
+            // (a21d E).
+            let verb = if h.phase == Phase::RolledBack || h.phase.rolling_back() {
+                "rollback"
+            } else {
+                "cutover"
+            };
+            format!(
+                "the window of {}/{} (journal phase {}) suspended it and restores it (`vpnmig {verb} {} -n {}`) once no window relies on it",
+                h.namespace,
+                h.gateway,
+                h.phase.as_str(),
+                h.gateway,
+                h.namespace
+            )
+        })
+        .collect()
+}
+
 /// Every GitOps owner a window holds (issue 21 item 2): each a window suspended and has
 /// not restored, with the windows under way that rely on it; and each a window under
 /// way relies on that no listed window suspended. The advice never offers a restore
@@ -1521,10 +1554,52 @@ async fn suspended_owners(
                         crate::cluster::gitops::find(cluster, &r.owner).await
                         && !gitops::owner_state(&o, replaced, ns, name).active
                     {
+                        // Every namespace's journals, where the restore looks: a window
+                        // elsewhere that suspended it and holds it is who resumes it,
+                        // and no resume by hand is offered then (a21j 04a).
+                        let all = match crate::window::journals_for(cluster, Some(&o), (ns, name))
+                            .await
+                        {
+                            Ok(all) => all,
+                            Err(why) => {
+                                out.push(Suspended {
+                                    namespace: ns.clone(),
+                                    gateway: name.clone(),
+                                    phase: j.phase.to_string(),
+                                    owner: r.owner.display(),
+                                    resume: format!(
+                                        "which window suspended it cannot be read ({why}): no resume by hand is offered while a window may hold it; `vpnmig status -A` with a context that may list the journals names them"
+                                    ),
+                                    relies: true,
+                                    relied_on_by: Vec::new(),
+                                    live: "suspended".into(),
+                                    live_detail: String::new(),
+                                });
+                                continue;
+                            }
+                        };
+                        let by = pausers(&all, &r.owner, (ns, name));
+                        if !by.is_empty() {
+                            out.push(Suspended {
+                                namespace: ns.clone(),
+                                gateway: name.clone(),
+                                phase: j.phase.to_string(),
+                                owner: r.owner.display(),
+                                resume: format!(
+                                    "{}; do not resume it by hand: its sync would re-create what that window replaces",
+                                    by.join("; ")
+                                ),
+                                relies: true,
+                                relied_on_by: Vec::new(),
+                                live: "suspended".into(),
+                                live_detail: String::new(),
+                            });
+                            continue;
+                        }
                         // The window that suspended it may have let go of it since
                         // (its policy changed, re-enabled, re-created): that is who
                         // suspended it, not nobody (a21h 03, 07).
-                        let let_go = holders::let_go_by(parsed, &r.owner).map(|l| {
+                        let let_go = holders::let_go_by(&all, &r.owner).map(|l| {
                             format!("{l}: vpnmig no longer holds it and does not resume it")
                         });
                         let who = let_go.unwrap_or_else(|| {
@@ -1590,28 +1665,7 @@ async fn suspended_owners(
                 .await
                 {
                     Ok(all) => {
-                        let by: Vec<String> = holders::holders(&all, &r.owner, (ns, name))
-                            .iter()
-                            .filter(|h| h.paused)
-                            .map(|h| {
-                                // A window rolling back is finished by its rollback,
-                                // never by a cutover (a21d E).
-                                let verb =
-                                    if h.phase == Phase::RolledBack || h.phase.rolling_back() {
-                                        "rollback"
-                                    } else {
-                                        "cutover"
-                                    };
-                                format!(
-                                    "the window of {}/{} (journal phase {}) suspended it and restores it (`vpnmig {verb} {} -n {}`) once no window relies on it",
-                                    h.namespace,
-                                    h.gateway,
-                                    h.phase.as_str(),
-                                    h.gateway,
-                                    h.namespace
-                                )
-                            })
-                            .collect();
+                        let by = pausers(&all, &r.owner, (ns, name));
                         // A window that suspended it and let go of it since (its policy
                         // changed, re-enabled, re-created, gone): that is who suspended
                         // it, not nobody (a21i 01, 07).
