@@ -7012,6 +7012,71 @@ async fn status_names_the_suspender_in_another_namespace_for_a_finished_relier()
     assert!(!out.contains("flux resume"), "{out}");
 }
 
+/// a21j 07 (critical): the restore killed right after it re-armed the owner, whose source
+/// still defines the IPsecGateway (the merge went to the wrong branch): its sync re-creates
+/// the old gateway beside the VPNGateway. `--gitops resume` then let go of the owner with
+/// exit 0, and the next cutover said "already done". The re-created gateway disproves the
+/// vouch: the journal keeps holding the owner (exit 5), and a finished window with the
+/// old gateway back beside the new one is never "nothing to do".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vouch_the_re_created_gateway_disproves_lets_nothing_go() {
+    let l = synced(Tool::Flux).await;
+    let _ = planned_and_cut_over(&l, Tool::Flux).await;
+    // The killed restore's patch: re-armed, as vpnmig writes it.
+    let (g, v, p, ons) = Tool::Flux.owner_type();
+    let rt = l.sb.store.resource(g, v, p).unwrap();
+    l.sb.store
+        .modify(&rt, ons, "acme", false, &by("vpnmig"), |o| {
+            let mut o = o.clone();
+            o["spec"]["suspend"] = json!(false);
+            Ok(o)
+        })
+        .unwrap();
+    eventually(30, "the owner's sync re-creates the IPsecGateway", || {
+        ipsecgateways(&l) == 1
+    })
+    .await;
+    for args in [
+        &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"][..],
+        &["cutover", "acme", "-n", NS, "--yes"][..],
+    ] {
+        let r = l.vpnmig(args).await;
+        assert_eq!(r.code, 5, "{args:?}: {}", r.stderr);
+        assert!(r.says("contests the floating IP"), "{args:?}: {}", r.stderr);
+        assert!(!r.says("nothing to do"), "{args:?}: {}", r.stderr);
+        let j = live::journal(&l, NS, "acme").unwrap();
+        assert!(j["gitops"][0]["letGo"].is_null(), "{args:?}: {j}");
+        assert_eq!(j["gitops"][0]["paused"], true, "{args:?}: {j}");
+    }
+}
+
+/// A finished window without GitOps whose old gateway someone re-created beside the
+/// VPNGateway: never "already done: nothing to do" (a21j 07).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_done_window_with_its_old_gateway_back_is_not_nothing_to_do() {
+    let l = start(ACME, live::pool("10.250.3.0/24")).await;
+    let old =
+        l.sb.store
+            .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
+            .unwrap();
+    let saved = objects(&l, "ipsec.bnerd.net", "ipsecgateways", NS)[0].clone();
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let m = json!({"apiVersion": saved["apiVersion"], "kind": "IPsecGateway",
+        "metadata": {"name": "acme", "namespace": NS}, "spec": saved["spec"]});
+    l.sb.store
+        .create(&old, NS, m, &by("kubectl-client-side-apply"))
+        .unwrap();
+    let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(
+        r.says("ipsecgateway/acme -n tenant-acme exists again beside the VPNGateway"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.says("nothing to do"), "{}", r.stderr);
+}
+
 /// A platform freezes the Argo CD owner `acme` after re-arming it: `automated` back and
 /// the annotation `argocd.argoproj.io/skip-reconcile=true`, written by `platform-freeze`
 /// (a21i 12): its policy is theirs now, and vpnmig lets go of it.

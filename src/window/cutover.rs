@@ -503,6 +503,21 @@ async fn not_as_left(cluster: &Cluster, j: &Journal) -> Result<Vec<String>, Erro
             ));
         }
     }
+    // The gateway the window replaced, back beside the new one (an owner's sync after a
+    // killed restore, a person): it contends for the floating IP, never "nothing to do"
+    // (a21j 07, critical).
+    if let Some(old) = objects::get(cluster, "IPsecGateway", name).await? {
+        out.push(format!(
+            "ipsecgateway/{name} -n {ns} exists again beside the VPNGateway (uid {}{}) and contends for the floating IP {}: stop whoever re-created it (`vpnmig status -n {ns}` names an owner that syncs it), then delete it (`kubectl delete ipsecgateway {name} -n {ns}`)",
+            old.pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            crate::core::gitops::writer(&old)
+                .map(|w| format!(", written by {w}"))
+                .unwrap_or_default(),
+            j.floating_ip
+        ));
+    }
     let secret = objects::secret(cluster, &j.psk_secret).await?;
     let held = crate::core::psk::held(
         j.psk_fingerprint.as_deref(),

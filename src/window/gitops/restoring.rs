@@ -92,11 +92,19 @@ pub(crate) async fn restore(
             // Not green, and the journal keeps holding the owner, so that `status` and a
             // re-run say so until it is suspended again or the repository is merged
             // (`--gitops resume`: the user says it is).
+            // `--gitops resume` vouches that the source no longer defines it; the replaced
+            // gateway live again disproves that, so no vouch lets go then (a21j 07,
+            // critical: a let-go with exit 0 beside a contended floating IP).
             if let gitops::Held::ReEnabled { now: seen } = gitops::held(&r, now)
-                && !force
                 && gitops::owner_state(now, replaced, &ns, &name).source_lists != Some(false)
             {
-                return Err(reenabled_stop(w, &r.owner, now, replaced, &seen).await);
+                let back = force
+                    && crate::cluster::objects::get(w.cluster, replaced, &name)
+                        .await?
+                        .is_some();
+                if !force || back {
+                    return Err(reenabled_stop(w, &r.owner, now, replaced, &seen).await);
+                }
             }
             // Its resume is a person's now, and nothing watches it: what the window keeps
             // gets the protections first, as on the `--gitops ignore` path (a21g attack
