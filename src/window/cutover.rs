@@ -24,12 +24,14 @@ use crate::error::Error;
 use crate::exit;
 
 mod deleting;
+mod finished;
 pub(super) mod phases;
 mod resuming;
 mod sequence;
 mod verifying;
 
 use deleting::*;
+use finished::*;
 use resuming::*;
 use sequence::*;
 use verifying::*;
@@ -482,64 +484,6 @@ async fn start_guard(
     let g = Guard::new(cluster, ev, end, &opts.timeouts, from, false).await;
     g.check(ev, name, &cluster.namespace, Moment::Start, opts.dry_run)?;
     Ok(Some(g))
-}
-
-/// What differs between a done window's VPNGateway and PSK Secret and what its journal
-/// recorded: the floating IP (compared in its family), the VPNGateway's uid, the key's
-/// fingerprint. Empty when as left.
-async fn not_as_left(cluster: &Cluster, j: &Journal) -> Result<Vec<String>, Error> {
-    use crate::core::psk::Held;
-    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
-    let mut out = Vec::new();
-    if let Some(gw) = objects::get(cluster, "VPNGateway", name).await? {
-        let fip = gw
-            .pointer("/spec/endpoint/floatingIP")
-            .and_then(Value::as_str)
-            .unwrap_or("none");
-        if !crate::core::addr::same_in_family(fip, &j.floating_ip) {
-            out.push(format!(
-                "vpngateway/{name} -n {ns} has floating IP {fip}, the journal pins {} (the client's firewall dials it)",
-                j.floating_ip
-            ));
-        }
-    }
-    // The gateway the window replaced, back beside the new one (an owner's sync after a
-    // killed restore, a person): it contends for the floating IP, never "nothing to do"
-    // (a21j 07, critical).
-    if let Some(old) = objects::get(cluster, "IPsecGateway", name).await? {
-        out.push(format!(
-            "ipsecgateway/{name} -n {ns} exists again beside the VPNGateway (uid {}{}) and contends for the floating IP {}: stop whoever re-created it (`vpnmig status -n {ns}` names an owner that syncs it), then delete it (`kubectl delete ipsecgateway {name} -n {ns}`)",
-            old.pointer("/metadata/uid")
-                .and_then(Value::as_str)
-                .unwrap_or("?"),
-            crate::core::gitops::writer(&old)
-                .map(|w| format!(", written by {w}"))
-                .unwrap_or_default(),
-            j.floating_ip
-        ));
-    }
-    let secret = objects::secret(cluster, &j.psk_secret).await?;
-    let held = crate::core::psk::held(
-        j.psk_fingerprint.as_deref(),
-        j.psk_secret_uid.as_deref(),
-        ns,
-        &j.psk_secret,
-        j.psk_key(),
-        secret.as_ref(),
-    );
-    let what = format!("secret/{} -n {ns} (the PSK)", j.psk_secret);
-    match held {
-        Held::Same { .. } | Held::RecreatedSame { .. } | Held::Unrecorded => {}
-        Held::Gone => out.push(format!("{what} is gone")),
-        Held::Recreated { then, now } => out.push(format!(
-            "{what} was re-created (uid {then} → {now}) and its key cannot be compared with the journal's fingerprint"
-        )),
-        Held::Changed { .. } => out.push(format!(
-            "{what} key {} is not the one the window fingerprinted",
-            j.psk_key()
-        )),
-    }
-    Ok(out)
 }
 
 /// No IPsecGateway and no journal: say what is there instead (a migrated gateway whose
