@@ -96,6 +96,11 @@ impl Scenario {
     pub fn new(yaml: &'static str, settings: SettingsFile) -> Scenario {
         Scenario { yaml, settings }
     }
+
+    /// A scenario whose text is built at run time (kept for the rest of the test).
+    pub fn built(yaml: String, settings: SettingsFile) -> Scenario {
+        Scenario::new(Box::leak(yaml.into_boxed_str()), settings)
+    }
 }
 
 /// The invariants of DESIGN.md §4 checked after a row's steps ([`Bed::invariants`]): the
@@ -315,7 +320,9 @@ impl Bed {
                 let users = rbac_users(&cp, &scenario.settings.users);
                 let mut all = vec![&cp.admin];
                 all.extend(users.iter());
-                // The emulator names a user's context `vpnmig-sandbox-<user>`: the same here.
+                // The emulator names its cluster-admin context `vpnmig-sandbox` and a user's
+                // `vpnmig-sandbox-<user>`: the same here (vpnmig names the context in its
+                // messages and hints).
                 // Through the fault proxy, always: a row switches the API faults at run
                 // time through `Bed::api_faults` as on the emulator. The operator, the
                 // controllers and kwok speak to kube-apiserver directly, as the emulator's
@@ -326,7 +333,7 @@ impl Bed {
                     .unwrap_or_else(|e| panic!("the fault proxy: {e}"));
                 let text = cp
                     .kubeconfig_at(&proxy.url(), proxy.ca_pem(), &all, ns.as_deref())
-                    .replace("vpnmig-controlplane-", "vpnmig-sandbox-");
+                    .replace("vpnmig-controlplane", "vpnmig-sandbox");
                 std::fs::write(&kubeconfig, text).unwrap();
                 let op = real_operator(&cp, scenario.settings.operator).await;
                 // The simulated Argo CD and Flux, as `vpnmig-sandbox --control-plane real`
@@ -447,6 +454,14 @@ impl Bed {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap()
+    }
+
+    /// Run the `vpnmig` command `args` that a message advised, with `more` added (those it
+    /// has already left out: advice to a run with `--yes` has it).
+    pub async fn run_advised(&self, args: &[String], more: &[&str]) -> Run {
+        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+        all.extend(more.iter().filter(|m| !args.iter().any(|a| a == *m)));
+        self.vpnmig(&all).await
     }
 
     /// Set a fault knob of one gateway (`kind/namespace/name`) and have the operator act on
@@ -732,6 +747,15 @@ impl Drop for Bed {
             fips.released
         );
     }
+}
+
+/// The first backquoted `vpnmig …` command in `text` that starts with `prefix`, as
+/// arguments (without `vpnmig`).
+pub fn advised(text: &str, prefix: &str) -> Vec<String> {
+    super::advised(text)
+        .into_iter()
+        .find(|args| args.join(" ").starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `vpnmig {prefix}…` advised in:\n{text}"))
 }
 
 /// Poll `cond` (async) every 20 ms until it holds; panics after `secs` seconds naming `what`.
