@@ -237,6 +237,8 @@ pub const CONFIGMAP: Kind = ("", "v1", "configmaps", "ConfigMap");
 pub const SECRET: Kind = ("", "v1", "secrets", "Secret");
 pub const LEASE: Kind = ("coordination.k8s.io", "v1", "leases", "Lease");
 /// Cluster-scoped: pass `""` as the namespace.
+pub const NAMESPACE: Kind = ("", "v1", "namespaces", "Namespace");
+/// Cluster-scoped: pass `""` as the namespace.
 pub const CRD: Kind = (
     "apiextensions.k8s.io",
     "v1",
