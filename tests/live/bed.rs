@@ -598,6 +598,27 @@ impl Bed {
             .unwrap_or_else(|e| panic!("POST {} {ns}/{name}: {e}", kind.2));
     }
 
+    /// A JSON merge patch of the object by field manager `manager`, as `kubectl patch
+    /// --type merge -p PATCH` (kubectl's manager is `kubectl-patch`).
+    pub async fn patch_as(&self, kind: Kind, ns: &str, name: &str, manager: &str, patch: Value) {
+        let pp = kube::api::PatchParams {
+            field_manager: Some(manager.into()),
+            ..Default::default()
+        };
+        self.api(kind, ns)
+            .patch(name, &pp, &kube::api::Patch::Merge(&patch))
+            .await
+            .unwrap_or_else(|e| panic!("PATCH {} {ns}/{name}: {e}", kind.2));
+    }
+
+    /// The object's uid, when it exists and is not being deleted.
+    pub async fn uid(&self, kind: Kind, ns: &str, name: &str) -> Option<String> {
+        self.get(kind, ns, name)
+            .await
+            .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
+            .map(|o| o["metadata"]["uid"].as_str().unwrap().to_string())
+    }
+
     /// Delete the object (the server's default propagation).
     pub async fn delete(&self, kind: Kind, ns: &str, name: &str) {
         self.api(kind, ns)
