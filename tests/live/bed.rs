@@ -28,8 +28,10 @@
 //! - **The operator's fault knobs** ([`Bed::fault`], [`Bed::operator`]) work on both: the
 //!   simulated operator runs in the test's process against either API.
 //! - **Users** (`settings.users`) work on both: on the real control plane each is a client
-//!   certificate with a ClusterRole of its rules, its context named as the emulator names
-//!   it (`vpnmig-sandbox-<user>`).
+//!   certificate with a ClusterRole of its rules (a Role in each namespace of a rule that
+//!   names namespaces), its context named as the emulator names it
+//!   (`vpnmig-sandbox-<user>`); a user `without_basic_user` is one the cluster's
+//!   `system:basic-user` binding no longer covers.
 //! - **The API fault knobs** (`settings.api` and, at run time, [`Bed::api_faults`]) work on
 //!   both: on the real control plane the kubeconfig points at the fault proxy in front of
 //!   kube-apiserver (`vpnmig_sandbox::proxy`), which applies the same knobs.
@@ -795,43 +797,91 @@ where
 }
 
 /// The emulator's `users:` as the real control plane has users: a client certificate each
-/// (no groups; every authenticated user keeps `system:basic-user`, so it may create
-/// SelfSubjectAccessReviews), and a ClusterRole of its rules bound to it (each rule for
-/// every API group, as the emulator's rules name resources without groups).
+/// (no groups), a ClusterRole of its rules for every namespace bound to it, and a Role of
+/// its rules for some namespaces bound to it in each of them (each rule for every API
+/// group, as the emulator's rules name resources without groups). Every authenticated user
+/// keeps `system:basic-user` (it may create SelfSubjectAccessReviews), unless one is
+/// `without_basic_user`: then the cluster's `system:basic-user` binding (to every
+/// authenticated user) is replaced by one naming the users that keep it, as a hardened
+/// cluster does.
 fn rbac_users(
     cp: &ControlPlane,
     users: &[vpnmig_sandbox::api::auth::User],
 ) -> Vec<vpnmig_sandbox::controlplane::ClientCert> {
-    users
+    use serde_json::json;
+    let rules = |rules: &[&vpnmig_sandbox::api::auth::Rule]| -> Vec<Value> {
+        rules
+            .iter()
+            .map(|r| json!({"apiGroups": ["*"], "resources": r.resources, "verbs": r.verbs}))
+            .collect()
+    };
+    let apply = |user: &str, d: Value| {
+        cp.apply(&d.to_string())
+            .unwrap_or_else(|e| panic!("user {user}: {e}"));
+    };
+    let rbac = "rbac.authorization.k8s.io";
+    let certs = users
         .iter()
         .map(|u| {
-            assert!(
-                !u.without_basic_user && u.rules.iter().all(|r| r.namespaces.is_empty()),
-                "user {}: a user without system:basic-user, or a rule for some namespaces, is the emulator's only: mark the row `only: Some((Backend::Emulated, \"why\"))`",
-                u.name
-            );
-            let rules: Vec<Value> = u
-                .rules
-                .iter()
-                .map(|r| serde_json::json!({"apiGroups": ["*"], "resources": r.resources, "verbs": r.verbs}))
-                .collect();
             let role = format!("vpnmig-user-{}", u.name);
-            let docs = [
-                serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                    "metadata": {"name": role}, "rules": rules}),
-                serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                    "metadata": {"name": role},
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": u.name}]}),
-            ];
-            for d in docs {
-                cp.apply(&d.to_string())
-                    .unwrap_or_else(|e| panic!("user {}: {e}", u.name));
+            let subject = json!([{"apiGroup": rbac, "kind": "User", "name": u.name}]);
+            let everywhere: Vec<_> = u.rules.iter().filter(|r| r.namespaces.is_empty()).collect();
+            apply(
+                &u.name,
+                json!({"apiVersion": format!("{rbac}/v1"), "kind": "ClusterRole",
+                "metadata": {"name": role}, "rules": rules(&everywhere)}),
+            );
+            apply(
+                &u.name,
+                json!({"apiVersion": format!("{rbac}/v1"), "kind": "ClusterRoleBinding",
+                "metadata": {"name": role},
+                "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": role},
+                "subjects": subject}),
+            );
+            let mut namespaces: Vec<&String> =
+                u.rules.iter().flat_map(|r| r.namespaces.iter()).collect();
+            namespaces.sort();
+            namespaces.dedup();
+            for ns in namespaces {
+                let here: Vec<_> = u
+                    .rules
+                    .iter()
+                    .filter(|r| r.namespaces.contains(ns))
+                    .collect();
+                apply(
+                    &u.name,
+                    json!({"apiVersion": format!("{rbac}/v1"), "kind": "Role",
+                    "metadata": {"name": role, "namespace": ns}, "rules": rules(&here)}),
+                );
+                apply(
+                    &u.name,
+                    json!({"apiVersion": format!("{rbac}/v1"), "kind": "RoleBinding",
+                    "metadata": {"name": role, "namespace": ns},
+                    "roleRef": {"apiGroup": rbac, "kind": "Role", "name": role},
+                    "subjects": subject}),
+                );
             }
             cp.client(&u.name, &[])
                 .unwrap_or_else(|e| panic!("user {}: {e}", u.name))
         })
-        .collect()
+        .collect();
+    if users.iter().any(|u| u.without_basic_user) {
+        let keep: Vec<Value> = users
+            .iter()
+            .filter(|u| !u.without_basic_user)
+            .map(|u| json!({"apiGroup": rbac, "kind": "User", "name": u.name}))
+            .collect();
+        apply(
+            "without basic-user",
+            json!({"apiVersion": format!("{rbac}/v1"), "kind": "ClusterRoleBinding",
+                "metadata": {"name": "vpnmig-basic-users"},
+                "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "system:basic-user"},
+                "subjects": keep}),
+        );
+        cp.kubectl(&["delete", "clusterrolebinding", "system:basic-user"])
+            .unwrap_or_else(|e| panic!("removing the system:basic-user binding: {e}"));
+    }
+    certs
 }
 
 async fn client(kubeconfig: &Path) -> kube::Client {
