@@ -1,17 +1,24 @@
 //! `vpnmig report` end to end against vpnmig-sandbox (issue 12 item 4): a done cutover, a
 //! cutover whose data plane fails verification, and a window rolled back after a failed
 //! cutover each give their change record in every format; an edited journal is caught by
-//! its hash chain.
+//! its hash chain. Each row runs on the emulator and on the real control plane
+//! (tests/live/bed.rs).
 //!
-//! With `VPNMIG_WRITE_FIXTURES=1` the journals these windows leave are written to
+//! With `VPNMIG_WRITE_FIXTURES=1` the journals these windows leave on the emulator are
+//! written to
 //! `fixtures/journals/` (the `by` of each entry and the bundle path made stable, the chain
 //! re-linked), which
 //! the golden tests of `tests/report.rs` render.
 
 mod live;
 
-use live::{ACME, Live, Run, core, fault, journal, pool, start};
+use live::bed::{After, Bed, CONFIGMAP, NAMESPACE, Row, Scenario};
+use live::{ACME, Run};
 use serde_json::Value;
+
+fn acme() -> Scenario {
+    Scenario::new(ACME, live::pool("10.250.3.0/24"))
+}
 
 /// A window left in the sandbox, and what its record must say.
 struct Case {
@@ -82,16 +89,51 @@ const CASES: &[Case] = &[
     },
 ];
 
-/// Run the window of `case` in a fresh sandbox; returns it and the cutover's run.
-async fn window(case: &Case, dir: &std::path::Path) -> (Live, Run) {
-    let l = start(ACME, pool("10.250.3.0/24")).await;
+crate::rows! {
+    the_done_window_has_its_record_in_every_format: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(the_window_has_its_record_in_every_format(b, &CASES[0])),
+    },
+    the_failed_verify_window_has_its_record_in_every_format: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(the_window_has_its_record_in_every_format(b, &CASES[1])),
+    },
+    the_rolled_back_window_has_its_record_in_every_format: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("IPsecGateway"),
+        steps: |b| Box::pin(the_window_has_its_record_in_every_format(b, &CASES[2])),
+    },
+    rollback_writes_its_record_and_an_edited_journal_breaks_the_chain: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("IPsecGateway"),
+        steps: |b| Box::pin(rollback_writes_its_record_and_an_edited_journal_breaks_the_chain(b)),
+    },
+    /// A cutover after a rollback is a new window: the rolled-back window's journal is
+    /// archived in its own ConfigMap before it is replaced, the cutover says so, the new
+    /// record lists it and `--window 1` prints it (issue 21 item 7).
+    a_cutover_after_a_rollback_keeps_the_earlier_record: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_cutover_after_a_rollback_keeps_the_earlier_record(b)),
+    },
+}
+
+/// Run the window of `case` on the bed; returns the cutover's run.
+async fn window(b: &Bed, case: &Case, dir: &std::path::Path) -> Run {
     let bundle = dir.join("acme");
     let bundle = bundle.to_str().unwrap();
     let html = dir.join("acme-window.html");
-    let r = match case.name {
+    match case.name {
         "done" => {
-            assert_eq!(l.vpnmig(&["plan", "acme", "--out", bundle]).await.code, 0);
-            let r = l
+            assert_eq!(b.vpnmig(&["plan", "acme", "--out", bundle]).await.code, 0);
+            let r = b
                 .vpnmig(&[
                     "cutover",
                     "acme",
@@ -106,16 +148,16 @@ async fn window(case: &Case, dir: &std::path::Path) -> (Live, Run) {
             r
         }
         "failed-verify" => {
-            fault(&l, "vpngateway/tenant-acme/acme", |f| {
+            b.fault("vpngateway/tenant-acme/acme", |f| {
                 f.local_ts_override = Some("10.250.0.0/16".into())
             });
-            let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+            let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
             assert_eq!(r.code, 5, "{}", r.stderr);
             r
         }
         _ => {
-            fault(&l, "vpngateway/tenant-acme/acme", |f| f.psk_mismatch = true);
-            let r = l
+            b.fault("vpngateway/tenant-acme/acme", |f| f.psk_mismatch = true);
+            let r = b
                 .vpnmig(&[
                     "cutover",
                     "acme",
@@ -128,13 +170,13 @@ async fn window(case: &Case, dir: &std::path::Path) -> (Live, Run) {
             assert_eq!(r.code, 6, "{}", r.stderr);
             r
         }
-    };
-    (l, r)
+    }
 }
 
-fn kube_system_uid(l: &Live) -> String {
-    core(l, "namespaces", "", "kube-system").expect("the sandbox has kube-system")["metadata"]
-        ["uid"]
+async fn kube_system_uid(b: &Bed) -> String {
+    b.get(NAMESPACE, "", "kube-system")
+        .await
+        .expect("the cluster has kube-system")["metadata"]["uid"]
         .as_str()
         .expect("namespaces have a uid")
         .to_string()
@@ -159,91 +201,89 @@ fn write_fixture(name: &str, j: &Value) {
     std::fs::write(path, serde_json::to_string_pretty(&j).unwrap() + "\n").unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_window_has_its_record_in_every_format() {
-    for case in CASES {
-        let dir = tempfile::tempdir().unwrap();
-        let (l, cutover) = window(case, dir.path()).await;
-        let what = case.name;
-        assert!(
-            cutover.says("record: ")
-                && cutover.stderr.contains("vpnmig report acme -n tenant-acme"),
-            "{what}: the cutover says where its record is: {}",
-            cutover.stderr
-        );
-        let uid = kube_system_uid(&l);
+async fn the_window_has_its_record_in_every_format(b: &Bed, case: &Case) {
+    let dir = tempfile::tempdir().unwrap();
+    let cutover = window(b, case, dir.path()).await;
+    let what = case.name;
+    assert!(
+        cutover.says("record: ") && cutover.stderr.contains("vpnmig report acme -n tenant-acme"),
+        "{what}: the cutover says where its record is: {}",
+        cutover.stderr
+    );
+    let uid = kube_system_uid(b).await;
 
-        let r = l.vpnmig(&["report", "acme", "-o", "json"]).await;
-        assert_eq!(r.code, 0, "{what}: {}", r.stderr);
-        let doc: Value = serde_json::from_str(&r.stdout).unwrap();
-        assert_eq!(doc["apiVersion"], "vpnmig.bnerd.net/record/v1");
-        assert_eq!(doc["outcome"], case.outcome, "{what}");
-        assert_eq!(doc["chain"]["status"], "intact", "{what}: {}", doc["chain"]);
-        assert_eq!(doc["cluster"]["kubeSystemUid"], uid.as_str(), "{what}");
-        assert!(
-            doc["cluster"]["server"]
-                .as_str()
-                .unwrap()
-                .starts_with("https://127.0.0.1:"),
-            "{what}: {}",
-            doc["cluster"]
-        );
-        let phases: Vec<&str> = doc["timeline"]
-            .as_array()
+    let r = b.vpnmig(&["report", "acme", "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{what}: {}", r.stderr);
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["apiVersion"], "vpnmig.bnerd.net/record/v1");
+    assert_eq!(doc["outcome"], case.outcome, "{what}");
+    assert_eq!(doc["chain"]["status"], "intact", "{what}: {}", doc["chain"]);
+    assert_eq!(doc["cluster"]["kubeSystemUid"], uid.as_str(), "{what}");
+    assert!(
+        doc["cluster"]["server"]
+            .as_str()
             .unwrap()
-            .iter()
-            .map(|s| s["phase"].as_str().unwrap())
-            .collect();
-        assert_eq!(phases, case.phases, "{what}");
-        assert!(
-            doc["checks"].as_array().is_some_and(|c| !c.is_empty()),
-            "{what}"
-        );
-        assert!(
-            doc["runBy"][0].as_str().unwrap().contains(" pid "),
-            "{what}"
-        );
-        assert!(!doc["pinned"].as_array().unwrap().is_empty());
+            .starts_with("https://127.0.0.1:"),
+        "{what}: {}",
+        doc["cluster"]
+    );
+    let phases: Vec<&str> = doc["timeline"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["phase"].as_str().unwrap())
+        .collect();
+    assert_eq!(phases, case.phases, "{what}");
+    assert!(
+        doc["checks"].as_array().is_some_and(|c| !c.is_empty()),
+        "{what}"
+    );
+    assert!(
+        doc["runBy"][0].as_str().unwrap().contains(" pid "),
+        "{what}"
+    );
+    assert!(!doc["pinned"].as_array().unwrap().is_empty());
 
-        for format in ["md", "html"] {
-            let r = l.vpnmig(&["report", "acme", "-o", format]).await;
-            assert_eq!(r.code, 0, "{what} {format}: {}", r.stderr);
-            for text in [uid.as_str(), "intact (", case.phases.last().unwrap()]
-                .iter()
-                .chain(case.says)
-            {
-                assert!(
-                    r.stdout.contains(text),
-                    "{what} {format}: no {text:?} in\n{}",
-                    r.stdout
-                );
-            }
+    for format in ["md", "html"] {
+        let r = b.vpnmig(&["report", "acme", "-o", format]).await;
+        assert_eq!(r.code, 0, "{what} {format}: {}", r.stderr);
+        for text in [uid.as_str(), "intact (", case.phases.last().unwrap()]
+            .iter()
+            .chain(case.says)
+        {
             assert!(
-                !r.stdout.to_lowercase().contains("<script"),
-                "{what} {format}"
+                r.stdout.contains(text),
+                "{what} {format}: no {text:?} in\n{}",
+                r.stdout
             );
         }
-        if case.name == "done" {
-            let page = std::fs::read_to_string(dir.path().join("acme-window.html")).unwrap();
-            assert!(
-                page.starts_with("<!DOCTYPE html>") && page.contains(&uid),
-                "{page}"
-            );
-        }
-        if std::env::var_os("VPNMIG_WRITE_FIXTURES").is_some() {
-            write_fixture(case.name, &journal(&l, "tenant-acme", "acme").unwrap());
-        }
+        assert!(
+            !r.stdout.to_lowercase().contains("<script"),
+            "{what} {format}"
+        );
+    }
+    if case.name == "done" {
+        let page = std::fs::read_to_string(dir.path().join("acme-window.html")).unwrap();
+        assert!(
+            page.starts_with("<!DOCTYPE html>") && page.contains(&uid),
+            "{page}"
+        );
+    }
+    // The fixtures come from one backend, the emulator's (the golden tests render
+    // them; both backends writing them at once would race).
+    if std::env::var_os("VPNMIG_WRITE_FIXTURES").is_some()
+        && b.backend == live::bed::Backend::Emulated
+    {
+        write_fixture(case.name, &b.journal("tenant-acme", "acme").await.unwrap());
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rollback_writes_its_record_and_an_edited_journal_breaks_the_chain() {
-    let l = start(ACME, pool("10.250.3.0/24")).await;
-    assert_eq!(l.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
+async fn rollback_writes_its_record_and_an_edited_journal_breaks_the_chain(b: &Bed) {
+    assert_eq!(b.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
     // A rollback writes its record where --report says, in the extension's format.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("acme-rollback.json");
-    let r = l
+    let r = b
         .vpnmig(&[
             "rollback",
             "acme",
@@ -264,28 +304,20 @@ async fn rollback_writes_its_record_and_an_edited_journal_breaks_the_chain() {
         (&"rolled-back".into(), &"intact".into())
     );
     // Someone rewrites who ran the delete, with markup in it.
-    let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
-    let mut cm = l.sb.store.get(&rt, "tenant-acme", "vpnmig-acme").unwrap();
-    let mut j: Value = serde_json::from_str(cm["data"]["journal.json"].as_str().unwrap()).unwrap();
-    j["history"][2]["by"] = "<script>alert(1)</script>".into();
-    cm["data"]["journal.json"] = j.to_string().into();
-    l.sb.store
-        .update(
-            &rt,
-            "tenant-acme",
-            "vpnmig-acme",
-            cm,
-            false,
-            &Default::default(),
-        )
-        .unwrap();
+    b.edit(CONFIGMAP, "tenant-acme", "vpnmig-acme", |cm| {
+        let mut j: Value =
+            serde_json::from_str(cm["data"]["journal.json"].as_str().unwrap()).unwrap();
+        j["history"][2]["by"] = "<script>alert(1)</script>".into();
+        cm["data"]["journal.json"] = j.to_string().into();
+    })
+    .await;
 
     for (format, says) in [
         ("md", "BROKEN: broken at entry 2 (phase deleting)"),
         ("json", r#""status": "broken""#),
         ("html", "&lt;script&gt;alert(1)&lt;/script&gt;"),
     ] {
-        let r = l.vpnmig(&["report", "acme", "-o", format]).await;
+        let r = b.vpnmig(&["report", "acme", "-o", format]).await;
         assert_eq!(r.code, 5, "{format}: {}", r.stderr);
         assert!(
             r.stdout.contains(says),
@@ -305,7 +337,7 @@ async fn rollback_writes_its_record_and_an_edited_journal_breaks_the_chain() {
     }
 
     // No journal: the error names the ConfigMap and the command that makes one.
-    let r = l.vpnmig(&["report", "nobody"]).await;
+    let r = b.vpnmig(&["report", "nobody"]).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
         r.error()
@@ -321,31 +353,25 @@ async fn rollback_writes_its_record_and_an_edited_journal_breaks_the_chain() {
     );
 }
 
-/// A cutover after a rollback is a new window: the rolled-back window's journal is
-/// archived in its own ConfigMap before it is replaced, the cutover says so, the new
-/// record lists it and `--window 1` prints it (issue 21 item 7).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cutover_after_a_rollback_keeps_the_earlier_record() {
-    let l = start(ACME, pool("10.250.3.0/24")).await;
-    assert_eq!(l.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
-    let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
+async fn a_cutover_after_a_rollback_keeps_the_earlier_record(b: &Bed) {
+    assert_eq!(b.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
+    let r = b.vpnmig(&["rollback", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     let before: Value =
-        serde_json::from_str(&l.vpnmig(&["report", "acme", "-o", "json"]).await.stdout).unwrap();
+        serde_json::from_str(&b.vpnmig(&["report", "acme", "-o", "json"]).await.stdout).unwrap();
     assert_eq!(before["outcome"], "rolled-back");
 
-    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.says("is archived as ConfigMap tenant-acme/vpnmig-acme.window-1"),
         "{}",
         r.stderr
     );
-    let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
-    let cm =
-        l.sb.store
-            .get(&rt, "tenant-acme", "vpnmig-acme.window-1")
-            .unwrap();
+    let cm = b
+        .get(CONFIGMAP, "tenant-acme", "vpnmig-acme.window-1")
+        .await
+        .expect("the archive exists");
     assert_eq!(
         cm["metadata"]["labels"]["vpnmig.bnerd.net/archived-window"],
         "1"
@@ -355,7 +381,7 @@ async fn a_cutover_after_a_rollback_keeps_the_earlier_record() {
     // The current record lists the earlier window; --window 1 is the rolled-back record,
     // whole: the same timeline and rollback steps as before the new cutover.
     let now: Value =
-        serde_json::from_str(&l.vpnmig(&["report", "acme", "-o", "json"]).await.stdout).unwrap();
+        serde_json::from_str(&b.vpnmig(&["report", "acme", "-o", "json"]).await.stdout).unwrap();
     assert_eq!(
         (&now["outcome"], &now["window"]),
         (&"done".into(), &2.into())
@@ -364,7 +390,7 @@ async fn a_cutover_after_a_rollback_keeps_the_earlier_record() {
         now["earlierWindows"][0]["report"],
         "vpnmig report acme -n tenant-acme --window 1"
     );
-    let r = l
+    let r = b
         .vpnmig(&["report", "acme", "--window", "1", "-o", "json"])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -373,11 +399,11 @@ async fn a_cutover_after_a_rollback_keeps_the_earlier_record() {
     assert_eq!(archived["archived"], true);
     assert_eq!(archived["timeline"], before["timeline"]);
     assert_eq!(archived["recovery"]["steps"], before["recovery"]["steps"]);
-    let md = l.vpnmig(&["report", "acme"]).await.stdout;
+    let md = b.vpnmig(&["report", "acme"]).await.stdout;
     assert!(md.contains("## Earlier windows"), "{md}");
 
     // An archive is no window under way.
-    let r = l.vpnmig(&["status"]).await;
+    let r = b.vpnmig(&["status"]).await;
     assert!(
         !r.stdout.contains("window-1") && !r.stderr.contains("window-1"),
         "{}\n{}",
@@ -385,7 +411,7 @@ async fn a_cutover_after_a_rollback_keeps_the_earlier_record() {
         r.stderr
     );
     // A window that is not archived is named, with the ones that are.
-    let r = l.vpnmig(&["report", "acme", "--window", "7"]).await;
+    let r = b.vpnmig(&["report", "acme", "--window", "7"]).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
         r.error()

@@ -28,8 +28,10 @@
 //! - **The operator's fault knobs** ([`Bed::fault`], [`Bed::operator`]) work on both: the
 //!   simulated operator runs in the test's process against either API.
 //! - **Users** (`settings.users`) work on both: on the real control plane each is a client
-//!   certificate with a ClusterRole of its rules, its context named as the emulator names
-//!   it (`vpnmig-sandbox-<user>`).
+//!   certificate with a ClusterRole of its rules (a Role in each namespace of a rule that
+//!   names namespaces), its context named as the emulator names it
+//!   (`vpnmig-sandbox-<user>`); a user `without_basic_user` is one the cluster's
+//!   `system:basic-user` binding no longer covers.
 //! - **The API fault knobs** (`settings.api` and, at run time, [`Bed::api_faults`]) work on
 //!   both: on the real control plane the kubeconfig points at the fault proxy in front of
 //!   kube-apiserver (`vpnmig_sandbox::proxy`), which applies the same knobs.
@@ -95,6 +97,11 @@ pub struct Scenario {
 impl Scenario {
     pub fn new(yaml: &'static str, settings: SettingsFile) -> Scenario {
         Scenario { yaml, settings }
+    }
+
+    /// A scenario whose text is built at run time (kept for the rest of the test).
+    pub fn built(yaml: String, settings: SettingsFile) -> Scenario {
+        Scenario::new(Box::leak(yaml.into_boxed_str()), settings)
     }
 }
 
@@ -232,6 +239,8 @@ pub const CONFIGMAP: Kind = ("", "v1", "configmaps", "ConfigMap");
 pub const SECRET: Kind = ("", "v1", "secrets", "Secret");
 pub const LEASE: Kind = ("coordination.k8s.io", "v1", "leases", "Lease");
 /// Cluster-scoped: pass `""` as the namespace.
+pub const NAMESPACE: Kind = ("", "v1", "namespaces", "Namespace");
+/// Cluster-scoped: pass `""` as the namespace.
 pub const CRD: Kind = (
     "apiextensions.k8s.io",
     "v1",
@@ -315,7 +324,9 @@ impl Bed {
                 let users = rbac_users(&cp, &scenario.settings.users);
                 let mut all = vec![&cp.admin];
                 all.extend(users.iter());
-                // The emulator names a user's context `vpnmig-sandbox-<user>`: the same here.
+                // The emulator names its cluster-admin context `vpnmig-sandbox` and a user's
+                // `vpnmig-sandbox-<user>`: the same here (vpnmig names the context in its
+                // messages and hints).
                 // Through the fault proxy, always: a row switches the API faults at run
                 // time through `Bed::api_faults` as on the emulator. The operator, the
                 // controllers and kwok speak to kube-apiserver directly, as the emulator's
@@ -326,7 +337,7 @@ impl Bed {
                     .unwrap_or_else(|e| panic!("the fault proxy: {e}"));
                 let text = cp
                     .kubeconfig_at(&proxy.url(), proxy.ca_pem(), &all, ns.as_deref())
-                    .replace("vpnmig-controlplane-", "vpnmig-sandbox-");
+                    .replace("vpnmig-controlplane", "vpnmig-sandbox");
                 std::fs::write(&kubeconfig, text).unwrap();
                 let op = real_operator(&cp, scenario.settings.operator).await;
                 // The simulated Argo CD and Flux, as `vpnmig-sandbox --control-plane real`
@@ -447,6 +458,14 @@ impl Bed {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap()
+    }
+
+    /// Run the `vpnmig` command `args` that a message advised, with `more` added (those it
+    /// has already left out: advice to a run with `--yes` has it).
+    pub async fn run_advised(&self, args: &[String], more: &[&str]) -> Run {
+        let mut all: Vec<&str> = args.iter().map(String::as_str).collect();
+        all.extend(more.iter().filter(|m| !args.iter().any(|a| a == *m)));
+        self.vpnmig(&all).await
     }
 
     /// Set a fault knob of one gateway (`kind/namespace/name`) and have the operator act on
@@ -579,6 +598,27 @@ impl Bed {
             .create(&PostParams::default(), &o)
             .await
             .unwrap_or_else(|e| panic!("POST {} {ns}/{name}: {e}", kind.2));
+    }
+
+    /// A JSON merge patch of the object by field manager `manager`, as `kubectl patch
+    /// --type merge -p PATCH` (kubectl's manager is `kubectl-patch`).
+    pub async fn patch_as(&self, kind: Kind, ns: &str, name: &str, manager: &str, patch: Value) {
+        let pp = kube::api::PatchParams {
+            field_manager: Some(manager.into()),
+            ..Default::default()
+        };
+        self.api(kind, ns)
+            .patch(name, &pp, &kube::api::Patch::Merge(&patch))
+            .await
+            .unwrap_or_else(|e| panic!("PATCH {} {ns}/{name}: {e}", kind.2));
+    }
+
+    /// The object's uid, when it exists and is not being deleted.
+    pub async fn uid(&self, kind: Kind, ns: &str, name: &str) -> Option<String> {
+        self.get(kind, ns, name)
+            .await
+            .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
+            .map(|o| o["metadata"]["uid"].as_str().unwrap().to_string())
     }
 
     /// Delete the object (the server's default propagation).
@@ -734,6 +774,15 @@ impl Drop for Bed {
     }
 }
 
+/// The first backquoted `vpnmig …` command in `text` that starts with `prefix`, as
+/// arguments (without `vpnmig`).
+pub fn advised(text: &str, prefix: &str) -> Vec<String> {
+    super::advised(text)
+        .into_iter()
+        .find(|args| args.join(" ").starts_with(prefix))
+        .unwrap_or_else(|| panic!("no `vpnmig {prefix}…` advised in:\n{text}"))
+}
+
 /// Poll `cond` (async) every 20 ms until it holds; panics after `secs` seconds naming `what`.
 pub async fn eventually<F, Fut>(secs: u64, what: &str, mut cond: F)
 where
@@ -748,43 +797,91 @@ where
 }
 
 /// The emulator's `users:` as the real control plane has users: a client certificate each
-/// (no groups; every authenticated user keeps `system:basic-user`, so it may create
-/// SelfSubjectAccessReviews), and a ClusterRole of its rules bound to it (each rule for
-/// every API group, as the emulator's rules name resources without groups).
+/// (no groups), a ClusterRole of its rules for every namespace bound to it, and a Role of
+/// its rules for some namespaces bound to it in each of them (each rule for every API
+/// group, as the emulator's rules name resources without groups). Every authenticated user
+/// keeps `system:basic-user` (it may create SelfSubjectAccessReviews), unless one is
+/// `without_basic_user`: then the cluster's `system:basic-user` binding (to every
+/// authenticated user) is replaced by one naming the users that keep it, as a hardened
+/// cluster does.
 fn rbac_users(
     cp: &ControlPlane,
     users: &[vpnmig_sandbox::api::auth::User],
 ) -> Vec<vpnmig_sandbox::controlplane::ClientCert> {
-    users
+    use serde_json::json;
+    let rules = |rules: &[&vpnmig_sandbox::api::auth::Rule]| -> Vec<Value> {
+        rules
+            .iter()
+            .map(|r| json!({"apiGroups": ["*"], "resources": r.resources, "verbs": r.verbs}))
+            .collect()
+    };
+    let apply = |user: &str, d: Value| {
+        cp.apply(&d.to_string())
+            .unwrap_or_else(|e| panic!("user {user}: {e}"));
+    };
+    let rbac = "rbac.authorization.k8s.io";
+    let certs = users
         .iter()
         .map(|u| {
-            assert!(
-                !u.without_basic_user && u.rules.iter().all(|r| r.namespaces.is_empty()),
-                "user {}: a user without system:basic-user, or a rule for some namespaces, is the emulator's only: mark the row `only: Some((Backend::Emulated, \"why\"))`",
-                u.name
-            );
-            let rules: Vec<Value> = u
-                .rules
-                .iter()
-                .map(|r| serde_json::json!({"apiGroups": ["*"], "resources": r.resources, "verbs": r.verbs}))
-                .collect();
             let role = format!("vpnmig-user-{}", u.name);
-            let docs = [
-                serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                    "metadata": {"name": role}, "rules": rules}),
-                serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                    "metadata": {"name": role},
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": u.name}]}),
-            ];
-            for d in docs {
-                cp.apply(&d.to_string())
-                    .unwrap_or_else(|e| panic!("user {}: {e}", u.name));
+            let subject = json!([{"apiGroup": rbac, "kind": "User", "name": u.name}]);
+            let everywhere: Vec<_> = u.rules.iter().filter(|r| r.namespaces.is_empty()).collect();
+            apply(
+                &u.name,
+                json!({"apiVersion": format!("{rbac}/v1"), "kind": "ClusterRole",
+                "metadata": {"name": role}, "rules": rules(&everywhere)}),
+            );
+            apply(
+                &u.name,
+                json!({"apiVersion": format!("{rbac}/v1"), "kind": "ClusterRoleBinding",
+                "metadata": {"name": role},
+                "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": role},
+                "subjects": subject}),
+            );
+            let mut namespaces: Vec<&String> =
+                u.rules.iter().flat_map(|r| r.namespaces.iter()).collect();
+            namespaces.sort();
+            namespaces.dedup();
+            for ns in namespaces {
+                let here: Vec<_> = u
+                    .rules
+                    .iter()
+                    .filter(|r| r.namespaces.contains(ns))
+                    .collect();
+                apply(
+                    &u.name,
+                    json!({"apiVersion": format!("{rbac}/v1"), "kind": "Role",
+                    "metadata": {"name": role, "namespace": ns}, "rules": rules(&here)}),
+                );
+                apply(
+                    &u.name,
+                    json!({"apiVersion": format!("{rbac}/v1"), "kind": "RoleBinding",
+                    "metadata": {"name": role, "namespace": ns},
+                    "roleRef": {"apiGroup": rbac, "kind": "Role", "name": role},
+                    "subjects": subject}),
+                );
             }
             cp.client(&u.name, &[])
                 .unwrap_or_else(|e| panic!("user {}: {e}", u.name))
         })
-        .collect()
+        .collect();
+    if users.iter().any(|u| u.without_basic_user) {
+        let keep: Vec<Value> = users
+            .iter()
+            .filter(|u| !u.without_basic_user)
+            .map(|u| json!({"apiGroup": rbac, "kind": "User", "name": u.name}))
+            .collect();
+        apply(
+            "without basic-user",
+            json!({"apiVersion": format!("{rbac}/v1"), "kind": "ClusterRoleBinding",
+                "metadata": {"name": "vpnmig-basic-users"},
+                "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "system:basic-user"},
+                "subjects": keep}),
+        );
+        cp.kubectl(&["delete", "clusterrolebinding", "system:basic-user"])
+            .unwrap_or_else(|e| panic!("removing the system:basic-user binding: {e}"));
+    }
+    certs
 }
 
 async fn client(kubeconfig: &Path) -> kube::Client {
