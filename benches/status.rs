@@ -1,6 +1,7 @@
 //! `vpnmig status -A` with 2,000 gateways in the sandbox (issue target: under 2 s), or
 //! `STATUS_N` of them (issue 25 item 5: 20,000 under 5 s with bounded memory). Prints the
-//! wall time of the real binary (median of 5 runs), its peak RSS (from `/usr/bin/time`),
+//! wall time of the real binary (median of 5 runs), its peak RSS and CPU time (user +
+//! sys, from `/usr/bin/time`), the sandbox's own CPU time while serving each run,
 //! the API requests of one run (the lists are paged: `limit` 500 and `continue`), and
 //! beside them the same figures for `kubectl get ipsecgateways -A -o json` against the
 //! same sandbox, timed the same way (5 runs, no warm-up, the median): what the API and
@@ -146,6 +147,11 @@ fn main() {
 struct Timed {
     runs: Vec<Duration>,
     rss_kib: Vec<u64>,
+    /// Each run's CPU time (user + system, from `/usr/bin/time`), sorted.
+    cpu: Vec<Duration>,
+    /// The CPU time this process (the sandbox serving the API) used during each run,
+    /// sorted.
+    served: Vec<Duration>,
     requests: u64,
     /// The last run's output, if the command could be started.
     output: Option<std::process::Output>,
@@ -167,15 +173,26 @@ impl Timed {
         );
         match self.rss_kib.iter().max() {
             Some(max) => println!(
-                "    peak RSS {:.1} MiB (largest of {} runs); API requests of one run: {}",
+                "    peak RSS {:.1} MiB (largest of {} runs); CPU (user + sys) median {:.0} ms, min {:.0} ms, max {:.0} ms; API requests of one run: {}",
                 *max as f64 / 1024.0,
                 self.rss_kib.len(),
+                ms(self.cpu[self.cpu.len() / 2]),
+                ms(self.cpu[0]),
+                ms(self.cpu[self.cpu.len() - 1]),
                 self.requests
             ),
             None => println!(
                 "    peak RSS: /usr/bin/time not found; API requests of one run: {}",
                 self.requests
             ),
+        }
+        if !self.served.is_empty() {
+            println!(
+                "    the sandbox serving it: CPU median {:.0} ms, min {:.0} ms, max {:.0} ms",
+                ms(self.served[self.served.len() / 2]),
+                ms(self.served[0]),
+                ms(self.served[self.served.len() - 1]),
+            );
         }
     }
 }
@@ -192,6 +209,8 @@ fn timed(
     let mut t = Timed {
         runs: Vec::new(),
         rss_kib: Vec::new(),
+        cpu: Vec::new(),
+        served: Vec::new(),
         requests: 0,
         output: None,
     };
@@ -199,12 +218,13 @@ fn timed(
         let _ = std::fs::remove_file(&report);
         let mut cmd = if time {
             let mut c = std::process::Command::new("/usr/bin/time");
-            c.arg("-o").arg(&report).args(["-f", "%M", program]);
+            c.arg("-o").arg(&report).args(["-f", "%M %U %S", program]);
             c
         } else {
             std::process::Command::new(program)
         };
         let before = sb.requests.load(Ordering::Relaxed);
+        let serving = own_cpu();
         let start = Instant::now();
         let Ok(out) = cmd
             .env("KUBECONFIG", kc)
@@ -216,12 +236,24 @@ fn timed(
             return t;
         };
         t.runs.push(start.elapsed());
+        if let (Some(a), Some(b)) = (serving, own_cpu()) {
+            t.served.push(b.saturating_sub(a));
+        }
         t.requests = sb.requests.load(Ordering::Relaxed) - before;
-        if let Some(kib) = std::fs::read_to_string(&report)
-            .ok()
-            .and_then(|t| t.split_whitespace().last()?.parse::<u64>().ok())
+        // The last line is ours: "%M %U %S" (a failed command's status comes first).
+        let line = std::fs::read_to_string(&report).unwrap_or_default();
+        let fields: Vec<&str> = line
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        if let [kib, user, sys] = fields[..]
+            && let (Ok(kib), Ok(user), Ok(sys)) =
+                (kib.parse::<u64>(), user.parse::<f64>(), sys.parse::<f64>())
         {
             t.rss_kib.push(kib);
+            t.cpu.push(Duration::from_secs_f64(user + sys));
         }
         let failed = !out.status.success();
         t.output = Some(out);
@@ -230,5 +262,18 @@ fn timed(
         }
     }
     t.runs.sort();
+    t.cpu.sort();
+    t.served.sort();
     t
+}
+
+/// This process's CPU time so far (user + system, `/proc/self/stat`, in clock ticks of
+/// 10 ms): the sandbox's, as nothing else runs in it while a command is timed.
+fn own_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command name's closing parenthesis: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }

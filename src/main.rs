@@ -6,6 +6,12 @@ use std::process::ExitCode;
 
 use anstyle::AnsiColor;
 
+/// mimalloc instead of the system's allocator: a plan is many small allocations, and
+/// `status -A` makes one for each of 20,000 gateways (docs/fleet.md: about half of its
+/// CPU time was glibc's malloc and free).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     // A TAB in a shell that loaded `vpnmig completions SHELL`, or kubectl completing
     // `kubectl vpnmig …`: answer and exit.

@@ -2458,16 +2458,29 @@ async fn watch(
 
 /// Rows that are new or changed in `now`, then those gone from it (READY `Deleted`).
 fn changes(before: &[Row], now: &[Row]) -> Vec<Row> {
-    let key = |r: &Row| (r.namespace.clone(), r.name.clone(), r.kind);
+    use std::collections::BTreeMap;
+    // Rows of another gateway never compare equal: each row is compared with the rows of
+    // its own gateway only (a fleet's table on every event was rows² comparisons).
+    fn key(r: &Row) -> (&str, &str, &str) {
+        (r.namespace.as_str(), r.name.as_str(), r.kind)
+    }
+    fn index(rows: &[Row]) -> BTreeMap<(&str, &str, &str), Vec<&Row>> {
+        let mut by: BTreeMap<(&str, &str, &str), Vec<&Row>> = BTreeMap::new();
+        for r in rows {
+            by.entry(key(r)).or_default().push(r);
+        }
+        by
+    }
+    let (was, is) = (index(before), index(now));
     let mut out: Vec<Row> = now
         .iter()
-        .filter(|r| !before.iter().any(|b| b == *r))
+        .filter(|r| !was.get(&key(r)).is_some_and(|b| b.contains(r)))
         .cloned()
         .collect();
     out.extend(
         before
             .iter()
-            .filter(|b| !now.iter().any(|r| key(r) == key(b)))
+            .filter(|b| !is.contains_key(&key(b)))
             .map(|b| Row {
                 ready: "Deleted".into(),
                 ..b.clone()

@@ -31,8 +31,7 @@ pub fn build_named(
     // twice (in journal.json and as old-ipsecgateway.yaml, which is never larger).
     let old_manifest = clean_old_manifest(&source.raw);
     let journal = Journal::new(&plan, old_manifest.clone(), String::new(), "", "");
-    let bytes = serde_json::to_string_pretty(&journal).map_or(0, |j| j.len())
-        + serde_json::to_string_pretty(&old_manifest).map_or(0, |o| o.len());
+    let bytes = pretty_len(&journal) + pretty_len(&old_manifest);
     let limits = limits::check(
         plan.source.namespace.as_deref().unwrap_or_default(),
         &plan.source.name,
@@ -45,4 +44,33 @@ pub fn build_named(
     }
     plan.checks.push(limits);
     plan
+}
+
+/// The length of `serde_json::to_string_pretty(value)` (0 if it fails), counted without
+/// building the text: a status row makes this estimate for every gateway of a fleet.
+fn pretty_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer_pretty(&mut count, value).map_or(0, |()| count.0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn pretty_len_counts_what_to_string_pretty_writes() {
+        let v = serde_json::json!({"a": [1, "zwei", {"c": null}], "é": "ü\n\"x\""});
+        assert_eq!(
+            super::pretty_len(&v),
+            serde_json::to_string_pretty(&v).unwrap().len()
+        );
+    }
 }

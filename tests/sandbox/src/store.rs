@@ -260,12 +260,14 @@ impl Store {
     /// the first `limit` of them (all without one), with how many `keep` accepts in all
     /// and the resourceVersion. Only the page is copied, not every object of the type:
     /// a client paging through 20,000 objects 500 at a time would otherwise make the
-    /// server copy 20,000 objects 40 times under the store's lock.
+    /// server copy 20,000 objects 40 times under the store's lock. `keep` is given each
+    /// object's namespace (empty for a cluster-scoped kind) and name from the store's
+    /// key, so a continue token is compared without looking into the object.
     pub fn list_page(
         &self,
         rt: &ResourceType,
         ns: Option<&str>,
-        keep: impl Fn(&Value) -> bool,
+        keep: impl Fn(&str, &str, &Value) -> bool,
         limit: Option<usize>,
     ) -> (Vec<Value>, usize, u64) {
         let st = self.lock();
@@ -273,13 +275,13 @@ impl Store {
         let mut page = Vec::new();
         let mut kept = 0;
         // The type's objects are one run of the map, which is sorted by type first.
-        for (_, v) in st
+        for ((_, n, name), v) in st
             .objects
             .range((gvr.clone(), String::new(), String::new())..)
             .take_while(|((g, _, _), _)| *g == gvr)
             .filter(|((_, n, _), _)| ns.is_none_or(|ns| n == ns))
         {
-            if !keep(v) {
+            if !keep(n, name, v) {
                 continue;
             }
             if limit.is_none_or(|l| kept < l) {

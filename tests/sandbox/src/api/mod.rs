@@ -406,10 +406,12 @@ fn list(app: &App, t: &Target, query: &Query, as_table: bool) -> Result<Response
     let (items, matched, rv) = app.store.list_page(
         &t.rt,
         t.ns.as_deref(),
-        |o| {
-            labels.matches(o)
+        |namespace, name, o| {
+            after
+                .as_deref()
+                .is_none_or(|a| key_after(namespace, name, a))
+                && labels.matches(o)
                 && fields.matches(o)
-                && after.as_deref().is_none_or(|a| key_after(o, a))
         },
         limit,
     );
@@ -425,23 +427,19 @@ fn list(app: &App, t: &Target, query: &Query, as_table: bool) -> Result<Response
         tbl["metadata"] = metadata;
         return Ok(ok(&tbl));
     }
-    Ok(ok(
-        &json!({"apiVersion": t.rt.api_version(), "kind": format!("{}List", t.rt.kind), "metadata": metadata, "items": items}),
-    ))
+    // The page's objects are moved in, not serialized into a copy as `json!` would.
+    let mut list = json!({"apiVersion": t.rt.api_version(), "kind": format!("{}List", t.rt.kind), "metadata": metadata});
+    list["items"] = Value::Array(items);
+    Ok(ok(&list))
 }
 
-/// Whether [`object_key`] of `o` sorts after `after`, without building it.
-fn key_after(o: &Value, after: &str) -> bool {
-    let meta = |k: &str| {
-        o.get("metadata")
-            .and_then(|m| m.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    };
-    meta("namespace")
+/// Whether [`object_key`] of the object `namespace`/`name` sorts after `after`, without
+/// building it (each page compares every object of the type with its token).
+fn key_after(namespace: &str, name: &str, after: &str) -> bool {
+    namespace
         .bytes()
         .chain(std::iter::once(b'/'))
-        .chain(meta("name").bytes())
+        .chain(name.bytes())
         .cmp(after.bytes())
         == std::cmp::Ordering::Greater
 }
