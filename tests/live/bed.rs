@@ -664,6 +664,19 @@ impl Bed {
         self.get(LEASE, ns, &format!("vpnmig-{name}")).await
     }
 
+    /// Nothing was changed for gateway `ns/name`: no journal written, no lock left, the
+    /// IPsecGateway alone in `ns` and no VPNGateway.
+    pub async fn untouched(&self, ns: &str, name: &str) {
+        let on = self.backend;
+        assert!(
+            self.journal(ns, name).await.is_none(),
+            "{on}: no journal written"
+        );
+        assert!(self.lease(ns, name).await.is_none(), "{on}: no lock left");
+        assert_eq!(self.objects(IPSECGATEWAY, ns).await.len(), 1, "{on}");
+        assert!(self.objects(VPNGATEWAY, ns).await.is_empty(), "{on}");
+    }
+
     /// The PSK Secret's salted fingerprint, as vpnmig computes it.
     pub async fn psk_fingerprint(&self, ns: &str, secret: &str) -> String {
         let s = self
