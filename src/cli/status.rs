@@ -1006,7 +1006,6 @@ async fn open_windows(
     named.extend(crate::state::remembered_gateways(&cluster.server, scope));
     named.sort();
     named.dedup();
-    let mut lost = lost;
     for (ns, name) in named {
         let present = rows.iter().any(|r| r.namespace == ns && r.name == name);
         if present
