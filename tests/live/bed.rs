@@ -352,7 +352,17 @@ impl Bed {
                 (None, Some((cp, proxy)), op, gitops)
             }
         };
-        let client = client(&kubeconfig).await;
+        // The rows' own reads and writes go through the API faults: without kube's retry
+        // layer (15 retries of a 503 with a backoff up to 1000 s), so a harness read that
+        // meets a fault fails at once instead of minutes later, as vpnmig turns it off too.
+        let client = {
+            let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+            let mut config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                .await
+                .unwrap();
+            config.default_retry = false;
+            kube::Client::try_from(config).unwrap()
+        };
         let b = Bed {
             backend,
             kubeconfig,
