@@ -1,11 +1,13 @@
 //! The window guard (`--window-end`, issue 13 item 4) end to end against vpnmig-sandbox:
 //! a window too short is refused with both figures and nothing changed; one long enough
 //! proceeds; earlier windows' journals in the cluster change the estimate; a dry run
-//! reports without refusing; a rollback only warns.
+//! reports without refusing; a rollback only warns. Each row runs on the emulator and on
+//! the real control plane (tests/live/bed.rs).
 
 mod live;
 
-use live::{ACME, Live, core, flat, journal, objects, pool, start};
+use live::bed::{After, Bed, CONFIGMAP, Row, Scenario};
+use live::{ACME, flat};
 use serde_json::{Value, json};
 
 const NS: &str = "tenant-acme";
@@ -15,14 +17,29 @@ fn from_now(secs: i64) -> String {
     (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(secs)).to_string()
 }
 
-fn nothing_changed(l: &Live) {
-    assert!(journal(l, NS, "acme").is_none(), "no journal written");
-    assert!(
-        core(l, "leases", NS, "vpnmig-acme").is_none(),
-        "no lock left"
-    );
-    assert_eq!(objects(l, "ipsec.bnerd.net", "ipsecgateways", NS).len(), 1);
-    assert!(objects(l, "vpn.bnerd.net", "vpngateways", NS).is_empty());
+fn acme() -> Scenario {
+    Scenario::new(ACME, live::pool("10.250.3.0/24"))
+}
+
+crate::rows! {
+    a_window_too_short_is_refused_with_both_figures_and_nothing_changed: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_window_too_short_is_refused_with_both_figures_and_nothing_changed(b)),
+    },
+    earlier_windows_journals_give_the_estimate: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(earlier_windows_journals_give_the_estimate(b)),
+    },
+    a_resume_past_the_delete_is_never_refused: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_resume_past_the_delete_is_never_refused(b)),
+    },
 }
 
 /// A finished journal of gateway `name` (another tenant's window): a cutover of
@@ -79,17 +96,10 @@ fn finished_journal(name: &str, cutover: i64, rollback: Option<i64>) -> Value {
     })
 }
 
-fn store_journal(l: &Live, cm: Value) {
-    let rt = l.sb.store.resource("", "v1", "configmaps").unwrap();
-    l.sb.store.create(&rt, NS, cm, &Default::default()).unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_window_too_short_is_refused_with_both_figures_and_nothing_changed() {
-    let l = start(ACME, pool("10.250.3.0/24")).await;
+async fn a_window_too_short_is_refused_with_both_figures_and_nothing_changed(b: &Bed) {
     // Default timeouts (5m each): cutover 25m + rollback 25m = 50m needed.
     let end = from_now(20 * 60);
-    let r = l
+    let r = b
         .vpnmig(&["cutover", "acme", "--yes", "--window-end", &end])
         .await;
     assert_eq!(r.code, 7, "{}", r.stderr);
@@ -106,10 +116,10 @@ async fn a_window_too_short_is_refused_with_both_figures_and_nothing_changed() {
     ] {
         assert!(err.contains(want), "missing `{want}` in\n{}", r.stderr);
     }
-    nothing_changed(&l);
+    b.untouched(NS, "acme").await;
 
     // A window that has ended.
-    let r = l
+    let r = b
         .vpnmig(&["cutover", "acme", "--yes", "--window-end", &from_now(-300)])
         .await;
     assert_eq!(r.code, 7, "{}", r.stderr);
@@ -118,10 +128,10 @@ async fn a_window_too_short_is_refused_with_both_figures_and_nothing_changed() {
         "{}",
         r.stderr
     );
-    nothing_changed(&l);
+    b.untouched(NS, "acme").await;
 
     // A dry run reports the figures without refusing.
-    let r = l
+    let r = b
         .vpnmig(&["cutover", "acme", "--dry-run", "--window-end", &end])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -131,10 +141,10 @@ async fn a_window_too_short_is_refused_with_both_figures_and_nothing_changed() {
         err.contains("dry run: a real run would be refused now"),
         "{err}"
     );
-    nothing_changed(&l);
+    b.untouched(NS, "acme").await;
 
     // Shorter timeouts lower the worst case: 1m each is 5m + 5m.
-    let r = l
+    let r = b
         .vpnmig(&[
             "cutover",
             "acme",
@@ -156,10 +166,10 @@ async fn a_window_too_short_is_refused_with_both_figures_and_nothing_changed() {
         "{err}"
     );
     assert!(err.contains("(before the delete)"), "checked again: {err}");
-    assert_eq!(journal(&l, NS, "acme").unwrap()["phase"], "done");
+    assert_eq!(b.journal(NS, "acme").await.unwrap()["phase"], "done");
 
     // A rollback with too little of the window left only warns: it is the safe direction.
-    let r = l
+    let r = b
         .vpnmig(&["rollback", "acme", "--yes", "--window-end", &from_now(60)])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -168,32 +178,33 @@ async fn a_window_too_short_is_refused_with_both_figures_and_nothing_changed() {
         err.contains("and a rollback may need 25m: rollback 25m (worst case from the timeouts): rolling back anyway, it is the safe direction"),
         "{err}"
     );
-    assert_eq!(journal(&l, NS, "acme").unwrap()["phase"], "rolled-back");
+    assert_eq!(b.journal(NS, "acme").await.unwrap()["phase"], "rolled-back");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn earlier_windows_journals_give_the_estimate() {
-    let l = start(ACME, pool("10.250.3.0/24")).await;
+async fn earlier_windows_journals_give_the_estimate(b: &Bed) {
     let end = from_now(15 * 60);
-    let r = l
+    let r = b
         .vpnmig(&["cutover", "acme", "--yes", "--window-end", &end])
         .await;
     assert_eq!(r.code, 7, "50m needed by the timeouts: {}", r.stderr);
-    nothing_changed(&l);
+    b.untouched(NS, "acme").await;
 
     // Three earlier windows: cutovers of 2m, 3m and 4m; one rolled back in 3m; one
     // interrupted and resumed (left out).
-    store_journal(&l, finished_journal("beta", 120, None));
-    store_journal(&l, finished_journal("gamma", 180, Some(180)));
-    store_journal(&l, finished_journal("delta", 240, None));
+    b.put(CONFIGMAP, NS, finished_journal("beta", 120, None))
+        .await;
+    b.put(CONFIGMAP, NS, finished_journal("gamma", 180, Some(180)))
+        .await;
+    b.put(CONFIGMAP, NS, finished_journal("delta", 240, None))
+        .await;
     let mut resumed = finished_journal("epsilon", 3600, None);
     let mut doc: Value =
         serde_json::from_str(resumed["data"]["journal.json"].as_str().unwrap()).unwrap();
     doc["history"][3]["by"] = json!("ops@other pid 9");
     resumed["data"]["journal.json"] = json!(doc.to_string());
-    store_journal(&l, resumed);
+    b.put(CONFIGMAP, NS, resumed).await;
 
-    let r = l
+    let r = b
         .vpnmig(&["cutover", "acme", "--yes", "--window-end", &end])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -204,28 +215,24 @@ async fn earlier_windows_journals_give_the_estimate() {
     ] {
         assert!(err.contains(want), "missing `{want}` in\n{}", r.stderr);
     }
-    assert_eq!(journal(&l, NS, "acme").unwrap()["phase"], "done");
+    assert_eq!(b.journal(NS, "acme").await.unwrap()["phase"], "done");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_resume_past_the_delete_is_never_refused() {
-    let l = start(ACME, pool("10.250.3.0/24")).await;
+async fn a_resume_past_the_delete_is_never_refused(b: &Bed) {
     // Stop the cutover after the delete: the new gateway's FIP is held elsewhere.
-    l.sb.operator
-        .settings()
-        .write()
-        .unwrap()
-        .gateway_mut("vpngateway/tenant-acme/acme")
-        .fip_held_by_other_port = true;
-    let r = l
+    b.fault("vpngateway/tenant-acme/acme", |g| {
+        g.fip_held_by_other_port = true
+    });
+    let r = b
         .vpnmig(&["cutover", "acme", "--yes", "--timeout-attach", "1s"])
         .await;
     assert_eq!(r.code, 6, "{}", r.stderr);
-    assert_eq!(journal(&l, NS, "acme").unwrap()["phase"], "applied");
-    l.sb.operator.settings().write().unwrap().gateways.clear();
+    assert_eq!(b.journal(NS, "acme").await.unwrap()["phase"], "applied");
+    b.operator.settings().write().unwrap().gateways.clear();
+    b.operator.kick();
 
     // The window has ended: resuming is the way out, not refused.
-    let r = l
+    let r = b
         .vpnmig(&["cutover", "acme", "--yes", "--window-end", &from_now(-60)])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -234,5 +241,5 @@ async fn a_resume_past_the_delete_is_never_refused() {
         err.contains("window guard: does not apply to a cutover resumed past the delete (journal phase applied)"),
         "{err}"
     );
-    assert_eq!(journal(&l, NS, "acme").unwrap()["phase"], "done");
+    assert_eq!(b.journal(NS, "acme").await.unwrap()["phase"], "done");
 }

@@ -352,7 +352,17 @@ impl Bed {
                 (None, Some((cp, proxy)), op, gitops)
             }
         };
-        let client = client(&kubeconfig).await;
+        // The rows' own reads and writes go through the API faults: without kube's retry
+        // layer (15 retries of a 503 with a backoff up to 1000 s), so a harness read that
+        // meets a fault fails at once instead of minutes later, as vpnmig turns it off too.
+        let client = {
+            let kc = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+            let mut config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+                .await
+                .unwrap();
+            config.default_retry = false;
+            kube::Client::try_from(config).unwrap()
+        };
         let b = Bed {
             backend,
             kubeconfig,
@@ -662,6 +672,19 @@ impl Bed {
     /// The lock of gateway `name` (its Lease), if held.
     pub async fn lease(&self, ns: &str, name: &str) -> Option<Value> {
         self.get(LEASE, ns, &format!("vpnmig-{name}")).await
+    }
+
+    /// Nothing was changed for gateway `ns/name`: no journal written, no lock left, the
+    /// IPsecGateway alone in `ns` and no VPNGateway.
+    pub async fn untouched(&self, ns: &str, name: &str) {
+        let on = self.backend;
+        assert!(
+            self.journal(ns, name).await.is_none(),
+            "{on}: no journal written"
+        );
+        assert!(self.lease(ns, name).await.is_none(), "{on}: no lock left");
+        assert_eq!(self.objects(IPSECGATEWAY, ns).await.len(), 1, "{on}");
+        assert!(self.objects(VPNGATEWAY, ns).await.is_empty(), "{on}");
     }
 
     /// The PSK Secret's salted fingerprint, as vpnmig computes it.
