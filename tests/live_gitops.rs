@@ -6894,6 +6894,23 @@ async fn a_let_go_whose_protection_is_refused_says_do_not_resume() {
                     && g["blockers"].to_string().contains("psk-unprotected")),
             "{what}: {doc}"
         );
+        // The owner unreadable: whether it still waits suspended is not known, so the
+        // blocker says unchecked, never nothing.
+        l.sb.api_faults
+            .write()
+            .unwrap()
+            .errors
+            .push(vpnmig_sandbox::api::faults::ErrorRule {
+                verbs: vec!["get".into(), "list".into()],
+                resources: vec!["kustomizations".into(), "applications".into()],
+                code: 500,
+                times: None,
+                retry_after_seconds: None,
+            });
+        let doc: Value =
+            serde_json::from_str(&l.vpnmig(&["status", "-o", "json"]).await.stdout).unwrap();
+        assert_eq!(doc["pskProblems"][0]["state"], "unchecked", "{what}: {doc}");
+        l.sb.api_faults.write().unwrap().errors.clear();
         // Set by a context the policy allows: the line and the blocker go.
         l.sb.api_faults.write().unwrap().webhooks.clear();
         let secrets = l.sb.store.resource("", "v1", "secrets").unwrap();

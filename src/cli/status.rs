@@ -426,10 +426,25 @@ async fn unprotected_psk(
         }
         // Syncing again with the Secret still there: its source defines it (or the
         // controller keeps it); the danger is past.
-        let Ok(crate::cluster::gitops::Found::One(_, o)) =
-            crate::cluster::gitops::find(cluster, &r.owner).await
-        else {
-            continue;
+        let o = match crate::cluster::gitops::find(cluster, &r.owner).await {
+            Ok(crate::cluster::gitops::Found::One(_, o)) => o,
+            Ok(_) => continue,
+            // Whether it still waits suspended is not known: never silent, not green.
+            Err(e) => {
+                return Some(PskProblem {
+                    namespace: ns.clone(),
+                    gateway: name.clone(),
+                    secret: format!("secret/{secret} -n {ns}"),
+                    state: "unchecked".into(),
+                    detail: format!(
+                        "{} tracks it and was let go by the window of {}/{}, and the Secret does not carry its prune protection; whether {} still waits suspended could not be read ({e}): check with a context that may read it (`vpnmig status -n {ns}`) before anyone resumes it",
+                        r.owner.display(),
+                        by.namespace,
+                        by.gateway,
+                        r.owner.display()
+                    ),
+                });
+            }
         };
         if gitops::owner_state(&o, "IPsecGateway", ns, name).active {
             continue;
@@ -1461,16 +1476,7 @@ async fn relied_parents(
             let todo = if still.is_empty() {
                 "no other vpnmig window relies on it: it may be resumed when its own repository is as it should be".to_string()
             } else {
-                format!(
-                    "{} still {} on it: keep it suspended until {} restored too",
-                    still.join(", "),
-                    if still.len() == 1 { "relies" } else { "rely" },
-                    if still.len() == 1 {
-                        "its owner is"
-                    } else {
-                        "their owners are"
-                    }
-                )
+                holders::keep_for(&still)
             };
             out.push(ReliedParent {
                 namespace: ns.to_string(),

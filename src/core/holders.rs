@@ -96,6 +96,23 @@ pub fn let_go_by(journals: &[Journal], owner: &OwnerRef) -> Option<String> {
     })
 }
 
+/// `X still relies on it: keep it suspended until its owner is restored too` (or the plural)
+/// for the windows `still` that rely on a parent's suspension: one sentence for `status` and
+/// the restore's note.
+pub fn keep_for(still: &[String]) -> String {
+    let one = still.len() == 1;
+    format!(
+        "{} still {} on it: keep it suspended until {} restored too",
+        still.join(", "),
+        if one { "relies" } else { "rely" },
+        if one {
+            "its owner is"
+        } else {
+            "their owners are"
+        }
+    )
+}
+
 /// What window `j`'s phase replaced: `IPsecGateway` at `done`, `VPNGateway` at
 /// `rolled-back`; `None` for a window under way.
 pub fn replaced_kind(j: &Journal) -> Option<&'static str> {

@@ -230,14 +230,8 @@ pub(super) async fn parents_no_longer_relied_on(
             )],
         };
         let keep = format!(
-            "{} still {} on it: keep it suspended until {} restored too (`vpnmig status -A` names what each waits for); vpnmig never resumes a parent it did not suspend",
-            still.join(", "),
-            if still.len() == 1 { "relies" } else { "rely" },
-            if still.len() == 1 {
-                "its owner is"
-            } else {
-                "their owners are"
-            }
+            "{} (`vpnmig status -A` names what each waits for); vpnmig never resumes a parent it did not suspend",
+            holders::keep_for(&still)
         );
         let text = match let_go {
             None if still.is_empty() => format!(
