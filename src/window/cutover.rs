@@ -8,7 +8,7 @@ use std::future::Future;
 use serde_json::Value;
 
 use super::guard::{self as window_guard, Guard};
-use super::steps::{self, Window, now, timed_out};
+use super::steps::{self, Window, now};
 use super::{
     Ask, Confirm, CutoverOptions, Emit, Event, Events, Operation, Outcome, Sink, Stage, Summary,
 };

@@ -72,12 +72,13 @@ use crate::core::verify::Row;
 use crate::error::Error;
 
 pub use cutover::cutover;
-pub use cutover::phases::{Bound, CUTOVER, Resume, Step, Wait};
+pub use cutover::phases::{CUTOVER, Cutover};
 pub use gitops::GitopsOptions;
 pub(crate) use gitops::{
     helm_psk_refusal, journals_for, parent_fix_verb, resume_by_hand, suspend_command,
 };
 pub use rollback::rollback;
+pub use steps::table::{Bound, Resume, Step, Table, Wait};
 pub use steps::{before_any_change, now, reference_rows};
 
 /// The bound of each wait (DESIGN.md §4.5).

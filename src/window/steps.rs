@@ -19,6 +19,7 @@ use crate::exit;
 
 mod initiation;
 mod interference;
+pub(crate) mod table;
 mod tunnel_wait;
 mod waits;
 

@@ -2,6 +2,7 @@
 //! forward half after it.
 
 use super::*;
+use crate::window::steps::table;
 
 /// `--dry-run`: every write sent with dryRun=All, in the order the cutover would.
 pub(super) async fn dry_run(
@@ -206,7 +207,7 @@ pub(super) async fn phases(
 }
 
 /// The phases from the journal's to `done`: the GitOps owners suspended, then the table
-/// [`phases::CUTOVER`] walked by its runner; the rows from the apply on run watched.
+/// [`phases::CUTOVER`] walked by the runner of every table; the rows from the apply on run watched.
 pub(super) async fn forward(
     w: &mut Window<'_>,
     opts: &CutoverOptions,
@@ -217,13 +218,9 @@ pub(super) async fn forward(
     if w.journal.phase < Phase::Done {
         super::super::gitops::pause(w, "cutover").await?;
     }
-    let cx = phases::Ctx { opts, old, guard };
-    let watched = phases::CUTOVER
-        .iter()
-        .position(|s| s.watched)
-        .unwrap_or(phases::CUTOVER.len());
-    let (before, after) = phases::CUTOVER.split_at(watched);
-    phases::run(w, &cx, before).await?;
+    let mut cx = phases::Ctx { opts, old, guard };
+    let (before, after) = table::split_watched(phases::CUTOVER);
+    table::run(w, &mut cx, before).await?;
 
     // From here the old gateway is gone: if anything re-creates it, every wait below
     // stops at once (issue 9 item 3).
@@ -232,7 +229,7 @@ pub(super) async fn forward(
     // Boxed: the steps after the delete are a large future, and the sentinels around it
     // would otherwise sit on the caller's stack with it (a debug build's wave of them).
     let rest = Box::pin(async {
-        phases::run(w, &cx, after).await?;
+        table::run(w, &mut cx, after).await?;
         Ok(Outcome::Done)
     });
     steps::unless_interfered(cluster, &name, &targets, rest).await
