@@ -77,6 +77,7 @@ pub use gitops::GitopsOptions;
 pub(crate) use gitops::{
     helm_psk_refusal, journals_for, parent_fix_verb, resume_by_hand, suspend_command,
 };
+pub use rollback::phases::{ROLLBACK, Rollback};
 pub use rollback::rollback;
 pub use steps::table::{Bound, Resume, Step, Table, Wait};
 pub use steps::{before_any_change, now, reference_rows};

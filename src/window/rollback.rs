@@ -7,7 +7,7 @@ use std::future::Future;
 
 use serde_json::Value;
 
-use super::steps::{self, Tunnels, Window, now, timed_out};
+use super::steps::{self, Tunnels, Window, now};
 use super::{
     Ask, Choices, Confirm, Emit, Event, Events, Operation, Outcome, RollbackOptions, Sink, Stage,
     Summary, Timeouts,
@@ -20,9 +20,13 @@ use crate::core::scope::{self, PeerFate};
 use crate::error::Error;
 use crate::exit;
 
+mod back;
 mod checks;
+pub(super) mod phases;
 mod sequence;
 
+use super::steps::table;
+use back::*;
 use checks::*;
 use sequence::*;
 
