@@ -405,14 +405,12 @@ fn done<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, step: &'static Step) -> 
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
-    use crate::window::Timeouts;
+    use crate::window::steps::table::testing;
 
     #[test]
     fn phases_ascend_and_the_watched_rows_close_the_table() {
-        let phases: Vec<Phase> = CUTOVER.iter().map(|s| s.phase).collect();
+        let (phases, watched) = testing::shape(CUTOVER);
         assert_eq!(
             phases,
             [
@@ -425,30 +423,12 @@ mod tests {
                 Phase::Done
             ]
         );
-        let watched: Vec<bool> = CUTOVER.iter().map(|s| s.watched).collect();
         assert_eq!(watched, [false, false, false, false, true, true, true]);
-        // Only a row that records its phase before its change has a finish.
-        for s in CUTOVER {
-            assert_eq!(
-                s.finish.is_some(),
-                s.resume == Resume::Finish,
-                "{}",
-                s.phase
-            );
-        }
     }
 
     #[test]
     fn each_wait_reads_its_bound() {
-        let t = Timeouts {
-            delete: Duration::from_secs(1),
-            attach: Duration::from_secs(2),
-            tunnel: Duration::from_secs(3),
-        };
-        let bounds: Vec<(Phase, u64)> = CUTOVER
-            .iter()
-            .flat_map(|s| s.waits.iter().map(|w| (s.phase, w.timeout(&t).as_secs())))
-            .collect();
+        let bounds = testing::bounds(CUTOVER);
         assert_eq!(
             bounds,
             [
@@ -463,11 +443,6 @@ mod tests {
 
     #[test]
     fn docs_show_the_table() {
-        let docs = include_str!("../../../docs/architecture.md");
-        let table = table::markdown(CUTOVER);
-        assert!(
-            docs.contains(&table),
-            "docs/architecture.md does not show the cutover's table as declared; it should read:\n{table}"
-        );
+        testing::assert_documented(CUTOVER, "cutover");
     }
 }

@@ -325,13 +325,12 @@ fn back<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, step: &'static Step) -> 
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
+    use crate::window::steps::table::testing;
 
     #[test]
     fn phases_ascend_and_the_last_row_is_watched() {
-        let phases: Vec<Phase> = ROLLBACK.iter().map(|s| s.phase).collect();
+        let (phases, watched) = testing::shape(ROLLBACK);
         assert_eq!(
             phases,
             [
@@ -341,29 +340,12 @@ mod tests {
                 Phase::RolledBack
             ]
         );
-        let watched: Vec<bool> = ROLLBACK.iter().map(|s| s.watched).collect();
         assert_eq!(watched, [false, false, false, true]);
-        for s in ROLLBACK {
-            assert_eq!(
-                s.finish.is_some(),
-                s.resume == Resume::Finish,
-                "{}",
-                s.phase
-            );
-        }
     }
 
     #[test]
     fn each_wait_reads_its_bound() {
-        let t = Timeouts {
-            delete: Duration::from_secs(1),
-            attach: Duration::from_secs(2),
-            tunnel: Duration::from_secs(3),
-        };
-        let bounds: Vec<(Phase, u64)> = ROLLBACK
-            .iter()
-            .flat_map(|s| s.waits.iter().map(|w| (s.phase, w.timeout(&t).as_secs())))
-            .collect();
+        let bounds = testing::bounds(ROLLBACK);
         assert_eq!(
             bounds,
             [
@@ -379,11 +361,6 @@ mod tests {
 
     #[test]
     fn docs_show_the_table() {
-        let docs = include_str!("../../../docs/architecture.md");
-        let table = table::markdown(ROLLBACK);
-        assert!(
-            docs.contains(&table),
-            "docs/architecture.md does not show the rollback's table as declared; it should read:\n{table}"
-        );
+        testing::assert_documented(ROLLBACK, "rollback");
     }
 }

@@ -165,3 +165,50 @@ pub(crate) fn markdown<T: Table>(steps: &[Step<T>]) -> String {
     }
     out
 }
+
+/// What the tests of each table check alike.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// Each row's phase and whether it is watched, in order; only a row that records its
+    /// phase before its change (`Resume::Finish`) has a finish.
+    pub(crate) fn shape<T: Table>(steps: &[Step<T>]) -> (Vec<Phase>, Vec<bool>) {
+        for s in steps {
+            assert_eq!(
+                s.finish.is_some(),
+                s.resume == Resume::Finish,
+                "{}",
+                s.phase
+            );
+        }
+        (
+            steps.iter().map(|s| s.phase).collect(),
+            steps.iter().map(|s| s.watched).collect(),
+        )
+    }
+
+    /// Each wait's phase and its timeout in seconds, the bounds being 1 s (delete), 2 s
+    /// (attach) and 3 s (tunnel).
+    pub(crate) fn bounds<T: Table>(steps: &[Step<T>]) -> Vec<(Phase, u64)> {
+        let t = Timeouts {
+            delete: Duration::from_secs(1),
+            attach: Duration::from_secs(2),
+            tunnel: Duration::from_secs(3),
+        };
+        steps
+            .iter()
+            .flat_map(|s| s.waits.iter().map(|w| (s.phase, w.timeout(&t).as_secs())))
+            .collect()
+    }
+
+    /// docs/architecture.md shows `steps` (the `which` table) as declared.
+    pub(crate) fn assert_documented<T: Table>(steps: &[Step<T>], which: &str) {
+        let docs = include_str!("../../../docs/architecture.md");
+        let table = markdown(steps);
+        assert!(
+            docs.contains(&table),
+            "docs/architecture.md does not show the {which}'s table as declared; it should read:\n{table}"
+        );
+    }
+}
