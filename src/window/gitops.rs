@@ -19,8 +19,8 @@ use crate::core::gitops::{self, Mode, Record};
 use crate::core::holders;
 use crate::core::journal::Phase;
 use crate::core::model::object_ref;
-use crate::error::Error;
 use crate::exit;
+use crate::window::error::Error;
 
 /// What the user chose for a gateway Argo CD or Flux syncs (`--gitops`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -82,7 +82,7 @@ pub async fn owners(
             let refuse = |message: String| Error::Stop {
                 code: exit::REFUSED,
                 message,
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "suspend its sync yourself and run `vpnmig {verb} {name} -n {ns} --gitops ignore`; docs/gitops.md says how for Argo CD and Flux"
                 )),
             };
@@ -176,7 +176,7 @@ pub async fn owners(
                         owner.display(),
                         how(&state)
                     ),
-                    hint: Some(format!(
+                    hint: Some(crate::window::error::hint!(
                         "suspend it first ({}), or let vpnmig do it: `vpnmig {verb} {name} -n {ns} --gitops pause`",
                         suspend_command(&owner)
                     )),

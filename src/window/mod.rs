@@ -52,6 +52,7 @@
 //! [`Event::Blocked`]).
 
 mod cutover;
+pub mod error;
 mod gitops;
 mod guard;
 pub mod plan;
@@ -69,7 +70,7 @@ use crate::core::guard::{Figures, Moment, WindowEnd};
 use crate::core::journal::{Drift, Journal, Phase};
 use crate::core::plan::Plan;
 use crate::core::verify::Row;
-use crate::error::Error;
+use crate::window::error::Error;
 
 pub use cutover::cutover;
 pub use cutover::phases::{CUTOVER, Cutover};

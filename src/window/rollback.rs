@@ -17,8 +17,8 @@ use crate::cluster::delete::{self, Target};
 use crate::cluster::{Cluster, journal as stored, lock, objects};
 use crate::core::journal::{self, Journal, Owners, Phase};
 use crate::core::scope::{self, PeerFate};
-use crate::error::Error;
 use crate::exit;
+use crate::window::error::Error;
 
 mod back;
 mod checks;
@@ -64,7 +64,7 @@ pub async fn rollback(
     if let Err(e) = &result {
         ev.emit(Event::Stopped {
             code: e.exit_code(),
-            message: crate::error::error_line(e),
+            message: crate::window::error::error_line(e),
         });
     }
     result
@@ -163,7 +163,7 @@ async fn run(
                     "no journal of {name} -n {ns} (ConfigMap {}): nothing recorded to roll back to",
                     journal::object_name(name)
                 ),
-                hint: Some(hint),
+                hint: Some(hint.into()),
             });
         }
     };
@@ -277,11 +277,11 @@ async fn run(
                 "PSK secret/{} -n {ns} does not exist: the re-created IPsecGateway could not authenticate its peers; nothing was changed",
                 j.psk_secret
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "re-create the Secret from your own records (vpnmig never stores a key): `kubectl create secret generic {} -n {ns} --from-literal={}=<the client's key>`, then run the rollback again: `{}`",
                 j.psk_secret,
                 j.psk_key(),
-                crate::error::again(&[])
+                crate::window::error::Next::again(&[])
             )),
         });
     }
@@ -395,7 +395,7 @@ fn reopen(
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!("{text}; nothing was changed"),
-                hint: j.left_todo(state),
+                hint: j.left_todo(state).map(Into::into),
             });
         }
         journal::Left::Gone => {}
@@ -432,7 +432,7 @@ fn pruned_again(j: &Journal, text: &str) -> Option<Error> {
             "{text}; {} syncs it, so a re-created one would be pruned again while its source does not define it; nothing was changed",
             syncing.join(", ")
         ),
-        hint: Some(j.repository_todo()),
+        hint: Some(j.repository_todo().into()),
     })
 }
 
@@ -445,7 +445,7 @@ pub async fn roll_back(
 ) -> Result<Tunnels, Error> {
     match phases(w, t, choices).await {
         Err(e) if !matches!(e, Error::Lock(_)) => {
-            let line = crate::error::error_line(&e);
+            let line = crate::window::error::error_line(&e);
             w.record_error(&line).await;
             if matches!(e, Error::Stop { .. }) {
                 return Err(e);
@@ -457,9 +457,11 @@ pub async fn roll_back(
                     "rollback of {name} -n {ns} stopped at phase {}: {line}",
                     w.journal.phase
                 ),
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "once the cause is fixed, `vpnmig rollback {name} -n {ns}` resumes from there{}",
-                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
+                    e.hint()
+                        .map(|h| crate::window::error::hint!(" ({})", h))
+                        .unwrap_or_default()
                 )),
             })
         }

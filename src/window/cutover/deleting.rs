@@ -74,7 +74,7 @@ pub(super) async fn old_back_stop(w: &Window<'_>, obj: &Value, message: &str) ->
     Error::Stop {
         code: exit::FAILURE,
         message,
-        hint: Some(format!("{first}{ways}")),
+        hint: Some(crate::window::error::hint!("{first}{ways}")),
     }
 }
 
@@ -137,7 +137,7 @@ pub(super) fn webhooks_refused(
             if webhooks.len() == 1 { "" } else { "s" },
             webhooks.join(", "),
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "to go on and let the real apply be the webhook's check: `vpnmig cutover {name} -n {ns} {}`",
             live::skip_flags(&all)
         )),
@@ -194,10 +194,13 @@ pub(super) async fn pre_delete_dry_run(
                             "the API server refuses the target as it stands: fix the cause; {}",
                             w.journal.phase.recovery(&name, &ns)
                         )
+                        .into()
                     } else {
-                        format!(
+                        crate::window::error::hint!(
                             "{}{}",
-                            e.hint().map(|h| format!("{h}; ")).unwrap_or_default(),
+                            e.hint()
+                                .map(|h| crate::window::error::hint!("{}; ", h))
+                                .unwrap_or_default(),
                             w.journal.phase.recovery(&name, &ns)
                         )
                     }),
@@ -214,7 +217,8 @@ pub(super) async fn pre_delete_dry_run(
             &format!("nothing was deleted (journal phase {})", w.journal.phase),
             opts,
         );
-        w.record_error(&crate::error::error_line(&err)).await;
+        w.record_error(&crate::window::error::error_line(&err))
+            .await;
         return Err(err);
     }
     for (label, webhook) in &skipped {

@@ -171,7 +171,7 @@ fn delete<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, _: &'static Step) -> R
                 phase: w.journal.phase,
             };
             if let Err(e) = g.check(w.ev, &name, &ns, moment, false) {
-                w.record_error(&crate::error::error_line(&e)).await;
+                w.record_error(&crate::window::error::error_line(&e)).await;
                 return Err(e);
             }
         }
@@ -271,7 +271,7 @@ fn apply<'r>(w: &'r mut Window<'_>, _: &'r mut Ctx<'_>, _: &'static Step) -> Run
                         code: e.exit_code(),
                         message: format!(
                             "{} (already applied by this run: {}; the journal still says deleted)",
-                            crate::error::error_line(&e),
+                            crate::window::error::error_line(&e),
                             applied.join(", ")
                         ),
                         hint: e.hint(),

@@ -70,7 +70,7 @@ pub(super) async fn resume(
                     "the journal says ipsecgateway/{name} -n {ns} was deleted (phase {}), but it is still there and not being deleted",
                     j.phase
                 ),
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "the journal does not match the cluster (edited?): inspect `kubectl get configmap {} -n {ns} -o yaml`; `vpnmig rollback {name} -n {ns}` keeps the IPsecGateway and closes it",
                     journal::object_name(&name)
                 )),
@@ -115,7 +115,7 @@ pub(super) async fn resume(
                     j.phase,
                     uid.unwrap_or("?")
                 ),
-                hint: Some(recreated_hint(&j, &old)),
+                hint: Some(recreated_hint(&j, &old).into()),
             });
         }
     }
@@ -130,7 +130,7 @@ pub(super) async fn resume(
                     "the journal of {name} -n {ns} does not match the plan in {}",
                     dir.display()
                 ),
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "resume without --plan (the journal is what was started), or inspect `kubectl get configmap {} -n {ns} -o yaml`",
                     journal::object_name(&name)
                 )),
@@ -193,7 +193,7 @@ pub(super) async fn forward_again(
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!("--forward: there is no ipsecgateway/{name} -n {ns} to cut over"),
-            hint: Some(j.phase.recovery(&name, &ns)),
+            hint: Some(j.phase.recovery(&name, &ns).into()),
         });
     };
     let gw: IPsecGateway = serde_json::from_value(live.clone()).map_err(|e| Error::Stop {
@@ -220,7 +220,7 @@ pub(super) async fn forward_again(
                 "--forward: ipsecgateway/{name} -n {ns} is not the one the journal recorded ({} field(s) differ, above): its targets would drop the edit; nothing was changed",
                 differ
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "undo the edit (the recorded spec is data.old-ipsecgateway.yaml of `kubectl get configmap {} -n {ns} -o yaml`) and run --forward again; or keep the edit: close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`, then plan the edited gateway (`vpnmig plan {name} -n {ns}`) and cut over from that plan",
                 journal::object_name(&name)
             )),
@@ -232,10 +232,10 @@ pub(super) async fn forward_again(
             message: format!(
                 "--forward: ipsecgateway/{name} -n {ns} cannot be deleted: {why}; nothing was changed"
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "pin it first: {}; then run it again: `{}`",
                 scope::pin_command("IPsecGateway", &name, &ns, &j.floating_ip),
-                crate::error::again(&[])
+                crate::window::error::Next::again(&[])
             )),
         });
     }

@@ -116,7 +116,7 @@ pub(super) async fn phases(
             ),
         ) => Err(e),
         Err(e) if w.journal.phase.past_delete() => {
-            let message = crate::error::error_line(&e);
+            let message = crate::window::error::error_line(&e);
             w.record_error(&message).await;
             let (name, ns) = (w.name().to_string(), w.ns().to_string());
             // Only a verdict about the new gateway is a reason to roll back: an API
@@ -152,7 +152,7 @@ pub(super) async fn phases(
                 return Err(Error::Stop {
                     code: e.exit_code(),
                     message: format!("the cutover of {name} -n {ns} failed and was rolled back"),
-                    hint: Some(format!(
+                    hint: Some(crate::window::error::hint!(
                         "the failure is above and in the journal (lastError); `vpnmig verify {name} -n {ns}` checks the restored gateway"
                     )),
                 });
@@ -179,18 +179,22 @@ pub(super) async fn phases(
                 return Err(old_back_stop(w, obj, &message).await);
             }
             let hint = if new_gone {
-                e.hint().unwrap_or_else(|| format!(
+                e.hint().unwrap_or_else(|| crate::window::error::hint!(
                     "the VPNGateway or a VPNPeer is not as the window applied it: `vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal"
                 ))
             } else if w.journal.phase == Phase::Deleting {
-                format!(
+                crate::window::error::hint!(
                     "the IPsecGateway's delete was sent and its unwind has not finished{}. Going on (`vpnmig cutover {name} -n {ns}`) and going back (`vpnmig rollback {name} -n {ns}`) both wait for that unwind first; going on keeps the choice open",
-                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
+                    e.hint()
+                        .map(|h| crate::window::error::hint!(" ({})", h))
+                        .unwrap_or_default()
                 )
             } else {
-                format!(
+                crate::window::error::hint!(
                     "the IPsecGateway is deleted; restore it with `vpnmig rollback {name} -n {ns}`, or fix the cause and resume with `vpnmig cutover {name} -n {ns}`{}",
-                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
+                    e.hint()
+                        .map(|h| crate::window::error::hint!(" ({})", h))
+                        .unwrap_or_default()
                 )
             };
             Err(Error::Stop {

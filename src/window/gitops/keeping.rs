@@ -532,7 +532,7 @@ pub(super) async fn other_writer_stop(
                 .unwrap_or_default(),
             owner.display()
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "fix {}'s repository copy first: make it hold the client's key, or take the Secret out of it and its markers off the Secret (`argocd app diff {}`; `argocd app manifests {} --source git`; vpnmig never prints a key). Putting the key back by hand alone is undone by its self-heal within seconds. Then put the client's key back and run the window's command again",
             other.display(),
             other.name,

@@ -170,7 +170,7 @@ pub(super) async fn unprotected_stop(
                 "the keys"
             },
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "set the protection with a context the cluster's policy allows ({}), or put the Secret back in the owner's repository first; `vpnmig status -n {}` shows it kept once it holds",
             bare.iter()
                 .map(|(s, ns)| format!("`kubectl annotate secret {s} -n {ns} {key}={value}`"))

@@ -203,7 +203,7 @@ pub(super) fn parent_stop(
     Error::Stop {
         code: exit::REFUSED,
         message: format!("{what}; {}", where_it_stands(w)),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "{}, or change its source so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
             parent_fix(&p.owner),
             owner.display(),
@@ -332,7 +332,7 @@ pub(super) fn chain_stop(
             owner.display(),
             where_it_stands(w)
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "{}, for the window (vpnmig does not restore {}), or change the sources so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
             steps.join("; then "),
             if steps.len() == 1 { "it" } else { "them" },

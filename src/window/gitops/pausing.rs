@@ -234,7 +234,7 @@ pub(super) async fn first_pause(w: &mut Window<'_>, i: usize, verb: &str) -> Res
             owner.display(),
             where_it_stands(w)
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "find who writes it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`), then `vpnmig {verb} {name} -n {ns} --gitops pause` again",
             owner.resource(),
             owner.name,
@@ -293,7 +293,7 @@ pub(crate) async fn held(
                         st.how,
                         where_it_stands(w)
                     ),
-                    hint: Some(format!(
+                    hint: Some(crate::window::error::hint!(
                         "{}, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
                         parent_fix(&pr.owner),
                         way_back(w)
@@ -342,7 +342,7 @@ pub(crate) async fn held(
                         owner.display(),
                         where_it_stands(w)
                     ),
-                    hint: Some(format!(
+                    hint: Some(crate::window::error::hint!(
                         "{}: find who re-enabled it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`) and stop that, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
                         if parents.is_empty() {
                             "no parent its metadata names is in the cluster".to_string()

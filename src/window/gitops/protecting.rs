@@ -103,7 +103,7 @@ pub(super) async fn protect_kept(
                 "the annotation {}={} could not be set on {what} ({}), so nothing keeps {}'s sync from {} it",
                 record.annotation,
                 record.value,
-                crate::error::error_line(e),
+                crate::window::error::error_line(e),
                 r.display(),
                 if gitops::keeps_from_overwrite(record) {
                     "writing over"

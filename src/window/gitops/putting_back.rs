@@ -155,7 +155,7 @@ pub(super) async fn put_back(
                 )
             }
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "fix the repository: its merged source must define each field above as wanted ({source_fix}; {check} shows what it would still change), then {again} restores it; `vpnmig verify {name} -n {ns}` checks the gateway"
         )),
     }))
@@ -431,7 +431,7 @@ pub(super) async fn reenabled_stop(
             owner.display(),
             w.journal.floating_ip
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "suspend it again: `{}`{}{delete}, then `vpnmig {verb} {name} -n {ns}` checks the gateway and restores it once its source no longer defines the {replaced} (merge the repository change; `--gitops resume` if it is merged and the status cannot show it)",
             gitops::pause_command(owner),
             parent

@@ -463,13 +463,13 @@ pub(crate) async fn restore(
                 message: format!(
                     "{} was restored and its sync interfered, so vpnmig suspended it again: {}",
                     r.owner.display(),
-                    crate::error::error_line(e)
+                    crate::window::error::error_line(e)
                 ),
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "{}its source is not what the windows made live: fix the repository, check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}{}` restores it again",
                     match e {
-                        Error::Stop { hint: Some(h), .. } => format!("{h}; "),
-                        _ => String::new(),
+                        Error::Stop { hint: Some(h), .. } => crate::window::error::hint!("{}; ", h),
+                        _ => Default::default(),
                     },
                     // A suspended Flux owner's status never shows the merge: the plain
                     // restore would only refuse again (attack 1's loop).

@@ -105,7 +105,7 @@ pub(super) async fn settle(
                     if extra.len() == 1 { "is" } else { "are" },
                     cluster.namespace
                 ),
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "take it out of the repository, then delete it (`kubectl delete {}`), and check the tunnel (`vpnmig verify {name} -n {}`)",
                     extra
                         .iter()
@@ -225,7 +225,7 @@ pub(super) fn psk_changed(
                 .map(|who| format!(" ({who})"))
                 .unwrap_or_default()
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "ask the client for the key and put it back (`kubectl create secret generic {secret} -n {ns} --from-literal={key}=<the client's key> --dry-run=client -o yaml | kubectl apply -f -`), put the same key in the repository's copy (or take the owner's markers off the Secret), then `vpnmig verify {name} -n {ns}` compares it with the fingerprint"
         )),
     })
@@ -275,7 +275,7 @@ pub(super) async fn back_again(
     Ok(Some(Error::Stop {
         code: exit::VERIFY_FAILED,
         message: back.join("; and "),
-        hint: Some(fixes.join("; ")),
+        hint: Some(fixes.join("; ").into()),
     }))
 }
 
@@ -410,9 +410,9 @@ pub(crate) async fn rollback_owners(
                 }
             ),
             // The process's own command line (with its `--plan`, `--yes`, …) and the flag.
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "let vpnmig suspend it for the rollback: `{}`, and revert the repository change before it is restored",
-                crate::error::again_without("--gitops", &["--gitops", "pause"])
+                crate::window::error::Next::again_without("--gitops", &["--gitops", "pause"])
             )),
         });
     };

@@ -83,7 +83,7 @@ pub(super) async fn old_back(
         return Err(Error::Stop {
             code: exit::VERIFY_FAILED,
             message,
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "the IPsecGateway kind has no spec field for its serviceCIDR, so a re-created one gets the next free /24 (the runbook's rollback cannot pin it). \
 The client's routes and firewall name the old addresses: {forward}, or change them on the client side and close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`"
             )),
@@ -164,7 +164,9 @@ The client's routes and firewall name the old addresses: {forward}, or change th
                     "the journal is closed (rolled-back, as --accept-new-addresses asks), but IPsecGateway {ns}/{name} is not healthy beyond its tunnels: {}",
                     failed.join("; ")
                 ),
-                hint: Some(format!("`vpnmig verify {name} -n {ns}` shows every check")),
+                hint: Some(crate::window::error::hint!(
+                    "`vpnmig verify {name} -n {ns}` shows every check"
+                )),
             });
         }
         return Ok(Tunnels {

@@ -144,7 +144,7 @@ pub(crate) async fn changed(cluster: &Cluster, kind: &str, targets: Vec<&Value>)
             crate::core::model::object_ref(kind, &n, ns),
             gitops::who(&obj)
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "suspend whatever syncs it (`vpnmig status -n {ns} -o wide` shows its MANAGED-BY; `--gitops pause` does it for the window), then `vpnmig rollback {gateway} -n {ns}` restores the IPsecGateway from the journal"
         )),
     }
@@ -240,10 +240,12 @@ pub(crate) fn recreated(
             format!(
                 "{first}. Then either `vpnmig rollback {name} -n {ns}` (keeps the re-created IPsecGateway, removes the new objects) or delete the re-created IPsecGateway and `vpnmig cutover {name} -n {ns}` resumes"
             )
+            .into()
         } else {
             format!(
                 "{first}, delete the re-created {kind}, then `vpnmig rollback {name} -n {ns}` resumes"
             )
+            .into()
         }),
     }
 }
