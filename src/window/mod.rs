@@ -75,7 +75,8 @@ pub use cutover::cutover;
 pub use cutover::phases::{Bound, CUTOVER, Resume, Step, Wait};
 pub use gitops::GitopsOptions;
 pub(crate) use gitops::{
-    helm_psk_refusal, journals_for, parent_fix_verb, resume_by_hand, suspend_command,
+    helm_psk_refusal, journals_for, parent_fix_verb, re_arming, resume_by_hand, suspend_command,
+    suspend_from_the_top,
 };
 pub use rollback::rollback;
 pub use steps::{before_any_change, now, reference_rows};
