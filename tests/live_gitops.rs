@@ -7568,3 +7568,496 @@ async fn a_forced_restore_never_prunes_the_psk_secret(b: &Bed, tool: Tool) {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// a21j 01 and 03: a chain of parents above the owner, re-armed by a colleague after the
+// window's delete (during the unwind, or during the floating-IP wait). The stop after the
+// delete and the resume's stop name the top-most level that re-armed first, then each
+// level below it, each with the command that suspends it; followed to the letter, the
+// window ends done (before, they named the owner and its parent only, and following them
+// looped: the root put both back each round). A resume's stop names what the window
+// applied beside the re-created gateway, as the stop inside a run does.
+
+const HELMRELEASE: Kind = (
+    "helm.toolkit.fluxcd.io",
+    "v2",
+    "helmreleases",
+    "HelmRelease",
+);
+const ARGO_CRD: &str = include_str!("../fixtures/crds/argocd-application.yaml");
+
+/// `base` with Argo CD's Application CRD and its namespace `argocd`.
+fn with_argo(base: &str) -> String {
+    format!(
+        "{base}\n---\n{ARGO_CRD}\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: argocd\n"
+    )
+}
+
+/// An Argo CD Application `name` (self-heal) whose destination is namespace `dest`.
+fn argo_parent(name: &str, dest: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\nspec:\n  project: default\n  source: {{repoURL: 'https://git.example.net/platform/{name}.git', path: {dest}}}\n  destination: {{server: 'https://kubernetes.default.svc', namespace: {dest}}}\n  syncPolicy:\n    automated: {{selfHeal: true}}\n"
+    )
+}
+
+/// The live Kustomization `tenants` (its source holds the owner acme).
+const TENANTS_LIVE: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: tenants\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./tenants\n  prune: false\n  sourceRef: {kind: GitRepository, name: platform}";
+
+/// a21j 01's layout, with names of its own: the Argo CD Application `landscape` applies
+/// the Flux Kustomization `tenants`, which applies acme: a Kustomization, or (`helm`) a
+/// HelmRelease. Each source sets its child's policy (`suspend: false`, `automated`).
+fn argo_over_flux(helm: bool) -> String {
+    let base = if helm {
+        let child = ACME_KS
+            .replacen(
+                "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n",
+                "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\n",
+                1,
+            )
+            .replace("  prune: true\n", "  prune: true\n  suspend: false\n");
+        assert!(child.contains("kind: HelmRelease") && child.contains("suspend: false"));
+        with_parent(
+            &helm_release(),
+            TENANTS_LIVE,
+            "flux-system",
+            "tenants",
+            &child,
+        )
+    } else {
+        flux_parent(true)
+    };
+    with_parent(
+        &with_argo(&base),
+        argo_parent("landscape", "flux-system").trim_end(),
+        "argocd",
+        "landscape",
+        TENANTS_KS,
+    )
+}
+
+/// Made up: the Argo CD Application `cluster-root` applies the Application `team-nord`,
+/// which applies the Flux Kustomization acme (`suspend: false` in its source).
+fn argo_argo_flux() -> String {
+    let team = argo_parent("team-nord", "flux-system");
+    let acme = ACME_KS.replace("  prune: true\n", "  prune: true\n  suspend: false\n");
+    with_parent(
+        &with_parent(
+            &with_argo(FLUX),
+            team.trim_end(),
+            "argocd",
+            "team-nord",
+            &acme,
+        ),
+        argo_parent("cluster-root", "argocd").trim_end(),
+        "argocd",
+        "cluster-root",
+        &team,
+    )
+}
+
+/// One level of a chain: its kind, namespace and name, and how vpnmig names it.
+type Level = (Kind, &'static str, &'static str, &'static str);
+
+const LANDSCAPE: Level = (
+    APPLICATION,
+    "argocd",
+    "landscape",
+    "application/landscape -n argocd",
+);
+const TENANTS: Level = (
+    KUSTOMIZATION,
+    "flux-system",
+    "tenants",
+    "kustomization/tenants -n flux-system",
+);
+const ACME_OWNER: Level = (
+    KUSTOMIZATION,
+    "flux-system",
+    "acme",
+    "kustomization/acme -n flux-system",
+);
+
+/// A chain above acme that a colleague re-arms after the window's delete.
+struct ReArmed {
+    scenario: fn() -> String,
+    /// From the top-most parent down to the owner acme.
+    levels: [Level; 3],
+    /// The level the colleague re-arms (0: the top).
+    re_armed: usize,
+    /// The journal phase it is re-armed at: `deleting` (the old gateway unwinds) or
+    /// `applied` (the floating-IP wait, held by a fault knob until the stop).
+    at: &'static str,
+}
+
+const MIXED_TOP: ReArmed = ReArmed {
+    scenario: || argo_over_flux(false),
+    levels: [LANDSCAPE, TENANTS, ACME_OWNER],
+    re_armed: 0,
+    at: "deleting",
+};
+const MIXED_MIDDLE: ReArmed = ReArmed {
+    re_armed: 1,
+    ..MIXED_TOP
+};
+const MIXED_TOP_AT_THE_FIP: ReArmed = ReArmed {
+    at: "applied",
+    ..MIXED_TOP
+};
+const HELM_AT_THE_BOTTOM: ReArmed = ReArmed {
+    scenario: || argo_over_flux(true),
+    levels: [
+        LANDSCAPE,
+        TENANTS,
+        (
+            HELMRELEASE,
+            "flux-system",
+            "acme",
+            "helmrelease/acme -n flux-system",
+        ),
+    ],
+    ..MIXED_TOP
+};
+const ARGO_ARGO_FLUX: ReArmed = ReArmed {
+    scenario: argo_argo_flux,
+    levels: [
+        (
+            APPLICATION,
+            "argocd",
+            "cluster-root",
+            "application/cluster-root -n argocd",
+        ),
+        (
+            APPLICATION,
+            "argocd",
+            "team-nord",
+            "application/team-nord -n argocd",
+        ),
+        ACME_OWNER,
+    ],
+    ..MIXED_TOP
+};
+
+fn re_armed_scenario(row: &ReArmed) -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    // The unwind lasts long enough for the re-arm to land in it.
+    s.operator.finalizer_delay_ms = 2000;
+    Scenario::built((row.scenario)(), s)
+}
+
+/// kubectl, as a person runs it: the control plane's build, else the one on the PATH.
+fn kubectl_bin() -> std::path::PathBuf {
+    vpnmig_sandbox::controlplane::built()
+        .map(|d| d.join("kubectl"))
+        .unwrap_or_else(|_| "kubectl".into())
+}
+
+/// Run `command` (a shell command line, as a hint prints it) with the bed's kubeconfig;
+/// bounded to 60 s. Panics when it fails.
+async fn shell(b: &Bed, command: &str) {
+    let bin = kubectl_bin();
+    let path = format!(
+        "{}:{}",
+        bin.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut c = std::process::Command::new("sh");
+    c.args(["-c", command])
+        .env("KUBECONFIG", &b.kubeconfig)
+        .env("PATH", path);
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || c.output().unwrap()),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("`{command}` ran for more than 60 s"))
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "`{command}` on the {}: {}",
+        b.backend,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Do what a stop's hint says, to the letter and in its order, as a person at a shell
+/// would: each `kubectl patch …` and `kubectl delete ipsecgateway …` it quotes, as printed
+/// (a delete bounded by `--timeout`); `flux suspend KIND NAME -n NS` as the flux CLI writes
+/// it (a merge patch by field manager `flux`); an `argocd app set NAME --sync-policy none`
+/// as the `kubectl patch application NAME …` printed beside it (`… or …`), which is run.
+/// Reads (`kubectl get`) and `vpnmig` commands are not run here. Returns what was run.
+async fn follow_hint(b: &Bed, hint: &str) -> Vec<String> {
+    let flat = live::flat(hint);
+    let quoted: Vec<&str> = flat.split('`').skip(1).step_by(2).collect();
+    let mut ran = Vec::new();
+    for (i, c) in quoted.iter().enumerate() {
+        let w: Vec<&str> = c.split_whitespace().collect();
+        let command = match w.as_slice() {
+            ["kubectl", "patch", ..] => c.to_string(),
+            ["kubectl", "delete", "ipsecgateway", ..] => format!("{c} --timeout=50s"),
+            ["flux", "suspend", kind, name, "-n", ns, ..] => format!(
+                "kubectl patch {kind} {name} -n {ns} --field-manager=flux --type merge -p '{{\"spec\":{{\"suspend\":true}}}}'"
+            ),
+            ["argocd", "app", "set", name, "--sync-policy", "none"] => {
+                let beside = quoted
+                    .get(i + 1)
+                    .is_some_and(|n| n.starts_with(&format!("kubectl patch application {name} ")));
+                if beside {
+                    continue;
+                }
+                format!(
+                    "kubectl patch application {name} -n argocd --field-manager=argocd-server --type json -p '[{{\"op\":\"remove\",\"path\":\"/spec/syncPolicy/automated\"}}]'"
+                )
+            }
+            _ => continue,
+        };
+        shell(b, &command).await;
+        ran.push(command);
+    }
+    ran
+}
+
+/// Everything a stop says from its `hint:` on, whatever the wrapping (a long marker value
+/// wraps deeper than the label's indent, where [`live::Run::hint`] ends).
+fn hint_of(r: &live::Run) -> String {
+    let at = r
+        .stderr
+        .find("\nhint: ")
+        .unwrap_or_else(|| panic!("no hint in:\n{}", r.stderr));
+    r.stderr[at + 7..].to_string()
+}
+
+/// Whether `level` reads suspended (Argo CD: no `automated`; Flux: `suspend: true`).
+async fn level_suspended(b: &Bed, (kind, ns, name, _): Level) -> bool {
+    let o = b.get(kind, ns, name).await.expect("the level exists");
+    if kind == APPLICATION {
+        o["spec"]["syncPolicy"]["automated"].is_null()
+    } else {
+        o["spec"]["suspend"] == true
+    }
+}
+
+/// Re-arm `level` as a colleague does (`argocd app set … --sync-policy automated`, `flux
+/// resume …`).
+async fn re_arm(b: &Bed, (kind, ns, name, _): Level) {
+    if kind == APPLICATION {
+        b.patch_as(
+            kind,
+            ns,
+            name,
+            "argocd-server",
+            json!({"spec": {"syncPolicy": {"automated": {"selfHeal": true}}}}),
+        )
+        .await;
+    } else {
+        b.patch_as(kind, ns, name, "flux", json!({"spec": {"suspend": false}}))
+            .await;
+    }
+}
+
+/// Each level of `row` from the re-armed one down names its suspension in `hint`, the
+/// re-armed one first, then each below it in order, and (`owner`) the owner last as the
+/// window writes it; a level above the re-armed one (still suspended) is not asked to be
+/// suspended.
+fn names_the_chain_from_the_re_armed_level(
+    row: &ReArmed,
+    hint: &str,
+    owner_too: bool,
+    on: bed::Backend,
+) {
+    let flat = live::flat(hint);
+    let (_, _, _, owner_shown) = row.levels[2];
+    let owner = row.levels[2];
+    let pause = format!(
+        "kubectl patch {} {} -n {} --field-manager=vpnmig",
+        owner.0.3.to_lowercase(),
+        owner.2,
+        owner.1
+    );
+    let mut at = 0;
+    for (k, (_, ns, name, shown)) in row.levels[..2].iter().enumerate() {
+        let asks = format!("suspend {shown}");
+        if k < row.re_armed {
+            assert!(
+                !flat.contains(&asks),
+                "{on}: {shown} still suspended: {flat}"
+            );
+            continue;
+        }
+        let found = flat[at..]
+            .find(&asks)
+            .unwrap_or_else(|| panic!("{on}: `{asks}` missing, or not in order, in: {flat}"));
+        at += found + asks.len();
+        // With the command that suspends it.
+        let command = if shown.starts_with("application/") {
+            format!("kubectl patch application {name} -n {ns}")
+        } else {
+            format!("flux suspend kustomization {name} -n {ns}")
+        };
+        assert!(
+            flat[at..].starts_with(" for the window (`") || flat[at..].starts_with(" (`"),
+            "{on}: {shown}'s command after it: {flat}"
+        );
+        assert!(flat[at..].contains(&command), "{on}: {command}: {flat}");
+    }
+    if owner_too {
+        assert!(
+            flat[at..].contains(&pause),
+            "{on}: {owner_shown}'s suspension ({pause}) after its parents' in: {flat}"
+        );
+    }
+}
+
+/// a21j 01: see the section's head.
+async fn a_re_armed_chain_is_named_from_its_top(b: &Bed, row: &ReArmed) {
+    let on = b.backend;
+    adopted_on(b, IPSECGATEWAY).await;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    // Before the delete the chain is named from its top (a21i 06, 09): done as it says.
+    let r = b.step(&cut, 7, &["no gateway was deleted"]).await;
+    follow_hint(b, &hint_of(&r)).await;
+    for level in &row.levels[..2] {
+        assert!(level_suspended(b, *level).await, "{on}: {}", level.3);
+    }
+    if row.at == "applied" {
+        // The floating-IP wait lasts until the stop.
+        b.fault("vpngateway/tenant-acme/acme", |f| {
+            f.fip_held_by_other_port = true
+        });
+    }
+    let child = b.spawn(&cut);
+    bed::eventually(30, &format!("the window at phase {}", row.at), || async {
+        b.phase(NS, "acme").await.as_deref() == Some(row.at)
+    })
+    .await;
+    re_arm(b, row.levels[row.re_armed]).await;
+    let r = live::finish(child).await;
+    assert_ne!(r.code, 0, "{on}: {}", r.stderr);
+    // Stopped by the re-created gateway (exit 1: the owner's suspension is named too), or,
+    // at `deleting`, by the owner read back syncing before the apply (exit 7, a21i 06).
+    assert!(
+        r.code == 1 || (r.code == 7 && row.at == "deleting"),
+        "{on}: {}",
+        r.stderr
+    );
+    names_the_chain_from_the_re_armed_level(row, &hint_of(&r), r.code == 1, on);
+    if row.at == "applied" {
+        assert!(
+            r.says("this window applied VPNGateway acme, VPNPeer acme, which are live beside it"),
+            "{on}: {}",
+            r.stderr
+        );
+    }
+    b.fault("vpngateway/tenant-acme/acme", |f| {
+        f.fip_held_by_other_port = false
+    });
+    // The chain re-creates the old gateway; the resume's stop names the chain the same way.
+    bed::eventually(
+        30,
+        "the owner's sync re-creates the IPsecGateway",
+        || async { !b.objects(IPSECGATEWAY, NS).await.is_empty() },
+    )
+    .await;
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes"],
+            7,
+            &[
+                "but an IPsecGateway of that name exists again",
+                &format!("{} re-created it (its controller wrote it", row.levels[2].3),
+                "the window suspended it and its suspension did not hold",
+            ],
+        )
+        .await;
+    let hint = hint_of(&r);
+    names_the_chain_from_the_re_armed_level(row, &hint, true, on);
+    assert!(
+        live::flat(&hint).contains("then suspend it again as the window writes it (`"),
+        "{on}: {hint}"
+    );
+    if row.at == "applied" {
+        // a21j 03: named as the stop inside a run names them.
+        for words in [
+            "this window applied VPNGateway acme, VPNPeer acme, which are live beside it",
+            "VPNGateway acme, VPNPeer acme (applied by this window) contend with it for the floating IP 198.51.100.23",
+        ] {
+            assert!(r.says(words), "{on}: missing {words:?} in:\n{}", r.stderr);
+        }
+    }
+    // Followed to the letter, round after round: done, never the same stop twice.
+    let mut last = r;
+    let mut rounds = 0;
+    loop {
+        rounds += 1;
+        assert!(
+            rounds <= 3,
+            "{on}: not done after 3 rounds:\n{}",
+            last.stderr
+        );
+        let hint = hint_of(&last);
+        let ran = follow_hint(b, &hint).await;
+        assert!(!ran.is_empty(), "{on}: nothing to do in: {hint}");
+        let next = bed::advised(&hint, "cutover acme");
+        let r = b.run_advised(&next, &["--yes"]).await;
+        if r.code == 0 {
+            break;
+        }
+        assert_ne!(
+            live::flat(&r.stderr),
+            live::flat(&last.stderr),
+            "{on}: the identical stop twice"
+        );
+        last = r;
+    }
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    // Every level from the re-armed one down stays suspended, and nothing re-creates the
+    // old gateway (the row's invariants check it after).
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    for level in &row.levels {
+        assert!(level_suspended(b, *level).await, "{on}: {}", level.3);
+    }
+}
+
+crate::rows! {
+    /// a21j 01: Argo CD `landscape` → Flux `tenants` → Flux acme; the Argo CD root re-armed
+    /// while the old gateway unwinds.
+    a_root_re_armed_during_the_unwind_is_named_first_and_its_advice_ends_done: bed::Row {
+        scenario: || re_armed_scenario(&MIXED_TOP),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &MIXED_TOP)),
+    },
+    /// The middle level re-armed instead (`flux resume`), the root still suspended: the
+    /// chain is named from the middle level, not the root.
+    a_middle_level_re_armed_during_the_unwind_is_named_first: bed::Row {
+        scenario: || re_armed_scenario(&MIXED_MIDDLE),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &MIXED_MIDDLE)),
+    },
+    /// A HelmRelease at the bottom of the chain.
+    a_root_re_armed_above_a_helm_release_is_named_first: bed::Row {
+        scenario: || re_armed_scenario(&HELM_AT_THE_BOTTOM),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &HELM_AT_THE_BOTTOM)),
+    },
+    /// Argo CD `cluster-root` → Argo CD `team-nord` → Flux acme.
+    an_argo_root_over_an_argo_parent_of_a_kustomization_is_named_first: bed::Row {
+        scenario: || re_armed_scenario(&ARGO_ARGO_FLUX),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &ARGO_ARGO_FLUX)),
+    },
+    /// The root re-armed during the floating-IP wait, after the apply (a21j 03 too: the
+    /// resume's stop names the VPNGateway and VPNPeer live beside the re-created gateway).
+    a_root_re_armed_during_the_floating_ip_wait_is_named_first_with_what_was_applied: bed::Row {
+        scenario: || re_armed_scenario(&MIXED_TOP_AT_THE_FIP),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &MIXED_TOP_AT_THE_FIP)),
+    },
+}

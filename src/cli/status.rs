@@ -1139,7 +1139,7 @@ async fn open_windows(
             .flat_map(|j| j.gitops.iter().map(move |r| (j, r)))
             .find(|(_, r)| r.paused && r.owner.display() == s.owner);
         if let Some((j, r)) = record {
-            read_back(cluster, r, s).await;
+            read_back(cluster, j, r, s).await;
             if s.live == "suspended" {
                 ignoring(cluster, j, r, s).await;
             }
@@ -2173,12 +2173,17 @@ async fn ignoring(
 /// The owner a journal records as suspended, read from the cluster and compared with
 /// the record (issue 21 item 4): a suspension is what the owner shows. One re-enabled or
 /// changed since is said so, and no restore that would overwrite that policy is offered.
-async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut Suspended) {
+async fn read_back(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+    r: &crate::core::gitops::Record,
+    s: &mut Suspended,
+) {
     use crate::cluster::gitops::{Found, find};
     use crate::core::gitops::{self, Held};
     let (ns, name) = (s.namespace.clone(), s.gateway.clone());
-    let obj = match find(cluster, &r.owner).await {
-        Ok(Found::One(_, obj)) => obj,
+    let (owner, obj) = match find(cluster, &r.owner).await {
+        Ok(Found::One(owner, obj)) => (owner, obj),
         Ok(_) => {
             s.live = "gone".into();
             s.live_detail = format!("the cluster has no {} {}", r.owner.kind, r.owner.name);
@@ -2219,15 +2224,36 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
         })
         .unwrap_or_default();
     let finished = matches!(s.phase.as_str(), "done" | "rolled-back");
-    let suspend_parent = parents
-        .first()
-        .map(|(p, _)| format!(" and `{}`", gitops::pause_command(&p.owner)))
+    // The chain above it that puts its policy back now, top-most level first, as the
+    // window's stops name it (a21j 01: the owner and its parent suspended again, the root
+    // above them re-armed both). Else one level, the parent that syncs.
+    let path = crate::window::re_arming(cluster, j, &owner, &obj)
+        .await
         .unwrap_or_default();
+    let (above, suspend_parent) = if path.is_empty() {
+        (
+            String::new(),
+            parents
+                .first()
+                .map(|(p, _)| format!(" and `{}`", gitops::pause_command(&p.owner)))
+                .unwrap_or_default(),
+        )
+    } else {
+        (
+            format!("{}; then ", crate::window::suspend_from_the_top(&path)),
+            String::new(),
+        )
+    };
     let keep = if finished {
         "vpnmig does not restore over it: the policy stays as it is now".to_string()
     } else {
         format!(
-            "it may re-create the old gateway or prune the new objects, and the window still holds it: suspend it (and its parent) again before `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` (`{}`{suspend_parent}); vpnmig does not restore over a policy changed since",
+            "it may re-create the old gateway or prune the new objects, and the window still holds it: {above}suspend it{} again before `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` (`{}`{suspend_parent}); vpnmig does not restore over a policy changed since",
+            if path.is_empty() && !parents.is_empty() {
+                " (and its parent)"
+            } else {
+                ""
+            },
             gitops::pause_command(&r.owner)
         )
     };
@@ -2248,7 +2274,7 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
         finished && gitops::owner_state(&obj, replaced, &ns, &name).source_lists != Some(false);
     let reenabled = if recreates {
         format!(
-            "its source still defines {replaced} {ns}/{name} (or the cluster cannot show that it does not): its sync re-creates it and contests the floating IP; the journal still holds it: suspend it again (`{}`{suspend_parent}), then `vpnmig {verb} {name} -n {ns}` restores it once the repository change is merged",
+            "its source still defines {replaced} {ns}/{name} (or the cluster cannot show that it does not): its sync re-creates it and contests the floating IP; the journal still holds it: {above}suspend it again (`{}`{suspend_parent}), then `vpnmig {verb} {name} -n {ns}` restores it once the repository change is merged",
             gitops::pause_command(&r.owner)
         )
     } else {

@@ -625,6 +625,26 @@ pub fn acting_top_down(links: &[Link]) -> Vec<&Link> {
     out
 }
 
+/// The path from the top-most link that acts now ([`acting_top_down`]) down to the owner,
+/// top-most first: each level whose sync undoes a suspension of the level below it, the
+/// top one's because it acts now, those below because the top puts them back (a21j 01: a
+/// stop that named only the levels below the one re-armed was followed, and each round
+/// the top re-armed them). Empty when no link acts.
+pub fn acting_path(links: &[Link]) -> Vec<&Link> {
+    let Some(top) = acting_top_down(links).into_iter().next() else {
+        return Vec::new();
+    };
+    let mut path = vec![top];
+    while let Some(below) = path.last().filter(|l| l.level > 1).and_then(|l| {
+        links
+            .iter()
+            .find(|x| x.level == l.level - 1 && same_owner(&x.parent.owner, &l.child))
+    }) {
+        path.push(below);
+    }
+    path
+}
+
 /// Whether `pointers` (JSON pointers, or jq paths `.spec.syncPolicy…`) cover the
 /// child's `spec.syncPolicy`.
 fn ignores_sync_policy<'a>(pointers: impl Iterator<Item = &'a Value>) -> bool {
@@ -3318,6 +3338,9 @@ mod tests {
         ];
         assert!(chain.iter().all(Link::matters));
         assert_eq!(names(acting_top_down(&chain)), ["clusters"]);
+        // The path to stop: clusters first, then tenants below it (a21j 01: the stop
+        // named only the levels below the one that acted).
+        assert_eq!(names(acting_path(&chain)), ["clusters", "tenants"]);
         // Not remembered: nothing says clusters sets tenants' suspend.
         let forgotten = link("clusters", &syncing, "tenants", &by_hand, 2, false);
         assert!(!forgotten.matters());
@@ -3327,6 +3350,7 @@ mod tests {
             link("clusters", &suspended, "tenants", &by_hand, 2, true),
         ];
         assert!(acting_top_down(&chain).is_empty());
+        assert!(acting_path(&chain).is_empty());
         assert!(
             chain
                 .iter()

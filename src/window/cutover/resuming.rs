@@ -6,13 +6,13 @@ use super::*;
 /// What to do about an IPsecGateway re-created after the window's delete, found by a
 /// resume: first the GitOps owner its markers name, when that owner's controller wrote it
 /// (its sync re-creates it after any delete: a21i 07), with the suspension as the window
-/// writes it when the window paused that owner (a21i 04b); then the ways on and back.
-fn recreated_hint(j: &Journal, old: &Value) -> String {
+/// writes it when the window paused that owner (a21i 04b), and before it each level of
+/// the chain of parents above it that puts its policy back, top-most first (a21j 01: the
+/// root re-armed it, and a hint that named the owner alone looped); then the ways on and
+/// back from where the window stands ([`Beside`], as the stop inside a run says them).
+async fn recreated_hint(cluster: &Cluster, j: &Journal, old: &Value, beside: &Beside) -> String {
     use crate::core::gitops;
-    let (name, ns) = (&j.gateway, &j.namespace);
-    let ways = format!(
-        "`vpnmig rollback {name} -n {ns}` settles the journal on it (its addresses are checked); or delete it (`kubectl delete ipsecgateway {name} -n {ns}`) and `vpnmig cutover {name} -n {ns}` resumes"
-    );
+    let ways = beside.ways(j);
     let owner = gitops::reconciling(&gitops::detect(old))
         .into_iter()
         .filter_map(|m| m.owner.clone())
@@ -23,14 +23,41 @@ fn recreated_hint(j: &Journal, old: &Value) -> String {
                 .gitops
                 .iter()
                 .any(|r| gitops::same_owner(&r.owner, &o) && r.paused);
+            // The chain above it, read now (one that cannot be read names none: the
+            // owner's own suspension is said all the same).
+            let path = match crate::cluster::gitops::find(cluster, &o).await {
+                Ok(crate::cluster::gitops::Found::One(owner, obj)) => {
+                    super::super::gitops::re_arming(cluster, j, &owner, &obj)
+                        .await
+                        .unwrap_or_default()
+                }
+                _ => Vec::new(),
+            };
+            let (by, above) = if path.is_empty() {
+                (String::new(), String::new())
+            } else {
+                (
+                    format!("; {}", super::super::gitops::re_armed_by(&path)),
+                    format!(
+                        "{}; then ",
+                        super::super::gitops::suspend_from_the_top(&path)
+                    ),
+                )
+            };
             let stop = if ours {
                 format!(
-                    "the window suspended it and its suspension did not hold: suspend it again as the window writes it (`{}`), so that it stays the window's and its restore puts the saved policy back",
+                    "the window suspended it and its suspension did not hold{by}: {above}suspend it again as the window writes it (`{}`), so that it stays the window's and its restore puts the saved policy back",
+                    gitops::pause_command(&o)
+                )
+            } else if path.is_empty() {
+                format!(
+                    "suspend it first (`{}`, or take the IPsecGateway out of its source)",
                     gitops::pause_command(&o)
                 )
             } else {
                 format!(
-                    "suspend it first (`{}`, or take the IPsecGateway out of its source)",
+                    "{}: {above}suspend it (`{}`, or take the IPsecGateway out of its source)",
+                    by.trim_start_matches("; "),
                     gitops::pause_command(&o)
                 )
             };
@@ -102,20 +129,24 @@ pub(super) async fn resume(
                     ),
                     opts.timeouts.delete,
                     &diagnosis,
-                    Some(recreated_hint(&j, &old)),
+                    Some(recreated_hint(cluster, &j, &old, &Beside::read(cluster, &j).await).await),
                 ));
             }
         }
         if uid != j.old_uid.as_deref() && !deleting {
+            // What this window applied and is live beside it, named as the stop inside a
+            // run names it (a21j 03: the resume's stop left them out).
+            let beside = Beside::read(cluster, &j).await;
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
-                    "the journal says ipsecgateway/{name} -n {ns} (uid {}) was deleted at phase {}, but an IPsecGateway of that name exists again (uid {})",
+                    "the journal says ipsecgateway/{name} -n {ns} (uid {}) was deleted at phase {}, but an IPsecGateway of that name exists again (uid {}){}",
                     j.old_uid.as_deref().unwrap_or("?"),
                     j.phase,
-                    uid.unwrap_or("?")
+                    uid.unwrap_or("?"),
+                    beside.said()
                 ),
-                hint: Some(recreated_hint(&j, &old).into()),
+                hint: Some(recreated_hint(cluster, &j, &old, &beside).await.into()),
             });
         }
     }

@@ -282,6 +282,25 @@ pub(crate) async fn held(
             };
             let (acts, st) = gitops::relied_parent_acts(&parent, &obj);
             if acts {
+                // The whole chain above the owner at its bottom, from the top-most level
+                // that acts (a21j: the root re-armed the middle level, and a stop that
+                // named the middle level alone was undone by the root).
+                if let Some(bottom) = crate::core::holders::bottom_owner(&w.journal, pr)
+                    && let Found::One(o, bottom_obj) = live::find(w.cluster, &bottom.owner).await?
+                {
+                    let links: Vec<gitops::Link> =
+                        live_chain(w.cluster, &w.journal, &o, &bottom_obj)
+                            .await?
+                            .into_iter()
+                            .map(|(l, _)| l)
+                            .collect();
+                    if gitops::acting_top_down(&links)
+                        .first()
+                        .is_some_and(|top| top.level > 1)
+                    {
+                        return Err(chain_stop(w, verb, &o, &links, None));
+                    }
+                }
                 let (name, ns) = (w.name(), w.ns());
                 return Err(Error::Stop {
                     code: exit::REFUSED,

@@ -402,20 +402,33 @@ pub(super) async fn reenabled_stop(
         ),
         _ => String::new(),
     };
-    let parents = live_parents(w.cluster, obj).await.unwrap_or_default();
+    // The chain above it that puts its policy back now, top-most first (a21j 01); else,
+    // one level, a parent that syncs.
+    let path = re_arming(w.cluster, &w.journal, owner, obj)
+        .await
+        .unwrap_or_default();
+    let parents = if path.is_empty() {
+        live_parents(w.cluster, obj).await.unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     let parent = parents
         .iter()
         .find(|(_, v)| gitops::parent_state(v, obj).active)
         .map(|(p, _)| p);
-    let by = parent
-        .map(|p| {
-            format!(
-                "; it is itself managed by {} (found by {}), which put its policy back",
-                p.owner.display(),
-                p.evidence.join(", ")
-            )
-        })
-        .unwrap_or_default();
+    let by = if path.is_empty() {
+        parent
+            .map(|p| {
+                format!(
+                    "; it is itself managed by {} (found by {}), which put its policy back",
+                    p.owner.display(),
+                    p.evidence.join(", ")
+                )
+            })
+            .unwrap_or_default()
+    } else {
+        format!("; {}", re_armed_by(&path))
+    };
     let delete = if back.is_empty() {
         String::new()
     } else {
@@ -432,7 +445,12 @@ pub(super) async fn reenabled_stop(
             w.journal.floating_ip
         ),
         hint: Some(crate::window::error::hint!(
-            "suspend it again: `{}`{}{delete}, then `vpnmig {verb} {name} -n {ns}` checks the gateway and restores it once its source no longer defines the {replaced} (merge the repository change; `--gitops resume` if it is merged and the status cannot show it)",
+            "{}suspend it again: `{}`{}{delete}, then `vpnmig {verb} {name} -n {ns}` checks the gateway and restores it once its source no longer defines the {replaced} (merge the repository change; `--gitops resume` if it is merged and the status cannot show it)",
+            if path.is_empty() {
+                String::new()
+            } else {
+                format!("{}; then ", suspend_from_the_top(&path))
+            },
             gitops::pause_command(owner),
             parent
                 .map(|p| format!("; and {}", parent_fix(&p.owner)))
