@@ -86,7 +86,7 @@ pub(super) async fn after_interrupt<T>(
             Err(Error::Stop {
                 code: exit::FAILURE,
                 message: k.to_string(),
-                hint: Some(hint.into()),
+                hint: Some(hint),
             })
         }
         // The lock was lost mid-window (not renewed through an API outage, taken with
