@@ -61,6 +61,8 @@ pub enum SideEffects {
 ///      verbs: [create, update, patch], sideEffects: Unknown}
 ///   - {name: deny.example.net, resources: [vpnpeers], verbs: [patch], deny: true,
 ///      message: "peers are frozen"}
+///   - {name: flux-annotations.example.net, resources: [configmaps], verbs: [patch],
+///      deny: true, annotations: [kustomize.toolkit.fluxcd.io/prune]}   # only writes setting it
 /// ```
 ///
 /// A request that matches (verb and resource, `*` = any) is refused as the real server
@@ -88,12 +90,32 @@ pub struct Webhook {
     /// The webhook's reason for a denial.
     #[serde(default)]
     pub message: Option<String>,
+    /// Only a write whose body sets one of these annotations (a policy on them, as a
+    /// Kyverno `metadata.annotations` pattern refuses them); empty: every write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<String>,
 }
 
 impl Webhook {
-    fn matches(&self, verb: &str, resource: &str) -> bool {
+    fn matches(&self, verb: &str, resource: &str, body: &[u8]) -> bool {
         let any = |list: &[String], x: &str| list.iter().any(|v| v == "*" || v == x);
-        any(&self.verbs, verb) && any(&self.resources, resource)
+        any(&self.verbs, verb)
+            && any(&self.resources, resource)
+            && (self.annotations.is_empty() || {
+                let doc: serde_json::Value = serde_json::from_slice(body)
+                    .ok()
+                    .or_else(|| {
+                        std::str::from_utf8(body)
+                            .ok()
+                            .and_then(|t| serde_saphyr::from_str(t).ok())
+                    })
+                    .unwrap_or_default();
+                self.annotations.iter().any(|a| {
+                    doc.pointer("/metadata/annotations")
+                        .and_then(|m| m.get(a))
+                        .is_some_and(|v| !v.is_null())
+                })
+            })
     }
 }
 
@@ -141,9 +163,20 @@ impl ApiFaults {
     }
 
     /// The refusal of the first webhook that refuses `verb` on `resource` (a dry run
-    /// when `dry_run`), as kube-apiserver words it.
-    pub fn admit(&self, verb: &str, resource: &str, dry_run: bool) -> Result<(), ApiError> {
-        for w in self.webhooks.iter().filter(|w| w.matches(verb, resource)) {
+    /// when `dry_run`; `body`: the request's, for a webhook on annotations), as
+    /// kube-apiserver words it.
+    pub fn admit(
+        &self,
+        verb: &str,
+        resource: &str,
+        dry_run: bool,
+        body: &[u8],
+    ) -> Result<(), ApiError> {
+        for w in self
+            .webhooks
+            .iter()
+            .filter(|w| w.matches(verb, resource, body))
+        {
             if dry_run && matches!(w.side_effects, SideEffects::Some | SideEffects::Unknown) {
                 return Err(ApiError::bad_request(format!(
                     "admission webhook \"{}\" does not support dry run",
