@@ -3414,7 +3414,7 @@ guarded! {
             "application/acme -n argocd is itself managed by kustomization/argo-apps -n flux-system",
             "its sync puts back the policy `--gitops pause` would change",
             "no gateway was deleted",
-            "`flux suspend kustomization argo-apps -n flux-system`",
+            "`kubectl patch kustomization argo-apps -n flux-system --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
         ],
         deleted: false,
         late_ms: 0,
@@ -3428,7 +3428,7 @@ guarded! {
         says: &[
             "application/acme -n argocd is itself managed by helmrelease/argo-apps -n platform",
             "no gateway was deleted",
-            "`flux suspend helmrelease argo-apps -n platform`",
+            "`kubectl patch helmrelease argo-apps -n platform --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
         ],
         deleted: false,
         late_ms: 0,
@@ -4236,8 +4236,8 @@ chain_of_parents! {
         top_shown: "kustomization/clusters -n flux-system",
         mid_shown: "kustomization/tenants -n flux-system",
         child_shown: "kustomization/acme -n flux-system",
-        top_command: "`flux suspend kustomization clusters -n flux-system`",
-        mid_command: "`flux suspend kustomization tenants -n flux-system`",
+        top_command: "`kubectl patch kustomization clusters -n flux-system --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
+        mid_command: "`kubectl patch kustomization tenants -n flux-system --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
         restore: &["cutover", "acme", "-n", NS, "--gitops", "resume"],
     };
     an_app_of_apps_of_app_of_apps_is_named_first_and_relied_on: ChainRow {
@@ -4248,8 +4248,8 @@ chain_of_parents! {
         top_shown: "application/cluster-root -n argocd",
         mid_shown: "application/team-sued -n argocd",
         child_shown: "application/acme -n argocd",
-        top_command: "`argocd app set cluster-root --sync-policy none` or `kubectl patch application cluster-root -n argocd",
-        mid_command: "`argocd app set team-sued --sync-policy none` or `kubectl patch application team-sued -n argocd",
+        top_command: "`kubectl patch application cluster-root -n argocd --field-manager=vpnmig --type merge -p '{\"spec\":{\"syncPolicy\":{\"automated\":null}}}'`",
+        mid_command: "`kubectl patch application team-sued -n argocd --field-manager=vpnmig --type merge -p '{\"spec\":{\"syncPolicy\":{\"automated\":null}}}'`",
         restore: &["cutover", "acme", "-n", NS],
     };
     a_kustomization_over_an_app_of_apps_is_named_first_and_relied_on: ChainRow {
@@ -4260,8 +4260,8 @@ chain_of_parents! {
         top_shown: "kustomization/argo-apps -n flux-system",
         mid_shown: "application/root -n argocd",
         child_shown: "application/acme -n argocd",
-        top_command: "`flux suspend kustomization argo-apps -n flux-system`",
-        mid_command: "`argocd app set root --sync-policy none` or `kubectl patch application root -n argocd",
+        top_command: "`kubectl patch kustomization argo-apps -n flux-system --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
+        mid_command: "`kubectl patch application root -n argocd --field-manager=vpnmig --type merge -p '{\"spec\":{\"syncPolicy\":{\"automated\":null}}}'`",
         restore: &["cutover", "acme", "-n", NS],
     };
 }
