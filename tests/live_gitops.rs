@@ -2806,9 +2806,16 @@ async fn an_owner_suspended_by_hand_gets_the_protections_and_the_steps() {
             r.stderr
         );
         let j = live::journal(&l, NS, "acme").unwrap();
+        // The Secret's two, and the window's journal from its prune (a21j 05).
         assert_eq!(
             j["gitops"][0]["protected"].as_array().map(Vec::len),
-            Some(2),
+            Some(3),
+            "{what}: {j}"
+        );
+        assert_eq!(
+            j["gitops"][0]["protected"][2],
+            json!({"kind": "ConfigMap", "namespace": NS, "name": "vpnmig-acme",
+                "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"}),
             "{what}: {j}"
         );
         // `status` and a run again say it is still suspended, with the same steps, and
@@ -3399,7 +3406,8 @@ guarded! {
         says: &[
             "application/acme -n tenant-apps is itself managed by application/root -n argocd",
             "no gateway was deleted",
-            "`kubectl patch application root -n argocd --type merge",
+            // a21i 02: as vpnmig writes a suspension.
+            "`kubectl patch application root -n argocd --field-manager=vpnmig --type merge",
         ],
         deleted: false,
         late_ms: 0,
