@@ -7588,7 +7588,12 @@ async fn a_forced_restore_never_prunes_the_psk_secret(b: &Bed, tool: Tool) {
 // journal carried none before the restore, and its first sync pruned it while the restore
 // said "as it was".
 
-const HELMRELEASE: Kind = ("helm.toolkit.fluxcd.io", "v2", "helmreleases", "HelmRelease");
+const HELMRELEASE: Kind = (
+    "helm.toolkit.fluxcd.io",
+    "v2",
+    "helmreleases",
+    "HelmRelease",
+);
 
 /// The merged source with a ConfigMap of the tenant's beside the window's objects (a21j 05).
 fn with_settings(m: String) -> String {
@@ -7799,9 +7804,7 @@ async fn a_restore_keeps_the_journal_from_a_kustomization_that_stamps_configmaps
     assert_eq!(j["gitops"][0]["paused"], false, "{j}");
 }
 
-async fn a_restore_keeps_the_journal_from_an_application_that_tracks_configmaps_by_label(
-    b: &Bed,
-) {
+async fn a_restore_keeps_the_journal_from_an_application_that_tracks_configmaps_by_label(b: &Bed) {
     adopted_on(b, IPSECGATEWAY).await;
     done_then_merged_on(b, Tool::Argo, with_settings).await;
     let r = b
@@ -7816,12 +7819,17 @@ async fn a_restore_keeps_the_journal_from_an_application_that_tracks_configmaps_
         .await;
     assert!(!r.says("made live is as it was"), "{}", r.stderr);
     assert!(Tool::Argo.suspended(&Tool::Argo.owner_on(b).await));
-    let cm = journal_cm(b, "vpnmig-acme").await.expect("the journal is kept");
+    let cm = journal_cm(b, "vpnmig-acme")
+        .await
+        .expect("the journal is kept");
     assert_eq!(
         cm["metadata"]["annotations"]["argocd.argoproj.io/sync-options"], "Prune=false",
         "{cm}"
     );
-    assert_eq!(cm["metadata"]["labels"]["app.kubernetes.io/instance"], "acme", "{cm}");
+    assert_eq!(
+        cm["metadata"]["labels"]["app.kubernetes.io/instance"], "acme",
+        "{cm}"
+    );
     let j = b.journal(NS, "acme").await.unwrap();
     assert_eq!(j["gitops"][0]["paused"], true, "{j}");
     // Run again: not restored while its markers are on the journal, with the commands.
@@ -7991,18 +7999,13 @@ async fn a_restore_keeps_the_archived_record_of_an_earlier_window(b: &Bed) {
         "window 1 archived"
     );
     Tool::Flux.merge_on(b, &with_settings(rewritten)).await;
-    b.gitops
-        .settings()
-        .write()
-        .unwrap()
-        .owners
-        .insert(
-            owner_key(Tool::Flux).into(),
-            vpnmig_sandbox::gitops::OwnerFaults {
-                relabels: true,
-                ..Default::default()
-            },
-        );
+    b.gitops.settings().write().unwrap().owners.insert(
+        owner_key(Tool::Flux).into(),
+        vpnmig_sandbox::gitops::OwnerFaults {
+            relabels: true,
+            ..Default::default()
+        },
+    );
     b.step(
         RESUME,
         0,
@@ -8057,7 +8060,9 @@ async fn a_restore_whose_journal_protection_is_refused_does_not_go_on(b: &Bed) {
     assert_eq!(j["gitops"][0]["paused"], true, "{j}");
     // Not claimed: the journal records no protection of itself.
     assert!(
-        !j["gitops"][0]["protected"].to_string().contains("vpnmig-acme"),
+        !j["gitops"][0]["protected"]
+            .to_string()
+            .contains("vpnmig-acme"),
         "{j}"
     );
     // Once the policy allows it, the same command restores it, and the journal stays.

@@ -313,7 +313,11 @@ mod tests {
                 name: "hub".into(),
             };
             let said = suspend_command(&owner);
-            assert_eq!(said, format!("`{}`", gitops::pause_command(&owner)), "{kind}");
+            assert_eq!(
+                said,
+                format!("`{}`", gitops::pause_command(&owner)),
+                "{kind}"
+            );
             assert!(said.contains("--field-manager=vpnmig"), "{said}");
             assert!(
                 parent_fix_verb(&owner).contains("--field-manager=vpnmig")
@@ -329,7 +333,8 @@ mod tests {
             name: "hub".into(),
         };
         assert!(
-            suspend_command(&bare).starts_with("`kubectl patch application hub -n argocd --field-manager=vpnmig"),
+            suspend_command(&bare)
+                .starts_with("`kubectl patch application hub -n argocd --field-manager=vpnmig"),
             "{}",
             suspend_command(&bare)
         );

@@ -435,7 +435,14 @@ pub(super) async fn keep(
         // OutOfSync ("requires pruning") for good, and its first sync is never seen
         // done. Its markers come off first, and what put them there is found.
         if record && tracked && !handover && r.kind == "Application" {
-            refuse!(argo_tracks_record(&r, &obj, &what, replaced, w.name(), w.ns()));
+            refuse!(argo_tracks_record(
+                &r,
+                &obj,
+                &what,
+                replaced,
+                w.name(),
+                w.ns()
+            ));
         }
         if handover || record {
             continue;

@@ -23,7 +23,11 @@ pub(super) struct Kept {
 impl Kept {
     /// `configmap/vpnmig-acme -n tenant-acme (the window's journal)`.
     pub fn display(&self) -> String {
-        format!("{} ({})", object_ref("ConfigMap", &self.name, &self.ns), self.what)
+        format!(
+            "{} ({})",
+            object_ref("ConfigMap", &self.name, &self.ns),
+            self.what
+        )
     }
 }
 
@@ -129,8 +133,7 @@ pub(super) async fn records_held(
         return Ok(None);
     }
     for k in records {
-        let Some(obj) = live::get_kept(w.cluster, "v1", "ConfigMap", &k.ns, &k.name).await?
-        else {
+        let Some(obj) = live::get_kept(w.cluster, "v1", "ConfigMap", &k.ns, &k.name).await? else {
             continue;
         };
         if gitops::tracks(owner, &obj) {

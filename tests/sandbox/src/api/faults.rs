@@ -229,3 +229,38 @@ impl ApiFaults {
         Some(e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A webhook on annotations refuses only a write whose body sets one of them (JSON or
+    /// YAML), not the other writes of the same resource.
+    #[test]
+    fn a_webhook_on_annotations_refuses_only_writes_that_set_them() {
+        let f = ApiFaults {
+            webhooks: vec![Webhook {
+                name: "flux-annotations.example.net".into(),
+                resources: vec!["configmaps".into()],
+                verbs: vec!["patch".into()],
+                side_effects: SideEffects::None,
+                deny: true,
+                message: None,
+                annotations: vec!["kustomize.toolkit.fluxcd.io/prune".into()],
+            }],
+            ..Default::default()
+        };
+        let sets =
+            br#"{"metadata":{"annotations":{"kustomize.toolkit.fluxcd.io/prune":"disabled"}}}"#;
+        assert!(f.admit("patch", "configmaps", false, sets).is_err());
+        let yaml = b"metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n";
+        assert!(f.admit("patch", "configmaps", false, yaml).is_err());
+        // Another annotation, a removal (null), no body: admitted.
+        let other = br#"{"metadata":{"annotations":{"vpnmig.bnerd.net/recover":"x"}}}"#;
+        assert!(f.admit("patch", "configmaps", false, other).is_ok());
+        let removal = br#"{"metadata":{"annotations":{"kustomize.toolkit.fluxcd.io/prune":null}}}"#;
+        assert!(f.admit("patch", "configmaps", false, removal).is_ok());
+        assert!(f.admit("patch", "configmaps", false, b"").is_ok());
+        assert!(f.admit("patch", "secrets", false, sets).is_ok());
+    }
+}
