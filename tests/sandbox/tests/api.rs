@@ -495,6 +495,7 @@ api:
                 side_effects: SideEffects::NoneOnDryRun,
                 deny: true,
                 message: Some("configmaps are frozen".into()),
+                annotations: Vec::new(),
             },
             Webhook {
                 name: "quiet.example.net".into(),
@@ -503,6 +504,7 @@ api:
                 side_effects: SideEffects::None,
                 deny: true,
                 message: None,
+                annotations: Vec::new(),
             },
         ];
     }

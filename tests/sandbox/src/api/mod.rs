@@ -262,7 +262,7 @@ fn route(
         let dry_run = param(&query, "dryRun") == Some("All")
             || (verb == "delete" && delete_body_dry_run(headers, body));
         if let Ok(f) = app.faults.read() {
-            f.admit(verb, &target.resource(), dry_run)?;
+            f.admit(verb, &target.resource(), dry_run, body)?;
         }
     }
     let wopts = WriteOptions {
