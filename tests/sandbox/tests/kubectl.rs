@@ -423,7 +423,9 @@ async fn kubectl_impersonation_is_checked_like_kube_apiserver() {
     .await;
     assert_eq!(denied.code, 1);
     assert!(
-        denied.stderr.contains("User \"viewer\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"),
+        // kube-apiserver v1.36 and later check constrained impersonation (KEP-5284) first and
+        // name its refusal: the mode's verb on the request itself.
+        denied.stderr.contains("ipsecgateways.ipsec.bnerd.net is forbidden: User \"viewer\" cannot impersonate-on:user-info:list resource \"ipsecgateways\" in API group \"ipsec.bnerd.net\" in the namespace \"tenant-acme\""),
         "{}",
         denied.stderr
     );

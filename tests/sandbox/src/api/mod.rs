@@ -149,7 +149,8 @@ fn route(
         "/healthz" | "/livez" | "/readyz" => return Ok((StatusCode::OK, "ok").into_response()),
         _ => {}
     }
-    let user = auth::identify(&app.users, &app.groups, headers)?;
+    let attributes = auth::Attributes::of(method.as_str(), uri.path(), uri.query());
+    let user = auth::identify(&app.users, &app.groups, headers, &attributes)?;
     let accept = headers
         .get("accept")
         .and_then(|h| h.to_str().ok())
