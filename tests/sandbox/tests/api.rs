@@ -386,7 +386,7 @@ async fn server_side_apply_that_creates_needs_create_permission() {
         (
             403,
             "Forbidden".into(),
-            "configmaps \"new\" is forbidden: ".into(),
+            "configmaps \"new\" is forbidden: User \"patcher\" cannot create resource \"configmaps\" in API group \"\" in the namespace \"tenant-acme\"".into(),
             vec![]
         )
     );
