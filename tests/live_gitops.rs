@@ -2806,9 +2806,16 @@ async fn an_owner_suspended_by_hand_gets_the_protections_and_the_steps() {
             r.stderr
         );
         let j = live::journal(&l, NS, "acme").unwrap();
+        // The Secret's two, and the window's journal from its prune (a21j 05).
         assert_eq!(
             j["gitops"][0]["protected"].as_array().map(Vec::len),
-            Some(2),
+            Some(3),
+            "{what}: {j}"
+        );
+        assert_eq!(
+            j["gitops"][0]["protected"][2],
+            json!({"kind": "ConfigMap", "namespace": NS, "name": "vpnmig-acme",
+                "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"}),
             "{what}: {j}"
         );
         // `status` and a run again say it is still suspended, with the same steps, and
@@ -3399,7 +3406,8 @@ guarded! {
         says: &[
             "application/acme -n tenant-apps is itself managed by application/root -n argocd",
             "no gateway was deleted",
-            "`kubectl patch application root -n argocd --type merge",
+            // a21i 02: as vpnmig writes a suspension.
+            "`kubectl patch application root -n argocd --field-manager=vpnmig --type merge",
         ],
         deleted: false,
         late_ms: 0,
@@ -3414,7 +3422,7 @@ guarded! {
             "application/acme -n argocd is itself managed by kustomization/argo-apps -n flux-system",
             "its sync puts back the policy `--gitops pause` would change",
             "no gateway was deleted",
-            "`flux suspend kustomization argo-apps -n flux-system`",
+            "`kubectl patch kustomization argo-apps -n flux-system --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
         ],
         deleted: false,
         late_ms: 0,
@@ -3428,7 +3436,7 @@ guarded! {
         says: &[
             "application/acme -n argocd is itself managed by helmrelease/argo-apps -n platform",
             "no gateway was deleted",
-            "`flux suspend helmrelease argo-apps -n platform`",
+            "`kubectl patch helmrelease argo-apps -n platform --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
         ],
         deleted: false,
         late_ms: 0,
@@ -4236,8 +4244,8 @@ chain_of_parents! {
         top_shown: "kustomization/clusters -n flux-system",
         mid_shown: "kustomization/tenants -n flux-system",
         child_shown: "kustomization/acme -n flux-system",
-        top_command: "`flux suspend kustomization clusters -n flux-system`",
-        mid_command: "`flux suspend kustomization tenants -n flux-system`",
+        top_command: "`kubectl patch kustomization clusters -n flux-system --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
+        mid_command: "`kubectl patch kustomization tenants -n flux-system --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
         restore: &["cutover", "acme", "-n", NS, "--gitops", "resume"],
     };
     an_app_of_apps_of_app_of_apps_is_named_first_and_relied_on: ChainRow {
@@ -4248,8 +4256,8 @@ chain_of_parents! {
         top_shown: "application/cluster-root -n argocd",
         mid_shown: "application/team-sued -n argocd",
         child_shown: "application/acme -n argocd",
-        top_command: "`argocd app set cluster-root --sync-policy none` or `kubectl patch application cluster-root -n argocd",
-        mid_command: "`argocd app set team-sued --sync-policy none` or `kubectl patch application team-sued -n argocd",
+        top_command: "`kubectl patch application cluster-root -n argocd --field-manager=vpnmig --type merge -p '{\"spec\":{\"syncPolicy\":{\"automated\":null}}}'`",
+        mid_command: "`kubectl patch application team-sued -n argocd --field-manager=vpnmig --type merge -p '{\"spec\":{\"syncPolicy\":{\"automated\":null}}}'`",
         restore: &["cutover", "acme", "-n", NS],
     };
     a_kustomization_over_an_app_of_apps_is_named_first_and_relied_on: ChainRow {
@@ -4260,8 +4268,8 @@ chain_of_parents! {
         top_shown: "kustomization/argo-apps -n flux-system",
         mid_shown: "application/root -n argocd",
         child_shown: "application/acme -n argocd",
-        top_command: "`flux suspend kustomization argo-apps -n flux-system`",
-        mid_command: "`argocd app set root --sync-policy none` or `kubectl patch application root -n argocd",
+        top_command: "`kubectl patch kustomization argo-apps -n flux-system --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
+        mid_command: "`kubectl patch application root -n argocd --field-manager=vpnmig --type merge -p '{\"spec\":{\"syncPolicy\":{\"automated\":null}}}'`",
         restore: &["cutover", "acme", "-n", NS],
     };
 }
@@ -6555,8 +6563,9 @@ async fn every_hand_over_keeps_the_psk_secret_from_a_later_resume() {
                         .flatten()
                         .any(|e| e["kind"] == "VPNGateway" && e["status"] == "Synced")
             } else if row.tool == 2 {
-                // A kept object keeps a HelmRelease "in progress" (its inventory is the
-                // last one); its sync stamped the release's markers on the new gateway.
+                // Its sync stamped the release's markers on the new gateway (the kept
+                // Secret left out of the release, as helm-controller keeps a
+                // `helm.sh/resource-policy: keep` resource).
                 o["status"]["observedGeneration"] == o["metadata"]["generation"]
                     && objects(&l, "vpn.bnerd.net", "vpngateways", NS)
                         .first()
@@ -7541,9 +7550,12 @@ async fn a_forced_restore_never_prunes_the_psk_secret(b: &Bed, tool: Tool) {
             assert_eq!(
                 j["gitops"][0]["protected"],
                 // Issue 21 item 1, round 4: first the protection from its apply.
+                // a21j 05: then the window's journal, from its prune, whatever it tracks.
                 json!([{"kind": "Secret", "namespace": NS, "name": "acme-psk",
                     "annotation": "kustomize.toolkit.fluxcd.io/reconcile", "value": "disabled"},
                     {"kind": "Secret", "namespace": NS, "name": "acme-psk",
+                    "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"},
+                    {"kind": "ConfigMap", "namespace": NS, "name": "vpnmig-acme",
                     "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"}]),
                 "{j}"
             );
@@ -8060,4 +8072,497 @@ crate::rows! {
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &MIXED_TOP_AT_THE_FIP)),
     },
+}
+
+// ---------------------------------------------------------------------------------------
+// a21j 05 (issue 21 kind 1): no restore prunes the windows' records. The owner's controller
+// stamps its markers on every ConfigMap of the namespace once it syncs (the `relabels`
+// fault: the merged source holds a ConfigMap, so ConfigMaps are a kind it knows); the
+// journal carried none before the restore, and its first sync pruned it while the restore
+// said "as it was".
+
+/// The merged source with a ConfigMap of the tenant's beside the window's objects (a21j 05).
+fn with_settings(m: String) -> String {
+    format!(
+        "{}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: acme-settings\n  namespace: tenant-acme\ndata:\n  tier: gold\n",
+        m.trim_end()
+    )
+}
+
+/// `scenario` (self-heal after 200 ms) whose owner `key` has `faults`.
+fn with_owner_faults(
+    scenario: String,
+    key: &str,
+    faults: vpnmig_sandbox::gitops::OwnerFaults,
+) -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s.gitops.owners.insert(key.to_string(), faults);
+    Scenario::built(scenario, s)
+}
+
+fn owner_key(tool: Tool) -> &'static str {
+    match tool {
+        Tool::Argo => "argocd/argocd/acme",
+        Tool::Flux => "flux/flux-system/acme",
+    }
+}
+
+fn relabelling(tool: Tool) -> Scenario {
+    with_owner_faults(
+        tool.scenario().to_string(),
+        owner_key(tool),
+        vpnmig_sandbox::gitops::OwnerFaults {
+            relabels: true,
+            ..Default::default()
+        },
+    )
+}
+
+fn flux_relabelling() -> Scenario {
+    relabelling(Tool::Flux)
+}
+
+fn argo_relabelling() -> Scenario {
+    relabelling(Tool::Argo)
+}
+
+fn helm_relabelling() -> Scenario {
+    with_owner_faults(
+        helm_release(),
+        "flux/flux-system/acme",
+        vpnmig_sandbox::gitops::OwnerFaults {
+            relabels: true,
+            ..Default::default()
+        },
+    )
+}
+
+/// Flux stamps its markers, and its prune deletes what carries the protection too: the
+/// journal is deleted during the first sync whatever vpnmig set.
+fn flux_pruning_anyway() -> Scenario {
+    with_owner_faults(
+        FLUX.to_string(),
+        "flux/flux-system/acme",
+        vpnmig_sandbox::gitops::OwnerFaults {
+            relabels: true,
+            ignores_prune_protection: true,
+            ..Default::default()
+        },
+    )
+}
+
+/// The window's journal, read through the API.
+async fn journal_cm(b: &Bed, name: &str) -> Option<Value> {
+    b.get(CONFIGMAP, NS, name).await
+}
+
+/// The record of `name` is printed, its hash chain intact (exit 0: a broken one is 5).
+async fn record_intact(b: &Bed, extra: &[&str]) {
+    let mut args = vec!["report", "acme", "-n", NS, "-o", "json"];
+    args.extend_from_slice(extra);
+    let r = b.vpnmig(&args).await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["chain"]["status"], "intact", "{doc}");
+}
+
+/// The owner's markers on the journal (its `relabels` sync ran), and the journal still
+/// there a few of its passes later.
+async fn journal_stamped_and_kept(b: &Bed, tool_label: &str, protection: (&str, &str)) {
+    bed::eventually(
+        20,
+        "the owner's sync stamps its markers on the journal",
+        || async {
+            journal_cm(b, "vpnmig-acme").await.is_some_and(|cm| {
+                cm["metadata"]["labels"]
+                    .as_object()
+                    .is_some_and(|l| l.keys().any(|k| k.starts_with(tool_label)))
+            })
+        },
+    )
+    .await;
+    for _ in 0..3 {
+        b.gitops.kick();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let cm = journal_cm(b, "vpnmig-acme")
+        .await
+        .expect("the journal survives the owner's syncs");
+    assert_eq!(
+        cm["metadata"]["annotations"][protection.0], protection.1,
+        "{cm}"
+    );
+    let st = b.vpnmig(&["status", "-n", NS]).await;
+    assert!(!st.stdout.contains("journal missing"), "{}", st.stdout);
+    record_intact(b, &[]).await;
+}
+
+crate::rows! {
+    /// a21j 05: a Kustomization that stamps its markers on every ConfigMap of the namespace
+    /// once it syncs. The advised `--gitops resume` protects the journal from its prune as
+    /// it protects the PSK Secret; the journal survives the first sync and those after,
+    /// and the record stays printable.
+    a_restore_keeps_the_journal_from_a_kustomization_that_stamps_configmaps: bed::Row {
+        scenario: flux_relabelling,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_restore_keeps_the_journal_from_a_kustomization_that_stamps_configmaps(b)),
+    },
+    /// Made up: an Argo CD Application that stamps its tracking label and id on the
+    /// ConfigMaps. Protected (Prune=false), the journal is not pruned, but the Application
+    /// then reads OutOfSync for good: the restore stops, suspends it again and names the
+    /// commands that take the markers off; once they are off, it restores it.
+    a_restore_keeps_the_journal_from_an_application_that_tracks_configmaps_by_label: bed::Row {
+        scenario: argo_relabelling,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_restore_keeps_the_journal_from_an_application_that_tracks_configmaps_by_label(b)),
+    },
+    /// Made up: a HelmRelease whose merged chart renders a ConfigMap and no longer the PSK
+    /// Secret: its restore protects the journal with `helm.sh/resource-policy: keep`.
+    a_restore_keeps_the_journal_from_a_helm_release_that_stamps_configmaps: bed::Row {
+        scenario: helm_relabelling,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_restore_keeps_the_journal_from_a_helm_release_that_stamps_configmaps(b)),
+    },
+    /// Made up: the journal deleted during the first sync all the same (a controller that
+    /// does not honour the protection). The watch sees it: the owner is suspended again,
+    /// the stop says the journal was deleted, and the journal is written back from the
+    /// run's copy, its record intact. Never "as it was".
+    a_journal_pruned_anyway_during_the_first_sync_is_said_and_written_back: bed::Row {
+        scenario: flux_pruning_anyway,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_journal_pruned_anyway_during_the_first_sync_is_said_and_written_back(b)),
+    },
+    /// Made up: the archived record of an earlier window (a cutover after a rollback
+    /// archives it) is protected by the restore too, and survives the first sync.
+    a_restore_keeps_the_archived_record_of_an_earlier_window: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_restore_keeps_the_archived_record_of_an_earlier_window(b)),
+    },
+    /// Made up: a policy (an admission webhook) refuses Flux's annotations on ConfigMaps:
+    /// the journal's protection cannot be set, so the owner is not restored (it stays
+    /// suspended, said with the command that sets it); once it can be set, it is.
+    a_restore_whose_journal_protection_is_refused_does_not_go_on: bed::Row {
+        scenario: flux_relabelling,
+        only: Some((bed::Backend::Emulated, "admission webhooks are the emulator's")),
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_restore_whose_journal_protection_is_refused_does_not_go_on(b)),
+    },
+}
+
+async fn a_restore_keeps_the_journal_from_a_kustomization_that_stamps_configmaps(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, with_settings).await;
+    b.step(
+        RESUME,
+        0,
+        &[
+            "kept configmap/vpnmig-acme -n tenant-acme (the window's journal) from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled",
+            "kustomization/acme -n flux-system synced: what the window made live is as it was",
+        ],
+    )
+    .await;
+    journal_stamped_and_kept(
+        b,
+        "kustomize.toolkit.fluxcd.io/",
+        ("kustomize.toolkit.fluxcd.io/prune", "disabled"),
+    )
+    .await;
+    // The tenant's ConfigMap applied: the merged source synced.
+    assert!(b.get(CONFIGMAP, NS, "acme-settings").await.is_some());
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert!(
+        j["gitops"][0]["protected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["kind"] == "ConfigMap"
+                && p["name"] == "vpnmig-acme"
+                && p["annotation"] == "kustomize.toolkit.fluxcd.io/prune"),
+        "{j}"
+    );
+    assert_eq!(j["gitops"][0]["paused"], false, "{j}");
+}
+
+async fn a_restore_keeps_the_journal_from_an_application_that_tracks_configmaps_by_label(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Argo, with_settings).await;
+    let r = b
+        .step(
+            CUT,
+            5,
+            &[
+                "kept configmap/vpnmig-acme -n tenant-acme (the window's journal) from application/acme -n argocd's prune: annotation argocd.argoproj.io/sync-options=Prune=false",
+                "application/acme -n argocd was restored and its sync interfered, so vpnmig suspended it again: application/acme -n argocd tracks configmap/vpnmig-acme -n tenant-acme (the window's journal) (its markers are on it, and its source does not define it)",
+            ],
+        )
+        .await;
+    assert!(!r.says("made live is as it was"), "{}", r.stderr);
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner_on(b).await));
+    let cm = journal_cm(b, "vpnmig-acme")
+        .await
+        .expect("the journal is kept");
+    assert_eq!(
+        cm["metadata"]["annotations"]["argocd.argoproj.io/sync-options"], "Prune=false",
+        "{cm}"
+    );
+    assert_eq!(
+        cm["metadata"]["labels"]["app.kubernetes.io/instance"], "acme",
+        "{cm}"
+    );
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    // Run again: not restored while its markers are on the journal, with the commands.
+    b.step(
+        CUT,
+        0,
+        &[
+            "application/acme -n argocd stays suspended: application/acme -n argocd tracks configmap/vpnmig-acme -n tenant-acme (the window's journal)",
+            "`kubectl label configmap vpnmig-acme -n tenant-acme app.kubernetes.io/instance-`",
+            "`kubectl annotate configmap vpnmig-acme -n tenant-acme argocd.argoproj.io/tracking-id-`",
+        ],
+    )
+    .await;
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner_on(b).await));
+    // What stamped them is stopped and the markers are taken off: restored.
+    b.gitops.settings().write().unwrap().owners.clear();
+    b.edit(CONFIGMAP, NS, "vpnmig-acme", |o| {
+        o["metadata"]["labels"]
+            .as_object_mut()
+            .unwrap()
+            .remove("app.kubernetes.io/instance");
+        o["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove("argocd.argoproj.io/tracking-id");
+    })
+    .await;
+    bed::eventually(
+        20,
+        "the Application no longer lists the journal",
+        || async {
+            !Tool::Argo.owner_on(b).await["status"]["resources"]
+                .to_string()
+                .contains("vpnmig-acme")
+        },
+    )
+    .await;
+    b.step(
+        CUT,
+        0,
+        &["application/acme -n argocd synced: what the window made live is as it was"],
+    )
+    .await;
+    assert!(!Tool::Argo.suspended(&Tool::Argo.owner_on(b).await));
+    assert!(journal_cm(b, "vpnmig-acme").await.is_some());
+    record_intact(b, &[]).await;
+}
+
+async fn a_restore_keeps_the_journal_from_a_helm_release_that_stamps_configmaps(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let (rewritten, r) =
+        planned_and_cut_over_at(&b.kubeconfig, &Tool::Flux.source_on(b).await).await;
+    // It tracks the PSK Secret at done: not restored, handed over, the journal protected
+    // from its prune first with the rest.
+    assert!(
+        r.says("before that hand-over, the window keeps secret/acme-psk -n tenant-acme (helm.sh/resource-policy=keep) from it"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.says("its records are kept from it too, whatever it tracks: configmap/vpnmig-acme -n tenant-acme (helm.sh/resource-policy=keep)"),
+        "{}",
+        r.stderr
+    );
+    // The chart no longer renders the Secret (moved out), and its markers are off it:
+    // the restore is vpnmig's again.
+    b.edit(SECRET, NS, "acme-psk", |o| {
+        let m = o["metadata"].as_object_mut().unwrap();
+        m.remove("labels");
+        m.remove("annotations");
+    })
+    .await;
+    Tool::Flux
+        .merge_on(b, &with_settings(without_secret(rewritten)))
+        .await;
+    b.step(
+        RESUME,
+        0,
+        &["helmrelease/acme -n flux-system synced: what the window made live is as it was"],
+    )
+    .await;
+    let hr = b.get(HELMRELEASE, "flux-system", "acme").await.unwrap();
+    assert_ne!(hr["spec"]["suspend"], true, "restored: {hr}");
+    journal_stamped_and_kept(
+        b,
+        "helm.toolkit.fluxcd.io/",
+        ("helm.sh/resource-policy", "keep"),
+    )
+    .await;
+}
+
+async fn a_journal_pruned_anyway_during_the_first_sync_is_said_and_written_back(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, with_settings).await;
+    let before = b.journal(NS, "acme").await.unwrap();
+    let r = b
+        .step(
+            RESUME,
+            5,
+            &[
+                "kustomization/acme -n flux-system was restored and its sync interfered, so vpnmig suspended it again: configmap/vpnmig-acme -n tenant-acme (the window's journal) was deleted during kustomization/acme -n flux-system's first sync",
+                "vpnmig wrote configmap/vpnmig-acme -n tenant-acme (the window's journal) back from this run's copy",
+                "`vpnmig report acme -n tenant-acme` prints the record",
+            ],
+        )
+        .await;
+    assert!(!r.says("made live is as it was"), "{}", r.stderr);
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    let j = b.journal(NS, "acme").await.expect("written back");
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    // The same history, hash chain and all, as before the restore.
+    assert_eq!(j["history"], before["history"], "{j}");
+    assert_eq!(j["historyHead"], before["historyHead"], "{j}");
+    record_intact(b, &[]).await;
+    let st = b.vpnmig(&["status", "-n", NS]).await;
+    assert!(!st.stdout.contains("journal missing"), "{}", st.stdout);
+}
+
+async fn a_restore_keeps_the_archived_record_of_an_earlier_window(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    // Window 1: a cutover, then its rollback; the owner stays suspended (its source, as
+    // the cluster shows it, cannot be read while suspended).
+    planned_and_cut_over_at(&b.kubeconfig, &Tool::Flux.source_on(b).await).await;
+    b.step(&["rollback", "acme", "-n", NS, "--yes"], 0, &[])
+        .await;
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("rolled-back"));
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    // Window 2 (a plan of its own: window 1's is of the old gateway's uid) archives
+    // window 1's record.
+    let cwd = b.kubeconfig.parent().unwrap().to_path_buf();
+    std::fs::remove_dir_all(cwd.join("repo")).unwrap();
+    let repo = repo_in(&cwd, &Tool::Flux.source_on(b).await);
+    b.step(
+        &[
+            "plan",
+            "acme",
+            "-n",
+            NS,
+            "--out",
+            "plans/acme-2",
+            "--gitops-repo",
+            repo.to_str().unwrap(),
+        ],
+        4,
+        &[],
+    )
+    .await;
+    let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
+    b.step(
+        &[
+            "cutover",
+            "acme",
+            "-n",
+            NS,
+            "--plan",
+            "plans/acme-2",
+            "--gitops",
+            "pause",
+            "--yes",
+        ],
+        0,
+        &["is archived as ConfigMap tenant-acme/vpnmig-acme.window-1"],
+    )
+    .await;
+    assert!(
+        journal_cm(b, "vpnmig-acme.window-1").await.is_some(),
+        "window 1 archived"
+    );
+    Tool::Flux.merge_on(b, &with_settings(rewritten)).await;
+    b.gitops.settings().write().unwrap().owners.insert(
+        owner_key(Tool::Flux).into(),
+        vpnmig_sandbox::gitops::OwnerFaults {
+            relabels: true,
+            ..Default::default()
+        },
+    );
+    b.step(
+        RESUME,
+        0,
+        &[
+            "kept configmap/vpnmig-acme.window-1 -n tenant-acme (the archived record of window 1 of tenant-acme/acme) from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled",
+            "kustomization/acme -n flux-system synced: what the window made live is as it was",
+        ],
+    )
+    .await;
+    journal_stamped_and_kept(
+        b,
+        "kustomize.toolkit.fluxcd.io/",
+        ("kustomize.toolkit.fluxcd.io/prune", "disabled"),
+    )
+    .await;
+    let archive = journal_cm(b, "vpnmig-acme.window-1")
+        .await
+        .expect("the archived record survives the owner's syncs");
+    assert_eq!(
+        archive["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"], "acme",
+        "stamped: {archive}"
+    );
+    record_intact(b, &["--window", "1"]).await;
+}
+
+async fn a_restore_whose_journal_protection_is_refused_does_not_go_on(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, with_settings).await;
+    b.api_faults().write().unwrap().webhooks.push(
+        serde_json::from_value(json!({"name": "flux-annotations.kyverno.example",
+            "resources": ["configmaps"], "verbs": ["patch", "update"], "deny": true,
+            "annotations": ["kustomize.toolkit.fluxcd.io/prune"],
+            "message": "only Flux sets Flux annotations on ConfigMaps"}))
+        .unwrap(),
+    );
+    let r = b
+        .step(
+            RESUME,
+            0,
+            &[
+                "kustomization/acme -n flux-system stays suspended: the annotation kustomize.toolkit.fluxcd.io/prune=disabled could not be set on configmap/vpnmig-acme -n tenant-acme (the window's journal)",
+                "only Flux sets Flux annotations on ConfigMaps",
+                "so nothing keeps kustomization/acme -n flux-system's sync from pruning it",
+                "`kubectl annotate configmap vpnmig-acme -n tenant-acme kustomize.toolkit.fluxcd.io/prune=disabled`",
+                "then `vpnmig cutover acme -n tenant-acme --gitops resume`",
+            ],
+        )
+        .await;
+    assert!(!r.says("restored kustomization/acme"), "{}", r.stderr);
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    // Not claimed: the journal records no protection of itself.
+    assert!(
+        !j["gitops"][0]["protected"]
+            .to_string()
+            .contains("vpnmig-acme"),
+        "{j}"
+    );
+    // Once the policy allows it, the same command restores it, and the journal stays.
+    b.api_faults().write().unwrap().webhooks.clear();
+    b.step(
+        RESUME,
+        0,
+        &["kustomization/acme -n flux-system synced: what the window made live is as it was"],
+    )
+    .await;
+    journal_stamped_and_kept(
+        b,
+        "kustomize.toolkit.fluxcd.io/",
+        ("kustomize.toolkit.fluxcd.io/prune", "disabled"),
+    )
+    .await;
 }

@@ -206,7 +206,27 @@ pub(super) async fn hand_over(
         }
     }
     let (key, value) = gitops::prune_protection(&owner.kind);
-    let protected = &w.journal.gitops[i].protected;
+    // The windows' records are protected whatever the owner tracks (a21j 05): said apart,
+    // after what the owner tracks.
+    let names: Vec<(String, String)> = windows
+        .iter()
+        .flat_map(|(j, _)| records_of(j, false))
+        .map(|k| (k.ns, k.name))
+        .collect();
+    let is_record = |p: &&gitops::Protected| {
+        p.kind == "ConfigMap" && names.contains(&(p.namespace.clone(), p.name.clone()))
+    };
+    let records: Vec<String> = w.journal.gitops[i]
+        .protected
+        .iter()
+        .filter(is_record)
+        .map(gitops::Protected::display)
+        .collect();
+    let protected: Vec<&gitops::Protected> = w.journal.gitops[i]
+        .protected
+        .iter()
+        .filter(|p| !is_record(p))
+        .collect();
     let mut out = if protected.is_empty() && refused.is_empty() && psk_tracked.is_empty() {
         "nothing the window keeps needs a protection from it (it tracks none of them)".to_string()
     } else if protected.is_empty() {
@@ -217,16 +237,22 @@ pub(super) async fn hand_over(
             "the window keeps {} from it (the journal records {})",
             protected
                 .iter()
-                .map(gitops::Protected::display)
+                .map(|p| p.display())
                 .collect::<Vec<_>>()
                 .join(", "),
-            if protected.len() > before {
+            if w.journal.gitops[i].protected.len() > before {
                 "them; they stay"
             } else {
                 "them from an earlier run"
             }
         )
     };
+    if !records.is_empty() {
+        out.push_str(&format!(
+            "; its records are kept from it too, whatever it tracks: {}",
+            records.join(", ")
+        ));
+    }
     for (secret, ns, sec) in &psk_tracked {
         let kept = sec
             .as_ref()

@@ -403,6 +403,9 @@ pub(crate) async fn restore(
             )));
             continue;
         }
+        // The windows' records as they are now: watched through the first sync, and
+        // written back from these copies if it deletes them anyway (a21j 05).
+        let records = read_records(w, &windows).await;
         let restored = live::patch(w.cluster, &r.owner, &gitops::restore_patch(saved)).await?;
         // What its status shows now: "synced" is said only from a status written after
         // this (a21d attack 10). Argo CD is asked for a refresh, which its controller
@@ -426,7 +429,16 @@ pub(crate) async fn restore(
         // restores and watches again. If the sync re-creates the replaced gateway,
         // changes or deletes what the window made live, or deletes the PSK Secret, the
         // owner is suspended again at once.
-        let settled = settle(w, &r.owner, replaced, &windows[1..], &psk_before, &since).await;
+        let settled = settle(
+            w,
+            &r.owner,
+            replaced,
+            &windows[1..],
+            &records,
+            &psk_before,
+            &since,
+        )
+        .await;
         if let Err(e) = &settled {
             let _ = live::patch(
                 w.cluster,
@@ -434,6 +446,35 @@ pub(crate) async fn restore(
                 &gitops::pause_patch(&owner_shape(&r.owner)),
             )
             .await;
+            // A record its sync deleted is written back from the copy, now that nothing
+            // prunes it; what was lost and what holds is said in the stop (a21j 05: the
+            // journal pruned, and "as it was").
+            let gone: Vec<Kept> = match records_gone(w.cluster, &records).await {
+                Ok(g) => g.into_iter().cloned().collect(),
+                Err(_) => Vec::new(),
+            };
+            let records_issue = !gone.is_empty()
+                || matches!(
+                    records_held(w, &r.owner, replaced, &records).await,
+                    Ok(Some(_))
+                );
+            let said = if gone.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", write_back(w, &gone).await)
+            };
+            let with_said = |e: Error| match e {
+                Error::Stop {
+                    code,
+                    message,
+                    hint,
+                } => Error::Stop {
+                    code,
+                    message: format!("{message}{said}"),
+                    hint,
+                },
+                e => e,
+            };
             if crate::cluster::objects::secret(w.cluster, &w.journal.psk_secret)
                 .await
                 .is_ok_and(|s| s.is_none())
@@ -441,14 +482,14 @@ pub(crate) async fn restore(
                 let Error::Stop { message, hint, .. } = psk_gone_stop(&w.journal, &r.owner) else {
                     unreachable!("psk_gone_stop is a stop")
                 };
-                return Err(Error::Stop {
+                return Err(with_said(Error::Stop {
                     code: exit::VERIFY_FAILED,
                     message: format!(
                         "{} was restored and its sync interfered, so vpnmig suspended it again: {message}",
                         r.owner.display()
                     ),
                     hint,
-                });
+                }));
             }
             // What its sync changed of the window's objects is put back at once, as the
             // window made them live, before the floating IP is lost for good (issue 21
@@ -456,9 +497,9 @@ pub(crate) async fn restore(
             // The same put-back after a rollback: the IPsecGateway it re-created, from
             // the journal's saved manifest (a21d attack 14).
             if let Some(stop) = put_back(w, &r.owner, replaced).await? {
-                return Err(stop);
+                return Err(with_said(stop));
             }
-            return Err(Error::Stop {
+            return Err(with_said(Error::Stop {
                 code: exit::VERIFY_FAILED,
                 message: format!(
                     "{} was restored and its sync interfered, so vpnmig suspended it again: {}",
@@ -466,10 +507,17 @@ pub(crate) async fn restore(
                     crate::window::error::error_line(e)
                 ),
                 hint: Some(crate::window::error::hint!(
-                    "{}its source is not what the windows made live: fix the repository, check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}{}` restores it again",
+                    "{}{}check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}{}` restores it again",
                     match e {
                         Error::Stop { hint: Some(h), .. } => crate::window::error::hint!("{}; ", h),
                         _ => Default::default(),
+                    },
+                    // What the sync did to the windows' records is not the repository's
+                    // doing: the hint of the stop says what to fix.
+                    if records_issue {
+                        ""
+                    } else {
+                        "its source is not what the windows made live: fix the repository, "
                     },
                     // A suspended Flux owner's status never shows the merge: the plain
                     // restore would only refuse again (attack 1's loop).
@@ -479,7 +527,7 @@ pub(crate) async fn restore(
                         " --gitops resume"
                     }
                 )),
-            });
+            }));
         }
         // Its first sync not seen within the watch (Flux `dependsOn`, a retry interval, a
         // slow source): a sync that lands later is one nothing watches, and nothing would

@@ -11,13 +11,17 @@ pub(super) const SETTLE: std::time::Duration = std::time::Duration::from_secs(30
 /// the window's objects stay as they are: after a cutover the targets as applied and no
 /// IPsecGateway; after a rollback no VPNGateway. `others`: the other windows on the
 /// owner and what each replaced, which must not come back either (attack finding A2: a
-/// sync that re-created another window's old gateway was called "as it was"). `Ok`:
-/// whether its status said it synced within [`SETTLE`]. Errors: the interference.
+/// sync that re-created another window's old gateway was called "as it was"). `records`:
+/// the windows' journals and archived records, which must stay (a21j 05: the journal
+/// pruned, and the restore said "as it was"), and, for Argo CD, must not become the
+/// owner's. `Ok`: whether its status said it synced within [`SETTLE`]. Errors: the
+/// interference.
 pub(super) async fn settle(
     w: &Window<'_>,
     owner: &gitops::OwnerRef,
     replaced: &str,
     others: &[(crate::core::journal::Journal, &str)],
+    records: &[Kept],
     psk_before: &(Option<String>, Option<String>),
     since: &gitops::StatusMark,
 ) -> Result<bool, Error> {
@@ -51,6 +55,9 @@ pub(super) async fn settle(
             psk_held().await?;
             if let Some(back) = back_again(cluster, others).await? {
                 return Err(back);
+            }
+            if let Some(stop) = records_held(w, owner, replaced, records).await? {
+                return Err(stop);
             }
             // Synced only as a current status says (a Flux Ready condition of the
             // generation before the restore is not this sync's), written after the
@@ -92,6 +99,9 @@ pub(super) async fn settle(
     psk_held().await?;
     if let Some(back) = back_again(cluster, others).await? {
         return Err(back);
+    }
+    if let Some(stop) = records_held(w, owner, replaced, records).await? {
+        return Err(stop);
     }
     // Nothing added on the window's gateway either (a21d attack 6).
     if replaced == "IPsecGateway" {

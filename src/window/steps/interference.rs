@@ -222,8 +222,19 @@ pub(crate) fn recreated(
         Some(w) => format!("written by {w}"),
         None => "no field manager other than vpnmig's and the operator's wrote it".into(),
     };
-    let first = if gitops {
-        "suspend that sync first (Argo CD: turn off auto-sync/self-heal of the Application; Flux: `flux suspend kustomization …`)".to_string()
+    // The owner its markers name, suspended as vpnmig writes a suspension (a21i 02: one
+    // command for one owner everywhere); a generic word only where no marker names one.
+    let owner = crate::core::gitops::detect(obj)
+        .into_iter()
+        .find_map(|m| m.owner);
+    let first = if let Some(o) = owner.filter(|_| gitops) {
+        format!(
+            "suspend {} first ({})",
+            o.display(),
+            crate::window::suspend_command(&o)
+        )
+    } else if gitops {
+        "suspend that sync first (Argo CD: turn off auto-sync/self-heal of the Application; Flux: set spec.suspend on the Kustomization or HelmRelease)".to_string()
     } else {
         format!(
             "find who created it ({who}) and make sure they do not again (`kubectl get {} {name} -n {ns} --show-managed-fields -o yaml`)",
