@@ -1227,15 +1227,15 @@ impl Record {
         self.relies || self.saved.is_none()
     }
 
-    /// The window relies on a suspension another *window* made (`--gitops pause` found it
-    /// suspended and held by one): what a vouch is for (a21f B1). Not an owner the user
-    /// suspended by hand (`--gitops ignore`, or found suspended with no window holding
-    /// it): no window restores that one, so there is nothing to vouch to.
+    /// The window relies on the owner's suspension as `status` and the restore of the
+    /// window that suspended it count it ([`crate::core::holders::holders`]): it did not
+    /// suspend it, whatever shape its reliance was recorded in (`--gitops pause` or
+    /// `--gitops ignore`, `heldBy` named or not: a21j 04b, where the suspender held only its
+    /// Lease when this window found it, and its journal then named nobody; journals of
+    /// earlier versions). What a vouch is recorded on (a21f B1); whether a window that
+    /// suspended it holds it now, to count the vouch, is read from the journals at the vouch.
     pub fn relies_on_a_window(&self) -> bool {
-        self.mode == Mode::Pause
-            && self.relies_on_suspension()
-            && !self.held_by.is_empty()
-            && self.restored_at.is_none()
+        !self.paused && self.relies_on_suspension() && self.restored_at.is_none()
     }
 
     /// The window holds the owner: it suspended it and has not restored it, or it relies

@@ -536,6 +536,16 @@ pub(crate) async fn restore(
             .into_iter()
             .filter(|h| h.paused)
             .collect();
+        // `--gitops resume` of a window that suspended one owner and relies on another
+        // window's suspension of this one: the vouch for this one too, as a window that
+        // only relies on it records it (a21j 04b: every shape of reliance takes it).
+        if force
+            && !pausers.is_empty()
+            && r.relies_on_a_window()
+            && let Some(k) = w.journal.gitops.iter().position(|x| x.owner == r.owner)
+        {
+            vouch_one(w, k, replaced).await?;
+        }
         w.ev.emit(Event::Info(match pausers.first() {
             Some(h) => format!(
                 "{} stays suspended: {}; that window restores it: `vpnmig {} {} -n {}`",
