@@ -153,7 +153,9 @@ pub struct Suspended {
     /// `suspended` (as the window left it), `re-enabled` (syncing again, by someone
     /// else), `changed` (its policy changed since the window paused it), `ignoring`
     /// (suspended, yet it re-created the old gateway after the delete), `gone`,
-    /// `unknown` (it could not be read).
+    /// `unknown` (it could not be read), `not-paused` (syncing: the window's pause was
+    /// recorded and never landed, a21j 08), `restoring` (syncing: re-armed by the
+    /// window's own restore, which did not finish, a21j 07).
     pub live: String,
     /// What the cluster shows, in words (empty when as the window left it).
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -561,6 +563,8 @@ impl Windows {
                 "re-created" => "GitOps owner deleted and re-created since the window paused it",
                 "unknown" => "GitOps sync suspended (not read back)",
                 "ignoring" => "GitOps sync suspended but still acting",
+                "not-paused" => "GitOps sync not suspended (the window's pause did not land)",
+                "restoring" => "GitOps sync re-armed by the window's own restore, unfinished",
                 _ => "GitOps sync suspended",
             };
             let detail = if s.live_detail.is_empty() {
@@ -2256,6 +2260,23 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
     };
     match gitops::held(r, &obj) {
         Held::AsLeft => s.live = "suspended".into(),
+        // The window's own pause, recorded and never landed (a21j 08: a webhook refused
+        // it): not someone else's re-enable, and nothing was suspended to restore.
+        Held::NotPaused { since, now } => {
+            s.live = "not-paused".into();
+            s.live_detail = format!("{now}{parent}");
+            s.resume = format!(
+                "the window recorded its suspension at {since} and it never landed (the run stopped at its patch, or the API refused it); the window deletes nothing while it syncs: `vpnmig cutover {name} -n {ns}` sends it again first (and says why if it is refused), `vpnmig rollback {name} -n {ns}` closes the journal"
+            );
+        }
+        // The window's own restore, interrupted after its patch (a21j 07).
+        Held::Restoring { at, now } => {
+            s.live = "restoring".into();
+            s.live_detail = format!("{now}{parent}");
+            s.resume = format!(
+                "the window's restore started at {at} re-armed it and did not finish (its first sync was not watched): `vpnmig {verb} {name} -n {ns}` finishes it: it suspends it again, checks what that sync did (a re-created {replaced}, a changed field) and restores it once that is safe"
+            );
+        }
         Held::ReEnabled { now } => {
             s.live = "re-enabled".into();
             s.live_detail = format!("{now}{parent}");

@@ -234,6 +234,9 @@ pub async fn owners(
                 let_go: None,
                 vouched: None,
                 parent_of: None,
+                pausing: None,
+                restoring: None,
+                last_sync: None,
             });
         }
     }
