@@ -1144,7 +1144,7 @@ async fn open_windows(
             .find(|(_, r)| r.paused && r.owner.display() == s.owner);
         if let Some((j, r)) = record {
             read_back(cluster, r, s).await;
-            if s.live == "suspended" {
+            if s.live == "suspended" || s.live == "changed" {
                 ignoring(cluster, j, r, s).await;
             }
         }
@@ -2117,6 +2117,17 @@ async fn ignoring(
     s: &mut Suspended,
 ) {
     use crate::core::gitops;
+    // A policy changed since is said as such; only Argo CD's sync since the pause (a21j
+    // 06) may be a controller that ignores its suspension as well.
+    if s.live == "changed" {
+        let synced = match crate::cluster::gitops::find(cluster, &r.owner).await {
+            Ok(crate::cluster::gitops::Found::One(_, o)) => gitops::synced_since(r, &o).is_some(),
+            _ => false,
+        };
+        if !synced {
+            return;
+        }
+    }
     let obj = match recreated_old(cluster, j).await {
         Some(obj) => obj,
         // The gateway a rollback kept (old-applied, rolled-back: the journal's uid is the
@@ -2154,7 +2165,19 @@ async fn ignoring(
             Ok(crate::cluster::gitops::Found::One(_, o)) => gitops::hand_writers(&o),
             _ => Vec::new(),
         };
+        // Argo CD synced since the pause and reads suspended again (a21j 06): re-armed for
+        // a while, or a controller that ignores its suspension; both are said.
+        let synced = (s.live == "changed").then(|| s.live_detail.clone());
         s.live = "ignoring".into();
+        if let Some(detail) = synced {
+            s.live_detail = format!(
+                "it reads back suspended, yet ipsecgateway/{} -n {} exists again (uid {}), written by its controller (managedFields), and {detail}: someone may have re-enabled it for a while and suspended it again, or its controller ignores its suspension; find out before anything else, or every way forward or back fights it",
+                j.gateway,
+                j.namespace,
+                uid.unwrap_or("?")
+            );
+            return;
+        }
         if !hands.is_empty() {
             s.live_detail = format!(
                 "it reads back suspended, yet ipsecgateway/{} -n {} exists again (uid {}), written by its controller (managedFields); the owner itself was written by {} too: someone may have re-enabled it for a while and suspended it again, or its controller ignores its suspension; find out before anything else, or every way forward or back fights it",
@@ -2259,6 +2282,14 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
         keep.clone()
     };
     match gitops::held(r, &obj) {
+        // A finished window's Argo CD owner that synced since the pause: re-armed and
+        // suspended again meanwhile, a policy changed since (a21j 06), as its restore
+        // reads it.
+        Held::AsLeft if finished && let Some(now) = gitops::synced_since(r, &obj) => {
+            s.live = "changed".into();
+            s.live_detail = format!("{now}{parent}");
+            s.resume = keep;
+        }
         Held::AsLeft => s.live = "suspended".into(),
         // The window's own pause, recorded and never landed (a21j 08: a webhook refused
         // it): not someone else's re-enable, and nothing was suspended to restore.

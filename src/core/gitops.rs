@@ -906,30 +906,6 @@ pub fn held(record: &Record, live: &Value) -> Held {
     } else {
         Value::Bool(true)
     };
-    // Argo CD: `automated` absent as the pause left it, but a sync started since the
-    // pause landed (`status.operationState`): re-armed and suspended again meanwhile, or
-    // synced by hand. The pause removed the field, so no managedFields entry can say who
-    // (a real API server drops a manager that owns nothing; a21j 06).
-    if now == left
-        && saved.pointer == "/spec/syncPolicy/automated"
-        && let (Some(then), Some(seen)) = (
-            record.last_sync.as_deref(),
-            live.pointer("/status/operationState/startedAt")
-                .and_then(Value::as_str),
-        )
-        && seen != then
-    {
-        return Held::Changed {
-            now: format!(
-                "spec.syncPolicy.automated absent, but it synced at {seen} since the window paused it (status.operationState.startedAt; {} when the pause landed): re-enabled and suspended again since, or synced by hand",
-                if then.is_empty() {
-                    "no sync".to_string()
-                } else {
-                    then.to_string()
-                }
-            ),
-        };
-    }
     if now == left {
         // The same value, but written by someone else since: re-enabled and suspended
         // again by another team for their own reasons (a21c attack 6a). `spec.suspend`
@@ -952,6 +928,31 @@ pub fn held(record: &Record, live: &Value) -> Held {
             now: format!("{} {now}", dotted(&saved.pointer)),
         }
     }
+}
+
+/// Argo CD, the record of an owner the window suspended, read as the window left it
+/// ([`held`] `AsLeft`: `automated` absent): a sync started since the pause landed
+/// ([`Record::last_sync`], `status.operationState.startedAt`) says it was re-armed and
+/// suspended again meanwhile, or synced by hand. Its pause removed the field, so no
+/// managedFields entry can say who (a real API server drops a manager that owns nothing;
+/// a21j 06). Asked of a finished window before its restore, which never restores over
+/// it; under way, a sync after the delete re-creates the gateway, which the window's
+/// read-backs stop on. `None`: no such sync, no record of the last one, or not Argo CD.
+pub fn synced_since(record: &Record, live: &Value) -> Option<String> {
+    let saved = record.saved.as_ref()?;
+    let then = record.last_sync.as_deref()?;
+    if saved.pointer != "/spec/syncPolicy/automated" || live["kind"] != "Application" {
+        return None;
+    }
+    let seen = live
+        .pointer("/status/operationState/startedAt")
+        .and_then(Value::as_str)?;
+    (seen != then).then(|| {
+        format!(
+            "spec.syncPolicy.automated absent, but it synced at {seen} since the window paused it (status.operationState.startedAt; {} when the pause landed): re-enabled and suspended again since, or synced by hand",
+            if then.is_empty() { "no sync" } else { then }
+        )
+    })
 }
 
 /// The field managers the controller of an owner of `owner_kind` writes with: Argo CD's
@@ -3593,10 +3594,11 @@ mod tests {
             held(&flux_restoring, &absent),
             Held::Restoring { .. }
         ));
-        // a21j 06: Argo CD, `automated` absent as the pause left it, but a sync started
-        // since the pause landed: re-armed and removed again meanwhile (its managedFields
-        // keep no trace on a real API server), a policy changed since. The same sync as
-        // at the pause, or no record of it (journals of earlier versions): as left.
+        // a21j 06: Argo CD, `automated` absent as the pause left it (as left for `held`),
+        // but a sync started since the pause landed: re-armed and removed again meanwhile
+        // (its managedFields keep no trace on a real API server), a policy changed since
+        // for the restore. The same sync as at the pause, or no record of it (journals of
+        // earlier versions): nothing said.
         let synced = |at: Option<&str>| {
             let mut o = app(json!({}));
             if let Some(at) = at {
@@ -3606,18 +3608,29 @@ mod tests {
         };
         let mut seen = record.clone();
         seen.last_sync = Some("2026-01-01T00:00:00Z".into());
-        assert_eq!(held(&seen, &synced(Some("2026-01-01T00:00:00Z"))), Held::AsLeft);
-        assert!(matches!(
+        assert_eq!(
             held(&seen, &synced(Some("2026-01-03T00:00:00Z"))),
-            Held::Changed { now } if now.contains("synced at 2026-01-03T00:00:00Z since the window paused it")
-        ));
+            Held::AsLeft
+        );
+        assert_eq!(
+            synced_since(&seen, &synced(Some("2026-01-01T00:00:00Z"))),
+            None
+        );
+        assert!(
+            synced_since(&seen, &synced(Some("2026-01-03T00:00:00Z"))).is_some_and(
+                |n| n.contains("synced at 2026-01-03T00:00:00Z since the window paused it")
+            )
+        );
         seen.last_sync = Some(String::new());
-        assert!(matches!(
-            held(&seen, &synced(Some("2026-01-03T00:00:00Z"))),
-            Held::Changed { now } if now.contains("no sync when the pause landed")
-        ));
-        assert_eq!(held(&seen, &synced(None)), Held::AsLeft);
-        assert_eq!(held(&record, &synced(Some("2026-01-03T00:00:00Z"))), Held::AsLeft);
+        assert!(
+            synced_since(&seen, &synced(Some("2026-01-03T00:00:00Z")))
+                .is_some_and(|n| n.contains("no sync when the pause landed"))
+        );
+        assert_eq!(synced_since(&seen, &synced(None)), None);
+        assert_eq!(
+            synced_since(&record, &synced(Some("2026-01-03T00:00:00Z"))),
+            None
+        );
         flux.uid = Some("k-paused".into());
         let mut new_ks = ks(json!(false));
         new_ks["metadata"] = json!({"uid": "k-new"});

@@ -587,7 +587,8 @@ pub(super) fn pause_refused(
             owner.namespace.as_deref().unwrap_or("argocd")
         )
     } else {
-        "once the policy allows it (the freeze lifted, or an exception for vpnmig's field manager)".to_string()
+        "once the policy allows it (the freeze lifted, or an exception for vpnmig's field manager)"
+            .to_string()
     };
     Error::Stop {
         code: exit::REFUSED,

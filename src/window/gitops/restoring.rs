@@ -94,7 +94,11 @@ pub(crate) async fn restore(
         // no longer holds the owner (issue 21 item 4).
         if let Some(now) = live_owner.as_ref() {
             let changed = match gitops::held(&r, now) {
-                gitops::Held::AsLeft | gitops::Held::Restoring { .. } => None,
+                // Argo CD re-armed and suspended again since (it synced): the policy is
+                // whoever did that's, never restored over (a21j 06).
+                gitops::Held::AsLeft => gitops::synced_since(&r, now)
+                    .map(|now| ("its policy changed since the window paused it", now)),
+                gitops::Held::Restoring { .. } => None,
                 gitops::Held::ReEnabled { now } => Some(("re-enabled by someone else", now)),
                 gitops::Held::NotPaused { since, now } => Some((
                     "the window's suspension of it never landed",
@@ -436,8 +440,7 @@ pub(crate) async fn restore(
             forced: force,
         });
         journal::write(w.cluster, &w.journal, false).await?;
-        let restored = match live::patch(w.cluster, &r.owner, &gitops::restore_patch(saved)).await
-        {
+        let restored = match live::patch(w.cluster, &r.owner, &gitops::restore_patch(saved)).await {
             Ok(o) => o,
             Err(e) => {
                 let Some((how, said)) = refusal(&e) else {
