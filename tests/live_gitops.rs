@@ -7803,7 +7803,10 @@ async fn a_refused_restore_is_said_and_the_journal_holds_the_owner(b: &Bed) {
     assert_eq!(j["gitops"][0]["paused"], true, "{j}");
     assert!(j["gitops"][0]["restoring"].is_null(), "{j}");
     let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
-    assert!(st.contains("GitOps sync suspended: kustomization/acme"), "{st}");
+    assert!(
+        st.contains("GitOps sync suspended: kustomization/acme"),
+        "{st}"
+    );
     assert!(!st.contains("re-enabled by someone else"), "{st}");
 }
 
@@ -7910,9 +7913,11 @@ async fn a_killed_restore_is_the_window_s_own(b: &Bed, tool: Tool, merged: bool)
         assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
         return;
     }
-    bed::eventually(30, "the re-armed owner re-creates the IPsecGateway", || async {
-        !b.objects(IPSECGATEWAY, NS).await.is_empty()
-    })
+    bed::eventually(
+        30,
+        "the re-armed owner re-creates the IPsecGateway",
+        || async { !b.objects(IPSECGATEWAY, NS).await.is_empty() },
+    )
     .await;
     let r = b
         .step(
