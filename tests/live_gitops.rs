@@ -8566,3 +8566,566 @@ async fn a_restore_whose_journal_protection_is_refused_does_not_go_on(b: &Bed) {
     )
     .await;
 }
+
+// ---------------------------------------------------------------------------------------
+// a21j (issue 21 round 3, kinds 2 and 4): every shape of reliance `status` names takes the
+// vouch; a pause or restore the API refuses is said plainly, and the journal records each
+// as intent before its patch, so that neither a refused pause nor the window's own killed
+// restore is ever "re-enabled by someone else"; Argo CD's re-enable removed again is a
+// policy changed since, as Flux's is.
+
+/// The journal ConfigMap of another window `gw` in NS at `phase` (the done window of
+/// fixtures/journals/, renamed), with the GitOps records `gitops`.
+fn other_journal(gw: &str, phase: &str, gitops: Value) -> Value {
+    let mut j: Value =
+        serde_json::from_str(include_str!("../fixtures/journals/done.json")).unwrap();
+    j["gateway"] = json!(gw);
+    j["namespace"] = json!(NS);
+    j["phase"] = json!(phase);
+    j["oldManifest"]["metadata"]["name"] = json!(gw);
+    j["oldManifest"]["metadata"]["namespace"] = json!(NS);
+    for t in j["targets"].as_array_mut().unwrap() {
+        t["metadata"]["name"] = json!(gw);
+        t["metadata"]["namespace"] = json!(NS);
+        if t["kind"] == "VPNPeer" {
+            t["spec"]["gatewayRef"]["name"] = json!(gw);
+        }
+    }
+    j["gitops"] = gitops;
+    json!({"metadata": {"name": format!("vpnmig-{gw}"), "namespace": NS,
+        "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
+        "data": {"journal.json": j.to_string(), "phase": phase}})
+}
+
+/// How beta's window recorded its reliance on Flux's kustomization/acme (which acme's
+/// window suspended): a21j 04b, `--gitops pause` while acme's window held only its Lease
+/// (no `heldBy`).
+fn relies_without_holder() -> Value {
+    json!({"mode": "pause", "owner": owner_record(Tool::Flux), "evidence": [], "relies": true})
+}
+
+/// `--gitops ignore` on the owner acme's window had suspended.
+fn relies_by_ignore() -> Value {
+    json!({"mode": "ignore", "owner": owner_record(Tool::Flux), "evidence": [], "relies": true,
+        "heldBy": [format!("{NS}/acme")]})
+}
+
+/// A journal of an earlier version: no `relies`, nothing saved.
+fn relies_of_an_earlier_version() -> Value {
+    json!({"mode": "pause", "owner": owner_record(Tool::Flux), "evidence": []})
+}
+
+/// a21j 04b: acme's window suspended Flux's kustomization/acme and is done, merged; beta's
+/// window relied on it and is done. `status` names beta's `--gitops resume` to record that
+/// its change is merged too; that command records the vouch whatever shape beta's
+/// reliance was recorded in (it said "already done: nothing to do", and the owner could
+/// never be restored), and acme's forced restore then restores the owner.
+async fn every_relier_status_names_takes_the_vouch(b: &Bed, beta: Value) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, |m| m).await;
+    b.put(CONFIGMAP, NS, other_journal("beta", "done", json!([beta])))
+        .await;
+    let vouch = "`vpnmig cutover beta -n tenant-acme --gitops resume`";
+    let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
+    assert!(
+        st.contains(&format!(
+            "{vouch} records for each of those windows that you did"
+        )),
+        "{st}"
+    );
+    let r = b
+        .step(
+            &["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"],
+            0,
+            &["recorded in the journal: you vouch that the merged source of kustomization/acme -n flux-system no longer defines ipsecgateway/beta -n tenant-acme"],
+        )
+        .await;
+    assert!(!r.says("nothing to do"), "{}", r.stderr);
+    let j = b.journal(NS, "beta").await.unwrap();
+    assert_eq!(
+        j["gitops"][0]["vouched"]["noLongerDefines"], "IPsecGateway",
+        "{j}"
+    );
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
+    assert!(!st.contains(vouch), "{st}");
+    assert!(
+        st.contains("then `vpnmig cutover acme -n tenant-acme --gitops resume` restores it"),
+        "{st}"
+    );
+    b.step(
+        &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"],
+        0,
+        &["synced: what the window made live is as it was"],
+    )
+    .await;
+    assert!(!Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    assert_eq!(
+        b.journal(NS, "acme").await.unwrap()["gitops"][0]["paused"],
+        false
+    );
+    assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+}
+
+/// A change freeze: an admission webhook that refuses every patch of `plural`.
+fn freeze(plural: &str) -> vpnmig_sandbox::api::faults::Webhook {
+    vpnmig_sandbox::api::faults::Webhook {
+        name: "change-freeze.policy.example".into(),
+        resources: vec![plural.into()],
+        verbs: vec!["patch".into(), "update".into()],
+        side_effects: Default::default(),
+        deny: true,
+        message: Some("change freeze: changed through Git only".into()),
+    }
+}
+
+/// `scenario` (`tool`'s, or a HelmRelease's) with self-heal after 200 ms and the API
+/// answering patches of `plural` with a change freeze.
+fn frozen(yaml: String, plural: &str) -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s.api.webhooks.push(freeze(plural));
+    Scenario::built(yaml, s)
+}
+
+/// The user `oncall`: everything in the gateway's namespace, and reading everywhere (no
+/// `patch` of the Kustomization in flux-system).
+fn cannot_patch_the_owner() -> Scenario {
+    use vpnmig_sandbox::api::auth::{Rule, User};
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s.users = vec![User::with_rules(
+        "oncall",
+        vec![
+            Rule {
+                verbs: vec!["*".into()],
+                resources: vec!["*".into()],
+                namespaces: vec![NS.into()],
+            },
+            Rule::new(&["get", "list", "watch"], &["*"]),
+            Rule::new(&["create"], &["selfsubjectaccessreviews"]),
+        ],
+    )];
+    Scenario::new(Tool::Flux.scenario(), s)
+}
+
+/// a21j 08: the API refuses the window's suspension of its owner (`owner`, shown as
+/// `shown`; a change-freeze webhook, or RBAC for `context`). The stop says what was
+/// refused and the API's words, that nothing was deleted, and the ways on; the journal
+/// holds no suspension of it (the intent recorded before the patch is taken back), so that
+/// neither `status` nor the next run calls the suspension that never landed "re-enabled
+/// by someone else" (before: a bare "cannot patch … 403", and both did).
+async fn a_refused_pause_is_said_and_held_by_no_one(
+    b: &Bed,
+    owner: (Kind, &str),
+    shown: &str,
+    refused: &[&str],
+    context: Option<&str>,
+) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let mut args = vec!["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    if let Some(c) = context {
+        args.extend(["--context", c]);
+    }
+    let r = b
+        .step(
+            &args,
+            7,
+            &[
+                &format!("vpnmig's suspension of {shown} was refused (403 Forbidden"),
+                "it still syncs, the window did not suspend it (its journal says so), and no gateway was deleted",
+                "`vpnmig cutover acme -n tenant-acme --gitops pause",
+                "`vpnmig cutover acme -n tenant-acme --gitops ignore",
+                "`vpnmig rollback acme -n tenant-acme",
+            ],
+        )
+        .await;
+    for words in refused {
+        assert!(r.says(words), "missing {words:?} in:\n{}", r.stderr);
+    }
+    assert_eq!(b.objects(IPSECGATEWAY, NS).await.len(), 1);
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["phase"], "started", "{j}");
+    assert_eq!(j["gitops"][0]["paused"], false, "{j}");
+    assert!(j["gitops"][0]["pausing"].is_null(), "{j}");
+    let owner_now = b.get(owner.0, owner.1, "acme").await.unwrap();
+    assert_ne!(owner_now["spec"]["suspend"], true, "{owner_now}");
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(!st.contains("re-enabled by someone else"), "{st}");
+    assert!(st.contains("nothing was deleted"), "{st}");
+    // The next run with `--gitops ignore` is told it still syncs, never that it was
+    // "re-enabled by someone else … suspended again".
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--gitops", "ignore", "--yes"],
+            7,
+            &[&format!("--gitops ignore, but {shown} still syncs")],
+        )
+        .await;
+    assert!(!r.says("re-enabled by someone else"), "{}", r.stderr);
+    assert_eq!(b.objects(IPSECGATEWAY, NS).await.len(), 1);
+}
+
+/// a21j 08, the restore: the window suspended Flux's kustomization/acme and is done, its
+/// change merged; then a change freeze refuses every patch of Kustomizations. The forced
+/// restore says that its restore was refused and by what, the owner stays suspended as
+/// the window paused it, and the journal holds it (no restore recorded as under way).
+async fn a_refused_restore_is_said_and_the_journal_holds_the_owner(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, |m| m).await;
+    b.api_faults()
+        .write()
+        .unwrap()
+        .webhooks
+        .push(freeze("kustomizations"));
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"],
+            0,
+            &[
+                "kustomization/acme -n flux-system stays suspended: vpnmig's restore of it was refused (403 Forbidden): admission webhook \"change-freeze.policy.example\" denied the request: change freeze: changed through Git only",
+                "`vpnmig cutover acme -n tenant-acme --gitops resume` restores it",
+            ],
+        )
+        .await;
+    assert!(!r.says("synced"), "{}", r.stderr);
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    assert!(j["gitops"][0]["restoring"].is_null(), "{j}");
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(
+        st.contains("GitOps sync suspended: kustomization/acme"),
+        "{st}"
+    );
+    assert!(!st.contains("re-enabled by someone else"), "{st}");
+}
+
+/// a21j 08, no verdict: the API answers the window's suspension with 503 until vpnmig's
+/// retries are spent, so whether it landed is unknown and the journal keeps it as intent.
+/// `status` says the window's pause did not land (never "re-enabled by someone else"),
+/// and the next run sends it again and goes on.
+async fn an_unanswered_pause_is_the_window_s_own_until_it_lands(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    b.api_faults()
+        .write()
+        .unwrap()
+        .errors
+        .push(vpnmig_sandbox::api::faults::ErrorRule {
+            verbs: vec!["patch".into()],
+            resources: vec!["kustomizations".into()],
+            code: 503,
+            times: Some(5),
+            retry_after_seconds: None,
+        });
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"],
+            1,
+            &["the suspension of kustomization/acme -n flux-system got no verdict"],
+        )
+        .await;
+    assert!(r.says("no gateway was deleted"), "{}", r.stderr);
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    assert!(j["gitops"][0]["pausing"].is_string(), "{j}");
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(
+        st.contains("GitOps sync not suspended (the window's pause did not land): kustomization/acme -n flux-system"),
+        "{st}"
+    );
+    assert!(!st.contains("re-enabled by someone else"), "{st}");
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes"],
+            0,
+            &["suspended kustomization/acme -n flux-system for the window"],
+        )
+        .await;
+    assert!(!r.says("re-enabled by someone else"), "{}", r.stderr);
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["phase"], "done", "{j}");
+    assert!(j["gitops"][0]["pausing"].is_null(), "{j}");
+}
+
+/// a21j 07: the window's restore (`--gitops resume`) killed -9 right after its patch
+/// re-armed the owner, before its first sync (delayed 3 s) was watched. The journal
+/// recorded the restore before the patch: `status` names it the window's own unfinished
+/// restore with the command that finishes it, never "re-enabled by someone else". That
+/// command suspends the owner again and checks what the sync did: merged (`merged`), it
+/// restores it again; the merge on the wrong branch (the source still defines the
+/// IPsecGateway, which its sync re-created beside the VPNGateway), it stops (exit 5)
+/// naming the re-created gateway, the owner suspended again.
+async fn a_killed_restore_is_the_window_s_own(b: &Bed, tool: Tool, merged: bool) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let (rewritten, _) = planned_and_cut_over_at(&b.kubeconfig, &tool.source_on(b).await).await;
+    if merged {
+        tool.merge_on(b, &rewritten).await;
+    }
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 3000;
+    let mut child = b.spawn(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"]);
+    bed::eventually(30, "the restore re-arms the owner", || async {
+        !tool.suspended(&tool.owner_on(b).await)
+    })
+    .await;
+    child.kill().unwrap();
+    let _ = child.wait();
+    let shown = owner_display(tool);
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    assert!(j["gitops"][0]["restoring"]["at"].is_string(), "{j}");
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(
+        st.contains(&format!(
+            "GitOps sync re-armed by the window's own restore, unfinished: {shown}"
+        )),
+        "{st}"
+    );
+    assert!(
+        st.contains("re-armed it and did not finish (its first sync was not watched): `vpnmig cutover acme -n tenant-acme` finishes it"),
+        "{st}"
+    );
+    assert!(!st.contains("re-enabled by someone else"), "{st}");
+    if merged {
+        b.step(
+            &["cutover", "acme", "-n", NS, "--yes"],
+            0,
+            &[
+                &format!("{shown} was re-armed by this window's own restore"),
+                "synced: what the window made live is as it was",
+            ],
+        )
+        .await;
+        assert!(!tool.suspended(&tool.owner_on(b).await));
+        let j = b.journal(NS, "acme").await.unwrap();
+        assert_eq!(j["gitops"][0]["paused"], false, "{j}");
+        assert!(j["gitops"][0]["restoredAt"].is_string(), "{j}");
+        assert!(j["gitops"][0]["restoring"].is_null(), "{j}");
+        assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+        return;
+    }
+    bed::eventually(
+        30,
+        "the re-armed owner re-creates the IPsecGateway",
+        || async { !b.objects(IPSECGATEWAY, NS).await.is_empty() },
+    )
+    .await;
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes"],
+            5,
+            &[
+                &format!("this window's restore of {shown} re-armed it, and its sync re-created ipsecgateway/acme -n tenant-acme"),
+                "contests the floating IP",
+                "`kubectl delete ipsecgateway acme -n tenant-acme`",
+            ],
+        )
+        .await;
+    assert!(!r.says("re-enabled by someone else"), "{}", r.stderr);
+    assert!(tool.suspended(&tool.owner_on(b).await));
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    assert!(j["gitops"][0]["restoring"].is_null(), "{j}");
+    assert!(j["gitops"][0]["letGo"].is_null(), "{j}");
+}
+
+/// a21j 06: after the merge, a colleague re-enables the owner (Argo CD `automated
+/// {prune: false, selfHeal: false}` as `argocd-server`, its sync runs; Flux `flux resume`)
+/// and suspends it again (`--sync-policy none`; `flux suspend`). The field the pause
+/// changed reads as the window left it, but the policy is the colleague's now: `status`
+/// says it changed since, and the restore never writes the saved policy over it. Argo
+/// CD's removal leaves no managedFields entry (a real API server drops a manager that
+/// owns nothing): its sync since the pause (`status.operationState`) is the fact.
+async fn a_policy_re_enabled_and_removed_again_is_never_restored_over(b: &Bed, tool: Tool) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, tool, |m| m).await;
+    let (_, _, _, ons) = tool.owner_type();
+    match tool {
+        Tool::Argo => {
+            let before = tool.owner_on(b).await["status"]["operationState"]["startedAt"].clone();
+            b.patch_as(
+                APPLICATION,
+                ons,
+                "acme",
+                "argocd-server",
+                json!({"spec": {"syncPolicy": {"automated": {"prune": false, "selfHeal": false}}}}),
+            )
+            .await;
+            bed::eventually(20, "the re-enabled Application syncs", || async {
+                let now = tool.owner_on(b).await["status"]["operationState"]["startedAt"].clone();
+                now.is_string() && now != before
+            })
+            .await;
+            b.patch_as(
+                APPLICATION,
+                ons,
+                "acme",
+                "argocd-server",
+                json!({"spec": {"syncPolicy": {"automated": null}}}),
+            )
+            .await;
+        }
+        Tool::Flux => {
+            for suspend in [false, true] {
+                b.patch_as(
+                    KUSTOMIZATION,
+                    ons,
+                    "acme",
+                    "flux",
+                    json!({"spec": {"suspend": suspend}}),
+                )
+                .await;
+            }
+        }
+    }
+    let shown = owner_display(tool);
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(
+        st.contains(&format!(
+            "GitOps policy changed since the window paused it: {shown}"
+        )),
+        "{st}"
+    );
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"],
+            0,
+            &[&format!(
+                "{shown} is not restored: its policy changed since the window paused it"
+            )],
+        )
+        .await;
+    assert!(!r.says("synced: what the window made live"), "{}", r.stderr);
+    let owner = tool.owner_on(b).await;
+    assert!(tool.suspended(&owner), "never restored over: {owner}");
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert!(j["gitops"][0]["letGo"].is_string(), "{j}");
+    assert_eq!(j["gitops"][0]["paused"], false, "{j}");
+}
+
+crate::rows! {
+    /// a21j 04b: beta relied on the suspension while acme's window held only its Lease,
+    /// so its record names no holder.
+    a_relier_recorded_without_its_holder_takes_the_vouch: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(every_relier_status_names_takes_the_vouch(b, relies_without_holder())),
+    },
+    /// The same for a relier that ran with `--gitops ignore`.
+    a_relier_by_gitops_ignore_takes_the_vouch: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(every_relier_status_names_takes_the_vouch(b, relies_by_ignore())),
+    },
+    /// The same for a relier whose journal an earlier version wrote.
+    a_relier_of_an_earlier_version_takes_the_vouch: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(every_relier_status_names_takes_the_vouch(b, relies_of_an_earlier_version())),
+    },
+    /// a21j 08: a change-freeze webhook refuses the pause of a HelmRelease.
+    a_webhook_refusing_the_helmrelease_pause_is_said: bed::Row {
+        scenario: || frozen(helm_release(), "helmreleases"),
+        only: Some((bed::Backend::Emulated, "admission webhooks exist only on the emulator")),
+        after: None,
+        steps: |b| Box::pin(a_refused_pause_is_said_and_held_by_no_one(
+            b,
+            (HELMRELEASE, "flux-system"),
+            "helmrelease/acme -n flux-system",
+            &["admission webhook \"change-freeze.policy.example\" denied the request: change freeze: changed through Git only", "set `spec.suspend: true` in its definition in the repository"],
+            None,
+        )),
+    },
+    /// The same for a Kustomization.
+    a_webhook_refusing_the_kustomization_pause_is_said: bed::Row {
+        scenario: || frozen(FLUX.to_string(), "kustomizations"),
+        only: Some((bed::Backend::Emulated, "admission webhooks exist only on the emulator")),
+        after: None,
+        steps: |b| Box::pin(a_refused_pause_is_said_and_held_by_no_one(
+            b,
+            (KUSTOMIZATION, "flux-system"),
+            "kustomization/acme -n flux-system",
+            &["admission webhook \"change-freeze.policy.example\" denied the request"],
+            None,
+        )),
+    },
+    /// The same for an Argo CD Application.
+    a_webhook_refusing_the_application_pause_is_said: bed::Row {
+        scenario: || frozen(ARGO.to_string(), "applications"),
+        only: Some((bed::Backend::Emulated, "admission webhooks exist only on the emulator")),
+        after: None,
+        steps: |b| Box::pin(a_refused_pause_is_said_and_held_by_no_one(
+            b,
+            (APPLICATION, "argocd"),
+            "application/acme -n argocd",
+            &["admission webhook \"change-freeze.policy.example\" denied the request", "remove `spec.syncPolicy.automated` from its definition in the repository"],
+            None,
+        )),
+    },
+    /// RBAC forbids the on-call user to patch the Kustomization.
+    rbac_forbidding_the_pause_is_said: bed::Row {
+        scenario: cannot_patch_the_owner,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_refused_pause_is_said_and_held_by_no_one(
+            b,
+            (KUSTOMIZATION, "flux-system"),
+            "kustomization/acme -n flux-system",
+            &["403 Forbidden, by RBAC", "User \"oncall\" cannot patch resource \"kustomizations\"", "with the permission to patch kustomization/acme -n flux-system (`kubectl auth can-i patch kustomization/acme -n flux-system` says whether a context has it)"],
+            Some("vpnmig-sandbox-oncall"),
+        )),
+    },
+    /// A change freeze set after the window refuses the restore.
+    a_webhook_refusing_the_restore_is_said: bed::Row {
+        scenario: flux_synced,
+        only: Some((bed::Backend::Emulated, "admission webhooks exist only on the emulator")),
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_refused_restore_is_said_and_the_journal_holds_the_owner(b)),
+    },
+    /// The pause unanswered (503 until the retries are spent).
+    an_unanswered_pause_is_not_re_enabled_by_someone_else: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(an_unanswered_pause_is_the_window_s_own_until_it_lands(b)),
+    },
+    /// a21j 07, merged: the killed restore is finished by the command `status` names.
+    a_killed_restore_of_a_kustomization_is_finished_by_its_command: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_killed_restore_is_the_window_s_own(b, Tool::Flux, true)),
+    },
+    /// The same on Argo CD.
+    a_killed_restore_of_an_application_is_finished_by_its_command: bed::Row {
+        scenario: argo_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_killed_restore_is_the_window_s_own(b, Tool::Argo, true)),
+    },
+    /// a21j 07, the merge on the wrong branch: the killed restore's sync re-created the
+    /// IPsecGateway; its command stops, naming it. (No settled state after: both kinds.)
+    a_killed_restore_whose_sync_re_created_the_gateway_stops: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_killed_restore_is_the_window_s_own(b, Tool::Flux, false)),
+    },
+    /// a21j 06: Argo CD re-enabled by a colleague and removed again.
+    an_application_re_enabled_and_removed_again_is_never_restored_over: bed::Row {
+        scenario: argo_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_policy_re_enabled_and_removed_again_is_never_restored_over(b, Tool::Argo)),
+    },
+    /// The Flux member (held before: `spec.suspend` written since by `flux`).
+    a_kustomization_resumed_and_suspended_again_is_never_restored_over: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_policy_re_enabled_and_removed_again_is_never_restored_over(b, Tool::Flux)),
+    },
+}

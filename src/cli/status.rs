@@ -153,7 +153,9 @@ pub struct Suspended {
     /// `suspended` (as the window left it), `re-enabled` (syncing again, by someone
     /// else), `changed` (its policy changed since the window paused it), `ignoring`
     /// (suspended, yet it re-created the old gateway after the delete), `gone`,
-    /// `unknown` (it could not be read).
+    /// `unknown` (it could not be read), `not-paused` (syncing: the window's pause was
+    /// recorded and never landed, a21j 08), `restoring` (syncing: re-armed by the
+    /// window's own restore, which did not finish, a21j 07).
     pub live: String,
     /// What the cluster shows, in words (empty when as the window left it).
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -561,6 +563,8 @@ impl Windows {
                 "re-created" => "GitOps owner deleted and re-created since the window paused it",
                 "unknown" => "GitOps sync suspended (not read back)",
                 "ignoring" => "GitOps sync suspended but still acting",
+                "not-paused" => "GitOps sync not suspended (the window's pause did not land)",
+                "restoring" => "GitOps sync re-armed by the window's own restore, unfinished",
                 _ => "GitOps sync suspended",
             };
             let detail = if s.live_detail.is_empty() {
@@ -1140,7 +1144,7 @@ async fn open_windows(
             .find(|(_, r)| r.paused && r.owner.display() == s.owner);
         if let Some((j, r)) = record {
             read_back(cluster, j, r, s).await;
-            if s.live == "suspended" {
+            if s.live == "suspended" || s.live == "changed" {
                 ignoring(cluster, j, r, s).await;
             }
         }
@@ -2113,6 +2117,17 @@ async fn ignoring(
     s: &mut Suspended,
 ) {
     use crate::core::gitops;
+    // A policy changed since is said as such; only Argo CD's sync since the pause (a21j
+    // 06) may be a controller that ignores its suspension as well.
+    if s.live == "changed" {
+        let synced = match crate::cluster::gitops::find(cluster, &r.owner).await {
+            Ok(crate::cluster::gitops::Found::One(_, o)) => gitops::synced_since(r, &o).is_some(),
+            _ => false,
+        };
+        if !synced {
+            return;
+        }
+    }
     let obj = match recreated_old(cluster, j).await {
         Some(obj) => obj,
         // The gateway a rollback kept (old-applied, rolled-back: the journal's uid is the
@@ -2150,7 +2165,19 @@ async fn ignoring(
             Ok(crate::cluster::gitops::Found::One(_, o)) => gitops::hand_writers(&o),
             _ => Vec::new(),
         };
+        // Argo CD synced since the pause and reads suspended again (a21j 06): re-armed for
+        // a while, or a controller that ignores its suspension; both are said.
+        let synced = (s.live == "changed").then(|| s.live_detail.clone());
         s.live = "ignoring".into();
+        if let Some(detail) = synced {
+            s.live_detail = format!(
+                "it reads back suspended, yet ipsecgateway/{} -n {} exists again (uid {}), written by its controller (managedFields), and {detail}: someone may have re-enabled it for a while and suspended it again, or its controller ignores its suspension; find out before anything else, or every way forward or back fights it",
+                j.gateway,
+                j.namespace,
+                uid.unwrap_or("?")
+            );
+            return;
+        }
         if !hands.is_empty() {
             s.live_detail = format!(
                 "it reads back suspended, yet ipsecgateway/{} -n {} exists again (uid {}), written by its controller (managedFields); the owner itself was written by {} too: someone may have re-enabled it for a while and suspended it again, or its controller ignores its suspension; find out before anything else, or every way forward or back fights it",
@@ -2281,7 +2308,32 @@ async fn read_back(
         keep.clone()
     };
     match gitops::held(r, &obj) {
+        // A finished window's Argo CD owner that synced since the pause: re-armed and
+        // suspended again meanwhile, a policy changed since (a21j 06), as its restore
+        // reads it.
+        Held::AsLeft if finished && let Some(now) = gitops::synced_since(r, &obj) => {
+            s.live = "changed".into();
+            s.live_detail = format!("{now}{parent}");
+            s.resume = keep;
+        }
         Held::AsLeft => s.live = "suspended".into(),
+        // The window's own pause, recorded and never landed (a21j 08: a webhook refused
+        // it): not someone else's re-enable, and nothing was suspended to restore.
+        Held::NotPaused { since, now } => {
+            s.live = "not-paused".into();
+            s.live_detail = format!("{now}{parent}");
+            s.resume = format!(
+                "the window recorded its suspension at {since} and it never landed (the run stopped at its patch, or the API refused it); the window deletes nothing while it syncs: `vpnmig cutover {name} -n {ns}` sends it again first (and says why if it is refused), `vpnmig rollback {name} -n {ns}` closes the journal"
+            );
+        }
+        // The window's own restore, interrupted after its patch (a21j 07).
+        Held::Restoring { at, now } => {
+            s.live = "restoring".into();
+            s.live_detail = format!("{now}{parent}");
+            s.resume = format!(
+                "the window's restore started at {at} re-armed it and did not finish (its first sync was not watched): `vpnmig {verb} {name} -n {ns}` finishes it: it suspends it again, checks what that sync did (a re-created {replaced}, a changed field) and restores it once that is safe"
+            );
+        }
         Held::ReEnabled { now } => {
             s.live = "re-enabled".into();
             s.live_detail = format!("{now}{parent}");

@@ -96,22 +96,26 @@ async fn run(
     let ns = cluster.namespace.clone();
     let by = steps::identity(held);
     let previous = stored::read(cluster, name).await?;
-    match &previous {
-        // `--gitops resume` at `done` on a window that relies on an owner another window
-        // suspended: the user vouches for this window's repository change (a21f B1).
-        Some(j)
-            if j.phase == Phase::Done && super::gitops::vouches(j, &opts.gitops, opts.dry_run) =>
-        {
-            let mut w = Window {
-                cluster,
-                ev,
-                journal: j.clone(),
-                lock: held,
-                by,
-            };
-            super::gitops::vouch(&mut w, "IPsecGateway").await?;
+    // `--gitops resume` at `done` on a window that relies on an owner another window
+    // suspended: the user vouches for this window's repository change (a21f B1). One no
+    // vpnmig window suspended goes on as any finished window (the note on an owner
+    // suspended by hand).
+    if let Some(j) = &previous
+        && j.phase == Phase::Done
+        && super::gitops::vouches(j, &opts.gitops, opts.dry_run)
+    {
+        let mut w = Window {
+            cluster,
+            ev,
+            journal: j.clone(),
+            lock: held,
+            by: by.clone(),
+        };
+        if super::gitops::vouch(&mut w, "IPsecGateway").await? {
             return Ok(Outcome::Done);
         }
+    }
+    match &previous {
         Some(j)
             if j.phase == Phase::Done
                 && objects::get(cluster, "VPNGateway", name).await?.is_none() =>

@@ -35,9 +35,11 @@ pub struct GitopsOptions {
     pub resume: bool,
 }
 
-/// Whether a run of a finished window (`--gitops resume`, not a dry run) is a vouch: the
-/// window only relies on an owner another window suspended (a21f B1; the same test for
-/// `cutover` at `done` and `rollback` at `rolled-back`).
+/// Whether a run of a finished window (`--gitops resume`, not a dry run) may be a vouch:
+/// the window suspended no owner it still holds and relies on one's suspension, in
+/// whatever shape it recorded that (a21f B1, a21j 04b; the same test for `cutover` at
+/// `done` and `rollback` at `rolled-back`). [`vouch`] reads who holds it. A window that
+/// also suspended an owner vouches in its restore ([`restore`]).
 pub(crate) fn vouches(
     j: &crate::core::journal::Journal,
     opts: &GitopsOptions,
@@ -232,6 +234,9 @@ pub async fn owners(
                 let_go: None,
                 vouched: None,
                 parent_of: None,
+                pausing: None,
+                restoring: None,
+                last_sync: None,
             });
         }
     }

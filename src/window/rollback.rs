@@ -187,10 +187,11 @@ async fn run(
             ev,
             journal: j.clone(),
             lock: held,
-            by,
+            by: by.clone(),
         };
-        super::gitops::vouch(&mut w, "VPNGateway").await?;
-        return Ok(Outcome::Done);
+        if super::gitops::vouch(&mut w, "VPNGateway").await? {
+            return Ok(Outcome::Done);
+        }
     }
     if j.phase == Phase::RolledBack && j.gitops.iter().any(|r| r.paused) {
         // Rolled back, and an owner it suspended waits for the repository to define the
