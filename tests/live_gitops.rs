@@ -7907,7 +7907,7 @@ fn names_the_chain_from_the_re_armed_level(
         let command = if shown.starts_with("application/") {
             format!("kubectl patch application {name} -n {ns}")
         } else {
-            format!("flux suspend kustomization {name} -n {ns}")
+            format!("kubectl patch kustomization {name} -n {ns} --field-manager=vpnmig")
         };
         assert!(
             flat[at..].starts_with(" for the window (`") || flat[at..].starts_with(" (`"),
@@ -8676,6 +8676,7 @@ fn freeze(plural: &str) -> vpnmig_sandbox::api::faults::Webhook {
         side_effects: Default::default(),
         deny: true,
         message: Some("change freeze: changed through Git only".into()),
+        annotations: Vec::new(),
     }
 }
 

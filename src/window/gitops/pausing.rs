@@ -591,7 +591,7 @@ pub(super) fn pause_refused(
                 owner.display(),
                 where_it_stands(w)
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "`vpnmig {verb} {name} -n {ns}` sends it again and reads it back before anything else; {}",
                 way_back(w)
             )),
@@ -616,7 +616,7 @@ pub(super) fn pause_refused(
             owner.display(),
             where_it_stands(w)
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "{permission}: `vpnmig {verb} {name} -n {ns} --gitops pause` suspends it and goes on; or suspend it yourself ({}), then `vpnmig {verb} {name} -n {ns} --gitops ignore`; {}",
             suspend_where_allowed(owner),
             way_back(w)

@@ -505,18 +505,13 @@ pub(crate) async fn restore(
         )
         .await;
         if let Err(e) = &settled {
-            if live::patch(
+            let paused_again = live::patch(
                 w.cluster,
                 &r.owner,
                 &gitops::pause_patch(&owner_shape(&r.owner)),
             )
             .await
-            .is_ok()
-            {
-                w.journal.gitops[i].restoring = None;
-                w.journal.gitops[i].last_sync = None;
-                journal::write(w.cluster, &w.journal, false).await?;
-            }
+            .is_ok();
             // A record its sync deleted is written back from the copy, now that nothing
             // prunes it; what was lost and what holds is said in the stop (a21j 05: the
             // journal pruned, and "as it was").
@@ -534,6 +529,14 @@ pub(crate) async fn restore(
             } else {
                 format!("; {}", write_back(w, &gone).await)
             };
+            // The restore's intent ends once the owner is suspended again (after a record
+            // its sync deleted was seen and written back: this write would re-create the
+            // journal without a word).
+            if paused_again {
+                w.journal.gitops[i].restoring = None;
+                w.journal.gitops[i].last_sync = None;
+                journal::write(w.cluster, &w.journal, false).await?;
+            }
             let with_said = |e: Error| match e {
                 Error::Stop {
                     code,
@@ -755,7 +758,7 @@ async fn finish_interrupted(
                 object_ref(kept, &name, &ns),
                 w.journal.floating_ip
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "delete the re-created one (`kubectl delete {} {name} -n {ns}`), {change} (its source must no longer define the {replaced}), then `vpnmig {verb} {name} -n {ns}` restores it (`--gitops resume` once it is merged and the owner's status cannot show it)",
                 replaced.to_lowercase()
             )),
