@@ -147,6 +147,34 @@ pub struct Row {
 static STARTING: std::sync::LazyLock<tokio::sync::RwLock<()>> =
     std::sync::LazyLock::new(|| tokio::sync::RwLock::new(()));
 
+/// The longest a row may take: its wait for the real row before it, its start and stop
+/// included. The rows' own waits are
+/// bounded, but a deadlock in the sandbox's controllers stops the runtime that would fire
+/// their timers (a real row once hung for 20 minutes): a plain thread watches instead.
+const ROW_BOUND: Duration = Duration::from_secs(15 * 60);
+
+/// Armed for one row: aborts the test binary, naming the row, when the row has not ended
+/// within [`ROW_BOUND`]; dropping it (the row's end, or its panic) disarms it.
+struct Watchdog(#[allow(dead_code)] std::sync::mpsc::Sender<()>);
+
+impl Watchdog {
+    fn arm(name: &str, backend: Backend) -> Watchdog {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let what = format!("row {name} on the {backend}");
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(ROW_BOUND) {
+                eprintln!(
+                    "{what} has not ended in {} minutes: aborting the test binary (a wait that \
+                     never ends, or a deadlock in the sandbox's controllers)",
+                    ROW_BOUND.as_secs() / 60
+                );
+                std::process::abort();
+            }
+        });
+        Watchdog(tx)
+    }
+}
+
 /// Run `row` (named `name`) on `backend`.
 pub async fn run(name: &str, row: Row, backend: Backend) {
     if let Some((only, why)) = row.only
@@ -155,6 +183,7 @@ pub async fn run(name: &str, row: Row, backend: Backend) {
         eprintln!("SKIPPED on the {backend}: {name}: {why}");
         return;
     }
+    let _watchdog = Watchdog::arm(name, backend);
     // A real control plane's start takes both cores for seconds: no row's steps run while
     // one starts (a timing row, a heartbeat every 5 s within an 11 s timeout, missed a
     // beat beside one). So real rows run one at a time, emulated rows beside them.
