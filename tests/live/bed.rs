@@ -148,9 +148,9 @@ static STARTING: std::sync::LazyLock<tokio::sync::RwLock<()>> =
     std::sync::LazyLock::new(|| tokio::sync::RwLock::new(()));
 
 /// The longest a row may take: its wait for the real row before it, its start and stop
-/// included. The rows' own waits are
-/// bounded, but a deadlock in the sandbox's controllers stops the runtime that would fire
-/// their timers (a real row once hung for 20 minutes): a plain thread watches instead.
+/// included. The rows' own waits are bounded, but a deadlock in the sandbox's controllers
+/// stops the runtime that would fire their timers (a real row once hung for 20 minutes): a
+/// plain thread watches instead.
 const ROW_BOUND: Duration = Duration::from_secs(15 * 60);
 
 /// Armed for one row: aborts the test binary, naming the row, when the row has not ended
