@@ -212,7 +212,10 @@ fn hint_of(r: &live::Run) -> String {
 
 /// Whether `level` reads suspended (Argo CD: no `automated`; Flux: `suspend: true`).
 async fn suspended(b: &Bed, l: Level) -> bool {
-    let o = b.get(l.0, level_ns(l), l.1).await.expect("the level exists");
+    let o = b
+        .get(l.0, level_ns(l), l.1)
+        .await
+        .expect("the level exists");
     if l.0 == APPLICATION {
         o["spec"]["syncPolicy"]["automated"].is_null()
     } else {
@@ -284,7 +287,9 @@ async fn a_chain_is_named_from_its_top_and_its_advice_ends_done(
             level_ns(l)
         );
         assert!(
-            hint[from..].trim_start().starts_with(&format!("(`{command}"))
+            hint[from..]
+                .trim_start()
+                .starts_with(&format!("(`{command}"))
                 || hint[from..]
                     .trim_start()
                     .starts_with(&format!("for the window (`{command}")),
@@ -304,7 +309,11 @@ async fn a_chain_is_named_from_its_top_and_its_advice_ends_done(
     let mut rounds = 0;
     loop {
         rounds += 1;
-        assert!(rounds <= 3, "{on}: not done after 3 rounds:\n{}", last.stderr);
+        assert!(
+            rounds <= 3,
+            "{on}: not done after 3 rounds:\n{}",
+            last.stderr
+        );
         let hint = hint_of(&last);
         let ran = follow_hint(b, &hint).await;
         assert!(!ran.is_empty(), "{on}: nothing to do in: {hint}");
@@ -324,6 +333,16 @@ async fn a_chain_is_named_from_its_top_and_its_advice_ends_done(
     tokio::time::sleep(Duration::from_millis(800)).await;
     for &l in levels.iter().chain([&owner]) {
         assert!(suspended(b, l).await, "{on}: {} syncs again", shown(l));
+    }
+    // `status` names every level the window relies on, the one past the limit too.
+    let r = b.step(&["status", "-n", NS], 0, &[]).await;
+    let flat = live::flat(&r.stdout);
+    for &l in levels {
+        let relied = format!("GitOps parent relied on: {}", shown(l));
+        assert!(
+            flat.contains(&relied),
+            "{on}: missing `{relied}` in: {flat}"
+        );
     }
 }
 
@@ -392,7 +411,11 @@ async fn a_deferred_window_names_its_parent_until_closed(b: &Bed, owner: Level, 
     late[8] = &near;
     let stays = format!("{} stays suspended for this window", shown(parent));
     let r = b
-        .step(&late, 7, &["refusing to cut over acme -n tenant-acme", &stays])
+        .step(
+            &late,
+            7,
+            &["refusing to cut over acme -n tenant-acme", &stays],
+        )
         .await;
     let flat = live::flat(&r.stderr);
     assert!(
@@ -405,13 +428,11 @@ async fn a_deferred_window_names_its_parent_until_closed(b: &Bed, owner: Level, 
         "GitOps parent suspended at a window's request: {}",
         shown(parent)
     );
-    assert!(
-        live::flat(&r.stdout).contains(&named),
-        "{on}: {}",
-        r.stdout
-    );
+    assert!(live::flat(&r.stdout).contains(&named), "{on}: {}", r.stdout);
     // The rollback closes it: nothing to suspend, nothing to revert, the parent named.
-    let r = b.step(&["rollback", "acme", "-n", NS, "--yes"], 0, &[]).await;
+    let r = b
+        .step(&["rollback", "acme", "-n", NS, "--yes"], 0, &[])
+        .await;
     let flat = live::flat(&r.stderr);
     for never in [
         format!("suspended {} for the window", shown(owner)),
@@ -424,7 +445,10 @@ async fn a_deferred_window_names_its_parent_until_closed(b: &Bed, owner: Level, 
         "{} is suspended and this window asked for it",
         shown(parent)
     );
-    assert!(flat.contains(&closed), "{on}: missing `{closed}` in: {flat}");
+    assert!(
+        flat.contains(&closed),
+        "{on}: missing `{closed}` in: {flat}"
+    );
     assert!(flat.contains("resume it yourself ("), "{on}: {flat}");
     assert_eq!(
         b.phase(NS, "acme").await.as_deref(),
@@ -433,7 +457,10 @@ async fn a_deferred_window_names_its_parent_until_closed(b: &Bed, owner: Level, 
     );
     // The owner was never suspended; the parent is the user's.
     assert!(!suspended(b, owner).await, "{on}: the owner was suspended");
-    assert!(suspended(b, parent).await, "{on}: vpnmig resumed the parent");
+    assert!(
+        suspended(b, parent).await,
+        "{on}: vpnmig resumed the parent"
+    );
     // Closed: `status` no longer holds the window open over it.
     let r = b.step(&["status", "-n", NS], 0, &[]).await;
     assert!(
@@ -499,7 +526,9 @@ async fn an_application_set_stop_has_a_command_that_ends_done(b: &Bed) {
     })
     .await;
     let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
-    let r = b.step(&cut, 7, &["applicationset/standorte -n argocd"]).await;
+    let r = b
+        .step(&cut, 7, &["applicationset/standorte -n argocd"])
+        .await;
     let hint = hint_of(&r);
     let patch = "kubectl patch applicationset standorte -n argocd --field-manager=vpnmig --type merge -p '{\"spec\":{\"syncPolicy\":{\"applicationsSync\":\"create-only\"}}}'";
     assert!(

@@ -601,7 +601,7 @@ impl Windows {
             let by = if p.live == "let-go" {
                 "was relied on"
             } else if p.live == "named" {
-                "named by a stop of"
+                "asked for"
             } else {
                 "relied on"
             };
@@ -1494,11 +1494,9 @@ async fn relied_parents(
             for p in j.gitops_parents.iter().filter(|p| !p.relies) {
                 let Some(child) = &p.parent_of else { continue };
                 if named.iter().any(|o| gitops::same_owner(o, &p.owner))
-                    || j.gitops_parents.iter().any(|q| {
-                        q.relies
-                            && gitops::same_owner(&q.owner, &p.owner)
-                            && crate::core::holders::parent_relied_on(j, q)
-                    })
+                    || j.gitops_parents
+                        .iter()
+                        .any(|q| q.relies && gitops::same_owner(&q.owner, &p.owner))
                 {
                     continue;
                 }

@@ -175,9 +175,11 @@ pub(crate) async fn live_parents(
 /// the verb.
 pub(crate) fn parent_fix(p: &gitops::OwnerRef) -> String {
     match p.kind.as_str() {
+        // With its command, as `status` and every other parent's stop (a21k N09).
         "ApplicationSet" => format!(
-            "{} for the window (an `ignoreApplicationDifferences` entry for `/spec/syncPolicy` is not enough where the Argo CD that runs it does not honour it: a21g 13)",
-            parent_fix_verb(p)
+            "set `spec.syncPolicy.applicationsSync: create-only` on {} for the window ({}; an `ignoreApplicationDifferences` entry for `/spec/syncPolicy` is not enough where the Argo CD that runs it does not honour it: a21g 13)",
+            p.display(),
+            suspend_command(p)
         ),
         _ => format!(
             "suspend {} for the window ({}; vpnmig does not restore it)",
@@ -443,9 +445,9 @@ fn reads_suspended(obj: &Value) -> bool {
     !gitops::owner_state(obj, "", "", "").active
 }
 
-/// The parents a stop of window `j` named (its journal remembers them: a21k N11) that read
-/// suspended now, each with what that means for this window, skipping those `said`
-/// already names: kept suspended while the window is open (vpnmig never resumes one), and
+/// The parents a stop of window `j` named (its journal remembers them: a21k N11) and the
+/// window never relied on, that read suspended now, each with what that means for this
+/// window, skipping those `said` already names: kept suspended while the window is open (vpnmig never resumes one), and
 /// resumed by the person who suspended it once the window is closed. Said by every
 /// refusal and stop after the parent stop (the window guard's, a rollback's) and when a
 /// rollback closes the window. A parent that cannot be read is left out.
@@ -462,7 +464,13 @@ pub(crate) async fn named_parents(
             continue;
         }
         seen.push(&p.owner);
-        if said.contains(&p.owner.display()) {
+        // A parent the window relies on (or relied on) is named by the reliance's own
+        // words, with when it may be resumed: never "resume it yourself" here.
+        let relied = j
+            .gitops_parents
+            .iter()
+            .any(|q| q.relies && gitops::same_owner(&q.owner, &p.owner));
+        if relied || said.contains(&p.owner.display()) {
             continue;
         }
         let Ok(Found::One(_, obj)) = live::find(cluster, &p.owner).await else {
