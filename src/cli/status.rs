@@ -595,10 +595,13 @@ impl Windows {
                 "gone" => "GitOps parent gone",
                 "unknown" => "GitOps parent relied on (not read back)",
                 "let-go" => "GitOps parent no longer relied on",
+                "named" => "GitOps parent suspended at a window's request",
                 _ => "GitOps parent relied on",
             };
             let by = if p.live == "let-go" {
                 "was relied on"
+            } else if p.live == "named" {
+                "asked for"
             } else {
                 "relied on"
             };
@@ -1389,18 +1392,7 @@ async fn relied_parents(
                                 "re-enabled by someone else while the window of {ns}/{name} relies on it (now {}): its sync re-arms the child {}, which re-creates what the window replaced and contests the floating IP; {first}{} again, and {keep}",
                                 st.how,
                                 child.display(),
-                                if p.owner.kind == "ApplicationSet" {
-                                    format!(
-                                        "set `spec.syncPolicy.applicationsSync: create-only` on {}",
-                                        p.owner.display()
-                                    )
-                                } else {
-                                    format!(
-                                        "suspend {} ({})",
-                                        p.owner.display(),
-                                        crate::window::suspend_command(&p.owner)
-                                    )
-                                }
+                                crate::window::parent_fix_verb(&p.owner)
                             ),
                         )
                     } else {
@@ -1493,6 +1485,46 @@ async fn relied_parents(
                     "the window let go of {b} ({why}) and no longer relies on its suspension; {todo}; resumed, its sync writes the policy of {b} back as the source has it, over the one set since, so resume it only when whoever set that agrees (vpnmig never resumes a parent it did not suspend)"
                 ),
             });
+        }
+        // The parents a stop of a window still open named (a21k N11: suspended by hand as
+        // the stop asked, then the window was deferred, and nothing named them again):
+        // named while they read suspended, until the window is closed.
+        if !j.phase.finished() {
+            let mut named: Vec<&gitops::OwnerRef> = Vec::new();
+            for p in j.gitops_parents.iter().filter(|p| !p.relies) {
+                let Some(child) = &p.parent_of else { continue };
+                if named.iter().any(|o| gitops::same_owner(o, &p.owner))
+                    || j.gitops_parents
+                        .iter()
+                        .any(|q| q.relies && gitops::same_owner(&q.owner, &p.owner))
+                {
+                    continue;
+                }
+                named.push(&p.owner);
+                let Ok(Found::One(_, parent)) = find(cluster, &p.owner).await else {
+                    continue;
+                };
+                let suspended = if parent["kind"] == "ApplicationSet" {
+                    !gitops::parent_state(&parent, &serde_json::Value::Null).puts_back
+                } else {
+                    !gitops::owner_state(&parent, "", "", "").active
+                };
+                if !suspended {
+                    continue;
+                }
+                out.push(ReliedParent {
+                    namespace: ns.to_string(),
+                    gateway: name.to_string(),
+                    phase: j.phase.to_string(),
+                    parent: p.owner.display(),
+                    owner: child.display(),
+                    live: "named".into(),
+                    advice: format!(
+                        "a stop of this window asked for its suspension, and it reads suspended: keep it so while the window is open (`vpnmig cutover {name} -n {ns}` goes on, `vpnmig rollback {name} -n {ns}` closes it); vpnmig never resumes it: once the window is closed, resume it yourself ({})",
+                        crate::window::resume_yourself(&p.owner)
+                    ),
+                });
+            }
         }
     }
     out

@@ -615,6 +615,36 @@ impl Link {
     }
 }
 
+/// A link one level past those vpnmig follows (a21k N07): `child` (as JSON: `obj`), the
+/// top-most level read, names `parent` (as read: `parent_obj`) in its markers. What it
+/// does is read as for any link, and its `how` says that the chain may go on above it
+/// past what vpnmig follows, so that every stop and `status` that name it say so, with
+/// its suspension first.
+pub fn beyond_link(
+    parent: Parent,
+    parent_obj: &Value,
+    child: &OwnerRef,
+    obj: &Value,
+    level: usize,
+) -> Link {
+    let mut state = parent_state(parent_obj, obj);
+    // A level past the limit is held to what its markers say: it manages the child.
+    state.would_put_back = true;
+    state.puts_back = state.puts_back || state.active;
+    state.how = format!(
+        "{}; it is past the {} levels of parents vpnmig follows, and the chain may go on above it: suspend it and every level above it first",
+        state.how,
+        level - 1
+    );
+    Link {
+        state,
+        parent,
+        child: child.clone(),
+        level,
+        remembered: false,
+    }
+}
+
 /// What the chain of parents above an owner means for a window (a21i 06, 09): the links
 /// that put a policy back now, the top-most first (the order to stop them in: each one's
 /// sync undoes the suspension of the one below it); empty when the window may go on,

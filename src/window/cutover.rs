@@ -76,6 +76,14 @@ pub async fn cutover(
         async |held| Box::pin(run(cluster, held, name, opts, &ev, confirm)).await,
     ))
     .await;
+    // Every refusal or stop after a parent stop says the parent stays suspended for the
+    // window, and who resumes it (a21k N11).
+    let result = match result {
+        Err(e @ Error::Stop { .. }) if !opts.dry_run => {
+            Err(super::gitops::with_named_parents(cluster, name, e).await)
+        }
+        other => other,
+    };
     if let Err(e) = &result {
         ev.emit(Event::Stopped {
             code: e.exit_code(),

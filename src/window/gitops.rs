@@ -275,9 +275,12 @@ use sources::*;
 /// the verb: `suspend X (command)`, or for an ApplicationSet the `create-only` policy.
 pub(crate) fn parent_fix_verb(p: &gitops::OwnerRef) -> String {
     if p.kind == "ApplicationSet" {
+        // With its command, as every other parent's suspension (a21k N09: the first stop
+        // had none to copy): one function for every stop and `status`.
         format!(
-            "set `spec.syncPolicy.applicationsSync: create-only` on {}",
-            p.display()
+            "set `spec.syncPolicy.applicationsSync: create-only` on {} ({})",
+            p.display(),
+            suspend_command(p)
         )
     } else {
         format!("suspend {} ({})", p.display(), suspend_command(p))
