@@ -280,3 +280,33 @@ pub(crate) fn between(from: Option<jiff::Timestamp>, to: Option<jiff::Timestamp>
     let d = to?.duration_since(from?);
     u64::try_from(d.as_millis()).ok()
 }
+
+/// `e` with every suspend command of an owner its markers name without a namespace
+/// (an Argo CD tracking id carries none) written for `known`, the owner the journal
+/// recorded in its real namespace: a printed `kubectl patch application NAME -n argocd`
+/// for an Application in another namespace fails, or patches a namesake (a21k N12).
+pub(crate) fn in_owner_namespace(e: Error, known: &[crate::core::gitops::OwnerRef]) -> Error {
+    let Error::Stop {
+        code,
+        message,
+        hint: Some(mut hint),
+    } = e
+    else {
+        return e;
+    };
+    for o in known.iter().filter(|o| o.namespace.is_some()) {
+        let bare = crate::core::gitops::OwnerRef {
+            namespace: None,
+            ..o.clone()
+        };
+        hint = hint.replace_text(
+            &crate::window::suspend_command(&bare),
+            &crate::window::suspend_command(o),
+        );
+    }
+    Error::Stop {
+        code,
+        message,
+        hint: Some(hint),
+    }
+}
