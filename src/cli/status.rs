@@ -2181,7 +2181,7 @@ async fn ignoring(
         let (gw, ns) = (&j.gateway, &j.namespace);
         s.live = "restore-re-created".into();
         s.live_detail = format!(
-            "ipsecgateway/{gw} -n {ns} exists again (uid {}, created {c}), re-created by its sync while the window's own restore (started {at}) had it re-armed; vpnmig suspended it again and it reads back suspended: nothing ignores its suspension, its source still defined the gateway",
+            "ipsecgateway/{gw} -n {ns} exists again (uid {}, created {c}), re-created by its sync while the window's own restore (started {at}) had it re-armed; vpnmig suspended it again and it reads back suspended (its controller honours the suspension; its source still defined the gateway)",
             uid.unwrap_or("?")
         );
         s.resume = format!(
