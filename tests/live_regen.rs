@@ -381,6 +381,9 @@ async fn re_created_after_done_beside_a_suspended_application(b: &Bed) {
     assert!(owner.suspended(b).await);
     let j = b.journal(NS, "acme").await.unwrap();
     assert!(j["gitops"][0]["reArmedAt"].is_null(), "never re-armed: {j}");
+    let st = status(b).await;
+    assert!(st.contains(DELETE), "{st}");
+    assert!(!st.contains("-n argocd"), "{st}");
     b.delete(IPSECGATEWAY, NS, "acme").await;
     owner.merge(b, &merged).await;
     b.step(

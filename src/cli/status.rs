@@ -2364,7 +2364,14 @@ async fn read_back(
             s.live_detail = format!("{now}{parent}");
             s.resume = keep;
         }
-        Held::AsLeft => s.live = "suspended".into(),
+        Held::AsLeft => {
+            s.live = "suspended".into();
+            // The replaced gateway live again beside a finished window: its delete comes
+            // first, whoever re-created it (a21k R07: a restore's advice without it).
+            if let Some(back) = &back {
+                s.resume = format!("{back}{}", s.resume);
+            }
+        }
         // The window's own pause, recorded and never landed (a21j 08: a webhook refused
         // it): not someone else's re-enable, and nothing was suspended to restore.
         Held::NotPaused { since, now } => {
