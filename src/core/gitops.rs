@@ -1314,6 +1314,11 @@ pub struct Record {
     /// a killed run left unfinished, never by "someone else" (a21j 07).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restoring: Option<Restoring>,
+    /// When the window's own restore last re-armed the owner (the intent's time), kept
+    /// after vpnmig suspended it again: a gateway re-created since is that restore's
+    /// sync's doing, never "a controller that ignores its suspension" (a21k R07, N05).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub re_armed_at: Option<String>,
     /// Argo CD: the owner's `status.operationState.startedAt` when the window's pause landed
     /// (`""`: it had not synced yet). Its pause removes `automated`, so a policy re-enabled
     /// and removed again since leaves no field whose managedFields say who (a real API
@@ -1423,6 +1428,7 @@ impl Record {
             parent_of: Some(child.clone()),
             pausing: None,
             restoring: None,
+            re_armed_at: None,
             last_sync: None,
         }
     }
@@ -3528,6 +3534,7 @@ mod tests {
             parent_of: None,
             pausing: None,
             restoring: None,
+            re_armed_at: None,
             last_sync: None,
         };
         let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});

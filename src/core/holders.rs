@@ -257,6 +257,7 @@ mod tests {
             parent_of: None,
             pausing: None,
             restoring: None,
+            re_armed_at: None,
             last_sync: None,
         });
         j

@@ -119,6 +119,10 @@ async fn run(
             lock: held,
             by: by.clone(),
         };
+        // No vouch beside the replaced gateway live again: it disproves it (a21k R07).
+        if let Some(stop) = super::gitops::live_again(&w, "IPsecGateway", None).await? {
+            return Err(stop);
+        }
         if super::gitops::vouch(&mut w, "IPsecGateway").await? {
             return Ok(Outcome::Done);
         }

@@ -236,6 +236,7 @@ pub async fn owners(
                 parent_of: None,
                 pausing: None,
                 restoring: None,
+                re_armed_at: None,
                 last_sync: None,
             });
         }
