@@ -377,7 +377,10 @@ impl Bed {
         // control plane the operator starts from the recorded status and its first
         // reconcile says Ready=False (WorkloadNotReady) until the cluster's controllers and
         // kwok run the gateway's Pod: wait for Ready=True there, as for a live cluster.
-        let deadline = Instant::now() + Duration::from_secs(60);
+        // 60 s, and a second more a gateway past ten (a benchmark's fleet: each gateway's
+        // Deployment, ReplicaSet and Pod are made by the cluster's controllers in turn).
+        let limit = 60 + gateways.saturating_sub(10) as u64;
+        let deadline = Instant::now() + Duration::from_secs(limit);
         loop {
             let mut all = b.all(IPSECGATEWAY).await;
             all.extend(b.all(VPNGATEWAY).await);
@@ -394,7 +397,7 @@ impl Bed {
             }
             assert!(
                 Instant::now() < deadline,
-                "the scenario's gateways were not Ready within 60 s on the {backend}: {all:?}"
+                "the scenario's gateways were not Ready within {limit} s on the {backend}: {all:?}"
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -417,6 +420,31 @@ impl Bed {
             (None, Some((_, proxy))) => &proxy.faults,
             (None, None) => unreachable!("a bed has a backend"),
         }
+    }
+
+    /// The API requests vpnmig and the rows made so far: the emulator's count, or the
+    /// fault proxy's in front of kube-apiserver (the operator, the GitOps controllers,
+    /// kwok and the cluster's controllers speak to kube-apiserver directly, uncounted).
+    pub fn api_requests(&self) -> u64 {
+        use std::sync::atomic::Ordering;
+        match (&self.sb, &self.cp) {
+            (Some(sb), _) => sb.requests.load(Ordering::Relaxed),
+            (None, Some((_, proxy))) => proxy.requests.load(Ordering::Relaxed),
+            (None, None) => unreachable!("a bed has a backend"),
+        }
+    }
+
+    /// Every request the fault proxy forwarded so far (verb, resource, namespace, status),
+    /// on [`Backend::Real`]: what a row reads to tell which verbs a command used.
+    pub fn proxy_log(&self) -> Option<Vec<vpnmig_sandbox::proxy::Logged>> {
+        self.cp
+            .as_ref()
+            .map(|(_, proxy)| proxy.log.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    /// The real control plane, on [`Backend::Real`].
+    pub fn control_plane(&self) -> Option<&ControlPlane> {
+        self.cp.as_ref().map(|(cp, _)| cp)
     }
 
     /// The emulator store's resourceVersion now (what `events_after` reads from), on the
