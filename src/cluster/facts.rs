@@ -298,6 +298,40 @@ pub async fn crd_schemas(
     Ok(Ok(crate::core::schema::TargetSchemas { gateway, peer }))
 }
 
+/// SelfSubjectAccessReviews of `needs` (a window's asks beyond `core::live::NEEDS`, each in
+/// its own namespace or in all): `(need, allowed)` as [`permissions`] answers.
+pub async fn allowed(
+    cluster: &Cluster,
+    needs: &[crate::core::live::Need],
+) -> Result<Vec<(String, bool)>, KubeError> {
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(cluster.client.clone());
+    let pp = PostParams::default();
+    let mut out = Vec::new();
+    for n in needs {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(ResourceAttributes {
+                    namespace: n.namespace.clone(),
+                    verb: Some(n.verb.to_string()),
+                    group: Some(n.group.clone()),
+                    resource: Some(n.resource.clone()),
+                    name: n.name.clone(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let r = cluster
+            .call("create", "selfsubjectaccessreview", None, || {
+                reviews.create(&pp, &review)
+            })
+            .await?;
+        out.push((n.display(), r.status.is_some_and(|s| s.allowed)));
+    }
+    Ok(out)
+}
+
 /// SelfSubjectAccessReviews of everything cutover and rollback do (`core::live::NEEDS`)
 /// in the cluster's namespace: `(need, allowed)`; `Err` when they could not be asked
 /// (refused, or no answer: through [`Cluster::call`]'s one retry policy).

@@ -303,6 +303,7 @@ async fn run(
                 secret.as_ref(),
                 mode,
                 &inherited,
+                opts.dry_run,
             )
             .await?
         }
