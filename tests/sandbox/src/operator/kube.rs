@@ -15,6 +15,12 @@
 //! - Reconciles: one per gateway key ([`Scope`]), woken by a watch event of the gateway,
 //!   of a VPNPeer naming it, of its Pod, or of a Secret in its namespace, and by the
 //!   operator's own timers (the wake a reconcile returns is the key's requeue).
+//! - What every reconcile reads of the whole cluster (every IPsecGateway, VPNGateway and
+//!   VPNPeer: pinned floating IPs, serviceCIDRs in use, a gateway's peers) comes from the
+//!   watches' caches (`kube::runtime::reflector`), as a controller's informers serve it,
+//!   once they have listed; a reconcile's own object and every write go to the API server.
+//!   Three `LIST`s of the whole cluster a reconcile made the operator the bottleneck of a
+//!   100-gateway wave (`cargo bench --bench wave`, docs/fleet.md).
 //!
 //! The reconcile logic is the emulator's ([`super::reconcile::reconcile_scope`]); the
 //! operator's state (floating IPs, strongSwan daemons, client peers) is one, so the
@@ -25,9 +31,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -56,6 +64,17 @@ pub struct ExecHook {
     pub path: String,
 }
 
+/// A watch's cache of every object of one type, and whether it has listed them yet.
+#[derive(Clone)]
+pub(super) struct Cache {
+    store: reflector::Store<DynamicObject>,
+    listed: Arc<AtomicBool>,
+}
+
+/// The caches of the types [`run`] watches in full (by plural), shared by [`KubeApi`]
+/// (which reads them) and [`run`] (which fills them).
+pub(super) type Caches = Arc<Mutex<BTreeMap<String, Cache>>>;
+
 /// The operator's access to a Kubernetes API server.
 pub struct KubeApi {
     client: kube::Client,
@@ -63,6 +82,7 @@ pub struct KubeApi {
     node: Option<String>,
     exec: Option<ExecHook>,
     exec_done: Mutex<HashSet<(String, String)>>,
+    caches: Caches,
 }
 
 impl KubeApi {
@@ -75,7 +95,35 @@ impl KubeApi {
             node: None,
             exec: None,
             exec_done: Mutex::new(HashSet::new()),
+            caches: Caches::default(),
         }
+    }
+
+    /// The objects of `plural` in every namespace from its watch's cache, once that has
+    /// listed them; `None` otherwise (the caller lists from the API server).
+    fn cached(&self, plural: &str) -> Option<Vec<Value>> {
+        let cache = self
+            .caches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(plural)
+            .cloned()?;
+        if !cache.listed.load(Ordering::Acquire) {
+            return None;
+        }
+        Some(
+            cache
+                .store
+                .state()
+                .iter()
+                .map(|o| to_value(o.as_ref().clone()))
+                .collect(),
+        )
+    }
+
+    /// The caches [`run`] fills for this API's reads.
+    pub(super) fn caches(&self) -> Caches {
+        self.caches.clone()
     }
 
     /// Put gateway pods on `node` (a cluster without a scheduler).
@@ -193,12 +241,17 @@ impl OperatorApi for KubeApi {
     }
 
     fn list(&self, rt: &ResourceType, ns: Option<&str>) -> Result<Vec<Value>, ApiError> {
-        let api = self.api(rt, ns);
-        let list = self.block(
-            &format!("list {}", rt.plural),
-            api.list(&ListParams::default()),
-        )?;
-        let mut items: Vec<Value> = list.items.into_iter().map(to_value).collect();
+        let mut items: Vec<Value> = match ns.is_none().then(|| self.cached(&rt.plural)) {
+            Some(Some(items)) => items,
+            _ => {
+                let api = self.api(rt, ns);
+                let list = self.block(
+                    &format!("list {}", rt.plural),
+                    api.list(&ListParams::default()),
+                )?;
+                list.items.into_iter().map(to_value).collect()
+            }
+        };
         let key = |v: &Value| {
             (
                 v.pointer("/metadata/namespace")
@@ -412,9 +465,10 @@ const WATCHED: [(&str, &str, &str, Option<&str>); 6] = [
 ];
 
 /// Drive `op` over `client` until the operator is dropped or the task is aborted: one
-/// watcher per watched type feeds the queue, `workers` workers reconcile its keys, and a
-/// change of the settings wakes every gateway.
-pub(super) async fn run(op: Weak<Operator>, client: kube::Client, workers: usize) {
+/// watcher per watched type feeds the queue (and, for a type watched in full, its cache in
+/// `caches`), `workers` workers reconcile its keys, and a change of the settings wakes
+/// every gateway.
+pub(super) async fn run(op: Weak<Operator>, client: kube::Client, workers: usize, caches: Caches) {
     let queue = Arc::new(Queue::default());
     let mut tasks = tokio::task::JoinSet::new();
     for (group, version, plural, selector) in WATCHED {
@@ -432,16 +486,42 @@ pub(super) async fn run(op: Weak<Operator>, client: kube::Client, workers: usize
             cfg = cfg.labels(s);
         }
         let queue = queue.clone();
+        // The gateway kinds are watched in full: their cache is what every reconcile
+        // reads of the whole cluster. A key is queued after the cache has the change.
+        let cached = rt.from_crd && selector.is_none();
+        let writer = reflector::store::Writer::new(ar.clone());
+        let listed = Arc::new(AtomicBool::new(false));
+        if cached {
+            caches.lock().unwrap_or_else(|e| e.into_inner()).insert(
+                plural.to_string(),
+                Cache {
+                    store: writer.as_reader(),
+                    listed: listed.clone(),
+                },
+            );
+        }
         tasks.spawn(async move {
-            let mut events = watcher(api, cfg)
-                .default_backoff()
-                .touched_objects()
-                .boxed();
+            let events = watcher(api, cfg).default_backoff();
+            let mut events = if cached {
+                reflector(writer, events).boxed()
+            } else {
+                events.boxed()
+            };
             while let Some(ev) = events.next().await {
-                if let Ok(obj) = ev {
-                    for k in keys_of(&rt.kind, &obj) {
-                        queue.add(k, Instant::now());
+                let obj = match ev {
+                    Ok(watcher::Event::InitDone) => {
+                        listed.store(true, Ordering::Release);
+                        continue;
                     }
+                    Ok(
+                        watcher::Event::Apply(o)
+                        | watcher::Event::InitApply(o)
+                        | watcher::Event::Delete(o),
+                    ) => o,
+                    Ok(watcher::Event::Init) | Err(_) => continue,
+                };
+                for k in keys_of(&rt.kind, &obj) {
+                    queue.add(k, Instant::now());
                 }
             }
         });

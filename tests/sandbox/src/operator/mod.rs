@@ -157,6 +157,7 @@ impl Operator {
         if let Some(p) = &plane {
             p.set_notify(wake.clone());
         }
+        let caches = api.caches();
         let op = Arc::new(Operator {
             api: Arc::new(api),
             passes: Mutex::new(PassStats::default()),
@@ -166,7 +167,7 @@ impl Operator {
             stop,
             task: Mutex::new(None),
         });
-        let handle = tokio::spawn(kube::run(Arc::downgrade(&op), client, workers));
+        let handle = tokio::spawn(kube::run(Arc::downgrade(&op), client, workers, caches));
         *op.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
         op
     }
