@@ -15,12 +15,15 @@
 //! - Reconciles: one per gateway key ([`Scope`]), woken by a watch event of the gateway,
 //!   of a VPNPeer naming it, of its Pod, or of a Secret in its namespace, and by the
 //!   operator's own timers (the wake a reconcile returns is the key's requeue).
-//! - What every reconcile reads of the whole cluster (every IPsecGateway, VPNGateway and
-//!   VPNPeer: pinned floating IPs, serviceCIDRs in use, a gateway's peers) comes from the
-//!   watches' caches (`kube::runtime::reflector`), as a controller's informers serve it,
-//!   once they have listed; a reconcile's own object and every write go to the API server.
-//!   Three `LIST`s of the whole cluster a reconcile made the operator the bottleneck of a
-//!   100-gateway wave (`cargo bench --bench wave`, docs/fleet.md).
+//! - Reads come from the watches' caches (`kube::runtime::reflector`), as a controller's
+//!   informers serve them, once each has listed: every IPsecGateway, VPNGateway, VPNPeer
+//!   and Secret, the operator's own Deployments and Pods (the watches' label selectors).
+//!   An object a cache does not have is asked of the API server; a read-modify-write
+//!   starts from the cache's copy and, on a conflict (a stale copy), reads the API
+//!   server's. The API server's reads each reconcile made (three `LIST`s of the whole
+//!   cluster, then a GET per object) made the operator, whose reconciles take turns on
+//!   its state, the bottleneck of a 100-gateway wave (`cargo bench --bench wave`,
+//!   docs/fleet.md).
 //!
 //! The reconcile logic is the emulator's ([`super::reconcile::reconcile_scope`]); the
 //! operator's state (floating IPs, strongSwan daemons, client peers) is one, so the
@@ -99,26 +102,39 @@ impl KubeApi {
         }
     }
 
-    /// The objects of `plural` in every namespace from its watch's cache, once that has
-    /// listed them; `None` otherwise (the caller lists from the API server).
-    fn cached(&self, plural: &str) -> Option<Vec<Value>> {
+    /// The watch cache of `plural`, once it has listed; `None` otherwise (the caller asks
+    /// the API server).
+    fn cache(&self, plural: &str) -> Option<Cache> {
         let cache = self
             .caches
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(plural)
             .cloned()?;
-        if !cache.listed.load(Ordering::Acquire) {
-            return None;
-        }
+        cache.listed.load(Ordering::Acquire).then_some(cache)
+    }
+
+    /// The objects of `plural` (in `ns`, or every namespace) from its watch's cache. A type
+    /// watched with a label selector (the operator's Pods and Deployments) has only those:
+    /// what the operator lists of them.
+    fn cached(&self, plural: &str, ns: Option<&str>) -> Option<Vec<Value>> {
+        let cache = self.cache(plural)?;
         Some(
             cache
                 .store
                 .state()
                 .iter()
+                .filter(|o| ns.is_none_or(|n| o.metadata.namespace.as_deref() == Some(n)))
                 .map(|o| to_value(o.as_ref().clone()))
                 .collect(),
         )
+    }
+
+    /// The object from the API server (not the cache).
+    fn get_live(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let api = self.api(rt, Some(ns));
+        self.block(&format!("get {} {ns}/{name}", rt.plural), api.get(name))
+            .map(to_value)
     }
 
     /// The caches [`run`] fills for this API's reads.
@@ -200,6 +216,17 @@ fn post_params() -> PostParams {
     }
 }
 
+/// The dynamic type of `rt`'s objects, as its watch cache keys them.
+fn cache_type(rt: &ResourceType) -> ApiResource {
+    ApiResource {
+        group: rt.group.clone(),
+        version: rt.version.clone(),
+        api_version: rt.api_version(),
+        kind: rt.kind.clone(),
+        plural: rt.plural.clone(),
+    }
+}
+
 /// The types the operator reads and writes, as the CRDs and the core API serve them.
 fn known(group: &str, version: &str, plural: &str) -> Option<ResourceType> {
     let (kind, status) = match (group, version, plural) {
@@ -235,15 +262,21 @@ impl OperatorApi for KubeApi {
     }
 
     fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
-        let api = self.api(rt, Some(ns));
-        self.block(&format!("get {} {ns}/{name}", rt.plural), api.get(name))
-            .map(to_value)
+        // From the watch's cache when it has it; one it does not have (not yet seen, or
+        // outside a watch's selector) is asked of the API server.
+        if let Some(cache) = self.cache(&rt.plural) {
+            let key = reflector::ObjectRef::new_with(name, cache_type(rt)).within(ns);
+            if let Some(o) = cache.store.get(&key) {
+                return Ok(to_value(o.as_ref().clone()));
+            }
+        }
+        self.get_live(rt, ns, name)
     }
 
     fn list(&self, rt: &ResourceType, ns: Option<&str>) -> Result<Vec<Value>, ApiError> {
-        let mut items: Vec<Value> = match ns.is_none().then(|| self.cached(&rt.plural)) {
-            Some(Some(items)) => items,
-            _ => {
+        let mut items: Vec<Value> = match self.cached(&rt.plural, ns) {
+            Some(items) => items,
+            None => {
                 let api = self.api(rt, ns);
                 let list = self.block(
                     &format!("list {}", rt.plural),
@@ -289,8 +322,14 @@ impl OperatorApi for KubeApi {
         let api = self.api(rt, Some(ns));
         let what = format!("update {} {ns}/{name}", rt.plural);
         let mut last = None;
-        for _ in 0..CONFLICT_RETRIES {
-            let cur = self.get(rt, ns, name)?;
+        for attempt in 0..CONFLICT_RETRIES {
+            // The cache's copy first (written with its resourceVersion: a stale one is a
+            // conflict), the API server's after a conflict.
+            let cur = if attempt == 0 {
+                self.get(rt, ns, name)?
+            } else {
+                self.get_live(rt, ns, name)?
+            };
             let new = edit(&cur)?;
             if new == cur {
                 return Ok(cur);
@@ -486,27 +525,19 @@ pub(super) async fn run(op: Weak<Operator>, client: kube::Client, workers: usize
             cfg = cfg.labels(s);
         }
         let queue = queue.clone();
-        // The gateway kinds are watched in full: their cache is what every reconcile
-        // reads of the whole cluster. A key is queued after the cache has the change.
-        let cached = rt.from_crd && selector.is_none();
+        // Every watched type keeps its cache, which the reconciles read; a key is queued
+        // after the cache has the change.
         let writer = reflector::store::Writer::new(ar.clone());
         let listed = Arc::new(AtomicBool::new(false));
-        if cached {
-            caches.lock().unwrap_or_else(|e| e.into_inner()).insert(
-                plural.to_string(),
-                Cache {
-                    store: writer.as_reader(),
-                    listed: listed.clone(),
-                },
-            );
-        }
+        caches.lock().unwrap_or_else(|e| e.into_inner()).insert(
+            plural.to_string(),
+            Cache {
+                store: writer.as_reader(),
+                listed: listed.clone(),
+            },
+        );
         tasks.spawn(async move {
-            let events = watcher(api, cfg).default_backoff();
-            let mut events = if cached {
-                reflector(writer, events).boxed()
-            } else {
-                events.boxed()
-            };
+            let mut events = reflector(writer, watcher(api, cfg).default_backoff()).boxed();
             while let Some(ev) = events.next().await {
                 let obj = match ev {
                     Ok(watcher::Event::InitDone) => {
