@@ -116,7 +116,9 @@ impl KubeApi {
 
     /// The objects of `plural` (in `ns`, or every namespace) from its watch's cache. A type
     /// watched with a label selector (the operator's Pods and Deployments) has only those:
-    /// what the operator lists of them.
+    /// what the operator lists of them. Without `metadata.managedFields`, which the
+    /// operator never reads (a reconcile lists the whole cluster: copying every object's
+    /// field history was most of its time).
     fn cached(&self, plural: &str, ns: Option<&str>) -> Option<Vec<Value>> {
         let cache = self.cache(plural)?;
         Some(
@@ -125,7 +127,7 @@ impl KubeApi {
                 .state()
                 .iter()
                 .filter(|o| ns.is_none_or(|n| o.metadata.namespace.as_deref() == Some(n)))
-                .map(|o| to_value(o.as_ref().clone()))
+                .map(|o| listed_value(o))
                 .collect(),
         )
     }
@@ -202,6 +204,40 @@ fn api_error(what: &str, e: kube::Error) -> ApiError {
 
 fn to_value(o: DynamicObject) -> Value {
     serde_json::to_value(o).unwrap_or(Value::Null)
+}
+
+/// A cached object as a list item: every field but `metadata.managedFields`.
+fn listed_value(o: &DynamicObject) -> Value {
+    let m = &o.metadata;
+    let meta = kube::api::ObjectMeta {
+        name: m.name.clone(),
+        namespace: m.namespace.clone(),
+        uid: m.uid.clone(),
+        resource_version: m.resource_version.clone(),
+        generation: m.generation,
+        creation_timestamp: m.creation_timestamp.clone(),
+        deletion_timestamp: m.deletion_timestamp.clone(),
+        deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+        finalizers: m.finalizers.clone(),
+        labels: m.labels.clone(),
+        annotations: m.annotations.clone(),
+        owner_references: m.owner_references.clone(),
+        generate_name: m.generate_name.clone(),
+        managed_fields: None,
+        self_link: None,
+    };
+    let mut v = o.data.clone();
+    if let Value::Object(map) = &mut v {
+        if let Some(t) = &o.types {
+            map.insert("apiVersion".into(), Value::String(t.api_version.clone()));
+            map.insert("kind".into(), Value::String(t.kind.clone()));
+        }
+        map.insert(
+            "metadata".into(),
+            serde_json::to_value(meta).unwrap_or(Value::Null),
+        );
+    }
+    v
 }
 
 fn from_value(v: &Value) -> Result<DynamicObject, ApiError> {
