@@ -684,6 +684,82 @@ pub async fn serve_exec(op: Weak<Operator>, listener: tokio::net::UnixListener) 
     }
 }
 
+/// [`serve_exec`] over TCP on 127.0.0.1, in a framing a shell reads and writes with bash's
+/// `/dev/tcp` (what [`swanctl_bash`] does: a pod exec then costs a shell, not an
+/// interpreter's start). Request: the namespace, the pod, the number of arguments and each
+/// argument, a line each (no argument of `swanctl` holds a newline). Answer: a line
+/// `EXIT STDOUT_BYTES STDERR_BYTES`, then stdout, then stderr.
+pub async fn serve_exec_tcp(op: Weak<Operator>, listener: tokio::net::TcpListener) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    while let Ok((conn, _)) = listener.accept().await {
+        let op = op.clone();
+        tokio::spawn(async move {
+            let (read, mut write) = conn.into_split();
+            let mut lines = BufReader::new(read.take(1 << 20)).lines();
+            let request = tokio::time::timeout(REQUEST_TIMEOUT, async {
+                let namespace = lines.next_line().await.ok()??;
+                let pod = lines.next_line().await.ok()??;
+                let n: usize = lines.next_line().await.ok()??.trim().parse().ok()?;
+                let mut command = Vec::new();
+                for _ in 0..n.min(64) {
+                    command.push(lines.next_line().await.ok()??);
+                }
+                Some(ExecRequest {
+                    namespace,
+                    pod,
+                    container: super::children::CONTAINER.into(),
+                    command,
+                })
+            })
+            .await;
+            let answer = match (request, op.upgrade()) {
+                (Ok(Some(req)), Some(o)) => tokio::task::spawn_blocking(move || {
+                    o.exec(&req.namespace, &req.pod, &req.container, &req.command)
+                })
+                .await
+                .unwrap_or_else(|e| super::ExecOutput::error(1, format!("{e}\n"))),
+                (_, None) => super::ExecOutput::error(1, "the operator stopped\n".into()),
+                _ => super::ExecOutput::error(1, "a malformed exec request\n".into()),
+            };
+            let head = format!(
+                "{} {} {}\n",
+                answer.exit_code,
+                answer.stdout.len(),
+                answer.stderr.len()
+            );
+            let _ = write.write_all(head.as_bytes()).await;
+            let _ = write.write_all(answer.stdout.as_bytes()).await;
+            let _ = write.write_all(answer.stderr.as_bytes()).await;
+            let _ = write.shutdown().await;
+        });
+    }
+}
+
+/// The `swanctl` kwok finds first on its PATH where [`serve_exec_tcp`] listens on `port`:
+/// bash alone (its `/dev/tcp`), asking as the pod the kwok `Exec` names.
+pub fn swanctl_bash(port: u16) -> String {
+    format!(
+        r#"#!/bin/bash
+# Written by vpnmig-sandbox: answers as the gateway pod's simulated strongSwan.
+export LC_ALL=C
+ns=${{VPNMIG_POD_NAMESPACE:-}} pod=${{VPNMIG_POD_NAME:-}}
+if [ -z "$ns" ] || [ -z "$pod" ]; then
+  echo "error: this pod has no simulated strongSwan (no kwok Exec names it)" >&2
+  exit 1
+fi
+exec 3<>/dev/tcp/127.0.0.1/{port} || exit 1
+{{ printf '%s\n%s\n%s\n' "$ns" "$pod" "$#"; for a in "$@"; do printf '%s\n' "$a"; done; }} >&3
+read -r code olen elen <&3 || {{ echo "error: the sandbox did not answer" >&2; exit 1; }}
+out= err=
+[ "$olen" -gt 0 ] && IFS= read -r -d '' -N "$olen" out <&3
+[ "$elen" -gt 0 ] && IFS= read -r -d '' -N "$elen" err <&3
+printf '%s' "$out"
+printf '%s' "$err" >&2
+exit "$code"
+"#
+    )
+}
+
 /// Ask the sandbox listening on `socket` to answer one exec (blocking, bounded).
 pub fn ask_exec(socket: &std::path::Path, req: &ExecRequest) -> std::io::Result<super::ExecOutput> {
     use std::io::{Read, Write};
