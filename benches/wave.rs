@@ -422,6 +422,63 @@ async fn watch_marks_real(
     }
 }
 
+/// CPU seconds used so far by this process (the simulated operator, its watches, the fault
+/// proxy, the GitOps controllers) and by each process it started directly (etcd,
+/// kube-apiserver, kube-controller-manager, kwok), by command name; a child's count has
+/// its own ended children (kwok's: the `swanctl` each pod exec runs, which asks the
+/// operator). vpnmig runs under `/usr/bin/time`: measured apart.
+fn cpu_by_process() -> BTreeMap<String, f64> {
+    let me = std::process::id().to_string();
+    let mut out = BTreeMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for e in dir.flatten() {
+        let pid = e.file_name().to_string_lossy().to_string();
+        if !pid.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid … utime stime …`: fields after the comm's `)`.
+        let Some((head, rest)) = stat.rsplit_once(") ") else {
+            continue;
+        };
+        let comm = head.split_once(" (").map(|(_, c)| c).unwrap_or("?");
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let (Some(ppid), Some(u), Some(s), Some(cu), Some(cs)) =
+            (f.get(1), f.get(11), f.get(12), f.get(13), f.get(14))
+        else {
+            continue;
+        };
+        if pid == me || *ppid == me {
+            let n = |x: &str| x.parse::<f64>().unwrap_or(0.0);
+            let mut ticks = n(u) + n(s);
+            if pid != me {
+                ticks += n(cu) + n(cs);
+            }
+            let name = if pid == me { "bench process" } else { comm };
+            *out.entry(name.to_string()).or_default() += ticks / 100.0;
+        }
+    }
+    out
+}
+
+/// The CPU each process used between `before` and `after`, the most first.
+fn cpu_used(before: &BTreeMap<String, f64>, after: &BTreeMap<String, f64>) -> String {
+    let mut v: Vec<(&String, f64)> = after
+        .iter()
+        .map(|(k, a)| (k, a - before.get(k).copied().unwrap_or(0.0)))
+        .filter(|(_, d)| *d >= 0.05)
+        .collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    v.iter()
+        .map(|(k, d)| format!("{k} {d:.1} s"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// What one run of vpnmig took: wall time, API requests, marks per gateway, stdout, and
 /// the process's CPU seconds (user + system) and peak RSS in KiB (from `/usr/bin/time`).
 struct Observed {
@@ -436,6 +493,8 @@ struct Observed {
     /// vpnmig's requests by verb, resource and scope (`in NS` or `in all`), the most
     /// first; on the real control plane (the proxy's log).
     kinds: Vec<(String, usize)>,
+    /// The CPU the cluster's processes used during the run, and the load average after.
+    cluster_cpu: String,
 }
 
 fn since(
@@ -446,6 +505,7 @@ fn since(
         passes: now.passes - before.passes,
         busy: now.busy - before.busy,
         longest: now.longest,
+        cpu: now.cpu - before.cpu,
     }
 }
 
@@ -486,6 +546,7 @@ fn observed(rt: &tokio::runtime::Runtime, l: &Live, args: &[&str]) -> Observed {
         cpu,
         operator: since(passes, l.sb.operator.pass_stats()),
         kinds: Vec::new(),
+        cluster_cpu: String::new(),
     }
 }
 
@@ -523,7 +584,13 @@ fn observed_real(
     let before = b.api_requests();
     let logged = b.proxy_log().map_or(0, |l| l.len());
     let passes = b.operator.pass_stats();
+    let cpu_before = cpu_by_process();
     let (out, wall, cpu, _) = rt.block_on(run_blocking(&b.kubeconfig, b.cwd(), args));
+    let cluster_cpu = format!(
+        "{}; load average {}",
+        cpu_used(&cpu_before, &cpu_by_process()),
+        load()
+    );
     let requests = b.api_requests() - before;
     let kinds = by_kind(&b.proxy_log().unwrap_or_default()[logged..]);
     let operator = since(passes, b.operator.pass_stats());
@@ -539,6 +606,7 @@ fn observed_real(
         cpu,
         operator,
         kinds,
+        cluster_cpu,
     }
 }
 
@@ -590,13 +658,17 @@ fn show(what: &str, o: &Observed, operator: &str) {
         o.cpu.map_or("?".into(), |c| format!("{c:.1} s"))
     );
     println!(
-        "    {operator}: {} reconciles, busy {:.1} s ({:.0}% of the wall time), longest {:.0} ms",
+        "    {operator}: {} reconciles, busy {:.1} s ({:.0}% of the wall time, {:.1} s of it CPU), longest {:.0} ms",
         o.operator.passes,
         secs(o.operator.busy),
         100.0 * secs(o.operator.busy) / secs(o.wall),
+        secs(o.operator.cpu),
         o.operator.longest.as_secs_f64() * 1000.0
     );
     println!("    steps (median/max s): {}", steps(&o.marks));
+    if !o.cluster_cpu.is_empty() {
+        println!("    CPU of the cluster during it: {}", o.cluster_cpu);
+    }
     if !o.kinds.is_empty() {
         let top: Vec<String> = o
             .kinds
@@ -860,7 +932,9 @@ fn real(rt: &tokio::runtime::Runtime, n: usize, k: usize) {
     );
     let before = b.api_requests();
     let passes = b.operator.pass_stats();
+    let cpu_before = cpu_by_process();
     let (k_wave, k_each) = kubectl_wave(&b, &all, k);
+    let k_cpu = cpu_used(&cpu_before, &cpu_by_process());
     let k_requests = b.api_requests() - before;
     let k_ops = since(passes, b.operator.pass_stats());
     let k_rounds = all.len().div_ceil(k);
@@ -872,10 +946,15 @@ fn real(rt: &tokio::runtime::Runtime, n: usize, k: usize) {
         k_requests as f64 / all.len().max(1) as f64
     );
     println!(
-        "    {op}: {} reconciles, busy {:.1} s; window each: {}",
+        "    {op}: {} reconciles, busy {:.1} s ({:.1} s of it CPU); window each: {}",
         k_ops.passes,
         secs(k_ops.busy),
+        secs(k_ops.cpu),
         spread(k_each)
+    );
+    println!(
+        "    CPU of the cluster during it: {k_cpu}; load average {}",
+        load()
     );
     println!(
         "    ratio kubectl wave / (ceil({}/{k}) = {k_rounds} × kubectl alone = {:.1} s): {:.2}",

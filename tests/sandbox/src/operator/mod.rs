@@ -89,6 +89,15 @@ pub struct PassStats {
     pub passes: u64,
     pub busy: Duration,
     pub longest: Duration,
+    /// The CPU time the reconciles used (their threads'): `busy` less this is waiting, on
+    /// the API server or for a core.
+    pub cpu: Duration,
+}
+
+/// The CPU time the calling thread has used.
+pub fn thread_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 /// The running operator.
@@ -357,11 +366,14 @@ impl Operator {
     ) -> Option<Instant> {
         let mut st = self.state();
         let t = std::time::Instant::now();
+        let cpu = thread_cpu();
         let next = reconcile::reconcile_scope(&*self.api, settings, &mut st, now, scope);
         let took = t.elapsed();
+        let cpu = thread_cpu().saturating_sub(cpu);
         let mut p = self.passes.lock().unwrap_or_else(|e| e.into_inner());
         p.passes += 1;
         p.busy += took;
+        p.cpu += cpu;
         p.longest = p.longest.max(took);
         next
     }
