@@ -1,32 +1,20 @@
-//! The error that ends a command or a window, with its exit code (crate::exit) and an
-//! optional hint. Shared by the CLI and the window engine (`crate::window`), so the
-//! engine's stops map to the same documented exit codes; `cli::Error` re-exports it.
+//! The CLI's error: the window's ([`crate::window::error::Error`]) and the CLI's own
+//! (files, output, the allowlist, the SAs), each with its exit code (crate::exit) and
+//! an optional hint. The window names its next action as data; [`command_line`] renders
+//! it from this process's own command line, the only place that reads argv.
+//! `cli::Error` re-exports it.
 
 use crate::exit;
+use crate::window::error::Next;
 
-/// An error with its causes, on one line (`what: why: root cause`), for journals and
-/// wrapped messages.
-pub fn error_line(e: &Error) -> String {
-    let mut line = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        let text = s.to_string();
-        if !line.contains(&text) {
-            line.push_str(": ");
-            line.push_str(&text);
-        }
-        source = s.source();
-    }
-    line
-}
+pub use crate::window::error::error_line;
 
 /// An error that ends a command, with its exit code and an optional hint.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The window's error (also the cluster's, the journal's, the lock's and the input's).
     #[error(transparent)]
-    Input(#[from] crate::core::input::InputError),
-    #[error(transparent)]
-    Bundle(#[from] crate::bundle::BundleError),
+    Window(#[from] crate::window::error::Error),
     #[error("{path}: cannot read")]
     Read {
         path: String,
@@ -44,8 +32,6 @@ pub enum Error {
         file: String,
         error: crate::core::swanctl::SwanctlError,
     },
-    #[error(transparent)]
-    Cluster(#[from] crate::cluster::KubeError),
     #[error("cannot write the output")]
     Write {
         #[source]
@@ -53,13 +39,7 @@ pub enum Error {
     },
     #[error("{path}: not a valid allowlist: {message}")]
     Allowlist { path: String, message: String },
-    #[error(transparent)]
-    Lock(#[from] crate::cluster::lock::LockError),
-    #[error(transparent)]
-    Journal(#[from] crate::cluster::journal::ReadError),
-    #[error(transparent)]
-    Delete(#[from] crate::cluster::delete::DeleteError),
-    /// A cutover or rollback stopped: refused, blocked, timed out or interrupted.
+    /// A command stopped: refused, blocked or invalid.
     #[error("{message}")]
     Stop {
         code: i32,
@@ -68,57 +48,55 @@ pub enum Error {
     },
 }
 
+/// The lower layers' errors reach the CLI through the window's.
+macro_rules! through_window {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Error {
+                Error::Window(e.into())
+            }
+        }
+    )*};
+}
+through_window!(
+    crate::bundle::BundleError,
+    crate::core::input::InputError,
+    crate::cluster::KubeError,
+    crate::cluster::lock::LockError,
+    crate::cluster::journal::ReadError,
+    crate::cluster::delete::DeleteError
+);
+
 impl Error {
     /// The process exit code for this error (crate::exit).
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Input(_) | Error::Allowlist { .. } | Error::Sas { .. } => exit::INVALID_INPUT,
-            Error::Bundle(crate::bundle::BundleError::Io { .. })
-            | Error::Read { .. }
-            | Error::WriteFile { .. }
-            | Error::Write { .. }
-            | Error::Cluster(_) => exit::FAILURE,
-            Error::Bundle(_) => exit::REFUSED,
-            Error::Lock(crate::cluster::lock::LockError::Kube(_)) | Error::Journal(_) => {
-                exit::FAILURE
-            }
-            Error::Lock(_) => exit::REFUSED,
-            Error::Delete(crate::cluster::delete::DeleteError::Refused { .. }) => exit::REFUSED,
-            Error::Delete(_) => exit::FAILURE,
+            Error::Window(e) => e.exit_code(),
+            Error::Allowlist { .. } | Error::Sas { .. } => exit::INVALID_INPUT,
+            Error::Read { .. } | Error::WriteFile { .. } | Error::Write { .. } => exit::FAILURE,
             Error::Stop { code, .. } => *code,
         }
     }
 
-    /// What to do about it, rendered after the error as `hint: …`.
+    /// What to do about it, rendered after the error as `hint: …`, with the window's
+    /// next actions as command lines ([`command_line`]).
     pub fn hint(&self) -> Option<String> {
         match self {
-            Error::Input(e) => e.hint(),
-            Error::Cluster(e) => e.hint(),
+            Error::Window(e) => e.hint().map(|h| h.render(&command_line)),
             Error::Sas { error, .. } => Some(error.hint()),
-            Error::Bundle(e) => e.hint(),
             Error::Read { .. } | Error::WriteFile { .. } | Error::Write { .. } => None,
             Error::Allowlist { .. } => Some(
                 "the file is a YAML mapping with two lists: `ike: [...]` and `esp: [...]`".into(),
             ),
-            Error::Lock(crate::cluster::lock::LockError::Held { .. }) => Some(format!(
-                "wait for that run to finish, then run the same command again (`{}`); if it is surely gone (its machine died), take the lock over: `{}`",
-                again(&[]),
-                again(&["--break-lock"])
-            )),
-            Error::Lock(crate::cluster::lock::LockError::Lost { .. }) => Some(
-                "the lock was taken (--break-lock), deleted or expired: agree on who finishes the window before running cutover or rollback again; the journal says where it stands".into(),
-            ),
-            Error::Lock(crate::cluster::lock::LockError::Kube(e)) => e.hint(),
-            Error::Journal(crate::cluster::journal::ReadError::Invalid { namespace, name, .. }) => Some(format!(
-                "inspect it with `kubectl get configmap {name} -n {namespace} -o yaml` (the saved old manifest is under data.old-ipsecgateway.yaml); if it cannot be mended, save it, delete it, and roll back from the bundle: `vpnmig rollback GATEWAY -n {namespace} --plan DIR`"
-            )),
-            Error::Journal(crate::cluster::journal::ReadError::Kube(e)) => e.hint(),
-            Error::Journal(crate::cluster::journal::ReadError::Foreign { namespace, name, .. }) => Some(format!(
-                "nothing was changed: if it is not needed, delete or rename it (`kubectl get configmap {name} -n {namespace} -o yaml` shows what it is), then run the command again"
-            )),
-            Error::Delete(e) => e.hint(),
             Error::Stop { hint, .. } => hint.clone(),
         }
+    }
+}
+
+/// The command line of the next action `next`, from this process's own command line.
+pub fn command_line(next: &Next) -> String {
+    match next {
+        Next::Again { without, add } => again_without(without.unwrap_or(""), add),
     }
 }
 

@@ -8,6 +8,10 @@
 //! - Below `cli/` and `output/`, nothing writes to a terminal: no `println!`/`eprintln!`/
 //!   `print!`/`eprint!`/`dbg!`, no `output::` and no `std::io::stdout()`/`stderr()` in
 //!   `src/core/`, `src/cluster/` or `src/window/`. They emit events; `output/` renders.
+//! - The engine never reads the process's command line (issue 24 item 4): no
+//!   `std::env::args`, no `crate::error::` (the CLI's error and its `again()`) and no
+//!   `again(…)` call in `src/core/` or `src/window/`. A hint names its next action as
+//!   data (`window::error::Next`); `cli/` renders it as a command line.
 //!
 //! References are read from the code with comments and string literals blanked out:
 //! `use` trees (grouped ones expanded), paths in expressions and types (`crate::core::x::…`,
@@ -461,6 +465,27 @@ fn printing_errors(file: &str, text: &str) -> Vec<String> {
         .collect()
 }
 
+/// Every way a file of the engine (`src/core/`, `src/window/`) could read argv or
+/// render a command line from it.
+fn argv_errors(file: &str, text: &str) -> Vec<String> {
+    let forbidden =
+        Regex::new(r"\benv::args(?:_os)?\b|\bcrate::error::|(?:^|[^:.\w])again(?:_without)?\(")
+            .unwrap();
+    let code = code_only(text);
+    let lines: Vec<&str> = text.lines().collect();
+    forbidden
+        .find_iter(&code)
+        .filter(|m| !code[..m.start() + 1].trim_end().ends_with("fn"))
+        .map(|m| {
+            let line = line_of(&code, m.start());
+            format!(
+                "{file}:{line}: `{}` reads the process's command line (or the CLI's error) below cli/: name the next action as data (window::error::Next) and let cli/ render it",
+                lines[line - 1].trim()
+            )
+        })
+        .collect()
+}
+
 fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut todo = vec![dir.to_path_buf()];
@@ -538,6 +563,45 @@ fn nothing_below_cli_and_output_writes_to_a_terminal() {
     }
     assert!(read > 40, "{read} files read");
     assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+fn the_engine_never_reads_argv() {
+    let mut errors = Vec::new();
+    let mut read = 0;
+    for dir in ["src/core", "src/window"] {
+        for p in rust_files(&root().join(dir)) {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let file = p.strip_prefix(root()).unwrap().display().to_string();
+            errors.extend(argv_errors(&file, &text));
+            read += 1;
+        }
+    }
+    assert!(read > 40, "{read} files read");
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    // The checker itself: each of these is refused with its line, the data form is not.
+    for bad in [
+        "fn f() { let a: Vec<String> = std::env::args().collect(); }",
+        "fn f() -> String { crate::error::again(&[]) }",
+        "use crate::error::again;\nfn f() -> String { again(&[\"--yes\"]) }",
+        "fn f() -> String { again_without(\"--gitops\", &[]) }",
+    ] {
+        let found = argv_errors("src/window/x.rs", bad);
+        assert!(
+            !found.is_empty() && found[0].starts_with("src/window/x.rs:"),
+            "{bad}: {found:?}"
+        );
+    }
+    for good in [
+        "fn f() -> Next { Next::again(&[]) }",
+        "fn again(&self) -> String { String::new() }\nfn g(i: &I) -> String { i.again() }",
+    ] {
+        assert_eq!(
+            argv_errors("src/window/x.rs", good),
+            Vec::<String>::new(),
+            "{good}"
+        );
+    }
 }
 
 /// The checker itself, on made-up modules: each row is a file that must be refused (with

@@ -2806,9 +2806,16 @@ async fn an_owner_suspended_by_hand_gets_the_protections_and_the_steps() {
             r.stderr
         );
         let j = live::journal(&l, NS, "acme").unwrap();
+        // The Secret's two, and the window's journal from its prune (a21j 05).
         assert_eq!(
             j["gitops"][0]["protected"].as_array().map(Vec::len),
-            Some(2),
+            Some(3),
+            "{what}: {j}"
+        );
+        assert_eq!(
+            j["gitops"][0]["protected"][2],
+            json!({"kind": "ConfigMap", "namespace": NS, "name": "vpnmig-acme",
+                "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"}),
             "{what}: {j}"
         );
         // `status` and a run again say it is still suspended, with the same steps, and
@@ -3399,7 +3406,8 @@ guarded! {
         says: &[
             "application/acme -n tenant-apps is itself managed by application/root -n argocd",
             "no gateway was deleted",
-            "`kubectl patch application root -n argocd --type merge",
+            // a21i 02: as vpnmig writes a suspension.
+            "`kubectl patch application root -n argocd --field-manager=vpnmig --type merge",
         ],
         deleted: false,
         late_ms: 0,
@@ -3414,7 +3422,7 @@ guarded! {
             "application/acme -n argocd is itself managed by kustomization/argo-apps -n flux-system",
             "its sync puts back the policy `--gitops pause` would change",
             "no gateway was deleted",
-            "`flux suspend kustomization argo-apps -n flux-system`",
+            "`kubectl patch kustomization argo-apps -n flux-system --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
         ],
         deleted: false,
         late_ms: 0,
@@ -3428,7 +3436,7 @@ guarded! {
         says: &[
             "application/acme -n argocd is itself managed by helmrelease/argo-apps -n platform",
             "no gateway was deleted",
-            "`flux suspend helmrelease argo-apps -n platform`",
+            "`kubectl patch helmrelease argo-apps -n platform --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
         ],
         deleted: false,
         late_ms: 0,
@@ -4236,8 +4244,8 @@ chain_of_parents! {
         top_shown: "kustomization/clusters -n flux-system",
         mid_shown: "kustomization/tenants -n flux-system",
         child_shown: "kustomization/acme -n flux-system",
-        top_command: "`flux suspend kustomization clusters -n flux-system`",
-        mid_command: "`flux suspend kustomization tenants -n flux-system`",
+        top_command: "`kubectl patch kustomization clusters -n flux-system --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
+        mid_command: "`kubectl patch kustomization tenants -n flux-system --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
         restore: &["cutover", "acme", "-n", NS, "--gitops", "resume"],
     };
     an_app_of_apps_of_app_of_apps_is_named_first_and_relied_on: ChainRow {
@@ -4248,8 +4256,8 @@ chain_of_parents! {
         top_shown: "application/cluster-root -n argocd",
         mid_shown: "application/team-sued -n argocd",
         child_shown: "application/acme -n argocd",
-        top_command: "`argocd app set cluster-root --sync-policy none` or `kubectl patch application cluster-root -n argocd",
-        mid_command: "`argocd app set team-sued --sync-policy none` or `kubectl patch application team-sued -n argocd",
+        top_command: "`kubectl patch application cluster-root -n argocd --field-manager=vpnmig --type merge -p '{\"spec\":{\"syncPolicy\":{\"automated\":null}}}'`",
+        mid_command: "`kubectl patch application team-sued -n argocd --field-manager=vpnmig --type merge -p '{\"spec\":{\"syncPolicy\":{\"automated\":null}}}'`",
         restore: &["cutover", "acme", "-n", NS],
     };
     a_kustomization_over_an_app_of_apps_is_named_first_and_relied_on: ChainRow {
@@ -4260,8 +4268,8 @@ chain_of_parents! {
         top_shown: "kustomization/argo-apps -n flux-system",
         mid_shown: "application/root -n argocd",
         child_shown: "application/acme -n argocd",
-        top_command: "`flux suspend kustomization argo-apps -n flux-system`",
-        mid_command: "`argocd app set root --sync-policy none` or `kubectl patch application root -n argocd",
+        top_command: "`kubectl patch kustomization argo-apps -n flux-system --field-manager=vpnmig --type merge -p '{\"spec\":{\"suspend\":true}}'`",
+        mid_command: "`kubectl patch application root -n argocd --field-manager=vpnmig --type merge -p '{\"spec\":{\"syncPolicy\":{\"automated\":null}}}'`",
         restore: &["cutover", "acme", "-n", NS],
     };
 }
@@ -6555,8 +6563,9 @@ async fn every_hand_over_keeps_the_psk_secret_from_a_later_resume() {
                         .flatten()
                         .any(|e| e["kind"] == "VPNGateway" && e["status"] == "Synced")
             } else if row.tool == 2 {
-                // A kept object keeps a HelmRelease "in progress" (its inventory is the
-                // last one); its sync stamped the release's markers on the new gateway.
+                // Its sync stamped the release's markers on the new gateway (the kept
+                // Secret left out of the release, as helm-controller keeps a
+                // `helm.sh/resource-policy: keep` resource).
                 o["status"]["observedGeneration"] == o["metadata"]["generation"]
                     && objects(&l, "vpn.bnerd.net", "vpngateways", NS)
                         .first()
@@ -7541,9 +7550,12 @@ async fn a_forced_restore_never_prunes_the_psk_secret(b: &Bed, tool: Tool) {
             assert_eq!(
                 j["gitops"][0]["protected"],
                 // Issue 21 item 1, round 4: first the protection from its apply.
+                // a21j 05: then the window's journal, from its prune, whatever it tracks.
                 json!([{"kind": "Secret", "namespace": NS, "name": "acme-psk",
                     "annotation": "kustomize.toolkit.fluxcd.io/reconcile", "value": "disabled"},
                     {"kind": "Secret", "namespace": NS, "name": "acme-psk",
+                    "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"},
+                    {"kind": "ConfigMap", "namespace": NS, "name": "vpnmig-acme",
                     "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"}]),
                 "{j}"
             );
@@ -7567,4 +7579,1554 @@ async fn a_forced_restore_never_prunes_the_psk_secret(b: &Bed, tool: Tool) {
             assert_eq!(j["gitops"][0]["paused"], true, "{j}");
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// a21j 01 and 03: a chain of parents above the owner, re-armed by a colleague after the
+// window's delete (during the unwind, or during the floating-IP wait). The stop after the
+// delete and the resume's stop name the top-most level that re-armed first, then each
+// level below it, each with the command that suspends it; followed to the letter, the
+// window ends done (before, they named the owner and its parent only, and following them
+// looped: the root put both back each round). A resume's stop names what the window
+// applied beside the re-created gateway, as the stop inside a run does.
+
+const HELMRELEASE: Kind = (
+    "helm.toolkit.fluxcd.io",
+    "v2",
+    "helmreleases",
+    "HelmRelease",
+);
+const ARGO_CRD: &str = include_str!("../fixtures/crds/argocd-application.yaml");
+
+/// `base` with Argo CD's Application CRD and its namespace `argocd`.
+fn with_argo(base: &str) -> String {
+    format!(
+        "{base}\n---\n{ARGO_CRD}\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: argocd\n"
+    )
+}
+
+/// An Argo CD Application `name` (self-heal) whose destination is namespace `dest`.
+fn argo_parent(name: &str, dest: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\nspec:\n  project: default\n  source: {{repoURL: 'https://git.example.net/platform/{name}.git', path: {dest}}}\n  destination: {{server: 'https://kubernetes.default.svc', namespace: {dest}}}\n  syncPolicy:\n    automated: {{selfHeal: true}}\n"
+    )
+}
+
+/// The live Kustomization `tenants` (its source holds the owner acme).
+const TENANTS_LIVE: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: tenants\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./tenants\n  prune: false\n  sourceRef: {kind: GitRepository, name: platform}";
+
+/// a21j 01's layout, with names of its own: the Argo CD Application `landscape` applies
+/// the Flux Kustomization `tenants`, which applies acme: a Kustomization, or (`helm`) a
+/// HelmRelease. Each source sets its child's policy (`suspend: false`, `automated`).
+fn argo_over_flux(helm: bool) -> String {
+    let base = if helm {
+        let child = ACME_KS
+            .replacen(
+                "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\n",
+                "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\n",
+                1,
+            )
+            .replace("  prune: true\n", "  prune: true\n  suspend: false\n");
+        assert!(child.contains("kind: HelmRelease") && child.contains("suspend: false"));
+        with_parent(
+            &helm_release(),
+            TENANTS_LIVE,
+            "flux-system",
+            "tenants",
+            &child,
+        )
+    } else {
+        flux_parent(true)
+    };
+    with_parent(
+        &with_argo(&base),
+        argo_parent("landscape", "flux-system").trim_end(),
+        "argocd",
+        "landscape",
+        TENANTS_KS,
+    )
+}
+
+/// Made up: the Argo CD Application `cluster-root` applies the Application `team-nord`,
+/// which applies the Flux Kustomization acme (`suspend: false` in its source).
+fn argo_argo_flux() -> String {
+    let team = argo_parent("team-nord", "flux-system");
+    let acme = ACME_KS.replace("  prune: true\n", "  prune: true\n  suspend: false\n");
+    with_parent(
+        &with_parent(
+            &with_argo(FLUX),
+            team.trim_end(),
+            "argocd",
+            "team-nord",
+            &acme,
+        ),
+        argo_parent("cluster-root", "argocd").trim_end(),
+        "argocd",
+        "cluster-root",
+        &team,
+    )
+}
+
+/// One level of a chain: its kind, namespace and name, and how vpnmig names it.
+type Level = (Kind, &'static str, &'static str, &'static str);
+
+const LANDSCAPE: Level = (
+    APPLICATION,
+    "argocd",
+    "landscape",
+    "application/landscape -n argocd",
+);
+const TENANTS: Level = (
+    KUSTOMIZATION,
+    "flux-system",
+    "tenants",
+    "kustomization/tenants -n flux-system",
+);
+const ACME_OWNER: Level = (
+    KUSTOMIZATION,
+    "flux-system",
+    "acme",
+    "kustomization/acme -n flux-system",
+);
+
+/// A chain above acme that a colleague re-arms after the window's delete.
+struct ReArmed {
+    scenario: fn() -> String,
+    /// From the top-most parent down to the owner acme.
+    levels: [Level; 3],
+    /// The level the colleague re-arms (0: the top).
+    re_armed: usize,
+    /// The journal phase it is re-armed at: `deleting` (the old gateway unwinds) or
+    /// `applied` (the floating-IP wait, held by a fault knob until the stop).
+    at: &'static str,
+}
+
+const MIXED_TOP: ReArmed = ReArmed {
+    scenario: || argo_over_flux(false),
+    levels: [LANDSCAPE, TENANTS, ACME_OWNER],
+    re_armed: 0,
+    at: "deleting",
+};
+const MIXED_MIDDLE: ReArmed = ReArmed {
+    re_armed: 1,
+    ..MIXED_TOP
+};
+const MIXED_TOP_AT_THE_FIP: ReArmed = ReArmed {
+    at: "applied",
+    ..MIXED_TOP
+};
+const HELM_AT_THE_BOTTOM: ReArmed = ReArmed {
+    scenario: || argo_over_flux(true),
+    levels: [
+        LANDSCAPE,
+        TENANTS,
+        (
+            HELMRELEASE,
+            "flux-system",
+            "acme",
+            "helmrelease/acme -n flux-system",
+        ),
+    ],
+    ..MIXED_TOP
+};
+const ARGO_ARGO_FLUX: ReArmed = ReArmed {
+    scenario: argo_argo_flux,
+    levels: [
+        (
+            APPLICATION,
+            "argocd",
+            "cluster-root",
+            "application/cluster-root -n argocd",
+        ),
+        (
+            APPLICATION,
+            "argocd",
+            "team-nord",
+            "application/team-nord -n argocd",
+        ),
+        ACME_OWNER,
+    ],
+    ..MIXED_TOP
+};
+
+fn re_armed_scenario(row: &ReArmed) -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    // The unwind lasts long enough for the re-arm to land in it.
+    s.operator.finalizer_delay_ms = 2000;
+    Scenario::built((row.scenario)(), s)
+}
+
+/// kubectl, as a person runs it: the control plane's build, else the one on the PATH.
+fn kubectl_bin() -> std::path::PathBuf {
+    vpnmig_sandbox::controlplane::built()
+        .map(|d| d.join("kubectl"))
+        .unwrap_or_else(|_| "kubectl".into())
+}
+
+/// Run `command` (a shell command line, as a hint prints it) with the bed's kubeconfig;
+/// bounded to 60 s. Panics when it fails.
+async fn shell(b: &Bed, command: &str) {
+    let bin = kubectl_bin();
+    let path = format!(
+        "{}:{}",
+        bin.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut c = std::process::Command::new("sh");
+    c.args(["-c", command])
+        .env("KUBECONFIG", &b.kubeconfig)
+        .env("PATH", path);
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || c.output().unwrap()),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("`{command}` ran for more than 60 s"))
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "`{command}` on the {}: {}",
+        b.backend,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Do what a stop's hint says, to the letter and in its order, as a person at a shell
+/// would: each `kubectl patch …` and `kubectl delete ipsecgateway …` it quotes, as printed
+/// (a delete bounded by `--timeout`); `flux suspend KIND NAME -n NS` as the flux CLI writes
+/// it (a merge patch by field manager `flux`); an `argocd app set NAME --sync-policy none`
+/// as the `kubectl patch application NAME …` printed beside it (`… or …`), which is run.
+/// Reads (`kubectl get`) and `vpnmig` commands are not run here. Returns what was run.
+async fn follow_hint(b: &Bed, hint: &str) -> Vec<String> {
+    let flat = live::flat(hint);
+    let quoted: Vec<&str> = flat.split('`').skip(1).step_by(2).collect();
+    let mut ran = Vec::new();
+    for (i, c) in quoted.iter().enumerate() {
+        let w: Vec<&str> = c.split_whitespace().collect();
+        let command = match w.as_slice() {
+            ["kubectl", "patch", ..] => c.to_string(),
+            ["kubectl", "delete", "ipsecgateway", ..] => format!("{c} --timeout=50s"),
+            ["flux", "suspend", kind, name, "-n", ns, ..] => format!(
+                "kubectl patch {kind} {name} -n {ns} --field-manager=flux --type merge -p '{{\"spec\":{{\"suspend\":true}}}}'"
+            ),
+            ["argocd", "app", "set", name, "--sync-policy", "none"] => {
+                let beside = quoted
+                    .get(i + 1)
+                    .is_some_and(|n| n.starts_with(&format!("kubectl patch application {name} ")));
+                if beside {
+                    continue;
+                }
+                format!(
+                    "kubectl patch application {name} -n argocd --field-manager=argocd-server --type json -p '[{{\"op\":\"remove\",\"path\":\"/spec/syncPolicy/automated\"}}]'"
+                )
+            }
+            _ => continue,
+        };
+        shell(b, &command).await;
+        ran.push(command);
+    }
+    ran
+}
+
+/// Everything a stop says from its `hint:` on, whatever the wrapping (a long marker value
+/// wraps deeper than the label's indent, where [`live::Run::hint`] ends).
+fn hint_of(r: &live::Run) -> String {
+    let at = r
+        .stderr
+        .find("\nhint: ")
+        .unwrap_or_else(|| panic!("no hint in:\n{}", r.stderr));
+    r.stderr[at + 7..].to_string()
+}
+
+/// Whether `level` reads suspended (Argo CD: no `automated`; Flux: `suspend: true`).
+async fn level_suspended(b: &Bed, (kind, ns, name, _): Level) -> bool {
+    let o = b.get(kind, ns, name).await.expect("the level exists");
+    if kind == APPLICATION {
+        o["spec"]["syncPolicy"]["automated"].is_null()
+    } else {
+        o["spec"]["suspend"] == true
+    }
+}
+
+/// Re-arm `level` as a colleague does (`argocd app set … --sync-policy automated`, `flux
+/// resume …`).
+async fn re_arm(b: &Bed, (kind, ns, name, _): Level) {
+    if kind == APPLICATION {
+        b.patch_as(
+            kind,
+            ns,
+            name,
+            "argocd-server",
+            json!({"spec": {"syncPolicy": {"automated": {"selfHeal": true}}}}),
+        )
+        .await;
+    } else {
+        b.patch_as(kind, ns, name, "flux", json!({"spec": {"suspend": false}}))
+            .await;
+    }
+}
+
+/// Each level of `row` from the re-armed one down names its suspension in `hint`, the
+/// re-armed one first, then each below it in order, and (`owner`) the owner last as the
+/// window writes it; a level above the re-armed one (still suspended) is not asked to be
+/// suspended.
+fn names_the_chain_from_the_re_armed_level(
+    row: &ReArmed,
+    hint: &str,
+    owner_too: bool,
+    on: bed::Backend,
+) {
+    let flat = live::flat(hint);
+    let (_, _, _, owner_shown) = row.levels[2];
+    let owner = row.levels[2];
+    let pause = format!(
+        "kubectl patch {} {} -n {} --field-manager=vpnmig",
+        owner.0.3.to_lowercase(),
+        owner.2,
+        owner.1
+    );
+    let mut at = 0;
+    for (k, (_, ns, name, shown)) in row.levels[..2].iter().enumerate() {
+        let asks = format!("suspend {shown}");
+        if k < row.re_armed {
+            assert!(
+                !flat.contains(&asks),
+                "{on}: {shown} still suspended: {flat}"
+            );
+            continue;
+        }
+        let found = flat[at..]
+            .find(&asks)
+            .unwrap_or_else(|| panic!("{on}: `{asks}` missing, or not in order, in: {flat}"));
+        at += found + asks.len();
+        // With the command that suspends it.
+        let command = if shown.starts_with("application/") {
+            format!("kubectl patch application {name} -n {ns}")
+        } else {
+            format!("kubectl patch kustomization {name} -n {ns} --field-manager=vpnmig")
+        };
+        assert!(
+            flat[at..].starts_with(" for the window (`") || flat[at..].starts_with(" (`"),
+            "{on}: {shown}'s command after it: {flat}"
+        );
+        assert!(flat[at..].contains(&command), "{on}: {command}: {flat}");
+    }
+    if owner_too {
+        assert!(
+            flat[at..].contains(&pause),
+            "{on}: {owner_shown}'s suspension ({pause}) after its parents' in: {flat}"
+        );
+    }
+}
+
+/// a21j 01: see the section's head.
+async fn a_re_armed_chain_is_named_from_its_top(b: &Bed, row: &ReArmed) {
+    let on = b.backend;
+    adopted_on(b, IPSECGATEWAY).await;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    // Before the delete the chain is named from its top (a21i 06, 09): done as it says.
+    let r = b.step(&cut, 7, &["no gateway was deleted"]).await;
+    follow_hint(b, &hint_of(&r)).await;
+    for level in &row.levels[..2] {
+        assert!(level_suspended(b, *level).await, "{on}: {}", level.3);
+    }
+    if row.at == "applied" {
+        // The floating-IP wait lasts until the stop.
+        b.fault("vpngateway/tenant-acme/acme", |f| {
+            f.fip_held_by_other_port = true
+        });
+    }
+    let child = b.spawn(&cut);
+    bed::eventually(30, &format!("the window at phase {}", row.at), || async {
+        b.phase(NS, "acme").await.as_deref() == Some(row.at)
+    })
+    .await;
+    re_arm(b, row.levels[row.re_armed]).await;
+    let r = live::finish(child).await;
+    assert_ne!(r.code, 0, "{on}: {}", r.stderr);
+    // Stopped by the re-created gateway (exit 1: the owner's suspension is named too), or,
+    // at `deleting`, by the owner read back syncing before the apply (exit 7, a21i 06).
+    assert!(
+        r.code == 1 || (r.code == 7 && row.at == "deleting"),
+        "{on}: {}",
+        r.stderr
+    );
+    names_the_chain_from_the_re_armed_level(row, &hint_of(&r), r.code == 1, on);
+    if row.at == "applied" {
+        assert!(
+            r.says("this window applied VPNGateway acme, VPNPeer acme, which are live beside it"),
+            "{on}: {}",
+            r.stderr
+        );
+    }
+    b.fault("vpngateway/tenant-acme/acme", |f| {
+        f.fip_held_by_other_port = false
+    });
+    // The chain re-creates the old gateway; the resume's stop names the chain the same way.
+    bed::eventually(
+        30,
+        "the owner's sync re-creates the IPsecGateway",
+        || async { !b.objects(IPSECGATEWAY, NS).await.is_empty() },
+    )
+    .await;
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes"],
+            7,
+            &[
+                "but an IPsecGateway of that name exists again",
+                &format!("{} re-created it (its controller wrote it", row.levels[2].3),
+                "the window suspended it and its suspension did not hold",
+            ],
+        )
+        .await;
+    let hint = hint_of(&r);
+    names_the_chain_from_the_re_armed_level(row, &hint, true, on);
+    assert!(
+        live::flat(&hint).contains("then suspend it again as the window writes it (`"),
+        "{on}: {hint}"
+    );
+    if row.at == "applied" {
+        // a21j 03: named as the stop inside a run names them.
+        for words in [
+            "this window applied VPNGateway acme, VPNPeer acme, which are live beside it",
+            "VPNGateway acme, VPNPeer acme (applied by this window) contend with it for the floating IP 198.51.100.23",
+        ] {
+            assert!(r.says(words), "{on}: missing {words:?} in:\n{}", r.stderr);
+        }
+    }
+    // Followed to the letter, round after round: done, never the same stop twice.
+    let mut last = r;
+    let mut rounds = 0;
+    loop {
+        rounds += 1;
+        assert!(
+            rounds <= 3,
+            "{on}: not done after 3 rounds:\n{}",
+            last.stderr
+        );
+        let hint = hint_of(&last);
+        let ran = follow_hint(b, &hint).await;
+        assert!(!ran.is_empty(), "{on}: nothing to do in: {hint}");
+        let next = bed::advised(&hint, "cutover acme");
+        let r = b.run_advised(&next, &["--yes"]).await;
+        if r.code == 0 {
+            break;
+        }
+        assert_ne!(
+            live::flat(&r.stderr),
+            live::flat(&last.stderr),
+            "{on}: the identical stop twice"
+        );
+        last = r;
+    }
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    // Every level from the re-armed one down stays suspended, and nothing re-creates the
+    // old gateway (the row's invariants check it after).
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    for level in &row.levels {
+        assert!(level_suspended(b, *level).await, "{on}: {}", level.3);
+    }
+}
+
+crate::rows! {
+    /// a21j 01: Argo CD `landscape` → Flux `tenants` → Flux acme; the Argo CD root re-armed
+    /// while the old gateway unwinds.
+    a_root_re_armed_during_the_unwind_is_named_first_and_its_advice_ends_done: bed::Row {
+        scenario: || re_armed_scenario(&MIXED_TOP),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &MIXED_TOP)),
+    },
+    /// The middle level re-armed instead (`flux resume`), the root still suspended: the
+    /// chain is named from the middle level, not the root.
+    a_middle_level_re_armed_during_the_unwind_is_named_first: bed::Row {
+        scenario: || re_armed_scenario(&MIXED_MIDDLE),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &MIXED_MIDDLE)),
+    },
+    /// A HelmRelease at the bottom of the chain.
+    a_root_re_armed_above_a_helm_release_is_named_first: bed::Row {
+        scenario: || re_armed_scenario(&HELM_AT_THE_BOTTOM),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &HELM_AT_THE_BOTTOM)),
+    },
+    /// Argo CD `cluster-root` → Argo CD `team-nord` → Flux acme.
+    an_argo_root_over_an_argo_parent_of_a_kustomization_is_named_first: bed::Row {
+        scenario: || re_armed_scenario(&ARGO_ARGO_FLUX),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &ARGO_ARGO_FLUX)),
+    },
+    /// The root re-armed during the floating-IP wait, after the apply (a21j 03 too: the
+    /// resume's stop names the VPNGateway and VPNPeer live beside the re-created gateway).
+    a_root_re_armed_during_the_floating_ip_wait_is_named_first_with_what_was_applied: bed::Row {
+        scenario: || re_armed_scenario(&MIXED_TOP_AT_THE_FIP),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &MIXED_TOP_AT_THE_FIP)),
+    },
+}
+
+// ---------------------------------------------------------------------------------------
+// a21j 05 (issue 21 kind 1): no restore prunes the windows' records. The owner's controller
+// stamps its markers on every ConfigMap of the namespace once it syncs (the `relabels`
+// fault: the merged source holds a ConfigMap, so ConfigMaps are a kind it knows); the
+// journal carried none before the restore, and its first sync pruned it while the restore
+// said "as it was".
+
+/// The merged source with a ConfigMap of the tenant's beside the window's objects (a21j 05).
+fn with_settings(m: String) -> String {
+    format!(
+        "{}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: acme-settings\n  namespace: tenant-acme\ndata:\n  tier: gold\n",
+        m.trim_end()
+    )
+}
+
+/// `scenario` (self-heal after 200 ms) whose owner `key` has `faults`.
+fn with_owner_faults(
+    scenario: String,
+    key: &str,
+    faults: vpnmig_sandbox::gitops::OwnerFaults,
+) -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s.gitops.owners.insert(key.to_string(), faults);
+    Scenario::built(scenario, s)
+}
+
+fn owner_key(tool: Tool) -> &'static str {
+    match tool {
+        Tool::Argo => "argocd/argocd/acme",
+        Tool::Flux => "flux/flux-system/acme",
+    }
+}
+
+fn relabelling(tool: Tool) -> Scenario {
+    with_owner_faults(
+        tool.scenario().to_string(),
+        owner_key(tool),
+        vpnmig_sandbox::gitops::OwnerFaults {
+            relabels: true,
+            ..Default::default()
+        },
+    )
+}
+
+fn flux_relabelling() -> Scenario {
+    relabelling(Tool::Flux)
+}
+
+fn argo_relabelling() -> Scenario {
+    relabelling(Tool::Argo)
+}
+
+fn helm_relabelling() -> Scenario {
+    with_owner_faults(
+        helm_release(),
+        "flux/flux-system/acme",
+        vpnmig_sandbox::gitops::OwnerFaults {
+            relabels: true,
+            ..Default::default()
+        },
+    )
+}
+
+/// Flux stamps its markers, and its prune deletes what carries the protection too: the
+/// journal is deleted during the first sync whatever vpnmig set.
+fn flux_pruning_anyway() -> Scenario {
+    with_owner_faults(
+        FLUX.to_string(),
+        "flux/flux-system/acme",
+        vpnmig_sandbox::gitops::OwnerFaults {
+            relabels: true,
+            ignores_prune_protection: true,
+            ..Default::default()
+        },
+    )
+}
+
+/// The window's journal, read through the API.
+async fn journal_cm(b: &Bed, name: &str) -> Option<Value> {
+    b.get(CONFIGMAP, NS, name).await
+}
+
+/// The record of `name` is printed, its hash chain intact (exit 0: a broken one is 5).
+async fn record_intact(b: &Bed, extra: &[&str]) {
+    let mut args = vec!["report", "acme", "-n", NS, "-o", "json"];
+    args.extend_from_slice(extra);
+    let r = b.vpnmig(&args).await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["chain"]["status"], "intact", "{doc}");
+}
+
+/// The owner's markers on the journal (its `relabels` sync ran), and the journal still
+/// there a few of its passes later.
+async fn journal_stamped_and_kept(b: &Bed, tool_label: &str, protection: (&str, &str)) {
+    bed::eventually(
+        20,
+        "the owner's sync stamps its markers on the journal",
+        || async {
+            journal_cm(b, "vpnmig-acme").await.is_some_and(|cm| {
+                cm["metadata"]["labels"]
+                    .as_object()
+                    .is_some_and(|l| l.keys().any(|k| k.starts_with(tool_label)))
+            })
+        },
+    )
+    .await;
+    for _ in 0..3 {
+        b.gitops.kick();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let cm = journal_cm(b, "vpnmig-acme")
+        .await
+        .expect("the journal survives the owner's syncs");
+    assert_eq!(
+        cm["metadata"]["annotations"][protection.0], protection.1,
+        "{cm}"
+    );
+    let st = b.vpnmig(&["status", "-n", NS]).await;
+    assert!(!st.stdout.contains("journal missing"), "{}", st.stdout);
+    record_intact(b, &[]).await;
+}
+
+crate::rows! {
+    /// a21j 05: a Kustomization that stamps its markers on every ConfigMap of the namespace
+    /// once it syncs. The advised `--gitops resume` protects the journal from its prune as
+    /// it protects the PSK Secret; the journal survives the first sync and those after,
+    /// and the record stays printable.
+    a_restore_keeps_the_journal_from_a_kustomization_that_stamps_configmaps: bed::Row {
+        scenario: flux_relabelling,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_restore_keeps_the_journal_from_a_kustomization_that_stamps_configmaps(b)),
+    },
+    /// Made up: an Argo CD Application that stamps its tracking label and id on the
+    /// ConfigMaps. Protected (Prune=false), the journal is not pruned, but the Application
+    /// then reads OutOfSync for good: the restore stops, suspends it again and names the
+    /// commands that take the markers off; once they are off, it restores it.
+    a_restore_keeps_the_journal_from_an_application_that_tracks_configmaps_by_label: bed::Row {
+        scenario: argo_relabelling,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_restore_keeps_the_journal_from_an_application_that_tracks_configmaps_by_label(b)),
+    },
+    /// Made up: a HelmRelease whose merged chart renders a ConfigMap and no longer the PSK
+    /// Secret: its restore protects the journal with `helm.sh/resource-policy: keep`.
+    a_restore_keeps_the_journal_from_a_helm_release_that_stamps_configmaps: bed::Row {
+        scenario: helm_relabelling,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_restore_keeps_the_journal_from_a_helm_release_that_stamps_configmaps(b)),
+    },
+    /// Made up: the journal deleted during the first sync all the same (a controller that
+    /// does not honour the protection). The watch sees it: the owner is suspended again,
+    /// the stop says the journal was deleted, and the journal is written back from the
+    /// run's copy, its record intact. Never "as it was".
+    a_journal_pruned_anyway_during_the_first_sync_is_said_and_written_back: bed::Row {
+        scenario: flux_pruning_anyway,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_journal_pruned_anyway_during_the_first_sync_is_said_and_written_back(b)),
+    },
+    /// Made up: the archived record of an earlier window (a cutover after a rollback
+    /// archives it) is protected by the restore too, and survives the first sync.
+    a_restore_keeps_the_archived_record_of_an_earlier_window: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_restore_keeps_the_archived_record_of_an_earlier_window(b)),
+    },
+    /// Made up: a policy (an admission webhook) refuses Flux's annotations on ConfigMaps:
+    /// the journal's protection cannot be set, so the owner is not restored (it stays
+    /// suspended, said with the command that sets it); once it can be set, it is.
+    a_restore_whose_journal_protection_is_refused_does_not_go_on: bed::Row {
+        scenario: flux_relabelling,
+        only: Some((bed::Backend::Emulated, "admission webhooks are the emulator's")),
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_restore_whose_journal_protection_is_refused_does_not_go_on(b)),
+    },
+}
+
+async fn a_restore_keeps_the_journal_from_a_kustomization_that_stamps_configmaps(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, with_settings).await;
+    b.step(
+        RESUME,
+        0,
+        &[
+            "kept configmap/vpnmig-acme -n tenant-acme (the window's journal) from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled",
+            "kustomization/acme -n flux-system synced: what the window made live is as it was",
+        ],
+    )
+    .await;
+    journal_stamped_and_kept(
+        b,
+        "kustomize.toolkit.fluxcd.io/",
+        ("kustomize.toolkit.fluxcd.io/prune", "disabled"),
+    )
+    .await;
+    // The tenant's ConfigMap applied: the merged source synced.
+    assert!(b.get(CONFIGMAP, NS, "acme-settings").await.is_some());
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert!(
+        j["gitops"][0]["protected"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["kind"] == "ConfigMap"
+                && p["name"] == "vpnmig-acme"
+                && p["annotation"] == "kustomize.toolkit.fluxcd.io/prune"),
+        "{j}"
+    );
+    assert_eq!(j["gitops"][0]["paused"], false, "{j}");
+}
+
+async fn a_restore_keeps_the_journal_from_an_application_that_tracks_configmaps_by_label(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Argo, with_settings).await;
+    let r = b
+        .step(
+            CUT,
+            5,
+            &[
+                "kept configmap/vpnmig-acme -n tenant-acme (the window's journal) from application/acme -n argocd's prune: annotation argocd.argoproj.io/sync-options=Prune=false",
+                "application/acme -n argocd was restored and its sync interfered, so vpnmig suspended it again: application/acme -n argocd tracks configmap/vpnmig-acme -n tenant-acme (the window's journal) (its markers are on it, and its source does not define it)",
+            ],
+        )
+        .await;
+    assert!(!r.says("made live is as it was"), "{}", r.stderr);
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner_on(b).await));
+    let cm = journal_cm(b, "vpnmig-acme")
+        .await
+        .expect("the journal is kept");
+    assert_eq!(
+        cm["metadata"]["annotations"]["argocd.argoproj.io/sync-options"], "Prune=false",
+        "{cm}"
+    );
+    assert_eq!(
+        cm["metadata"]["labels"]["app.kubernetes.io/instance"], "acme",
+        "{cm}"
+    );
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    // Run again: not restored while its markers are on the journal, with the commands.
+    b.step(
+        CUT,
+        0,
+        &[
+            "application/acme -n argocd stays suspended: application/acme -n argocd tracks configmap/vpnmig-acme -n tenant-acme (the window's journal)",
+            "`kubectl label configmap vpnmig-acme -n tenant-acme app.kubernetes.io/instance-`",
+            "`kubectl annotate configmap vpnmig-acme -n tenant-acme argocd.argoproj.io/tracking-id-`",
+        ],
+    )
+    .await;
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner_on(b).await));
+    // What stamped them is stopped and the markers are taken off: restored.
+    b.gitops.settings().write().unwrap().owners.clear();
+    b.edit(CONFIGMAP, NS, "vpnmig-acme", |o| {
+        o["metadata"]["labels"]
+            .as_object_mut()
+            .unwrap()
+            .remove("app.kubernetes.io/instance");
+        o["metadata"]["annotations"]
+            .as_object_mut()
+            .unwrap()
+            .remove("argocd.argoproj.io/tracking-id");
+    })
+    .await;
+    bed::eventually(
+        20,
+        "the Application no longer lists the journal",
+        || async {
+            !Tool::Argo.owner_on(b).await["status"]["resources"]
+                .to_string()
+                .contains("vpnmig-acme")
+        },
+    )
+    .await;
+    b.step(
+        CUT,
+        0,
+        &["application/acme -n argocd synced: what the window made live is as it was"],
+    )
+    .await;
+    assert!(!Tool::Argo.suspended(&Tool::Argo.owner_on(b).await));
+    assert!(journal_cm(b, "vpnmig-acme").await.is_some());
+    record_intact(b, &[]).await;
+}
+
+async fn a_restore_keeps_the_journal_from_a_helm_release_that_stamps_configmaps(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let (rewritten, r) =
+        planned_and_cut_over_at(&b.kubeconfig, &Tool::Flux.source_on(b).await).await;
+    // It tracks the PSK Secret at done: not restored, handed over, the journal protected
+    // from its prune first with the rest.
+    assert!(
+        r.says("before that hand-over, the window keeps secret/acme-psk -n tenant-acme (helm.sh/resource-policy=keep) from it"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.says("its records are kept from it too, whatever it tracks: configmap/vpnmig-acme -n tenant-acme (helm.sh/resource-policy=keep)"),
+        "{}",
+        r.stderr
+    );
+    // The chart no longer renders the Secret (moved out), and its markers are off it:
+    // the restore is vpnmig's again.
+    b.edit(SECRET, NS, "acme-psk", |o| {
+        let m = o["metadata"].as_object_mut().unwrap();
+        m.remove("labels");
+        m.remove("annotations");
+    })
+    .await;
+    Tool::Flux
+        .merge_on(b, &with_settings(without_secret(rewritten)))
+        .await;
+    b.step(
+        RESUME,
+        0,
+        &["helmrelease/acme -n flux-system synced: what the window made live is as it was"],
+    )
+    .await;
+    let hr = b.get(HELMRELEASE, "flux-system", "acme").await.unwrap();
+    assert_ne!(hr["spec"]["suspend"], true, "restored: {hr}");
+    journal_stamped_and_kept(
+        b,
+        "helm.toolkit.fluxcd.io/",
+        ("helm.sh/resource-policy", "keep"),
+    )
+    .await;
+}
+
+async fn a_journal_pruned_anyway_during_the_first_sync_is_said_and_written_back(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, with_settings).await;
+    let before = b.journal(NS, "acme").await.unwrap();
+    let r = b
+        .step(
+            RESUME,
+            5,
+            &[
+                "kustomization/acme -n flux-system was restored and its sync interfered, so vpnmig suspended it again: configmap/vpnmig-acme -n tenant-acme (the window's journal) was deleted during kustomization/acme -n flux-system's first sync",
+                "vpnmig wrote configmap/vpnmig-acme -n tenant-acme (the window's journal) back from this run's copy",
+                "`vpnmig report acme -n tenant-acme` prints the record",
+            ],
+        )
+        .await;
+    assert!(!r.says("made live is as it was"), "{}", r.stderr);
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    let j = b.journal(NS, "acme").await.expect("written back");
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    // The same history, hash chain and all, as before the restore.
+    assert_eq!(j["history"], before["history"], "{j}");
+    assert_eq!(j["historyHead"], before["historyHead"], "{j}");
+    record_intact(b, &[]).await;
+    let st = b.vpnmig(&["status", "-n", NS]).await;
+    assert!(!st.stdout.contains("journal missing"), "{}", st.stdout);
+}
+
+async fn a_restore_keeps_the_archived_record_of_an_earlier_window(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    // Window 1: a cutover, then its rollback; the owner stays suspended (its source, as
+    // the cluster shows it, cannot be read while suspended).
+    planned_and_cut_over_at(&b.kubeconfig, &Tool::Flux.source_on(b).await).await;
+    b.step(&["rollback", "acme", "-n", NS, "--yes"], 0, &[])
+        .await;
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("rolled-back"));
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    // Window 2 (a plan of its own: window 1's is of the old gateway's uid) archives
+    // window 1's record.
+    let cwd = b.kubeconfig.parent().unwrap().to_path_buf();
+    std::fs::remove_dir_all(cwd.join("repo")).unwrap();
+    let repo = repo_in(&cwd, &Tool::Flux.source_on(b).await);
+    b.step(
+        &[
+            "plan",
+            "acme",
+            "-n",
+            NS,
+            "--out",
+            "plans/acme-2",
+            "--gitops-repo",
+            repo.to_str().unwrap(),
+        ],
+        4,
+        &[],
+    )
+    .await;
+    let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
+    b.step(
+        &[
+            "cutover",
+            "acme",
+            "-n",
+            NS,
+            "--plan",
+            "plans/acme-2",
+            "--gitops",
+            "pause",
+            "--yes",
+        ],
+        0,
+        &["is archived as ConfigMap tenant-acme/vpnmig-acme.window-1"],
+    )
+    .await;
+    assert!(
+        journal_cm(b, "vpnmig-acme.window-1").await.is_some(),
+        "window 1 archived"
+    );
+    Tool::Flux.merge_on(b, &with_settings(rewritten)).await;
+    b.gitops.settings().write().unwrap().owners.insert(
+        owner_key(Tool::Flux).into(),
+        vpnmig_sandbox::gitops::OwnerFaults {
+            relabels: true,
+            ..Default::default()
+        },
+    );
+    b.step(
+        RESUME,
+        0,
+        &[
+            "kept configmap/vpnmig-acme.window-1 -n tenant-acme (the archived record of window 1 of tenant-acme/acme) from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled",
+            "kustomization/acme -n flux-system synced: what the window made live is as it was",
+        ],
+    )
+    .await;
+    journal_stamped_and_kept(
+        b,
+        "kustomize.toolkit.fluxcd.io/",
+        ("kustomize.toolkit.fluxcd.io/prune", "disabled"),
+    )
+    .await;
+    let archive = journal_cm(b, "vpnmig-acme.window-1")
+        .await
+        .expect("the archived record survives the owner's syncs");
+    assert_eq!(
+        archive["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"], "acme",
+        "stamped: {archive}"
+    );
+    record_intact(b, &["--window", "1"]).await;
+}
+
+async fn a_restore_whose_journal_protection_is_refused_does_not_go_on(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, with_settings).await;
+    b.api_faults().write().unwrap().webhooks.push(
+        serde_json::from_value(json!({"name": "flux-annotations.kyverno.example",
+            "resources": ["configmaps"], "verbs": ["patch", "update"], "deny": true,
+            "annotations": ["kustomize.toolkit.fluxcd.io/prune"],
+            "message": "only Flux sets Flux annotations on ConfigMaps"}))
+        .unwrap(),
+    );
+    let r = b
+        .step(
+            RESUME,
+            0,
+            &[
+                "kustomization/acme -n flux-system stays suspended: the annotation kustomize.toolkit.fluxcd.io/prune=disabled could not be set on configmap/vpnmig-acme -n tenant-acme (the window's journal)",
+                "only Flux sets Flux annotations on ConfigMaps",
+                "so nothing keeps kustomization/acme -n flux-system's sync from pruning it",
+                "`kubectl annotate configmap vpnmig-acme -n tenant-acme kustomize.toolkit.fluxcd.io/prune=disabled`",
+                "then `vpnmig cutover acme -n tenant-acme --gitops resume`",
+            ],
+        )
+        .await;
+    assert!(!r.says("restored kustomization/acme"), "{}", r.stderr);
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    // Not claimed: the journal records no protection of itself.
+    assert!(
+        !j["gitops"][0]["protected"]
+            .to_string()
+            .contains("vpnmig-acme"),
+        "{j}"
+    );
+    // Once the policy allows it, the same command restores it, and the journal stays.
+    b.api_faults().write().unwrap().webhooks.clear();
+    b.step(
+        RESUME,
+        0,
+        &["kustomization/acme -n flux-system synced: what the window made live is as it was"],
+    )
+    .await;
+    journal_stamped_and_kept(
+        b,
+        "kustomize.toolkit.fluxcd.io/",
+        ("kustomize.toolkit.fluxcd.io/prune", "disabled"),
+    )
+    .await;
+}
+
+// ---------------------------------------------------------------------------------------
+// a21j (issue 21 round 3, kinds 2 and 4): every shape of reliance `status` names takes the
+// vouch; a pause or restore the API refuses is said plainly, and the journal records each
+// as intent before its patch, so that neither a refused pause nor the window's own killed
+// restore is ever "re-enabled by someone else"; Argo CD's re-enable removed again is a
+// policy changed since, as Flux's is.
+
+/// The journal ConfigMap of another window `gw` in NS at `phase` (the done window of
+/// fixtures/journals/, renamed), with the GitOps records `gitops`.
+fn other_journal(gw: &str, phase: &str, gitops: Value) -> Value {
+    let mut j: Value =
+        serde_json::from_str(include_str!("../fixtures/journals/done.json")).unwrap();
+    j["gateway"] = json!(gw);
+    j["namespace"] = json!(NS);
+    j["phase"] = json!(phase);
+    j["oldManifest"]["metadata"]["name"] = json!(gw);
+    j["oldManifest"]["metadata"]["namespace"] = json!(NS);
+    for t in j["targets"].as_array_mut().unwrap() {
+        t["metadata"]["name"] = json!(gw);
+        t["metadata"]["namespace"] = json!(NS);
+        if t["kind"] == "VPNPeer" {
+            t["spec"]["gatewayRef"]["name"] = json!(gw);
+        }
+    }
+    j["gitops"] = gitops;
+    json!({"metadata": {"name": format!("vpnmig-{gw}"), "namespace": NS,
+        "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
+        "data": {"journal.json": j.to_string(), "phase": phase}})
+}
+
+/// How beta's window recorded its reliance on Flux's kustomization/acme (which acme's
+/// window suspended): a21j 04b, `--gitops pause` while acme's window held only its Lease
+/// (no `heldBy`).
+fn relies_without_holder() -> Value {
+    json!({"mode": "pause", "owner": owner_record(Tool::Flux), "evidence": [], "relies": true})
+}
+
+/// `--gitops ignore` on the owner acme's window had suspended.
+fn relies_by_ignore() -> Value {
+    json!({"mode": "ignore", "owner": owner_record(Tool::Flux), "evidence": [], "relies": true,
+        "heldBy": [format!("{NS}/acme")]})
+}
+
+/// A journal of an earlier version: no `relies`, nothing saved.
+fn relies_of_an_earlier_version() -> Value {
+    json!({"mode": "pause", "owner": owner_record(Tool::Flux), "evidence": []})
+}
+
+/// a21j 04b: acme's window suspended Flux's kustomization/acme and is done, merged; beta's
+/// window relied on it and is done. `status` names beta's `--gitops resume` to record that
+/// its change is merged too; that command records the vouch whatever shape beta's
+/// reliance was recorded in (it said "already done: nothing to do", and the owner could
+/// never be restored), and acme's forced restore then restores the owner.
+async fn every_relier_status_names_takes_the_vouch(b: &Bed, beta: Value) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, |m| m).await;
+    b.put(CONFIGMAP, NS, other_journal("beta", "done", json!([beta])))
+        .await;
+    let vouch = "`vpnmig cutover beta -n tenant-acme --gitops resume`";
+    let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
+    assert!(
+        st.contains(&format!(
+            "{vouch} records for each of those windows that you did"
+        )),
+        "{st}"
+    );
+    let r = b
+        .step(
+            &["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"],
+            0,
+            &["recorded in the journal: you vouch that the merged source of kustomization/acme -n flux-system no longer defines ipsecgateway/beta -n tenant-acme"],
+        )
+        .await;
+    assert!(!r.says("nothing to do"), "{}", r.stderr);
+    let j = b.journal(NS, "beta").await.unwrap();
+    assert_eq!(
+        j["gitops"][0]["vouched"]["noLongerDefines"], "IPsecGateway",
+        "{j}"
+    );
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
+    assert!(!st.contains(vouch), "{st}");
+    assert!(
+        st.contains("then `vpnmig cutover acme -n tenant-acme --gitops resume` restores it"),
+        "{st}"
+    );
+    b.step(
+        &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"],
+        0,
+        &["synced: what the window made live is as it was"],
+    )
+    .await;
+    assert!(!Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    assert_eq!(
+        b.journal(NS, "acme").await.unwrap()["gitops"][0]["paused"],
+        false
+    );
+    assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+}
+
+/// A change freeze: an admission webhook that refuses every patch of `plural`.
+fn freeze(plural: &str) -> vpnmig_sandbox::api::faults::Webhook {
+    vpnmig_sandbox::api::faults::Webhook {
+        name: "change-freeze.policy.example".into(),
+        resources: vec![plural.into()],
+        verbs: vec!["patch".into(), "update".into()],
+        side_effects: Default::default(),
+        deny: true,
+        message: Some("change freeze: changed through Git only".into()),
+        annotations: Vec::new(),
+    }
+}
+
+/// `scenario` (`tool`'s, or a HelmRelease's) with self-heal after 200 ms and the API
+/// answering patches of `plural` with a change freeze.
+fn frozen(yaml: String, plural: &str) -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s.api.webhooks.push(freeze(plural));
+    Scenario::built(yaml, s)
+}
+
+/// The user `oncall`: everything in the gateway's namespace, and reading everywhere (no
+/// `patch` of the Kustomization in flux-system).
+fn cannot_patch_the_owner() -> Scenario {
+    use vpnmig_sandbox::api::auth::{Rule, User};
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s.users = vec![User::with_rules(
+        "oncall",
+        vec![
+            Rule {
+                verbs: vec!["*".into()],
+                resources: vec!["*".into()],
+                namespaces: vec![NS.into()],
+            },
+            Rule::new(&["get", "list", "watch"], &["*"]),
+            Rule::new(&["create"], &["selfsubjectaccessreviews"]),
+        ],
+    )];
+    Scenario::new(Tool::Flux.scenario(), s)
+}
+
+/// a21j 08: the API refuses the window's suspension of its owner (`owner`, shown as
+/// `shown`; a change-freeze webhook, or RBAC for `context`). The stop says what was
+/// refused and the API's words, that nothing was deleted, and the ways on; the journal
+/// holds no suspension of it (the intent recorded before the patch is taken back), so that
+/// neither `status` nor the next run calls the suspension that never landed "re-enabled
+/// by someone else" (before: a bare "cannot patch … 403", and both did).
+async fn a_refused_pause_is_said_and_held_by_no_one(
+    b: &Bed,
+    owner: (Kind, &str),
+    shown: &str,
+    refused: &[&str],
+    context: Option<&str>,
+) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let mut args = vec!["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    if let Some(c) = context {
+        args.extend(["--context", c]);
+    }
+    let r = b
+        .step(
+            &args,
+            7,
+            &[
+                &format!("vpnmig's suspension of {shown} was refused (403 Forbidden"),
+                "it still syncs, the window did not suspend it (its journal says so), and no gateway was deleted",
+                "`vpnmig cutover acme -n tenant-acme --gitops pause",
+                "`vpnmig cutover acme -n tenant-acme --gitops ignore",
+                "`vpnmig rollback acme -n tenant-acme",
+            ],
+        )
+        .await;
+    for words in refused {
+        assert!(r.says(words), "missing {words:?} in:\n{}", r.stderr);
+    }
+    assert_eq!(b.objects(IPSECGATEWAY, NS).await.len(), 1);
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["phase"], "started", "{j}");
+    assert_eq!(j["gitops"][0]["paused"], false, "{j}");
+    assert!(j["gitops"][0]["pausing"].is_null(), "{j}");
+    let owner_now = b.get(owner.0, owner.1, "acme").await.unwrap();
+    assert_ne!(owner_now["spec"]["suspend"], true, "{owner_now}");
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(!st.contains("re-enabled by someone else"), "{st}");
+    assert!(st.contains("nothing was deleted"), "{st}");
+    // The next run with `--gitops ignore` is told it still syncs, never that it was
+    // "re-enabled by someone else … suspended again".
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--gitops", "ignore", "--yes"],
+            7,
+            &[&format!("--gitops ignore, but {shown} still syncs")],
+        )
+        .await;
+    assert!(!r.says("re-enabled by someone else"), "{}", r.stderr);
+    assert_eq!(b.objects(IPSECGATEWAY, NS).await.len(), 1);
+}
+
+/// a21j 08, the restore: the window suspended Flux's kustomization/acme and is done, its
+/// change merged; then a change freeze refuses every patch of Kustomizations. The forced
+/// restore says that its restore was refused and by what, the owner stays suspended as
+/// the window paused it, and the journal holds it (no restore recorded as under way).
+async fn a_refused_restore_is_said_and_the_journal_holds_the_owner(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, |m| m).await;
+    b.api_faults()
+        .write()
+        .unwrap()
+        .webhooks
+        .push(freeze("kustomizations"));
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"],
+            0,
+            &[
+                "kustomization/acme -n flux-system stays suspended: vpnmig's restore of it was refused (403 Forbidden): admission webhook \"change-freeze.policy.example\" denied the request: change freeze: changed through Git only",
+                "`vpnmig cutover acme -n tenant-acme --gitops resume` restores it",
+            ],
+        )
+        .await;
+    assert!(!r.says("synced"), "{}", r.stderr);
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    assert!(j["gitops"][0]["restoring"].is_null(), "{j}");
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(
+        st.contains("GitOps sync suspended: kustomization/acme"),
+        "{st}"
+    );
+    assert!(!st.contains("re-enabled by someone else"), "{st}");
+}
+
+/// a21j 08, no verdict: the API answers the window's suspension with 503 until vpnmig's
+/// retries are spent, so whether it landed is unknown and the journal keeps it as intent.
+/// `status` says the window's pause did not land (never "re-enabled by someone else"),
+/// and the next run sends it again and goes on.
+async fn an_unanswered_pause_is_the_window_s_own_until_it_lands(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    b.api_faults()
+        .write()
+        .unwrap()
+        .errors
+        .push(vpnmig_sandbox::api::faults::ErrorRule {
+            verbs: vec!["patch".into()],
+            resources: vec!["kustomizations".into()],
+            code: 503,
+            times: Some(5),
+            retry_after_seconds: None,
+        });
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"],
+            1,
+            &["the suspension of kustomization/acme -n flux-system got no verdict"],
+        )
+        .await;
+    assert!(r.says("no gateway was deleted"), "{}", r.stderr);
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    assert!(j["gitops"][0]["pausing"].is_string(), "{j}");
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(
+        st.contains("GitOps sync not suspended (the window's pause did not land): kustomization/acme -n flux-system"),
+        "{st}"
+    );
+    assert!(!st.contains("re-enabled by someone else"), "{st}");
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes"],
+            0,
+            &["suspended kustomization/acme -n flux-system for the window"],
+        )
+        .await;
+    assert!(!r.says("re-enabled by someone else"), "{}", r.stderr);
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["phase"], "done", "{j}");
+    assert!(j["gitops"][0]["pausing"].is_null(), "{j}");
+}
+
+/// a21j 07: the window's restore (`--gitops resume`) killed -9 right after its patch
+/// re-armed the owner, before its first sync (delayed 3 s) was watched. The journal
+/// recorded the restore before the patch: `status` names it the window's own unfinished
+/// restore with the command that finishes it, never "re-enabled by someone else". That
+/// command suspends the owner again and checks what the sync did: merged (`merged`), it
+/// restores it again; the merge on the wrong branch (the source still defines the
+/// IPsecGateway, which its sync re-created beside the VPNGateway), it stops (exit 5)
+/// naming the re-created gateway, the owner suspended again.
+async fn a_killed_restore_is_the_window_s_own(b: &Bed, tool: Tool, merged: bool) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let (rewritten, _) = planned_and_cut_over_at(&b.kubeconfig, &tool.source_on(b).await).await;
+    if merged {
+        tool.merge_on(b, &rewritten).await;
+    }
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 3000;
+    let mut child = b.spawn(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"]);
+    bed::eventually(30, "the restore re-arms the owner", || async {
+        !tool.suspended(&tool.owner_on(b).await)
+    })
+    .await;
+    child.kill().unwrap();
+    let _ = child.wait();
+    let shown = owner_display(tool);
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    assert!(j["gitops"][0]["restoring"]["at"].is_string(), "{j}");
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(
+        st.contains(&format!(
+            "GitOps sync re-armed by the window's own restore, unfinished: {shown}"
+        )),
+        "{st}"
+    );
+    assert!(
+        st.contains("re-armed it and did not finish (its first sync was not watched): `vpnmig cutover acme -n tenant-acme` finishes it"),
+        "{st}"
+    );
+    assert!(!st.contains("re-enabled by someone else"), "{st}");
+    if merged {
+        b.step(
+            &["cutover", "acme", "-n", NS, "--yes"],
+            0,
+            &[
+                &format!("{shown} was re-armed by this window's own restore"),
+                "synced: what the window made live is as it was",
+            ],
+        )
+        .await;
+        assert!(!tool.suspended(&tool.owner_on(b).await));
+        let j = b.journal(NS, "acme").await.unwrap();
+        assert_eq!(j["gitops"][0]["paused"], false, "{j}");
+        assert!(j["gitops"][0]["restoredAt"].is_string(), "{j}");
+        assert!(j["gitops"][0]["restoring"].is_null(), "{j}");
+        assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+        return;
+    }
+    bed::eventually(
+        30,
+        "the re-armed owner re-creates the IPsecGateway",
+        || async { !b.objects(IPSECGATEWAY, NS).await.is_empty() },
+    )
+    .await;
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes"],
+            5,
+            &[
+                &format!("this window's restore of {shown} re-armed it, and its sync re-created ipsecgateway/acme -n tenant-acme"),
+                "contests the floating IP",
+                "`kubectl delete ipsecgateway acme -n tenant-acme`",
+            ],
+        )
+        .await;
+    assert!(!r.says("re-enabled by someone else"), "{}", r.stderr);
+    assert!(tool.suspended(&tool.owner_on(b).await));
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    assert!(j["gitops"][0]["restoring"].is_null(), "{j}");
+    assert!(j["gitops"][0]["letGo"].is_null(), "{j}");
+}
+
+/// a21j 06: after the merge, a colleague re-enables the owner (Argo CD `automated
+/// {prune: false, selfHeal: false}` as `argocd-server`, its sync runs; Flux `flux resume`)
+/// and suspends it again (`--sync-policy none`; `flux suspend`). The field the pause
+/// changed reads as the window left it, but the policy is the colleague's now: `status`
+/// says it changed since, and the restore never writes the saved policy over it. Argo
+/// CD's removal leaves no managedFields entry (a real API server drops a manager that
+/// owns nothing): its sync since the pause (`status.operationState`) is the fact.
+async fn a_policy_re_enabled_and_removed_again_is_never_restored_over(b: &Bed, tool: Tool) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, tool, |m| m).await;
+    let (_, _, _, ons) = tool.owner_type();
+    match tool {
+        Tool::Argo => {
+            let before = tool.owner_on(b).await["status"]["operationState"]["startedAt"].clone();
+            b.patch_as(
+                APPLICATION,
+                ons,
+                "acme",
+                "argocd-server",
+                json!({"spec": {"syncPolicy": {"automated": {"prune": false, "selfHeal": false}}}}),
+            )
+            .await;
+            bed::eventually(20, "the re-enabled Application syncs", || async {
+                let now = tool.owner_on(b).await["status"]["operationState"]["startedAt"].clone();
+                now.is_string() && now != before
+            })
+            .await;
+            b.patch_as(
+                APPLICATION,
+                ons,
+                "acme",
+                "argocd-server",
+                json!({"spec": {"syncPolicy": {"automated": null}}}),
+            )
+            .await;
+        }
+        Tool::Flux => {
+            for suspend in [false, true] {
+                b.patch_as(
+                    KUSTOMIZATION,
+                    ons,
+                    "acme",
+                    "flux",
+                    json!({"spec": {"suspend": suspend}}),
+                )
+                .await;
+            }
+        }
+    }
+    let shown = owner_display(tool);
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(
+        st.contains(&format!(
+            "GitOps policy changed since the window paused it: {shown}"
+        )),
+        "{st}"
+    );
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"],
+            0,
+            &[&format!(
+                "{shown} is not restored: its policy changed since the window paused it"
+            )],
+        )
+        .await;
+    assert!(!r.says("synced: what the window made live"), "{}", r.stderr);
+    let owner = tool.owner_on(b).await;
+    assert!(tool.suspended(&owner), "never restored over: {owner}");
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert!(j["gitops"][0]["letGo"].is_string(), "{j}");
+    assert_eq!(j["gitops"][0]["paused"], false, "{j}");
+}
+
+crate::rows! {
+    /// a21j 04b: beta relied on the suspension while acme's window held only its Lease,
+    /// so its record names no holder.
+    a_relier_recorded_without_its_holder_takes_the_vouch: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(every_relier_status_names_takes_the_vouch(b, relies_without_holder())),
+    },
+    /// The same for a relier that ran with `--gitops ignore`.
+    a_relier_by_gitops_ignore_takes_the_vouch: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(every_relier_status_names_takes_the_vouch(b, relies_by_ignore())),
+    },
+    /// The same for a relier whose journal an earlier version wrote.
+    a_relier_of_an_earlier_version_takes_the_vouch: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(every_relier_status_names_takes_the_vouch(b, relies_of_an_earlier_version())),
+    },
+    /// a21j 08: a change-freeze webhook refuses the pause of a HelmRelease.
+    a_webhook_refusing_the_helmrelease_pause_is_said: bed::Row {
+        scenario: || frozen(helm_release(), "helmreleases"),
+        only: Some((bed::Backend::Emulated, "admission webhooks exist only on the emulator")),
+        after: None,
+        steps: |b| Box::pin(a_refused_pause_is_said_and_held_by_no_one(
+            b,
+            (HELMRELEASE, "flux-system"),
+            "helmrelease/acme -n flux-system",
+            &["admission webhook \"change-freeze.policy.example\" denied the request: change freeze: changed through Git only", "set `spec.suspend: true` in its definition in the repository"],
+            None,
+        )),
+    },
+    /// The same for a Kustomization.
+    a_webhook_refusing_the_kustomization_pause_is_said: bed::Row {
+        scenario: || frozen(FLUX.to_string(), "kustomizations"),
+        only: Some((bed::Backend::Emulated, "admission webhooks exist only on the emulator")),
+        after: None,
+        steps: |b| Box::pin(a_refused_pause_is_said_and_held_by_no_one(
+            b,
+            (KUSTOMIZATION, "flux-system"),
+            "kustomization/acme -n flux-system",
+            &["admission webhook \"change-freeze.policy.example\" denied the request"],
+            None,
+        )),
+    },
+    /// The same for an Argo CD Application.
+    a_webhook_refusing_the_application_pause_is_said: bed::Row {
+        scenario: || frozen(ARGO.to_string(), "applications"),
+        only: Some((bed::Backend::Emulated, "admission webhooks exist only on the emulator")),
+        after: None,
+        steps: |b| Box::pin(a_refused_pause_is_said_and_held_by_no_one(
+            b,
+            (APPLICATION, "argocd"),
+            "application/acme -n argocd",
+            &["admission webhook \"change-freeze.policy.example\" denied the request", "remove `spec.syncPolicy.automated` from its definition in the repository"],
+            None,
+        )),
+    },
+    /// RBAC forbids the on-call user to patch the Kustomization.
+    rbac_forbidding_the_pause_is_said: bed::Row {
+        scenario: cannot_patch_the_owner,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_refused_pause_is_said_and_held_by_no_one(
+            b,
+            (KUSTOMIZATION, "flux-system"),
+            "kustomization/acme -n flux-system",
+            &["403 Forbidden, by RBAC", "User \"oncall\" cannot patch resource \"kustomizations\"", "with the permission to patch kustomization/acme -n flux-system (`kubectl auth can-i patch kustomization/acme -n flux-system` says whether a context has it)"],
+            Some("vpnmig-sandbox-oncall"),
+        )),
+    },
+    /// A change freeze set after the window refuses the restore.
+    a_webhook_refusing_the_restore_is_said: bed::Row {
+        scenario: flux_synced,
+        only: Some((bed::Backend::Emulated, "admission webhooks exist only on the emulator")),
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_refused_restore_is_said_and_the_journal_holds_the_owner(b)),
+    },
+    /// The pause unanswered (503 until the retries are spent).
+    an_unanswered_pause_is_not_re_enabled_by_someone_else: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(an_unanswered_pause_is_the_window_s_own_until_it_lands(b)),
+    },
+    /// a21j 07, merged: the killed restore is finished by the command `status` names.
+    a_killed_restore_of_a_kustomization_is_finished_by_its_command: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_killed_restore_is_the_window_s_own(b, Tool::Flux, true)),
+    },
+    /// The same on Argo CD.
+    a_killed_restore_of_an_application_is_finished_by_its_command: bed::Row {
+        scenario: argo_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_killed_restore_is_the_window_s_own(b, Tool::Argo, true)),
+    },
+    /// a21j 07, the merge on the wrong branch: the killed restore's sync re-created the
+    /// IPsecGateway; its command stops, naming it. (No settled state after: both kinds.)
+    a_killed_restore_whose_sync_re_created_the_gateway_stops: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_killed_restore_is_the_window_s_own(b, Tool::Flux, false)),
+    },
+    /// a21j 06: Argo CD re-enabled by a colleague and removed again.
+    an_application_re_enabled_and_removed_again_is_never_restored_over: bed::Row {
+        scenario: argo_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_policy_re_enabled_and_removed_again_is_never_restored_over(b, Tool::Argo)),
+    },
+    /// The Flux member (held before: `spec.suspend` written since by `flux`).
+    a_kustomization_resumed_and_suspended_again_is_never_restored_over: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_policy_re_enabled_and_removed_again_is_never_restored_over(b, Tool::Flux)),
+    },
 }

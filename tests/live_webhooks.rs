@@ -30,6 +30,7 @@ fn policy(side_effects: SideEffects, deny: bool) -> Webhook {
         side_effects,
         deny,
         message: deny.then(|| "peers need a change ticket".to_string()),
+        annotations: Vec::new(),
     }
 }
 

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use live::{ACME, pool, start};
 use vpnmig::cluster::{Cluster, ClusterOptions};
 use vpnmig::core::journal::Phase;
-use vpnmig::error::Error;
+use vpnmig::window::error::Error;
 use vpnmig::window::{
     self, Ask, Confirm, CutoverOptions, Event, Events, Operation, Outcome, RollbackOptions, Summary,
 };

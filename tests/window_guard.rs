@@ -10,7 +10,7 @@ use std::time::Duration;
 use live::{ACME, pool, start};
 use vpnmig::cluster::{Cluster, ClusterOptions};
 use vpnmig::core::guard::parse_window_end;
-use vpnmig::error::Error;
+use vpnmig::window::error::Error;
 use vpnmig::window::{self, Ask, Confirm, CutoverOptions, Event, Timeouts};
 
 /// A confirmation that takes `sleep`, then runs `then`.

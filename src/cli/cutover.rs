@@ -219,7 +219,7 @@ pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
         if sink.recorded() {
             crate::cli::report::after_window(cluster, name, args.report.as_deref()).await;
         }
-        out
+        Ok(out?)
     })?;
     // Done, nothing to do, or a dry run that passed: every stop is an error with its code.
     Ok(exit::OK)

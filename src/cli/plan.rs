@@ -153,7 +153,7 @@ pub(crate) fn read(path: &PathBuf) -> Result<String, Error> {
         source,
     })?;
     // UTF-8, or UTF-16/UTF-32 with a BOM, decoded like kubectl does (issue 9 item 11).
-    input::decode(&bytes, &shown).map_err(Error::Input)
+    input::decode(&bytes, &shown).map_err(Error::from)
 }
 
 /// Read the live gateway and its surroundings, plan, and add the live checks.
@@ -177,10 +177,10 @@ async fn live(
     .await;
     match planned {
         // No IPsecGateway: say what is there instead (issue 10 item 4).
-        Err(Error::Cluster(e @ crate::cluster::KubeError::NotFound { .. })) => {
-            Err(migrated_or(&cluster, name, e).await)
-        }
-        other => other,
+        Err(crate::window::error::Error::Cluster(
+            e @ crate::cluster::KubeError::NotFound { .. },
+        )) => Err(migrated_or(&cluster, name, e).await),
+        other => Ok(other?),
     }
 }
 
@@ -188,7 +188,7 @@ async fn live(
 async fn migrated_or(cluster: &Cluster, name: &str, e: crate::cluster::KubeError) -> Error {
     let ns = cluster.namespace.as_str();
     let Ok(Some(_)) = crate::cluster::objects::get(cluster, "VPNGateway", name).await else {
-        return Error::Cluster(e);
+        return Error::from(e);
     };
     let phase = match crate::cluster::journal::read(cluster, name).await {
         Ok(Some(j)) => format!("journal phase {}", j.phase),

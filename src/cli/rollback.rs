@@ -174,7 +174,7 @@ pub fn run(args: &RollbackArgs) -> Result<i32, Error> {
         if sink.recorded() {
             crate::cli::report::after_window(cluster, name, args.report.as_deref()).await;
         }
-        out
+        Ok(out?)
     })?;
     Ok(exit::OK)
 }

@@ -153,7 +153,9 @@ pub struct Suspended {
     /// `suspended` (as the window left it), `re-enabled` (syncing again, by someone
     /// else), `changed` (its policy changed since the window paused it), `ignoring`
     /// (suspended, yet it re-created the old gateway after the delete), `gone`,
-    /// `unknown` (it could not be read).
+    /// `unknown` (it could not be read), `not-paused` (syncing: the window's pause was
+    /// recorded and never landed, a21j 08), `restoring` (syncing: re-armed by the
+    /// window's own restore, which did not finish, a21j 07).
     pub live: String,
     /// What the cluster shows, in words (empty when as the window left it).
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -561,6 +563,8 @@ impl Windows {
                 "re-created" => "GitOps owner deleted and re-created since the window paused it",
                 "unknown" => "GitOps sync suspended (not read back)",
                 "ignoring" => "GitOps sync suspended but still acting",
+                "not-paused" => "GitOps sync not suspended (the window's pause did not land)",
+                "restoring" => "GitOps sync re-armed by the window's own restore, unfinished",
                 _ => "GitOps sync suspended",
             };
             let detail = if s.live_detail.is_empty() {
@@ -1139,8 +1143,8 @@ async fn open_windows(
             .flat_map(|j| j.gitops.iter().map(move |r| (j, r)))
             .find(|(_, r)| r.paused && r.owner.display() == s.owner);
         if let Some((j, r)) = record {
-            read_back(cluster, r, s).await;
-            if s.live == "suspended" {
+            read_back(cluster, j, r, s).await;
+            if s.live == "suspended" || s.live == "changed" {
                 ignoring(cluster, j, r, s).await;
             }
         }
@@ -2113,6 +2117,17 @@ async fn ignoring(
     s: &mut Suspended,
 ) {
     use crate::core::gitops;
+    // A policy changed since is said as such; only Argo CD's sync since the pause (a21j
+    // 06) may be a controller that ignores its suspension as well.
+    if s.live == "changed" {
+        let synced = match crate::cluster::gitops::find(cluster, &r.owner).await {
+            Ok(crate::cluster::gitops::Found::One(_, o)) => gitops::synced_since(r, &o).is_some(),
+            _ => false,
+        };
+        if !synced {
+            return;
+        }
+    }
     let obj = match recreated_old(cluster, j).await {
         Some(obj) => obj,
         // The gateway a rollback kept (old-applied, rolled-back: the journal's uid is the
@@ -2150,7 +2165,19 @@ async fn ignoring(
             Ok(crate::cluster::gitops::Found::One(_, o)) => gitops::hand_writers(&o),
             _ => Vec::new(),
         };
+        // Argo CD synced since the pause and reads suspended again (a21j 06): re-armed for
+        // a while, or a controller that ignores its suspension; both are said.
+        let synced = (s.live == "changed").then(|| s.live_detail.clone());
         s.live = "ignoring".into();
+        if let Some(detail) = synced {
+            s.live_detail = format!(
+                "it reads back suspended, yet ipsecgateway/{} -n {} exists again (uid {}), written by its controller (managedFields), and {detail}: someone may have re-enabled it for a while and suspended it again, or its controller ignores its suspension; find out before anything else, or every way forward or back fights it",
+                j.gateway,
+                j.namespace,
+                uid.unwrap_or("?")
+            );
+            return;
+        }
         if !hands.is_empty() {
             s.live_detail = format!(
                 "it reads back suspended, yet ipsecgateway/{} -n {} exists again (uid {}), written by its controller (managedFields); the owner itself was written by {} too: someone may have re-enabled it for a while and suspended it again, or its controller ignores its suspension; find out before anything else, or every way forward or back fights it",
@@ -2173,12 +2200,17 @@ async fn ignoring(
 /// The owner a journal records as suspended, read from the cluster and compared with
 /// the record (issue 21 item 4): a suspension is what the owner shows. One re-enabled or
 /// changed since is said so, and no restore that would overwrite that policy is offered.
-async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut Suspended) {
+async fn read_back(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+    r: &crate::core::gitops::Record,
+    s: &mut Suspended,
+) {
     use crate::cluster::gitops::{Found, find};
     use crate::core::gitops::{self, Held};
     let (ns, name) = (s.namespace.clone(), s.gateway.clone());
-    let obj = match find(cluster, &r.owner).await {
-        Ok(Found::One(_, obj)) => obj,
+    let (owner, obj) = match find(cluster, &r.owner).await {
+        Ok(Found::One(owner, obj)) => (owner, obj),
         Ok(_) => {
             s.live = "gone".into();
             s.live_detail = format!("the cluster has no {} {}", r.owner.kind, r.owner.name);
@@ -2219,15 +2251,36 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
         })
         .unwrap_or_default();
     let finished = matches!(s.phase.as_str(), "done" | "rolled-back");
-    let suspend_parent = parents
-        .first()
-        .map(|(p, _)| format!(" and `{}`", gitops::pause_command(&p.owner)))
+    // The chain above it that puts its policy back now, top-most level first, as the
+    // window's stops name it (a21j 01: the owner and its parent suspended again, the root
+    // above them re-armed both). Else one level, the parent that syncs.
+    let path = crate::window::re_arming(cluster, j, &owner, &obj)
+        .await
         .unwrap_or_default();
+    let (above, suspend_parent) = if path.is_empty() {
+        (
+            String::new(),
+            parents
+                .first()
+                .map(|(p, _)| format!(" and `{}`", gitops::pause_command(&p.owner)))
+                .unwrap_or_default(),
+        )
+    } else {
+        (
+            format!("{}; then ", crate::window::suspend_from_the_top(&path)),
+            String::new(),
+        )
+    };
     let keep = if finished {
         "vpnmig does not restore over it: the policy stays as it is now".to_string()
     } else {
         format!(
-            "it may re-create the old gateway or prune the new objects, and the window still holds it: suspend it (and its parent) again before `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` (`{}`{suspend_parent}); vpnmig does not restore over a policy changed since",
+            "it may re-create the old gateway or prune the new objects, and the window still holds it: {above}suspend it{} again before `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` (`{}`{suspend_parent}); vpnmig does not restore over a policy changed since",
+            if path.is_empty() && !parents.is_empty() {
+                " (and its parent)"
+            } else {
+                ""
+            },
             gitops::pause_command(&r.owner)
         )
     };
@@ -2248,14 +2301,39 @@ async fn read_back(cluster: &Cluster, r: &crate::core::gitops::Record, s: &mut S
         finished && gitops::owner_state(&obj, replaced, &ns, &name).source_lists != Some(false);
     let reenabled = if recreates {
         format!(
-            "its source still defines {replaced} {ns}/{name} (or the cluster cannot show that it does not): its sync re-creates it and contests the floating IP; the journal still holds it: suspend it again (`{}`{suspend_parent}), then `vpnmig {verb} {name} -n {ns}` restores it once the repository change is merged",
+            "its source still defines {replaced} {ns}/{name} (or the cluster cannot show that it does not): its sync re-creates it and contests the floating IP; the journal still holds it: {above}suspend it again (`{}`{suspend_parent}), then `vpnmig {verb} {name} -n {ns}` restores it once the repository change is merged",
             gitops::pause_command(&r.owner)
         )
     } else {
         keep.clone()
     };
     match gitops::held(r, &obj) {
+        // A finished window's Argo CD owner that synced since the pause: re-armed and
+        // suspended again meanwhile, a policy changed since (a21j 06), as its restore
+        // reads it.
+        Held::AsLeft if finished && let Some(now) = gitops::synced_since(r, &obj) => {
+            s.live = "changed".into();
+            s.live_detail = format!("{now}{parent}");
+            s.resume = keep;
+        }
         Held::AsLeft => s.live = "suspended".into(),
+        // The window's own pause, recorded and never landed (a21j 08: a webhook refused
+        // it): not someone else's re-enable, and nothing was suspended to restore.
+        Held::NotPaused { since, now } => {
+            s.live = "not-paused".into();
+            s.live_detail = format!("{now}{parent}");
+            s.resume = format!(
+                "the window recorded its suspension at {since} and it never landed (the run stopped at its patch, or the API refused it); the window deletes nothing while it syncs: `vpnmig cutover {name} -n {ns}` sends it again first (and says why if it is refused), `vpnmig rollback {name} -n {ns}` closes the journal"
+            );
+        }
+        // The window's own restore, interrupted after its patch (a21j 07).
+        Held::Restoring { at, now } => {
+            s.live = "restoring".into();
+            s.live_detail = format!("{now}{parent}");
+            s.resume = format!(
+                "the window's restore started at {at} re-armed it and did not finish (its first sync was not watched): `vpnmig {verb} {name} -n {ns}` finishes it: it suspends it again, checks what that sync did (a re-created {replaced}, a changed field) and restores it once that is safe"
+            );
+        }
         Held::ReEnabled { now } => {
             s.live = "re-enabled".into();
             s.live_detail = format!("{now}{parent}");

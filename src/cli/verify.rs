@@ -439,11 +439,11 @@ async fn rows_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
             }
             // Refusals do not heal by waiting.
             Ok(Err(
-                e @ Error::Cluster(
+                e @ Error::Window(crate::window::error::Error::Cluster(
                     crate::cluster::KubeError::Forbidden { .. }
                     | crate::cluster::KubeError::Unauthorized { .. }
                     | crate::cluster::KubeError::NotFound { .. },
-                ),
+                )),
             )) => return Err(e),
             Ok(Err(e)) => {
                 unread = Some(crate::cli::error_line(&e));

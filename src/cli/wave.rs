@@ -273,6 +273,7 @@ impl Wave<'_> {
                 concurrency: self.args.concurrency as usize,
                 max_failures: self.args.max_failures as usize,
                 window: self.window.clone(),
+                render: crate::error::command_line,
             };
             let mut sink: Box<dyn WaveEvents> = if std::io::stderr().is_terminal() {
                 Box::new(render::Board::new(members.len()))

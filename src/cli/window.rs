@@ -10,6 +10,7 @@ use crate::cli::cluster_args::parse_duration;
 use crate::cluster::Cluster;
 use crate::exit;
 use crate::output::window::{self as render, Waits};
+use crate::window::error::{Error as WindowError, Next, hint};
 use crate::window::{Ask, Confirm, Summary};
 
 /// The bound of each wait (DESIGN.md §4.5).
@@ -110,7 +111,12 @@ impl Timeouts {
 /// without one, a mutating command needs `--yes`; a dry run, which changes nothing,
 /// asks only on a terminal). The prompt reads on a blocking thread
 /// so that Ctrl-C still ends the run at once.
-pub async fn confirm(name: &str, yes: bool, dry_run: bool, action: &str) -> Result<(), Error> {
+pub async fn confirm(
+    name: &str,
+    yes: bool,
+    dry_run: bool,
+    action: &str,
+) -> Result<(), WindowError> {
     if yes {
         return Ok(());
     }
@@ -123,7 +129,7 @@ pub async fn confirm(name: &str, yes: bool, dry_run: bool, action: &str) -> Resu
         return Ok(());
     }
     if !tty {
-        return Err(Error::Stop {
+        return Err(WindowError::Stop {
             code: exit::REFUSED,
             message: format!(
                 "no terminal to confirm on: refusing to {action} {name} without --yes"
@@ -148,24 +154,24 @@ pub async fn confirm(name: &str, yes: bool, dry_run: bool, action: &str) -> Resu
         let dialoguer::Error::IO(io) = &e;
         // Ctrl-C at the prompt (issue 10 item 3): a cancellation, not a refusal.
         if io.kind() == std::io::ErrorKind::Interrupted {
-            Error::Stop {
+            WindowError::Stop {
                 code: exit::INTERRUPTED,
                 message: format!("cancelled at the prompt: nothing was changed ({name})"),
                 hint: None,
             }
         } else {
-            Error::Stop {
+            WindowError::Stop {
                 code: exit::REFUSED,
                 message: format!("the confirmation could not be read: {e}; nothing was changed"),
-                hint: Some(format!(
+                hint: Some(hint!(
                     "read the summary, then run it again with --yes: `{}`",
-                    crate::error::again(&["--yes"])
+                    Next::again(&["--yes"])
                 )),
             }
         }
     })?;
     if typed.trim() != name {
-        return Err(Error::Stop {
+        return Err(WindowError::Stop {
             code: exit::REFUSED,
             message: format!(
                 "typed `{}`, not `{name}`: nothing was changed",
@@ -185,7 +191,7 @@ pub struct Prompt {
 }
 
 impl Confirm for Prompt {
-    async fn confirm(&mut self, ask: Ask) -> Result<(), Error> {
+    async fn confirm(&mut self, ask: Ask) -> Result<(), WindowError> {
         let summary = match &ask.summary {
             Summary::Cutover {
                 context,
@@ -237,7 +243,7 @@ pub fn run<T>(
 /// (a dropped SSH session), to the interruption that stops it (the engine releases the
 /// lock and says how to go on). The handlers are installed when it is first polled: by
 /// the engine, once the lock is held.
-pub async fn interrupted() -> Error {
+pub async fn interrupted() -> WindowError {
     use tokio::signal::unix::{SignalKind, signal};
     let (mut term, mut hup) = match (
         signal(SignalKind::terminate()),
@@ -245,7 +251,7 @@ pub async fn interrupted() -> Error {
     ) {
         (Ok(term), Ok(hup)) => (term, hup),
         (Err(e), _) | (_, Err(e)) => {
-            return Error::Stop {
+            return WindowError::Stop {
                 code: exit::FAILURE,
                 message: format!("cannot handle SIGTERM/SIGHUP: {e}"),
                 hint: None,
@@ -257,7 +263,7 @@ pub async fn interrupted() -> Error {
         _ = term.recv() => "SIGTERM",
         _ = hup.recv() => "SIGHUP",
     };
-    Error::Stop {
+    WindowError::Stop {
         code: exit::INTERRUPTED,
         message: format!("interrupted ({how})"),
         hint: None,

@@ -625,6 +625,26 @@ pub fn acting_top_down(links: &[Link]) -> Vec<&Link> {
     out
 }
 
+/// The path from the top-most link that acts now ([`acting_top_down`]) down to the owner,
+/// top-most first: each level whose sync undoes a suspension of the level below it, the
+/// top one's because it acts now, those below because the top puts them back (a21j 01: a
+/// stop that named only the levels below the one re-armed was followed, and each round
+/// the top re-armed them). Empty when no link acts.
+pub fn acting_path(links: &[Link]) -> Vec<&Link> {
+    let Some(top) = acting_top_down(links).into_iter().next() else {
+        return Vec::new();
+    };
+    let mut path = vec![top];
+    while let Some(below) = path.last().filter(|l| l.level > 1).and_then(|l| {
+        links
+            .iter()
+            .find(|x| x.level == l.level - 1 && same_owner(&x.parent.owner, &l.child))
+    }) {
+        path.push(below);
+    }
+    path
+}
+
 /// Whether `pointers` (JSON pointers, or jq paths `.spec.syncPolicy…`) cover the
 /// child's `spec.syncPolicy`.
 fn ignores_sync_policy<'a>(pointers: impl Iterator<Item = &'a Value>) -> bool {
@@ -835,6 +855,14 @@ pub enum Held {
         active: bool,
         now: String,
     },
+    /// It syncs, and the window's pause of it was recorded and never read back landed
+    /// ([`Record::pausing`], since `since`): the window's own pause unfinished (a run stopped
+    /// between its record and its patch, or the patch was refused), not someone else.
+    NotPaused { since: String, now: String },
+    /// It syncs with the policy the window saved, and the window's restore of it was
+    /// recorded and not finished ([`Record::restoring`], started `at`): the window's own
+    /// restore, interrupted after its patch (its first sync unwatched), not someone else.
+    Restoring { at: String, now: String },
 }
 
 /// Argo CD's freeze annotation: the controller leaves an Application alone while it is
@@ -863,6 +891,20 @@ pub fn held(record: &Record, live: &Value) -> Held {
             Some(s) => format!("{} {}", dotted(&s.pointer), field(&s.pointer)),
             None => how(&st),
         };
+        if let Some(since) = &record.pausing {
+            return Held::NotPaused {
+                since: since.clone(),
+                now,
+            };
+        }
+        if let (Some(r), Some(s)) = (&record.restoring, &record.saved)
+            && as_saved(live, s)
+        {
+            return Held::Restoring {
+                at: r.at.clone(),
+                now,
+            };
+        }
         return Held::ReEnabled { now };
     }
     let Some(saved) = &record.saved else {
@@ -906,6 +948,31 @@ pub fn held(record: &Record, live: &Value) -> Held {
             now: format!("{} {now}", dotted(&saved.pointer)),
         }
     }
+}
+
+/// Argo CD, the record of an owner the window suspended, read as the window left it
+/// ([`held`] `AsLeft`: `automated` absent): a sync started since the pause landed
+/// ([`Record::last_sync`], `status.operationState.startedAt`) says it was re-armed and
+/// suspended again meanwhile, or synced by hand. Its pause removed the field, so no
+/// managedFields entry can say who (a real API server drops a manager that owns nothing;
+/// a21j 06). Asked of a finished window before its restore, which never restores over
+/// it; under way, a sync after the delete re-creates the gateway, which the window's
+/// read-backs stop on. `None`: no such sync, no record of the last one, or not Argo CD.
+pub fn synced_since(record: &Record, live: &Value) -> Option<String> {
+    let saved = record.saved.as_ref()?;
+    let then = record.last_sync.as_deref()?;
+    if saved.pointer != "/spec/syncPolicy/automated" || live["kind"] != "Application" {
+        return None;
+    }
+    let seen = live
+        .pointer("/status/operationState/startedAt")
+        .and_then(Value::as_str)?;
+    (seen != then).then(|| {
+        format!(
+            "spec.syncPolicy.automated absent, but it synced at {seen} since the window paused it (status.operationState.startedAt; {} when the pause landed): re-enabled and suspended again since, or synced by hand",
+            if then.is_empty() { "no sync" } else { then }
+        )
+    })
 }
 
 /// The field managers the controller of an owner of `owner_kind` writes with: Argo CD's
@@ -1204,6 +1271,68 @@ pub struct Record {
     /// The reliance ends with the owner's restore ([`crate::core::holders::parent_relied_on`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_of: Option<OwnerRef>,
+    /// The window's pause of this owner is recorded (`paused`, before its patch is sent, so
+    /// that a run killed in between leaves a journal that says so) and was not yet read
+    /// back landed: when it was recorded (RFC 3339). A run that stopped in between (killed,
+    /// the patch refused or unanswered) leaves it; an owner that syncs while it is set is the
+    /// window's pause not landed, never "re-enabled by someone else" (a21j 08).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pausing: Option<String>,
+    /// The window's restore of this owner, recorded before its patch re-arms the owner and
+    /// cleared when its end is recorded (restored, or suspended again): an owner that syncs
+    /// with the saved policy while it is set was re-armed by the window's own restore, which
+    /// a killed run left unfinished, never by "someone else" (a21j 07).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restoring: Option<Restoring>,
+    /// Argo CD: the owner's `status.operationState.startedAt` when the window's pause landed
+    /// (`""`: it had not synced yet). Its pause removes `automated`, so a policy re-enabled
+    /// and removed again since leaves no field whose managedFields say who (a real API
+    /// server drops a manager's entry once it owns nothing): a sync started since is the
+    /// fact that it was re-armed (or synced by hand) meanwhile (a21j 06). `None`: Flux,
+    /// journals of earlier versions, or unknown since the window's own restore re-armed it
+    /// and suspended it again (its own sync is no one else's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_sync: Option<String>,
+}
+
+/// The window's restore of an owner, recorded before its patch ([`Record::restoring`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Restoring {
+    /// When (RFC 3339).
+    pub at: String,
+    /// It was `--gitops resume` (the user vouched for the window's repository change): the
+    /// run that finishes it counts that vouch as the interrupted one did.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub forced: bool,
+}
+
+/// Argo CD's `status.operationState.startedAt` of `owner` (`""`: none): when its last sync
+/// (an operation) started. For [`Record::last_sync`].
+pub fn last_sync(owner: &Value) -> Option<String> {
+    (owner["kind"] == "Application").then(|| {
+        owner
+            .pointer("/status/operationState/startedAt")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    })
+}
+
+/// Whether the live owner's field the window's pause changed holds what `saved` recorded
+/// before the pause (what the window's restore writes back). Flux's `spec.suspend` absent
+/// is `false`.
+pub fn as_saved(live: &Value, saved: &Saved) -> bool {
+    let now = live.pointer(&saved.pointer).cloned().unwrap_or(Value::Null);
+    let then = saved.value.clone().unwrap_or(Value::Null);
+    let norm = |v: Value| {
+        if saved.pointer == "/spec/suspend" && v.is_null() {
+            Value::Bool(false)
+        } else {
+            v
+        }
+    };
+    norm(now) == norm(then)
 }
 
 /// What a user vouched for a finished window that relies on an owner's suspension
@@ -1227,15 +1356,15 @@ impl Record {
         self.relies || self.saved.is_none()
     }
 
-    /// The window relies on a suspension another *window* made (`--gitops pause` found it
-    /// suspended and held by one): what a vouch is for (a21f B1). Not an owner the user
-    /// suspended by hand (`--gitops ignore`, or found suspended with no window holding
-    /// it): no window restores that one, so there is nothing to vouch to.
+    /// The window relies on the owner's suspension as `status` and the restore of the
+    /// window that suspended it count it ([`crate::core::holders::holders`]): it did not
+    /// suspend it, whatever shape its reliance was recorded in (`--gitops pause` or
+    /// `--gitops ignore`, `heldBy` named or not: a21j 04b, where the suspender held only its
+    /// Lease when this window found it, and its journal then named nobody; journals of
+    /// earlier versions). What a vouch is recorded on (a21f B1); whether a window that
+    /// suspended it holds it now, to count the vouch, is read from the journals at the vouch.
     pub fn relies_on_a_window(&self) -> bool {
-        self.mode == Mode::Pause
-            && self.relies_on_suspension()
-            && !self.held_by.is_empty()
-            && self.restored_at.is_none()
+        !self.paused && self.relies_on_suspension() && self.restored_at.is_none()
     }
 
     /// The window holds the owner: it suspended it and has not restored it, or it relies
@@ -1262,6 +1391,9 @@ impl Record {
             vouched: None,
             let_go: None,
             parent_of: Some(child.clone()),
+            pausing: None,
+            restoring: None,
+            last_sync: None,
         }
     }
 }
@@ -3318,6 +3450,9 @@ mod tests {
         ];
         assert!(chain.iter().all(Link::matters));
         assert_eq!(names(acting_top_down(&chain)), ["clusters"]);
+        // The path to stop: clusters first, then tenants below it (a21j 01: the stop
+        // named only the levels below the one that acted).
+        assert_eq!(names(acting_path(&chain)), ["clusters", "tenants"]);
         // Not remembered: nothing says clusters sets tenants' suspend.
         let forgotten = link("clusters", &syncing, "tenants", &by_hand, 2, false);
         assert!(!forgotten.matters());
@@ -3327,6 +3462,7 @@ mod tests {
             link("clusters", &suspended, "tenants", &by_hand, 2, true),
         ];
         assert!(acting_top_down(&chain).is_empty());
+        assert!(acting_path(&chain).is_empty());
         assert!(
             chain
                 .iter()
@@ -3360,6 +3496,9 @@ mod tests {
             let_go: None,
             vouched: None,
             parent_of: None,
+            pausing: None,
+            restoring: None,
+            last_sync: None,
         };
         let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});
         assert_eq!(held(&record, &app(json!({}))), Held::AsLeft);
@@ -3439,6 +3578,82 @@ mod tests {
                 active: false,
                 now: "suspended".into()
             }
+        );
+        // a21j 08: the pause recorded and never read back landed (refused, or the run
+        // stopped before its patch): an owner that syncs is the window's own pause not
+        // landed, never "re-enabled by someone else".
+        let mut intent = flux.clone();
+        intent.pausing = Some("2026-01-01T00:00:00Z".into());
+        assert_eq!(
+            held(&intent, &ks(json!(false))),
+            Held::NotPaused {
+                since: "2026-01-01T00:00:00Z".into(),
+                now: "spec.suspend false".into()
+            }
+        );
+        assert_eq!(held(&intent, &ks(json!(true))), Held::AsLeft);
+        // a21j 07: the window's restore recorded and not finished, the owner syncing with
+        // the policy it saved: its own restore. With another policy: someone else's.
+        let mut restoring = record.clone();
+        restoring.restoring = Some(Restoring {
+            at: "2026-01-02T00:00:00Z".into(),
+            forced: false,
+        });
+        assert_eq!(
+            held(&restoring, &app(json!({"automated": {"selfHeal": true}}))),
+            Held::Restoring {
+                at: "2026-01-02T00:00:00Z".into(),
+                now: "spec.syncPolicy.automated {\"selfHeal\":true}".into()
+            }
+        );
+        assert!(matches!(
+            held(&restoring, &app(json!({"automated": {"prune": false}}))),
+            Held::ReEnabled { .. }
+        ));
+        let mut flux_restoring = flux.clone();
+        flux_restoring.uid = None;
+        flux_restoring.restoring = restoring.restoring.clone();
+        let absent = json!({"kind": "Kustomization", "spec": {}});
+        assert!(matches!(
+            held(&flux_restoring, &absent),
+            Held::Restoring { .. }
+        ));
+        // a21j 06: Argo CD, `automated` absent as the pause left it (as left for `held`),
+        // but a sync started since the pause landed: re-armed and removed again meanwhile
+        // (its managedFields keep no trace on a real API server), a policy changed since
+        // for the restore. The same sync as at the pause, or no record of it (journals of
+        // earlier versions): nothing said.
+        let synced = |at: Option<&str>| {
+            let mut o = app(json!({}));
+            if let Some(at) = at {
+                o["status"] = json!({"operationState": {"startedAt": at}});
+            }
+            o
+        };
+        let mut seen = record.clone();
+        seen.last_sync = Some("2026-01-01T00:00:00Z".into());
+        assert_eq!(
+            held(&seen, &synced(Some("2026-01-03T00:00:00Z"))),
+            Held::AsLeft
+        );
+        assert_eq!(
+            synced_since(&seen, &synced(Some("2026-01-01T00:00:00Z"))),
+            None
+        );
+        assert!(
+            synced_since(&seen, &synced(Some("2026-01-03T00:00:00Z"))).is_some_and(
+                |n| n.contains("synced at 2026-01-03T00:00:00Z since the window paused it")
+            )
+        );
+        seen.last_sync = Some(String::new());
+        assert!(
+            synced_since(&seen, &synced(Some("2026-01-03T00:00:00Z")))
+                .is_some_and(|n| n.contains("no sync when the pause landed"))
+        );
+        assert_eq!(synced_since(&seen, &synced(None)), None);
+        assert_eq!(
+            synced_since(&record, &synced(Some("2026-01-03T00:00:00Z"))),
+            None
         );
         flux.uid = Some("k-paused".into());
         let mut new_ks = ks(json!(false));

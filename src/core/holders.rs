@@ -254,6 +254,9 @@ mod tests {
             let_go: None,
             vouched: None,
             parent_of: None,
+            pausing: None,
+            restoring: None,
+            last_sync: None,
         });
         j
     }

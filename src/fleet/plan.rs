@@ -148,7 +148,7 @@ pub async fn live(
     let scope = (!select.all_namespaces).then_some(cluster.namespace.as_str());
 
     // Every gateway of the cluster, once: the uniqueness checks compare with all of them.
-    let refused = |e: KubeError| facts::refusal(e).map_err(Error::Cluster);
+    let refused = |e: KubeError| facts::refusal(e).map_err(Error::from);
     let everything = match list::raw(cluster, &ar, None, None).await {
         Ok(all) => Ok(all),
         Err(e) => Err(refused(e)?),
@@ -243,7 +243,7 @@ pub async fn live(
     for source in sources {
         let source = match source {
             Ok(s) => s,
-            Err(facts::SourceError::Kube(k)) => return Err(Error::Cluster(k)),
+            Err(facts::SourceError::Kube(k)) => return Err(Error::from(k)),
             Err(facts::SourceError::Input(e)) => {
                 out.push(invalid(&e));
                 continue;

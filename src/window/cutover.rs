@@ -8,7 +8,7 @@ use std::future::Future;
 use serde_json::Value;
 
 use super::guard::{self as window_guard, Guard};
-use super::steps::{self, Window, now, timed_out};
+use super::steps::{self, Window, now};
 use super::{
     Ask, Confirm, CutoverOptions, Emit, Event, Events, Operation, Outcome, Sink, Stage, Summary,
 };
@@ -20,8 +20,8 @@ use crate::core::guard::Moment;
 use crate::core::journal::{self, Journal, Phase};
 use crate::core::model::IPsecGateway;
 use crate::core::{fingerprint, live, plan, scope};
-use crate::error::Error;
 use crate::exit;
+use crate::window::error::Error;
 
 mod deleting;
 mod finished;
@@ -79,7 +79,7 @@ pub async fn cutover(
     if let Err(e) = &result {
         ev.emit(Event::Stopped {
             code: e.exit_code(),
-            message: crate::error::error_line(e),
+            message: crate::window::error::error_line(e),
         });
     }
     result
@@ -96,22 +96,26 @@ async fn run(
     let ns = cluster.namespace.clone();
     let by = steps::identity(held);
     let previous = stored::read(cluster, name).await?;
-    match &previous {
-        // `--gitops resume` at `done` on a window that relies on an owner another window
-        // suspended: the user vouches for this window's repository change (a21f B1).
-        Some(j)
-            if j.phase == Phase::Done && super::gitops::vouches(j, &opts.gitops, opts.dry_run) =>
-        {
-            let mut w = Window {
-                cluster,
-                ev,
-                journal: j.clone(),
-                lock: held,
-                by,
-            };
-            super::gitops::vouch(&mut w, "IPsecGateway").await?;
+    // `--gitops resume` at `done` on a window that relies on an owner another window
+    // suspended: the user vouches for this window's repository change (a21f B1). One no
+    // vpnmig window suspended goes on as any finished window (the note on an owner
+    // suspended by hand).
+    if let Some(j) = &previous
+        && j.phase == Phase::Done
+        && super::gitops::vouches(j, &opts.gitops, opts.dry_run)
+    {
+        let mut w = Window {
+            cluster,
+            ev,
+            journal: j.clone(),
+            lock: held,
+            by: by.clone(),
+        };
+        if super::gitops::vouch(&mut w, "IPsecGateway").await? {
             return Ok(Outcome::Done);
         }
+    }
+    match &previous {
         Some(j)
             if j.phase == Phase::Done
                 && objects::get(cluster, "VPNGateway", name).await?.is_none() =>
@@ -121,7 +125,7 @@ async fn run(
                 message: format!(
                     "the journal says the cutover of {name} -n {ns} is done, but VPNGateway {name} does not exist (deleted since?)"
                 ),
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "`vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal; `vpnmig status` shows what is there"
                 )),
             });
@@ -156,7 +160,7 @@ async fn run(
                         journal::object_name(name),
                         problems.join("; ")
                     ),
-                    hint: Some(format!(
+                    hint: Some(crate::window::error::hint!(
                         "`vpnmig verify {name} -n {ns}` shows every check; `vpnmig status -n {ns}` says what to put back"
                     )),
                 });
@@ -193,7 +197,7 @@ async fn run(
                         .map(|e| format!(", stopped on: {e}"))
                         .unwrap_or_default()
                 ),
-                hint: Some(hint),
+                hint: Some(hint.into()),
             });
         }
         Some(j) if j.phase.past_delete() || (j.fixed_targets && !j.phase.finished()) => {
@@ -246,7 +250,7 @@ async fn run(
                     "the live ipsecgateway/{name} -n {ns} no longer matches the plan in {}: nothing was changed",
                     dir.display()
                 ),
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "plan again (`vpnmig plan {name} -n {ns} --out {} --force`: --force because the bundle records the old state), review the diff, then cut over",
                     dir.display()
                 )),
@@ -270,7 +274,7 @@ async fn run(
         return Err(Error::Stop {
             code: exit::BLOCKED,
             message: format!("{blocking} blocker(s): nothing was changed"),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "`vpnmig plan {name} -n {ns}` shows every check and its fix"
             )),
         });
@@ -326,7 +330,7 @@ async fn run(
                 "cannot write the bundle to {}: {why}; nothing was changed",
                 out_dir.display()
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "run from a directory you can write, or pass `--out DIR`: `vpnmig cutover {name} -n {ns} --out DIR`"
             )),
         })?;
@@ -439,7 +443,7 @@ async fn run(
                     "the record of the rolled-back window of {name} -n {ns} (ConfigMap {}) could not be archived before the new cutover replaces it: {e}; nothing was changed",
                     journal::object_name(name)
                 ),
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "keep it first: `vpnmig report {name} -n {ns} --out {name}-window-{}.md`, then run the same command again",
                     prev.window_number()
                 )),
@@ -509,11 +513,11 @@ async fn no_old_gateway(
                 code: exit::REFUSED,
                 message: format!("{text}: nothing to cut over; nothing was changed"),
                 hint: if state == journal::Left::Gone {
-                    Some(format!(
+                    Some(crate::window::error::hint!(
                         "`vpnmig rollback {name} -n {ns}` re-creates it from the journal (floating IP pinned), then `vpnmig cutover {name} -n {ns}` starts over"
                     ))
                 } else {
-                    j.left_todo(state)
+                    j.left_todo(state).map(Into::into)
                 },
             };
         }
@@ -527,7 +531,7 @@ async fn no_old_gateway(
                 gw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("?"),
                 journal::object_name(name)
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "`vpnmig verify {name} -n {ns}` checks it; to go back, {}",
                 lost.unwrap_or_else(|| format!(
                     "roll back from the bundle its cutover wrote: `vpnmig rollback {name} -n {ns} --plan DIR`"
@@ -541,7 +545,7 @@ async fn no_old_gateway(
                     "{e}, and there is no journal of it (ConfigMap {}): a window may have lost its journal",
                     journal::object_name(name)
                 ),
-                hint: Some(hint),
+                hint: Some(hint.into()),
             },
             None => Error::Cluster(e),
         },

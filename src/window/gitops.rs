@@ -19,8 +19,8 @@ use crate::core::gitops::{self, Mode, Record};
 use crate::core::holders;
 use crate::core::journal::Phase;
 use crate::core::model::object_ref;
-use crate::error::Error;
 use crate::exit;
+use crate::window::error::Error;
 
 /// What the user chose for a gateway Argo CD or Flux syncs (`--gitops`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -35,9 +35,11 @@ pub struct GitopsOptions {
     pub resume: bool,
 }
 
-/// Whether a run of a finished window (`--gitops resume`, not a dry run) is a vouch: the
-/// window only relies on an owner another window suspended (a21f B1; the same test for
-/// `cutover` at `done` and `rollback` at `rolled-back`).
+/// Whether a run of a finished window (`--gitops resume`, not a dry run) may be a vouch:
+/// the window suspended no owner it still holds and relies on one's suspension, in
+/// whatever shape it recorded that (a21f B1, a21j 04b; the same test for `cutover` at
+/// `done` and `rollback` at `rolled-back`). [`vouch`] reads who holds it. A window that
+/// also suspended an owner vouches in its restore ([`restore`]).
 pub(crate) fn vouches(
     j: &crate::core::journal::Journal,
     opts: &GitopsOptions,
@@ -92,7 +94,7 @@ pub async fn owners(
             let refuse = |message: String| Error::Stop {
                 code: exit::REFUSED,
                 message,
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "suspend its sync yourself and run `vpnmig {verb} {name} -n {ns} --gitops ignore`; docs/gitops.md says how for Argo CD and Flux"
                 )),
             };
@@ -205,7 +207,7 @@ pub async fn owners(
                         owner.display(),
                         how(&state)
                     ),
-                    hint: Some(format!(
+                    hint: Some(crate::window::error::hint!(
                         "suspend it first ({}), or let vpnmig do it: `vpnmig {verb} {name} -n {ns} --gitops pause`",
                         suspend_command(&owner)
                     )),
@@ -261,6 +263,9 @@ pub async fn owners(
                 let_go: None,
                 vouched: None,
                 parent_of: None,
+                pausing: None,
+                restoring: None,
+                last_sync: None,
             });
         }
     }
@@ -277,6 +282,7 @@ mod pausing;
 mod protecting;
 mod putting_back;
 mod re_created;
+mod records;
 mod restoring;
 mod settling;
 mod sources;
@@ -289,6 +295,7 @@ pub(crate) use pausing::*;
 use protecting::*;
 pub(crate) use putting_back::*;
 pub(crate) use re_created::*;
+use records::*;
 pub(crate) use restoring::*;
 pub(crate) use settling::*;
 use sources::*;
@@ -306,19 +313,64 @@ pub(crate) fn parent_fix_verb(p: &gitops::OwnerRef) -> String {
     }
 }
 
-/// The command that suspends an owner by hand.
+/// The command that suspends an owner by hand, in backticks: always
+/// [`gitops::pause_command`], the suspension as vpnmig writes it (its field manager), so
+/// that every place that advises one prints the same command (a21i 02: `flux suspend`
+/// and a patch without `--field-manager=vpnmig` beside it; a suspension another field
+/// manager wrote is later not read as the window's). An Application its markers name without a namespace is Argo CD's, in `argocd`.
 pub(crate) fn suspend_command(owner: &gitops::OwnerRef) -> String {
-    let ns = owner.namespace.as_deref().unwrap_or("argocd");
-    if owner.kind == "Application" {
-        format!(
-            "`argocd app set {} --sync-policy none` or `kubectl patch application {} -n {ns} --type merge -p '{{\"spec\":{{\"syncPolicy\":{{\"automated\":null}}}}}}'`",
-            owner.name, owner.name
-        )
-    } else {
-        format!(
-            "`flux suspend {} {} -n {ns}`",
-            owner.kind.to_lowercase(),
-            owner.name
-        )
+    let mut o = owner.clone();
+    if o.namespace.is_none() && o.kind == "Application" {
+        o.namespace = Some("argocd".into());
+    }
+    format!("`{}`", gitops::pause_command(&o))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// a21i 02: every advice to suspend an owner prints the one command, as vpnmig writes
+    /// a suspension (its field manager), never `flux suspend` or a patch without it.
+    #[test]
+    fn every_suspend_advice_is_the_pause_command() {
+        for (kind, ns) in [
+            ("Application", Some("argocd")),
+            ("Kustomization", Some("flux-system")),
+            ("HelmRelease", Some("platform")),
+            ("ApplicationSet", Some("argocd")),
+        ] {
+            let owner = gitops::OwnerRef {
+                api_version: "x/v1".into(),
+                kind: kind.into(),
+                namespace: ns.map(str::to_string),
+                name: "hub".into(),
+            };
+            let said = suspend_command(&owner);
+            assert_eq!(
+                said,
+                format!("`{}`", gitops::pause_command(&owner)),
+                "{kind}"
+            );
+            assert!(said.contains("--field-manager=vpnmig"), "{said}");
+            assert!(
+                parent_fix_verb(&owner).contains("--field-manager=vpnmig")
+                    || kind == "ApplicationSet",
+                "{kind}"
+            );
+        }
+        // An Application its markers name without a namespace: Argo CD's own.
+        let bare = gitops::OwnerRef {
+            api_version: "argoproj.io/v1alpha1".into(),
+            kind: "Application".into(),
+            namespace: None,
+            name: "hub".into(),
+        };
+        assert!(
+            suspend_command(&bare)
+                .starts_with("`kubectl patch application hub -n argocd --field-manager=vpnmig"),
+            "{}",
+            suspend_command(&bare)
+        );
     }
 }

@@ -7,8 +7,8 @@ use super::{Emit, Event, Timeouts};
 use crate::cluster::{Cluster, journal as stored};
 use crate::core::guard::{self, Figures, Moment, Needed, Waits, WindowEnd};
 use crate::core::journal::Phase;
-use crate::error::Error;
 use crate::exit;
+use crate::window::error::{self, Error, Next};
 
 /// A window's guard: when it ends and what the window needs.
 #[derive(Clone, Debug)]
@@ -114,13 +114,18 @@ impl Guard {
             )));
             return Ok(());
         }
-        let without = crate::error::again_without("--window-end", &[]);
-        let later = crate::error::again_without("--window-end", &["--window-end", "END"]);
+        // The commands go in as data: core formats the text, cli/ renders them.
+        let mut pieces = Vec::new();
+        let without = error::mark(&Next::again_without("--window-end", &[]), &mut pieces);
+        let later = error::mark(
+            &Next::again_without("--window-end", &["--window-end", "END"]),
+            &mut pieces,
+        );
         let (message, hint) = f.refusal(name, ns, moment, &later, &without);
         Err(Error::Stop {
             code: exit::REFUSED,
             message,
-            hint: Some(hint),
+            hint: Some(error::Hint::from_marked(&hint, &pieces)),
         })
     }
 }

@@ -52,6 +52,7 @@
 //! [`Event::Blocked`]).
 
 mod cutover;
+pub mod error;
 mod gitops;
 mod guard;
 pub mod plan;
@@ -69,15 +70,18 @@ use crate::core::guard::{Figures, Moment, WindowEnd};
 use crate::core::journal::{Drift, Journal, Phase};
 use crate::core::plan::Plan;
 use crate::core::verify::Row;
-use crate::error::Error;
+use crate::window::error::Error;
 
 pub use cutover::cutover;
-pub use cutover::phases::{Bound, CUTOVER, Resume, Step, Wait};
+pub use cutover::phases::{CUTOVER, Cutover};
 pub use gitops::GitopsOptions;
 pub(crate) use gitops::{
-    helm_psk_refusal, journals_for, parent_fix_verb, resume_by_hand, suspend_command,
+    helm_psk_refusal, journals_for, parent_fix_verb, re_arming, resume_by_hand, suspend_command,
+    suspend_from_the_top,
 };
+pub use rollback::phases::{ROLLBACK, Rollback};
 pub use rollback::rollback;
+pub use steps::table::{Bound, Resume, Step, Table, Wait};
 pub use steps::{before_any_change, now, reference_rows};
 
 /// The bound of each wait (DESIGN.md §4.5).

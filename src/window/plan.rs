@@ -4,7 +4,7 @@
 use crate::cluster::{Cluster, facts};
 use crate::core::allowlist::Allowlist;
 use crate::core::{full_plan, input, live, plan};
-use crate::error::Error;
+use crate::window::error::Error;
 
 /// The `--peer-name` choices as a map, each naming a tunnel `gateway` has.
 pub fn peer_names(

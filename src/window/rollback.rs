@@ -7,7 +7,7 @@ use std::future::Future;
 
 use serde_json::Value;
 
-use super::steps::{self, Tunnels, Window, now, timed_out};
+use super::steps::{self, Tunnels, Window, now};
 use super::{
     Ask, Choices, Confirm, Emit, Event, Events, Operation, Outcome, RollbackOptions, Sink, Stage,
     Summary, Timeouts,
@@ -17,12 +17,16 @@ use crate::cluster::delete::{self, Target};
 use crate::cluster::{Cluster, journal as stored, lock, objects};
 use crate::core::journal::{self, Journal, Owners, Phase};
 use crate::core::scope::{self, PeerFate};
-use crate::error::Error;
 use crate::exit;
+use crate::window::error::Error;
 
+mod back;
 mod checks;
+pub(super) mod phases;
 mod sequence;
 
+use super::steps::table;
+use back::*;
 use checks::*;
 use sequence::*;
 
@@ -60,7 +64,7 @@ pub async fn rollback(
     if let Err(e) = &result {
         ev.emit(Event::Stopped {
             code: e.exit_code(),
-            message: crate::error::error_line(e),
+            message: crate::window::error::error_line(e),
         });
     }
     result
@@ -159,7 +163,7 @@ async fn run(
                     "no journal of {name} -n {ns} (ConfigMap {}): nothing recorded to roll back to",
                     journal::object_name(name)
                 ),
-                hint: Some(hint),
+                hint: Some(hint.into()),
             });
         }
     };
@@ -183,10 +187,11 @@ async fn run(
             ev,
             journal: j.clone(),
             lock: held,
-            by,
+            by: by.clone(),
         };
-        super::gitops::vouch(&mut w, "VPNGateway").await?;
-        return Ok(Outcome::Done);
+        if super::gitops::vouch(&mut w, "VPNGateway").await? {
+            return Ok(Outcome::Done);
+        }
     }
     if j.phase == Phase::RolledBack && j.gitops.iter().any(|r| r.paused) {
         // Rolled back, and an owner it suspended waits for the repository to define the
@@ -273,11 +278,11 @@ async fn run(
                 "PSK secret/{} -n {ns} does not exist: the re-created IPsecGateway could not authenticate its peers; nothing was changed",
                 j.psk_secret
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "re-create the Secret from your own records (vpnmig never stores a key): `kubectl create secret generic {} -n {ns} --from-literal={}=<the client's key>`, then run the rollback again: `{}`",
                 j.psk_secret,
                 j.psk_key(),
-                crate::error::again(&[])
+                crate::window::error::Next::again(&[])
             )),
         });
     }
@@ -391,7 +396,7 @@ fn reopen(
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!("{text}; nothing was changed"),
-                hint: j.left_todo(state),
+                hint: j.left_todo(state).map(Into::into),
             });
         }
         journal::Left::Gone => {}
@@ -428,7 +433,7 @@ fn pruned_again(j: &Journal, text: &str) -> Option<Error> {
             "{text}; {} syncs it, so a re-created one would be pruned again while its source does not define it; nothing was changed",
             syncing.join(", ")
         ),
-        hint: Some(j.repository_todo()),
+        hint: Some(j.repository_todo().into()),
     })
 }
 
@@ -441,7 +446,7 @@ pub async fn roll_back(
 ) -> Result<Tunnels, Error> {
     match phases(w, t, choices).await {
         Err(e) if !matches!(e, Error::Lock(_)) => {
-            let line = crate::error::error_line(&e);
+            let line = crate::window::error::error_line(&e);
             w.record_error(&line).await;
             if matches!(e, Error::Stop { .. }) {
                 return Err(e);
@@ -453,9 +458,11 @@ pub async fn roll_back(
                     "rollback of {name} -n {ns} stopped at phase {}: {line}",
                     w.journal.phase
                 ),
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "once the cause is fixed, `vpnmig rollback {name} -n {ns}` resumes from there{}",
-                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
+                    e.hint()
+                        .map(|h| crate::window::error::hint!(" ({})", h))
+                        .unwrap_or_default()
                 )),
             })
         }

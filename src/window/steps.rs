@@ -14,11 +14,12 @@ use crate::core::journal::{Journal, Owners, Phase, PskDetach};
 use crate::core::psk;
 use crate::core::verify::{self, Row, Verdict};
 use crate::core::wait::{self, State};
-use crate::error::Error;
 use crate::exit;
+use crate::window::error::Error;
 
 mod initiation;
 mod interference;
+pub(crate) mod table;
 mod tunnel_wait;
 mod waits;
 
@@ -89,10 +90,10 @@ pub fn before_any_change(e: Error) -> Error {
             Error::Stop {
                 code: exit::FAILURE,
                 message: format!("{k}; nothing was changed"),
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "{}run the same command again once the API server answers: `{}`",
                     k.hint().map(|h| format!("{h}; then ")).unwrap_or_default(),
-                    crate::error::again(&[])
+                    crate::window::error::Next::again(&[])
                 )),
             }
         }
@@ -129,7 +130,7 @@ pub(crate) async fn require_something(cluster: &Cluster, name: &str) -> Result<(
         Some(hint) => Error::Stop {
             code: exit::FAILURE,
             message: e.to_string(),
-            hint: Some(hint),
+            hint: Some(hint.into()),
         },
         None => e.into(),
     })
@@ -269,7 +270,7 @@ pub(crate) async fn check_psk(w: &Window<'_>) -> Result<(), Error> {
         return Err(Error::Stop {
             code: exit::FAILURE,
             message: format!("PSK Secret {ns}/{secret} is gone after the old gateway's delete"),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "re-create it from your own records (vpnmig never stores a key), then `vpnmig cutover {} -n {ns}` resumes",
                 w.name()
             )),
@@ -313,10 +314,10 @@ pub(crate) fn psk_unchanged(ev: &dyn Emit, journal: &Journal, s: &Value) -> Resu
                 journal.psk_fingerprint.as_deref().unwrap_or("?"),
                 now.as_deref().unwrap_or("<no key>")
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "restore the key the client uses (vpnmig never stores it; `{}`), and where a GitOps owner syncs the Secret make the repository's copy hold the same key, then run it again: `{}`",
                 psk::recreate_command(ns, secret, key),
-                crate::error::again(&[])
+                crate::window::error::Next::again(&[])
             )),
         });
     }
@@ -363,9 +364,9 @@ fn refuse_missing(
     Err(Error::Stop {
         code: exit::REFUSED,
         message: format!("refusing to {action}: you may not {}", missing.join("; ")),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "ask for the permissions (or use a context that has them), then run it again: `{}`; nothing was changed",
-            crate::error::again(&[])
+            crate::window::error::Next::again(&[])
         )),
     })
 }

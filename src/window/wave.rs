@@ -35,8 +35,8 @@ use super::{Confirmed, CutoverOptions, Event, Events, Operation, Outcome, Rollba
 use crate::cluster::Cluster;
 use crate::cluster::lock::LockError;
 use crate::core::journal::Phase;
-use crate::error::Error;
 use crate::exit;
+use crate::window::error::{Error, Next};
 
 /// One gateway of a wave.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,6 +78,10 @@ pub struct WaveOptions {
     /// After this many failed windows no new one starts (at least 1).
     pub max_failures: usize,
     pub window: WindowOptions,
+    /// How a member's advice names a next action (the same command again) as a command
+    /// line: `cli/` gives its renderer (`crate::error::command_line`), the engine never
+    /// reads argv.
+    pub render: fn(&Next) -> String,
 }
 
 /// How one gateway's window ended, as the wave counts it.
@@ -271,9 +275,9 @@ fn judged(result: &Result<Outcome, Error>) -> WindowResult {
 /// the one-gateway command's own advice for that state (its hint), with the wave's
 /// knowledge where it has more: a member that is gone (no IPsecGateway, VPNGateway or
 /// journal) cannot be cleared by running the wave again.
-fn advice(e: &Error, m: &Member) -> Option<String> {
+fn advice(e: &Error, m: &Member, render: fn(&Next) -> String) -> Option<String> {
     let (ns, name) = (&m.namespace, &m.name);
-    if crate::error::error_line(e).starts_with(super::steps::GONE) {
+    if crate::window::error::error_line(e).starts_with(super::steps::GONE) {
         let bring_back = match &m.plan {
             Some(dir) => format!(
                 "to migrate it, re-create it from its reviewed bundle (`kubectl apply -f {}`), wait for Ready, plan it again (`vpnmig plan {name} -n {ns} --out {} --force`) and run the wave again",
@@ -283,7 +287,7 @@ fn advice(e: &Error, m: &Member) -> Option<String> {
             None => format!(
                 "to migrate it, re-create it from a saved manifest (a bundle's old-ipsecgateway.yaml{}), wait for Ready and run the wave again",
                 match e {
-                    Error::Stop { hint: Some(h), .. } => format!("; {h}"),
+                    Error::Stop { hint: Some(h), .. } => format!("; {}", h.render(&render)),
                     _ => String::new(),
                 }
             ),
@@ -296,7 +300,7 @@ fn advice(e: &Error, m: &Member) -> Option<String> {
             "IPsecGateway {ns}/{name} was part of this wave and is gone, with no journal: no window of vpnmig touched it, its tunnel is down, not migrated. Find out who deleted it (`kubectl get events -n {ns}`); {bring_back}; if it was retired on purpose, {retire}"
         ));
     }
-    e.hint()
+    e.hint().map(|h| h.render(&render))
 }
 
 /// Run the wave of `members` (in that order) in `cluster` (each window in a clone of it
@@ -314,6 +318,7 @@ pub async fn run(
     let operation = opts.window.operation();
     let concurrency = opts.concurrency.max(1);
     let max_failures = opts.max_failures.max(1);
+    let render = opts.render;
     let wave = RefCell::new(events);
     // One signal for the wave and every window: each window's `stop` is a clone.
     let stop: Shared<LocalBoxFuture<'static, (i32, String)>> = stop
@@ -405,10 +410,10 @@ pub async fn run(
             let message = match &result {
                 Ok(Outcome::Done) => Some(format!("{} and verified", operation.as_str())),
                 Ok(_) => sink.info.clone(),
-                Err(e) => Some(crate::error::error_line(e)),
+                Err(e) => Some(crate::window::error::error_line(e)),
             };
             let advice = match (&result, verdict) {
-                (Err(e), WindowResult::Failed) => advice(e, &m),
+                (Err(e), WindowResult::Failed) => advice(e, &m, render),
                 _ => None,
             };
             let report = GatewayReport {

@@ -3,20 +3,97 @@
 
 use super::*;
 
+/// What a window past its delete has live beside an IPsecGateway of its name that exists
+/// again (issue 21 item 3; a21j 03): each object it applied that the cluster has, read
+/// now. The stop inside a run ([`old_back_stop`]) and a resume's stop say it alike, each
+/// object named with what to do with it.
+pub(super) struct Beside {
+    /// The journal says the targets were applied.
+    applied: bool,
+    /// `Kind name` of each target the cluster has (the journal's list where it could
+    /// not be read).
+    live: Vec<String>,
+    /// `Kind name` of each target the journal records.
+    all: Vec<String>,
+}
+
+impl Beside {
+    /// Read what window `j` applied that the cluster has now.
+    pub(super) async fn read(cluster: &Cluster, j: &Journal) -> Beside {
+        let all: Vec<String> = j
+            .target_names()
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let applied = j.phase >= Phase::Applied;
+        let mut live = Vec::new();
+        if applied {
+            for ((kind, name), label) in j.target_names().iter().zip(&all) {
+                match objects::get(cluster, kind, name).await {
+                    Ok(None) => {}
+                    Ok(Some(o)) if o.pointer("/metadata/deletionTimestamp").is_some() => {}
+                    // Could not ask: named as applied (no verdict from silence).
+                    _ => live.push(label.clone()),
+                }
+            }
+        }
+        Beside { applied, live, all }
+    }
+
+    /// Whether both kinds are live: the IPsecGateway and what this window applied.
+    pub(super) fn both_live(&self) -> bool {
+        !self.live.is_empty()
+    }
+
+    /// The clause after the stop's message: what this window applied and where it is.
+    pub(super) fn said(&self) -> String {
+        if self.both_live() {
+            format!(
+                "; this window applied {}, which are live beside it",
+                self.live.join(", ")
+            )
+        } else if self.applied {
+            format!(
+                "; this window applied {}, none of which the cluster has now",
+                self.all.join(", ")
+            )
+        } else {
+            String::new()
+        }
+    }
+
+    /// The ways on and back from here.
+    pub(super) fn ways(&self, j: &Journal) -> String {
+        let (name, ns) = (&j.gateway, &j.namespace);
+        let delete = format!("`kubectl delete ipsecgateway {name} -n {ns}`");
+        if self.both_live() {
+            format!(
+                "{} (applied by this window) contend with it for the floating IP {}: `vpnmig rollback {name} -n {ns}` deletes them and keeps the re-created IPsecGateway (its addresses are then checked), or delete the re-created IPsecGateway ({delete}) and `vpnmig cutover {name} -n {ns}` resumes the waits",
+                self.live.join(", "),
+                j.floating_ip
+            )
+        } else {
+            let keep = format!(
+                "`vpnmig rollback {name} -n {ns}` keeps the re-created IPsecGateway and closes the journal (its addresses are checked: a re-created one may get another serviceCIDR)"
+            );
+            if self.applied {
+                keep
+            } else {
+                format!(
+                    "{keep}, or delete it ({delete}) and `vpnmig cutover {name} -n {ns}` resumes with the apply"
+                )
+            }
+        }
+    }
+}
+
 /// The stop of a window past the delete while an IPsecGateway of its name exists again
 /// (issue 21 item 3): where it stands (nothing new applied, or each object applied and
-/// live beside it), who re-created it when an owner still acts (ignoring its suspension,
-/// re-enabled), and only then the ways out, which would fight that owner until it stops.
+/// live beside it: [`Beside`]), who re-created it when an owner still acts (ignoring its
+/// suspension, re-enabled, re-armed by a parent above it), and only then the ways out,
+/// which would fight that owner until it stops.
 pub(super) async fn old_back_stop(w: &Window<'_>, obj: &Value, message: &str) -> Error {
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
-    let applied = w.journal.phase >= Phase::Applied;
-    let objs = w
-        .journal
-        .target_names()
-        .iter()
-        .map(|(k, n)| format!("{k} {n}"))
-        .collect::<Vec<_>>()
-        .join(", ");
     let acting = super::super::gitops::still_acting(w, obj)
         .await
         .ok()
@@ -48,33 +125,32 @@ pub(super) async fn old_back_stop(w: &Window<'_>, obj: &Value, message: &str) ->
             ),
         },
     };
-    let delete = format!("`kubectl delete ipsecgateway {name} -n {ns}`");
-    let (message, ways) = if applied {
-        (
-            format!(
-                "cutover of {name} -n {ns} stopped at phase {} with both kinds live: {message}{cause}; this window applied {objs}, which are live beside it",
-                w.journal.phase
-            ),
-            format!(
-                "{objs} (applied by this window) contend with it for the floating IP {}: `vpnmig rollback {name} -n {ns}` deletes them and keeps the re-created IPsecGateway (its addresses are then checked), or delete the re-created IPsecGateway ({delete}) and `vpnmig cutover {name} -n {ns}` resumes the waits",
-                w.journal.floating_ip
-            ),
+    let beside = Beside::read(w.cluster, &w.journal).await;
+    let message = if beside.both_live() {
+        format!(
+            "cutover of {name} -n {ns} stopped at phase {} with both kinds live: {message}{cause}{}",
+            w.journal.phase,
+            beside.said()
+        )
+    } else if beside.applied {
+        format!(
+            "cutover of {name} -n {ns} stopped at phase {}: {message}{cause}{}",
+            w.journal.phase,
+            beside.said()
         )
     } else {
-        (
-            format!(
-                "cutover of {name} -n {ns} stopped after the delete, before the apply (journal phase {}; nothing new was applied): {message}{cause}",
-                w.journal.phase
-            ),
-            format!(
-                "`vpnmig rollback {name} -n {ns}` keeps the re-created IPsecGateway and closes the journal (its addresses are checked: a re-created one may get another serviceCIDR), or delete it ({delete}) and `vpnmig cutover {name} -n {ns}` resumes with the apply"
-            ),
+        format!(
+            "cutover of {name} -n {ns} stopped after the delete, before the apply (journal phase {}; nothing new was applied): {message}{cause}",
+            w.journal.phase
         )
     };
     Error::Stop {
         code: exit::FAILURE,
         message,
-        hint: Some(format!("{first}{ways}")),
+        hint: Some(crate::window::error::hint!(
+            "{first}{}",
+            beside.ways(&w.journal)
+        )),
     }
 }
 
@@ -137,7 +213,7 @@ pub(super) fn webhooks_refused(
             if webhooks.len() == 1 { "" } else { "s" },
             webhooks.join(", "),
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "to go on and let the real apply be the webhook's check: `vpnmig cutover {name} -n {ns} {}`",
             live::skip_flags(&all)
         )),
@@ -194,10 +270,13 @@ pub(super) async fn pre_delete_dry_run(
                             "the API server refuses the target as it stands: fix the cause; {}",
                             w.journal.phase.recovery(&name, &ns)
                         )
+                        .into()
                     } else {
-                        format!(
+                        crate::window::error::hint!(
                             "{}{}",
-                            e.hint().map(|h| format!("{h}; ")).unwrap_or_default(),
+                            e.hint()
+                                .map(|h| crate::window::error::hint!("{}; ", h))
+                                .unwrap_or_default(),
                             w.journal.phase.recovery(&name, &ns)
                         )
                     }),
@@ -214,7 +293,8 @@ pub(super) async fn pre_delete_dry_run(
             &format!("nothing was deleted (journal phase {})", w.journal.phase),
             opts,
         );
-        w.record_error(&crate::error::error_line(&err)).await;
+        w.record_error(&crate::window::error::error_line(&err))
+            .await;
         return Err(err);
     }
     for (label, webhook) in &skipped {

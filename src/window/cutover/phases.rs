@@ -1,91 +1,30 @@
 //! The cutover's phases as data: [`CUTOVER`] declares, in order, each phase the journal
 //! records after the PSK detach, with what it observes before acting, its action, its
-//! waits (timeout and diagnosis), how it resumes and how it is undone; [`run`] is the
-//! one runner that walks it (docs/architecture.md, "The window as a table of phases").
+//! waits (timeout and diagnosis), how it resumes and how it is undone; `steps::table::run`
+//! is the one runner that walks it, and the rollback's table too (docs/architecture.md,
+//! "The window as a table of phases").
 //!
 //! A phase's action reads its own row: its waits' timeouts and diagnoses come from
-//! [`Step::waits`], so changing a wait, or adding a phase, touches this table alone.
-
-use std::pin::Pin;
-use std::time::Duration;
+//! `Step::waits`, so changing a wait, or adding a phase, touches this table alone.
 
 use super::*;
-use crate::window::Timeouts;
+use crate::window::steps::table::{self, Bound, Resume, Run, Table, Wait};
+
+/// The cutover's table ([`CUTOVER`]).
+pub struct Cutover;
+
+impl Table for Cutover {
+    type Cx<'c> = Ctx<'c>;
+}
+
+/// A row of [`CUTOVER`].
+type Step = table::Step<Cutover>;
 
 /// What a phase's action is given besides the window.
-pub(crate) struct Ctx<'c> {
+pub struct Ctx<'c> {
     pub(crate) opts: &'c CutoverOptions,
     pub(crate) old: Option<&'c IPsecGateway>,
     pub(crate) guard: Option<&'c Guard>,
-}
-
-/// A phase's action, running to the phase recorded (or to the error that stops it).
-pub(crate) type Run<'r> = Pin<Box<dyn Future<Output = Result<(), Error>> + 'r>>;
-pub(crate) type Act = for<'r, 'w, 'c> fn(&'r mut Window<'w>, &'r Ctx<'c>, &'static Step) -> Run<'r>;
-
-/// Which bound of [`Timeouts`] a wait has.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Bound {
-    Delete,
-    Attach,
-    Tunnel,
-}
-
-/// One wait of a phase: what it waits for, its bound, and what the stop says it means.
-#[derive(Clone, Copy, Debug)]
-pub struct Wait {
-    pub on: &'static str,
-    pub bound: Bound,
-    /// The hint after "timed out after … waiting for …" (`None`: the diagnosis alone).
-    pub diagnosis: Option<&'static str>,
-}
-
-impl Wait {
-    pub fn timeout(&self, t: &Timeouts) -> Duration {
-        match self.bound {
-            Bound::Delete => t.delete,
-            Bound::Attach => t.attach,
-            Bound::Tunnel => t.tunnel,
-        }
-    }
-
-    /// The stop of this wait run out of time after seeing `seen`, waiting for `what`.
-    fn timed_out(&self, t: &Timeouts, what: &str, seen: &str) -> Error {
-        timed_out(what, self.timeout(t), seen, self.diagnosis.map(Into::into))
-    }
-}
-
-/// How a run that finds the journal at or past a phase treats it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Resume {
-    /// Past its phase, skipped: what it did is recorded.
-    Skip,
-    /// At its phase (recorded before its change was sent): the change is sent again.
-    Finish,
-    /// Runs again whatever the journal says: it reads everything it checks afresh.
-    Again,
-}
-
-/// One row of the table.
-pub struct Step {
-    /// The journal phase recorded when the step is done.
-    pub phase: Phase,
-    /// The stages it reports, in order.
-    pub stages: &'static [Stage],
-    /// What it reads and checks before it changes anything.
-    pub observes: &'static str,
-    /// What it changes.
-    pub does: &'static str,
-    pub waits: &'static [Wait],
-    pub resume: Resume,
-    /// What takes it back (a rollback's stage).
-    pub undo: &'static str,
-    /// It runs while the old gateway's re-creation and any change to the applied objects
-    /// stop the run at once (`steps::unless_interfered`): the rows from the apply on.
-    pub watched: bool,
-    act: Act,
-    /// [`Resume::Finish`]: the action at its phase.
-    finish: Option<Act>,
 }
 
 /// The cutover after the GitOps owners are suspended, from the PSK detach to `done`.
@@ -207,28 +146,8 @@ pub static CUTOVER: &[Step] = &[
     },
 ];
 
-/// Walk `steps` in order: a step before its phase acts; at its phase, a [`Resume::Finish`]
-/// one sends its change again; a [`Resume::Again`] one always runs.
-pub(crate) async fn run(
-    w: &mut Window<'_>,
-    cx: &Ctx<'_>,
-    steps: &'static [Step],
-) -> Result<(), Error> {
-    for step in steps {
-        let at = w.journal.phase;
-        if at < step.phase || step.resume == Resume::Again {
-            (step.act)(w, cx, step).await?;
-        } else if at == step.phase
-            && let Some(finish) = step.finish
-        {
-            finish(w, cx, step).await?;
-        }
-    }
-    Ok(())
-}
-
 /// Step e: the PSK Secret must not go with the old gateway.
-fn psk_detach<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, _: &'static Step) -> Run<'r> {
+fn psk_detach<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, _: &'static Step) -> Run<'r> {
     Box::pin(async move {
         w.ev.emit(Event::Stage(Stage::PskDetach));
         if let Some(gw) = cx.old {
@@ -241,7 +160,7 @@ fn psk_detach<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, _: &'static Step) -> R
 
 /// Steps f and g: dry run; then, checked again right before it, the delete (the phase
 /// is recorded before it is sent, the delete is of the very version checked).
-fn delete<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, _: &'static Step) -> Run<'r> {
+fn delete<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, _: &'static Step) -> Run<'r> {
     Box::pin(async move {
         let (name, ns) = (w.name().to_string(), w.ns().to_string());
         w.ev.emit(Event::Stage(Stage::DryRun));
@@ -252,7 +171,7 @@ fn delete<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, _: &'static Step) -> Run<'
                 phase: w.journal.phase,
             };
             if let Err(e) = g.check(w.ev, &name, &ns, moment, false) {
-                w.record_error(&crate::error::error_line(&e)).await;
+                w.record_error(&crate::window::error::error_line(&e)).await;
                 return Err(e);
             }
         }
@@ -274,14 +193,14 @@ fn delete<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, _: &'static Step) -> Run<'
 
 /// Stopped between recording the phase and the delete landing: send it (again; a
 /// gateway already being deleted is left to its unwind).
-fn delete_again<'r>(w: &'r mut Window<'_>, _: &'r Ctx<'_>, _: &'static Step) -> Run<'r> {
+fn delete_again<'r>(w: &'r mut Window<'_>, _: &'r mut Ctx<'_>, _: &'static Step) -> Run<'r> {
     Box::pin(async move {
         w.ev.emit(Event::Stage(Stage::Delete));
         delete_checked(w).await
     })
 }
 
-fn deleted<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, step: &'static Step) -> Run<'r> {
+fn deleted<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, step: &'static Step) -> Run<'r> {
     Box::pin(async move {
         let t = &cx.opts.timeouts;
         let gone = &step.waits[0];
@@ -316,6 +235,7 @@ fn deleted<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, step: &'static Step) -> R
         if let Err(diagnosis) = outcome {
             return Err(gone.timed_out(
                 t,
+                w,
                 &format!("ipsecgateway/{name} -n {ns} to be deleted"),
                 &diagnosis,
             ));
@@ -328,7 +248,7 @@ fn deleted<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, step: &'static Step) -> R
 /// Step h: the apply, only while no IPsecGateway of that name exists (read again right
 /// before it), and outside the watches of the rows after it, so that a stop never cuts
 /// it in half: the journal says `applied` once it is (issue 21 item 3).
-fn apply<'r>(w: &'r mut Window<'_>, _: &'r Ctx<'_>, _: &'static Step) -> Run<'r> {
+fn apply<'r>(w: &'r mut Window<'_>, _: &'r mut Ctx<'_>, _: &'static Step) -> Run<'r> {
     Box::pin(async move {
         let cluster = w.cluster;
         w.ev.emit(Event::Stage(Stage::Apply));
@@ -351,7 +271,7 @@ fn apply<'r>(w: &'r mut Window<'_>, _: &'r Ctx<'_>, _: &'static Step) -> Run<'r>
                         code: e.exit_code(),
                         message: format!(
                             "{} (already applied by this run: {}; the journal still says deleted)",
-                            crate::error::error_line(&e),
+                            crate::window::error::error_line(&e),
                             applied.join(", ")
                         ),
                         hint: e.hint(),
@@ -375,7 +295,7 @@ fn apply<'r>(w: &'r mut Window<'_>, _: &'r Ctx<'_>, _: &'static Step) -> Run<'r>
     })
 }
 
-fn attached<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, step: &'static Step) -> Run<'r> {
+fn attached<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, step: &'static Step) -> Run<'r> {
     Box::pin(async move {
         let t = &cx.opts.timeouts;
         let fip = &step.waits[0];
@@ -400,13 +320,13 @@ fn attached<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, step: &'static Step) -> 
         )
         .await?
         {
-            return Err(fip.timed_out(t, &format!("vpngateway/{name} -n {ns} FIPAttached"), &d));
+            return Err(fip.timed_out(t, w, &format!("vpngateway/{name} -n {ns} FIPAttached"), &d));
         }
         w.save(Phase::Attached).await
     })
 }
 
-fn ready<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, step: &'static Step) -> Run<'r> {
+fn ready<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, step: &'static Step) -> Run<'r> {
     Box::pin(async move {
         let t = &cx.opts.timeouts;
         let [ready, authorized] = [&step.waits[0], &step.waits[1]];
@@ -425,7 +345,7 @@ fn ready<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, step: &'static Step) -> Run
         )
         .await?
         {
-            return Err(ready.timed_out(t, &format!("vpngateway/{name} -n {ns} Ready"), &d));
+            return Err(ready.timed_out(t, w, &format!("vpngateway/{name} -n {ns} Ready"), &d));
         }
         let peers = w.journal.peer_names();
         let title = format!("VPNPeer {} Authorized", peers.join(", "));
@@ -440,14 +360,14 @@ fn ready<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, step: &'static Step) -> Run
         )
         .await?
         {
-            return Err(authorized.timed_out(t, "every VPNPeer Authorized", &d));
+            return Err(authorized.timed_out(t, w, "every VPNPeer Authorized", &d));
         }
         w.save(Phase::Ready).await
     })
 }
 
 /// Step i: verify the tunnels, then the outage and the data plane into the journal.
-fn done<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, step: &'static Step) -> Run<'r> {
+fn done<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, step: &'static Step) -> Run<'r> {
     Box::pin(async move {
         let opts = cx.opts;
         let t = &opts.timeouts;
@@ -468,7 +388,7 @@ fn done<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, step: &'static Step) -> Run<
         };
         let tunnels = steps::wait_tunnels(cluster, w.ev, &name, up.timeout(t), &expect).await?;
         if let Some(d) = &tunnels.timed_out {
-            return Err(up.timed_out(t, &format!("the tunnels of {name} -n {ns}"), d));
+            return Err(up.timed_out(t, w, &format!("the tunnels of {name} -n {ns}"), d));
         }
         w.journal.outage_ms = steps::between(w.delete_sent(), tunnels.first_up);
         w.journal.outage = Some(outage(&w.journal, &tunnels, &initiations, opts.initiate));
@@ -486,49 +406,11 @@ fn done<'r>(w: &'r mut Window<'_>, cx: &'r Ctx<'_>, step: &'static Step) -> Run<
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The table as docs/architecture.md shows it (phase, stages, waits, resume, undo).
-    fn markdown(steps: &[Step]) -> String {
-        let mut out = String::from(
-            "| phase | stages | waits (bound) | resume | watched | undone by |\n|---|---|---|---|---|---|\n",
-        );
-        for s in steps {
-            let stages: Vec<&str> = s.stages.iter().map(|s| s.as_str()).collect();
-            let waits: Vec<String> = s
-                .waits
-                .iter()
-                .map(|w| {
-                    format!(
-                        "{} (`--timeout-{}`)",
-                        w.on,
-                        format!("{:?}", w.bound).to_lowercase()
-                    )
-                })
-                .collect();
-            out.push_str(&format!(
-                "| `{}` | {} | {} | {:?} | {} | {} |\n",
-                s.phase.as_str(),
-                if stages.is_empty() {
-                    "—".into()
-                } else {
-                    stages.join(", ")
-                },
-                if waits.is_empty() {
-                    "—".into()
-                } else {
-                    waits.join("; ")
-                },
-                s.resume,
-                if s.watched { "yes" } else { "no" },
-                s.undo.split(':').next().unwrap_or_default(),
-            ));
-        }
-        out
-    }
+    use crate::window::steps::table::testing;
 
     #[test]
     fn phases_ascend_and_the_watched_rows_close_the_table() {
-        let phases: Vec<Phase> = CUTOVER.iter().map(|s| s.phase).collect();
+        let (phases, watched) = testing::shape(CUTOVER);
         assert_eq!(
             phases,
             [
@@ -541,30 +423,12 @@ mod tests {
                 Phase::Done
             ]
         );
-        let watched: Vec<bool> = CUTOVER.iter().map(|s| s.watched).collect();
         assert_eq!(watched, [false, false, false, false, true, true, true]);
-        // Only a row that records its phase before its change has a finish.
-        for s in CUTOVER {
-            assert_eq!(
-                s.finish.is_some(),
-                s.resume == Resume::Finish,
-                "{}",
-                s.phase
-            );
-        }
     }
 
     #[test]
     fn each_wait_reads_its_bound() {
-        let t = Timeouts {
-            delete: Duration::from_secs(1),
-            attach: Duration::from_secs(2),
-            tunnel: Duration::from_secs(3),
-        };
-        let bounds: Vec<(Phase, u64)> = CUTOVER
-            .iter()
-            .flat_map(|s| s.waits.iter().map(|w| (s.phase, w.timeout(&t).as_secs())))
-            .collect();
+        let bounds = testing::bounds(CUTOVER);
         assert_eq!(
             bounds,
             [
@@ -579,11 +443,6 @@ mod tests {
 
     #[test]
     fn docs_show_the_table() {
-        let docs = include_str!("../../../docs/architecture.md");
-        let table = markdown(CUTOVER);
-        assert!(
-            docs.contains(&table),
-            "docs/architecture.md does not show the cutover's table as declared; it should read:\n{table}"
-        );
+        testing::assert_documented(CUTOVER, "cutover");
     }
 }

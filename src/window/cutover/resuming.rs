@@ -6,13 +6,13 @@ use super::*;
 /// What to do about an IPsecGateway re-created after the window's delete, found by a
 /// resume: first the GitOps owner its markers name, when that owner's controller wrote it
 /// (its sync re-creates it after any delete: a21i 07), with the suspension as the window
-/// writes it when the window paused that owner (a21i 04b); then the ways on and back.
-fn recreated_hint(j: &Journal, old: &Value) -> String {
+/// writes it when the window paused that owner (a21i 04b), and before it each level of
+/// the chain of parents above it that puts its policy back, top-most first (a21j 01: the
+/// root re-armed it, and a hint that named the owner alone looped); then the ways on and
+/// back from where the window stands ([`Beside`], as the stop inside a run says them).
+async fn recreated_hint(cluster: &Cluster, j: &Journal, old: &Value, beside: &Beside) -> String {
     use crate::core::gitops;
-    let (name, ns) = (&j.gateway, &j.namespace);
-    let ways = format!(
-        "`vpnmig rollback {name} -n {ns}` settles the journal on it (its addresses are checked); or delete it (`kubectl delete ipsecgateway {name} -n {ns}`) and `vpnmig cutover {name} -n {ns}` resumes"
-    );
+    let ways = beside.ways(j);
     let owner = gitops::reconciling(&gitops::detect(old))
         .into_iter()
         .filter_map(|m| m.owner.clone())
@@ -23,14 +23,41 @@ fn recreated_hint(j: &Journal, old: &Value) -> String {
                 .gitops
                 .iter()
                 .any(|r| gitops::same_owner(&r.owner, &o) && r.paused);
+            // The chain above it, read now (one that cannot be read names none: the
+            // owner's own suspension is said all the same).
+            let path = match crate::cluster::gitops::find(cluster, &o).await {
+                Ok(crate::cluster::gitops::Found::One(owner, obj)) => {
+                    super::super::gitops::re_arming(cluster, j, &owner, &obj)
+                        .await
+                        .unwrap_or_default()
+                }
+                _ => Vec::new(),
+            };
+            let (by, above) = if path.is_empty() {
+                (String::new(), String::new())
+            } else {
+                (
+                    format!("; {}", super::super::gitops::re_armed_by(&path)),
+                    format!(
+                        "{}; then ",
+                        super::super::gitops::suspend_from_the_top(&path)
+                    ),
+                )
+            };
             let stop = if ours {
                 format!(
-                    "the window suspended it and its suspension did not hold: suspend it again as the window writes it (`{}`), so that it stays the window's and its restore puts the saved policy back",
+                    "the window suspended it and its suspension did not hold{by}: {above}suspend it again as the window writes it (`{}`), so that it stays the window's and its restore puts the saved policy back",
+                    gitops::pause_command(&o)
+                )
+            } else if path.is_empty() {
+                format!(
+                    "suspend it first (`{}`, or take the IPsecGateway out of its source)",
                     gitops::pause_command(&o)
                 )
             } else {
                 format!(
-                    "suspend it first (`{}`, or take the IPsecGateway out of its source)",
+                    "{}: {above}suspend it (`{}`, or take the IPsecGateway out of its source)",
+                    by.trim_start_matches("; "),
                     gitops::pause_command(&o)
                 )
             };
@@ -70,7 +97,7 @@ pub(super) async fn resume(
                     "the journal says ipsecgateway/{name} -n {ns} was deleted (phase {}), but it is still there and not being deleted",
                     j.phase
                 ),
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "the journal does not match the cluster (edited?): inspect `kubectl get configmap {} -n {ns} -o yaml`; `vpnmig rollback {name} -n {ns}` keeps the IPsecGateway and closes it",
                     journal::object_name(&name)
                 )),
@@ -102,20 +129,24 @@ pub(super) async fn resume(
                     ),
                     opts.timeouts.delete,
                     &diagnosis,
-                    Some(recreated_hint(&j, &old)),
+                    Some(recreated_hint(cluster, &j, &old, &Beside::read(cluster, &j).await).await),
                 ));
             }
         }
         if uid != j.old_uid.as_deref() && !deleting {
+            // What this window applied and is live beside it, named as the stop inside a
+            // run names it (a21j 03: the resume's stop left them out).
+            let beside = Beside::read(cluster, &j).await;
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
-                    "the journal says ipsecgateway/{name} -n {ns} (uid {}) was deleted at phase {}, but an IPsecGateway of that name exists again (uid {})",
+                    "the journal says ipsecgateway/{name} -n {ns} (uid {}) was deleted at phase {}, but an IPsecGateway of that name exists again (uid {}){}",
                     j.old_uid.as_deref().unwrap_or("?"),
                     j.phase,
-                    uid.unwrap_or("?")
+                    uid.unwrap_or("?"),
+                    beside.said()
                 ),
-                hint: Some(recreated_hint(&j, &old)),
+                hint: Some(recreated_hint(cluster, &j, &old, &beside).await.into()),
             });
         }
     }
@@ -130,7 +161,7 @@ pub(super) async fn resume(
                     "the journal of {name} -n {ns} does not match the plan in {}",
                     dir.display()
                 ),
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "resume without --plan (the journal is what was started), or inspect `kubectl get configmap {} -n {ns} -o yaml`",
                     journal::object_name(&name)
                 )),
@@ -193,7 +224,7 @@ pub(super) async fn forward_again(
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!("--forward: there is no ipsecgateway/{name} -n {ns} to cut over"),
-            hint: Some(j.phase.recovery(&name, &ns)),
+            hint: Some(j.phase.recovery(&name, &ns).into()),
         });
     };
     let gw: IPsecGateway = serde_json::from_value(live.clone()).map_err(|e| Error::Stop {
@@ -220,7 +251,7 @@ pub(super) async fn forward_again(
                 "--forward: ipsecgateway/{name} -n {ns} is not the one the journal recorded ({} field(s) differ, above): its targets would drop the edit; nothing was changed",
                 differ
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "undo the edit (the recorded spec is data.old-ipsecgateway.yaml of `kubectl get configmap {} -n {ns} -o yaml`) and run --forward again; or keep the edit: close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`, then plan the edited gateway (`vpnmig plan {name} -n {ns}`) and cut over from that plan",
                 journal::object_name(&name)
             )),
@@ -232,10 +263,10 @@ pub(super) async fn forward_again(
             message: format!(
                 "--forward: ipsecgateway/{name} -n {ns} cannot be deleted: {why}; nothing was changed"
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "pin it first: {}; then run it again: `{}`",
                 scope::pin_command("IPsecGateway", &name, &ns, &j.floating_ip),
-                crate::error::again(&[])
+                crate::window::error::Next::again(&[])
             )),
         });
     }

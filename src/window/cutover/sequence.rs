@@ -2,6 +2,7 @@
 //! forward half after it.
 
 use super::*;
+use crate::window::steps::table;
 
 /// `--dry-run`: every write sent with dryRun=All, in the order the cutover would.
 pub(super) async fn dry_run(
@@ -115,7 +116,7 @@ pub(super) async fn phases(
             ),
         ) => Err(e),
         Err(e) if w.journal.phase.past_delete() => {
-            let message = crate::error::error_line(&e);
+            let message = crate::window::error::error_line(&e);
             w.record_error(&message).await;
             let (name, ns) = (w.name().to_string(), w.ns().to_string());
             // Only a verdict about the new gateway is a reason to roll back: an API
@@ -151,7 +152,7 @@ pub(super) async fn phases(
                 return Err(Error::Stop {
                     code: e.exit_code(),
                     message: format!("the cutover of {name} -n {ns} failed and was rolled back"),
-                    hint: Some(format!(
+                    hint: Some(crate::window::error::hint!(
                         "the failure is above and in the journal (lastError); `vpnmig verify {name} -n {ns}` checks the restored gateway"
                     )),
                 });
@@ -178,18 +179,22 @@ pub(super) async fn phases(
                 return Err(old_back_stop(w, obj, &message).await);
             }
             let hint = if new_gone {
-                e.hint().unwrap_or_else(|| format!(
+                e.hint().unwrap_or_else(|| crate::window::error::hint!(
                     "the VPNGateway or a VPNPeer is not as the window applied it: `vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal"
                 ))
             } else if w.journal.phase == Phase::Deleting {
-                format!(
+                crate::window::error::hint!(
                     "the IPsecGateway's delete was sent and its unwind has not finished{}. Going on (`vpnmig cutover {name} -n {ns}`) and going back (`vpnmig rollback {name} -n {ns}`) both wait for that unwind first; going on keeps the choice open",
-                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
+                    e.hint()
+                        .map(|h| crate::window::error::hint!(" ({})", h))
+                        .unwrap_or_default()
                 )
             } else {
-                format!(
+                crate::window::error::hint!(
                     "the IPsecGateway is deleted; restore it with `vpnmig rollback {name} -n {ns}`, or fix the cause and resume with `vpnmig cutover {name} -n {ns}`{}",
-                    e.hint().map(|h| format!(" ({h})")).unwrap_or_default()
+                    e.hint()
+                        .map(|h| crate::window::error::hint!(" ({})", h))
+                        .unwrap_or_default()
                 )
             };
             Err(Error::Stop {
@@ -206,7 +211,7 @@ pub(super) async fn phases(
 }
 
 /// The phases from the journal's to `done`: the GitOps owners suspended, then the table
-/// [`phases::CUTOVER`] walked by its runner; the rows from the apply on run watched.
+/// [`phases::CUTOVER`] walked by the runner of every table; the rows from the apply on run watched.
 pub(super) async fn forward(
     w: &mut Window<'_>,
     opts: &CutoverOptions,
@@ -217,13 +222,9 @@ pub(super) async fn forward(
     if w.journal.phase < Phase::Done {
         super::super::gitops::pause(w, "cutover").await?;
     }
-    let cx = phases::Ctx { opts, old, guard };
-    let watched = phases::CUTOVER
-        .iter()
-        .position(|s| s.watched)
-        .unwrap_or(phases::CUTOVER.len());
-    let (before, after) = phases::CUTOVER.split_at(watched);
-    phases::run(w, &cx, before).await?;
+    let mut cx = phases::Ctx { opts, old, guard };
+    let (before, after) = table::split_watched(phases::CUTOVER);
+    table::run(w, &mut cx, before).await?;
 
     // From here the old gateway is gone: if anything re-creates it, every wait below
     // stops at once (issue 9 item 3).
@@ -232,7 +233,7 @@ pub(super) async fn forward(
     // Boxed: the steps after the delete are a large future, and the sentinels around it
     // would otherwise sit on the caller's stack with it (a debug build's wave of them).
     let rest = Box::pin(async {
-        phases::run(w, &cx, after).await?;
+        table::run(w, &mut cx, after).await?;
         Ok(Outcome::Done)
     });
     steps::unless_interfered(cluster, &name, &targets, rest).await

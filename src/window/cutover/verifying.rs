@@ -65,12 +65,12 @@ pub(super) async fn record_baseline(w: &mut Window<'_>, allow_down: bool) -> Res
                             "refusing to delete IPsecGateway {ns}/{name}: {said}. A tunnel that is down before the window cannot be shown to come back after it, and the window would wait for it with the old gateway gone; nothing was deleted: the IPsecGateway is untouched (journal phase {})",
                             w.journal.phase
                         ),
-                        hint: Some(format!(
+                        hint: Some(crate::window::error::hint!(
                             "bring the tunnel up first (the client's side, or `kubectl exec -n {ns} POD -c strongswan -- swanctl --initiate --child NAME` in the gateway's pod; `vpnmig verify {name} -n {ns}` shows each tunnel), then run the same command again; `vpnmig rollback {name} -n {ns}` closes the journal (the IPsecGateway stays); or, to cut over with the tunnel down, `{}`",
-                            crate::error::again_without("", &["--allow-tunnels-down"])
+                            crate::window::error::Next::again_without("", &["--allow-tunnels-down"])
                         )),
                     };
-                    w.record_error(&crate::error::error_line(&e)).await;
+                    w.record_error(&crate::window::error::error_line(&e)).await;
                     return Err(e);
                 }
                 w.ev.emit(Event::Warning(format!(
@@ -170,7 +170,7 @@ pub(super) async fn compare_data_plane(w: &mut Window<'_>) -> Result<(), Error> 
                 "the new gateway's data plane differs from the old one's: {}",
                 c.failure_line()
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "the client's side sees the change: correct the VPNPeer/VPNGateway (the journal's targets) and resume with `vpnmig cutover {name} -n {ns}`, or go back with `vpnmig rollback {name} -n {ns}`; the table is in the journal (dataPlane)"
             )),
         });
@@ -200,7 +200,7 @@ pub(super) async fn recheck(w: &mut Window<'_>) -> Result<Option<(IPsecGateway, 
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!("ipsecgateway/{name} -n {ns} was not deleted: {why}"),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "nothing was deleted: `vpnmig rollback {name} -n {ns}` closes the journal (the gateway stays), then plan again and review: `vpnmig plan {name} -n {ns}`"
             )),
         });
@@ -273,13 +273,14 @@ pub(super) async fn delete_checked(w: &mut Window<'_>) -> Result<(), Error> {
         code: e.exit_code(),
         message: format!(
             "{}; ipsecgateway/{name} -n {ns} is still there and untouched: nothing was deleted, the tunnel stays up",
-            crate::error::error_line(&e)
+            crate::window::error::error_line(&e)
         ),
         hint: Some(match hint {
-            Some(h) => format!(
-                "{h}; then `vpnmig cutover {name} -n {ns}` resumes (journal phase psk-detached)"
+            Some(h) => crate::window::error::hint!(
+                "{}; then `vpnmig cutover {name} -n {ns}` resumes (journal phase psk-detached)",
+                h
             ),
-            None => format!(
+            None => crate::window::error::hint!(
                 "once the cause is fixed, `vpnmig cutover {name} -n {ns}` resumes (journal phase psk-detached); `vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway"
             ),
         }),

@@ -29,7 +29,7 @@ pub(super) fn psk_gone_stop(j: &crate::core::journal::Journal, owner: &gitops::O
             "secret/{secret} -n {ns} (the PSK) is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold (the journal keeps only its fingerprint); {} stays suspended",
             owner.display()
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "ask the client for the key and re-create the Secret: `kubectl create secret generic {secret} -n {ns} --from-literal={key}=<the client's key>`; `vpnmig verify {name} -n {ns}` then compares it with the fingerprint and checks the tunnel; keep the Secret in the repository (or take the owner's markers off it) before the owner is restored"
         )),
     }

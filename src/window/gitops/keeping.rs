@@ -61,17 +61,26 @@ pub(super) async fn keep(
         0,
         String::new(),
     )];
-    // The window's own journal: a namespace policy that stamps an owner's markers on
-    // every ConfigMap would have its sync prune it, and with it the record of the window
-    // and the key's fingerprint (a21d attack 11).
-    queue.push((
-        "v1".into(),
-        "ConfigMap".into(),
-        j.namespace.clone(),
-        crate::core::journal::object_name(&j.gateway),
-        0,
-        "the window's journal".into(),
-    ));
+    // The window's records, its journal and the archived journals of its earlier windows:
+    // a namespace policy or a controller that stamps an owner's markers on every ConfigMap
+    // would have its sync prune them, and with them the record of the window and the
+    // key's fingerprint (a21d attack 11). The markers may come with the sync itself (a21j
+    // 05: none before the restore, the journal pruned by its first sync), so they are
+    // protected whatever the markers say now.
+    let records = records_of(
+        j,
+        (j.namespace.as_str(), j.gateway.as_str()) == (w.ns(), w.name()),
+    );
+    for k in &records {
+        queue.push((
+            "v1".into(),
+            "ConfigMap".into(),
+            k.ns.clone(),
+            k.name.clone(),
+            0,
+            k.what.clone(),
+        ));
+    }
     let objects: Vec<&Value> = if replaced == "IPsecGateway" {
         j.targets.iter().collect()
     } else {
@@ -183,8 +192,11 @@ pub(super) async fn keep(
             continue;
         };
         let tracked = gitops::tracks(&r, &obj);
-        // Handed over: protected first, whatever a check below finds.
-        let obj = if handover {
+        let record = kind == "ConfigMap"
+            && depth == 0
+            && records.iter().any(|k| k.ns == ns && k.name == name);
+        // Handed over, or a record: protected first, whatever a check below finds.
+        let obj = if handover || record {
             match protect_kept(
                 w,
                 i,
@@ -192,8 +204,9 @@ pub(super) async fn keep(
                 obj,
                 &what,
                 kind == "Secret" && depth == 0,
-                tracked,
-                true,
+                tracked || record,
+                record,
+                handover,
                 replaced,
                 owner.as_ref(),
             )
@@ -417,7 +430,21 @@ pub(super) async fn keep(
                 ),
             ));
         }
-        if handover {
+        // A record Argo CD tracks (its markers on it, its source without it): the
+        // protection keeps its sync from deleting it, but the Application then reads
+        // OutOfSync ("requires pruning") for good, and its first sync is never seen
+        // done. Its markers come off first, and what put them there is found.
+        if record && tracked && !handover && r.kind == "Application" {
+            refuse!(argo_tracks_record(
+                &r,
+                &obj,
+                &what,
+                replaced,
+                w.name(),
+                w.ns()
+            ));
+        }
+        if handover || record {
             continue;
         }
         let prune = tracked && !gitops::protected(&r.kind, &obj) && says.is_none();
@@ -429,6 +456,7 @@ pub(super) async fn keep(
             &what,
             kind == "Secret" && depth == 0,
             prune,
+            false,
             false,
             replaced,
             owner.as_ref(),
@@ -454,6 +482,45 @@ pub(super) async fn keep(
             .join("; and "),
         todo,
     )))
+}
+
+/// The refusal for a record (`what`, object `obj`) Argo CD application `r` tracks, and the
+/// command that takes its markers off (those it carries).
+pub(super) fn argo_tracks_record(
+    r: &gitops::OwnerRef,
+    obj: &Value,
+    what: &str,
+    replaced: &str,
+    name: &str,
+    ns: &str,
+) -> (String, String) {
+    let name_of = obj["metadata"]["name"].as_str().unwrap_or_default();
+    let ons = obj["metadata"]["namespace"].as_str().unwrap_or_default();
+    let mut off = Vec::new();
+    for l in ["app.kubernetes.io/instance", "argocd.argoproj.io/instance"] {
+        if obj["metadata"]["labels"].get(l).is_some() {
+            off.push(format!("`kubectl label configmap {name_of} -n {ons} {l}-`"));
+        }
+    }
+    if obj["metadata"]["annotations"]
+        .get("argocd.argoproj.io/tracking-id")
+        .is_some()
+    {
+        off.push(format!(
+            "`kubectl annotate configmap {name_of} -n {ons} argocd.argoproj.io/tracking-id-`"
+        ));
+    }
+    (
+        format!(
+            "{} tracks {what} (its markers are on it, and its source does not define it): the prune protection keeps its sync from deleting it, but the Application then reads OutOfSync (requires pruning) for good, and its first sync is never seen done",
+            r.display()
+        ),
+        format!(
+            "Take its markers off ({}) and stop what puts them on (a namespace policy, a controller that stamps them), then `vpnmig {} {name} -n {ns}`",
+            off.join(", "),
+            verb_of(replaced)
+        ),
+    )
 }
 
 /// What follows a check vpnmig cannot make itself: it does not restore the owner, and
@@ -532,7 +599,7 @@ pub(super) async fn other_writer_stop(
                 .unwrap_or_default(),
             owner.display()
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "fix {}'s repository copy first: make it hold the client's key, or take the Secret out of it and its markers off the Secret (`argocd app diff {}`; `argocd app manifests {} --source git`; vpnmig never prints a key). Putting the key back by hand alone is undone by its self-heal within seconds. Then put the client's key back and run the window's command again",
             other.display(),
             other.name,

@@ -12,47 +12,59 @@ use super::*;
 /// no longer defines what this window replaced, which a suspended owner's status cannot
 /// show (a21f B1: with two windows on one Flux Kustomization, no vpnmig command could
 /// restore it). Recorded in the journal (`vouched`), counted by the restore of the window
-/// that suspended it. Returns whether any record was vouched.
+/// that suspended it. Every record `status` counts as relying takes it, whatever shape its
+/// reliance was recorded in (a21j 04b: one recorded while the suspender held only its
+/// Lease named no holder, and its `--gitops resume` said "nothing to do" while `status`
+/// kept naming it). Returns whether anything was recorded or said: `false` when no vpnmig
+/// window ever suspended an owner it relies on (a person did), which the caller's note
+/// on an owner suspended by hand answers.
 pub(crate) async fn vouch(w: &mut Window<'_>, replaced: &str) -> Result<bool, Error> {
-    let (name, ns) = (w.name().to_string(), w.ns().to_string());
-    let mut any = false;
+    let mut said = false;
     for i in 0..w.journal.gitops.len() {
-        let r = w.journal.gitops[i].clone();
-        if r.paused || !r.relies_on_a_window() {
+        if !w.journal.gitops[i].relies_on_a_window() {
             continue;
         }
-        // No window holds it any more (the one that suspended it let go of it, or
-        // restored it): nothing counts a vouch, so none is recorded (a21i R07).
-        if let Ok(journals) = journals_for(w.cluster, None, (&ns, &name)).await
-            && !holders::holders(&journals, &r.owner, (&ns, &name))
-                .iter()
-                .any(|h| h.paused)
-        {
-            w.ev.emit(Event::Info(format!(
-                "no vouch recorded for {}: {}; no vpnmig window holds it to restore it, so nothing would count it",
-                r.owner.display(),
-                holders::let_go_by(&journals, &r.owner).unwrap_or_else(|| {
-                    "the window that suspended it restored it or let go of it".into()
-                })
-            )));
-            continue;
-        }
-        if !holders::vouched(&w.journal, &r) {
-            w.journal.gitops[i].vouched = Some(gitops::Vouched {
-                no_longer_defines: replaced.to_string(),
-                at: now(),
-                by: w.by.clone(),
-            });
-            journal::write(w.cluster, &w.journal, false).await?;
-        }
-        any = true;
-        w.ev.emit(Event::Info(format!(
-            "recorded in the journal: you vouch that the merged source of {} no longer defines {} (this window relies on its suspension and does not restore it); the window that suspended it counts this when it restores it (`vpnmig status -n {ns}` names it and its command). Only after this window's repository change is merged: the restore re-arms the owner on your word, and a vouch its first sync disproves (the gateway back) is withdrawn",
-            r.owner.display(),
-            object_ref(replaced, &name, &ns)
-        )));
+        said |= vouch_one(w, i, replaced).await?;
     }
-    Ok(any)
+    Ok(said)
+}
+
+/// [`vouch`] for owner record `i`, which the window relies on: recorded when a window
+/// that suspended the owner holds it now (read from the journals, wherever they are), the
+/// one whose restore counts it. `Ok(false)`: no vpnmig window suspended it, nothing said.
+pub(super) async fn vouch_one(w: &mut Window<'_>, i: usize, replaced: &str) -> Result<bool, Error> {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let r = w.journal.gitops[i].clone();
+    // No window holds it any more (the one that suspended it let go of it, or restored
+    // it): nothing counts a vouch, so none is recorded (a21i R07).
+    if let Ok(journals) = journals_for(w.cluster, None, (&ns, &name)).await
+        && !holders::holders(&journals, &r.owner, (&ns, &name))
+            .iter()
+            .any(|h| h.paused)
+    {
+        let Some(by) = holders::let_go_by(&journals, &r.owner) else {
+            return Ok(false);
+        };
+        w.ev.emit(Event::Info(format!(
+            "no vouch recorded for {}: {by}; no vpnmig window holds it to restore it, so nothing would count it",
+            r.owner.display(),
+        )));
+        return Ok(true);
+    }
+    if !holders::vouched(&w.journal, &r) {
+        w.journal.gitops[i].vouched = Some(gitops::Vouched {
+            no_longer_defines: replaced.to_string(),
+            at: now(),
+            by: w.by.clone(),
+        });
+        journal::write(w.cluster, &w.journal, false).await?;
+    }
+    w.ev.emit(Event::Info(format!(
+        "recorded in the journal: you vouch that the merged source of {} no longer defines {} (this window relies on its suspension and does not restore it); the window that suspended it counts this when it restores it (`vpnmig status -n {ns}` names it and its command). Only after this window's repository change is merged: the restore re-arms the owner on your word, and a vouch its first sync disproves (the gateway back) is withdrawn",
+        r.owner.display(),
+        object_ref(replaced, &name, &ns)
+    )));
+    Ok(true)
 }
 
 /// This window (`replaced`) and every other window that holds `owner` (it suspended it
@@ -170,7 +182,7 @@ pub(super) async fn unprotected_stop(
                 "the keys"
             },
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "set the protection with a context the cluster's policy allows ({}), or put the Secret back in the owner's repository first; `vpnmig status -n {}` shows it kept once it holds",
             bare.iter()
                 .map(|(s, ns)| format!("`kubectl annotate secret {s} -n {ns} {key}={value}`"))

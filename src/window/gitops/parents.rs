@@ -158,7 +158,7 @@ pub(crate) async fn live_parents(
 
 /// How to keep a parent from putting its child's policy back, a sentence starting with
 /// the verb.
-pub(super) fn parent_fix(p: &gitops::OwnerRef) -> String {
+pub(crate) fn parent_fix(p: &gitops::OwnerRef) -> String {
     match p.kind.as_str() {
         "ApplicationSet" => format!(
             "set `spec.syncPolicy.applicationsSync: create-only` on {} for the window (an `ignoreApplicationDifferences` entry for `/spec/syncPolicy` is not enough where the Argo CD that runs it does not honour it: a21g 13)",
@@ -203,7 +203,7 @@ pub(super) fn parent_stop(
     Error::Stop {
         code: exit::REFUSED,
         message: format!("{what}; {}", where_it_stands(w)),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "{}, or change its source so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
             parent_fix(&p.owner),
             owner.display(),
@@ -240,15 +240,8 @@ pub(super) fn chain_stop(
     if top.level == 1 {
         return parent_stop(w, verb, owner, &top.parent, &top.state, now);
     }
-    // The path from the top-most acting link down to the owner.
-    let mut path: Vec<&gitops::Link> = vec![top];
-    while let Some(below) = path.last().filter(|l| l.level > 1).and_then(|l| {
-        links
-            .iter()
-            .find(|x| x.level == l.level - 1 && gitops::same_owner(&x.parent.owner, &l.child))
-    }) {
-        path.push(below);
-    }
+    // The path from the top-most acting link down to the owner, the owner's end first.
+    let mut path = gitops::acting_path(links);
     path.reverse();
     let record = |l: &gitops::Link| {
         w.journal.gitops_parents.iter().find(|r| {
@@ -332,7 +325,7 @@ pub(super) fn chain_stop(
             owner.display(),
             where_it_stands(w)
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "{}, for the window (vpnmig does not restore {}), or change the sources so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
             steps.join("; then "),
             if steps.len() == 1 { "it" } else { "them" },
@@ -340,4 +333,66 @@ pub(super) fn chain_stop(
             way_back(w)
         )),
     }
+}
+
+/// The chain above `owner` (live: `obj`) whose sync puts its policy back now, top-most
+/// level first ([`gitops::acting_path`]), read now and held against the journal's
+/// records: what a stop names when the owner syncs again after the window suspended it
+/// (a21j 01: a stop after the delete named the owner's parent only, never the root that
+/// re-armed it, and following it looped). Empty: no parent acts.
+pub(crate) async fn re_arming(
+    cluster: &Cluster,
+    journal: &crate::core::journal::Journal,
+    owner: &gitops::OwnerRef,
+    obj: &Value,
+) -> Result<Vec<gitops::Link>, Error> {
+    let links: Vec<gitops::Link> = live_chain(cluster, journal, owner, obj)
+        .await?
+        .into_iter()
+        .map(|(l, _)| l)
+        .collect();
+    Ok(gitops::acting_path(&links).into_iter().cloned().collect())
+}
+
+/// `path` ([`re_arming`]) as clauses after the owner, from its parent up to the top-most
+/// level: each level managed by the one above it, how that was found, and what it does.
+pub(crate) fn re_armed_by(path: &[gitops::Link]) -> String {
+    path.iter()
+        .rev()
+        .map(|l| {
+            format!(
+                "{} is itself managed by {} (found by {}; {}), which {}",
+                l.child.display(),
+                l.parent.owner.display(),
+                l.parent.evidence.join(", "),
+                l.state.how,
+                if l.acts() {
+                    "puts its policy back"
+                } else {
+                    "would put its policy back once it syncs again"
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The suspensions `path` ([`re_arming`]) needs, top-most level first (each one's sync
+/// undoes a suspension of the one below it), each with the command that makes it (vpnmig
+/// restores none of them). The owner's own suspension comes after them (`; then suspend
+/// …`).
+pub(crate) fn suspend_from_the_top(path: &[gitops::Link]) -> String {
+    path.iter()
+        .enumerate()
+        .map(|(k, l)| {
+            format!(
+                "{}{}{}: it applies {} back",
+                if k == 0 { "" } else { "then " },
+                parent_fix(&l.parent.owner),
+                if k == 0 { " first" } else { "" },
+                l.child.display()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -46,6 +46,9 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
             continue;
         }
         let (owner, pointer, recorded) = (r.owner.clone(), saved.pointer.clone(), r.paused);
+        // Read back as the window left it: nothing to send (a policy that refuses every
+        // patch of the owner, a21j 08, would refuse an idempotent one too).
+        let mut as_left = false;
         // Suspended by an earlier run: read back first. A policy someone set since is
         // theirs: one that does not sync is left as it is (relied on, never restored
         // over); one that syncs again is suspended again, and its policy is what the end
@@ -78,7 +81,22 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
                 other => other,
             };
             match held {
-                gitops::Held::AsLeft | gitops::Held::Replaced { .. } => {}
+                gitops::Held::AsLeft => as_left = true,
+                gitops::Held::Replaced { .. } => {}
+                // The window's own pause, recorded and never landed (a21j 08): sent
+                // again below, not someone else's re-enable.
+                gitops::Held::NotPaused { .. } => {}
+                // The window's own restore, interrupted after its patch (a21j 07): the
+                // owner is suspended again below, as the window paused it.
+                gitops::Held::Restoring { at, .. } => {
+                    w.journal.gitops[i].restoring = None;
+                    w.journal.gitops[i].last_sync = None;
+                    journal::write(w.cluster, &w.journal, false).await?;
+                    w.ev.emit(Event::Note(format!(
+                        "{} was re-armed by this window's own restore (started {at}), which did not finish: suspended again for the window",
+                        owner.display()
+                    )));
+                }
                 gitops::Held::Changed { now } => {
                     w.journal.gitops[i].saved = None;
                     w.journal.gitops[i].paused = false;
@@ -132,15 +150,29 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
             if !first_pause(w, i, verb).await? {
                 continue;
             }
-        } else {
+        } else if !as_left {
             // Sent again on every run before the delete (it is idempotent): the journal
             // may say suspended for a patch that never landed.
-            live::patch(
+            match live::patch(
                 w.cluster,
                 &owner,
                 &gitops::pause_patch(&owner_shape(&owner)),
             )
-            .await?;
+            .await
+            {
+                Ok(answer) => landed(w, i, &answer).await?,
+                Err(e) if refusal(&e).is_none() && !e.no_answer() => return Err(e.into()),
+                Err(e) => {
+                    // Never landed (the record is only the intent): the window does not
+                    // hold it. Landed before and re-enabled since: it still does.
+                    if refusal(&e).is_some() && w.journal.gitops[i].pausing.is_some() {
+                        w.journal.gitops[i].paused = false;
+                        w.journal.gitops[i].pausing = None;
+                        journal::write(w.cluster, &w.journal, false).await?;
+                    }
+                    return Err(pause_refused(w, &owner, e, verb));
+                }
+            }
         }
         w.ev.emit(Event::Step(format!(
             "suspended {} for the window ({} {}; the journal records it to restore at the end)",
@@ -155,6 +187,39 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
     }
     if before_apply {
         held(w, verb, SETTLE_PAUSE).await?;
+        // Before the delete only: a sync after it is one the window did not allow.
+        if w.journal.phase < Phase::Deleting {
+            settled_sync(w).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Argo CD: the last sync of each owner the window suspended, read again once the pause
+/// settled and before anything is deleted (a sync its controller began as the pause landed
+/// is no sync since the pause: nothing it applies is gone yet). A later one is the fact
+/// that it was re-armed meanwhile (a21j 06, [`gitops::held`]).
+async fn settled_sync(w: &mut Window<'_>) -> Result<(), Error> {
+    let mut changed = false;
+    for i in 0..w.journal.gitops.len() {
+        let r = &w.journal.gitops[i];
+        if !r.paused || r.restored_at.is_some() || r.owner.kind != "Application" {
+            continue;
+        }
+        let Found::One(_, obj) = live::find(w.cluster, &r.owner).await? else {
+            continue;
+        };
+        if gitops::owner_state(&obj, "", "", "").active {
+            continue;
+        }
+        let seen = gitops::last_sync(&obj);
+        if seen != w.journal.gitops[i].last_sync {
+            w.journal.gitops[i].last_sync = seen;
+            changed = true;
+        }
+    }
+    if changed {
+        journal::write(w.cluster, &w.journal, false).await?;
     }
     Ok(())
 }
@@ -208,6 +273,7 @@ pub(super) async fn first_pause(w: &mut Window<'_>, i: usize, verb: &str) -> Res
             return Ok(false);
         }
         w.journal.gitops[i].paused = true;
+        w.journal.gitops[i].pausing = Some(now());
         journal::write(w.cluster, &w.journal, false).await?;
         let mut patch = gitops::pause_patch(&owner_shape(&owner));
         if let Some(rv) = obj
@@ -222,9 +288,24 @@ pub(super) async fn first_pause(w: &mut Window<'_>, i: usize, verb: &str) -> Res
             );
         }
         match live::patch(w.cluster, &owner, &patch).await {
-            Ok(_) => return Ok(true),
+            Ok(answer) => {
+                landed(w, i, &answer).await?;
+                return Ok(true);
+            }
             Err(e) if crate::cluster::objects::status(&e) == Some(409) => continue,
-            Err(e) => return Err(e.into()),
+            Err(e) if refusal(&e).is_none() && !e.no_answer() => return Err(e.into()),
+            Err(e) => {
+                // Refused (a webhook, RBAC, validation): it never landed, and the window
+                // does not hold the owner; the journal says so before the stop (a21j 08:
+                // the intent left behind was read as "re-enabled by someone else").
+                // Unanswered: whether it landed is unknown, and the intent stays.
+                if refusal(&e).is_some() {
+                    w.journal.gitops[i].paused = false;
+                    w.journal.gitops[i].pausing = None;
+                    journal::write(w.cluster, &w.journal, false).await?;
+                }
+                return Err(pause_refused(w, &owner, e, verb));
+            }
         }
     }
     Err(Error::Stop {
@@ -234,7 +315,7 @@ pub(super) async fn first_pause(w: &mut Window<'_>, i: usize, verb: &str) -> Res
             owner.display(),
             where_it_stands(w)
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "find who writes it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`), then `vpnmig {verb} {name} -n {ns} --gitops pause` again",
             owner.resource(),
             owner.name,
@@ -282,6 +363,25 @@ pub(crate) async fn held(
             };
             let (acts, st) = gitops::relied_parent_acts(&parent, &obj);
             if acts {
+                // The whole chain above the owner at its bottom, from the top-most level
+                // that acts (a21j: the root re-armed the middle level, and a stop that
+                // named the middle level alone was undone by the root).
+                if let Some(bottom) = crate::core::holders::bottom_owner(&w.journal, pr)
+                    && let Found::One(o, bottom_obj) = live::find(w.cluster, &bottom.owner).await?
+                {
+                    let links: Vec<gitops::Link> =
+                        live_chain(w.cluster, &w.journal, &o, &bottom_obj)
+                            .await?
+                            .into_iter()
+                            .map(|(l, _)| l)
+                            .collect();
+                    if gitops::acting_top_down(&links)
+                        .first()
+                        .is_some_and(|top| top.level > 1)
+                    {
+                        return Err(chain_stop(w, verb, &o, &links, None));
+                    }
+                }
                 let (name, ns) = (w.name(), w.ns());
                 return Err(Error::Stop {
                     code: exit::REFUSED,
@@ -293,7 +393,7 @@ pub(crate) async fn held(
                         st.how,
                         where_it_stands(w)
                     ),
-                    hint: Some(format!(
+                    hint: Some(crate::window::error::hint!(
                         "{}, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
                         parent_fix(&pr.owner),
                         way_back(w)
@@ -306,7 +406,10 @@ pub(crate) async fn held(
                 continue;
             };
             let again = match gitops::held(r, &obj) {
-                gitops::Held::ReEnabled { now } => Some(now),
+                // Syncing, whoever armed it: the delete never follows.
+                gitops::Held::ReEnabled { now }
+                | gitops::Held::NotPaused { now, .. }
+                | gitops::Held::Restoring { now, .. } => Some(now),
                 gitops::Held::Replaced {
                     uid,
                     active: true,
@@ -342,7 +445,7 @@ pub(crate) async fn held(
                         owner.display(),
                         where_it_stands(w)
                     ),
-                    hint: Some(format!(
+                    hint: Some(crate::window::error::hint!(
                         "{}: find who re-enabled it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`) and stop that, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
                         if parents.is_empty() {
                             "no parent its metadata names is in the cluster".to_string()
@@ -414,4 +517,109 @@ pub(super) fn writers(obj: &Value) -> String {
 /// The smallest owner object the pause patch is chosen by.
 pub(super) fn owner_shape(owner: &gitops::OwnerRef) -> Value {
     serde_json::json!({"kind": owner.kind})
+}
+
+/// The window's pause of owner record `i` landed (`answer`: the owner as the patch wrote
+/// it): the intent becomes the fact, and for Argo CD the last sync seen then is recorded
+/// (a sync started after it is one the window did not allow: a21j 06).
+pub(super) async fn landed(w: &mut Window<'_>, i: usize, answer: &Value) -> Result<(), Error> {
+    let r = &mut w.journal.gitops[i];
+    let sync = gitops::last_sync(answer);
+    if r.pausing.is_none() && (sync.is_none() || r.last_sync.is_some()) {
+        return Ok(());
+    }
+    r.pausing = None;
+    if r.last_sync.is_none() {
+        r.last_sync = sync;
+    }
+    journal::write(w.cluster, &w.journal, false).await?;
+    Ok(())
+}
+
+/// How the API refused a write and what it said, when it answered with a refusal (a
+/// webhook's denial, RBAC, a validation): `(how, said)`, `how` the code and reason (and
+/// RBAC when it was), `said` the API's message, which names a webhook that denied it.
+/// `None`: no verdict (no answer, a server error, a conflict) or the object is gone.
+pub(crate) fn refusal(e: &crate::cluster::KubeError) -> Option<(String, String)> {
+    use crate::cluster::KubeError;
+    match e {
+        KubeError::Forbidden { message, .. } => {
+            Some(("403 Forbidden, by RBAC".into(), message.clone()))
+        }
+        KubeError::Api {
+            answer: kube::Error::Api(s),
+            ..
+        } if (400..500).contains(&s.code) && !matches!(s.code, 404 | 409 | 429) => {
+            Some((format!("{} {}", s.code, s.reason), s.message.clone()))
+        }
+        _ => None,
+    }
+}
+
+/// How to suspend `owner` where a policy refuses vpnmig's patch: through its definition in
+/// the repository, or its tool with a context the policy allows.
+pub(super) fn suspend_where_allowed(owner: &gitops::OwnerRef) -> String {
+    if owner.kind == "Application" {
+        format!(
+            "remove `spec.syncPolicy.automated` from its definition in the repository that deploys it, or {} with a context the policy allows",
+            suspend_command(owner)
+        )
+    } else {
+        format!(
+            "set `spec.suspend: true` in its definition in the repository that deploys it, or {} with a context the policy allows",
+            suspend_command(owner)
+        )
+    }
+}
+
+/// The stop when the window's suspension of `owner` failed before the delete: what was
+/// refused and by whom (as the API says), that nothing was deleted, and the ways on (a21j
+/// 08: a bare "cannot patch … 403" with no hint). An unanswered patch (no verdict) says
+/// that whether it landed is unknown.
+pub(super) fn pause_refused(
+    w: &Window<'_>,
+    owner: &gitops::OwnerRef,
+    e: crate::cluster::KubeError,
+    verb: &str,
+) -> Error {
+    let (name, ns) = (w.name(), w.ns());
+    let Some((how, said)) = refusal(&e) else {
+        return Error::Stop {
+            code: exit::FAILURE,
+            message: format!(
+                "the suspension of {} got no verdict ({e}): whether it landed is unknown, and the journal records it as sent; {}",
+                owner.display(),
+                where_it_stands(w)
+            ),
+            hint: Some(crate::window::error::hint!(
+                "`vpnmig {verb} {name} -n {ns}` sends it again and reads it back before anything else; {}",
+                way_back(w)
+            )),
+        };
+    };
+    let permission = if matches!(e, crate::cluster::KubeError::Forbidden { .. }) {
+        format!(
+            "with the permission to patch {} (`kubectl auth can-i patch {}/{} -n {}` says whether a context has it)",
+            owner.display(),
+            owner.resource(),
+            owner.name,
+            owner.namespace.as_deref().unwrap_or("argocd")
+        )
+    } else {
+        "once the policy allows it (the freeze lifted, or an exception for vpnmig's field manager)"
+            .to_string()
+    };
+    Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "vpnmig's suspension of {} was refused ({how}): {said}; it still syncs, the window did not suspend it (its journal says so), and {}",
+            owner.display(),
+            where_it_stands(w)
+        ),
+        hint: Some(crate::window::error::hint!(
+            "{permission}: `vpnmig {verb} {name} -n {ns} --gitops pause` suspends it and goes on; or suspend it yourself ({}), then `vpnmig {verb} {name} -n {ns} --gitops ignore`; {}",
+            suspend_where_allowed(owner),
+            way_back(w)
+        )),
+    }
 }

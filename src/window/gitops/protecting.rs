@@ -66,11 +66,13 @@ pub(super) async fn unrecord(
 /// Set the protections owner record `i`'s controller honours on kept object `obj`
 /// (`what`, as said): for a Kustomization and the PSK Secret (`psk`) the annotation that
 /// keeps its apply from writing over it ([`gitops::protect_overwrite`]); the prune
-/// protection when the owner tracks it (`prune`). Each is recorded in the journal before
-/// the patch, read back after, and said; one that is refused or does not stay is taken off
-/// the journal again and returned as why (with what to do). `Ok(Ok(obj))`: the object as
-/// it is now. The restore's check 4 and every hand-over ([`keep`] with `handover`) set
-/// them here, and only here.
+/// protection when the owner tracks it, or may once it syncs (`prune`; `is_record`: a
+/// window's journal or archived record, protected whatever its markers say now). Each is
+/// recorded in the journal before the patch, read back after, and said; one that is
+/// refused or does not stay is taken off the journal again and returned as why (with
+/// what to do): the owner is not restored then (a21j 05). `Ok(Ok(obj))`: the object as it
+/// is now. The restore's check 4 and every hand-over ([`keep`] with `handover`) set them
+/// here, and only here.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn protect_kept(
     w: &mut Window<'_>,
@@ -80,6 +82,7 @@ pub(super) async fn protect_kept(
     what: &str,
     psk: bool,
     prune: bool,
+    is_record: bool,
     handover: bool,
     replaced: &str,
     owner: Option<&Value>,
@@ -90,11 +93,18 @@ pub(super) async fn protect_kept(
         // window does not set it again (a21i 12b: "already done: nothing to do").
         "put it in the owner's repository before anyone resumes the owner (a re-run of vpnmig does not set it: the journal no longer holds the owner)".to_string()
     } else {
+        // A suspended Kustomization's or HelmRelease's status never shows the merge:
+        // the plain command would only refuse at the source check (attack 1's loop).
         format!(
-            "then `vpnmig {} {} -n {}`",
+            "then `vpnmig {} {} -n {}{}`",
             verb_of(replaced),
             w.name(),
-            w.ns()
+            w.ns(),
+            if r.kind == "Application" {
+                ""
+            } else {
+                " --gitops resume"
+            }
         )
     };
     let refused = |record: &gitops::Protected, e: &Error| {
@@ -103,7 +113,7 @@ pub(super) async fn protect_kept(
                 "the annotation {}={} could not be set on {what} ({}), so nothing keeps {}'s sync from {} it",
                 record.annotation,
                 record.value,
-                crate::error::error_line(e),
+                crate::window::error::error_line(e),
                 r.display(),
                 if gitops::keeps_from_overwrite(record) {
                     "writing over"
@@ -112,11 +122,18 @@ pub(super) async fn protect_kept(
                 }
             ),
             format!(
-                "set it with a context that may patch it (`kubectl annotate {} {name}{} {}={}`), or {again}",
+                "set it with a context that may patch it (`kubectl annotate {} {name}{} {}={}`){}{again}",
                 kind.to_lowercase(),
                 ns_flag(ns),
                 record.annotation,
-                record.value
+                record.value,
+                if handover {
+                    ", or "
+                } else {
+                    // Not restored meanwhile (a21j 05): the window's command, run again,
+                    // finds it set and goes on.
+                    "; the owner stays suspended until it holds; "
+                }
             ),
         )
     };
@@ -128,8 +145,7 @@ pub(super) async fn protect_kept(
     if psk && let Some((record, patch)) = gitops::protect_overwrite(&r.kind, &obj) {
         let after = match protect_recorded(w, i, &record, api_version, &patch).await {
             Ok(a) => a,
-            Err(e) if handover => return Ok(Err(refused(&record, &e))),
-            Err(e) => return Err(e),
+            Err(e) => return Ok(Err(refused(&record, &e))),
         };
         if !gitops::overwrite_protected(&r.kind, &after) {
             unrecord(w, i, &record).await?;
@@ -163,15 +179,21 @@ pub(super) async fn protect_kept(
     };
     let after = match protect_recorded(w, i, &record, api_version, &patch).await {
         Ok(a) => a,
-        Err(e) if handover => return Ok(Err(refused(&record, &e))),
-        Err(e) => return Err(e),
+        Err(e) => return Ok(Err(refused(&record, &e))),
     };
     if !gitops::protected(&r.kind, &after) {
         unrecord(w, i, &record).await?;
         return Ok(Err((
             format!(
-                "it tracks {what}, {}, and the annotation {}={} did not stay on it (a webhook or controller removed it)",
-                if handover {
+                "{} {what}, {}, and the annotation {}={} did not stay on it (a webhook or controller removed it)",
+                if is_record {
+                    "its sync may prune"
+                } else {
+                    "it tracks"
+                },
+                if is_record {
+                    "the window's record and its hash chain"
+                } else if handover {
                     "its resume is left to a person"
                 } else {
                     "the cluster does not show whether its source still defines it"
@@ -179,14 +201,27 @@ pub(super) async fn protect_kept(
                 record.annotation,
                 record.value
             ),
-            format!(
-                "Find what removes it, {again}; or check by hand that the merged source still defines it ({}); {}",
-                gitops::render_hint(&r),
-                not_restored(w.ns())
-            ),
+            if is_record {
+                format!("Find what removes it, {again}; {}", not_restored(w.ns()))
+            } else {
+                format!(
+                    "Find what removes it, {again}; or check by hand that the merged source still defines it ({}); {}",
+                    gitops::render_hint(&r),
+                    not_restored(w.ns())
+                )
+            },
         )));
     }
-    let why = if handover {
+    let why = if is_record {
+        format!(
+            "a sync that finds its markers on it would prune it, and with it the window's record and its hash chain (a namespace policy or a controller can stamp them on every ConfigMap){}",
+            if handover {
+                ""
+            } else {
+                "; its first sync is watched for it too"
+            }
+        )
+    } else if handover {
         format!(
             "vpnmig no longer holds {} and a person resumes it: a source or chart without it would delete it",
             r.display()

@@ -155,7 +155,7 @@ pub(super) async fn put_back(
                 )
             }
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "fix the repository: its merged source must define each field above as wanted ({source_fix}; {check} shows what it would still change), then {again} restores it; `vpnmig verify {name} -n {ns}` checks the gateway"
         )),
     }))
@@ -206,7 +206,27 @@ pub(super) async fn hand_over(
         }
     }
     let (key, value) = gitops::prune_protection(&owner.kind);
-    let protected = &w.journal.gitops[i].protected;
+    // The windows' records are protected whatever the owner tracks (a21j 05): said apart,
+    // after what the owner tracks.
+    let names: Vec<(String, String)> = windows
+        .iter()
+        .flat_map(|(j, _)| records_of(j, false))
+        .map(|k| (k.ns, k.name))
+        .collect();
+    let is_record = |p: &&gitops::Protected| {
+        p.kind == "ConfigMap" && names.contains(&(p.namespace.clone(), p.name.clone()))
+    };
+    let records: Vec<String> = w.journal.gitops[i]
+        .protected
+        .iter()
+        .filter(is_record)
+        .map(gitops::Protected::display)
+        .collect();
+    let protected: Vec<&gitops::Protected> = w.journal.gitops[i]
+        .protected
+        .iter()
+        .filter(|p| !is_record(p))
+        .collect();
     let mut out = if protected.is_empty() && refused.is_empty() && psk_tracked.is_empty() {
         "nothing the window keeps needs a protection from it (it tracks none of them)".to_string()
     } else if protected.is_empty() {
@@ -217,16 +237,22 @@ pub(super) async fn hand_over(
             "the window keeps {} from it (the journal records {})",
             protected
                 .iter()
-                .map(gitops::Protected::display)
+                .map(|p| p.display())
                 .collect::<Vec<_>>()
                 .join(", "),
-            if protected.len() > before {
+            if w.journal.gitops[i].protected.len() > before {
                 "them; they stay"
             } else {
                 "them from an earlier run"
             }
         )
     };
+    if !records.is_empty() {
+        out.push_str(&format!(
+            "; its records are kept from it too, whatever it tracks: {}",
+            records.join(", ")
+        ));
+    }
     for (secret, ns, sec) in &psk_tracked {
         let kept = sec
             .as_ref()
@@ -402,20 +428,33 @@ pub(super) async fn reenabled_stop(
         ),
         _ => String::new(),
     };
-    let parents = live_parents(w.cluster, obj).await.unwrap_or_default();
+    // The chain above it that puts its policy back now, top-most first (a21j 01); else,
+    // one level, a parent that syncs.
+    let path = re_arming(w.cluster, &w.journal, owner, obj)
+        .await
+        .unwrap_or_default();
+    let parents = if path.is_empty() {
+        live_parents(w.cluster, obj).await.unwrap_or_default()
+    } else {
+        Vec::new()
+    };
     let parent = parents
         .iter()
         .find(|(_, v)| gitops::parent_state(v, obj).active)
         .map(|(p, _)| p);
-    let by = parent
-        .map(|p| {
-            format!(
-                "; it is itself managed by {} (found by {}), which put its policy back",
-                p.owner.display(),
-                p.evidence.join(", ")
-            )
-        })
-        .unwrap_or_default();
+    let by = if path.is_empty() {
+        parent
+            .map(|p| {
+                format!(
+                    "; it is itself managed by {} (found by {}), which put its policy back",
+                    p.owner.display(),
+                    p.evidence.join(", ")
+                )
+            })
+            .unwrap_or_default()
+    } else {
+        format!("; {}", re_armed_by(&path))
+    };
     let delete = if back.is_empty() {
         String::new()
     } else {
@@ -431,8 +470,13 @@ pub(super) async fn reenabled_stop(
             owner.display(),
             w.journal.floating_ip
         ),
-        hint: Some(format!(
-            "suspend it again: `{}`{}{delete}, then `vpnmig {verb} {name} -n {ns}` checks the gateway and restores it once its source no longer defines the {replaced} (merge the repository change; `--gitops resume` if it is merged and the status cannot show it)",
+        hint: Some(crate::window::error::hint!(
+            "{}suspend it again: `{}`{}{delete}, then `vpnmig {verb} {name} -n {ns}` checks the gateway and restores it once its source no longer defines the {replaced} (merge the repository change; `--gitops resume` if it is merged and the status cannot show it)",
+            if path.is_empty() {
+                String::new()
+            } else {
+                format!("{}; then ", suspend_from_the_top(&path))
+            },
             gitops::pause_command(owner),
             parent
                 .map(|p| format!("; and {}", parent_fix(&p.owner)))

@@ -36,7 +36,15 @@ pub(crate) async fn still_acting(
                 "or revert the repository change so that its source defines IPsecGateway {ns}/{name} again instead of the {kind}"
             )
         };
-        if !st.active && wrote && record.is_some_and(|r| r.paused || r.saved.is_none()) {
+        // The chain above it that puts its policy back now, top-most level first: a
+        // suspension of the owner alone is undone by it (a21j 01: the root re-armed
+        // during the unwind, and a stop that named only the owner's parent looped).
+        let path = re_arming(w.cluster, &w.journal, &owner, &live_obj).await?;
+        if !st.active
+            && path.is_empty()
+            && wrote
+            && record.is_some_and(|r| r.paused || r.saved.is_none())
+        {
             let field = record
                 .and_then(|r| r.saved.as_ref())
                 .map(|s| {
@@ -84,23 +92,36 @@ pub(crate) async fn still_acting(
                 ),
             )));
         }
-        if st.active {
-            let parents = live_parents(w.cluster, &live_obj).await?;
-            let by = parents
+        if st.active || !path.is_empty() {
+            let parents = if path.is_empty() {
+                live_parents(w.cluster, &live_obj).await?
+            } else {
+                Vec::new()
+            };
+            // No link of the chain acts, but a parent syncs: named as before (one level).
+            let parent = parents
                 .iter()
                 .find(|(_, v)| gitops::parent_state(v, &live_obj).active)
-                .map(|(p, _)| {
-                    format!(
-                        "; it is itself managed by {} (found by {}), which puts its policy back",
-                        p.owner.display(),
-                        p.evidence.join(", ")
-                    )
-                })
-                .unwrap_or_default();
-            let whose = if record.is_some() {
-                "the window suspended it, and it syncs automatically again"
+                .map(|(p, _)| p);
+            let by = if !path.is_empty() {
+                format!("; {}", re_armed_by(&path))
             } else {
-                "it syncs automatically and this window did not suspend it"
+                parent
+                    .map(|p| {
+                        format!(
+                            "; it is itself managed by {} (found by {}), which puts its policy back",
+                            p.owner.display(),
+                            p.evidence.join(", ")
+                        )
+                    })
+                    .unwrap_or_default()
+            };
+            let whose = match (record.is_some(), st.active) {
+                (true, true) => "the window suspended it, and it syncs automatically again",
+                (true, false) => {
+                    "the window suspended it, and a parent above it puts its policy back"
+                }
+                (false, _) => "it syncs automatically and this window did not suspend it",
             };
             let did = if wrote {
                 "re-created it".to_string()
@@ -110,29 +131,39 @@ pub(crate) async fn still_acting(
                     gitops::writer(obj).unwrap_or_else(|| "vpnmig or the operator did".into())
                 )
             };
+            // The window's own suspension, written as the window writes it, so that it
+            // stays the window's and its restore puts the saved policy back (a21i 04b:
+            // `flux suspend` here read as "policy changed since", the window let go, and
+            // a resume by hand was handed out).
+            let suspend = if record.is_some() {
+                format!(
+                    "`{}`: written as vpnmig writes it, the suspension stays the window's, and its restore puts the saved policy back",
+                    gitops::pause_command(&owner)
+                )
+            } else {
+                suspend_command(&owner)
+            };
+            let first = if path.is_empty() {
+                format!(
+                    "suspend {} first ({suspend}{}), {take_out}",
+                    owner.display(),
+                    parent
+                        .map(|p| format!("; and {}", parent_fix(&p.owner)))
+                        .unwrap_or_default()
+                )
+            } else {
+                // Top-most first, the owner last: each level's sync undoes a suspension
+                // of the one below it.
+                format!(
+                    "{}; then suspend {} ({suspend}); or {}",
+                    suspend_from_the_top(&path),
+                    owner.display(),
+                    take_out.trim_start_matches("or ")
+                )
+            };
             return Ok(Some((
                 format!("{} {did}: {whose} ({}{by})", owner.display(), how(&st)),
-                format!(
-                    "suspend {} first ({}{}), {take_out}",
-                    owner.display(),
-                    // The window's own suspension, written as the window writes it, so
-                    // that it stays the window's and its restore puts the saved policy
-                    // back (a21i 04b: `flux suspend` here read as "policy changed since",
-                    // the window let go, and a resume by hand was handed out).
-                    if record.is_some() {
-                        format!(
-                            "`{}`: written as vpnmig writes it, the suspension stays the window's, and its restore puts the saved policy back",
-                            gitops::pause_command(&owner)
-                        )
-                    } else {
-                        suspend_command(&owner)
-                    },
-                    parents
-                        .iter()
-                        .find(|(_, v)| gitops::parent_state(v, &live_obj).active)
-                        .map(|(p, _)| format!("; and {}", parent_fix(&p.owner)))
-                        .unwrap_or_default()
-                ),
+                first,
             )));
         }
     }

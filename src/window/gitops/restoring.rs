@@ -40,9 +40,13 @@ pub(crate) async fn restore(
     let mut left = 0;
     for i in 0..w.journal.gitops.len() {
         let r = w.journal.gitops[i].clone();
-        let Some(saved) = r.saved.as_ref().filter(|_| r.paused) else {
+        let Some(saved) = r.saved.clone().filter(|_| r.paused) else {
             continue;
         };
+        let saved = &saved;
+        // The vouch of this run, or of the window's own restore a killed run left
+        // unfinished (kept unless what it did disproves it).
+        let mut force = force;
         let mut live_owner = match live::find(w.cluster, &r.owner).await? {
             Found::One(_, obj) => Some(obj),
             // Gone (deleted since, attack 9): nothing to restore, nothing to protect
@@ -70,12 +74,36 @@ pub(crate) async fn restore(
             }
             _ => None,
         };
+        // The window's own restore, interrupted after its patch re-armed the owner (a21j
+        // 07: `status` called it "re-enabled by someone else"): suspended again, what its
+        // unwatched sync did is checked, then the restore goes on as at any other run.
+        if let Some(now) = live_owner.as_ref()
+            && let gitops::Held::Restoring { at, now: seen } = gitops::held(&r, now)
+        {
+            if let Some(stop) = finish_interrupted(w, i, replaced, &at, &seen).await? {
+                return Err(stop);
+            }
+            force = force || r.restoring.as_ref().is_some_and(|x| x.forced);
+            live_owner = match live::find(w.cluster, &r.owner).await? {
+                Found::One(_, obj) => Some(obj),
+                _ => None,
+            };
+        }
+        let r = w.journal.gitops[i].clone();
         // A policy someone set since the pause is theirs: never overwritten; the journal
         // no longer holds the owner (issue 21 item 4).
         if let Some(now) = live_owner.as_ref() {
             let changed = match gitops::held(&r, now) {
-                gitops::Held::AsLeft => None,
+                // Argo CD re-armed and suspended again since (it synced): the policy is
+                // whoever did that's, never restored over (a21j 06).
+                gitops::Held::AsLeft => gitops::synced_since(&r, now)
+                    .map(|now| ("its policy changed since the window paused it", now)),
+                gitops::Held::Restoring { .. } => None,
                 gitops::Held::ReEnabled { now } => Some(("re-enabled by someone else", now)),
+                gitops::Held::NotPaused { since, now } => Some((
+                    "the window's suspension of it never landed",
+                    format!("{now}; recorded at {since}"),
+                )),
                 gitops::Held::Changed { now } => {
                     Some(("its policy changed since the window paused it", now))
                 }
@@ -95,7 +123,8 @@ pub(crate) async fn restore(
             // `--gitops resume` vouches that the source no longer defines it; the replaced
             // gateway live again disproves that, so no vouch lets go then (a21j 07,
             // critical: a let-go with exit 0 beside a contended floating IP).
-            if let gitops::Held::ReEnabled { now: seen } = gitops::held(&r, now)
+            if let gitops::Held::ReEnabled { now: seen } | gitops::Held::NotPaused { now: seen, .. } =
+                gitops::held(&r, now)
                 && gitops::owner_state(now, replaced, &ns, &name).source_lists != Some(false)
             {
                 let back = force
@@ -403,7 +432,46 @@ pub(crate) async fn restore(
             )));
             continue;
         }
-        let restored = live::patch(w.cluster, &r.owner, &gitops::restore_patch(saved)).await?;
+        // The windows' records as they are now: watched through the first sync, and
+        // written back from these copies if it deletes them anyway (a21j 05).
+        let records = read_records(w, &windows).await;
+        // The restore is recorded before its patch (the intent), its end after: a run killed
+        // in between leaves a journal that names it the window's own unfinished restore,
+        // never "re-enabled by someone else" (a21j 07), and the next run finishes it.
+        w.journal.gitops[i].restoring = Some(gitops::Restoring {
+            at: now(),
+            forced: force,
+        });
+        journal::write(w.cluster, &w.journal, false).await?;
+        let restored = match live::patch(w.cluster, &r.owner, &gitops::restore_patch(saved)).await {
+            Ok(o) => o,
+            Err(e) => {
+                let Some((how, said)) = refusal(&e) else {
+                    return Err(e.into());
+                };
+                // Refused: it never landed, the owner stays suspended, as the window
+                // paused it, and the journal holds it.
+                w.journal.gitops[i].restoring = None;
+                journal::write(w.cluster, &w.journal, false).await?;
+                left += 1;
+                w.ev.emit(Event::Warning(format!(
+                    "{} stays suspended: vpnmig's restore of it was refused ({how}): {said}; the owner is as the window paused it and the journal holds it (the protections set first stay). Once the policy allows the patch ({}), `vpnmig {verb} {name} -n {ns}{}` restores it; no restore by hand is offered: it would skip what the restore checks and sets first",
+                    r.owner.display(),
+                    if matches!(e, crate::cluster::KubeError::Forbidden { .. }) {
+                        format!(
+                            "a context with the permission to patch it: `kubectl auth can-i patch {}/{} -n {}` says whether one has it",
+                            r.owner.resource(),
+                            r.owner.name,
+                            r.owner.namespace.as_deref().unwrap_or("argocd")
+                        )
+                    } else {
+                        "the freeze lifted, or an exception for vpnmig's field manager".to_string()
+                    },
+                    if force { " --gitops resume" } else { "" }
+                )));
+                continue;
+            }
+        };
         // What its status shows now: "synced" is said only from a status written after
         // this (a21d attack 10). Argo CD is asked for a refresh, which its controller
         // takes off once the comparison is written.
@@ -426,14 +494,61 @@ pub(crate) async fn restore(
         // restores and watches again. If the sync re-creates the replaced gateway,
         // changes or deletes what the window made live, or deletes the PSK Secret, the
         // owner is suspended again at once.
-        let settled = settle(w, &r.owner, replaced, &windows[1..], &psk_before, &since).await;
+        let settled = settle(
+            w,
+            &r.owner,
+            replaced,
+            &windows[1..],
+            &records,
+            &psk_before,
+            &since,
+        )
+        .await;
         if let Err(e) = &settled {
-            let _ = live::patch(
+            let paused_again = live::patch(
                 w.cluster,
                 &r.owner,
                 &gitops::pause_patch(&owner_shape(&r.owner)),
             )
-            .await;
+            .await
+            .is_ok();
+            // A record its sync deleted is written back from the copy, now that nothing
+            // prunes it; what was lost and what holds is said in the stop (a21j 05: the
+            // journal pruned, and "as it was").
+            let gone: Vec<Kept> = match records_gone(w.cluster, &records).await {
+                Ok(g) => g.into_iter().cloned().collect(),
+                Err(_) => Vec::new(),
+            };
+            let records_issue = !gone.is_empty()
+                || matches!(
+                    records_held(w, &r.owner, replaced, &records).await,
+                    Ok(Some(_))
+                );
+            let said = if gone.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", write_back(w, &gone).await)
+            };
+            // The restore's intent ends once the owner is suspended again (after a record
+            // its sync deleted was seen and written back: this write would re-create the
+            // journal without a word).
+            if paused_again {
+                w.journal.gitops[i].restoring = None;
+                w.journal.gitops[i].last_sync = None;
+                journal::write(w.cluster, &w.journal, false).await?;
+            }
+            let with_said = |e: Error| match e {
+                Error::Stop {
+                    code,
+                    message,
+                    hint,
+                } => Error::Stop {
+                    code,
+                    message: format!("{message}{said}"),
+                    hint,
+                },
+                e => e,
+            };
             if crate::cluster::objects::secret(w.cluster, &w.journal.psk_secret)
                 .await
                 .is_ok_and(|s| s.is_none())
@@ -441,14 +556,14 @@ pub(crate) async fn restore(
                 let Error::Stop { message, hint, .. } = psk_gone_stop(&w.journal, &r.owner) else {
                     unreachable!("psk_gone_stop is a stop")
                 };
-                return Err(Error::Stop {
+                return Err(with_said(Error::Stop {
                     code: exit::VERIFY_FAILED,
                     message: format!(
                         "{} was restored and its sync interfered, so vpnmig suspended it again: {message}",
                         r.owner.display()
                     ),
                     hint,
-                });
+                }));
             }
             // What its sync changed of the window's objects is put back at once, as the
             // window made them live, before the floating IP is lost for good (issue 21
@@ -456,20 +571,27 @@ pub(crate) async fn restore(
             // The same put-back after a rollback: the IPsecGateway it re-created, from
             // the journal's saved manifest (a21d attack 14).
             if let Some(stop) = put_back(w, &r.owner, replaced).await? {
-                return Err(stop);
+                return Err(with_said(stop));
             }
-            return Err(Error::Stop {
+            return Err(with_said(Error::Stop {
                 code: exit::VERIFY_FAILED,
                 message: format!(
                     "{} was restored and its sync interfered, so vpnmig suspended it again: {}",
                     r.owner.display(),
-                    crate::error::error_line(e)
+                    crate::window::error::error_line(e)
                 ),
-                hint: Some(format!(
-                    "{}its source is not what the windows made live: fix the repository, check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}{}` restores it again",
+                hint: Some(crate::window::error::hint!(
+                    "{}{}check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}{}` restores it again",
                     match e {
-                        Error::Stop { hint: Some(h), .. } => format!("{h}; "),
-                        _ => String::new(),
+                        Error::Stop { hint: Some(h), .. } => crate::window::error::hint!("{}; ", h),
+                        _ => Default::default(),
+                    },
+                    // What the sync did to the windows' records is not the repository's
+                    // doing: the hint of the stop says what to fix.
+                    if records_issue {
+                        ""
+                    } else {
+                        "its source is not what the windows made live: fix the repository, "
                     },
                     // A suspended Flux owner's status never shows the merge: the plain
                     // restore would only refuse again (attack 1's loop).
@@ -479,7 +601,7 @@ pub(crate) async fn restore(
                         " --gitops resume"
                     }
                 )),
-            });
+            }));
         }
         // Its first sync not seen within the watch (Flux `dependsOn`, a retry interval, a
         // slow source): a sync that lands later is one nothing watches, and nothing would
@@ -498,6 +620,8 @@ pub(crate) async fn restore(
             )
             .await?;
             w.journal.gitops[i].sync_unseen = Some(format!("{}: {why}", now()));
+            w.journal.gitops[i].restoring = None;
+            w.journal.gitops[i].last_sync = None;
             journal::write(w.cluster, &w.journal, false).await?;
             // A sync that landed between the watch's last look and the suspension.
             if let Some(stop) = put_back(w, &r.owner, replaced).await? {
@@ -515,6 +639,7 @@ pub(crate) async fn restore(
         w.journal.gitops[i].paused = false;
         w.journal.gitops[i].restored_at = Some(now());
         w.journal.gitops[i].sync_unseen = None;
+        w.journal.gitops[i].restoring = None;
         journal::write(w.cluster, &w.journal, false).await?;
         w.ev.emit(Event::Step(format!(
             "{} synced: what the window made live is as it was",
@@ -536,6 +661,16 @@ pub(crate) async fn restore(
             .into_iter()
             .filter(|h| h.paused)
             .collect();
+        // `--gitops resume` of a window that suspended one owner and relies on another
+        // window's suspension of this one: the vouch for this one too, as a window that
+        // only relies on it records it (a21j 04b: every shape of reliance takes it).
+        if force
+            && !pausers.is_empty()
+            && r.relies_on_a_window()
+            && let Some(k) = w.journal.gitops.iter().position(|x| x.owner == r.owner)
+        {
+            vouch_one(w, k, replaced).await?;
+        }
         w.ev.emit(Event::Info(match pausers.first() {
             Some(h) => format!(
                 "{} stays suspended: {}; that window restores it: `vpnmig {} {} -n {}`",
@@ -566,4 +701,68 @@ pub(crate) async fn restore(
         }));
     }
     Ok(left)
+}
+
+/// The window's own restore of owner record `i`, which a killed run left after its patch
+/// re-armed the owner (`at`: when it started; `seen`: the policy live): the owner is
+/// suspended again, as the window paused it, and the journal says the restore ended;
+/// then what its unwatched sync did is looked at. Its sync re-created the gateway the
+/// window replaced: a stop (exit 5) naming it, the owner suspended (a21j 07: that sync
+/// contested the floating IP). A pinned field it changed: put back, and the stop that
+/// says so ([`put_back`]). `None`: nothing it did is seen, and the restore goes on.
+async fn finish_interrupted(
+    w: &mut Window<'_>,
+    i: usize,
+    replaced: &str,
+    at: &str,
+    seen: &str,
+) -> Result<Option<Error>, Error> {
+    let owner = w.journal.gitops[i].owner.clone();
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    live::patch(
+        w.cluster,
+        &owner,
+        &gitops::pause_patch(&owner_shape(&owner)),
+    )
+    .await?;
+    w.journal.gitops[i].restoring = None;
+    w.journal.gitops[i].last_sync = None;
+    journal::write(w.cluster, &w.journal, false).await?;
+    w.ev.emit(Event::Warning(format!(
+        "{} was re-armed by this window's own restore (started {at}; live: {seen}), which did not finish: its run ended before the first sync was watched. Suspended again, as the window paused it; what that sync did is checked before it is restored again",
+        owner.display()
+    )));
+    let (kept, verb) = if replaced == "IPsecGateway" {
+        ("VPNGateway", "cutover")
+    } else {
+        ("IPsecGateway", "rollback")
+    };
+    if let Some(o) = crate::cluster::objects::get(w.cluster, replaced, &name).await? {
+        let change = if replaced == "IPsecGateway" {
+            "merge the repository change where the owner reads it"
+        } else {
+            "revert the repository change where the owner reads it"
+        };
+        return Ok(Some(Error::Stop {
+            code: exit::VERIFY_FAILED,
+            message: format!(
+                "the {verb} of {ns}/{name} is not finished: this window's restore of {} re-armed it, and its sync re-created {} (uid {}{}) beside {}, which contests the floating IP {}: its source still defines it. vpnmig suspended it again (the journal holds it), so nothing re-creates it once it is deleted",
+                owner.display(),
+                object_ref(replaced, &name, &ns),
+                o.pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
+                gitops::writer(&o)
+                    .map(|who| format!(", {who}"))
+                    .unwrap_or_default(),
+                object_ref(kept, &name, &ns),
+                w.journal.floating_ip
+            ),
+            hint: Some(crate::window::error::hint!(
+                "delete the re-created one (`kubectl delete {} {name} -n {ns}`), {change} (its source must no longer define the {replaced}), then `vpnmig {verb} {name} -n {ns}` restores it (`--gitops resume` once it is merged and the owner's status cannot show it)",
+                replaced.to_lowercase()
+            )),
+        }));
+    }
+    put_back(w, &owner, replaced).await
 }

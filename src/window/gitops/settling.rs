@@ -11,13 +11,17 @@ pub(super) const SETTLE: std::time::Duration = std::time::Duration::from_secs(30
 /// the window's objects stay as they are: after a cutover the targets as applied and no
 /// IPsecGateway; after a rollback no VPNGateway. `others`: the other windows on the
 /// owner and what each replaced, which must not come back either (attack finding A2: a
-/// sync that re-created another window's old gateway was called "as it was"). `Ok`:
-/// whether its status said it synced within [`SETTLE`]. Errors: the interference.
+/// sync that re-created another window's old gateway was called "as it was"). `records`:
+/// the windows' journals and archived records, which must stay (a21j 05: the journal
+/// pruned, and the restore said "as it was"), and, for Argo CD, must not become the
+/// owner's. `Ok`: whether its status said it synced within [`SETTLE`]. Errors: the
+/// interference.
 pub(super) async fn settle(
     w: &Window<'_>,
     owner: &gitops::OwnerRef,
     replaced: &str,
     others: &[(crate::core::journal::Journal, &str)],
+    records: &[Kept],
     psk_before: &(Option<String>, Option<String>),
     since: &gitops::StatusMark,
 ) -> Result<bool, Error> {
@@ -51,6 +55,9 @@ pub(super) async fn settle(
             psk_held().await?;
             if let Some(back) = back_again(cluster, others).await? {
                 return Err(back);
+            }
+            if let Some(stop) = records_held(w, owner, replaced, records).await? {
+                return Err(stop);
             }
             // Synced only as a current status says (a Flux Ready condition of the
             // generation before the restore is not this sync's), written after the
@@ -93,6 +100,9 @@ pub(super) async fn settle(
     if let Some(back) = back_again(cluster, others).await? {
         return Err(back);
     }
+    if let Some(stop) = records_held(w, owner, replaced, records).await? {
+        return Err(stop);
+    }
     // Nothing added on the window's gateway either (a21d attack 6).
     if replaced == "IPsecGateway" {
         let extra = extra_live(cluster, &w.journal).await?;
@@ -105,7 +115,7 @@ pub(super) async fn settle(
                     if extra.len() == 1 { "is" } else { "are" },
                     cluster.namespace
                 ),
-                hint: Some(format!(
+                hint: Some(crate::window::error::hint!(
                     "take it out of the repository, then delete it (`kubectl delete {}`), and check the tunnel (`vpnmig verify {name} -n {}`)",
                     extra
                         .iter()
@@ -225,7 +235,7 @@ pub(super) fn psk_changed(
                 .map(|who| format!(" ({who})"))
                 .unwrap_or_default()
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "ask the client for the key and put it back (`kubectl create secret generic {secret} -n {ns} --from-literal={key}=<the client's key> --dry-run=client -o yaml | kubectl apply -f -`), put the same key in the repository's copy (or take the owner's markers off the Secret), then `vpnmig verify {name} -n {ns}` compares it with the fingerprint"
         )),
     })
@@ -275,7 +285,7 @@ pub(super) async fn back_again(
     Ok(Some(Error::Stop {
         code: exit::VERIFY_FAILED,
         message: back.join("; and "),
-        hint: Some(fixes.join("; ")),
+        hint: Some(fixes.join("; ").into()),
     }))
 }
 
@@ -410,9 +420,9 @@ pub(crate) async fn rollback_owners(
                 }
             ),
             // The process's own command line (with its `--plan`, `--yes`, …) and the flag.
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "let vpnmig suspend it for the rollback: `{}`, and revert the repository change before it is restored",
-                crate::error::again_without("--gitops", &["--gitops", "pause"])
+                crate::window::error::Next::again_without("--gitops", &["--gitops", "pause"])
             )),
         });
     };

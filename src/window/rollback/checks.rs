@@ -61,10 +61,10 @@ pub(super) async fn new_fip_pinned(cluster: &Cluster, j: &Journal) -> Result<(),
     crate::core::scope::gateway_deletable(&gw, &j.floating_ip).map_err(|why| Error::Stop {
         code: exit::REFUSED,
         message: format!("vpngateway/{name} -n {ns} cannot be deleted: {why}; nothing was changed"),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "pin it first: {}; then run it again: `{}`",
             crate::core::scope::pin_command("VPNGateway", name, ns, &j.floating_ip),
-            crate::error::again(&[])
+            crate::window::error::Next::again(&[])
         )),
     })
 }
@@ -110,7 +110,7 @@ pub(super) async fn fip_unclaimed(cluster: &Cluster, j: &Journal) -> Result<(), 
             "floating IP {fip}, which the journal of {ns}/{name} pins for the client, is claimed by {} too: the rollback would delete what holds it now and the operator could associate it with that gateway, while the re-created IPsecGateway waits at AlreadyAssociated; nothing was changed",
             claims.join(" and ")
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "find out why {} claims it (`kubectl get ipsecgateways,vpngateways -A -o wide`); take the floating IP out of its spec (in its repository first where Argo CD or Flux syncs it), then `vpnmig rollback {name} -n {ns}`",
             if claims.len() == 1 { "it" } else { "they" }
         )),
@@ -182,7 +182,7 @@ pub(super) async fn missing_owners(
                 },
                 if missing.len() == 1 { "s" } else { "" },
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "either restore the owner with its uid (e.g. from a backup), or run `vpnmig rollback {name} -n {ns} --drop-missing-owners` to re-create the gateway without these references (recorded in the journal); whatever owned it then no longer manages it"
             )),
         });
@@ -344,7 +344,7 @@ pub(super) async fn new_kind_gone(
                 String::new()
             }
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "{first}delete what came back (`kubectl delete {delete} -n {ns}`), then `vpnmig rollback {name} -n {ns}` resumes and re-creates the IPsecGateway from the journal"
         )),
     })
@@ -424,14 +424,14 @@ pub(super) async fn peer_scope(
                     "nothing was changed".to_string()
                 }
             ),
-            hint: Some(format!(
+            hint: Some(crate::window::error::hint!(
                 "keep what they configure elsewhere, then either delete them yourself (`kubectl delete vpnpeer {} -n {ns}`) or run the rollback again with --delete-extra-peers: `{}`",
                 extras
                     .iter()
                     .map(|(n, _)| n.as_str())
                     .collect::<Vec<_>>()
                     .join(" "),
-                crate::error::again(&["--delete-extra-peers"])
+                crate::window::error::Next::again(&["--delete-extra-peers"])
             )),
         });
     }

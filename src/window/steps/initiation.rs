@@ -60,7 +60,7 @@ pub(super) async fn after_interrupt<T>(
             Err(Error::Stop {
                 code: exit::INTERRUPTED,
                 message,
-                hint: Some(hint),
+                hint: Some(hint.into()),
             })
         }
         // The API server stopped answering mid-window (a journal write, a lock renewal
@@ -70,16 +70,16 @@ pub(super) async fn after_interrupt<T>(
         {
             let ns = cluster.namespace.as_str();
             let hint = match journal::read(cluster, name).await {
-                Ok(Some(j)) => format!(
+                Ok(Some(j)) => crate::window::error::hint!(
                     "the journal of {name} -n {ns} is at phase {}; once the API server answers: {}",
                     j.phase,
                     j.recovery()
                 ),
-                Ok(None) => format!(
+                Ok(None) => crate::window::error::hint!(
                     "no journal was written, so nothing was changed: run the same command again once the API server answers: `{}`",
-                    crate::error::again(&[])
+                    crate::window::error::Next::again(&[])
                 ),
-                Err(_) => format!(
+                Err(_) => crate::window::error::hint!(
                     "once the API server answers, `vpnmig cutover {name} -n {ns}` resumes from the journal and `vpnmig rollback {name} -n {ns}` reverses"
                 ),
             };
@@ -113,7 +113,7 @@ pub(super) async fn after_interrupt<T>(
             Err(Error::Stop {
                 code: exit::REFUSED,
                 message: e.to_string(),
-                hint: Some(hint),
+                hint: Some(hint.into()),
             })
         }
         other => other,

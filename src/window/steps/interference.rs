@@ -144,7 +144,7 @@ pub(crate) async fn changed(cluster: &Cluster, kind: &str, targets: Vec<&Value>)
             crate::core::model::object_ref(kind, &n, ns),
             gitops::who(&obj)
         ),
-        hint: Some(format!(
+        hint: Some(crate::window::error::hint!(
             "suspend whatever syncs it (`vpnmig status -n {ns} -o wide` shows its MANAGED-BY; `--gitops pause` does it for the window), then `vpnmig rollback {gateway} -n {ns}` restores the IPsecGateway from the journal"
         )),
     }
@@ -222,8 +222,19 @@ pub(crate) fn recreated(
         Some(w) => format!("written by {w}"),
         None => "no field manager other than vpnmig's and the operator's wrote it".into(),
     };
-    let first = if gitops {
-        "suspend that sync first (Argo CD: turn off auto-sync/self-heal of the Application; Flux: `flux suspend kustomization …`)".to_string()
+    // The owner its markers name, suspended as vpnmig writes a suspension (a21i 02: one
+    // command for one owner everywhere); a generic word only where no marker names one.
+    let owner = crate::core::gitops::detect(obj)
+        .into_iter()
+        .find_map(|m| m.owner);
+    let first = if let Some(o) = owner.filter(|_| gitops) {
+        format!(
+            "suspend {} first ({})",
+            o.display(),
+            crate::window::suspend_command(&o)
+        )
+    } else if gitops {
+        "suspend that sync first (Argo CD: turn off auto-sync/self-heal of the Application; Flux: set spec.suspend on the Kustomization or HelmRelease)".to_string()
     } else {
         format!(
             "find who created it ({who}) and make sure they do not again (`kubectl get {} {name} -n {ns} --show-managed-fields -o yaml`)",
@@ -240,10 +251,12 @@ pub(crate) fn recreated(
             format!(
                 "{first}. Then either `vpnmig rollback {name} -n {ns}` (keeps the re-created IPsecGateway, removes the new objects) or delete the re-created IPsecGateway and `vpnmig cutover {name} -n {ns}` resumes"
             )
+            .into()
         } else {
             format!(
                 "{first}, delete the re-created {kind}, then `vpnmig rollback {name} -n {ns}` resumes"
             )
+            .into()
         }),
     }
 }

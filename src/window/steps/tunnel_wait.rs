@@ -149,7 +149,7 @@ pub(crate) async fn wait_tunnels(
                         message: format!(
                             "a pinned value differs from the journal, so the window cannot be done: {what}"
                         ),
-                        hint: Some(format!(
+                        hint: Some(crate::window::error::hint!(
                             "someone changed it after the apply (the field manager is named above): set it back to the journal's value (`kubectl edit`, or ask its owner), then run the same command again to resume; `vpnmig verify {name} -n {}` shows every pinned value",
                             cluster.namespace
                         )),

@@ -16,7 +16,7 @@ pub(crate) fn timed_out(
             "timed out after {} waiting for {what}: {diagnosis}",
             duration::format(timeout, Rounding::Down)
         ),
-        hint,
+        hint: hint.map(Into::into),
     }
 }
 

@@ -37,7 +37,7 @@ pub async fn exec(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    match prepare(&app, &ns, &pod, &uri, &headers) {
+    match prepare(&app, "GET", &ns, &pod, &uri, &headers) {
         Ok((container, command)) => ws
             .protocols(PROTOCOLS)
             .on_upgrade(move |socket| run(app, socket, ns, pod, container, command))
@@ -54,7 +54,7 @@ pub async fn exec_post(
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
-    match prepare(&app, &ns, &pod, &uri, &headers) {
+    match prepare(&app, "POST", &ns, &pod, &uri, &headers) {
         Err(e) => e.into_response(),
         Ok(_) => ApiError::bad_request("vpnmig-sandbox serves exec over WebSocket only (v5.channel.k8s.io, v4.channel.k8s.io), not SPDY").into_response(),
     }
@@ -62,12 +62,14 @@ pub async fn exec_post(
 
 fn prepare(
     app: &App,
+    method: &str,
     ns: &str,
     pod: &str,
     uri: &Uri,
     headers: &HeaderMap,
 ) -> Result<(String, Vec<String>), ApiError> {
-    let user = auth::identify(&app.users, &app.groups, headers)?;
+    let attributes = auth::Attributes::of(method, uri.path(), uri.query());
+    let user = auth::identify(&app.users, &app.groups, headers, &attributes)?;
     if !user.allows("create", "pods/exec", Some(ns)) {
         return Err(auth::forbidden(
             &user,

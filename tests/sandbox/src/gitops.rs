@@ -41,7 +41,8 @@
 //!   deleted — except those carrying the prune protection the tool honours on a live
 //!   object (Argo CD `argocd.argoproj.io/sync-options` with `Prune=false`: kept, and the
 //!   Application stays OutOfSync, as Argo CD shows "requires pruning"; Flux
-//!   `kustomize.toolkit.fluxcd.io/prune: disabled`: kept and left out of the inventory).
+//!   `kustomize.toolkit.fluxcd.io/prune: disabled`, a HelmRelease's
+//!   `helm.sh/resource-policy: keep`: kept and left out of the inventory).
 //!   A Kustomization never applies a source object whose live copy carries
 //!   `kustomize.toolkit.fluxcd.io/reconcile: disabled` or `…/ssa: Ignore` (not drift, still
 //!   in its inventory), as kustomize-controller skips it. The first time an owner is
@@ -79,6 +80,7 @@
 //!     argocd/argocd/acme: {ignoresSuspension: true}
 //!     flux/flux-system/acme: {relabels: true}
 //!     argocd/argocd/root: {comparesIgnored: true}   # disregards its ignoreDifferences
+//!     flux/flux-system/acme: {ignoresPruneProtection: true}   # prunes protected objects too
 //! ```
 //!
 //! `relabels` stamps the owner's tracking markers on every object in its destination
@@ -280,6 +282,10 @@ pub struct OwnerFaults {
     /// says it ignores a field yet writes it back, e.g. a parent Application whose sync
     /// replaces its children's spec).
     pub compares_ignored: bool,
+    /// Fault: its prune deletes what carries the prune protection too (an object deleted
+    /// anyway: a controller that does not honour it, or someone else's delete at the same
+    /// moment).
+    pub ignores_prune_protection: bool,
 }
 
 impl Settings {
@@ -290,6 +296,7 @@ impl Settings {
             ignores_suspension: self.ignores_suspension || o.ignores_suspension,
             relabels: self.relabels || o.relabels,
             compares_ignored: o.compares_ignored,
+            ignores_prune_protection: o.ignores_prune_protection,
         }
     }
 
@@ -668,9 +675,16 @@ impl Gitops {
             Vec::new()
         };
         // What carries the prune protection the tool honours is never deleted: Flux
-        // leaves it out of its inventory (in sync); Argo CD shows it OutOfSync
-        // ("requires pruning") and skips it.
-        if o.tool == Tool::Flux {
+        // leaves it out of its inventory (in sync), and so does helm-controller (an
+        // upgrade that keeps a `helm.sh/resource-policy: keep` resource succeeds, and the
+        // release no longer holds it); Argo CD shows it OutOfSync ("requires pruning") and
+        // skips it.
+        if faults.ignores_prune_protection {
+            for e in &mut extras {
+                e.3 = false;
+            }
+        }
+        if o.tool != Tool::Argo {
             extras.retain(|e| !e.3);
         }
         let out_of_sync = !drifted.is_empty() || !extras.is_empty();

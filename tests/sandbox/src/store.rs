@@ -1588,9 +1588,22 @@ fn record_update(
 ) {
     let old = owned_leaves(rt, before, status);
     let new = owned_leaves(rt, after, status);
+    // A map the write emptied (its fields removed, `{}` left) is no field the write set:
+    // kube-apiserver takes the removed fields from their owners and gives the writer
+    // nothing, so a manager whose write only removed fields owns none and its entry goes
+    // (a21j 06: Argo CD's `automated` removed by `argocd-server` left an entry on the
+    // emulator, none on the real server).
+    let emptied = |p: &str, v: &Value| {
+        v.as_object().is_some_and(serde_json::Map::is_empty)
+            && p.trim_start_matches('.')
+                .split('.')
+                .try_fold(before, |cur, k| cur.get(k))
+                .and_then(Value::as_object)
+                .is_some_and(|m| !m.is_empty())
+    };
     let changed: Vec<String> = new
         .iter()
-        .filter(|(p, v)| old.get(*p) != Some(*v))
+        .filter(|(p, v)| old.get(*p) != Some(*v) && !emptied(p, v))
         .map(|(p, _)| p.clone())
         .collect();
     let gone: Vec<String> = old

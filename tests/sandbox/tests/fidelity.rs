@@ -1187,9 +1187,11 @@ async fn a_terminating_namespace_refuses_creates_but_not_updates_or_deletes(b: B
 /// but metadata's moves `metadata.generation`, a status write too (as with Argo CD's
 /// Application, whose CRD has none: found by the simulated Argo CD on the real control
 /// plane, whose status writes moved it).
-async fn a_status_write_moves_the_generation_without_a_status_subresource(b: Backend) {
-    // A CRD of its own without a status subresource, as Argo CD's Application is (on the
-    // emulator the simulated Argo CD writes every Application's status: not this kind's).
+/// The API of `Widget` (a CRD of the rows' own, created once, without a status subresource
+/// and with a schema that keeps unknown fields, as Argo CD's Application is).
+async fn widgets(b: &Backend) -> Api<kube::api::DynamicObject> {
+    // On the emulator the simulated Argo CD writes every Application's status: not this
+    // kind's.
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.fidelity.vpnmig.example"},
@@ -1222,7 +1224,12 @@ async fn a_status_write_moves_the_generation_without_a_status_subresource(b: Bac
         kind: "Widget".into(),
         plural: "widgets".into(),
     };
-    let widgets: Api<kube::api::DynamicObject> = Api::namespaced_with(b.client.clone(), &b.ns, &ar);
+    Api::namespaced_with(b.client.clone(), &b.ns, &ar)
+}
+
+async fn a_status_write_moves_the_generation_without_a_status_subresource(b: Backend) {
+    // A CRD without a status subresource, as Argo CD's Application is.
+    let widgets = widgets(&b).await;
     let body: kube::api::DynamicObject = serde_json::from_value(json!({
         "apiVersion": "fidelity.vpnmig.example/v1", "kind": "Widget",
         "metadata": {"name": "gen"}, "spec": {"size": 1}
@@ -1252,7 +1259,93 @@ async fn a_status_write_moves_the_generation_without_a_status_subresource(b: Bac
     assert_eq!(written.metadata.generation, Some(2), "a label");
 }
 
+/// A write that only removes fields owns none of them: its manager has no entry, on the
+/// emulator as on kube-apiserver (a21j 06: Argo CD's pause removes `automated`, and a
+/// colleague's re-enable removed again by `argocd-server` leaves no trace in
+/// managedFields; the emulator kept an entry owning the emptied map).
+async fn a_write_that_only_removes_fields_leaves_its_manager_no_entry(b: Backend) {
+    let widgets = widgets(&b).await;
+    let body: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "fidelity.vpnmig.example/v1", "kind": "Widget",
+        "metadata": {"name": "policy"},
+        "spec": {"size": 1, "policy": {"automated": {"prune": true, "selfHeal": true}}}
+    }))
+    .unwrap();
+    let as_json = |o: kube::api::DynamicObject| serde_json::to_value(o).unwrap();
+    let by = |m: &str| PatchParams {
+        field_manager: Some(m.into()),
+        ..Default::default()
+    };
+    eventually(30, "the Widget CRD is served", || async {
+        widgets
+            .create(
+                &PostParams {
+                    field_manager: Some("creator".into()),
+                    ..Default::default()
+                },
+                &body,
+            )
+            .await
+            .ok()
+    })
+    .await;
+    // The pause: `automated` removed, `policy` left empty.
+    let paused = as_json(
+        widgets
+            .patch(
+                "policy",
+                &by("pauser"),
+                &Patch::Merge(json!({"spec": {"policy": {"automated": null}}})),
+            )
+            .await
+            .unwrap(),
+    );
+    assert_eq!(paused["spec"]["policy"], json!({}), "{paused}");
+    assert_eq!(entries_of(&paused, "pauser"), [], "{paused}");
+    // Re-enabled by someone: theirs.
+    let armed = as_json(
+        widgets
+            .patch(
+                "policy",
+                &by("argocd-server"),
+                &Patch::Merge(json!({"spec": {"policy": {"automated": {"prune": false}}}})),
+            )
+            .await
+            .unwrap(),
+    );
+    let entries = entries_of(&armed, "argocd-server");
+    assert_eq!(entries.len(), 1, "{armed}");
+    assert!(
+        entries[0].1["f:spec"]["f:policy"]["f:automated"]
+            .get("f:prune")
+            .is_some(),
+        "{armed}"
+    );
+    // Removed again (`argocd app set --sync-policy none`): no entry left.
+    let removed = as_json(
+        widgets
+            .patch(
+                "policy",
+                &by("argocd-server"),
+                &Patch::<()>::Json(
+                    serde_json::from_value(
+                        json!([{"op": "remove", "path": "/spec/policy/automated"}]),
+                    )
+                    .unwrap(),
+                ),
+            )
+            .await
+            .unwrap(),
+    );
+    assert_eq!(removed["spec"]["policy"], json!({}), "{removed}");
+    assert_eq!(entries_of(&removed, "argocd-server"), [], "{removed}");
+}
+
 const ROWS: &[Row] = &[
+    (
+        "a write that only removes fields leaves its manager no entry",
+        |b| Box::pin(a_write_that_only_removes_fields_leaves_its_manager_no_entry(b)),
+    ),
     (
         "a status write moves the generation without a status subresource",
         |b| Box::pin(a_status_write_moves_the_generation_without_a_status_subresource(b)),

@@ -61,6 +61,8 @@ pub enum SideEffects {
 ///      verbs: [create, update, patch], sideEffects: Unknown}
 ///   - {name: deny.example.net, resources: [vpnpeers], verbs: [patch], deny: true,
 ///      message: "peers are frozen"}
+///   - {name: flux-annotations.example.net, resources: [configmaps], verbs: [patch],
+///      deny: true, annotations: [kustomize.toolkit.fluxcd.io/prune]}   # only writes setting it
 /// ```
 ///
 /// A request that matches (verb and resource, `*` = any) is refused as the real server
@@ -88,12 +90,32 @@ pub struct Webhook {
     /// The webhook's reason for a denial.
     #[serde(default)]
     pub message: Option<String>,
+    /// Only a write whose body sets one of these annotations (a policy on them, as a
+    /// Kyverno `metadata.annotations` pattern refuses them); empty: every write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub annotations: Vec<String>,
 }
 
 impl Webhook {
-    fn matches(&self, verb: &str, resource: &str) -> bool {
+    fn matches(&self, verb: &str, resource: &str, body: &[u8]) -> bool {
         let any = |list: &[String], x: &str| list.iter().any(|v| v == "*" || v == x);
-        any(&self.verbs, verb) && any(&self.resources, resource)
+        any(&self.verbs, verb)
+            && any(&self.resources, resource)
+            && (self.annotations.is_empty() || {
+                let doc: serde_json::Value = serde_json::from_slice(body)
+                    .ok()
+                    .or_else(|| {
+                        std::str::from_utf8(body)
+                            .ok()
+                            .and_then(|t| serde_saphyr::from_str(t).ok())
+                    })
+                    .unwrap_or_default();
+                self.annotations.iter().any(|a| {
+                    doc.pointer("/metadata/annotations")
+                        .and_then(|m| m.get(a))
+                        .is_some_and(|v| !v.is_null())
+                })
+            })
     }
 }
 
@@ -141,9 +163,20 @@ impl ApiFaults {
     }
 
     /// The refusal of the first webhook that refuses `verb` on `resource` (a dry run
-    /// when `dry_run`), as kube-apiserver words it.
-    pub fn admit(&self, verb: &str, resource: &str, dry_run: bool) -> Result<(), ApiError> {
-        for w in self.webhooks.iter().filter(|w| w.matches(verb, resource)) {
+    /// when `dry_run`; `body`: the request's, for a webhook on annotations), as
+    /// kube-apiserver words it.
+    pub fn admit(
+        &self,
+        verb: &str,
+        resource: &str,
+        dry_run: bool,
+        body: &[u8],
+    ) -> Result<(), ApiError> {
+        for w in self
+            .webhooks
+            .iter()
+            .filter(|w| w.matches(verb, resource, body))
+        {
             if dry_run && matches!(w.side_effects, SideEffects::Some | SideEffects::Unknown) {
                 return Err(ApiError::bad_request(format!(
                     "admission webhook \"{}\" does not support dry run",
@@ -194,5 +227,40 @@ impl ApiFaults {
             .retry_after_seconds
             .filter(|_| matches!(rule.code, 429 | 503));
         Some(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A webhook on annotations refuses only a write whose body sets one of them (JSON or
+    /// YAML), not the other writes of the same resource.
+    #[test]
+    fn a_webhook_on_annotations_refuses_only_writes_that_set_them() {
+        let f = ApiFaults {
+            webhooks: vec![Webhook {
+                name: "flux-annotations.example.net".into(),
+                resources: vec!["configmaps".into()],
+                verbs: vec!["patch".into()],
+                side_effects: SideEffects::None,
+                deny: true,
+                message: None,
+                annotations: vec!["kustomize.toolkit.fluxcd.io/prune".into()],
+            }],
+            ..Default::default()
+        };
+        let sets =
+            br#"{"metadata":{"annotations":{"kustomize.toolkit.fluxcd.io/prune":"disabled"}}}"#;
+        assert!(f.admit("patch", "configmaps", false, sets).is_err());
+        let yaml = b"metadata:\n  annotations:\n    kustomize.toolkit.fluxcd.io/prune: disabled\n";
+        assert!(f.admit("patch", "configmaps", false, yaml).is_err());
+        // Another annotation, a removal (null), no body: admitted.
+        let other = br#"{"metadata":{"annotations":{"vpnmig.bnerd.net/recover":"x"}}}"#;
+        assert!(f.admit("patch", "configmaps", false, other).is_ok());
+        let removal = br#"{"metadata":{"annotations":{"kustomize.toolkit.fluxcd.io/prune":null}}}"#;
+        assert!(f.admit("patch", "configmaps", false, removal).is_ok());
+        assert!(f.admit("patch", "configmaps", false, b"").is_ok());
+        assert!(f.admit("patch", "secrets", false, sets).is_ok());
     }
 }

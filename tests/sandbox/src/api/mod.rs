@@ -149,7 +149,8 @@ fn route(
         "/healthz" | "/livez" | "/readyz" => return Ok((StatusCode::OK, "ok").into_response()),
         _ => {}
     }
-    let user = auth::identify(&app.users, &app.groups, headers)?;
+    let attributes = auth::Attributes::of(method.as_str(), uri.path(), uri.query());
+    let user = auth::identify(&app.users, &app.groups, headers, &attributes)?;
     let accept = headers
         .get("accept")
         .and_then(|h| h.to_str().ok())
@@ -262,7 +263,7 @@ fn route(
         let dry_run = param(&query, "dryRun") == Some("All")
             || (verb == "delete" && delete_body_dry_run(headers, body));
         if let Ok(f) = app.faults.read() {
-            f.admit(verb, &target.resource(), dry_run)?;
+            f.admit(verb, &target.resource(), dry_run, body)?;
         }
     }
     let wopts = WriteOptions {
@@ -504,27 +505,23 @@ fn patch(
             }
             // An apply that creates the object needs `create` as well as `patch`, as
             // kube-apiserver's patch handler asks its authorizer before creating. Its
-            // refusal carries the authorizer's reason, which RBAC leaves empty:
-            // `configmaps "x" is forbidden: `. (The sandbox looks the object up just
-            // before applying; the real server decides inside the same storage update.)
+            // refusal reads like any other (v1.37's `withAuthorization`:
+            // `ForbiddenStatusError` of the create; older servers left the message after
+            // `is forbidden: ` empty). (The sandbox looks the object up just before
+            // applying; the real server decides inside the same storage update.)
             if !status_sub
                 && !user.allows("create", &t.resource(), t.ns.as_deref())
                 && app.store.get(&t.rt, t.ns(), name).is_err()
             {
-                let mut e = ApiError::new(
-                    403,
-                    "Forbidden",
-                    format!(
-                        "{} \"{name}\" is forbidden: ",
-                        status::qualified(&t.rt.plural, &t.rt.group)
-                    ),
-                );
-                e.details = Some(Box::new((
-                    name.to_string(),
-                    t.rt.group.clone(),
-                    t.rt.plural.clone(),
-                )));
-                return Err(e);
+                return Err(auth::forbidden(
+                    user,
+                    "create",
+                    &t.rt.plural,
+                    t.sub.as_deref(),
+                    &t.rt.group,
+                    Some(name),
+                    t.ns.as_deref(),
+                ));
             }
             app.store.apply(
                 &t.rt,

@@ -205,6 +205,9 @@ impl Scope {
 /// How soon a pass that could not read the gateways or peers tries again.
 const READ_RETRY: Duration = Duration::from_secs(1);
 
+/// How soon a gateway whose floating IP could not be attached tries again.
+const FIP_RETRY: Duration = Duration::from_secs(1);
+
 /// Run one pass over every gateway. Returns when the next timer (a delay, a retry) is due.
 pub fn reconcile(
     store: &dyn OperatorApi,
@@ -504,6 +507,14 @@ fn reconcile_gateway(
             ),
         ),
     };
+
+    // Not attached (another port holds it, or the pool is empty): tried again, as the
+    // operator retries, also where no event wakes this gateway (the real control plane's
+    // queue wakes only the object that changed: another gateway's unwind that frees the
+    // floating IP does not name this one).
+    if fip.is_none() {
+        wake = earliest(wake, Some(now + FIP_RETRY));
+    }
 
     // serviceCIDR and virtual IPs.
     let service_cidr = gw

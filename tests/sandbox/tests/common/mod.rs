@@ -2,6 +2,7 @@
 //! wrote. Every wait is bounded.
 #![allow(dead_code)]
 
+pub mod bed;
 pub mod real;
 
 use std::collections::BTreeMap;
