@@ -686,8 +686,9 @@ pub async fn serve_exec(op: Weak<Operator>, listener: tokio::net::UnixListener) 
 
 /// [`serve_exec`] over TCP on 127.0.0.1, in a framing a shell reads and writes with bash's
 /// `/dev/tcp` (what [`swanctl_bash`] does: a pod exec then costs a shell, not an
-/// interpreter's start). Request: the namespace, the pod, the number of arguments and each
-/// argument, a line each (no argument of `swanctl` holds a newline). Answer: a line
+/// interpreter's start). Request: the namespace, the pod, the number of words of the
+/// command and each word (`swanctl` first), a line each (no argument of `swanctl` holds a
+/// newline). Answer: a line
 /// `EXIT STDOUT_BYTES STDERR_BYTES`, then stdout, then stderr.
 pub async fn serve_exec_tcp(op: Weak<Operator>, listener: tokio::net::TcpListener) {
     use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -747,6 +748,7 @@ if [ -z "$ns" ] || [ -z "$pod" ]; then
   echo "error: this pod has no simulated strongSwan (no kwok Exec names it)" >&2
   exit 1
 fi
+set -- swanctl "$@"
 exec 3<>/dev/tcp/127.0.0.1/{port} || exit 1
 {{ printf '%s\n%s\n%s\n' "$ns" "$pod" "$#"; for a in "$@"; do printf '%s\n' "$a"; done; }} >&3
 read -r code olen elen <&3 || {{ echo "error: the sandbox did not answer" >&2; exit 1; }}
