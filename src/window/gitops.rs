@@ -58,6 +58,7 @@ pub(crate) fn vouches(
 /// Errors (exit 7, refused, nothing changed): `pause` and an owner that cannot be found (the
 /// markers name no object the cluster has, or several); `ignore` and an owner that
 /// still syncs automatically.
+#[allow(clippy::too_many_arguments)]
 pub async fn owners(
     cluster: &Cluster,
     ev: &dyn Emit,
