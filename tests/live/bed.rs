@@ -962,9 +962,9 @@ async fn real_operator(
         });
     let op = Operator::start_kube(api, client, settings, WORKERS, None);
     // The sandbox's `swanctl` runs `vpnmig-sandbox exec-answer`, a binary this package does
-    // not build: the same request from bash (its /dev/tcp), over TCP on 127.0.0.1. A
-    // Python one cost each pod exec about 0.1 s of CPU, a third of a 100-gateway wave's
-    // (cargo bench --bench wave).
+    // not build: the same request from bash (its /dev/tcp), over TCP on 127.0.0.1. With a
+    // Python one, kwok and its children used 34.4 s of CPU in a 100-gateway wave, with
+    // bash 3.9 s (cargo bench --bench wave, docs/fleet.md).
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     tokio::spawn(serve_exec_tcp(Arc::downgrade(&op), listener));
