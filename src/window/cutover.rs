@@ -319,6 +319,7 @@ async fn run(
                 secret.as_ref(),
                 mode,
                 &inherited,
+                opts.dry_run,
             )
             .await?
         }
