@@ -531,6 +531,178 @@ async fn a_vouch_is_per_owner(b: &Bed) {
     assert!(b.get(IPSECGATEWAY, NS, "acme").await.is_none());
 }
 
+/// a21l A01/A08's kind, each made up: after done (the owner the window paused stays
+/// suspended), another owner's sync re-creates the IPsecGateway: a HelmRelease in
+/// `hr-acme`, or a second Kustomization in `flux-legacy` (its markers on the gateway).
+/// The plain run (0 "stays suspended" before) and the vouch (it re-armed first) each stop
+/// with exit 5 naming that owner too, not only the one the window paused; nothing is
+/// re-armed or let go.
+async fn another_owner_re_created_it(b: &Bed, labels: Value, named: &str) {
+    let owner = Owner::Flux;
+    done_unmerged(b, owner).await;
+    let mut old = b.journal(NS, "acme").await.unwrap()["oldManifest"].clone();
+    for (k, v) in labels.as_object().unwrap() {
+        old["metadata"]["labels"][k] = v.clone();
+    }
+    b.put(IPSECGATEWAY, NS, old).await;
+    every_run_stops(
+        b,
+        owner,
+        &[CUT, RESUME, CUT],
+        &[
+            "may have re-created it: ",
+            named,
+            "kustomization/acme -n flux-system (the window paused it; live: suspended)",
+        ],
+    )
+    .await;
+    assert!(owner.suspended(b).await, "never re-armed beside it");
+}
+
+async fn a_helmrelease_re_created_it(b: &Bed) {
+    another_owner_re_created_it(
+        b,
+        json!({"helm.toolkit.fluxcd.io/name": "acme-chart", "helm.toolkit.fluxcd.io/namespace": "hr-acme"}),
+        "helmrelease/acme-chart -n hr-acme",
+    )
+    .await;
+}
+
+async fn a_second_kustomization_re_created_it(b: &Bed) {
+    another_owner_re_created_it(
+        b,
+        json!({"kustomize.toolkit.fluxcd.io/name": "legacy", "kustomize.toolkit.fluxcd.io/namespace": "flux-legacy"}),
+        "kustomization/legacy -n flux-legacy",
+    )
+    .await;
+}
+
+/// a21l A05's kind, made up: the Kustomization deleted and re-created with prune off
+/// (another uid, syncing); its sync re-creates the IPsecGateway. The let-go stops on it;
+/// suspended and deleted, the run lets go of it (0). Then it is resumed and re-creates
+/// the gateway once more: the journal says done and holds no owner, yet every run
+/// (plain, vouched) stops with exit 5, naming the owner it let go of, never "already
+/// done" or "the cutover is complete"; `report` says the gateway is live again.
+async fn re_created_after_the_let_go_never_says_complete(b: &Bed) {
+    let owner = Owner::Flux;
+    done_unmerged(b, owner).await;
+    let ks = owner.get(b).await;
+    b.delete(KUSTOMIZATION, "flux-system", "acme").await;
+    bed::eventually(20, "the Kustomization is gone", || async {
+        b.get(KUSTOMIZATION, "flux-system", "acme").await.is_none()
+    })
+    .await;
+    let mut again = json!({"metadata": {"name": "acme", "namespace": "flux-system"}, "spec": ks["spec"].clone()});
+    again["spec"]["suspend"] = json!(false);
+    again["spec"]["prune"] = json!(false);
+    b.put(KUSTOMIZATION, "flux-system", again).await;
+    b.gitops.kick();
+    old_back(b).await;
+    every_run_stops(
+        b,
+        owner,
+        &[CUT, RESUME],
+        &["kustomization/acme -n flux-system is not as the window paused it"],
+    )
+    .await;
+    b.patch_as(
+        KUSTOMIZATION,
+        "flux-system",
+        "acme",
+        "flux",
+        json!({"spec": {"suspend": true}}),
+    )
+    .await;
+    b.delete(IPSECGATEWAY, NS, "acme").await;
+    b.step(
+        CUT,
+        0,
+        &["kustomization/acme -n flux-system is not restored: it is not the object the window paused"],
+    )
+    .await;
+    b.patch_as(
+        KUSTOMIZATION,
+        "flux-system",
+        "acme",
+        "flux",
+        json!({"spec": {"suspend": false}}),
+    )
+    .await;
+    b.gitops.kick();
+    old_back(b).await;
+    for args in [CUT, RESUME, CUT] {
+        let r = b
+            .step(
+                args,
+                5,
+                &[
+                    LIVE_AGAIN,
+                    DELETE,
+                    "may have re-created it: kustomization/acme -n flux-system",
+                    "kubectl patch kustomization acme -n flux-system",
+                ],
+            )
+            .await;
+        assert!(!r.says("already done"), "{}", r.stderr);
+        assert!(!r.says("the cutover is complete"), "{}", r.stderr);
+        let j = b.journal(NS, "acme").await.unwrap();
+        assert_eq!(j["phase"], "done", "{j}");
+    }
+    b.step(
+        &["report", "acme", "-n", NS],
+        0,
+        &[
+            "ended done, but ipsecgateway/acme -n tenant-acme, the gateway it replaced, is live again",
+            "not done as the record says",
+            DELETE,
+        ],
+    )
+    .await;
+}
+
+/// a21l A06's kind, Flux: `--gitops resume` interrupted with Ctrl-C (SIGINT) right after
+/// its re-arm, its sync (3 s later) re-creates the IPsecGateway. The interrupted run says
+/// the window's own restore is unfinished (never "the cutover is complete"); the next
+/// run calls it so (never "re-enabled by someone else"), suspends it again and stops
+/// (exit 5); every run after stops too; nothing is let go.
+async fn ctrl_c_after_the_re_arm(b: &Bed) {
+    let owner = Owner::Flux;
+    done_unmerged(b, owner).await;
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 3000;
+    let child = b.spawn(RESUME);
+    bed::eventually(30, "the restore re-arms the owner", || async {
+        !owner.suspended(b).await
+    })
+    .await;
+    let ok = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let out = child.wait_with_output().unwrap();
+    let err = live::flat(&String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(!err.contains("the cutover is complete"), "{err}");
+    assert!(
+        err.contains("this window's own restore of kustomization/acme -n flux-system re-armed it and did not finish"),
+        "{err}"
+    );
+    old_back(b).await;
+    let st = status(b).await;
+    assert!(!st.contains("re-enabled by someone else"), "{st}");
+    let r = b
+        .step(
+            CUT,
+            5,
+            &["re-armed it, and its sync re-created ipsecgateway/acme -n tenant-acme"],
+        )
+        .await;
+    assert!(!r.says("re-enabled by someone else"), "{}", r.stderr);
+    assert!(owner.suspended(b).await);
+    every_run_stops(b, owner, &[RESUME, CUT], &[]).await;
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 200;
+}
+
 crate::rows! {
     /// Flux, a vouch's sync re-created the gateway: every run after stops on it.
     a_vouch_s_re_created_gateway_stops_every_run_after: bed::Row {
@@ -573,5 +745,33 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(a_vouch_is_per_owner(b)),
+    },
+    /// Flux, a HelmRelease's sync re-created the gateway after done (a21l A01's kind).
+    a_helmrelease_s_re_created_gateway_names_it: bed::Row {
+        scenario: flux,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_helmrelease_re_created_it(b)),
+    },
+    /// Flux, a second Kustomization re-created the gateway after done (a21l A08's kind).
+    a_second_kustomization_s_re_created_gateway_names_it: bed::Row {
+        scenario: flux,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_second_kustomization_re_created_it(b)),
+    },
+    /// Flux, re-created with prune off, let go, then re-creating the gateway (a21l A05).
+    re_created_after_the_let_go_never_complete: bed::Row {
+        scenario: flux,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(re_created_after_the_let_go_never_says_complete(b)),
+    },
+    /// Flux, Ctrl-C right after the restore's re-arm (a21l A06).
+    ctrl_c_after_the_re_arm_is_the_window_s_own_restore: bed::Row {
+        scenario: flux,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(ctrl_c_after_the_re_arm(b)),
     },
 }

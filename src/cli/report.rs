@@ -166,6 +166,21 @@ async fn left_now(cluster: &Cluster, name: &str) -> Option<String> {
     let new = crate::cluster::objects::get(cluster, "VPNGateway", name)
         .await
         .ok()?;
+    // Done, and the IPsecGateway it replaced is live again beside the VPNGateway: the
+    // record's "done" is not what the cluster shows (a21l A05: "Outcome: done" beside a
+    // contested floating IP).
+    if j.phase == crate::core::journal::Phase::Done
+        && new.is_some()
+        && old
+            .as_ref()
+            .is_some_and(|o| o.pointer("/metadata/deletionTimestamp").is_none())
+    {
+        let ns = j.namespace.as_str();
+        return Some(format!(
+            "the window of {ns}/{name} ended done, but ipsecgateway/{name} -n {ns}, the gateway it replaced, is live again beside vpngateway/{name} -n {ns} and contests the floating IP {}: not done as the record says; delete it (`kubectl delete ipsecgateway {name} -n {ns}`) once nothing re-creates it (`vpnmig cutover {name} -n {ns}` names what may have re-created it, `vpnmig status -n {ns}` says what to do)",
+            j.floating_ip
+        ));
+    }
     let text = j.left_text(j.left(old.as_ref(), new.as_ref()))?;
     Some(format!(
         "{text}; the record is the window's, not the cluster's now: `vpnmig status -n {}` says what to do",

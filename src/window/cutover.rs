@@ -104,6 +104,25 @@ async fn run(
     let ns = cluster.namespace.clone();
     let by = steps::identity(held);
     let previous = stored::read(cluster, name).await?;
+    // The one check every run of a finished window goes through first: the replaced
+    // IPsecGateway live again beside the VPNGateway stops it (exit 5) before any vouch,
+    // restore, let-go or "nothing to do" (issue 21 kind 3; a21l A01, A02, A05, A06, A08).
+    if let Some(j) = &previous
+        && j.phase == Phase::Done
+    {
+        let mut w = Window {
+            cluster,
+            ev,
+            journal: j.clone(),
+            lock: held,
+            by: by.clone(),
+        };
+        if let Some(stop) =
+            super::gitops::finished_beside_live(&mut w, "IPsecGateway", opts.dry_run).await?
+        {
+            return Err(stop);
+        }
+    }
     // `--gitops resume` at `done` on a window that relies on an owner another window
     // suspended: the user vouches for this window's repository change (a21f B1). One no
     // vpnmig window suspended goes on as any finished window (the note on an owner

@@ -249,3 +249,180 @@ pub(crate) async fn live_again(
         )),
     }))
 }
+
+/// The one check every run of a finished window goes through before anything else
+/// (`cutover`'s entry, before its vouch, restore, let-go or "nothing to do"; issue 21
+/// kind 3, a21l A01, A02, A05, A06, A08): the IPsecGateway it replaced, live again
+/// beside its VPNGateway, stops the run with exit 5, naming the gateway, the contested
+/// floating IP, its delete and every owner that may have re-created it (its markers
+/// on the live gateway, and every owner the journal names, held or let go), whatever
+/// the journal says of them. Nothing is restored, vouched for, let go of or said
+/// "complete" beside it. The window's own restore, interrupted after its re-arm, is
+/// said as such and suspended again (not with `dry_run`: a dry run changes nothing).
+pub(crate) async fn finished_beside_live(
+    w: &mut Window<'_>,
+    replaced: &str,
+    dry_run: bool,
+) -> Result<Option<Error>, Error> {
+    if replaced != "IPsecGateway" {
+        return Ok(None);
+    }
+    let name = w.name().to_string();
+    let Some(old) = crate::cluster::objects::get(w.cluster, "IPsecGateway", &name).await? else {
+        return Ok(None);
+    };
+    if old.pointer("/metadata/deletionTimestamp").is_some()
+        || crate::cluster::objects::get(w.cluster, "VPNGateway", &name)
+            .await?
+            .is_none()
+    {
+        return Ok(None);
+    }
+    let (mays, suspends) = may_have_re_created(w, &old).await?;
+    let named = |e: Error| named_owners(e, &mays, &suspends);
+    // The window's own restore, killed or interrupted after its re-arm (the journal's
+    // restore intent): never "re-enabled by someone else"; suspended again as the window
+    // paused it, and the advice is a restore that watches the first sync.
+    for i in 0..w.journal.gitops.len() {
+        let r = w.journal.gitops[i].clone();
+        if !r.paused || r.saved.is_none() {
+            continue;
+        }
+        let Found::One(_, now) = live::find(w.cluster, &r.owner).await? else {
+            continue;
+        };
+        if let gitops::Held::Restoring { at, now: seen } = gitops::held(&r, &now) {
+            if dry_run {
+                return Ok(live_again(w, replaced, Some((&r, Some(&now))))
+                    .await?
+                    .map(named));
+            }
+            if let Some(stop) = finish_interrupted(w, i, replaced, &at, &seen).await? {
+                return Ok(Some(named(stop)));
+            }
+        }
+    }
+    // The record the window holds (paused), as read now; else the journal holds none.
+    let held = w.journal.gitops.iter().find(|r| r.paused).cloned();
+    let stop = match &held {
+        Some(r) => {
+            let now = match live::find(w.cluster, &r.owner).await? {
+                Found::One(_, o) => Some(o),
+                _ => None,
+            };
+            live_again(w, replaced, Some((r, now.as_ref()))).await?
+        }
+        None => live_again(w, replaced, None).await?,
+    };
+    Ok(stop.map(named))
+}
+
+/// Every owner that may have re-created `old` (the replaced gateway, live): each one
+/// its markers name (labels, tracking annotations, field managers), found live where
+/// the cluster shows it, and each one the window's journal names, held or let go.
+/// Returns the owners said, and the commands that suspend those that sync now.
+async fn may_have_re_created(
+    w: &Window<'_>,
+    old: &Value,
+) -> Result<(Vec<String>, Vec<String>), Error> {
+    let mut said: Vec<String> = Vec::new();
+    let mut suspends: Vec<String> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for m in gitops::detect(old) {
+        let Some(wanted) = &m.owner else {
+            if !m.evidence.is_empty() {
+                said.push(format!("a sync whose owner its markers do not name ({})", m.evidence.join(", ")));
+            }
+            continue;
+        };
+        let (owner, state) = match live::find(w.cluster, wanted).await? {
+            Found::One(owner, o) => {
+                let st = gitops::owner_state(&o, "IPsecGateway", w.ns(), w.name());
+                (owner, Some(gitops::how(&st)))
+            }
+            _ => (wanted.clone(), None),
+        };
+        let shown = owner.display();
+        if seen.contains(&shown) {
+            continue;
+        }
+        seen.push(shown.clone());
+        let held = w.journal.gitops.iter().any(|r| gitops::same_owner(&r.owner, &owner));
+        if state.as_deref().is_some_and(|s| s != "suspended") {
+            suspends.push(if held {
+                format!("`{}`", gitops::pause_command(&owner))
+            } else {
+                suspend_command(&owner)
+            });
+        }
+        said.push(format!(
+            "{shown} ({}; {})",
+            m.evidence.join(", "),
+            state.map(|s| format!("live: {s}")).unwrap_or_else(|| "not found live".into())
+        ));
+    }
+    for r in &w.journal.gitops {
+        let shown = r.owner.display();
+        if seen.contains(&shown) {
+            continue;
+        }
+        seen.push(shown.clone());
+        let what = if r.paused {
+            "the window paused it".to_string()
+        } else if let Some(why) = &r.let_go {
+            format!("the window let go of it: {why}")
+        } else if r.restored_at.is_some() {
+            "the window restored it".to_string()
+        } else {
+            "the window recorded it".to_string()
+        };
+        if let Found::One(owner, o) = live::find(w.cluster, &r.owner).await? {
+            let st = gitops::owner_state(&o, "IPsecGateway", w.ns(), w.name());
+            if st.active {
+                suspends.push(if r.paused {
+                    format!("`{}`", gitops::pause_command(&owner))
+                } else {
+                    suspend_command(&owner)
+                });
+            }
+            said.push(format!("{shown} ({what}; live: {})", gitops::how(&st)));
+        } else {
+            said.push(format!("{shown} ({what}; gone now)"));
+        }
+    }
+    Ok((said, suspends))
+}
+
+/// `stop` with the owners that may have re-created the gateway, and the suspension of
+/// those that sync now first in its hint.
+fn named_owners(stop: Error, mays: &[String], suspends: &[String]) -> Error {
+    match stop {
+        Error::Stop {
+            code,
+            message,
+            hint,
+        } => {
+            let message = if mays.is_empty() {
+                format!(
+                    "{message}; no owner's markers name it (re-created by hand? `kubectl get ipsecgateway -o yaml --show-managed-fields` says who wrote it)"
+                )
+            } else {
+                format!("{message}; may have re-created it: {}", mays.join("; "))
+            };
+            let hint = match hint {
+                Some(h) if !suspends.is_empty() => Some(crate::window::error::hint!(
+                    "suspend what syncs it now first ({}), or it re-creates it once more; then {}",
+                    suspends.join("; "),
+                    h
+                )),
+                h => h,
+            };
+            Error::Stop {
+                code,
+                message,
+                hint,
+            }
+        }
+        e => e,
+    }
+}

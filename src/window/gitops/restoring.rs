@@ -739,7 +739,7 @@ pub(crate) async fn restore(
 /// window replaced: a stop (exit 5) naming it, the owner suspended (a21j 07: that sync
 /// contested the floating IP). A pinned field it changed: put back, and the stop that
 /// says so ([`put_back`]). `None`: nothing it did is seen, and the restore goes on.
-async fn finish_interrupted(
+pub(super) async fn finish_interrupted(
     w: &mut Window<'_>,
     i: usize,
     replaced: &str,

@@ -39,6 +39,34 @@ pub(super) async fn after_interrupt<T>(
         }) => {
             let ns = cluster.namespace.as_str();
             let (message, hint) = match journal::read(cluster, name).await {
+                // The window's own restore of an owner, interrupted after its intent was
+                // recorded (its patch may have re-armed it, its first sync unwatched):
+                // never "the cutover is complete" (a21l A06); the next run suspends it
+                // again, checks what that sync did and restores it watching it.
+                Ok(Some(j))
+                    if j.phase.finished() && j.gitops.iter().any(|r| r.restoring.is_some()) =>
+                {
+                    let r = j
+                        .gitops
+                        .iter()
+                        .find(|r| r.restoring.is_some())
+                        .expect("checked above");
+                    let verb = if j.phase == crate::core::journal::Phase::Done {
+                        "cutover"
+                    } else {
+                        "rollback"
+                    };
+                    (
+                        format!(
+                            "{message}; the journal of {name} -n {ns} is at phase {}, but this window's own restore of {} re-armed it and did not finish: its first sync is not watched",
+                            j.phase,
+                            r.owner.display()
+                        ),
+                        format!(
+                            "`vpnmig {verb} {name} -n {ns}` suspends it again as the window paused it, checks what that sync did (a re-created gateway, what the window keeps) and restores it watching its first sync; until then `vpnmig status -n {ns}` says the restore is unfinished"
+                        ),
+                    )
+                }
                 Ok(Some(j)) => {
                     // What was interrupted and what is true first, then the commands.
                     let rec = j.recovery();
