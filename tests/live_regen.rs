@@ -703,6 +703,50 @@ async fn ctrl_c_after_the_re_arm(b: &Bed) {
     b.gitops.settings().write().unwrap().self_heal_delay_ms = 200;
 }
 
+/// Argo CD in `apps-west`, made up: merged, the plain run's restore killed -9 right after
+/// its re-arm; the merge is then reverted (a wrong revert), and the re-armed
+/// Application's sync re-creates the IPsecGateway. The next run names the window's own
+/// restore, unfinished (never "re-enabled by someone else"), suspends it again and stops
+/// (exit 5); every run after stops too, and nothing is let go.
+async fn an_argo_killed_restore_then_a_revert(b: &Bed) {
+    let owner = Owner::Argo("apps-west");
+    let merged = done_unmerged(b, owner).await;
+    let original = owner.source(b).await;
+    owner.merge(b, &merged).await;
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 3000;
+    let mut child = b.spawn(CUT);
+    bed::eventually(30, "the restore re-arms the owner", || async {
+        !owner.suspended(b).await
+    })
+    .await;
+    child.kill().unwrap();
+    let _ = child.wait();
+    b.edit(CONFIGMAP, owner.ns(), "acme-source", |o| {
+        o["data"]["manifests"] = json!(original)
+    })
+    .await;
+    b.gitops.kick();
+    old_back(b).await;
+    let st = status(b).await;
+    assert!(!st.contains("re-enabled by someone else"), "{st}");
+    let r = b
+        .step(
+            CUT,
+            5,
+            &[
+                "was re-armed by this window's own restore",
+                "re-armed it, and its sync re-created ipsecgateway/acme -n tenant-acme",
+            ],
+        )
+        .await;
+    assert!(!r.says("re-enabled by someone else"), "{}", r.stderr);
+    assert!(!r.says("-n argocd"), "{}", r.stderr);
+    assert!(owner.suspended(b).await);
+    every_run_stops(b, owner, &[RESUME, CUT], &[]).await;
+    assert!(owner.suspended(b).await);
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 200;
+}
+
 crate::rows! {
     /// Flux, a vouch's sync re-created the gateway: every run after stops on it.
     a_vouch_s_re_created_gateway_stops_every_run_after: bed::Row {
@@ -773,5 +817,12 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(ctrl_c_after_the_re_arm(b)),
+    },
+    /// Argo CD in apps-west, a killed restore, then a revert re-creates (a21l A02's kind).
+    an_argo_killed_restore_is_the_window_s_own_unfinished: bed::Row {
+        scenario: argo_elsewhere,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(an_argo_killed_restore_then_a_revert(b)),
     },
 }
