@@ -531,6 +531,27 @@ async fn a_vouch_is_per_owner(b: &Bed) {
     assert!(b.get(IPSECGATEWAY, NS, "acme").await.is_none());
 }
 
+/// The end of a row that leaves the re-created IPsecGateway live: each owner suspended
+/// (`suspend`: the Flux Kustomization suspended as a person would), then the gateway
+/// deleted as advised and gone, as the row's end state asks.
+async fn delete_as_advised(b: &Bed, suspend: bool) {
+    if suspend {
+        b.patch_as(
+            KUSTOMIZATION,
+            "flux-system",
+            "acme",
+            "flux",
+            json!({"spec": {"suspend": true}}),
+        )
+        .await;
+    }
+    b.delete(IPSECGATEWAY, NS, "acme").await;
+    bed::eventually(30, "the re-created IPsecGateway is gone", || async {
+        b.get(IPSECGATEWAY, NS, "acme").await.is_none()
+    })
+    .await;
+}
+
 /// a21l A01/A08's kind, each made up: after done (the owner the window paused stays
 /// suspended), another owner's sync re-creates the IPsecGateway: a HelmRelease in
 /// `hr-acme`, or a second Kustomization in `flux-legacy` (its markers on the gateway).
@@ -541,8 +562,10 @@ async fn another_owner_re_created_it(b: &Bed, labels: Value, named: &str) {
     let owner = Owner::Flux;
     done_unmerged(b, owner).await;
     let mut old = b.journal(NS, "acme").await.unwrap()["oldManifest"].clone();
+    let marks = old["metadata"]["labels"].as_object_mut().unwrap();
+    marks.retain(|k, _| !k.contains("toolkit.fluxcd.io"));
     for (k, v) in labels.as_object().unwrap() {
-        old["metadata"]["labels"][k] = v.clone();
+        marks.insert(k.clone(), v.clone());
     }
     b.put(IPSECGATEWAY, NS, old).await;
     every_run_stops(
@@ -557,6 +580,7 @@ async fn another_owner_re_created_it(b: &Bed, labels: Value, named: &str) {
     )
     .await;
     assert!(owner.suspended(b).await, "never re-armed beside it");
+    delete_as_advised(b, false).await;
 }
 
 async fn a_helmrelease_re_created_it(b: &Bed) {
@@ -658,6 +682,7 @@ async fn re_created_after_the_let_go_never_says_complete(b: &Bed) {
         ],
     )
     .await;
+    delete_as_advised(b, true).await;
 }
 
 /// a21l A06's kind, Flux: `--gitops resume` interrupted with Ctrl-C (SIGINT) right after
@@ -701,10 +726,11 @@ async fn ctrl_c_after_the_re_arm(b: &Bed) {
     assert!(owner.suspended(b).await);
     every_run_stops(b, owner, &[RESUME, CUT], &[]).await;
     b.gitops.settings().write().unwrap().self_heal_delay_ms = 200;
+    delete_as_advised(b, false).await;
 }
 
 /// Argo CD in `apps-west`, made up: merged, the plain run's restore killed -9 right after
-/// its re-arm; the merge is then reverted (a wrong revert), and the re-armed
+/// its re-arm; a bad merge then puts the old gateway back in the source, and the re-armed
 /// Application's sync re-creates the IPsecGateway. The next run names the window's own
 /// restore, unfinished (never "re-enabled by someone else"), suspends it again and stops
 /// (exit 5); every run after stops too, and nothing is let go.
@@ -721,8 +747,15 @@ async fn an_argo_killed_restore_then_a_revert(b: &Bed) {
     .await;
     child.kill().unwrap();
     let _ = child.wait();
+    // A bad merge puts the old gateway's document back beside the new objects.
+    let gateway = original
+        .split("\n---\n")
+        .find(|d| d.contains("kind: IPsecGateway"))
+        .expect("the source defined the IPsecGateway")
+        .to_string();
+    let wrong = format!("{}\n---\n{gateway}\n", merged.trim_end());
     b.edit(CONFIGMAP, owner.ns(), "acme-source", |o| {
-        o["data"]["manifests"] = json!(original)
+        o["data"]["manifests"] = json!(wrong)
     })
     .await;
     b.gitops.kick();
@@ -745,6 +778,7 @@ async fn an_argo_killed_restore_then_a_revert(b: &Bed) {
     every_run_stops(b, owner, &[RESUME, CUT], &[]).await;
     assert!(owner.suspended(b).await);
     b.gitops.settings().write().unwrap().self_heal_delay_ms = 200;
+    delete_as_advised(b, false).await;
 }
 
 crate::rows! {

@@ -328,10 +328,60 @@ async fn may_have_re_created(
     let mut said: Vec<String> = Vec::new();
     let mut suspends: Vec<String> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
+    // Each owner its markers name: a Flux Kustomization's and a HelmRelease's labels
+    // both, each its own owner (the gateway's markers may name both: a21l A01).
+    let mut marked: Vec<gitops::Manager> = Vec::new();
     for m in gitops::detect(old) {
+        if !matches!(m.tool, gitops::Tool::Flux) {
+            marked.push(m);
+            continue;
+        }
+        let labels = |k: &str| {
+            old.pointer("/metadata/labels")
+                .and_then(|l| l.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let mut each = Vec::new();
+        for (prefix, kind, api_version) in [
+            ("kustomize", "Kustomization", gitops::FLUX_KUSTOMIZATION),
+            ("helm", "HelmRelease", gitops::FLUX_HELMRELEASE),
+        ] {
+            let Some(n) = labels(&format!("{prefix}.toolkit.fluxcd.io/name")) else {
+                continue;
+            };
+            let namespace = labels(&format!("{prefix}.toolkit.fluxcd.io/namespace"));
+            let mut evidence = vec![format!("label {prefix}.toolkit.fluxcd.io/name={n}")];
+            evidence.extend(
+                m.evidence
+                    .iter()
+                    .filter(|e| e.starts_with("field manager"))
+                    .cloned(),
+            );
+            each.push(gitops::Manager {
+                tool: gitops::Tool::Flux,
+                owner: Some(gitops::OwnerRef {
+                    api_version: api_version.into(),
+                    kind: kind.into(),
+                    namespace,
+                    name: n,
+                }),
+                evidence,
+            });
+        }
+        if each.is_empty() {
+            marked.push(m);
+        } else {
+            marked.extend(each);
+        }
+    }
+    for m in marked {
         let Some(wanted) = &m.owner else {
             if !m.evidence.is_empty() {
-                said.push(format!("a sync whose owner its markers do not name ({})", m.evidence.join(", ")));
+                said.push(format!(
+                    "a sync whose owner its markers do not name ({})",
+                    m.evidence.join(", ")
+                ));
             }
             continue;
         };
@@ -347,7 +397,11 @@ async fn may_have_re_created(
             continue;
         }
         seen.push(shown.clone());
-        let held = w.journal.gitops.iter().any(|r| gitops::same_owner(&r.owner, &owner));
+        let held = w
+            .journal
+            .gitops
+            .iter()
+            .any(|r| gitops::same_owner(&r.owner, &owner));
         if state.as_deref().is_some_and(|s| s != "suspended") {
             suspends.push(if held {
                 format!("`{}`", gitops::pause_command(&owner))
@@ -358,7 +412,9 @@ async fn may_have_re_created(
         said.push(format!(
             "{shown} ({}; {})",
             m.evidence.join(", "),
-            state.map(|s| format!("live: {s}")).unwrap_or_else(|| "not found live".into())
+            state
+                .map(|s| format!("live: {s}"))
+                .unwrap_or_else(|| "not found live".into())
         ));
     }
     for r in &w.journal.gitops {
