@@ -334,7 +334,15 @@ async fn holders_unknown(b: &Bed, tool: Tool, why: &str) {
         .await;
     assert!(tool.suspended(&tool.owner(b).await));
     let cut = [
-        "cutover", "acme", "-n", NS, "--gitops", "pause", "--yes", "--context", ONCALL,
+        "cutover",
+        "acme",
+        "-n",
+        NS,
+        "--gitops",
+        "pause",
+        "--yes",
+        "--context",
+        ONCALL,
     ];
     let r = b.step(&cut, 0, &[]).await;
     let unknown = format!(
@@ -438,27 +446,34 @@ async fn merged(b: &Bed, tool: Tool, with_secret: bool) -> String {
 /// `reconciledAt` before) of what its source now defines: the VPNGateway listed, and the
 /// PSK Secret no longer among what it applies.
 async fn synced_without_the_secret(b: &Bed, tool: Tool, last_sync: Value) {
-    bed::eventually(30, "the owner syncs its source without the PSK Secret", || async {
-        let o = tool.owner(b).await;
-        match tool {
-            Tool::Flux => {
-                let inv = o["status"]["inventory"].to_string();
-                o["status"]["conditions"][0]["status"] == "True"
-                    && inv.contains("_VPNGateway")
-                    && !inv.contains("acme-psk")
+    bed::eventually(
+        30,
+        "the owner syncs its source without the PSK Secret",
+        || async {
+            let o = tool.owner(b).await;
+            match tool {
+                Tool::Flux => {
+                    let inv = o["status"]["inventory"].to_string();
+                    o["status"]["conditions"][0]["status"] == "True"
+                        && inv.contains("_VPNGateway")
+                        && !inv.contains("acme-psk")
+                }
+                Tool::Argo => {
+                    let rs = o["status"]["resources"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default();
+                    rs.iter()
+                        .any(|r| r["kind"] == "VPNGateway" && r["status"] == "Synced")
+                        && o["status"]["reconciledAt"] != last_sync
+                        && rs
+                            .iter()
+                            .filter(|r| r["kind"] == "Secret")
+                            .all(|r| r["requiresPruning"] == true)
+                }
             }
-            Tool::Argo => {
-                let rs = o["status"]["resources"].as_array().cloned().unwrap_or_default();
-                rs.iter()
-                    .any(|r| r["kind"] == "VPNGateway" && r["status"] == "Synced")
-                    && o["status"]["reconciledAt"] != last_sync
-                    && rs
-                        .iter()
-                        .filter(|r| r["kind"] == "Secret")
-                        .all(|r| r["requiresPruning"] == true)
-            }
-        }
-    })
+        },
+    )
     .await;
     // One more round of the controller after that status.
     b.gitops.kick();
@@ -525,14 +540,18 @@ async fn taken_over(b: &Bed, tool: Tool, how: TakeOver) {
             let m = merged(b, tool, true).await;
             tool.merge(b, &m).await;
             resume_as_other_team(b, tool).await;
-            bed::eventually(30, "the re-enabled owner syncs the merged source", || async {
-                let o = tool.owner(b).await;
-                let listed = match tool {
-                    Tool::Flux => o["status"]["inventory"].to_string(),
-                    Tool::Argo => o["status"]["resources"].to_string(),
-                };
-                listed.contains("VPNGateway") && !listed.contains("IPsecGateway")
-            })
+            bed::eventually(
+                30,
+                "the re-enabled owner syncs the merged source",
+                || async {
+                    let o = tool.owner(b).await;
+                    let listed = match tool {
+                        Tool::Flux => o["status"]["inventory"].to_string(),
+                        Tool::Argo => o["status"]["resources"].to_string(),
+                    };
+                    listed.contains("VPNGateway") && !listed.contains("IPsecGateway")
+                },
+            )
             .await;
         }
     }
@@ -559,7 +578,10 @@ async fn taken_over(b: &Bed, tool: Tool, how: TakeOver) {
     b.step(
         &["cutover", "acme", "-n", NS, "--yes"],
         0,
-        &["before letting go", &format!("secret/acme-psk -n tenant-acme ({key}={value})")],
+        &[
+            "before letting go",
+            &format!("secret/acme-psk -n tenant-acme ({key}={value})"),
+        ],
     )
     .await;
     let psk = b.get(SECRET, NS, "acme-psk").await.expect("the PSK Secret");

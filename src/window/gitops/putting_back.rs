@@ -312,8 +312,7 @@ pub(crate) async fn self_suspended_note(
         if gitops::owner_state(&obj, replaced, &j.namespace, &j.gateway).active {
             continue;
         }
-        let journals = match journals_for(cluster, Some(&obj), (&j.namespace, &j.gateway)).await
-        {
+        let journals = match journals_for(cluster, Some(&obj), (&j.namespace, &j.gateway)).await {
             Ok(journals) => journals,
             // Unknown is never "nobody" (a21k N06): said as `status` says it.
             Err(why) => {
