@@ -14,7 +14,7 @@ use std::process::Command;
 
 use live::ACME;
 use live::Run;
-use live::bed::{After, Backend, Bed, CONFIGMAP, IPSECGATEWAY, Row, Scenario};
+use live::bed::{After, Backend, Bed, CONFIGMAP, IPSECGATEWAY, Kind, Row, Scenario};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
 
@@ -487,7 +487,223 @@ async fn status_and_plan_name_the_next_window(b: &Bed) {
     assert_eq!(next["sources"], json!([{"kind": "annotation"}]));
 }
 
+const FLUX: &str = include_str!("../fixtures/clusters/acme-flux.yaml");
+const KUSTOMIZATION: Kind = (
+    "kustomize.toolkit.fluxcd.io",
+    "v1",
+    "kustomizations",
+    "Kustomization",
+);
+
+/// acme kept in Git and reconciled by the sandbox's Flux (self-heal after 200 ms).
+fn acme_flux() -> Scenario {
+    let mut s = SettingsFile::default();
+    s.operator.service_cidr_pool = "10.250.3.0/24".into();
+    s.gitops.self_heal_delay_ms = 200;
+    Scenario::new(FLUX, s)
+}
+
+/// Whether Flux has applied acme (its field manager is on the IPsecGateway).
+async fn flux_adopted(b: &Bed) {
+    live::bed::eventually(
+        20,
+        "the sandbox's Flux applies ipsecgateway/acme",
+        || async {
+            b.get(IPSECGATEWAY, "tenant-acme", "acme")
+                .await
+                .is_some_and(|g| {
+                    g["metadata"]["managedFields"]
+                        .to_string()
+                        .contains("kustomize-controller")
+                })
+        },
+    )
+    .await;
+}
+
+async fn kustomization(b: &Bed) -> Value {
+    b.get(KUSTOMIZATION, "flux-system", "acme")
+        .await
+        .expect("kustomization/acme -n flux-system")
+}
+
+/// The rules of `kind` `name` (in `ns`, `""` for a ClusterRole).
+fn rules(b: &Bed, kind: &str, name: &str, ns: &str) -> Vec<Value> {
+    let mut args = vec!["get", kind, name, "-o", "json"];
+    if !ns.is_empty() {
+        args.extend(["-n", ns]);
+    }
+    serde_json::from_str::<Value>(&kubectl_run(&b.kubeconfig, &args)).unwrap()["rules"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Replace the rules of `kind` `name` (in `ns`, `""` for a ClusterRole).
+fn set_rules(b: &Bed, kind: &str, name: &str, ns: &str, rules: &[Value]) {
+    let patch = json!([{"op": "replace", "path": "/rules", "value": rules}]).to_string();
+    let mut args = vec!["patch", kind, name, "--type=json", "-p", &patch];
+    if !ns.is_empty() {
+        args.extend(["-n", ns]);
+    }
+    kubectl_run(&b.kubeconfig, &args);
+}
+
+/// Issue 25 item 3 with `--gitops pause`: the window on a gateway a Flux Kustomization
+/// syncs suspends the Kustomization (in flux-system), reads the other windows' journals
+/// and locks in every namespace; the generated account holds exactly that beside its
+/// Role, and each of those verbs taken away is refused by the preflight before any change.
+async fn a_gitops_pause_window_by_the_generated_account(b: &Bed) {
+    if let Some(why) = cannot_run_in_cluster() {
+        eprintln!("DID NOT RUN (in-cluster run): {why}");
+        return;
+    }
+    flux_adopted(b).await;
+    let w = window_ahead();
+    b.edit(IPSECGATEWAY, "tenant-acme", "acme", |g| {
+        g["metadata"]["annotations"]["vpnmig.bnerd.net/window"] = json!(w);
+    })
+    .await;
+    b.step(
+        &[
+            "schedule",
+            "-n",
+            "tenant-acme",
+            "--image",
+            IMAGE,
+            "--gitops",
+            "pause",
+            "--apply",
+        ],
+        0,
+        // The 8 objects of a window without --gitops, the ClusterRole of the reads in
+        // every namespace and its binding, the Role on the Kustomization and its binding.
+        &["applied 12 objects (field manager vpnmig)"],
+    )
+    .await;
+    let role = "vpnmig-window-gitops:tenant-acme";
+    let cluster_rules = rules(b, "clusterrole", role, "");
+    assert_eq!(
+        cluster_rules,
+        [
+            json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}),
+            json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["list"]}),
+        ]
+    );
+    let owner_rules = rules(b, "role", role, "flux-system");
+    assert_eq!(
+        owner_rules,
+        [
+            json!({"apiGroups": ["kustomize.toolkit.fluxcd.io"], "resources": ["kustomizations"], "verbs": ["get"], "resourceNames": ["acme"]}),
+            json!({"apiGroups": ["kustomize.toolkit.fluxcd.io"], "resources": ["kustomizations"], "verbs": ["patch"], "resourceNames": ["acme"]}),
+        ]
+    );
+    let cj: Value = serde_json::from_str(&kubectl_run(
+        &b.kubeconfig,
+        &[
+            "get",
+            "cronjob",
+            "vpnmig-window-acme",
+            "-n",
+            "tenant-acme",
+            "-o",
+            "json",
+        ],
+    ))
+    .unwrap();
+    let args: Vec<String> = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+        ["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(args.last().unwrap(), "--gitops=pause");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+
+    // Each verb the window gets for --gitops, taken away: refused by the preflight,
+    // naming it, before any change (the gateway at its version, no journal, the
+    // Kustomization still syncing).
+    let before = b.get(IPSECGATEWAY, "tenant-acme", "acme").await.unwrap();
+    let synced = kustomization(b).await;
+    assert_ne!(synced["spec"]["suspend"], true);
+    let mut rows = 0;
+    for (kind, ns, all) in [
+        ("clusterrole", "", &cluster_rules),
+        ("role", "flux-system", &owner_rules),
+    ] {
+        for (i, rule) in all.iter().enumerate() {
+            let mut less = all.clone();
+            less.remove(i);
+            set_rules(b, kind, role, ns, &less);
+            let verb = rule["verbs"][0].as_str().unwrap();
+            let resource = rule["resources"][0].as_str().unwrap();
+            let named = if ns.is_empty() {
+                format!("you may not {verb} {resource} in all namespaces")
+            } else {
+                format!("you may not {verb} {resource} named acme in namespace {ns}")
+            };
+            let r = in_cluster(b, "tenant-acme", &args);
+            assert!(
+                r.code == 7 && r.says(&named) && r.says("nothing was changed"),
+                "without {verb} {resource}: exit {}: {}",
+                r.code,
+                r.stderr
+            );
+            set_rules(b, kind, role, ns, all);
+            let now = b.get(IPSECGATEWAY, "tenant-acme", "acme").await.unwrap();
+            assert_eq!(
+                now["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"],
+                "without {verb} {resource}"
+            );
+            assert!(
+                b.get(CONFIGMAP, "tenant-acme", "vpnmig-acme")
+                    .await
+                    .is_none()
+            );
+            assert_eq!(kustomization(b).await["spec"], synced["spec"]);
+            eprintln!("ROW without {verb} {resource}: refused by the preflight, nothing changed");
+            rows += 1;
+        }
+    }
+    assert_eq!(rows, 4);
+
+    // With every verb: the window runs to done with the account's in-cluster
+    // configuration, the Kustomization suspended for it and recorded.
+    let from = b.proxy_log().unwrap().len();
+    let r = in_cluster(b, "tenant-acme", &args);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.says("suspended kustomization/acme -n flux-system"),
+        "{}",
+        r.stderr
+    );
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(doc["phase"], "done", "{doc}");
+    let j = b.journal("tenant-acme", "acme").await.unwrap();
+    assert_eq!(j["phase"], "done");
+    assert_eq!(j["gitops"][0]["paused"], true, "{j}");
+    assert_eq!(kustomization(b).await["spec"]["suspend"], true);
+    // Nothing the account was refused on the way (a refusal a window tolerates would
+    // hide a missing grant behind a fallback).
+    let refused: Vec<String> = b.proxy_log().unwrap()[from..]
+        .iter()
+        .filter(|l| l.status == 403)
+        .map(|l| format!("{} {} {:?}", l.verb, l.resource, l.namespace))
+        .collect();
+    assert!(refused.is_empty(), "refused: {refused:?}");
+}
+
 rows! {
+    /// A `--gitops pause` window on a gateway a Flux Kustomization syncs, run by the
+    /// generated account in-cluster, ends done; each verb `--gitops` adds, taken away, is
+    /// refused by the preflight before any change, naming it.
+    a_gitops_pause_window_by_the_generated_account_ends_done: Row {
+        scenario: acme_flux,
+        only: Some((Backend::Real, "TokenRequest, service accounts and RBAC are the real API server's")),
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_gitops_pause_window_by_the_generated_account(b)),
+    },
     /// `status -A` and `plan -A` name each gateway's next window, or why it has none.
     status_and_plan_name_each_gateways_next_window: Row {
         scenario: acme,

@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::cli::cluster_args::ClusterArgs;
 use crate::cli::window::Gitops;
 use crate::cluster::{Cluster, list};
+use crate::core::gitops::OwnerRef;
 use crate::core::maintenance::{self, WindowsFile};
 use crate::core::model::IPsecGateway;
 use crate::core::selector::LabelSelector;
@@ -114,7 +115,10 @@ pub fn run(args: &ScheduleArgs) -> Result<i32, Error> {
             .collect();
         let scheduled = sched::next_windows(&gateways, file.as_ref(), jiff::Timestamp::now());
         say_unscheduled(&scheduled);
-        let opts = options(args);
+        let mut opts = options(args);
+        if let Some(g) = &mut opts.gitops {
+            g.owners = owners(&cluster, &gateways, &scheduled).await?;
+        }
         let manifests = sched::manifests(&scheduled, &opts);
         if args.apply {
             apply(&cluster, &manifests).await?;
@@ -160,7 +164,84 @@ fn options(args: &ScheduleArgs) -> Options {
         per_namespace: args.per_namespace,
         fleet_slots: args.fleet_slots,
         cutover_flags: flags,
+        gitops: (!args.gitops.is_empty()).then(|| sched::GitopsGrants {
+            suspends: args
+                .gitops
+                .iter()
+                .any(|g| matches!(g, Gitops::Pause | Gitops::Resume)),
+            owners: Default::default(),
+        }),
     }
+}
+
+/// Per tenant namespace, the GitOps owners of the gateways with a window ahead and of
+/// their PSK Secrets (the markers a window's `--gitops` acts on), each with the namespace
+/// the cluster has it in. An owner the cluster does not have (or has in several
+/// namespaces) is named on stderr: its window's preflight will name what it lacks.
+async fn owners(
+    cluster: &Cluster,
+    gateways: &[IPsecGateway],
+    scheduled: &[Scheduled],
+) -> Result<std::collections::BTreeMap<String, Vec<(OwnerRef, Option<String>)>>, Error> {
+    use crate::cluster::gitops::{Found, find};
+    use crate::core::gitops::{detect, reconciling};
+    use k8s_openapi::api::core::v1::Secret;
+    let mut out: std::collections::BTreeMap<String, Vec<(OwnerRef, Option<String>)>> =
+        Default::default();
+    let mut unfound = Vec::new();
+    for s in scheduled.iter().filter(|s| s.next.ahead().is_some()) {
+        let Some(gw) = gateways.iter().find(|g| {
+            g.metadata.namespace.as_deref() == Some(s.namespace.as_str())
+                && g.metadata.name.as_deref() == Some(s.name.as_str())
+        }) else {
+            continue;
+        };
+        let mut objects = vec![serde_json::to_value(gw).expect("gateways serialize")];
+        let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), &s.namespace);
+        let secret = &gw.spec.auth.psk_secret_ref.name;
+        if let Some(sec) = cluster
+            .call(
+                "get",
+                &format!("secret/{secret}"),
+                Some(&s.namespace),
+                || secrets.get_metadata_opt(secret),
+            )
+            .await?
+        {
+            objects.push(serde_json::to_value(sec).expect("metadata serializes"));
+        }
+        for obj in &objects {
+            for m in reconciling(&detect(obj)) {
+                let Some(owner) = &m.owner else { continue };
+                let found = match &owner.namespace {
+                    Some(ns) => Some(ns.clone()),
+                    None => match find(cluster, owner).await? {
+                        Found::One(o, _) => o.namespace,
+                        Found::None | Found::Many(_) => {
+                            unfound.push(format!(
+                                "  {}/{}: its owner {} is not one object of the cluster: its window's preflight will refuse",
+                                s.namespace,
+                                s.name,
+                                owner.display()
+                            ));
+                            None
+                        }
+                    },
+                };
+                let list = out.entry(s.namespace.clone()).or_default();
+                if !list.iter().any(|(o, f)| o == owner && *f == found) {
+                    list.push((owner.clone(), found));
+                }
+            }
+        }
+    }
+    if !unfound.is_empty() {
+        crate::output::say(&format!(
+            "--gitops: owners not granted\n{}",
+            unfound.join("\n")
+        ));
+    }
+    Ok(out)
 }
 
 /// On stderr: how many windows are scheduled, and each gateway that gets none and why.

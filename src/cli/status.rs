@@ -563,6 +563,9 @@ impl Windows {
                 "re-created" => "GitOps owner deleted and re-created since the window paused it",
                 "unknown" => "GitOps sync suspended (not read back)",
                 "ignoring" => "GitOps sync suspended but still acting",
+                "restore-re-created" => {
+                    "GitOps sync suspended again after the window's own restore re-created the old gateway"
+                }
                 "not-paused" => "GitOps sync not suspended (the window's pause did not land)",
                 "restoring" => "GitOps sync re-armed by the window's own restore, unfinished",
                 _ => "GitOps sync suspended",
@@ -595,10 +598,13 @@ impl Windows {
                 "gone" => "GitOps parent gone",
                 "unknown" => "GitOps parent relied on (not read back)",
                 "let-go" => "GitOps parent no longer relied on",
+                "named" => "GitOps parent suspended at a window's request",
                 _ => "GitOps parent relied on",
             };
             let by = if p.live == "let-go" {
                 "was relied on"
+            } else if p.live == "named" {
+                "asked for"
             } else {
                 "relied on"
             };
@@ -1389,18 +1395,7 @@ async fn relied_parents(
                                 "re-enabled by someone else while the window of {ns}/{name} relies on it (now {}): its sync re-arms the child {}, which re-creates what the window replaced and contests the floating IP; {first}{} again, and {keep}",
                                 st.how,
                                 child.display(),
-                                if p.owner.kind == "ApplicationSet" {
-                                    format!(
-                                        "set `spec.syncPolicy.applicationsSync: create-only` on {}",
-                                        p.owner.display()
-                                    )
-                                } else {
-                                    format!(
-                                        "suspend {} ({})",
-                                        p.owner.display(),
-                                        crate::window::suspend_command(&p.owner)
-                                    )
-                                }
+                                crate::window::parent_fix_verb(&p.owner)
                             ),
                         )
                     } else {
@@ -1493,6 +1488,46 @@ async fn relied_parents(
                     "the window let go of {b} ({why}) and no longer relies on its suspension; {todo}; resumed, its sync writes the policy of {b} back as the source has it, over the one set since, so resume it only when whoever set that agrees (vpnmig never resumes a parent it did not suspend)"
                 ),
             });
+        }
+        // The parents a stop of a window still open named (a21k N11: suspended by hand as
+        // the stop asked, then the window was deferred, and nothing named them again):
+        // named while they read suspended, until the window is closed.
+        if !j.phase.finished() {
+            let mut named: Vec<&gitops::OwnerRef> = Vec::new();
+            for p in j.gitops_parents.iter().filter(|p| !p.relies) {
+                let Some(child) = &p.parent_of else { continue };
+                if named.iter().any(|o| gitops::same_owner(o, &p.owner))
+                    || j.gitops_parents
+                        .iter()
+                        .any(|q| q.relies && gitops::same_owner(&q.owner, &p.owner))
+                {
+                    continue;
+                }
+                named.push(&p.owner);
+                let Ok(Found::One(_, parent)) = find(cluster, &p.owner).await else {
+                    continue;
+                };
+                let suspended = if parent["kind"] == "ApplicationSet" {
+                    !gitops::parent_state(&parent, &serde_json::Value::Null).puts_back
+                } else {
+                    !gitops::owner_state(&parent, "", "", "").active
+                };
+                if !suspended {
+                    continue;
+                }
+                out.push(ReliedParent {
+                    namespace: ns.to_string(),
+                    gateway: name.to_string(),
+                    phase: j.phase.to_string(),
+                    parent: p.owner.display(),
+                    owner: child.display(),
+                    live: "named".into(),
+                    advice: format!(
+                        "a stop of this window asked for its suspension, and it reads suspended: keep it so while the window is open (`vpnmig cutover {name} -n {ns}` goes on, `vpnmig rollback {name} -n {ns}` closes it); vpnmig never resumes it: once the window is closed, resume it yourself ({})",
+                        crate::window::resume_yourself(&p.owner)
+                    ),
+                });
+            }
         }
     }
     out
@@ -2128,6 +2163,7 @@ async fn ignoring(
             return;
         }
     }
+    let mut re_created = true;
     let obj = match recreated_old(cluster, j).await {
         Some(obj) => obj,
         // The gateway a rollback kept (old-applied, rolled-back: the journal's uid is the
@@ -2143,6 +2179,7 @@ async fn ignoring(
             else {
                 return;
             };
+            re_created = false;
             obj
         }
     };
@@ -2157,6 +2194,33 @@ async fn ignoring(
     // Its markers alone are no evidence: vpnmig's own rollback re-creates the old
     // gateway from the saved manifest, labels and all. Its controller's field manager is.
     let wrote = gitops::written_by(&r.owner.kind, &obj);
+    // Re-created after the window's own restore re-armed the owner (the journal records
+    // when), and suspended again by vpnmig since: that restore's sync did it, not a
+    // controller that ignores its suspension (a21k R07, N05).
+    let created = obj
+        .pointer("/metadata/creationTimestamp")
+        .and_then(serde_json::Value::as_str)
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    let re_armed = r
+        .re_armed_at
+        .as_deref()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    if re_created
+        && wrote
+        && let (Some(c), Some(at)) = (created, re_armed)
+        && c.as_second() >= at.as_second()
+    {
+        let (gw, ns) = (&j.gateway, &j.namespace);
+        s.live = "restore-re-created".into();
+        s.live_detail = format!(
+            "ipsecgateway/{gw} -n {ns} exists again (uid {}, created {c}), re-created by its sync while the window's own restore (started {at}) had it re-armed; vpnmig suspended it again and it reads back suspended (its controller honours the suspension; its source still defined the gateway)",
+            uid.unwrap_or("?")
+        );
+        s.resume = format!(
+            "delete the re-created one (`kubectl delete ipsecgateway {gw} -n {ns}`), merge the repository change so that its source no longer defines it, then `vpnmig cutover {gw} -n {ns}` restores it once its status no longer lists it (`--gitops resume` where the status cannot show the merge); while the gateway is live every run stops on it (exit 5)"
+        );
+        return;
+    }
     if marked && wrote {
         // The owner written by someone else since (a person's `kubectl patch`): it may have
         // been re-enabled for a while and suspended again (second attack, 3), not a
@@ -2314,10 +2378,26 @@ async fn read_back(
     };
     let recreates =
         finished && gitops::owner_state(&obj, replaced, &ns, &name).source_lists != Some(false);
+    // The gateway the finished cutover replaced, live again beside its VPNGateway: every
+    // run of the window stops on it (exit 5) until it is deleted (a21k N09: the advice
+    // named no delete, and promised a restore the run would not do).
+    let back = if finished && replaced == "IPsecGateway" {
+        recreated_old(cluster, j).await.map(|o| {
+            format!(
+                "ipsecgateway/{name} -n {ns} exists again beside the VPNGateway (uid {}) and contests the floating IP: delete it (`kubectl delete ipsecgateway {name} -n {ns}`) once nothing re-creates it, else every `vpnmig {verb} {name} -n {ns}` stops on it (exit 5); ",
+                o.pointer("/metadata/uid")
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or("?")
+            )
+        })
+    } else {
+        None
+    };
     let reenabled = if recreates {
         format!(
-            "its source still defines {replaced} {ns}/{name} (or the cluster cannot show that it does not): its sync re-creates it and contests the floating IP; the journal still holds it: {above}suspend it again (`{}`{suspend_parent}), then `vpnmig {verb} {name} -n {ns}` restores it once the repository change is merged",
-            gitops::pause_command(&r.owner)
+            "its source still defines {replaced} {ns}/{name} (or the cluster cannot show that it does not): its sync re-creates it and contests the floating IP; the journal still holds it: {above}suspend it again (`{}`{suspend_parent}), {}then `vpnmig {verb} {name} -n {ns}` restores it once the repository change is merged",
+            gitops::pause_command(&r.owner),
+            back.as_deref().unwrap_or_default()
         )
     } else {
         keep.clone()
@@ -2331,7 +2411,14 @@ async fn read_back(
             s.live_detail = format!("{now}{parent}");
             s.resume = keep;
         }
-        Held::AsLeft => s.live = "suspended".into(),
+        Held::AsLeft => {
+            s.live = "suspended".into();
+            // The replaced gateway live again beside a finished window: its delete comes
+            // first, whoever re-created it (a21k R07: a restore's advice without it).
+            if let Some(back) = &back {
+                s.resume = format!("{back}{}", s.resume);
+            }
+        }
         // The window's own pause, recorded and never landed (a21j 08: a webhook refused
         // it): not someone else's re-enable, and nothing was suspended to restore.
         Held::NotPaused { since, now } => {
@@ -2367,7 +2454,23 @@ async fn read_back(
                 "uid {uid}, the journal's {}; {now}{parent}",
                 r.uid.as_deref().unwrap_or("?")
             );
-            s.resume = if active && recreates {
+            // A finished window lets go of it (it is not the object the window paused),
+            // never restores it: said as such, with the delete of a re-created gateway
+            // first (a21k N09: "restores it", then a let-go with exit 0).
+            s.resume = if finished && (back.is_some() || (active && recreates)) {
+                let stop_it = if active && recreates {
+                    format!(
+                        "its source still defines {replaced} {ns}/{name} (or the cluster cannot show that it does not), and its sync re-creates it: {above}suspend it (`{}`{suspend_parent}) until the repository change is merged; ",
+                        gitops::pause_command(&r.owner)
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{stop_it}{}then `vpnmig {verb} {name} -n {ns}` lets go of it in the journal (it is not the object the window paused: nothing is restored over it, its policy stays as it is), after protecting what the window keeps",
+                    back.as_deref().unwrap_or_default()
+                )
+            } else if active && recreates {
                 reenabled
             } else if finished {
                 format!(

@@ -298,43 +298,100 @@ pub async fn crd_schemas(
     Ok(Ok(crate::core::schema::TargetSchemas { gateway, peer }))
 }
 
+/// SelfSubjectAccessReviews of `needs` (a window's asks beyond `core::live::NEEDS`, each in
+/// its own namespace or in all): `(need, allowed)` as [`permissions`] answers.
+pub async fn allowed(
+    cluster: &Cluster,
+    needs: &[crate::core::live::Need],
+) -> Result<Vec<(String, bool)>, KubeError> {
+    reviews(
+        cluster,
+        needs.iter().map(|n| {
+            (
+                n.display(),
+                ResourceAttributes {
+                    namespace: n.namespace.clone(),
+                    verb: Some(n.verb.to_string()),
+                    group: Some(n.group.clone()),
+                    resource: Some(n.resource.clone()),
+                    name: n.name.clone(),
+                    ..Default::default()
+                },
+            )
+        }),
+    )
+    .await
+}
+
+/// How many SelfSubjectAccessReviews are asked at once: the answers are independent, and
+/// asked one after the other a window's 30-odd took a second of its preflight when the
+/// API server was busy (a 100-gateway wave, `cargo bench --bench wave`).
+const REVIEWS_IN_FLIGHT: usize = 8;
+
+/// A SelfSubjectAccessReview of each `(label, attributes)`: `(label, allowed)` in the
+/// order given; the first error ends it. The first is asked alone, the others
+/// [`REVIEWS_IN_FLIGHT`] at a time once it was answered: a cluster that refuses or does
+/// not answer the reviews is told so once, as when they were asked one by one.
+async fn reviews(
+    cluster: &Cluster,
+    mut asks: impl Iterator<Item = (String, ResourceAttributes)>,
+) -> Result<Vec<(String, bool)>, KubeError> {
+    use futures::{StreamExt, TryStreamExt};
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(cluster.client.clone());
+    let (reviews, pp) = (&reviews, &PostParams::default());
+    let ask = |(label, attributes): (String, ResourceAttributes)| async move {
+        let review = SelfSubjectAccessReview {
+            spec: SelfSubjectAccessReviewSpec {
+                resource_attributes: Some(attributes),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let r = cluster
+            .call("create", "selfsubjectaccessreview", None, || {
+                reviews.create(pp, &review)
+            })
+            .await?;
+        Ok::<_, KubeError>((label, r.status.is_some_and(|s| s.allowed)))
+    };
+    let Some(first) = asks.next() else {
+        return Ok(Vec::new());
+    };
+    let mut out = vec![ask(first).await?];
+    let rest: Vec<(String, bool)> = futures::stream::iter(asks)
+        .map(ask)
+        .buffered(REVIEWS_IN_FLIGHT)
+        .try_collect()
+        .await?;
+    out.extend(rest);
+    Ok(out)
+}
+
 /// SelfSubjectAccessReviews of everything cutover and rollback do (`core::live::NEEDS`)
 /// in the cluster's namespace: `(need, allowed)`; `Err` when they could not be asked
 /// (refused, or no answer: through [`Cluster::call`]'s one retry policy).
 pub async fn permissions(cluster: &Cluster) -> Result<Vec<(String, bool)>, KubeError> {
     let ns = cluster.namespace.as_str();
-    let reviews: Api<SelfSubjectAccessReview> = Api::all(cluster.client.clone());
-    let pp = PostParams::default();
-    let mut permissions = Vec::new();
-    for (verb, group, resource, sub) in NEEDS {
-        let review = SelfSubjectAccessReview {
-            spec: SelfSubjectAccessReviewSpec {
-                resource_attributes: Some(ResourceAttributes {
+    reviews(
+        cluster,
+        NEEDS.iter().map(|(verb, group, resource, sub)| {
+            let need = if sub.is_empty() {
+                format!("{verb} {resource}")
+            } else {
+                format!("{verb} {resource}/{sub}")
+            };
+            (
+                format!("{need} in namespace {ns}"),
+                ResourceAttributes {
                     namespace: Some(ns.to_string()),
                     verb: Some(verb.to_string()),
                     group: Some(group.to_string()),
                     resource: Some(resource.to_string()),
                     subresource: (!sub.is_empty()).then(|| sub.to_string()),
                     ..Default::default()
-                }),
-                ..Default::default()
-            },
-            ..Default::default()
-        };
-        let need = if sub.is_empty() {
-            format!("{verb} {resource}")
-        } else {
-            format!("{verb} {resource}/{sub}")
-        };
-        let r = cluster
-            .call("create", "selfsubjectaccessreview", None, || {
-                reviews.create(&pp, &review)
-            })
-            .await?;
-        permissions.push((
-            format!("{need} in namespace {ns}"),
-            r.status.is_some_and(|s| s.allowed),
-        ));
-    }
-    Ok(permissions)
+                },
+            )
+        }),
+    )
+    .await
 }

@@ -615,6 +615,36 @@ impl Link {
     }
 }
 
+/// A link one level past those vpnmig follows (a21k N07): `child` (as JSON: `obj`), the
+/// top-most level read, names `parent` (as read: `parent_obj`) in its markers. What it
+/// does is read as for any link, and its `how` says that the chain may go on above it
+/// past what vpnmig follows, so that every stop and `status` that name it say so, with
+/// its suspension first.
+pub fn beyond_link(
+    parent: Parent,
+    parent_obj: &Value,
+    child: &OwnerRef,
+    obj: &Value,
+    level: usize,
+) -> Link {
+    let mut state = parent_state(parent_obj, obj);
+    // A level past the limit is held to what its markers say: it manages the child.
+    state.would_put_back = true;
+    state.puts_back = state.puts_back || state.active;
+    state.how = format!(
+        "{}; it is past the {} levels of parents vpnmig follows, and the chain may go on above it: suspend it and every level above it first",
+        state.how,
+        level - 1
+    );
+    Link {
+        state,
+        parent,
+        child: child.clone(),
+        level,
+        remembered: false,
+    }
+}
+
 /// What the chain of parents above an owner means for a window (a21i 06, 09): the links
 /// that put a policy back now, the top-most first (the order to stop them in: each one's
 /// sync undoes the suspension of the one below it); empty when the window may go on,
@@ -1284,6 +1314,11 @@ pub struct Record {
     /// a killed run left unfinished, never by "someone else" (a21j 07).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restoring: Option<Restoring>,
+    /// When the window's own restore last re-armed the owner (the intent's time), kept
+    /// after vpnmig suspended it again: a gateway re-created since is that restore's
+    /// sync's doing, never "a controller that ignores its suspension" (a21k R07, N05).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub re_armed_at: Option<String>,
     /// Argo CD: the owner's `status.operationState.startedAt` when the window's pause landed
     /// (`""`: it had not synced yet). Its pause removes `automated`, so a policy re-enabled
     /// and removed again since leaves no field whose managedFields say who (a real API
@@ -1393,6 +1428,7 @@ impl Record {
             parent_of: Some(child.clone()),
             pausing: None,
             restoring: None,
+            re_armed_at: None,
             last_sync: None,
         }
     }
@@ -3498,6 +3534,7 @@ mod tests {
             parent_of: None,
             pausing: None,
             restoring: None,
+            re_armed_at: None,
             last_sync: None,
         };
         let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});

@@ -131,7 +131,7 @@ pub fn vouched(j: &Journal, r: &crate::core::gitops::Record) -> bool {
 
 /// How many levels of parents above an owner a window follows (a parent of a parent, an
 /// app-of-apps of an app-of-apps: a21i 06, 09), as the ownerReference chain is followed.
-pub const PARENT_LEVELS: usize = 4;
+pub const PARENT_LEVELS: usize = 8;
 
 /// Whether window `j` still relies on the suspension of the parent `p` (a record of
 /// `j.gitops_parents`): while the owner at the bottom of its chain is held by the
@@ -162,7 +162,8 @@ pub fn bottom_owner<'a>(
 ) -> Option<&'a crate::core::gitops::Record> {
     let mut child = p.parent_of.as_ref()?;
     let mut seen: Vec<&OwnerRef> = vec![&p.owner];
-    for _ in 0..PARENT_LEVELS {
+    // One more than the levels followed: a parent named past them (a21k N07) is recorded.
+    for _ in 0..=PARENT_LEVELS {
         if let Some(r) = j.gitops.iter().find(|r| same_owner(&r.owner, child)) {
             return Some(r);
         }
@@ -186,7 +187,7 @@ pub fn bottom_owner<'a>(
 pub fn parents_above<'a>(j: &'a Journal, owner: &OwnerRef) -> Vec<&'a crate::core::gitops::Record> {
     let mut out: Vec<&crate::core::gitops::Record> = Vec::new();
     let mut level: Vec<&OwnerRef> = vec![owner];
-    for _ in 0..PARENT_LEVELS {
+    for _ in 0..=PARENT_LEVELS {
         let mut next = Vec::new();
         for c in &level {
             for p in j.gitops_parents.iter() {
@@ -256,6 +257,7 @@ mod tests {
             parent_of: None,
             pausing: None,
             restoring: None,
+            re_armed_at: None,
             last_sync: None,
         });
         j
@@ -472,8 +474,14 @@ mod tests {
                     ("l3", "l2", true),
                     ("l4", "l3", true),
                     ("l5", "l4", true),
+                    ("l6", "l5", true),
+                    ("l7", "l6", true),
+                    ("l8", "l7", true),
+                    // Named past the levels followed (a21k N07): recorded, relied on.
+                    ("l9", "l8", true),
+                    ("l10", "l9", true),
                 ],
-                vec![true, true, true, true, false],
+                vec![true, true, true, true, true, true, true, true, true, false],
             ),
         ];
         for (what, phase, paused, links, relied) in rows {

@@ -102,6 +102,37 @@ impl Phase {
         self >= Phase::RollingBack && self != Phase::RolledBack
     }
 
+    /// What is true when a run is interrupted in this phase (a21k N01: Ctrl-C during
+    /// `deleting` said "the tunnel is down or unverified", which says neither what was
+    /// interrupted nor what stands).
+    pub fn interrupted(self) -> &'static str {
+        match self {
+            Phase::Started | Phase::PskDetached => {
+                "interrupted before the delete: nothing was deleted, the IPsecGateway serves the tunnel as before"
+            }
+            Phase::Deleting => {
+                "interrupted while the IPsecGateway's delete unwinds: the delete was sent, so the old tunnel is going down or down, and nothing new is applied yet"
+            }
+            Phase::Deleted => {
+                "interrupted after the IPsecGateway was gone and before the apply: no gateway serves the tunnel now"
+            }
+            Phase::Applied => {
+                "interrupted while the applied VPNGateway waits for its floating IP: the tunnel is down"
+            }
+            Phase::Attached => {
+                "interrupted while the VPNGateway, which holds the floating IP, becomes Ready: the tunnel is down"
+            }
+            Phase::Ready => {
+                "interrupted while the tunnels come up on the Ready VPNGateway: the tunnel is down or unverified"
+            }
+            Phase::Done => "interrupted after the cutover was complete",
+            Phase::RollingBack | Phase::NewDeleted | Phase::OldApplied => {
+                "interrupted during the rollback: the IPsecGateway may not be back yet"
+            }
+            Phase::RolledBack => "interrupted after the rollback was complete",
+        }
+    }
+
     /// What to run after an interruption in this phase (the README's recovery table).
     pub fn recovery(self, name: &str, ns: &str) -> String {
         let cutover = format!("vpnmig cutover {name} -n {ns}");

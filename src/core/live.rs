@@ -756,3 +756,84 @@ pub const NEEDS: &[(&str, &str, &str, &str)] = &[
     ("get", "", "pods", "exec"),
     ("create", "", "pods", "exec"),
 ];
+
+/// One permission a window asks for beyond [`NEEDS`] (a window on a gateway Argo CD or
+/// Flux syncs): `verb` on `resource` (a plural) of API group `group`, in `namespace`
+/// (`None`: every namespace), of the object `name` (`None`: any).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Need {
+    pub verb: &'static str,
+    pub group: String,
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+}
+
+impl Need {
+    /// `patch kustomizations named acme in namespace flux-system`, `list configmaps in
+    /// all namespaces`: as the preflight names what is missing.
+    pub fn display(&self) -> String {
+        let named = self
+            .name
+            .as_ref()
+            .map(|n| format!(" named {n}"))
+            .unwrap_or_default();
+        match &self.namespace {
+            Some(ns) => format!("{} {}{named} in namespace {ns}", self.verb, self.resource),
+            None => format!("{} {}{named} in all namespaces", self.verb, self.resource),
+        }
+    }
+}
+
+/// What a window on a gateway a GitOps owner syncs (`--gitops pause|ignore`) reads in
+/// every namespace, as `(verb, group, resource)`: the journals (ConfigMaps labelled
+/// `app.kubernetes.io/managed-by=vpnmig`) and the locks (Leases) of the other windows,
+/// which say whether one of them holds the same owner suspended (an owner syncs many
+/// tenants' gateways); a window's own journal and lock are in [`NEEDS`].
+pub const GITOPS_CLUSTER_READS: &[(&str, &str, &str)] = &[
+    ("list", "", "configmaps"),
+    ("list", "coordination.k8s.io", "leases"),
+];
+
+/// [`GITOPS_CLUSTER_READS`] as needs.
+pub fn gitops_cluster_needs() -> Vec<Need> {
+    GITOPS_CLUSTER_READS
+        .iter()
+        .map(|(verb, group, resource)| Need {
+            verb,
+            group: group.to_string(),
+            resource: resource.to_string(),
+            namespace: None,
+            name: None,
+        })
+        .collect()
+}
+
+/// What a window asks of the GitOps owner `owner` (an Application, Kustomization or
+/// HelmRelease): read it (`get` in its namespace, or, where its markers do not name the
+/// namespace, `list` by name in every namespace), and with `suspends` (`--gitops pause`,
+/// and the restore at the end) `patch` it, which needs its namespace.
+pub fn owner_needs(owner: &crate::core::gitops::OwnerRef, suspends: bool) -> Vec<Need> {
+    let group = owner
+        .api_version
+        .split_once('/')
+        .map(|(g, _)| g)
+        .unwrap_or_default()
+        .to_string();
+    let resource = format!("{}s", owner.kind.to_lowercase());
+    let need = |verb, namespace: Option<&String>| Need {
+        verb,
+        group: group.clone(),
+        resource: resource.clone(),
+        namespace: namespace.cloned(),
+        name: Some(owner.name.clone()),
+    };
+    let mut out = vec![match &owner.namespace {
+        Some(ns) => need("get", Some(ns)),
+        None => need("list", None),
+    }];
+    if suspends && let Some(ns) = &owner.namespace {
+        out.push(need("patch", Some(ns)));
+    }
+    out
+}

@@ -11,7 +11,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::core::live::NEEDS;
+use crate::core::gitops::OwnerRef;
+use crate::core::live::{NEEDS, Need, gitops_cluster_needs, owner_needs};
 use crate::core::maintenance::{self, Interval, Next, WindowsFile};
 use crate::core::model::IPsecGateway;
 
@@ -21,6 +22,8 @@ pub const ACCOUNT: &str = "vpnmig-window";
 pub const PRIORITY_CLASS: &str = "vpnmig-window";
 /// The ClusterRole of the cluster-scoped reads a window makes.
 pub const CLUSTER_ROLE: &str = "vpnmig-window-read";
+/// The prefix of the roles a window with `--gitops` gets (`vpnmig-window-gitops:TENANT`).
+pub const GITOPS_ROLE: &str = "vpnmig-window-gitops";
 /// The ResourceQuota in each tenant namespace.
 pub const QUOTA: &str = "vpnmig-windows";
 /// The label every object `schedule` writes carries (`managed-by=vpnmig`) and the one
@@ -44,6 +47,121 @@ pub struct Options {
     /// Flags passed on to each cutover (`--initiate`, `--rollback-on-failure`,
     /// `--gitops=…`).
     pub cutover_flags: Vec<String>,
+    /// With `--gitops`: what each namespace's windows ask of GitOps owners and of the
+    /// other windows' journals and locks; `None` without it.
+    pub gitops: Option<GitopsGrants>,
+}
+
+/// What the windows of the fleet ask for beyond [`role_rules`] when they run with
+/// `--gitops` (docs/fleet.md, "The account a window runs as").
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct GitopsGrants {
+    /// `--gitops pause` or `resume`: the windows suspend and restore their owners
+    /// (`patch`); `ignore` alone: they only read them.
+    pub suspends: bool,
+    /// Per tenant namespace, the owners of its scheduled gateways (and of their PSK
+    /// Secrets) as their markers name them, each with the namespace the cluster has it in
+    /// (`None`: not found when scheduling; its window's preflight names what it lacks).
+    pub owners: BTreeMap<String, Vec<(OwnerRef, Option<String>)>>,
+}
+
+impl GitopsGrants {
+    /// Everything the windows of `tenant` ask beyond [`role_rules`]: the cluster-wide
+    /// reads of [`crate::core::live::GITOPS_CLUSTER_READS`], and per owner what
+    /// [`crate::core::live::owner_needs`] says (the same function the window's preflight
+    /// asks with, so the two cannot drift apart).
+    pub fn needs(&self, tenant: &str) -> Vec<Need> {
+        let mut out = gitops_cluster_needs();
+        for (owner, found) in self.owners.get(tenant).into_iter().flatten() {
+            out.extend(owner_needs(owner, false));
+            if self.suspends
+                && let Some(ns) = found
+            {
+                let mut at = owner.clone();
+                at.namespace = Some(ns.clone());
+                out.extend(
+                    owner_needs(&at, true)
+                        .into_iter()
+                        .filter(|n| n.verb == "patch"),
+                );
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+/// Rules granting `needs` (all of one scope): one per (group, resource, verb), with the
+/// object names when every need of it names one.
+fn rules_of(needs: &[&Need]) -> Vec<Value> {
+    let mut by: BTreeMap<(&str, &str, &str), (bool, BTreeSet<&str>)> = BTreeMap::new();
+    for n in needs {
+        let e = by
+            .entry((n.group.as_str(), n.resource.as_str(), n.verb))
+            .or_insert((true, BTreeSet::new()));
+        match &n.name {
+            Some(name) => {
+                e.1.insert(name);
+            }
+            None => e.0 = false,
+        }
+    }
+    by.into_iter()
+        .map(|((group, resource, verb), (named, names))| {
+            let mut r = json!({"apiGroups": [group], "resources": [resource], "verbs": [verb]});
+            if named {
+                r["resourceNames"] = json!(names);
+            }
+            r
+        })
+        .collect()
+}
+
+/// The objects granting the windows of `tenant` what `--gitops` asks (only with it): a
+/// ClusterRole and ClusterRoleBinding `vpnmig-window-gitops:TENANT` for the reads in every
+/// namespace, and in each owner's namespace a Role and RoleBinding of the same name for
+/// that tenant's owners only (by name).
+pub fn gitops_objects(tenant: &str, grants: &GitopsGrants) -> Vec<Value> {
+    let name = format!("{GITOPS_ROLE}:{tenant}");
+    let subjects = json!([{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": tenant}]);
+    let needs = grants.needs(tenant);
+    let everywhere: Vec<&Need> = needs.iter().filter(|n| n.namespace.is_none()).collect();
+    let mut out = vec![
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name, "labels": labels(&[])},
+            "rules": rules_of(&everywhere),
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": name, "labels": labels(&[])},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "subjects": subjects,
+        }),
+    ];
+    let namespaces: BTreeSet<&str> = needs
+        .iter()
+        .filter_map(|n| n.namespace.as_deref())
+        .collect();
+    for ns in namespaces {
+        let here: Vec<&Need> = needs
+            .iter()
+            .filter(|n| n.namespace.as_deref() == Some(ns))
+            .collect();
+        out.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": name, "namespace": ns, "labels": labels(&[])},
+            "rules": rules_of(&here),
+        }));
+        out.push(json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": name, "namespace": ns, "labels": labels(&[])},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": subjects,
+        }));
+    }
+    out
 }
 
 /// A gateway and its next window, as `plan` and `status` name it.
@@ -322,6 +440,9 @@ pub fn manifests(scheduled: &[Scheduled], opts: &Options) -> Vec<Value> {
     let namespaces: BTreeSet<&str> = ahead.iter().map(|(s, _)| s.namespace.as_str()).collect();
     for ns in namespaces {
         out.extend(namespace_objects(ns, opts));
+        if let Some(g) = &opts.gitops {
+            out.extend(gitops_objects(ns, g));
+        }
     }
     for (s, i) in ahead {
         out.push(cronjob(&s.namespace, &s.name, i, opts));
@@ -339,6 +460,7 @@ mod tests {
             per_namespace: 1,
             fleet_slots: false,
             cutover_flags: vec!["--rollback-on-failure".into()],
+            gitops: None,
         }
     }
 
@@ -377,6 +499,129 @@ mod tests {
             "vpngateways".into()
         )));
         assert!(granted.contains(&("create".into(), "".into(), "pods/exec".into())));
+    }
+
+    fn flux_and_argo() -> GitopsGrants {
+        let flux = OwnerRef {
+            api_version: "kustomize.toolkit.fluxcd.io/v1".into(),
+            kind: "Kustomization".into(),
+            namespace: Some("flux-system".into()),
+            name: "acme".into(),
+        };
+        let argo = OwnerRef {
+            api_version: "argoproj.io/v1alpha1".into(),
+            kind: "Application".into(),
+            namespace: None,
+            name: "tenants".into(),
+        };
+        GitopsGrants {
+            suspends: true,
+            owners: [(
+                "tenant-acme".to_string(),
+                vec![
+                    (flux, Some("flux-system".into())),
+                    (argo, Some("argocd".into())),
+                ],
+            )]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    #[test]
+    fn with_gitops_the_windows_get_the_owners_and_the_other_windows_journals_and_locks() {
+        let g = flux_and_argo();
+        let needs: Vec<String> = g.needs("tenant-acme").iter().map(Need::display).collect();
+        assert_eq!(
+            needs,
+            [
+                "get kustomizations named acme in namespace flux-system",
+                "list configmaps in all namespaces",
+                "list applications named tenants in all namespaces",
+                "list leases in all namespaces",
+                "patch applications named tenants in namespace argocd",
+                "patch kustomizations named acme in namespace flux-system",
+            ]
+        );
+        // `ignore` only reads the owners.
+        let read_only = GitopsGrants {
+            suspends: false,
+            ..g.clone()
+        };
+        assert!(
+            read_only
+                .needs("tenant-acme")
+                .iter()
+                .all(|n| n.verb != "patch")
+        );
+        // A tenant without owners still reads the other windows' journals and locks.
+        assert_eq!(g.needs("tenant-other"), gitops_cluster_needs());
+        let objects = gitops_objects("tenant-acme", &g);
+        let names: Vec<String> = objects
+            .iter()
+            .map(|o| {
+                format!(
+                    "{}/{} {}",
+                    o["kind"].as_str().unwrap(),
+                    o["metadata"]["name"].as_str().unwrap(),
+                    o["metadata"]["namespace"].as_str().unwrap_or("-")
+                )
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "ClusterRole/vpnmig-window-gitops:tenant-acme -",
+                "ClusterRoleBinding/vpnmig-window-gitops:tenant-acme -",
+                "Role/vpnmig-window-gitops:tenant-acme argocd",
+                "RoleBinding/vpnmig-window-gitops:tenant-acme argocd",
+                "Role/vpnmig-window-gitops:tenant-acme flux-system",
+                "RoleBinding/vpnmig-window-gitops:tenant-acme flux-system",
+            ]
+        );
+        insta::assert_yaml_snapshot!(objects);
+    }
+
+    #[test]
+    fn without_gitops_no_gitops_objects() {
+        let m = manifests(
+            &[Scheduled {
+                namespace: "tenant-acme".into(),
+                name: "acme".into(),
+                next: Next::Window {
+                    interval: maintenance::parse_interval("2026-12-09T03:00:00-05:00/PT2H", None)
+                        .unwrap(),
+                    source: maintenance::Source::Annotation,
+                    open: false,
+                },
+            }],
+            &opts(),
+        );
+        assert!(m.iter().all(|o| {
+            !o["metadata"]["name"]
+                .as_str()
+                .unwrap()
+                .starts_with(GITOPS_ROLE)
+        }));
+        let with = manifests(
+            &[Scheduled {
+                namespace: "tenant-acme".into(),
+                name: "acme".into(),
+                next: Next::Window {
+                    interval: maintenance::parse_interval("2026-12-09T03:00:00-05:00/PT2H", None)
+                        .unwrap(),
+                    source: maintenance::Source::Annotation,
+                    open: false,
+                },
+            }],
+            &Options {
+                gitops: Some(flux_and_argo()),
+                ..opts()
+            },
+        );
+        // Only additions: the same objects, and the gitops ones after the namespace's.
+        assert_eq!(with.len(), m.len() + 6);
+        assert!(m.iter().all(|o| with.contains(o)));
     }
 
     #[test]

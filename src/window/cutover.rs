@@ -76,6 +76,14 @@ pub async fn cutover(
         async |held| Box::pin(run(cluster, held, name, opts, &ev, confirm)).await,
     ))
     .await;
+    // Every refusal or stop after a parent stop says the parent stays suspended for the
+    // window, and who resumes it (a21k N11).
+    let result = match result {
+        Err(e @ Error::Stop { .. }) if !opts.dry_run => {
+            Err(super::gitops::with_named_parents(cluster, name, e).await)
+        }
+        other => other,
+    };
     if let Err(e) = &result {
         ev.emit(Event::Stopped {
             code: e.exit_code(),
@@ -111,6 +119,10 @@ async fn run(
             lock: held,
             by: by.clone(),
         };
+        // No vouch beside the replaced gateway live again: it disproves it (a21k R07).
+        if let Some(stop) = super::gitops::live_again(&w, "IPsecGateway", None).await? {
+            return Err(stop);
+        }
         if super::gitops::vouch(&mut w, "IPsecGateway").await? {
             return Ok(Outcome::Done);
         }
@@ -307,6 +319,7 @@ async fn run(
                 secret.as_ref(),
                 mode,
                 &inherited,
+                opts.dry_run,
             )
             .await?
         }

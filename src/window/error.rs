@@ -85,6 +85,19 @@ impl Hint {
             .collect()
     }
 
+    /// The same hint with `from` replaced by `to` in its text (never in a next action).
+    pub fn replace_text(&self, from: &str, to: &str) -> Hint {
+        Hint(
+            self.0
+                .iter()
+                .map(|p| match p {
+                    Part::Text(t) => Part::Text(t.replace(from, to)),
+                    Part::Next(n) => Part::Next(n.clone()),
+                })
+                .collect(),
+        )
+    }
+
     fn push_text(&mut self, t: &str) {
         if t.is_empty() {
             return;

@@ -58,6 +58,7 @@ pub(crate) fn vouches(
 /// Errors (exit 7, refused, nothing changed): `pause` and an owner that cannot be found (the
 /// markers name no object the cluster has, or several); `ignore` and an owner that
 /// still syncs automatically.
+#[allow(clippy::too_many_arguments)]
 pub async fn owners(
     cluster: &Cluster,
     ev: &dyn Emit,
@@ -66,6 +67,7 @@ pub async fn owners(
     secret: Option<&Value>,
     mode: Mode,
     inherited: &[Record],
+    dry_run: bool,
 ) -> Result<Vec<Record>, Error> {
     let ns = cluster.namespace.as_str();
     let verb = if old["kind"] == "VPNGateway" {
@@ -73,6 +75,15 @@ pub async fn owners(
     } else {
         "cutover"
     };
+    // What the window will ask of the owners and of the other windows' journals and
+    // locks, asked before it reads them (not for a dry run, as the preflight): a window
+    // that cannot suspend or restore its owner must not start (issue 25 item 3).
+    let action = if verb == "cutover" {
+        "cut over"
+    } else {
+        "roll back"
+    };
+    let mut asked_cluster = dry_run;
     let mut out: Vec<Record> = Vec::new();
     for obj in std::iter::once(old).chain(secret) {
         for m in gitops::reconciling(&gitops::detect(obj)) {
@@ -98,8 +109,27 @@ pub async fn owners(
                 }
                 continue;
             };
+            if !dry_run {
+                let mut needs = crate::core::live::owner_needs(wanted, false);
+                if !asked_cluster {
+                    needs.extend(crate::core::live::gitops_cluster_needs());
+                    asked_cluster = true;
+                }
+                super::steps::require_needs(cluster, &needs, action).await?;
+            }
             let (owner, obj) = match live::find(cluster, wanted).await? {
-                Found::One(o, v) => (o, v),
+                Found::One(o, v) => {
+                    // Suspending it (and restoring it at the end) patches it, in the
+                    // namespace it was found in.
+                    if !dry_run && mode == Mode::Pause {
+                        let patch: Vec<_> = crate::core::live::owner_needs(&o, true)
+                            .into_iter()
+                            .filter(|n| n.verb == "patch")
+                            .collect();
+                        super::steps::require_needs(cluster, &patch, action).await?;
+                    }
+                    (o, v)
+                }
                 Found::None if mode == Mode::Ignore => {
                     ev.emit(Event::Note(format!(
                         "{} names {} as the owner of {what}, and the cluster has none: nothing to watch but the objects themselves",
@@ -236,6 +266,7 @@ pub async fn owners(
                 parent_of: None,
                 pausing: None,
                 restoring: None,
+                re_armed_at: None,
                 last_sync: None,
             });
         }
@@ -275,9 +306,12 @@ use sources::*;
 /// the verb: `suspend X (command)`, or for an ApplicationSet the `create-only` policy.
 pub(crate) fn parent_fix_verb(p: &gitops::OwnerRef) -> String {
     if p.kind == "ApplicationSet" {
+        // With its command, as every other parent's suspension (a21k N09: the first stop
+        // had none to copy): one function for every stop and `status`.
         format!(
-            "set `spec.syncPolicy.applicationsSync: create-only` on {}",
-            p.display()
+            "set `spec.syncPolicy.applicationsSync: create-only` on {} ({})",
+            p.display(),
+            suspend_command(p)
         )
     } else {
         format!("suspend {} ({})", p.display(), suspend_command(p))

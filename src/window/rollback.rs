@@ -61,6 +61,13 @@ pub async fn rollback(
         async |held| Box::pin(run(cluster, held, name, opts, &ev, confirm)).await,
     ))
     .await;
+    // A stop says the parents a stop of this window named stay suspended (a21k N11).
+    let result = match result {
+        Err(e @ Error::Stop { .. }) if !opts.dry_run => {
+            Err(super::gitops::with_named_parents(cluster, name, e).await)
+        }
+        other => other,
+    };
     if let Err(e) = &result {
         ev.emit(Event::Stopped {
             code: e.exit_code(),
@@ -360,6 +367,15 @@ async fn run(
         ev.emit(Event::Info("dry run: nothing was changed".into()));
         return Ok(Outcome::DryRun);
     }
+    // A window that deleted nothing (stopped at `started`, before its delete) applied
+    // nothing an owner could sync: the rollback suspends no owner the window never
+    // suspended, and so never asks to revert a repository change that was not made
+    // (a21k N11: it suspended the owner, then asked for a revert and `--gitops resume`).
+    let mut j = j;
+    if j.phase < Phase::Deleting && !j.phase.rolling_back() {
+        j.gitops
+            .retain(|r| r.paused || r.saved.is_none() || r.restored_at.is_some());
+    }
     let mut w = Window {
         cluster,
         ev,
@@ -370,6 +386,11 @@ async fn run(
     let t = roll_back(&mut w, &opts.timeouts, opts.choices).await?;
     // Rolled back: hand the old gateway back to its GitOps owner (issue 11 item 2).
     super::gitops::restore(&mut w, "VPNGateway", opts.gitops.resume).await?;
+    // The parents the user suspended at a stop's request: the window is closed, and
+    // vpnmig never resumes them (a21k N11: left suspended, named by nothing).
+    for note in super::gitops::named_parents(cluster, &w.journal, "").await {
+        ev.emit(Event::Warning(note));
+    }
     ev.emit(Event::Finished {
         operation: Operation::Rollback,
         journal: Box::new(w.journal.clone()),

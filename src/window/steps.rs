@@ -328,7 +328,25 @@ pub(crate) fn psk_unchanged(ev: &dyn Emit, journal: &Journal, s: &Value) -> Resu
 /// permission the window needs, else nothing is done (a rollback that cannot re-create
 /// the IPsecGateway after deleting the VPNGateway would leave no gateway at all).
 pub(crate) async fn require_permissions(cluster: &Cluster, action: &str) -> Result<(), Error> {
-    let missing: Vec<String> = match crate::cluster::facts::permissions(cluster).await {
+    refuse_missing(crate::cluster::facts::permissions(cluster).await, action)
+}
+
+/// [`require_permissions`] of `needs`: what a window asks beyond `core::live::NEEDS` (a
+/// GitOps owner, the other windows' journals and locks), asked when it is known.
+pub(crate) async fn require_needs(
+    cluster: &Cluster,
+    needs: &[crate::core::live::Need],
+    action: &str,
+) -> Result<(), Error> {
+    refuse_missing(crate::cluster::facts::allowed(cluster, needs).await, action)
+}
+
+/// The refusal (exit 7, nothing changed) naming every permission `answers` denies.
+fn refuse_missing(
+    answers: Result<Vec<(String, bool)>, KubeError>,
+    action: &str,
+) -> Result<(), Error> {
+    let missing: Vec<String> = match answers {
         Ok(p) => p
             .into_iter()
             .filter(|(_, ok)| !ok)

@@ -147,6 +147,34 @@ pub struct Row {
 static STARTING: std::sync::LazyLock<tokio::sync::RwLock<()>> =
     std::sync::LazyLock::new(|| tokio::sync::RwLock::new(()));
 
+/// The longest a row may take: its wait for the real row before it, its start and stop
+/// included. The rows' own waits are bounded, but a deadlock in the sandbox's controllers
+/// stops the runtime that would fire their timers (a real row once hung for 20 minutes): a
+/// plain thread watches instead.
+const ROW_BOUND: Duration = Duration::from_secs(15 * 60);
+
+/// Armed for one row: aborts the test binary, naming the row, when the row has not ended
+/// within [`ROW_BOUND`]; dropping it (the row's end, or its panic) disarms it.
+struct Watchdog(#[allow(dead_code)] std::sync::mpsc::Sender<()>);
+
+impl Watchdog {
+    fn arm(name: &str, backend: Backend) -> Watchdog {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let what = format!("row {name} on the {backend}");
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(ROW_BOUND) {
+                eprintln!(
+                    "{what} has not ended in {} minutes: aborting the test binary (a wait that \
+                     never ends, or a deadlock in the sandbox's controllers)",
+                    ROW_BOUND.as_secs() / 60
+                );
+                std::process::abort();
+            }
+        });
+        Watchdog(tx)
+    }
+}
+
 /// Run `row` (named `name`) on `backend`.
 pub async fn run(name: &str, row: Row, backend: Backend) {
     if let Some((only, why)) = row.only
@@ -155,6 +183,7 @@ pub async fn run(name: &str, row: Row, backend: Backend) {
         eprintln!("SKIPPED on the {backend}: {name}: {why}");
         return;
     }
+    let _watchdog = Watchdog::arm(name, backend);
     // A real control plane's start takes both cores for seconds: no row's steps run while
     // one starts (a timing row, a heartbeat every 5 s within an 11 s timeout, missed a
     // beat beside one). So real rows run one at a time, emulated rows beside them.
@@ -377,7 +406,10 @@ impl Bed {
         // control plane the operator starts from the recorded status and its first
         // reconcile says Ready=False (WorkloadNotReady) until the cluster's controllers and
         // kwok run the gateway's Pod: wait for Ready=True there, as for a live cluster.
-        let deadline = Instant::now() + Duration::from_secs(60);
+        // 60 s, and a second more a gateway past ten (a benchmark's fleet: each gateway's
+        // Deployment, ReplicaSet and Pod are made by the cluster's controllers in turn).
+        let limit = 60 + gateways.saturating_sub(10) as u64;
+        let deadline = Instant::now() + Duration::from_secs(limit);
         loop {
             let mut all = b.all(IPSECGATEWAY).await;
             all.extend(b.all(VPNGATEWAY).await);
@@ -394,7 +426,7 @@ impl Bed {
             }
             assert!(
                 Instant::now() < deadline,
-                "the scenario's gateways were not Ready within 60 s on the {backend}: {all:?}"
+                "the scenario's gateways were not Ready within {limit} s on the {backend}: {all:?}"
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -417,6 +449,31 @@ impl Bed {
             (None, Some((_, proxy))) => &proxy.faults,
             (None, None) => unreachable!("a bed has a backend"),
         }
+    }
+
+    /// The API requests vpnmig and the rows made so far: the emulator's count, or the
+    /// fault proxy's in front of kube-apiserver (the operator, the GitOps controllers,
+    /// kwok and the cluster's controllers speak to kube-apiserver directly, uncounted).
+    pub fn api_requests(&self) -> u64 {
+        use std::sync::atomic::Ordering;
+        match (&self.sb, &self.cp) {
+            (Some(sb), _) => sb.requests.load(Ordering::Relaxed),
+            (None, Some((_, proxy))) => proxy.requests.load(Ordering::Relaxed),
+            (None, None) => unreachable!("a bed has a backend"),
+        }
+    }
+
+    /// Every request the fault proxy forwarded so far (verb, resource, namespace, status),
+    /// on [`Backend::Real`]: what a row reads to tell which verbs a command used.
+    pub fn proxy_log(&self) -> Option<Vec<vpnmig_sandbox::proxy::Logged>> {
+        self.cp
+            .as_ref()
+            .map(|(_, proxy)| proxy.log.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    /// The real control plane, on [`Backend::Real`].
+    pub fn control_plane(&self) -> Option<&ControlPlane> {
+        self.cp.as_ref().map(|(cp, _)| cp)
     }
 
     /// The emulator store's resourceVersion now (what `events_after` reads from), on the
@@ -922,7 +979,9 @@ async fn real_operator(
     cp: &ControlPlane,
     settings: vpnmig_sandbox::operator::settings::Settings,
 ) -> Arc<Operator> {
-    use vpnmig_sandbox::operator::kube::{ExecHook, KubeApi, WORKERS, serve_exec};
+    use vpnmig_sandbox::operator::kube::{
+        ExecHook, KubeApi, WORKERS, serve_exec_tcp, swanctl_bash,
+    };
     let client = client(&cp.admin_kubeconfig()).await;
     let api = KubeApi::new(client.clone())
         .with_node(vpnmig_sandbox::controlplane::NODE_NAME)
@@ -931,42 +990,14 @@ async fn real_operator(
             path: cp.exec_path(),
         });
     let op = Operator::start_kube(api, client, settings, WORKERS, None);
-    let socket = cp.dir().join("exec.sock");
-    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
-    tokio::spawn(serve_exec(Arc::downgrade(&op), listener));
     // The sandbox's `swanctl` runs `vpnmig-sandbox exec-answer`, a binary this package does
-    // not build: the same request over the same socket, from Python (Debian's python3).
-    assert!(
-        Path::new("/usr/bin/python3").exists(),
-        "the real backend's pod exec answers through /usr/bin/python3, which is missing (apt-get install python3)"
-    );
-    let script = format!(
-        r#"#!/usr/bin/python3
-# Written by the live test harness: answers as the gateway pod's simulated strongSwan.
-import json, os, socket, sys
-ns, pod = os.environ.get("VPNMIG_POD_NAMESPACE", ""), os.environ.get("VPNMIG_POD_NAME", "")
-if not ns or not pod:
-    sys.stderr.write("error: this pod has no simulated strongSwan (no kwok Exec names it)\n")
-    sys.exit(1)
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(60)
-s.connect({socket:?})
-s.sendall(json.dumps({{"namespace": ns, "pod": pod, "container": "strongswan",
-                       "command": ["swanctl"] + sys.argv[1:]}}).encode())
-s.shutdown(socket.SHUT_WR)
-data = b""
-while True:
-    chunk = s.recv(65536)
-    if not chunk:
-        break
-    data += chunk
-a = json.loads(data)
-sys.stdout.write(a["stdout"])
-sys.stderr.write(a["stderr"])
-sys.exit(a["exit_code"])
-"#,
-        socket = socket.display().to_string()
-    );
+    // not build: the same request from bash (its /dev/tcp), over TCP on 127.0.0.1. With a
+    // Python one, kwok and its children used 34.4 s of CPU in a 100-gateway wave, with
+    // bash 3.9 s (cargo bench --bench wave, docs/fleet.md).
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(serve_exec_tcp(Arc::downgrade(&op), listener));
+    let script = swanctl_bash(port);
     let path = cp.exec_dir().join("swanctl");
     std::fs::write(&path, script).unwrap();
     {

@@ -162,12 +162,13 @@ pub(super) async fn old_still_gone(w: &Window<'_>) -> Result<(), Error> {
     let name = w.name().to_string();
     match objects::get(w.cluster, "IPsecGateway", &name).await? {
         None => Ok(()),
-        Some(obj) => Err(steps::recreated(
-            w.cluster,
-            "IPsecGateway",
-            &name,
-            "cutover",
-            &obj,
+        Some(obj) => Err(steps::in_owner_namespace(
+            steps::recreated(w.cluster, "IPsecGateway", &name, "cutover", &obj),
+            &w.journal
+                .gitops
+                .iter()
+                .map(|r| r.owner.clone())
+                .collect::<Vec<_>>(),
         )),
     }
 }

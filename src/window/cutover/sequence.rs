@@ -230,11 +230,16 @@ pub(super) async fn forward(
     // stops at once (issue 9 item 3).
     let (cluster, name) = (w.cluster, w.name().to_string());
     let targets = w.journal.targets.clone();
+    // The owners the journal records, in their real namespaces: a stop's suspend command
+    // for an owner its markers name without one (a21k N12).
+    let owners: Vec<_> = w.journal.gitops.iter().map(|r| r.owner.clone()).collect();
     // Boxed: the steps after the delete are a large future, and the sentinels around it
     // would otherwise sit on the caller's stack with it (a debug build's wave of them).
     let rest = Box::pin(async {
         table::run(w, &mut cx, after).await?;
         Ok(Outcome::Done)
     });
-    steps::unless_interfered(cluster, &name, &targets, rest).await
+    steps::unless_interfered(cluster, &name, &targets, rest)
+        .await
+        .map_err(|e| steps::in_owner_namespace(e, &owners))
 }

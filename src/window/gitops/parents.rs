@@ -140,9 +140,24 @@ pub(crate) async fn live_chain(
             }
         }
         if next.is_empty() {
-            break;
+            return Ok(out);
         }
         level = next;
+    }
+    // The chain goes on past the levels vpnmig follows (a21k N07: a stop that named the
+    // top-most level read as the top looped, its own parent applying it back each round):
+    // each parent the top-most level read names in its markers and the cluster has, as a
+    // link one level up, said to be past the limit ([`gitops::beyond_link`]).
+    for (child, child_obj) in &level {
+        for (p, parent) in live_parents(cluster, child_obj).await? {
+            if seen.iter().any(|o| gitops::same_owner(o, &p.owner)) {
+                continue;
+            }
+            seen.push(p.owner.clone());
+            let link =
+                gitops::beyond_link(p, &parent, child, child_obj, holders::PARENT_LEVELS + 1);
+            out.push((link, parent));
+        }
     }
     Ok(out)
 }
@@ -160,9 +175,11 @@ pub(crate) async fn live_parents(
 /// the verb.
 pub(crate) fn parent_fix(p: &gitops::OwnerRef) -> String {
     match p.kind.as_str() {
+        // With its command, as `status` and every other parent's stop (a21k N09).
         "ApplicationSet" => format!(
-            "set `spec.syncPolicy.applicationsSync: create-only` on {} for the window (an `ignoreApplicationDifferences` entry for `/spec/syncPolicy` is not enough where the Argo CD that runs it does not honour it: a21g 13)",
-            p.display()
+            "set `spec.syncPolicy.applicationsSync: create-only` on {} for the window ({}; an `ignoreApplicationDifferences` entry for `/spec/syncPolicy` is not enough where the Argo CD that runs it does not honour it: a21g 13)",
+            p.display(),
+            suspend_command(p)
         ),
         _ => format!(
             "suspend {} for the window ({}; vpnmig does not restore it)",
@@ -395,4 +412,116 @@ pub(crate) fn suspend_from_the_top(path: &[gitops::Link]) -> String {
         })
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// The command that resumes parent `p` by hand, in backticks (vpnmig never resumes a
+/// parent: a person suspended it at a stop's request, and resumes it).
+pub(crate) fn resume_yourself(p: &gitops::OwnerRef) -> String {
+    let ns = p.namespace.as_deref().unwrap_or("argocd");
+    match p.kind.as_str() {
+        "Kustomization" => format!("`flux resume kustomization {} -n {ns}`", p.name),
+        "HelmRelease" => format!("`flux resume helmrelease {} -n {ns}`", p.name),
+        "ApplicationSet" => format!(
+            "set `spec.syncPolicy.applicationsSync` of applicationset/{} -n {ns} back as it was",
+            p.name
+        ),
+        _ => format!(
+            "`argocd app set {ns}/{} --sync-policy automated`, with the self-heal and prune it had",
+            p.name
+        ),
+    }
+}
+
+/// Whether parent `obj` (as read) reads suspended: it does not sync, or, an
+/// ApplicationSet, it does not update its Applications.
+fn reads_suspended(obj: &Value) -> bool {
+    if obj["kind"] == "ApplicationSet" {
+        return matches!(
+            obj.pointer("/spec/syncPolicy/applicationsSync")
+                .and_then(Value::as_str),
+            Some("create-only" | "create-delete")
+        );
+    }
+    !gitops::owner_state(obj, "", "", "").active
+}
+
+/// The parents a stop of window `j` named (its journal remembers them: a21k N11) and the
+/// window never relied on, that read suspended now, each with what that means for this
+/// window, skipping those `said` already names: kept suspended while the window is open (vpnmig never resumes one), and
+/// resumed by the person who suspended it once the window is closed. Said by every
+/// refusal and stop after the parent stop (the window guard's, a rollback's) and when a
+/// rollback closes the window. A parent that cannot be read is left out.
+pub(crate) async fn named_parents(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+    said: &str,
+) -> Vec<String> {
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    let mut out = Vec::new();
+    let mut seen: Vec<&gitops::OwnerRef> = Vec::new();
+    for p in &j.gitops_parents {
+        if seen.iter().any(|o| gitops::same_owner(o, &p.owner)) {
+            continue;
+        }
+        seen.push(&p.owner);
+        // A parent the window relies on (or relied on) is named by the reliance's own
+        // words, with when it may be resumed: never "resume it yourself" here.
+        let relied = j
+            .gitops_parents
+            .iter()
+            .any(|q| q.relies && gitops::same_owner(&q.owner, &p.owner));
+        if relied || said.contains(&p.owner.display()) {
+            continue;
+        }
+        let Ok(Found::One(_, obj)) = live::find(cluster, &p.owner).await else {
+            continue;
+        };
+        if !reads_suspended(&obj) {
+            continue;
+        }
+        out.push(if j.phase.finished() {
+            format!(
+                "{} is suspended and this window asked for it (a stop of the window of {ns}/{name} named it); the window is closed and vpnmig never resumes a parent: resume it yourself ({}) once no other window relies on it (`vpnmig status -A` names any)",
+                p.owner.display(),
+                resume_yourself(&p.owner)
+            )
+        } else {
+            format!(
+                "{} stays suspended for this window (a stop of the window of {ns}/{name} asked for it; the journal remembers it): keep it so while the window is open (`vpnmig cutover {name} -n {ns}` goes on, `vpnmig rollback {name} -n {ns}` closes it); vpnmig never resumes it: once the window is closed, resume it yourself ({})",
+                p.owner.display(),
+                resume_yourself(&p.owner)
+            )
+        });
+    }
+    out
+}
+
+/// `e` with [`named_parents`] said after its message, for a stop of window `name` whose
+/// journal remembers parents a stop named (a21k N11: the window guard's refusal after a
+/// parent stop never named the parent again).
+pub(crate) async fn with_named_parents(cluster: &Cluster, name: &str, e: Error) -> Error {
+    let Error::Stop {
+        code,
+        message,
+        hint,
+    } = e
+    else {
+        return e;
+    };
+    let notes = match crate::cluster::journal::read(cluster, name).await {
+        Ok(Some(j)) if !j.gitops_parents.is_empty() => named_parents(cluster, &j, &message).await,
+        _ => Vec::new(),
+    };
+    if notes.is_empty() {
+        return Error::Stop {
+            code,
+            message,
+            hint,
+        };
+    }
+    Error::Stop {
+        code,
+        message: format!("{message}; {}", notes.join("; ")),
+        hint,
+    }
 }

@@ -169,3 +169,83 @@ pub(crate) async fn still_acting(
     }
     Ok(None)
 }
+
+/// The gateway a finished window replaced (`replaced`: `IPsecGateway` after a cutover),
+/// live again beside the window's new objects: the stop (exit 5) every run of the
+/// finished window gives before it restores, vouches for or lets go of an owner, naming
+/// the re-created gateway and its delete (a21k R07, N09: a plain re-run, a `--gitops
+/// resume` and the let-go of a re-created owner each ended 0, or re-armed the owner,
+/// beside a contested floating IP). `owner`: the record being restored or let go and
+/// the owner as read now (`None`: gone). `None` when it is not live.
+pub(crate) async fn live_again(
+    w: &Window<'_>,
+    replaced: &str,
+    owner: Option<(&Record, Option<&Value>)>,
+) -> Result<Option<Error>, Error> {
+    if replaced != "IPsecGateway" {
+        return Ok(None);
+    }
+    let (name, ns) = (w.name(), w.ns());
+    let Some(old) = crate::cluster::objects::get(w.cluster, "IPsecGateway", name).await? else {
+        return Ok(None);
+    };
+    if old.pointer("/metadata/deletionTimestamp").is_some() {
+        return Ok(None);
+    }
+    let uid = old
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    let writer = gitops::writer(&old)
+        .map(|who| format!(", written by {who}"))
+        .unwrap_or_default();
+    let (state, first) = match owner {
+        None => (String::new(), String::new()),
+        Some((r, None)) => (
+            format!(
+                "; {} is gone, and the journal still holds it",
+                r.owner.display()
+            ),
+            String::new(),
+        ),
+        Some((r, Some(live_owner))) => match gitops::held(r, live_owner) {
+            gitops::Held::AsLeft => (
+                format!(
+                    "; {} stays suspended as the window paused it (the journal holds it){}",
+                    r.owner.display(),
+                    r.re_armed_at
+                        .as_deref()
+                        .map(|at| format!(
+                            "; vpnmig's own restore re-armed it at {at}, and its sync re-created the gateway before it was suspended again"
+                        ))
+                        .unwrap_or_default()
+                ),
+                String::new(),
+            ),
+            gitops::Held::ReEnabled { now }
+            | gitops::Held::Changed { now }
+            | gitops::Held::NotPaused { now, .. }
+            | gitops::Held::Restoring { now, .. }
+            | gitops::Held::Replaced { now, .. } => (
+                format!(
+                    "; {} is not as the window paused it (live: {now}), and the journal still holds it",
+                    r.owner.display()
+                ),
+                format!(
+                    "if it syncs automatically, suspend it first ({}), or it re-creates the gateway once more; then ",
+                    crate::window::suspend_command(&r.owner)
+                ),
+            ),
+        },
+    };
+    Ok(Some(Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: format!(
+            "the cutover of {ns}/{name} is done, but ipsecgateway/{name} -n {ns}, the gateway it replaced, is live again beside vpngateway/{name} -n {ns} (uid {uid}{writer}) and contests the floating IP {}: vpnmig restores, vouches for and lets go of no owner while it is live{state}",
+            w.journal.floating_ip
+        ),
+        hint: Some(crate::window::error::hint!(
+            "{first}delete the re-created one (`kubectl delete ipsecgateway {name} -n {ns}`) and make sure the repository no longer defines it (`vpnmig plan {name} -n {ns} --gitops-repo DIR` writes the change); then `vpnmig cutover {name} -n {ns}` goes on (`vpnmig status -n {ns}` names the owners, `vpnmig verify {name} -n {ns}` checks the gateway)"
+        )),
+    }))
+}

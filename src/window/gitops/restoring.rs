@@ -54,6 +54,9 @@ pub(crate) async fn restore(
             // What the window keeps still carries its markers: one re-created under that
             // name prunes them. Protected first, as on every let-go (a21g 12b).
             Found::None if r.owner.namespace.is_some() => {
+                if let Some(stop) = live_again(w, replaced, Some((&r, None))).await? {
+                    return Err(stop);
+                }
                 let all = every_window_on(w, &r.owner, None, replaced).await;
                 let kept = hand_over(w, i, &all).await?;
                 w.journal.gitops[i].paused = false;
@@ -138,6 +141,11 @@ pub(crate) async fn restore(
             // Its resume is a person's now, and nothing watches it: what the window keeps
             // gets the protections first, as on the `--gitops ignore` path (a21g attack
             // 12b: another team's later resume pruned the PSK Secret).
+            // Nothing is let go while the replaced gateway is live again (a21k N09: the
+            // let-go of a regenerated owner ended 0 beside a contested floating IP).
+            if let Some(stop) = live_again(w, replaced, Some((&r, Some(now)))).await? {
+                return Err(stop);
+            }
             if let Some((what, seen)) = changed {
                 let all = every_window_on(w, &r.owner, Some(now), replaced).await;
                 let kept = hand_over(w, i, &all).await?;
@@ -155,6 +163,15 @@ pub(crate) async fn restore(
                 unprotected_stop(w, &r.owner, &all).await?;
                 continue;
             }
+        }
+        // Nothing is re-armed (plain, or vouched with `--gitops resume`) while the
+        // replaced gateway is live again: checked before the re-arm, never after (a21k
+        // R07: a vouch re-armed the owner beside the re-created gateway it had named, and
+        // the next run said 0 "stays suspended").
+        if let Some(stop) =
+            live_again(w, replaced, live_owner.as_ref().map(|o| (&r, Some(o)))).await?
+        {
+            return Err(stop);
         }
         // 1. The other windows on this owner, wherever their gateways are.
         let journals = match journals_for(w.cluster, live_owner.as_ref(), (&ns, &name)).await {
@@ -275,9 +292,6 @@ pub(crate) async fn restore(
         let mut blocks = Vec::new();
         for (j, kind) in &windows {
             let mine = (j.namespace.as_str(), j.gateway.as_str()) == (ns.as_str(), name.as_str());
-            if mine && force {
-                continue;
-            }
             // Another finished window whose user vouched for its change (a21f B1), as
             // `--gitops resume` vouches for this one's.
             if !mine
@@ -290,6 +304,12 @@ pub(crate) async fn restore(
             let lists = live_owner
                 .as_ref()
                 .and_then(|o| gitops::owner_state(o, kind, &j.namespace, &j.gateway).source_lists);
+            // The vouch is per owner: it stands in for a status that cannot show the
+            // merge, never against one that shows the gateway still defined (a21k N05: the
+            // vouch meant for a Flux owner re-armed an Argo CD owner over its own status).
+            if mine && force && lists != Some(true) {
+                continue;
+            }
             let whose = if mine {
                 String::new()
             } else {
@@ -301,6 +321,10 @@ pub(crate) async fn restore(
             let what = object_ref(kind, &j.gateway, &j.namespace);
             let text = match lists {
                 Some(false) => continue,
+                Some(true) if mine && force => format!(
+                    "its source still defines {what} (status of {}, read now): `--gitops resume` vouches only for an owner whose status cannot show the merge, never over one whose own status shows the gateway defined, so this one is kept suspended",
+                    r.owner.display()
+                ),
                 Some(true) => format!(
                     "its source still defines {what}{whose} (status of {})",
                     r.owner.display()
@@ -356,7 +380,7 @@ pub(crate) async fn restore(
                 // 4: what the windows keep, as the owner's status shows it; a21d attacks
                 // 8 and 16).
                 format!(
-                    "then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it (`--gitops resume`: whatever the status says), after checking what the windows keep"
+                    "then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists it, after checking what the windows keep (`--gitops resume` does not re-arm it while its own status lists it)"
                 )
             } else if mine {
                 let vouch = if vouches.is_empty() {
@@ -438,10 +462,13 @@ pub(crate) async fn restore(
         // The restore is recorded before its patch (the intent), its end after: a run killed
         // in between leaves a journal that names it the window's own unfinished restore,
         // never "re-enabled by someone else" (a21j 07), and the next run finishes it.
+        let re_armed_before = w.journal.gitops[i].re_armed_at.clone();
+        let at = now();
         w.journal.gitops[i].restoring = Some(gitops::Restoring {
-            at: now(),
+            at: at.clone(),
             forced: force,
         });
+        w.journal.gitops[i].re_armed_at = Some(at);
         journal::write(w.cluster, &w.journal, false).await?;
         let restored = match live::patch(w.cluster, &r.owner, &gitops::restore_patch(saved)).await {
             Ok(o) => o,
@@ -452,6 +479,7 @@ pub(crate) async fn restore(
                 // Refused: it never landed, the owner stays suspended, as the window
                 // paused it, and the journal holds it.
                 w.journal.gitops[i].restoring = None;
+                w.journal.gitops[i].re_armed_at = re_armed_before;
                 journal::write(w.cluster, &w.journal, false).await?;
                 left += 1;
                 w.ev.emit(Event::Warning(format!(
@@ -503,7 +531,8 @@ pub(crate) async fn restore(
             &psk_before,
             &since,
         )
-        .await;
+        .await
+        .map_err(|e| super::super::steps::in_owner_namespace(e, std::slice::from_ref(&r.owner)));
         if let Err(e) = &settled {
             let paused_again = live::patch(
                 w.cluster,
@@ -747,6 +776,7 @@ async fn finish_interrupted(
     )
     .await?;
     w.journal.gitops[i].restoring = None;
+    w.journal.gitops[i].re_armed_at = Some(at.to_string());
     w.journal.gitops[i].last_sync = None;
     journal::write(w.cluster, &w.journal, false).await?;
     w.ev.emit(Event::Warning(format!(

@@ -432,7 +432,8 @@ pub(crate) async fn rollback_owners(
         .filter(|r| r.paused)
         .cloned()
         .collect();
-    for r in owners(cluster, ev, name, &gw, None, mode, &inherited).await? {
+    // A rollback has asked every other permission already (`require_permissions`).
+    for r in owners(cluster, ev, name, &gw, None, mode, &inherited, false).await? {
         journal.gitops.retain(|o| o.owner != r.owner);
         journal.gitops.push(r);
     }

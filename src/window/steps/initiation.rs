@@ -39,13 +39,20 @@ pub(super) async fn after_interrupt<T>(
         }) => {
             let ns = cluster.namespace.as_str();
             let (message, hint) = match journal::read(cluster, name).await {
-                Ok(Some(j)) => (
-                    format!(
-                        "{message}; the journal of {name} -n {ns} is at phase {}",
-                        j.phase
-                    ),
-                    j.recovery(),
-                ),
+                Ok(Some(j)) => {
+                    // What was interrupted and what is true first, then the commands.
+                    let rec = j.recovery();
+                    let rec = rec
+                        .strip_prefix("the tunnel is down or unverified: ")
+                        .unwrap_or(&rec);
+                    (
+                        format!(
+                            "{message}; the journal of {name} -n {ns} is at phase {}",
+                            j.phase
+                        ),
+                        format!("{} (phase {}): {rec}", j.phase.interrupted(), j.phase),
+                    )
+                }
                 Ok(None) => (
                     format!("{message} before the journal was written: nothing was changed"),
                     format!("run `vpnmig cutover {name} -n {ns}` again when ready"),

@@ -280,3 +280,70 @@ pub(crate) fn between(from: Option<jiff::Timestamp>, to: Option<jiff::Timestamp>
     let d = to?.duration_since(from?);
     u64::try_from(d.as_millis()).ok()
 }
+
+/// `e` with every suspend command of an owner its markers name without a namespace
+/// (an Argo CD tracking id carries none) written for `known`, the owner the journal
+/// recorded in its real namespace: a printed `kubectl patch application NAME -n argocd`
+/// for an Application in another namespace fails, or patches a namesake (a21k N12).
+pub(crate) fn in_owner_namespace(e: Error, known: &[crate::core::gitops::OwnerRef]) -> Error {
+    let Error::Stop {
+        code,
+        message,
+        hint: Some(mut hint),
+    } = e
+    else {
+        return e;
+    };
+    for o in known.iter().filter(|o| o.namespace.is_some()) {
+        let bare = crate::core::gitops::OwnerRef {
+            namespace: None,
+            ..o.clone()
+        };
+        hint = hint.replace_text(
+            &crate::window::suspend_command(&bare),
+            &crate::window::suspend_command(o),
+        );
+    }
+    Error::Stop {
+        code,
+        message,
+        hint: Some(hint),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// a21k N12: the suspend command of an Application its markers name without a
+    /// namespace is written for the one the journal recorded, in its real namespace.
+    #[test]
+    fn a_suspend_command_names_the_recorded_namespace() {
+        let owner = |ns: Option<&str>| crate::core::gitops::OwnerRef {
+            api_version: "argoproj.io/v1alpha1".into(),
+            kind: "Application".into(),
+            namespace: ns.map(str::to_string),
+            name: "fichtel-app".into(),
+        };
+        let bare = crate::window::suspend_command(&owner(None));
+        assert!(bare.contains("-n argocd"), "{bare}");
+        let e = Error::Stop {
+            code: 5,
+            message: "m".into(),
+            hint: Some(format!("suspend application/fichtel-app first ({bare}). Then …").into()),
+        };
+        let Error::Stop { hint: Some(h), .. } =
+            in_owner_namespace(e, &[owner(Some("gitops-kunden"))])
+        else {
+            panic!("a stop")
+        };
+        let said = h.render(&|_| String::new());
+        assert!(
+            said.contains(
+                "kubectl patch application fichtel-app -n gitops-kunden --field-manager=vpnmig"
+            ),
+            "{said}"
+        );
+        assert!(!said.contains("-n argocd"), "{said}");
+    }
+}

@@ -79,6 +79,14 @@ impl Expect {
 /// polls (every other wait watches).
 pub(super) const TUNNEL_POLL: Duration = Duration::from_millis(500);
 
+/// How long the SAs `swanctl --list-sas` showed stand while the gateway's conditions and
+/// peers (what the operator reports of charon) stay as they were: a look in between asks
+/// the API server only. Each exec is a process in the pod and a stream through the API
+/// server and the kubelet; in a 100-gateway wave at concurrency 20 those were most of the
+/// requests' cost (`cargo bench --bench wave`, docs/fleet.md). A change the operator
+/// reports is looked at on the next look, as before.
+pub(super) const SAS_STAND: Duration = Duration::from_secs(2);
+
 /// Wait until `verify` finds gateway `name` healthy (conditions, pinned values, every
 /// tunnel ESTABLISHED with its CHILD SAs), at most `timeout`. A refusal (401/403) ends
 /// the wait; anything else the cluster says is one more thing still missing.
@@ -107,12 +115,26 @@ pub(crate) async fn wait_tunnels(
     let mut last = String::new();
     // Why the latest look could not be taken (cleared by a look that was).
     let mut unread: Option<KubeError> = None;
+    // The view of the last exec of swanctl, when, and what it showed.
+    let mut asked: Option<(
+        verify::GatewayView,
+        Instant,
+        Result<crate::core::swanctl::Sas, String>,
+    )> = None;
     loop {
         let remaining = timeout.saturating_sub(started.elapsed());
         let attempt = tokio::time::timeout(remaining, async {
             let mut view = fetch::view(cluster, name).await?;
             expect.apply(&mut view);
-            let sas = fetch::sas(cluster, name).await?;
+            let sas = match &asked {
+                Some((v, at, sas)) if *v == view && at.elapsed() < SAS_STAND => sas.clone(),
+                _ => {
+                    let at = Instant::now();
+                    let sas = fetch::sas(cluster, name).await?;
+                    asked = Some((view.clone(), at, sas.clone()));
+                    sas
+                }
+            };
             let mut rows = verify::verify(&view, sas.as_ref().map_err(String::as_str));
             rows.extend(reference_rows(cluster, &expect.reference, "the journal").await?);
             Ok::<_, KubeError>(rows)

@@ -79,9 +79,25 @@ pub struct Proxy {
     pub faults: Arc<RwLock<ApiFaults>>,
     /// Requests forwarded or answered so far.
     pub requests: Arc<std::sync::atomic::AtomicU64>,
+    /// Every request that names a resource, in order, with its answer's status: what a
+    /// test or benchmark reads to tell exactly which verbs a command used.
+    pub log: Arc<std::sync::Mutex<Vec<Logged>>>,
     ca_pem: String,
     stop: watch::Sender<bool>,
     server: Option<JoinHandle<()>>,
+}
+
+/// One request the proxy saw (one naming a resource: discovery, `/version` and OpenAPI
+/// are left out).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Logged {
+    pub verb: String,
+    /// `plural` or `plural/sub`.
+    pub resource: String,
+    /// The namespace in its path; `None`: every namespace, or a cluster-scoped kind.
+    pub namespace: Option<String>,
+    /// The status of the answer (kube-apiserver's, or the injected error's).
+    pub status: u16,
 }
 
 #[derive(Clone)]
@@ -94,6 +110,7 @@ struct Hop {
     anonymous: Upstream,
     faults: Arc<RwLock<ApiFaults>>,
     requests: Arc<std::sync::atomic::AtomicU64>,
+    log: Arc<std::sync::Mutex<Vec<Logged>>>,
 }
 
 fn upstream_client(ca_pem: &str, user: Option<&ClientCert>) -> Result<Upstream, ProxyError> {
@@ -147,12 +164,14 @@ impl Proxy {
             known.push((der.to_vec(), upstream_client(ca_pem, Some(u))?));
         }
         let requests = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
         let hop = Hop {
             upstream: upstream.trim_end_matches('/').into(),
             users: Arc::new(known),
             anonymous: upstream_client(ca_pem, None)?,
             faults: faults.clone(),
             requests: requests.clone(),
+            log: log.clone(),
         };
         let tls = tls::generate_for_clients(Some(ca_pem))?;
         let listener = TcpListener::bind(("127.0.0.1", 0))
@@ -170,6 +189,7 @@ impl Proxy {
             addr,
             faults,
             requests,
+            log,
             ca_pem: tls.ca_pem,
             stop,
             server: Some(server),
@@ -258,7 +278,43 @@ pub fn request_info(method: &str, uri: &Uri) -> Option<(String, String)> {
     Some((verb.into(), resource))
 }
 
+/// The namespace a request's path names (`/api/v1/namespaces/NS/…`,
+/// `/apis/G/V/namespaces/NS/…`), not a Namespace object itself.
+fn path_namespace(uri: &Uri) -> Option<String> {
+    let segs: Vec<&str> = uri.path().trim_matches('/').split('/').collect();
+    let rest = match segs.as_slice() {
+        ["api", _, rest @ ..] => rest,
+        ["apis", _, _, rest @ ..] => rest,
+        _ => return None,
+    };
+    let rest = rest.strip_prefix(&["watch"]).unwrap_or(rest);
+    match rest {
+        ["namespaces", ns, _, ..] => Some((*ns).to_string()),
+        _ => None,
+    }
+}
+
 async fn forward(
+    State(hop): State<Hop>,
+    peer: axum::Extension<PeerCert>,
+    req: Request,
+) -> Response {
+    let info = request_info(req.method().as_str(), req.uri());
+    let namespace = path_namespace(req.uri());
+    let log = hop.log.clone();
+    let resp = forward_one(State(hop), peer, req).await;
+    if let Some((verb, resource)) = info {
+        log.lock().unwrap_or_else(|e| e.into_inner()).push(Logged {
+            verb,
+            resource,
+            namespace,
+            status: resp.status().as_u16(),
+        });
+    }
+    resp
+}
+
+async fn forward_one(
     State(hop): State<Hop>,
     axum::Extension(PeerCert(peer)): axum::Extension<PeerCert>,
     mut req: Request,
@@ -359,6 +415,23 @@ mod tests {
 
     fn is(verb: &str, resource: &str) -> Option<(String, String)> {
         Some((verb.into(), resource.into()))
+    }
+
+    #[test]
+    fn the_namespace_of_a_path() {
+        let ns = |p: &str| super::path_namespace(&p.parse().unwrap());
+        assert_eq!(ns("/api/v1/namespaces/t/configmaps"), Some("t".into()));
+        assert_eq!(
+            ns("/api/v1/watch/namespaces/t/configmaps/x"),
+            Some("t".into())
+        );
+        assert_eq!(
+            ns("/apis/vpn.bnerd.net/v1alpha1/namespaces/t/vpngateways/a/status"),
+            Some("t".into())
+        );
+        assert_eq!(ns("/api/v1/configmaps"), None);
+        assert_eq!(ns("/api/v1/namespaces/t"), None);
+        assert_eq!(ns("/api/v1/namespaces"), None);
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub const POLL: Duration = Duration::from_secs(1);
 struct Discovered {
     /// Read, and no CRD changed since.
     fresh: bool,
+    /// Bumped by every CRD change: a discovery that began before one is not fresh.
+    generation: u64,
     /// Every served version of every type.
     all: Vec<ResourceType>,
     /// What prune looks for tracked objects in: the preferred version of each type the
@@ -104,11 +106,18 @@ impl KubeGitopsApi {
     }
 
     /// Read discovery when never read or a CRD changed since.
+    ///
+    /// The lock is never held across the request: the CRD watch marks discovery stale from
+    /// a runtime worker, and a worker blocked on this lock while the request waits for a
+    /// worker to drive its I/O was a deadlock (a real row hung for 20 minutes under load).
     fn discover(&self) {
-        let mut d = self.discovered.lock().unwrap_or_else(|e| e.into_inner());
-        if d.fresh {
-            return;
-        }
+        let generation = {
+            let d = self.discovered.lock().unwrap_or_else(|e| e.into_inner());
+            if d.fresh {
+                return;
+            }
+            d.generation
+        };
         let Ok(found) = self.kube.block(
             "discovery",
             Discovery::new(self.client.clone()).run_aggregated(),
@@ -139,9 +148,10 @@ impl KubeGitopsApi {
                 }
             }
         }
+        let mut d = self.discovered.lock().unwrap_or_else(|e| e.into_inner());
         d.all = all;
         d.listable = listable;
-        d.fresh = true;
+        d.fresh = d.generation == generation;
     }
 
     fn find(&self, matches: impl Fn(&ResourceType) -> bool) -> Option<ResourceType> {
@@ -316,10 +326,9 @@ impl GitopsApi for KubeGitopsApi {
     }
 
     fn types_changed(&self) {
-        self.discovered
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .fresh = false;
+        let mut d = self.discovered.lock().unwrap_or_else(|e| e.into_inner());
+        d.fresh = false;
+        d.generation += 1;
     }
 
     fn begin_pass(&self) {

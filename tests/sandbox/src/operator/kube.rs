@@ -15,6 +15,15 @@
 //! - Reconciles: one per gateway key ([`Scope`]), woken by a watch event of the gateway,
 //!   of a VPNPeer naming it, of its Pod, or of a Secret in its namespace, and by the
 //!   operator's own timers (the wake a reconcile returns is the key's requeue).
+//! - Reads come from the watches' caches (`kube::runtime::reflector`), as a controller's
+//!   informers serve them, once each has listed: every IPsecGateway, VPNGateway, VPNPeer
+//!   and Secret, the operator's own Deployments and Pods (the watches' label selectors).
+//!   An object a cache does not have is asked of the API server; a read-modify-write
+//!   starts from the cache's copy and, on a conflict (a stale copy), reads the API
+//!   server's. The API server's reads each reconcile made (three `LIST`s of the whole
+//!   cluster, then a GET per object) made the operator, whose reconciles take turns on
+//!   its state, the bottleneck of a 100-gateway wave (`cargo bench --bench wave`,
+//!   docs/fleet.md).
 //!
 //! The reconcile logic is the emulator's ([`super::reconcile::reconcile_scope`]); the
 //! operator's state (floating IPs, strongSwan daemons, client peers) is one, so the
@@ -25,9 +34,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use futures::StreamExt;
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, PostParams};
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -56,6 +67,17 @@ pub struct ExecHook {
     pub path: String,
 }
 
+/// A watch's cache of every object of one type, and whether it has listed them yet.
+#[derive(Clone)]
+pub(super) struct Cache {
+    store: reflector::Store<DynamicObject>,
+    listed: Arc<AtomicBool>,
+}
+
+/// The caches of the types [`run`] watches in full (by plural), shared by [`KubeApi`]
+/// (which reads them) and [`run`] (which fills them).
+pub(super) type Caches = Arc<Mutex<BTreeMap<String, Cache>>>;
+
 /// The operator's access to a Kubernetes API server.
 pub struct KubeApi {
     client: kube::Client,
@@ -63,6 +85,7 @@ pub struct KubeApi {
     node: Option<String>,
     exec: Option<ExecHook>,
     exec_done: Mutex<HashSet<(String, String)>>,
+    caches: Caches,
 }
 
 impl KubeApi {
@@ -75,7 +98,50 @@ impl KubeApi {
             node: None,
             exec: None,
             exec_done: Mutex::new(HashSet::new()),
+            caches: Caches::default(),
         }
+    }
+
+    /// The watch cache of `plural`, once it has listed; `None` otherwise (the caller asks
+    /// the API server).
+    fn cache(&self, plural: &str) -> Option<Cache> {
+        let cache = self
+            .caches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(plural)
+            .cloned()?;
+        cache.listed.load(Ordering::Acquire).then_some(cache)
+    }
+
+    /// The objects of `plural` (in `ns`, or every namespace) from its watch's cache. A type
+    /// watched with a label selector (the operator's Pods and Deployments) has only those:
+    /// what the operator lists of them. Without `metadata.managedFields`, which the
+    /// operator never reads (a reconcile lists the whole cluster: copying every object's
+    /// field history was most of its time).
+    fn cached(&self, plural: &str, ns: Option<&str>) -> Option<Vec<Value>> {
+        let cache = self.cache(plural)?;
+        Some(
+            cache
+                .store
+                .state()
+                .iter()
+                .filter(|o| ns.is_none_or(|n| o.metadata.namespace.as_deref() == Some(n)))
+                .map(|o| listed_value(o))
+                .collect(),
+        )
+    }
+
+    /// The object from the API server (not the cache).
+    fn get_live(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
+        let api = self.api(rt, Some(ns));
+        self.block(&format!("get {} {ns}/{name}", rt.plural), api.get(name))
+            .map(to_value)
+    }
+
+    /// The caches [`run`] fills for this API's reads.
+    pub(super) fn caches(&self) -> Caches {
+        self.caches.clone()
     }
 
     /// Put gateway pods on `node` (a cluster without a scheduler).
@@ -140,6 +206,40 @@ fn to_value(o: DynamicObject) -> Value {
     serde_json::to_value(o).unwrap_or(Value::Null)
 }
 
+/// A cached object as a list item: every field but `metadata.managedFields`.
+fn listed_value(o: &DynamicObject) -> Value {
+    let m = &o.metadata;
+    let meta = kube::api::ObjectMeta {
+        name: m.name.clone(),
+        namespace: m.namespace.clone(),
+        uid: m.uid.clone(),
+        resource_version: m.resource_version.clone(),
+        generation: m.generation,
+        creation_timestamp: m.creation_timestamp.clone(),
+        deletion_timestamp: m.deletion_timestamp.clone(),
+        deletion_grace_period_seconds: m.deletion_grace_period_seconds,
+        finalizers: m.finalizers.clone(),
+        labels: m.labels.clone(),
+        annotations: m.annotations.clone(),
+        owner_references: m.owner_references.clone(),
+        generate_name: m.generate_name.clone(),
+        managed_fields: None,
+        self_link: None,
+    };
+    let mut v = o.data.clone();
+    if let Value::Object(map) = &mut v {
+        if let Some(t) = &o.types {
+            map.insert("apiVersion".into(), Value::String(t.api_version.clone()));
+            map.insert("kind".into(), Value::String(t.kind.clone()));
+        }
+        map.insert(
+            "metadata".into(),
+            serde_json::to_value(meta).unwrap_or(Value::Null),
+        );
+    }
+    v
+}
+
 fn from_value(v: &Value) -> Result<DynamicObject, ApiError> {
     serde_json::from_value(v.clone())
         .map_err(|e| ApiError::new(400, "BadRequest", format!("not an object: {e}")))
@@ -149,6 +249,17 @@ fn post_params() -> PostParams {
     PostParams {
         dry_run: false,
         field_manager: Some(super::FIELD_MANAGER.into()),
+    }
+}
+
+/// The dynamic type of `rt`'s objects, as its watch cache keys them.
+fn cache_type(rt: &ResourceType) -> ApiResource {
+    ApiResource {
+        group: rt.group.clone(),
+        version: rt.version.clone(),
+        api_version: rt.api_version(),
+        kind: rt.kind.clone(),
+        plural: rt.plural.clone(),
     }
 }
 
@@ -187,18 +298,29 @@ impl OperatorApi for KubeApi {
     }
 
     fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
-        let api = self.api(rt, Some(ns));
-        self.block(&format!("get {} {ns}/{name}", rt.plural), api.get(name))
-            .map(to_value)
+        // From the watch's cache when it has it; one it does not have (not yet seen, or
+        // outside a watch's selector) is asked of the API server.
+        if let Some(cache) = self.cache(&rt.plural) {
+            let key = reflector::ObjectRef::new_with(name, cache_type(rt)).within(ns);
+            if let Some(o) = cache.store.get(&key) {
+                return Ok(to_value(o.as_ref().clone()));
+            }
+        }
+        self.get_live(rt, ns, name)
     }
 
     fn list(&self, rt: &ResourceType, ns: Option<&str>) -> Result<Vec<Value>, ApiError> {
-        let api = self.api(rt, ns);
-        let list = self.block(
-            &format!("list {}", rt.plural),
-            api.list(&ListParams::default()),
-        )?;
-        let mut items: Vec<Value> = list.items.into_iter().map(to_value).collect();
+        let mut items: Vec<Value> = match self.cached(&rt.plural, ns) {
+            Some(items) => items,
+            None => {
+                let api = self.api(rt, ns);
+                let list = self.block(
+                    &format!("list {}", rt.plural),
+                    api.list(&ListParams::default()),
+                )?;
+                list.items.into_iter().map(to_value).collect()
+            }
+        };
         let key = |v: &Value| {
             (
                 v.pointer("/metadata/namespace")
@@ -236,8 +358,14 @@ impl OperatorApi for KubeApi {
         let api = self.api(rt, Some(ns));
         let what = format!("update {} {ns}/{name}", rt.plural);
         let mut last = None;
-        for _ in 0..CONFLICT_RETRIES {
-            let cur = self.get(rt, ns, name)?;
+        for attempt in 0..CONFLICT_RETRIES {
+            // The cache's copy first (written with its resourceVersion: a stale one is a
+            // conflict), the API server's after a conflict.
+            let cur = if attempt == 0 {
+                self.get(rt, ns, name)?
+            } else {
+                self.get_live(rt, ns, name)?
+            };
             let new = edit(&cur)?;
             if new == cur {
                 return Ok(cur);
@@ -412,9 +540,10 @@ const WATCHED: [(&str, &str, &str, Option<&str>); 6] = [
 ];
 
 /// Drive `op` over `client` until the operator is dropped or the task is aborted: one
-/// watcher per watched type feeds the queue, `workers` workers reconcile its keys, and a
-/// change of the settings wakes every gateway.
-pub(super) async fn run(op: Weak<Operator>, client: kube::Client, workers: usize) {
+/// watcher per watched type feeds the queue (and, for a type watched in full, its cache in
+/// `caches`), `workers` workers reconcile its keys, and a change of the settings wakes
+/// every gateway.
+pub(super) async fn run(op: Weak<Operator>, client: kube::Client, workers: usize, caches: Caches) {
     let queue = Arc::new(Queue::default());
     let mut tasks = tokio::task::JoinSet::new();
     for (group, version, plural, selector) in WATCHED {
@@ -432,16 +561,34 @@ pub(super) async fn run(op: Weak<Operator>, client: kube::Client, workers: usize
             cfg = cfg.labels(s);
         }
         let queue = queue.clone();
+        // Every watched type keeps its cache, which the reconciles read; a key is queued
+        // after the cache has the change.
+        let writer = reflector::store::Writer::new(ar.clone());
+        let listed = Arc::new(AtomicBool::new(false));
+        caches.lock().unwrap_or_else(|e| e.into_inner()).insert(
+            plural.to_string(),
+            Cache {
+                store: writer.as_reader(),
+                listed: listed.clone(),
+            },
+        );
         tasks.spawn(async move {
-            let mut events = watcher(api, cfg)
-                .default_backoff()
-                .touched_objects()
-                .boxed();
+            let mut events = reflector(writer, watcher(api, cfg).default_backoff()).boxed();
             while let Some(ev) = events.next().await {
-                if let Ok(obj) = ev {
-                    for k in keys_of(&rt.kind, &obj) {
-                        queue.add(k, Instant::now());
+                let obj = match ev {
+                    Ok(watcher::Event::InitDone) => {
+                        listed.store(true, Ordering::Release);
+                        continue;
                     }
+                    Ok(
+                        watcher::Event::Apply(o)
+                        | watcher::Event::InitApply(o)
+                        | watcher::Event::Delete(o),
+                    ) => o,
+                    Ok(watcher::Event::Init) | Err(_) => continue,
+                };
+                for k in keys_of(&rt.kind, &obj) {
+                    queue.add(k, Instant::now());
                 }
             }
         });
@@ -535,6 +682,84 @@ pub async fn serve_exec(op: Weak<Operator>, listener: tokio::net::UnixListener) 
             let _ = conn.shutdown().await;
         });
     }
+}
+
+/// [`serve_exec`] over TCP on 127.0.0.1, in a framing a shell reads and writes with bash's
+/// `/dev/tcp` (what [`swanctl_bash`] does: a pod exec then costs a shell, not an
+/// interpreter's start). Request: the namespace, the pod, the number of words of the
+/// command and each word (`swanctl` first), a line each (no argument of `swanctl` holds a
+/// newline). Answer: a line
+/// `EXIT STDOUT_BYTES STDERR_BYTES`, then stdout, then stderr.
+pub async fn serve_exec_tcp(op: Weak<Operator>, listener: tokio::net::TcpListener) {
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    while let Ok((conn, _)) = listener.accept().await {
+        let op = op.clone();
+        tokio::spawn(async move {
+            let (read, mut write) = conn.into_split();
+            let mut lines = BufReader::new(read.take(1 << 20)).lines();
+            let request = tokio::time::timeout(REQUEST_TIMEOUT, async {
+                let namespace = lines.next_line().await.ok()??;
+                let pod = lines.next_line().await.ok()??;
+                let n: usize = lines.next_line().await.ok()??.trim().parse().ok()?;
+                let mut command = Vec::new();
+                for _ in 0..n.min(64) {
+                    command.push(lines.next_line().await.ok()??);
+                }
+                Some(ExecRequest {
+                    namespace,
+                    pod,
+                    container: super::children::CONTAINER.into(),
+                    command,
+                })
+            })
+            .await;
+            let answer = match (request, op.upgrade()) {
+                (Ok(Some(req)), Some(o)) => tokio::task::spawn_blocking(move || {
+                    o.exec(&req.namespace, &req.pod, &req.container, &req.command)
+                })
+                .await
+                .unwrap_or_else(|e| super::ExecOutput::error(1, format!("{e}\n"))),
+                (_, None) => super::ExecOutput::error(1, "the operator stopped\n".into()),
+                _ => super::ExecOutput::error(1, "a malformed exec request\n".into()),
+            };
+            let head = format!(
+                "{} {} {}\n",
+                answer.exit_code,
+                answer.stdout.len(),
+                answer.stderr.len()
+            );
+            let _ = write.write_all(head.as_bytes()).await;
+            let _ = write.write_all(answer.stdout.as_bytes()).await;
+            let _ = write.write_all(answer.stderr.as_bytes()).await;
+            let _ = write.shutdown().await;
+        });
+    }
+}
+
+/// The `swanctl` kwok finds first on its PATH where [`serve_exec_tcp`] listens on `port`:
+/// bash alone (its `/dev/tcp`), asking as the pod the kwok `Exec` names.
+pub fn swanctl_bash(port: u16) -> String {
+    format!(
+        r#"#!/bin/bash
+# Written by vpnmig-sandbox: answers as the gateway pod's simulated strongSwan.
+export LC_ALL=C
+ns=${{VPNMIG_POD_NAMESPACE:-}} pod=${{VPNMIG_POD_NAME:-}}
+if [ -z "$ns" ] || [ -z "$pod" ]; then
+  echo "error: this pod has no simulated strongSwan (no kwok Exec names it)" >&2
+  exit 1
+fi
+set -- swanctl "$@"
+exec 3<>/dev/tcp/127.0.0.1/{port} || exit 1
+{{ printf '%s\n%s\n%s\n' "$ns" "$pod" "$#"; for a in "$@"; do printf '%s\n' "$a"; done; }} >&3
+read -r code olen elen <&3 || {{ echo "error: the sandbox did not answer" >&2; exit 1; }}
+out= err=
+[ "$olen" -gt 0 ] && IFS= read -r -d '' -N "$olen" out <&3
+[ "$elen" -gt 0 ] && IFS= read -r -d '' -N "$elen" err <&3
+printf '%s' "$out"
+printf '%s' "$err" >&2
+exit "$code"
+"#
+    )
 }
 
 /// Ask the sandbox listening on `socket` to answer one exec (blocking, bounded).

@@ -89,6 +89,15 @@ pub struct PassStats {
     pub passes: u64,
     pub busy: Duration,
     pub longest: Duration,
+    /// The CPU time the reconciles used (their threads'): `busy` less this is waiting, on
+    /// the API server or for a core.
+    pub cpu: Duration,
+}
+
+/// The CPU time the calling thread has used.
+pub fn thread_cpu() -> Duration {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
 }
 
 /// The running operator.
@@ -97,6 +106,12 @@ pub struct Operator {
     passes: Mutex<PassStats>,
     settings: RwLock<Settings>,
     state: Mutex<reconcile::State>,
+    /// Each gateway pod's charon as the reconciles published it (the state's, by gateway
+    /// uid): what `swanctl --list-sas` in the pod answers from, as a real charon answers
+    /// while its operator reconciles, without waiting for the state a reconcile holds.
+    daemons: reconcile::Published,
+    /// The real data plane, if any (the same as the state's).
+    plane: Option<Arc<crate::dataplane::Bed>>,
     wake: Arc<Notify>,
     stop: watch::Sender<bool>,
     task: Mutex<Option<JoinHandle<()>>>,
@@ -121,11 +136,14 @@ impl Operator {
         if let Some(p) = &plane {
             p.set_notify(wake.clone());
         }
+        let state = reconcile::State::with_plane(plane.clone());
         let op = Arc::new(Operator {
             api: store.clone(),
             passes: Mutex::new(PassStats::default()),
             settings: RwLock::new(settings),
-            state: Mutex::new(reconcile::State::with_plane(plane)),
+            daemons: state.published.clone(),
+            state: Mutex::new(state),
+            plane,
             wake,
             stop,
             task: Mutex::new(None),
@@ -157,16 +175,20 @@ impl Operator {
         if let Some(p) = &plane {
             p.set_notify(wake.clone());
         }
+        let caches = api.caches();
+        let state = reconcile::State::with_plane(plane.clone());
         let op = Arc::new(Operator {
             api: Arc::new(api),
             passes: Mutex::new(PassStats::default()),
             settings: RwLock::new(settings),
-            state: Mutex::new(reconcile::State::with_plane(plane)),
+            daemons: state.published.clone(),
+            state: Mutex::new(state),
+            plane,
             wake,
             stop,
             task: Mutex::new(None),
         });
-        let handle = tokio::spawn(kube::run(Arc::downgrade(&op), client, workers));
+        let handle = tokio::spawn(kube::run(Arc::downgrade(&op), client, workers, caches));
         *op.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
         op
     }
@@ -240,8 +262,7 @@ impl Operator {
         if cmd.rsplit('/').next() != Some("swanctl") {
             return ExecOutput::error(127, format!("{cmd}: command not found\n"));
         }
-        let plane = self.state().plane.clone();
-        if let Some(bed) = plane {
+        if let Some(bed) = &self.plane {
             return match bed.swanctl(ns, pod, &command[1..]) {
                 Some((stdout, stderr, exit_code)) => ExecOutput {
                     stdout,
@@ -255,15 +276,20 @@ impl Operator {
             Ok(i) => i,
             Err((stderr, code)) => return ExecOutput::error(code, stderr),
         };
-        let st = self.state();
-        let Some(daemon) = st.daemons.values().find(|d| d.ns == ns && d.pod == pod) else {
+        let daemon = self
+            .daemons
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .find(|d| d.ns == ns && d.pod == pod)
+            .cloned();
+        let Some(daemon) = daemon else {
             return ExecOutput::error(1, "connecting to 'unix:///var/run/charon.vici' failed: No such file or directory\nError: connecting to 'default' URI failed: No such file or directory\n".into());
         };
         if let Some(args) = initiate {
-            drop(st);
             return self.initiate(ns, pod, &args);
         }
-        let (stdout, stderr, exit_code) = swanctl::run(&command[1..], daemon, Instant::now());
+        let (stdout, stderr, exit_code) = swanctl::run(&command[1..], &daemon, Instant::now());
         ExecOutput {
             stdout,
             stderr,
@@ -356,11 +382,15 @@ impl Operator {
     ) -> Option<Instant> {
         let mut st = self.state();
         let t = std::time::Instant::now();
+        let cpu = thread_cpu();
         let next = reconcile::reconcile_scope(&*self.api, settings, &mut st, now, scope);
+        st.publish_all();
         let took = t.elapsed();
+        let cpu = thread_cpu().saturating_sub(cpu);
         let mut p = self.passes.lock().unwrap_or_else(|e| e.into_inner());
         p.passes += 1;
         p.busy += took;
+        p.cpu += cpu;
         p.longest = p.longest.max(took);
         next
     }

@@ -114,7 +114,7 @@ pub struct Conn {
 
 /// strongSwan (charon) in one gateway pod: its SAs and its id counters. A new pod is a
 /// new daemon: ids start again at 1.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Daemon {
     pub ns: String,
     pub pod: String,

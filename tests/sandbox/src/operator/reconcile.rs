@@ -47,6 +47,9 @@ pub struct State {
     pub clients: Clients,
     /// strongSwan per gateway uid.
     pub daemons: BTreeMap<String, Daemon>,
+    /// The daemons as pod exec sees them ([`State::publish`]): what `swanctl` in a pod
+    /// answers from without waiting for a reconcile to let go of the state.
+    pub published: Published,
     unwinds: BTreeMap<String, Unwind>,
     next_pod_ip: u32,
     /// Gateway uids seen in the last pass.
@@ -60,7 +63,34 @@ pub struct State {
     plane_sites: BTreeMap<String, crate::dataplane::SitePlane>,
 }
 
+/// Each gateway pod's charon (by gateway uid) as the reconciles last published it.
+pub type Published = std::sync::Arc<std::sync::RwLock<BTreeMap<String, Daemon>>>;
+
 impl State {
+    /// Make gateway `uid`'s daemon as it is now what pod exec sees, before a status that
+    /// tells of it is written: a client that reads `Established` and then asks `swanctl
+    /// --list-sas` finds the SA, as with a real charon.
+    pub fn publish(&self, uid: &str) {
+        let mut p = self.published.write().unwrap_or_else(|e| e.into_inner());
+        match self.daemons.get(uid) {
+            Some(d) => {
+                p.insert(uid.to_string(), d.clone());
+            }
+            None => {
+                p.remove(uid);
+            }
+        }
+    }
+
+    /// Publish every daemon (and forget the gone ones): the end of a reconcile.
+    pub fn publish_all(&self) {
+        let mut p = self.published.write().unwrap_or_else(|e| e.into_inner());
+        p.retain(|uid, _| self.daemons.contains_key(uid));
+        for (uid, d) in &self.daemons {
+            p.insert(uid.clone(), d.clone());
+        }
+    }
+
     /// A fresh state that drives the real data plane `plane` (if any).
     pub fn with_plane(plane: Option<std::sync::Arc<crate::dataplane::Bed>>) -> State {
         State {
@@ -596,6 +626,7 @@ fn reconcile_gateway(
             now,
         );
         wake = earliest(wake, out.wake);
+        st.publish(&gw.uid);
         if let (Some(prt), Some(_)) = (peer_rt, &p.vpn_peer) {
             write_peer_status(store, prt, gw, p, peers.len(), &out);
         }
@@ -603,6 +634,7 @@ fn reconcile_gateway(
     if let Some(d) = st.daemons.get_mut(&gw.uid) {
         d.sas.retain(|k, _| peers.iter().any(|p| p.key == *k));
     }
+    st.publish(&gw.uid);
 
     // Gateway status.
     let what = match gw.kind {
@@ -736,8 +768,9 @@ fn unwind(
                 return Some(due);
             }
             children::delete(store, gw);
-            st.daemons.remove(&gw.uid);
             u.children_gone = Some(now);
+            st.daemons.remove(&gw.uid);
+            st.publish(&gw.uid);
             now
         }
     };

@@ -1,0 +1,630 @@
+//! The parents of a GitOps owner, end to end on both control planes (tests/live/bed.rs;
+//! issue 21 kind 4, "a suspension is a fact; parents are named"; the a21k attack's N07,
+//! N11 and minors). Each row is one case of a table; where the point is the advice, the
+//! row follows it to the letter, as a person at a shell would, until the window is done.
+//!
+//! - A chain of parents deeper than vpnmig used to follow (5 and 6 Flux levels, a
+//!   HelmRelease at the top) is followed to its top; a chain deeper than vpnmig follows
+//!   (9 Argo CD Applications) says so, names the marker of the level past the last it
+//!   read, and puts that level's suspension first. Followed literally: done.
+//! - A window deferred by `--window-end` after a parent stop (Flux, Argo CD): every
+//!   refusal after it and `status` name the parent, and the rollback that closes the
+//!   window (it deleted nothing) suspends no owner, asks for no revert, and says the
+//!   parent is the user's to resume.
+//! - The ApplicationSet parent stop has a command to copy; Ctrl-C during `deleting` says
+//!   what was interrupted.
+
+mod live;
+
+use std::time::Duration;
+
+use live::bed::{self, Bed, IPSECGATEWAY, Kind, Scenario};
+use serde_json::Value;
+
+const NS: &str = "tenant-acme";
+const ARGO: &str = include_str!("../fixtures/clusters/acme-argocd.yaml");
+const FLUX: &str = include_str!("../fixtures/clusters/acme-flux.yaml");
+const ACME: &str = include_str!("../fixtures/clusters/acme.yaml");
+
+const APPLICATION: Kind = ("argoproj.io", "v1alpha1", "applications", "Application");
+const KUSTOMIZATION: Kind = (
+    "kustomize.toolkit.fluxcd.io",
+    "v1",
+    "kustomizations",
+    "Kustomization",
+);
+const HELMRELEASE: Kind = (
+    "helm.toolkit.fluxcd.io",
+    "v2",
+    "helmreleases",
+    "HelmRelease",
+);
+
+/// The acme Application as its parent's source defines it.
+const ACME_APP: &str = "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: acme
+  namespace: argocd
+spec:
+  project: default
+  source:
+    repoURL: https://git.example.net/platform/tenants.git
+    path: tenants/acme
+    targetRevision: main
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: tenant-acme
+  syncPolicy:
+    automated:
+      selfHeal: true
+      prune: true
+";
+
+/// The acme Kustomization as its parent's source defines it (`suspend: false`: the
+/// parent's apply puts a suspension back).
+const ACME_KS: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: acme
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./tenants/acme
+  prune: true
+  suspend: false
+  sourceRef:
+    kind: GitRepository
+    name: platform
+  targetNamespace: tenant-acme
+";
+
+/// `parent` (its YAML) and its source ConfigMap holding `child`.
+fn with_parent(base: &str, parent: &str, ns: &str, name: &str, child: &str) -> String {
+    let indented: String = child.lines().map(|l| format!("    {l}\n")).collect();
+    format!(
+        "{base}\n---\n{parent}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-source\n  namespace: {ns}\ndata:\n  manifests: |\n{indented}"
+    )
+}
+
+/// A Flux level `name` of `kind` (Kustomization, HelmRelease) in `flux-system`; as its
+/// parent's source defines it (`in_source`), it sets `suspend: false`.
+fn flux_level(kind: Kind, name: &str, in_source: bool) -> String {
+    format!(
+        "apiVersion: {}/{}\nkind: {}\nmetadata:\n  name: {name}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./{name}\n  prune: false\n{}  sourceRef: {{kind: GitRepository, name: platform}}\n",
+        kind.0,
+        kind.1,
+        kind.3,
+        if in_source { "  suspend: false\n" } else { "" }
+    )
+}
+
+/// An Argo CD Application `name` (self-heal) in `argocd` that applies Applications.
+fn argo_level(name: &str) -> String {
+    format!(
+        "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {name}\n  namespace: argocd\nspec:\n  project: default\n  source: {{repoURL: 'https://git.example.net/platform/{name}.git', path: {name}}}\n  destination: {{server: 'https://kubernetes.default.svc', namespace: argocd}}\n  syncPolicy:\n    automated: {{selfHeal: true}}\n"
+    )
+}
+
+/// One level of a chain: its kind and name (namespace: `flux-system` for Flux, `argocd`
+/// for Argo CD).
+type Level = (Kind, &'static str);
+
+fn level_ns((kind, _): Level) -> &'static str {
+    if kind == APPLICATION {
+        "argocd"
+    } else {
+        "flux-system"
+    }
+}
+
+fn shown(l: Level) -> String {
+    format!("{}/{} -n {}", l.0.3.to_lowercase(), l.1, level_ns(l))
+}
+
+/// The chain `levels` (top-most first) above acme: each level's source holds the one
+/// below it, the last one's acme (`tool`'s owner).
+fn chain(levels: &[Level]) -> String {
+    let argo = levels[0].0 == APPLICATION;
+    let mut base = if argo { ARGO } else { FLUX }.to_string();
+    let mut child = if argo { ACME_APP } else { ACME_KS }.to_string();
+    for &(kind, name) in levels.iter().rev() {
+        let (live, def, ns) = if kind == APPLICATION {
+            (argo_level(name), argo_level(name), "argocd")
+        } else {
+            (
+                flux_level(kind, name, false),
+                flux_level(kind, name, true),
+                "flux-system",
+            )
+        };
+        base = with_parent(&base, live.trim_end(), ns, name, &child);
+        child = def;
+    }
+    base
+}
+
+fn scenario(yaml: String) -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    Scenario::built(yaml, s)
+}
+
+/// kubectl, as a person runs it: the control plane's build, else the one on the PATH.
+fn kubectl_bin() -> std::path::PathBuf {
+    vpnmig_sandbox::controlplane::built()
+        .map(|d| d.join("kubectl"))
+        .unwrap_or_else(|_| "kubectl".into())
+}
+
+/// Run `command` (a shell command line, as a hint prints it) with the bed's kubeconfig;
+/// bounded to 60 s. Panics when it fails.
+async fn shell(b: &Bed, command: &str) {
+    let bin = kubectl_bin();
+    let path = format!(
+        "{}:{}",
+        bin.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut c = std::process::Command::new("sh");
+    c.args(["-c", command])
+        .env("KUBECONFIG", &b.kubeconfig)
+        .env("PATH", path);
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || c.output().unwrap()),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("`{command}` ran for more than 60 s"))
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "`{command}` on the {}: {}",
+        b.backend,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Every `kubectl patch …` a hint quotes, run as printed and in its order. Returns them.
+async fn follow_hint(b: &Bed, hint: &str) -> Vec<String> {
+    let flat = live::flat(hint);
+    let mut ran = Vec::new();
+    for c in flat.split('`').skip(1).step_by(2) {
+        if c.starts_with("kubectl patch ") {
+            shell(b, c).await;
+            ran.push(c.to_string());
+        }
+    }
+    ran
+}
+
+/// Everything a stop says from its `hint:` on.
+fn hint_of(r: &live::Run) -> String {
+    let at = r
+        .stderr
+        .find("\nhint: ")
+        .unwrap_or_else(|| panic!("no hint in:\n{}", r.stderr));
+    r.stderr[at + 7..].to_string()
+}
+
+/// Whether `level` reads suspended (Argo CD: no `automated`; Flux: `suspend: true`).
+async fn suspended(b: &Bed, l: Level) -> bool {
+    let o = b
+        .get(l.0, level_ns(l), l.1)
+        .await
+        .expect("the level exists");
+    if l.0 == APPLICATION {
+        o["spec"]["syncPolicy"]["automated"].is_null()
+    } else {
+        o["spec"]["suspend"] == true
+    }
+}
+
+/// The labels and annotations of `obj`, as text.
+fn markers(obj: &Value) -> String {
+    format!(
+        "{}{}",
+        obj["metadata"]["labels"], obj["metadata"]["annotations"]
+    )
+}
+
+/// The controllers applied the whole chain: acme's IPsecGateway, and each level (acme
+/// too) carrying its parent's markers.
+async fn chain_applied(b: &Bed, owner: Level, levels: &[Level]) {
+    bed::eventually(30, "the controller applies the IPsecGateway", || async {
+        !b.objects(IPSECGATEWAY, NS).await.is_empty()
+    })
+    .await;
+    let mut below = owner;
+    for &l in levels.iter().rev() {
+        bed::eventually(30, &format!("{} applies {}", l.1, below.1), || async {
+            b.get(below.0, level_ns(below), below.1)
+                .await
+                .is_some_and(|o| markers(&o).contains(l.1))
+        })
+        .await;
+        below = l;
+    }
+}
+
+/// Where `needle` is in `hay`, or a panic naming what is missing.
+fn at(hay: &str, needle: &str, on: bed::Backend) -> usize {
+    hay.find(needle)
+        .unwrap_or_else(|| panic!("{on}: `{needle}` missing in: {hay}"))
+}
+
+/// A chain above acme (`levels`, top-most first): the stop before the delete names the
+/// top-most level first with its command (`past`: the chain goes on past the levels
+/// vpnmig follows, and the level named first is the one whose marker the last level read
+/// carries), then every level below it; followed literally, round after round (at most
+/// 3), the window ends done and every level reads suspended. On the code before it, the
+/// stop named the fourth level as the top and the rounds looped.
+async fn a_chain_is_named_from_its_top_and_its_advice_ends_done(
+    b: &Bed,
+    owner: Level,
+    levels: &[Level],
+    past: bool,
+) {
+    let on = b.backend;
+    chain_applied(b, owner, levels).await;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    let r = b.step(&cut, 7, &["no gateway was deleted"]).await;
+    let flat = live::flat(&r.stderr);
+    let hint = live::flat(&hint_of(&r));
+    // Each level asked to be suspended, the top-most first, each with its command.
+    let mut from = 0;
+    for &l in levels {
+        let asks = format!("suspend {}", shown(l));
+        let k = at(&hint[from..], &asks, on);
+        from += k + asks.len();
+        let command = format!(
+            "kubectl patch {} {} -n {} --field-manager=vpnmig",
+            l.0.3.to_lowercase(),
+            l.1,
+            level_ns(l)
+        );
+        assert!(
+            hint[from..]
+                .trim_start()
+                .starts_with(&format!("(`{command}"))
+                || hint[from..]
+                    .trim_start()
+                    .starts_with(&format!("for the window (`{command}")),
+            "{on}: {asks}'s command after it: {hint}"
+        );
+    }
+    if past {
+        let (top, read) = (levels[0], levels[1]);
+        for words in [
+            format!("{} is itself managed by {}", shown(read), shown(top)),
+            "it is past the 8 levels of parents vpnmig follows, and the chain may go on above it: suspend it and every level above it first".to_string(),
+        ] {
+            assert!(flat.contains(&words), "{on}: missing `{words}` in: {flat}");
+        }
+    }
+    let mut last = r;
+    let mut rounds = 0;
+    loop {
+        rounds += 1;
+        assert!(
+            rounds <= 3,
+            "{on}: not done after 3 rounds:\n{}",
+            last.stderr
+        );
+        let hint = hint_of(&last);
+        let ran = follow_hint(b, &hint).await;
+        assert!(!ran.is_empty(), "{on}: nothing to do in: {hint}");
+        let next = bed::advised(&hint, "cutover acme");
+        let r = b.run_advised(&next, &["--yes"]).await;
+        if r.code == 0 {
+            break;
+        }
+        assert_ne!(
+            live::flat(&r.stderr),
+            live::flat(&last.stderr),
+            "{on}: the identical stop twice"
+        );
+        last = r;
+    }
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    for &l in levels.iter().chain([&owner]) {
+        assert!(suspended(b, l).await, "{on}: {} syncs again", shown(l));
+    }
+    // `status` names every level the window relies on, the one past the limit too.
+    let r = b.step(&["status", "-n", NS], 0, &[]).await;
+    let flat = live::flat(&r.stdout);
+    for &l in levels {
+        let relied = format!("GitOps parent relied on: {}", shown(l));
+        assert!(
+            flat.contains(&relied),
+            "{on}: missing `{relied}` in: {flat}"
+        );
+    }
+}
+
+const FLUX_FIVE: [Level; 5] = [
+    (KUSTOMIZATION, "ozean"),
+    (KUSTOMIZATION, "meer"),
+    (KUSTOMIZATION, "bucht"),
+    (KUSTOMIZATION, "hafen"),
+    (KUSTOMIZATION, "kai"),
+];
+const HELM_OVER_FIVE: [Level; 6] = [
+    (HELMRELEASE, "sockel"),
+    (KUSTOMIZATION, "turm"),
+    (KUSTOMIZATION, "etage"),
+    (KUSTOMIZATION, "flur"),
+    (KUSTOMIZATION, "zimmer"),
+    (KUSTOMIZATION, "nische"),
+];
+const ARGO_NINE: [Level; 9] = [
+    (APPLICATION, "gipfel"),
+    (APPLICATION, "grat"),
+    (APPLICATION, "hang"),
+    (APPLICATION, "alm"),
+    (APPLICATION, "wald"),
+    (APPLICATION, "lichtung"),
+    (APPLICATION, "bach"),
+    (APPLICATION, "weiher"),
+    (APPLICATION, "steg"),
+];
+const ACME_KS_OWNER: Level = (KUSTOMIZATION, "acme");
+const ACME_APP_OWNER: Level = (APPLICATION, "acme");
+
+// ---------------------------------------------------------------------------------------
+// A window deferred by `--window-end` after a parent stop (a21k N11).
+
+fn from_now(secs: i64) -> String {
+    (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(secs)).to_string()
+}
+
+/// The parent stop, done as it says; then the window is deferred (the guard refuses a
+/// window too short), and every refusal, `status` and the rollback that closes the window
+/// name the parent; the rollback (nothing was deleted) suspends no owner and asks for no
+/// revert. On the code before it, the guard's refusal never named the parent.
+async fn a_deferred_window_names_its_parent_until_closed(b: &Bed, owner: Level, parent: Level) {
+    let on = b.backend;
+    chain_applied(b, owner, &[parent]).await;
+    let far = from_now(2 * 3600);
+    let cut = [
+        "cutover",
+        "acme",
+        "-n",
+        NS,
+        "--gitops",
+        "pause",
+        "--yes",
+        "--window-end",
+        &far,
+    ];
+    let r = b.step(&cut, 7, &["no gateway was deleted"]).await;
+    let ran = follow_hint(b, &hint_of(&r)).await;
+    assert_eq!(ran.len(), 1, "{on}: {ran:?}");
+    assert!(suspended(b, parent).await, "{on}");
+    // Time ran out: the guard refuses, and says the parent stays suspended for the window.
+    let near = from_now(4 * 60);
+    let mut late = cut;
+    late[8] = &near;
+    let stays = format!("{} stays suspended for this window", shown(parent));
+    let r = b
+        .step(
+            &late,
+            7,
+            &["refusing to cut over acme -n tenant-acme", &stays],
+        )
+        .await;
+    let flat = live::flat(&r.stderr);
+    assert!(
+        flat.contains("vpnmig never resumes it: once the window is closed, resume it yourself"),
+        "{on}: {flat}"
+    );
+    // `status` names it while the window is open.
+    let r = b.step(&["status", "-n", NS], 0, &[]).await;
+    let named = format!(
+        "GitOps parent suspended at a window's request: {}",
+        shown(parent)
+    );
+    assert!(live::flat(&r.stdout).contains(&named), "{on}: {}", r.stdout);
+    // The rollback closes it: nothing to suspend, nothing to revert, the parent named.
+    let r = b
+        .step(&["rollback", "acme", "-n", NS, "--yes"], 0, &[])
+        .await;
+    let flat = live::flat(&r.stderr);
+    for never in [
+        format!("suspended {} for the window", shown(owner)),
+        "Revert the repository change".to_string(),
+        "revert the repository change".to_string(),
+    ] {
+        assert!(!flat.contains(&never), "{on}: `{never}` in: {flat}");
+    }
+    let closed = format!(
+        "{} is suspended and this window asked for it",
+        shown(parent)
+    );
+    assert!(
+        flat.contains(&closed),
+        "{on}: missing `{closed}` in: {flat}"
+    );
+    assert!(flat.contains("resume it yourself ("), "{on}: {flat}");
+    assert_eq!(
+        b.phase(NS, "acme").await.as_deref(),
+        Some("rolled-back"),
+        "{on}"
+    );
+    // The owner was never suspended; the parent is the user's.
+    assert!(!suspended(b, owner).await, "{on}: the owner was suspended");
+    assert!(
+        suspended(b, parent).await,
+        "{on}: vpnmig resumed the parent"
+    );
+    // Closed: `status` no longer holds the window open over it.
+    let r = b.step(&["status", "-n", NS], 0, &[]).await;
+    assert!(
+        !live::flat(&r.stdout).contains(&named),
+        "{on}: {}",
+        r.stdout
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Minors: the ApplicationSet parent stop's command (a21k N09's first stop), Ctrl-C during
+// `deleting` (a21k N01).
+
+/// Application acme generated by ApplicationSet `standorte` (an ownerReference to it).
+fn application_set() -> String {
+    let owned = ARGO.replacen(
+        "kind: Application\nmetadata:\n  name: acme\n  namespace: argocd\n",
+        "kind: Application\nmetadata:\n  name: acme\n  namespace: argocd\n  ownerReferences:\n  - {apiVersion: argoproj.io/v1alpha1, kind: ApplicationSet, name: standorte, uid: 6d1f3c52-0d5e-4c57-9a3e-appset000002}\n",
+        1,
+    );
+    assert_ne!(owned, ARGO);
+    format!(
+        "{owned}\n---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {{name: applicationsets.argoproj.io}}
+spec:
+  group: argoproj.io
+  names: {{kind: ApplicationSet, listKind: ApplicationSetList, plural: applicationsets, singular: applicationset}}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec: {{type: object, x-kubernetes-preserve-unknown-fields: true}}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {{name: standorte, namespace: argocd, uid: 6d1f3c52-0d5e-4c57-9a3e-appset000002}}
+spec:
+  generators: [{{list: {{elements: [{{tenant: acme}}]}}}}]
+  template:
+    metadata: {{name: '{{{{tenant}}}}'}}
+    spec:
+      project: default
+      syncPolicy:
+        automated: {{selfHeal: true, prune: true}}
+"
+    )
+}
+
+/// The ApplicationSet stop quotes the patch that sets `create-only` (as `status` does);
+/// run as printed, the window goes on to done. On the code before it, the stop had no
+/// command.
+async fn an_application_set_stop_has_a_command_that_ends_done(b: &Bed) {
+    let on = b.backend;
+    bed::eventually(30, "the IPsecGateway", || async {
+        !b.objects(IPSECGATEWAY, NS).await.is_empty()
+    })
+    .await;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    let r = b
+        .step(&cut, 7, &["applicationset/standorte -n argocd"])
+        .await;
+    let hint = hint_of(&r);
+    let patch = "kubectl patch applicationset standorte -n argocd --field-manager=vpnmig --type merge -p '{\"spec\":{\"syncPolicy\":{\"applicationsSync\":\"create-only\"}}}'";
+    assert!(
+        live::flat(&hint).contains(&format!("`{patch}`")),
+        "{on}: {hint}"
+    );
+    let ran = follow_hint(b, &hint).await;
+    assert_eq!(ran, [patch], "{on}");
+    let next = bed::advised(&hint, "cutover acme");
+    let r = b.run_advised(&next, &["--yes"]).await;
+    assert_eq!(r.code, 0, "{on}: {}", r.stderr);
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+}
+
+/// Ctrl-C while the old gateway's delete unwinds: the hint says what was interrupted and
+/// what is true, then the command; the command ends done. On the code before it, the hint
+/// began "the tunnel is down or unverified".
+async fn ctrl_c_during_the_delete_says_what_was_interrupted(b: &Bed) {
+    let on = b.backend;
+    b.fault("ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = true
+    });
+    let child = b.spawn(&["cutover", "acme", "--yes"]);
+    bed::eventually(20, "the delete", || async {
+        b.deleting(IPSECGATEWAY, NS, "acme").await
+    })
+    .await;
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let r = live::finish(child).await;
+    assert_eq!(r.code, 130, "{on}: {}", r.stderr);
+    let hint = live::flat(&hint_of(&r));
+    assert!(
+        hint.starts_with(
+            "interrupted while the IPsecGateway's delete unwinds: the delete was sent, so the old tunnel is going down or down, and nothing new is applied yet (phase deleting): `vpnmig cutover acme -n tenant-acme --yes` resumes from `deleting`"
+        ),
+        "{on}: {hint}"
+    );
+    b.fault("ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = false
+    });
+    let next = bed::advised(&hint, "cutover acme");
+    let r = b.run_advised(&next, &["--yes"]).await;
+    assert_eq!(r.code, 0, "{on}: {}", r.stderr);
+}
+
+crate::rows! {
+    /// Five Flux levels above the owner (a21k N07's layout, names of its own): followed to
+    /// its top, not cut at the fourth level.
+    five_flux_levels_are_named_from_the_top_and_end_done: bed::Row {
+        scenario: || scenario(chain(&FLUX_FIVE)),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_chain_is_named_from_its_top_and_its_advice_ends_done(b, ACME_KS_OWNER, &FLUX_FIVE, false)),
+    },
+    /// Six levels, a HelmRelease at the top over five Kustomizations.
+    a_helm_release_over_five_flux_levels_is_named_first_and_ends_done: bed::Row {
+        scenario: || scenario(chain(&HELM_OVER_FIVE)),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_chain_is_named_from_its_top_and_its_advice_ends_done(b, ACME_KS_OWNER, &HELM_OVER_FIVE, false)),
+    },
+    /// Nine Argo CD Applications above acme, one past the eight levels vpnmig follows:
+    /// the stop says so and names the ninth by the marker on the eighth, first.
+    an_argo_chain_past_the_levels_followed_says_so_and_ends_done: bed::Row {
+        scenario: || scenario(chain(&ARGO_NINE)),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_chain_is_named_from_its_top_and_its_advice_ends_done(b, ACME_APP_OWNER, &ARGO_NINE, true)),
+    },
+    /// a21k N11 with a Flux parent `verbund`.
+    a_deferred_window_names_its_flux_parent_until_the_rollback_closes_it: bed::Row {
+        scenario: || scenario(chain(&[(KUSTOMIZATION, "verbund")])),
+        only: None,
+        after: bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_deferred_window_names_its_parent_until_closed(b, ACME_KS_OWNER, (KUSTOMIZATION, "verbund"))),
+    },
+    /// The same with an Argo CD app-of-apps parent `wurzel`.
+    a_deferred_window_names_its_argo_parent_until_the_rollback_closes_it: bed::Row {
+        scenario: || scenario(chain(&[(APPLICATION, "wurzel")])),
+        only: None,
+        after: bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_deferred_window_names_its_parent_until_closed(b, ACME_APP_OWNER, (APPLICATION, "wurzel"))),
+    },
+    /// a21k N09's first stop: an ApplicationSet parent.
+    an_application_set_stop_has_a_command_to_copy: bed::Row {
+        scenario: || scenario(application_set()),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(an_application_set_stop_has_a_command_that_ends_done(b)),
+    },
+    /// a21k N01: Ctrl-C during `deleting`.
+    ctrl_c_during_deleting_says_what_was_interrupted: bed::Row {
+        scenario: || Scenario::new(ACME, live::pool("10.250.3.0/24")),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(ctrl_c_during_the_delete_says_what_was_interrupted(b)),
+    },
+}

@@ -1,0 +1,577 @@
+//! A finished window whose replaced IPsecGateway is live again (issue 21 kinds 3 and 4;
+//! the a21k attack's R07, N05, N09 and N12): no run of the window ends 0 beside it, and
+//! none restores, vouches for or lets go of an owner while it is live. Every run (the
+//! plain `cutover`, `--gitops resume`, the let-go of an owner re-created or changed
+//! since) stops with exit 5 naming the re-created gateway and its delete; a vouch is per
+//! owner; hints name an Application's real namespace; `status` attributes a gateway
+//! re-created after vpnmig's own restore to that restore, and never promises a restore
+//! that the run lets go.
+//!
+//! Rows on both control planes (tests/live/bed.rs), one per case of the table below.
+
+mod live;
+
+use std::path::Path;
+
+use live::bed::{self, Bed, CONFIGMAP, IPSECGATEWAY, Kind, Scenario};
+use serde_json::{Value, json};
+
+const NS: &str = "tenant-acme";
+const ARGO: &str = include_str!("../fixtures/clusters/acme-argocd.yaml");
+const FLUX: &str = include_str!("../fixtures/clusters/acme-flux.yaml");
+const CUT: &[&str] = &["cutover", "acme", "-n", NS, "--yes"];
+const RESUME: &[&str] = &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"];
+const DELETE: &str = "`kubectl delete ipsecgateway acme -n tenant-acme`";
+const LIVE_AGAIN: &str =
+    "the gateway it replaced, is live again beside vpngateway/acme -n tenant-acme";
+
+const APPLICATION: Kind = ("argoproj.io", "v1alpha1", "applications", "Application");
+const KUSTOMIZATION: Kind = (
+    "kustomize.toolkit.fluxcd.io",
+    "v1",
+    "kustomizations",
+    "Kustomization",
+);
+
+/// An owner `acme`: an Argo CD Application in `ns`, or the Flux Kustomization in
+/// flux-system.
+#[derive(Clone, Copy, Debug)]
+enum Owner {
+    Argo(&'static str),
+    Flux,
+}
+
+impl Owner {
+    fn kind(self) -> Kind {
+        match self {
+            Owner::Argo(_) => APPLICATION,
+            Owner::Flux => KUSTOMIZATION,
+        }
+    }
+    fn ns(self) -> &'static str {
+        match self {
+            Owner::Argo(ns) => ns,
+            Owner::Flux => "flux-system",
+        }
+    }
+    fn shown(self) -> String {
+        match self {
+            Owner::Argo(ns) => format!("application/acme -n {ns}"),
+            Owner::Flux => "kustomization/acme -n flux-system".into(),
+        }
+    }
+    async fn get(self, b: &Bed) -> Value {
+        b.get(self.kind(), self.ns(), "acme")
+            .await
+            .expect("the owner exists")
+    }
+    async fn suspended(self, b: &Bed) -> bool {
+        let o = self.get(b).await;
+        match self {
+            Owner::Argo(_) => o["spec"]["syncPolicy"]["automated"].is_null(),
+            Owner::Flux => o["spec"]["suspend"] == true,
+        }
+    }
+    async fn source(self, b: &Bed) -> String {
+        b.get(CONFIGMAP, self.ns(), "acme-source").await.unwrap()["data"]["manifests"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+    /// Merge a repository change: the source becomes `manifests`; an Argo CD owner's
+    /// status then no longer lists the IPsecGateway.
+    async fn merge(self, b: &Bed, manifests: &str) {
+        b.edit(CONFIGMAP, self.ns(), "acme-source", |o| {
+            o["data"]["manifests"] = json!(manifests)
+        })
+        .await;
+        b.gitops.kick();
+        if let Owner::Argo(_) = self {
+            bed::eventually(
+                30,
+                "the Application no longer lists the IPsecGateway",
+                || async {
+                    !self.get(b).await["status"]["resources"]
+                        .to_string()
+                        .contains("IPsecGateway")
+                },
+            )
+            .await;
+        }
+    }
+    /// Its controller has applied the IPsecGateway (Flux: its field manager is on it;
+    /// Argo CD: its status lists it Synced).
+    async fn adopted(self, b: &Bed) {
+        bed::eventually(20, "the GitOps controller applies acme", || async {
+            let Some(g) = b.get(IPSECGATEWAY, NS, "acme").await else {
+                return false;
+            };
+            match self {
+                Owner::Flux => g["metadata"]["managedFields"]
+                    .to_string()
+                    .contains("kustomize-controller"),
+                Owner::Argo(_) => self.get(b).await["status"]["resources"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|r| r["kind"] == "IPsecGateway" && r["status"] == "Synced"),
+            }
+        })
+        .await;
+    }
+}
+
+/// acme's Argo CD fixture with the Application (and its source) in `ns`.
+fn argo_text(ns: &str) -> String {
+    ARGO.replace("namespace: argocd", &format!("namespace: {ns}"))
+        .replace("\n  name: argocd\n", &format!("\n  name: {ns}\n"))
+}
+
+fn settings() -> vpnmig_sandbox::SettingsFile {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s
+}
+
+fn argo_elsewhere() -> Scenario {
+    Scenario::built(argo_text("apps-west"), settings())
+}
+
+fn flux() -> Scenario {
+    Scenario::new(FLUX, settings())
+}
+
+/// a21k N05: acme defined by the Flux Kustomization and by an Argo CD Application in
+/// `argo-ops` (a move between GitOps tools that left both in place).
+fn argo_and_flux() -> Scenario {
+    let argo = argo_text("argo-ops");
+    let extra: Vec<&str> = argo
+        .split("\n---\n")
+        .filter(|d| {
+            d.contains("kind: CustomResourceDefinition")
+                || d.contains("kind: Application\n")
+                || (d.contains("kind: Namespace") && d.contains("name: argo-ops"))
+                || d.contains("name: acme-source")
+        })
+        .collect();
+    let marks = "    kustomize.toolkit.fluxcd.io/namespace: flux-system\n";
+    let flux = FLUX
+        .replace(
+            &format!("{marks}type: Opaque"),
+            &format!("{marks}    app.kubernetes.io/instance: acme\n  annotations:\n    argocd.argoproj.io/tracking-id: acme:/Secret:tenant-acme/acme-psk\ntype: Opaque"),
+        )
+        .replace(
+            &format!("{marks}spec:"),
+            &format!("{marks}    app.kubernetes.io/instance: acme\n  annotations:\n    argocd.argoproj.io/tracking-id: acme:ipsec.bnerd.net/IPsecGateway:tenant-acme/acme\nspec:"),
+        );
+    Scenario::built(
+        format!("{flux}\n---\n{}\n", extra.join("\n---\n")),
+        settings(),
+    )
+}
+
+/// A repository holding `source` as tenants/acme.yaml, in `cwd`.
+fn repo_in(cwd: &Path, source: &str) -> std::path::PathBuf {
+    let dir = cwd.join("repo");
+    std::fs::create_dir_all(dir.join("tenants")).unwrap();
+    std::fs::write(dir.join("tenants/acme.yaml"), source).unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "."],
+        &[
+            "-c",
+            "user.email=t@example.net",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-qm",
+            "acme",
+        ],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&dir)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "git {args:?}");
+    }
+    dir
+}
+
+/// Plan with the repository rewrite of `owner`'s source, cut over with `--gitops pause`
+/// (done, not merged); returns the rewritten source (the merge).
+async fn done_unmerged(b: &Bed, owner: Owner) -> String {
+    owner.adopted(b).await;
+    let repo = repo_in(b.cwd(), &owner.source(b).await);
+    let dir = repo.to_str().unwrap();
+    b.step(
+        &[
+            "plan",
+            "acme",
+            "-n",
+            NS,
+            "--out",
+            "plans/acme",
+            "--gitops-repo",
+            dir,
+        ],
+        4,
+        &[],
+    )
+    .await;
+    let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
+    b.step(
+        &[
+            "cutover",
+            "acme",
+            "-n",
+            NS,
+            "--plan",
+            "plans/acme",
+            "--gitops",
+            "pause",
+            "--yes",
+        ],
+        0,
+        &[],
+    )
+    .await;
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"));
+    rewritten
+}
+
+async fn old_back(b: &Bed) {
+    bed::eventually(30, "the IPsecGateway is re-created", || async {
+        b.get(IPSECGATEWAY, NS, "acme").await.is_some()
+    })
+    .await;
+}
+
+/// The stop every run gives while the replaced gateway is live: exit 5, the gateway and
+/// its delete named, the owner neither re-armed (its restore's time unchanged) nor let go.
+async fn every_run_stops(b: &Bed, owner: Owner, runs: &[&[&str]], more: &[&str]) {
+    let before = b.journal(NS, "acme").await.unwrap()["gitops"][0]["reArmedAt"].clone();
+    for args in runs {
+        let mut says = vec![LIVE_AGAIN, DELETE, "contests the floating IP 198.51.100.23"];
+        says.extend(more);
+        let r = b.step(args, 5, &says).await;
+        assert!(!r.says("-n argocd"), "{}", r.stderr);
+        let j = b.journal(NS, "acme").await.unwrap();
+        assert_eq!(j["phase"], "done", "{j}");
+        assert_eq!(j["gitops"][0]["paused"], true, "never let go: {j}");
+        assert!(j["gitops"][0]["letGo"].is_null(), "never let go: {j}");
+        assert_eq!(
+            j["gitops"][0]["reArmedAt"], before,
+            "never re-armed beside it: {j}"
+        );
+        assert!(b.get(IPSECGATEWAY, NS, "acme").await.is_some());
+        let _ = owner;
+    }
+}
+
+async fn status(b: &Bed) -> String {
+    live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout)
+}
+
+/// R07's kind without a kill: done, not merged, `--gitops resume` (the vouch) re-arms the
+/// Flux owner and its sync re-creates the IPsecGateway (stopped, suspended again). The
+/// next vouch and the plain run each stop on the live gateway, and `status` names
+/// vpnmig's own restore, not a controller that ignores its suspension. Deleted and
+/// merged, the vouch restores it.
+async fn a_vouch_re_created_it_then_every_run_stops(b: &Bed) {
+    let owner = Owner::Flux;
+    let merged = done_unmerged(b, owner).await;
+    b.step(
+        RESUME,
+        5,
+        &["was restored and its sync interfered, so vpnmig suspended it again"],
+    )
+    .await;
+    old_back(b).await;
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert!(j["gitops"][0]["reArmedAt"].is_string(), "{j}");
+    every_run_stops(
+        b,
+        owner,
+        &[RESUME, CUT],
+        &["vpnmig's own restore re-armed it at"],
+    )
+    .await;
+    restore_attributed(b, owner).await;
+    b.delete(IPSECGATEWAY, NS, "acme").await;
+    owner.merge(b, &merged).await;
+    b.step(
+        RESUME,
+        0,
+        &["synced: what the window made live is as it was"],
+    )
+    .await;
+    assert!(b.get(IPSECGATEWAY, NS, "acme").await.is_none());
+}
+
+/// `status` after a gateway re-created while vpnmig's own restore had the owner re-armed.
+async fn restore_attributed(b: &Bed, owner: Owner) {
+    let st = status(b).await;
+    assert!(
+        st.contains(&format!(
+            "GitOps sync suspended again after the window's own restore re-created the old gateway: {}",
+            owner.shown()
+        )),
+        "{st}"
+    );
+    assert!(st.contains("had it re-armed"), "{st}");
+    assert!(st.contains(DELETE), "{st}");
+    assert!(!st.contains("ignores its suspension"), "{st}");
+}
+
+/// R07 itself: the restore killed -9 right after it re-armed the owner; its sync (3 s
+/// later) re-creates the IPsecGateway. The first run stops (held before), then the wrong
+/// vouch (the merge on the wrong branch) and the plain run after it: each exit 5, never
+/// a re-arm, never "stays suspended" with 0.
+async fn a_killed_restore_then_a_wrong_vouch_never_ends_0(b: &Bed) {
+    let owner = Owner::Flux;
+    let merged = done_unmerged(b, owner).await;
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 3000;
+    let mut child = b.spawn(RESUME);
+    bed::eventually(30, "the restore re-arms the owner", || async {
+        !owner.suspended(b).await
+    })
+    .await;
+    child.kill().unwrap();
+    let _ = child.wait();
+    old_back(b).await;
+    b.step(
+        CUT,
+        5,
+        &["re-armed it, and its sync re-created ipsecgateway/acme -n tenant-acme"],
+    )
+    .await;
+    assert!(owner.suspended(b).await);
+    every_run_stops(b, owner, &[RESUME, CUT, RESUME], &[]).await;
+    assert!(owner.suspended(b).await);
+    restore_attributed(b, owner).await;
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 200;
+    b.delete(IPSECGATEWAY, NS, "acme").await;
+    owner.merge(b, &merged).await;
+    b.step(
+        RESUME,
+        0,
+        &["synced: what the window made live is as it was"],
+    )
+    .await;
+}
+
+/// Made up, Argo CD in another namespace (`apps-west`): after done, a sync by hand
+/// re-creates the IPsecGateway while the Application stays suspended. The plain run
+/// (which said "stays suspended", 0) and the vouch stop on it; deleted and merged, the
+/// plain run restores it.
+async fn re_created_after_done_beside_a_suspended_application(b: &Bed) {
+    let owner = Owner::Argo("apps-west");
+    let merged = done_unmerged(b, owner).await;
+    let mut old = b.journal(NS, "acme").await.unwrap()["oldManifest"].clone();
+    old["metadata"]["labels"]["app.kubernetes.io/instance"] = json!("acme");
+    b.put(IPSECGATEWAY, NS, old).await;
+    every_run_stops(
+        b,
+        owner,
+        &[CUT, RESUME],
+        &["application/acme -n apps-west stays suspended as the window paused it"],
+    )
+    .await;
+    assert!(owner.suspended(b).await);
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert!(j["gitops"][0]["reArmedAt"].is_null(), "never re-armed: {j}");
+    let st = status(b).await;
+    assert!(st.contains(DELETE), "{st}");
+    assert!(!st.contains("-n argocd"), "{st}");
+    b.delete(IPSECGATEWAY, NS, "acme").await;
+    owner.merge(b, &merged).await;
+    b.step(
+        CUT,
+        0,
+        &["application/acme -n apps-west synced: what the window made live is as it was"],
+    )
+    .await;
+}
+
+/// a21k N09's kind, without an ApplicationSet: the Application (in `apps-west`) deleted
+/// and re-created automated since the pause; its sync re-creates the IPsecGateway.
+/// `status` says the run lets go of it (never "restores it") and names the delete; the
+/// let-go stops on the live gateway with the suspend command in the Application's real
+/// namespace; suspended and deleted as advised, the run lets go of it (0).
+async fn a_re_created_application_is_not_let_go_beside_its_gateway(b: &Bed) {
+    let owner = Owner::Argo("apps-west");
+    done_unmerged(b, owner).await;
+    let app = owner.get(b).await;
+    b.delete(APPLICATION, "apps-west", "acme").await;
+    bed::eventually(20, "the Application is gone", || async {
+        b.get(APPLICATION, "apps-west", "acme").await.is_none()
+    })
+    .await;
+    let mut again = json!({"metadata": {"name": "acme", "namespace": "apps-west"}, "spec": app["spec"].clone()});
+    again["spec"]["syncPolicy"]["automated"] = json!({"selfHeal": true, "prune": true});
+    b.put(APPLICATION, "apps-west", again).await;
+    b.gitops.kick();
+    old_back(b).await;
+    let st = status(b).await;
+    assert!(
+        st.contains("`vpnmig cutover acme -n tenant-acme` lets go of it in the journal"),
+        "{st}"
+    );
+    assert!(st.contains(DELETE), "{st}");
+    assert!(
+        !st.contains("restores it once the repository change is merged"),
+        "{st}"
+    );
+    every_run_stops(
+        b,
+        owner,
+        &[CUT],
+        &[
+            "application/acme -n apps-west is not as the window paused it",
+            "kubectl patch application acme -n apps-west --field-manager=vpnmig",
+        ],
+    )
+    .await;
+    // As advised: suspend it, delete the re-created gateway, run again.
+    b.patch_as(
+        APPLICATION,
+        "apps-west",
+        "acme",
+        "vpnmig",
+        json!({"spec": {"syncPolicy": {"automated": null}}}),
+    )
+    .await;
+    b.delete(IPSECGATEWAY, NS, "acme").await;
+    b.step(
+        CUT,
+        0,
+        &["application/acme -n apps-west is not restored: it is not the object the window paused"],
+    )
+    .await;
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert!(j["gitops"][0]["letGo"].is_string(), "{j}");
+    assert!(b.get(IPSECGATEWAY, NS, "acme").await.is_none());
+}
+
+/// Made up, Flux: a colleague resumes the Kustomization (`flux resume`: its sync
+/// re-creates the IPsecGateway) and suspends it again; its policy changed since. The
+/// let-go (which ended 0 beside the gateway) stops on it, plain and vouched; deleted and
+/// merged, the run lets go of it.
+async fn a_policy_changed_since_is_not_let_go_beside_its_gateway(b: &Bed) {
+    let owner = Owner::Flux;
+    let merged = done_unmerged(b, owner).await;
+    for suspend in [false, true] {
+        b.patch_as(
+            KUSTOMIZATION,
+            "flux-system",
+            "acme",
+            "flux",
+            json!({"spec": {"suspend": suspend}}),
+        )
+        .await;
+        b.gitops.kick();
+        if !suspend {
+            old_back(b).await;
+        }
+    }
+    every_run_stops(
+        b,
+        owner,
+        &[CUT, RESUME],
+        &["kustomization/acme -n flux-system is not as the window paused it"],
+    )
+    .await;
+    b.delete(IPSECGATEWAY, NS, "acme").await;
+    owner.merge(b, &merged).await;
+    b.step(
+        CUT,
+        0,
+        &["kustomization/acme -n flux-system is not restored: its policy changed since the window paused it"],
+    )
+    .await;
+    assert!(b.get(IPSECGATEWAY, NS, "acme").await.is_none());
+}
+
+/// a21k N05: two owners over one gateway. Only the Flux repository is merged; the vouch
+/// (`--gitops resume`) restores the Kustomization, whose status cannot show the merge,
+/// and keeps the Application in `argo-ops`, whose own status shows the IPsecGateway
+/// defined, suspended, saying why. Nothing re-creates the gateway. The Argo CD merge,
+/// then the plain run restores it.
+async fn a_vouch_is_per_owner(b: &Bed) {
+    let (argo, flux) = (Owner::Argo("argo-ops"), Owner::Flux);
+    argo.adopted(b).await;
+    let merged = done_unmerged(b, flux).await;
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"].as_array().unwrap().len(), 2, "{j}");
+    assert!(argo.suspended(b).await && flux.suspended(b).await);
+    flux.merge(b, &merged).await;
+    let r = b
+        .step(
+            RESUME,
+            0,
+            &[
+                "application/acme -n argo-ops stays suspended: its source still defines ipsecgateway/acme -n tenant-acme (status of application/acme -n argo-ops, read now): `--gitops resume` vouches only for an owner whose status cannot show the merge",
+                "kustomization/acme -n flux-system synced: what the window made live is as it was",
+            ],
+        )
+        .await;
+    assert!(!r.says("-n argocd"), "{}", r.stderr);
+    assert!(argo.suspended(b).await, "the vouch never re-arms it");
+    assert!(!flux.suspended(b).await);
+    assert!(b.get(IPSECGATEWAY, NS, "acme").await.is_none());
+    argo.merge(b, &merged).await;
+    b.step(
+        CUT,
+        0,
+        &["application/acme -n argo-ops synced: what the window made live is as it was"],
+    )
+    .await;
+    assert!(!argo.suspended(b).await);
+    assert!(b.get(IPSECGATEWAY, NS, "acme").await.is_none());
+}
+
+crate::rows! {
+    /// Flux, a vouch's sync re-created the gateway: every run after stops on it.
+    a_vouch_s_re_created_gateway_stops_every_run_after: bed::Row {
+        scenario: flux,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_vouch_re_created_it_then_every_run_stops(b)),
+    },
+    /// Flux, a killed restore and a wrong vouch (a21k R07).
+    a_killed_restore_and_a_wrong_vouch_never_end_0: bed::Row {
+        scenario: flux,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_killed_restore_then_a_wrong_vouch_never_ends_0(b)),
+    },
+    /// Argo CD in apps-west, re-created after done by a sync by hand.
+    a_gateway_re_created_after_done_stops_the_plain_run_and_the_vouch: bed::Row {
+        scenario: argo_elsewhere,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(re_created_after_done_beside_a_suspended_application(b)),
+    },
+    /// Argo CD in apps-west, the Application re-created automated (a21k N09's kind).
+    a_re_created_owner_is_not_let_go_beside_its_gateway: bed::Row {
+        scenario: argo_elsewhere,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_created_application_is_not_let_go_beside_its_gateway(b)),
+    },
+    /// Flux resumed and suspended again by a colleague: a policy changed since.
+    a_changed_policy_is_not_let_go_beside_its_gateway: bed::Row {
+        scenario: flux,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_policy_changed_since_is_not_let_go_beside_its_gateway(b)),
+    },
+    /// Argo CD in argo-ops and Flux over one gateway (a21k N05).
+    two_owners_a_vouch_re_arms_only_the_owner_it_stands_for: bed::Row {
+        scenario: argo_and_flux,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_vouch_is_per_owner(b)),
+    },
+}
