@@ -2335,17 +2335,37 @@ async fn read_back(
             String::new(),
         )
     };
+    // The window can no longer guarantee that the owner stays suspended: whoever resumes
+    // it may prune what the window keeps. The run that protects it first and lets go is
+    // named, and the risk said (a21k N03: nothing was named, and the other team's later
+    // resume pruned the PSK Secret).
+    let verb = if s.phase == "rolled-back" {
+        "rollback"
+    } else {
+        "cutover"
+    };
+    let hand_over = format!(
+        "`vpnmig {verb} {name} -n {ns}` protects what the window keeps from it (secret/{psk} -n {ns}, the PSK; {kept}; the journal and its records), then lets go of it. Until that has run, whoever resumes {owner} may delete the client's pre-shared key Secret secret/{psk} -n {ns} (a source without it prunes it), which vpnmig cannot re-create: it does not hold the key",
+        psk = j.psk_secret,
+        kept = if s.phase == "rolled-back" {
+            "the IPsecGateway"
+        } else {
+            "the new objects"
+        },
+        owner = r.owner.display(),
+    );
     let keep = if finished {
-        "vpnmig does not restore over it: the policy stays as it is now".to_string()
+        format!("vpnmig does not restore over it: the policy stays as it is now. {hand_over}")
     } else {
         format!(
-            "it may re-create the old gateway or prune the new objects, and the window still holds it: {above}suspend it{} again before `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` (`{}`{suspend_parent}); vpnmig does not restore over a policy changed since",
+            "it may re-create the old gateway or prune the new objects, and the window still holds it: {above}suspend it{} again before `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` (`{}`{suspend_parent}); vpnmig does not restore over a policy changed since: the window's end protects what it keeps (secret/{} -n {ns}, the PSK; the journal and its records), then lets go of it. Until then, whoever resumes it may delete the client's pre-shared key Secret, which vpnmig cannot re-create",
             if path.is_empty() && !parents.is_empty() {
                 " (and its parent)"
             } else {
                 ""
             },
-            gitops::pause_command(&r.owner)
+            gitops::pause_command(&r.owner),
+            j.psk_secret
         )
     };
     // Re-enabled after a finished window while its source still defines (or may define)
@@ -2355,11 +2375,6 @@ async fn read_back(
         "VPNGateway"
     } else {
         "IPsecGateway"
-    };
-    let verb = if s.phase == "rolled-back" {
-        "rollback"
-    } else {
-        "cutover"
     };
     let recreates =
         finished && gitops::owner_state(&obj, replaced, &ns, &name).source_lists != Some(false);
@@ -2459,7 +2474,7 @@ async fn read_back(
                 reenabled
             } else if finished {
                 format!(
-                    "vpnmig does not restore another object: `vpnmig {verb} {name} -n {ns}` lets go of it in the journal and leaves its policy as it is"
+                    "vpnmig does not restore another object, and leaves its policy as it is. {hand_over}"
                 )
             } else {
                 keep

@@ -74,6 +74,16 @@ pub(crate) async fn journals_for(
             argo.chain(flux).filter(|n| !n.is_empty()).collect()
         })
         .unwrap_or_default();
+    // Where the owner applies to (Flux `spec.targetNamespace`, Argo CD
+    // `spec.destination.namespace`): a window on it may be there before its status lists
+    // anything.
+    if let Some(o) = owner {
+        for p in ["/spec/targetNamespace", "/spec/destination/namespace"] {
+            if let Some(n) = o.pointer(p).and_then(Value::as_str) {
+                namespaces.push(n.to_string());
+            }
+        }
+    }
     namespaces.sort();
     namespaces.dedup();
     if listed.scope == "all namespaces" {
@@ -87,6 +97,14 @@ pub(crate) async fn journals_for(
             }
         }
         return Ok(journals);
+    }
+    // Journals are listed in one namespace only, and no owner says where else a window on
+    // it may be: which windows hold it is unknown, never "none" (a21k N06).
+    if owner.is_none() {
+        return Err(format!(
+            "journals can be listed in {} only, and the owner could not be read to find the namespaces of the windows on it",
+            listed.scope
+        ));
     }
     for other in namespaces.iter().filter(|n| **n != cluster.namespace) {
         let l = journal::list_in(cluster, Some(other))
@@ -172,10 +190,29 @@ pub(super) async fn holders_now(
     ns: &str,
     name: &str,
 ) -> Result<Vec<holders::Holder>, String> {
+    let journals = journals_on(cluster, owner, (ns, name)).await?;
+    Ok(holders::holders(&journals, owner, (ns, name)))
+}
+
+/// [`journals_for`] with the owner read live first: the journals of every window that may
+/// hold `owner`, wherever its status says they are. `Err`: why that is unknown (a21k N06:
+/// a window's closing text read "journals of this namespace only" as "no window").
+pub(crate) async fn journals_on(
+    cluster: &Cluster,
+    owner: &gitops::OwnerRef,
+    me: (&str, &str),
+) -> Result<Vec<crate::core::journal::Journal>, String> {
     let obj = match live::find(cluster, owner).await {
         Ok(Found::One(_, o)) => Some(o),
         _ => None,
     };
-    let journals = journals_for(cluster, obj.as_ref(), (ns, name)).await?;
-    Ok(holders::holders(&journals, owner, (ns, name)))
+    journals_for(cluster, obj.as_ref(), me).await
+}
+
+/// What a window says of an owner it relies on when which window suspended it cannot be
+/// read (`why`): the words `status` uses, never a resume (a21k N06).
+pub(crate) fn holders_unknown(why: &str) -> String {
+    format!(
+        "which window suspended it cannot be read ({why}): no resume by hand is offered while a window may hold it; `vpnmig status -A` with a context that may list the journals names them"
+    )
 }

@@ -37,7 +37,7 @@ pub(super) async fn vouch_one(w: &mut Window<'_>, i: usize, replaced: &str) -> R
     let r = w.journal.gitops[i].clone();
     // No window holds it any more (the one that suspended it let go of it, or restored
     // it): nothing counts a vouch, so none is recorded (a21i R07).
-    if let Ok(journals) = journals_for(w.cluster, None, (&ns, &name)).await
+    if let Ok(journals) = journals_on(w.cluster, &r.owner, (&ns, &name)).await
         && !holders::holders(&journals, &r.owner, (&ns, &name))
             .iter()
             .any(|h| h.paused)

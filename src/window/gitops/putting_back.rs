@@ -293,8 +293,9 @@ pub(super) async fn hand_over(
 
 /// At a finished window run again: each owner it relied on that no vpnmig window
 /// suspended and that is still suspended is said, with the steps by hand (vpnmig never
-/// resumes it, `--gitops resume` included). Best effort: what cannot be read is skipped
-/// (`status` says the same).
+/// resumes it, `--gitops resume` included). Best effort: an owner that cannot be read is
+/// skipped (`status` says the same); journals that cannot be read are said, never taken
+/// for "no window suspended it" (a21k N06).
 pub(crate) async fn self_suspended_note(
     cluster: &Cluster,
     ev: &dyn Emit,
@@ -311,9 +312,17 @@ pub(crate) async fn self_suspended_note(
         if gitops::owner_state(&obj, replaced, &j.namespace, &j.gateway).active {
             continue;
         }
-        let Ok(journals) = journals_for(cluster, Some(&obj), (&j.namespace, &j.gateway)).await
-        else {
-            continue;
+        let journals = match journals_for(cluster, Some(&obj), (&j.namespace, &j.gateway)).await {
+            Ok(journals) => journals,
+            // Unknown is never "nobody" (a21k N06): said as `status` says it.
+            Err(why) => {
+                ev.emit(Event::Warning(format!(
+                    "{} is still suspended: {}",
+                    r.owner.display(),
+                    holders_unknown(&why)
+                )));
+                continue;
+            }
         };
         if holders::holders(&journals, &r.owner, (&j.namespace, &j.gateway))
             .iter()

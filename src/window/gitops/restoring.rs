@@ -683,8 +683,29 @@ pub(crate) async fn restore(
         if r.paused || !r.relies_on_suspension() {
             continue;
         }
-        let Ok(journals) = journals_for(w.cluster, None, (&ns, &name)).await else {
-            continue;
+        // Where the owner's status says its windows are (a21k N06: this namespace's
+        // journals alone read as "no window suspended it", and the resume printed here
+        // re-created another window's gateway).
+        let journals = match journals_on(w.cluster, &r.owner, (&ns, &name)).await {
+            Ok(journals) => journals,
+            Err(why) => {
+                // Which window holds it is unknown: never "suspended before this
+                // window", never a resume. What the window keeps is protected, as
+                // before any hand-over.
+                let Some(i) = w.journal.gitops.iter().position(|x| x.owner == r.owner) else {
+                    continue;
+                };
+                if force && r.relies_on_a_window() {
+                    vouch_one(w, i, replaced).await?;
+                }
+                let kept = self_suspended(w, i, replaced).await?;
+                w.ev.emit(Event::Warning(format!(
+                    "{} stays suspended: {}; meanwhile {kept}",
+                    r.owner.display(),
+                    holders_unknown(&why)
+                )));
+                continue;
+            }
         };
         let pausers: Vec<holders::Holder> = holders::holders(&journals, &r.owner, (&ns, &name))
             .into_iter()
