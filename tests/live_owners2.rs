@@ -48,13 +48,6 @@ fn acme_manifests() -> &'static str {
     &FLUX[at..]
 }
 
-/// The HelmRelease CRD of the Flux fixture.
-fn helmrelease_crd() -> &'static str {
-    FLUX.split("\n---\n")
-        .find(|d| d.contains("name: helmreleases.helm.toolkit.fluxcd.io"))
-        .expect("the Flux fixture serves HelmReleases")
-}
-
 /// An owner `kind name` in `ns` (created) rendering acme from a source ConfigMap of its own.
 fn owner_text(kind: &str, name: &str, ns: &str, suspended: bool) -> String {
     let spec = match kind {
@@ -101,13 +94,19 @@ fn two_kustomizations() -> Scenario {
     )
 }
 
-/// An Argo CD Application argocd/acme and a HelmRelease charts/acme-chart.
-fn application_and_helmrelease() -> Scenario {
+/// Three owners: an Argo CD Application argocd/acme, a HelmRelease charts/acme-chart and
+/// a Kustomization legacy-ops/legacy.
+fn application_helmrelease_and_kustomization() -> Scenario {
+    let crds: Vec<&str> = FLUX
+        .split("\n---\n")
+        .filter(|d| d.contains("kind: CustomResourceDefinition"))
+        .collect();
     Scenario::built(
         format!(
-            "{ARGO}\n---\n{}\n---\n{}",
-            helmrelease_crd(),
-            owner_text("HelmRelease", "acme-chart", "charts", false)
+            "{ARGO}\n---\n{}\n---\n{}\n---\n{}",
+            crds.join("\n---\n"),
+            owner_text("HelmRelease", "acme-chart", "charts", false),
+            owner_text("Kustomization", "legacy", "legacy-ops", false)
         ),
         settings(),
     )
@@ -234,13 +233,22 @@ async fn two_kustomizations_in_two_namespaces(b: &Bed) {
     .await;
 }
 
-async fn a_helmrelease_beside_an_application(b: &Bed) {
-    applied_by(b, &["argocd-controller", "helm-controller"]).await;
+async fn a_helmrelease_beside_an_application_and_a_kustomization(b: &Bed) {
+    applied_by(
+        b,
+        &[
+            "argocd-controller",
+            "helm-controller",
+            "kustomize-controller",
+        ],
+    )
+    .await;
     every_owner_paused_and_held(
         b,
         &[
             (APPLICATION, "argocd", "acme"),
             (HELMRELEASE, "charts", "acme-chart"),
+            (KUSTOMIZATION, "legacy-ops", "legacy"),
         ],
     )
     .await;
@@ -387,12 +395,12 @@ crate::rows! {
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(two_kustomizations_in_two_namespaces(b)),
     },
-    /// An Argo CD Application and a HelmRelease apply acme.
-    a_helmrelease_beside_an_application_is_paused_too: bed::Row {
-        scenario: application_and_helmrelease,
+    /// An Argo CD Application, a HelmRelease and a Kustomization apply acme.
+    three_owners_of_two_tools_are_all_paused: bed::Row {
+        scenario: application_helmrelease_and_kustomization,
         only: None,
         after: bed::After::acme("VPNGateway"),
-        steps: |b| Box::pin(a_helmrelease_beside_an_application(b)),
+        steps: |b| Box::pin(a_helmrelease_beside_an_application_and_a_kustomization(b)),
     },
     /// A suspended Kustomization only its inventory names: listed and relied on.
     an_owner_only_its_inventory_names_is_listed_and_held: bed::Row {
