@@ -2713,6 +2713,66 @@ mod tests {
     }
 
     #[test]
+    fn every_flux_owner_its_markers_name_is_one_manager() {
+        // a21l A01: a Kustomization and a HelmRelease both apply it.
+        let m = detect(&obj(json!({
+            "labels": {
+                "kustomize.toolkit.fluxcd.io/name": "lahn-ks",
+                "kustomize.toolkit.fluxcd.io/namespace": "fx-lahn",
+                "helm.toolkit.fluxcd.io/name": "lahn-chart",
+                "helm.toolkit.fluxcd.io/namespace": "hr-lahn"
+            },
+            "managedFields": [
+                {"manager": "helm-controller", "operation": "Apply"},
+                {"manager": "kustomize-controller", "operation": "Apply"}
+            ]
+        })));
+        let owners: Vec<String> = m
+            .iter()
+            .map(|m| m.owner.as_ref().unwrap().display())
+            .collect();
+        assert_eq!(
+            owners,
+            [
+                "kustomization/lahn-ks -n fx-lahn",
+                "helmrelease/lahn-chart -n hr-lahn"
+            ]
+        );
+        assert_eq!(
+            m[1].evidence.last().unwrap(),
+            "field manager helm-controller"
+        );
+        assert_eq!(
+            cell(&m),
+            "flux:kustomization/lahn-ks,flux:helmrelease/lahn-chart"
+        );
+        // A controller that wrote it and no marker of its kind: an owner not named.
+        let m = detect(&obj(json!({
+            "labels": {"kustomize.toolkit.fluxcd.io/name": "tenants"},
+            "managedFields": [
+                {"manager": "kustomize-controller", "operation": "Apply"},
+                {"manager": "helm-controller", "operation": "Apply"}
+            ]
+        })));
+        assert_eq!(m.len(), 2);
+        assert!(m[1].owner.is_none());
+        assert_eq!(m[1].evidence, ["field manager helm-controller"]);
+    }
+
+    #[test]
+    fn an_owner_s_own_status_names_what_it_applies() {
+        let ks = json!({"kind": "Kustomization", "status": {"inventory": {"entries": [
+            {"id": "kd-main_main-vpn_ipsec.bnerd.net_IPsecGateway", "v": "v1alpha1"}]}}});
+        assert!(status_names(&ks, "IPsecGateway", "kd-main", "main-vpn"));
+        assert!(!status_names(&ks, "IPsecGateway", "kd-other", "main-vpn"));
+        let app = json!({"kind": "Application", "status": {"resources": [
+            {"group": "ipsec.bnerd.net", "kind": "IPsecGateway", "namespace": "kd-main", "name": "main-vpn"},
+            {"group": "ipsec.bnerd.net", "kind": "IPsecGateway", "namespace": "kd-main", "name": "gone", "requiresPruning": true}]}});
+        assert!(status_names(&app, "IPsecGateway", "kd-main", "main-vpn"));
+        assert!(!status_names(&app, "IPsecGateway", "kd-main", "gone"));
+    }
+
+    #[test]
     fn other_appliers_by_name_not_ours_nor_the_operators() {
         let m = detect(&obj(json!({"managedFields": [
             {"manager": "vpnmig", "operation": "Apply"},
