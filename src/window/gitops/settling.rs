@@ -452,9 +452,6 @@ pub async fn describe_owners(
         cluster.namespace.as_str(),
         source.gateway.metadata.name.as_deref().unwrap_or_default(),
     );
-    // The owners only their own status names (a21l A08: a second Kustomization's
-    // inventory lists the gateway): each one more finding, as the window holds it.
-    let extra = status_only_owners(cluster, &source.raw, ns).await;
     let Some(check) = plan
         .checks
         .iter_mut()
@@ -462,6 +459,14 @@ pub async fn describe_owners(
     else {
         return;
     };
+    if check.findings.is_empty() {
+        return;
+    }
+    // The owners only their own status names (a21l A08: a second Kustomization's
+    // inventory lists the gateway): each one more finding, as the window holds it.
+    // Looked for where a GitOps tool marks the gateway (a gateway no tool marks makes no
+    // extra calls).
+    let extra = status_only_owners(cluster, &source.raw, ns).await;
     if !extra.is_empty() {
         let object = crate::core::model::object_ref("IPsecGateway", name, ns);
         for (o, v, evidence) in &extra {
