@@ -303,3 +303,50 @@ pub async fn namespaced(cluster: &Cluster, api_version: &str, kind: &str) -> boo
         Err(_) => true,
     }
 }
+
+/// Every owner of a kind (`Application`, `Kustomization`) whose own status names `kind
+/// ns/name` as an object it applies ([`crate::core::gitops::status_names`]), in every
+/// namespace: an owner the object's markers no longer name (a21l A08: a second
+/// Kustomization's inventory listed the gateway, the labels named the first one only).
+/// A kind the cluster does not serve has none.
+///
+/// Errors: a refusal (the list is not allowed) or no answer from the API server.
+pub async fn naming(
+    cluster: &Cluster,
+    kind: &str,
+    ns: &str,
+    name: &str,
+) -> Result<Vec<(OwnerRef, Value)>, KubeError> {
+    let mut out = Vec::new();
+    for (api_version, owner_kind) in [
+        (crate::core::gitops::ARGO_APPLICATION, "Application"),
+        (crate::core::gitops::FLUX_KUSTOMIZATION, "Kustomization"),
+    ] {
+        let shape = OwnerRef {
+            api_version: api_version.into(),
+            kind: owner_kind.into(),
+            namespace: None,
+            name: String::new(),
+        };
+        let ar = resource(&shape);
+        let plural = ar.plural.clone();
+        let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &ar);
+        let lp = ListParams::default();
+        let items = match cluster.call("list", &plural, None, || api.list(&lp)).await {
+            Ok(l) => l.items,
+            Err(e) if status(&e) == Some(404) => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        for o in items.into_iter().map(to_value) {
+            if crate::core::gitops::status_names(&o, kind, ns, name) {
+                let owner = OwnerRef {
+                    namespace: o["metadata"]["namespace"].as_str().map(str::to_string),
+                    name: o["metadata"]["name"].as_str().unwrap_or_default().into(),
+                    ..shape.clone()
+                };
+                out.push((owner, o));
+            }
+        }
+    }
+    Ok(out)
+}

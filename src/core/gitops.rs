@@ -200,13 +200,22 @@ pub fn detect(obj: &Value) -> Vec<Manager> {
         });
     }
 
-    // Flux: a Kustomization, else a HelmRelease.
-    let mut evidence = Vec::new();
-    let mut owner = None;
-    for (prefix, kind, api_version) in [
-        ("kustomize", "Kustomization", FLUX_KUSTOMIZATION),
-        ("helm", "HelmRelease", FLUX_HELMRELEASE),
+    // Flux: every owner its markers name, each with its own evidence (a21l A01: a
+    // Kustomization and a HelmRelease both apply it; the one not named was never
+    // suspended and re-created the gateway). A controller's field manager with no owner
+    // of its kind named is one more owner, not known: a window cannot suspend it.
+    let mut unnamed = Vec::new();
+    let mut named = false;
+    for (prefix, kind, api_version, controller) in [
+        (
+            "kustomize",
+            "Kustomization",
+            FLUX_KUSTOMIZATION,
+            "kustomize-controller",
+        ),
+        ("helm", "HelmRelease", FLUX_HELMRELEASE, "helm-controller"),
     ] {
+        let mut evidence = Vec::new();
         let name = get(obj, LABELS, &format!("{prefix}.toolkit.fluxcd.io/name"));
         let namespace = get(
             obj,
@@ -218,21 +227,38 @@ pub fn detect(obj: &Value) -> Vec<Manager> {
                 evidence.push(format!("label {prefix}.toolkit.fluxcd.io/{k}={v}"));
             }
         }
-        if let Some(name) = name {
-            owner = owner.or(Some(OwnerRef {
-                api_version: api_version.into(),
-                kind: kind.into(),
-                namespace: namespace.map(str::to_string),
-                name: name.into(),
-            }));
+        let manager = has_manager(&[controller]);
+        match name {
+            Some(name) => {
+                named = true;
+                evidence.extend(manager);
+                out.push(Manager {
+                    tool: Tool::Flux,
+                    owner: Some(OwnerRef {
+                        api_version: api_version.into(),
+                        kind: kind.into(),
+                        namespace: namespace.map(str::to_string),
+                        name: name.into(),
+                    }),
+                    evidence,
+                });
+            }
+            None => {
+                unnamed.extend(evidence);
+                unnamed.extend(manager);
+            }
         }
     }
-    evidence.extend(has_manager(FLUX_MANAGERS));
-    if !evidence.is_empty() {
+    // A namespace label without its name names nobody: evidence of the owner only where
+    // no owner is named at all (as before).
+    if named {
+        unnamed.retain(|e| e.starts_with("field manager"));
+    }
+    if !unnamed.is_empty() {
         out.push(Manager {
             tool: Tool::Flux,
-            owner,
-            evidence,
+            owner: None,
+            evidence: unnamed,
         });
     }
 
@@ -390,6 +416,41 @@ pub struct OwnerState {
     /// `Ready` condition is `True` for its current generation and revision); `None`: the
     /// status does not say ([`status_blind`]: Flux does not compare while suspended).
     pub synced: Option<bool>,
+}
+
+/// Whether the own status of `owner` (an Application or Kustomization as JSON) names
+/// `kind ns/name` as an object it applies: Flux `status.inventory.entries`, Argo CD
+/// `status.resources` (an entry that requires pruning is not applied). Read as it is,
+/// stale or not: an owner found this way is one more to hold (a21l A08), whatever its
+/// status says of its merged source.
+pub fn status_names(owner: &Value, kind: &str, ns: &str, name: &str) -> bool {
+    let group = if kind == "IPsecGateway" {
+        crate::core::model::OLD_GROUP
+    } else {
+        crate::core::model::NEW_GROUP
+    };
+    match owner["kind"].as_str() {
+        Some("Application") => owner
+            .pointer("/status/resources")
+            .and_then(Value::as_array)
+            .is_some_and(|rs| {
+                rs.iter().any(|r| {
+                    r["kind"] == kind
+                        && r["name"] == name
+                        && r["namespace"].as_str() == Some(ns)
+                        && r["group"].as_str().is_none_or(|g| g == group)
+                        && r["requiresPruning"].as_bool() != Some(true)
+                })
+            }),
+        Some("Kustomization") => {
+            let id = format!("{ns}_{name}_{group}_{kind}");
+            owner
+                .pointer("/status/inventory/entries")
+                .and_then(Value::as_array)
+                .is_some_and(|es| es.iter().any(|e| e["id"] == id.as_str()))
+        }
+        _ => false,
+    }
 }
 
 /// The state of `owner` (an Application, Kustomization or HelmRelease as JSON), and
@@ -2649,6 +2710,66 @@ mod tests {
         assert_eq!(summary(&m), "Flux (helmrelease/vpn), Helm");
         assert_eq!(cell(&m), "flux:helmrelease/vpn,helm");
         assert!(m[0].tool.reconciles() && !m[1].tool.reconciles());
+    }
+
+    #[test]
+    fn every_flux_owner_its_markers_name_is_one_manager() {
+        // a21l A01: a Kustomization and a HelmRelease both apply it.
+        let m = detect(&obj(json!({
+            "labels": {
+                "kustomize.toolkit.fluxcd.io/name": "lahn-ks",
+                "kustomize.toolkit.fluxcd.io/namespace": "fx-lahn",
+                "helm.toolkit.fluxcd.io/name": "lahn-chart",
+                "helm.toolkit.fluxcd.io/namespace": "hr-lahn"
+            },
+            "managedFields": [
+                {"manager": "helm-controller", "operation": "Apply"},
+                {"manager": "kustomize-controller", "operation": "Apply"}
+            ]
+        })));
+        let owners: Vec<String> = m
+            .iter()
+            .map(|m| m.owner.as_ref().unwrap().display())
+            .collect();
+        assert_eq!(
+            owners,
+            [
+                "kustomization/lahn-ks -n fx-lahn",
+                "helmrelease/lahn-chart -n hr-lahn"
+            ]
+        );
+        assert_eq!(
+            m[1].evidence.last().unwrap(),
+            "field manager helm-controller"
+        );
+        assert_eq!(
+            cell(&m),
+            "flux:kustomization/lahn-ks,flux:helmrelease/lahn-chart"
+        );
+        // A controller that wrote it and no marker of its kind: an owner not named.
+        let m = detect(&obj(json!({
+            "labels": {"kustomize.toolkit.fluxcd.io/name": "tenants"},
+            "managedFields": [
+                {"manager": "kustomize-controller", "operation": "Apply"},
+                {"manager": "helm-controller", "operation": "Apply"}
+            ]
+        })));
+        assert_eq!(m.len(), 2);
+        assert!(m[1].owner.is_none());
+        assert_eq!(m[1].evidence, ["field manager helm-controller"]);
+    }
+
+    #[test]
+    fn an_owner_s_own_status_names_what_it_applies() {
+        let ks = json!({"kind": "Kustomization", "status": {"inventory": {"entries": [
+            {"id": "kd-main_main-vpn_ipsec.bnerd.net_IPsecGateway", "v": "v1alpha1"}]}}});
+        assert!(status_names(&ks, "IPsecGateway", "kd-main", "main-vpn"));
+        assert!(!status_names(&ks, "IPsecGateway", "kd-other", "main-vpn"));
+        let app = json!({"kind": "Application", "status": {"resources": [
+            {"group": "ipsec.bnerd.net", "kind": "IPsecGateway", "namespace": "kd-main", "name": "main-vpn"},
+            {"group": "ipsec.bnerd.net", "kind": "IPsecGateway", "namespace": "kd-main", "name": "gone", "requiresPruning": true}]}});
+        assert!(status_names(&app, "IPsecGateway", "kd-main", "main-vpn"));
+        assert!(!status_names(&app, "IPsecGateway", "kd-main", "gone"));
     }
 
     #[test]

@@ -86,7 +86,8 @@ pub async fn owners(
     let mut asked_cluster = dry_run;
     let mut out: Vec<Record> = Vec::new();
     for obj in std::iter::once(old).chain(secret) {
-        for m in gitops::reconciling(&gitops::detect(obj)) {
+        let managers = every_owner(cluster, ev, obj, ns).await?;
+        for m in &managers {
             let what = object_ref(
                 obj["kind"].as_str().unwrap_or_default(),
                 obj["metadata"]["name"].as_str().unwrap_or_default(),
@@ -272,6 +273,77 @@ pub async fn owners(
         }
     }
     Ok(out)
+}
+
+/// Every GitOps owner of `obj` (in namespace `ns`) that reconciles: each one its markers
+/// and field managers name ([`gitops::detect`]), then each Application or Kustomization
+/// whose own status names it and its markers do not (a21l A08: a second Kustomization's
+/// inventory listed the gateway; it was never suspended and re-created it after the
+/// delete), each with the evidence it was found by. A Flux field manager no marker names
+/// an owner for is dropped only where a Kustomization's inventory names it (the one
+/// that wrote it); else it stays, an owner nobody can suspend (the window refuses).
+/// Where the cluster refuses the lists, said, and the markers alone are used.
+pub(crate) async fn every_owner(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    obj: &Value,
+    ns: &str,
+) -> Result<Vec<gitops::Manager>, Error> {
+    let mut managers: Vec<gitops::Manager> = gitops::reconciling(&gitops::detect(obj))
+        .into_iter()
+        .cloned()
+        .collect();
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    let obj_name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    let named = match live::naming(cluster, kind, ns, obj_name).await {
+        Ok(n) => n,
+        Err(e) if refusal(&e).is_some() => {
+            ev.emit(Event::Note(format!(
+                "the cluster does not let vpnmig list Applications and Kustomizations in every namespace ({}): an owner that only its own status names as the one that applies {} is not looked for",
+                refusal(&e).map(|(a, _)| a).unwrap_or_default(),
+                object_ref(kind, obj_name, ns)
+            )));
+            Vec::new()
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for (owner, _) in &named {
+        if managers.iter().any(|m| {
+            m.owner
+                .as_ref()
+                .is_some_and(|o| gitops::same_owner(o, owner))
+        }) {
+            continue;
+        }
+        let argo = owner.kind == "Application";
+        managers.push(gitops::Manager {
+            tool: if argo {
+                gitops::Tool::ArgoCd
+            } else {
+                gitops::Tool::Flux
+            },
+            owner: Some(owner.clone()),
+            evidence: vec![format!(
+                "{} of {} lists it",
+                if argo {
+                    "status.resources"
+                } else {
+                    "status.inventory"
+                },
+                owner.display()
+            )],
+        });
+    }
+    let by_inventory = named.iter().any(|(o, _)| o.kind == "Kustomization");
+    managers.retain(|m| {
+        !(m.owner.is_none()
+            && m.tool == gitops::Tool::Flux
+            && by_inventory
+            && m.evidence
+                .iter()
+                .all(|e| e == "field manager kustomize-controller"))
+    });
+    Ok(managers)
 }
 
 use gitops::how;

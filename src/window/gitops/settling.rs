@@ -448,6 +448,10 @@ pub async fn describe_owners(
     plan: &mut crate::core::plan::Plan,
     source: &crate::core::input::Source,
 ) {
+    let (ns, name) = (
+        cluster.namespace.as_str(),
+        source.gateway.metadata.name.as_deref().unwrap_or_default(),
+    );
     let Some(check) = plan
         .checks
         .iter_mut()
@@ -458,10 +462,45 @@ pub async fn describe_owners(
     if check.findings.is_empty() {
         return;
     }
-    let (ns, name) = (
-        cluster.namespace.as_str(),
-        source.gateway.metadata.name.as_deref().unwrap_or_default(),
-    );
+    // The owners only their own status names (a21l A08: a second Kustomization's
+    // inventory lists the gateway): each one more finding, as the window holds it.
+    // Looked for where a GitOps tool marks the gateway (a gateway no tool marks makes no
+    // extra calls).
+    let extra = status_only_owners(cluster, &source.raw, ns).await;
+    if !extra.is_empty() {
+        let object = crate::core::model::object_ref("IPsecGateway", name, ns);
+        for (o, v, evidence) in &extra {
+            check.findings.push(crate::core::finding::Finding {
+                object: object.clone(),
+                path: "metadata".into(),
+                seen: evidence.clone(),
+                wanted: "no Argo CD or Flux sync during the window".into(),
+                message: format!(
+                    "{} ({}) syncs it, and no marker on it says so: its self-heal re-creates the IPsecGateway after the delete and the old operator takes the floating IP back, its prune deletes the new objects (live: {}: {})",
+                    if o.kind == "Application" { "Argo CD" } else { "Flux" },
+                    o.display(),
+                    o.display(),
+                    how(&gitops::owner_state(v, "IPsecGateway", ns, name))
+                ),
+                fix: Some(format!(
+                    "let vpnmig suspend it for the window and restore it after: `vpnmig cutover {name} -n {ns} --gitops pause` (it suspends every owner named here); or suspend it yourself ({}) and pass `--gitops ignore`. docs/gitops.md: merge the repository change (`vpnmig plan {name} -n {ns} --gitops-repo DIR`) before the sync is restored",
+                    crate::window::suspend_command(o)
+                )),
+            });
+        }
+        check.outcome = crate::core::finding::Outcome::Fail;
+        crate::core::live::extend(plan, Vec::new());
+    }
+    let Some(check) = plan
+        .checks
+        .iter_mut()
+        .find(|c| c.id == crate::core::checks::GITOPS_SYNC)
+    else {
+        return;
+    };
+    if check.findings.is_empty() {
+        return;
+    }
     let secret_name = &source.gateway.spec.auth.psk_secret_ref.name;
     let secret = source
         .secrets
@@ -506,4 +545,38 @@ pub async fn describe_owners(
         };
         f.message.push_str(&format!(" (live: {live})"));
     }
+}
+
+/// The Applications and Kustomizations whose own status names the gateway `raw` and whose
+/// markers on it do not ([`every_owner`]'s extra owners): (owner, object, evidence). A
+/// refused or failed list finds none (the window says so when it runs).
+async fn status_only_owners(
+    cluster: &Cluster,
+    raw: &Value,
+    ns: &str,
+) -> Vec<(gitops::OwnerRef, Value, String)> {
+    let name = raw["metadata"]["name"].as_str().unwrap_or_default();
+    let Ok(named) = live::naming(cluster, "IPsecGateway", ns, name).await else {
+        return Vec::new();
+    };
+    let marked: Vec<gitops::OwnerRef> = gitops::detect(raw)
+        .into_iter()
+        .filter_map(|m| m.owner)
+        .collect();
+    named
+        .into_iter()
+        .filter(|(o, _)| !marked.iter().any(|m| gitops::same_owner(m, o)))
+        .map(|(o, v)| {
+            let evidence = format!(
+                "{} of {} lists it",
+                if o.kind == "Application" {
+                    "status.resources"
+                } else {
+                    "status.inventory"
+                },
+                o.display()
+            );
+            (o, v, evidence)
+        })
+        .collect()
 }

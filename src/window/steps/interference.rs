@@ -224,9 +224,17 @@ pub(crate) fn recreated(
     };
     // The owner its markers name, suspended as vpnmig writes a suspension (a21i 02: one
     // command for one owner everywhere); a generic word only where no marker names one.
-    let owner = crate::core::gitops::detect(obj)
+    // Of several owners its markers name, the one whose controller wrote it (a21l A01:
+    // a HelmRelease re-created it, the stop named the Kustomization beside it).
+    let named: Vec<crate::core::gitops::OwnerRef> = crate::core::gitops::detect(obj)
         .into_iter()
-        .find_map(|m| m.owner);
+        .filter_map(|m| m.owner)
+        .collect();
+    let owner = named
+        .iter()
+        .find(|o| crate::core::gitops::written_by(&o.kind, obj))
+        .or(named.first())
+        .cloned();
     let first = if let Some(o) = owner.filter(|_| gitops) {
         format!(
             "suspend {} first ({})",
@@ -234,7 +242,11 @@ pub(crate) fn recreated(
             crate::window::suspend_command(&o)
         )
     } else if gitops {
-        "suspend that sync first (Argo CD: turn off auto-sync/self-heal of the Application; Flux: set spec.suspend on the Kustomization or HelmRelease)".to_string()
+        // No marker names it: the controller that wrote it, and where to find its owner.
+        format!(
+            "find the owner whose sync re-created it ({who}; no marker on it names one: `kubectl get {} {name} -n {ns} --show-managed-fields -o yaml`, and the Applications and Kustomizations whose status lists it) and suspend it first",
+            kind.to_lowercase()
+        )
     } else {
         format!(
             "find who created it ({who}) and make sure they do not again (`kubectl get {} {name} -n {ns} --show-managed-fields -o yaml`)",
@@ -249,12 +261,14 @@ pub(crate) fn recreated(
         ),
         hint: Some(if verb == "cutover" {
             format!(
-                "{first}. Then either `vpnmig rollback {name} -n {ns}` (keeps the re-created IPsecGateway, removes the new objects) or delete the re-created IPsecGateway and `vpnmig cutover {name} -n {ns}` resumes"
+                "{first}. Then either `vpnmig rollback {name} -n {ns}` (keeps the re-created IPsecGateway, removes the new objects) or delete the re-created IPsecGateway (`kubectl delete {} {name} -n {ns}`) and `vpnmig cutover {name} -n {ns}` resumes",
+                kind.to_lowercase()
             )
             .into()
         } else {
             format!(
-                "{first}, delete the re-created {kind}, then `vpnmig rollback {name} -n {ns}` resumes"
+                "{first}, delete the re-created {kind} (`kubectl delete {} {name} -n {ns}`), then `vpnmig rollback {name} -n {ns}` resumes",
+                kind.to_lowercase()
             )
             .into()
         }),

@@ -1,0 +1,420 @@
+//! Every GitOps owner of a gateway is found and held (issue 21 kinds 2 and 3; the a21l
+//! attack's A01 and A08): a gateway two owners apply (a Kustomization and a HelmRelease;
+//! two Kustomizations in different namespaces; an Application and a HelmRelease; an owner
+//! only its own inventory names) has every one of them listed by `plan`, suspended by
+//! `--gitops pause` and held by the journal, so none re-creates the gateway after the
+//! delete. A re-created gateway stops the window naming the owner whose controller wrote
+//! it, with its suspend command and the delete of the gateway.
+//!
+//! Rows on both control planes (tests/live/bed.rs), one per case.
+
+mod live;
+
+use live::bed::{self, Bed, CONFIGMAP, IPSECGATEWAY, Kind, Scenario};
+use serde_json::{Value, json};
+
+const NS: &str = "tenant-acme";
+const ARGO: &str = include_str!("../fixtures/clusters/acme-argocd.yaml");
+const FLUX: &str = include_str!("../fixtures/clusters/acme-flux.yaml");
+const PAUSE: &[&str] = &["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+const PLAN: &[&str] = &["plan", "acme", "-n", NS, "--out", "plans/acme"];
+
+const APPLICATION: Kind = ("argoproj.io", "v1alpha1", "applications", "Application");
+const KUSTOMIZATION: Kind = (
+    "kustomize.toolkit.fluxcd.io",
+    "v1",
+    "kustomizations",
+    "Kustomization",
+);
+const HELMRELEASE: Kind = (
+    "helm.toolkit.fluxcd.io",
+    "v2",
+    "helmreleases",
+    "HelmRelease",
+);
+
+fn settings() -> vpnmig_sandbox::SettingsFile {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s
+}
+
+/// The Flux fixture's source of acme (its Secret and IPsecGateway), as a `manifests:`
+/// block indented for a ConfigMap.
+fn acme_manifests() -> &'static str {
+    let at = FLUX
+        .find("  manifests: |\n")
+        .expect("the Flux fixture has a source");
+    &FLUX[at..]
+}
+
+/// An owner `kind name` in `ns` (created) rendering acme from a source ConfigMap of its own.
+fn owner_text(kind: &str, name: &str, ns: &str, suspended: bool) -> String {
+    let spec = match kind {
+        "HelmRelease" => "  interval: 30m\n  targetNamespace: tenant-acme\n  chart:\n    spec:\n      chart: tenant-vpn\n      sourceRef:\n        kind: HelmRepository\n        name: internal\n".to_string(),
+        _ => "  interval: 10m\n  path: ./legacy\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: platform\n  targetNamespace: tenant-acme\n".to_string(),
+    };
+    let api = if kind == "HelmRelease" {
+        "helm.toolkit.fluxcd.io/v2"
+    } else {
+        "kustomize.toolkit.fluxcd.io/v1"
+    };
+    // A suspended one has no source here: it never applies acme, only its inventory
+    // (set by the row) names it.
+    if suspended {
+        return format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n---\napiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {name}\n  namespace: {ns}\nspec:\n{spec}  suspend: true\n"
+        );
+    }
+    format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n---\napiVersion: {api}\nkind: {kind}\nmetadata:\n  name: {name}\n  namespace: {ns}\nspec:\n{spec}---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}-source\n  namespace: {ns}\ndata:\n{}",
+        acme_manifests()
+    )
+}
+
+/// A01's kind: the Flux Kustomization flux-system/acme and a HelmRelease charts/acme-chart.
+fn kustomization_and_helmrelease() -> Scenario {
+    Scenario::built(
+        format!(
+            "{FLUX}\n---\n{}",
+            owner_text("HelmRelease", "acme-chart", "charts", false)
+        ),
+        settings(),
+    )
+}
+
+/// A08's kind: the Kustomization flux-system/acme and a second one, legacy-ops/legacy.
+fn two_kustomizations() -> Scenario {
+    Scenario::built(
+        format!(
+            "{FLUX}\n---\n{}",
+            owner_text("Kustomization", "legacy", "legacy-ops", false)
+        ),
+        settings(),
+    )
+}
+
+/// Three owners: an Argo CD Application argocd/acme, a HelmRelease charts/acme-chart and
+/// a Kustomization legacy-ops/legacy.
+fn application_helmrelease_and_kustomization() -> Scenario {
+    let crds: Vec<&str> = FLUX
+        .split("\n---\n")
+        .filter(|d| d.contains("kind: CustomResourceDefinition"))
+        .collect();
+    Scenario::built(
+        format!(
+            "{ARGO}\n---\n{}\n---\n{}\n---\n{}",
+            crds.join("\n---\n"),
+            owner_text("HelmRelease", "acme-chart", "charts", false),
+            owner_text("Kustomization", "legacy", "legacy-ops", false)
+        ),
+        settings(),
+    )
+}
+
+/// The Kustomization flux-system/acme, and a suspended one, legacy-ops/legacy, that no
+/// marker on acme names (its inventory does, set by the row).
+fn an_owner_only_its_inventory_names() -> Scenario {
+    Scenario::built(
+        format!(
+            "{FLUX}\n---\n{}",
+            owner_text("Kustomization", "legacy", "legacy-ops", true)
+        ),
+        settings(),
+    )
+}
+
+/// Until each of `managers` is among acme's field managers (each owner applied it once).
+async fn applied_by(b: &Bed, managers: &[&str]) {
+    bed::eventually(30, "every owner applies acme", || async {
+        let Some(g) = b.get(IPSECGATEWAY, NS, "acme").await else {
+            return false;
+        };
+        let fields = g["metadata"]["managedFields"].to_string();
+        managers.iter().all(|m| fields.contains(m))
+    })
+    .await;
+}
+
+async fn suspended(b: &Bed, kind: Kind, ns: &str, name: &str) -> bool {
+    let o = b.get(kind, ns, name).await.expect("the owner exists");
+    if kind == APPLICATION {
+        o["spec"]["syncPolicy"]["automated"].is_null()
+    } else {
+        o["spec"]["suspend"] == true
+    }
+}
+
+/// The owners the journal holds, as `kind/name -n ns`.
+async fn held(b: &Bed) -> Vec<String> {
+    let j = b.journal(NS, "acme").await.expect("a journal");
+    j["gitops"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            format!(
+                "{}/{} -n {}",
+                r["owner"]["kind"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_lowercase(),
+                r["owner"]["name"].as_str().unwrap_or_default(),
+                r["owner"]["namespace"].as_str().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// The plan blocks on every owner in `owners`; the pause suspends each and the journal
+/// holds each; the window ends done and nothing re-creates the IPsecGateway.
+async fn every_owner_paused_and_held(b: &Bed, owners: &[(Kind, &str, &str)]) {
+    let plan = b.step(PLAN, 4, &[]).await;
+    let text = live::flat(&plan.stdout);
+    for (kind, ns, name) in owners {
+        let shown = format!("{}/{name} -n {ns}", kind.3.to_lowercase());
+        assert!(
+            text.contains(&shown),
+            "the plan names {shown}:\n{}",
+            plan.stdout
+        );
+    }
+    let r = b.step(PAUSE, 0, &[]).await;
+    let holds = held(b).await;
+    for (kind, ns, name) in owners {
+        let shown = format!("{}/{name} -n {ns}", kind.3.to_lowercase());
+        assert!(
+            r.says(&format!("{shown} syncs")) || r.says(&format!("suspended {shown}")),
+            "the window names {shown}:\n{}",
+            r.stderr
+        );
+        assert!(
+            suspended(b, *kind, ns, name).await,
+            "{shown} is suspended:\n{}",
+            r.stderr
+        );
+        assert!(
+            holds.contains(&shown),
+            "the journal holds {shown}: {holds:?}"
+        );
+    }
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"));
+    // Every owner asked to sync now: none re-creates the gateway (the invariants after
+    // the row look again).
+    b.gitops.kick();
+    assert!(
+        b.get(IPSECGATEWAY, NS, "acme").await.is_none(),
+        "no owner re-creates the replaced IPsecGateway"
+    );
+}
+
+async fn a_helmrelease_beside_a_kustomization(b: &Bed) {
+    applied_by(b, &["kustomize-controller", "helm-controller"]).await;
+    every_owner_paused_and_held(
+        b,
+        &[
+            (KUSTOMIZATION, "flux-system", "acme"),
+            (HELMRELEASE, "charts", "acme-chart"),
+        ],
+    )
+    .await;
+}
+
+async fn two_kustomizations_in_two_namespaces(b: &Bed) {
+    // Both have synced it: each one's inventory lists it (the markers name one of them).
+    both_inventories(b).await;
+    every_owner_paused_and_held(
+        b,
+        &[
+            (KUSTOMIZATION, "flux-system", "acme"),
+            (KUSTOMIZATION, "legacy-ops", "legacy"),
+        ],
+    )
+    .await;
+}
+
+async fn a_helmrelease_beside_an_application_and_a_kustomization(b: &Bed) {
+    applied_by(
+        b,
+        &[
+            "argocd-controller",
+            "helm-controller",
+            "kustomize-controller",
+        ],
+    )
+    .await;
+    every_owner_paused_and_held(
+        b,
+        &[
+            (APPLICATION, "argocd", "acme"),
+            (HELMRELEASE, "charts", "acme-chart"),
+            (KUSTOMIZATION, "legacy-ops", "legacy"),
+        ],
+    )
+    .await;
+}
+
+async fn an_owner_known_only_by_its_inventory(b: &Bed) {
+    applied_by(b, &["kustomize-controller"]).await;
+    b.edit_status(KUSTOMIZATION, "legacy-ops", "legacy", |o| {
+        o["status"] = json!({"inventory": {"entries": [
+            {"id": "tenant-acme_acme_ipsec.bnerd.net_IPsecGateway", "v": "v1alpha1"}
+        ]}})
+    })
+    .await;
+    let g = b.get(IPSECGATEWAY, NS, "acme").await.unwrap();
+    assert!(
+        !g["metadata"]["labels"].to_string().contains("legacy"),
+        "no marker names it: {g}"
+    );
+    let plan = b.step(PLAN, 4, &[]).await;
+    assert!(
+        live::flat(&plan.stdout)
+            .contains("status.inventory of kustomization/legacy -n legacy-ops lists it"),
+        "{}",
+        plan.stdout
+    );
+    let r = b.step(PAUSE, 0, &[]).await;
+    assert!(
+        r.says("kustomization/legacy -n legacy-ops syncs ipsecgateway/acme -n tenant-acme"),
+        "{}",
+        r.stderr
+    );
+    let j = b.journal(NS, "acme").await.unwrap();
+    let legacy: Vec<&Value> = j["gitops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["owner"]["name"] == "legacy")
+        .collect();
+    assert_eq!(legacy.len(), 1, "the journal holds it: {j}");
+    assert_eq!(
+        legacy[0]["relies"], true,
+        "the window relies on its suspension: {j}"
+    );
+    assert!(suspended(b, KUSTOMIZATION, "legacy-ops", "legacy").await);
+    assert!(suspended(b, KUSTOMIZATION, "flux-system", "acme").await);
+}
+
+/// A08's flow: both Kustomizations held; only acme's repository change merged; the
+/// vouch (`--gitops resume`) restores both, and legacy's sync re-creates the gateway. The
+/// stop names legacy (the owner whose sync wrote it), its suspend command as vpnmig writes
+/// it, and the delete of the gateway; never a generic `flux suspend`.
+async fn a_re_created_gateway_names_the_owner_that_wrote_it(b: &Bed) {
+    both_inventories(b).await;
+    let source = b
+        .get(CONFIGMAP, "flux-system", "acme-source")
+        .await
+        .unwrap()["data"]["manifests"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let repo = repo_in(b.cwd(), &source);
+    let dir = repo.to_str().unwrap();
+    let mut plan = PLAN.to_vec();
+    plan.extend(["--gitops-repo", dir]);
+    b.step(&plan, 4, &[]).await;
+    let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
+    assert!(!rewritten.contains("kind: IPsecGateway"), "{rewritten}");
+    b.step(PAUSE, 0, &[]).await;
+    b.edit(CONFIGMAP, "flux-system", "acme-source", |o| {
+        o["data"]["manifests"] = json!(rewritten)
+    })
+    .await;
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"],
+            5,
+            &[
+                "kustomization/legacy -n legacy-ops was restored and its sync interfered",
+                "tracking metadata kustomize.toolkit.fluxcd.io/name=legacy",
+                "suspend kustomization/legacy -n legacy-ops first (`kubectl patch kustomization legacy -n legacy-ops --field-manager=vpnmig",
+                "`kubectl delete ipsecgateway acme -n tenant-acme`",
+            ],
+        )
+        .await;
+    assert!(!r.says("flux suspend"), "{}", r.stderr);
+    assert!(!r.says("suspend that sync first"), "{}", r.stderr);
+}
+
+/// Until each Kustomization's inventory lists acme (both synced it).
+async fn both_inventories(b: &Bed) {
+    applied_by(b, &["kustomize-controller"]).await;
+    for (ns, name) in [("flux-system", "acme"), ("legacy-ops", "legacy")] {
+        bed::eventually(30, "each Kustomization's inventory lists acme", || async {
+            b.get(KUSTOMIZATION, ns, name).await.is_some_and(|k| {
+                k["status"]["inventory"]
+                    .to_string()
+                    .contains("tenant-acme_acme_ipsec.bnerd.net_IPsecGateway")
+            })
+        })
+        .await;
+    }
+}
+
+/// A repository holding `source` as tenants/acme.yaml, in `cwd`.
+fn repo_in(cwd: &std::path::Path, source: &str) -> std::path::PathBuf {
+    let dir = cwd.join("repo");
+    std::fs::create_dir_all(dir.join("tenants")).unwrap();
+    std::fs::write(dir.join("tenants/acme.yaml"), source).unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "."],
+        &[
+            "-c",
+            "user.email=t@example.net",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-qm",
+            "acme",
+        ],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&dir)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "git {args:?}");
+    }
+    dir
+}
+
+crate::rows! {
+    /// a21l A01: a Kustomization and a HelmRelease apply acme.
+    a_helmrelease_beside_a_kustomization_is_paused_too: bed::Row {
+        scenario: kustomization_and_helmrelease,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_helmrelease_beside_a_kustomization(b)),
+    },
+    /// a21l A08's kind: two Kustomizations in two namespaces apply acme.
+    a_second_kustomization_in_another_namespace_is_paused_too: bed::Row {
+        scenario: two_kustomizations,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(two_kustomizations_in_two_namespaces(b)),
+    },
+    /// An Argo CD Application, a HelmRelease and a Kustomization apply acme.
+    three_owners_of_two_tools_are_all_paused: bed::Row {
+        scenario: application_helmrelease_and_kustomization,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_helmrelease_beside_an_application_and_a_kustomization(b)),
+    },
+    /// A suspended Kustomization only its inventory names: listed and relied on.
+    an_owner_only_its_inventory_names_is_listed_and_held: bed::Row {
+        scenario: an_owner_only_its_inventory_names,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(an_owner_known_only_by_its_inventory(b)),
+    },
+    /// A08's flow: the interference stop names the owner that re-created the gateway.
+    a_re_created_gateway_names_the_owner_that_wrote_it: bed::Row {
+        scenario: two_kustomizations,
+        only: None,
+        // Ends with the re-created IPsecGateway live beside the VPNGateway, on purpose.
+        after: None,
+        steps: |b| Box::pin(a_re_created_gateway_names_the_owner_that_wrote_it(b)),
+    },
+}
