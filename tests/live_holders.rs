@@ -17,7 +17,8 @@ mod live;
 use std::time::Duration;
 
 use live::bed::{
-    self, After, Bed, CONFIGMAP, IPSECGATEWAY, Kind, Row, SECRET, Scenario, VPNGATEWAY,
+    self, APPLICATION, After, Bed, CONFIGMAP, IPSECGATEWAY, KUSTOMIZATION, Kind, Row, SECRET,
+    Scenario, VPNGATEWAY,
 };
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
@@ -28,13 +29,6 @@ const NS: &str = "tenant-acme";
 const OTHER: &str = "tenant-other";
 const ARGO: &str = include_str!("../fixtures/clusters/acme-argocd.yaml");
 const FLUX: &str = include_str!("../fixtures/clusters/acme-flux.yaml");
-const APPLICATION: Kind = ("argoproj.io", "v1alpha1", "applications", "Application");
-const KUSTOMIZATION: Kind = (
-    "kustomize.toolkit.fluxcd.io",
-    "v1",
-    "kustomizations",
-    "Kustomization",
-);
 /// The restricted user's context.
 const ONCALL: &str = "vpnmig-sandbox-oncall";
 

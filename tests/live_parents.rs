@@ -18,27 +18,13 @@ mod live;
 
 use std::time::Duration;
 
-use live::bed::{self, Bed, IPSECGATEWAY, Kind, Scenario};
+use live::bed::{self, APPLICATION, Bed, HELMRELEASE, IPSECGATEWAY, KUSTOMIZATION, Kind, Scenario};
 use serde_json::Value;
 
 const NS: &str = "tenant-acme";
 const ARGO: &str = include_str!("../fixtures/clusters/acme-argocd.yaml");
 const FLUX: &str = include_str!("../fixtures/clusters/acme-flux.yaml");
 const ACME: &str = include_str!("../fixtures/clusters/acme.yaml");
-
-const APPLICATION: Kind = ("argoproj.io", "v1alpha1", "applications", "Application");
-const KUSTOMIZATION: Kind = (
-    "kustomize.toolkit.fluxcd.io",
-    "v1",
-    "kustomizations",
-    "Kustomization",
-);
-const HELMRELEASE: Kind = (
-    "helm.toolkit.fluxcd.io",
-    "v2",
-    "helmreleases",
-    "HelmRelease",
-);
 
 /// The acme Application as its parent's source defines it.
 const ACME_APP: &str = "apiVersion: argoproj.io/v1alpha1

@@ -13,7 +13,7 @@ mod live;
 
 use std::path::Path;
 
-use live::bed::{self, Bed, CONFIGMAP, IPSECGATEWAY, Kind, Scenario};
+use live::bed::{self, APPLICATION, Bed, CONFIGMAP, IPSECGATEWAY, KUSTOMIZATION, Kind, Scenario};
 use serde_json::{Value, json};
 
 const NS: &str = "tenant-acme";
@@ -24,14 +24,6 @@ const RESUME: &[&str] = &["cutover", "acme", "-n", NS, "--yes", "--gitops", "res
 const DELETE: &str = "`kubectl delete ipsecgateway acme -n tenant-acme`";
 const LIVE_AGAIN: &str =
     "the gateway it replaced, is live again beside vpngateway/acme -n tenant-acme";
-
-const APPLICATION: Kind = ("argoproj.io", "v1alpha1", "applications", "Application");
-const KUSTOMIZATION: Kind = (
-    "kustomize.toolkit.fluxcd.io",
-    "v1",
-    "kustomizations",
-    "Kustomization",
-);
 
 /// An owner `acme`: an Argo CD Application in `ns`, or the Flux Kustomization in
 /// flux-system.

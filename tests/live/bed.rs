@@ -267,6 +267,20 @@ pub const VPNPEER: Kind = ("vpn.bnerd.net", "v1alpha1", "vpnpeers", "VPNPeer");
 pub const CONFIGMAP: Kind = ("", "v1", "configmaps", "ConfigMap");
 pub const SECRET: Kind = ("", "v1", "secrets", "Secret");
 pub const LEASE: Kind = ("coordination.k8s.io", "v1", "leases", "Lease");
+/// The GitOps owners' kinds.
+pub const APPLICATION: Kind = ("argoproj.io", "v1alpha1", "applications", "Application");
+pub const KUSTOMIZATION: Kind = (
+    "kustomize.toolkit.fluxcd.io",
+    "v1",
+    "kustomizations",
+    "Kustomization",
+);
+pub const HELMRELEASE: Kind = (
+    "helm.toolkit.fluxcd.io",
+    "v2",
+    "helmreleases",
+    "HelmRelease",
+);
 /// Cluster-scoped: pass `""` as the namespace.
 pub const NAMESPACE: Kind = ("", "v1", "namespaces", "Namespace");
 /// Cluster-scoped: pass `""` as the namespace.
