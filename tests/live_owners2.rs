@@ -10,7 +10,9 @@
 
 mod live;
 
-use live::bed::{self, Bed, CONFIGMAP, IPSECGATEWAY, Kind, Scenario};
+use live::bed::{
+    self, APPLICATION, Bed, CONFIGMAP, HELMRELEASE, IPSECGATEWAY, KUSTOMIZATION, Kind, Scenario,
+};
 use serde_json::{Value, json};
 
 const NS: &str = "tenant-acme";
@@ -18,20 +20,6 @@ const ARGO: &str = include_str!("../fixtures/clusters/acme-argocd.yaml");
 const FLUX: &str = include_str!("../fixtures/clusters/acme-flux.yaml");
 const PAUSE: &[&str] = &["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
 const PLAN: &[&str] = &["plan", "acme", "-n", NS, "--out", "plans/acme"];
-
-const APPLICATION: Kind = ("argoproj.io", "v1alpha1", "applications", "Application");
-const KUSTOMIZATION: Kind = (
-    "kustomize.toolkit.fluxcd.io",
-    "v1",
-    "kustomizations",
-    "Kustomization",
-);
-const HELMRELEASE: Kind = (
-    "helm.toolkit.fluxcd.io",
-    "v2",
-    "helmreleases",
-    "HelmRelease",
-);
 
 fn settings() -> vpnmig_sandbox::SettingsFile {
     let mut s = live::pool("10.250.3.0/24");

@@ -7,6 +7,7 @@ use crate::cli::cluster_args::{ClusterArgs, parse_duration};
 use crate::cluster::{Cluster, verify as fetch};
 use crate::core::dataplane::{self, Baseline};
 use crate::core::duration::{self, Rounding};
+use crate::core::swanctl::Sas;
 use crate::core::verify::{self, Row, Verdict};
 use crate::exit;
 use crate::output::verify::render;
@@ -131,14 +132,17 @@ async fn once(
     plan: Option<&std::path::Path>,
 ) -> Result<Vec<Row>, Error> {
     let expected = expected_addresses(cluster, name, plan).await?;
-    let mut rows = once_live(cluster, name, expected).await?;
+    // One `swanctl --list-sas` for the tunnel rows and the data-plane comparison: two
+    // reads a moment apart could disagree (a CHILD SA rekeyed, an IKE SA closed by DPD
+    // between them), and one verify must not say a tunnel is both up and missing.
+    let (mut rows, sas) = once_live(cluster, name, expected).await?;
     let is_new = crate::cluster::objects::get(cluster, "VPNGateway", name)
         .await?
         .is_some();
     let (objs, source) = reference(cluster, name, plan, is_new).await?;
     rows.extend(crate::window::reference_rows(cluster, &objs, &source).await?);
     if is_new {
-        rows.extend(data_plane(cluster, name).await?);
+        rows.extend(data_plane(cluster, name, sas.as_ref()).await?);
     }
     rows.extend(psk_row(cluster, name).await?);
     rows.extend(left_row(cluster, name, is_new).await?);
@@ -246,9 +250,10 @@ async fn psk_row(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
 }
 
 /// The migrated gateway's data plane compared with the baseline the cutover recorded of
-/// the old one (journal `dataPlaneBaseline`; issue 12 item 1): nothing when there is none
-/// or the SAs cannot be read (the tunnel rows say so).
-async fn data_plane(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
+/// the old one (journal `dataPlaneBaseline`; issue 12 item 1), read from `sas`, the SAs
+/// the tunnel rows were read from: nothing when there is no baseline or the SAs could not
+/// be read (the tunnel rows say so).
+async fn data_plane(cluster: &Cluster, name: &str, sas: Option<&Sas>) -> Result<Vec<Row>, Error> {
     // A baseline without a tunnel up has nothing to compare: no row rather than a
     // green one (attack finding).
     let Some(before) = crate::cluster::journal::read(cluster, name)
@@ -258,11 +263,11 @@ async fn data_plane(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
     else {
         return Ok(Vec::new());
     };
-    let Ok(sas) = fetch::sas(cluster, name).await? else {
+    let Some(sas) = sas else {
         return Ok(Vec::new());
     };
     let object = format!("VPNGateway {}/{name}", cluster.namespace);
-    let after = Baseline::from_sas(&sas, &crate::window::now(), &object);
+    let after = Baseline::from_sas(sas, &crate::window::now(), &object);
     Ok(dataplane::verify_rows(
         &dataplane::compare(&before, &after),
         &object,
@@ -310,7 +315,7 @@ async fn once_live(
     cluster: &Cluster,
     name: &str,
     (cidr, vips): (Option<String>, Vec<(String, String)>),
-) -> Result<Vec<Row>, Error> {
+) -> Result<(Vec<Row>, Option<Sas>), Error> {
     let mut view = match fetch::view(cluster, name).await {
         Ok(v) => v,
         // Neither kind exists: between a delete and a create, a window may be under way.
@@ -359,7 +364,8 @@ async fn once_live(
     let (sas, start) = fetch::sas_and_start(cluster, name).await?;
     // A restart of the gateway's charon is a change too: what it logged before is past.
     fetch::reloaded(&mut view, start);
-    Ok(verify::verify(&view, sas.as_ref().map_err(String::as_str)))
+    let rows = verify::verify(&view, sas.as_ref().map_err(String::as_str));
+    Ok((rows, sas.ok()))
 }
 
 async fn rows_async(args: &VerifyArgs) -> Result<(Vec<Row>, bool), Error> {
