@@ -18,7 +18,10 @@ mod live;
 
 use std::time::Duration;
 
-use live::bed::{self, APPLICATION, Bed, HELMRELEASE, IPSECGATEWAY, KUSTOMIZATION, Kind, Scenario};
+use live::bed::{
+    self, APPLICATION, Bed, HELMRELEASE, IPSECGATEWAY, KUSTOMIZATION, Kind, SECRET, Scenario,
+    VPNGATEWAY,
+};
 use serde_json::Value;
 
 const NS: &str = "tenant-acme";
@@ -112,8 +115,32 @@ fn shown(l: Level) -> String {
 /// below it, the last one's acme (`tool`'s owner).
 fn chain(levels: &[Level]) -> String {
     let argo = levels[0].0 == APPLICATION;
-    let mut base = if argo { ARGO } else { FLUX }.to_string();
-    let mut child = if argo { ACME_APP } else { ACME_KS }.to_string();
+    let base = if argo { ARGO } else { FLUX };
+    chain_from(base, if argo { ACME_APP } else { ACME_KS }, levels)
+}
+
+/// The Argo CD Application CRD, as the Argo CD cluster brings it.
+fn argo_crd() -> &'static str {
+    ARGO.split("\n---")
+        .find(|d| d.contains("name: applications.argoproj.io"))
+        .expect("the Application CRD")
+}
+
+/// The chain `levels` (top-most first, tools mixed: the Argo CD CRD too) above acme's
+/// Kustomization (a21l A03: an Argo CD Application above a HelmRelease).
+fn chain_over_ks(levels: &[Level]) -> String {
+    let base = format!(
+        "{FLUX}\n---\n{}\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: argocd",
+        argo_crd().trim_start_matches('\n')
+    );
+    chain_from(&base, ACME_KS, levels)
+}
+
+/// `base` with the chain `levels` (top-most first) above `owner` (its YAML as the
+/// lowest level's source defines it).
+fn chain_from(base: &str, owner: &str, levels: &[Level]) -> String {
+    let mut base = base.to_string();
+    let mut child = owner.to_string();
     for &(kind, name) in levels.iter().rev() {
         let (live, def, ns) = if kind == APPLICATION {
             (argo_level(name), argo_level(name), "argocd")
@@ -128,6 +155,27 @@ fn chain(levels: &[Level]) -> String {
         child = def;
     }
     base
+}
+
+/// A cycle above acme's Kustomization (a21l A07): HelmRelease `ring` applies acme and
+/// Kustomization `kreis`, and `kreis` applies `ring` back.
+fn cycle() -> String {
+    let kreis = flux_level(KUSTOMIZATION, "kreis", true);
+    let ring = flux_level(HELMRELEASE, "ring", true);
+    let base = with_parent(
+        FLUX,
+        flux_level(HELMRELEASE, "ring", false).trim_end(),
+        "flux-system",
+        "ring",
+        &format!("{ACME_KS}---\n{kreis}"),
+    );
+    with_parent(
+        &base,
+        flux_level(KUSTOMIZATION, "kreis", false).trim_end(),
+        "flux-system",
+        "kreis",
+        &ring,
+    )
 }
 
 fn scenario(yaml: String) -> Scenario {
@@ -253,12 +301,17 @@ async fn a_chain_is_named_from_its_top_and_its_advice_ends_done(
     owner: Level,
     levels: &[Level],
     past: bool,
+    says: &[String],
 ) {
     let on = b.backend;
     chain_applied(b, owner, levels).await;
     let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
     let r = b.step(&cut, 7, &["no gateway was deleted"]).await;
+    nothing_deleted(b).await;
     let flat = live::flat(&r.stderr);
+    for words in says {
+        assert!(flat.contains(words), "{on}: missing `{words}` in: {flat}");
+    }
     let hint = live::flat(&hint_of(&r));
     // Each level asked to be suspended, the top-most first, each with its command.
     let mut from = 0;
@@ -358,8 +411,191 @@ const ARGO_NINE: [Level; 9] = [
     (APPLICATION, "weiher"),
     (APPLICATION, "steg"),
 ];
+const ARGO_OVER_HELM: [Level; 2] = [(APPLICATION, "stapel"), (HELMRELEASE, "basis")];
+const FLUX_OVER_HELM: [Level; 2] = [(KUSTOMIZATION, "ringks"), (HELMRELEASE, "chart")];
+const RING: Level = (HELMRELEASE, "ring");
+const KREIS: Level = (KUSTOMIZATION, "kreis");
+/// Ten levels: two past the eight vpnmig reads in full, the top one the ninth's own
+/// parent (a21l A03: the ninth was named as the top each round, the tenth put it back).
+const ARGO_TEN: [Level; 10] = [
+    (APPLICATION, "himmel"),
+    (APPLICATION, "gipfel"),
+    (APPLICATION, "grat"),
+    (APPLICATION, "hang"),
+    (APPLICATION, "alm"),
+    (APPLICATION, "wald"),
+    (APPLICATION, "lichtung"),
+    (APPLICATION, "bach"),
+    (APPLICATION, "weiher"),
+    (APPLICATION, "steg"),
+];
 const ACME_KS_OWNER: Level = (KUSTOMIZATION, "acme");
 const ACME_APP_OWNER: Level = (APPLICATION, "acme");
+
+// ---------------------------------------------------------------------------------------
+// Above a HelmRelease, and round a cycle (a21l A03, A07).
+
+/// What a stop before the delete leaves: exit 7 said it, the IPsecGateway and its PSK
+/// Secret are as they were, nothing new is applied.
+async fn nothing_deleted(b: &Bed) {
+    let on = b.backend;
+    assert!(
+        b.get(IPSECGATEWAY, NS, "acme").await.is_some(),
+        "{on}: the IPsecGateway was deleted"
+    );
+    assert!(
+        b.get(SECRET, NS, "acme-psk").await.is_some(),
+        "{on}: the PSK Secret was deleted"
+    );
+    assert!(
+        b.objects(VPNGATEWAY, NS).await.is_empty(),
+        "{on}: a VPNGateway was applied"
+    );
+}
+
+/// A chain of mixed tools above acme's Kustomization whose level above a HelmRelease is
+/// known by the HelmRelease's own markers only (an Argo CD Application by its tracking
+/// label and annotation, a Kustomization by its kustomize.toolkit labels): the stop names
+/// that level first, nothing is deleted, and followed literally the window ends done.
+async fn above_a_helm_release_is_named_and_ends_done(b: &Bed, levels: &[Level]) {
+    let helm = levels[levels.len() - 1];
+    let above = levels[levels.len() - 2];
+    let managed = format!("{} is itself managed by {}", shown(helm), shown(above));
+    a_chain_is_named_from_its_top_and_its_advice_ends_done(
+        b,
+        ACME_KS_OWNER,
+        levels,
+        false,
+        &[managed],
+    )
+    .await;
+}
+
+/// A HelmRelease and a Kustomization each applying the other above acme: the stop names
+/// both as a cycle and asks for every member's suspension, each once; nothing is
+/// deleted; followed literally, it never says the identical stop twice, never names one
+/// member alone as the top, and ends done with both suspended.
+async fn a_cycle_is_named_as_one_and_ends_done(b: &Bed) {
+    let on = b.backend;
+    chain_applied(b, ACME_KS_OWNER, &[KREIS, RING]).await;
+    bed::eventually(30, "ring applies kreis", || async {
+        b.get(KREIS.0, level_ns(KREIS), KREIS.1)
+            .await
+            .is_some_and(|o| markers(&o).contains("ring"))
+    })
+    .await;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    let mut last = b.step(&cut, 7, &["no gateway was deleted"]).await;
+    nothing_deleted(b).await;
+    let flat = live::flat(&last.stderr);
+    let cycle = format!("{} and {} form a cycle", shown(KREIS), shown(RING));
+    assert!(flat.contains(&cycle), "{on}: missing `{cycle}` in: {flat}");
+    let hint = live::flat(&hint_of(&last));
+    assert!(
+        hint.starts_with("suspend every member of each cycle, one right after the other"),
+        "{on}: {hint}"
+    );
+    for l in [RING, KREIS] {
+        let asks = format!("suspend {} (`kubectl patch", shown(l));
+        assert_eq!(
+            hint.matches(&asks).count(),
+            1,
+            "{on}: `{asks}` once in: {hint}"
+        );
+    }
+    let mut rounds = 0;
+    loop {
+        rounds += 1;
+        assert!(
+            rounds <= 3,
+            "{on}: not done after 3 rounds:\n{}",
+            last.stderr
+        );
+        let hint = hint_of(&last);
+        let ran = follow_hint(b, &hint).await;
+        assert!(!ran.is_empty(), "{on}: nothing to do in: {hint}");
+        let next = bed::advised(&hint, "cutover acme");
+        let r = b.run_advised(&next, &["--yes"]).await;
+        if r.code == 0 {
+            break;
+        }
+        assert_eq!(r.code, 7, "{on}: {}", r.stderr);
+        nothing_deleted(b).await;
+        let flat = live::flat(&r.stderr);
+        assert_ne!(
+            flat,
+            live::flat(&last.stderr),
+            "{on}: the identical stop twice"
+        );
+        assert!(
+            flat.contains(&cycle),
+            "{on}: the cycle is not named again: {flat}"
+        );
+        last = r;
+    }
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    for l in [RING, KREIS, ACME_KS_OWNER] {
+        assert!(suspended(b, l).await, "{on}: {} syncs again", shown(l));
+    }
+    assert!(
+        b.get(SECRET, NS, "acme-psk").await.is_some(),
+        "{on}: the PSK Secret was deleted"
+    );
+}
+
+/// Argo CD app-of-apps parent `wurzel` of acme's Application, in namespace `gitops-root`
+/// (apps in any namespace; a21l A04).
+fn argo_parent_elsewhere() -> String {
+    let moved = chain(&[(APPLICATION, "wurzel")])
+        .replace(
+            "name: wurzel\n  namespace: argocd",
+            "name: wurzel\n  namespace: gitops-root",
+        )
+        .replace(
+            "name: wurzel-source\n  namespace: argocd",
+            "name: wurzel-source\n  namespace: gitops-root",
+        );
+    format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gitops-root\n---\n{moved}")
+}
+
+/// The parent stop names the Application in its own namespace with its command; followed,
+/// and the window closed by a rollback (nothing deleted), the argocd command that resumes
+/// the parent names it as `gitops-root/wurzel`, never by its bare name (which the argocd
+/// CLI looks for in `argocd`).
+async fn an_argo_parent_elsewhere_is_named_in_its_namespace(b: &Bed) {
+    let on = b.backend;
+    chain_applied(b, ACME_APP_OWNER, &[]).await;
+    bed::eventually(30, "wurzel applies acme", || async {
+        b.get(APPLICATION, "argocd", "acme")
+            .await
+            .is_some_and(|o| markers(&o).contains("wurzel"))
+    })
+    .await;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    let r = b
+        .step(&cut, 7, &["application/wurzel -n gitops-root"])
+        .await;
+    nothing_deleted(b).await;
+    let hint = hint_of(&r);
+    let ran = follow_hint(b, &hint).await;
+    assert_eq!(
+        ran,
+        [
+            "kubectl patch application wurzel -n gitops-root --field-manager=vpnmig --type merge -p '{\"spec\":{\"syncPolicy\":{\"automated\":null}}}'"
+        ],
+        "{on}"
+    );
+    let r = b
+        .step(&["rollback", "acme", "-n", NS, "--yes"], 0, &[])
+        .await;
+    let flat = live::flat(&r.stderr);
+    let resume = "`argocd app set gitops-root/wurzel --sync-policy automated`";
+    assert!(flat.contains(resume), "{on}: missing {resume} in: {flat}");
+    for bare in ["argocd app set wurzel", "argocd app diff wurzel"] {
+        assert!(!flat.contains(bare), "{on}: `{bare}` in: {flat}");
+    }
+    nothing_deleted(b).await;
+}
 
 // ---------------------------------------------------------------------------------------
 // A window deferred by `--window-end` after a parent stop (a21k N11).
@@ -568,14 +804,14 @@ crate::rows! {
         scenario: || scenario(chain(&FLUX_FIVE)),
         only: None,
         after: bed::After::acme("VPNGateway"),
-        steps: |b| Box::pin(a_chain_is_named_from_its_top_and_its_advice_ends_done(b, ACME_KS_OWNER, &FLUX_FIVE, false)),
+        steps: |b| Box::pin(a_chain_is_named_from_its_top_and_its_advice_ends_done(b, ACME_KS_OWNER, &FLUX_FIVE, false, &[])),
     },
     /// Six levels, a HelmRelease at the top over five Kustomizations.
     a_helm_release_over_five_flux_levels_is_named_first_and_ends_done: bed::Row {
         scenario: || scenario(chain(&HELM_OVER_FIVE)),
         only: None,
         after: bed::After::acme("VPNGateway"),
-        steps: |b| Box::pin(a_chain_is_named_from_its_top_and_its_advice_ends_done(b, ACME_KS_OWNER, &HELM_OVER_FIVE, false)),
+        steps: |b| Box::pin(a_chain_is_named_from_its_top_and_its_advice_ends_done(b, ACME_KS_OWNER, &HELM_OVER_FIVE, false, &[])),
     },
     /// Nine Argo CD Applications above acme, one past the eight levels vpnmig follows:
     /// the stop says so and names the ninth by the marker on the eighth, first.
@@ -583,7 +819,51 @@ crate::rows! {
         scenario: || scenario(chain(&ARGO_NINE)),
         only: None,
         after: bed::After::acme("VPNGateway"),
-        steps: |b| Box::pin(a_chain_is_named_from_its_top_and_its_advice_ends_done(b, ACME_APP_OWNER, &ARGO_NINE, true)),
+        steps: |b| Box::pin(a_chain_is_named_from_its_top_and_its_advice_ends_done(b, ACME_APP_OWNER, &ARGO_NINE, true, &[])),
+    },
+    /// a21l A03: an Argo CD Application above a HelmRelease, known by the HelmRelease's
+    /// own tracking label and annotation.
+    an_argo_application_above_a_helm_release_is_named_and_ends_done: bed::Row {
+        scenario: || scenario(chain_over_ks(&ARGO_OVER_HELM)),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(above_a_helm_release_is_named_and_ends_done(b, &ARGO_OVER_HELM)),
+    },
+    /// a21l A07: a Flux Kustomization above a HelmRelease, known by its kustomize.toolkit
+    /// labels on the HelmRelease.
+    a_kustomization_above_a_helm_release_is_named_and_ends_done: bed::Row {
+        scenario: || scenario(chain(&FLUX_OVER_HELM)),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(above_a_helm_release_is_named_and_ends_done(b, &FLUX_OVER_HELM)),
+    },
+    /// a21l A07: a HelmRelease ↔ Kustomization cycle above the owner.
+    a_helm_release_kustomization_cycle_is_named_as_a_cycle_and_ends_done: bed::Row {
+        scenario: || {
+            let mut s = scenario(cycle());
+            // Both members are suspended one right after the other, as the hint says.
+            s.settings.gitops.self_heal_delay_ms = 1000;
+            s
+        },
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_cycle_is_named_as_one_and_ends_done(b)),
+    },
+    /// a21l A03: two levels past the eight read in full; the one past the limit has its
+    /// own parent, which is followed by its markers and named first.
+    an_argo_chain_two_past_the_levels_followed_names_its_top_and_ends_done: bed::Row {
+        scenario: || scenario(chain(&ARGO_TEN)),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_chain_is_named_from_its_top_and_its_advice_ends_done(b, ACME_APP_OWNER, &ARGO_TEN, true, &[])),
+    },
+    /// a21l A04's minor: an Argo CD parent outside `argocd` is named in its namespace by
+    /// every command, the argocd CLI's too.
+    an_argo_parent_in_another_namespace_is_named_there: bed::Row {
+        scenario: || scenario(argo_parent_elsewhere()),
+        only: None,
+        after: bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(an_argo_parent_elsewhere_is_named_in_its_namespace(b)),
     },
     /// a21k N11 with a Flux parent `verbund`.
     a_deferred_window_names_its_flux_parent_until_the_rollback_closes_it: bed::Row {

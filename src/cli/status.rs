@@ -1930,7 +1930,7 @@ async fn suspended_owners(
                         };
                         Some(format!(
                             "{said}; {change} (`argocd app diff {}` shows the difference; `vpnmig verify {name} -n {ns}` names each pinned value), then `vpnmig {verb} {name} -n {ns}` restores it",
-                            r.owner.name
+                            crate::core::gitops::argocd_app(&r.owner)
                         ))
                     })
                 });
@@ -1957,7 +1957,7 @@ async fn suspended_owners(
                     "its source defines secret/{} -n {ns} (the PSK, data key `{key}`) otherwise than it is live (status of {}: OutOfSync): a restore would overwrite the client's key with the repository's copy; make the repository's copy hold the client's key (`argocd app diff {}` shows the difference; vpnmig never prints a key), then `vpnmig {verb} {name} -n {ns}` restores it",
                     j.psk_secret,
                     r.owner.display(),
-                    r.owner.name
+                    crate::core::gitops::argocd_app(&r.owner)
                 )
             } else if let Some(why) = kept_differs {
                 why

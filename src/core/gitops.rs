@@ -98,6 +98,16 @@ impl OwnerRef {
     }
 }
 
+/// How the argocd CLI names Application `o`: by its name in Argo CD's own namespace
+/// (`argocd`, or not known), else `<namespace>/<name>` (apps in any namespace: the bare
+/// name is looked for in `argocd`; a21l A04).
+pub fn argocd_app(o: &OwnerRef) -> String {
+    match o.namespace.as_deref() {
+        Some(ns) if ns != "argocd" => format!("{ns}/{}", o.name),
+        _ => o.name.clone(),
+    }
+}
+
 /// The Argo CD Application's API version.
 pub const ARGO_APPLICATION: &str = "argoproj.io/v1alpha1";
 /// The Flux Kustomization's API version.
@@ -659,6 +669,11 @@ pub struct Link {
     /// though the child's managedFields may no longer show it once someone suspended the
     /// child by hand (Flux: the hand's field manager took `spec.suspend`).
     pub remembered: bool,
+    /// `parent` is itself on the chain below `child` (a21l A03, A07: a HelmRelease and a
+    /// Kustomization each applying the other): the link closes a cycle, whose members
+    /// ([`cycle_members`]) each undo a suspension of the other, so every one of them is
+    /// suspended, and none of them is the top.
+    pub cycle: bool,
 }
 
 impl Link {
@@ -695,7 +710,7 @@ pub fn beyond_link(
     state.how = format!(
         "{}; it is past the {} levels of parents vpnmig follows, and the chain may go on above it: suspend it and every level above it first",
         state.how,
-        level - 1
+        crate::core::holders::PARENT_LEVELS.min(level - 1)
     );
     Link {
         state,
@@ -703,6 +718,36 @@ pub fn beyond_link(
         child: child.clone(),
         level,
         remembered: false,
+        cycle: false,
+    }
+}
+
+/// The members of the cycle link `l` closes ([`Link::cycle`]): its child, then each level
+/// below it down the chain `links`, to its parent (which is on the chain below the child).
+/// Empty when `l` closes none.
+pub fn cycle_members(links: &[Link], l: &Link) -> Vec<OwnerRef> {
+    if !l.cycle {
+        return Vec::new();
+    }
+    let mut out = vec![l.child.clone()];
+    let mut at = l.child.clone();
+    for _ in 0..=links.len() {
+        if same_owner(&at, &l.parent.owner) {
+            return out;
+        }
+        let Some(below) = links
+            .iter()
+            .find(|x| !x.cycle && same_owner(&x.parent.owner, &at))
+        else {
+            break;
+        };
+        at = below.child.clone();
+        out.push(at.clone());
+    }
+    if out.iter().any(|o| same_owner(o, &l.parent.owner)) {
+        out
+    } else {
+        vec![l.child.clone(), l.parent.owner.clone()]
     }
 }
 
@@ -3399,6 +3444,65 @@ mod tests {
         }
     }
 
+    /// a21l A07: a link whose parent is on the chain below its child closes a cycle; its
+    /// members run from the child down to that parent, each once.
+    #[test]
+    fn a_cycle_s_members_run_from_its_child_down_to_its_parent() {
+        let o = |kind: &str, name: &str| OwnerRef {
+            api_version: "x/v1".into(),
+            kind: kind.into(),
+            namespace: Some("flux-system".into()),
+            name: name.into(),
+        };
+        let state = ParentState {
+            active: true,
+            puts_back: true,
+            would_put_back: true,
+            how: String::new(),
+        };
+        let link = |parent: OwnerRef, child: OwnerRef, level, cycle| Link {
+            parent: Parent {
+                owner: parent,
+                evidence: vec![],
+            },
+            child,
+            level,
+            state: state.clone(),
+            remembered: false,
+            cycle,
+        };
+        let (acme, ring, kreis) = (
+            o("Kustomization", "acme"),
+            o("HelmRelease", "ring"),
+            o("Kustomization", "kreis"),
+        );
+        let links = [
+            link(ring.clone(), acme.clone(), 1, false),
+            link(kreis.clone(), ring.clone(), 2, false),
+            link(ring.clone(), kreis.clone(), 3, true),
+        ];
+        assert_eq!(cycle_members(&links, &links[2]), [kreis, ring]);
+        assert!(cycle_members(&links, &links[1]).is_empty());
+    }
+
+    /// a21l A04: an Application outside `argocd` is named `<namespace>/<name>` to the
+    /// argocd CLI; one in `argocd` (or of no known namespace) by its name.
+    #[test]
+    fn the_argocd_cli_names_an_application_in_its_namespace() {
+        let app = |ns: Option<&str>| OwnerRef {
+            api_version: ARGO_APPLICATION.into(),
+            kind: "Application".into(),
+            namespace: ns.map(str::to_string),
+            name: "ems-root".into(),
+        };
+        assert_eq!(
+            argocd_app(&app(Some("gitops-root"))),
+            "gitops-root/ems-root"
+        );
+        assert_eq!(argocd_app(&app(Some("argocd"))), "ems-root");
+        assert_eq!(argocd_app(&app(None)), "ems-root");
+    }
+
     #[test]
     fn parents_of_an_owner_each_kind() {
         // App-of-apps: the parent's tracking on the child Application.
@@ -3587,6 +3691,7 @@ mod tests {
                 level,
                 state: parent_state(obj, child_obj),
                 remembered,
+                cycle: false,
             };
         let names = |v: Vec<&Link>| {
             v.iter()

@@ -132,6 +132,9 @@ pub fn vouched(j: &Journal, r: &crate::core::gitops::Record) -> bool {
 /// How many levels of parents above an owner a window follows (a parent of a parent, an
 /// app-of-apps of an app-of-apps: a21i 06, 09), as the ownerReference chain is followed.
 pub const PARENT_LEVELS: usize = 8;
+/// The levels of a chain of parents followed at most in all: those read in full, then
+/// those past them followed by their markers to the top (a21l A03), bounded.
+pub const CHAIN_LEVELS: usize = PARENT_LEVELS * 4;
 
 /// Whether window `j` still relies on the suspension of the parent `p` (a record of
 /// `j.gitops_parents`): while the owner at the bottom of its chain is held by the
@@ -162,8 +165,9 @@ pub fn bottom_owner<'a>(
 ) -> Option<&'a crate::core::gitops::Record> {
     let mut child = p.parent_of.as_ref()?;
     let mut seen: Vec<&OwnerRef> = vec![&p.owner];
-    // One more than the levels followed: a parent named past them (a21k N07) is recorded.
-    for _ in 0..=PARENT_LEVELS {
+    // Every level followed: a parent named past those read in full (a21k N07, a21l A03)
+    // is recorded.
+    for _ in 0..=CHAIN_LEVELS {
         if let Some(r) = j.gitops.iter().find(|r| same_owner(&r.owner, child)) {
             return Some(r);
         }
@@ -172,10 +176,16 @@ pub fn bottom_owner<'a>(
         }
         seen.push(child);
         // The record of the level below, relied on if the window relies on one.
+        // Never the record that closes a cycle (a21l A07): its child is a level seen.
         let below = j
             .gitops_parents
             .iter()
-            .filter(|q| same_owner(&q.owner, child))
+            .filter(|q| {
+                same_owner(&q.owner, child)
+                    && q.parent_of
+                        .as_ref()
+                        .is_some_and(|c| !seen.iter().any(|o| same_owner(o, c)))
+            })
             .max_by_key(|q| q.relies)?;
         child = below.parent_of.as_ref()?;
     }
@@ -183,11 +193,11 @@ pub fn bottom_owner<'a>(
 }
 
 /// The parent records of `j` above `owner`, level by level (its parents first, then
-/// theirs), relied on or not, at most [`PARENT_LEVELS`] levels, each once.
+/// theirs), relied on or not, at most [`CHAIN_LEVELS`] levels, each once.
 pub fn parents_above<'a>(j: &'a Journal, owner: &OwnerRef) -> Vec<&'a crate::core::gitops::Record> {
     let mut out: Vec<&crate::core::gitops::Record> = Vec::new();
     let mut level: Vec<&OwnerRef> = vec![owner];
-    for _ in 0..=PARENT_LEVELS {
+    for _ in 0..=CHAIN_LEVELS {
         let mut next = Vec::new();
         for c in &level {
             for p in j.gitops_parents.iter() {
@@ -379,7 +389,7 @@ mod tests {
     }
 
     /// A chain of parents (a21i 06, 09): a parent of a parent is relied on while the
-    /// owner at the bottom is held, never round a cycle, never past [`PARENT_LEVELS`], and
+    /// owner at the bottom is held, never round a cycle, never past [`CHAIN_LEVELS`], and
     /// never for a record a stop named that the window did not rely on.
     #[test]
     fn a_parent_of_a_parent_is_relied_on_while_the_owner_below_is_held() {
@@ -465,23 +475,26 @@ mod tests {
                 vec![false, false],
             ),
             (
-                "a chain longer than PARENT_LEVELS ends",
+                // Followed past the levels read in full by their markers, to the top
+                // (a21l A03: level 10 put level 9 back), and no further than CHAIN_LEVELS.
+                "a chain longer than CHAIN_LEVELS ends",
                 Done,
                 true,
-                vec![
-                    ("l1", "apps", true),
-                    ("l2", "l1", true),
-                    ("l3", "l2", true),
-                    ("l4", "l3", true),
-                    ("l5", "l4", true),
-                    ("l6", "l5", true),
-                    ("l7", "l6", true),
-                    ("l8", "l7", true),
-                    // Named past the levels followed (a21k N07): recorded, relied on.
-                    ("l9", "l8", true),
-                    ("l10", "l9", true),
-                ],
-                vec![true, true, true, true, true, true, true, true, true, false],
+                (1..=CHAIN_LEVELS + 2)
+                    .map(|k| {
+                        let name = |k: usize| -> &'static str {
+                            if k == 0 {
+                                "apps"
+                            } else {
+                                Box::leak(format!("l{k}").into_boxed_str())
+                            }
+                        };
+                        (name(k), name(k - 1), true)
+                    })
+                    .collect(),
+                (1..=CHAIN_LEVELS + 2)
+                    .map(|k| k <= CHAIN_LEVELS + 1)
+                    .collect(),
             ),
         ];
         for (what, phase, paused, links, relied) in rows {

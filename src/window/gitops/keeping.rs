@@ -334,10 +334,10 @@ pub(super) async fn keep(
                 }
             }
         }
-        let diff = format!("argocd app diff {}", r.name);
+        let diff = format!("argocd app diff {}", gitops::argocd_app(&r));
         let by_hand = format!(
             "Check by hand what its sync would write (`{diff} --local DIR` on the merged repository, `argocd app manifests {} --source git`)",
-            r.name
+            gitops::argocd_app(&r)
         );
         let secret_words = if kind == "Secret" && depth == 0 {
             " with the key the repository holds, and the client's key would exist nowhere (vpnmig keeps only its fingerprint)"
@@ -602,8 +602,8 @@ pub(super) async fn other_writer_stop(
         hint: Some(crate::window::error::hint!(
             "fix {}'s repository copy first: make it hold the client's key, or take the Secret out of it and its markers off the Secret (`argocd app diff {}`; `argocd app manifests {} --source git`; vpnmig never prints a key). Putting the key back by hand alone is undone by its self-heal within seconds. Then put the client's key back and run the window's command again",
             other.display(),
-            other.name,
-            other.name
+            gitops::argocd_app(other),
+            gitops::argocd_app(other)
         )),
     }
 }

@@ -97,11 +97,15 @@ pub(super) async fn remember_chain(
 }
 
 /// The chain of parents above `owner` (`obj`, as read), level by level, at most
-/// [`holders::PARENT_LEVELS`] levels, never round a cycle: each parent the cluster has
-/// whose sync puts the level below back, now or once it syncs again, or that the journal
-/// remembers as doing so ([`gitops::Link`]), with its object. The chain goes on above a
-/// parent that syncs as above one that is suspended: a suspension of it holds only while
-/// its own parents keep it (a21i 06, 09).
+/// [`holders::PARENT_LEVELS`] levels read in full, never round a cycle: each parent the
+/// cluster has whose sync puts the level below back, now or once it syncs again, or that
+/// the journal remembers as doing so ([`gitops::Link`]), with its object. The chain goes
+/// on above a parent that syncs as above one that is suspended: a suspension of it holds
+/// only while its own parents keep it (a21i 06, 09). Past the levels read in full, each
+/// level its markers name is followed on to the top (a21l A03: the level past the limit
+/// was named as the top each round, and its own parent put it back each time). A parent
+/// already on the chain below its child closes a cycle ([`gitops::Link::cycle`], a21l
+/// A07): it is said, never followed round.
 pub(crate) async fn live_chain(
     cluster: &Cluster,
     journal: &crate::core::journal::Journal,
@@ -111,26 +115,45 @@ pub(crate) async fn live_chain(
     let mut out: Vec<(gitops::Link, Value)> = Vec::new();
     let mut seen: Vec<gitops::OwnerRef> = vec![owner.clone()];
     let mut level: Vec<(gitops::OwnerRef, Value)> = vec![(owner.clone(), obj.clone())];
-    for depth in 1..=holders::PARENT_LEVELS {
+    // Levels read in full, then levels past them followed by their markers, bounded.
+    let last = holders::CHAIN_LEVELS;
+    for depth in 1..=last {
+        let beyond = depth > holders::PARENT_LEVELS;
         let mut next = Vec::new();
         for (child, child_obj) in &level {
             for (p, parent) in live_parents(cluster, child_obj).await? {
-                if seen.iter().any(|o| gitops::same_owner(o, &p.owner)) {
-                    continue;
-                }
                 let remembered = journal.gitops_parents.iter().any(|r| {
                     gitops::same_owner(&r.owner, &p.owner)
                         && r.parent_of
                             .as_ref()
                             .is_some_and(|c| gitops::same_owner(c, child))
                 });
-                let link = gitops::Link {
-                    state: gitops::parent_state(&parent, child_obj),
-                    parent: p.clone(),
-                    child: child.clone(),
-                    level: depth,
-                    remembered,
+                let mut link = if beyond {
+                    gitops::beyond_link(p.clone(), &parent, child, child_obj, depth)
+                } else {
+                    gitops::Link {
+                        state: gitops::parent_state(&parent, child_obj),
+                        parent: p.clone(),
+                        child: child.clone(),
+                        level: depth,
+                        remembered,
+                        cycle: false,
+                    }
                 };
+                link.remembered = remembered;
+                if seen.iter().any(|o| gitops::same_owner(o, &p.owner)) {
+                    // On the chain already: a cycle when it is below this child (it
+                    // applies the child, which applies it back); else one more path to a
+                    // level named already.
+                    if !gitops::same_owner(&p.owner, owner)
+                        && below_on_chain(&out, child, &p.owner)
+                        && link.matters()
+                    {
+                        link.cycle = true;
+                        out.push((link, parent));
+                    }
+                    continue;
+                }
                 if !link.matters() {
                     continue;
                 }
@@ -140,26 +163,33 @@ pub(crate) async fn live_chain(
             }
         }
         if next.is_empty() {
-            return Ok(out);
+            break;
         }
         level = next;
     }
-    // The chain goes on past the levels vpnmig follows (a21k N07: a stop that named the
-    // top-most level read as the top looped, its own parent applying it back each round):
-    // each parent the top-most level read names in its markers and the cluster has, as a
-    // link one level up, said to be past the limit ([`gitops::beyond_link`]).
-    for (child, child_obj) in &level {
-        for (p, parent) in live_parents(cluster, child_obj).await? {
-            if seen.iter().any(|o| gitops::same_owner(o, &p.owner)) {
-                continue;
-            }
-            seen.push(p.owner.clone());
-            let link =
-                gitops::beyond_link(p, &parent, child, child_obj, holders::PARENT_LEVELS + 1);
-            out.push((link, parent));
+    Ok(out)
+}
+
+/// Whether `p` is `child` or a level below it on the chain `out` (down to the owner).
+fn below_on_chain(
+    out: &[(gitops::Link, Value)],
+    child: &gitops::OwnerRef,
+    p: &gitops::OwnerRef,
+) -> bool {
+    let mut at = child.clone();
+    for _ in 0..=out.len() {
+        if gitops::same_owner(&at, p) {
+            return true;
+        }
+        match out
+            .iter()
+            .find(|(l, _)| !l.cycle && gitops::same_owner(&l.parent.owner, &at))
+        {
+            Some((l, _)) => at = l.child.clone(),
+            None => return false,
         }
     }
-    Ok(out)
+    false
 }
 
 /// The parents of an owner ([`gitops::parents`]) that the cluster has, each with its
@@ -321,35 +351,79 @@ pub(super) fn chain_stop(
             l.parent.evidence.join(", ")
         ));
     }
-    let steps: Vec<String> = acting
+    // Each level once, top-most first: a cycle's member is named once (a21l A07).
+    let mut once: Vec<&gitops::Link> = Vec::new();
+    for l in &acting {
+        if !once
+            .iter()
+            .any(|o| gitops::same_owner(&o.parent.owner, &l.parent.owner))
+        {
+            once.push(l);
+        }
+    }
+    let steps: Vec<String> = once
         .iter()
         .enumerate()
         .map(|(k, l)| {
             let what = parent_fix_verb(&l.parent.owner);
-            if k == 0 && acting.len() > 1 {
+            if k == 0 && once.len() > 1 {
                 format!("{what} first: it applies {} back", l.child.display())
             } else {
                 what
             }
         })
         .collect();
+    let cycles = cycles_said(links);
     let (name, ns) = (w.name(), w.ns());
     Error::Stop {
         code: exit::REFUSED,
         message: format!(
-            "{}; so the suspension of {} would not hold; {}",
+            "{}{}; so the suspension of {} would not hold; {}",
             parts.join("; and "),
+            cycles
+                .iter()
+                .map(|c| format!("; and {c}"))
+                .collect::<String>(),
             owner.display(),
             where_it_stands(w)
         ),
         hint: Some(crate::window::error::hint!(
-            "{}, for the window (vpnmig does not restore {}), or change the sources so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+            "{}{}, for the window (vpnmig does not restore {}), or change the sources so that {} is suspended, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+            if cycles.is_empty() {
+                String::new()
+            } else {
+                "suspend every member of each cycle, one right after the other, so that none is left syncing to put another back: ".to_string()
+            },
             steps.join("; then "),
             if steps.len() == 1 { "it" } else { "them" },
             owner.display(),
             way_back(w)
         )),
     }
+}
+
+/// Each cycle of the chain `links` ([`gitops::Link::cycle`]), as a clause: its members,
+/// and that each undoes a suspension of the other, so a suspension of one alone does not
+/// hold (a21l A03, A07: the stop named one member as the top, and the other put it back
+/// each round).
+pub(crate) fn cycles_said(links: &[gitops::Link]) -> Vec<String> {
+    links
+        .iter()
+        .filter(|l| l.cycle && l.matters())
+        .map(|l| {
+            let members = gitops::cycle_members(links, l);
+            format!(
+                "{} form a cycle: {} applies {} back, and each of them is applied back by another member, so a suspension of any one of them alone is undone; every member of the cycle is to be suspended",
+                members
+                    .iter()
+                    .map(gitops::OwnerRef::display)
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                l.parent.owner.display(),
+                l.child.display()
+            )
+        })
+        .collect()
 }
 
 /// The chain above `owner` (live: `obj`) whose sync puts its policy back now, top-most
@@ -399,7 +473,17 @@ pub(crate) fn re_armed_by(path: &[gitops::Link]) -> String {
 /// restores none of them). The owner's own suspension comes after them (`; then suspend
 /// …`).
 pub(crate) fn suspend_from_the_top(path: &[gitops::Link]) -> String {
-    path.iter()
+    // Each level once: a cycle's member closes it and is its own level too (a21l A07).
+    let mut once: Vec<&gitops::Link> = Vec::new();
+    for l in path {
+        if !once
+            .iter()
+            .any(|o| gitops::same_owner(&o.parent.owner, &l.parent.owner))
+        {
+            once.push(l);
+        }
+    }
+    once.iter()
         .enumerate()
         .map(|(k, l)| {
             format!(

@@ -118,7 +118,7 @@ pub(super) async fn put_back(
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     };
     let check = match owner.kind.as_str() {
-        "Application" => format!("`argocd app diff {}`", owner.name),
+        "Application" => format!("`argocd app diff {}`", gitops::argocd_app(owner)),
         "HelmRelease" => gitops::render_hint(owner),
         _ => format!(
             "`flux diff kustomization {} -n {} --path DIR` on a checkout of the merged repository",
@@ -352,6 +352,9 @@ pub(crate) fn resume_by_hand(
 ) -> String {
     let (ns, name) = (&j.namespace, &j.gateway);
     let ons = owner.namespace.as_deref().unwrap_or("argocd");
+    // The argocd CLI names an Application outside Argo CD's own namespace as
+    // `<namespace>/<name>` (apps in any namespace; a21l A04: the bare name targets `argocd`).
+    let app = gitops::argocd_app(owner);
     let (diff, resume) = match owner.kind.as_str() {
         "Kustomization" => (
             format!(
@@ -376,7 +379,7 @@ pub(crate) fn resume_by_hand(
         }) =>
         {
             (
-                format!("`argocd app diff {}`", owner.name),
+                format!("`argocd app diff {app}`"),
                 format!(
                     "its policy is automated already and only the freeze holds it: lift the freeze (`kubectl annotate application {} -n {ons} argocd.argoproj.io/skip-reconcile-`)",
                     owner.name
@@ -384,10 +387,9 @@ pub(crate) fn resume_by_hand(
             )
         }
         _ => (
-            format!("`argocd app diff {}`", owner.name),
+            format!("`argocd app diff {app}`"),
             format!(
-                "`argocd app set {} --sync-policy automated` (with the --auto-prune / --self-heal it had)",
-                owner.name
+                "`argocd app set {app} --sync-policy automated` (with the --auto-prune / --self-heal it had)"
             ),
         ),
     };

@@ -70,8 +70,8 @@ pub(super) async fn other_apps(
                 format!(
                     "Fix {}'s repository copy first (`argocd app diff {}`; `argocd app manifests {} --source git`), or take its markers off the object; putting the object back by hand alone is undone by its next sync. Then `vpnmig status -n {ns}` and run the window's command again",
                     other.display(),
-                    other.name,
-                    other.name
+                    gitops::argocd_app(&other),
+                    gitops::argocd_app(&other)
                 ),
             )));
         }
@@ -143,7 +143,8 @@ pub(super) async fn extra_in_source(
         ),
         format!(
             "Check what the repository defines (`argocd app manifests {} --source git`; `argocd app diff {}`): take the extra VPNPeer out, or give each peer on the gateway the authorization it needs (DESIGN.md: several peers grant only what their authorization names), then `vpnmig {verb} {gw} -n {ns}`",
-            owner.name, owner.name
+            gitops::argocd_app(owner),
+            gitops::argocd_app(owner)
         ),
     )))
 }
