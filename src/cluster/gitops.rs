@@ -214,7 +214,13 @@ pub async fn parents_of(
             Found::Many(all) => all,
             Found::None => Vec::new(),
         };
+        let label_only = crate::core::gitops::by_instance_label_only(&p, owner);
         for (o, v) in found {
+            // The instance label alone on a HelmRelease or Kustomization: an Application
+            // whose status lists what it applies, without it, does not apply it.
+            if label_only && crate::core::gitops::lists_resource(&v, owner) == Some(false) {
+                continue;
+            }
             let mut p = p.clone();
             p.owner = o;
             out.push((p, v));

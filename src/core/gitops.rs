@@ -569,7 +569,10 @@ pub fn parents(owner: &Value) -> Vec<Parent> {
             });
         }
     }
-    if kind == "Application"
+    // Every owner kind (a21l A03: a HelmRelease an Application applies carries its label
+    // as any object does); for a Kustomization or HelmRelease, held to the Application's
+    // own status where it lists what it applies ([`lists_resource`]).
+    if matches!(kind, "Application" | "Kustomization" | "HelmRelease")
         && let Some(app) = get(owner, "/metadata/labels", "app.kubernetes.io/instance")
     {
         let o = OwnerRef::argo(app);
@@ -607,6 +610,33 @@ pub fn parents(owner: &Value) -> Vec<Parent> {
     // child is an app in any namespace: left unknown (`None`), found by name in every
     // namespace (issue 21 item 4).
     out
+}
+
+/// Whether Application `app` (as read) lists `child` (any object as JSON) among the
+/// resources its status says it applies (`status.resources`); `None`: it lists none (never
+/// compared yet, or its status is not readable), which tells nothing.
+pub fn lists_resource(app: &Value, child: &Value) -> Option<bool> {
+    let resources = app.pointer("/status/resources")?.as_array()?;
+    let (kind, name, ns) = (
+        child["kind"].as_str().unwrap_or_default(),
+        child["metadata"]["name"].as_str().unwrap_or_default(),
+        child["metadata"]["namespace"].as_str(),
+    );
+    Some(resources.iter().any(|r| {
+        r["kind"] == kind
+            && r["name"] == name
+            && r["namespace"].as_str().is_none_or(|n| Some(n) == ns)
+    }))
+}
+
+/// Whether parent `p` of `child` was found by Argo CD's instance label alone on an owner
+/// other than an Application (no Argo CD field manager, no tracking annotation): a label
+/// a Helm chart sets too, so held to the Application's status ([`lists_resource`]).
+pub fn by_instance_label_only(p: &Parent, child: &Value) -> bool {
+    child["kind"] != "Application"
+        && p.owner.kind == "Application"
+        && p.evidence.len() == 1
+        && p.evidence[0].starts_with("label app.kubernetes.io/instance=")
 }
 
 /// What a parent does to its child owner now (read from the parent object).
@@ -3532,6 +3562,32 @@ mod tests {
         let own = json!({"kind": "Application", "metadata": {"name": "root", "namespace": "argocd",
             "labels": {"app.kubernetes.io/instance": "root"}}});
         assert!(parents(&own).is_empty());
+        // On a HelmRelease or Kustomization too (a21l A03), held to the Application's
+        // status where it lists what it applies.
+        for kind in ["HelmRelease", "Kustomization"] {
+            let child = json!({"kind": kind, "metadata": {"name": "h1", "namespace": "hr-eins",
+                "labels": {"app.kubernetes.io/instance": "a2-stack"}}});
+            let p = parents(&child);
+            assert_eq!(p.len(), 1, "{kind}");
+            assert_eq!(p[0].owner.name, "a2-stack");
+            assert!(by_instance_label_only(&p[0], &child));
+            let app = |resources: Value| json!({"kind": "Application", "status": {"resources": resources}});
+            let listed = app(json!([{"kind": kind, "name": "h1", "namespace": "hr-eins"}]));
+            assert_eq!(lists_resource(&listed, &child), Some(true));
+            let other = app(json!([{"kind": kind, "name": "h2", "namespace": "hr-eins"}]));
+            assert_eq!(lists_resource(&other, &child), Some(false));
+            assert_eq!(
+                lists_resource(&json!({"kind": "Application"}), &child),
+                None
+            );
+        }
+        // With Argo CD's field manager it is no label alone.
+        let child = json!({"kind": "HelmRelease", "metadata": {"name": "h1", "namespace": "hr-eins",
+            "labels": {"app.kubernetes.io/instance": "a2-stack"},
+            "managedFields": [{"manager": "argocd-controller", "operation": "Apply"}]}});
+        let p = parents(&child);
+        assert_eq!(p.len(), 1);
+        assert!(!by_instance_label_only(&p[0], &child));
         // An ApplicationSet, by ownerReference.
         let child = json!({"kind": "Application", "metadata": {"name": "t-acme", "namespace": "argocd",
             "ownerReferences": [{"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": "tenants", "uid": "u"}]}});
