@@ -12,7 +12,10 @@ mod live;
 use std::path::Path;
 use std::time::Duration;
 
-use live::bed::{self, Bed, CONFIGMAP, IPSECGATEWAY, Kind, SECRET, Scenario, VPNGATEWAY};
+use live::bed::{
+    self, APPLICATION, Bed, CONFIGMAP, HELMRELEASE, IPSECGATEWAY, KUSTOMIZATION, Kind, SECRET,
+    Scenario, VPNGATEWAY,
+};
 use live::{ACME, Live, eventually, objects, phase, start};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
@@ -7095,11 +7098,16 @@ async fn a_done_window_with_its_old_gateway_back_is_not_nothing_to_do() {
         .unwrap();
     let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
     assert_eq!(r.code, 5, "{}", r.stderr);
-    assert!(
-        r.says("ipsecgateway/acme -n tenant-acme exists again beside the VPNGateway"),
-        "{}",
-        r.stderr
-    );
+    // Said by the check every finished window makes first (h-live2), with who wrote it,
+    // the contested floating IP and the delete.
+    for words in [
+        "ipsecgateway/acme -n tenant-acme, the gateway it replaced, is live again beside vpngateway/acme -n tenant-acme",
+        "field manager kubectl-client-side-apply",
+        "contests the floating IP 198.51.100.23",
+        "`kubectl delete ipsecgateway acme -n tenant-acme`",
+    ] {
+        assert!(r.says(words), "missing {words:?} in:\n{}", r.stderr);
+    }
     assert!(!r.says("nothing to do"), "{}", r.stderr);
 }
 
@@ -7161,14 +7169,6 @@ const FLUX_TENANTS: ParentRow = ParentRow {
 // Rows on both control planes (tests/live/bed.rs; issue 23 item 4): the simulated Argo CD
 // and Flux run as controllers over the real kube-apiserver as over the emulator, and each
 // row reads and changes the cluster through the API only.
-
-const APPLICATION: Kind = ("argoproj.io", "v1alpha1", "applications", "Application");
-const KUSTOMIZATION: Kind = (
-    "kustomize.toolkit.fluxcd.io",
-    "v1",
-    "kustomizations",
-    "Kustomization",
-);
 
 impl Tool {
     fn kind(self) -> Kind {
@@ -7590,12 +7590,6 @@ async fn a_forced_restore_never_prunes_the_psk_secret(b: &Bed, tool: Tool) {
 // looped: the root put both back each round). A resume's stop names what the window
 // applied beside the re-created gateway, as the stop inside a run does.
 
-const HELMRELEASE: Kind = (
-    "helm.toolkit.fluxcd.io",
-    "v2",
-    "helmreleases",
-    "HelmRelease",
-);
 const ARGO_CRD: &str = include_str!("../fixtures/crds/argocd-application.yaml");
 
 /// `base` with Argo CD's Application CRD and its namespace `argocd`.
