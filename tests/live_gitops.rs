@@ -3697,7 +3697,7 @@ async fn a_window_relies_on_a_parent_suspended_by_hand(row: ParentRow) {
         row.parent_shown, row.child_shown, row.child_shown
     );
     assert!(out.contains(&left), "missing {left:?} in:\n{out}");
-    assert!(out.contains("resume it yourself (`"), "{out}");
+    assert!(out.contains("resume it yourself ("), "{out}");
     let st = l.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
     let doc: Value = serde_json::from_str(&st.stdout).unwrap();
     assert_eq!(doc["reliedOnParents"][0]["live"], "left", "{doc}");
