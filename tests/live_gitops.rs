@@ -3690,17 +3690,34 @@ async fn a_window_relies_on_a_parent_suspended_by_hand(row: ParentRow) {
     );
     assert!(r.says(&ends), "missing {ends:?} in:\n{}", r.stderr);
     assert!(!row.tool.suspended(&row.tool.owner(&l)));
+    // No longer relied on, but still suspended for the window: named as left suspended,
+    // with its resume command, until it is resumed (a21l A06: forgotten once restored).
+    let st = l.vpnmig(&["status", "-n", NS]).await;
+    let out = live::flat(&st.stdout);
+    assert!(!out.contains("GitOps parent relied on"), "{out}");
+    let left = format!(
+        "GitOps parent left suspended: {} (manages {}; named by the window of tenant-acme/acme, journal phase done): suspended for this window, and no vpnmig window relies on it any more ({} is restored)",
+        row.parent_shown, row.child_shown, row.child_shown
+    );
+    assert!(out.contains(&left), "missing {left:?} in:\n{out}");
+    assert!(out.contains("resume it yourself ("), "{out}");
+    let st = l.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
+    let doc: Value = serde_json::from_str(&st.stdout).unwrap();
+    assert_eq!(doc["reliedOnParents"][0]["live"], "left", "{doc}");
+    assert_eq!(
+        doc["reliedOnParents"].as_array().map(Vec::len),
+        Some(1),
+        "{doc}"
+    );
+    // The parent resumed now re-creates nothing: the merged source is the child's; and
+    // nothing more is said of it.
+    parent_by_hand(&l, &row, false);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(ipsecgateways(&l), 0);
     let st = l.vpnmig(&["status", "-n", NS]).await;
     let out = live::flat(&st.stdout);
     assert!(!out.contains("GitOps parent"), "{out}");
     assert!(!out.contains(row.parent_shown), "{out}");
-    let st = l.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
-    let doc: Value = serde_json::from_str(&st.stdout).unwrap();
-    assert!(doc.get("reliedOnParents").is_none(), "{doc}");
-    // The parent resumed now re-creates nothing: the merged source is the child's.
-    parent_by_hand(&l, &row, false);
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(ipsecgateways(&l), 0);
     assert!(!contention.seen(), "the floating IP was contended");
 }
 
@@ -4221,9 +4238,15 @@ async fn a_chain_of_parents_is_followed_to_the_top(row: ChainRow) {
         );
         assert!(r.says(&ends), "missing {ends:?} in:\n{}", r.stderr);
     }
+    // Both still read suspended: named as left suspended, with their commands, never as
+    // relied on (a21l A06).
     let st = l.vpnmig(&["status", "-n", NS]).await;
     let out = live::flat(&st.stdout);
-    assert!(!out.contains("GitOps parent"), "{out}");
+    assert!(!out.contains("GitOps parent relied on"), "{out}");
+    for p in [row.mid_shown, row.top_shown] {
+        let left = format!("GitOps parent left suspended: {p} (manages ");
+        assert!(out.contains(&left), "missing {left:?} in:\n{out}");
+    }
     assert!(reads_suspended(&l, row.top) && reads_suspended(&l, row.mid));
     assert_eq!(ipsecgateways(&l), 0);
     assert!(!contention.seen(), "the floating IP was contended");
