@@ -12,7 +12,10 @@ mod live;
 use std::path::Path;
 use std::time::Duration;
 
-use live::bed::{self, Bed, CONFIGMAP, IPSECGATEWAY, Kind, SECRET, Scenario, VPNGATEWAY};
+use live::bed::{
+    self, APPLICATION, Bed, CONFIGMAP, HELMRELEASE, IPSECGATEWAY, KUSTOMIZATION, Kind, SECRET,
+    Scenario, VPNGATEWAY,
+};
 use live::{ACME, Live, eventually, objects, phase, start};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
@@ -3687,17 +3690,34 @@ async fn a_window_relies_on_a_parent_suspended_by_hand(row: ParentRow) {
     );
     assert!(r.says(&ends), "missing {ends:?} in:\n{}", r.stderr);
     assert!(!row.tool.suspended(&row.tool.owner(&l)));
+    // No longer relied on, but still suspended for the window: named as left suspended,
+    // with its resume command, until it is resumed (a21l A06: forgotten once restored).
+    let st = l.vpnmig(&["status", "-n", NS]).await;
+    let out = live::flat(&st.stdout);
+    assert!(!out.contains("GitOps parent relied on"), "{out}");
+    let left = format!(
+        "GitOps parent left suspended: {} (manages {}; named by the window of tenant-acme/acme, journal phase done): suspended for this window, and no vpnmig window relies on it any more ({} is restored)",
+        row.parent_shown, row.child_shown, row.child_shown
+    );
+    assert!(out.contains(&left), "missing {left:?} in:\n{out}");
+    assert!(out.contains("resume it yourself ("), "{out}");
+    let st = l.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
+    let doc: Value = serde_json::from_str(&st.stdout).unwrap();
+    assert_eq!(doc["reliedOnParents"][0]["live"], "left", "{doc}");
+    assert_eq!(
+        doc["reliedOnParents"].as_array().map(Vec::len),
+        Some(1),
+        "{doc}"
+    );
+    // The parent resumed now re-creates nothing: the merged source is the child's; and
+    // nothing more is said of it.
+    parent_by_hand(&l, &row, false);
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(ipsecgateways(&l), 0);
     let st = l.vpnmig(&["status", "-n", NS]).await;
     let out = live::flat(&st.stdout);
     assert!(!out.contains("GitOps parent"), "{out}");
     assert!(!out.contains(row.parent_shown), "{out}");
-    let st = l.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
-    let doc: Value = serde_json::from_str(&st.stdout).unwrap();
-    assert!(doc.get("reliedOnParents").is_none(), "{doc}");
-    // The parent resumed now re-creates nothing: the merged source is the child's.
-    parent_by_hand(&l, &row, false);
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(ipsecgateways(&l), 0);
     assert!(!contention.seen(), "the floating IP was contended");
 }
 
@@ -4218,9 +4238,15 @@ async fn a_chain_of_parents_is_followed_to_the_top(row: ChainRow) {
         );
         assert!(r.says(&ends), "missing {ends:?} in:\n{}", r.stderr);
     }
+    // Both still read suspended: named as left suspended, with their commands, never as
+    // relied on (a21l A06).
     let st = l.vpnmig(&["status", "-n", NS]).await;
     let out = live::flat(&st.stdout);
-    assert!(!out.contains("GitOps parent"), "{out}");
+    assert!(!out.contains("GitOps parent relied on"), "{out}");
+    for p in [row.mid_shown, row.top_shown] {
+        let left = format!("GitOps parent left suspended: {p} (manages ");
+        assert!(out.contains(&left), "missing {left:?} in:\n{out}");
+    }
     assert!(reads_suspended(&l, row.top) && reads_suspended(&l, row.mid));
     assert_eq!(ipsecgateways(&l), 0);
     assert!(!contention.seen(), "the floating IP was contended");
@@ -7095,11 +7121,16 @@ async fn a_done_window_with_its_old_gateway_back_is_not_nothing_to_do() {
         .unwrap();
     let r = l.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
     assert_eq!(r.code, 5, "{}", r.stderr);
-    assert!(
-        r.says("ipsecgateway/acme -n tenant-acme exists again beside the VPNGateway"),
-        "{}",
-        r.stderr
-    );
+    // Said by the check every finished window makes first (h-live2), with who wrote it,
+    // the contested floating IP and the delete.
+    for words in [
+        "ipsecgateway/acme -n tenant-acme, the gateway it replaced, is live again beside vpngateway/acme -n tenant-acme",
+        "field manager kubectl-client-side-apply",
+        "contests the floating IP 198.51.100.23",
+        "`kubectl delete ipsecgateway acme -n tenant-acme`",
+    ] {
+        assert!(r.says(words), "missing {words:?} in:\n{}", r.stderr);
+    }
     assert!(!r.says("nothing to do"), "{}", r.stderr);
 }
 
@@ -7161,14 +7192,6 @@ const FLUX_TENANTS: ParentRow = ParentRow {
 // Rows on both control planes (tests/live/bed.rs; issue 23 item 4): the simulated Argo CD
 // and Flux run as controllers over the real kube-apiserver as over the emulator, and each
 // row reads and changes the cluster through the API only.
-
-const APPLICATION: Kind = ("argoproj.io", "v1alpha1", "applications", "Application");
-const KUSTOMIZATION: Kind = (
-    "kustomize.toolkit.fluxcd.io",
-    "v1",
-    "kustomizations",
-    "Kustomization",
-);
 
 impl Tool {
     fn kind(self) -> Kind {
@@ -7590,12 +7613,6 @@ async fn a_forced_restore_never_prunes_the_psk_secret(b: &Bed, tool: Tool) {
 // looped: the root put both back each round). A resume's stop names what the window
 // applied beside the re-created gateway, as the stop inside a run does.
 
-const HELMRELEASE: Kind = (
-    "helm.toolkit.fluxcd.io",
-    "v2",
-    "helmreleases",
-    "HelmRelease",
-);
 const ARGO_CRD: &str = include_str!("../fixtures/crds/argocd-application.yaml");
 
 /// `base` with Argo CD's Application CRD and its namespace `argocd`.

@@ -19,8 +19,8 @@ mod live;
 use std::time::Duration;
 
 use live::bed::{
-    self, APPLICATION, Bed, HELMRELEASE, IPSECGATEWAY, KUSTOMIZATION, Kind, SECRET, Scenario,
-    VPNGATEWAY,
+    self, APPLICATION, Bed, CONFIGMAP, HELMRELEASE, IPSECGATEWAY, KUSTOMIZATION, Kind, SECRET,
+    Scenario, VPNGATEWAY,
 };
 use serde_json::Value;
 
@@ -112,35 +112,24 @@ fn shown(l: Level) -> String {
 }
 
 /// The chain `levels` (top-most first) above acme: each level's source holds the one
-/// below it, the last one's acme (`tool`'s owner).
+/// below it, the last one's acme (an Application under an Argo CD top, else a
+/// Kustomization).
 fn chain(levels: &[Level]) -> String {
-    let argo = levels[0].0 == APPLICATION;
-    let base = if argo { ARGO } else { FLUX };
-    chain_from(base, if argo { ACME_APP } else { ACME_KS }, levels)
+    chain_over(levels[0].0 == APPLICATION, levels)
 }
 
-/// The Argo CD Application CRD, as the Argo CD cluster brings it.
-fn argo_crd() -> &'static str {
-    ARGO.split("\n---")
-        .find(|d| d.contains("name: applications.argoproj.io"))
-        .expect("the Application CRD")
-}
-
-/// The chain `levels` (top-most first, tools mixed: the Argo CD CRD too) above acme's
-/// Kustomization (a21l A03: an Argo CD Application above a HelmRelease).
-fn chain_over_ks(levels: &[Level]) -> String {
-    let base = format!(
-        "{FLUX}\n---\n{}\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: argocd",
-        argo_crd().trim_start_matches('\n')
-    );
-    chain_from(&base, ACME_KS, levels)
-}
-
-/// `base` with the chain `levels` (top-most first) above `owner` (its YAML as the
-/// lowest level's source defines it).
-fn chain_from(base: &str, owner: &str, levels: &[Level]) -> String {
-    let mut base = base.to_string();
-    let mut child = owner.to_string();
+/// [`chain`] above acme of either tool (`argo`: an Application, else a Kustomization),
+/// whatever the levels' tools (a21l A04: an Argo CD app-of-apps over a Flux owner).
+fn chain_over(argo: bool, levels: &[Level]) -> String {
+    let mut base = if argo { ARGO } else { FLUX }.to_string();
+    if !argo && levels.iter().any(|l| l.0 == APPLICATION) {
+        // Argo CD's kind (the Argo CD cluster's first document) and namespace.
+        let crd = ARGO.split("\n---\n").next().expect("the Application CRD");
+        base = format!(
+            "{crd}\n---\n{base}\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: argocd\n"
+        );
+    }
+    let mut child = if argo { ACME_APP } else { ACME_KS }.to_string();
     for &(kind, name) in levels.iter().rev() {
         let (live, def, ns) = if kind == APPLICATION {
             (argo_level(name), argo_level(name), "argocd")
@@ -683,13 +672,150 @@ async fn a_deferred_window_names_its_parent_until_closed(b: &Bed, owner: Level, 
         suspended(b, parent).await,
         "{on}: vpnmig resumed the parent"
     );
-    // Closed: `status` no longer holds the window open over it.
+    // Closed: `status` no longer holds the window open over it, but names it, with its
+    // command, while it reads suspended (a21l A04: named by nothing after the rollback),
+    // and asks for no revert.
+    let r = b.step(&["status", "-n", NS], 0, &[]).await;
+    let flat = live::flat(&r.stdout);
+    assert!(!flat.contains(&named), "{on}: {flat}");
+    let left = format!(
+        "GitOps parent left suspended: {} (manages {}; named by the window of tenant-acme/acme, journal phase rolled-back): suspended for this window, and no vpnmig window relies on it any more (the window is closed)",
+        shown(parent),
+        shown(owner)
+    );
+    let command = if parent.0 == APPLICATION {
+        format!(
+            "(`argocd app set argocd/{} --sync-policy automated`",
+            parent.1
+        )
+    } else {
+        format!("(`flux resume kustomization {} -n flux-system`)", parent.1)
+    };
+    for says in [&left, &command] {
+        assert!(flat.contains(says), "{on}: missing `{says}` in: {flat}");
+    }
+    assert!(!flat.to_lowercase().contains("revert"), "{on}: {flat}");
+    // Resumed by hand: named no more.
+    if parent.0 == APPLICATION {
+        b.edit(parent.0, level_ns(parent), parent.1, |o| {
+            o["spec"]["syncPolicy"]["automated"] = serde_json::json!({"selfHeal": true})
+        })
+        .await;
+    } else {
+        b.edit(parent.0, level_ns(parent), parent.1, |o| {
+            o["spec"]["suspend"] = Value::Bool(false)
+        })
+        .await;
+    }
     let r = b.step(&["status", "-n", NS], 0, &[]).await;
     assert!(
-        !live::flat(&r.stdout).contains(&named),
+        !live::flat(&r.stdout).contains("GitOps parent"),
         "{on}: {}",
         r.stdout
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// A restore interrupted right after its re-arm, under a Flux parent (a21l A06).
+
+/// The parent stop, done as it says, then done; merged (acme's source no longer defines
+/// the IPsecGateway); `--gitops resume` interrupted (SIGINT) right after its re-arm. The
+/// interrupted run and `status` say the window's own restore is unfinished (never "the
+/// cutover is complete", never "re-enabled by someone else"); the advised run finishes it,
+/// watching the first sync; the parent, still suspended, is named with its resume command
+/// by that run and by `status` until it is resumed. On the code before it, `status` fell
+/// silent about the parent once the restore finished.
+async fn an_interrupted_restore_is_finished_and_its_parent_named_until_resumed(b: &Bed) {
+    let on = b.backend;
+    let (owner, parent) = (ACME_KS_OWNER, (KUSTOMIZATION, "verbund"));
+    chain_applied(b, owner, &[parent]).await;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    let r = b.step(&cut, 7, &["no gateway was deleted"]).await;
+    let hint = hint_of(&r);
+    assert_eq!(follow_hint(b, &hint).await.len(), 1, "{on}: {hint}");
+    let r = b
+        .run_advised(&bed::advised(&hint, "cutover acme"), &["--yes"])
+        .await;
+    assert_eq!(r.code, 0, "{on}: {}", r.stderr);
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    // Merged: acme's source keeps the Secret, no IPsecGateway.
+    b.edit(CONFIGMAP, "flux-system", "acme-source", |o| {
+        let kept: Vec<&str> = o["data"]["manifests"]
+            .as_str()
+            .unwrap()
+            .split("\n---\n")
+            .filter(|d| !d.contains("kind: IPsecGateway"))
+            .collect();
+        o["data"]["manifests"] = Value::String(kept.join("\n---\n"));
+    })
+    .await;
+    // The re-armed owner's first sync comes 3 s after the re-arm: the interrupt is before it.
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 3000;
+    let resume = ["cutover", "acme", "-n", NS, "--gitops", "resume", "--yes"];
+    let child = b.spawn(&resume);
+    bed::eventually(30, "the restore re-arms the owner", || async {
+        !suspended(b, owner).await
+    })
+    .await;
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let r = live::finish(child).await;
+    assert_eq!(r.code, 130, "{on}: {}", r.stderr);
+    let err = live::flat(&r.stderr);
+    assert!(!err.contains("the cutover is complete"), "{on}: {err}");
+    assert!(
+        err.contains("this window's own restore of kustomization/acme -n flux-system re-armed it and did not finish"),
+        "{on}: {err}"
+    );
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 200;
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    for says in [
+        "GitOps sync re-armed by the window's own restore, unfinished: kustomization/acme -n flux-system",
+        "GitOps parent relied on: kustomization/verbund -n flux-system",
+    ] {
+        assert!(st.contains(says), "{on}: missing `{says}` in: {st}");
+    }
+    assert!(!st.contains("re-enabled by someone else"), "{on}: {st}");
+    // The advised run finishes the restore as a restore: its first sync watched.
+    let next = bed::advised(&hint_of(&r), "cutover acme");
+    let r = b.run_advised(&next, &["--yes"]).await;
+    assert_eq!(r.code, 0, "{on}: {}", r.stderr);
+    let out = live::flat(&format!("{}{}", r.stdout, r.stderr));
+    let resume_it = "`flux resume kustomization verbund -n flux-system`";
+    for says in [
+        "watching its first sync".to_string(),
+        "synced: what the window made live is as it was".to_string(),
+        format!(
+            "kustomization/verbund -n flux-system: this window no longer relies on its suspension (kustomization/acme -n flux-system is restored); resume it when its own repository is as it should be: {resume_it}"
+        ),
+    ] {
+        assert!(out.contains(&says), "{on}: missing `{says}` in: {out}");
+    }
+    for never in ["re-enabled by someone else", "is not restored", "let go"] {
+        assert!(!out.contains(never), "{on}: `{never}` in: {out}");
+    }
+    assert!(
+        !suspended(b, owner).await,
+        "{on}: the owner stays suspended"
+    );
+    assert!(
+        suspended(b, parent).await,
+        "{on}: vpnmig resumed the parent"
+    );
+    assert!(b.get(IPSECGATEWAY, NS, "acme").await.is_none(), "{on}");
+    // `status` names the parent with its command while it reads suspended.
+    let left = "GitOps parent left suspended: kustomization/verbund -n flux-system (manages kustomization/acme -n flux-system; named by the window of tenant-acme/acme, journal phase done): suspended for this window, and no vpnmig window relies on it any more (kustomization/acme -n flux-system is restored)";
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    for says in [left, resume_it] {
+        assert!(st.contains(says), "{on}: missing `{says}` in: {st}");
+    }
+    // Resumed: named no more.
+    b.edit(KUSTOMIZATION, "flux-system", "verbund", |o| {
+        o["spec"]["suspend"] = Value::Bool(false)
+    })
+    .await;
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    assert!(!st.contains("GitOps parent"), "{on}: {st}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -824,7 +950,7 @@ crate::rows! {
     /// a21l A03: an Argo CD Application above a HelmRelease, known by the HelmRelease's
     /// own tracking label and annotation.
     an_argo_application_above_a_helm_release_is_named_and_ends_done: bed::Row {
-        scenario: || scenario(chain_over_ks(&ARGO_OVER_HELM)),
+        scenario: || scenario(chain_over(false, &ARGO_OVER_HELM)),
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(above_a_helm_release_is_named_and_ends_done(b, &ARGO_OVER_HELM)),
@@ -872,12 +998,26 @@ crate::rows! {
         after: bed::After::acme("IPsecGateway"),
         steps: |b| Box::pin(a_deferred_window_names_its_parent_until_closed(b, ACME_KS_OWNER, (KUSTOMIZATION, "verbund"))),
     },
+    /// a21l A04: an Argo CD app-of-apps parent `wurzel` over a Flux owner.
+    a_deferred_window_names_its_argo_parent_over_a_flux_owner_until_the_rollback_closes_it: bed::Row {
+        scenario: || scenario(chain_over(false, &[(APPLICATION, "wurzel")])),
+        only: None,
+        after: bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_deferred_window_names_its_parent_until_closed(b, ACME_KS_OWNER, (APPLICATION, "wurzel"))),
+    },
     /// The same with an Argo CD app-of-apps parent `wurzel`.
     a_deferred_window_names_its_argo_parent_until_the_rollback_closes_it: bed::Row {
         scenario: || scenario(chain(&[(APPLICATION, "wurzel")])),
         only: None,
         after: bed::After::acme("IPsecGateway"),
         steps: |b| Box::pin(a_deferred_window_names_its_parent_until_closed(b, ACME_APP_OWNER, (APPLICATION, "wurzel"))),
+    },
+    /// a21l A06: `--gitops resume` interrupted right after its re-arm, a Flux parent above.
+    an_interrupted_restore_is_finished_and_its_flux_parent_named_until_resumed: bed::Row {
+        scenario: || scenario(chain(&[(KUSTOMIZATION, "verbund")])),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(an_interrupted_restore_is_finished_and_its_parent_named_until_resumed(b)),
     },
     /// a21k N09's first stop: an ApplicationSet parent.
     an_application_set_stop_has_a_command_to_copy: bed::Row {

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use live::ACME;
 use live::Run;
-use live::bed::{After, Backend, Bed, CONFIGMAP, IPSECGATEWAY, Kind, Row, Scenario};
+use live::bed::{After, Backend, Bed, CONFIGMAP, IPSECGATEWAY, KUSTOMIZATION, Row, Scenario};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
 
@@ -488,12 +488,6 @@ async fn status_and_plan_name_the_next_window(b: &Bed) {
 }
 
 const FLUX: &str = include_str!("../fixtures/clusters/acme-flux.yaml");
-const KUSTOMIZATION: Kind = (
-    "kustomize.toolkit.fluxcd.io",
-    "v1",
-    "kustomizations",
-    "Kustomization",
-);
 
 /// acme kept in Git and reconciled by the sandbox's Flux (self-heal after 200 ms).
 fn acme_flux() -> Scenario {
@@ -577,7 +571,7 @@ async fn a_gitops_pause_window_by_the_generated_account(b: &Bed) {
         ],
         0,
         // The 8 objects of a window without --gitops, the ClusterRole of the reads in
-        // every namespace and its binding, the Role on the Kustomization and its binding.
+        // every namespace (other windows' journals and locks, the owners) and its binding, the Role on the Kustomization and its binding.
         &["applied 12 objects (field manager vpnmig)"],
     )
     .await;
@@ -587,7 +581,10 @@ async fn a_gitops_pause_window_by_the_generated_account(b: &Bed) {
         cluster_rules,
         [
             json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list"]}),
+            // The owners whose own status may name the gateway (a21l A08).
+            json!({"apiGroups": ["argoproj.io"], "resources": ["applications"], "verbs": ["list"]}),
             json!({"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["list"]}),
+            json!({"apiGroups": ["kustomize.toolkit.fluxcd.io"], "resources": ["kustomizations"], "verbs": ["list"]}),
         ]
     );
     let owner_rules = rules(b, "role", role, "flux-system");
@@ -666,7 +663,7 @@ async fn a_gitops_pause_window_by_the_generated_account(b: &Bed) {
             rows += 1;
         }
     }
-    assert_eq!(rows, 4);
+    assert_eq!(rows, 6);
 
     // With every verb: the window runs to done with the account's in-cluster
     // configuration, the Kustomization suspended for it and recorded.

@@ -178,7 +178,9 @@ pub struct ReliedParent {
     /// `suspended` (as the window relies on it), `re-enabled` (its sync would put the
     /// owner's policy back now: by someone else, vpnmig never resumes it), `gone`,
     /// `unknown` (it could not be read), `let-go` (still suspended, but the window let go
-    /// of the owner below it and no longer relies on it: a21i 10).
+    /// of the owner below it and no longer relies on it: a21i 10), `named` (a stop of an
+    /// open window asked for it), `left` (still suspended, and no window relies on it any
+    /// more: its owner restored, its window closed; a21l A04, A06).
     pub live: String,
     /// What to do, in words.
     pub advice: String,
@@ -599,12 +601,15 @@ impl Windows {
                 "unknown" => "GitOps parent relied on (not read back)",
                 "let-go" => "GitOps parent no longer relied on",
                 "named" => "GitOps parent suspended at a window's request",
+                "left" => "GitOps parent left suspended",
                 _ => "GitOps parent relied on",
             };
             let by = if p.live == "let-go" {
                 "was relied on"
             } else if p.live == "named" {
                 "asked for"
+            } else if p.live == "left" {
+                "named"
             } else {
                 "relied on"
             };
@@ -1528,6 +1533,64 @@ async fn relied_parents(
                     ),
                 });
             }
+        }
+    }
+    // The parents a window relied on or a stop of it named, that no window relies on any
+    // more (its owner restored, the window closed) and that still read suspended: nothing
+    // else names them, and vpnmig never resumes one (a21l A04, A06: forgotten after the
+    // rollback of a window that deleted nothing, after a finished restore). Named, with
+    // the command that resumes them, until they are resumed.
+    // Every namespace's journals, read once and only when such a parent is found: a
+    // window elsewhere that relies on it still holds it (a21j 04a's kind).
+    let mut everywhere: Option<Vec<crate::core::journal::Journal>> = None;
+    for j in parsed {
+        let (ns, name) = (j.namespace.as_str(), j.gateway.as_str());
+        for p in &j.gitops_parents {
+            let Some(child) = &p.parent_of else { continue };
+            let shown = p.owner.display();
+            let relied = |o: &crate::core::journal::Journal| {
+                o.gitops_parents.iter().any(|q| {
+                    gitops::same_owner(&q.owner, &p.owner)
+                        && crate::core::holders::parent_relied_on(o, q)
+                })
+            };
+            if out.iter().any(|o: &ReliedParent| o.parent == shown) || parsed.iter().any(relied) {
+                continue;
+            }
+            let Ok(Found::One(_, parent)) = find(cluster, &p.owner).await else {
+                continue;
+            };
+            if !crate::window::parent_reads_suspended(&parent) {
+                continue;
+            }
+            if everywhere.is_none() {
+                everywhere = Some(
+                    crate::cluster::journal::list(cluster)
+                        .await
+                        .map(|l| l.journals)
+                        .unwrap_or_default(),
+                );
+            }
+            if everywhere.as_deref().unwrap_or_default().iter().any(relied) {
+                continue;
+            }
+            let why = match crate::core::holders::bottom_owner(j, p) {
+                Some(r) if r.restored_at.is_some() => format!("{} is restored", r.owner.display()),
+                _ if j.phase.finished() => "the window is closed".to_string(),
+                _ => format!("{} is not held", child.display()),
+            };
+            out.push(ReliedParent {
+                namespace: ns.to_string(),
+                gateway: name.to_string(),
+                phase: j.phase.to_string(),
+                parent: shown,
+                owner: child.display(),
+                live: "left".into(),
+                advice: format!(
+                    "suspended for this window, and no vpnmig window relies on it any more ({why}); it still reads suspended, and vpnmig never resumes a parent: resume it yourself ({}) when its own repository is as it should be",
+                    crate::window::resume_yourself(&p.owner)
+                ),
+            });
         }
     }
     out

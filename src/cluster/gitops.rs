@@ -310,6 +310,16 @@ pub async fn namespaced(cluster: &Cluster, api_version: &str, kind: &str) -> boo
     }
 }
 
+/// Whether the cluster serves `kind` (`api_version`), as its discovery says (a kind it
+/// does not serve has no objects to look for, and no permission to ask for).
+pub async fn serves(cluster: &Cluster, api_version: &str, kind: &str) -> bool {
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    kube::discovery::pinned_kind(&cluster.client, &gvk)
+        .await
+        .is_ok()
+}
+
 /// Every owner of a kind (`Application`, `Kustomization`) whose own status names `kind
 /// ns/name` as an object it applies ([`crate::core::gitops::status_names`]), in every
 /// namespace: an owner the object's markers no longer name (a21l A08: a second
@@ -324,10 +334,7 @@ pub async fn naming(
     name: &str,
 ) -> Result<Vec<(OwnerRef, Value)>, KubeError> {
     let mut out = Vec::new();
-    for (api_version, owner_kind) in [
-        (crate::core::gitops::ARGO_APPLICATION, "Application"),
-        (crate::core::gitops::FLUX_KUSTOMIZATION, "Kustomization"),
-    ] {
+    for &(api_version, owner_kind) in crate::core::live::GITOPS_OWNER_LISTS {
         let shape = OwnerRef {
             api_version: api_version.into(),
             kind: owner_kind.into(),

@@ -795,7 +795,34 @@ pub const GITOPS_CLUSTER_READS: &[(&str, &str, &str)] = &[
     ("list", "coordination.k8s.io", "leases"),
 ];
 
-/// [`GITOPS_CLUSTER_READS`] as needs.
+/// The owners a window lists in every namespace, as `(apiVersion, kind)`, to find one
+/// whose own status names the gateway or its Secret where their markers do not (a21l
+/// A08: a second Kustomization's inventory listed the gateway). A window that may not
+/// list them cannot tell whether such an owner exists: its preflight asks for `list` on
+/// each the cluster serves ([`owner_list_need`]), and `schedule --gitops` grants it.
+pub const GITOPS_OWNER_LISTS: &[(&str, &str)] = &[
+    (crate::core::gitops::ARGO_APPLICATION, "Application"),
+    (crate::core::gitops::FLUX_KUSTOMIZATION, "Kustomization"),
+];
+
+/// `list` of one of [`GITOPS_OWNER_LISTS`] in every namespace.
+pub fn owner_list_need(api_version: &str, kind: &str) -> Need {
+    Need {
+        verb: "list",
+        group: api_version
+            .split_once('/')
+            .map(|(g, _)| g)
+            .unwrap_or_default()
+            .to_string(),
+        resource: format!("{}s", kind.to_lowercase()),
+        namespace: None,
+        name: None,
+    }
+}
+
+/// [`GITOPS_CLUSTER_READS`] as needs, then the lists of every kind of
+/// [`GITOPS_OWNER_LISTS`] (what `schedule --gitops` grants; a window's preflight asks
+/// only for the owner kinds its cluster serves).
 pub fn gitops_cluster_needs() -> Vec<Need> {
     GITOPS_CLUSTER_READS
         .iter()
@@ -806,6 +833,11 @@ pub fn gitops_cluster_needs() -> Vec<Need> {
             namespace: None,
             name: None,
         })
+        .chain(
+            GITOPS_OWNER_LISTS
+                .iter()
+                .map(|(api_version, kind)| owner_list_need(api_version, kind)),
+        )
         .collect()
 }
 

@@ -113,7 +113,7 @@ pub async fn owners(
             if !dry_run {
                 let mut needs = crate::core::live::owner_needs(wanted, false);
                 if !asked_cluster {
-                    needs.extend(crate::core::live::gitops_cluster_needs());
+                    needs.extend(gitops_cluster_needs_served(cluster).await);
                     asked_cluster = true;
                 }
                 super::steps::require_needs(cluster, &needs, action).await?;
@@ -273,6 +273,23 @@ pub async fn owners(
         }
     }
     Ok(out)
+}
+
+/// What a window on a gateway a GitOps owner syncs reads in every namespace
+/// ([`crate::core::live::gitops_cluster_needs`]), without the lists of owner kinds the
+/// cluster does not serve (a cluster without Argo CD has no Applications to look for).
+async fn gitops_cluster_needs_served(cluster: &Cluster) -> Vec<crate::core::live::Need> {
+    let mut out = Vec::new();
+    for need in crate::core::live::gitops_cluster_needs() {
+        let owner_kind = crate::core::live::GITOPS_OWNER_LISTS
+            .iter()
+            .find(|(v, k)| crate::core::live::owner_list_need(v, k) == need);
+        match owner_kind {
+            Some((v, k)) if !live::serves(cluster, v, k).await => {}
+            _ => out.push(need),
+        }
+    }
+    out
 }
 
 /// Every GitOps owner of `obj` (in namespace `ns`) that reconciles: each one its markers

@@ -247,8 +247,9 @@ pub(super) async fn parents_no_longer_relied_on(
         );
         let text = match let_go {
             None if still.is_empty() => format!(
-                "({} is restored); resume it when its own repository is as it should be (vpnmig never resumes a parent it did not suspend)",
-                owner.display()
+                "({} is restored); resume it when its own repository is as it should be: {} (vpnmig never resumes a parent it did not suspend; `vpnmig status` names it while it reads suspended)",
+                owner.display(),
+                resume_yourself(&p.owner)
             ),
             None => format!("({} is restored), but {keep}", owner.display()),
             Some(why) => {

@@ -518,7 +518,7 @@ pub(crate) fn resume_yourself(p: &gitops::OwnerRef) -> String {
 
 /// Whether parent `obj` (as read) reads suspended: it does not sync, or, an
 /// ApplicationSet, it does not update its Applications.
-fn reads_suspended(obj: &Value) -> bool {
+pub(crate) fn reads_suspended(obj: &Value) -> bool {
     if obj["kind"] == "ApplicationSet" {
         return matches!(
             obj.pointer("/spec/syncPolicy/applicationsSync")
