@@ -43,6 +43,14 @@ fn acme_noncanonical_ipv6() -> Scenario {
 }
 
 crate::rows! {
+    /// a21m B15, B18: a merged source that also defines the old gateway under another
+    /// name, with the same floating IP.
+    a_second_gateway_claiming_the_floating_ip_is_not_healthy: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_second_gateway_claiming_the_floating_ip_is_not_healthy(b)),
+    },
     a_baseline_then_a_healthy_cutover: Row {
         scenario: acme,
         only: None,
@@ -124,6 +132,76 @@ fn rows(stdout: &str) -> Vec<Value> {
         .as_array()
         .unwrap()
         .clone()
+}
+
+/// HEALTHY after a cutover; then an IPsecGateway `acme-legacy` (the old spec under
+/// another name, its floating IP pinned the same) is created: NOT HEALTHY, one failed row
+/// naming it and the delete, the other rows as they were; deleted, HEALTHY again.
+async fn a_second_gateway_claiming_the_floating_ip_is_not_healthy(b: &Bed) {
+    let old = b.get(IPSECGATEWAY, "tenant-acme", "acme").await.unwrap();
+    let fip = old["spec"]["endpoint"]["floatingIP"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    cut_over(b, |_| {}).await;
+    let healthy = || async { b.vpnmig(&["verify", "acme", "-o", "json"]).await.code == 0 };
+    eventually(30, "verify HEALTHY after the cutover", healthy).await;
+    let before = rows(&b.vpnmig(&["verify", "acme", "-o", "json"]).await.stdout);
+    assert!(
+        before.iter().all(|r| r["check"] != "floating IP"),
+        "{before:?}"
+    );
+    b.put(
+        IPSECGATEWAY,
+        "tenant-acme",
+        json!({
+            "apiVersion": old["apiVersion"], "kind": "IPsecGateway",
+            "metadata": {"name": "acme-legacy", "namespace": "tenant-acme"},
+            "spec": old["spec"],
+        }),
+    )
+    .await;
+    let r = b.vpnmig(&["verify", "acme", "-o", "json"]).await;
+    assert_eq!(r.code, 5, "{}\n{}", r.stdout, r.stderr);
+    let after = rows(&r.stdout);
+    let claimed: Vec<&Value> = after
+        .iter()
+        .filter(|r| r["check"] == "floating IP")
+        .collect();
+    assert_eq!(claimed.len(), 1, "{after:?}");
+    assert_eq!(claimed[0]["verdict"], "fail");
+    assert_eq!(claimed[0]["object"], "VPNGateway tenant-acme/acme");
+    assert_eq!(
+        claimed[0]["what"],
+        format!("{fip} claimed by no other gateway")
+    );
+    let detail = claimed[0]["detail"].as_str().unwrap();
+    for words in [
+        "IPsecGateway tenant-acme/acme-legacy also claims it",
+        "AlreadyAssociated",
+        "`kubectl delete ipsecgateway acme-legacy -n tenant-acme`",
+    ] {
+        assert!(detail.contains(words), "missing {words:?} in {detail}");
+    }
+    // Every other row failed no more than before.
+    let failed = |rows: &[Value]| {
+        rows.iter()
+            .filter(|r| r["verdict"] == "fail" && r["check"] != "floating IP")
+            .count()
+    };
+    assert_eq!(failed(&after), failed(&before), "{after:?}");
+    let text = b.vpnmig(&["verify", "acme"]).await;
+    assert_eq!(text.code, 5);
+    assert!(text.stdout.contains("NOT HEALTHY"), "{}", text.stdout);
+
+    b.delete(IPSECGATEWAY, "tenant-acme", "acme-legacy").await;
+    eventually(30, "acme-legacy gone", || async {
+        b.get(IPSECGATEWAY, "tenant-acme", "acme-legacy")
+            .await
+            .is_none()
+    })
+    .await;
+    eventually(30, "verify HEALTHY once acme-legacy is gone", healthy).await;
 }
 
 async fn a_baseline_then_a_healthy_cutover(b: &Bed) {

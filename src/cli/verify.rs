@@ -143,6 +143,7 @@ async fn once(
     rows.extend(crate::window::reference_rows(cluster, &objs, &source).await?);
     if is_new {
         rows.extend(data_plane(cluster, name, sas.as_ref()).await?);
+        rows.extend(fip_row(cluster, name).await?);
     }
     rows.extend(psk_row(cluster, name).await?);
     rows.extend(left_row(cluster, name, is_new).await?);
@@ -175,6 +176,61 @@ async fn left_row(cluster: &Cluster, name: &str, is_new: bool) -> Result<Vec<Row
         })
         .into_iter()
         .collect())
+}
+
+/// The migrated gateway's floating IP against every other gateway of either kind in all
+/// namespaces (a21m B15, B18: a merged source that also defined the old gateway under
+/// another name, with the same floating IP; the operator left it at `AlreadyAssociated`,
+/// `status` said `fip-shared`, and verify said HEALTHY). One failed row per other gateway
+/// that claims it; a refused list is a failed row too ("could not check" is never green).
+/// Nothing when the gateway has no floating IP yet (its conditions say so).
+async fn fip_row(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
+    let Some(gw) = crate::cluster::objects::get(cluster, "VPNGateway", name).await? else {
+        return Ok(Vec::new());
+    };
+    let Some(fip) = [
+        &gw["spec"]["endpoint"]["floatingIP"],
+        &gw["status"]["floatingIP"],
+    ]
+    .into_iter()
+    .filter_map(|v| v.as_str())
+    .map(str::trim)
+    .find(|f| !f.is_empty())
+    .map(str::to_string) else {
+        return Ok(Vec::new());
+    };
+    let ns = cluster.namespace.as_str();
+    let row = |detail: String| Row {
+        check: "floating IP",
+        object: format!("VPNGateway {ns}/{name}"),
+        what: format!("{fip} claimed by no other gateway"),
+        verdict: Verdict::Fail,
+        detail,
+    };
+    let me = (ns.to_string(), name.to_string());
+    Ok(match crate::cluster::facts::other_gateways(cluster, &me).await? {
+        Err(why) => vec![row(format!(
+            "could not check: the gateways of every namespace could not be listed ({why})"
+        ))],
+        Ok(others) => others
+            .iter()
+            .filter(|o| {
+                o.floating_ip
+                    .as_deref()
+                    .is_some_and(|t| crate::core::addr::same_addr(t, &fip))
+            })
+            .map(|o| {
+                let kind = o.object.split(' ').next().unwrap_or_default();
+                row(format!(
+                    "{} also claims it: the operator attaches a floating IP to one gateway and leaves the other at FIPAttached=False (AlreadyAssociated), and which one the client's firewall reaches is not certain; if it is a leftover, `kubectl delete {} {} -n {}` and make sure the repository no longer defines it",
+                    o.object,
+                    kind.to_lowercase(),
+                    o.name,
+                    o.namespace
+                ))
+            })
+            .collect(),
+    })
 }
 
 /// The PSK Secret against the fingerprint the gateway's journal holds (issue 21 item 1,
