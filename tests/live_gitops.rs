@@ -16,7 +16,7 @@ use live::bed::{
     self, APPLICATION, Bed, CONFIGMAP, HELMRELEASE, IPSECGATEWAY, KUSTOMIZATION, Kind, SECRET,
     Scenario, VPNGATEWAY,
 };
-use live::{ACME, Live, eventually, objects, phase, start};
+use live::{ACME, Live, eventually, objects, phase, repo_in, start};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::store::WriteOptions;
@@ -365,34 +365,6 @@ fn repo(l: &Live, tool: Tool) -> std::path::PathBuf {
 /// [`repo`] holding `source`.
 fn repo_with(l: &Live, source: &str) -> std::path::PathBuf {
     repo_in(l.cwd(), source)
-}
-
-/// [`repo`] holding `source`, under `cwd` (a [`Live`]'s or a [`Bed`]'s working directory).
-fn repo_in(cwd: &Path, source: &str) -> std::path::PathBuf {
-    let dir = cwd.join("repo");
-    std::fs::create_dir_all(dir.join("tenants")).unwrap();
-    std::fs::write(dir.join("tenants/acme.yaml"), source).unwrap();
-    for args in [
-        &["init", "-q"][..],
-        &["add", "."],
-        &[
-            "-c",
-            "user.email=t@example.net",
-            "-c",
-            "user.name=t",
-            "commit",
-            "-qm",
-            "acme",
-        ],
-    ] {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&dir)
-            .status()
-            .unwrap();
-        assert!(ok.success(), "git {args:?}");
-    }
-    dir
 }
 
 /// Before and at the window, as docs/gitops.md says: the plan rewrites the repository

@@ -13,6 +13,7 @@ mod live;
 use live::bed::{
     self, APPLICATION, Bed, CONFIGMAP, HELMRELEASE, IPSECGATEWAY, KUSTOMIZATION, Kind, Scenario,
 };
+use live::repo_in;
 use serde_json::{Value, json};
 
 const NS: &str = "tenant-acme";
@@ -338,34 +339,6 @@ async fn both_inventories(b: &Bed) {
         })
         .await;
     }
-}
-
-/// A repository holding `source` as tenants/acme.yaml, in `cwd`.
-fn repo_in(cwd: &std::path::Path, source: &str) -> std::path::PathBuf {
-    let dir = cwd.join("repo");
-    std::fs::create_dir_all(dir.join("tenants")).unwrap();
-    std::fs::write(dir.join("tenants/acme.yaml"), source).unwrap();
-    for args in [
-        &["init", "-q"][..],
-        &["add", "."],
-        &[
-            "-c",
-            "user.email=t@example.net",
-            "-c",
-            "user.name=t",
-            "commit",
-            "-qm",
-            "acme",
-        ],
-    ] {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&dir)
-            .status()
-            .unwrap();
-        assert!(ok.success(), "git {args:?}");
-    }
-    dir
 }
 
 crate::rows! {

@@ -11,9 +11,8 @@
 
 mod live;
 
-use std::path::Path;
-
 use live::bed::{self, APPLICATION, Bed, CONFIGMAP, IPSECGATEWAY, KUSTOMIZATION, Kind, Scenario};
+use live::repo_in;
 use serde_json::{Value, json};
 
 const NS: &str = "tenant-acme";
@@ -160,34 +159,6 @@ fn argo_and_flux() -> Scenario {
         format!("{flux}\n---\n{}\n", extra.join("\n---\n")),
         settings(),
     )
-}
-
-/// A repository holding `source` as tenants/acme.yaml, in `cwd`.
-fn repo_in(cwd: &Path, source: &str) -> std::path::PathBuf {
-    let dir = cwd.join("repo");
-    std::fs::create_dir_all(dir.join("tenants")).unwrap();
-    std::fs::write(dir.join("tenants/acme.yaml"), source).unwrap();
-    for args in [
-        &["init", "-q"][..],
-        &["add", "."],
-        &[
-            "-c",
-            "user.email=t@example.net",
-            "-c",
-            "user.name=t",
-            "commit",
-            "-qm",
-            "acme",
-        ],
-    ] {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&dir)
-            .status()
-            .unwrap();
-        assert!(ok.success(), "git {args:?}");
-    }
-    dir
 }
 
 /// Plan with the repository rewrite of `owner`'s source, cut over with `--gitops pause`

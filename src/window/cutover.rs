@@ -104,19 +104,21 @@ async fn run(
     let ns = cluster.namespace.clone();
     let by = steps::identity(held);
     let previous = stored::read(cluster, name).await?;
+    // A run over the finished window's journal, as its own lock holder.
+    let window = |j: &crate::core::journal::Journal| Window {
+        cluster,
+        ev,
+        journal: j.clone(),
+        lock: held,
+        by: by.clone(),
+    };
     // The one check every run of a finished window goes through first: the replaced
     // IPsecGateway live again beside the VPNGateway stops it (exit 5) before any vouch,
     // restore, let-go or "nothing to do" (issue 21 kind 3; a21l A01, A02, A05, A06, A08).
     if let Some(j) = &previous
         && j.phase == Phase::Done
     {
-        let mut w = Window {
-            cluster,
-            ev,
-            journal: j.clone(),
-            lock: held,
-            by: by.clone(),
-        };
+        let mut w = window(j);
         if let Some(stop) =
             super::gitops::finished_beside_live(&mut w, "IPsecGateway", opts.dry_run).await?
         {
@@ -131,13 +133,7 @@ async fn run(
         && j.phase == Phase::Done
         && super::gitops::vouches(j, &opts.gitops, opts.dry_run)
     {
-        let mut w = Window {
-            cluster,
-            ev,
-            journal: j.clone(),
-            lock: held,
-            by: by.clone(),
-        };
+        let mut w = window(j);
         // No vouch beside the replaced gateway live again: it disproves it (a21k R07).
         if let Some(stop) = super::gitops::live_again(&w, "IPsecGateway", None).await? {
             return Err(stop);
@@ -169,13 +165,7 @@ async fn run(
             if opts.dry_run {
                 return Ok(super::gitops::restore_dry_run(ev, j, "cutover"));
             }
-            let w = Window {
-                cluster,
-                ev,
-                journal: j.clone(),
-                lock: held,
-                by,
-            };
+            let w = window(j);
             return super::gitops::restore_finished(w, "IPsecGateway", opts.gitops.resume).await;
         }
         Some(j) if j.phase == Phase::Done => {

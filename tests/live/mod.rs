@@ -471,3 +471,32 @@ pub mod plane {
         (Duration::try_from(span).unwrap_or_default(), failed)
     }
 }
+
+/// A git repository `repo` under `cwd` (a [`Live`]'s or a bed's working directory) holding
+/// `source` as tenants/acme.yaml, committed: what `plan --gitops-repo` rewrites.
+pub fn repo_in(cwd: &std::path::Path, source: &str) -> std::path::PathBuf {
+    let dir = cwd.join("repo");
+    std::fs::create_dir_all(dir.join("tenants")).unwrap();
+    std::fs::write(dir.join("tenants/acme.yaml"), source).unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "."],
+        &[
+            "-c",
+            "user.email=t@example.net",
+            "-c",
+            "user.name=t",
+            "commit",
+            "-qm",
+            "acme",
+        ],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&dir)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "git {args:?}");
+    }
+    dir
+}

@@ -452,16 +452,9 @@ pub async fn describe_owners(
         cluster.namespace.as_str(),
         source.gateway.metadata.name.as_deref().unwrap_or_default(),
     );
-    let Some(check) = plan
-        .checks
-        .iter_mut()
-        .find(|c| c.id == crate::core::checks::GITOPS_SYNC)
-    else {
+    let Some(check) = failing_sync_check(plan) else {
         return;
     };
-    if check.findings.is_empty() {
-        return;
-    }
     // The owners only their own status names (a21l A08: a second Kustomization's
     // inventory lists the gateway): each one more finding, as the window holds it.
     // Looked for where a GitOps tool marks the gateway (a gateway no tool marks makes no
@@ -491,16 +484,9 @@ pub async fn describe_owners(
         check.outcome = crate::core::finding::Outcome::Fail;
         crate::core::live::extend(plan, Vec::new());
     }
-    let Some(check) = plan
-        .checks
-        .iter_mut()
-        .find(|c| c.id == crate::core::checks::GITOPS_SYNC)
-    else {
+    let Some(check) = failing_sync_check(plan) else {
         return;
     };
-    if check.findings.is_empty() {
-        return;
-    }
     let secret_name = &source.gateway.spec.auth.psk_secret_ref.name;
     let secret = source
         .secrets
@@ -545,6 +531,16 @@ pub async fn describe_owners(
         };
         f.message.push_str(&format!(" (live: {live})"));
     }
+}
+
+/// The plan's `gitops-sync` check, when it has findings (a GitOps tool marks the gateway).
+fn failing_sync_check(
+    plan: &mut crate::core::plan::Plan,
+) -> Option<&mut crate::core::finding::CheckResult> {
+    plan.checks
+        .iter_mut()
+        .find(|c| c.id == crate::core::checks::GITOPS_SYNC)
+        .filter(|c| !c.findings.is_empty())
 }
 
 /// The Applications and Kustomizations whose own status names the gateway `raw` and whose
