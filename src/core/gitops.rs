@@ -537,6 +537,13 @@ pub fn owner_state(owner: &Value, kind: &str, ns: &str, name: &str) -> OwnerStat
 /// The Argo CD ApplicationSet's API version.
 pub const ARGO_APPLICATIONSET: &str = "argoproj.io/v1alpha1";
 
+/// How many levels of parents above an owner a window follows (a parent of a parent, an
+/// app-of-apps of an app-of-apps: a21i 06, 09), as the ownerReference chain is followed.
+pub const PARENT_LEVELS: usize = 8;
+/// The levels of a chain of parents followed at most in all: those read in full, then
+/// those past them followed by their markers to the top (a21l A03), bounded.
+pub const CHAIN_LEVELS: usize = PARENT_LEVELS * 4;
+
 /// What manages a GitOps owner itself (issue 21 item 4): a parent Application
 /// (app-of-apps), an ApplicationSet, a Kustomization or HelmRelease whose source holds the
 /// owner. Its sync may put back what `--gitops pause` changed on the owner.
@@ -740,7 +747,7 @@ pub fn beyond_link(
     state.how = format!(
         "{}; it is past the {} levels of parents vpnmig follows, and the chain may go on above it: suspend it and every level above it first",
         state.how,
-        crate::core::holders::PARENT_LEVELS.min(level - 1)
+        PARENT_LEVELS.min(level - 1)
     );
     Link {
         state,

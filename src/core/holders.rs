@@ -129,12 +129,7 @@ pub fn vouched(j: &Journal, r: &crate::core::gitops::Record) -> bool {
     replaced_kind(j).is_some_and(|k| r.vouched.as_ref().is_some_and(|v| v.no_longer_defines == k))
 }
 
-/// How many levels of parents above an owner a window follows (a parent of a parent, an
-/// app-of-apps of an app-of-apps: a21i 06, 09), as the ownerReference chain is followed.
-pub const PARENT_LEVELS: usize = 8;
-/// The levels of a chain of parents followed at most in all: those read in full, then
-/// those past them followed by their markers to the top (a21l A03), bounded.
-pub const CHAIN_LEVELS: usize = PARENT_LEVELS * 4;
+pub use crate::core::gitops::{CHAIN_LEVELS, PARENT_LEVELS};
 
 /// Whether window `j` still relies on the suspension of the parent `p` (a record of
 /// `j.gitops_parents`): while the owner at the bottom of its chain is held by the
