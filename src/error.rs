@@ -97,7 +97,17 @@ impl Error {
 pub fn command_line(next: &Next) -> String {
     match next {
         Next::Again { without, add } => again_without(without.unwrap_or(""), add),
+        Next::Run(run) => run_line(run),
     }
+}
+
+/// The command line of a [`crate::window::error::Run`]: `vpnmig VERB [NAME] -n NS [FLAGS]`.
+pub fn run_line(run: &crate::window::error::Run) -> String {
+    let mut words = vec!["vpnmig", run.verb.as_str()];
+    words.extend(run.name.as_deref());
+    words.extend(["-n", run.namespace.as_str()]);
+    words.extend(run.flags.iter().map(String::as_str));
+    words.join(" ")
 }
 
 /// This process's own command line as `vpnmig ARGS`, with `extra` flags added where
@@ -150,4 +160,41 @@ fn again_from(mut args: Vec<String>, extra: &[&str]) -> String {
         })
         .collect();
     format!("vpnmig {}", quoted.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::error::Run;
+
+    /// Each next action a window names is printed as the command line that runs it.
+    #[test]
+    fn a_next_action_is_printed_as_its_command_line() {
+        let rows = [
+            (
+                Run::cutover("acme", "tenant-acme"),
+                "vpnmig cutover acme -n tenant-acme",
+            ),
+            (
+                Run::rollback("acme", "tenant-acme").with(&["--accept-new-addresses"]),
+                "vpnmig rollback acme -n tenant-acme --accept-new-addresses",
+            ),
+            (
+                Run::plan("acme", "tenant-acme").with(&["--out", "plans/acme", "--force"]),
+                "vpnmig plan acme -n tenant-acme --out plans/acme --force",
+            ),
+            (Run::verify("acme", "t"), "vpnmig verify acme -n t"),
+            (
+                Run::status("t").with(&["-o", "wide"]),
+                "vpnmig status -n t -o wide",
+            ),
+            (
+                Run::report("acme", "t").with(&["--out", "acme-window-1.md"]),
+                "vpnmig report acme -n t --out acme-window-1.md",
+            ),
+        ];
+        for (run, line) in rows {
+            assert_eq!(command_line(&Next::Run(run.clone())), line, "{run:?}");
+        }
+    }
 }

@@ -153,7 +153,8 @@ async fn run(
                     "the journal says the cutover of {name} -n {ns} is done, but VPNGateway {name} does not exist (deleted since?)"
                 ),
                 hint: Some(crate::window::error::hint!(
-                    "`vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal; `vpnmig status` shows what is there"
+                    "`{}` restores the IPsecGateway from the journal; `vpnmig status` shows what is there",
+                    crate::window::error::Run::rollback(&name, &ns)
                 )),
             });
         }
@@ -182,7 +183,9 @@ async fn run(
                         problems.join("; ")
                     ),
                     hint: Some(crate::window::error::hint!(
-                        "`vpnmig verify {name} -n {ns}` shows every check; `vpnmig status -n {ns}` says what to put back"
+                        "`{}` shows every check; `{}` says what to put back",
+                        crate::window::error::Run::verify(&name, &ns),
+                        crate::window::error::Run::status(&ns)
                     )),
                 });
             }
@@ -202,11 +205,13 @@ async fn run(
             return forward_again(cluster, held, opts, ev, confirm, j.clone(), by).await;
         }
         Some(j) if j.phase.rolling_back() => {
-            let mut hint = j.phase.recovery(name, &ns);
+            let mut hint = crate::window::error::Hint::from(j.phase.recovery(name, &ns));
             if j.phase == Phase::OldApplied {
-                hint.push_str(&format!(
-                    "; if the rollback reported lost addresses, `vpnmig cutover {name} -n {ns} --forward` cuts over again with the journal's targets, which pin them"
-                ));
+                hint = crate::window::error::hint!(
+                    "{}; if the rollback reported lost addresses, `{}` cuts over again with the journal's targets, which pin them",
+                    hint,
+                    crate::window::error::Run::cutover(name, &ns).with(&["--forward"])
+                );
             }
             return Err(Error::Stop {
                 code: exit::REFUSED,
@@ -218,7 +223,7 @@ async fn run(
                         .map(|e| format!(", stopped on: {e}"))
                         .unwrap_or_default()
                 ),
-                hint: Some(hint.into()),
+                hint: Some(hint),
             });
         }
         Some(j) if j.phase.past_delete() || (j.fixed_targets && !j.phase.finished()) => {
@@ -272,8 +277,12 @@ async fn run(
                     dir.display()
                 ),
                 hint: Some(crate::window::error::hint!(
-                    "plan again (`vpnmig plan {name} -n {ns} --out {} --force`: --force because the bundle records the old state), review the diff, then cut over",
-                    dir.display()
+                    "plan again (`{}`: --force because the bundle records the old state), review the diff, then cut over",
+                    crate::window::error::Run::plan(name, &ns).with(&[
+                        "--out",
+                        &dir.display().to_string(),
+                        "--force"
+                    ])
                 )),
             });
         }
@@ -296,7 +305,8 @@ async fn run(
             code: exit::BLOCKED,
             message: format!("{blocking} blocker(s): nothing was changed"),
             hint: Some(crate::window::error::hint!(
-                "`vpnmig plan {name} -n {ns}` shows every check and its fix"
+                "`{}` shows every check and its fix",
+                crate::window::error::Run::plan(&name, &ns)
             )),
         });
     }
@@ -352,7 +362,8 @@ async fn run(
                 out_dir.display()
             ),
             hint: Some(crate::window::error::hint!(
-                "run from a directory you can write, or pass `--out DIR`: `vpnmig cutover {name} -n {ns} --out DIR`"
+                "run from a directory you can write, or pass `--out DIR`: `{}`",
+                crate::window::error::Run::cutover(&name, &ns).with(&["--out", "DIR"])
             )),
         })?;
     }
@@ -465,8 +476,9 @@ async fn run(
                     journal::object_name(name)
                 ),
                 hint: Some(crate::window::error::hint!(
-                    "keep it first: `vpnmig report {name} -n {ns} --out {name}-window-{}.md`, then run the same command again",
-                    prev.window_number()
+                    "keep it first: `{}`, then run the same command again",
+                    crate::window::error::Run::report(name, &ns)
+                        .with(&["--out", &format!("{name}-window-{}.md", prev.window_number())])
                 )),
             })?;
         j.earlier_windows.push(prev.archived_as(n, &archived));
@@ -535,7 +547,9 @@ async fn no_old_gateway(
                 message: format!("{text}: nothing to cut over; nothing was changed"),
                 hint: if state == journal::Left::Gone {
                     Some(crate::window::error::hint!(
-                        "`vpnmig rollback {name} -n {ns}` re-creates it from the journal (floating IP pinned), then `vpnmig cutover {name} -n {ns}` starts over"
+                        "`{}` re-creates it from the journal (floating IP pinned), then `{}` starts over",
+                        crate::window::error::Run::rollback(&name, &ns),
+                        crate::window::error::Run::cutover(&name, &ns)
                     ))
                 } else {
                     j.left_todo(state).map(Into::into)
@@ -553,7 +567,8 @@ async fn no_old_gateway(
                 journal::object_name(name)
             ),
             hint: Some(crate::window::error::hint!(
-                "`vpnmig verify {name} -n {ns}` checks it; to go back, {}",
+                "`{}` checks it; to go back, {}",
+                crate::window::error::Run::verify(&name, &ns),
                 lost.unwrap_or_else(|| format!(
                     "roll back from the bundle its cutover wrote: `vpnmig rollback {name} -n {ns} --plan DIR`"
                 ))

@@ -33,6 +33,92 @@ pub enum Next {
         without: Option<&'static str>,
         add: Vec<&'static str>,
     },
+    /// Another vpnmig command on one gateway (or, for `status`, one namespace).
+    Run(Run),
+}
+
+/// A vpnmig command a hint names: `vpnmig VERB [NAME] -n NAMESPACE [FLAGS]` once `cli/`
+/// renders it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Run {
+    pub verb: Verb,
+    /// The gateway; `None` for a command on the namespace (`status`).
+    pub name: Option<String>,
+    pub namespace: String,
+    /// Flags after the namespace, each word apart (`["--out", "DIR", "--force"]`).
+    pub flags: Vec<String>,
+}
+
+/// The subcommand of a [`Run`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verb {
+    Plan,
+    Cutover,
+    Rollback,
+    Verify,
+    Status,
+    Report,
+}
+
+impl Verb {
+    /// The subcommand's name on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Plan => "plan",
+            Verb::Cutover => "cutover",
+            Verb::Rollback => "rollback",
+            Verb::Verify => "verify",
+            Verb::Status => "status",
+            Verb::Report => "report",
+        }
+    }
+}
+
+impl Run {
+    fn new(verb: Verb, name: Option<&str>, namespace: &str) -> Run {
+        Run {
+            verb,
+            name: name.map(str::to_string),
+            namespace: namespace.to_string(),
+            flags: Vec::new(),
+        }
+    }
+
+    /// `vpnmig plan NAME -n NS`.
+    pub fn plan(name: &str, namespace: &str) -> Run {
+        Run::new(Verb::Plan, Some(name), namespace)
+    }
+
+    /// `vpnmig cutover NAME -n NS`: the window goes on (resumes) from its journal.
+    pub fn cutover(name: &str, namespace: &str) -> Run {
+        Run::new(Verb::Cutover, Some(name), namespace)
+    }
+
+    /// `vpnmig rollback NAME -n NS`: the window goes back.
+    pub fn rollback(name: &str, namespace: &str) -> Run {
+        Run::new(Verb::Rollback, Some(name), namespace)
+    }
+
+    /// `vpnmig verify NAME -n NS`: every check of the gateway.
+    pub fn verify(name: &str, namespace: &str) -> Run {
+        Run::new(Verb::Verify, Some(name), namespace)
+    }
+
+    /// `vpnmig status -n NS`: the namespace's gateways and windows.
+    pub fn status(namespace: &str) -> Run {
+        Run::new(Verb::Status, None, namespace)
+    }
+
+    /// `vpnmig report NAME -n NS`: the change record of the gateway's window.
+    pub fn report(name: &str, namespace: &str) -> Run {
+        Run::new(Verb::Report, Some(name), namespace)
+    }
+
+    /// The same command with `flags` after the namespace.
+    pub fn with(mut self, flags: &[&str]) -> Run {
+        self.flags.extend(flags.iter().map(|f| f.to_string()));
+        self
+    }
 }
 
 impl Next {
@@ -182,6 +268,18 @@ impl HintArg for &Hint {
     }
 }
 
+impl HintArg for &Run {
+    fn piece(self, pieces: &mut Vec<Hint>) -> String {
+        Next::Run(self.clone()).piece(pieces)
+    }
+}
+
+impl HintArg for &&Run {
+    fn piece(self, pieces: &mut Vec<Hint>) -> String {
+        (*self).piece(pieces)
+    }
+}
+
 impl HintArg for &&Next {
     fn piece(self, pieces: &mut Vec<Hint>) -> String {
         (*self).piece(pieces)
@@ -311,6 +409,7 @@ mod tests {
         let shown = h.render(&|n| match n {
             Next::Again { without: None, .. } => "A".into(),
             Next::Again { .. } => "B".into(),
+            Next::Run(_) => "C".into(),
         });
         assert_eq!(shown, "first `A` then text: `B` (7)");
     }

@@ -480,7 +480,8 @@ pub async fn roll_back(
                     w.journal.phase
                 ),
                 hint: Some(crate::window::error::hint!(
-                    "once the cause is fixed, `vpnmig rollback {name} -n {ns}` resumes from there{}",
+                    "once the cause is fixed, `{}` resumes from there{}",
+                    crate::window::error::Run::rollback(&name, &ns),
                     e.hint()
                         .map(|h| crate::window::error::hint!(" ({})", h))
                         .unwrap_or_default()

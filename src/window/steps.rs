@@ -271,8 +271,8 @@ pub(crate) async fn check_psk(w: &Window<'_>) -> Result<(), Error> {
             code: exit::FAILURE,
             message: format!("PSK Secret {ns}/{secret} is gone after the old gateway's delete"),
             hint: Some(crate::window::error::hint!(
-                "re-create it from your own records (vpnmig never stores a key), then `vpnmig cutover {} -n {ns}` resumes",
-                w.name()
+                "re-create it from your own records (vpnmig never stores a key), then `{}` resumes",
+                crate::window::error::Run::cutover(w.name(), &ns)
             )),
         });
     };

@@ -280,9 +280,15 @@ fn advice(e: &Error, m: &Member, render: fn(&Next) -> String) -> Option<String> 
     if crate::window::error::error_line(e).starts_with(super::steps::GONE) {
         let bring_back = match &m.plan {
             Some(dir) => format!(
-                "to migrate it, re-create it from its reviewed bundle (`kubectl apply -f {}`), wait for Ready, plan it again (`vpnmig plan {name} -n {ns} --out {} --force`) and run the wave again",
+                "to migrate it, re-create it from its reviewed bundle (`kubectl apply -f {}`), wait for Ready, plan it again (`{}`) and run the wave again",
                 dir.join("old-ipsecgateway.yaml").display(),
-                dir.display()
+                render(&Next::Run(
+                    crate::window::error::Run::plan(name, ns).with(&[
+                        "--out",
+                        &dir.display().to_string(),
+                        "--force"
+                    ])
+                ))
             ),
             None => format!(
                 "to migrate it, re-create it from a saved manifest (a bundle's old-ipsecgateway.yaml{}), wait for Ready and run the wave again",

@@ -153,7 +153,8 @@ pub(super) async fn phases(
                     code: e.exit_code(),
                     message: format!("the cutover of {name} -n {ns} failed and was rolled back"),
                     hint: Some(crate::window::error::hint!(
-                        "the failure is above and in the journal (lastError); `vpnmig verify {name} -n {ns}` checks the restored gateway"
+                        "the failure is above and in the journal (lastError); `{}` checks the restored gateway",
+                        crate::window::error::Run::verify(&name, &ns)
                     )),
                 });
             }
@@ -180,18 +181,23 @@ pub(super) async fn phases(
             }
             let hint = if new_gone {
                 e.hint().unwrap_or_else(|| crate::window::error::hint!(
-                    "the VPNGateway or a VPNPeer is not as the window applied it: `vpnmig rollback {name} -n {ns}` restores the IPsecGateway from the journal"
+                    "the VPNGateway or a VPNPeer is not as the window applied it: `{}` restores the IPsecGateway from the journal",
+                    crate::window::error::Run::rollback(&name, &ns)
                 ))
             } else if w.journal.phase == Phase::Deleting {
                 crate::window::error::hint!(
-                    "the IPsecGateway's delete was sent and its unwind has not finished{}. Going on (`vpnmig cutover {name} -n {ns}`) and going back (`vpnmig rollback {name} -n {ns}`) both wait for that unwind first; going on keeps the choice open",
+                    "the IPsecGateway's delete was sent and its unwind has not finished{}. Going on (`{}`) and going back (`{}`) both wait for that unwind first; going on keeps the choice open",
                     e.hint()
                         .map(|h| crate::window::error::hint!(" ({})", h))
-                        .unwrap_or_default()
+                        .unwrap_or_default(),
+                    crate::window::error::Run::cutover(&name, &ns),
+                    crate::window::error::Run::rollback(&name, &ns)
                 )
             } else {
                 crate::window::error::hint!(
-                    "the IPsecGateway is deleted; restore it with `vpnmig rollback {name} -n {ns}`, or fix the cause and resume with `vpnmig cutover {name} -n {ns}`{}",
+                    "the IPsecGateway is deleted; restore it with `{}`, or fix the cause and resume with `{}`{}",
+                    crate::window::error::Run::rollback(&name, &ns),
+                    crate::window::error::Run::cutover(&name, &ns),
                     e.hint()
                         .map(|h| crate::window::error::hint!(" ({})", h))
                         .unwrap_or_default()

@@ -66,7 +66,9 @@ pub(super) async fn record_baseline(w: &mut Window<'_>, allow_down: bool) -> Res
                             w.journal.phase
                         ),
                         hint: Some(crate::window::error::hint!(
-                            "bring the tunnel up first (the client's side, or `kubectl exec -n {ns} POD -c strongswan -- swanctl --initiate --child NAME` in the gateway's pod; `vpnmig verify {name} -n {ns}` shows each tunnel), then run the same command again; `vpnmig rollback {name} -n {ns}` closes the journal (the IPsecGateway stays); or, to cut over with the tunnel down, `{}`",
+                            "bring the tunnel up first (the client's side, or `kubectl exec -n {ns} POD -c strongswan -- swanctl --initiate --child NAME` in the gateway's pod; `{}` shows each tunnel), then run the same command again; `{}` closes the journal (the IPsecGateway stays); or, to cut over with the tunnel down, `{}`",
+                            crate::window::error::Run::verify(&name, &ns),
+                            crate::window::error::Run::rollback(&name, &ns),
                             crate::window::error::Next::again_without("", &["--allow-tunnels-down"])
                         )),
                     };
@@ -171,7 +173,9 @@ pub(super) async fn compare_data_plane(w: &mut Window<'_>) -> Result<(), Error> 
                 c.failure_line()
             ),
             hint: Some(crate::window::error::hint!(
-                "the client's side sees the change: correct the VPNPeer/VPNGateway (the journal's targets) and resume with `vpnmig cutover {name} -n {ns}`, or go back with `vpnmig rollback {name} -n {ns}`; the table is in the journal (dataPlane)"
+                "the client's side sees the change: correct the VPNPeer/VPNGateway (the journal's targets) and resume with `{}`, or go back with `{}`; the table is in the journal (dataPlane)",
+                crate::window::error::Run::cutover(&name, &ns),
+                crate::window::error::Run::rollback(&name, &ns)
             )),
         });
     }
@@ -201,7 +205,9 @@ pub(super) async fn recheck(w: &mut Window<'_>) -> Result<Option<(IPsecGateway, 
             code: exit::REFUSED,
             message: format!("ipsecgateway/{name} -n {ns} was not deleted: {why}"),
             hint: Some(crate::window::error::hint!(
-                "nothing was deleted: `vpnmig rollback {name} -n {ns}` closes the journal (the gateway stays), then plan again and review: `vpnmig plan {name} -n {ns}`"
+                "nothing was deleted: `{}` closes the journal (the gateway stays), then plan again and review: `{}`",
+                crate::window::error::Run::rollback(&name, &ns),
+                crate::window::error::Run::plan(&name, &ns)
             )),
         });
     }
@@ -277,11 +283,14 @@ pub(super) async fn delete_checked(w: &mut Window<'_>) -> Result<(), Error> {
         ),
         hint: Some(match hint {
             Some(h) => crate::window::error::hint!(
-                "{}; then `vpnmig cutover {name} -n {ns}` resumes (journal phase psk-detached)",
-                h
+                "{}; then `{}` resumes (journal phase psk-detached)",
+                h,
+                crate::window::error::Run::cutover(&name, &ns)
             ),
             None => crate::window::error::hint!(
-                "once the cause is fixed, `vpnmig cutover {name} -n {ns}` resumes (journal phase psk-detached); `vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway"
+                "once the cause is fixed, `{}` resumes (journal phase psk-detached); `{}` closes the journal and keeps the IPsecGateway",
+                crate::window::error::Run::cutover(&name, &ns),
+                crate::window::error::Run::rollback(&name, &ns)
             ),
         }),
     })

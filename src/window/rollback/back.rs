@@ -73,11 +73,13 @@ pub(super) async fn old_back(
             None => None,
         };
         let forward = match acting {
-            Some((why, first)) => format!(
-                "{why}. A `--forward` now would delete it only to have it re-created (the floating IP contended): {first}; once it no longer acts, `vpnmig cutover {name} -n {ns} --forward` moves forward again (the journal's VPNGateway pins them)"
+            Some((why, first)) => crate::window::error::hint!(
+                "{why}. A `--forward` now would delete it only to have it re-created (the floating IP contended): {first}; once it no longer acts, `{}` moves forward again (the journal's VPNGateway pins them)",
+                crate::window::error::Run::cutover(&name, &ns).with(&["--forward"])
             ),
-            None => format!(
-                "either move forward again with `vpnmig cutover {name} -n {ns} --forward` (the journal's VPNGateway pins them)"
+            None => crate::window::error::hint!(
+                "either move forward again with `{}` (the journal's VPNGateway pins them)",
+                crate::window::error::Run::cutover(&name, &ns).with(&["--forward"])
             ),
         };
         return Err(Error::Stop {
@@ -85,7 +87,9 @@ pub(super) async fn old_back(
             message,
             hint: Some(crate::window::error::hint!(
                 "the IPsecGateway kind has no spec field for its serviceCIDR, so a re-created one gets the next free /24 (the runbook's rollback cannot pin it). \
-The client's routes and firewall name the old addresses: {forward}, or change them on the client side and close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`"
+The client's routes and firewall name the old addresses: {}, or change them on the client side and close the journal with `{}`",
+                forward,
+                crate::window::error::Run::rollback(&name, &ns).with(&["--accept-new-addresses"])
             )),
         });
     }
@@ -165,7 +169,8 @@ The client's routes and firewall name the old addresses: {forward}, or change th
                     failed.join("; ")
                 ),
                 hint: Some(crate::window::error::hint!(
-                    "`vpnmig verify {name} -n {ns}` shows every check"
+                    "`{}` shows every check",
+                    crate::window::error::Run::verify(&name, &ns)
                 )),
             });
         }

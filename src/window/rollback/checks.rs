@@ -111,8 +111,9 @@ pub(super) async fn fip_unclaimed(cluster: &Cluster, j: &Journal) -> Result<(), 
             claims.join(" and ")
         ),
         hint: Some(crate::window::error::hint!(
-            "find out why {} claims it (`kubectl get ipsecgateways,vpngateways -A -o wide`); take the floating IP out of its spec (in its repository first where Argo CD or Flux syncs it), then `vpnmig rollback {name} -n {ns}`",
-            if claims.len() == 1 { "it" } else { "they" }
+            "find out why {} claims it (`kubectl get ipsecgateways,vpngateways -A -o wide`); take the floating IP out of its spec (in its repository first where Argo CD or Flux syncs it), then `{}`",
+            if claims.len() == 1 { "it" } else { "they" },
+            crate::window::error::Run::rollback(&name, &ns)
         )),
     })
 }
@@ -183,7 +184,8 @@ pub(super) async fn missing_owners(
                 if missing.len() == 1 { "s" } else { "" },
             ),
             hint: Some(crate::window::error::hint!(
-                "either restore the owner with its uid (e.g. from a backup), or run `vpnmig rollback {name} -n {ns} --drop-missing-owners` to re-create the gateway without these references (recorded in the journal); whatever owned it then no longer manages it"
+                "either restore the owner with its uid (e.g. from a backup), or run `{}` to re-create the gateway without these references (recorded in the journal); whatever owned it then no longer manages it",
+                crate::window::error::Run::rollback(&name, &ns).with(&["--drop-missing-owners"])
             )),
         });
     }
@@ -303,9 +305,12 @@ pub(super) async fn new_kind_gone(
         .map(|(why, _)| format!("; {why}"))
         .unwrap_or_default();
     let first = match &acting {
-        Some((_, first)) => format!("{first}; until then every delete is undone. Then: "),
-        None => format!(
-            "find who re-created it and make sure nothing syncs it (`vpnmig status -n {ns} -o wide` shows its MANAGED-BY). Then: "
+        Some((_, first)) => {
+            crate::window::error::hint!("{first}; until then every delete is undone. Then: ")
+        }
+        None => crate::window::error::hint!(
+            "find who re-created it and make sure nothing syncs it (`{}` shows its MANAGED-BY). Then: ",
+            crate::window::error::Run::status(&ns).with(&["-o", "wide"])
         ),
     };
     let delete = live
@@ -345,7 +350,9 @@ pub(super) async fn new_kind_gone(
             }
         ),
         hint: Some(crate::window::error::hint!(
-            "{first}delete what came back (`kubectl delete {delete} -n {ns}`), then `vpnmig rollback {name} -n {ns}` resumes and re-creates the IPsecGateway from the journal"
+            "{}delete what came back (`kubectl delete {delete} -n {ns}`), then `{}` resumes and re-creates the IPsecGateway from the journal",
+            first,
+            crate::window::error::Run::rollback(&name, &ns)
         )),
     })
 }

@@ -32,7 +32,7 @@ pub struct Ctx<'c> {
 }
 
 /// The hint of a wait whose stop a rollback run again resumes.
-const RESUMES: &str = "`vpnmig rollback {name} -n {ns}` resumes the rollback";
+const RESUMES: &str = "`{rollback}` resumes the rollback";
 
 /// The rollback, from `rolling-back` to `rolled-back`. Before its first row, the
 /// rollback reads the VPNPeers it may delete and the saved manifest's owners that are
@@ -82,7 +82,7 @@ pub static ROLLBACK: &[Step] = &[
             on: "the old IPsecGateway's unwind finished",
             bound: Bound::Delete,
             diagnosis: Some(
-                "the operator's unwind of the old IPsecGateway has not finished and its finalizer is the operator's to remove: look at the operator's logs; once it is gone, `vpnmig rollback {name} -n {ns}` resumes",
+                "the operator's unwind of the old IPsecGateway has not finished and its finalizer is the operator's to remove: look at the operator's logs; once it is gone, `{rollback}` resumes",
             ),
         }],
         resume: Resume::Finish,
@@ -111,7 +111,7 @@ pub static ROLLBACK: &[Step] = &[
                 on: "every tunnel ESTABLISHED and verified",
                 bound: Bound::Tunnel,
                 diagnosis: Some(
-                    "the IPsecGateway is back and Ready; only its tunnels are missing. The client's peer re-initiates on its own DPD/retry timer; a PSK or proposal mismatch shows in the client's logs. `vpnmig rollback {name} -n {ns}` waits for them again",
+                    "the IPsecGateway is back and Ready; only its tunnels are missing. The client's peer re-initiates on its own DPD/retry timer; a PSK or proposal mismatch shows in the client's logs. `{rollback}` waits for them again",
                 ),
             },
         ],

@@ -51,10 +51,10 @@ pub(super) async fn after_interrupt<T>(
                         .iter()
                         .find(|r| r.restoring.is_some())
                         .expect("checked above");
-                    let verb = if j.phase == crate::core::journal::Phase::Done {
-                        "cutover"
+                    let again = if j.phase == crate::core::journal::Phase::Done {
+                        crate::window::error::Run::cutover(name, ns)
                     } else {
-                        "rollback"
+                        crate::window::error::Run::rollback(name, ns)
                     };
                     (
                         format!(
@@ -62,8 +62,10 @@ pub(super) async fn after_interrupt<T>(
                             j.phase,
                             r.owner.display()
                         ),
-                        format!(
-                            "`vpnmig {verb} {name} -n {ns}` suspends it again as the window paused it, checks what that sync did (a re-created gateway, what the window keeps) and restores it watching its first sync; until then `vpnmig status -n {ns}` says the restore is unfinished"
+                        crate::window::error::hint!(
+                            "`{}` suspends it again as the window paused it, checks what that sync did (a re-created gateway, what the window keeps) and restores it watching its first sync; until then `{}` says the restore is unfinished",
+                            again,
+                            crate::window::error::Run::status(&ns)
                         ),
                     )
                 }
@@ -78,17 +80,26 @@ pub(super) async fn after_interrupt<T>(
                             "{message}; the journal of {name} -n {ns} is at phase {}",
                             j.phase
                         ),
-                        format!("{} (phase {}): {rec}", j.phase.interrupted(), j.phase),
+                        crate::window::error::hint!(
+                            "{} (phase {}): {rec}",
+                            j.phase.interrupted(),
+                            j.phase
+                        ),
                     )
                 }
                 Ok(None) => (
                     format!("{message} before the journal was written: nothing was changed"),
-                    format!("run `vpnmig cutover {name} -n {ns}` again when ready"),
+                    crate::window::error::hint!(
+                        "run `{}` again when ready",
+                        crate::window::error::Run::cutover(&name, &ns)
+                    ),
                 ),
                 Err(e) => (
                     format!("{message}; the journal could not be read: {e}"),
-                    format!(
-                        "`vpnmig cutover {name} -n {ns}` resumes from the journal; `vpnmig rollback {name} -n {ns}` reverses"
+                    crate::window::error::hint!(
+                        "`{}` resumes from the journal; `{}` reverses",
+                        crate::window::error::Run::cutover(&name, &ns),
+                        crate::window::error::Run::rollback(&name, &ns)
                     ),
                 ),
             };
@@ -115,7 +126,9 @@ pub(super) async fn after_interrupt<T>(
                     crate::window::error::Next::again(&[])
                 ),
                 Err(_) => crate::window::error::hint!(
-                    "once the API server answers, `vpnmig cutover {name} -n {ns}` resumes from the journal and `vpnmig rollback {name} -n {ns}` reverses"
+                    "once the API server answers, `{}` resumes from the journal and `{}` reverses",
+                    crate::window::error::Run::cutover(&name, &ns),
+                    crate::window::error::Run::rollback(&name, &ns)
                 ),
             };
             Err(Error::Stop {
@@ -136,13 +149,15 @@ pub(super) async fn after_interrupt<T>(
                 "another run holds it now: agree on who finishes the window; then "
             };
             let hint = match journal::read(cluster, name).await {
-                Ok(Some(j)) => format!(
+                Ok(Some(j)) => crate::window::error::hint!(
                     "the journal of {name} -n {ns} is at phase {}; {who}{}",
                     j.phase,
                     j.recovery()
                 ),
-                _ => format!(
-                    "{who}`vpnmig cutover {name} -n {ns}` resumes from the journal; `vpnmig rollback {name} -n {ns}` reverses"
+                _ => crate::window::error::hint!(
+                    "{who}`{}` resumes from the journal; `{}` reverses",
+                    crate::window::error::Run::cutover(&name, &ns),
+                    crate::window::error::Run::rollback(&name, &ns)
                 ),
             };
             Err(Error::Stop {

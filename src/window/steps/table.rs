@@ -39,7 +39,8 @@ pub struct Wait {
     pub on: &'static str,
     pub bound: Bound,
     /// The hint after "timed out after … waiting for …" (`None`: the diagnosis alone);
-    /// `{name}` and `{ns}` stand for the gateway's name and namespace.
+    /// `{name}` and `{ns}` stand for the gateway's name and namespace, `{cutover}` and
+    /// `{rollback}` for the next action on it (a [`Run`](crate::window::error::Run)).
     pub diagnosis: Option<&'static str>,
 }
 
@@ -55,11 +56,24 @@ impl Wait {
     /// The stop of this wait run out of time after seeing `seen`, waiting for `what`, in
     /// the window of `w`.
     pub(crate) fn timed_out(&self, t: &Timeouts, w: &Window, what: &str, seen: &str) -> Error {
-        let hint = self
-            .diagnosis
-            .map(|d| d.replace("{name}", w.name()).replace("{ns}", w.ns()));
+        let hint = self.diagnosis.map(|d| diagnosis(d, w.name(), w.ns()));
         timed_out(what, self.timeout(t), seen, hint)
     }
+}
+
+/// A wait's diagnosis for the gateway `name` in `ns`: its `{cutover}` and `{rollback}`
+/// become next actions, as data ([`Wait::diagnosis`]).
+fn diagnosis(d: &str, name: &str, ns: &str) -> crate::window::error::Hint {
+    use crate::window::error::{Hint, Next, Run, mark};
+    let mut pieces = Vec::new();
+    let cutover = mark(&Next::Run(Run::cutover(name, ns)), &mut pieces);
+    let rollback = mark(&Next::Run(Run::rollback(name, ns)), &mut pieces);
+    let text = d
+        .replace("{name}", name)
+        .replace("{ns}", ns)
+        .replace("{cutover}", &cutover)
+        .replace("{rollback}", &rollback);
+    Hint::from_marked(&text, &pieces)
 }
 
 /// How a run that finds the journal at or past a phase treats it.
@@ -210,5 +224,48 @@ pub(crate) mod testing {
             docs.contains(&table),
             "docs/architecture.md does not show the {which}'s table as declared; it should read:\n{table}"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::window::error::{Next, Part, Run};
+
+    /// A wait's diagnosis names its next actions as data, whatever the gateway, and its
+    /// `{name}`/`{ns}` as text.
+    #[test]
+    fn a_diagnosis_names_its_commands_as_data() {
+        let rows: &[(&str, Vec<Part>)] = &[
+            (
+                "once it is gone, `{rollback}` resumes",
+                vec![
+                    Part::Text("once it is gone, `".into()),
+                    Part::Next(Next::Run(Run::rollback("acme", "tenant-acme"))),
+                    Part::Text("` resumes".into()),
+                ],
+            ),
+            (
+                "`{cutover}` goes on; `{rollback}` goes back ({ns}/{name})",
+                vec![
+                    Part::Text("`".into()),
+                    Part::Next(Next::Run(Run::cutover("acme", "tenant-acme"))),
+                    Part::Text("` goes on; `".into()),
+                    Part::Next(Next::Run(Run::rollback("acme", "tenant-acme"))),
+                    Part::Text("` goes back (tenant-acme/acme)".into()),
+                ],
+            ),
+            (
+                "look at the operator's logs",
+                vec![Part::Text("look at the operator's logs".into())],
+            ),
+        ];
+        for (template, parts) in rows {
+            assert_eq!(
+                diagnosis(template, "acme", "tenant-acme").parts(),
+                parts.as_slice(),
+                "{template}"
+            );
+        }
     }
 }

@@ -4,11 +4,11 @@
 use super::*;
 
 /// A wait that ran out of time, as the error that stops the run.
-pub(crate) fn timed_out(
+pub(crate) fn timed_out<H: Into<crate::window::error::Hint>>(
     what: &str,
     timeout: Duration,
     diagnosis: &str,
-    hint: Option<String>,
+    hint: Option<H>,
 ) -> Error {
     Error::Stop {
         code: exit::TIMEOUT,
