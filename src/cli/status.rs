@@ -1453,6 +1453,12 @@ async fn relied_parents(
         // read suspended, with what their resume does now.
         for p in j.gitops_parents.iter().filter(|p| p.relies) {
             let Some(child) = &p.parent_of else { continue };
+            // A member of a cycle: once per window (a21m B05).
+            if out.iter().any(|o: &ReliedParent| {
+                o.namespace == ns && o.gateway == name && o.parent == p.owner.display()
+            }) {
+                continue;
+            }
             let Some(bottom) = crate::core::holders::bottom_owner(j, p) else {
                 continue;
             };

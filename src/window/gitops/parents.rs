@@ -592,7 +592,32 @@ pub(crate) async fn named_parents(
             .gitops_parents
             .iter()
             .any(|q| q.relies && gitops::same_owner(&q.owner, &p.owner));
-        if relied || said.contains(&p.owner.display()) {
+        if said.contains(&p.owner.display()) {
+            continue;
+        }
+        // Relied on now (every member of a cycle too: a21m B03, where a refusal named
+        // only the member a stop had named): said with what the reliance waits for.
+        if let Some(bottom) = j
+            .gitops_parents
+            .iter()
+            .filter(|q| gitops::same_owner(&q.owner, &p.owner))
+            .find(|q| holders::parent_relied_on(j, q))
+            .and_then(|q| holders::bottom_owner(j, q))
+        {
+            // Said only as read back: one that syncs again is named by the stops that
+            // see it act.
+            let reads = matches!(live::find(cluster, &p.owner).await, Ok(Found::One(_, ref obj)) if reads_suspended(obj));
+            if !reads {
+                continue;
+            }
+            out.push(format!(
+                "{} stays suspended: the window of {ns}/{name} relies on its suspension until {} is restored (`vpnmig status -n {ns}` names what it waits for); vpnmig never resumes it",
+                p.owner.display(),
+                bottom.owner.display()
+            ));
+            continue;
+        }
+        if relied {
             continue;
         }
         let Ok(Found::One(_, obj)) = live::find(cluster, &p.owner).await else {
