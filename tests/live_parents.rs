@@ -992,11 +992,7 @@ async fn resume(b: &Bed, l: Level) {
 fn resume_command(l: Level) -> String {
     match l.0.3 {
         "Application" => format!("`argocd app set argocd/{} --sync-policy automated`", l.1),
-        k => format!(
-            "`flux resume {} {} -n flux-system`",
-            k.to_lowercase(),
-            l.1
-        ),
+        k => format!("`flux resume {} {} -n flux-system`", k.to_lowercase(), l.1),
     }
 }
 
@@ -1073,30 +1069,41 @@ async fn a_cycle_is_relied_on_whole_and_named_to_the_end(b: &Bed, owner: Level, 
     let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
     for &m in members {
         let relied = format!("GitOps parent relied on: {}", shown(m));
-        assert_eq!(st.matches(&relied).count(), 1, "{on}: `{relied}` once in: {st}");
-        assert!(!st.contains(&resume_command(m)), "{on}: a resume of {}: {st}", m.1);
+        assert_eq!(
+            st.matches(&relied).count(),
+            1,
+            "{on}: `{relied}` once in: {st}"
+        );
+        assert!(
+            !st.contains(&resume_command(m)),
+            "{on}: a resume of {}: {st}",
+            m.1
+        );
     }
     for never in ["left suspended", "no vpnmig window relies on it"] {
         assert!(!st.contains(never), "{on}: `{never}` in: {st}");
     }
     // Someone resumes a member: the cycle and acme are re-armed, the gateway is back.
     resume(b, members[members.len() - 1]).await;
-    bed::eventually(30, "the re-armed cycle re-creates the IPsecGateway", || async {
-        b.get(IPSECGATEWAY, NS, "acme").await.is_some()
-    })
+    bed::eventually(
+        30,
+        "the re-armed cycle re-creates the IPsecGateway",
+        || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
+    )
     .await;
     let plain = ["cutover", "acme", "-n", NS, "--yes"];
     let r = b.step(&plain, 5, &[]).await;
     let hint = live::flat(&hint_of(&r));
-    let own = format!(
-        "kubectl patch {} acme -n ",
-        owner.0.3.to_lowercase()
-    );
+    let own = format!("kubectl patch {} acme -n ", owner.0.3.to_lowercase());
     let owner_at = at(&hint, &own, on);
     for &m in members {
         let asks = format!("suspend {} for the window (`kubectl patch", shown(m));
         let k = at(&hint, &asks, on);
-        assert!(k < owner_at, "{on}: {} after acme's suspension: {hint}", m.1);
+        assert!(
+            k < owner_at,
+            "{on}: {} after acme's suspension: {hint}",
+            m.1
+        );
     }
     let ended = follow_to_the_end(b, r, &["--yes"]).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -1112,11 +1119,18 @@ async fn a_cycle_is_relied_on_whole_and_named_to_the_end(b: &Bed, owner: Level, 
         // ended let go of it (a21j 06), and with it the reliance on every member: each
         // is named once as no longer relied on, never as relied on or left.
         let out = live::flat(&format!("{}{}", ended.stdout, ended.stderr));
-        assert!(out.contains("is not restored: its policy changed since the window paused it"), "{on}: {out}");
+        assert!(
+            out.contains("is not restored: its policy changed since the window paused it"),
+            "{on}: {out}"
+        );
         let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
         for &m in members {
             let no_longer = format!("GitOps parent no longer relied on: {}", shown(m));
-            assert_eq!(st.matches(&no_longer).count(), 1, "{on}: `{no_longer}` once in: {st}");
+            assert_eq!(
+                st.matches(&no_longer).count(),
+                1,
+                "{on}: `{no_longer}` once in: {st}"
+            );
             assert!(suspended(b, m).await, "{on}: vpnmig resumed {}", m.1);
         }
         for never in ["GitOps parent relied on", "left suspended"] {
@@ -1148,7 +1162,11 @@ async fn a_cycle_is_relied_on_whole_and_named_to_the_end(b: &Bed, owner: Level, 
     for &m in members {
         let left = format!("GitOps parent left suspended: {}", shown(m));
         assert_eq!(st.matches(&left).count(), 1, "{on}: `{left}` once in: {st}");
-        assert!(st.contains(&resume_command(m)), "{on}: no resume of {}: {st}", m.1);
+        assert!(
+            st.contains(&resume_command(m)),
+            "{on}: no resume of {}: {st}",
+            m.1
+        );
         assert!(suspended(b, m).await, "{on}: vpnmig resumed {}", m.1);
     }
 }
@@ -1159,14 +1177,20 @@ async fn a_cycle_is_relied_on_whole_and_named_to_the_end(b: &Bed, owner: Level, 
 /// -A`), and nothing offers the top's resume while window 2 relies on the level below
 /// it. On the code before it, window 2 relied on the lowest level only, and the top's
 /// resume (advised by window 1) re-armed the levels below it and acme.
-async fn a_level_above_a_relied_on_parent_is_relied_on_by_the_next_window(b: &Bed, owner: Level, levels: &[Level]) {
+async fn a_level_above_a_relied_on_parent_is_relied_on_by_the_next_window(
+    b: &Bed,
+    owner: Level,
+    levels: &[Level],
+) {
     let on = b.backend;
     chain_applied(b, owner, levels).await;
     let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
     let r = b.step(&cut, 7, &["no gateway was deleted"]).await;
     let ran = follow_hint(b, &hint_of(&r)).await;
     assert_eq!(ran.len(), levels.len(), "{on}: {}", r.stderr);
-    let r = b.step(&["rollback", "acme", "-n", NS, "--yes"], 0, &[]).await;
+    let r = b
+        .step(&["rollback", "acme", "-n", NS, "--yes"], 0, &[])
+        .await;
     let out = live::flat(&format!("{}{}", r.stdout, r.stderr));
     assert!(out.contains(&resume_command(levels[0])), "{on}: {out}");
     nothing_deleted(b).await;
@@ -1194,7 +1218,11 @@ async fn a_level_above_a_relied_on_parent_is_relied_on_by_the_next_window(b: &Be
     for &l in levels {
         let relied = format!("GitOps parent relied on: {}", shown(l));
         assert!(st.contains(&relied), "{on}: missing `{relied}` in: {st}");
-        assert!(!st.contains(&resume_command(l)), "{on}: a resume of {}: {st}", l.1);
+        assert!(
+            !st.contains(&resume_command(l)),
+            "{on}: a resume of {}: {st}",
+            l.1
+        );
     }
     assert!(!st.contains("left suspended"), "{on}: {st}");
     for &l in levels.iter().chain([&owner]) {

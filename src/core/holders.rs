@@ -218,7 +218,11 @@ pub fn bottom_of<'a>(
 /// below it and the owner). What stands below `parent` is read from every journal's
 /// parent records (`parent_of`), level by level, each level once, at most
 /// [`CHAIN_LEVELS`] levels down. Sorted, each window once.
-pub fn needing<'a>(journals: &'a [Journal], parent: &OwnerRef, me: (&str, &str)) -> Vec<&'a Journal> {
+pub fn needing<'a>(
+    journals: &'a [Journal],
+    parent: &OwnerRef,
+    me: (&str, &str),
+) -> Vec<&'a Journal> {
     let others: Vec<&Journal> = journals
         .iter()
         .filter(|j| (j.namespace.as_str(), j.gateway.as_str()) != me)

@@ -233,13 +233,13 @@ pub(super) async fn parents_no_longer_relied_on(
                 (ns.as_str(), name.as_str()),
             )
             .into_iter()
-                .map(|j| {
-                    format!(
-                        "the window of {}/{} (journal phase {})",
-                        j.namespace, j.gateway, j.phase
-                    )
-                })
-                .collect(),
+            .map(|j| {
+                format!(
+                    "the window of {}/{} (journal phase {})",
+                    j.namespace, j.gateway, j.phase
+                )
+            })
+            .collect(),
             Err(why) => vec![format!(
                 "whichever window relies on it (the journals could not be read: {why})"
             )],
