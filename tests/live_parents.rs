@@ -923,6 +923,382 @@ async fn ctrl_c_during_the_delete_says_what_was_interrupted(b: &Bed) {
     assert_eq!(r.code, 0, "{on}: {}", r.stderr);
 }
 
+// ---------------------------------------------------------------------------------------
+// A cycle of parents relied on whole, and a level above another window's relied-on
+// parent (a21m B03, B05, B07).
+
+/// A cycle of `members` above acme (`argo`: an Application, else a Kustomization): the
+/// first member applies acme and the second, each member the next, the last the first.
+fn cycle_over(argo: bool, members: &[Level]) -> String {
+    let mut base = chain_over(argo, &[]);
+    // `chain_over` with no level is the cluster alone; the members' own tools' kinds.
+    if !argo && members.iter().any(|l| l.0 == APPLICATION) {
+        let crd = ARGO.split("\n---\n").next().expect("the Application CRD");
+        base = format!(
+            "{crd}\n---\n{base}\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: argocd\n"
+        );
+    }
+    let def = |l: Level| {
+        if l.0 == APPLICATION {
+            argo_level(l.1)
+        } else {
+            flux_level(l.0, l.1, true)
+        }
+    };
+    for (k, &m) in members.iter().enumerate() {
+        let next = def(members[(k + 1) % members.len()]);
+        let holds = if k == 0 {
+            format!("{}---\n{next}", if argo { ACME_APP } else { ACME_KS })
+        } else {
+            next
+        };
+        let live = if m.0 == APPLICATION {
+            argo_level(m.1)
+        } else {
+            flux_level(m.0, m.1, false)
+        };
+        base = with_parent(&base, live.trim_end(), level_ns(m), m.1, &holds);
+    }
+    base
+}
+
+/// Every `kubectl patch …` and `kubectl delete …` a hint quotes, run as printed and in its
+/// order. Returns them.
+async fn follow_all(b: &Bed, hint: &str) -> Vec<String> {
+    let flat = live::flat(hint);
+    let mut ran = Vec::new();
+    for c in flat.split('`').skip(1).step_by(2) {
+        if c.starts_with("kubectl patch ") || c.starts_with("kubectl delete ") {
+            shell(b, c).await;
+            ran.push(c.to_string());
+        }
+    }
+    ran
+}
+
+/// Resume `l` as a person does (`flux resume`, `argocd app set … --sync-policy automated`).
+async fn resume(b: &Bed, l: Level) {
+    b.edit(l.0, level_ns(l), l.1, |o| {
+        if l.0 == APPLICATION {
+            o["spec"]["syncPolicy"]["automated"] = serde_json::json!({"selfHeal": true});
+        } else {
+            o["spec"]["suspend"] = Value::Bool(false);
+        }
+    })
+    .await;
+}
+
+/// The command `status` and the restore give to resume `l` by hand.
+fn resume_command(l: Level) -> String {
+    match l.0.3 {
+        "Application" => format!("`argocd app set argocd/{} --sync-policy automated`", l.1),
+        k => format!("`flux resume {} {} -n flux-system`", k.to_lowercase(), l.1),
+    }
+}
+
+/// Follow the stops from `first` literally (every `kubectl` command of the hint in its
+/// order, then the advised `vpnmig cutover`), at most 3 rounds, until a run ends 0; never
+/// the identical stop twice. Returns the last run.
+async fn follow_to_the_end(b: &Bed, first: live::Run, extra: &[&str]) -> live::Run {
+    let on = b.backend;
+    let mut last = first;
+    for round in 1..=3 {
+        let hint = hint_of(&last);
+        let ran = follow_all(b, &hint).await;
+        assert!(!ran.is_empty(), "{on}: nothing to do in: {hint}");
+        let next = bed::advised(&hint, "cutover acme");
+        let r = b.run_advised(&next, extra).await;
+        if r.code == 0 {
+            return r;
+        }
+        assert_ne!(
+            live::flat(&r.stderr),
+            live::flat(&last.stderr),
+            "{on}: the identical stop twice (round {round})"
+        );
+        last = r;
+    }
+    panic!("{on}: not done after 3 rounds:\n{}", last.stderr);
+}
+
+/// a21m B03, B05: a cycle of parents above acme (`owner`; `members`, the first applying
+/// acme). The stop names the cycle; followed, the window ends done relying on every
+/// member (its journal records each, `relies: true`), and `status` names each as relied
+/// on, none "left suspended", none with a resume. A member resumed by someone re-arms the
+/// cycle and acme, which re-creates the IPsecGateway: the finished window's stop (exit 5)
+/// names the members that act, each with its command, before acme's own suspension;
+/// followed literally, it ends (never the identical stop, at most 3 rounds) with the
+/// IPsecGateway gone and every member suspended. After the merge and the restore, every
+/// member is named "left suspended" with its resume. On the code before it, the third
+/// member was forgotten (Flux) or called "left … no vpnmig window relies on it" (Argo
+/// CD) while acme was held, and the stop after the re-arm named acme only and looped.
+async fn a_cycle_is_relied_on_whole_and_named_to_the_end(b: &Bed, owner: Level, members: &[Level]) {
+    let on = b.backend;
+    let mut levels: Vec<Level> = members[1..].to_vec();
+    levels.push(members[0]);
+    chain_applied(b, owner, &levels).await;
+    let (first, second) = (members[0], members[1]);
+    bed::eventually(30, "the first member applies the second", || async {
+        b.get(second.0, level_ns(second), second.1)
+            .await
+            .is_some_and(|o| markers(&o).contains(first.1))
+    })
+    .await;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    let r = b.step(&cut, 7, &["no gateway was deleted"]).await;
+    let flat = live::flat(&r.stderr);
+    assert!(flat.contains("form a cycle"), "{on}: {flat}");
+    follow_to_the_end(b, r, &["--yes"]).await;
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    // The journal relies on every member.
+    let j = b.journal(NS, "acme").await.expect("the journal");
+    let parents = j["gitopsParents"].as_array().cloned().unwrap_or_default();
+    for &m in members {
+        assert!(
+            parents
+                .iter()
+                .any(|p| p["owner"]["name"] == m.1 && p["relies"] == true),
+            "{on}: {} not relied on in {parents:?}",
+            m.1
+        );
+    }
+    assert!(
+        parents.iter().all(|p| p["relies"] == true),
+        "{on}: {parents:?}"
+    );
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    for &m in members {
+        let relied = format!("GitOps parent relied on: {}", shown(m));
+        assert_eq!(
+            st.matches(&relied).count(),
+            1,
+            "{on}: `{relied}` once in: {st}"
+        );
+        assert!(
+            !st.contains(&resume_command(m)),
+            "{on}: a resume of {}: {st}",
+            m.1
+        );
+    }
+    for never in ["left suspended", "no vpnmig window relies on it"] {
+        assert!(!st.contains(never), "{on}: `{never}` in: {st}");
+    }
+    // Someone resumes a member: the cycle and acme are re-armed, the gateway is back.
+    resume(b, members[members.len() - 1]).await;
+    bed::eventually(
+        30,
+        "the re-armed cycle re-creates the IPsecGateway",
+        || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
+    )
+    .await;
+    let plain = ["cutover", "acme", "-n", NS, "--yes"];
+    let r = b.step(&plain, 5, &[]).await;
+    let hint = live::flat(&hint_of(&r));
+    let own = format!("kubectl patch {} acme -n ", owner.0.3.to_lowercase());
+    let owner_at = at(&hint, &own, on);
+    for &m in members {
+        let asks = format!("suspend {} for the window (`kubectl patch", shown(m));
+        let k = at(&hint, &asks, on);
+        assert!(
+            k < owner_at,
+            "{on}: {} after acme's suspension: {hint}",
+            m.1
+        );
+    }
+    let ended = follow_to_the_end(b, r, &["--yes"]).await;
+    // Longer than a sync's delay: a member left syncing would have re-armed acme by now.
+    tokio::time::sleep(Duration::from_millis(4000)).await;
+    assert!(
+        b.get(IPSECGATEWAY, NS, "acme").await.is_none(),
+        "{on}: the IPsecGateway is back"
+    );
+    for &m in members.iter().chain([&owner]) {
+        assert!(suspended(b, m).await, "{on}: {} syncs again", shown(m));
+    }
+    if owner.0 == APPLICATION {
+        // Argo CD: acme synced since the window paused it (the re-arm), so the run that
+        // ended let go of it (a21j 06), and with it the reliance on every member: each
+        // is named once as no longer relied on, never as relied on or left.
+        let out = live::flat(&format!("{}{}", ended.stdout, ended.stderr));
+        assert!(
+            out.contains("is not restored: its policy changed since the window paused it"),
+            "{on}: {out}"
+        );
+        let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+        for &m in members {
+            let no_longer = format!("GitOps parent no longer relied on: {}", shown(m));
+            assert_eq!(
+                st.matches(&no_longer).count(),
+                1,
+                "{on}: `{no_longer}` once in: {st}"
+            );
+            assert!(suspended(b, m).await, "{on}: vpnmig resumed {}", m.1);
+        }
+        for never in ["GitOps parent relied on", "left suspended"] {
+            assert!(!st.contains(never), "{on}: `{never}` in: {st}");
+        }
+        return;
+    }
+    // Merged, restored: every member left suspended, each with its resume.
+    b.edit(CONFIGMAP, level_ns(owner), "acme-source", |o| {
+        let kept: Vec<&str> = o["data"]["manifests"]
+            .as_str()
+            .unwrap()
+            .split("\n---\n")
+            .filter(|d| !d.contains("kind: IPsecGateway"))
+            .collect();
+        o["data"]["manifests"] = Value::String(kept.join("\n---\n"));
+    })
+    .await;
+    let restore = ["cutover", "acme", "-n", NS, "--gitops", "resume", "--yes"];
+    let r = b.step(&restore, 0, &[]).await;
+    assert!(
+        !suspended(b, owner).await,
+        "{on}: acme stays suspended: {}\nafter: {}{}",
+        r.stderr,
+        ended.stdout,
+        ended.stderr
+    );
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    for &m in members {
+        let left = format!("GitOps parent left suspended: {}", shown(m));
+        assert_eq!(st.matches(&left).count(), 1, "{on}: `{left}` once in: {st}");
+        assert!(
+            st.contains(&resume_command(m)),
+            "{on}: no resume of {}: {st}",
+            m.1
+        );
+        assert!(suspended(b, m).await, "{on}: vpnmig resumed {}", m.1);
+    }
+}
+
+/// a21m B07: the chain `levels` (top-most first) above acme. Window 1's stop names every
+/// level, they are suspended as it says, and its rollback (nothing deleted) closes it.
+/// Window 2 then ends done relying on every level, the top too (its journal, `status
+/// -A`), and nothing offers the top's resume while window 2 relies on the level below
+/// it. On the code before it, window 2 relied on the lowest level only, and the top's
+/// resume (advised by window 1) re-armed the levels below it and acme.
+async fn a_level_above_a_relied_on_parent_is_relied_on_by_the_next_window(
+    b: &Bed,
+    owner: Level,
+    levels: &[Level],
+) {
+    let on = b.backend;
+    chain_applied(b, owner, levels).await;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    let r = b.step(&cut, 7, &["no gateway was deleted"]).await;
+    let ran = follow_hint(b, &hint_of(&r)).await;
+    assert_eq!(ran.len(), levels.len(), "{on}: {}", r.stderr);
+    let r = b
+        .step(&["rollback", "acme", "-n", NS, "--yes"], 0, &[])
+        .await;
+    let out = live::flat(&format!("{}{}", r.stdout, r.stderr));
+    assert!(out.contains(&resume_command(levels[0])), "{on}: {out}");
+    nothing_deleted(b).await;
+    // Window 2.
+    let r = b.vpnmig(&cut).await;
+    let r = if r.code == 7 {
+        follow_to_the_end(b, r, &["--yes"]).await
+    } else {
+        r
+    };
+    assert_eq!(r.code, 0, "{on}: {}", r.stderr);
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    let j = b.journal(NS, "acme").await.expect("the journal");
+    let parents = j["gitopsParents"].as_array().cloned().unwrap_or_default();
+    for &l in levels {
+        assert!(
+            parents
+                .iter()
+                .any(|p| p["owner"]["name"] == l.1 && p["relies"] == true),
+            "{on}: {} not relied on by window 2: {parents:?}",
+            l.1
+        );
+    }
+    let st = live::flat(&b.step(&["status", "-A"], 0, &[]).await.stdout);
+    for &l in levels {
+        let relied = format!("GitOps parent relied on: {}", shown(l));
+        assert!(st.contains(&relied), "{on}: missing `{relied}` in: {st}");
+        assert!(
+            !st.contains(&resume_command(l)),
+            "{on}: a resume of {}: {st}",
+            l.1
+        );
+    }
+    assert!(!st.contains("left suspended"), "{on}: {st}");
+    for &l in levels.iter().chain([&owner]) {
+        assert!(suspended(b, l).await, "{on}: {} syncs", shown(l));
+    }
+}
+
+const KREIS3: [Level; 3] = [
+    (KUSTOMIZATION, "kreis-a"),
+    (KUSTOMIZATION, "kreis-b"),
+    (KUSTOMIZATION, "kreis-c"),
+];
+const RUHR3: [Level; 3] = [
+    (APPLICATION, "ruhr-eins"),
+    (APPLICATION, "ruhr-zwei"),
+    (APPLICATION, "ruhr-drei"),
+];
+/// Four members of two kinds: Kustomizations and a HelmRelease.
+const MIXED4: [Level; 4] = [
+    (KUSTOMIZATION, "rad-a"),
+    (HELMRELEASE, "rad-b"),
+    (KUSTOMIZATION, "rad-c"),
+    (KUSTOMIZATION, "rad-d"),
+];
+const BERG: [Level; 2] = [(KUSTOMIZATION, "gipfel"), (KUSTOMIZATION, "hang")];
+/// The same with a HelmRelease in the middle.
+const BERG_HELM: [Level; 2] = [(KUSTOMIZATION, "gipfel"), (HELMRELEASE, "hang")];
+
+fn cycle_scenario(yaml: String) -> Scenario {
+    let mut s = scenario(yaml);
+    // The members are suspended one right after the other, as the hint says: up to five
+    // kubectl runs, which a loaded machine with the real control plane spreads over more
+    // than a second.
+    s.settings.gitops.self_heal_delay_ms = 3000;
+    s
+}
+
+crate::rows! {
+    /// a21m B03: a Flux 3-cycle above acme.
+    a_flux_three_cycle_is_relied_on_whole_and_named_to_the_end: bed::Row {
+        scenario: || cycle_scenario(cycle_over(false, &KREIS3)),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_cycle_is_relied_on_whole_and_named_to_the_end(b, ACME_KS_OWNER, &KREIS3)),
+    },
+    /// a21m B05: an Argo CD 3-cycle above acme.
+    an_argo_three_cycle_is_relied_on_whole_and_named_to_the_end: bed::Row {
+        scenario: || cycle_scenario(cycle_over(true, &RUHR3)),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_cycle_is_relied_on_whole_and_named_to_the_end(b, ACME_APP_OWNER, &RUHR3)),
+    },
+    /// A 4-cycle of Kustomizations and a HelmRelease above acme.
+    a_mixed_four_cycle_is_relied_on_whole_and_named_to_the_end: bed::Row {
+        scenario: || cycle_scenario(cycle_over(false, &MIXED4)),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_cycle_is_relied_on_whole_and_named_to_the_end(b, ACME_KS_OWNER, &MIXED4)),
+    },
+    /// a21m B07: gipfel → hang → acme; window 1 rolled back, window 2 relies on both.
+    a_level_above_the_parent_is_relied_on_by_the_next_window: bed::Row {
+        scenario: || scenario(chain(&BERG)),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_level_above_a_relied_on_parent_is_relied_on_by_the_next_window(b, ACME_KS_OWNER, &BERG)),
+    },
+    /// The same with a HelmRelease in the middle.
+    a_level_above_a_helm_release_parent_is_relied_on_by_the_next_window: bed::Row {
+        scenario: || scenario(chain(&BERG_HELM)),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_level_above_a_relied_on_parent_is_relied_on_by_the_next_window(b, ACME_KS_OWNER, &BERG_HELM)),
+    },
+}
+
 crate::rows! {
     /// Five Flux levels above the owner (a21k N07's layout, names of its own): followed to
     /// its top, not cut at the fourth level.

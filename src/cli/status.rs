@@ -180,7 +180,9 @@ pub struct ReliedParent {
     /// `unknown` (it could not be read), `let-go` (still suspended, but the window let go
     /// of the owner below it and no longer relies on it: a21i 10), `named` (a stop of an
     /// open window asked for it), `left` (still suspended, and no window relies on it any
-    /// more: its owner restored, its window closed; a21l A04, A06).
+    /// more: its owner restored, its window closed; a21l A04, A06), `kept` (still
+    /// suspended, no longer this window's, but it applies back a level another window
+    /// relies on or an owner it holds: its resume would re-arm that; a21m B07).
     pub live: String,
     /// What to do, in words.
     pub advice: String,
@@ -602,13 +604,14 @@ impl Windows {
                 "let-go" => "GitOps parent no longer relied on",
                 "named" => "GitOps parent suspended at a window's request",
                 "left" => "GitOps parent left suspended",
+                "kept" => "GitOps parent kept for another window",
                 _ => "GitOps parent relied on",
             };
             let by = if p.live == "let-go" {
                 "was relied on"
             } else if p.live == "named" {
                 "asked for"
-            } else if p.live == "left" {
+            } else if p.live == "left" || p.live == "kept" {
                 "named"
             } else {
                 "relied on"
@@ -1325,6 +1328,13 @@ async fn relied_parents(
             .filter(|p| crate::core::holders::parent_relied_on(j, p))
         {
             let Some(child) = &p.parent_of else { continue };
+            // A member of a cycle is a parent of two levels (the owner's, and the
+            // member's it applies back): named once per window (a21m B05).
+            if out.iter().any(|o: &ReliedParent| {
+                o.namespace == ns && o.gateway == name && o.parent == p.owner.display()
+            }) {
+                continue;
+            }
             // The owner at the bottom of the parent's chain (a parent of a parent: a21i
             // 06, 09): what the reliance waits for.
             let Some(bottom) = crate::core::holders::bottom_owner(j, p) else {
@@ -1443,6 +1453,12 @@ async fn relied_parents(
         // read suspended, with what their resume does now.
         for p in j.gitops_parents.iter().filter(|p| p.relies) {
             let Some(child) = &p.parent_of else { continue };
+            // A member of a cycle: once per window (a21m B05).
+            if out.iter().any(|o: &ReliedParent| {
+                o.namespace == ns && o.gateway == name && o.parent == p.owner.display()
+            }) {
+                continue;
+            }
             let Some(bottom) = crate::core::holders::bottom_owner(j, p) else {
                 continue;
             };
@@ -1572,6 +1588,40 @@ async fn relied_parents(
                 );
             }
             if everywhere.as_deref().unwrap_or_default().iter().any(relied) {
+                continue;
+            }
+            // Above a level another window relies on (or an owner it holds): its resume
+            // would put that level back (a21m B07), so it is kept, never "left".
+            let all = match everywhere.as_deref() {
+                Some(e) if !e.is_empty() => e,
+                _ => parsed,
+            };
+            let needers: Vec<String> = holders::needing(all, &p.owner, (ns, name))
+                .iter()
+                .map(|o| {
+                    format!(
+                        "the window of {}/{} (journal phase {})",
+                        o.namespace, o.gateway, o.phase
+                    )
+                })
+                .collect();
+            if !needers.is_empty() {
+                out.push(ReliedParent {
+                    namespace: ns.to_string(),
+                    gateway: name.to_string(),
+                    phase: j.phase.to_string(),
+                    parent: shown,
+                    owner: child.display(),
+                    live: "kept".into(),
+                    advice: format!(
+                        "suspended for this window, and it applies {} back, above what {} {} on: its resume re-arms that; {}; vpnmig never resumes a parent: only then resume it yourself ({})",
+                        child.display(),
+                        needers.join(", "),
+                        if needers.len() == 1 { "relies" } else { "rely" },
+                        holders::keep_for(&needers),
+                        crate::window::resume_yourself(&p.owner)
+                    ),
+                });
                 continue;
             }
             let why = match crate::core::holders::bottom_owner(j, p) {

@@ -151,40 +151,124 @@ fn owner_held(j: &Journal, r: &crate::core::gitops::Record) -> bool {
 }
 
 /// The owner (a record of `j.gitops`) at the bottom of parent record `p`'s chain: its
-/// `parent_of`, or, for a parent of a parent, the owner below the record it manages
-/// (relied on or only named by a stop: a re-run carries both over), at most [`PARENT_LEVELS`] levels down, never round a cycle. `None`: the
-/// chain ends in nothing the window holds as an owner.
+/// `parent_of`, or, for a parent of a parent, an owner below the record it manages
+/// (relied on or only named by a stop: a re-run carries both over), at most
+/// [`CHAIN_LEVELS`] levels down ([`bottom_of`]). `None`: the chain ends in nothing the
+/// window holds as an owner.
 pub fn bottom_owner<'a>(
     j: &'a Journal,
     p: &crate::core::gitops::Record,
 ) -> Option<&'a crate::core::gitops::Record> {
-    let mut child = p.parent_of.as_ref()?;
-    let mut seen: Vec<&OwnerRef> = vec![&p.owner];
+    bottom_of(&j.gitops, &j.gitops_parents, p)
+}
+
+/// The owner among `owners` at the bottom of parent record `p`'s chain through the
+/// parent records `parents`, level by level down from `p.parent_of` (every path, each
+/// level once: a21m B03, B05: a member of a cycle above the owner was followed round the
+/// cycle and back up to itself, never down the path to the owner, and so was "relied on
+/// by no window" while the owner was held), at most [`CHAIN_LEVELS`] levels down. Of
+/// several owners on the nearest level, one the window holds ([`owner_held`] as far as
+/// the records say) first. A cycle of parents that manages no owner ends in `None`.
+pub fn bottom_of<'a>(
+    owners: &'a [crate::core::gitops::Record],
+    parents: &[crate::core::gitops::Record],
+    p: &crate::core::gitops::Record,
+) -> Option<&'a crate::core::gitops::Record> {
+    let start = p.parent_of.as_ref()?;
+    let mut seen: Vec<&OwnerRef> = vec![start];
+    let mut level: Vec<&OwnerRef> = vec![start];
     // Every level followed: a parent named past those read in full (a21k N07, a21l A03)
     // is recorded.
     for _ in 0..=CHAIN_LEVELS {
-        if let Some(r) = j.gitops.iter().find(|r| same_owner(&r.owner, child)) {
+        let found: Vec<&crate::core::gitops::Record> = owners
+            .iter()
+            .filter(|r| level.iter().any(|c| same_owner(&r.owner, c)))
+            .collect();
+        if let Some(r) = found
+            .iter()
+            .find(|r| r.restored_at.is_none() && (r.paused || r.relies_on_suspension()))
+            .or(found.first())
+        {
             return Some(r);
         }
-        if seen.iter().any(|o| same_owner(o, child)) {
+        let mut next: Vec<&OwnerRef> = Vec::new();
+        for c in &level {
+            for q in parents.iter().filter(|q| same_owner(&q.owner, c)) {
+                if let Some(below) = q.parent_of.as_ref()
+                    && !seen.iter().any(|o| same_owner(o, below))
+                {
+                    seen.push(below);
+                    next.push(below);
+                }
+            }
+        }
+        if next.is_empty() {
             return None;
         }
-        seen.push(child);
-        // The record of the level below, relied on if the window relies on one.
-        // Never the record that closes a cycle (a21l A07): its child is a level seen.
-        let below = j
-            .gitops_parents
-            .iter()
-            .filter(|q| {
-                same_owner(&q.owner, child)
-                    && q.parent_of
-                        .as_ref()
-                        .is_some_and(|c| !seen.iter().any(|o| same_owner(o, c)))
-            })
-            .max_by_key(|q| q.relies)?;
-        child = below.parent_of.as_ref()?;
+        level = next;
     }
     None
+}
+
+/// The windows among `journals` other than `me` (`namespace`, `gateway`) that need
+/// `parent` kept suspended: each that relies on it ([`parent_relied_on`]), and each that
+/// relies on a level it stands above, or holds an owner below it (a21m B07: a parent
+/// whose stop a rolled-back window named stood above the parent the next window relied
+/// on; "resume it yourself" was offered for it, and its resume re-armed both levels
+/// below it and the owner). What stands below `parent` is read from every journal's
+/// parent records (`parent_of`), level by level, each level once, at most
+/// [`CHAIN_LEVELS`] levels down. Sorted, each window once.
+pub fn needing<'a>(
+    journals: &'a [Journal],
+    parent: &OwnerRef,
+    me: (&str, &str),
+) -> Vec<&'a Journal> {
+    let others: Vec<&Journal> = journals
+        .iter()
+        .filter(|j| (j.namespace.as_str(), j.gateway.as_str()) != me)
+        .collect();
+    let mut out: Vec<&Journal> = Vec::new();
+    let mut seen: Vec<&OwnerRef> = vec![parent];
+    let mut level: Vec<&OwnerRef> = vec![parent];
+    for depth in 0..=CHAIN_LEVELS {
+        for o in &others {
+            let relies = level.iter().any(|x| {
+                o.gitops_parents
+                    .iter()
+                    .any(|q| same_owner(&q.owner, x) && parent_relied_on(o, q))
+                    // An owner below it that the window holds (never `parent` itself:
+                    // an owner's own holders are said by [`holders`]).
+                    || (depth > 0
+                        && o.gitops
+                            .iter()
+                            .any(|r| same_owner(&r.owner, x) && owner_held(o, r)))
+            });
+            if relies && !out.iter().any(|k| std::ptr::eq(*k, *o)) {
+                out.push(o);
+            }
+        }
+        let mut next: Vec<&OwnerRef> = Vec::new();
+        for x in &level {
+            for q in journals
+                .iter()
+                .flat_map(|j| j.gitops_parents.iter())
+                .filter(|q| same_owner(&q.owner, x))
+            {
+                if let Some(c) = q.parent_of.as_ref()
+                    && !seen.iter().any(|o| same_owner(o, c))
+                {
+                    seen.push(c);
+                    next.push(c);
+                }
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        level = next;
+    }
+    out.sort_by(|a, b| (&a.namespace, &a.gateway).cmp(&(&b.namespace, &b.gateway)));
+    out
 }
 
 /// The parent records of `j` above `owner`, level by level (its parents first, then
@@ -463,6 +547,58 @@ mod tests {
                 vec![false, false],
             ),
             (
+                // a21m B03: kreis-a applies the owner and kreis-b, kreis-b applies
+                // kreis-c, kreis-c applies kreis-a. Every member is relied on while the
+                // owner is held, the one that closes the cycle too.
+                "a 3-cycle above the owner: every member",
+                Done,
+                true,
+                vec![
+                    ("a", "apps", true),
+                    ("c", "a", true),
+                    ("b", "c", true),
+                    ("a", "b", true),
+                ],
+                vec![true, true, true, true],
+            ),
+            (
+                "a 4-cycle above the owner, recorded in another order",
+                Deleting,
+                true,
+                vec![
+                    ("b", "c", true),
+                    ("a", "b", true),
+                    ("d", "a", true),
+                    ("a", "apps", true),
+                    ("c", "d", true),
+                ],
+                vec![true, true, true, true, true],
+            ),
+            (
+                "a 3-cycle a stop named only: none of it",
+                Started,
+                true,
+                vec![
+                    ("a", "apps", false),
+                    ("c", "a", false),
+                    ("b", "c", false),
+                    ("a", "b", false),
+                ],
+                vec![false, false, false, false],
+            ),
+            (
+                "a 3-cycle of a relier that finished: none of it",
+                Done,
+                false,
+                vec![
+                    ("a", "apps", true),
+                    ("c", "a", true),
+                    ("b", "c", true),
+                    ("a", "b", true),
+                ],
+                vec![false, false, false, false],
+            ),
+            (
                 "a cycle above the owner holds nothing",
                 Done,
                 true,
@@ -523,5 +659,96 @@ mod tests {
         assert!(!j.gitops_parents.iter().any(|p| parent_relied_on(&j, p)));
         // Another owner's parents are not above this one.
         assert!(parents_above(&j, &flux("other")).is_empty());
+        // A restored 3-cycle: no member relied on, every one of them above the owner.
+        let mut j = with(
+            Done,
+            true,
+            vec![
+                link("a", "apps", true),
+                link("c", "a", true),
+                link("b", "c", true),
+                link("a", "b", true),
+            ],
+        );
+        let above: Vec<&str> = parents_above(&j, &flux("apps"))
+            .iter()
+            .map(|p| p.owner.name.as_str())
+            .collect();
+        assert_eq!(above, ["a", "c", "b", "a"]);
+        j.gitops[0].restored_at = Some("2026-01-02T00:00:00Z".into());
+        assert!(!j.gitops_parents.iter().any(|p| parent_relied_on(&j, p)));
+    }
+
+    /// a21m B07: the chain gipfel → hang → the owner. Window 1 (a stop named both, then a
+    /// rollback that deleted nothing dropped its owner record) carries both levels over
+    /// to window 2 by window 2's owners; and with window 2 relying on hang, gipfel is
+    /// needed by window 2 wherever it is recorded, never "left" for a resume.
+    #[test]
+    fn a_level_above_a_relied_on_parent_is_needed_by_the_window_below() {
+        use crate::core::gitops::{Parent, Record};
+        use crate::core::journal::Phase::*;
+        let flux = |name: &str| OwnerRef {
+            api_version: "kustomize.toolkit.fluxcd.io/v1".into(),
+            kind: "Kustomization".into(),
+            namespace: Some("fx-berg".into()),
+            name: name.into(),
+        };
+        let link = |parent: &str, child: &str, relies: bool| {
+            let mut r = Record::of_parent(
+                &Parent {
+                    owner: flux(parent),
+                    evidence: vec![],
+                },
+                &flux(child),
+                None,
+            );
+            r.relies = relies;
+            r
+        };
+        let named = vec![link("gipfel", "hang", false), link("hang", "tal", false)];
+        // Window 1, rolled back at `started`: no owner record.
+        let mut one = window("one", RolledBack, true, false);
+        one.gitops.clear();
+        one.gitops_parents = named.clone();
+        // Window 2 holds tal (paused).
+        let mut two = window("two", Done, true, false);
+        two.gitops[0].owner = flux("tal");
+        for p in &one.gitops_parents {
+            assert!(bottom_owner(&one, p).is_none(), "window 1 holds no owner");
+            assert_eq!(
+                bottom_of(&two.gitops, &one.gitops_parents, p).map(|r| r.owner.name.as_str()),
+                Some("tal"),
+                "{} carried over by window 2's owner",
+                p.owner.name
+            );
+        }
+        // Window 2 relies on hang only (as the code before it recorded): gipfel stands
+        // above it, so window 2 needs it; hang is needed by window 2 too.
+        two.gitops_parents = vec![link("hang", "tal", true)];
+        let journals = vec![one.clone(), two.clone()];
+        for parent in ["gipfel", "hang"] {
+            let who: Vec<&str> = needing(&journals, &flux(parent), ("kunde", "one"))
+                .iter()
+                .map(|j| j.gateway.as_str())
+                .collect();
+            assert_eq!(who, ["two"], "{parent}");
+        }
+        // Window 2 restored tal: nothing needs gipfel or hang any more.
+        let mut restored = two.clone();
+        restored.gitops[0].restored_at = Some("2026-01-02T00:00:00Z".into());
+        restored.gitops[0].paused = false;
+        let journals = vec![one.clone(), restored];
+        assert!(needing(&journals, &flux("gipfel"), ("kunde", "one")).is_empty());
+        // An owner held below it (no parent record in window 2 at all): needed too.
+        let mut bare = two.clone();
+        bare.gitops_parents.clear();
+        let journals = vec![one.clone(), bare];
+        let who: Vec<&str> = needing(&journals, &flux("gipfel"), ("kunde", "one"))
+            .iter()
+            .map(|j| j.gateway.as_str())
+            .collect();
+        assert_eq!(who, ["two"]);
+        // The window itself is never its own needer.
+        assert!(needing(&[two.clone()], &flux("gipfel"), ("kunde", "two")).is_empty());
     }
 }

@@ -412,12 +412,12 @@ async fn run(
     if let Some(prev) = &previous {
         for p in &prev.gitops_parents {
             // A parent of a parent goes on with the owner at the bottom of its chain
-            // (a21i 06, 09).
-            let child_held = crate::core::holders::bottom_owner(prev, p).is_some_and(|b| {
-                j.gitops.iter().any(|r| {
-                    crate::core::gitops::same_owner(&r.owner, &b.owner) && r.restored_at.is_none()
-                })
-            });
+            // (a21i 06, 09), read against this window's owners: a rollback of a window
+            // that deleted nothing keeps no record of the owner it never suspended, and
+            // the parents its stop named were dropped with it (a21m B07: the level above
+            // the relied-on parent was forgotten, and its resume re-armed the owner).
+            let child_held = crate::core::holders::bottom_of(&j.gitops, &prev.gitops_parents, p)
+                .is_some_and(|b| b.restored_at.is_none());
             let known = j
                 .gitops_parents
                 .iter()

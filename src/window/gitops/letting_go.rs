@@ -215,28 +215,31 @@ pub(super) async fn parents_no_longer_relied_on(
         return;
     }
     let journals = journals_for(w.cluster, None, (&ns, &name)).await;
+    let mut said: Vec<&gitops::OwnerRef> = Vec::new();
     for p in &parents {
+        // A member of a cycle is a parent of two levels: said once (a21m B03).
+        if said.iter().any(|o| gitops::same_owner(o, &p.owner)) {
+            continue;
+        }
+        said.push(&p.owner);
         // Other windows that still rely on the same parent (another child of an
         // app-of-apps, another member of a wave): it stays suspended for them (a21h 01,
         // 12: the note invited a resume that re-created their gateway).
         let still: Vec<String> = match &journals {
-            Ok(journals) => journals
-                .iter()
-                .filter(|j| {
-                    (j.namespace.as_str(), j.gateway.as_str()) != (ns.as_str(), name.as_str())
-                })
-                .filter(|j| {
-                    j.gitops_parents.iter().any(|q| {
-                        gitops::same_owner(&q.owner, &p.owner) && holders::parent_relied_on(j, q)
-                    })
-                })
-                .map(|j| {
-                    format!(
-                        "the window of {}/{} (journal phase {})",
-                        j.namespace, j.gateway, j.phase
-                    )
-                })
-                .collect(),
+            // Relying on it, or on a level below it that it applies back (a21m B07).
+            Ok(journals) => holders::needing(
+                &[journals.as_slice(), std::slice::from_ref(&w.journal)].concat(),
+                &p.owner,
+                (ns.as_str(), name.as_str()),
+            )
+            .into_iter()
+            .map(|j| {
+                format!(
+                    "the window of {}/{} (journal phase {})",
+                    j.namespace, j.gateway, j.phase
+                )
+            })
+            .collect(),
             Err(why) => vec![format!(
                 "whichever window relies on it (the journals could not be read: {why})"
             )],

@@ -62,6 +62,41 @@ pub(super) async fn rely_on_parent(
     Ok(())
 }
 
+/// The window's journal with the parent records every other window's journal holds
+/// added, not relied on (`relies: false`): a link one of them remembers (a stop of
+/// theirs named it, or they relied on it) is remembered for this window's chain too
+/// ([`gitops::Link::remembered`]). A level a stop of another window named and a person
+/// suspended as it said (`kubectl patch … --field-manager=vpnmig`) shows no more in the
+/// managedFields of the level below it that its sync puts that level back; without the
+/// record, this window relied on the level below only, and the resume the other window
+/// advised re-armed it (a21m B07's variant). Journals that cannot be read add nothing.
+pub(super) async fn remembered_anywhere(w: &Window<'_>) -> crate::core::journal::Journal {
+    let mut out = w.journal.clone();
+    let Ok(listed) = crate::cluster::journal::list(w.cluster).await else {
+        return out;
+    };
+    for o in &listed.journals {
+        if (o.namespace.as_str(), o.gateway.as_str()) == (w.ns(), w.name()) {
+            continue;
+        }
+        for p in &o.gitops_parents {
+            let Some(child) = &p.parent_of else { continue };
+            let known = out.gitops_parents.iter().any(|q| {
+                gitops::same_owner(&q.owner, &p.owner)
+                    && q.parent_of
+                        .as_ref()
+                        .is_some_and(|c| gitops::same_owner(c, child))
+            });
+            if !known {
+                let mut r = p.clone();
+                r.relies = false;
+                out.gitops_parents.push(r);
+            }
+        }
+    }
+    out
+}
+
 /// Record in the journal each link of the chain a stop names, not relied on
 /// (`relies: false`): what the next run needs to know that the parent put the level below
 /// back, once the child's managedFields no longer show it (a person suspended the child,
@@ -543,6 +578,9 @@ pub(crate) async fn named_parents(
     let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
     let mut out = Vec::new();
     let mut seen: Vec<&gitops::OwnerRef> = Vec::new();
+    // Every window's journals, read once when a closed window names a parent: one that
+    // stands above a level another window relies on is kept for it (a21m B07).
+    let mut others: Option<Vec<crate::core::journal::Journal>> = None;
     for p in &j.gitops_parents {
         if seen.iter().any(|o| gitops::same_owner(o, &p.owner)) {
             continue;
@@ -554,7 +592,32 @@ pub(crate) async fn named_parents(
             .gitops_parents
             .iter()
             .any(|q| q.relies && gitops::same_owner(&q.owner, &p.owner));
-        if relied || said.contains(&p.owner.display()) {
+        if said.contains(&p.owner.display()) {
+            continue;
+        }
+        // Relied on now (every member of a cycle too: a21m B03, where a refusal named
+        // only the member a stop had named): said with what the reliance waits for.
+        if let Some(bottom) = j
+            .gitops_parents
+            .iter()
+            .filter(|q| gitops::same_owner(&q.owner, &p.owner))
+            .find(|q| holders::parent_relied_on(j, q))
+            .and_then(|q| holders::bottom_owner(j, q))
+        {
+            // Said only as read back: one that syncs again is named by the stops that
+            // see it act.
+            let reads = matches!(live::find(cluster, &p.owner).await, Ok(Found::One(_, ref obj)) if reads_suspended(obj));
+            if !reads {
+                continue;
+            }
+            out.push(format!(
+                "{} stays suspended: the window of {ns}/{name} relies on its suspension until {} is restored (`vpnmig status -n {ns}` names what it waits for); vpnmig never resumes it",
+                p.owner.display(),
+                bottom.owner.display()
+            ));
+            continue;
+        }
+        if relied {
             continue;
         }
         let Ok(Found::One(_, obj)) = live::find(cluster, &p.owner).await else {
@@ -562,6 +625,41 @@ pub(crate) async fn named_parents(
         };
         if !reads_suspended(&obj) {
             continue;
+        }
+        if j.phase.finished() {
+            if others.is_none() {
+                others = Some(
+                    crate::cluster::journal::list(cluster)
+                        .await
+                        .map(|l| l.journals)
+                        .unwrap_or_default(),
+                );
+            }
+            let needers: Vec<String> =
+                holders::needing(others.as_deref().unwrap_or_default(), &p.owner, (ns, name))
+                    .iter()
+                    .map(|o| {
+                        format!(
+                            "the window of {}/{} (journal phase {})",
+                            o.namespace, o.gateway, o.phase
+                        )
+                    })
+                    .collect();
+            if !needers.is_empty() {
+                out.push(format!(
+                    "{} is suspended and this window asked for it (a stop of the window of {ns}/{name} named it); the window is closed, but it applies {} back, above what {} {} on: {}; vpnmig never resumes a parent: only then resume it yourself ({})",
+                    p.owner.display(),
+                    p.parent_of
+                        .as_ref()
+                        .map(gitops::OwnerRef::display)
+                        .unwrap_or_default(),
+                    needers.join(", "),
+                    if needers.len() == 1 { "relies" } else { "rely" },
+                    holders::keep_for(&needers),
+                    resume_yourself(&p.owner)
+                ));
+                continue;
+            }
         }
         out.push(if j.phase.finished() {
             format!(

@@ -21,13 +21,17 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
             .filter(|r| r.restored_at.is_none())
             .map(|r| r.owner.clone())
             .collect();
+        // What every window's journal remembers of the parents: a level another
+        // window's stop named, suspended by hand since, shows no more in the managedFields
+        // below it that it puts that level back (a21m B07).
+        let known = remembered_anywhere(w).await;
         for wanted in owners {
             let Found::One(owner, obj) = live::find(w.cluster, &wanted).await? else {
                 continue;
             };
             // The whole chain of parents above it, not one level only (a21i 06, 09: the
             // parent's own parent put its policy back, and the stop looped on it).
-            let chain = live_chain(w.cluster, &w.journal, &owner, &obj).await?;
+            let chain = live_chain(w.cluster, &known, &owner, &obj).await?;
             let links: Vec<gitops::Link> = chain.iter().map(|(l, _)| l.clone()).collect();
             if !gitops::acting_top_down(&links).is_empty() {
                 let stop = chain_stop(w, verb, &owner, &links, None);

@@ -402,12 +402,25 @@ async fn may_have_re_created(
             .gitops
             .iter()
             .any(|r| gitops::same_owner(&r.owner, &owner));
+        let command = if held {
+            format!("`{}`", gitops::pause_command(&owner))
+        } else {
+            suspend_command(&owner)
+        };
+        let chain = chain_first(w, &owner, &command).await?;
+        if let Some((by, first)) = &chain {
+            suspends.push(first.clone());
+            said.push(format!(
+                "{shown} ({}; {}; {by})",
+                m.evidence.join(", "),
+                state
+                    .map(|s| format!("live: {s}"))
+                    .unwrap_or_else(|| "not found live".into())
+            ));
+            continue;
+        }
         if state.as_deref().is_some_and(|s| s != "suspended") {
-            suspends.push(if held {
-                format!("`{}`", gitops::pause_command(&owner))
-            } else {
-                suspend_command(&owner)
-            });
+            suspends.push(command);
         }
         said.push(format!(
             "{shown} ({}; {})",
@@ -434,12 +447,21 @@ async fn may_have_re_created(
         };
         if let Found::One(owner, o) = live::find(w.cluster, &r.owner).await? {
             let st = gitops::owner_state(&o, "IPsecGateway", w.ns(), w.name());
+            let command = if r.paused {
+                format!("`{}`", gitops::pause_command(&owner))
+            } else {
+                suspend_command(&owner)
+            };
+            if let Some((by, first)) = chain_first(w, &owner, &command).await? {
+                suspends.push(first);
+                said.push(format!(
+                    "{shown} ({what}; live: {}; {by})",
+                    gitops::how(&st)
+                ));
+                continue;
+            }
             if st.active {
-                suspends.push(if r.paused {
-                    format!("`{}`", gitops::pause_command(&owner))
-                } else {
-                    suspend_command(&owner)
-                });
+                suspends.push(command);
             }
             said.push(format!("{shown} ({what}; live: {})", gitops::how(&st)));
         } else {
@@ -449,8 +471,36 @@ async fn may_have_re_created(
     Ok((said, suspends))
 }
 
+/// The chain of parents above `owner` that puts its policy back now ([`re_arming`]),
+/// when one does: the levels that act, said as clauses ([`re_armed_by`]), and their
+/// suspensions top-most first, then the owner's (`command`), as the `--gitops pause`
+/// stop names them (a21m B03, B05, B07: after a chain member was resumed, the stop of a
+/// finished window named only the owner, which its parent put back each round, and
+/// following it looped). `None`: no parent acts.
+async fn chain_first(
+    w: &Window<'_>,
+    owner: &gitops::OwnerRef,
+    command: &str,
+) -> Result<Option<(String, String)>, Error> {
+    let Found::One(_, obj) = live::find(w.cluster, owner).await? else {
+        return Ok(None);
+    };
+    let path = re_arming(w.cluster, &w.journal, owner, &obj).await?;
+    if path.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((
+        re_armed_by(&path),
+        format!(
+            "{}; then suspend {} ({command})",
+            suspend_from_the_top(&path),
+            owner.display()
+        ),
+    )))
+}
+
 /// `stop` with the owners that may have re-created the gateway, and the suspension of
-/// those that sync now first in its hint.
+/// those that sync now first in its hint (a chain above one: its levels top-most first).
 fn named_owners(stop: Error, mays: &[String], suspends: &[String]) -> Error {
     match stop {
         Error::Stop {
