@@ -319,3 +319,49 @@ pub(crate) async fn would_create(
     }
     Ok(out)
 }
+
+/// The other finished cutovers among `others` (windows on one owner and what each
+/// replaced) whose replaced IPsecGateway is live again beside their VPNGateway: each as
+/// `(ipsecgateway/NAME -n NS, its delete, the floating IP)` (a21m B02, B11: the sibling's
+/// run said 0 "stays suspended" and did not name it).
+pub(crate) async fn others_live_again(
+    cluster: &Cluster,
+    others: &[(crate::core::journal::Journal, &str)],
+) -> Result<Vec<(String, String, String)>, Error> {
+    use crate::core::model::{NEW_GROUP, OLD_GROUP, VERSION};
+    let mut out = Vec::new();
+    for (j, kind) in others {
+        if *kind != "IPsecGateway" || j.phase != Phase::Done {
+            continue;
+        }
+        let (ns, gw) = (j.namespace.as_str(), j.gateway.as_str());
+        let old = live::get_kept(
+            cluster,
+            &format!("{OLD_GROUP}/{VERSION}"),
+            "IPsecGateway",
+            ns,
+            gw,
+        )
+        .await?
+        .filter(|o| o.pointer("/metadata/deletionTimestamp").is_none());
+        if old.is_none() {
+            continue;
+        }
+        let new = live::get_kept(
+            cluster,
+            &format!("{NEW_GROUP}/{VERSION}"),
+            "VPNGateway",
+            ns,
+            gw,
+        )
+        .await?;
+        if new.is_some() {
+            out.push((
+                object_ref("IPsecGateway", gw, ns),
+                format!("`kubectl delete ipsecgateway {gw} -n {ns}`"),
+                j.floating_ip.clone(),
+            ));
+        }
+    }
+    Ok(out)
+}

@@ -262,6 +262,30 @@ pub(crate) async fn restore(
                 windows.push((j.clone(), kind));
             }
         }
+        // Another finished window on this owner whose replaced gateway is live again
+        // beside its VPNGateway: nothing is re-armed beside it, and it is named with its
+        // delete (a21m B02, B11: "stays suspended", 0, and not a word of it).
+        let contested = others_live_again(w.cluster, &windows[1..]).await?;
+        if !contested.is_empty() {
+            left += 1;
+            let one = contested.len() == 1;
+            let what: Vec<String> = contested
+                .iter()
+                .map(|(o, _, fip)| format!(
+                    "{o}, which a finished window relying on its suspension replaced, is live again beside its VPNGateway and contests the floating IP {fip}"
+                ))
+                .collect();
+            let deletes: Vec<String> = contested.iter().map(|(_, d, _)| d.clone()).collect();
+            w.ev.emit(Event::Warning(format!(
+                "{} stays suspended: {}; vpnmig re-arms no owner beside a contested floating IP. Delete {} ({}) once nothing re-creates {} (that window's `vpnmig cutover` names what may have), then `vpnmig {verb} {name} -n {ns}` restores it",
+                r.owner.display(),
+                what.join("; and "),
+                if one { "it" } else { "each" },
+                deletes.join("; "),
+                if one { "it" } else { "them" },
+            )));
+            continue;
+        }
         // A HelmRelease that tracks a window's PSK Secret: its upgrade writes the chart's
         // copy over the live Secret, no annotation on a live object stops that, and the
         // cluster cannot show what the chart renders. Refused, plain or forced: the
