@@ -161,12 +161,32 @@ pub(crate) async fn claimed(
     replaced: &str,
     paused_again: Option<&gitops::OwnerRef>,
 ) -> Result<Option<Error>, Error> {
+    claimed_or(w, replaced, paused_again, true).await
+}
+
+/// [`claimed`] as the first-sync watch asks it, twice a second: a refused list is said
+/// once, by the run's own check, not at every look.
+pub(crate) async fn claimed_quietly(
+    w: &Window<'_>,
+    replaced: &str,
+    paused_again: Option<&gitops::OwnerRef>,
+) -> Result<Option<Error>, Error> {
+    claimed_or(w, replaced, paused_again, false).await
+}
+
+async fn claimed_or(
+    w: &Window<'_>,
+    replaced: &str,
+    paused_again: Option<&gitops::OwnerRef>,
+    say_refusal: bool,
+) -> Result<Option<Error>, Error> {
     if replaced != "IPsecGateway" {
         return Ok(None);
     }
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
     let found = match claimants(w.cluster, &w.journal).await? {
         Ok(found) => found,
+        Err(_) if !say_refusal => return Ok(None),
         Err(why) => {
             w.ev.emit(Event::Warning(format!(
                 "whether another gateway claims the floating IP {} of vpngateway/{name} -n {ns} could not be checked: the gateways could not be listed ({why}); `vpnmig verify {name} -n {ns}` with a context that can list them checks it",

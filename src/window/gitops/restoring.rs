@@ -723,6 +723,10 @@ pub(crate) async fn restore(
             if let Some(stop) = put_back(w, &r.owner, replaced).await? {
                 return Err(stop);
             }
+            // Nor "as it was" beside a gateway it created that claims the floating IP.
+            if let Some(stop) = claimed(w, replaced, Some(&r.owner)).await? {
+                return Err(stop);
+            }
             left += 1;
             w.ev.emit(Event::Warning(format!(
                 "{} stays suspended: restored, but its status did not say it synced within {}s ({why}); a later sync would be one nothing watches, and nothing would put back what it changes, so vpnmig suspended it again (the journal holds it, as the window paused it). What the windows made live is as it was. {}",

@@ -61,7 +61,7 @@ pub(super) async fn settle(
             }
             // Another gateway its sync created that claims the window's floating IP (a21m
             // B15, B18: a renamed copy of the old gateway, and "as it was").
-            if let Some(stop) = claimed(w, replaced, Some(owner)).await? {
+            if let Some(stop) = claimed_quietly(w, replaced, Some(owner)).await? {
                 return Err(stop);
             }
             // Synced only as a current status says (a Flux Ready condition of the
@@ -108,7 +108,7 @@ pub(super) async fn settle(
     if let Some(stop) = records_held(w, owner, replaced, records).await? {
         return Err(stop);
     }
-    if let Some(stop) = claimed(w, replaced, Some(owner)).await? {
+    if let Some(stop) = claimed_quietly(w, replaced, Some(owner)).await? {
         return Err(stop);
     }
     // Nothing added on the window's gateway either (a21d attack 6).
