@@ -958,12 +958,56 @@ async fn a_shared_owner_is_restored_only_when_no_window_on_it_is_under_way() {
             true,
             "synced: what the window made live is as it was",
         ),
+        (
+            "the other window done, its replaced gateway live again beside its VPNGateway (a21m B02, B11)",
+            &[("beta", "done")],
+            false,
+            false,
+            "application/acme -n argocd stays suspended: ipsecgateway/beta -n tenant-acme, which a finished window relying on its suspension replaced, is live again beside its VPNGateway and contests the floating IP 198.51.100.23; vpnmig re-arms no owner beside a contested floating IP. Delete it (`kubectl delete ipsecgateway beta -n tenant-acme`)",
+        ),
     ];
     for (what, others, force, restored, says) in rows {
         let l = synced(Tool::Argo).await;
         // The row with empty words: beta's IPsecGateway is still in the repository.
         let beta_in_git = says.is_empty();
+        // The row whose words say it: beta's IPsecGateway and VPNGateway both live.
+        let beta_live = says.contains("live again");
         done_then_merged(&l, |m| m).await;
+        if beta_live {
+            // Beta's old and new gateway as its journal has them, neither pinning a
+            // floating IP (the pool gives each one): neither claims acme's.
+            let j: Value =
+                serde_json::from_str(include_str!("../fixtures/journals/done.json")).unwrap();
+            let vpn = j["targets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["kind"] == "VPNGateway")
+                .unwrap()["spec"]
+                .clone();
+            for (group, plural, mut spec) in [
+                (
+                    "ipsec.bnerd.net",
+                    "ipsecgateways",
+                    j["oldManifest"]["spec"].clone(),
+                ),
+                ("vpn.bnerd.net", "vpngateways", vpn),
+            ] {
+                spec["endpoint"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("floatingIP");
+                let rt = l.sb.store.resource(group, "v1alpha1", plural).unwrap();
+                l.sb.store
+                    .create(
+                        &rt,
+                        NS,
+                        json!({"metadata": {"name": "beta", "namespace": NS}, "spec": spec}),
+                        &Default::default(),
+                    )
+                    .unwrap();
+            }
+        }
         if beta_in_git {
             let merged = Tool::Argo.source(&l);
             Tool::Argo.merge(
@@ -1023,7 +1067,19 @@ async fn a_shared_owner_is_restored_only_when_no_window_on_it_is_under_way() {
         assert_eq!(j["gitops"][0]["paused"], !restored, "{what}: {j}");
         if !restored {
             tokio::time::sleep(Duration::from_millis(500)).await;
-            assert_eq!(ipsecgateways(&l), 0, "{what}");
+            // Beta's, live beside its VPNGateway on purpose, is the only one.
+            assert_eq!(ipsecgateways(&l), usize::from(beta_live), "{what}");
+        }
+        if beta_live {
+            let st = live::flat(&l.vpnmig(&["status", "-A"]).await.stdout);
+            assert!(
+                st.contains("gateway live again: ipsecgateway/beta -n tenant-acme, which the finished cutover of tenant-acme/beta replaced, is live beside vpngateway/beta -n tenant-acme"),
+                "{what}: {st}"
+            );
+            assert!(
+                st.contains("`kubectl delete ipsecgateway beta -n tenant-acme`"),
+                "{what}: {st}"
+            );
         }
     }
 }

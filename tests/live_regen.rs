@@ -11,7 +11,10 @@
 
 mod live;
 
-use live::bed::{self, APPLICATION, Bed, CONFIGMAP, IPSECGATEWAY, KUSTOMIZATION, Kind, Scenario};
+use live::bed::{
+    self, APPLICATION, Bed, CONFIGMAP, IPSECGATEWAY, KUSTOMIZATION, Kind, NAMESPACE, Scenario,
+    VPNGATEWAY,
+};
 use live::repo_in;
 use serde_json::{Value, json};
 
@@ -744,6 +747,258 @@ async fn an_argo_killed_restore_then_a_revert(b: &Bed) {
     delete_as_advised(b, false).await;
 }
 
+/// A gateway other than acme that claims acme's floating IP (a21m B15, B18): its kind,
+/// namespace and name, and its floating IP as it spells acme's.
+#[derive(Clone, Copy)]
+struct Claim {
+    kind: Kind,
+    ns: &'static str,
+    name: &'static str,
+    fip: &'static str,
+}
+
+impl Claim {
+    fn shown(self) -> String {
+        format!(
+            "{}/{} -n {}",
+            self.kind.3.to_lowercase(),
+            self.name,
+            self.ns
+        )
+    }
+    fn delete(self) -> String {
+        format!(
+            "`kubectl delete {} {} -n {}`",
+            self.kind.3.to_lowercase(),
+            self.name,
+            self.ns
+        )
+    }
+    /// The object: the old gateway's spec (an IPsecGateway) or the migrated one's (a
+    /// VPNGateway), under its name, its floating IP pinned as it spells it.
+    async fn object(self, b: &Bed) -> Value {
+        let mut spec = if self.kind == IPSECGATEWAY {
+            b.journal(NS, "acme").await.unwrap()["oldManifest"]["spec"].clone()
+        } else {
+            b.get(VPNGATEWAY, NS, "acme").await.unwrap()["spec"].clone()
+        };
+        spec["endpoint"]["floatingIP"] = json!(self.fip);
+        json!({
+            "apiVersion": format!("{}/{}", self.kind.0, self.kind.1),
+            "kind": self.kind.3,
+            "metadata": {"name": self.name, "namespace": self.ns},
+            "spec": spec,
+        })
+    }
+    async fn live(self, b: &Bed) -> Option<Value> {
+        b.get(self.kind, self.ns, self.name).await
+    }
+    /// Its namespace, created when the scenario has none.
+    async fn namespace(self, b: &Bed) {
+        if b.get(NAMESPACE, "", self.ns).await.is_none() {
+            b.put(NAMESPACE, "", json!({"metadata": {"name": self.ns}}))
+                .await;
+        }
+    }
+    async fn gone(self, b: &Bed) {
+        b.delete(self.kind, self.ns, self.name).await;
+        bed::eventually(30, "the claimant is gone", || async {
+            self.live(b).await.is_none()
+        })
+        .await;
+    }
+}
+
+/// The stop every run of the finished window gives while `c` claims the floating IP:
+/// exit 5 naming it, the address, who wrote it (`writer`), the owners (`more`) and its
+/// delete; never "as it was" or "complete"; the owner neither re-armed nor let go.
+async fn every_run_stops_on_the_claim(b: &Bed, c: Claim, runs: &[&[&str]], more: &[&str]) {
+    let before = b.journal(NS, "acme").await.unwrap()["gitops"][0]["reArmedAt"].clone();
+    for args in runs {
+        let shown = c.shown();
+        let delete = c.delete();
+        let mut says = vec![
+            "the cutover of tenant-acme/acme is done, but another gateway claims its floating IP 198.51.100.23 beside vpngateway/acme -n tenant-acme",
+            "AlreadyAssociated",
+            shown.as_str(),
+            delete.as_str(),
+            "written by",
+        ];
+        says.extend(more);
+        let r = b.step(args, 5, &says).await;
+        for never in ["as it was", "the cutover is complete", "already done"] {
+            assert!(!r.says(never), "{never:?} in {}", r.stderr);
+        }
+        let j = b.journal(NS, "acme").await.unwrap();
+        assert_eq!(j["phase"], "done", "{j}");
+        assert_eq!(j["gitops"][0]["paused"], true, "never let go: {j}");
+        assert!(j["gitops"][0]["letGo"].is_null(), "never let go: {j}");
+        assert_eq!(
+            j["gitops"][0]["reArmedAt"], before,
+            "never re-armed beside it: {j}"
+        );
+        assert!(c.live(b).await.is_some());
+    }
+}
+
+/// The source `merged` plus the claimant `c` (a JSON document is YAML).
+async fn with_claim(b: &Bed, merged: &str, c: Claim) -> String {
+    format!("{}\n---\n{}\n", merged.trim_end(), c.object(b).await)
+}
+
+/// a21m B18's kind (Flux, the vouch), one row per claimant the owner's merged source
+/// defines beside the new objects: its first sync creates it. `--gitops resume` (which
+/// said "synced: … as it was", 0) stops (exit 5) naming it, the controller that wrote it
+/// and its delete, and suspends the owner again; every run after stops the same. The
+/// source fixed and the claimant deleted, the vouch restores it.
+async fn a_flux_sync_created_a_claimant(b: &Bed, c: Claim) {
+    let owner = Owner::Flux;
+    let merged = done_unmerged(b, owner).await;
+    c.namespace(b).await;
+    let bad = with_claim(b, &merged, c).await;
+    owner.merge(b, &bad).await;
+    let shown = c.shown();
+    let delete = c.delete();
+    let r = b
+        .step(
+            RESUME,
+            5,
+            &[
+                "kustomization/acme -n flux-system was restored and its sync interfered, so vpnmig suspended it again",
+                "another gateway claims its floating IP 198.51.100.23",
+                &shown,
+                "field manager kustomize-controller",
+                "may have created it: kustomization/acme -n flux-system",
+                &delete,
+            ],
+        )
+        .await;
+    assert!(!r.says("as it was"), "{}", r.stderr);
+    assert!(owner.suspended(b).await, "suspended again");
+    let created = c.live(b).await.expect("its sync created it");
+    assert!(
+        created["metadata"]["managedFields"]
+            .to_string()
+            .contains("kustomize-controller"),
+        "{created}"
+    );
+    every_run_stops_on_the_claim(
+        b,
+        c,
+        &[CUT, RESUME, CUT],
+        &["may have created it: kustomization/acme -n flux-system"],
+    )
+    .await;
+    assert!(owner.suspended(b).await);
+    owner.merge(b, &merged).await;
+    c.gone(b).await;
+    b.step(
+        RESUME,
+        0,
+        &["kustomization/acme -n flux-system synced: what the window made live is as it was"],
+    )
+    .await;
+    assert!(c.live(b).await.is_none());
+    assert!(b.get(IPSECGATEWAY, NS, "acme").await.is_none());
+}
+
+async fn flux_a_renamed_copy(b: &Bed) {
+    a_flux_sync_created_a_claimant(
+        b,
+        Claim {
+            kind: IPSECGATEWAY,
+            ns: NS,
+            name: "acme-legacy",
+            fip: "198.51.100.23",
+        },
+    )
+    .await;
+}
+
+async fn flux_a_vpngateway_spelled_otherwise(b: &Bed) {
+    a_flux_sync_created_a_claimant(
+        b,
+        Claim {
+            kind: VPNGATEWAY,
+            ns: NS,
+            name: "acme-twin",
+            fip: "198.51.100.23/32",
+        },
+    )
+    .await;
+}
+
+/// a21m B15's kind (Argo CD in apps-west, the plain run): the merged source defines a
+/// renamed copy of the old gateway beside the new objects. Before the re-arm, the
+/// Application's status lists it, not live: the run keeps it suspended (never "as it
+/// was"), and nothing creates it. Then someone applies an IPsecGateway `acme` in
+/// `apps-west` by hand on the same address: every run stops (exit 5) naming it. Fixed
+/// (the source merged without the copy, the claimant deleted), the plain run restores it.
+async fn an_argo_source_with_a_renamed_copy(b: &Bed) {
+    let owner = Owner::Argo("apps-west");
+    let merged = done_unmerged(b, owner).await;
+    let copy = Claim {
+        kind: IPSECGATEWAY,
+        ns: NS,
+        name: "acme-legacy",
+        fip: "198.51.100.23",
+    };
+    let bad = with_claim(b, &merged, copy).await;
+    b.edit(CONFIGMAP, owner.ns(), "acme-source", |o| {
+        o["data"]["manifests"] = json!(bad)
+    })
+    .await;
+    b.gitops.kick();
+    bed::eventually(30, "the Application lists acme-legacy", || async {
+        owner.get(b).await["status"]["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|r| r["name"] == "acme-legacy")
+    })
+    .await;
+    let r = b
+        .step(
+            CUT,
+            0,
+            &[
+                "application/acme -n apps-west stays suspended: its source defines ipsecgateway/acme-legacy -n tenant-acme (status of application/acme -n apps-west, read now), which is not live: its first sync would create it",
+                "contests it with vpngateway/acme -n tenant-acme (AlreadyAssociated)",
+            ],
+        )
+        .await;
+    assert!(!r.says("as it was"), "{}", r.stderr);
+    assert!(owner.suspended(b).await, "never re-armed");
+    assert!(copy.live(b).await.is_none(), "nothing created it");
+    // By hand, in another namespace, under the window's own name.
+    let by_hand = Claim {
+        kind: IPSECGATEWAY,
+        ns: "apps-west",
+        name: "acme",
+        fip: "198.51.100.23",
+    };
+    let obj = by_hand.object(b).await;
+    b.put(IPSECGATEWAY, by_hand.ns, obj).await;
+    every_run_stops_on_the_claim(
+        b,
+        by_hand,
+        &[CUT, RESUME],
+        &["may have created it: application/acme -n apps-west (the window paused it; live: suspended)"],
+    )
+    .await;
+    let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
+    assert!(st.contains("fip-shared"), "{st}");
+    owner.merge(b, &merged).await;
+    by_hand.gone(b).await;
+    b.step(
+        CUT,
+        0,
+        &["application/acme -n apps-west synced: what the window made live is as it was"],
+    )
+    .await;
+    assert!(copy.live(b).await.is_none());
+}
+
 crate::rows! {
     /// Flux, a vouch's sync re-created the gateway: every run after stops on it.
     a_vouch_s_re_created_gateway_stops_every_run_after: bed::Row {
@@ -821,5 +1076,28 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(an_argo_killed_restore_then_a_revert(b)),
+    },
+    /// Flux, the merged source also defines the old gateway as acme-legacy (a21m B18).
+    a_flux_sync_creating_a_renamed_copy_stops_the_vouch: bed::Row {
+        scenario: flux,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(flux_a_renamed_copy(b)),
+    },
+    /// Flux, the merged source also defines a VPNGateway acme-twin on `198.51.100.23/32`
+    /// (made up; the Kustomization's targetNamespace puts it beside acme).
+    a_flux_sync_creating_a_vpngateway_of_another_name_stops_the_vouch: bed::Row {
+        scenario: flux,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(flux_a_vpngateway_spelled_otherwise(b)),
+    },
+    /// Argo CD in apps-west, a renamed copy in the source, then a claimant by hand
+    /// (a21m B15).
+    an_argo_source_with_a_renamed_copy_is_never_as_it_was: bed::Row {
+        scenario: argo_elsewhere,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(an_argo_source_with_a_renamed_copy(b)),
     },
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use live::ACME;
 use live::bed::{
-    Bed, CONFIGMAP, IPSECGATEWAY, Row, SECRET, Scenario, VPNGATEWAY, VPNPEER, eventually,
+    Bed, CONFIGMAP, IPSECGATEWAY, NAMESPACE, Row, SECRET, Scenario, VPNGATEWAY, VPNPEER, eventually,
 };
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
@@ -49,7 +49,29 @@ crate::rows! {
         scenario: acme,
         only: None,
         after: None,
-        steps: |b| Box::pin(a_second_gateway_claiming_the_floating_ip_is_not_healthy(b)),
+        steps: |b| Box::pin(claimed_by(b, CLAIMANTS[0])),
+    },
+    /// A VPNGateway of another name (a second migration's target on the same address).
+    a_vpngateway_of_another_name_claiming_the_floating_ip_is_not_healthy: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(claimed_by(b, CLAIMANTS[1])),
+    },
+    /// An IPsecGateway in another namespace.
+    a_claimant_in_another_namespace_is_not_healthy: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(claimed_by(b, CLAIMANTS[2])),
+    },
+    /// The same address spelled as its host network (`198.51.100.23/32`): compared as
+    /// an address (core::addr), never as text.
+    a_claimant_spelling_the_floating_ip_differently_is_not_healthy: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(claimed_by(b, CLAIMANTS[3])),
     },
     a_baseline_then_a_healthy_cutover: Row {
         scenario: acme,
@@ -134,10 +156,50 @@ fn rows(stdout: &str) -> Vec<Value> {
         .clone()
 }
 
-/// HEALTHY after a cutover; then an IPsecGateway `acme-legacy` (the old spec under
-/// another name, its floating IP pinned the same) is created: NOT HEALTHY, one failed row
-/// naming it and the delete, the other rows as they were; deleted, HEALTHY again.
-async fn a_second_gateway_claiming_the_floating_ip_is_not_healthy(b: &Bed) {
+/// A gateway other than acme that claims acme's floating IP: its kind (`IPsecGateway` is
+/// the old spec, `VPNGateway` the migrated one's), namespace, name, and how its floating
+/// IP spells acme's (`None`: as acme's).
+#[derive(Clone, Copy)]
+struct Claimant {
+    kind: &'static str,
+    ns: &'static str,
+    name: &'static str,
+    spelled: Option<&'static str>,
+}
+
+/// One row each (a21m B15, B18; issue 21 kind 3).
+const CLAIMANTS: [Claimant; 4] = [
+    Claimant {
+        kind: "IPsecGateway",
+        ns: "tenant-acme",
+        name: "acme-legacy",
+        spelled: None,
+    },
+    Claimant {
+        kind: "VPNGateway",
+        ns: "tenant-acme",
+        name: "acme-twin",
+        spelled: None,
+    },
+    Claimant {
+        kind: "IPsecGateway",
+        ns: "tenant-other",
+        name: "acme",
+        spelled: None,
+    },
+    Claimant {
+        kind: "IPsecGateway",
+        ns: "tenant-other",
+        name: "acme-copy",
+        spelled: Some("198.51.100.23/32"),
+    },
+];
+
+/// HEALTHY after a cutover; then the claimant `c` is created (the old spec, or the
+/// migrated gateway's, under its name and namespace, its floating IP pinned to acme's as
+/// `c` spells it): NOT HEALTHY, one failed row naming it and its delete, the other rows as
+/// they were; deleted, HEALTHY again.
+async fn claimed_by(b: &Bed, c: Claimant) {
     let old = b.get(IPSECGATEWAY, "tenant-acme", "acme").await.unwrap();
     let fip = old["spec"]["endpoint"]["floatingIP"]
         .as_str()
@@ -151,14 +213,30 @@ async fn a_second_gateway_claiming_the_floating_ip_is_not_healthy(b: &Bed) {
         before.iter().all(|r| r["check"] != "floating IP"),
         "{before:?}"
     );
+    if c.ns != "tenant-acme" {
+        b.put(NAMESPACE, "", json!({"metadata": {"name": c.ns}}))
+            .await;
+    }
+    let (kind, mut spec) = if c.kind == "IPsecGateway" {
+        (IPSECGATEWAY, old["spec"].clone())
+    } else {
+        let gw = b.get(VPNGATEWAY, "tenant-acme", "acme").await.unwrap();
+        (VPNGATEWAY, gw["spec"].clone())
+    };
+    if let Some(other) = c.spelled {
+        spec["endpoint"]["floatingIP"] = json!(other);
+    }
+    assert_eq!(
+        spec["endpoint"]["floatingIP"]
+            .as_str()
+            .map(|f| f.starts_with(&fip)),
+        Some(true),
+        "{spec}"
+    );
     b.put(
-        IPSECGATEWAY,
-        "tenant-acme",
-        json!({
-            "apiVersion": old["apiVersion"], "kind": "IPsecGateway",
-            "metadata": {"name": "acme-legacy", "namespace": "tenant-acme"},
-            "spec": old["spec"],
-        }),
+        kind,
+        c.ns,
+        json!({"metadata": {"name": c.name, "namespace": c.ns}, "spec": spec}),
     )
     .await;
     let r = b.vpnmig(&["verify", "acme", "-o", "json"]).await;
@@ -177,11 +255,16 @@ async fn a_second_gateway_claiming_the_floating_ip_is_not_healthy(b: &Bed) {
     );
     let detail = claimed[0]["detail"].as_str().unwrap();
     for words in [
-        "IPsecGateway tenant-acme/acme-legacy also claims it",
-        "AlreadyAssociated",
-        "`kubectl delete ipsecgateway acme-legacy -n tenant-acme`",
+        format!("{} {}/{} also claims it", c.kind, c.ns, c.name),
+        "AlreadyAssociated".to_string(),
+        format!(
+            "`kubectl delete {} {} -n {}`",
+            c.kind.to_lowercase(),
+            c.name,
+            c.ns
+        ),
     ] {
-        assert!(detail.contains(words), "missing {words:?} in {detail}");
+        assert!(detail.contains(&words), "missing {words:?} in {detail}");
     }
     // Every other row failed no more than before.
     let failed = |rows: &[Value]| {
@@ -194,14 +277,12 @@ async fn a_second_gateway_claiming_the_floating_ip_is_not_healthy(b: &Bed) {
     assert_eq!(text.code, 5);
     assert!(text.stdout.contains("NOT HEALTHY"), "{}", text.stdout);
 
-    b.delete(IPSECGATEWAY, "tenant-acme", "acme-legacy").await;
-    eventually(30, "acme-legacy gone", || async {
-        b.get(IPSECGATEWAY, "tenant-acme", "acme-legacy")
-            .await
-            .is_none()
+    b.delete(kind, c.ns, c.name).await;
+    eventually(30, "the claimant gone", || async {
+        b.get(kind, c.ns, c.name).await.is_none()
     })
     .await;
-    eventually(30, "verify HEALTHY once acme-legacy is gone", healthy).await;
+    eventually(30, "verify HEALTHY once the claimant is gone", healthy).await;
 }
 
 async fn a_baseline_then_a_healthy_cutover(b: &Bed) {

@@ -537,6 +537,10 @@ struct Windows {
     extra: Vec<String>,
     /// Each floating IP several gateways claim, with them (`core::status::shared_fips`).
     shared: Vec<(String, Vec<String>)>,
+    /// The finished cutovers whose replaced IPsecGateway is live again beside their
+    /// VPNGateway (both kinds of one name): the lines said, unless another line names its
+    /// delete already (a21m B02, B11: `status -A` named neither it nor its delete).
+    live_again: Vec<(String, String)>,
     /// The finished windows, for [`mark_left`].
     finished: Vec<crate::core::journal::Journal>,
     /// The finished windows whose gateway is gone since (or only the other kind).
@@ -623,6 +627,12 @@ impl Windows {
         }
         for g in &self.gone {
             out.push_str(&format!("gateway gone: {}\n", g.detail));
+        }
+        for (delete, line) in &self.live_again {
+            if !out.contains(delete.as_str()) {
+                out.push_str(line);
+                out.push('\n');
+            }
         }
         for (fip, who) in &self.shared {
             out.push_str(&format!(
@@ -1231,6 +1241,7 @@ async fn open_windows(
         finished: parsed.into_iter().filter(|j| j.phase.finished()).collect(),
         gone: Vec::new(),
         shared: Vec::new(),
+        live_again: Vec::new(),
         unknown: None,
     }
 }
@@ -1239,6 +1250,38 @@ async fn open_windows(
 /// said, with what to do; the row of the other kind, if any, gets the blocker
 /// `gateway-gone` (a21e 6, 11: a rolled-back gateway pruned after its window, and the
 /// table, `status` and `verify` were silent or said "no journal").
+/// The finished cutovers whose replaced IPsecGateway is live again beside their
+/// VPNGateway (both kinds of one name in `rows`): each named with its delete, whichever
+/// owner (or none) the window holds (a21m B02, B11: another window's restore or a person
+/// re-created it, and `status -A` named neither).
+fn mark_live_again(rows: &[Row], windows: &mut Windows) {
+    for j in &windows.finished {
+        if j.phase != crate::core::journal::Phase::Done {
+            continue;
+        }
+        let (ns, name) = (j.namespace.as_str(), j.gateway.as_str());
+        let both = rows.iter().any(|r| {
+            r.namespace == ns && r.name == name && r.migrated == status::Migration::InProgress
+        }) || (rows
+            .iter()
+            .any(|r| r.namespace == ns && r.name == name && r.kind == "IPsecGateway")
+            && rows
+                .iter()
+                .any(|r| r.namespace == ns && r.name == name && r.kind == "VPNGateway"));
+        if !both {
+            continue;
+        }
+        let delete = format!("`kubectl delete ipsecgateway {name} -n {ns}`");
+        let line = format!(
+            "gateway live again: ipsecgateway/{name} -n {ns}, which the finished cutover of {ns}/{name} replaced, is live beside vpngateway/{name} -n {ns} and contests the floating IP {}: delete it ({delete}) once nothing re-creates it (`vpnmig cutover {name} -n {ns}` names what may have); until then every run of that window stops on it (exit 5), and no restore of an owner it shares re-arms it",
+            j.floating_ip
+        );
+        if !windows.live_again.iter().any(|(d, _)| d == &delete) {
+            windows.live_again.push((delete, line));
+        }
+    }
+}
+
 fn mark_left(rows: &mut [Row], windows: &mut Windows) {
     let present = serde_json::json!({});
     for j in &windows.finished {
@@ -2609,6 +2652,7 @@ pub fn run(args: &StatusArgs) -> Result<i32, Error> {
         mark_fip(&mut rows, &mut windows);
         mark_extra(&mut rows, &mut windows, &peers);
         mark_left(&mut rows, &mut windows);
+        mark_live_again(&rows, &mut windows);
         windows.shared = status::shared_fips(&rows);
         crate::cli::write_stdout(&print(args, &rows, &windows, true))?;
         // Part of the answer could not be read: print what was, and fail as
@@ -2710,6 +2754,7 @@ async fn watch(
         mark_fip(&mut now, &mut now_windows);
         mark_extra(&mut now, &mut now_windows, &peers);
         mark_left(&mut now, &mut now_windows);
+        mark_live_again(&now, &mut now_windows);
         now_windows.shared = status::shared_fips(&now);
         let changed = changes(&rows, &now);
         let windows_changed = now_windows != windows;

@@ -657,6 +657,6 @@ fn next_steps(rows: &[Row], name: &str) -> String {
         String::new()
     };
     format!(
-        "hint: each failed check says why (a pinned value names the field manager that changed it: set it back); `vpnmig verify {name}{ns} --wait --timeout 5m` waits for what is still coming up; `vpnmig status{ns}` shows a window under way and the command that goes on{rollback}"
+        "hint: each failed check says why (a pinned value names the field manager that changed it: set it back); `vpnmig verify {name}{ns} --wait --timeout 5m` waits for what is still coming up; `vpnmig status{ns}` says whether a window is under way (and the command that goes on) and names a gateway live again beside it{rollback}"
     )
 }

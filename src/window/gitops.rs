@@ -365,6 +365,7 @@ pub(crate) async fn every_owner(
 
 use gitops::how;
 
+mod claims;
 mod journals;
 mod keeping;
 mod letting_go;
@@ -378,6 +379,7 @@ mod restoring;
 mod settling;
 mod sources;
 
+pub(crate) use claims::*;
 pub(crate) use journals::*;
 use keeping::*;
 pub(crate) use letting_go::*;

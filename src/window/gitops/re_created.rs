@@ -268,16 +268,41 @@ pub(crate) async fn finished_beside_live(
         return Ok(None);
     }
     let name = w.name().to_string();
-    let Some(old) = crate::cluster::objects::get(w.cluster, "IPsecGateway", &name).await? else {
-        return Ok(None);
-    };
-    if old.pointer("/metadata/deletionTimestamp").is_some()
-        || crate::cluster::objects::get(w.cluster, "VPNGateway", &name)
-            .await?
-            .is_none()
+    if crate::cluster::objects::get(w.cluster, "VPNGateway", &name)
+        .await?
+        .is_none()
     {
         return Ok(None);
     }
+    let old = crate::cluster::objects::get(w.cluster, "IPsecGateway", &name)
+        .await?
+        .filter(|o| o.pointer("/metadata/deletionTimestamp").is_none());
+    let Some(old) = old else {
+        // Another gateway (any name, either kind, any namespace) claiming the window's
+        // floating IP stops the run as the replaced one does (a21m B15, B18: "synced: …
+        // as it was", then "complete", beside a renamed copy of the old gateway). The
+        // window's own restore, interrupted after its re-arm, is suspended again first.
+        let Some(stop) = claimed(w, replaced, None).await? else {
+            return Ok(None);
+        };
+        if !dry_run {
+            for i in 0..w.journal.gitops.len() {
+                let r = w.journal.gitops[i].clone();
+                if !r.paused || r.saved.is_none() {
+                    continue;
+                }
+                let Found::One(_, now) = live::find(w.cluster, &r.owner).await? else {
+                    continue;
+                };
+                if let gitops::Held::Restoring { at, now: seen } = gitops::held(&r, &now)
+                    && let Some(stop) = finish_interrupted(w, i, replaced, &at, &seen).await?
+                {
+                    return Ok(Some(stop));
+                }
+            }
+        }
+        return Ok(Some(stop));
+    };
     let (mays, suspends) = may_have_re_created(w, &old).await?;
     let named = |e: Error| named_owners(e, &mays, &suspends);
     // The window's own restore, killed or interrupted after its re-arm (the journal's
@@ -321,7 +346,7 @@ pub(crate) async fn finished_beside_live(
 /// its markers name (labels, tracking annotations, field managers), found live where
 /// the cluster shows it, and each one the window's journal names, held or let go.
 /// Returns the owners said, and the commands that suspend those that sync now.
-async fn may_have_re_created(
+pub(super) async fn may_have_re_created(
     w: &Window<'_>,
     old: &Value,
 ) -> Result<(Vec<String>, Vec<String>), Error> {

@@ -57,6 +57,9 @@ pub(crate) async fn restore(
                 if let Some(stop) = live_again(w, replaced, Some((&r, None))).await? {
                     return Err(stop);
                 }
+                if let Some(stop) = claimed(w, replaced, None).await? {
+                    return Err(stop);
+                }
                 let all = every_window_on(w, &r.owner, None, replaced).await;
                 let kept = hand_over(w, i, &all).await?;
                 w.journal.gitops[i].paused = false;
@@ -146,6 +149,9 @@ pub(crate) async fn restore(
             if let Some(stop) = live_again(w, replaced, Some((&r, Some(now)))).await? {
                 return Err(stop);
             }
+            if let Some(stop) = claimed(w, replaced, None).await? {
+                return Err(stop);
+            }
             if let Some((what, seen)) = changed {
                 let all = every_window_on(w, &r.owner, Some(now), replaced).await;
                 let kept = hand_over(w, i, &all).await?;
@@ -171,6 +177,10 @@ pub(crate) async fn restore(
         if let Some(stop) =
             live_again(w, replaced, live_owner.as_ref().map(|o| (&r, Some(o)))).await?
         {
+            return Err(stop);
+        }
+        // Nor while another gateway claims the window's floating IP (a21m B15, B18).
+        if let Some(stop) = claimed(w, replaced, None).await? {
             return Err(stop);
         }
         // 1. The other windows on this owner, wherever their gateways are.
@@ -251,6 +261,30 @@ pub(crate) async fn restore(
                 };
                 windows.push((j.clone(), kind));
             }
+        }
+        // Another finished window on this owner whose replaced gateway is live again
+        // beside its VPNGateway: nothing is re-armed beside it, and it is named with its
+        // delete (a21m B02, B11: "stays suspended", 0, and not a word of it).
+        let contested = others_live_again(w.cluster, &windows[1..]).await?;
+        if !contested.is_empty() {
+            left += 1;
+            let one = contested.len() == 1;
+            let what: Vec<String> = contested
+                .iter()
+                .map(|(o, _, fip)| format!(
+                    "{o}, which a finished window relying on its suspension replaced, is live again beside its VPNGateway and contests the floating IP {fip}"
+                ))
+                .collect();
+            let deletes: Vec<String> = contested.iter().map(|(_, d, _)| d.clone()).collect();
+            w.ev.emit(Event::Warning(format!(
+                "{} stays suspended: {}; vpnmig re-arms no owner beside a contested floating IP. Delete {} ({}) once nothing re-creates {} (that window's `vpnmig cutover` names what may have), then `vpnmig {verb} {name} -n {ns}` restores it",
+                r.owner.display(),
+                what.join("; and "),
+                if one { "it" } else { "each" },
+                deletes.join("; "),
+                if one { "it" } else { "them" },
+            )));
+            continue;
         }
         // A HelmRelease that tracks a window's PSK Secret: its upgrade writes the chart's
         // copy over the live Secret, no annotation on a live object stops that, and the
@@ -417,6 +451,39 @@ pub(crate) async fn restore(
                 r.owner.display(),
             )));
             continue;
+        }
+        // 3b. No other IPsecGateway its first sync would create (a21m B15: the merged
+        // source defined the old gateway under another name, with the same floating IP,
+        // and the restore said "as it was"). Its floating IP cannot be read before it
+        // exists, so any one not live keeps the owner suspended.
+        if replaced == "IPsecGateway"
+            && let Some(o) = live_owner.as_ref()
+        {
+            let skip: Vec<(String, String)> = windows
+                .iter()
+                .map(|(j, _)| (j.namespace.clone(), j.gateway.clone()))
+                .collect();
+            let new = would_create(w.cluster, o, &skip).await?;
+            if !new.is_empty() {
+                left += 1;
+                let what: Vec<String> = new
+                    .iter()
+                    .map(|(gns, gw)| object_ref("IPsecGateway", gw, gns))
+                    .collect();
+                w.ev.emit(Event::Warning(format!(
+                    "{} stays suspended: its source defines {} (status of {}, read now), which {} not live: its first sync would create {}, and an IPsecGateway's floating IP cannot be read before it exists; one that claims {} (a copy of the old gateway under another name?) contests it with vpngateway/{name} -n {ns} (AlreadyAssociated). Take {} out of the repository, then `vpnmig {verb} {name} -n {ns}` restores it once the owner's status no longer lists {}; if {} meant and pins another floating IP, create it yourself first (`kubectl apply -f FILE`), and the restore reads its floating IP",
+                    r.owner.display(),
+                    what.join(", "),
+                    r.owner.display(),
+                    if new.len() == 1 { "is" } else { "are" },
+                    if new.len() == 1 { "it" } else { "them" },
+                    w.journal.floating_ip,
+                    if new.len() == 1 { "it" } else { "each one that is a leftover" },
+                    if new.len() == 1 { "it" } else { "them" },
+                    if new.len() == 1 { "it is" } else { "one is" },
+                )));
+                continue;
+            }
         }
         // 4. What the windows keep, and nothing added on their gateways.
         let mut refused = None;
@@ -656,6 +723,10 @@ pub(crate) async fn restore(
             if let Some(stop) = put_back(w, &r.owner, replaced).await? {
                 return Err(stop);
             }
+            // Nor "as it was" beside a gateway it created that claims the floating IP.
+            if let Some(stop) = claimed(w, replaced, Some(&r.owner)).await? {
+                return Err(stop);
+            }
             left += 1;
             w.ev.emit(Event::Warning(format!(
                 "{} stays suspended: restored, but its status did not say it synced within {}s ({why}); a later sync would be one nothing watches, and nothing would put back what it changes, so vpnmig suspended it again (the journal holds it, as the window paused it). What the windows made live is as it was. {}",
@@ -815,5 +886,9 @@ pub(super) async fn finish_interrupted(
             )),
         }));
     }
-    put_back(w, &owner, replaced).await
+    if let Some(stop) = put_back(w, &owner, replaced).await? {
+        return Ok(Some(stop));
+    }
+    // Its sync created another gateway that claims the floating IP (a21m B15, B18).
+    claimed(w, replaced, Some(&owner)).await
 }

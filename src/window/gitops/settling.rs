@@ -59,6 +59,11 @@ pub(super) async fn settle(
             if let Some(stop) = records_held(w, owner, replaced, records).await? {
                 return Err(stop);
             }
+            // Another gateway its sync created that claims the window's floating IP (a21m
+            // B15, B18: a renamed copy of the old gateway, and "as it was").
+            if let Some(stop) = claimed_quietly(w, replaced, Some(owner)).await? {
+                return Err(stop);
+            }
             // Synced only as a current status says (a Flux Ready condition of the
             // generation before the restore is not this sync's), written after the
             // restore (a21d attack 10: an Argo CD status the restore never changed).
@@ -101,6 +106,9 @@ pub(super) async fn settle(
         return Err(back);
     }
     if let Some(stop) = records_held(w, owner, replaced, records).await? {
+        return Err(stop);
+    }
+    if let Some(stop) = claimed_quietly(w, replaced, Some(owner)).await? {
         return Err(stop);
     }
     // Nothing added on the window's gateway either (a21d attack 6).
