@@ -1059,6 +1059,90 @@ async fn a_parent_above_an_application_set_is_named_first_and_ends_done(
     }
 }
 
+/// a21m B16: a parent stop leaves the window at `started` (nothing deleted); the
+/// repository change is merged early, and the owner's sync prunes the IPsecGateway and
+/// applies the VPNGateway itself. `cutover` says the journal is there and the gateway is
+/// gone (never "its journal … is gone"), and `status` says it is gone (never "the
+/// IPsecGateway is untouched"). On the code before it, both said the opposite.
+async fn an_early_merge_before_the_delete_is_said_as_it_is(b: &Bed) {
+    let on = b.backend;
+    bed::eventually(30, "the IPsecGateway", || async {
+        !b.objects(IPSECGATEWAY, NS).await.is_empty()
+    })
+    .await;
+    let source = b
+        .get(CONFIGMAP, "flux-system", "acme-source")
+        .await
+        .unwrap()["data"]["manifests"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let repo = live::repo_in(b.cwd(), &source);
+    b.step(
+        &[
+            "plan",
+            "acme",
+            "-n",
+            NS,
+            "--out",
+            "plans/acme",
+            "--gitops-repo",
+            repo.to_str().unwrap(),
+        ],
+        4,
+        &[],
+    )
+    .await;
+    let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
+    assert!(!rewritten.contains("kind: IPsecGateway"), "{rewritten}");
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    b.step(&cut, 7, &["no gateway was deleted"]).await;
+    assert_eq!(
+        b.phase(NS, "acme").await.as_deref(),
+        Some("started"),
+        "{on}"
+    );
+    b.edit(CONFIGMAP, "flux-system", "acme-source", |o| {
+        o["data"]["manifests"] = Value::String(rewritten.clone())
+    })
+    .await;
+    bed::eventually(
+        30,
+        "the owner prunes the IPsecGateway and applies the VPNGateway",
+        || async {
+            b.get(IPSECGATEWAY, NS, "acme").await.is_none()
+                && b.get(VPNGATEWAY, NS, "acme").await.is_some()
+        },
+    )
+    .await;
+    assert!(
+        b.journal(NS, "acme").await.is_some(),
+        "{on}: the journal is there"
+    );
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes"],
+            7,
+            &[
+                "(its journal, ConfigMap tenant-acme/vpnmig-acme, is there and keeps the IPsecGateway's manifest): vpnmig deleted nothing, but ipsecgateway/acme -n tenant-acme is gone: deleted outside the window",
+                "vpngateway/acme -n tenant-acme exists",
+                "`vpnmig rollback acme -n tenant-acme --yes` goes back from the journal",
+            ],
+        )
+        .await;
+    assert!(
+        !live::flat(&r.stderr).contains("is gone: nothing to cut over"),
+        "{on}: {}",
+        r.stderr
+    );
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    assert!(
+        st.contains("window under way: tenant-acme/acme at journal phase started: the window of tenant-acme/acme is at journal phase started (its journal, ConfigMap tenant-acme/vpnmig-acme, is there and keeps the IPsecGateway's manifest): vpnmig deleted nothing, but ipsecgateway/acme -n tenant-acme is gone"),
+        "{on}: {st}"
+    );
+    assert!(!st.contains("the IPsecGateway is untouched"), "{on}: {st}");
+}
+
 /// Ctrl-C while the old gateway's delete unwinds: the hint says what was interrupted and
 /// what is true, then the command; the command ends done. On the code before it, the hint
 /// began "the tunnel is down or unverified".
@@ -1215,6 +1299,14 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(a_parent_above_an_application_set_is_named_first_and_ends_done(b, (HELMRELEASE, "sockel"), false)),
+    },
+    /// a21m B16: an early merge prunes the IPsecGateway of a window at `started`.
+    an_early_merge_before_the_delete_is_said_as_it_is: bed::Row {
+        scenario: || scenario(chain(&[(KUSTOMIZATION, "verbund")])),
+        only: None,
+        // Ends with the window open at `started` beside the owner's VPNGateway, on purpose.
+        after: None,
+        steps: |b| Box::pin(an_early_merge_before_the_delete_is_said_as_it_is(b)),
     },
     /// a21k N01: Ctrl-C during `deleting`.
     ctrl_c_during_deleting_says_what_was_interrupted: bed::Row {
