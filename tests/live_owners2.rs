@@ -326,6 +326,124 @@ async fn a_re_created_gateway_names_the_owner_that_wrote_it(b: &Bed) {
     assert!(!r.says("suspend that sync first"), "{}", r.stderr);
 }
 
+/// B12's kind: the Kustomization flux-system/acme (the gateway and its PSK) and a
+/// HelmRelease charts/acme-chart whose chart renders the gateway only.
+fn kustomization_and_gateway_only_helmrelease() -> Scenario {
+    let full = owner_text("HelmRelease", "acme-chart", "charts", false);
+    let secret_doc = full
+        .find("    apiVersion: v1\n    kind: Secret\n")
+        .expect("the source's Secret");
+    let gateway_doc = secret_doc
+        + full[secret_doc..]
+            .find("    ---\n")
+            .expect("the Secret's end")
+        + "    ---\n".len();
+    let gateway_only = format!("{}{}", &full[..secret_doc], &full[gateway_doc..]);
+    assert!(!gateway_only.contains("kind: Secret"), "{gateway_only}");
+    Scenario::built(format!("{FLUX}\n---\n{gateway_only}"), settings())
+}
+
+/// a21m B12: a Kustomization and a HelmRelease apply acme; only the Kustomization's
+/// repository change is merged. The vouch restores both, and the HelmRelease re-creates
+/// the gateway and is suspended again. The next stop names the HelmRelease (its
+/// controller wrote the gateway) and never asks for the restored Kustomization's
+/// suspension: its status says its source no longer defines the gateway. Followed
+/// literally (the delete), the window ends with the Kustomization syncing. Suspended by
+/// hand all the same (as the stop before said), `status` names it with its resume until
+/// it is resumed. On the code before it, the stop asked for the Kustomization's
+/// suspension, and once that was done nothing named it any more.
+async fn a_re_create_by_one_of_two_owners_names_the_writer_and_keeps_the_other_named(b: &Bed) {
+    applied_by(b, &["kustomize-controller", "helm-controller"]).await;
+    let source = b
+        .get(CONFIGMAP, "flux-system", "acme-source")
+        .await
+        .unwrap()["data"]["manifests"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let repo = repo_in(b.cwd(), &source);
+    let mut plan = PLAN.to_vec();
+    plan.extend(["--gitops-repo", repo.to_str().unwrap()]);
+    b.step(&plan, 4, &[]).await;
+    let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
+    assert!(!rewritten.contains("kind: IPsecGateway"), "{rewritten}");
+    b.step(PAUSE, 0, &[]).await;
+    b.edit(CONFIGMAP, "flux-system", "acme-source", |o| {
+        o["data"]["manifests"] = json!(rewritten)
+    })
+    .await;
+    b.step(
+        &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"],
+        5,
+        &["helmrelease/acme-chart -n charts was restored and its sync interfered"],
+    )
+    .await;
+    assert!(suspended(b, HELMRELEASE, "charts", "acme-chart").await);
+    assert!(!suspended(b, KUSTOMIZATION, "flux-system", "acme").await);
+    bed::eventually(30, "the Kustomization's inventory without acme", || async {
+        b.get(KUSTOMIZATION, "flux-system", "acme")
+            .await
+            .is_some_and(|k| {
+                k["status"]["inventory"].is_object()
+                    && !k["status"]["inventory"]
+                        .to_string()
+                        .contains("tenant-acme_acme_ipsec.bnerd.net_IPsecGateway")
+            })
+    })
+    .await;
+    let plain = ["cutover", "acme", "-n", NS, "--yes"];
+    let r = b
+        .step(
+            &plain,
+            5,
+            &[
+                "field manager helm-controller",
+                "kustomization/acme -n flux-system (the window restored it; live: syncing automatically, self-heal, prune; not what re-created it: its status says its source no longer defines the gateway, and kustomize-controller did not write this one)",
+                "`kubectl delete ipsecgateway acme -n tenant-acme`",
+            ],
+        )
+        .await;
+    let flat = live::flat(&r.stderr);
+    assert!(
+        !flat.contains("kubectl patch kustomization acme"),
+        "the restored Kustomization is not asked to be suspended: {flat}"
+    );
+    assert!(!flat.contains("suspend what syncs it now first"), "{flat}");
+    // Followed literally: the delete, then the advised cutover.
+    b.delete(IPSECGATEWAY, NS, "acme").await;
+    b.step(&plain, 0, &[]).await;
+    assert!(!suspended(b, KUSTOMIZATION, "flux-system", "acme").await);
+    assert!(suspended(b, HELMRELEASE, "charts", "acme-chart").await);
+    // Suspended by hand as vpnmig writes it (what the stop used to ask): named with its
+    // resume until it is resumed.
+    b.patch_as(
+        KUSTOMIZATION,
+        "flux-system",
+        "acme",
+        "vpnmig",
+        json!({"spec": {"suspend": true}}),
+    )
+    .await;
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    for says in [
+        "GitOps sync suspended again after the window restored it: kustomization/acme -n flux-system (by the window of tenant-acme/acme, journal phase done; live: suspended again after the window restored it at",
+        "no vpnmig window holds it, and vpnmig never resumes it. Before you resume it",
+        "`flux resume kustomization acme -n flux-system`",
+        "helmrelease/acme-chart -n charts",
+    ] {
+        assert!(st.contains(says), "missing `{says}` in: {st}");
+    }
+    b.edit(KUSTOMIZATION, "flux-system", "acme", |o| {
+        o["spec"]["suspend"] = json!(false)
+    })
+    .await;
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    assert!(
+        !st.contains("kustomization/acme -n flux-system (by the window"),
+        "resumed: named no more: {st}"
+    );
+}
+
 /// Until each Kustomization's inventory lists acme (both synced it).
 async fn both_inventories(b: &Bed) {
     applied_by(b, &["kustomize-controller"]).await;
@@ -369,6 +487,14 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(an_owner_known_only_by_its_inventory(b)),
+    },
+    /// a21m B12: after a two-owner re-create, the stop names the writer, and a restored
+    /// owner suspended since stays named until resumed.
+    a_re_create_by_one_of_two_owners_names_the_writer_and_keeps_the_other_named: bed::Row {
+        scenario: kustomization_and_gateway_only_helmrelease,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_create_by_one_of_two_owners_names_the_writer_and_keeps_the_other_named(b)),
     },
     /// A08's flow: the interference stop names the owner that re-created the gateway.
     a_re_created_gateway_names_the_owner_that_wrote_it: bed::Row {

@@ -891,6 +891,258 @@ async fn an_application_set_stop_has_a_command_that_ends_done(b: &Bed) {
     assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
 }
 
+/// The ApplicationSet's kind (served by [`application_set`]'s CRD).
+const APPLICATIONSET: Kind = (
+    "argoproj.io",
+    "v1alpha1",
+    "applicationsets",
+    "ApplicationSet",
+);
+const STANDORTE: &str = "applicationset/standorte -n argocd";
+
+/// The ApplicationSet `standorte` as its parent's source defines it: `applicationsSync:
+/// sync`, so the parent's apply puts `sync` back over a `create-only` set by hand.
+const STANDORTE_DEF: &str = "apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata:
+  name: standorte
+  namespace: argocd
+spec:
+  generators: [{list: {elements: [{tenant: acme}]}}]
+  syncPolicy: {applicationsSync: sync}
+  template:
+    metadata: {name: '{{tenant}}'}
+    spec:
+      project: default
+      syncPolicy:
+        automated: {selfHeal: true, prune: true}
+";
+
+/// [`application_set`] with `parent` (a Flux Kustomization or HelmRelease, or an Argo CD
+/// Application) above the ApplicationSet: its source holds [`STANDORTE_DEF`] (a21m B19:
+/// Flux `set-ks` applied `tenant-set`, and no stop named it).
+fn set_under(parent: Level) -> String {
+    let mut base = application_set();
+    if parent.0 != APPLICATION {
+        // Flux's kinds (the Flux cluster's first two documents) and namespace.
+        let crds: Vec<&str> = FLUX.split("\n---\n").take(2).collect();
+        base = format!(
+            "{base}\n---\n{}\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: flux-system\n",
+            crds.join("\n---\n")
+        );
+    }
+    let (live, ns) = if parent.0 == APPLICATION {
+        (argo_level(parent.1), "argocd")
+    } else {
+        (flux_level(parent.0, parent.1, false), "flux-system")
+    };
+    with_parent(&base, live.trim_end(), ns, parent.1, STANDORTE_DEF)
+}
+
+/// `applicationsSync` of the ApplicationSet, as read.
+async fn applications_sync(b: &Bed) -> String {
+    b.get(APPLICATIONSET, "argocd", "standorte")
+        .await
+        .expect("the ApplicationSet exists")["spec"]["syncPolicy"]["applicationsSync"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// a21m B19: `parent` applies the ApplicationSet that owns acme's Application. The stop
+/// names the chain above the ApplicationSet, the parent's suspension first, then the
+/// set's `create-only`. `set_alone_first`: the ApplicationSet's patch alone is run first
+/// (what every stop said before): the parent puts `sync` back, and the next stop says
+/// that it applied it back, never the identical stop. Followed literally: done, and
+/// `status` names both as relied on. On the code before it, the parent was never named
+/// and the rounds looped.
+async fn a_parent_above_an_application_set_is_named_first_and_ends_done(
+    b: &Bed,
+    parent: Level,
+    set_alone_first: bool,
+) {
+    let on = b.backend;
+    bed::eventually(30, "the IPsecGateway", || async {
+        !b.objects(IPSECGATEWAY, NS).await.is_empty()
+    })
+    .await;
+    bed::eventually(30, "the parent applies the ApplicationSet", || async {
+        b.get(APPLICATIONSET, "argocd", "standorte")
+            .await
+            .is_some_and(|o| markers(&o).contains(parent.1))
+    })
+    .await;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    let first = b.step(&cut, 7, &["no gateway was deleted"]).await;
+    nothing_deleted(b).await;
+    let flat = live::flat(&first.stderr);
+    let managed = format!("{STANDORTE} is itself managed by {}", shown(parent));
+    assert!(
+        flat.contains(&managed),
+        "{on}: missing `{managed}` in: {flat}"
+    );
+    let hint = live::flat(&hint_of(&first));
+    let parent_first = at(&hint, &format!("suspend {}", shown(parent)), on);
+    let set_then = at(
+        &hint,
+        &format!("set `spec.syncPolicy.applicationsSync: create-only` on {STANDORTE}"),
+        on,
+    );
+    assert!(parent_first < set_then, "{on}: the parent first: {hint}");
+    let mut last = first;
+    if set_alone_first {
+        let patch = live::flat(&hint_of(&last))
+            .split('`')
+            .find(|c| c.starts_with("kubectl patch applicationset standorte"))
+            .expect("the ApplicationSet's patch")
+            .to_string();
+        shell(b, &patch).await;
+        bed::eventually(20, "the parent puts `sync` back", || async {
+            applications_sync(b).await == "sync"
+        })
+        .await;
+        let r = b.step(&cut, 7, &["no gateway was deleted"]).await;
+        let flat = live::flat(&r.stderr);
+        assert_ne!(
+            flat,
+            live::flat(&last.stderr),
+            "{on}: the identical stop twice"
+        );
+        let again = format!(
+            "({STANDORTE} regenerates its Applications again although an earlier run of this window named it: if `applicationsSync` was set to `create-only` since, {} applied it back; its `create-only` alone does not hold)",
+            shown(parent)
+        );
+        assert!(flat.contains(&again), "{on}: missing `{again}` in: {flat}");
+        let hint = live::flat(&hint_of(&r));
+        assert!(
+            at(&hint, &format!("suspend {}", shown(parent)), on)
+                < at(&hint, "applicationsSync: create-only` on", on),
+            "{on}: the parent first: {hint}"
+        );
+        last = r;
+    }
+    let mut rounds = 0;
+    loop {
+        rounds += 1;
+        assert!(
+            rounds <= 3,
+            "{on}: not done after 3 rounds:\n{}",
+            last.stderr
+        );
+        let hint = hint_of(&last);
+        let ran = follow_hint(b, &hint).await;
+        assert!(!ran.is_empty(), "{on}: nothing to do in: {hint}");
+        let next = bed::advised(&hint, "cutover acme");
+        let r = b.run_advised(&next, &["--yes"]).await;
+        if r.code == 0 {
+            break;
+        }
+        assert_ne!(
+            live::flat(&r.stderr),
+            live::flat(&last.stderr),
+            "{on}: the identical stop twice"
+        );
+        last = r;
+    }
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert!(
+        suspended(b, parent).await,
+        "{on}: {} syncs again",
+        shown(parent)
+    );
+    assert_eq!(applications_sync(b).await, "create-only", "{on}");
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    for l in [shown(parent), STANDORTE.to_string()] {
+        let relied = format!("GitOps parent relied on: {l}");
+        assert!(st.contains(&relied), "{on}: missing `{relied}` in: {st}");
+    }
+}
+
+/// a21m B16: a parent stop leaves the window at `started` (nothing deleted); the
+/// repository change is merged early, and the owner's sync prunes the IPsecGateway and
+/// applies the VPNGateway itself. `cutover` says the journal is there and the gateway is
+/// gone (never "its journal … is gone"), and `status` says it is gone (never "the
+/// IPsecGateway is untouched"). On the code before it, both said the opposite.
+async fn an_early_merge_before_the_delete_is_said_as_it_is(b: &Bed) {
+    let on = b.backend;
+    bed::eventually(30, "the IPsecGateway", || async {
+        !b.objects(IPSECGATEWAY, NS).await.is_empty()
+    })
+    .await;
+    let source = b
+        .get(CONFIGMAP, "flux-system", "acme-source")
+        .await
+        .unwrap()["data"]["manifests"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let repo = live::repo_in(b.cwd(), &source);
+    b.step(
+        &[
+            "plan",
+            "acme",
+            "-n",
+            NS,
+            "--out",
+            "plans/acme",
+            "--gitops-repo",
+            repo.to_str().unwrap(),
+        ],
+        4,
+        &[],
+    )
+    .await;
+    let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
+    assert!(!rewritten.contains("kind: IPsecGateway"), "{rewritten}");
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    b.step(&cut, 7, &["no gateway was deleted"]).await;
+    assert_eq!(
+        b.phase(NS, "acme").await.as_deref(),
+        Some("started"),
+        "{on}"
+    );
+    b.edit(CONFIGMAP, "flux-system", "acme-source", |o| {
+        o["data"]["manifests"] = Value::String(rewritten.clone())
+    })
+    .await;
+    bed::eventually(
+        30,
+        "the owner prunes the IPsecGateway and applies the VPNGateway",
+        || async {
+            b.get(IPSECGATEWAY, NS, "acme").await.is_none()
+                && b.get(VPNGATEWAY, NS, "acme").await.is_some()
+        },
+    )
+    .await;
+    assert!(
+        b.journal(NS, "acme").await.is_some(),
+        "{on}: the journal is there"
+    );
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes"],
+            7,
+            &[
+                "(its journal, ConfigMap tenant-acme/vpnmig-acme, is there and keeps the IPsecGateway's manifest): vpnmig deleted nothing, but ipsecgateway/acme -n tenant-acme is gone: deleted outside the window",
+                "vpngateway/acme -n tenant-acme exists",
+                "`vpnmig rollback acme -n tenant-acme --yes` goes back from the journal",
+            ],
+        )
+        .await;
+    assert!(
+        !live::flat(&r.stderr).contains("is gone: nothing to cut over"),
+        "{on}: {}",
+        r.stderr
+    );
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    assert!(
+        st.contains("window under way: tenant-acme/acme at journal phase started: the window of tenant-acme/acme is at journal phase started (its journal, ConfigMap tenant-acme/vpnmig-acme, is there and keeps the IPsecGateway's manifest): vpnmig deleted nothing, but ipsecgateway/acme -n tenant-acme is gone"),
+        "{on}: {st}"
+    );
+    assert!(!st.contains("the IPsecGateway is untouched"), "{on}: {st}");
+}
+
 /// Ctrl-C while the old gateway's delete unwinds: the hint says what was interrupted and
 /// what is true, then the command; the command ends done. On the code before it, the hint
 /// began "the tunnel is down or unverified".
@@ -1401,6 +1653,36 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(an_application_set_stop_has_a_command_that_ends_done(b)),
+    },
+    /// a21m B19: a Flux Kustomization applies the ApplicationSet (`applicationsSync:
+    /// sync` in its source); the set's `create-only` alone is undone, and said so.
+    a_kustomization_above_an_application_set_is_named_first_and_ends_done: bed::Row {
+        scenario: || scenario(set_under((KUSTOMIZATION, "mandant"))),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_parent_above_an_application_set_is_named_first_and_ends_done(b, (KUSTOMIZATION, "mandant"), true)),
+    },
+    /// a21m B19: an Argo CD app-of-apps applies the ApplicationSet.
+    an_argo_application_above_an_application_set_is_named_first_and_ends_done: bed::Row {
+        scenario: || scenario(set_under((APPLICATION, "wurzel"))),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_parent_above_an_application_set_is_named_first_and_ends_done(b, (APPLICATION, "wurzel"), false)),
+    },
+    /// a21m B19: a HelmRelease applies the ApplicationSet (field manager helm-controller).
+    a_helm_release_above_an_application_set_is_named_first_and_ends_done: bed::Row {
+        scenario: || scenario(set_under((HELMRELEASE, "sockel"))),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_parent_above_an_application_set_is_named_first_and_ends_done(b, (HELMRELEASE, "sockel"), false)),
+    },
+    /// a21m B16: an early merge prunes the IPsecGateway of a window at `started`.
+    an_early_merge_before_the_delete_is_said_as_it_is: bed::Row {
+        scenario: || scenario(chain(&[(KUSTOMIZATION, "verbund")])),
+        only: None,
+        // Ends with the window open at `started` beside the owner's VPNGateway, on purpose.
+        after: None,
+        steps: |b| Box::pin(an_early_merge_before_the_delete_is_said_as_it_is(b)),
     },
     /// a21k N01: Ctrl-C during `deleting`.
     ctrl_c_during_deleting_says_what_was_interrupted: bed::Row {

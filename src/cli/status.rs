@@ -576,6 +576,7 @@ impl Windows {
                 }
                 "not-paused" => "GitOps sync not suspended (the window's pause did not land)",
                 "restoring" => "GitOps sync re-armed by the window's own restore, unfinished",
+                "suspended-again" => "GitOps sync suspended again after the window restored it",
                 _ => "GitOps sync suspended",
             };
             let detail = if s.live_detail.is_empty() {
@@ -1737,6 +1738,39 @@ async fn suspended_owners(
         let (ns, name) = (&j.namespace, &j.gateway);
         for r in &j.gitops {
             let holders = holders::holders(parsed, &r.owner, (ns, name));
+            // Restored by a finished window and suspended again since (a stop's advice
+            // to suspend it, followed; a21m B12: named nowhere after that, it never
+            // synced again): no window holds it, so it is named with its resume until
+            // it is resumed.
+            if !r.paused
+                && j.phase.finished()
+                && let Some(at) = &r.restored_at
+                && !holders.iter().any(|h| h.paused)
+                && let Ok(crate::cluster::gitops::Found::One(_, o)) =
+                    crate::cluster::gitops::find(cluster, &r.owner).await
+                && !gitops::owner_state(&o, "IPsecGateway", ns, name).active
+            {
+                let replaced = if j.phase == Phase::RolledBack {
+                    "VPNGateway"
+                } else {
+                    "IPsecGateway"
+                };
+                out.push(Suspended {
+                    namespace: ns.clone(),
+                    gateway: name.clone(),
+                    phase: j.phase.to_string(),
+                    owner: r.owner.display(),
+                    resume: format!(
+                        "no vpnmig window holds it, and vpnmig never resumes it. {}",
+                        crate::window::resume_by_hand(&r.owner, replaced, j, Some(&o))
+                    ),
+                    relies: false,
+                    relied_on_by: Vec::new(),
+                    live: "suspended-again".into(),
+                    live_detail: format!("suspended again after the window restored it at {at}"),
+                });
+                continue;
+            }
             if !r.paused {
                 // A finished window that relied on an owner no vpnmig window suspended
                 // (`--gitops ignore`: the engineer did): while it is still suspended, it
@@ -2262,10 +2296,33 @@ async fn recovery(cluster: &Cluster, j: &crate::core::journal::Journal) -> Strin
     if j.phase.rolling_back() {
         return plain;
     }
+    let (name, ns) = (&j.gateway, &j.namespace);
+    // Before the delete, the journal's advice says the IPsecGateway is untouched: only
+    // while it is live (a21m B16: pruned by an early merge, it was said "untouched").
+    if !j.phase.past_delete() && !j.phase.finished() {
+        let Ok(old) = crate::cluster::gitops::get_kept(
+            cluster,
+            "ipsec.bnerd.net/v1alpha1",
+            "IPsecGateway",
+            ns,
+            name,
+        )
+        .await
+        else {
+            return plain;
+        };
+        if old
+            .as_ref()
+            .is_some_and(|o| o.pointer("/metadata/deletionTimestamp").is_none())
+        {
+            return plain;
+        }
+        let (what, ways) = crate::window::gone_before_the_delete(cluster, j, old.is_some()).await;
+        return format!("{what}: {ways}");
+    }
     let Some(obj) = recreated_old(cluster, j).await else {
         return plain;
     };
-    let (name, ns) = (&j.gateway, &j.namespace);
     format!(
         "ipsecgateway/{name} -n {ns} exists again (uid {}, {}): stop whoever re-created it, then delete it (`kubectl delete ipsecgateway {name} -n {ns}`) before `vpnmig cutover {name} -n {ns}` resumes; `vpnmig rollback {name} -n {ns}` keeps it instead and closes the journal (its addresses are checked)",
         obj.pointer("/metadata/uid")

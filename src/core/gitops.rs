@@ -579,8 +579,10 @@ pub fn parents(owner: &Value) -> Vec<Parent> {
     // Every owner kind (a21l A03: a HelmRelease an Application applies carries its label
     // as any object does); for a Kustomization or HelmRelease, held to the Application's
     // own status where it lists what it applies ([`lists_resource`]).
-    if matches!(kind, "Application" | "Kustomization" | "HelmRelease")
-        && let Some(app) = get(owner, "/metadata/labels", "app.kubernetes.io/instance")
+    if matches!(
+        kind,
+        "Application" | "ApplicationSet" | "Kustomization" | "HelmRelease"
+    ) && let Some(app) = get(owner, "/metadata/labels", "app.kubernetes.io/instance")
     {
         let o = OwnerRef::argo(app);
         if !itself(&o) && !out.iter().any(|p| p.owner == o) {
@@ -824,7 +826,10 @@ fn ignores_sync_policy<'a>(pointers: impl Iterator<Item = &'a Value>) -> bool {
     pointers.filter_map(Value::as_str).any(|p| {
         let p = p.trim().replace('.', "/");
         let p = p.trim_end_matches('/');
-        p == "/spec" || p == "/spec/syncPolicy" || p == "/spec/syncPolicy/automated"
+        p == "/spec"
+            || p == "/spec/syncPolicy"
+            || p == "/spec/syncPolicy/automated"
+            || p == "/spec/syncPolicy/applicationsSync"
     })
 }
 
@@ -893,7 +898,9 @@ pub fn parent_state(parent: &Value, child: &Value) -> ParentState {
                     .into_iter()
                     .flatten()
                     .any(|d| {
-                        d["kind"] == "Application"
+                        // The child's own kind: an app-of-apps over an ApplicationSet
+                        // ignores the set's `spec.syncPolicy` (a21m B19).
+                        d["kind"] == child["kind"].as_str().unwrap_or("Application")
                             && d["group"].as_str().is_none_or(|g| g == "argoproj.io")
                             // Scoped by name or namespace to another Application, it
                             // does not cover this one (a21c attack 1).
@@ -919,8 +926,14 @@ pub fn parent_state(parent: &Value, child: &Value) -> ParentState {
             // Application's manifest sets `automated` whenever it syncs automatically,
             // so a Flux parent of an Application puts it back unless its managedFields
             // show it does not own it (issue 21 item 4, attack 5).
+            // An ApplicationSet's is `applicationsSync` (a21m B19: read as `suspend`, a
+            // Kustomization whose source sets `applicationsSync: sync` was never on the
+            // chain, and put `sync` back each time a stop's advice set `create-only`).
             let field = match child["kind"].as_str() {
                 Some("Application") => ["f:spec", "f:syncPolicy", "f:automated"].as_slice(),
+                Some("ApplicationSet") => {
+                    ["f:spec", "f:syncPolicy", "f:applicationsSync"].as_slice()
+                }
                 _ => ["f:spec", "f:suspend"].as_slice(),
             };
             let manager = if parent["kind"] == "HelmRelease" {
@@ -3723,6 +3736,27 @@ mod tests {
         assert!(super::parent_state(&flux("Kustomization"), &ks_child).puts_back);
         // A HelmRelease parent writes with helm-controller, not kustomize-controller.
         assert!(!super::parent_state(&flux("HelmRelease"), &ks_child).puts_back);
+        // An ApplicationSet child (a21m B19): its field is `applicationsSync`, never
+        // `suspend`; a source that sets it puts `sync` back, one that does not keeps
+        // `create-only`.
+        let mut set_child = json!({"kind": "ApplicationSet", "spec": {}, "metadata": {"managedFields": [entry("kustomize-controller", json!({"f:spec": {"f:generators": {}}}))]}});
+        let st = super::parent_state(&flux("Kustomization"), &set_child);
+        assert!(st.active && !st.puts_back && !st.would_put_back, "{st:?}");
+        set_child["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:syncPolicy"] =
+            json!({"f:applicationsSync": {}});
+        let st = super::parent_state(&flux("Kustomization"), &set_child);
+        assert!(st.puts_back && st.would_put_back, "{st:?}");
+        assert!(!super::parent_state(&flux("HelmRelease"), &set_child).puts_back);
+        // An app-of-apps over it puts it back, unless it ignores the set's syncPolicy.
+        let app = |ignore: Value| json!({"kind": "Application", "spec": {"syncPolicy": {"automated": {"selfHeal": true}, "syncOptions": ["RespectIgnoreDifferences=true"]}, "ignoreDifferences": ignore}});
+        assert!(super::parent_state(&app(json!([])), &set_child).puts_back);
+        let ignoring = json!([{"group": "argoproj.io", "kind": "ApplicationSet", "jsonPointers": ["/spec/syncPolicy/applicationsSync"]}]);
+        assert!(!super::parent_state(&app(ignoring), &set_child).puts_back);
+        // Its markers name its parents as any owner's do: the Argo CD instance label too.
+        let labelled = json!({"kind": "ApplicationSet", "metadata": {"name": "standorte", "namespace": "argocd", "labels": {"app.kubernetes.io/instance": "wurzel"}}});
+        let p = super::parents(&labelled);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].owner.name, "wurzel");
     }
 
     /// A chain of parents (a21i 06, 09): the links acting now, top-most first; a link the

@@ -557,6 +557,16 @@ async fn no_old_gateway(
             };
         }
     }
+    // The journal is there, before the delete: the IPsecGateway went outside the window
+    // (a21m B16: an early merge, pruned; the stop said "its journal … is gone").
+    if let Some(j) = previous.filter(|j| !j.phase.past_delete() && !j.phase.finished()) {
+        let (what, ways) = gone_before_the_delete(cluster, j, false).await;
+        return Error::Stop {
+            code: exit::REFUSED,
+            message: format!("{what}: nothing to cut over; nothing was changed"),
+            hint: Some(ways.into()),
+        };
+    }
     let lost = crate::state::lost_journal_hint(&cluster.server, ns, name);
     match new {
         Ok(Some(gw)) => Error::Stop {
@@ -586,6 +596,44 @@ async fn no_old_gateway(
             None => Error::Cluster(e),
         },
     }
+}
+
+/// What is true of window `j` before its delete (phase `started`, `psk-detached`) whose
+/// IPsecGateway is gone (`deleting`: going) all the same: vpnmig deleted nothing, someone
+/// else did (a GitOps prune after an early merge, a hand); what stands in its place, and
+/// the ways on. Said by `cutover` and `status` instead of "the journal is gone" and
+/// "nothing was deleted … untouched" (a21m B16).
+pub(crate) async fn gone_before_the_delete(
+    cluster: &Cluster,
+    j: &Journal,
+    deleting: bool,
+) -> (String, String) {
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    let new =
+        crate::cluster::gitops::get_kept(cluster, "vpn.bnerd.net/v1alpha1", "VPNGateway", ns, name)
+            .await;
+    let stands = match &new {
+        Ok(Some(gw)) => format!(
+            "vpngateway/{name} -n {ns} exists (uid {}, {}), which this window did not apply",
+            gw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("?"),
+            crate::core::gitops::writer(gw)
+                .map(|w| format!("written by {w}"))
+                .unwrap_or_else(|| "no field manager other than vpnmig's and the operator's".into())
+        ),
+        Ok(None) => "no VPNGateway exists either: the client's tunnel is down".to_string(),
+        Err(e) => format!("whether a VPNGateway exists cannot be read ({e})"),
+    };
+    (
+        format!(
+            "the window of {ns}/{name} is at journal phase {} (its journal, ConfigMap {ns}/{}, is there and keeps the IPsecGateway's manifest): vpnmig deleted nothing, but ipsecgateway/{name} -n {ns} is {}: deleted outside the window (a GitOps owner's prune after the repository change was merged early, or by hand); {stands}",
+            j.phase,
+            journal::object_name(name),
+            if deleting { "being deleted" } else { "gone" }
+        ),
+        format!(
+            "`vpnmig verify {name} -n {ns}` checks what is live; `vpnmig rollback {name} -n {ns}` goes back from the journal"
+        ),
+    )
 }
 
 /// The PSK Secret the old gateway references.

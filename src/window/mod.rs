@@ -73,6 +73,7 @@ use crate::core::verify::Row;
 use crate::window::error::Error;
 
 pub use cutover::cutover;
+pub(crate) use cutover::gone_before_the_delete;
 pub use cutover::phases::{CUTOVER, Cutover};
 pub use gitops::GitopsOptions;
 pub(crate) use gitops::{

@@ -366,10 +366,25 @@ pub(super) fn chain_stop(
             .flatten()
             .filter(|below| below.state.active && record(below).is_some())
             .map(|_| {
+                // An ApplicationSet is kept by `create-only`, not a suspension (a21m B19:
+                // its Flux parent put `sync` back each time, and no stop said so).
+                let (does, since) = if l.child.kind == "ApplicationSet" {
+                    (
+                        "regenerates its Applications again",
+                        "`applicationsSync` was set to `create-only` since",
+                    )
+                } else {
+                    ("syncs again", "it was suspended since")
+                };
                 format!(
-                    " ({} syncs again although an earlier run of this window named it: if it was suspended since, {} applied it back; suspending it alone does not hold)",
+                    " ({} {does} although an earlier run of this window named it: if {since}, {} applied it back; {} alone does not hold)",
                     l.child.display(),
-                    l.parent.owner.display()
+                    l.parent.owner.display(),
+                    if l.child.kind == "ApplicationSet" {
+                        "its `create-only`"
+                    } else {
+                        "suspending it"
+                    }
                 )
             })
             .unwrap_or_default();

@@ -472,12 +472,19 @@ pub(super) async fn may_have_re_created(
         };
         if let Found::One(owner, o) = live::find(w.cluster, &r.owner).await? {
             let st = gitops::owner_state(&o, "IPsecGateway", w.ns(), w.name());
+            // Only an owner that may have written it is asked to be suspended: its
+            // controller wrote the gateway, or its status does not say that its source no
+            // longer defines it (a21m B12: the restored Kustomization, whose merged source
+            // no longer defines the gateway, was named instead of the HelmRelease that
+            // wrote it, and following it left the Kustomization suspended and unnamed).
+            let wrote = gitops::written_by(&owner.kind, old);
+            let may = wrote || st.source_lists != Some(false);
             let command = if r.paused {
                 format!("`{}`", gitops::pause_command(&owner))
             } else {
                 suspend_command(&owner)
             };
-            if let Some((by, first)) = chain_first(w, &owner, &command).await? {
+            if may && let Some((by, first)) = chain_first(w, &owner, &command).await? {
                 suspends.push(first);
                 said.push(format!(
                     "{shown} ({what}; live: {}; {by})",
@@ -485,10 +492,21 @@ pub(super) async fn may_have_re_created(
                 ));
                 continue;
             }
-            if st.active {
+            if st.active && may {
                 suspends.push(command);
             }
-            said.push(format!("{shown} ({what}; live: {})", gitops::how(&st)));
+            let not_it = if st.active && !may {
+                format!(
+                    "; not what re-created it: its status says its source no longer defines the gateway, and {} did not write this one",
+                    gitops::controller_managers(&owner.kind).join(" or ")
+                )
+            } else {
+                String::new()
+            };
+            said.push(format!(
+                "{shown} ({what}; live: {}{not_it})",
+                gitops::how(&st)
+            ));
         } else {
             said.push(format!("{shown} ({what}; gone now)"));
         }
