@@ -98,8 +98,9 @@ pub(super) async fn resume(
                     j.phase
                 ),
                 hint: Some(crate::window::error::hint!(
-                    "the journal does not match the cluster (edited?): inspect `kubectl get configmap {} -n {ns} -o yaml`; `vpnmig rollback {name} -n {ns}` keeps the IPsecGateway and closes it",
-                    journal::object_name(&name)
+                    "the journal does not match the cluster (edited?): inspect `kubectl get configmap {} -n {ns} -o yaml`; `{}` keeps the IPsecGateway and closes it",
+                    journal::object_name(&name),
+                    crate::window::error::Run::rollback(&name, &ns)
                 )),
             });
         }
@@ -252,8 +253,10 @@ pub(super) async fn forward_again(
                 differ
             ),
             hint: Some(crate::window::error::hint!(
-                "undo the edit (the recorded spec is data.old-ipsecgateway.yaml of `kubectl get configmap {} -n {ns} -o yaml`) and run --forward again; or keep the edit: close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`, then plan the edited gateway (`vpnmig plan {name} -n {ns}`) and cut over from that plan",
-                journal::object_name(&name)
+                "undo the edit (the recorded spec is data.old-ipsecgateway.yaml of `kubectl get configmap {} -n {ns} -o yaml`) and run --forward again; or keep the edit: close the journal with `{}`, then plan the edited gateway (`{}`) and cut over from that plan",
+                journal::object_name(&name),
+                crate::window::error::Run::rollback(&name, &ns).with(&["--accept-new-addresses"]),
+                crate::window::error::Run::plan(&name, &ns)
             )),
         });
     }

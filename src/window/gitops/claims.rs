@@ -255,9 +255,12 @@ async fn claimed_or(
             said.join("; and ")
         ),
         hint: Some(crate::window::error::hint!(
-            "{first}delete it ({}) and make sure the repository no longer defines it (nor any other gateway with floating IP {}); then `vpnmig cutover {name} -n {ns}` goes on (`vpnmig verify {name} -n {ns}` checks the floating IP, `vpnmig status -n {ns}` names the owners)",
+            "{first}delete it ({}) and make sure the repository no longer defines it (nor any other gateway with floating IP {}); then `{}` goes on (`{}` checks the floating IP, `{}` names the owners)",
             deletes.join("; "),
-            w.journal.floating_ip
+            w.journal.floating_ip,
+            crate::window::error::Run::cutover(&name, &ns),
+            crate::window::error::Run::verify(&name, &ns),
+            crate::window::error::Run::status(&ns)
         )),
     }))
 }

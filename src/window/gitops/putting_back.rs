@@ -156,7 +156,8 @@ pub(super) async fn put_back(
             }
         ),
         hint: Some(crate::window::error::hint!(
-            "fix the repository: its merged source must define each field above as wanted ({source_fix}; {check} shows what it would still change), then {again} restores it; `vpnmig verify {name} -n {ns}` checks the gateway"
+            "fix the repository: its merged source must define each field above as wanted ({source_fix}; {check} shows what it would still change), then {again} restores it; `{}` checks the gateway",
+            crate::window::error::Run::verify(&name, &ns)
         )),
     }))
 }

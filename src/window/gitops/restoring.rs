@@ -677,7 +677,7 @@ pub(crate) async fn restore(
                     crate::window::error::error_line(e)
                 ),
                 hint: Some(crate::window::error::hint!(
-                    "{}{}check the gateway (`vpnmig verify {name} -n {ns}`), then `vpnmig {verb} {name} -n {ns}{}` restores it again",
+                    "{}{}check the gateway (`{}`), then `vpnmig {verb} {name} -n {ns}{}` restores it again",
                     match e {
                         Error::Stop { hint: Some(h), .. } => crate::window::error::hint!("{}; ", h),
                         _ => Default::default(),
@@ -689,6 +689,7 @@ pub(crate) async fn restore(
                     } else {
                         "its source is not what the windows made live: fix the repository, "
                     },
+                    crate::window::error::Run::verify(&name, &ns),
                     // A suspended Flux owner's status never shows the merge: the plain
                     // restore would only refuse again (attack 1's loop).
                     if r.owner.kind == "Application" {

@@ -145,7 +145,9 @@ pub(crate) async fn changed(cluster: &Cluster, kind: &str, targets: Vec<&Value>)
             gitops::who(&obj)
         ),
         hint: Some(crate::window::error::hint!(
-            "suspend whatever syncs it (`vpnmig status -n {ns} -o wide` shows its MANAGED-BY; `--gitops pause` does it for the window), then `vpnmig rollback {gateway} -n {ns}` restores the IPsecGateway from the journal"
+            "suspend whatever syncs it (`{}` shows its MANAGED-BY; `--gitops pause` does it for the window), then `{}` restores the IPsecGateway from the journal",
+            crate::window::error::Run::status(&ns).with(&["-o", "wide"]),
+            crate::window::error::Run::rollback(&gateway, &ns)
         )),
     }
 }
