@@ -154,7 +154,7 @@ async fn run(
                 ),
                 hint: Some(crate::window::error::hint!(
                     "`{}` restores the IPsecGateway from the journal; `vpnmig status` shows what is there",
-                    crate::window::error::Run::rollback(&name, &ns)
+                    crate::window::error::Run::rollback(name, &ns)
                 )),
             });
         }
@@ -184,7 +184,7 @@ async fn run(
                     ),
                     hint: Some(crate::window::error::hint!(
                         "`{}` shows every check; `{}` says what to put back",
-                        crate::window::error::Run::verify(&name, &ns),
+                        crate::window::error::Run::verify(name, &ns),
                         crate::window::error::Run::status(&ns)
                     )),
                 });
@@ -306,7 +306,7 @@ async fn run(
             message: format!("{blocking} blocker(s): nothing was changed"),
             hint: Some(crate::window::error::hint!(
                 "`{}` shows every check and its fix",
-                crate::window::error::Run::plan(&name, &ns)
+                crate::window::error::Run::plan(name, &ns)
             )),
         });
     }
@@ -363,7 +363,7 @@ async fn run(
             ),
             hint: Some(crate::window::error::hint!(
                 "run from a directory you can write, or pass `--out DIR`: `{}`",
-                crate::window::error::Run::cutover(&name, &ns).with(&["--out", "DIR"])
+                crate::window::error::Run::cutover(name, &ns).with(&["--out", "DIR"])
             )),
         })?;
     }
@@ -548,8 +548,8 @@ async fn no_old_gateway(
                 hint: if state == journal::Left::Gone {
                     Some(crate::window::error::hint!(
                         "`{}` re-creates it from the journal (floating IP pinned), then `{}` starts over",
-                        crate::window::error::Run::rollback(&name, &ns),
-                        crate::window::error::Run::cutover(&name, &ns)
+                        crate::window::error::Run::rollback(name, ns),
+                        crate::window::error::Run::cutover(name, ns)
                     ))
                 } else {
                     j.left_todo(state).map(Into::into)
@@ -578,7 +578,7 @@ async fn no_old_gateway(
             ),
             hint: Some(crate::window::error::hint!(
                 "`{}` checks it; to go back, {}",
-                crate::window::error::Run::verify(&name, &ns),
+                crate::window::error::Run::verify(name, ns),
                 lost.unwrap_or_else(|| format!(
                     "roll back from the bundle its cutover wrote: `vpnmig rollback {name} -n {ns} --plan DIR`"
                 ))

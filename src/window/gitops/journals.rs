@@ -31,7 +31,7 @@ pub(super) fn psk_gone_stop(j: &crate::core::journal::Journal, owner: &gitops::O
         ),
         hint: Some(crate::window::error::hint!(
             "ask the client for the key and re-create the Secret: `kubectl create secret generic {secret} -n {ns} --from-literal={key}=<the client's key>`; `{}` then compares it with the fingerprint and checks the tunnel; keep the Secret in the repository (or take the owner's markers off it) before the owner is restored",
-            crate::window::error::Run::verify(&name, &ns)
+            crate::window::error::Run::verify(name, ns)
         )),
     }
 }

@@ -246,10 +246,10 @@ pub(crate) async fn live_again(
         ),
         hint: Some(crate::window::error::hint!(
             "{first}delete the re-created one (`kubectl delete ipsecgateway {name} -n {ns}`) and make sure the repository no longer defines it (`{}` writes the change); then `{}` goes on (`{}` names the owners, `{}` checks the gateway)",
-            crate::window::error::Run::plan(&name, &ns).with(&["--gitops-repo", "DIR"]),
-            crate::window::error::Run::cutover(&name, &ns),
-            crate::window::error::Run::status(&ns),
-            crate::window::error::Run::verify(&name, &ns)
+            crate::window::error::Run::plan(name, ns).with(&["--gitops-repo", "DIR"]),
+            crate::window::error::Run::cutover(name, ns),
+            crate::window::error::Run::status(ns),
+            crate::window::error::Run::verify(name, ns)
         )),
     }))
 }

@@ -245,7 +245,7 @@ pub(super) fn psk_changed(
         ),
         hint: Some(crate::window::error::hint!(
             "ask the client for the key and put it back (`kubectl create secret generic {secret} -n {ns} --from-literal={key}=<the client's key> --dry-run=client -o yaml | kubectl apply -f -`), put the same key in the repository's copy (or take the owner's markers off the Secret), then `{}` compares it with the fingerprint",
-            crate::window::error::Run::verify(&name, &ns)
+            crate::window::error::Run::verify(name, ns)
         )),
     })
 }

@@ -113,7 +113,7 @@ pub(super) async fn fip_unclaimed(cluster: &Cluster, j: &Journal) -> Result<(), 
         hint: Some(crate::window::error::hint!(
             "find out why {} claims it (`kubectl get ipsecgateways,vpngateways -A -o wide`); take the floating IP out of its spec (in its repository first where Argo CD or Flux syncs it), then `{}`",
             if claims.len() == 1 { "it" } else { "they" },
-            crate::window::error::Run::rollback(&name, &ns)
+            crate::window::error::Run::rollback(name, ns)
         )),
     })
 }
@@ -185,7 +185,7 @@ pub(super) async fn missing_owners(
             ),
             hint: Some(crate::window::error::hint!(
                 "either restore the owner with its uid (e.g. from a backup), or run `{}` to re-create the gateway without these references (recorded in the journal); whatever owned it then no longer manages it",
-                crate::window::error::Run::rollback(&name, &ns).with(&["--drop-missing-owners"])
+                crate::window::error::Run::rollback(name, ns).with(&["--drop-missing-owners"])
             )),
         });
     }

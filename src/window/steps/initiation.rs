@@ -65,7 +65,7 @@ pub(super) async fn after_interrupt<T>(
                         crate::window::error::hint!(
                             "`{}` suspends it again as the window paused it, checks what that sync did (a re-created gateway, what the window keeps) and restores it watching its first sync; until then `{}` says the restore is unfinished",
                             again,
-                            crate::window::error::Run::status(&ns)
+                            crate::window::error::Run::status(ns)
                         ),
                     )
                 }
@@ -91,22 +91,22 @@ pub(super) async fn after_interrupt<T>(
                     format!("{message} before the journal was written: nothing was changed"),
                     crate::window::error::hint!(
                         "run `{}` again when ready",
-                        crate::window::error::Run::cutover(&name, &ns)
+                        crate::window::error::Run::cutover(name, ns)
                     ),
                 ),
                 Err(e) => (
                     format!("{message}; the journal could not be read: {e}"),
                     crate::window::error::hint!(
                         "`{}` resumes from the journal; `{}` reverses",
-                        crate::window::error::Run::cutover(&name, &ns),
-                        crate::window::error::Run::rollback(&name, &ns)
+                        crate::window::error::Run::cutover(name, ns),
+                        crate::window::error::Run::rollback(name, ns)
                     ),
                 ),
             };
             Err(Error::Stop {
                 code: exit::INTERRUPTED,
                 message,
-                hint: Some(hint.into()),
+                hint: Some(hint),
             })
         }
         // The API server stopped answering mid-window (a journal write, a lock renewal
@@ -127,8 +127,8 @@ pub(super) async fn after_interrupt<T>(
                 ),
                 Err(_) => crate::window::error::hint!(
                     "once the API server answers, `{}` resumes from the journal and `{}` reverses",
-                    crate::window::error::Run::cutover(&name, &ns),
-                    crate::window::error::Run::rollback(&name, &ns)
+                    crate::window::error::Run::cutover(name, ns),
+                    crate::window::error::Run::rollback(name, ns)
                 ),
             };
             Err(Error::Stop {
@@ -156,14 +156,14 @@ pub(super) async fn after_interrupt<T>(
                 ),
                 _ => crate::window::error::hint!(
                     "{who}`{}` resumes from the journal; `{}` reverses",
-                    crate::window::error::Run::cutover(&name, &ns),
-                    crate::window::error::Run::rollback(&name, &ns)
+                    crate::window::error::Run::cutover(name, ns),
+                    crate::window::error::Run::rollback(name, ns)
                 ),
             };
             Err(Error::Stop {
                 code: exit::REFUSED,
                 message: e.to_string(),
-                hint: Some(hint.into()),
+                hint: Some(hint),
             })
         }
         other => other,

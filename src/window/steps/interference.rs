@@ -146,8 +146,8 @@ pub(crate) async fn changed(cluster: &Cluster, kind: &str, targets: Vec<&Value>)
         ),
         hint: Some(crate::window::error::hint!(
             "suspend whatever syncs it (`{}` shows its MANAGED-BY; `--gitops pause` does it for the window), then `{}` restores the IPsecGateway from the journal",
-            crate::window::error::Run::status(&ns).with(&["-o", "wide"]),
-            crate::window::error::Run::rollback(&gateway, &ns)
+            crate::window::error::Run::status(ns).with(&["-o", "wide"]),
+            crate::window::error::Run::rollback(&gateway, ns)
         )),
     }
 }
