@@ -65,24 +65,25 @@ async fn window_fips(
 }
 
 /// Every gateway of `kind` (all namespaces; where that list is refused, the window's
-/// namespace), verbatim. `Err(why)`: neither could be listed.
+/// namespace, with why the others were not read), verbatim. `Err(why)`: neither could be
+/// listed.
 async fn gateways(
     cluster: &Cluster,
     kind: &'static str,
     ns: &str,
-) -> Result<Result<Vec<Value>, String>, Error> {
+) -> Result<Result<(Vec<Value>, Option<String>), String>, Error> {
     use kube::api::ApiResource;
     let ar = if kind == "IPsecGateway" {
         ApiResource::erase::<crate::core::model::IPsecGateway>(&())
     } else {
         ApiResource::erase::<crate::core::model::VPNGateway>(&())
     };
-    let all = match crate::cluster::list::raw(cluster, &ar, None, None).await {
-        Ok(items) => items,
+    let (all, partial) = match crate::cluster::list::raw(cluster, &ar, None, None).await {
+        Ok(items) => (items, None),
         Err(e) => {
             let all_refused = crate::cluster::facts::refusal(e)?;
             match crate::cluster::list::raw(cluster, &ar, Some(ns), None).await {
-                Ok(items) => items,
+                Ok(items) => (items, Some(all_refused)),
                 Err(e) => {
                     let here = crate::cluster::facts::refusal(e)?;
                     return Ok(Err(format!("{all_refused}; {here}")));
@@ -90,29 +91,36 @@ async fn gateways(
             }
         }
     };
-    Ok(Ok(all
-        .into_iter()
-        .map(|o| serde_json::to_value(o).expect("objects serialize"))
-        .collect()))
+    Ok(Ok((
+        all.into_iter()
+            .map(|o| serde_json::to_value(o).expect("objects serialize"))
+            .collect(),
+        partial,
+    )))
 }
 
 /// The gateways other than window `j`'s own (either kind, any name, any namespace the
 /// cluster lets vpnmig list) that claim its floating IP, compared as addresses
 /// (`2001:DB8::A` is `2001:db8::a`, `192.0.2.7/32` is `192.0.2.7`; never across families).
 /// One being deleted claims it still (its finalizer holds the association). `Err(why)`:
-/// the gateways could not be listed (a refusal, said, never read as "none").
+/// the gateways could not be listed (a refusal, said, never read as "none"); with the
+/// claimants, why the other namespaces were not read when only the window's could be.
 pub(crate) async fn claimants(
     cluster: &Cluster,
     j: &crate::core::journal::Journal,
-) -> Result<Result<Vec<Claimant>, String>, Error> {
+) -> Result<Result<(Vec<Claimant>, Option<String>), String>, Error> {
     let fips = window_fips(cluster, j).await?;
     if fips.is_empty() {
-        return Ok(Ok(Vec::new()));
+        return Ok(Ok((Vec::new(), None)));
     }
     let mut out = Vec::new();
+    let mut unread = None;
     for kind in ["IPsecGateway", "VPNGateway"] {
         let items = match gateways(cluster, kind, &j.namespace).await? {
-            Ok(items) => items,
+            Ok((items, partial)) => {
+                unread = unread.or(partial);
+                items
+            }
             Err(why) => return Ok(Err(why)),
         };
         for o in items {
@@ -146,7 +154,7 @@ pub(crate) async fn claimants(
             }
         }
     }
-    Ok(Ok(out))
+    Ok(Ok((out, unread)))
 }
 
 /// The stop (exit 5) for a finished window (`replaced`: `IPsecGateway`, a cutover) beside
@@ -185,7 +193,15 @@ async fn claimed_or(
     }
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
     let found = match claimants(w.cluster, &w.journal).await? {
-        Ok(found) => found,
+        Ok((found, unread)) => {
+            if let Some(why) = unread.filter(|_| say_refusal && found.is_empty()) {
+                w.ev.emit(Event::Warning(format!(
+                    "no gateway in namespace {ns} claims the floating IP {} of vpngateway/{name} -n {ns}, but the other namespaces could not be listed ({why}); `vpnmig verify {name} -n {ns}` with a context that can list them checks it",
+                    w.journal.floating_ip
+                )));
+            }
+            found
+        }
         Err(_) if !say_refusal => return Ok(None),
         Err(why) => {
             w.ev.emit(Event::Warning(format!(
