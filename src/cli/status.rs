@@ -155,7 +155,8 @@ pub struct Suspended {
     /// (suspended, yet it re-created the old gateway after the delete), `gone`,
     /// `unknown` (it could not be read), `not-paused` (syncing: the window's pause was
     /// recorded and never landed, a21j 08), `restoring` (syncing: re-armed by the
-    /// window's own restore, which did not finish, a21j 07).
+    /// window's own restore, which did not finish, a21j 07), `suspended-again` (a finished
+    /// window restored it and it reads suspended again, a21m B12).
     pub live: String,
     /// What the cluster shows, in words (empty when as the window left it).
     #[serde(skip_serializing_if = "String::is_empty")]
