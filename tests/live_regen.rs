@@ -999,6 +999,80 @@ async fn an_argo_source_with_a_renamed_copy(b: &Bed) {
     assert!(copy.live(b).await.is_none());
 }
 
+/// a21n C11's kind (the rollback's restore): after done, the source is left as it was
+/// (it defines the old gateway) plus a VPNGateway `acme-neu` pinning the window's floating
+/// IP. The rollback's restore (Flux: `--gitops resume`; Argo CD: the plain run) said
+/// "synced: … as it was" and verify HEALTHY beside it. Now its first sync's claimant stops
+/// it (exit 5) naming the VPNGateway, its delete and the owner, which is suspended again;
+/// every rollback after stops the same; verify of the IPsecGateway fails its floating-IP
+/// row. The source fixed and the claimant deleted, the rollback restores the owner.
+async fn a_rollback_s_sync_created_a_claimant(b: &Bed, owner: Owner, rollback: &[&str]) {
+    let _ = done_unmerged(b, owner).await;
+    let reverted = owner.source(b).await;
+    let c = Claim {
+        kind: VPNGATEWAY,
+        ns: NS,
+        name: "acme-neu",
+        fip: "198.51.100.23",
+    };
+    let bad = with_claim(b, &reverted, c).await;
+    b.edit(CONFIGMAP, owner.ns(), "acme-source", |o| {
+        o["data"]["manifests"] = json!(bad)
+    })
+    .await;
+    let (shown, delete) = (c.shown(), c.delete());
+    let says = [
+        "the rollback of tenant-acme/acme is finished, but another gateway claims its floating IP 198.51.100.23 beside ipsecgateway/acme -n tenant-acme",
+        shown.as_str(),
+        delete.as_str(),
+        "may have created it",
+    ];
+    for _ in 0..2 {
+        let r = b.step(rollback, 5, &says).await;
+        for never in ["as it was", "already rolled back"] {
+            assert!(!r.says(never), "{never:?} in {}", r.stderr);
+        }
+        assert!(owner.suspended(b).await, "suspended again");
+        assert!(c.live(b).await.is_some(), "its sync created it");
+        let j = b.journal(NS, "acme").await.unwrap();
+        assert_eq!(j["phase"], "rolled-back", "{j}");
+    }
+    let v = b.vpnmig(&["verify", "acme", "-n", NS]).await;
+    assert_eq!(v.code, 5, "{}{}", v.stdout, v.stderr);
+    let shown_v = live::flat(&v.stdout);
+    assert!(
+        shown_v.contains("VPNGateway tenant-acme/acme-neu also claims it"),
+        "{shown_v}"
+    );
+    b.edit(CONFIGMAP, owner.ns(), "acme-source", |o| {
+        o["data"]["manifests"] = json!(reverted)
+    })
+    .await;
+    c.gone(b).await;
+    let r = b.step(rollback, 0, &["as it was"]).await;
+    assert!(!r.says("another gateway claims"), "{}", r.stderr);
+    assert!(!owner.suspended(b).await, "restored");
+    assert!(c.live(b).await.is_none());
+}
+
+async fn flux_a_rollback_s_claimant(b: &Bed) {
+    a_rollback_s_sync_created_a_claimant(
+        b,
+        Owner::Flux,
+        &["rollback", "acme", "-n", NS, "--yes", "--gitops", "resume"],
+    )
+    .await;
+}
+
+async fn argo_a_rollback_s_claimant(b: &Bed) {
+    a_rollback_s_sync_created_a_claimant(
+        b,
+        Owner::Argo("apps-west"),
+        &["rollback", "acme", "-n", NS, "--yes"],
+    )
+    .await;
+}
+
 crate::rows! {
     /// Flux, a vouch's sync re-created the gateway: every run after stops on it.
     a_vouch_s_re_created_gateway_stops_every_run_after: bed::Row {
@@ -1099,5 +1173,20 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(an_argo_source_with_a_renamed_copy(b)),
+    },
+    /// Flux, the rollback's vouch: the reverted source also defines a VPNGateway on the
+    /// floating IP (a21n C11).
+    a_rollback_s_claimant_stops_flux: bed::Row {
+        scenario: flux,
+        only: None,
+        after: bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(flux_a_rollback_s_claimant(b)),
+    },
+    /// Argo CD in apps-west, the plain rollback: the same (a21n C11).
+    a_rollback_s_claimant_stops_argo: bed::Row {
+        scenario: argo_elsewhere,
+        only: None,
+        after: bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(argo_a_rollback_s_claimant(b)),
     },
 }

@@ -143,7 +143,15 @@ async fn once(
     rows.extend(crate::window::reference_rows(cluster, &objs, &source).await?);
     if is_new {
         rows.extend(data_plane(cluster, name, sas.as_ref()).await?);
-        rows.extend(fip_row(cluster, name).await?);
+        rows.extend(fip_row(cluster, name, "VPNGateway").await?);
+    } else if crate::cluster::journal::read(cluster, name)
+        .await?
+        .is_some()
+    {
+        // The IPsecGateway a window left (rolled back) or is under way with: the same
+        // row (a21n C11: a reverted source that also defined a VPNGateway of another name
+        // with the same floating IP; the rollback and verify said HEALTHY).
+        rows.extend(fip_row(cluster, name, "IPsecGateway").await?);
     }
     rows.extend(psk_row(cluster, name).await?);
     rows.extend(left_row(cluster, name, is_new).await?);
@@ -184,8 +192,8 @@ async fn left_row(cluster: &Cluster, name: &str, is_new: bool) -> Result<Vec<Row
 /// `status` said `fip-shared`, and verify said HEALTHY). One failed row per other gateway
 /// that claims it; a refused list is a failed row too ("could not check" is never green).
 /// Nothing when the gateway has no floating IP yet (its conditions say so).
-async fn fip_row(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
-    let Some(gw) = crate::cluster::objects::get(cluster, "VPNGateway", name).await? else {
+async fn fip_row(cluster: &Cluster, name: &str, kind: &str) -> Result<Vec<Row>, Error> {
+    let Some(gw) = crate::cluster::objects::get(cluster, kind, name).await? else {
         return Ok(Vec::new());
     };
     let Some(fip) = [
@@ -202,7 +210,7 @@ async fn fip_row(cluster: &Cluster, name: &str) -> Result<Vec<Row>, Error> {
     let ns = cluster.namespace.as_str();
     let row = |detail: String| Row {
         check: "floating IP",
-        object: format!("VPNGateway {ns}/{name}"),
+        object: format!("{kind} {ns}/{name}"),
         what: format!("{fip} claimed by no other gateway"),
         verdict: Verdict::Fail,
         detail,

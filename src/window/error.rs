@@ -75,7 +75,8 @@ impl Verb {
 }
 
 impl Run {
-    fn new(verb: Verb, name: Option<&str>, namespace: &str) -> Run {
+    /// `vpnmig VERB [NAME] -n NS`.
+    pub fn new(verb: Verb, name: Option<&str>, namespace: &str) -> Run {
         Run {
             verb,
             name: name.map(str::to_string),

@@ -9,6 +9,7 @@
 //! nothing.
 
 use super::*;
+use crate::window::error::Verb;
 
 /// A gateway other than the window's own that claims its floating IP: its kind, name,
 /// namespace, the floating IP as it spells it, and the object as read.
@@ -38,11 +39,13 @@ impl Claimant {
     }
 }
 
-/// The floating IPs the window's gateway claims: the journal's, and the live
-/// VPNGateway's (pinned, else its status's).
+/// The floating IPs the window's gateway claims: the journal's, and the live gateway's of
+/// the kind the window left (`left`: VPNGateway after a cutover, IPsecGateway after a
+/// rollback; pinned, else its status's).
 async fn window_fips(
     cluster: &Cluster,
     j: &crate::core::journal::Journal,
+    left: &str,
 ) -> Result<Vec<String>, Error> {
     let mut fips: Vec<String> = Vec::new();
     let mut add = |f: &str| {
@@ -54,7 +57,7 @@ async fn window_fips(
     add(&j.floating_ip);
     let mut there = cluster.clone();
     there.namespace = j.namespace.clone();
-    if let Some(gw) = crate::cluster::objects::get(&there, "VPNGateway", &j.gateway).await? {
+    if let Some(gw) = crate::cluster::objects::get(&there, left, &j.gateway).await? {
         for p in ["/spec/endpoint/floatingIP", "/status/floatingIP"] {
             if let Some(f) = gw.pointer(p).and_then(Value::as_str) {
                 add(f);
@@ -108,8 +111,9 @@ async fn gateways(
 pub(crate) async fn claimants(
     cluster: &Cluster,
     j: &crate::core::journal::Journal,
+    left: &str,
 ) -> Result<Result<(Vec<Claimant>, Option<String>), String>, Error> {
-    let fips = window_fips(cluster, j).await?;
+    let fips = window_fips(cluster, j, left).await?;
     if fips.is_empty() {
         return Ok(Ok((Vec::new(), None)));
     }
@@ -188,15 +192,30 @@ async fn claimed_or(
     paused_again: Option<&gitops::OwnerRef>,
     say_refusal: bool,
 ) -> Result<Option<Error>, Error> {
-    if replaced != "IPsecGateway" {
-        return Ok(None);
-    }
+    // The kind the finished window left, and what it was: a cutover left the VPNGateway,
+    // a rollback the IPsecGateway (a21n C11: a reverted source that also defined a
+    // VPNGateway of another name with the same floating IP; the rollback's restore said
+    // "as it was" and verify HEALTHY).
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
-    let found = match claimants(w.cluster, &w.journal).await? {
+    let (left, finished, again) = if replaced == "IPsecGateway" {
+        (
+            "VPNGateway",
+            format!("the cutover of {ns}/{name} is done"),
+            Verb::Cutover,
+        )
+    } else {
+        (
+            "IPsecGateway",
+            format!("the rollback of {ns}/{name} is finished"),
+            Verb::Rollback,
+        )
+    };
+    let shown = object_ref(left, &name, &ns);
+    let found = match claimants(w.cluster, &w.journal, left).await? {
         Ok((found, unread)) => {
             if let Some(why) = unread.filter(|_| say_refusal && found.is_empty()) {
                 w.ev.emit(Event::Warning(format!(
-                    "no gateway in namespace {ns} claims the floating IP {} of vpngateway/{name} -n {ns}, but the other namespaces could not be listed ({why}); `vpnmig verify {name} -n {ns}` with a context that can list them checks it",
+                    "no gateway in namespace {ns} claims the floating IP {} of {shown}, but the other namespaces could not be listed ({why}); `vpnmig verify {name} -n {ns}` with a context that can list them checks it",
                     w.journal.floating_ip
                 )));
             }
@@ -205,7 +224,7 @@ async fn claimed_or(
         Err(_) if !say_refusal => return Ok(None),
         Err(why) => {
             w.ev.emit(Event::Warning(format!(
-                "whether another gateway claims the floating IP {} of vpngateway/{name} -n {ns} could not be checked: the gateways could not be listed ({why}); `vpnmig verify {name} -n {ns}` with a context that can list them checks it",
+                "whether another gateway claims the floating IP {} of {shown} could not be checked: the gateways could not be listed ({why}); `vpnmig verify {name} -n {ns}` with a context that can list them checks it",
                 w.journal.floating_ip
             )));
             return Ok(None);
@@ -266,7 +285,8 @@ async fn claimed_or(
     Ok(Some(Error::Stop {
         code: exit::VERIFY_FAILED,
         message: format!(
-            "the cutover of {ns}/{name} is done, but another gateway claims its floating IP {} beside vpngateway/{name} -n {ns}: the operator attaches it to one of them and leaves the other at FIPAttached=False (AlreadyAssociated), and which one the client's firewall reaches is not certain; vpnmig restores, vouches for and lets go of no owner, and calls nothing complete, while it is live: {}",
+            "{}, but another gateway claims its floating IP {} beside {shown}: the operator attaches it to one of them and leaves the other at FIPAttached=False (AlreadyAssociated), and which one the client's firewall reaches is not certain; vpnmig restores, vouches for and lets go of no owner, and calls nothing complete, while it is live: {}",
+            finished,
             w.journal.floating_ip,
             said.join("; and ")
         ),
@@ -274,7 +294,7 @@ async fn claimed_or(
             "{first}delete it ({}) and make sure the repository no longer defines it (nor any other gateway with floating IP {}); then `{}` goes on (`{}` checks the floating IP, `{}` names the owners)",
             deletes.join("; "),
             w.journal.floating_ip,
-            crate::window::error::Run::cutover(&name, &ns),
+            crate::window::error::Run::new(again, Some(&name), &ns),
             crate::window::error::Run::verify(&name, &ns),
             crate::window::error::Run::status(&ns)
         )),
