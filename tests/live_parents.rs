@@ -170,7 +170,45 @@ fn cycle() -> String {
 fn scenario(yaml: String) -> Scenario {
     let mut s = live::pool("10.250.3.0/24");
     s.gitops.self_heal_delay_ms = 200;
+    s.users = vec![oncall(&yaml)];
     Scenario::built(yaml, s)
+}
+
+/// The kubeconfig context of [`oncall`].
+const ONCALL: &str = "vpnmig-sandbox-oncall";
+
+/// An on-call engineer who may do anything in the gateway's namespace and the GitOps
+/// tools' and read the gateways everywhere, but may not list the journals (ConfigMaps) of
+/// every namespace: whether a window elsewhere relies on a parent cannot be read. Its
+/// namespaces are those of the scenario `yaml` (a real RoleBinding needs its namespace).
+fn oncall(yaml: &str) -> vpnmig_sandbox::api::auth::User {
+    use vpnmig_sandbox::api::auth::{Rule, User};
+    let mut namespaces = vec![NS.to_string()];
+    for tool in ["flux-system", "argocd"] {
+        if yaml.contains(&format!("namespace: {tool}")) {
+            namespaces.push(tool.to_string());
+        }
+    }
+    User::with_rules(
+        "oncall",
+        vec![
+            Rule {
+                verbs: vec!["*".into()],
+                resources: vec!["*".into()],
+                namespaces,
+            },
+            Rule::new(
+                &["get", "list", "watch"],
+                &[
+                    "namespaces",
+                    "customresourcedefinitions",
+                    "ipsecgateways",
+                    "vpngateways",
+                    "vpnpeers",
+                ],
+            ),
+        ],
+    )
 }
 
 /// kubectl, as a person runs it: the control plane's build, else the one on the PATH.
@@ -695,6 +733,23 @@ async fn a_deferred_window_names_its_parent_until_closed(b: &Bed, owner: Level, 
         assert!(flat.contains(says), "{on}: missing `{says}` in: {flat}");
     }
     assert!(!flat.to_lowercase().contains("revert"), "{on}: {flat}");
+    // As a user who may not list the journals of every namespace: whether another window
+    // relies on it cannot be read, so it is not offered as left (a refused list is never
+    // read as "no other window").
+    let r = b
+        .step(&["status", "-n", NS, "--context", ONCALL], 0, &[])
+        .await;
+    let flat = live::flat(&r.stdout);
+    let unread = format!(
+        "GitOps parent relied on (not read back): {} (manages {}; relied on by the window of tenant-acme/acme, journal phase rolled-back): suspended for this window, and whether another window relies on it cannot be read",
+        shown(parent),
+        shown(owner)
+    );
+    assert!(
+        flat.contains(&unread),
+        "{on}: missing `{unread}` in: {flat}"
+    );
+    assert!(!flat.contains("left suspended"), "{on}: {flat}");
     // Resumed by hand: named no more.
     if parent.0 == APPLICATION {
         b.edit(parent.0, level_ns(parent), parent.1, |o| {

@@ -1603,7 +1603,8 @@ async fn relied_parents(
     // the command that resumes them, until they are resumed.
     // Every namespace's journals, read once and only when such a parent is found: a
     // window elsewhere that relies on it still holds it (a21j 04a's kind).
-    let mut everywhere: Option<Vec<crate::core::journal::Journal>> = None;
+    // A refused list is said ("unknown"), never read as "no other window".
+    let mut everywhere: Option<Result<Vec<crate::core::journal::Journal>, String>> = None;
     for j in parsed {
         let (ns, name) = (j.namespace.as_str(), j.gateway.as_str());
         for p in &j.gitops_parents {
@@ -1625,31 +1626,40 @@ async fn relied_parents(
                 continue;
             }
             if everywhere.is_none() {
+                // Every namespace's, or none: `journal::list` falls back to one namespace
+                // when that is refused, which would read as "no window elsewhere".
                 everywhere = Some(
-                    crate::cluster::journal::list(cluster)
+                    crate::cluster::journal::list_in(cluster, None)
                         .await
                         .map(|l| l.journals)
-                        .unwrap_or_default(),
+                        .map_err(|e| e.to_string()),
                 );
             }
-            if everywhere.as_deref().unwrap_or_default().iter().any(relied) {
+            let all = match everywhere.as_ref() {
+                Some(Ok(e)) if !e.is_empty() => e.as_slice(),
+                Some(Err(why)) => {
+                    out.push(ReliedParent {
+                        namespace: ns.to_string(),
+                        gateway: name.to_string(),
+                        phase: j.phase.to_string(),
+                        parent: shown,
+                        owner: child.display(),
+                        live: "unknown".into(),
+                        advice: format!(
+                            "suspended for this window, and whether another window relies on it cannot be read (the journals of every namespace could not be listed: {why}): keep it suspended until `vpnmig status -A` with a context that can list them names none; vpnmig never resumes a parent ({})",
+                            crate::window::resume_yourself(&p.owner)
+                        ),
+                    });
+                    continue;
+                }
+                _ => parsed,
+            };
+            if all.iter().any(relied) {
                 continue;
             }
             // Above a level another window relies on (or an owner it holds): its resume
             // would put that level back (a21m B07), so it is kept, never "left".
-            let all = match everywhere.as_deref() {
-                Some(e) if !e.is_empty() => e,
-                _ => parsed,
-            };
-            let needers: Vec<String> = holders::needing(all, &p.owner, (ns, name))
-                .iter()
-                .map(|o| {
-                    format!(
-                        "the window of {}/{} (journal phase {})",
-                        o.namespace, o.gateway, o.phase
-                    )
-                })
-                .collect();
+            let needers = holders::needers(all, &p.owner, (ns, name));
             if !needers.is_empty() {
                 out.push(ReliedParent {
                     namespace: ns.to_string(),

@@ -210,6 +210,20 @@ pub fn bottom_of<'a>(
     None
 }
 
+/// [`needing`], each window said as `the window of NS/NAME (journal phase P)`: what a
+/// note or `status` names beside a parent it keeps suspended for them.
+pub fn needers(journals: &[Journal], parent: &OwnerRef, me: (&str, &str)) -> Vec<String> {
+    needing(journals, parent, me)
+        .iter()
+        .map(|o| {
+            format!(
+                "the window of {}/{} (journal phase {})",
+                o.namespace, o.gateway, o.phase
+            )
+        })
+        .collect()
+}
+
 /// The windows among `journals` other than `me` (`namespace`, `gateway`) that need
 /// `parent` kept suspended: each that relies on it ([`parent_relied_on`]), and each that
 /// relies on a level it stands above, or holds an owner below it (a21m B07: a parent

@@ -650,16 +650,8 @@ pub(crate) async fn named_parents(
                         .unwrap_or_default(),
                 );
             }
-            let needers: Vec<String> =
-                holders::needing(others.as_deref().unwrap_or_default(), &p.owner, (ns, name))
-                    .iter()
-                    .map(|o| {
-                        format!(
-                            "the window of {}/{} (journal phase {})",
-                            o.namespace, o.gateway, o.phase
-                        )
-                    })
-                    .collect();
+            let needers =
+                holders::needers(others.as_deref().unwrap_or_default(), &p.owner, (ns, name));
             if !needers.is_empty() {
                 out.push(format!(
                     "{} is suspended and this window asked for it (a stop of the window of {ns}/{name} named it); the window is closed, but it applies {} back, above what {} {} on: {}; vpnmig never resumes a parent: only then resume it yourself ({})",
