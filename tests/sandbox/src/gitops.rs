@@ -499,6 +499,9 @@ pub struct Gitops {
     stop: watch::Sender<bool>,
     task: Mutex<Option<JoinHandle<()>>>,
     passes: Mutex<PassStats>,
+    /// Held for the whole of a pass: [`Gitops::shutdown`] waits for it, so that no pass
+    /// begun before the shutdown writes after it returns.
+    passing: Mutex<()>,
 }
 
 impl Gitops {
@@ -549,6 +552,7 @@ impl Gitops {
             stop,
             task: Mutex::new(None),
             passes: Mutex::new(PassStats::default()),
+            passing: Mutex::new(()),
         })
     }
 
@@ -568,10 +572,25 @@ impl Gitops {
     }
 
     /// Stop the controller task. Idempotent.
+    ///
+    /// When it returns, no pass is running and none begins: aborting the task does not
+    /// stop a pass already under way on another thread, whose writes (an Application's
+    /// status, a sync) would otherwise land after the caller's own (a row that freezes a
+    /// status after the shutdown saw it overwritten on a loaded machine). The wait is
+    /// bounded (10 s) so that a pass stuck on the API cannot hang the caller.
     pub fn shutdown(&self) {
         self.stop.send_replace(true);
         if let Some(h) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
             h.abort();
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < deadline {
+            match self.passing.try_lock() {
+                Ok(_) | Err(std::sync::TryLockError::Poisoned(_)) => return,
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    std::thread::sleep(std::time::Duration::from_millis(5))
+                }
+            }
         }
     }
 
@@ -581,6 +600,10 @@ impl Gitops {
 
     /// One pass over every owner; returns when the next sync is due.
     fn reconcile(&self, settings: &Settings, now: Instant) -> Option<Instant> {
+        let _passing = self.passing.lock().unwrap_or_else(|e| e.into_inner());
+        if *self.stop.borrow() {
+            return None;
+        }
         let t = std::time::Instant::now();
         let next = self.pass(settings, now);
         let took = t.elapsed();
