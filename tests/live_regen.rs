@@ -839,6 +839,19 @@ async fn every_run_stops_on_the_claim(b: &Bed, c: Claim, runs: &[&[&str]], more:
         );
         assert!(c.live(b).await.is_some());
     }
+    // The record is the window's; `report` says the cluster's now beside it.
+    let (shown, delete) = (c.shown(), c.delete());
+    b.step(
+        &["report", "acme", "-n", NS],
+        0,
+        &[
+            "warning: the window of tenant-acme/acme ended done, but another gateway claims its floating IP 198.51.100.23 beside vpngateway/acme -n tenant-acme",
+            &shown,
+            &delete,
+            "not done as the record says",
+        ],
+    )
+    .await;
 }
 
 /// The source `merged` plus the claimant `c` (a JSON document is YAML).
@@ -1037,6 +1050,17 @@ async fn a_rollback_s_sync_created_a_claimant(b: &Bed, owner: Owner, rollback: &
         let j = b.journal(NS, "acme").await.unwrap();
         assert_eq!(j["phase"], "rolled-back", "{j}");
     }
+    b.step(
+        &["report", "acme", "-n", NS],
+        0,
+        &[
+            "warning: the window of tenant-acme/acme ended rolled-back, but another gateway claims its floating IP 198.51.100.23 beside ipsecgateway/acme -n tenant-acme",
+            shown.as_str(),
+            delete.as_str(),
+            "not rolled-back as the record says",
+        ],
+    )
+    .await;
     let v = b.vpnmig(&["verify", "acme", "-n", NS]).await;
     assert_eq!(v.code, 5, "{}{}", v.stdout, v.stderr);
     let shown_v = live::flat(&v.stdout);

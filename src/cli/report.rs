@@ -181,10 +181,80 @@ async fn left_now(cluster: &Cluster, name: &str) -> Option<String> {
             j.floating_ip
         ));
     }
+    if let Some(text) = claimed_now(cluster, &j, name, old.as_ref(), new.as_ref()).await {
+        return Some(text);
+    }
     let text = j.left_text(j.left(old.as_ref(), new.as_ref()))?;
     Some(format!(
         "{text}; the record is the window's, not the cluster's now: `vpnmig status -n {}` says what to do",
         j.namespace
+    ))
+}
+
+/// A finished window whose floating IP another gateway claims now (any name, any
+/// namespace, either kind; `/32` is the same address): the record's outcome is not what
+/// the cluster shows (a21n: `report` said nothing where `cutover`, `rollback` and `verify`
+/// stop or fail on it). Each one named with its delete; a refused list is said, never
+/// read as "none". `None`: none claims it, or the gateway the window left is not live.
+async fn claimed_now(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+    name: &str,
+    old: Option<&serde_json::Value>,
+    new: Option<&serde_json::Value>,
+) -> Option<String> {
+    let left = j.left_kind()?;
+    let gw = if left == "VPNGateway" { new } else { old }?;
+    let fip = ["/spec/endpoint/floatingIP", "/status/floatingIP"]
+        .into_iter()
+        .filter_map(|p| gw.pointer(p).and_then(serde_json::Value::as_str))
+        .map(str::trim)
+        .find(|f| !f.is_empty())?
+        .to_string();
+    let ns = j.namespace.as_str();
+    let (phase, again) = if left == "VPNGateway" {
+        ("done", "cutover")
+    } else {
+        ("rolled-back", "rollback")
+    };
+    let me = (ns.to_string(), name.to_string());
+    let others = match crate::cluster::facts::other_gateways(cluster, &me).await {
+        Ok(Ok(others)) => others,
+        Ok(Err(why)) => {
+            return Some(format!(
+                "whether another gateway claims the floating IP {fip} of {}/{name} -n {ns} could not be read (the gateways of every namespace could not be listed: {why}); `vpnmig verify {name} -n {ns}` checks it with a context that may list them",
+                left.to_lowercase()
+            ));
+        }
+        Err(_) => return None,
+    };
+    let claimants: Vec<String> = others
+        .iter()
+        .filter(|o| {
+            o.floating_ip
+                .as_deref()
+                .is_some_and(|t| crate::core::addr::same_addr(t, &fip))
+        })
+        .map(|o| {
+            let kind = o
+                .object
+                .split(' ')
+                .next()
+                .unwrap_or_default()
+                .to_lowercase();
+            format!(
+                "{kind}/{} -n {} (`kubectl delete {kind} {} -n {}`)",
+                o.name, o.namespace, o.name, o.namespace
+            )
+        })
+        .collect();
+    if claimants.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "the window of {ns}/{name} ended {phase}, but another gateway claims its floating IP {fip} beside {}/{name} -n {ns}: {}; not {phase} as the record says: the operator attaches a floating IP to one gateway only. Delete it once nothing re-creates it (`vpnmig {again} {name} -n {ns}` names what may have created it, `vpnmig verify {name} -n {ns}` fails its floating-IP row until then)",
+        left.to_lowercase(),
+        claimants.join(", ")
     ))
 }
 
