@@ -852,6 +852,17 @@ async fn every_run_stops_on_the_claim(b: &Bed, c: Claim, runs: &[&[&str]], more:
         ],
     )
     .await;
+    // `status` advises on the owner the window holds: the claimant's delete first (a21n
+    // C01: it advised the restore beside it and named none).
+    let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
+    let first = format!(
+        "another gateway claims the floating IP 198.51.100.23 of tenant-acme/acme: {} (`kubectl delete {} {} -n {}`): delete it once nothing re-creates it",
+        c.shown(),
+        c.kind.3.to_lowercase(),
+        c.name,
+        c.ns
+    );
+    assert!(st.contains(&first), "{first:?} not in:\n{st}");
 }
 
 /// The source `merged` plus the claimant `c` (a JSON document is YAML).
@@ -1061,6 +1072,11 @@ async fn a_rollback_s_sync_created_a_claimant(b: &Bed, owner: Owner, rollback: &
         ],
     )
     .await;
+    let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
+    let first = format!(
+        "another gateway claims the floating IP 198.51.100.23 of tenant-acme/acme: {shown} ({delete}): delete it once nothing re-creates it, else every `vpnmig rollback acme -n tenant-acme` stops on it"
+    );
+    assert!(st.contains(&first), "{first:?} not in:\n{st}");
     let v = b.vpnmig(&["verify", "acme", "-n", NS]).await;
     assert_eq!(v.code, 5, "{}{}", v.stdout, v.stderr);
     let shown_v = live::flat(&v.stdout);

@@ -217,9 +217,13 @@ async fn claimed_now(
     } else {
         ("rolled-back", "rollback")
     };
-    let me = (ns.to_string(), name.to_string());
-    let others = match crate::cluster::facts::other_gateways(cluster, &me).await {
-        Ok(Ok(others)) => others,
+    let claimants: Vec<String> = match crate::cli::verify::fip_claimants(cluster, ns, name, &fip)
+        .await
+    {
+        Ok(Ok(others)) => others
+            .iter()
+            .map(crate::cli::verify::claimant_shown)
+            .collect(),
         Ok(Err(why)) => {
             return Some(format!(
                 "whether another gateway claims the floating IP {fip} of {}/{name} -n {ns} could not be read (the gateways of every namespace could not be listed: {why}); `vpnmig verify {name} -n {ns}` checks it with a context that may list them",
@@ -228,26 +232,6 @@ async fn claimed_now(
         }
         Err(_) => return None,
     };
-    let claimants: Vec<String> = others
-        .iter()
-        .filter(|o| {
-            o.floating_ip
-                .as_deref()
-                .is_some_and(|t| crate::core::addr::same_addr(t, &fip))
-        })
-        .map(|o| {
-            let kind = o
-                .object
-                .split(' ')
-                .next()
-                .unwrap_or_default()
-                .to_lowercase();
-            format!(
-                "{kind}/{} -n {} (`kubectl delete {kind} {} -n {}`)",
-                o.name, o.namespace, o.name, o.namespace
-            )
-        })
-        .collect();
     if claimants.is_empty() {
         return None;
     }

@@ -2272,6 +2272,40 @@ async fn outside_window(cluster: &Cluster, ns: &str, name: &str) -> Option<Strin
 
 /// The old gateway of a window past the delete, when one of its name exists again (another
 /// uid than the journal's, not the journal's own still unwinding): someone re-created it.
+/// The other gateways that claim a finished window's floating IP, as the start of the
+/// advice on the owner it holds: each named with its delete, or that the list was
+/// refused. `None`: under way, none claims it, or the API did not answer.
+async fn claimed_by_others(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+    finished: bool,
+    verb: &str,
+) -> Option<String> {
+    if !finished || j.floating_ip.trim().is_empty() {
+        return None;
+    }
+    let (ns, name, fip) = (&j.namespace, &j.gateway, j.floating_ip.trim());
+    Some(
+        match crate::cli::verify::fip_claimants(cluster, ns, name, fip)
+            .await
+            .ok()?
+        {
+            Ok(others) if others.is_empty() => return None,
+            Ok(others) => format!(
+                "another gateway claims the floating IP {fip} of {ns}/{name}: {}: delete it once nothing re-creates it, else every `vpnmig {verb} {name} -n {ns}` stops on it (exit 5); ",
+                others
+                    .iter()
+                    .map(crate::cli::verify::claimant_shown)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Err(why) => format!(
+                "whether another gateway claims the floating IP {fip} of {ns}/{name} cannot be read (the gateways of every namespace could not be listed: {why}); "
+            ),
+        },
+    )
+}
+
 async fn recreated_old(
     cluster: &Cluster,
     j: &crate::core::journal::Journal,
@@ -2616,6 +2650,13 @@ async fn read_back(
         })
     } else {
         None
+    };
+    // Another gateway claiming the floating IP beside the finished window (any name, any
+    // namespace, either kind): its delete comes first too (a21n C01: the restore advised
+    // beside it, the claimant not named).
+    let back = match (back, claimed_by_others(cluster, j, finished, verb).await) {
+        (Some(a), Some(b)) => Some(format!("{a}{b}")),
+        (a, b) => a.or(b),
     };
     let reenabled = if recreates {
         format!(

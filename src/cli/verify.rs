@@ -215,18 +215,12 @@ async fn fip_row(cluster: &Cluster, name: &str, kind: &str) -> Result<Vec<Row>, 
         verdict: Verdict::Fail,
         detail,
     };
-    let me = (ns.to_string(), name.to_string());
-    Ok(match crate::cluster::facts::other_gateways(cluster, &me).await? {
+    Ok(match fip_claimants(cluster, ns, name, &fip).await? {
         Err(why) => vec![row(format!(
             "could not check: the gateways of every namespace could not be listed ({why})"
         ))],
         Ok(others) => others
             .iter()
-            .filter(|o| {
-                o.floating_ip
-                    .as_deref()
-                    .is_some_and(|t| crate::core::addr::same_addr(t, &fip))
-            })
             .map(|o| {
                 let kind = o.object.split(' ').next().unwrap_or_default();
                 row(format!(
@@ -239,6 +233,45 @@ async fn fip_row(cluster: &Cluster, name: &str, kind: &str) -> Result<Vec<Row>, 
             })
             .collect(),
     })
+}
+
+/// The gateways other than `ns/name` (either kind, any name, any namespace) that claim
+/// the floating IP `fip`, compared as addresses (`/32` is the same IP). `Ok(Err(why))`:
+/// the gateways of every namespace could not be listed (a refusal, never read as "none").
+/// For `verify`, `report` and `status`.
+pub(crate) async fn fip_claimants(
+    cluster: &Cluster,
+    ns: &str,
+    name: &str,
+    fip: &str,
+) -> Result<Result<Vec<crate::core::live::OtherGateway>, String>, crate::cluster::KubeError> {
+    let me = (ns.to_string(), name.to_string());
+    Ok(crate::cluster::facts::other_gateways(cluster, &me)
+        .await?
+        .map(|others| {
+            others
+                .into_iter()
+                .filter(|o| {
+                    o.floating_ip
+                        .as_deref()
+                        .is_some_and(|t| crate::core::addr::same_addr(t, fip))
+                })
+                .collect()
+        }))
+}
+
+/// `kind/name -n ns (`kubectl delete kind name -n ns`)` of another gateway.
+pub(crate) fn claimant_shown(o: &crate::core::live::OtherGateway) -> String {
+    let kind = o
+        .object
+        .split(' ')
+        .next()
+        .unwrap_or_default()
+        .to_lowercase();
+    format!(
+        "{kind}/{} -n {} (`kubectl delete {kind} {} -n {}`)",
+        o.name, o.namespace, o.name, o.namespace
+    )
 }
 
 /// The PSK Secret against the fingerprint the gateway's journal holds (issue 21 item 1,
