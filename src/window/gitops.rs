@@ -378,6 +378,7 @@ mod records;
 mod restoring;
 mod settling;
 mod sources;
+mod staying_suspended;
 
 pub(crate) use claims::*;
 pub(crate) use journals::*;
@@ -392,6 +393,7 @@ use records::*;
 pub(crate) use restoring::*;
 pub(crate) use settling::*;
 use sources::*;
+pub(crate) use staying_suspended::*;
 
 /// What keeps a parent from putting its child's policy back, as a step starting with
 /// the verb: `suspend X (command)`, or for an ApplicationSet the `create-only` policy.
