@@ -25,6 +25,7 @@ use crate::window::error::Error;
 
 mod deleting;
 mod finished;
+mod old_gateway_gone;
 pub(super) mod phases;
 mod resuming;
 mod sequence;
@@ -32,6 +33,8 @@ mod verifying;
 
 use deleting::*;
 use finished::*;
+pub(crate) use old_gateway_gone::gone_before_the_delete;
+use old_gateway_gone::no_old_gateway;
 use resuming::*;
 use sequence::*;
 use verifying::*;
@@ -522,118 +525,6 @@ async fn start_guard(
     let g = Guard::new(cluster, ev, end, &opts.timeouts, from, false).await;
     g.check(ev, name, &cluster.namespace, Moment::Start, opts.dry_run)?;
     Ok(Some(g))
-}
-
-/// No IPsecGateway and no journal: say what is there instead (a migrated gateway whose
-/// journal was lost, or nothing) and name the local bundle when this machine has one
-/// (issue 14 items 7 and 9).
-async fn no_old_gateway(
-    cluster: &Cluster,
-    name: &str,
-    e: crate::cluster::KubeError,
-    previous: Option<&Journal>,
-) -> Error {
-    let ns = cluster.namespace.as_str();
-    let new = objects::get(cluster, "VPNGateway", name).await;
-    // A rolled-back window whose IPsecGateway is gone since: its journal is there, so
-    // never "no journal" (a21e 6, 11); the rollback re-creates it from the journal.
-    if let Some(j) = previous.filter(|j| j.phase == Phase::RolledBack)
-        && let Ok(new) = &new
-    {
-        let state = j.left(None, new.as_ref());
-        if let Some(text) = j.left_text(state) {
-            return Error::Stop {
-                code: exit::REFUSED,
-                message: format!("{text}: nothing to cut over; nothing was changed"),
-                hint: if state == journal::Left::Gone {
-                    Some(crate::window::error::hint!(
-                        "`{}` re-creates it from the journal (floating IP pinned), then `{}` starts over",
-                        crate::window::error::Run::rollback(name, ns),
-                        crate::window::error::Run::cutover(name, ns)
-                    ))
-                } else {
-                    j.left_todo(state).map(Into::into)
-                },
-            };
-        }
-    }
-    // The journal is there, before the delete: the IPsecGateway went outside the window
-    // (a21m B16: an early merge, pruned; the stop said "its journal … is gone").
-    if let Some(j) = previous.filter(|j| !j.phase.past_delete() && !j.phase.finished()) {
-        let (what, ways) = gone_before_the_delete(cluster, j, false).await;
-        return Error::Stop {
-            code: exit::REFUSED,
-            message: format!("{what}: nothing to cut over; nothing was changed"),
-            hint: Some(ways.into()),
-        };
-    }
-    let lost = crate::state::lost_journal_hint(&cluster.server, ns, name);
-    match new {
-        Ok(Some(gw)) => Error::Stop {
-            code: exit::REFUSED,
-            message: format!(
-                "{name} -n {ns} is migrated: VPNGateway {name} exists (uid {}) and IPsecGateway {name} does not, but its journal (ConfigMap {}) is gone: nothing to cut over",
-                gw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("?"),
-                journal::object_name(name)
-            ),
-            hint: Some(crate::window::error::hint!(
-                "`{}` checks it; to go back, {}",
-                crate::window::error::Run::verify(name, ns),
-                lost.unwrap_or_else(|| format!(
-                    "roll back from the bundle its cutover wrote: `vpnmig rollback {name} -n {ns} --plan DIR`"
-                ))
-            )),
-        },
-        _ => match lost {
-            Some(hint) => Error::Stop {
-                code: exit::FAILURE,
-                message: format!(
-                    "{e}, and there is no journal of it (ConfigMap {}): a window may have lost its journal",
-                    journal::object_name(name)
-                ),
-                hint: Some(hint.into()),
-            },
-            None => Error::Cluster(e),
-        },
-    }
-}
-
-/// What is true of window `j` before its delete (phase `started`, `psk-detached`) whose
-/// IPsecGateway is gone (`deleting`: going) all the same: vpnmig deleted nothing, someone
-/// else did (a GitOps prune after an early merge, a hand); what stands in its place, and
-/// the ways on. Said by `cutover` and `status` instead of "the journal is gone" and
-/// "nothing was deleted … untouched" (a21m B16).
-pub(crate) async fn gone_before_the_delete(
-    cluster: &Cluster,
-    j: &Journal,
-    deleting: bool,
-) -> (String, String) {
-    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
-    let new =
-        crate::cluster::gitops::get_kept(cluster, "vpn.bnerd.net/v1alpha1", "VPNGateway", ns, name)
-            .await;
-    let stands = match &new {
-        Ok(Some(gw)) => format!(
-            "vpngateway/{name} -n {ns} exists (uid {}, {}), which this window did not apply",
-            gw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("?"),
-            crate::core::gitops::writer(gw)
-                .map(|w| format!("written by {w}"))
-                .unwrap_or_else(|| "no field manager other than vpnmig's and the operator's".into())
-        ),
-        Ok(None) => "no VPNGateway exists either: the client's tunnel is down".to_string(),
-        Err(e) => format!("whether a VPNGateway exists cannot be read ({e})"),
-    };
-    (
-        format!(
-            "the window of {ns}/{name} is at journal phase {} (its journal, ConfigMap {ns}/{}, is there and keeps the IPsecGateway's manifest): vpnmig deleted nothing, but ipsecgateway/{name} -n {ns} is {}: deleted outside the window (a GitOps owner's prune after the repository change was merged early, or by hand); {stands}",
-            j.phase,
-            journal::object_name(name),
-            if deleting { "being deleted" } else { "gone" }
-        ),
-        format!(
-            "`vpnmig verify {name} -n {ns}` checks what is live; `vpnmig rollback {name} -n {ns}` goes back from the journal"
-        ),
-    )
 }
 
 /// The PSK Secret the old gateway references.

@@ -368,7 +368,9 @@ use gitops::how;
 mod claims;
 mod journals;
 mod keeping;
+mod kept_refusals;
 mod letting_go;
+mod parent_stops;
 mod parents;
 mod pausing;
 mod protecting;
@@ -378,11 +380,14 @@ mod records;
 mod restoring;
 mod settling;
 mod sources;
+mod staying_suspended;
 
 pub(crate) use claims::*;
 pub(crate) use journals::*;
 use keeping::*;
+use kept_refusals::*;
 pub(crate) use letting_go::*;
+pub(crate) use parent_stops::*;
 pub(crate) use parents::*;
 pub(crate) use pausing::*;
 use protecting::*;
@@ -392,6 +397,7 @@ use records::*;
 pub(crate) use restoring::*;
 pub(crate) use settling::*;
 use sources::*;
+pub(crate) use staying_suspended::*;
 
 /// What keeps a parent from putting its child's policy back, as a step starting with
 /// the verb: `suspend X (command)`, or for an ApplicationSet the `create-only` policy.

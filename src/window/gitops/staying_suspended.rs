@@ -1,0 +1,192 @@
+//! Checking the owners stay suspended through the window (after the pause and right
+//! before the delete): each read back, and the stop that names what re-enabled one (a
+//! parent, another controller, the field managers that wrote it) and where the window
+//! stands.
+
+use super::*;
+
+/// Read back, for `settle` (at least once), every owner the window suspended or relies on
+/// being suspended: one that syncs on its own again stops the window before the delete
+/// (exit 7, no gateway deleted), naming what manages it (a parent Application, an
+/// ApplicationSet, a Kustomization) and the field managers that wrote it. Called after
+/// the pause and right before the delete.
+pub(crate) async fn held(
+    w: &Window<'_>,
+    verb: &str,
+    settle: std::time::Duration,
+) -> Result<(), Error> {
+    let started = std::time::Instant::now();
+    let holds = |r: &&Record| r.restored_at.is_none() && (r.paused || r.saved.is_none());
+    // Nothing held (no GitOps owner): nothing to read back, and no time to wait.
+    if !w.journal.gitops.iter().any(|r| holds(&r)) {
+        return Ok(());
+    }
+    loop {
+        // The parents whose suspension the window relies on, read back like the owners
+        // (a21g attack 16): one that would put an owner's policy back now stops the
+        // window before the delete, before its sync re-arms the owner.
+        for pr in w
+            .journal
+            .gitops_parents
+            .iter()
+            .filter(|p| crate::core::holders::parent_relied_on(&w.journal, p))
+        {
+            let Some(child) = &pr.parent_of else { continue };
+            let Found::One(owner, obj) = live::find(w.cluster, child).await? else {
+                continue;
+            };
+            let Found::One(_, parent) = live::find(w.cluster, &pr.owner).await? else {
+                continue;
+            };
+            let (acts, st) = gitops::relied_parent_acts(&parent, &obj);
+            if acts {
+                // The whole chain above the owner at its bottom, from the top-most level
+                // that acts (a21j: the root re-armed the middle level, and a stop that
+                // named the middle level alone was undone by the root).
+                if let Some(bottom) = crate::core::holders::bottom_owner(&w.journal, pr)
+                    && let Found::One(o, bottom_obj) = live::find(w.cluster, &bottom.owner).await?
+                {
+                    let links: Vec<gitops::Link> =
+                        live_chain(w.cluster, &w.journal, &o, &bottom_obj)
+                            .await?
+                            .into_iter()
+                            .map(|(l, _)| l)
+                            .collect();
+                    if gitops::acting_top_down(&links)
+                        .first()
+                        .is_some_and(|top| top.level > 1)
+                    {
+                        return Err(chain_stop(w, verb, &o, &links, None));
+                    }
+                }
+                let (name, ns) = (w.name(), w.ns());
+                return Err(Error::Stop {
+                    code: exit::REFUSED,
+                    message: format!(
+                        "{} manages {} (found by {}) and was re-enabled by someone else while this window relies on its suspension (now {}): its sync puts back the policy the window needs suspended; {}",
+                        pr.owner.display(),
+                        owner.display(),
+                        pr.evidence.join(", "),
+                        st.how,
+                        where_it_stands(w)
+                    ),
+                    hint: Some(crate::window::error::hint!(
+                        "{}, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+                        parent_fix(&pr.owner),
+                        way_back(w)
+                    )),
+                });
+            }
+        }
+        for r in w.journal.gitops.iter().filter(holds) {
+            let Found::One(owner, obj) = live::find(w.cluster, &r.owner).await? else {
+                continue;
+            };
+            let again = match gitops::held(r, &obj) {
+                // Syncing, whoever armed it: the delete never follows.
+                gitops::Held::ReEnabled { now }
+                | gitops::Held::NotPaused { now, .. }
+                | gitops::Held::Restoring { now, .. } => Some(now),
+                gitops::Held::Replaced {
+                    uid,
+                    active: true,
+                    now,
+                } => Some(format!(
+                    "{now}; deleted and re-created since the window paused it, uid {uid}"
+                )),
+                _ => None,
+            };
+            if let Some(now) = again {
+                let links: Vec<gitops::Link> = live_chain(w.cluster, &w.journal, &owner, &obj)
+                    .await?
+                    .into_iter()
+                    .map(|(l, _)| l)
+                    .collect();
+                if !gitops::acting_top_down(&links).is_empty() {
+                    return Err(chain_stop(w, verb, &owner, &links, Some(&now)));
+                }
+                let parents = live_parents(w.cluster, &obj).await?;
+                let active = parents
+                    .iter()
+                    .map(|(p, v)| (p, gitops::parent_state(v, &obj)))
+                    .find(|(_, st)| st.active);
+                if let Some((p, st)) = active {
+                    return Err(parent_stop(w, verb, &owner, p, &st, Some(&now)));
+                }
+                let (name, ns) = (w.name(), w.ns());
+                let writers = writers(&obj);
+                return Err(Error::Stop {
+                    code: exit::REFUSED,
+                    message: format!(
+                        "{} syncs automatically again ({now}; {writers}): the window's suspension did not hold, read back from the cluster; {}",
+                        owner.display(),
+                        where_it_stands(w)
+                    ),
+                    hint: Some(crate::window::error::hint!(
+                        "{}: find who re-enabled it (`kubectl get {} {} -n {} --show-managed-fields -o yaml`) and stop that, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+                        if parents.is_empty() {
+                            "no parent its metadata names is in the cluster".to_string()
+                        } else {
+                            format!(
+                                "its parents read back not syncing ({})",
+                                parents
+                                    .iter()
+                                    .map(|(p, _)| p.owner.display())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        },
+                        owner.resource(),
+                        owner.name,
+                        owner.namespace.as_deref().unwrap_or("argocd"),
+                        way_back(w)
+                    )),
+                });
+            }
+        }
+        if started.elapsed() >= settle {
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+/// Where a window stopped by an owner that syncs again stands: before the delete, or
+/// after it with nothing new applied.
+pub(super) fn where_it_stands(w: &Window<'_>) -> String {
+    if w.journal.phase < Phase::Deleting {
+        "no gateway was deleted".into()
+    } else {
+        format!(
+            "the old gateway was deleted and nothing new was applied (journal phase {}): its sync would re-create the IPsecGateway and take the floating IP",
+            w.journal.phase
+        )
+    }
+}
+
+/// The way back for [`where_it_stands`].
+pub(super) fn way_back(w: &Window<'_>) -> String {
+    let (name, ns) = (w.name(), w.ns());
+    if w.journal.phase < Phase::Deleting {
+        format!("`vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway")
+    } else {
+        format!(
+            "`vpnmig rollback {name} -n {ns}` re-creates the IPsecGateway from the journal instead (suspend the owner first there too)"
+        )
+    }
+}
+
+/// The field managers that wrote `obj`, vpnmig's left out: who may have re-enabled it.
+pub(super) fn writers(obj: &Value) -> String {
+    let mut m: Vec<String> = crate::core::scope::managers(obj)
+        .into_iter()
+        .filter(|m| m != crate::core::scope::FIELD_MANAGER)
+        .collect();
+    m.sort();
+    m.dedup();
+    if m.is_empty() {
+        "no other field manager wrote it".into()
+    } else {
+        format!("field managers {}", m.join(", "))
+    }
+}
