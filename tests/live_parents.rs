@@ -1116,9 +1116,10 @@ async fn a_parent_above_an_application_set_is_named_first_and_ends_done(
 
 /// a21m B16: a parent stop leaves the window at `started` (nothing deleted); the
 /// repository change is merged early, and the owner's sync prunes the IPsecGateway and
-/// applies the VPNGateway itself. `cutover` says the journal is there and the gateway is
-/// gone (never "its journal … is gone"), and `status` says it is gone (never "the
-/// IPsecGateway is untouched"). On the code before it, both said the opposite.
+/// applies the VPNGateway itself. `status` says the journal is there and the gateway is
+/// gone (never "the IPsecGateway is untouched"), with the cutover as the way on (C09/C10:
+/// it adopts what the owner applied); the cutover never says "its journal … is gone" and
+/// stops on the parent first. On the code before it, both said the opposite.
 async fn an_early_merge_before_the_delete_is_said_as_it_is(b: &Bed) {
     let on = b.backend;
     bed::eventually(30, "the IPsecGateway", || async {
@@ -1174,15 +1175,24 @@ async fn an_early_merge_before_the_delete_is_said_as_it_is(b: &Bed) {
         b.journal(NS, "acme").await.is_some(),
         "{on}: the journal is there"
     );
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    assert!(
+        st.contains("window under way: tenant-acme/acme at journal phase started: the window of tenant-acme/acme is at journal phase started (its journal, ConfigMap tenant-acme/vpnmig-acme, is there and keeps the IPsecGateway's manifest): vpnmig deleted nothing, but ipsecgateway/acme -n tenant-acme is gone"),
+        "{on}: {st}"
+    );
+    // The way on is the cutover, which adopts what the owner applied (C09/C10), never
+    // the rollback that would delete the client's only VPNPeer.
+    assert!(
+        st.contains("`vpnmig cutover acme -n tenant-acme` finishes the window with what the owner's source applied"),
+        "{on}: {st}"
+    );
+    // The cutover goes on from there: the parent still re-arms the owner, so it stops
+    // on it first, nothing adopted (tests/live_early.rs follows it to done).
     let r = b
         .step(
             &["cutover", "acme", "-n", NS, "--yes"],
             7,
-            &[
-                "(its journal, ConfigMap tenant-acme/vpnmig-acme, is there and keeps the IPsecGateway's manifest): vpnmig deleted nothing, but ipsecgateway/acme -n tenant-acme is gone: deleted outside the window",
-                "vpngateway/acme -n tenant-acme exists",
-                "`vpnmig rollback acme -n tenant-acme --yes` goes back from the journal",
-            ],
+            &["kustomization/verbund -n flux-system"],
         )
         .await;
     assert!(
@@ -1190,10 +1200,10 @@ async fn an_early_merge_before_the_delete_is_said_as_it_is(b: &Bed) {
         "{on}: {}",
         r.stderr
     );
-    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
-    assert!(
-        st.contains("window under way: tenant-acme/acme at journal phase started: the window of tenant-acme/acme is at journal phase started (its journal, ConfigMap tenant-acme/vpnmig-acme, is there and keeps the IPsecGateway's manifest): vpnmig deleted nothing, but ipsecgateway/acme -n tenant-acme is gone"),
-        "{on}: {st}"
+    assert_eq!(
+        b.phase(NS, "acme").await.as_deref(),
+        Some("started"),
+        "{on}"
     );
     assert!(!st.contains("the IPsecGateway is untouched"), "{on}: {st}");
 }

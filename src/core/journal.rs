@@ -394,6 +394,13 @@ pub struct Journal {
     /// of earlier versions and of a gateway's first window.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub earlier_windows: Vec<EarlierWindow>,
+    /// The new objects were applied by a GitOps owner's sync of the merged repository
+    /// change, not by vpnmig: the change was merged early, before the window's delete,
+    /// and the owner pruned the IPsecGateway (C09/C10). The cutover adopted them after
+    /// every pinned value read equal to the plan's: who applied them, from which source,
+    /// and when the window adopted them. Absent when vpnmig applied them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub applied_by_source: Option<String>,
 }
 
 /// A window whose journal was archived in its own ConfigMap before a new window replaced
@@ -560,6 +567,7 @@ impl Journal {
             history: Vec::new(),
             history_head: None,
             earlier_windows: Vec::new(),
+            applied_by_source: None,
         }
         .first(Phase::Started, now, by)
     }
@@ -619,6 +627,7 @@ impl Journal {
             history: Vec::new(),
             history_head: None,
             earlier_windows: Vec::new(),
+            applied_by_source: None,
         }
         .first(
             Phase::Done,
@@ -1377,6 +1386,7 @@ mod tests {
             history: Vec::new(),
             history_head: None,
             earlier_windows: Vec::new(),
+            applied_by_source: None,
         };
         assert_eq!(j.validate(), Ok(()));
         let text = serde_json::to_string(&j).unwrap();
@@ -1468,6 +1478,7 @@ mod tests {
             history: Vec::new(),
             history_head: None,
             earlier_windows: Vec::new(),
+            applied_by_source: None,
         };
         let status = json!({"serviceCIDR": "fd00:250:9::/64", "exposures": [
             {"name": "crm", "virtualIP": "fd00:250:9::a"}, {"name": "ldap", "virtualIP": "10.250.3.12"}]});

@@ -23,6 +23,7 @@ use crate::core::{fingerprint, live, plan, scope};
 use crate::exit;
 use crate::window::error::Error;
 
+mod adopting;
 mod deleting;
 mod finished;
 mod old_gateway_gone;
@@ -144,6 +145,12 @@ async fn run(
         if super::gitops::vouch(&mut w, "IPsecGateway").await? {
             return Ok(Outcome::Done);
         }
+    }
+    // Merged early: the owner's sync applied the new objects before the delete (C09/C10).
+    if let Some(j) = &previous
+        && let Some(m) = super::early::merged(cluster, j).await?
+    {
+        return adopting::adopt(cluster, held, opts, ev, confirm, j.clone(), by, m).await;
     }
     match &previous {
         Some(j)

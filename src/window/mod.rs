@@ -52,6 +52,7 @@
 //! [`Event::Blocked`]).
 
 mod cutover;
+mod early;
 pub mod error;
 mod gitops;
 mod guard;

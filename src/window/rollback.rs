@@ -174,6 +174,10 @@ async fn run(
             });
         }
     };
+    // Merged early (C09/C10): the source defines the new objects; refused before any change.
+    if let Some(m) = super::early::merged(cluster, &j).await? {
+        return Err(super::early::no_rollback(&j, &m));
+    }
     // Rolled back: is the IPsecGateway it left still there? One gone since (pruned,
     // deleted by hand) is never "nothing to do" (a21e 6, 11): it is re-created from the
     // journal, as the rollback did, with every check of a rollback before it.

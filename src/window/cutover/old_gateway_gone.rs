@@ -113,8 +113,15 @@ pub(crate) async fn gone_before_the_delete(
             journal::object_name(name),
             if deleting { "being deleted" } else { "gone" }
         ),
-        format!(
-            "`vpnmig verify {name} -n {ns}` checks what is live; `vpnmig rollback {name} -n {ns}` goes back from the journal"
-        ),
+        if matches!(&new, Ok(Some(gw)) if crate::core::gitops::writer(gw).is_some_and(|w| w.starts_with("a GitOps")))
+        {
+            format!(
+                "`vpnmig cutover {name} -n {ns}` finishes the window with what the owner's source applied, once every pinned value equals the plan's; a rollback needs the merge reverted first"
+            )
+        } else {
+            format!(
+                "`vpnmig verify {name} -n {ns}` checks what is live; `vpnmig rollback {name} -n {ns}` goes back from the journal"
+            )
+        },
     )
 }

@@ -12,7 +12,7 @@ use super::*;
 pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
     // Until the apply, an owner that syncs again can still be stopped before anything new
     // is live: its parents are checked and its suspension read back on every run.
-    let before_apply = w.journal.phase < Phase::Applied;
+    let before_apply = before_change(&w.journal);
     if before_apply {
         let owners: Vec<gitops::OwnerRef> = w
             .journal
@@ -440,4 +440,11 @@ pub(super) fn pause_refused(
             way_back(w)
         )),
     }
+}
+
+/// Whether the window changes nothing an owner's sync would undo before its owners hold:
+/// a cutover before its apply, a rollback before its deletes (`rolling-back`: a rollback's
+/// `--gitops pause` checks the parents as a cutover's does, C09/C10).
+fn before_change(j: &crate::core::journal::Journal) -> bool {
+    j.phase < Phase::Applied || j.phase == Phase::RollingBack
 }

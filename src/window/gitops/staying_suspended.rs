@@ -152,8 +152,11 @@ pub(crate) async fn held(
 }
 
 /// Where a window stopped by an owner that syncs again stands: before the delete, or
-/// after it with nothing new applied.
+/// after it with nothing new applied; a rollback before its deletes.
 pub(super) fn where_it_stands(w: &Window<'_>) -> String {
+    if w.journal.phase == Phase::RollingBack {
+        return "the rollback sends no delete before the owners hold (journal phase rolling-back): the VPNGateway and VPNPeers still there are not deleted".into();
+    }
     if w.journal.phase < Phase::Deleting {
         "no gateway was deleted".into()
     } else {
@@ -167,7 +170,11 @@ pub(super) fn where_it_stands(w: &Window<'_>) -> String {
 /// The way back for [`where_it_stands`].
 pub(super) fn way_back(w: &Window<'_>) -> String {
     let (name, ns) = (w.name(), w.ns());
-    if w.journal.phase < Phase::Deleting {
+    if w.journal.phase == Phase::RollingBack {
+        format!(
+            "until then the rollback stays at journal phase rolling-back, and `vpnmig status -n {ns}` names {name} as under way"
+        )
+    } else if w.journal.phase < Phase::Deleting {
         format!("`vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway")
     } else {
         format!(

@@ -1,0 +1,222 @@
+//! A window whose repository change was merged early (C09/C10): the window stopped before
+//! vpnmig applied anything (phase `started` to `deleted`, e.g. a parent re-armed the owner
+//! before the delete), and the owner's sync of the merged source pruned the IPsecGateway
+//! and applied the VPNGateway and VPNPeers itself. Going on adopts them (`cutover`, only
+//! when every pinned value is the plan's); going back refuses before any change (the
+//! source defines them, and the client's only VPNPeer is never deleted while no
+//! IPsecGateway exists).
+
+use serde_json::Value;
+
+use crate::cluster::gitops::{self as live, Found};
+use crate::cluster::{Cluster, objects};
+use crate::core::gitops::{self, OwnerRef};
+use crate::core::journal::{Journal, Phase};
+use crate::core::verify::Verdict;
+use crate::core::{reference, scope};
+use crate::exit;
+use crate::window::error::Error;
+
+/// The new objects as the owner's sync applied them.
+pub(crate) struct Merged {
+    /// The live VPNGateway of the window's name.
+    pub(crate) gateway: Value,
+    /// Every live VPNPeer whose `spec.gatewayRef.name` is the gateway.
+    pub(crate) peers: Vec<Value>,
+    /// Who applied them: the owner and its source when known, the field managers.
+    pub(crate) by: String,
+    /// The owner whose controller wrote them, when one is found.
+    pub(crate) owner: Option<OwnerRef>,
+    /// The owner's current status (read now, not blind) lists the VPNGateway and not the
+    /// IPsecGateway: its merged source is read, not assumed.
+    pub(crate) proven: bool,
+}
+
+impl Merged {
+    /// `vpngateway/acme, vpnpeer/acme -n tenant-acme`.
+    pub(crate) fn objects(&self, ns: &str) -> String {
+        let names: Vec<String> = std::iter::once(&self.gateway)
+            .chain(&self.peers)
+            .map(|o| {
+                format!(
+                    "{}/{}",
+                    o["kind"].as_str().unwrap_or("?").to_lowercase(),
+                    o.pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                )
+            })
+            .collect();
+        format!("{} -n {ns}", names.join(", "))
+    }
+}
+
+/// Whether `j`'s window is before its apply with nothing applied by vpnmig.
+fn before_apply(j: &Journal) -> bool {
+    j.phase < Phase::Applied && j.target_uids.is_empty()
+}
+
+/// The early merge of window `j`, when the cluster shows it: the window applied nothing,
+/// no IPsecGateway of its name exists (not even one being deleted), and a VPNGateway of
+/// its name exists that vpnmig did not make and a GitOps controller wrote.
+pub(crate) async fn merged(cluster: &Cluster, j: &Journal) -> Result<Option<Merged>, Error> {
+    if !before_apply(j) {
+        return Ok(None);
+    }
+    let (ns, name) = (j.namespace.as_str(), j.gateway.as_str());
+    if objects::get(cluster, "IPsecGateway", name).await?.is_some() {
+        return Ok(None);
+    }
+    let Some(gateway) = objects::get(cluster, "VPNGateway", name).await? else {
+        return Ok(None);
+    };
+    if scope::proof(&gateway, name, &j.target_uids).is_ok() {
+        return Ok(None);
+    }
+    let managers: Vec<String> = scope::managers(&gateway);
+    let gitops_writer = managers.iter().any(|m| {
+        gitops::ARGO_MANAGERS.contains(&m.as_str()) || gitops::FLUX_MANAGERS.contains(&m.as_str())
+    });
+    if !gitops_writer {
+        return Ok(None);
+    }
+    let peers: Vec<Value> = objects::list(cluster, "VPNPeer")
+        .await?
+        .into_iter()
+        .filter(|p| p.pointer("/spec/gatewayRef/name").and_then(Value::as_str) == Some(name))
+        .collect();
+    // The owner: one the journal holds, or one the markers name, whose controller wrote it.
+    let mut candidates: Vec<OwnerRef> = j.gitops.iter().map(|r| r.owner.clone()).collect();
+    candidates.extend(gitops::detect(&gateway).into_iter().filter_map(|m| m.owner));
+    let mut owner = None;
+    let mut proven = false;
+    let mut source = String::new();
+    for c in candidates {
+        if !gitops::written_by(&c.kind, &gateway) {
+            continue;
+        }
+        if let Ok(Found::One(o, obj)) = live::find(cluster, &c).await {
+            let lists = |kind: &str| gitops::owner_state(&obj, kind, ns, name).source_lists;
+            proven = lists("VPNGateway") == Some(true) && lists("IPsecGateway") == Some(false);
+            source = source_of(&obj);
+            owner = Some(o);
+        } else {
+            owner = Some(c);
+        }
+        break;
+    }
+    let by = format!(
+        "{}{} (field manager {})",
+        owner
+            .as_ref()
+            .map(|o| format!("{}'s sync", o.display()))
+            .unwrap_or_else(|| "a GitOps controller's sync".into()),
+        source,
+        managers
+            .iter()
+            .filter(|m| *m != scope::FIELD_MANAGER)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(Some(Merged {
+        gateway,
+        peers,
+        by,
+        owner,
+        proven,
+    }))
+}
+
+/// ` of its source GitRepository/platform ./tenants/acme at main@sha1:…`, or of an Argo CD
+/// Application's repository, path and revision; empty when the owner does not say.
+fn source_of(owner: &Value) -> String {
+    let t = |p: &str| owner.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let (from, revision) = if owner["kind"] == "Application" {
+        (
+            format!("{} {}", t("/spec/source/repoURL"), t("/spec/source/path")),
+            t("/status/sync/revision"),
+        )
+    } else {
+        (
+            format!(
+                "{}/{} {}",
+                t("/spec/sourceRef/kind"),
+                t("/spec/sourceRef/name"),
+                t("/spec/path")
+            ),
+            t("/status/lastAppliedRevision"),
+        )
+    };
+    let from = from.trim();
+    if from.is_empty() || from == "/" {
+        return String::new();
+    }
+    if revision.is_empty() {
+        format!(" of its source {from}")
+    } else {
+        format!(" of its source {from} at {revision}")
+    }
+}
+
+/// Every difference between what the owner applied and the plan (the journal's targets),
+/// as `verify` compares pinned values ([`reference::compare`]): `VPNPeer ns/name
+/// spec.ipsec.remoteSubnets: seen, the plan pins wanted; …`; a target missing, and a peer
+/// of the gateway the plan does not have (a second peer turns the gateway default-deny).
+pub(crate) fn differences(j: &Journal, m: &Merged) -> Vec<String> {
+    let live = |t: &Value| {
+        let (kind, name) = (t["kind"].as_str(), t.pointer("/metadata/name"));
+        std::iter::once(&m.gateway)
+            .chain(&m.peers)
+            .find(|o| o["kind"].as_str() == kind && o.pointer("/metadata/name") == name)
+    };
+    let mut out = Vec::new();
+    for t in &j.targets {
+        for row in reference::compare(t, live(t), "the plan") {
+            if row.verdict != Verdict::Ok {
+                out.push(format!("{} {}: {}", row.object, row.what, row.detail));
+            }
+        }
+    }
+    let planned = j.peer_names();
+    for p in &m.peers {
+        let n = p
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("?");
+        if !planned.iter().any(|x| x == n) {
+            out.push(format!(
+                "VPNPeer {}/{n} spec.gatewayRef.name: {}, the plan has no such peer (a second peer turns the gateway default-deny)",
+                j.namespace, j.gateway
+            ));
+        }
+    }
+    out
+}
+
+/// The rollback's refusal in an early merge: nothing changed, the source defines the new
+/// objects, so going back needs the merge reverted first; going on is the cutover.
+pub(crate) fn no_rollback(j: &Journal, m: &Merged) -> Error {
+    let (ns, name) = (j.namespace.as_str(), j.gateway.as_str());
+    let resume_owner = match &m.owner {
+        Some(o) => format!(
+            "let {} sync the revert (it prunes the new objects and re-creates the IPsecGateway; resume it if it is suspended)",
+            o.display()
+        ),
+        None => "let the owner sync the revert (it prunes the new objects and re-creates the IPsecGateway)".into(),
+    };
+    Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "the window of {ns}/{name} is at journal phase {} and vpnmig applied nothing, but ipsecgateway/{name} -n {ns} is gone and {} were applied by {}: the repository change was merged early, and the owner's source now defines the new objects, not the IPsecGateway. A rollback would delete the client's VPNPeer while no IPsecGateway exists, and the owner would prune a re-created IPsecGateway (or re-create what the rollback deletes); nothing was changed",
+            j.phase,
+            m.objects(ns),
+            m.by
+        ),
+        hint: Some(crate::window::error::hint!(
+            "go on: `{}` finishes the window with these objects once every pinned value equals the plan's; or, to go back, revert the merge first and {resume_owner}, then `{}`",
+            crate::window::error::Run::cutover(name, ns),
+            crate::window::error::Run::rollback(name, ns)
+        )),
+    }
+}

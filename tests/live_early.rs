@@ -1,0 +1,520 @@
+//! A repository change merged early (the C09/C10 kind), end to end on both control planes
+//! (tests/live/bed.rs): a window stopped at journal phase `started` (nothing deleted), its
+//! owner syncing again (a parent re-armed it, or someone did), and the change merged: the
+//! owner's sync prunes the IPsecGateway and applies the VPNGateway and VPNPeer itself.
+//!
+//! From there each row follows vpnmig literally, starting where the attack started
+//! (`vpnmig rollback`): every `kubectl patch`/`kubectl delete` a stop quotes, then the
+//! first `vpnmig cutover|rollback` it advises that was not run yet, at most 6 steps. It
+//! must end done (the cutover adopts what the owner applied, every pinned value equal to
+//! the plan's) — or, where the merged source differs from the plan in a pinned value, in
+//! a refusal naming the object, the field, both values and that the source must be fixed.
+//! No step may delete the VPNPeer while no IPsecGateway exists, and the PSK Secret keeps
+//! its key throughout. On the code before it, the rollback's advice looped (`--gitops
+//! pause`, then `kubectl delete vpnpeer …` or `--delete-extra-peers`) and deleted the
+//! client's only VPNPeer.
+//!
+//! | row | owner | parent |
+//! |---|---|---|
+//! | flux_parent | Kustomization acme | Kustomization verbund |
+//! | argo_parent | Application acme | Application wurzel (app-of-apps) |
+//! | flux_alone | Kustomization acme | none (re-enabled by a person) |
+//! | argo_alone | Application acme | none (re-enabled by a person) |
+//! | flux_parent_differs | as flux_parent, the merged VPNPeer's remoteSubnets differ | |
+//! | argo_alone_differs | as argo_alone, the same | |
+//! | rollback_pause_parent | Kustomization acme under verbund, after done: `rollback --gitops pause` stops on the active parent, before any delete; followed: rolled back |
+
+mod live;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use live::bed::{
+    self, APPLICATION, Bed, CONFIGMAP, IPSECGATEWAY, KUSTOMIZATION, Kind, SECRET, Scenario,
+    VPNGATEWAY, VPNPEER,
+};
+use serde_json::{Value, json};
+
+const NS: &str = "tenant-acme";
+const ARGO: &str = include_str!("../fixtures/clusters/acme-argocd.yaml");
+const FLUX: &str = include_str!("../fixtures/clusters/acme-flux.yaml");
+
+/// The acme Application as its parent's source defines it.
+const ACME_APP: &str = "apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: acme
+  namespace: argocd
+spec:
+  project: default
+  source:
+    repoURL: https://git.example.net/platform/tenants.git
+    path: tenants/acme
+    targetRevision: main
+  destination:
+    server: https://kubernetes.default.svc
+    namespace: tenant-acme
+  syncPolicy:
+    automated:
+      selfHeal: true
+      prune: true
+";
+
+/// The acme Kustomization as its parent's source defines it (`suspend: false`).
+const ACME_KS: &str = "apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: acme
+  namespace: flux-system
+spec:
+  interval: 10m
+  path: ./tenants/acme
+  prune: true
+  suspend: false
+  sourceRef:
+    kind: GitRepository
+    name: platform
+  targetNamespace: tenant-acme
+";
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Tool {
+    Flux,
+    Argo,
+}
+
+impl Tool {
+    fn kind(self) -> Kind {
+        match self {
+            Tool::Flux => KUSTOMIZATION,
+            Tool::Argo => APPLICATION,
+        }
+    }
+    fn ns(self) -> &'static str {
+        match self {
+            Tool::Flux => "flux-system",
+            Tool::Argo => "argocd",
+        }
+    }
+    async fn suspended(self, b: &Bed, name: &str) -> bool {
+        let o = b
+            .get(self.kind(), self.ns(), name)
+            .await
+            .expect("the owner");
+        match self {
+            Tool::Argo => o["spec"]["syncPolicy"]["automated"].is_null(),
+            Tool::Flux => o["spec"]["suspend"] == true,
+        }
+    }
+    /// Re-enable `name` as a person does (`flux resume`, `argocd app set … automated`).
+    async fn resume(self, b: &Bed, name: &str) {
+        b.edit(self.kind(), self.ns(), name, |o| match self {
+            Tool::Argo => {
+                o["spec"]["syncPolicy"]["automated"] = json!({"selfHeal": true, "prune": true})
+            }
+            Tool::Flux => o["spec"]["suspend"] = Value::Bool(false),
+        })
+        .await;
+    }
+}
+
+/// `acme`'s cluster for `tool`, with a parent level `parent` (same tool) whose source
+/// holds the acme owner (its sync puts the owner's policy back).
+fn scenario(tool: Tool, parent: Option<&str>) -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    let base = match tool {
+        Tool::Flux => FLUX,
+        Tool::Argo => ARGO,
+    };
+    let Some(p) = parent else {
+        return Scenario::new(base, s);
+    };
+    let (live_def, child) = match tool {
+        Tool::Flux => (
+            format!(
+                "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: {p}\n  namespace: flux-system\nspec:\n  interval: 10m\n  path: ./{p}\n  prune: false\n  sourceRef: {{kind: GitRepository, name: platform}}\n"
+            ),
+            ACME_KS,
+        ),
+        Tool::Argo => (
+            format!(
+                "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: {p}\n  namespace: argocd\nspec:\n  project: default\n  source: {{repoURL: 'https://git.example.net/platform/{p}.git', path: {p}}}\n  destination: {{server: 'https://kubernetes.default.svc', namespace: argocd}}\n  syncPolicy:\n    automated: {{selfHeal: true}}\n"
+            ),
+            ACME_APP,
+        ),
+    };
+    let indented: String = child.lines().map(|l| format!("    {l}\n")).collect();
+    Scenario::built(
+        format!(
+            "{base}\n---\n{}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {p}-source\n  namespace: {}\ndata:\n  manifests: |\n{indented}",
+            live_def.trim_end(),
+            tool.ns()
+        ),
+        s,
+    )
+}
+
+/// kubectl, as a person runs it: the control plane's build, else the one on the PATH.
+fn kubectl_bin() -> std::path::PathBuf {
+    vpnmig_sandbox::controlplane::built()
+        .map(|d| d.join("kubectl"))
+        .unwrap_or_else(|_| "kubectl".into())
+}
+
+/// Run `command` (a shell command line, as a hint prints it) with the bed's kubeconfig;
+/// bounded to 60 s. Panics when it fails.
+async fn shell(b: &Bed, command: &str) {
+    let bin = kubectl_bin();
+    let path = format!(
+        "{}:{}",
+        bin.parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut c = std::process::Command::new("sh");
+    c.args(["-c", command])
+        .env("KUBECONFIG", &b.kubeconfig)
+        .env("PATH", path);
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::task::spawn_blocking(move || c.output().unwrap()),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("`{command}` ran for more than 60 s"))
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "`{command}` on the {}: {}",
+        b.backend,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Everything a stop says from its `hint:` on (empty when it has none).
+fn hint_of(r: &live::Run) -> String {
+    r.stderr
+        .find("\nhint: ")
+        .map(|at| r.stderr[at + 7..].to_string())
+        .unwrap_or_default()
+}
+
+/// The source of the acme owner, planned with `--gitops-repo`: the rewrite (the merge).
+async fn plan_rewrite(b: &Bed, tool: Tool) -> String {
+    bed::eventually(30, "the controller applies the IPsecGateway", || async {
+        b.get(IPSECGATEWAY, NS, "acme").await.is_some()
+    })
+    .await;
+    let source = b.get(CONFIGMAP, tool.ns(), "acme-source").await.unwrap()["data"]["manifests"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let repo = live::repo_in(b.cwd(), &source);
+    b.step(
+        &[
+            "plan",
+            "acme",
+            "-n",
+            NS,
+            "--out",
+            "plans/acme",
+            "--gitops-repo",
+            repo.to_str().unwrap(),
+        ],
+        4,
+        &[],
+    )
+    .await;
+    let rewritten = std::fs::read_to_string(repo.join("tenants/acme.yaml")).unwrap();
+    assert!(!rewritten.contains("kind: IPsecGateway"), "{rewritten}");
+    assert!(rewritten.contains("kind: VPNPeer"), "{rewritten}");
+    rewritten
+}
+
+/// The window stopped at `started` with nothing deleted and the owner syncing: a parent
+/// re-armed it (`parent`), or, without one, a person re-enabled it while the pause was
+/// read back.
+async fn stopped_at_started(b: &Bed, tool: Tool, parent: bool) {
+    let on = b.backend;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    if parent {
+        b.step(&cut, 7, &["no gateway was deleted"]).await;
+    } else {
+        let stop = Arc::new(AtomicBool::new(false));
+        let r = {
+            let toggler = async {
+                while !stop.load(Ordering::Relaxed) {
+                    if tool.suspended(b, "acme").await {
+                        tool.resume(b, "acme").await;
+                    }
+                    tokio::time::sleep(Duration::from_millis(40)).await;
+                }
+            };
+            let run = async {
+                let r = b.vpnmig(&cut).await;
+                stop.store(true, Ordering::Relaxed);
+                r
+            };
+            tokio::join!(toggler, run).1
+        };
+        assert_eq!(r.code, 7, "{on}: {}", r.stderr);
+        assert!(r.says("no gateway was deleted"), "{on}: {}", r.stderr);
+    }
+    assert_eq!(
+        b.phase(NS, "acme").await.as_deref(),
+        Some("started"),
+        "{on}"
+    );
+    assert!(b.get(IPSECGATEWAY, NS, "acme").await.is_some(), "{on}");
+}
+
+/// Merge `manifests`: the owner (syncing) prunes the IPsecGateway and applies the new
+/// objects itself.
+async fn merge(b: &Bed, tool: Tool, manifests: &str) {
+    b.edit(CONFIGMAP, tool.ns(), "acme-source", |o| {
+        o["data"]["manifests"] = json!(manifests)
+    })
+    .await;
+    b.gitops.kick();
+    bed::eventually(
+        40,
+        "the owner prunes the IPsecGateway and applies the VPNGateway and VPNPeer",
+        || async {
+            b.get(IPSECGATEWAY, NS, "acme").await.is_none()
+                && b.get(VPNGATEWAY, NS, "acme").await.is_some()
+                && b.get(VPNPEER, NS, "acme").await.is_some()
+        },
+    )
+    .await;
+}
+
+/// The first advised `vpnmig cutover|rollback …` of `hint` not run yet.
+fn next_command(hint: &str, tried: &[String]) -> Option<Vec<String>> {
+    live::advised(hint).into_iter().find(|args| {
+        matches!(
+            args.first().map(String::as_str),
+            Some("cutover" | "rollback")
+        ) && !tried.contains(&args.join(" "))
+    })
+}
+
+/// Follow vpnmig from `rollback` (at most 6 steps): each stop's `kubectl patch`/`kubectl
+/// delete` commands, then its first untried `vpnmig cutover|rollback`. After every step
+/// the VPNPeer exists while no IPsecGateway does, and the PSK Secret keeps its key.
+/// Returns the last run (exit 0, or a refusal naming no untried command) and the commands.
+async fn follow(b: &Bed, psk: &str) -> (live::Run, Vec<String>) {
+    let on = b.backend;
+    let mut args: Vec<String> = ["rollback", "acme", "-n", NS, "--yes"]
+        .map(String::from)
+        .to_vec();
+    let mut tried = Vec::new();
+    for _ in 0..6 {
+        let r = b.run_advised(&args, &["--yes"]).await;
+        tried.push(args.join(" "));
+        let old = b.get(IPSECGATEWAY, NS, "acme").await;
+        assert!(
+            old.is_some() || b.get(VPNPEER, NS, "acme").await.is_some(),
+            "{on}: `vpnmig {}` left no VPNPeer while no IPsecGateway exists:\n{}",
+            args.join(" "),
+            r.stderr
+        );
+        assert!(
+            b.get(SECRET, NS, "acme-psk").await.is_some(),
+            "{on}: the PSK Secret is gone"
+        );
+        assert_eq!(b.psk_fingerprint(NS, "acme-psk").await, psk, "{on}");
+        if r.code == 0 {
+            return (r, tried);
+        }
+        let hint = hint_of(&r);
+        for c in live::flat(&hint).split('`').skip(1).step_by(2) {
+            if c.starts_with("kubectl patch ") || c.starts_with("kubectl delete ") {
+                shell(b, c).await;
+                tried.push(c.to_string());
+                assert!(
+                    b.get(IPSECGATEWAY, NS, "acme").await.is_some()
+                        || b.get(VPNPEER, NS, "acme").await.is_some(),
+                    "{on}: `{c}` deleted the client's only VPNPeer while no IPsecGateway exists"
+                );
+            }
+        }
+        match next_command(&hint, &tried) {
+            Some(next) => args = next,
+            None => return (r, tried),
+        }
+    }
+    panic!("{on}: not ended after 6 steps: {tried:?}");
+}
+
+/// The row: stopped at `started`, merged early (`differs`: the merged VPNPeer's
+/// remoteSubnets are not the plan's), then followed from `rollback`.
+async fn early_merge(b: &Bed, tool: Tool, parent: bool, differs: bool) {
+    let on = b.backend;
+    let rewritten = plan_rewrite(b, tool).await;
+    stopped_at_started(b, tool, parent).await;
+    let psk = b.psk_fingerprint(NS, "acme-psk").await;
+    let merged = if differs {
+        let bad = rewritten.replacen("10.20.0.0/16", "10.99.0.0/16", 1);
+        assert_ne!(bad, rewritten, "the plan's remote subnet is in the rewrite");
+        bad
+    } else {
+        rewritten
+    };
+    merge(b, tool, &merged).await;
+    let (r, tried) = follow(b, &psk).await;
+    eprintln!("{on}: followed {tried:?}");
+    let j = b.journal(NS, "acme").await.expect("the journal");
+    if differs {
+        assert_ne!(r.code, 0, "{on}: {tried:?}");
+        let text = live::flat(&r.stderr);
+        for says in [
+            "VPNPeer tenant-acme/acme spec.ipsec.remoteSubnets: [\"10.99.0.0/16\"], the plan pins [\"10.20.0.0/16\"]",
+            "the source must be fixed",
+            "nothing was adopted",
+        ] {
+            assert!(text.contains(says), "{on}: missing `{says}` in {text}");
+        }
+        assert_eq!(j["phase"], "started", "{on}: {j}");
+        assert!(b.get(VPNPEER, NS, "acme").await.is_some(), "{on}");
+        assert!(
+            !tried.iter().any(|c| c.contains("delete-extra-peers")),
+            "{on}: {tried:?}"
+        );
+        return;
+    }
+    assert_eq!(r.code, 0, "{on}: {tried:?}\n{}", r.stderr);
+    assert_eq!(j["phase"], "done", "{on}: {j}");
+    let by = j["appliedBySource"].as_str().unwrap_or_default();
+    let owner = match tool {
+        Tool::Flux => "kustomization/acme -n flux-system's sync",
+        Tool::Argo => "application/acme -n argocd's sync",
+    };
+    assert!(by.contains(owner), "{on}: {j}");
+    assert!(
+        tried.iter().any(|c| c.starts_with("cutover")),
+        "{on}: {tried:?}"
+    );
+    assert!(
+        !tried
+            .iter()
+            .any(|c| c.starts_with("kubectl delete vpnpeer")),
+        "{on}: {tried:?}"
+    );
+    // The objects are the owner's, as it applied them, adopted by their uids.
+    let peer = b.get(VPNPEER, NS, "acme").await.unwrap();
+    assert_eq!(j["targetUids"][1], peer["metadata"]["uid"], "{on}: {j}");
+}
+
+/// Item 3: after done, the owner's parent active, `rollback --gitops pause` stops on the
+/// parent before any delete (the VPNGateway and VPNPeer still there, the owner's own
+/// suspension not claimed as holding); its advice followed, the rollback ends.
+async fn rollback_pause_stops_on_the_parent(b: &Bed) {
+    let on = b.backend;
+    let rewritten = plan_rewrite(b, Tool::Flux).await;
+    // Done first: the parent suspended by hand, as its stop asks.
+    b.edit(KUSTOMIZATION, "flux-system", "verbund", |o| {
+        o["spec"]["suspend"] = Value::Bool(true)
+    })
+    .await;
+    b.step(
+        &["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"],
+        0,
+        &[],
+    )
+    .await;
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    // Merged, the parent resumed by someone: it syncs acme's Kustomization again.
+    b.edit(CONFIGMAP, "flux-system", "acme-source", |o| {
+        o["data"]["manifests"] = json!(rewritten)
+    })
+    .await;
+    Tool::Flux.resume(b, "verbund").await;
+    Tool::Flux.resume(b, "acme").await;
+    b.gitops.kick();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let r = b
+        .step(
+            &["rollback", "acme", "-n", NS, "--gitops", "pause", "--yes"],
+            7,
+            &["kustomization/verbund -n flux-system"],
+        )
+        .await;
+    let text = live::flat(&r.stderr);
+    assert!(
+        text.contains("the VPNGateway and VPNPeers still there are not deleted"),
+        "{on}: {text}"
+    );
+    assert!(b.get(VPNPEER, NS, "acme").await.is_some(), "{on}");
+    assert!(b.get(VPNGATEWAY, NS, "acme").await.is_some(), "{on}");
+    // Followed: the parent suspended, the merge reverted, the rollback run again.
+    let hint = hint_of(&r);
+    for c in live::flat(&hint).split('`').skip(1).step_by(2) {
+        if c.starts_with("kubectl patch ") {
+            shell(b, c).await;
+        }
+    }
+    let next = bed::advised(&hint, "rollback acme");
+    let r = b.run_advised(&next, &["--yes"]).await;
+    assert_eq!(r.code, 0, "{on}: {}", r.stderr);
+    assert_eq!(
+        b.phase(NS, "acme").await.as_deref(),
+        Some("rolled-back"),
+        "{on}"
+    );
+}
+
+crate::rows! {
+    /// Flux, a parent Kustomization re-armed acme before the delete; merged early.
+    flux_parent: bed::Row {
+        scenario: || scenario(Tool::Flux, Some("verbund")),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(early_merge(b, Tool::Flux, true, false)),
+    },
+    /// Argo CD, an app-of-apps re-armed acme before the delete; merged early.
+    argo_parent: bed::Row {
+        scenario: || scenario(Tool::Argo, Some("wurzel")),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(early_merge(b, Tool::Argo, true, false)),
+    },
+    /// Flux, no parent: a person re-enabled acme while the pause was read back.
+    flux_alone: bed::Row {
+        scenario: || scenario(Tool::Flux, None),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(early_merge(b, Tool::Flux, false, false)),
+    },
+    /// Argo CD, no parent: the same.
+    argo_alone: bed::Row {
+        scenario: || scenario(Tool::Argo, None),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(early_merge(b, Tool::Argo, false, false)),
+    },
+    /// Flux with its parent, the merged VPNPeer's remote subnet not the plan's: refused.
+    flux_parent_differs: bed::Row {
+        scenario: || scenario(Tool::Flux, Some("verbund")),
+        only: None,
+        // Ends at `started` beside the owner's objects, on purpose (the source is wrong).
+        after: None,
+        steps: |b| Box::pin(early_merge(b, Tool::Flux, true, true)),
+    },
+    /// Argo CD alone, the same.
+    argo_alone_differs: bed::Row {
+        scenario: || scenario(Tool::Argo, None),
+        only: None,
+        after: None,
+        steps: |b| Box::pin(early_merge(b, Tool::Argo, false, true)),
+    },
+    /// Flux under verbund, done: `rollback --gitops pause` stops on the active parent.
+    rollback_pause_parent: bed::Row {
+        scenario: || scenario(Tool::Flux, Some("verbund")),
+        only: None,
+        after: None,
+        steps: |b| Box::pin(rollback_pause_stops_on_the_parent(b)),
+    },
+}
