@@ -365,7 +365,7 @@ async fn early_merge(b: &Bed, tool: Tool, parent: bool, differs: bool) {
     };
     merge(b, tool, &merged).await;
     let (r, tried) = follow(b, &psk).await;
-    eprintln!("{on}: followed {tried:?}");
+    eprintln!("{on}: followed {tried:?}; the last run said:\n{}", r.stderr);
     let j = b.journal(NS, "acme").await.expect("the journal");
     if differs {
         assert_ne!(r.code, 0, "{on}: {tried:?}");
@@ -376,6 +376,14 @@ async fn early_merge(b: &Bed, tool: Tool, parent: bool, differs: bool) {
             "nothing was adopted",
         ] {
             assert!(text.contains(says), "{on}: missing `{says}` in {text}");
+        }
+        // A clear refusal: it names no command already tried.
+        for args in live::advised(&hint_of(&r)) {
+            assert!(
+                !tried.contains(&args.join(" ")),
+                "{on}: {args:?} again in {}",
+                r.stderr
+            );
         }
         assert_eq!(j["phase"], "started", "{on}: {j}");
         assert!(b.get(VPNPEER, NS, "acme").await.is_some(), "{on}");

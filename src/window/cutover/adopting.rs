@@ -24,6 +24,25 @@ pub(super) async fn adopt(
     m: Merged,
 ) -> Result<Outcome, Error> {
     let (name, ns) = (j.gateway.clone(), j.namespace.clone());
+    // `--plan DIR`: the journal must be of that plan, as for any resume.
+    if let Some(dir) = &opts.plan {
+        let (saved, _) = bundle::read_saved(dir)?;
+        let drift = journal::journal_drift(&saved, &j);
+        if !drift.is_empty() {
+            ev.emit(Event::Drift(drift));
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "the journal of {name} -n {ns} does not match the plan in {}; nothing was changed",
+                    dir.display()
+                ),
+                hint: Some(crate::window::error::hint!(
+                    "run without --plan (the journal is what was started): `{}`",
+                    crate::window::error::Run::cutover(&name, &ns)
+                )),
+            });
+        }
+    }
     refuse_differences(&j, &m)?;
     let Some(secret) = objects::secret(cluster, &j.psk_secret).await? else {
         return Err(Error::Stop {
@@ -176,9 +195,12 @@ fn refuse_differences(j: &Journal, m: &Merged) -> Result<(), Error> {
             diffs.join("; ")
         ),
         hint: Some(crate::window::error::hint!(
-            "the source must be fixed: make the repository define exactly what the plan applies (`plan --gitops-repo` wrote it; the plan's values are in `kubectl get configmap {} -n {ns} -o yaml`, data.journal.json targets), let the owner sync it, then `{}`",
+            "the source must be fixed: make the repository define exactly what the plan applies (`plan --gitops-repo` wrote it; the plan's values are the targets in data.journal.json of `kubectl get configmap {} -n {ns} -o yaml`) and let {} sync it; then the same cutover adopts them. No rollback goes back from here while the source defines them",
             journal::object_name(name),
-            crate::window::error::Run::cutover(name, ns)
+            m.owner
+                .as_ref()
+                .map(|o| o.display())
+                .unwrap_or_else(|| "the owner".into())
         )),
     })
 }
