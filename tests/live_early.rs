@@ -411,6 +411,17 @@ async fn early_merge(b: &Bed, tool: Tool, parent: bool, differs: bool) {
             .any(|c| c.starts_with("kubectl delete vpnpeer")),
         "{on}: {tried:?}"
     );
+    // The owner restored as at a normal done (its status read the merge), its parent
+    // still suspended: vpnmig never resumes a parent.
+    assert!(!tool.suspended(b, "acme").await, "{on}: acme restored: {j}");
+    assert!(!j["gitops"][0]["restoredAt"].is_null(), "{on}: {j}");
+    if parent {
+        let p = match tool {
+            Tool::Flux => "verbund",
+            Tool::Argo => "wurzel",
+        };
+        assert!(tool.suspended(b, p).await, "{on}: {p} stays suspended");
+    }
     // The objects are the owner's, as it applied them, adopted by their uids.
     let peer = b.get(VPNPEER, NS, "acme").await.unwrap();
     assert_eq!(j["targetUids"][1], peer["metadata"]["uid"], "{on}: {j}");

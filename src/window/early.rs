@@ -74,10 +74,7 @@ pub(crate) async fn merged(cluster: &Cluster, j: &Journal) -> Result<Option<Merg
         return Ok(None);
     }
     let managers: Vec<String> = scope::managers(&gateway);
-    let gitops_writer = managers.iter().any(|m| {
-        gitops::ARGO_MANAGERS.contains(&m.as_str()) || gitops::FLUX_MANAGERS.contains(&m.as_str())
-    });
-    if !gitops_writer {
+    if gitops_managers(&managers).is_empty() {
         return Ok(None);
     }
     let peers: Vec<Value> = objects::list(cluster, "VPNPeer")
@@ -112,12 +109,7 @@ pub(crate) async fn merged(cluster: &Cluster, j: &Journal) -> Result<Option<Merg
             .map(|o| format!("{}'s sync", o.display()))
             .unwrap_or_else(|| "a GitOps controller's sync".into()),
         source,
-        managers
-            .iter()
-            .filter(|m| *m != scope::FIELD_MANAGER)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
+        gitops_managers(&managers).join(", ")
     );
     Ok(Some(Merged {
         gateway,
@@ -126,6 +118,18 @@ pub(crate) async fn merged(cluster: &Cluster, j: &Journal) -> Result<Option<Merg
         owner,
         proven,
     }))
+}
+
+/// The GitOps controllers' field managers among `managers`, each once.
+fn gitops_managers(managers: &[String]) -> Vec<&str> {
+    let mut out: Vec<&str> = managers
+        .iter()
+        .map(String::as_str)
+        .filter(|m| gitops::ARGO_MANAGERS.contains(m) || gitops::FLUX_MANAGERS.contains(m))
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// ` of its source GitRepository/platform ./tenants/acme at main@sha1:…`, or of an Argo CD

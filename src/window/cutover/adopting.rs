@@ -99,6 +99,9 @@ pub(super) async fn adopt(
     // The owners suspended and their parents checked as before any apply: a parent that
     // re-arms an owner stops here, nothing recorded as applied.
     super::super::gitops::pause(&mut w, "cutover").await?;
+    // The owner's status read before the pause (it synced the merge then; a suspended
+    // Kustomization's inventory says nothing since).
+    let proven = m.proven;
     // Read and compared again after the pause: what is adopted is what is live now.
     let Some(m) = early::merged(cluster, &w.journal).await? else {
         return Err(Error::Stop {
@@ -126,7 +129,7 @@ pub(super) async fn adopt(
         "{}; adopted by the cutover at {} after every pinned value read equal to the plan's{}",
         m.by,
         now(),
-        if m.proven {
+        if proven || m.proven {
             "; the owner's status, read then, listed the VPNGateway and not the IPsecGateway"
         } else {
             ""
@@ -144,7 +147,7 @@ pub(super) async fn adopt(
     // The owner's own status read the merged source: it stands for `--gitops resume` at
     // the restore (a Kustomization suspended since shows no inventory of it).
     let mut opts = opts.clone();
-    opts.gitops.resume |= m.proven;
+    opts.gitops.resume |= proven || m.proven;
     phases(&mut w, &opts, None, guard.as_ref()).await
 }
 
