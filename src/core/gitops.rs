@@ -1492,8 +1492,8 @@ pub struct Record {
     /// The window's own stop asked for this owner's suspension again (it synced and
     /// re-created what the window replaced after `done`; the hint printed
     /// [`pause_command`]): when, and the sync seen then. A suspension read back as the
-    /// window left it with no sync since that stop is the one the window asked for, the
-    /// window's own again, never "its policy changed since" ([`synced_since`]).
+    /// window left it after that stop is the one the window asked for, the window's own
+    /// again, never "its policy changed since" ([`synced_since`], [`as_asked`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked: Option<Asked>,
 }
@@ -1508,17 +1508,20 @@ pub struct Asked {
     /// whose suspension's field manager says whose it is).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_sync: Option<String>,
-    /// When a run read it back suspended as asked and held it as the window's again.
+    /// When a run read it back suspended as asked and held it as the window's again
+    /// (`last_sync` is then the sync seen at that read-back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adopted: Option<String>,
 }
 
 /// Whether `live` (read back suspended as the window left it) carries the suspension the
-/// window's own stop asked for ([`Record::asked`]): Argo CD, no sync started since that
-/// stop (a sync since is someone re-arming it again, theirs).
+/// window's own stop asked for ([`Record::asked`]), Argo CD: the first read-back after
+/// that stop, whatever synced in between (the re-arm the stop named can sync again before
+/// the suspension it asked for lands: a parent of a cycle suspended last), then no sync
+/// since the one the adoption recorded (a later one is someone re-arming it again).
 pub fn as_asked(record: &Record, live: &Value) -> bool {
     let Some(a) = &record.asked else { return false };
-    live["kind"] == "Application" && last_sync(live) == a.last_sync
+    live["kind"] == "Application" && (a.adopted.is_none() || last_sync(live) == a.last_sync)
 }
 
 /// The window's restore of an owner, recorded before its patch ([`Record::restoring`]).
@@ -4053,18 +4056,20 @@ mod tests {
             None
         );
         // The window's own stop asked for the suspension again after the sync it saw
-        // (the re-arm that re-created the gateway): that sync, suspended since, is the
-        // window's suspension again; a sync after the stop is someone else's again.
+        // (the re-arm that re-created the gateway): read back suspended after it, that is
+        // the window's suspension again, whatever the re-arm synced before it landed;
+        // once adopted, a sync after the one recorded is someone else's again.
         seen.asked = Some(Asked {
             at: "2026-01-03T00:00:05Z".into(),
             last_sync: Some("2026-01-03T00:00:00Z".into()),
             adopted: None,
         });
+        for at in ["2026-01-03T00:00:00Z", "2026-01-03T00:00:09Z"] {
+            assert!(as_asked(&seen, &synced(Some(at))), "{at}");
+            assert_eq!(synced_since(&seen, &synced(Some(at))), None, "{at}");
+        }
+        seen.asked.as_mut().unwrap().adopted = Some("2026-01-03T00:01:00Z".into());
         assert!(as_asked(&seen, &synced(Some("2026-01-03T00:00:00Z"))));
-        assert_eq!(
-            synced_since(&seen, &synced(Some("2026-01-03T00:00:00Z"))),
-            None
-        );
         assert!(!as_asked(&seen, &synced(Some("2026-01-04T00:00:00Z"))));
         assert!(synced_since(&seen, &synced(Some("2026-01-04T00:00:00Z"))).is_some());
         assert!(!as_asked(&seen, &ks(json!(true))));

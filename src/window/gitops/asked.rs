@@ -11,7 +11,7 @@
 //! longer relied on … may be resumed" while the source still defined the gateway. Argo
 //! CD's pause removes `automated`, so no managedFields entry says whose the suspension is:
 //! the journal does. The stop records what it asked for and the sync it saw
-//! ([`gitops::Record::asked`]); a suspension read back with no sync since is that one.
+//! ([`gitops::Record::asked`]); the first read-back suspended after it is that one.
 
 use super::*;
 
@@ -47,22 +47,31 @@ pub(crate) async fn record_asked(w: &mut Window<'_>) -> Result<(), Error> {
 
 /// Owner record `i`, read back (`live`) as the window left it: the suspension the
 /// window's own stop asked for ([`gitops::as_asked`]) is the window's again. The journal
-/// records it (the sync the stop saw becomes the last one, `asked.adopted`), and the
-/// parents above it that read suspended are relied on again, as at the pause. A sync
-/// since the stop is someone else's re-arm: nothing done here, the restore says it.
+/// records it (the sync seen now becomes the last one, `asked.adopted`), and the parents
+/// above it that read suspended are relied on again, as at the pause. A sync after the
+/// adoption is someone else's re-arm: nothing done here, the restore says it.
 pub(crate) async fn adopt_asked(w: &mut Window<'_>, i: usize, live: &Value) -> Result<(), Error> {
     let r = w.journal.gitops[i].clone();
     let Some(asked) = r.asked.clone().filter(|_| gitops::as_asked(&r, live)) else {
         return Ok(());
     };
-    if asked.adopted.is_none() || r.last_sync != asked.last_sync {
-        let mut a = asked.clone();
-        a.adopted = Some(super::super::steps::now());
-        w.journal.gitops[i].last_sync = asked.last_sync.clone();
-        w.journal.gitops[i].asked = Some(a);
+    if asked.adopted.is_none() {
+        let seen = gitops::last_sync(live);
+        let between = match (&seen, &asked.last_sync) {
+            (Some(now), Some(then)) if now != then => format!(
+                " (it synced at {now} after that stop: the re-arm the stop named, before the suspension it asked for landed)"
+            ),
+            _ => String::new(),
+        };
+        w.journal.gitops[i].last_sync = seen.clone();
+        w.journal.gitops[i].asked = Some(gitops::Asked {
+            at: asked.at.clone(),
+            last_sync: seen,
+            adopted: Some(super::super::steps::now()),
+        });
         journal::write(w.cluster, &w.journal, false).await?;
         w.ev.emit(Event::Note(format!(
-            "{} reads back suspended as this window's stop asked at {} (`{}`), with no sync since the one that stop saw: the window's own suspension again (the journal holds it), not someone else's change",
+            "{} reads back suspended as this window's stop asked at {} (`{}`){between}: the window's own suspension again (the journal holds it), not someone else's change",
             r.owner.display(),
             asked.at,
             gitops::pause_command(&r.owner)
