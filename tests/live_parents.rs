@@ -1345,10 +1345,12 @@ async fn follow_to_the_end(b: &Bed, first: live::Run, extra: &[&str]) -> live::R
 /// cycle and acme, which re-creates the IPsecGateway: the finished window's stop (exit 5)
 /// names the members that act, each with its command, before acme's own suspension;
 /// followed literally, it ends (never the identical stop, at most 3 rounds) with the
-/// IPsecGateway gone and every member suspended. After the merge and the restore, every
-/// member is named "left suspended" with its resume. On the code before it, the third
-/// member was forgotten (Flux) or called "left … no vpnmig window relies on it" (Argo
-/// CD) while acme was held, and the stop after the re-arm named acme only and looped.
+/// IPsecGateway gone, every member suspended and still relied on (Argo CD too: a21n C13,
+/// where that run let go of acme, "its policy changed since"). After the merge and the
+/// restore, every member is named "left suspended" with its resume. On the code before
+/// it, the third member was forgotten (Flux) or called "left … no vpnmig window relies on
+/// it" (Argo CD) while acme was held, and the stop after the re-arm named acme only and
+/// looped.
 async fn a_cycle_is_relied_on_whole_and_named_to_the_end(b: &Bed, owner: Level, members: &[Level]) {
     let on = b.backend;
     let mut levels: Vec<Level> = members[1..].to_vec();
@@ -1432,29 +1434,23 @@ async fn a_cycle_is_relied_on_whole_and_named_to_the_end(b: &Bed, owner: Level, 
     for &m in members.iter().chain([&owner]) {
         assert!(suspended(b, m).await, "{on}: {} syncs again", shown(m));
     }
-    if owner.0 == APPLICATION {
-        // Argo CD: acme synced since the window paused it (the re-arm), so the run that
-        // ended let go of it (a21j 06), and with it the reliance on every member: each
-        // is named once as no longer relied on, never as relied on or left.
-        let out = live::flat(&format!("{}{}", ended.stdout, ended.stderr));
-        assert!(
-            out.contains("is not restored: its policy changed since the window paused it"),
-            "{on}: {out}"
+    // acme suspended again as the stop asked is the window's suspension again, Argo CD
+    // too (a21n C13: the run that ended let go of it, "its policy changed since the
+    // window paused it", and with it the reliance on every member): every member is still
+    // relied on, none "no longer relied on".
+    let out = live::flat(&format!("{}{}", ended.stdout, ended.stderr));
+    assert!(!out.contains("policy changed since"), "{on}: {out}");
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    for &m in members {
+        let relied = format!("GitOps parent relied on: {}", shown(m));
+        assert_eq!(
+            st.matches(&relied).count(),
+            1,
+            "{on}: `{relied}` once in: {st}"
         );
-        let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
-        for &m in members {
-            let no_longer = format!("GitOps parent no longer relied on: {}", shown(m));
-            assert_eq!(
-                st.matches(&no_longer).count(),
-                1,
-                "{on}: `{no_longer}` once in: {st}"
-            );
-            assert!(suspended(b, m).await, "{on}: vpnmig resumed {}", m.1);
-        }
-        for never in ["GitOps parent relied on", "left suspended"] {
-            assert!(!st.contains(never), "{on}: `{never}` in: {st}");
-        }
-        return;
+    }
+    for never in ["no longer relied on", "may be resumed", "left suspended"] {
+        assert!(!st.contains(never), "{on}: `{never}` in: {st}");
     }
     // Merged, restored: every member left suspended, each with its resume.
     b.edit(CONFIGMAP, level_ns(owner), "acme-source", |o| {
@@ -1755,5 +1751,276 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(ctrl_c_during_the_delete_says_what_was_interrupted(b)),
+    },
+}
+
+// ---------------------------------------------------------------------------------------
+// A re-arm after `done`, its stop followed to the letter (a21n C13/C12, C14).
+
+/// The journal's record of acme, the owner.
+async fn owner_record(b: &Bed) -> Value {
+    let j = b.journal(NS, "acme").await.expect("the journal");
+    j["gitops"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["owner"]["name"] == "acme")
+        .cloned()
+        .unwrap_or_else(|| panic!("{}: no record of acme in {j}", b.backend))
+}
+
+/// `status -n NS -o json`, parsed, with its text.
+async fn status_json(b: &Bed) -> (Value, String) {
+    let r = b.step(&["status", "-n", NS, "-o", "json"], 0, &[]).await;
+    let doc: Value = serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("{}: status -o json: {e}: {}", b.backend, r.stdout));
+    (doc, r.stdout)
+}
+
+/// The chain `levels` (top-most first) above acme, relied on, the window done with acme
+/// kept suspended (its source still defines the IPsecGateway: not merged).
+async fn done_relying_on(b: &Bed, owner: Level, levels: &[Level]) {
+    let on = b.backend;
+    chain_applied(b, owner, levels).await;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    let r = b.step(&cut, 7, &["no gateway was deleted"]).await;
+    follow_to_the_end(b, r, &["--yes"]).await;
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    assert!(suspended(b, owner).await, "{on}: acme restored unmerged");
+}
+
+/// a21n C13/C12: after `done`, the top level is resumed by someone; it re-arms the levels
+/// below and acme, whose sync re-creates the IPsecGateway. The next cutover stops (exit
+/// 5) asking to suspend the levels and acme (`kubectl patch … --field-manager=vpnmig`) and
+/// to delete the gateway; followed to the letter (at most 3 rounds, never the identical
+/// stop), the window ends 0 and holds acme again: its journal records the re-pause
+/// (`asked.adopted` for Argo CD) and relies on every level; `status -o json` shows acme
+/// suspended and every level relied on, nothing "no longer relied on" or "may be resumed";
+/// nothing syncs, the gateway stays gone. On the code before it (Argo CD), the run let go
+/// of acme ("its policy changed since the window paused it") and `status` called each
+/// level "no longer relied on … may be resumed" while acme's source still defined the
+/// gateway.
+async fn a_re_arm_after_done_followed_to_the_letter_is_the_window_s_again(
+    b: &Bed,
+    owner: Level,
+    levels: &[Level],
+) {
+    let on = b.backend;
+    done_relying_on(b, owner, levels).await;
+    resume(b, levels[0]).await;
+    bed::eventually(
+        30,
+        "the re-armed owner re-creates the IPsecGateway",
+        || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
+    )
+    .await;
+    let r = b
+        .step(&["cutover", "acme", "-n", NS, "--yes"], 5, &[])
+        .await;
+    let ended = follow_to_the_end(b, r, &["--yes"]).await;
+    let out = live::flat(&format!("{}{}", ended.stdout, ended.stderr));
+    for never in [
+        "policy changed since",
+        "is not restored",
+        "no longer relies on its suspension",
+        "may be resumed",
+    ] {
+        assert!(!out.contains(never), "{on}: `{never}` in: {out}");
+    }
+    // Longer than a sync's delay: a level left syncing would have re-armed acme by now.
+    tokio::time::sleep(Duration::from_millis(4000)).await;
+    assert!(
+        b.get(IPSECGATEWAY, NS, "acme").await.is_none(),
+        "{on}: the IPsecGateway is back"
+    );
+    for &l in levels.iter().chain([&owner]) {
+        assert!(suspended(b, l).await, "{on}: {} syncs again", shown(l));
+    }
+    let rec = owner_record(b).await;
+    assert_eq!(rec["paused"], true, "{on}: {rec}");
+    assert!(rec["letGo"].is_null(), "{on}: let go: {rec}");
+    assert!(rec["restoredAt"].is_null(), "{on}: {rec}");
+    if owner.0 == APPLICATION {
+        assert!(rec["asked"]["adopted"].is_string(), "{on}: {rec}");
+        assert_eq!(rec["lastSync"], rec["asked"]["lastSync"], "{on}: {rec}");
+    }
+    let j = b.journal(NS, "acme").await.expect("the journal");
+    let parents = j["gitopsParents"].as_array().cloned().unwrap_or_default();
+    for &l in levels {
+        assert!(
+            parents
+                .iter()
+                .any(|p| p["owner"]["name"] == l.1 && p["relies"] == true),
+            "{on}: {} not relied on: {parents:?}",
+            l.1
+        );
+    }
+    let (doc, text) = status_json(b).await;
+    assert!(!text.contains("may be resumed"), "{on}: {text}");
+    let owners = doc["suspendedOwners"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        owners
+            .iter()
+            .any(|o| o["owner"] == shown(owner) && o["live"] == "suspended"),
+        "{on}: acme not held suspended: {owners:?}"
+    );
+    let relied = doc["reliedOnParents"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for &l in levels {
+        assert!(
+            relied
+                .iter()
+                .any(|p| p["parent"] == shown(l) && p["live"] == "suspended"),
+            "{on}: {} not relied on in {relied:?}",
+            shown(l)
+        );
+    }
+    assert!(
+        relied.iter().all(|p| p["live"] != "let-go"),
+        "{on}: {relied:?}"
+    );
+}
+
+/// The genuine change: after `done`, someone else re-arms acme alone (its levels stay
+/// suspended), it syncs and re-creates the IPsecGateway, and they suspend it again their
+/// own way (Argo CD: an edit; Flux: another field manager) and delete the gateway, with
+/// no vpnmig stop in between. The next cutover still lets go of acme, "its policy changed
+/// since the window paused it", and now says that acme's source still defines
+/// ipsecgateway/acme and that the merge comes first; `status` says so for each level
+/// (Argo CD, whose comparison shows the source: "do not resume it yet", never "may be
+/// resumed"; Flux, whose suspended inventory cannot show it: not before the source no
+/// longer defines it). a21n C14: before it, none of that was said.
+async fn a_change_by_someone_else_after_done_is_let_go_naming_the_source(
+    b: &Bed,
+    owner: Level,
+    levels: &[Level],
+) {
+    let on = b.backend;
+    done_relying_on(b, owner, levels).await;
+    resume(b, owner).await;
+    bed::eventually(
+        30,
+        "the re-armed owner re-creates the IPsecGateway",
+        || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
+    )
+    .await;
+    if owner.0 == APPLICATION {
+        b.edit(owner.0, level_ns(owner), owner.1, |o| {
+            o["spec"]["syncPolicy"]
+                .as_object_mut()
+                .unwrap()
+                .remove("automated");
+        })
+        .await;
+    } else {
+        b.patch_as(
+            owner.0,
+            level_ns(owner),
+            owner.1,
+            "flux-client-side-apply",
+            serde_json::json!({"spec": {"suspend": true}}),
+        )
+        .await;
+    }
+    b.delete(IPSECGATEWAY, NS, "acme").await;
+    bed::eventually(30, "the IPsecGateway is gone", || async {
+        b.get(IPSECGATEWAY, NS, "acme").await.is_none()
+    })
+    .await;
+    let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    let out = live::flat(&format!("{}{}", r.stdout, r.stderr));
+    for says in [
+        "its policy changed since the window paused it",
+        "ipsecgateway/acme -n tenant-acme",
+        "merge the repository change first",
+    ] {
+        assert!(out.contains(says), "{on}: `{says}` missing in: {out}");
+    }
+    assert!(!out.contains("may be resumed"), "{on}: {out}");
+    let rec = owner_record(b).await;
+    assert!(rec["letGo"].is_string(), "{on}: not let go: {rec}");
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    for &l in levels {
+        let no_longer = format!("GitOps parent no longer relied on: {}", shown(l));
+        assert!(
+            st.contains(&no_longer),
+            "{on}: `{no_longer}` missing in: {st}"
+        );
+    }
+    for says in [
+        "ipsecgateway/acme -n tenant-acme",
+        "merge the repository change first",
+    ] {
+        assert!(st.contains(says), "{on}: `{says}` missing in: {st}");
+    }
+    if owner.0 == APPLICATION {
+        // Argo CD's comparison shows the source: never "may be resumed".
+        assert!(st.contains("do not resume it yet"), "{on}: {st}");
+        assert!(!st.contains("may be resumed"), "{on}: {st}");
+    } else {
+        // A suspended Kustomization's inventory cannot show it: a resume only after the
+        // source no longer defines it.
+        let not_before = format!(
+            "not before the source of {} no longer defines what the window replaced",
+            shown(owner)
+        );
+        assert!(
+            st.contains(&not_before),
+            "{on}: `{not_before}` missing in: {st}"
+        );
+    }
+}
+
+/// An Argo CD app-of-apps of two levels, and a Flux one.
+const DACH: [Level; 2] = [(APPLICATION, "dach"), (APPLICATION, "etage")];
+const OBEN: [Level; 2] = [(KUSTOMIZATION, "oben"), (KUSTOMIZATION, "mitte")];
+
+crate::rows! {
+    /// a21n C13: an Argo CD app-of-apps `wurzel` re-arms acme after done.
+    an_argo_re_arm_after_done_followed_is_the_window_s_again: bed::Row {
+        scenario: || scenario(chain(&[(APPLICATION, "wurzel")])),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_arm_after_done_followed_to_the_letter_is_the_window_s_again(b, ACME_APP_OWNER, &[(APPLICATION, "wurzel")])),
+    },
+    /// The same with a Flux parent Kustomization `verbund`.
+    a_flux_re_arm_after_done_followed_is_the_window_s_again: bed::Row {
+        scenario: || scenario(chain(&[(KUSTOMIZATION, "verbund")])),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_arm_after_done_followed_to_the_letter_is_the_window_s_again(b, ACME_KS_OWNER, &[(KUSTOMIZATION, "verbund")])),
+    },
+    /// A chain of two Argo CD Applications above acme.
+    an_argo_chain_re_arm_after_done_followed_is_the_window_s_again: bed::Row {
+        scenario: || cycle_scenario(chain(&DACH)),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_arm_after_done_followed_to_the_letter_is_the_window_s_again(b, ACME_APP_OWNER, &DACH)),
+    },
+    /// A chain of two Flux Kustomizations above acme.
+    a_flux_chain_re_arm_after_done_followed_is_the_window_s_again: bed::Row {
+        scenario: || cycle_scenario(chain(&OBEN)),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_arm_after_done_followed_to_the_letter_is_the_window_s_again(b, ACME_KS_OWNER, &OBEN)),
+    },
+    /// a21n C14: acme re-armed and suspended again by someone else (Argo CD).
+    an_argo_change_by_someone_else_after_done_is_let_go_naming_the_source: bed::Row {
+        scenario: || scenario(chain(&[(APPLICATION, "wurzel")])),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_change_by_someone_else_after_done_is_let_go_naming_the_source(b, ACME_APP_OWNER, &[(APPLICATION, "wurzel")])),
+    },
+    /// The same with Flux (`flux-client-side-apply` writes the suspension).
+    a_flux_change_by_someone_else_after_done_is_let_go_naming_the_source: bed::Row {
+        scenario: || scenario(chain(&[(KUSTOMIZATION, "verbund")])),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_change_by_someone_else_after_done_is_let_go_naming_the_source(b, ACME_KS_OWNER, &[(KUSTOMIZATION, "verbund")])),
     },
 }

@@ -1538,10 +1538,34 @@ async fn relied_parents(
                 })
                 .collect();
             let b = bottom.owner.display();
-            let todo = if still.is_empty() {
-                "no other vpnmig window relies on it: it may be resumed when its own repository is as it should be".to_string()
-            } else {
-                holders::keep_for(&still)
+            // Its child's source still defines what the window replaced (or the owner
+            // cannot be read): its resume re-creates it; never "may be resumed" (a21n C13).
+            let defines = match find(cluster, &bottom.owner).await {
+                Ok(Found::One(_, o)) => {
+                    crate::window::source_still_defines(j, &bottom.owner, Some(&o))
+                }
+                Ok(_) => None,
+                Err(e) => Some((
+                    true,
+                    format!(
+                        "{b} could not be read ({e}), so whether its source still defines what the window replaced is unknown: check that first"
+                    ),
+                )),
+            };
+            let todo = match (&defines, still.is_empty()) {
+                (Some((true, d)), true) => {
+                    format!("do not resume it yet: its sync re-arms {b}, and {d}")
+                }
+                (Some((true, d)), false) => format!(
+                    "do not resume it yet: its sync re-arms {b}, and {d}; and {}",
+                    holders::keep_for(&still)
+                ),
+                (Some((false, d)), true) => format!(
+                    "no other vpnmig window relies on it: it may be resumed when its own repository is as it should be, and not before the source of {b} no longer defines what the window replaced: {d}"
+                ),
+                (Some((false, d)), false) => format!("{}; and {d}", holders::keep_for(&still)),
+                (None, true) => "no other vpnmig window relies on it: it may be resumed when its own repository is as it should be".to_string(),
+                (None, false) => holders::keep_for(&still),
             };
             out.push(ReliedParent {
                 namespace: ns.to_string(),

@@ -1153,6 +1153,11 @@ pub fn synced_since(record: &Record, live: &Value) -> Option<String> {
     let seen = live
         .pointer("/status/operationState/startedAt")
         .and_then(Value::as_str)?;
+    // The sync the window's own stop saw, suspended since as that stop asked: the
+    // window's suspension again, not a policy someone changed.
+    if as_asked(record, live) {
+        return None;
+    }
     (seen != then).then(|| {
         format!(
             "spec.syncPolicy.automated absent, but it synced at {seen} since the window paused it (status.operationState.startedAt; {} when the pause landed): re-enabled and suspended again since, or synced by hand",
@@ -1484,6 +1489,39 @@ pub struct Record {
     /// and suspended it again (its own sync is no one else's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_sync: Option<String>,
+    /// The window's own stop asked for this owner's suspension again (it synced and
+    /// re-created what the window replaced after `done`; the hint printed
+    /// [`pause_command`]): when, and the sync seen then. A suspension read back as the
+    /// window left it after that stop is the one the window asked for, the window's own
+    /// again, never "its policy changed since" ([`synced_since`], [`as_asked`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked: Option<Asked>,
+}
+
+/// A suspension of an owner the window's own stop asked for ([`Record::asked`]).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Asked {
+    /// When the stop asked (RFC 3339).
+    pub at: String,
+    /// Argo CD's `status.operationState.startedAt` then ([`last_sync`]; `None`: Flux,
+    /// whose suspension's field manager says whose it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_sync: Option<String>,
+    /// When a run read it back suspended as asked and held it as the window's again
+    /// (`last_sync` is then the sync seen at that read-back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adopted: Option<String>,
+}
+
+/// Whether `live` (read back suspended as the window left it) carries the suspension the
+/// window's own stop asked for ([`Record::asked`]), Argo CD: the first read-back after
+/// that stop, whatever synced in between (the re-arm the stop named can sync again before
+/// the suspension it asked for lands: a parent of a cycle suspended last), then no sync
+/// since the one the adoption recorded (a later one is someone re-arming it again).
+pub fn as_asked(record: &Record, live: &Value) -> bool {
+    let Some(a) = &record.asked else { return false };
+    live["kind"] == "Application" && (a.adopted.is_none() || last_sync(live) == a.last_sync)
 }
 
 /// The window's restore of an owner, recorded before its patch ([`Record::restoring`]).
@@ -1586,6 +1624,7 @@ impl Record {
             restoring: None,
             re_armed_at: None,
             last_sync: None,
+            asked: None,
         }
     }
 }
@@ -3859,6 +3898,7 @@ mod tests {
             restoring: None,
             re_armed_at: None,
             last_sync: None,
+            asked: None,
         };
         let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});
         assert_eq!(held(&record, &app(json!({}))), Held::AsLeft);
@@ -4015,6 +4055,24 @@ mod tests {
             synced_since(&record, &synced(Some("2026-01-03T00:00:00Z"))),
             None
         );
+        // The window's own stop asked for the suspension again after the sync it saw
+        // (the re-arm that re-created the gateway): read back suspended after it, that is
+        // the window's suspension again, whatever the re-arm synced before it landed;
+        // once adopted, a sync after the one recorded is someone else's again.
+        seen.asked = Some(Asked {
+            at: "2026-01-03T00:00:05Z".into(),
+            last_sync: Some("2026-01-03T00:00:00Z".into()),
+            adopted: None,
+        });
+        for at in ["2026-01-03T00:00:00Z", "2026-01-03T00:00:09Z"] {
+            assert!(as_asked(&seen, &synced(Some(at))), "{at}");
+            assert_eq!(synced_since(&seen, &synced(Some(at))), None, "{at}");
+        }
+        seen.asked.as_mut().unwrap().adopted = Some("2026-01-03T00:01:00Z".into());
+        assert!(as_asked(&seen, &synced(Some("2026-01-03T00:00:00Z"))));
+        assert!(!as_asked(&seen, &synced(Some("2026-01-04T00:00:00Z"))));
+        assert!(synced_since(&seen, &synced(Some("2026-01-04T00:00:00Z"))).is_some());
+        assert!(!as_asked(&seen, &ks(json!(true))));
         flux.uid = Some("k-paused".into());
         let mut new_ks = ks(json!(false));
         new_ks["metadata"] = json!({"uid": "k-new"});

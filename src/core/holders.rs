@@ -362,6 +362,7 @@ mod tests {
             restoring: None,
             re_armed_at: None,
             last_sync: None,
+            asked: None,
         });
         j
     }

@@ -269,6 +269,7 @@ pub async fn owners(
                 restoring: None,
                 re_armed_at: None,
                 last_sync: None,
+                asked: None,
             });
         }
     }
@@ -365,6 +366,7 @@ pub(crate) async fn every_owner(
 
 use gitops::how;
 
+mod asked;
 mod claims;
 mod journals;
 mod keeping;
@@ -382,6 +384,7 @@ mod settling;
 mod sources;
 mod staying_suspended;
 
+pub(crate) use asked::*;
 pub(crate) use claims::*;
 pub(crate) use journals::*;
 use keeping::*;

@@ -79,8 +79,8 @@ pub use cutover::phases::{CUTOVER, Cutover};
 pub use gitops::GitopsOptions;
 pub(crate) use gitops::{
     helm_psk_refusal, journals_for, parent_fix_verb, re_arming,
-    reads_suspended as parent_reads_suspended, resume_by_hand, resume_yourself, suspend_command,
-    suspend_from_the_top,
+    reads_suspended as parent_reads_suspended, resume_by_hand, resume_yourself,
+    source_still_defines, suspend_command, suspend_from_the_top,
 };
 pub use rollback::phases::{ROLLBACK, Rollback};
 pub use rollback::rollback;

@@ -199,11 +199,15 @@ pub(super) async fn unprotected_stop(
 /// says whether another window still relies on the parent; after a let-go, also that
 /// the parent's sync writes the owner's policy back as its source has it, over the one
 /// set since (a21i 10: nothing named the parent any more, suspended by hand for the
-/// window). Never resumed: vpnmig never resumes a parent it did not suspend.
+/// window); a let-go while the owner's source still defines what the window replaced
+/// (`unmerged`: not with `--gitops resume`) says so, and that the merge comes first,
+/// never "resume it when …" (a21n C14). Never resumed: vpnmig never resumes a parent it
+/// did not suspend.
 pub(super) async fn parents_no_longer_relied_on(
     w: &Window<'_>,
     owner: &gitops::OwnerRef,
     let_go: Option<&str>,
+    unmerged: bool,
 ) {
     let (name, ns) = (w.name().to_string(), w.ns().to_string());
     let parents: Vec<Record> = holders::parents_above(&w.journal, owner)
@@ -215,6 +219,12 @@ pub(super) async fn parents_no_longer_relied_on(
         return;
     }
     let journals = journals_for(w.cluster, None, (&ns, &name)).await;
+    // Let go of while its source still defines what the window replaced: no parent's
+    // resume is offered, the merge comes first (a21n C13/C12, C14).
+    let defines = match let_go {
+        Some(_) if unmerged => source_still_defines_now(w, owner).await,
+        _ => None,
+    };
     let mut said: Vec<&gitops::OwnerRef> = Vec::new();
     for p in &parents {
         // A member of a cycle is a parent of two levels: said once (a21m B03).
@@ -263,16 +273,20 @@ pub(super) async fn parents_no_longer_relied_on(
                     .filter(|c| !gitops::same_owner(c, owner))
                     .map(|c| format!(" (through {}, which it applies)", c.display()))
                     .unwrap_or_default();
-                format!(
-                    "(vpnmig let go of {o}: {why}); resumed, its sync{through} writes the policy of {o} back as the source has it, over the one set since: {}",
-                    if still.is_empty() {
-                        format!(
-                            "no other vpnmig window relies on it; resume it when its own repository is as it should be and whoever set the policy of {o} since agrees (vpnmig never resumes a parent it did not suspend)"
-                        )
-                    } else {
-                        format!("but {keep}")
-                    }
-                )
+                if let Some(d) = &defines {
+                    let_go_while_defined(&o, why, &through, d, &still, &keep)
+                } else {
+                    format!(
+                        "(vpnmig let go of {o}: {why}); resumed, its sync{through} writes the policy of {o} back as the source has it, over the one set since: {}",
+                        if still.is_empty() {
+                            format!(
+                                "no other vpnmig window relies on it; resume it when its own repository is as it should be and whoever set the policy of {o} since agrees (vpnmig never resumes a parent it did not suspend)"
+                            )
+                        } else {
+                            format!("but {keep}")
+                        }
+                    )
+                }
             }
         };
         w.ev.emit(Event::Note(format!(
@@ -280,4 +294,25 @@ pub(super) async fn parents_no_longer_relied_on(
             p.owner.display()
         )));
     }
+}
+
+/// The note on a parent no longer relied on after a let-go of `o` while its source still
+/// defines what the window replaced (`defines`, [`source_still_defines`]): never "resume
+/// it when …"; the merge comes first, and another window's reliance is said as well.
+fn let_go_while_defined(
+    o: &str,
+    why: &str,
+    through: &str,
+    defines: &str,
+    still: &[String],
+    keep: &str,
+) -> String {
+    let others = if still.is_empty() {
+        String::new()
+    } else {
+        format!("; and {keep}")
+    };
+    format!(
+        "(vpnmig let go of {o}: {why}); do not resume it yet: its sync{through} re-arms {o}, and {defines}; only then resume it, when whoever set the policy of {o} since agrees (vpnmig never resumes a parent it did not suspend){others}"
+    )
 }

@@ -73,10 +73,16 @@ pub(super) async fn rely_on_parent(
 /// advised re-armed it (a21m B07's variant). Journals that cannot be read add nothing.
 pub(super) async fn remembered_anywhere(w: &Window<'_>) -> crate::core::journal::Journal {
     let mut out = w.journal.clone();
-    let Ok(listed) = crate::cluster::journal::list(w.cluster).await else {
-        return out;
+    let listed = match every_journal(w.cluster).await {
+        Ok(l) => l,
+        Err(why) => {
+            w.ev.emit(Event::Note(format!(
+                "the parents other windows' stops named are not known to this window: {why}; a parent level suspended by hand as such a stop said is relied on only where the level below still shows it"
+            )));
+            return out;
+        }
     };
-    for o in &listed.journals {
+    for o in &listed {
         if (o.namespace.as_str(), o.gateway.as_str()) == (w.ns(), w.name()) {
             continue;
         }
@@ -266,7 +272,7 @@ pub(crate) async fn named_parents(
     let mut seen: Vec<&gitops::OwnerRef> = Vec::new();
     // Every window's journals, read once when a closed window names a parent: one that
     // stands above a level another window relies on is kept for it (a21m B07).
-    let mut others: Option<Vec<crate::core::journal::Journal>> = None;
+    let mut others: Option<Result<Vec<crate::core::journal::Journal>, String>> = None;
     for p in &j.gitops_parents {
         if seen.iter().any(|o| gitops::same_owner(o, &p.owner)) {
             continue;
@@ -314,15 +320,16 @@ pub(crate) async fn named_parents(
         }
         if j.phase.finished() {
             if others.is_none() {
-                others = Some(
-                    crate::cluster::journal::list(cluster)
-                        .await
-                        .map(|l| l.journals)
-                        .unwrap_or_default(),
-                );
+                others = Some(every_journal(cluster).await);
             }
-            let needers =
-                holders::needers(others.as_deref().unwrap_or_default(), &p.owner, (ns, name));
+            let needers = match others.as_ref() {
+                Some(Ok(all)) => holders::needers(all, &p.owner, (ns, name)),
+                Some(Err(why)) => {
+                    out.push(unread_note(&p.owner, ns, name, why));
+                    continue;
+                }
+                None => Vec::new(),
+            };
             if !needers.is_empty() {
                 out.push(format!(
                     "{} is suspended and this window asked for it (a stop of the window of {ns}/{name} named it); the window is closed, but it applies {} back, above what {} {} on: {}; vpnmig never resumes a parent: only then resume it yourself ({})",

@@ -101,12 +101,15 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
                         owner.display()
                     )));
                 }
-                gitops::Held::Changed { now } => {
+                gitops::Held::Changed { now: seen } => {
                     w.journal.gitops[i].saved = None;
                     w.journal.gitops[i].paused = false;
                     journal::write(w.cluster, &w.journal, false).await?;
+                    let defines = source_still_defines(&w.journal, &owner, Some(&now))
+                        .map(|(_, d)| format!("; {d}"))
+                        .unwrap_or_default();
                     w.ev.emit(Event::Warning(format!(
-                        "{}: its policy changed since the window paused it (live: {now}); it does not sync, so vpnmig leaves it as it is and will not restore over it",
+                        "{}: its policy changed since the window paused it (live: {seen}); it does not sync, so vpnmig leaves it as it is and will not restore over it{defines}",
                         owner.display()
                     )));
                     continue;

@@ -343,6 +343,9 @@ pub(crate) async fn finished_beside_live(
         }
         None => live_again(w, replaced, None).await?,
     };
+    if stop.is_some() && !dry_run {
+        record_asked(w).await?;
+    }
     Ok(stop.map(named))
 }
 

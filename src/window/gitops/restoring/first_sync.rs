@@ -182,6 +182,6 @@ pub(super) async fn watch(
     )));
     // The parents whose suspension the window relied on for this owner: the
     // reliance ends with the restore (a21g attack 16). Said, never resumed.
-    parents_no_longer_relied_on(w, &r.owner, None).await;
+    parents_no_longer_relied_on(w, &r.owner, None, false).await;
     Ok(Step::Go(()))
 }

@@ -46,7 +46,7 @@ pub(super) async fn owner(
                 r.owner.namespace.as_deref().unwrap_or_default(),
                 under_way_note(&all[1..], &r.owner)
             )));
-            parents_no_longer_relied_on(w, &r.owner, Some("it is gone")).await;
+            parents_no_longer_relied_on(w, &r.owner, Some("it is gone"), false).await;
             unprotected_stop(w, &r.owner, &all).await?;
             return Ok(Step::Next);
         }
@@ -66,6 +66,10 @@ pub(super) async fn owner(
             Found::One(_, obj) => Some(obj),
             _ => None,
         };
+    }
+    // Suspended again as the window's own stop asked: the window's again (a21n C13).
+    if let Some(now) = live_owner.as_ref() {
+        adopt_asked(w, i, now).await?;
     }
     let r = w.journal.gitops[i].clone();
     // A policy someone set since the pause is theirs: never overwritten; the journal
@@ -110,6 +114,7 @@ pub(super) async fn owner(
                     .await?
                     .is_some();
             if !force || back {
+                record_asked(w).await?;
                 return Err(reenabled_stop(w, &r.owner, now, replaced, &seen).await);
             }
         }
@@ -130,13 +135,17 @@ pub(super) async fn owner(
             w.journal.gitops[i].paused = false;
             w.journal.gitops[i].let_go = Some(format!("{}: {what}", crate::window::steps::now()));
             journal::write(w.cluster, &w.journal, false).await?;
+            let defines = source_still_defines(&w.journal, &r.owner, Some(now))
+                .filter(|_| !force)
+                .map(|(_, d)| format!("; {d}"))
+                .unwrap_or_default();
             w.ev.emit(Event::Warning(format!(
-                "{} is not restored: {what} (live: {seen}); vpnmig leaves its policy as it is, and the journal no longer holds it; before letting go, {kept}{} (`vpnmig status -n {ns}` lists them)",
+                "{} is not restored: {what} (live: {seen}); vpnmig leaves its policy as it is, and the journal no longer holds it; before letting go, {kept}{}{defines} (`vpnmig status -n {ns}` lists them)",
                 r.owner.display(),
                 under_way_note(&all[1..], &r.owner)
             )));
             let why = format!("{what} (live: {seen})");
-            parents_no_longer_relied_on(w, &r.owner, Some(&why)).await;
+            parents_no_longer_relied_on(w, &r.owner, Some(&why), !force).await;
             unprotected_stop(w, &r.owner, &all).await?;
             return Ok(Step::Next);
         }
