@@ -22,6 +22,8 @@
 //! | argo_alone | Application acme | none (re-enabled by a person) |
 //! | flux_parent_differs | as flux_parent, the merged VPNPeer's remoteSubnets differ | |
 //! | argo_alone_differs | as argo_alone, the same | |
+//! | flux_alone_reverse_exposure | as flux_alone, the merged VPNGateway adds reverseExposures (refused) | |
+//! | argo_parent_claimed | as argo_parent, a VPNGateway in another namespace claims the floating IP (refused, adopted once deleted) | |
 //! | rollback_pause_parent | Kustomization acme under verbund, after done: `rollback --gitops pause` stops on the active parent, before any delete; followed: rolled back |
 
 mod live;
@@ -349,33 +351,109 @@ async fn follow(b: &Bed, psk: &str) -> (live::Run, Vec<String>) {
     panic!("{on}: not ended after 6 steps: {tried:?}");
 }
 
-/// The row: stopped at `started`, merged early (`differs`: the merged VPNPeer's
-/// remoteSubnets are not the plan's), then followed from `rollback`.
-async fn early_merge(b: &Bed, tool: Tool, parent: bool, differs: bool) {
+/// What is wrong with the early merge, if anything.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Bad {
+    /// Exactly the plan's rewrite.
+    No,
+    /// The merged VPNPeer's remote subnet is not the plan's.
+    Subnet,
+    /// The merged VPNGateway adds a `reverseExposures` entry the plan does not set: a path
+    /// into the client's network the old gateway never had (a21o D25).
+    Reverse,
+    /// Exactly the plan's, but a VPNGateway of another name in another namespace claims
+    /// the floating IP (`/32`) beside it (a21o D24).
+    Claimed,
+}
+
+/// The row: stopped at `started`, merged early (`bad`: what is wrong with the merge, if
+/// anything), then followed from `rollback`.
+async fn early_merge(b: &Bed, tool: Tool, parent: bool, bad: Bad) {
     let on = b.backend;
     let rewritten = plan_rewrite(b, tool).await;
     stopped_at_started(b, tool, parent).await;
     let psk = b.psk_fingerprint(NS, "acme-psk").await;
-    let merged = if differs {
-        let bad = rewritten.replacen("10.20.0.0/16", "10.99.0.0/16", 1);
-        assert_ne!(bad, rewritten, "the plan's remote subnet is in the rewrite");
-        bad
-    } else {
-        rewritten
+    let merged = match bad {
+        Bad::Subnet => {
+            let m = rewritten.replacen("10.20.0.0/16", "10.99.0.0/16", 1);
+            assert_ne!(m, rewritten, "the plan's remote subnet is in the rewrite");
+            m
+        }
+        Bad::Reverse => {
+            let m = rewritten.replacen(
+                "  exposures:\n  - name: crm\n",
+                "  reverseExposures:\n  - name: client-db\n    target:\n      address: 10.20.5.5\n      port: 5432\n    protocol: TCP\n  exposures:\n  - name: crm\n",
+                1,
+            );
+            assert_ne!(m, rewritten, "the VPNGateway's exposures are in the rewrite");
+            m
+        }
+        Bad::No | Bad::Claimed => rewritten,
     };
     merge(b, tool, &merged).await;
+    if bad == Bad::Claimed {
+        if b.get(NAMESPACE, "", "fremd").await.is_none() {
+            b.put(NAMESPACE, "", json!({"metadata": {"name": "fremd"}}))
+                .await;
+        }
+        let mut spec = b.get(VPNGATEWAY, NS, "acme").await.unwrap()["spec"].clone();
+        spec["endpoint"]["floatingIP"] = json!("198.51.100.23/32");
+        b.put(
+            VPNGATEWAY,
+            "fremd",
+            json!({
+                "apiVersion": "vpn.bnerd.net/v1alpha1",
+                "kind": "VPNGateway",
+                "metadata": {"name": "anderer", "namespace": "fremd"},
+                "spec": spec,
+            }),
+        )
+        .await;
+    }
     let (r, tried) = follow(b, &psk).await;
     eprintln!("{on}: followed {tried:?}; the last run said:\n{}", r.stderr);
     let j = b.journal(NS, "acme").await.expect("the journal");
-    if differs {
+    if bad == Bad::Claimed {
+        // Refused before anything was adopted: never "done" or HEALTHY beside it.
         assert_ne!(r.code, 0, "{on}: {tried:?}");
         let text = live::flat(&r.stderr);
         for says in [
-            "VPNPeer tenant-acme/acme spec.ipsec.remoteSubnets: [\"10.99.0.0/16\"], the plan pins [\"10.20.0.0/16\"]",
-            "the source must be fixed",
+            "another gateway claims the floating IP 198.51.100.23: vpngateway/anderer -n fremd (floating IP 198.51.100.23/32; `kubectl delete vpngateway anderer -n fremd`)",
             "nothing was adopted",
         ] {
             assert!(text.contains(says), "{on}: missing `{says}` in {text}");
+        }
+        for never in ["HEALTHY", ": done"] {
+            assert!(!r.stdout.contains(never), "{on}: {never} in {}", r.stdout);
+        }
+        assert_eq!(j["phase"], "started", "{on}: {j}");
+        // The hint's delete was followed; the same cutover then adopts them.
+        assert!(
+            tried.iter().any(|c| c == "kubectl delete vpngateway anderer -n fremd"),
+            "{on}: {tried:?}"
+        );
+        bed::eventually(30, "the claimant is gone", || async {
+            b.get(VPNGATEWAY, "fremd", "anderer").await.is_none()
+        })
+        .await;
+        b.step(&["cutover", "acme", "-n", NS, "--yes"], 0, &[]).await;
+        let j = b.journal(NS, "acme").await.expect("the journal");
+        assert_eq!(j["phase"], "done", "{on}: {j}");
+        return;
+    }
+    if bad != Bad::No {
+        assert_ne!(r.code, 0, "{on}: {tried:?}");
+        let text = live::flat(&r.stderr);
+        let field = if bad == Bad::Subnet {
+            "VPNPeer tenant-acme/acme spec.ipsec.remoteSubnets: [\"10.99.0.0/16\"], the plan pins [\"10.20.0.0/16\"]"
+        } else {
+            "VPNGateway tenant-acme/acme spec.reverseExposures: [{\"name\":\"client-db\""
+        };
+        for says in [field, "the source must be fixed", "nothing was adopted"] {
+            assert!(text.contains(says), "{on}: missing `{says}` in {text}");
+        }
+        if bad == Bad::Reverse {
+            assert!(text.contains("the plan does not set it"), "{on}: {text}");
         }
         // A clear refusal: it names no command already tried.
         for args in live::advised(&hint_of(&r)) {
@@ -491,28 +569,28 @@ crate::rows! {
         scenario: || scenario(Tool::Flux, Some("verbund")),
         only: None,
         after: bed::After::acme("VPNGateway"),
-        steps: |b| Box::pin(early_merge(b, Tool::Flux, true, false)),
+        steps: |b| Box::pin(early_merge(b, Tool::Flux, true, Bad::No)),
     },
     /// Argo CD, an app-of-apps re-armed acme before the delete; merged early.
     argo_parent: bed::Row {
         scenario: || scenario(Tool::Argo, Some("wurzel")),
         only: None,
         after: bed::After::acme("VPNGateway"),
-        steps: |b| Box::pin(early_merge(b, Tool::Argo, true, false)),
+        steps: |b| Box::pin(early_merge(b, Tool::Argo, true, Bad::No)),
     },
     /// Flux, no parent: a person re-enabled acme while the pause was read back.
     flux_alone: bed::Row {
         scenario: || scenario(Tool::Flux, None),
         only: None,
         after: bed::After::acme("VPNGateway"),
-        steps: |b| Box::pin(early_merge(b, Tool::Flux, false, false)),
+        steps: |b| Box::pin(early_merge(b, Tool::Flux, false, Bad::No)),
     },
     /// Argo CD, no parent: the same.
     argo_alone: bed::Row {
         scenario: || scenario(Tool::Argo, None),
         only: None,
         after: bed::After::acme("VPNGateway"),
-        steps: |b| Box::pin(early_merge(b, Tool::Argo, false, false)),
+        steps: |b| Box::pin(early_merge(b, Tool::Argo, false, Bad::No)),
     },
     /// Flux with its parent, the merged VPNPeer's remote subnet not the plan's: refused.
     flux_parent_differs: bed::Row {
@@ -520,14 +598,29 @@ crate::rows! {
         only: None,
         // Ends at `started` beside the owner's objects, on purpose (the source is wrong).
         after: None,
-        steps: |b| Box::pin(early_merge(b, Tool::Flux, true, true)),
+        steps: |b| Box::pin(early_merge(b, Tool::Flux, true, Bad::Subnet)),
     },
     /// Argo CD alone, the same.
     argo_alone_differs: bed::Row {
         scenario: || scenario(Tool::Argo, None),
         only: None,
         after: None,
-        steps: |b| Box::pin(early_merge(b, Tool::Argo, false, true)),
+        steps: |b| Box::pin(early_merge(b, Tool::Argo, false, Bad::Subnet)),
+    },
+    /// Flux alone, the merged VPNGateway adds a reverseExposures entry: refused (a21o D25).
+    flux_alone_reverse_exposure: bed::Row {
+        scenario: || scenario(Tool::Flux, None),
+        only: None,
+        after: None,
+        steps: |b| Box::pin(early_merge(b, Tool::Flux, false, Bad::Reverse)),
+    },
+    /// Argo CD with its parent, an exact merge beside a VPNGateway in another namespace
+    /// claiming the floating IP: refused, then adopted once it is deleted (a21o D24).
+    argo_parent_claimed: bed::Row {
+        scenario: || scenario(Tool::Argo, Some("wurzel")),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(early_merge(b, Tool::Argo, true, Bad::Claimed)),
     },
     /// Flux under verbund, done: `rollback --gitops pause` stops on the active parent.
     rollback_pause_parent: bed::Row {

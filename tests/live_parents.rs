@@ -1282,12 +1282,23 @@ fn cycle_over(argo: bool, members: &[Level]) -> String {
 /// Every `kubectl patch …` and `kubectl delete …` a hint quotes, run as printed and in its
 /// order. Returns them.
 async fn follow_all(b: &Bed, hint: &str) -> Vec<String> {
+    follow_all_as(b, hint, false).await
+}
+
+/// [`follow_all`]; `plain`: each `kubectl patch` without its `--field-manager=vpnmig`, as
+/// a person who shortens it runs it (kubectl's own manager, `kubectl-patch`).
+async fn follow_all_as(b: &Bed, hint: &str, plain: bool) -> Vec<String> {
     let flat = live::flat(hint);
     let mut ran = Vec::new();
     for c in flat.split('`').skip(1).step_by(2) {
         if c.starts_with("kubectl patch ") || c.starts_with("kubectl delete ") {
-            shell(b, c).await;
-            ran.push(c.to_string());
+            let c = if plain {
+                c.replace(" --field-manager=vpnmig", "")
+            } else {
+                c.to_string()
+            };
+            shell(b, &c).await;
+            ran.push(c);
         }
     }
     ran
@@ -1317,11 +1328,16 @@ fn resume_command(l: Level) -> String {
 /// order, then the advised `vpnmig cutover`), at most 3 rounds, until a run ends 0; never
 /// the identical stop twice. Returns the last run.
 async fn follow_to_the_end(b: &Bed, first: live::Run, extra: &[&str]) -> live::Run {
+    follow_to_the_end_as(b, first, extra, false).await
+}
+
+/// [`follow_to_the_end`], each patch `plain` ([`follow_all_as`]).
+async fn follow_to_the_end_as(b: &Bed, first: live::Run, extra: &[&str], plain: bool) -> live::Run {
     let on = b.backend;
     let mut last = first;
     for round in 1..=3 {
         let hint = hint_of(&last);
-        let ran = follow_all(b, &hint).await;
+        let ran = follow_all_as(b, &hint, plain).await;
         assert!(!ran.is_empty(), "{on}: nothing to do in: {hint}");
         let next = bed::advised(&hint, "cutover acme");
         let r = b.run_advised(&next, extra).await;
@@ -1805,6 +1821,19 @@ async fn a_re_arm_after_done_followed_to_the_letter_is_the_window_s_again(
     owner: Level,
     levels: &[Level],
 ) {
+    a_re_arm_after_done_followed_is_the_window_s_again(b, owner, levels, false).await;
+}
+
+/// [`a_re_arm_after_done_followed_to_the_letter_is_the_window_s_again`]; `plain`: each
+/// patch run without its `--field-manager=vpnmig` (a21o D07, D09: Flux read that
+/// suspension as "its policy changed since" and let go of acme while its source still
+/// defined the gateway).
+async fn a_re_arm_after_done_followed_is_the_window_s_again(
+    b: &Bed,
+    owner: Level,
+    levels: &[Level],
+    plain: bool,
+) {
     let on = b.backend;
     done_relying_on(b, owner, levels).await;
     resume(b, levels[0]).await;
@@ -1817,7 +1846,7 @@ async fn a_re_arm_after_done_followed_to_the_letter_is_the_window_s_again(
     let r = b
         .step(&["cutover", "acme", "-n", NS, "--yes"], 5, &[])
         .await;
-    let ended = follow_to_the_end(b, r, &["--yes"]).await;
+    let ended = follow_to_the_end_as(b, r, &["--yes"], plain).await;
     let out = live::flat(&format!("{}{}", ended.stdout, ended.stderr));
     for never in [
         "policy changed since",
@@ -1994,6 +2023,13 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(a_re_arm_after_done_followed_to_the_letter_is_the_window_s_again(b, ACME_KS_OWNER, &[(KUSTOMIZATION, "verbund")])),
+    },
+    /// The same, each patch run without `--field-manager=vpnmig` (a21o D09).
+    a_flux_re_arm_after_done_followed_with_plain_patches_is_the_window_s_again: bed::Row {
+        scenario: || scenario(chain(&[(KUSTOMIZATION, "verbund")])),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_arm_after_done_followed_is_the_window_s_again(b, ACME_KS_OWNER, &[(KUSTOMIZATION, "verbund")], true)),
     },
     /// A chain of two Argo CD Applications above acme.
     an_argo_chain_re_arm_after_done_followed_is_the_window_s_again: bed::Row {

@@ -1120,6 +1120,7 @@ pub fn held(record: &Record, live: &Value) -> Held {
         if saved.pointer == "/spec/suspend"
             && let Some(writer) = last_writer(live, &["f:spec", "f:suspend"])
             && writer != crate::core::scope::FIELD_MANAGER
+            && !as_asked(record, live)
         {
             return Held::Changed {
                 now: format!(
@@ -1512,6 +1513,11 @@ pub struct Asked {
     /// (`last_sync` is then the sync seen at that read-back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adopted: Option<String>,
+    /// Flux: who wrote `spec.suspend` when the adoption read it back (the hint's patch as
+    /// `vpnmig`, a plain `kubectl patch`, `flux suspend`); another writer since is someone
+    /// else's suspension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<String>,
 }
 
 /// Whether `live` (read back suspended as the window left it) carries the suspension the
@@ -1519,9 +1525,24 @@ pub struct Asked {
 /// that stop, whatever synced in between (the re-arm the stop named can sync again before
 /// the suspension it asked for lands: a parent of a cycle suspended last), then no sync
 /// since the one the adoption recorded (a later one is someone re-arming it again).
+///
+/// Flux: `spec.suspend` true, whoever wrote it (a21o D07, D09: the hint's patch run
+/// without `--field-manager=vpnmig`, or `flux suspend`, read as "its policy changed since"
+/// and let go while the source still defined the gateway): the first read-back after the
+/// stop, then the same writer as at the adoption.
 pub fn as_asked(record: &Record, live: &Value) -> bool {
     let Some(a) = &record.asked else { return false };
-    live["kind"] == "Application" && (a.adopted.is_none() || last_sync(live) == a.last_sync)
+    if live["kind"] == "Application" {
+        return a.adopted.is_none() || last_sync(live) == a.last_sync;
+    }
+    record.saved.as_ref().is_some_and(|s| s.pointer == "/spec/suspend")
+        && live.pointer("/spec/suspend") == Some(&Value::Bool(true))
+        && (a.adopted.is_none() || a.writer == suspend_writer(live))
+}
+
+/// Who last wrote a Flux owner's `spec.suspend` (its managedFields).
+pub fn suspend_writer(live: &Value) -> Option<String> {
+    last_writer(live, &["f:spec", "f:suspend"])
 }
 
 /// The window's restore of an owner, recorded before its patch ([`Record::restoring`]).
@@ -3948,6 +3969,30 @@ mod tests {
                     .into()
             }
         );
+        // a21o D07, D09: the window's own stop asked for the suspension (exit 5 after
+        // done); the user ran the hint's patch without `--field-manager=vpnmig`, or `flux
+        // suspend`: the window's suspension again at the first read-back; once adopted,
+        // the writer seen then, and another writer since is someone else's again.
+        let mut asked = flux.clone();
+        asked.asked = Some(Asked {
+            at: "2026-01-03T00:00:05Z".into(),
+            last_sync: None,
+            adopted: None,
+            writer: None,
+        });
+        for m in ["flux", "kubectl-patch", "vpnmig"] {
+            assert!(as_asked(&asked, &written(m)), "{m}");
+            assert_eq!(held(&asked, &written(m)), Held::AsLeft, "{m}");
+        }
+        assert!(!as_asked(&asked, &ks(json!(false))));
+        let a = asked.asked.as_mut().unwrap();
+        a.adopted = Some("2026-01-03T00:01:00Z".into());
+        a.writer = Some("kubectl-patch".into());
+        assert_eq!(held(&asked, &written("kubectl-patch")), Held::AsLeft);
+        assert!(matches!(
+            held(&asked, &written("flux")),
+            Held::Changed { .. }
+        ));
         assert!(matches!(
             held(&flux, &ks(json!(false))),
             Held::ReEnabled { .. }
@@ -4063,6 +4108,7 @@ mod tests {
             at: "2026-01-03T00:00:05Z".into(),
             last_sync: Some("2026-01-03T00:00:00Z".into()),
             adopted: None,
+            writer: None,
         });
         for at in ["2026-01-03T00:00:00Z", "2026-01-03T00:00:09Z"] {
             assert!(as_asked(&seen, &synced(Some(at))), "{at}");

@@ -61,6 +61,7 @@ pub(super) async fn adopt(
         });
     };
     steps::psk_unchanged(ev, &j, &secret)?;
+    refuse_claimed(cluster, ev, &j, &m).await?;
     ev.emit(Event::Warning(format!(
         "ipsecgateway/{name} -n {ns} is gone and {} were applied by {}: the repository change was merged before the window's delete (journal phase {}); every pinned value equals the plan's, so the cutover adopts them and goes on",
         m.objects(&ns),
@@ -174,6 +175,14 @@ fn refuse_differences(j: &Journal, m: &Merged) -> Result<(), Error> {
             .filter_map(|d| d.strip_prefix(&format!("{object} ")))
             .filter_map(|d| d.split(':').next().map(str::to_string))
             .collect();
+        // Fields the source sets that the plan does not (a21o D25: a merged
+        // `reverseExposures`, a path into the client's network the old gateway never had,
+        // was adopted "every pinned value equals the plan's").
+        let mut extra = Vec::new();
+        extra_fields(&t["spec"], &live["spec"], "spec", &mut extra);
+        for (path, seen) in extra {
+            diffs.push(format!("{object} {path}: {seen}, the plan does not set it"));
+        }
         for (path, want, seen) in crate::core::gitops::spec_differences(t, live) {
             // Said once: a pinned field's row above names it already.
             if pinned
@@ -204,6 +213,99 @@ fn refuse_differences(j: &Journal, m: &Merged) -> Result<(), Error> {
                 .as_ref()
                 .map(|o| o.display())
                 .unwrap_or_else(|| "the owner".into())
+        )),
+    })
+}
+
+/// Each field `live` sets (not null, not empty) under `path` that `want` does not:
+/// `(path, value)`. Lists of named items of the same names in the same order are walked
+/// item by item (`spec.tunnels[main].dpd`).
+fn extra_fields(want: &Value, live: &Value, path: &str, out: &mut Vec<(String, Value)>) {
+    let empty = |v: &Value| match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    };
+    match (want, live) {
+        (Value::Object(w), Value::Object(l)) => {
+            for (k, v) in l {
+                let at = format!("{path}.{k}");
+                match w.get(k) {
+                    None if !empty(v) => out.push((at, v.clone())),
+                    None => {}
+                    Some(wv) => extra_fields(wv, v, &at, out),
+                }
+            }
+        }
+        (Value::Array(w), Value::Array(l))
+            if w.len() == l.len()
+                && w.iter().zip(l).all(|(a, b)| {
+                    a["name"].is_string() && a["name"] == b["name"] && b.is_object()
+                }) =>
+        {
+            for (a, b) in w.iter().zip(l) {
+                let n = a["name"].as_str().unwrap_or_default();
+                extra_fields(a, b, &format!("{path}[{n}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Another gateway (any name, any namespace, either kind) that claims the window's
+/// floating IP beside what the source applied: nothing is adopted (a21o D24: the adoption
+/// printed "done … HEALTHY" and wrote `done`, and only then stopped on it, exit 5). A list
+/// that was refused is said, and the run's own checks after the apply still stop on one.
+async fn refuse_claimed(
+    cluster: &Cluster,
+    ev: &dyn Emit,
+    j: &Journal,
+    m: &Merged,
+) -> Result<(), Error> {
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    let found = match crate::window::gitops::claimants(cluster, j, "VPNGateway").await? {
+        Ok((found, unread)) => {
+            if let Some(why) = unread {
+                ev.emit(Event::Warning(format!(
+                    "only namespace {ns} was read for other gateways claiming the floating IP {} ({why})",
+                    j.floating_ip
+                )));
+            }
+            found
+        }
+        Err(why) => {
+            ev.emit(Event::Warning(format!(
+                "whether another gateway claims the floating IP {} cannot be read ({why})",
+                j.floating_ip
+            )));
+            return Ok(());
+        }
+    };
+    if found.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = found
+        .iter()
+        .map(|c| format!("{} (floating IP {}; `{}`)", c.display(), c.fip, c.delete()))
+        .collect();
+    Err(Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "ipsecgateway/{name} -n {ns} is gone and {} were applied by {} (the repository change was merged early), but another gateway claims the floating IP {}: {}; the operator attaches it to one gateway only, so nothing was adopted and nothing was changed",
+            m.objects(ns),
+            m.by,
+            j.floating_ip,
+            named.join(", ")
+        ),
+        hint: Some(crate::window::error::hint!(
+            "delete it once nothing re-creates it (make sure no repository defines it): {}; then `{}` adopts them",
+            found
+                .iter()
+                .map(|c| format!("`{}`", c.delete()))
+                .collect::<Vec<_>>()
+                .join(", "),
+            crate::window::error::Run::cutover(name, ns)
         )),
     })
 }

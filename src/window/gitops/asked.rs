@@ -36,6 +36,7 @@ pub(crate) async fn record_asked(w: &mut Window<'_>) -> Result<(), Error> {
             at: super::super::steps::now(),
             last_sync: gitops::last_sync(&obj),
             adopted: None,
+            writer: None,
         });
         changed = true;
     }
@@ -68,6 +69,7 @@ pub(crate) async fn adopt_asked(w: &mut Window<'_>, i: usize, live: &Value) -> R
             at: asked.at.clone(),
             last_sync: seen,
             adopted: Some(super::super::steps::now()),
+            writer: gitops::suspend_writer(live).filter(|_| live["kind"] != "Application"),
         });
         journal::write(w.cluster, &w.journal, false).await?;
         w.ev.emit(Event::Note(format!(
