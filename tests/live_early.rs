@@ -23,7 +23,7 @@
 //! | flux_parent_differs | as flux_parent, the merged VPNPeer's remoteSubnets differ | |
 //! | argo_alone_differs | as argo_alone, the same | |
 //! | flux_alone_reverse_exposure | as flux_alone, the merged VPNGateway adds reverseExposures (refused) | |
-//! | argo_parent_claimed | as argo_parent, a VPNGateway in another namespace claims the floating IP (refused, adopted once deleted) | |
+//! | argo_alone_claimed | as argo_alone, a VPNGateway in another namespace claims the floating IP (refused, adopted once deleted) | |
 //! | rollback_pause_parent | Kustomization acme under verbund, after done: `rollback --gitops pause` stops on the active parent, before any delete; followed: rolled back |
 
 mod live;
@@ -33,8 +33,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use live::bed::{
-    self, APPLICATION, Bed, CONFIGMAP, IPSECGATEWAY, KUSTOMIZATION, Kind, SECRET, Scenario,
-    VPNGATEWAY, VPNPEER,
+    self, APPLICATION, Bed, CONFIGMAP, IPSECGATEWAY, KUSTOMIZATION, Kind, NAMESPACE, SECRET,
+    Scenario, VPNGATEWAY, VPNPEER,
 };
 use serde_json::{Value, json};
 
@@ -385,7 +385,10 @@ async fn early_merge(b: &Bed, tool: Tool, parent: bool, bad: Bad) {
                 "  reverseExposures:\n  - name: client-db\n    target:\n      address: 10.20.5.5\n      port: 5432\n    protocol: TCP\n  exposures:\n  - name: crm\n",
                 1,
             );
-            assert_ne!(m, rewritten, "the VPNGateway's exposures are in the rewrite");
+            assert_ne!(
+                m, rewritten,
+                "the VPNGateway's exposures are in the rewrite"
+            );
             m
         }
         Bad::No | Bad::Claimed => rewritten,
@@ -429,14 +432,17 @@ async fn early_merge(b: &Bed, tool: Tool, parent: bool, bad: Bad) {
         assert_eq!(j["phase"], "started", "{on}: {j}");
         // The hint's delete was followed; the same cutover then adopts them.
         assert!(
-            tried.iter().any(|c| c == "kubectl delete vpngateway anderer -n fremd"),
+            tried
+                .iter()
+                .any(|c| c == "kubectl delete vpngateway anderer -n fremd"),
             "{on}: {tried:?}"
         );
         bed::eventually(30, "the claimant is gone", || async {
             b.get(VPNGATEWAY, "fremd", "anderer").await.is_none()
         })
         .await;
-        b.step(&["cutover", "acme", "-n", NS, "--yes"], 0, &[]).await;
+        b.step(&["cutover", "acme", "-n", NS, "--yes"], 0, &[])
+            .await;
         let j = b.journal(NS, "acme").await.expect("the journal");
         assert_eq!(j["phase"], "done", "{on}: {j}");
         return;
@@ -614,13 +620,13 @@ crate::rows! {
         after: None,
         steps: |b| Box::pin(early_merge(b, Tool::Flux, false, Bad::Reverse)),
     },
-    /// Argo CD with its parent, an exact merge beside a VPNGateway in another namespace
-    /// claiming the floating IP: refused, then adopted once it is deleted (a21o D24).
-    argo_parent_claimed: bed::Row {
-        scenario: || scenario(Tool::Argo, Some("wurzel")),
+    /// Argo CD alone, an exact merge beside a VPNGateway in another namespace claiming
+    /// the floating IP: refused, then adopted once it is deleted (a21o D24).
+    argo_alone_claimed: bed::Row {
+        scenario: || scenario(Tool::Argo, None),
         only: None,
         after: bed::After::acme("VPNGateway"),
-        steps: |b| Box::pin(early_merge(b, Tool::Argo, true, Bad::Claimed)),
+        steps: |b| Box::pin(early_merge(b, Tool::Argo, false, Bad::Claimed)),
     },
     /// Flux under verbund, done: `rollback --gitops pause` stops on the active parent.
     rollback_pause_parent: bed::Row {

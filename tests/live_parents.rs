@@ -1280,13 +1280,8 @@ fn cycle_over(argo: bool, members: &[Level]) -> String {
 }
 
 /// Every `kubectl patch …` and `kubectl delete …` a hint quotes, run as printed and in its
-/// order. Returns them.
-async fn follow_all(b: &Bed, hint: &str) -> Vec<String> {
-    follow_all_as(b, hint, false).await
-}
-
-/// [`follow_all`]; `plain`: each `kubectl patch` without its `--field-manager=vpnmig`, as
-/// a person who shortens it runs it (kubectl's own manager, `kubectl-patch`).
+/// order. Returns them. `plain`: each `kubectl patch` without its `--field-manager=vpnmig`, as a person who
+/// shortens it runs it (kubectl's own manager, `kubectl-patch`).
 async fn follow_all_as(b: &Bed, hint: &str, plain: bool) -> Vec<String> {
     let flat = live::flat(hint);
     let mut ran = Vec::new();

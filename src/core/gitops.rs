@@ -1535,7 +1535,10 @@ pub fn as_asked(record: &Record, live: &Value) -> bool {
     if live["kind"] == "Application" {
         return a.adopted.is_none() || last_sync(live) == a.last_sync;
     }
-    record.saved.as_ref().is_some_and(|s| s.pointer == "/spec/suspend")
+    record
+        .saved
+        .as_ref()
+        .is_some_and(|s| s.pointer == "/spec/suspend")
         && live.pointer("/spec/suspend") == Some(&Value::Bool(true))
         && (a.adopted.is_none() || a.writer == suspend_writer(live))
 }
