@@ -25,24 +25,16 @@ pub(super) async fn adopt(
 ) -> Result<Outcome, Error> {
     let (name, ns) = (j.gateway.clone(), j.namespace.clone());
     // `--plan DIR`: the journal must be of that plan, as for any resume.
-    if let Some(dir) = &opts.plan {
-        let (saved, _) = bundle::read_saved(dir)?;
-        let drift = journal::journal_drift(&saved, &j);
-        if !drift.is_empty() {
-            ev.emit(Event::Drift(drift));
-            return Err(Error::Stop {
-                code: exit::REFUSED,
-                message: format!(
-                    "the journal of {name} -n {ns} does not match the plan in {}; nothing was changed",
-                    dir.display()
-                ),
-                hint: Some(crate::window::error::hint!(
-                    "run without --plan (the journal is what was started): `{}`",
-                    crate::window::error::Run::cutover(&name, &ns)
-                )),
-            });
-        }
-    }
+    super::resuming::plan_is_the_journal_s(
+        opts,
+        ev,
+        &j,
+        "; nothing was changed",
+        crate::window::error::hint!(
+            "run without --plan (the journal is what was started): `{}`",
+            crate::window::error::Run::cutover(&name, &ns)
+        ),
+    )?;
     refuse_differences(&j, &m)?;
     let Some(secret) = objects::secret(cluster, &j.psk_secret).await? else {
         return Err(Error::Stop {

@@ -151,24 +151,16 @@ pub(super) async fn resume(
             });
         }
     }
-    if let Some(dir) = &opts.plan {
-        let (saved, _) = bundle::read_saved(dir)?;
-        let drift = journal::journal_drift(&saved, &j);
-        if !drift.is_empty() {
-            ev.emit(Event::Drift(drift));
-            return Err(Error::Stop {
-                code: exit::REFUSED,
-                message: format!(
-                    "the journal of {name} -n {ns} does not match the plan in {}",
-                    dir.display()
-                ),
-                hint: Some(crate::window::error::hint!(
-                    "resume without --plan (the journal is what was started), or inspect `kubectl get configmap {} -n {ns} -o yaml`",
-                    journal::object_name(&name)
-                )),
-            });
-        }
-    }
+    plan_is_the_journal_s(
+        opts,
+        ev,
+        &j,
+        "",
+        crate::window::error::hint!(
+            "resume without --plan (the journal is what was started), or inspect `kubectl get configmap {} -n {ns} -o yaml`",
+            journal::object_name(&name)
+        ),
+    )?;
     // The guard applies to what remains; past the delete, going on is the way out.
     let guard = match &opts.window_end {
         Some(end) if j.phase.past_delete() => {
@@ -308,4 +300,35 @@ pub(super) async fn forward_again(
         by,
     };
     phases(&mut w, opts, Some(&gw), guard.as_ref()).await
+}
+
+/// `--plan DIR` on a window already started: the journal must be of that plan (a resume,
+/// an adoption). Otherwise the drift is shown and the run stops (exit 4) with `hint`;
+/// `tail` ends the message.
+pub(super) fn plan_is_the_journal_s(
+    opts: &CutoverOptions,
+    ev: &dyn Emit,
+    j: &Journal,
+    tail: &str,
+    hint: crate::window::error::Hint,
+) -> Result<(), Error> {
+    let Some(dir) = &opts.plan else {
+        return Ok(());
+    };
+    let (saved, _) = bundle::read_saved(dir)?;
+    let drift = journal::journal_drift(&saved, j);
+    if drift.is_empty() {
+        return Ok(());
+    }
+    ev.emit(Event::Drift(drift));
+    Err(Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "the journal of {} -n {} does not match the plan in {}{tail}",
+            j.gateway,
+            j.namespace,
+            dir.display()
+        ),
+        hint: Some(hint),
+    })
 }
