@@ -82,6 +82,7 @@ crate::rows! {
 }
 
 async fn a_persistent_503_ends_the_run_within_its_budget_and_is_never_silent(b: &Bed) {
+    let _quiet = b.quiet().await;
     b.api_faults().write().unwrap().errors = vec![rule("get", "leases", 503, None, None)];
     let started = std::time::Instant::now();
     let (r, silent) = live::finish_timed(b.spawn(&["cutover", "acme", "--yes"])).await;
@@ -104,6 +105,7 @@ async fn a_persistent_503_ends_the_run_within_its_budget_and_is_never_silent(b: 
 }
 
 async fn a_long_retry_after_mid_outage_is_capped_shown_and_the_window_finishes(b: &Bed) {
+    let _quiet = b.quiet().await;
     let child = b.spawn(&["cutover", "acme", "--yes"]);
     eventually(30, "the delete", || async move {
         b.phase("tenant-acme", "acme").await.as_deref() == Some("deleting")
@@ -134,6 +136,7 @@ async fn a_long_retry_after_mid_outage_is_capped_shown_and_the_window_finishes(b
 /// silently for ever (kube-rs's own retry layer). Each now ends within its budget with
 /// exit 1 naming the 503, and is never silent.
 async fn a_persistent_503_on_a_list_ends_verify_and_status_with_exit_1(b: &Bed) {
+    let _quiet = b.quiet().await;
     b.step(&["cutover", "acme", "--yes"], 0, &[]).await;
     b.api_faults().write().unwrap().errors = vec![rule("list", "vpnpeers", 503, None, None)];
     for args in [

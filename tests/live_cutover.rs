@@ -1216,6 +1216,7 @@ fn seconds_before(text: &str, tail: &str) -> i64 {
 /// 2 minutes behind over at once); once it stops being renewed it is taken over after one
 /// lease duration watched here, though its renewTime is still 2 minutes in the future.
 async fn a_lease_renewed_by_a_machine_with_a_skewed_clock_is_refused_until_it_stops(b: &Bed) {
+    let _quiet = b.quiet().await;
     let began = std::time::Instant::now();
     for (skew, clock) in [
         (-120, " s behind this machine's clock"),
@@ -1313,6 +1314,7 @@ async fn a_lease_renewed_by_a_machine_with_a_skewed_clock_is_refused_until_it_st
 
 /// `--break-lock` takes a Lease another machine is renewing at once, without watching it.
 async fn break_lock_takes_a_renewed_lease_at_once(b: &Bed) {
+    let _quiet = b.quiet().await;
     let (stop, renewer) = renewed_elsewhere(b, 120).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let asked = std::time::Instant::now();
@@ -1333,6 +1335,7 @@ async fn break_lock_takes_a_renewed_lease_at_once(b: &Bed) {
 }
 
 async fn a_stuck_finalizer_times_out_with_a_diagnosis_then_resumes(b: &Bed) {
+    let _quiet = b.quiet().await;
     b.fault("ipsecgateway/tenant-acme/acme", |f| {
         f.stuck_finalizer = true
     });
