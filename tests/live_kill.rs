@@ -1,133 +1,116 @@
 //! A cutover SIGKILLed at each phase boundary, then resumed, and (separately) rolled
 //! back: DESIGN.md §4.6, "an interrupted cutover or rollback can be resumed or reversed
-//! from any step". The kill lands the moment the journal records the phase (the test
-//! watches the sandbox's store); every API request is slowed by 20 ms so the process
-//! cannot have landed its next write by then.
+//! from any step". One row per phase and way on, run on the emulator and on the real
+//! control plane (tests/live/bed.rs). The kill lands the moment the journal records the
+//! phase ([`Bed::until_phase`]: the emulator's store, or a watch on kube-apiserver itself);
+//! every API request vpnmig makes is slowed by 20 ms (the emulator's, or the fault proxy's
+//! latency), so the process cannot have landed its next write by then.
 
 mod live;
 
-use std::time::Duration;
-
-use live::{ACME, Live, start};
+use live::ACME;
+use live::bed::{After, Bed, Row, Scenario};
 use vpnmig_sandbox::SettingsFile;
 
-const PHASES: [&str; 7] = [
-    "started",
-    "psk-detached",
-    "deleting",
-    "deleted",
-    "applied",
-    "attached",
-    "ready",
-];
-
-fn settings() -> SettingsFile {
+fn scenario() -> Scenario {
     let mut s = SettingsFile::default();
     // Every /24 but acme's taken: a re-created IPsecGateway gets its own back.
     s.operator.service_cidr_pool = "10.250.3.0/24".into();
     s.operator.finalizer_delay_ms = 100;
     s.operator.peer_retry_ms = 200;
     s.api.latency_ms = 20;
-    s
-}
-
-fn phase(l: &Live) -> Option<String> {
-    live::phase(l, "tenant-acme", "acme")
+    Scenario::new(ACME, s)
 }
 
 /// Start a cutover and SIGKILL it the moment the journal records `at`.
-async fn kill_at(l: &Live, at: &str) {
-    let mut changes = l.sb.store.subscribe();
-    let mut child = l.spawn(&["cutover", "acme", "--yes"]);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        if phase(l).as_deref() == Some(at) {
-            child.kill().unwrap();
-            break;
-        }
-        assert!(
-            tokio::time::timeout_at(deadline, changes.changed())
-                .await
-                .is_ok(),
-            "the cutover never reached {at} (journal phase {:?})",
-            phase(l)
-        );
-    }
+async fn kill_at(b: &Bed, at: &str) {
+    let mut child = b.spawn(&["cutover", "acme", "--yes"]);
+    b.until_phase("tenant-acme", "acme", at, 30).await;
+    child.kill().unwrap();
     let r = live::finish(child).await;
     assert_eq!(r.code, -1, "killed by a signal: {}", r.stderr);
-    assert_eq!(phase(l).as_deref(), Some(at), "killed at the boundary");
-}
-
-/// DESIGN.md §4 after a resumed cutover or a rollback: `live::invariants`, with the PSK
-/// fingerprint taken before the window.
-fn settled(l: &Live, psk: &str, kind: &str) {
-    live::invariants(
-        l,
-        "tenant-acme",
-        "acme",
-        "198.51.100.23",
-        psk,
-        kind,
-        &["acme"],
+    assert_eq!(
+        b.phase("tenant-acme", "acme").await.as_deref(),
+        Some(at),
+        "killed at the boundary"
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_at_each_phase_then_resumed() {
-    for at in PHASES {
-        let l = start(ACME, settings()).await;
-        let psk = live::psk_fingerprint(&l, "tenant-acme", "acme-psk");
-        kill_at(&l, at).await;
-        eprintln!("killed at {at}");
-        let r = l
-            .vpnmig(&[
-                "cutover",
-                "acme",
-                "--yes",
-                "--timeout-tunnel",
-                "20s",
-                "--timeout-attach",
-                "20s",
-                "--timeout-delete",
-                "20s",
-            ])
-            .await;
-        assert_eq!(r.code, 0, "resume after a kill at {at}:\n{}", r.stderr);
-        assert!(
-            r.says("taking over the lock of ") && r.says("on this host is no longer running"),
-            "{at}: {}",
-            r.stderr
-        );
-        if PHASES.iter().position(|p| *p == at) >= PHASES.iter().position(|p| *p == "deleting") {
-            assert!(
-                r.says(&format!(
-                    "Resuming the cutover of tenant-acme/acme from phase {at}"
-                )),
-                "{at}: {}",
-                r.stderr
-            );
-        }
-        settled(&l, &psk, "VPNGateway");
-        l.sb.shutdown().await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_at_each_phase_then_rolled_back() {
-    for at in PHASES {
-        let l = start(ACME, settings()).await;
-        let psk = live::psk_fingerprint(&l, "tenant-acme", "acme-psk");
-        kill_at(&l, at).await;
-        let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
-        assert_eq!(r.code, 0, "rollback after a kill at {at}:\n{}", r.stderr);
+/// Killed at `at`, then the same cutover again: it takes the dead run's lock over, resumes
+/// from the phase (from `deleting` on: the earlier phases start over) and ends done.
+async fn resumed(b: &Bed, at: &str) {
+    kill_at(b, at).await;
+    let r = b
+        .vpnmig(&[
+            "cutover",
+            "acme",
+            "--yes",
+            "--timeout-tunnel",
+            "20s",
+            "--timeout-attach",
+            "20s",
+            "--timeout-delete",
+            "20s",
+        ])
+        .await;
+    assert_eq!(r.code, 0, "resume after a kill at {at}:\n{}", r.stderr);
+    assert!(
+        r.says("taking over the lock of ") && r.says("on this host is no longer running"),
+        "{at}: {}",
+        r.stderr
+    );
+    if ["deleting", "deleted", "applied", "attached", "ready"].contains(&at) {
         assert!(
             r.says(&format!(
-                "Rollback of tenant-acme/acme (journal phase {at})"
+                "Resuming the cutover of tenant-acme/acme from phase {at}"
             )),
             "{at}: {}",
             r.stderr
         );
-        settled(&l, &psk, "IPsecGateway");
-        l.sb.shutdown().await;
     }
+}
+
+/// Killed at `at`, then rolled back: the old gateway back as it was.
+async fn rolled_back(b: &Bed, at: &str) {
+    kill_at(b, at).await;
+    let r = b.vpnmig(&["rollback", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "rollback after a kill at {at}:\n{}", r.stderr);
+    assert!(
+        r.says(&format!(
+            "Rollback of tenant-acme/acme (journal phase {at})"
+        )),
+        "{at}: {}",
+        r.stderr
+    );
+}
+
+/// A row per phase: killed there, then `$way` (resumed or rolled back), ending `$kind`.
+macro_rules! killed {
+    ($( $name:ident: $way:ident at $at:literal ends $kind:literal ),* $(,)?) => {
+        crate::rows! {$(
+            $name: Row {
+                scenario,
+                only: None,
+                after: After::acme($kind),
+                steps: |b| Box::pin($way(b, $at)),
+            },
+        )*}
+    };
+}
+
+killed! {
+    killed_at_started_then_resumed: resumed at "started" ends "VPNGateway",
+    killed_at_psk_detached_then_resumed: resumed at "psk-detached" ends "VPNGateway",
+    killed_at_deleting_then_resumed: resumed at "deleting" ends "VPNGateway",
+    killed_at_deleted_then_resumed: resumed at "deleted" ends "VPNGateway",
+    killed_at_applied_then_resumed: resumed at "applied" ends "VPNGateway",
+    killed_at_attached_then_resumed: resumed at "attached" ends "VPNGateway",
+    killed_at_ready_then_resumed: resumed at "ready" ends "VPNGateway",
+    killed_at_started_then_rolled_back: rolled_back at "started" ends "IPsecGateway",
+    killed_at_psk_detached_then_rolled_back: rolled_back at "psk-detached" ends "IPsecGateway",
+    killed_at_deleting_then_rolled_back: rolled_back at "deleting" ends "IPsecGateway",
+    killed_at_deleted_then_rolled_back: rolled_back at "deleted" ends "IPsecGateway",
+    killed_at_applied_then_rolled_back: rolled_back at "applied" ends "IPsecGateway",
+    killed_at_attached_then_rolled_back: rolled_back at "attached" ends "IPsecGateway",
+    killed_at_ready_then_rolled_back: rolled_back at "ready" ends "IPsecGateway",
 }

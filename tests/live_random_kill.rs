@@ -7,18 +7,26 @@
 //! the journal holding the old manifest, one gateway of one kind with exactly the
 //! journal's peers, no lock left, and the PSK's value in no output and no file written.
 //!
+//! It runs on the emulator and on the real control plane (tests/live/bed.rs: the API
+//! latency and the dropped watches through the fault proxy in front of kube-apiserver).
 //! Deterministic: run `seed` is the same on every machine. `VPNMIG_KILL_RUNS=N` changes
-//! the count: 24 by default (about a minute and a half on 2 cores), 85 (the campaign's
-//! size) in `.ci/run`; `VPNMIG_KILL_SEED=S` runs one seed, to replay a failure.
+//! the count on the emulator: 24 by default (about a minute and a half on 2 cores), 85 (the
+//! campaign's size) in `.ci/run`; `VPNMIG_KILL_RUNS_REAL=N` on the real control plane: 12
+//! by default (each run starts its own etcd and kube-apiserver); `VPNMIG_KILL_SEED=S` runs
+//! one seed on both, to replay a failure.
 
 mod live;
 
 use std::time::Duration;
 
-use live::{ACME, INITECH, Live, start};
+use live::bed::{Backend, Bed, VPNGATEWAY};
+use live::{ACME, INITECH};
 
-/// Runs at once: each waits mostly on the operator's simulated delays.
+/// Runs at once on the emulator: each waits mostly on the operator's simulated delays.
 const CONCURRENT: usize = 6;
+/// Runs at once on the real control plane (each run's own etcd, kube-apiserver,
+/// kube-controller-manager and kwok; their starts take turns).
+const CONCURRENT_REAL: usize = 3;
 
 struct Scenario {
     yaml: &'static str,
@@ -99,7 +107,7 @@ fn advised(text: &str) -> Option<Vec<String>> {
         .find(|a| matches!(a[0].as_str(), "cutover" | "rollback") && !a.iter().any(|w| w == "DIR"))
 }
 
-async fn run(seed: u64) -> Result<String, String> {
+async fn run(seed: u64, backend: Backend) -> Result<String, String> {
     let d = draw(seed);
     let sc = &SCENARIOS[d.scenario];
     let mut settings = live::pool(sc.pool);
@@ -110,10 +118,12 @@ async fn run(seed: u64) -> Result<String, String> {
     ) = d.delays_ms;
     settings.api.latency_ms = d.latency_ms;
     settings.api.drop_watches_after_ms = d.drop_watches_ms;
-    let l = start(sc.yaml, settings).await;
-    let psk = live::psk_fingerprint(&l, sc.ns, &format!("{}-psk", sc.name));
+    let Some(l) = Bed::start(backend, live::bed::Scenario::new(sc.yaml, settings)).await else {
+        return Ok(format!("seed {seed}: DID NOT RUN on the {backend}"));
+    };
+    let psk = l.psk_fingerprint(sc.ns, &format!("{}-psk", sc.name)).await;
     let mut outputs = Vec::new();
-    let mut log = format!("seed {seed}: {d:?}\n");
+    let mut log = format!("seed {seed} on the {backend}: {d:?}\n");
     let base = |op: &str| {
         vec![
             op.to_string(),
@@ -149,7 +159,7 @@ async fn run(seed: u64) -> Result<String, String> {
             } else {
                 format!("ended first, exit {}", r.code)
             },
-            live::phase(&l, sc.ns, sc.name)
+            l.phase(sc.ns, sc.name).await
         );
         outputs.push(r.stdout + &r.stderr);
     }
@@ -194,12 +204,14 @@ async fn run(seed: u64) -> Result<String, String> {
     }
 
     // Invariants.
-    let kind = if live::objects(&l, "vpn.bnerd.net", "vpngateways", sc.ns).is_empty() {
+    let kind = if l.objects(VPNGATEWAY, sc.ns).await.is_empty() {
         "IPsecGateway"
     } else {
         "VPNGateway"
     };
-    let peers: Vec<String> = live::journal(&l, sc.ns, sc.name)
+    let peers: Vec<String> = l
+        .journal(sc.ns, sc.name)
+        .await
         .map(|j| {
             j["targets"]
                 .as_array()
@@ -212,9 +224,12 @@ async fn run(seed: u64) -> Result<String, String> {
         .unwrap_or_default();
     let mut peers: Vec<&str> = peers.iter().map(String::as_str).collect();
     peers.sort();
-    let held = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        live::invariants(&l, sc.ns, sc.name, sc.fip, &psk, kind, &peers);
-    }));
+    let held = {
+        use futures::FutureExt;
+        std::panic::AssertUnwindSafe(l.invariants(sc.ns, sc.name, sc.fip, &psk, kind, &peers))
+            .catch_unwind()
+            .await
+    };
     if let Err(e) = held {
         let why = e
             .downcast_ref::<String>()
@@ -231,14 +246,14 @@ async fn run(seed: u64) -> Result<String, String> {
             return Err(format!("{log}the PSK's value is in {}", entry.display()));
         }
     }
-    l.sb.shutdown().await;
+    drop(l);
     Ok(format!(
         "seed {seed}: settled as {kind} ({} kills)",
         d.kill_after_ms.len()
     ))
 }
 
-async fn vpnmig(l: &Live, args: &[String]) -> live::Run {
+async fn vpnmig(l: &Bed, args: &[String]) -> live::Run {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     l.vpnmig(&args).await
 }
@@ -260,29 +275,47 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn random_kills_then_recovery_keep_every_invariant() {
+/// The campaign on `backend`: `runs` seeds (or the one `VPNMIG_KILL_SEED` names),
+/// `concurrent` at once.
+async fn campaign(backend: Backend, runs: &str, default: u64, concurrent: usize) {
     let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
     let seeds: Vec<u64> = match env("VPNMIG_KILL_SEED") {
         Some(s) => vec![s],
-        None => (0..env("VPNMIG_KILL_RUNS").unwrap_or(24)).collect(),
+        None => (0..env(runs).unwrap_or(default)).collect(),
     };
     let started = std::time::Instant::now();
     let mut failures = Vec::new();
     let mut settled = 0;
-    for chunk in seeds.chunks(CONCURRENT) {
-        let runs: Vec<_> = chunk.iter().map(|&s| tokio::spawn(run(s))).collect();
+    for chunk in seeds.chunks(concurrent) {
+        let runs: Vec<_> = chunk
+            .iter()
+            .map(|&s| tokio::spawn(run(s, backend)))
+            .collect();
         for r in runs {
             match r.await.unwrap() {
+                Ok(said) if said.contains("DID NOT RUN") => {
+                    eprintln!("{said}");
+                    return;
+                }
                 Ok(_) => settled += 1,
                 Err(why) => failures.push(why),
             }
         }
     }
     eprintln!(
-        "random-kill campaign: {settled} of {} runs settled with every invariant, in {:.0?}",
+        "random-kill campaign on the {backend}: {settled} of {} runs settled with every invariant, in {:.0?}",
         seeds.len(),
         started.elapsed()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn random_kills_then_recovery_keep_every_invariant() {
+    campaign(Backend::Emulated, "VPNMIG_KILL_RUNS", 24, CONCURRENT).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn random_kills_then_recovery_keep_every_invariant_on_the_real_control_plane() {
+    campaign(Backend::Real, "VPNMIG_KILL_RUNS_REAL", 12, CONCURRENT_REAL).await;
 }

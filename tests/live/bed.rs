@@ -740,6 +740,69 @@ impl Bed {
             .map(|j| j["phase"].as_str().unwrap().to_string())
     }
 
+    /// Return the moment gateway `ns/name`'s journal records phase `at` (bounded by
+    /// `secs`), reading each change as it lands, out of the API faults' reach: the
+    /// emulator's store, or a watch on kube-apiserver itself (not through the fault proxy).
+    /// A row that kills vpnmig at a phase boundary kills it here.
+    pub async fn until_phase(&self, ns: &str, name: &str, at: &str, secs: u64) {
+        use futures::StreamExt;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+        let cm = format!("vpnmig-{name}");
+        let phase_of = |o: &Value| -> Option<String> {
+            let j: Value = serde_json::from_str(o["data"]["journal.json"].as_str()?).ok()?;
+            j["phase"].as_str().map(String::from)
+        };
+        let missed = |seen: Option<String>| {
+            panic!(
+                "{}: the journal of {ns}/{name} never recorded phase {at} within {secs} s (last seen {seen:?})",
+                self.backend
+            )
+        };
+        match (&self.sb, &self.cp) {
+            (Some(sb), _) => {
+                let rt = sb.store.resource("", "v1", "configmaps").unwrap();
+                let mut changes = sb.store.subscribe();
+                loop {
+                    let seen = sb.store.get(&rt, ns, &cm).ok().and_then(|o| phase_of(&o));
+                    if seen.as_deref() == Some(at) {
+                        return;
+                    }
+                    if tokio::time::timeout_at(deadline, changes.changed())
+                        .await
+                        .is_err()
+                    {
+                        missed(seen.clone());
+                    }
+                }
+            }
+            (None, Some((cp, _))) => {
+                let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+                    kube::Api::namespaced(client(&cp.admin_kubeconfig()).await, ns);
+                let params =
+                    kube::api::WatchParams::default().fields(&format!("metadata.name={cm}"));
+                let mut events = api.watch(&params, "0").await.unwrap().boxed();
+                let mut seen = None;
+                loop {
+                    match tokio::time::timeout_at(deadline, events.next()).await {
+                        Ok(Some(Ok(
+                            kube::api::WatchEvent::Added(o) | kube::api::WatchEvent::Modified(o),
+                        ))) => {
+                            seen = phase_of(&serde_json::to_value(&o).unwrap());
+                            if seen.as_deref() == Some(at) {
+                                return;
+                            }
+                        }
+                        Ok(Some(Ok(_))) => {}
+                        Ok(Some(Err(e))) => panic!("watching the journal {ns}/{cm}: {e}"),
+                        Ok(None) => panic!("the watch on the journal {ns}/{cm} ended"),
+                        Err(_) => missed(seen.clone()),
+                    }
+                }
+            }
+            (None, None) => unreachable!("a bed has a backend"),
+        }
+    }
+
     /// The lock of gateway `name` (its Lease), if held.
     pub async fn lease(&self, ns: &str, name: &str) -> Option<Value> {
         self.get(LEASE, ns, &format!("vpnmig-{name}")).await
