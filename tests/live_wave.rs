@@ -1,14 +1,15 @@
 //! `vpnmig cutover|rollback -l SELECTOR | --names FILE | --plan-dir DIR` (a wave, issue 15
-//! item 3), end to end against vpnmig-sandbox: K windows at a time, a halt after F
-//! failures that leaves the rest untouched, a wave killed and re-run that does nothing
-//! twice, two waves on one gateway, a wave rolled back. The harness checks on drop that
-//! no floating IP was released (DESIGN.md §4.1).
+//! item 3), end to end on the emulator and on the real control plane (tests/live/bed.rs
+//! rows): K windows at a time, a halt after F failures that leaves the rest untouched, a
+//! wave killed and re-run that does nothing twice, two waves on one gateway, a wave rolled
+//! back. After each row, no floating IP was released (DESIGN.md §4.1).
 
 mod live;
 
 use std::time::Duration;
 
-use live::{Live, Run, eventually, gateway, namespace, start};
+use live::bed::{Bed, IPSECGATEWAY, LEASE, Row, Scenario, VPNGATEWAY, eventually};
+use live::{Run, gateway, namespace};
 use serde_json::Value;
 use vpnmig_sandbox::SettingsFile;
 
@@ -48,6 +49,42 @@ fn settings(finalizer_ms: u64) -> SettingsFile {
     s
 }
 
+/// Three gateways; gw03 does not pin its floating IP: its plan is blocked.
+fn gw03_unpinned() -> Scenario {
+    let yaml = fleet(3, false).replace(
+        r#"{"floatingIP":"192.0.2.13","network":"public"}"#,
+        r#"{"network":"public"}"#,
+    );
+    Scenario::built(yaml, settings(0))
+}
+
+/// Issue 21 item 9: `bare` (two tunnels, no exposures), `solo` (one tunnel, and a VPNPeer
+/// `solo-early` already names its gateway) and `fine`.
+fn unauthorized_members() -> Scenario {
+    let bare = gateway("tenant-w", "bare", "192.0.2.21", 1, &["hq", "branch"], "bronze")
+        .replace(
+            r#""exposures":[{"name":"crm","target":{"address":"crm.svc","port":443},"protocol":"TCP"}]"#,
+            r#""exposures":[]"#,
+        )
+        .replace(r#""exposures":[{"name":"crm","virtualIP":"10.250.1.10"}]"#, r#""exposures":[]"#);
+    assert!(!bare.contains("crm"), "{bare}");
+    let stray = serde_json::json!({
+        "apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNPeer",
+        "metadata": {"name": "solo-early", "namespace": "tenant-w"},
+        "spec": {"gatewayRef": {"name": "solo"}, "ipsec": {"peer": {"address": "203.0.113.99"},
+                 "remoteSubnets": ["10.99.0.0/16"], "pskSecretRef": {"name": "solo-psk", "key": "psk"}}}
+    });
+    let yaml = [
+        namespace("tenant-w"),
+        bare,
+        gateway("tenant-w", "solo", "192.0.2.22", 2, &["main"], "bronze"),
+        format!("---\n{stray}\n"),
+        gateway("tenant-w", "fine", "192.0.2.23", 3, &["a", "b"], "bronze"),
+    ]
+    .concat();
+    Scenario::built(yaml, settings(0))
+}
+
 fn json(r: &Run) -> Value {
     serde_json::from_str(&r.stdout)
         .unwrap_or_else(|e| panic!("{e}: not JSON:\n{}\n{}", r.stdout, r.stderr))
@@ -80,25 +117,45 @@ fn result_of(doc: &Value, key: &str) -> String {
         .1
 }
 
-fn kinds(l: &Live, ns: &str, name: &str) -> (bool, bool) {
-    let has = |group: &str, plural: &str| {
-        live::objects(l, group, plural, ns)
-            .iter()
-            .any(|o| o["metadata"]["name"] == name)
-    };
+/// (an IPsecGateway `ns/name` is live, a VPNGateway `ns/name` is live).
+async fn kinds(b: &Bed, ns: &str, name: &str) -> (bool, bool) {
     (
-        has("ipsec.bnerd.net", "ipsecgateways"),
-        has("vpn.bnerd.net", "vpngateways"),
+        b.get(IPSECGATEWAY, ns, name)
+            .await
+            .is_some_and(|o| o["metadata"]["deletionTimestamp"].is_null()),
+        b.get(VPNGATEWAY, ns, name)
+            .await
+            .is_some_and(|o| o["metadata"]["deletionTimestamp"].is_null()),
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wave_halts_after_max_failures_and_leaves_the_rest_untouched() {
-    let l = start(&fleet(10, false), settings(0)).await;
+/// (name, journal phase) of `gw01`…`gwNN` in `tenant-w`.
+async fn phases(b: &Bed, n: usize) -> Vec<(String, Option<String>)> {
+    let mut out = Vec::new();
+    for i in 1..=n {
+        let name = format!("gw{i:02}");
+        let phase = b.phase("tenant-w", &name).await;
+        out.push((name, phase));
+    }
+    out
+}
+
+/// DESIGN.md §4.1 for every gateway of a wave: no floating IP was released to the pool.
+fn no_fip_released(b: &Bed) {
+    let fips = b.operator.floating_ips();
+    assert!(
+        fips.released.is_empty(),
+        "{}: a floating IP was released to the pool: {:?}",
+        b.backend,
+        fips.released
+    );
+}
+
+async fn a_wave_halts_after_max_failures_and_leaves_the_rest_untouched(b: &Bed) {
     // gw01 and gw02: the new gateway's FIP stays held by a foreign port, so the attach
     // never happens and their windows time out after the delete.
     for key in ["vpngateway/tenant-w/gw01", "vpngateway/tenant-w/gw02"] {
-        live::fault(&l, key, |f| f.fip_held_by_other_port = true);
+        b.fault(key, |f| f.fip_held_by_other_port = true);
     }
     let wave = [
         "cutover",
@@ -116,22 +173,22 @@ async fn a_wave_halts_after_max_failures_and_leaves_the_rest_untouched() {
 
     // Usage and confirmation, before anything: NAME and a selection exclude each other;
     // without a terminal a wave needs --yes (exit 7), and nothing is changed.
-    let r = l
+    let r = b
         .vpnmig(&["cutover", "gw03", "-n", "tenant-w", "-l", "tier=bronze"])
         .await;
     assert_eq!(r.code, 2, "{}", r.stderr);
-    let r = l.vpnmig(&wave).await;
+    let r = b.vpnmig(&wave).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(r.says("without --yes"), "{}", r.stderr);
     for i in 1..=10 {
         assert!(
-            live::journal(&l, "tenant-w", &format!("gw{i:02}")).is_none(),
+            b.journal("tenant-w", &format!("gw{i:02}")).await.is_none(),
             "refused: no journal"
         );
     }
 
     let started = std::time::Instant::now();
-    let r = l
+    let r = b
         .vpnmig(&[&wave[..], &["--yes", "-o", "json"]].concat())
         .await;
     let took = started.elapsed();
@@ -163,7 +220,7 @@ async fn a_wave_halts_after_max_failures_and_leaves_the_rest_untouched() {
             "done" => {
                 assert_eq!(g["phase"], "done", "{g}");
                 assert!(g["outageMs"].as_u64().is_some(), "{g}");
-                assert_eq!(kinds(&l, "tenant-w", name), (false, true), "{name}");
+                assert_eq!(kinds(b, "tenant-w", name).await, (false, true), "{name}");
             }
             "not-started" => {
                 assert_eq!(
@@ -171,9 +228,13 @@ async fn a_wave_halts_after_max_failures_and_leaves_the_rest_untouched() {
                     (Value::Null, Value::Null)
                 );
                 // Untouched: still an IPsecGateway, no journal, no lock.
-                assert_eq!(kinds(&l, "tenant-w", name), (true, false), "{name}");
-                assert!(live::journal(&l, "tenant-w", name).is_none(), "{name}");
-                assert!(live::core(&l, "leases", "tenant-w", &format!("vpnmig-{name}")).is_none());
+                assert_eq!(kinds(b, "tenant-w", name).await, (true, false), "{name}");
+                assert!(b.journal("tenant-w", name).await.is_none(), "{name}");
+                assert!(
+                    b.get(LEASE, "tenant-w", &format!("vpnmig-{name}"))
+                        .await
+                        .is_none()
+                );
             }
             other => panic!("unexpected result {other}: {g}"),
         }
@@ -189,10 +250,7 @@ async fn a_wave_halts_after_max_failures_and_leaves_the_rest_untouched() {
     eprintln!("a wave of 10 at concurrency 2 halted after {took:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wave_killed_and_run_again_resumes_and_does_nothing_twice() {
-    // Each window takes a while (the unwind), so the kill lands mid-wave.
-    let l = start(&fleet(6, false), settings(400)).await;
+async fn a_wave_killed_and_run_again_resumes_and_does_nothing_twice(b: &Bed) {
     let wave = [
         "cutover",
         "-n",
@@ -205,38 +263,36 @@ async fn a_wave_killed_and_run_again_resumes_and_does_nothing_twice() {
         "-o",
         "json",
     ];
-    let mut child = l.spawn(&wave);
-    let done = |l: &Live| {
-        (1..=6)
-            .filter(|i| live::phase(l, "tenant-w", &format!("gw{i:02}")).as_deref() == Some("done"))
-            .count()
-    };
-    let deleting = |l: &Live| {
-        (1..=6).any(|i| {
-            live::phase(l, "tenant-w", &format!("gw{i:02}")).as_deref() == Some("deleting")
-        })
-    };
+    let mut child = b.spawn(&wave);
     // SIGKILL with two done and one mid-window (its IPsecGateway being deleted).
-    eventually(60, "two gateways done and one deleting", || {
-        done(&l) >= 2 && deleting(&l)
+    eventually(60, "two gateways done and one deleting", || async move {
+        let p = phases(b, 6).await;
+        p.iter()
+            .filter(|(_, p)| p.as_deref() == Some("done"))
+            .count()
+            >= 2
+            && p.iter().any(|(_, p)| p.as_deref() == Some("deleting"))
     })
     .await;
     child.kill().unwrap();
     let _ = live::finish(child).await;
-    let before: Vec<String> = (1..=6)
-        .map(|i| format!("gw{i:02}"))
-        .filter(|n| live::phase(&l, "tenant-w", n).as_deref() == Some("done"))
+    let after_kill = phases(b, 6).await;
+    let before: Vec<String> = after_kill
+        .iter()
+        .filter(|(_, p)| p.as_deref() == Some("done"))
+        .map(|(n, _)| n.clone())
         .collect();
     assert!(before.len() < 6, "killed mid-wave: {before:?}");
-    let mid: Vec<String> = (1..=6)
-        .map(|i| format!("gw{i:02}"))
-        .filter(|n| live::phase(&l, "tenant-w", n).is_some_and(|p| p != "done"))
+    let mid: Vec<String> = after_kill
+        .iter()
+        .filter(|(_, p)| p.as_deref().is_some_and(|p| p != "done"))
+        .map(|(n, _)| n.clone())
         .collect();
     assert!(!mid.is_empty(), "a window was cut off mid-way");
 
     // The same command again: the done ones are skipped, the rest (interrupted or not
     // started) are cut over; the dead run's locks are taken over.
-    let r = l.vpnmig(&wave).await;
+    let r = b.vpnmig(&wave).await;
     assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
     let doc = json(&r);
     assert_eq!(doc["halted"], Value::Null);
@@ -248,8 +304,8 @@ async fn a_wave_killed_and_run_again_resumes_and_does_nothing_twice() {
             "done"
         };
         assert_eq!(result, expected, "{key}: {doc}");
-        assert_eq!(live::phase(&l, "tenant-w", name).as_deref(), Some("done"));
-        assert_eq!(kinds(&l, "tenant-w", name), (false, true), "{name}");
+        assert_eq!(b.phase("tenant-w", name).await.as_deref(), Some("done"));
+        assert_eq!(kinds(b, "tenant-w", name).await, (false, true), "{name}");
     }
     assert_eq!(
         doc["totals"]["skippedDone"].as_u64(),
@@ -258,7 +314,7 @@ async fn a_wave_killed_and_run_again_resumes_and_does_nothing_twice() {
     );
     // The windows cut off resumed from their journals: one journal, one delete.
     for name in &mid {
-        let j = live::journal(&l, "tenant-w", name).unwrap();
+        let j = b.journal("tenant-w", name).await.unwrap();
         let deletes = j["history"]
             .as_array()
             .unwrap()
@@ -268,24 +324,20 @@ async fn a_wave_killed_and_run_again_resumes_and_does_nothing_twice() {
         assert_eq!(deletes, 1, "{name}: {j}");
     }
     // A third run finds everything done.
-    let r = l.vpnmig(&wave).await;
+    let r = b.vpnmig(&wave).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(json(&r)["totals"]["skippedDone"], 6);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_waves_on_one_gateway_one_skips_it_as_locked() {
-    let l = start(&fleet(3, false), settings(0)).await;
+async fn two_waves_on_one_gateway_one_skips_it_as_locked(b: &Bed) {
     // gw02's unwind is slow: the first wave holds its lock a few seconds.
-    live::fault(&l, "ipsecgateway/tenant-w/gw02", |f| {
-        f.slow_finalizer_ms = 4000
-    });
-    let names_a = l.cwd().join("a.txt");
+    b.fault("ipsecgateway/tenant-w/gw02", |f| f.slow_finalizer_ms = 4000);
+    let names_a = b.cwd().join("a.txt");
     std::fs::write(&names_a, "# wave A\ntenant-w/gw02\n").unwrap();
-    let names_b = l.cwd().join("b.txt");
+    let names_b = b.cwd().join("b.txt");
     std::fs::write(&names_b, "gw02\ngw03\n").unwrap();
 
-    let a = l.spawn(&[
+    let a = b.spawn(&[
         "cutover",
         "-n",
         "tenant-w",
@@ -295,11 +347,11 @@ async fn two_waves_on_one_gateway_one_skips_it_as_locked() {
         "-o",
         "json",
     ]);
-    eventually(30, "wave A holds gw02's lock", || {
-        live::phase(&l, "tenant-w", "gw02").as_deref() == Some("deleting")
+    eventually(30, "wave A holds gw02's lock", || async move {
+        b.phase("tenant-w", "gw02").await.as_deref() == Some("deleting")
     })
     .await;
-    let b = l
+    let wave_b = b
         .vpnmig(&[
             "cutover",
             "-n",
@@ -313,7 +365,7 @@ async fn two_waves_on_one_gateway_one_skips_it_as_locked() {
             "json",
         ])
         .await;
-    let b_doc = json(&b);
+    let b_doc = json(&wave_b);
     assert_eq!(
         result_of(&b_doc, "tenant-w/gw02"),
         "skipped-locked",
@@ -321,28 +373,29 @@ async fn two_waves_on_one_gateway_one_skips_it_as_locked() {
     );
     assert_eq!(result_of(&b_doc, "tenant-w/gw03"), "done", "{b_doc}");
     assert_eq!(b_doc["totals"]["failed"], 0, "a held lock is not a failure");
-    assert_eq!(b.code, 7, "a gateway left to another run: {}", b.stderr);
+    assert_eq!(
+        wave_b.code, 7,
+        "a gateway left to another run: {}",
+        wave_b.stderr
+    );
     let a = live::finish(a).await;
     assert_eq!(a.code, 0, "{}", a.stderr);
     assert_eq!(result_of(&json(&a), "tenant-w/gw02"), "done");
     assert_eq!(
-        kinds(&l, "tenant-w", "gw01"),
+        kinds(b, "tenant-w", "gw01").await,
         (true, false),
         "in neither wave"
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_completed_wave_of_three_is_rolled_back_as_a_wave() {
-    let l = start(&fleet(3, true), settings(0)).await;
-    let gateways: Vec<(String, String, String, String)> = (1..=3)
-        .map(|i| {
-            let (ns, name) = (format!("w-gw{i:02}"), format!("gw{i:02}"));
-            let psk = live::psk_fingerprint(&l, &ns, &format!("{name}-psk"));
-            (ns, name, format!("192.0.2.{}", 10 + i), psk)
-        })
-        .collect();
-    let r = l
+async fn a_completed_wave_of_three_is_rolled_back_as_a_wave(b: &Bed) {
+    let mut gateways: Vec<(String, String, String, String)> = Vec::new();
+    for i in 1..=3 {
+        let (ns, name) = (format!("w-gw{i:02}"), format!("gw{i:02}"));
+        let psk = b.psk_fingerprint(&ns, &format!("{name}-psk")).await;
+        gateways.push((ns, name, format!("192.0.2.{}", 10 + i), psk));
+    }
+    let r = b
         .vpnmig(&[
             "cutover",
             "-A",
@@ -360,13 +413,14 @@ async fn a_completed_wave_of_three_is_rolled_back_as_a_wave() {
         r.stdout
     );
     for (ns, name, fip, psk) in &gateways {
-        live::invariants(&l, ns, name, fip, psk, "VPNGateway", &[name]);
+        b.invariants(ns, name, fip, psk, "VPNGateway", &[name])
+            .await;
     }
 
     // The rollback wave selects by the journals (the saved manifests' labels). One at a
     // time: each re-created IPsecGateway gets its own serviceCIDR back from the pool.
     let started = std::time::Instant::now();
-    let r = l
+    let r = b
         .vpnmig(&[
             "rollback",
             "-A",
@@ -387,11 +441,11 @@ async fn a_completed_wave_of_three_is_rolled_back_as_a_wave() {
         assert_eq!(g["phase"], "rolled-back", "{g}");
     }
     for (ns, name, fip, psk) in &gateways {
-        live::invariants(&l, ns, name, fip, psk, "IPsecGateway", &[]);
-        assert_eq!(live::phase(&l, ns, name).as_deref(), Some("rolled-back"));
+        b.invariants(ns, name, fip, psk, "IPsecGateway", &[]).await;
+        assert_eq!(b.phase(ns, name).await.as_deref(), Some("rolled-back"));
     }
     // Again: every one is rolled back already.
-    let r = l
+    let r = b
         .vpnmig(&["rollback", "-A", "-l", "tier=bronze", "--yes", "-o", "json"])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -399,13 +453,9 @@ async fn a_completed_wave_of_three_is_rolled_back_as_a_wave() {
     assert!(started.elapsed() < Duration::from_secs(60));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_stops_starting_windows_and_the_running_ones_stop_safely() {
-    let l = start(&fleet(6, false), settings(0)).await;
+async fn sigterm_stops_starting_windows_and_the_running_ones_stop_safely(b: &Bed) {
     // gw01's unwind never finishes until cleared: the signal lands while it is deleting.
-    live::fault(&l, "ipsecgateway/tenant-w/gw01", |f| {
-        f.stuck_finalizer = true
-    });
+    b.fault("ipsecgateway/tenant-w/gw01", |f| f.stuck_finalizer = true);
     let wave = [
         "cutover",
         "-n",
@@ -420,9 +470,9 @@ async fn sigterm_stops_starting_windows_and_the_running_ones_stop_safely() {
         "-o",
         "json",
     ];
-    let child = l.spawn(&wave);
-    eventually(30, "gw01 deleting", || {
-        live::phase(&l, "tenant-w", "gw01").as_deref() == Some("deleting")
+    let child = b.spawn(&wave);
+    eventually(30, "gw01 deleting", || async move {
+        b.phase("tenant-w", "gw01").await.as_deref() == Some("deleting")
     })
     .await;
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
@@ -438,14 +488,14 @@ async fn sigterm_stops_starting_windows_and_the_running_ones_stop_safely() {
         "{gw01}"
     );
     assert!(
-        live::core(&l, "leases", "tenant-w", "vpnmig-gw01").is_none(),
+        b.get(LEASE, "tenant-w", "vpnmig-gw01").await.is_none(),
         "the interrupted window released its lock"
     );
     for (key, result) in results(&doc) {
         let name = key.split('/').nth(1).unwrap();
         if result == "not-started" {
-            assert_eq!(kinds(&l, "tenant-w", name), (true, false), "{name}");
-            assert!(live::journal(&l, "tenant-w", name).is_none(), "{name}");
+            assert_eq!(kinds(b, "tenant-w", name).await, (true, false), "{name}");
+            assert!(b.journal("tenant-w", name).await.is_none(), "{name}");
         }
     }
     assert!(doc["totals"]["notStarted"].as_u64().unwrap() >= 1, "{doc}");
@@ -456,36 +506,29 @@ async fn sigterm_stops_starting_windows_and_the_running_ones_stop_safely() {
     );
 
     // The unwind finishes; the same command resumes gw01 and does the rest.
-    l.sb.operator.settings().write().unwrap().gateways.clear();
-    l.sb.operator.kick();
-    let r = l.vpnmig(&wave).await;
+    b.operator.settings().write().unwrap().gateways.clear();
+    b.operator.kick();
+    let r = b.vpnmig(&wave).await;
     assert_eq!(r.code, 0, "{}\n{}", r.stderr, r.stdout);
     let doc = json(&r);
     assert_eq!(result_of(&doc, "tenant-w/gw01"), "done", "{doc}");
     for i in 1..=6 {
         assert_eq!(
-            live::phase(&l, "tenant-w", &format!("gw{i:02}")).as_deref(),
+            b.phase("tenant-w", &format!("gw{i:02}")).await.as_deref(),
             Some("done")
         );
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wave_from_a_fleet_plan_takes_the_ready_gateways_with_their_bundles() {
-    // gw03 does not pin its floating IP: its plan is blocked.
-    let scenario = fleet(3, false).replace(
-        r#"{"floatingIP":"192.0.2.13","network":"public"}"#,
-        r#"{"network":"public"}"#,
-    );
-    let l = start(&scenario, settings(0)).await;
-    let plans = l.cwd().join("plans");
-    let r = l
+async fn a_wave_from_a_fleet_plan_takes_the_ready_gateways_with_their_bundles(b: &Bed) {
+    let plans = b.cwd().join("plans");
+    let r = b
         .vpnmig(&["plan", "-n", "tenant-w", "--out", plans.to_str().unwrap()])
         .await;
     assert_eq!(r.code, 4, "gw03 is blocked: {}", r.stdout);
 
     // -A and -n exclude each other (usage).
-    let r = l
+    let r = b
         .vpnmig(&[
             "cutover",
             "-A",
@@ -499,7 +542,7 @@ async fn a_wave_from_a_fleet_plan_takes_the_ready_gateways_with_their_bundles() 
     assert_eq!(r.code, 2, "{}", r.stderr);
 
     // A dry run first: no terminal, no prompt needed; every window checked, nothing changed.
-    let r = l
+    let r = b
         .vpnmig(&[
             "cutover",
             "--plan-dir",
@@ -513,12 +556,12 @@ async fn a_wave_from_a_fleet_plan_takes_the_ready_gateways_with_their_bundles() 
     assert_eq!(json(&r)["totals"]["dryRun"], 2, "{}", r.stdout);
     for name in ["gw01", "gw02", "gw03"] {
         assert!(
-            live::journal(&l, "tenant-w", name).is_none(),
+            b.journal("tenant-w", name).await.is_none(),
             "dry run: {name}"
         );
     }
 
-    let r = l
+    let r = b
         .vpnmig(&[
             "cutover",
             "--plan-dir",
@@ -554,20 +597,18 @@ async fn a_wave_from_a_fleet_plan_takes_the_ready_gateways_with_their_bundles() 
         );
     }
     assert_eq!(
-        kinds(&l, "tenant-w", "gw03"),
+        kinds(b, "tenant-w", "gw03").await,
         (true, false),
         "blocked: untouched"
     );
-    assert!(live::journal(&l, "tenant-w", "gw03").is_none());
+    assert!(b.journal("tenant-w", "gw03").await.is_none());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_window_of_a_wave_rolls_back_with_rollback_on_failure() {
-    let l = start(&fleet(3, false), settings(0)).await;
-    live::fault(&l, "vpngateway/tenant-w/gw01", |f| {
+async fn a_failed_window_of_a_wave_rolls_back_with_rollback_on_failure(b: &Bed) {
+    b.fault("vpngateway/tenant-w/gw01", |f| {
         f.fip_held_by_other_port = true
     });
-    let r = l
+    let r = b
         .vpnmig(&[
             "cutover",
             "-n",
@@ -608,7 +649,7 @@ async fn a_failed_window_of_a_wave_rolls_back_with_rollback_on_failure() {
         r.stderr
     );
     for name in ["gw01", "gw02", "gw03"] {
-        assert_eq!(kinds(&l, "tenant-w", name), (true, false), "{name}");
+        assert_eq!(kinds(b, "tenant-w", name).await, (true, false), "{name}");
     }
 }
 
@@ -626,25 +667,17 @@ enum Member {
 
 /// Each member's stop is named with a command for its own state; a gateway of the wave
 /// that is gone is named and never dropped from the count; following the advice and
-/// running the wave again finishes it (drift).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wave_names_a_command_per_gateway_that_running_it_again_cannot_clear() {
-    let rows = [
-        Member::Drifted,
-        Member::DeletedAfterPlan,
-        Member::DeletedBetweenRuns,
-    ];
-    for row in rows {
-        let l = start(&fleet(3, false), settings(0)).await;
-        let plans = l.cwd().join("plans");
-        let rt =
-            l.sb.store
-                .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
-                .unwrap();
+/// running the wave again finishes it (drift). One row per [`Member`].
+async fn a_wave_names_a_command_per_gateway_that_running_it_again_cannot_clear(
+    b: &Bed,
+    row: Member,
+) {
+    {
+        let plans = b.cwd().join("plans");
         let plan_dir = plans.to_str().unwrap().to_string();
         let wave: Vec<&str> = match row {
             Member::Drifted | Member::DeletedAfterPlan => {
-                let r = l
+                let r = b
                     .vpnmig(&["plan", "-n", "tenant-w", "--out", &plan_dir])
                     .await;
                 assert_eq!(r.code, 0, "{row:?}: {}", r.stdout);
@@ -674,27 +707,18 @@ async fn a_wave_names_a_command_per_gateway_that_running_it_again_cannot_clear()
         };
         match row {
             Member::Drifted => {
-                l.sb.store
-                    .modify(&rt, "tenant-w", "gw02", false, &Default::default(), |o| {
-                        let mut o = o.clone();
-                        o["spec"]["ike"]["lifetime"] = "8h".into();
-                        Ok(o)
-                    })
-                    .unwrap();
+                b.edit(IPSECGATEWAY, "tenant-w", "gw02", |o| {
+                    o["spec"]["ike"]["lifetime"] = "8h".into();
+                })
+                .await;
             }
             Member::DeletedAfterPlan => {
-                l.sb.store
-                    .delete(&rt, "tenant-w", "gw02", &Default::default())
-                    .unwrap();
+                b.delete(IPSECGATEWAY, "tenant-w", "gw02").await;
             }
             Member::DeletedBetweenRuns => {
                 // A first run that takes all three and stops before gw02: a dry run does
                 // not remember, so a real run with gw01 only would not either; the wave's
                 // members are remembered when it starts.
-                let rt_l =
-                    l.sb.store
-                        .resource("coordination.k8s.io", "v1", "leases")
-                        .unwrap();
                 let now = jiff::Timestamp::now()
                     .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
                     .to_string();
@@ -705,11 +729,9 @@ async fn a_wave_names_a_command_per_gateway_that_running_it_again_cannot_clear()
                         "spec": {"holderIdentity": "alice@laptop pid 4242", "leaseDurationSeconds": 600,
                                  "acquireTime": now, "renewTime": now},
                     });
-                    l.sb.store
-                        .create(&rt_l, "tenant-w", lease, &Default::default())
-                        .unwrap();
+                    b.put(LEASE, "tenant-w", lease).await;
                 }
-                let r = l.vpnmig(&wave).await;
+                let r = b.vpnmig(&wave).await;
                 let doc = json(&r);
                 assert_eq!(
                     result_of(&doc, "tenant-w/gw02"),
@@ -718,27 +740,18 @@ async fn a_wave_names_a_command_per_gateway_that_running_it_again_cannot_clear()
                     r.stdout
                 );
                 for gw in ["gw02", "gw03"] {
-                    l.sb.store
-                        .delete(
-                            &rt_l,
-                            "tenant-w",
-                            &format!("vpnmig-{gw}"),
-                            &Default::default(),
-                        )
-                        .unwrap();
+                    b.delete(LEASE, "tenant-w", &format!("vpnmig-{gw}")).await;
                 }
-                l.sb.store
-                    .delete(&rt, "tenant-w", "gw02", &Default::default())
-                    .unwrap();
+                b.delete(IPSECGATEWAY, "tenant-w", "gw02").await;
             }
         }
         if !matches!(row, Member::Drifted) {
-            eventually(20, "gw02 gone", || {
-                kinds(&l, "tenant-w", "gw02") == (false, false)
+            eventually(20, "gw02 gone", || async move {
+                kinds(b, "tenant-w", "gw02").await == (false, false)
             })
             .await;
         }
-        let r = l.vpnmig(&wave).await;
+        let r = b.vpnmig(&wave).await;
         assert_eq!(r.code, 1, "{row:?}: {}\n{}", r.stdout, r.stderr);
         let doc = json(&r);
         assert_eq!(
@@ -786,7 +799,7 @@ async fn a_wave_names_a_command_per_gateway_that_running_it_again_cannot_clear()
         }
         if let Member::Drifted = row {
             // The advice, followed, clears it: plan again, then the same wave.
-            let r = l
+            let r = b
                 .vpnmig(&[
                     "plan",
                     "gw02",
@@ -798,7 +811,7 @@ async fn a_wave_names_a_command_per_gateway_that_running_it_again_cannot_clear()
                 ])
                 .await;
             assert_eq!(r.code, 0, "{}", r.stderr);
-            let r = l.vpnmig(&wave).await;
+            let r = b.vpnmig(&wave).await;
             assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
             assert_eq!(result_of(&json(&r), "tenant-w/gw02"), "done");
         }
@@ -810,31 +823,8 @@ async fn a_wave_names_a_command_per_gateway_that_running_it_again_cannot_clear()
 /// single-tunnel gateway whose name a VPNPeer already names (a second peer: default-deny,
 /// the translated peer grants nothing) are blocked by the fleet plan, and the wave's
 /// windows stop them before anything is deleted; the healthy member is cut over.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_fleet_plan_and_the_wave_block_members_the_operator_would_not_authorize() {
-    let bare = gateway("tenant-w", "bare", "192.0.2.21", 1, &["hq", "branch"], "bronze")
-        .replace(
-            r#""exposures":[{"name":"crm","target":{"address":"crm.svc","port":443},"protocol":"TCP"}]"#,
-            r#""exposures":[]"#,
-        )
-        .replace(r#""exposures":[{"name":"crm","virtualIP":"10.250.1.10"}]"#, r#""exposures":[]"#);
-    assert!(!bare.contains("crm"), "{bare}");
-    let stray = serde_json::json!({
-        "apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNPeer",
-        "metadata": {"name": "solo-early", "namespace": "tenant-w"},
-        "spec": {"gatewayRef": {"name": "solo"}, "ipsec": {"peer": {"address": "203.0.113.99"},
-                 "remoteSubnets": ["10.99.0.0/16"], "pskSecretRef": {"name": "solo-psk", "key": "psk"}}}
-    });
-    let scenario = [
-        namespace("tenant-w"),
-        bare,
-        gateway("tenant-w", "solo", "192.0.2.22", 2, &["main"], "bronze"),
-        format!("---\n{stray}\n"),
-        gateway("tenant-w", "fine", "192.0.2.23", 3, &["a", "b"], "bronze"),
-    ]
-    .concat();
-    let l = start(&scenario, settings(0)).await;
-    let r = l.vpnmig(&["plan", "-n", "tenant-w", "-o", "json"]).await;
+async fn the_fleet_plan_and_the_wave_block_members_the_operator_would_not_authorize(b: &Bed) {
+    let r = b.vpnmig(&["plan", "-n", "tenant-w", "-o", "json"]).await;
     assert_eq!(r.code, 4, "{}\n{}", r.stdout, r.stderr);
     let doc = json(&r);
     let blocking = |name: &str| -> Value {
@@ -856,7 +846,7 @@ async fn the_fleet_plan_and_the_wave_block_members_the_operator_would_not_author
     );
     assert_eq!(blocking("fine"), serde_json::json!([]));
 
-    let r = l
+    let r = b
         .vpnmig(&[
             "cutover",
             "-n",
@@ -888,9 +878,57 @@ async fn the_fleet_plan_and_the_wave_block_members_the_operator_would_not_author
             .unwrap();
         assert_eq!(g["exitCode"], 4, "{name}: {g}");
         assert_eq!(
-            kinds(&l, "tenant-w", name),
+            kinds(b, "tenant-w", name).await,
             (true, false),
             "{name}: nothing deleted or applied"
         );
     }
+}
+
+fn fleet_of(n: usize) -> Scenario {
+    Scenario::built(fleet(n, false), settings(0))
+}
+
+/// A row per wave case, run on the emulator and on the real control plane; after its steps,
+/// no floating IP of the fleet was released to the pool.
+macro_rules! waves {
+    ($( $(#[$doc:meta])* $name:ident: $scenario:expr => $steps:expr ),* $(,)?) => {
+        crate::rows! {$(
+            $(#[$doc])*
+            $name: Row {
+                scenario: $scenario,
+                only: None,
+                after: None,
+                steps: |b| Box::pin(async move {
+                    $steps(b).await;
+                    no_fip_released(b);
+                }),
+            },
+        )*}
+    };
+}
+
+waves! {
+    a_wave_halts_after_max_failures: || fleet_of(10)
+        => a_wave_halts_after_max_failures_and_leaves_the_rest_untouched,
+    /// Each window takes a while (the unwind), so the kill lands mid-wave.
+    a_wave_killed_and_run_again: || Scenario::built(fleet(6, false), settings(400))
+        => a_wave_killed_and_run_again_resumes_and_does_nothing_twice,
+    two_waves_on_one_gateway: || fleet_of(3) => two_waves_on_one_gateway_one_skips_it_as_locked,
+    a_completed_wave_rolled_back: || Scenario::built(fleet(3, true), settings(0))
+        => a_completed_wave_of_three_is_rolled_back_as_a_wave,
+    sigterm_stops_starting_windows: || fleet_of(6)
+        => sigterm_stops_starting_windows_and_the_running_ones_stop_safely,
+    a_wave_from_a_fleet_plan: gw03_unpinned
+        => a_wave_from_a_fleet_plan_takes_the_ready_gateways_with_their_bundles,
+    a_failed_window_rolls_back: || fleet_of(3)
+        => a_failed_window_of_a_wave_rolls_back_with_rollback_on_failure,
+    a_drifted_member_is_named: || fleet_of(3)
+        => |b| a_wave_names_a_command_per_gateway_that_running_it_again_cannot_clear(b, Member::Drifted),
+    a_member_deleted_after_the_plan_is_named: || fleet_of(3)
+        => |b| a_wave_names_a_command_per_gateway_that_running_it_again_cannot_clear(b, Member::DeletedAfterPlan),
+    a_member_deleted_between_runs_is_named: || fleet_of(3)
+        => |b| a_wave_names_a_command_per_gateway_that_running_it_again_cannot_clear(b, Member::DeletedBetweenRuns),
+    members_the_operator_would_not_authorize: unauthorized_members
+        => the_fleet_plan_and_the_wave_block_members_the_operator_would_not_authorize,
 }
