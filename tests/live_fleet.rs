@@ -1,11 +1,13 @@
 //! `vpnmig plan -A | -n NS | -l SELECTOR | --names FILE` and `plan -f FILE` of many
 //! gateways, end to end against vpnmig-sandbox (issue 15 items 2 and 4): every gateway
 //! planned with the cluster read once, collisions between gateways of the same run
-//! found, a bundle each and fleet.json.
+//! found, a bundle each and fleet.json. Rows on the emulator and on the real control plane
+//! (tests/live/bed.rs).
 
 mod live;
 
-use live::{check, gateway, namespace, start};
+use live::bed::{Bed, Row, Scenario};
+use live::{check, gateway, namespace};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::api::auth::{Rule, User};
@@ -57,6 +59,12 @@ fn strs(v: &Value) -> Vec<String> {
         .collect()
 }
 
+/// [`two_namespaces`] with [`settings`]: `a` and `a-b` pin one floating IP, so one of them is
+/// never Ready.
+fn fleet() -> Scenario {
+    Scenario::built(two_namespaces(), settings()).reported_is_ready()
+}
+
 fn settings() -> SettingsFile {
     let mut s = SettingsFile::default();
     // `a` and `a-b` pin the same FIP: whichever the operator attaches second waits.
@@ -64,11 +72,9 @@ fn settings() -> SettingsFile {
     s
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plan_all_namespaces_finds_collisions_between_gateways_of_the_run() {
-    let l = start(&two_namespaces(), settings()).await;
-    let out = l.cwd().join("plans");
-    let r = l
+async fn plan_all_namespaces_finds_collisions_between_gateways_of_the_run(b: &Bed) {
+    let out = b.cwd().join("plans");
+    let r = b
         .vpnmig(&["plan", "-A", "--out", out.to_str().unwrap()])
         .await;
     assert_eq!(r.code, 4, "{}\n{}", r.stderr, r.stdout);
@@ -188,7 +194,7 @@ async fn plan_all_namespaces_finds_collisions_between_gateways_of_the_run() {
     );
 
     // The fleet plan of one gateway says what `plan NAME` says about it.
-    let one = l
+    let one = b
         .vpnmig(&["plan", "a", "-n", "tenant-a", "-o", "json"])
         .await;
     let one: Value = serde_json::from_str(&one.stdout).unwrap();
@@ -209,7 +215,7 @@ async fn plan_all_namespaces_finds_collisions_between_gateways_of_the_run() {
     assert_eq!(one["checks"], pa["checks"]);
 
     // -o json prints fleet.json.
-    let j = l
+    let j = b
         .vpnmig(&["plan", "-A", "-o", "json", "--out", out.to_str().unwrap()])
         .await;
     assert_eq!(j.code, 4, "{}", j.stderr);
@@ -217,15 +223,13 @@ async fn plan_all_namespaces_finds_collisions_between_gateways_of_the_run() {
     assert_eq!(printed, fleet);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plan_selects_by_namespace_label_and_names_file() {
-    let l = start(&two_namespaces(), settings()).await;
+async fn plan_selects_by_namespace_label_and_names_file(b: &Bed) {
     let json_of = |r: &live::Run| -> Value {
         serde_json::from_str(&r.stdout)
             .unwrap_or_else(|e| panic!("{e}: {}\n{}", r.stdout, r.stderr))
     };
     // -n: one namespace, still compared with every gateway of the cluster.
-    let r = l.vpnmig(&["plan", "-n", "tenant-b", "-o", "json"]).await;
+    let r = b.vpnmig(&["plan", "-n", "tenant-b", "-o", "json"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     let f = json_of(&r);
     assert_eq!(names(&f), ["tenant-b/ok2", "tenant-b/ok3"]);
@@ -233,14 +237,14 @@ async fn plan_selects_by_namespace_label_and_names_file() {
     assert_eq!(f["gateways"][0]["bundle"], Value::Null);
 
     // -l with -A: the label, in every namespace.
-    let r = l
+    let r = b
         .vpnmig(&["plan", "-A", "-l", "tier=bronze", "-o", "json"])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(names(&json_of(&r)), ["tenant-a/ok1", "tenant-b/ok2"]);
 
     // -l with -n: the collision with a gateway outside the selection is still found.
-    let r = l
+    let r = b
         .vpnmig(&["plan", "-n", "tenant-a", "-l", "tier=gold", "-o", "json"])
         .await;
     assert_eq!(r.code, 4, "{}", r.stderr);
@@ -248,9 +252,9 @@ async fn plan_selects_by_namespace_label_and_names_file() {
     assert_eq!(names(&f), ["tenant-a/a", "tenant-a/a-b"]);
 
     // --names: NAME and NAMESPACE/NAME; a name that is not there plans nothing.
-    let file = l.cwd().join("names.txt");
+    let file = b.cwd().join("names.txt");
     std::fs::write(&file, "# wave 1\nok2\ntenant-a/ok1\n\n").unwrap();
-    let r = l
+    let r = b
         .vpnmig(&[
             "plan",
             "-A",
@@ -263,15 +267,15 @@ async fn plan_selects_by_namespace_label_and_names_file() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(names(&json_of(&r)), ["tenant-a/ok1", "tenant-b/ok2"]);
     std::fs::write(&file, "ok2\nnope\n").unwrap();
-    let r = l
+    let r = b
         .vpnmig(&["plan", "-A", "--names", file.to_str().unwrap()])
         .await;
     assert_eq!(r.code, 3, "{}", r.stderr);
     assert!(r.says("no IPsecGateway nope"), "{}", r.stderr);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_list_fails_the_uniqueness_checks_never_passes_them() {
+/// [`fleet`] with a namespace admin of tenant-b, `limited`.
+fn fleet_and_a_namespace_admin() -> Scenario {
     let mut s = settings();
     // A namespace admin of tenant-b: may not list gateways in all namespaces.
     s.users = vec![User::with_rules(
@@ -284,9 +288,12 @@ async fn a_refused_list_fails_the_uniqueness_checks_never_passes_them() {
             Rule::new(&["get"], &["customresourcedefinitions"]),
         ],
     )];
-    let l = start(&two_namespaces(), s).await;
+    Scenario::built(two_namespaces(), s).reported_is_ready()
+}
+
+async fn a_refused_list_fails_the_uniqueness_checks_never_passes_them(b: &Bed) {
     let ctx = ["--context", "vpnmig-sandbox-limited"];
-    let r = l
+    let r = b
         .vpnmig(&[&["plan", "-n", "tenant-b", "-o", "json"][..], &ctx].concat())
         .await;
     assert_eq!(r.code, 4, "{}\n{}", r.stderr, r.stdout);
@@ -301,8 +308,8 @@ async fn a_refused_list_fails_the_uniqueness_checks_never_passes_them() {
         );
     }
     // The findings, in the bundle: <cannot read>, the refusal named.
-    let out = l.cwd().join("limited");
-    let r = l
+    let out = b.cwd().join("limited");
+    let r = b
         .vpnmig(
             &[
                 &["plan", "-n", "tenant-b", "--out", out.to_str().unwrap()][..],
@@ -327,7 +334,28 @@ async fn a_refused_list_fails_the_uniqueness_checks_never_passes_them() {
         );
     }
     // All namespaces cannot be read at all: no plan, exit 1 (never a verdict).
-    let r = l.vpnmig(&[&["plan", "-A"][..], &ctx].concat()).await;
+    let r = b.vpnmig(&[&["plan", "-A"][..], &ctx].concat()).await;
     assert_eq!(r.code, 1, "{}\n{}", r.stderr, r.stdout);
     assert!(r.stdout.is_empty(), "{}", r.stdout);
+}
+
+crate::rows! {
+    plan_all_namespaces_finds_collisions: Row {
+        scenario: fleet,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(plan_all_namespaces_finds_collisions_between_gateways_of_the_run(b)),
+    },
+    plan_selects_by_namespace_label_and_names_file: Row {
+        scenario: fleet,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(plan_selects_by_namespace_label_and_names_file(b)),
+    },
+    a_refused_list_fails_the_uniqueness_checks: Row {
+        scenario: fleet_and_a_namespace_admin,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_refused_list_fails_the_uniqueness_checks_never_passes_them(b)),
+    },
 }

@@ -92,11 +92,27 @@ impl std::fmt::Display for Backend {
 pub struct Scenario {
     pub yaml: &'static str,
     pub settings: SettingsFile,
+    /// The bed is ready once every gateway has reported a Ready condition, True or not:
+    /// for a scenario where one cannot be Ready (two gateways pinning one floating IP).
+    /// Otherwise, on the real control plane, once every one is Ready=True.
+    pub reported_is_ready: bool,
 }
 
 impl Scenario {
     pub fn new(yaml: &'static str, settings: SettingsFile) -> Scenario {
-        Scenario { yaml, settings }
+        Scenario {
+            yaml,
+            settings,
+            reported_is_ready: false,
+        }
+    }
+
+    /// Ready once every gateway reported a Ready condition ([`Scenario::reported_is_ready`]).
+    pub fn reported_is_ready(self) -> Scenario {
+        Scenario {
+            reported_is_ready: true,
+            ..self
+        }
     }
 
     /// A scenario whose text is built at run time (kept for the rest of the test).
@@ -304,6 +320,7 @@ impl Bed {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         let objects = scenario::parse(scenario.yaml).unwrap();
+        let reported_is_ready = scenario.reported_is_ready;
         let gateways = objects
             .iter()
             .filter(|o| matches!(o["kind"].as_str(), Some("IPsecGateway" | "VPNGateway")))
@@ -424,7 +441,9 @@ impl Bed {
                 g["status"]["conditions"].as_array().is_some_and(|c| {
                     c.iter().any(|c| {
                         c["type"] == "Ready"
-                            && (backend == Backend::Emulated || c["status"] == "True")
+                            && (backend == Backend::Emulated
+                                || reported_is_ready
+                                || c["status"] == "True")
                     })
                 })
             });
