@@ -8,7 +8,9 @@
 //! repeats while the command stops with further advice, at most [`STEPS`] times. The row
 //! passes when the chain ends with exit 0 in a settled state (DESIGN.md §4: one gateway
 //! of one kind with the pinned FIP and the PSK, nothing orphaned, no lock) and no
-//! floating IP was ever released (the `NoFipReleased` guard of every sandbox).
+//! floating IP was ever released. Each row runs on the emulator and on the real control
+//! plane (tests/live/bed.rs; API faults through the fault proxy in front of
+//! kube-apiserver).
 //!
 //! `Then::Clear` rows model a cause that goes away (the brown-out ends, the person fixes
 //! the finalizer) before the advice is followed; `Then::Keep` rows follow the advice
@@ -19,9 +21,9 @@
 
 mod live;
 
-use std::time::Duration;
-
-use live::{ACME, Live, Run, start};
+use futures::future::BoxFuture;
+use live::bed::{Bed, LEASE, Row, SECRET, Scenario, VPNGATEWAY};
+use live::{ACME, Run};
 use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::api::faults::ErrorRule;
 use vpnmig_sandbox::operator::settings::GatewayFaults;
@@ -60,11 +62,14 @@ enum Stop {
         &'static [&'static str],
     ),
     /// Something done to the cluster before the window; the fix undoes it.
-    Before(fn(&Live), fn(&Live)),
+    Before(Act, Act),
     /// Something done to the cluster the moment the journal records the phase, while the
     /// window runs on; the fix undoes it.
-    During(&'static str, fn(&Live), fn(&Live)),
+    During(&'static str, Act, Act),
 }
+
+/// Something done to the cluster through the API (either backend).
+type Act = for<'a> fn(&'a Bed) -> BoxFuture<'a, ()>;
 
 /// Whether the cause is still there when the advice is followed.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -80,6 +85,10 @@ enum Prefer {
     Back,
 }
 
+fn acme() -> Scenario {
+    Scenario::new(ACME, settings())
+}
+
 fn settings() -> SettingsFile {
     let mut s = live::pool("10.250.3.0/24");
     s.operator.finalizer_delay_ms = 50;
@@ -89,16 +98,10 @@ fn settings() -> SettingsFile {
     s
 }
 
-use live::fault;
-
-fn clear_faults(l: &Live) {
-    l.sb.operator.settings().write().unwrap().gateways.clear();
-    l.sb.operator.kick();
-    l.sb.api_faults.write().unwrap().errors.clear();
-}
-
-fn phase(l: &Live) -> Option<String> {
-    live::phase(l, "tenant-acme", "acme")
+fn clear_faults(b: &Bed) {
+    b.operator.settings().write().unwrap().gateways.clear();
+    b.operator.kick();
+    b.api_faults().write().unwrap().errors.clear();
 }
 
 /// Every backquoted `vpnmig …` command in `text` that can be run as written (no
@@ -153,38 +156,28 @@ fn with_yes(mut args: Vec<String>) -> Vec<String> {
 
 /// Start `vpnmig ARGS` in the background and return it the moment the journal records
 /// phase `at` (at most 30 s).
-async fn spawn_until(l: &Live, args: &[&str], at: &str) -> std::process::Child {
-    let mut changes = l.sb.store.subscribe();
-    let child = l.spawn(args);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while phase(l).as_deref() != Some(at) {
-        assert!(
-            tokio::time::timeout_at(deadline, changes.changed())
-                .await
-                .is_ok(),
-            "the window never reached {at} (journal phase {:?})",
-            phase(l)
-        );
-    }
+async fn spawn_until(b: &Bed, args: &[&str], at: &str) -> std::process::Child {
+    let child = b.spawn(args);
+    b.until_phase("tenant-acme", "acme", at, 30).await;
     child
 }
 
 /// Run the window, stopping it at `stop`; returns the stopped run.
-async fn stopped(l: &Live, window: Window, stop: Stop) -> Run {
+async fn stopped(b: &Bed, window: Window, stop: Stop) -> Run {
     let args: &[&str] = match window {
         Window::Cutover => &["cutover", "acme", "--yes"],
         Window::Rollback => &["rollback", "acme", "--yes"],
     };
     match stop {
         Stop::Interrupt(at) => {
-            let child = spawn_until(l, args, at).await;
+            let child = spawn_until(b, args, at).await;
             let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
             rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
             live::finish(child).await
         }
         Stop::Operator(key, set, flags) => {
-            fault(l, key, set);
-            l.vpnmig(&[args, flags].concat()).await
+            b.fault(key, set);
+            b.vpnmig(&[args, flags].concat()).await
         }
         Stop::Api(at, verb, resource, code, flags) => {
             let args = &[args, flags].concat();
@@ -196,45 +189,44 @@ async fn stopped(l: &Live, window: Window, stop: Stop) -> Run {
                 retry_after_seconds: None,
             };
             let Some(at) = at else {
-                l.sb.api_faults.write().unwrap().errors = vec![rule];
-                return l.vpnmig(args).await;
+                b.api_faults().write().unwrap().errors = vec![rule];
+                return b.vpnmig(args).await;
             };
-            let child = spawn_until(l, args, at).await;
-            l.sb.api_faults.write().unwrap().errors = vec![rule];
+            let child = spawn_until(b, args, at).await;
+            b.api_faults().write().unwrap().errors = vec![rule];
             live::finish(child).await
         }
         Stop::Before(break_it, _) => {
-            break_it(l);
-            l.vpnmig(args).await
+            break_it(b).await;
+            b.vpnmig(args).await
         }
         Stop::During(at, break_it, _) => {
-            let child = spawn_until(l, args, at).await;
-            break_it(l);
+            let child = spawn_until(b, args, at).await;
+            break_it(b).await;
             live::finish(child).await
         }
     }
 }
 
 /// One row: stop the window, follow the advice, assert a settled state.
-async fn row(window: Window, stop: Stop, then: Then, prefer: Prefer) {
-    let l = start(ACME, settings()).await;
-    let psk = live::psk_fingerprint(&l, "tenant-acme", "acme-psk");
+async fn row(b: &Bed, window: Window, stop: Stop, then: Then, prefer: Prefer) {
+    let psk = b.psk_fingerprint("tenant-acme", "acme-psk").await;
     if window == Window::Rollback {
-        let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+        let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
         assert_eq!(r.code, 0, "the cutover before the rollback: {}", r.stderr);
     }
-    let first = stopped(&l, window, stop).await;
+    let first = stopped(b, window, stop).await;
     let mut transcript = format!(
         "$ vpnmig {window:?} (stopped by {stop:?})\nexit {}\n{}{}",
         first.code, first.stdout, first.stderr
     );
     let mut psk = psk;
     if then == Then::Clear {
-        clear_faults(&l);
+        clear_faults(b);
         if let Stop::Before(_, fix) | Stop::During(_, _, fix) = stop {
-            fix(&l);
+            fix(b).await;
             // A restored Secret has another uid, so another keyed fingerprint.
-            psk = live::psk_fingerprint(&l, "tenant-acme", "acme-psk");
+            psk = b.psk_fingerprint("tenant-acme", "acme-psk").await;
         }
     }
     let mut run = first;
@@ -260,7 +252,7 @@ async fn row(window: Window, stop: Stop, then: Then, prefer: Prefer) {
         );
         tried.push(next.clone());
         let args: Vec<&str> = next.iter().map(String::as_str).collect();
-        run = l.vpnmig(&args).await;
+        run = b.vpnmig(&args).await;
         transcript += &format!(
             "\n$ vpnmig {}\nexit {}\n{}{}",
             args.join(" "),
@@ -271,22 +263,24 @@ async fn row(window: Window, stop: Stop, then: Then, prefer: Prefer) {
         steps += 1;
     }
     // Settled: whichever kind the advice led to, the invariants hold for it.
-    let kind = if live::objects(&l, "vpn.bnerd.net", "vpngateways", "tenant-acme").is_empty() {
+    let kind = if b.objects(VPNGATEWAY, "tenant-acme").await.is_empty() {
         "IPsecGateway"
     } else {
         "VPNGateway"
     };
-    let settled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        live::invariants(
-            &l,
+    let settled = {
+        use futures::FutureExt;
+        std::panic::AssertUnwindSafe(b.invariants(
             "tenant-acme",
             "acme",
             "198.51.100.23",
             &psk,
             kind,
             &["acme"],
-        )
-    }));
+        ))
+        .catch_unwind()
+        .await
+    };
     assert!(settled.is_ok(), "not settled after:\n{transcript}");
     if then == Then::Keep {
         assert_eq!(
@@ -294,15 +288,24 @@ async fn row(window: Window, stop: Stop, then: Then, prefer: Prefer) {
             "a kept fault is got out of by a rollback:\n{transcript}"
         );
     }
-    l.sb.shutdown().await;
+    let fips = b.operator.floating_ips();
+    assert!(
+        fips.released.is_empty(),
+        "a floating IP was released to the pool: {:?}\n{transcript}",
+        fips.released
+    );
 }
 
-/// One test per row, named after the stop (ripgrep's `rgtest!` style).
+/// One row per stop, named after it (ripgrep's `rgtest!` style), run on both backends.
 macro_rules! stop {
     ($name:ident, $window:ident, $stop:expr, $then:ident, $prefer:ident) => {
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $name() {
-            row(Window::$window, $stop, Then::$then, Prefer::$prefer).await;
+        crate::rows! {
+            $name: Row {
+                scenario: acme,
+                only: None,
+                after: None,
+                steps: |b| Box::pin(row(b, Window::$window, $stop, Then::$then, Prefer::$prefer)),
+            },
         }
     };
 }
@@ -542,68 +545,45 @@ stop!(
 );
 
 // Refusals before any change.
-fn delete_psk(l: &Live) {
-    let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
-    l.sb.store
-        .delete(&rt, "tenant-acme", "acme-psk", &Default::default())
-        .unwrap();
+fn delete_psk(b: &Bed) -> BoxFuture<'_, ()> {
+    Box::pin(b.delete(SECRET, "tenant-acme", "acme-psk"))
 }
 /// The Secret as the person re-creates it from their records: same name, same key.
-fn restore_psk(l: &Live) {
+fn restore_psk(b: &Bed) -> BoxFuture<'_, ()> {
     use base64::Engine;
-    let rt = l.sb.store.resource("", "v1", "secrets").unwrap();
     let s = serde_json::json!({
-        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "type": "Opaque",
         "metadata": {"name": "acme-psk", "namespace": "tenant-acme"},
         "data": {"psk": base64::engine::general_purpose::STANDARD.encode("rehearsal-only-not-a-real-key")},
     });
-    l.sb.store
-        .create(&rt, "tenant-acme", s, &Default::default())
-        .unwrap();
+    Box::pin(b.put(SECRET, "tenant-acme", s))
 }
 
-fn held_lock(l: &Live) {
-    let rt =
-        l.sb.store
-            .resource("coordination.k8s.io", "v1", "leases")
-            .unwrap();
+fn held_lock(b: &Bed) -> BoxFuture<'_, ()> {
     let now = jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
         .to_string();
     let lease = serde_json::json!({
-        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": "vpnmig-acme", "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
         "spec": {"holderIdentity": "alice@laptop pid 4242", "leaseDurationSeconds": 2,
                  "acquireTime": now, "renewTime": now},
     });
-    l.sb.store
-        .create(&rt, "tenant-acme", lease, &Default::default())
-        .unwrap();
+    Box::pin(b.put(LEASE, "tenant-acme", lease))
 }
 /// A Lease longer than vpnmig waits out, which nothing renews (attack finding: it was
 /// called "another vpnmig is working on it").
-fn held_long_lock(l: &Live) {
-    held_lock(l);
-    let rt =
-        l.sb.store
-            .resource("coordination.k8s.io", "v1", "leases")
-            .unwrap();
-    l.sb.store
-        .modify(
-            &rt,
-            "tenant-acme",
-            "vpnmig-acme",
-            false,
-            &Default::default(),
-            |old| {
-                let mut new = old.clone();
-                new["spec"]["leaseDurationSeconds"] = serde_json::json!(3600);
-                Ok(new)
-            },
-        )
-        .unwrap();
+fn held_long_lock(b: &Bed) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        held_lock(b).await;
+        b.edit(LEASE, "tenant-acme", "vpnmig-acme", |o| {
+            o["spec"]["leaseDurationSeconds"] = serde_json::json!(3600)
+        })
+        .await;
+    })
 }
-fn nothing(_: &Live) {}
+fn nothing(_: &Bed) -> BoxFuture<'_, ()> {
+    Box::pin(async {})
+}
 
 stop!(
     psk_secret_deleted_before_rollback_restored,
@@ -621,21 +601,27 @@ stop!(
 );
 
 /// The same key in a re-created Secret (new uid): not a change, the window goes on.
-fn recreate_psk(l: &Live) {
-    delete_psk(l);
-    restore_psk(l);
+fn recreate_psk(b: &Bed) -> BoxFuture<'_, ()> {
+    Box::pin(async move {
+        delete_psk(b).await;
+        restore_psk(b).await;
+    })
+}
+/// The PSK Secret's key `psk` set to `key` (its text; stored base64 as the server does).
+async fn set_psk(b: &Bed, key: &str) {
+    use base64::Engine;
+    let enc = base64::engine::general_purpose::STANDARD.encode(key);
+    b.edit(SECRET, "tenant-acme", "acme-psk", |o| {
+        o["data"]["psk"] = serde_json::json!(enc)
+    })
+    .await;
 }
 /// Another key (a rotation during the unwind); the fix puts the client's key back.
-fn rotate_psk(l: &Live) {
-    live::set_psk(l, "tenant-acme", "acme-psk", "rotated");
+fn rotate_psk(b: &Bed) -> BoxFuture<'_, ()> {
+    Box::pin(set_psk(b, "rotated"))
 }
-fn unrotate_psk(l: &Live) {
-    live::set_psk(
-        l,
-        "tenant-acme",
-        "acme-psk",
-        "rehearsal-only-not-a-real-key",
-    );
+fn unrotate_psk(b: &Bed) -> BoxFuture<'_, ()> {
+    Box::pin(set_psk(b, "rehearsal-only-not-a-real-key"))
 }
 stop!(
     psk_secret_recreated_with_the_same_key_during_the_delete,
@@ -669,15 +655,16 @@ stop!(
 /// Attack finding: an API outage long enough that the Lease could not be renewed ended
 /// the window with "lost the lock" and no command. The operator is held at the attach so
 /// the window is still waiting when the lock runs out.
-fn outage_during_the_attach(l: &Live) {
-    fault(l, "vpngateway/tenant-acme/acme", |f| f.paused = true);
-    l.sb.api_faults.write().unwrap().errors = vec![ErrorRule {
+fn outage_during_the_attach(b: &Bed) -> BoxFuture<'_, ()> {
+    b.fault("vpngateway/tenant-acme/acme", |f| f.paused = true);
+    b.api_faults().write().unwrap().errors = vec![ErrorRule {
         verbs: vec!["update".into(), "get".into()],
         resources: vec!["leases".into()],
         code: 503,
         times: None,
         retry_after_seconds: None,
     }];
+    Box::pin(async {})
 }
 stop!(
     lock_lost_in_an_outage_forward,
