@@ -3023,7 +3023,7 @@ async fn watch(
         mark_live_again(&now, &mut now_windows);
         now_windows.shared = status::shared_fips(&now);
         if !args.all_namespaces {
-            mark_claimed_elsewhere(&cluster, &mut now, &mut now_windows).await;
+            mark_claimed_elsewhere(cluster, &mut now, &mut now_windows).await;
         }
         let changed = changes(&rows, &now);
         let windows_changed = now_windows != windows;
