@@ -202,11 +202,9 @@ fn outcome_line(r: &Record) -> String {
         return journal_outcome(r);
     };
     let phase = match r.outcome {
-        Outcome::Done => {
-            "done (the journal's phase), but the cutover is not complete while another gateway claims the floating IP"
-        }
+        Outcome::Done => "done (the journal's phase), but the cutover is not complete",
         Outcome::RolledBack => {
-            "rolled back (the journal's phase), but the IPsecGateway is not back as it was while another gateway claims the floating IP"
+            "rolled back (the journal's phase), but the IPsecGateway is not back as it was"
         }
         _ => return format!("{}; read at report time: {now}", journal_outcome(r)),
     };
