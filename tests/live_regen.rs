@@ -780,7 +780,11 @@ impl Claim {
         let mut spec = if self.kind == IPSECGATEWAY {
             b.journal(NS, "acme").await.unwrap()["oldManifest"]["spec"].clone()
         } else {
-            b.get(VPNGATEWAY, NS, "acme").await.unwrap()["spec"].clone()
+            match b.get(VPNGATEWAY, NS, "acme").await {
+                Some(g) => g["spec"].clone(),
+                // Rolled back: the VPNGateway the cutover applied, from the journal.
+                None => b.journal(NS, "acme").await.unwrap()["targets"][0]["spec"].clone(),
+            }
         };
         spec["endpoint"]["floatingIP"] = json!(self.fip);
         json!({
@@ -1113,7 +1117,299 @@ async fn argo_a_rollback_s_claimant(b: &Bed) {
     .await;
 }
 
+/// How the finished window of a21o D06, D15, D16, D17 came about: GitOps (`done_unmerged`,
+/// then the rollback's own run where it is rolled back) or none (`cutover --yes`).
+#[derive(Clone, Copy)]
+enum Ended {
+    Done(Option<Owner>),
+    RolledBack(Option<Owner>),
+}
+
+fn plain() -> Scenario {
+    Scenario::new(live::ACME, settings())
+}
+
+/// acme without GitOps, with `here-only`, who may read everything in tenant-acme only.
+fn plain_and_a_namespace_reader() -> Scenario {
+    let mut s = settings();
+    let mut here = vpnmig_sandbox::api::auth::Rule::new(&["get", "list", "watch"], &["*"]);
+    here.namespaces = vec![NS.to_string()];
+    s.users = vec![vpnmig_sandbox::api::auth::User::with_rules(
+        "here-only",
+        vec![
+            here,
+            vpnmig_sandbox::api::auth::Rule::new(
+                &["get", "list", "watch"],
+                &["namespaces", "customresourcedefinitions"],
+            ),
+            vpnmig_sandbox::api::auth::Rule::new(&["create"], &["selfsubjectaccessreviews"]),
+        ],
+    )];
+    Scenario::new(live::ACME, s)
+}
+
+async fn end(b: &Bed, how: Ended) {
+    match how {
+        Ended::Done(Some(o)) | Ended::RolledBack(Some(o)) => {
+            let _ = done_unmerged(b, o).await;
+        }
+        Ended::Done(None) | Ended::RolledBack(None) => {
+            b.step(CUT, 0, &[]).await;
+        }
+    }
+    match how {
+        Ended::RolledBack(Some(Owner::Flux)) => {
+            b.step(
+                &["rollback", "acme", "-n", NS, "--yes", "--gitops", "resume"],
+                0,
+                &[],
+            )
+            .await;
+        }
+        Ended::RolledBack(_) => {
+            b.step(&["rollback", "acme", "-n", NS, "--yes"], 0, &[])
+                .await;
+        }
+        Ended::Done(_) => {}
+    }
+    let want = match how {
+        Ended::Done(_) => "done",
+        Ended::RolledBack(_) => "rolled-back",
+    };
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some(want));
+}
+
+/// a21o D06, D15, D16, D17: a finished window, then another gateway in another namespace
+/// under another name claims its floating IP (by hand, spelled `/32`). The change record
+/// (md, json, `--out` md/html/json) says so in its outcome, its next step and beside what
+/// the hash chain covers, with each claimant's delete, and JSON has `readAtReport`;
+/// `status -n tenant-acme` names it with its delete (text) and `fipClaimedElsewhere`
+/// (json), the row blocked `fip-shared`; a rolled-back window's rollback stops on it
+/// (exit 5) instead of "nothing to do". The claimant deleted, all of it is gone.
+async fn a_claimant_elsewhere(b: &Bed, how: Ended, c: Claim) {
+    end(b, how).await;
+    c.namespace(b).await;
+    b.put(c.kind, c.ns, c.object(b).await).await;
+    let done = matches!(how, Ended::Done(_));
+    let (shown, delete) = (c.shown(), c.delete());
+    let named = format!("{shown} ({delete})");
+    let journal_says = if done {
+        "done: the cutover is complete"
+    } else {
+        "rolled back: the IPsecGateway was re-created"
+    };
+    // The record, on stdout.
+    let r = b.vpnmig(&["report", "acme", "-n", NS]).await;
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // Markdown escapes the backticks of a command.
+    let md = live::flat(&r.stdout).replace('\\', "");
+    for want in [
+        named.as_str(),
+        "read at report time (not covered by the hash chain), another gateway claims the floating IP",
+        "Read at report time: another gateway claims the floating IP",
+        "the hash chain does not cover it",
+    ] {
+        assert!(md.contains(&live::flat(want)), "{want:?} not in:\n{md}");
+    }
+    for never in [journal_says, "reverses it", "the IPsecGateway is back:"] {
+        assert!(!md.contains(never), "{never:?} in:\n{md}");
+    }
+    // JSON: machine-readable.
+    let r = b.vpnmig(&["report", "acme", "-n", NS, "-o", "json"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    let kind = c.kind.3;
+    assert_eq!(
+        doc["readAtReport"]["fipClaimants"],
+        json!([{"kind": kind, "namespace": c.ns, "name": c.name,
+                "delete": format!("kubectl delete {} {} -n {}", kind.to_lowercase(), c.name, c.ns)}]),
+        "{doc}"
+    );
+    assert_eq!(doc["readAtReport"]["floatingIP"], "198.51.100.23", "{doc}");
+    assert!(doc["readAtReport"]["fipClaimantsUnread"].is_null(), "{doc}");
+    assert!(
+        doc["recovery"]["next"]
+            .as_str()
+            .unwrap()
+            .contains(delete.trim_matches('`')),
+        "{doc}"
+    );
+    // --out FILE, each format.
+    for ext in ["md", "html", "json"] {
+        let file = format!("record.{ext}");
+        b.step(&["report", "acme", "-n", NS, "--out", &file], 0, &[])
+            .await;
+        let text = std::fs::read_to_string(b.cwd().join(&file)).unwrap();
+        for want in [
+            c.name,
+            c.ns,
+            "read at report time",
+            "the hash chain does not cover it",
+        ] {
+            assert!(text.contains(want), "{want:?} not in {file}:\n{text}");
+        }
+        assert!(!text.contains(journal_says), "{file}:\n{text}");
+    }
+    // status -n: the claimant of another namespace, with its delete.
+    let st = b.vpnmig(&["status", "-n", NS]).await;
+    assert_eq!(st.code, 0, "{}", st.stderr);
+    let text = live::flat(&st.stdout);
+    assert!(text.contains(&named), "{named:?} not in:\n{text}");
+    assert!(text.contains("fip-shared"), "{text}");
+    let st = b.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
+    let doc: Value = serde_json::from_str(&st.stdout).unwrap();
+    let left = if done { "VPNGateway" } else { "IPsecGateway" };
+    assert_eq!(doc["fipClaimedElsewhere"][0]["gateway"], "acme", "{doc}");
+    assert_eq!(doc["fipClaimedElsewhere"][0]["kind"], left, "{doc}");
+    assert_eq!(
+        doc["fipClaimedElsewhere"][0]["claimedBy"][0]["name"], c.name,
+        "{doc}"
+    );
+    let row = doc["gateways"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "acme" && r["kind"] == left)
+        .unwrap_or_else(|| panic!("no {left} row: {doc}"));
+    assert!(row["blockers"].to_string().contains("fip-shared"), "{row}");
+    if !done {
+        let r = b
+            .step(
+                &["rollback", "acme", "-n", NS, "--yes"],
+                5,
+                &[
+                    "the rollback of tenant-acme/acme is finished, but another gateway claims its floating IP",
+                    &shown,
+                    &delete,
+                ],
+            )
+            .await;
+        assert!(!r.says("nothing to do"), "{}", r.stderr);
+        assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("rolled-back"));
+    }
+    // Deleted: nothing of it is said any more.
+    c.gone(b).await;
+    let r = b.vpnmig(&["report", "acme", "-n", NS, "-o", "json"]).await;
+    let doc: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert!(doc["readAtReport"].is_null(), "{doc}");
+    let r = b.vpnmig(&["report", "acme", "-n", NS]).await;
+    assert!(live::flat(&r.stdout).contains(journal_says), "{}", r.stdout);
+    let st = b.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
+    let doc: Value = serde_json::from_str(&st.stdout).unwrap();
+    assert!(doc["fipClaimedElsewhere"].is_null(), "{doc}");
+    if !done {
+        b.step(
+            &["rollback", "acme", "-n", NS, "--yes"],
+            0,
+            &["nothing to do"],
+        )
+        .await;
+    }
+}
+
+const ANDERER: Claim = Claim {
+    kind: IPSECGATEWAY,
+    ns: "fremd",
+    name: "anderer",
+    fip: "198.51.100.23/32",
+};
+const DIEB: Claim = Claim {
+    kind: VPNGATEWAY,
+    ns: "fremd",
+    name: "dieb",
+    fip: "198.51.100.23/32",
+};
+
+/// A refused cluster-wide list (a user who may read tenant-acme only): `status -n` and the
+/// record say that whether another gateway claims the floating IP could not be read;
+/// never "none".
+async fn a_refused_cluster_wide_list_is_said(b: &Bed) {
+    end(b, Ended::Done(None)).await;
+    let ctx = ["--context", "vpnmig-sandbox-here-only"];
+    let st = b
+        .vpnmig(&[&ctx[..], &["status", "-n", NS, "-o", "json"]].concat())
+        .await;
+    let doc: Value = serde_json::from_str(&st.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", st.stdout, st.stderr));
+    assert_eq!(doc["fipClaimedElsewhere"][0]["gateway"], "acme", "{doc}");
+    assert!(doc["fipClaimedElsewhere"][0]["unread"].is_string(), "{doc}");
+    let st = b.vpnmig(&[&ctx[..], &["status", "-n", NS]].concat()).await;
+    let text = live::flat(&st.stdout);
+    assert!(
+        text.contains("floating IP 198.51.100.23 of vpngateway/acme -n tenant-acme: whether a gateway of another namespace claims it is unknown"),
+        "{text}\n{}",
+        st.stderr
+    );
+    let r = b
+        .vpnmig(&[&ctx[..], &["report", "acme", "-n", NS, "-o", "json"]].concat())
+        .await;
+    let doc: Value =
+        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", r.stdout, r.stderr));
+    assert!(
+        doc["readAtReport"]["fipClaimantsUnread"].is_string(),
+        "{doc}"
+    );
+    let r = b
+        .vpnmig(&[&ctx[..], &["report", "acme", "-n", NS]].concat())
+        .await;
+    let md = live::flat(&r.stdout);
+    assert!(
+        md.contains("whether the cutover is complete is not known"),
+        "{md}"
+    );
+    assert!(!md.contains("done: the cutover is complete"), "{md}");
+}
+
 crate::rows! {
+    /// a21o D06: Flux, done, IPsecGateway fremd/anderer claims 198.51.100.23/32.
+    a_done_flux_window_s_record_names_an_ipsecgateway_elsewhere: bed::Row {
+        scenario: flux,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_claimant_elsewhere(b, Ended::Done(Some(Owner::Flux)), ANDERER)),
+    },
+    /// a21o D16's kind: Argo CD in apps-west, done, VPNGateway fremd/dieb.
+    a_done_argo_window_s_record_names_a_vpngateway_elsewhere: bed::Row {
+        scenario: argo_elsewhere,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_claimant_elsewhere(b, Ended::Done(Some(Owner::Argo("apps-west"))), DIEB)),
+    },
+    /// a21o D17: no GitOps, done, IPsecGateway fremd/acme-alt.
+    a_done_window_without_gitops_names_a_claimant_elsewhere: bed::Row {
+        scenario: plain,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_claimant_elsewhere(b, Ended::Done(None), Claim { name: "acme-alt", ..ANDERER })),
+    },
+    /// a21o D15: Argo CD in apps-west, rolled back, VPNGateway fremd/dieb.
+    a_rolled_back_argo_window_names_a_vpngateway_elsewhere: bed::Row {
+        scenario: argo_elsewhere,
+        only: None,
+        after: bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_claimant_elsewhere(b, Ended::RolledBack(Some(Owner::Argo("apps-west"))), DIEB)),
+    },
+    /// Flux, rolled back (the vouch), IPsecGateway fremd/anderer.
+    a_rolled_back_flux_window_names_an_ipsecgateway_elsewhere: bed::Row {
+        scenario: flux,
+        only: None,
+        after: bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_claimant_elsewhere(b, Ended::RolledBack(Some(Owner::Flux)), ANDERER)),
+    },
+    /// No GitOps, rolled back, VPNGateway fremd/dieb.
+    a_rolled_back_window_without_gitops_names_a_vpngateway_elsewhere: bed::Row {
+        scenario: plain,
+        only: None,
+        after: bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_claimant_elsewhere(b, Ended::RolledBack(None), DIEB)),
+    },
+    /// A user who may read tenant-acme only: the cluster-wide list refused is said.
+    a_refused_cluster_wide_claimant_list_is_said: bed::Row {
+        scenario: plain_and_a_namespace_reader,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_refused_cluster_wide_list_is_said(b)),
+    },
     /// Flux, a vouch's sync re-created the gateway: every run after stops on it.
     a_vouch_s_re_created_gateway_stops_every_run_after: bed::Row {
         scenario: flux,

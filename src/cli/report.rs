@@ -151,7 +151,75 @@ pub(crate) async fn build(cluster: &Cluster, name: &str) -> Result<Record, Error
             ),
         });
     };
-    Ok(record::build(&j, identity(cluster).await))
+    let mut r = record::build(&j, identity(cluster).await);
+    r.read_now(read_now(cluster, &j).await);
+    Ok(r)
+}
+
+/// A finished window's gateway as read now, where another gateway claims its floating IP
+/// (any name, any namespace, either kind; `/32` is the same address) or whether one does
+/// could not be read (a refusal or an API that did not answer: said, never "none"; a21o
+/// D06, D16: the record said "done: the cutover is complete" beside one). `None`: none
+/// claims it, under way, or the gateway the window left is not live (`left_now` says so).
+async fn read_now(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+) -> Option<record::ReadAtReport> {
+    let left = j.left_kind()?;
+    let name = j.gateway.as_str();
+    let gw = crate::cluster::objects::get(cluster, left, name)
+        .await
+        .ok()??;
+    if gw.pointer("/metadata/deletionTimestamp").is_some() {
+        return None;
+    }
+    let fip = ["/spec/endpoint/floatingIP", "/status/floatingIP"]
+        .into_iter()
+        .filter_map(|p| gw.pointer(p).and_then(serde_json::Value::as_str))
+        .map(str::trim)
+        .find(|f| !f.is_empty())?
+        .to_string();
+    let ns = j.namespace.as_str();
+    let mut now = record::ReadAtReport {
+        note: record::READ_AT_REPORT,
+        gateway: format!("{}/{name} -n {ns}", left.to_lowercase()),
+        floating_ip: fip.clone(),
+        fip_claimants: Vec::new(),
+        fip_claimants_unread: None,
+    };
+    match crate::cli::verify::fip_claimants(cluster, ns, name, &fip).await {
+        Ok(Ok(others)) if others.is_empty() => return None,
+        Ok(Ok(others)) => {
+            now.fip_claimants = others
+                .iter()
+                .map(|o| {
+                    let kind = o.object.split(' ').next().unwrap_or_default().to_string();
+                    record::FipClaimant {
+                        delete: format!(
+                            "kubectl delete {} {} -n {}",
+                            kind.to_lowercase(),
+                            o.name,
+                            o.namespace
+                        ),
+                        kind,
+                        namespace: o.namespace.clone(),
+                        name: o.name.clone(),
+                    }
+                })
+                .collect()
+        }
+        Ok(Err(why)) => {
+            now.fip_claimants_unread = Some(format!(
+                "the gateways of every namespace could not be listed: {why}"
+            ))
+        }
+        Err(e) => {
+            now.fip_claimants_unread = Some(format!(
+                "the gateways of every namespace could not be listed: {e}"
+            ))
+        }
+    }
+    Some(now)
 }
 
 /// What is live now of the gateway a finished window left, when it is not as it left
@@ -230,7 +298,12 @@ async fn claimed_now(
                 left.to_lowercase()
             ));
         }
-        Err(_) => return None,
+        Err(e) => {
+            return Some(format!(
+                "whether another gateway claims the floating IP {fip} of {}/{name} -n {ns} could not be read (the gateways of every namespace could not be listed: {e}); `vpnmig verify {name} -n {ns}` checks it with a context that may list them",
+                left.to_lowercase()
+            ));
+        }
     };
     if claimants.is_empty() {
         return None;

@@ -110,10 +110,34 @@ pub struct StatusDoc<'a> {
     /// client's tunnels are down (a21e 6, 11). Never a green table over a lost gateway.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub gone_gateways: &'a [GoneGateway],
+    /// `-n` only: each finished window's gateway whose floating IP a gateway of another
+    /// namespace claims, with each claimant and its delete, or why the gateways of every
+    /// namespace could not be listed (a21o D15, D17: `-A` named them from its rows, `-n`
+    /// did not). Its row has the blocker `fip-shared`, as under `-A`.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub fip_claimed_elsewhere: &'a [ClaimedElsewhere],
     /// Why the windows are not known (the journals could not be listed); absent when they
     /// were. Never read an empty `windows` as "none under way" when this is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub windows_unknown: Option<&'a str>,
+}
+
+/// A finished window's gateway whose floating IP a gateway of another namespace claims
+/// (`status -n`; see [`StatusDoc::fip_claimed_elsewhere`]).
+#[derive(Serialize, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimedElsewhere {
+    pub namespace: String,
+    pub gateway: String,
+    /// The kind the window left (`VPNGateway` after done, `IPsecGateway` after rolled back).
+    pub kind: &'static str,
+    #[serde(rename = "floatingIP")]
+    pub floating_ip: String,
+    /// The gateways of other namespaces that claim it.
+    pub claimed_by: Vec<crate::core::record::FipClaimant>,
+    /// Set: the gateways of every namespace could not be listed (never read as "none").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unread: Option<String>,
 }
 
 /// A window under way, from its journal.
@@ -542,6 +566,8 @@ struct Windows {
     /// VPNGateway (both kinds of one name): the lines said, unless another line names its
     /// delete already (a21m B02, B11: `status -A` named neither it nor its delete).
     live_again: Vec<(String, String)>,
+    /// `-n`: the finished windows' floating IPs a gateway of another namespace claims.
+    elsewhere: Vec<ClaimedElsewhere>,
     /// The finished windows, for [`mark_left`].
     finished: Vec<crate::core::journal::Journal>,
     /// The finished windows whose gateway is gone since (or only the other kind).
@@ -640,6 +666,30 @@ impl Windows {
             out.push_str(&format!(
                 "floating IP {fip} claimed by {}: the operator attaches it to one of them, the others wait at FIPAttached=False (AlreadyAssociated); take it out of each gateway that must not have it (in the repository first where Argo CD or Flux syncs it), then `vpnmig verify NAME -n NAMESPACE` for the one the client's firewall dials\n",
                 who.join(" and ")
+            ));
+        }
+        for c in &self.elsewhere {
+            let gw = format!("{}/{} -n {}", c.kind.to_lowercase(), c.gateway, c.namespace);
+            if let Some(why) = &c.unread {
+                out.push_str(&format!(
+                    "floating IP {} of {gw}: whether a gateway of another namespace claims it is unknown, the gateways of every namespace could not be listed ({why}); `vpnmig verify {} -n {}` with a context that can list them checks it\n",
+                    c.floating_ip, c.gateway, c.namespace
+                ));
+                continue;
+            }
+            if c.claimed_by.iter().all(|o| out.contains(&o.delete)) {
+                continue;
+            }
+            out.push_str(&format!(
+                "floating IP {} of {gw}, which its finished window left, claimed by {} too: the operator attaches it to one of them, the others wait at FIPAttached=False (AlreadyAssociated); delete each that must not have it once nothing re-creates it (in its repository first where Argo CD or Flux syncs it), then `vpnmig verify {} -n {}`\n",
+                c.floating_ip,
+                c.claimed_by
+                    .iter()
+                    .map(crate::core::record::FipClaimant::shown)
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                c.gateway,
+                c.namespace
             ));
         }
         for line in self.fip.iter().chain(&self.extra) {
@@ -1244,6 +1294,7 @@ async fn open_windows(
         gone: Vec::new(),
         shared: Vec::new(),
         live_again: Vec::new(),
+        elsewhere: Vec::new(),
         unknown: None,
     }
 }
@@ -1281,6 +1332,84 @@ fn mark_live_again(rows: &[Row], windows: &mut Windows) {
         if !windows.live_again.iter().any(|(d, _)| d == &delete) {
             windows.live_again.push((delete, line));
         }
+    }
+}
+
+/// `-n`: the gateways of other namespaces that claim a finished window's floating IP,
+/// read cluster-wide once (one list per kind, not per window); each window's row gets
+/// the blocker `fip-shared`, as under `-A`, where its rows hold every gateway (a21o D15,
+/// D17: `-n` named none, its check saw the listed rows only). A refused or unanswered
+/// list is said for each window, never read as "none".
+async fn mark_claimed_elsewhere(cluster: &Cluster, rows: &mut [Row], windows: &mut Windows) {
+    windows.elsewhere.clear();
+    let here = cluster.namespace.as_str();
+    let pins: Vec<_> = windows
+        .pins
+        .iter()
+        .filter(|(_, _, _, fip)| !fip.trim().is_empty())
+        .cloned()
+        .collect();
+    if pins.is_empty() {
+        return;
+    }
+    let all = match crate::cluster::facts::other_gateways(cluster, &(String::new(), String::new()))
+        .await
+    {
+        Ok(Ok(all)) => Ok(all),
+        Ok(Err(why)) => Err(why),
+        Err(e) => Err(e.to_string()),
+    };
+    for (ns, gateway, kind, fip) in pins {
+        let (claimed_by, unread) = match &all {
+            Err(why) => (Vec::new(), Some(why.clone())),
+            Ok(all) => (
+                all.iter()
+                    .filter(|o| o.namespace != here && o.namespace != ns)
+                    .filter(|o| {
+                        o.floating_ip
+                            .as_deref()
+                            .is_some_and(|f| crate::core::addr::same_addr(f, &fip))
+                    })
+                    .map(|o| {
+                        let k = o.object.split(' ').next().unwrap_or_default().to_string();
+                        crate::core::record::FipClaimant {
+                            delete: format!(
+                                "kubectl delete {} {} -n {}",
+                                k.to_lowercase(),
+                                o.name,
+                                o.namespace
+                            ),
+                            kind: k,
+                            namespace: o.namespace.clone(),
+                            name: o.name.clone(),
+                        }
+                    })
+                    .collect(),
+                None,
+            ),
+        };
+        if claimed_by.is_empty() && unread.is_none() {
+            continue;
+        }
+        if !claimed_by.is_empty() {
+            for r in rows
+                .iter_mut()
+                .filter(|r| r.namespace == ns && r.name == gateway && r.kind == kind)
+            {
+                let b = r.blockers.get_or_insert_with(Vec::new);
+                if !b.contains(&"fip-shared") {
+                    b.push("fip-shared");
+                }
+            }
+        }
+        windows.elsewhere.push(ClaimedElsewhere {
+            namespace: ns,
+            gateway,
+            kind,
+            floating_ip: fip,
+            claimed_by,
+            unread,
+        });
     }
 }
 
@@ -2787,6 +2916,9 @@ pub fn run(args: &StatusArgs) -> Result<i32, Error> {
         mark_left(&mut rows, &mut windows);
         mark_live_again(&rows, &mut windows);
         windows.shared = status::shared_fips(&rows);
+        if !args.all_namespaces {
+            mark_claimed_elsewhere(&cluster, &mut rows, &mut windows).await;
+        }
         crate::cli::write_stdout(&print(args, &rows, &windows, true))?;
         // Part of the answer could not be read: print what was, and fail as
         // `kubectl get A,B` does when B is refused (exit 1), so a script never reads
@@ -2824,6 +2956,7 @@ fn print(args: &StatusArgs, rows: &[Row], windows: &Windows, first: bool) -> Str
         let_go_owners: &windows.let_go,
         psk_problems: &windows.psk,
         gone_gateways: &windows.gone,
+        fip_claimed_elsewhere: &windows.elsewhere,
         windows_unknown: windows.unknown.as_deref(),
     };
     let style = TableStyle {
@@ -2889,6 +3022,9 @@ async fn watch(
         mark_left(&mut now, &mut now_windows);
         mark_live_again(&now, &mut now_windows);
         now_windows.shared = status::shared_fips(&now);
+        if !args.all_namespaces {
+            mark_claimed_elsewhere(cluster, &mut now, &mut now_windows).await;
+        }
         let changed = changes(&rows, &now);
         let windows_changed = now_windows != windows;
         if !changed.is_empty() || windows_changed {

@@ -121,6 +121,84 @@ pub fn chain_scope() -> ChainScope {
     }
 }
 
+/// Another gateway (either kind, any name, any namespace) that claims the floating IP of
+/// the gateway a finished window left, as read when the record was rendered.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FipClaimant {
+    /// `IPsecGateway` or `VPNGateway`.
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    /// The command that deletes it: `kubectl delete KIND NAME -n NS`.
+    pub delete: String,
+}
+
+impl FipClaimant {
+    /// `kind/name -n ns (`kubectl delete kind name -n ns`)`.
+    pub fn shown(&self) -> String {
+        format!(
+            "{}/{} -n {} (`{}`)",
+            self.kind.to_lowercase(),
+            self.name,
+            self.namespace,
+            self.delete
+        )
+    }
+}
+
+/// What the record says of the cluster now, beside the journal (a21o D06, D16): read when
+/// the record was rendered, neither part of the journal nor covered by its hash chain.
+/// Only where it contradicts the window's outcome or could not be read; absent when no
+/// other gateway claims the floating IP, and for a window under way or archived.
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadAtReport {
+    /// What this is, in one sentence.
+    pub note: &'static str,
+    /// The gateway the finished window left (`vpngateway/NAME -n NS` after done,
+    /// `ipsecgateway/NAME -n NS` after rolled back).
+    pub gateway: String,
+    /// Its floating IP, as read.
+    #[serde(rename = "floatingIP")]
+    pub floating_ip: String,
+    /// The other gateways that claim it: the window's outcome is not what the cluster shows
+    /// while one does (the operator attaches a floating IP to one gateway only).
+    pub fip_claimants: Vec<FipClaimant>,
+    /// Set: whether another gateway claims it could not be read (the gateways of every
+    /// namespace could not be listed, or the API did not answer); never read as "none".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fip_claimants_unread: Option<String>,
+}
+
+/// [`ReadAtReport::note`].
+pub const READ_AT_REPORT: &str = "read from the cluster when this record was rendered, not from the journal: the hash chain does not cover it, and it may differ the next time the record is rendered";
+
+impl ReadAtReport {
+    /// The sentence the outcome and the hash-chain section carry; `None`: nothing to say.
+    pub fn text(&self) -> Option<String> {
+        if let Some(why) = &self.fip_claimants_unread {
+            return Some(format!(
+                "whether another gateway claims the floating IP {} of {} could not be read ({why}): not known to be the only one; `vpnmig verify` with a context that can list the gateways of every namespace checks it",
+                self.floating_ip, self.gateway
+            ));
+        }
+        if self.fip_claimants.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "another gateway claims the floating IP {} of {}: {}; the operator attaches a floating IP to one gateway only, and which one the client's firewall reaches is not certain: delete it once nothing re-creates it",
+            self.floating_ip,
+            self.gateway,
+            self.fip_claimants
+                .iter()
+                .map(FipClaimant::shown)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+}
+
 /// An earlier window of the gateway, archived when a new cutover replaced its journal.
 #[derive(Serialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -202,6 +280,48 @@ pub struct Record {
     pub outage_ms: Option<u64>,
     pub rollback_outage: Option<Outage>,
     pub recovery: Recovery,
+    /// The cluster now where it contradicts the outcome (another gateway claims the
+    /// floating IP) or could not be read; not covered by the hash chain (a21o D06, D16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at_report: Option<ReadAtReport>,
+}
+
+impl Record {
+    /// Add what was read from the cluster now (`None`: nothing to say). Another gateway
+    /// claiming the floating IP comes first in what to run next: the journal's next step
+    /// ("the cutover is complete: … rollback reverses it") is not so while it does.
+    pub fn read_now(&mut self, now: Option<ReadAtReport>) {
+        let Some(now) = now else { return };
+        let (name, ns) = (&self.gateway, &self.namespace);
+        let again = if self.phase == Phase::RolledBack {
+            "rollback"
+        } else {
+            "cutover"
+        };
+        if !now.fip_claimants.is_empty() {
+            self.recovery.next = format!(
+                "read at report time, another gateway claims the floating IP {}: delete {} once nothing re-creates it (`vpnmig {again} {name} -n {ns}` names what may have created it and stops on it until then); then `vpnmig verify {name} -n {ns}`",
+                now.floating_ip,
+                now.fip_claimants
+                    .iter()
+                    .map(|c| format!(
+                        "{}/{} -n {} (`{}`)",
+                        c.kind.to_lowercase(),
+                        c.name,
+                        c.namespace,
+                        c.delete
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            );
+        } else if now.fip_claimants_unread.is_some() {
+            self.recovery.next = format!(
+                "whether another gateway claims the floating IP {} could not be read at report time: `vpnmig verify {name} -n {ns}` with a context that can list the gateways of every namespace checks it first; {}",
+                now.floating_ip, self.recovery.next
+            );
+        }
+        self.read_at_report = Some(now);
+    }
 }
 
 fn show(v: &Value) -> String {
@@ -376,6 +496,7 @@ pub fn build(j: &Journal, cluster: ClusterIdentity) -> Record {
         outage_ms: j.outage_ms,
         rollback_outage: j.rollback_outage.clone(),
         recovery,
+        read_at_report: None,
     }
 }
 

@@ -194,8 +194,41 @@ fn ms(v: Option<u64>) -> String {
     v.map(dur).unwrap_or_else(|| "not known".into())
 }
 
-/// The outcome in a sentence.
+/// The outcome in a sentence; with what was read at report time where it contradicts it
+/// or could not be read (a21o D06, D16: "done: the cutover is complete" beside another
+/// gateway claiming the floating IP).
 fn outcome_line(r: &Record) -> String {
+    let Some(now) = r.read_at_report.as_ref().and_then(|n| n.text()) else {
+        return journal_outcome(r);
+    };
+    let phase = match r.outcome {
+        Outcome::Done => "done (the journal's phase), but the cutover is not complete",
+        Outcome::RolledBack => {
+            "rolled back (the journal's phase), but the IPsecGateway is not back as it was"
+        }
+        _ => return format!("{}; read at report time: {now}", journal_outcome(r)),
+    };
+    let phase = if r
+        .read_at_report
+        .as_ref()
+        .is_some_and(|n| n.fip_claimants.is_empty())
+    {
+        match r.outcome {
+            Outcome::Done => {
+                "done (the journal's phase); whether the cutover is complete is not known"
+            }
+            _ => {
+                "rolled back (the journal's phase); whether the IPsecGateway is back as it was is not known"
+            }
+        }
+    } else {
+        phase
+    };
+    format!("{phase}: read at report time (not covered by the hash chain), {now}")
+}
+
+/// The outcome the journal records, in a sentence.
+fn journal_outcome(r: &Record) -> String {
     match r.outcome {
         Outcome::Done => "done: the cutover is complete".into(),
         Outcome::RolledBack if r.recovery.cutover_failure.is_some() => {
@@ -435,6 +468,12 @@ fn document(r: &Record, d: &mut dyn Doc) -> String {
             })
             .collect::<Vec<_>>(),
     );
+
+    if let Some(now) = &r.read_at_report
+        && let Some(text) = now.text()
+    {
+        d.para(&format!("Read at report time: {}; {}.", text, now.note));
+    }
 
     if !r.earlier_windows.is_empty() {
         d.heading("Earlier windows");

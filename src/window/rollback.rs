@@ -220,6 +220,19 @@ async fn run(
         return super::gitops::restore_finished(w, "VPNGateway", opts.gitops.resume).await;
     }
     if j.phase == Phase::RolledBack {
+        // Another gateway claims the floating IP beside the re-created IPsecGateway: not
+        // "nothing to do" (a21o D15): each named with its delete, exit 5, as the restore's
+        // and the done cutover's run stop on it.
+        let w = Window {
+            cluster,
+            ev,
+            journal: j.clone(),
+            lock: held,
+            by,
+        };
+        if let Some(stop) = super::gitops::claimed(&w, "VPNGateway", None).await? {
+            return Err(stop);
+        }
         ev.emit(Event::Info(format!(
             "{ns}/{name} is already rolled back ({}): nothing to do",
             j.history.last().map(|e| e.at.as_str()).unwrap_or("?")
