@@ -694,6 +694,18 @@ impl Bed {
             .unwrap_or_else(|e| panic!("PATCH {} {ns}/{name}: {e}", kind.2));
     }
 
+    /// A forced server-side apply of `obj` (its `apiVersion`, `kind` and `metadata.name`
+    /// set) by field manager `manager`, as another tool's `kubectl apply --server-side
+    /// --force-conflicts` (creates the object when it does not exist).
+    pub async fn apply_as(&self, kind: Kind, ns: &str, manager: &str, obj: Value) {
+        let name = obj["metadata"]["name"].as_str().unwrap().to_string();
+        let pp = kube::api::PatchParams::apply(manager).force();
+        self.api(kind, ns)
+            .patch(&name, &pp, &kube::api::Patch::Apply(&obj))
+            .await
+            .unwrap_or_else(|e| panic!("APPLY {} {ns}/{name} as {manager}: {e}", kind.2));
+    }
+
     /// The object's uid, when it exists and is not being deleted.
     pub async fn uid(&self, kind: Kind, ns: &str, name: &str) -> Option<String> {
         self.get(kind, ns, name)
