@@ -2,14 +2,17 @@
 //! `--user`, `--kubeconfig`, `-n`, `--as`/`--as-group` (checked by the sandbox's RBAC,
 //! which honours `Impersonate-User`/`Impersonate-Group` as kube-apiserver does),
 //! `--request-timeout`, `KUBECONFIG` lists, `NO_COLOR`; `status -o wide|name|yaml|json`
-//! and `--no-headers`; completion of gateway names and namespaces (issue 13 item 1).
+//! and `--no-headers`; completion of gateway names and namespaces (issue 13 item 1). The
+//! live ones on the emulator and the real control plane (tests/live/bed.rs rows, one run
+//! per backend).
 
 mod live;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use live::{ACME, Live, Run};
+use live::bed::{Backend, Bed, CONFIGMAP, Row, Scenario, VPNGATEWAY};
+use live::{ACME, Run};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::api::auth::{Group, Rule, User};
@@ -49,13 +52,13 @@ async fn run_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
-fn kc(l: &Live) -> &str {
-    l.kubeconfig.to_str().unwrap()
+fn kc(b: &Bed) -> &str {
+    b.kubeconfig.to_str().unwrap()
 }
 
 /// The sandbox's kubeconfig as a value, to take apart or extend.
-fn kubeconfig(l: &Live) -> Value {
-    serde_saphyr::from_str(&std::fs::read_to_string(&l.kubeconfig).unwrap()).unwrap()
+fn kubeconfig(b: &Bed) -> Value {
+    serde_saphyr::from_str(&std::fs::read_to_string(&b.kubeconfig).unwrap()).unwrap()
 }
 
 fn write(path: &Path, v: &Value) -> String {
@@ -80,6 +83,97 @@ fn settings() -> SettingsFile {
         }],
         ..Default::default()
     }
+}
+
+fn acme() -> Scenario {
+    Scenario::new(ACME, SettingsFile::default())
+}
+
+/// acme with the users viewer and lister and the group auditors ([`settings`]).
+fn acme_with_users() -> Scenario {
+    Scenario::new(ACME, settings())
+}
+
+/// acme, in a serviceCIDR pool that hands its /24 back to a rollback's IPsecGateway.
+fn acme_in_its_pool() -> Scenario {
+    Scenario::new(ACME, live::pool("10.250.3.0/24"))
+}
+
+/// acme with a user who may read the gateways and namespaces, no ConfigMap (no journal).
+fn acme_and_a_gateways_only_user() -> Scenario {
+    Scenario::new(
+        ACME,
+        SettingsFile {
+            users: vec![User::with_rules(
+                "gateways-only",
+                vec![Rule::new(
+                    &["get", "list"],
+                    &["ipsecgateways", "vpngateways", "vpnpeers", "namespaces"],
+                )],
+            )],
+            ..Default::default()
+        },
+    )
+}
+
+crate::rows! {
+    impersonation_reaches_the_api_server: Row {
+        scenario: acme_with_users,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(impersonation_reaches_the_api_server(b)),
+    },
+    context_cluster_user_and_kubeconfig_select_like_kubectl: Row {
+        scenario: acme_with_users,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(context_cluster_user_and_kubeconfig_select_like_kubectl(b)),
+    },
+    /// KUBECONFIG lists several files (colon-separated) that are merged, as kubectl does:
+    /// here the clusters and contexts are in one file and the users in another.
+    kubeconfig_lists_are_merged: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(kubeconfig_lists_are_merged(b)),
+    },
+    /// --request-timeout bounds each request: a server that accepts and never answers is
+    /// given up on, said so, in seconds rather than the default 30 s per attempt.
+    request_timeout_bounds_a_silent_server: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(request_timeout_bounds_a_silent_server(b)),
+    },
+    status_prints_kubectls_formats_and_the_windows_under_way: Row {
+        scenario: acme_in_its_pool,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(status_prints_kubectls_formats_and_the_windows_under_way(b)),
+    },
+    /// Completion asks the cluster of the line being completed for gateway names and
+    /// namespaces; a silent cluster costs at most the 2 s budget and gives no candidates.
+    completion_offers_live_names_within_a_budget: Row {
+        scenario: acme_with_users,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(completion_offers_live_names_within_a_budget(b)),
+    },
+    /// Journals that cannot be listed are "unknown" in the JSON, never an empty "none".
+    status_json_says_when_the_windows_are_unknown: Row {
+        scenario: acme_and_a_gateways_only_user,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(status_json_says_when_the_windows_are_unknown(b)),
+    },
+    /// `status --watch` prints the table, then each gateway again when it changes (a watch,
+    /// so the change shows at once), and ends at --timeout.
+    status_watch_prints_changes_until_its_timeout: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(status_watch_prints_changes_until_its_timeout(b)),
+    },
 }
 
 /// The five live commands take every cluster flag, `-o`, and `status` (the one that
@@ -115,10 +209,8 @@ fn every_live_command_takes_kubectls_flags() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn impersonation_reaches_the_api_server() {
-    let l = live::start(ACME, settings()).await;
-    let env = [("KUBECONFIG", kc(&l))];
+async fn impersonation_reaches_the_api_server(b: &Bed) {
+    let env = [("KUBECONFIG", kc(b))];
 
     // As viewer: viewer's rights, which suffice to list.
     let r = run_env(&["status", "--as", "viewer"], &env).await;
@@ -196,15 +288,13 @@ async fn impersonation_reaches_the_api_server() {
     assert!(r.says("--as <USER>"), "{}", r.stderr);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn context_cluster_user_and_kubeconfig_select_like_kubectl() {
-    let l = live::start(ACME, settings()).await;
+async fn context_cluster_user_and_kubeconfig_select_like_kubectl(b: &Bed) {
     let dir = tempfile::tempdir().unwrap();
 
     // --context: that context's user.
     let r = run_env(
         &["status", "--context", "vpnmig-sandbox-lister"],
-        &[("KUBECONFIG", kc(&l))],
+        &[("KUBECONFIG", kc(b))],
     )
     .await;
     assert_eq!(r.code, 1, "{}", r.stderr);
@@ -217,7 +307,7 @@ async fn context_cluster_user_and_kubeconfig_select_like_kubectl() {
     assert!(r.says("User \"lister\""), "{}", r.stderr);
 
     // --user: another user of the kubeconfig in the current context.
-    let r = run_env(&["status", "--user", "lister"], &[("KUBECONFIG", kc(&l))]).await;
+    let r = run_env(&["status", "--user", "lister"], &[("KUBECONFIG", kc(b))]).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
         r.says(
@@ -231,7 +321,7 @@ async fn context_cluster_user_and_kubeconfig_select_like_kubectl() {
     let gone = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = gone.local_addr().unwrap().port();
     drop(gone);
-    let mut v = kubeconfig(&l);
+    let mut v = kubeconfig(b);
     let mut dead = v["clusters"][0].clone();
     dead["name"] = json!("dead");
     dead["cluster"]["server"] = json!(format!("https://127.0.0.1:{port}"));
@@ -249,7 +339,7 @@ async fn context_cluster_user_and_kubeconfig_select_like_kubectl() {
 
     // --kubeconfig wins over KUBECONFIG, and -n over the context's namespace.
     let r = run_env(
-        &["status", "--kubeconfig", kc(&l), "-n", "tenant-other"],
+        &["status", "--kubeconfig", kc(b), "-n", "tenant-other"],
         &[("KUBECONFIG", "/nonexistent")],
     )
     .await;
@@ -263,7 +353,7 @@ async fn context_cluster_user_and_kubeconfig_select_like_kubectl() {
         ("--cluster", "cluster"),
         ("--user", "user"),
     ] {
-        let r = run_env(&["status", flag, "prod-fra"], &[("KUBECONFIG", kc(&l))]).await;
+        let r = run_env(&["status", flag, "prod-fra"], &[("KUBECONFIG", kc(b))]).await;
         assert_eq!(r.code, 1, "{}", r.stderr);
         assert!(
             r.error().unwrap().starts_with(&format!(
@@ -280,7 +370,7 @@ async fn context_cluster_user_and_kubeconfig_select_like_kubectl() {
     }
     let r = run_env(
         &["status", "--context", "prod-fra"],
-        &[("KUBECONFIG", kc(&l))],
+        &[("KUBECONFIG", kc(b))],
     )
     .await;
     assert!(
@@ -290,40 +380,32 @@ async fn context_cluster_user_and_kubeconfig_select_like_kubectl() {
     );
 }
 
-/// KUBECONFIG lists several files (colon-separated) that are merged, as kubectl does:
-/// here the clusters and contexts are in one file and the users in another.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kubeconfig_lists_are_merged() {
-    let l = live::start(ACME, SettingsFile::default()).await;
+async fn kubeconfig_lists_are_merged(b: &Bed) {
     let dir = tempfile::tempdir().unwrap();
-    let v = kubeconfig(&l);
+    let v = kubeconfig(b);
     let mut first = v.clone();
     first.as_object_mut().unwrap().remove("users");
     let second = json!({"apiVersion": "v1", "kind": "Config", "users": v["users"]});
     let a = write(&dir.path().join("a"), &first);
-    let b = write(&dir.path().join("b"), &second);
+    let second = write(&dir.path().join("b"), &second);
 
-    let list = format!("{a}:{b}");
+    let list = format!("{a}:{second}");
     let r = run_env(&["status", "-o", "name"], &[("KUBECONFIG", &list)]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, "ipsecgateway.ipsec.bnerd.net/acme\n");
 
     // A missing file in the list is named and skipped, as kubectl skips it.
-    let list = format!("/nonexistent/kc:{a}:{b}");
+    let list = format!("/nonexistent/kc:{a}:{second}");
     let r = run_env(&["status", "-o", "name"], &[("KUBECONFIG", &list)]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.says("/nonexistent/kc"), "{}", r.stderr);
 }
 
-/// --request-timeout bounds each request: a server that accepts and never answers is
-/// given up on, said so, in seconds rather than the default 30 s per attempt.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn request_timeout_bounds_a_silent_server() {
-    let l = live::start(ACME, SettingsFile::default()).await;
+async fn request_timeout_bounds_a_silent_server(b: &Bed) {
     let dir = tempfile::tempdir().unwrap();
     // Connections are accepted by the kernel and then never answered.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let mut v = kubeconfig(&l);
+    let mut v = kubeconfig(b);
     v["clusters"][0]["cluster"]["server"] =
         json!(format!("https://{}", silent.local_addr().unwrap()));
     let path = write(&dir.path().join("silent"), &v);
@@ -367,10 +449,8 @@ async fn no_color_is_honoured() {
     assert!(!r.stderr.contains('\u{1b}'), "{:?}", r.stderr);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_prints_kubectls_formats_and_the_windows_under_way() {
-    let l = live::start(ACME, live::pool("10.250.3.0/24")).await;
-    let env = [("KUBECONFIG", kc(&l))];
+async fn status_prints_kubectls_formats_and_the_windows_under_way(b: &Bed) {
+    let env = [("KUBECONFIG", kc(b))];
 
     let r = run_env(&["status", "--no-headers"], &env).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -414,7 +494,14 @@ async fn status_prints_kubectls_formats_and_the_windows_under_way() {
         ]
     );
     assert_eq!(lines[1][0], "tenant-acme");
-    assert_eq!(lines[1][9..], ["-", "10.250.3.0/24", "-"]);
+    // MANAGED-BY names who applied the gateway: on the real control plane the scenario is
+    // loaded by a server-side apply of field manager vpnmig-sandbox
+    // (`controlplane::load`); the emulator puts it in its store with no field manager.
+    let loaded_by = match b.backend {
+        Backend::Emulated => "-",
+        Backend::Real => "vpnmig-sandbox",
+    };
+    assert_eq!(lines[1][9..], [loaded_by, "10.250.3.0/24", "-"]);
 
     let r = run_env(&["status", "-o", "yaml"], &env).await;
     assert_eq!((r.code, r.stderr.as_str()), (0, ""), "only the document");
@@ -424,26 +511,15 @@ async fn status_prints_kubectls_formats_and_the_windows_under_way() {
 
     // A window under way (a cutover stopped after its apply): JSON and YAML carry it
     // with what to run, as the text does (issue 10 item 4).
-    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let cms = l.sb.store.resource("", "v1", "configmaps").unwrap();
-    l.sb.store
-        .modify(
-            &cms,
-            "tenant-acme",
-            "vpnmig-acme",
-            false,
-            &Default::default(),
-            |cm| {
-                let mut cm = cm.clone();
-                let mut j: Value =
-                    serde_json::from_str(cm["data"]["journal.json"].as_str().unwrap()).unwrap();
-                j["phase"] = json!("applied");
-                cm["data"]["journal.json"] = json!(j.to_string());
-                Ok(cm)
-            },
-        )
-        .unwrap();
+    b.edit(CONFIGMAP, "tenant-acme", "vpnmig-acme", |cm| {
+        let mut j: Value =
+            serde_json::from_str(cm["data"]["journal.json"].as_str().unwrap()).unwrap();
+        j["phase"] = json!("applied");
+        cm["data"]["journal.json"] = json!(j.to_string());
+    })
+    .await;
     let text = run_env(&["status"], &env).await;
     assert!(
         text.stdout
@@ -483,11 +559,7 @@ async fn status_prints_kubectls_formats_and_the_windows_under_way() {
     assert!(r.says("window under way"), "{}", r.stderr);
 }
 
-/// Completion asks the cluster of the line being completed for gateway names and
-/// namespaces; a silent cluster costs at most the 2 s budget and gives no candidates.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn completion_offers_live_names_within_a_budget() {
-    let l = live::start(ACME, settings()).await;
+async fn completion_offers_live_names_within_a_budget(b: &Bed) {
     let complete = |words: &'static [&'static str], kubeconfig: String| async move {
         let mut args = vec!["--", "vpnmig"];
         args.extend_from_slice(words);
@@ -497,28 +569,28 @@ async fn completion_offers_live_names_within_a_budget() {
         )
         .await
     };
-    let r = complete(&["cutover", ""], kc(&l).into()).await;
+    let r = complete(&["cutover", ""], kc(b).into()).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.lines().any(|c| c == "acme"), "{}", r.stdout);
-    let r = complete(&["verify", "-n", "tenant-acme", "a"], kc(&l).into()).await;
+    let r = complete(&["verify", "-n", "tenant-acme", "a"], kc(b).into()).await;
     assert!(r.stdout.lines().any(|c| c == "acme"), "{}", r.stdout);
-    let r = complete(&["status", "-n", "tenant-"], kc(&l).into()).await;
+    let r = complete(&["status", "-n", "tenant-"], kc(b).into()).await;
     assert!(
         r.stdout.lines().any(|c| c.starts_with("tenant-acme")),
         "{}",
         r.stdout
     );
     // Contexts, clusters and users from the kubeconfig.
-    let r = complete(&["status", "--context", "vpnmig-sandbox-"], kc(&l).into()).await;
+    let r = complete(&["status", "--context", "vpnmig-sandbox-"], kc(b).into()).await;
     assert!(
         r.stdout.lines().any(|c| c == "vpnmig-sandbox-viewer"),
         "{}",
         r.stdout
     );
-    let r = complete(&["--user", ""], kc(&l).into()).await;
+    let r = complete(&["--user", ""], kc(b).into()).await;
     assert!(r.stdout.lines().any(|c| c == "lister"), "{}", r.stdout);
     // Flags come from the clap tree.
-    let r = complete(&["status", "--no-h"], kc(&l).into()).await;
+    let r = complete(&["status", "--no-h"], kc(b).into()).await;
     assert!(r.stdout.starts_with("--no-headers"), "{}", r.stdout);
 
     // kubectl's plugin completion: `kubectl vpnmig cutover <TAB>` runs
@@ -528,7 +600,7 @@ async fn completion_offers_live_names_within_a_budget() {
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_vpnmig"), &link).unwrap();
     let out = std::process::Command::new(&link)
         .args(["cutover", "-n", "tenant-acme", ""])
-        .env("KUBECONFIG", kc(&l))
+        .env("KUBECONFIG", kc(b))
         .output()
         .unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
@@ -538,7 +610,7 @@ async fn completion_offers_live_names_within_a_budget() {
 
     let dir = tempfile::tempdir().unwrap();
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let mut v = kubeconfig(&l);
+    let mut v = kubeconfig(b);
     v["clusters"][0]["cluster"]["server"] =
         json!(format!("https://{}", silent.local_addr().unwrap()));
     let path = write(&dir.path().join("silent"), &v);
@@ -554,20 +626,7 @@ async fn completion_offers_live_names_within_a_budget() {
     drop(silent);
 }
 
-/// Journals that cannot be listed are "unknown" in the JSON, never an empty "none".
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_json_says_when_the_windows_are_unknown() {
-    let settings = SettingsFile {
-        users: vec![User::with_rules(
-            "gateways-only",
-            vec![Rule::new(
-                &["get", "list"],
-                &["ipsecgateways", "vpngateways", "vpnpeers", "namespaces"],
-            )],
-        )],
-        ..Default::default()
-    };
-    let l = live::start(ACME, settings).await;
+async fn status_json_says_when_the_windows_are_unknown(b: &Bed) {
     let r = run_env(
         &[
             "status",
@@ -576,7 +635,7 @@ async fn status_json_says_when_the_windows_are_unknown() {
             "--context",
             "vpnmig-sandbox-gateways-only",
         ],
-        &[("KUBECONFIG", kc(&l))],
+        &[("KUBECONFIG", kc(b))],
     )
     .await;
     // What was read is printed, and the run fails as `kubectl get A,B` does when B is
@@ -594,30 +653,19 @@ async fn status_json_says_when_the_windows_are_unknown() {
     assert!(why.contains("cannot list resource \"configmaps\""), "{why}");
 }
 
-/// `status --watch` prints the table, then each gateway again when it changes (a watch,
-/// so the change shows at once), and ends at --timeout.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_watch_prints_changes_until_its_timeout() {
-    let l = live::start(ACME, SettingsFile::default()).await;
+async fn status_watch_prints_changes_until_its_timeout(b: &Bed) {
     let started = Instant::now();
-    let child = l.spawn(&["status", "--watch", "--timeout", "6s"]);
-    let json_child = l.spawn(&["status", "-w", "--timeout", "6s", "-o", "json"]);
+    let child = b.spawn(&["status", "--watch", "--timeout", "6s"]);
+    let json_child = b.spawn(&["status", "-w", "--timeout", "6s", "-o", "json"]);
     // Let both print their first table and open their watches.
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let gws =
-        l.sb.store
-            .resource("vpn.bnerd.net", "v1alpha1", "vpngateways")
-            .unwrap();
-    l.sb.store
-        .create(
-            &gws,
-            "tenant-acme",
-            json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNGateway",
-                   "metadata": {"name": "globex"},
-                   "spec": {"protocol": "ipsec", "endpoint": {"floatingIP": "198.51.100.60"}, "serviceCIDR": "10.250.60.0/24"}}),
-            &Default::default(),
-        )
-        .unwrap();
+    b.put(
+        VPNGATEWAY,
+        "tenant-acme",
+        json!({"metadata": {"name": "globex"},
+               "spec": {"protocol": "ipsec", "endpoint": {"floatingIP": "198.51.100.60"}, "serviceCIDR": "10.250.60.0/24"}}),
+    )
+    .await;
     let r = live::finish(child).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(started.elapsed() < Duration::from_secs(15));

@@ -1,30 +1,17 @@
 //! Windows that cannot hurt a bystander (issue 14 items 1–4; DESIGN.md §4.8), end to end
-//! against vpnmig-sandbox: no path deletes a gateway that does not pin the journal's
-//! floating IP, acts on an object that differs from what the journal recorded, or
-//! deletes a VPNPeer it cannot prove is the window's.
+//! on the emulator and the real control plane (tests/live/bed.rs rows, one run per
+//! backend): no path deletes a gateway that does not pin the journal's floating IP, acts on
+//! an object that differs from what the journal recorded, or deletes a VPNPeer it cannot
+//! prove is the window's.
 
 mod live;
 
-use live::{ACME, Live, journal, objects, phase, start};
+use live::bed::{Bed, IPSECGATEWAY, Row, Scenario, VPNGATEWAY, VPNPEER, eventually};
+use live::{ACME, Run};
 use serde_json::{Value, json};
 use vpnmig_sandbox::SettingsFile;
 
 const GLOBEX: &str = include_str!("../fixtures/clusters/globex-peer-names.yaml");
-
-/// Change `kind/name` in the sandbox's store as another client would (a hand edit).
-fn edit(l: &Live, plural: &str, ns: &str, name: &str, f: impl FnOnce(&mut Value)) {
-    let group = if plural == "ipsecgateways" {
-        "ipsec.bnerd.net"
-    } else {
-        "vpn.bnerd.net"
-    };
-    let rt = l.sb.store.resource(group, "v1alpha1", plural).unwrap();
-    let mut obj = l.sb.store.get(&rt, ns, name).unwrap();
-    f(&mut obj);
-    l.sb.store
-        .update(&rt, ns, name, obj, false, &Default::default())
-        .unwrap();
-}
 
 fn names(objs: &[Value]) -> Vec<String> {
     let mut n: Vec<String> = objs
@@ -35,53 +22,178 @@ fn names(objs: &[Value]) -> Vec<String> {
     n
 }
 
+fn acme() -> Scenario {
+    Scenario::new(ACME, SettingsFile::default())
+}
+
+/// acme, in a serviceCIDR pool that hands its /24 back to a rollback's IPsecGateway.
+fn acme_in_its_pool() -> Scenario {
+    Scenario::new(ACME, live::pool("10.250.3.0/24"))
+}
+
+/// The same, with the operator retrying a peer's tunnel only every `ms` milliseconds.
+fn acme_in_its_pool_slow_peers(ms: u64) -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.operator.peer_retry_ms = ms;
+    Scenario::new(ACME, s)
+}
+
+/// globex (tunnels main, east) and globex-east (one tunnel) both name a peer
+/// globex-east, in a pool of one /24 (`cidr`).
+fn globex(cidr: &str) -> Scenario {
+    Scenario::new(GLOBEX, live::pool(cidr))
+}
+
+/// `vpnmig ARGS` ends with `code`.
+async fn ends(b: &Bed, args: &[&str], code: i32) -> Run {
+    let r = b.vpnmig(args).await;
+    assert_eq!(
+        r.code, code,
+        "vpnmig {args:?} on the {}: {}\n{}",
+        b.backend, r.stdout, r.stderr
+    );
+    r
+}
+
 /// A cutover of acme, then a rollback that loses the serviceCIDR (the default pool hands
 /// out another /24): the journal is at old-applied, where `cutover --forward` applies.
-async fn acme_rolled_back_with_lost_addresses() -> Live {
-    let l = start(ACME, SettingsFile::default()).await;
-    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
-    assert_eq!(r.code, 5, "{}", r.stderr);
+async fn acme_rolled_back_with_lost_addresses(b: &Bed) {
+    ends(b, &["cutover", "acme", "--yes"], 0).await;
+    ends(b, &["rollback", "acme", "--yes"], 5).await;
     assert_eq!(
-        phase(&l, "tenant-acme", "acme").as_deref(),
-        Some("old-applied")
+        b.phase("tenant-acme", "acme").await.as_deref(),
+        Some("old-applied"),
+        "{}",
+        b.backend
     );
-    l
 }
 
 /// What must hold after a refused `--forward`: the re-created IPsecGateway is still
 /// there, nothing of the new kinds exists, the floating IP was never released.
-fn forward_refused_nothing_changed(l: &Live, fip: &str) {
-    let fips = l.sb.operator.floating_ips();
-    assert!(fips.released.is_empty(), "FIP released: {fips:?}");
+async fn forward_refused_nothing_changed(b: &Bed, fip: &str) {
+    let on = b.backend;
+    let fips = b.operator.floating_ips();
+    assert!(fips.released.is_empty(), "{on}: FIP released: {fips:?}");
     assert_eq!(
-        names(&objects(
-            l,
-            "ipsec.bnerd.net",
-            "ipsecgateways",
-            "tenant-acme"
-        )),
-        ["acme"]
+        names(&b.objects(IPSECGATEWAY, "tenant-acme").await),
+        ["acme"],
+        "{on}"
     );
-    assert!(objects(l, "vpn.bnerd.net", "vpngateways", "tenant-acme").is_empty());
-    assert!(!fips.free.contains(&fip.to_string()), "{fips:?}");
+    assert!(
+        b.objects(VPNGATEWAY, "tenant-acme").await.is_empty(),
+        "{on}"
+    );
+    assert!(!fips.free.contains(&fip.to_string()), "{on}: {fips:?}");
     assert_eq!(
-        phase(l, "tenant-acme", "acme").as_deref(),
-        Some("old-applied")
+        b.phase("tenant-acme", "acme").await.as_deref(),
+        Some("old-applied"),
+        "{on}"
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forward_never_deletes_a_recreated_gateway_whose_fip_was_unpinned() {
-    let l = acme_rolled_back_with_lost_addresses().await;
-    edit(&l, "ipsecgateways", "tenant-acme", "acme", |g| {
+crate::rows! {
+    forward_never_deletes_a_recreated_gateway_whose_fip_was_unpinned: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(forward_never_deletes_a_recreated_gateway_whose_fip_was_unpinned(b)),
+    },
+    forward_never_drops_an_edit_of_the_recreated_gateway: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(forward_never_drops_an_edit_of_the_recreated_gateway(b)),
+    },
+    rollback_from_a_bundle_never_deletes_another_gateways_peer: Row {
+        scenario: || globex("10.250.62.0/24"),
+        only: None,
+        after: None,
+        steps: |b| Box::pin(rollback_from_a_bundle_never_deletes_another_gateways_peer(b)),
+    },
+    rollback_refuses_over_a_peer_it_did_not_create_and_deletes_it_only_when_asked: Row {
+        scenario: acme_in_its_pool,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(rollback_refuses_over_a_peer_it_did_not_create_and_deletes_it_only_when_asked(b)),
+    },
+    the_journal_records_the_uids_of_what_the_window_applied: Row {
+        scenario: acme_in_its_pool,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(the_journal_records_the_uids_of_what_the_window_applied(b)),
+    },
+    /// Issue 9 item 1: the reference is the journal, never the live object. A window
+    /// interrupted after the apply, whose VPNGateway another field manager then changes,
+    /// must not end `done`; verify must fail the same field.
+    a_pinned_value_changed_after_the_apply_stops_the_window_and_fails_verify: Row {
+        scenario: || acme_in_its_pool_slow_peers(3000),
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_pinned_value_changed_after_the_apply_stops_the_window_and_fails_verify(b)),
+    },
+    /// Issue 9 item 3: a GitOps controller's self-heal re-creates the deleted IPsecGateway
+    /// while the cutover waits. The wait stops at once (not after its timeout) naming who
+    /// wrote it, the hint never says "deleted", and the advised rollback works.
+    an_old_gateway_recreated_during_the_window_stops_the_wait_at_once: Row {
+        scenario: || acme_in_its_pool_slow_peers(4000),
+        only: None,
+        after: None,
+        steps: |b| Box::pin(an_old_gateway_recreated_during_the_window_stops_the_wait_at_once(b)),
+    },
+    /// Issue 9 item 7: `globex` (tunnel `east`) and `globex-east` (one tunnel) both derive
+    /// VPNPeer `globex-east`. The name's owner (the single-tunnel gateway named like it) is
+    /// READY; the other is blocked before either window with a way out that works.
+    colliding_peer_names_block_the_later_gateway_with_a_way_out: Row {
+        scenario: || globex("10.250.61.0/24"),
+        only: None,
+        after: None,
+        steps: |b| Box::pin(colliding_peer_names_block_the_later_gateway_with_a_way_out(b)),
+    },
+}
+
+/// globex-east migrated, and a bundle of globex planned from an export of it (in the bed's
+/// directory): the bundle's path.
+async fn globex_east_migrated_and_a_globex_bundle(b: &Bed) -> std::path::PathBuf {
+    let dir = b.cwd().join("globex-export");
+    std::fs::create_dir_all(&dir).unwrap();
+    let export = dir.join("globex.json");
+    let old = b
+        .get(IPSECGATEWAY, "tenant-globex", "globex")
+        .await
+        .unwrap();
+    std::fs::write(&export, serde_json::to_string(&old).unwrap()).unwrap();
+    let bundle = dir.join("globex");
+    ends(
+        b,
+        &[
+            "plan",
+            "-f",
+            export.to_str().unwrap(),
+            "--out",
+            bundle.to_str().unwrap(),
+        ],
+        0,
+    )
+    .await;
+    ends(
+        b,
+        &["cutover", "globex-east", "-n", "tenant-globex", "--yes"],
+        0,
+    )
+    .await;
+    bundle
+}
+
+async fn forward_never_deletes_a_recreated_gateway_whose_fip_was_unpinned(b: &Bed) {
+    acme_rolled_back_with_lost_addresses(b).await;
+    b.edit(IPSECGATEWAY, "tenant-acme", "acme", |g| {
         g["spec"]["endpoint"]
             .as_object_mut()
             .unwrap()
             .remove("floatingIP");
-    });
-    let r = l.vpnmig(&["cutover", "acme", "--forward", "--yes"]).await;
+    })
+    .await;
+    let r = b.vpnmig(&["cutover", "acme", "--forward", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
         r.says("--forward: ipsecgateway/acme -n tenant-acme is not the one the journal recorded (1 field(s) differ, above)"),
@@ -90,21 +202,21 @@ async fn forward_never_deletes_a_recreated_gateway_whose_fip_was_unpinned() {
     );
     assert!(r.says("spec.endpoint.floatingIP"), "{}", r.stderr);
     assert!(r.says("198.51.100.23"), "{}", r.stderr);
-    forward_refused_nothing_changed(&l, "198.51.100.23");
+    forward_refused_nothing_changed(b, "198.51.100.23").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forward_never_drops_an_edit_of_the_recreated_gateway() {
-    let l = acme_rolled_back_with_lost_addresses().await;
+async fn forward_never_drops_an_edit_of_the_recreated_gateway(b: &Bed) {
+    acme_rolled_back_with_lost_addresses(b).await;
     // An exposure added to the re-created gateway (a tunnel added is the same kind:
     // `core::scope` unit tests; here its client could never connect).
-    edit(&l, "ipsecgateways", "tenant-acme", "acme", |g| {
+    b.edit(IPSECGATEWAY, "tenant-acme", "acme", |g| {
         g["spec"]["exposures"].as_array_mut().unwrap().push(json!({
             "name": "erp", "protocol": "TCP",
             "target": {"address": "erp.tenant-acme.svc", "port": 8443}
         }));
-    });
-    let r = l.vpnmig(&["cutover", "acme", "--forward", "--yes"]).await;
+    })
+    .await;
+    let r = b.vpnmig(&["cutover", "acme", "--forward", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(r.says("spec.exposures[1]"), "{}", r.stderr);
     assert!(r.says("erp.tenant-acme.svc"), "{}", r.stderr);
@@ -113,10 +225,10 @@ async fn forward_never_drops_an_edit_of_the_recreated_gateway() {
         "{}",
         r.stderr
     );
-    forward_refused_nothing_changed(&l, "198.51.100.23");
+    forward_refused_nothing_changed(b, "198.51.100.23").await;
     // The advice works from here: the rollback closes the journal and keeps the edited
     // gateway (nothing of the new kinds to delete), and a new plan is of the edit.
-    let r = l
+    let r = b
         .vpnmig(&["rollback", "acme", "--yes", "--accept-new-addresses"])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -127,58 +239,26 @@ async fn forward_never_drops_an_edit_of_the_recreated_gateway() {
     );
     assert!(r.stdout.contains("NOT HEALTHY"), "{}", r.stdout);
     assert_eq!(
-        phase(&l, "tenant-acme", "acme").as_deref(),
+        b.phase("tenant-acme", "acme").await.as_deref(),
         Some("rolled-back"),
         "{}",
         r.stderr
     );
-    let gw = &objects(&l, "ipsec.bnerd.net", "ipsecgateways", "tenant-acme")[0];
+    let gw = &b.objects(IPSECGATEWAY, "tenant-acme").await[0];
     assert_eq!(gw["spec"]["exposures"][1]["name"], "erp");
-    let r = l.vpnmig(&["plan", "acme", "-o", "json"]).await;
+    let r = b.vpnmig(&["plan", "acme", "-o", "json"]).await;
     let plan: Value = serde_json::from_str(&r.stdout).unwrap();
     let exposures = &plan["targets"]["gateway"]["spec"]["exposures"];
     assert_eq!(exposures[1]["name"], "erp", "{}", r.stdout);
 }
 
-/// globex (tunnels main, east) and globex-east (one tunnel) both name a peer globex-east.
-async fn globex_east_migrated_and_a_globex_bundle() -> (Live, tempfile::TempDir) {
-    let s = live::pool("10.250.62.0/24");
-    let l = start(GLOBEX, s).await;
-    let dir = tempfile::tempdir().unwrap();
-    let export = dir.path().join("globex.json");
-    let rt =
-        l.sb.store
-            .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
-            .unwrap();
-    let old = l.sb.store.get(&rt, "tenant-globex", "globex").unwrap();
-    std::fs::write(&export, serde_json::to_string(&old).unwrap()).unwrap();
-    let bundle = dir.path().join("globex");
-    let r = l
-        .vpnmig(&[
-            "plan",
-            "-f",
-            export.to_str().unwrap(),
-            "--out",
-            bundle.to_str().unwrap(),
-        ])
-        .await;
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    let r = l
-        .vpnmig(&["cutover", "globex-east", "-n", "tenant-globex", "--yes"])
-        .await;
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    (l, dir)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rollback_from_a_bundle_never_deletes_another_gateways_peer() {
-    let (l, dir) = globex_east_migrated_and_a_globex_bundle().await;
-    let bundle = dir.path().join("globex");
-    let before = objects(&l, "vpn.bnerd.net", "vpnpeers", "tenant-globex");
+async fn rollback_from_a_bundle_never_deletes_another_gateways_peer(b: &Bed) {
+    let bundle = globex_east_migrated_and_a_globex_bundle(b).await;
+    let before = b.objects(VPNPEER, "tenant-globex").await;
     assert_eq!(names(&before), ["globex-east"]);
     let uid = before[0]["metadata"]["uid"].clone();
 
-    let r = l
+    let r = b
         .vpnmig(&[
             "rollback",
             "globex",
@@ -195,39 +275,30 @@ async fn rollback_from_a_bundle_never_deletes_another_gateways_peer() {
         r.stderr
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let after = objects(&l, "vpn.bnerd.net", "vpnpeers", "tenant-globex");
+    let after = b.objects(VPNPEER, "tenant-globex").await;
     assert_eq!(
         names(&after),
         ["globex-east"],
         "the bystander's peer is kept"
     );
     assert_eq!(after[0]["metadata"]["uid"], uid, "the very same object");
-    assert!(l.sb.operator.floating_ips().released.is_empty());
-    let r = l
+    assert!(b.operator.floating_ips().released.is_empty());
+    let r = b
         .vpnmig(&["verify", "globex-east", "-n", "tenant-globex"])
         .await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rollback_refuses_over_a_peer_it_did_not_create_and_deletes_it_only_when_asked() {
-    let s = live::pool("10.250.3.0/24");
-    let l = start(ACME, s).await;
-    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+async fn rollback_refuses_over_a_peer_it_did_not_create_and_deletes_it_only_when_asked(b: &Bed) {
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     // Someone adds a second peer by hand after the window.
-    let rt =
-        l.sb.store
-            .resource("vpn.bnerd.net", "v1alpha1", "vpnpeers")
-            .unwrap();
-    let mut extra = l.sb.store.get(&rt, "tenant-acme", "acme").unwrap();
+    let mut extra = b.get(VPNPEER, "tenant-acme", "acme").await.unwrap();
     extra["metadata"] = json!({"name": "acme-lab", "namespace": "tenant-acme"});
     extra["spec"]["ipsec"]["peer"]["address"] = json!("203.0.113.77");
-    l.sb.store
-        .create(&rt, "tenant-acme", extra, &Default::default())
-        .unwrap();
+    b.put(VPNPEER, "tenant-acme", extra).await;
 
-    let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
+    let r = b.vpnmig(&["rollback", "acme", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
         r.says("1 VPNPeer(s) reference gateway acme -n tenant-acme but were not created by its cutover: acme-lab"),
@@ -236,87 +307,71 @@ async fn rollback_refuses_over_a_peer_it_did_not_create_and_deletes_it_only_when
     );
     assert!(r.says("nothing was changed"), "{}", r.stderr);
     assert!(r.says("--delete-extra-peers"), "{}", r.stderr);
-    assert_eq!(phase(&l, "tenant-acme", "acme").as_deref(), Some("done"));
     assert_eq!(
-        names(&objects(&l, "vpn.bnerd.net", "vpnpeers", "tenant-acme")),
+        b.phase("tenant-acme", "acme").await.as_deref(),
+        Some("done")
+    );
+    assert_eq!(
+        names(&b.objects(VPNPEER, "tenant-acme").await),
         ["acme", "acme-lab"]
     );
 
     // The advised command works.
-    let r = l
+    let r = b
         .vpnmig(&["rollback", "acme", "--yes", "--delete-extra-peers"])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(objects(&l, "vpn.bnerd.net", "vpnpeers", "tenant-acme").is_empty());
+    assert!(b.objects(VPNPEER, "tenant-acme").await.is_empty());
     assert_eq!(
-        phase(&l, "tenant-acme", "acme").as_deref(),
+        b.phase("tenant-acme", "acme").await.as_deref(),
         Some("rolled-back")
     );
-    assert!(l.sb.operator.floating_ips().released.is_empty());
+    assert!(b.operator.floating_ips().released.is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_journal_records_the_uids_of_what_the_window_applied() {
-    let s = live::pool("10.250.3.0/24");
-    let l = start(ACME, s).await;
-    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+async fn the_journal_records_the_uids_of_what_the_window_applied(b: &Bed) {
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let j = journal(&l, "tenant-acme", "acme").unwrap();
-    let gw = &objects(&l, "vpn.bnerd.net", "vpngateways", "tenant-acme")[0];
-    let peer = &objects(&l, "vpn.bnerd.net", "vpnpeers", "tenant-acme")[0];
+    let j = b.journal("tenant-acme", "acme").await.unwrap();
+    let gw = &b.objects(VPNGATEWAY, "tenant-acme").await[0];
+    let peer = &b.objects(VPNPEER, "tenant-acme").await[0];
     assert_eq!(
         j["targetUids"],
         json!([gw["metadata"]["uid"], peer["metadata"]["uid"]])
     );
 }
 
-/// Issue 9 item 1: the reference is the journal, never the live object. A window
-/// interrupted after the apply, whose VPNGateway another field manager then changes,
-/// must not end `done`; verify must fail the same field.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pinned_value_changed_after_the_apply_stops_the_window_and_fails_verify() {
-    let mut s = live::pool("10.250.3.0/24");
-    s.operator.peer_retry_ms = 3000;
-    let l = start(ACME, s).await;
-    let r = l
+async fn a_pinned_value_changed_after_the_apply_stops_the_window_and_fails_verify(b: &Bed) {
+    let r = b
         .vpnmig(&["cutover", "acme", "--yes", "--timeout-tunnel", "1s"])
         .await;
     assert_eq!(r.code, 6, "{}", r.stderr);
-    assert_eq!(phase(&l, "tenant-acme", "acme").as_deref(), Some("ready"));
+    assert_eq!(
+        b.phase("tenant-acme", "acme").await.as_deref(),
+        Some("ready")
+    );
     // Another team's tool moves the exposure's virtual IP (server-side apply, forced).
-    let rt =
-        l.sb.store
-            .resource("vpn.bnerd.net", "v1alpha1", "vpngateways")
-            .unwrap();
     let ops = json!({
         "apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNGateway",
         "metadata": {"name": "acme", "namespace": "tenant-acme"},
         "spec": {"exposures": [{"name": "crm", "protocol": "TCP",
             "target": {"address": "crm.tenant-acme.svc", "port": 443}, "virtualIP": "10.250.3.77"}]}
     });
-    l.sb.store
-        .apply(
-            &rt,
-            "tenant-acme",
-            "acme",
-            ops,
-            "ops",
-            true,
-            false,
-            &Default::default(),
-        )
-        .unwrap();
+    b.apply_as(VPNGATEWAY, "tenant-acme", "ops", ops).await;
 
-    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 5, "{}", r.stderr);
     assert!(
         r.says("a pinned value differs from the journal, so the window cannot be done: VPNGateway tenant-acme/acme spec.exposures[crm].virtualIP: 10.250.3.77, the journal pins 10.250.3.10; last written by field manager ops"),
         "{}",
         r.stderr
     );
-    assert_ne!(phase(&l, "tenant-acme", "acme").as_deref(), Some("done"));
+    assert_ne!(
+        b.phase("tenant-acme", "acme").await.as_deref(),
+        Some("done")
+    );
 
-    let r = l.vpnmig(&["verify", "acme"]).await;
+    let r = b.vpnmig(&["verify", "acme"]).await;
     assert_eq!(r.code, 5, "{}\n{}", r.stdout, r.stderr);
     assert!(
         r.stdout.contains(
@@ -327,19 +382,8 @@ async fn a_pinned_value_changed_after_the_apply_stops_the_window_and_fails_verif
     );
 }
 
-/// Issue 9 item 3: a GitOps controller's self-heal re-creates the deleted IPsecGateway
-/// while the cutover waits. The wait stops at once (not after its timeout) naming who
-/// wrote it, the hint never says "deleted", and the advised rollback works.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once() {
-    let mut s = live::pool("10.250.3.0/24");
-    s.operator.peer_retry_ms = 4000;
-    let l = start(ACME, s).await;
-    let rt =
-        l.sb.store
-            .resource("ipsec.bnerd.net", "v1alpha1", "ipsecgateways")
-            .unwrap();
-    let mut in_git = l.sb.store.get(&rt, "tenant-acme", "acme").unwrap();
+async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once(b: &Bed) {
+    let mut in_git = b.get(IPSECGATEWAY, "tenant-acme", "acme").await.unwrap();
     in_git["metadata"] = json!({
         "name": "acme", "namespace": "tenant-acme",
         "labels": {"client": "acme", "app.kubernetes.io/instance": "tenants"},
@@ -347,25 +391,16 @@ async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once() {
     });
     in_git.as_object_mut().unwrap().remove("status");
     let started = std::time::Instant::now();
-    let child = l.spawn(&["cutover", "acme", "--yes"]);
-    live::eventually(30, "the delete to finish", || {
-        phase(&l, "tenant-acme", "acme")
+    let child = b.spawn(&["cutover", "acme", "--yes"]);
+    eventually(30, "the delete to finish", || async {
+        b.phase("tenant-acme", "acme")
+            .await
             .is_some_and(|p| p == "applied" || p == "attached" || p == "ready")
     })
     .await;
     // The self-heal: the gateway as it is in Git, applied by Argo CD's field manager.
-    l.sb.store
-        .apply(
-            &rt,
-            "tenant-acme",
-            "acme",
-            in_git,
-            "argocd-controller",
-            true,
-            false,
-            &Default::default(),
-        )
-        .unwrap();
+    b.apply_as(IPSECGATEWAY, "tenant-acme", "argocd-controller", in_git)
+        .await;
     let r = live::finish(child).await;
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
@@ -397,29 +432,18 @@ async fn an_old_gateway_recreated_during_the_window_stops_the_wait_at_once() {
     );
 
     // The advice works: the rollback keeps the re-created gateway and removes the new ones.
-    let r = l.vpnmig(&["rollback", "acme", "--yes"]).await;
+    let r = b.vpnmig(&["rollback", "acme", "--yes"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(objects(&l, "vpn.bnerd.net", "vpngateways", "tenant-acme").is_empty());
+    assert!(b.objects(VPNGATEWAY, "tenant-acme").await.is_empty());
     assert_eq!(
-        names(&objects(
-            &l,
-            "ipsec.bnerd.net",
-            "ipsecgateways",
-            "tenant-acme"
-        )),
+        names(&b.objects(IPSECGATEWAY, "tenant-acme").await),
         ["acme"]
     );
-    assert!(l.sb.operator.floating_ips().released.is_empty());
+    assert!(b.operator.floating_ips().released.is_empty());
 }
 
-/// Issue 9 item 7: `globex` (tunnel `east`) and `globex-east` (one tunnel) both derive
-/// VPNPeer `globex-east`. The name's owner (the single-tunnel gateway named like it) is
-/// READY; the other is blocked before either window with a way out that works.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn colliding_peer_names_block_the_later_gateway_with_a_way_out() {
-    let s = live::pool("10.250.61.0/24");
-    let l = start(GLOBEX, s).await;
-    let r = l.vpnmig(&["status", "-n", "tenant-globex"]).await;
+async fn colliding_peer_names_block_the_later_gateway_with_a_way_out(b: &Bed) {
+    let r = b.vpnmig(&["status", "-n", "tenant-globex"]).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     let line = |name: &str| {
         r.stdout
@@ -435,7 +459,7 @@ async fn colliding_peer_names_block_the_later_gateway_with_a_way_out() {
     );
     assert!(line("globex-east").ends_with("none"), "{}", r.stdout);
 
-    let r = l.vpnmig(&["plan", "globex", "-n", "tenant-globex"]).await;
+    let r = b.vpnmig(&["plan", "globex", "-n", "tenant-globex"]).await;
     assert_eq!(r.code, 4, "{}", r.stdout);
     assert!(
         live::flat(&r.stdout).contains("IPsecGateway tenant-globex/globex-east will create VPNPeer globex-east for its tunnel main and owns that name"),
@@ -447,7 +471,7 @@ async fn colliding_peer_names_block_the_later_gateway_with_a_way_out() {
         "{}",
         r.stdout
     );
-    let owner = l
+    let owner = b
         .vpnmig(&["plan", "globex-east", "-n", "tenant-globex"])
         .await;
     assert_eq!(owner.code, 0, "{}", owner.stdout);
@@ -479,9 +503,9 @@ async fn colliding_peer_names_block_the_later_gateway_with_a_way_out() {
     let bundle = dir.path().join("globex");
     let mut args = advised.clone();
     args.extend(["--out", bundle.to_str().unwrap()]);
-    let r = l.vpnmig(&args).await;
+    let r = b.vpnmig(&args).await;
     assert_eq!(r.code, 0, "{}", r.stdout);
-    let r = l
+    let r = b
         .vpnmig(&[
             "cutover",
             "globex",
@@ -493,11 +517,11 @@ async fn colliding_peer_names_block_the_later_gateway_with_a_way_out() {
         ])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let r = l
+    let r = b
         .vpnmig(&["cutover", "globex-east", "-n", "tenant-globex", "--yes"])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    let peers = objects(&l, "vpn.bnerd.net", "vpnpeers", "tenant-globex");
+    let peers = b.objects(VPNPEER, "tenant-globex").await;
     let owners: Vec<(String, String)> = peers
         .iter()
         .map(|p| {
@@ -520,5 +544,5 @@ async fn colliding_peer_names_block_the_later_gateway_with_a_way_out() {
             ("globex-main".to_string(), "globex".to_string()),
         ]
     );
-    assert!(l.sb.operator.floating_ips().released.is_empty());
+    assert!(b.operator.floating_ips().released.is_empty());
 }

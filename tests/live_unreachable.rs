@@ -1,28 +1,39 @@
 //! No verdict from silence (issue 9 item 0; DESIGN.md §4.9): with the API server gone,
 //! every live command fails (exit 1, or 6 for a wait that ran out) with kubectl-like
-//! wording, and none prints a verdict: no HEALTHY, no READY, no empty JSON array.
+//! wording, and none prints a verdict: no HEALTHY, no READY, no empty JSON array. On the
+//! emulator and the real control plane (tests/live/bed.rs rows, one run per backend).
 
 mod live;
 
+use live::bed::{Bed, Row, Scenario};
 use live::{ACME, run_vpnmig};
-use vpnmig_sandbox::{Config, Sandbox, SettingsFile, scenario};
+use serde_json::Value;
+use vpnmig_sandbox::SettingsFile;
 
-/// A kubeconfig that points at a sandbox which has stopped: connection refused.
-async fn stopped_cluster() -> (tempfile::TempDir, std::path::PathBuf, String) {
-    let sb = Sandbox::start(Config {
-        scenario: scenario::parse(ACME).unwrap(),
-        settings: SettingsFile::default(),
-        port: 0,
-        data_plane: None,
-    })
-    .await
-    .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = dir.path().join("kubeconfig");
-    sb.write_kubeconfig(&kubeconfig).unwrap();
-    let url = sb.url();
-    sb.shutdown().await;
-    (dir, kubeconfig, url)
+fn acme() -> Scenario {
+    Scenario::new(ACME, SettingsFile::default())
+}
+
+/// The bed's kubeconfig (its context, user and CA) with its server gone: moved to an
+/// address on 127.0.0.1 where nothing listens any more (a listener bound and closed), so
+/// every connection is refused, as to a stopped API server. Its path and that server's URL.
+fn gone(b: &Bed) -> (std::path::PathBuf, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("https://127.0.0.1:{port}");
+    let mut kc: Value =
+        serde_saphyr::from_str(&std::fs::read_to_string(&b.kubeconfig).unwrap()).unwrap();
+    for c in kc["clusters"].as_array_mut().unwrap() {
+        c["cluster"]["server"] = Value::String(url.clone());
+    }
+    let dir = b.cwd().join("gone");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, serde_saphyr::to_string(&kc).unwrap()).unwrap();
+    (path, url)
 }
 
 /// One row per command: its arguments and the exit code it must end with.
@@ -45,28 +56,41 @@ const COMMANDS: &[(&[&str], i32)] = &[
     (&["rollback", "acme", "--dry-run"], 1),
 ];
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_unreachable_cluster_is_never_a_verdict() {
-    let (_dir, kubeconfig, url) = stopped_cluster().await;
+crate::rows! {
+    an_unreachable_cluster_is_never_a_verdict: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(an_unreachable_cluster_is_never_a_verdict(b)),
+    },
+}
+
+async fn an_unreachable_cluster_is_never_a_verdict(b: &Bed) {
+    let on = b.backend;
+    let (kubeconfig, url) = gone(b);
     for (args, code) in COMMANDS {
         let r = run_vpnmig(&kubeconfig, args).await;
         let cmd = args.join(" ");
-        assert_eq!(r.code, *code, "vpnmig {cmd}\n{}\n{}", r.stdout, r.stderr);
+        assert_eq!(
+            r.code, *code,
+            "{on}: vpnmig {cmd}\n{}\n{}",
+            r.stdout, r.stderr
+        );
         assert!(
             r.says(&format!("connection refused to {url} (context vpnmig-sandbox): is the cluster up, is this the right context?")),
-            "vpnmig {cmd}: {}",
+            "{on}: vpnmig {cmd}: {}",
             r.stderr
         );
         for verdict in ["HEALTHY", "READY", "[]", "nothing to do", "no gateways"] {
             assert!(
                 !r.stdout.contains(verdict),
-                "vpnmig {cmd} printed {verdict}: {}",
+                "{on}: vpnmig {cmd} printed {verdict}: {}",
                 r.stdout
             );
         }
         assert!(
             !r.stderr.contains("ServiceError"),
-            "vpnmig {cmd}: the transport's debug words: {}",
+            "{on}: vpnmig {cmd}: the transport's debug words: {}",
             r.stderr
         );
     }

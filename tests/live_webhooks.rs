@@ -2,13 +2,18 @@
 //! verdict in plan and cutover (a warning naming it; cutover goes on only with
 //! `--skip-dry-run-webhook NAME`), and a webhook's refusal anywhere in the window says
 //! what was (not) deleted and a command that works, which each test then runs.
+//!
+//! Rows of tests/live/bed.rs, each marked for the emulator only: admission webhooks are
+//! the emulator's knob (`settings.api.webhooks`); on the real control plane they would be
+//! a `ValidatingWebhookConfiguration` answered by an HTTPS server the bed does not have
+//! yet (docs/sandbox.md, "Not through the proxy").
 
 mod live;
 
-use live::{
-    ACME, Live, core, eventually, finish, invariants, journal, objects, phase, psk_fingerprint,
-    start,
+use live::bed::{
+    After, Backend, Bed, IPSECGATEWAY, Row, Scenario, VPNGATEWAY, VPNPEER, eventually,
 };
+use live::{ACME, finish};
 use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::api::faults::{SideEffects, Webhook};
 
@@ -19,6 +24,51 @@ fn settings() -> SettingsFile {
     let mut s = SettingsFile::default();
     s.operator.service_cidr_pool = "10.250.3.0/24".into();
     s
+}
+
+/// Why every row here runs on the emulator only.
+const WEBHOOKS: &str = "admission webhooks are the emulator's (settings.api.webhooks): the real control plane would need a ValidatingWebhookConfiguration and an HTTPS webhook server the bed does not have yet";
+
+/// acme with the policy webhook installed from the start, unable to dry-run.
+fn acme_behind_a_webhook_that_cannot_dry_run() -> Scenario {
+    let mut s = settings();
+    s.api.webhooks.push(policy(SideEffects::Unknown, false));
+    Scenario::new(ACME, s)
+}
+
+/// acme behind slow requests (100 ms each), so a webhook can be installed at a chosen
+/// point of a window under way (a webhook configuration applied during the window).
+fn acme_slow() -> Scenario {
+    let mut s = settings();
+    s.api.latency_ms = 100;
+    Scenario::new(ACME, s)
+}
+
+crate::rows! {
+    a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_skipped_by_name: Row {
+        scenario: acme_behind_a_webhook_that_cannot_dry_run,
+        only: Some((Backend::Emulated, WEBHOOKS)),
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_skipped_by_name(b)),
+    },
+    a_webhook_met_first_by_the_pre_delete_dry_run_stops_with_nothing_deleted: Row {
+        scenario: acme_slow,
+        only: Some((Backend::Emulated, WEBHOOKS)),
+        after: None,
+        steps: |b| Box::pin(a_webhook_met_first_by_the_pre_delete_dry_run_stops_with_nothing_deleted(b)),
+    },
+    a_webhook_that_denies_the_real_apply_after_the_delete_says_what_to_run: Row {
+        scenario: acme_slow,
+        only: Some((Backend::Emulated, WEBHOOKS)),
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_webhook_that_denies_the_real_apply_after_the_delete_says_what_to_run(b)),
+    },
+    a_target_refused_by_the_pre_delete_dry_run_stops_with_nothing_deleted_and_resumes: Row {
+        scenario: acme_slow,
+        only: Some((Backend::Emulated, WEBHOOKS)),
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_target_refused_by_the_pre_delete_dry_run_stops_with_nothing_deleted_and_resumes(b)),
+    },
 }
 
 /// The webhook of the field report: VPNGateways and VPNPeers, sideEffects Unknown.
@@ -36,18 +86,18 @@ fn policy(side_effects: SideEffects, deny: bool) -> Webhook {
 
 /// Nothing of the window happened: the IPsecGateway is there, no target exists, the
 /// floating IP was never released.
-fn untouched(l: &Live) {
+async fn untouched(b: &Bed) {
     assert_eq!(
-        objects(l, "ipsec.bnerd.net", "ipsecgateways", "tenant-acme").len(),
+        b.objects(IPSECGATEWAY, "tenant-acme").await.len(),
         1,
         "the IPsecGateway is still there"
     );
-    assert!(objects(l, "vpn.bnerd.net", "vpngateways", "tenant-acme").is_empty());
-    assert!(objects(l, "vpn.bnerd.net", "vpnpeers", "tenant-acme").is_empty());
-    let fips = l.sb.operator.floating_ips();
+    assert!(b.objects(VPNGATEWAY, "tenant-acme").await.is_empty());
+    assert!(b.objects(VPNPEER, "tenant-acme").await.is_empty());
+    let fips = b.operator.floating_ips();
     assert!(fips.released.is_empty(), "{fips:?}");
     assert!(
-        core(l, "leases", "tenant-acme", "vpnmig-acme").is_none(),
+        b.lease("tenant-acme", "acme").await.is_none(),
         "lock released"
     );
 }
@@ -61,14 +111,10 @@ fn advised(stderr: &str) -> Vec<String> {
         .unwrap_or_else(|| panic!("no `vpnmig …` in the hint: {hint}"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_skipped_by_name() {
-    let mut s = settings();
-    s.api.webhooks.push(policy(SideEffects::Unknown, false));
-    let l = start(ACME, s).await;
-    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
-
-    let r = l.vpnmig(&["plan", "acme", "--server-dry-run"]).await;
+async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_skipped_by_name(
+    b: &Bed,
+) {
+    let r = b.vpnmig(&["plan", "acme", "--server-dry-run"]).await;
     // The plan's text is wrapped to 100 columns: its sentences read joined.
     let out = live::flat(&format!("{}\n{}", r.stdout, r.stderr));
     assert_eq!(r.code, 0, "a warning, not a blocker: {out}");
@@ -85,7 +131,7 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
     assert!(!out.contains("BLOCKER server-dry-run"), "{out}");
 
     // Without the flag: refused before anything changes, the webhook named.
-    let r = l.vpnmig(&["cutover", "acme", "--yes"]).await;
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
         r.says(&format!(
@@ -95,8 +141,8 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
         r.stderr
     );
     assert!(r.says("nothing was changed"), "{}", r.stderr);
-    assert!(journal(&l, "tenant-acme", "acme").is_none());
-    untouched(&l);
+    assert!(b.journal("tenant-acme", "acme").await.is_none());
+    untouched(b).await;
     let cmd = advised(&r.stderr);
     assert_eq!(
         cmd,
@@ -112,7 +158,7 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
     );
 
     // A flag naming another webhook is not enough.
-    let r = l
+    let r = b
         .vpnmig(&[
             "cutover",
             "acme",
@@ -122,10 +168,10 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
         ])
         .await;
     assert_eq!(r.code, 7, "{}", r.stderr);
-    untouched(&l);
+    untouched(b).await;
 
     // `--dry-run` with the flag: every dry run, the webhook's skipped and said so.
-    let r = l
+    let r = b
         .vpnmig(&[
             "cutover",
             "acme",
@@ -144,12 +190,12 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
         r.stderr
     );
     assert!(r.says("dry run: nothing was changed"), "{}", r.stderr);
-    assert!(journal(&l, "tenant-acme", "acme").is_none());
-    untouched(&l);
+    assert!(b.journal("tenant-acme", "acme").await.is_none());
+    untouched(b).await;
 
     // The advised command, as printed (with --yes, as the run it was advised to had).
     let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
-    let r = l.vpnmig(&args).await;
+    let r = b.vpnmig(&args).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
         r.says(&format!(
@@ -158,32 +204,22 @@ async fn a_webhook_that_cannot_dry_run_warns_in_plan_and_stops_cutover_until_ski
         "{}",
         r.stderr
     );
-    assert_eq!(phase(&l, "tenant-acme", "acme").as_deref(), Some("done"));
-    invariants(
-        &l,
-        "tenant-acme",
-        "acme",
-        ACME_FIP,
-        &psk,
-        "VPNGateway",
-        &["acme"],
+    assert_eq!(
+        b.phase("tenant-acme", "acme").await.as_deref(),
+        Some("done")
     );
+    // The invariants: the row's `after`.
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_webhook_met_first_by_the_pre_delete_dry_run_stops_with_nothing_deleted() {
-    // Slow requests, so the webhook can be installed after the plan's dry run and
-    // before the one right before the delete (a webhook configuration applied during
-    // the window).
-    let mut s = settings();
-    s.api.latency_ms = 100;
-    let l = start(ACME, s).await;
-    let child = l.spawn(&["cutover", "acme", "--yes"]);
-    eventually(30, "the journal", || {
-        journal(&l, "tenant-acme", "acme").is_some()
+async fn a_webhook_met_first_by_the_pre_delete_dry_run_stops_with_nothing_deleted(b: &Bed) {
+    // Slow requests (the scenario), so the webhook can be installed after the plan's dry
+    // run and before the one right before the delete.
+    let child = b.spawn(&["cutover", "acme", "--yes"]);
+    eventually(30, "the journal", || async {
+        b.journal("tenant-acme", "acme").await.is_some()
     })
     .await;
-    l.sb.api_faults
+    b.api_faults()
         .write()
         .unwrap()
         .webhooks
@@ -202,12 +238,12 @@ async fn a_webhook_met_first_by_the_pre_delete_dry_run_stops_with_nothing_delete
         "{}",
         r.stderr
     );
-    let j = journal(&l, "tenant-acme", "acme").unwrap();
+    let j = b.journal("tenant-acme", "acme").await.unwrap();
     assert_eq!(j["phase"], "psk-detached");
     assert!(j["lastError"].as_str().unwrap().contains(POLICY), "{j}");
-    untouched(&l);
+    untouched(b).await;
 
-    l.sb.api_faults.write().unwrap().latency_ms = 0;
+    b.api_faults().write().unwrap().latency_ms = 0;
     // Advice to a run with --yes carries it.
     let args = advised(&r.stderr);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -223,26 +259,24 @@ async fn a_webhook_met_first_by_the_pre_delete_dry_run_stops_with_nothing_delete
             "--yes"
         ]
     );
-    let r = l.vpnmig(&args).await;
+    let r = b.vpnmig(&args).await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(phase(&l, "tenant-acme", "acme").as_deref(), Some("done"));
-    let fips = l.sb.operator.floating_ips();
+    assert_eq!(
+        b.phase("tenant-acme", "acme").await.as_deref(),
+        Some("done")
+    );
+    let fips = b.operator.floating_ips();
     assert!(!fips.released.contains(&ACME_FIP.to_string()), "{fips:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_webhook_that_denies_the_real_apply_after_the_delete_says_what_to_run() {
-    let mut s = settings();
-    s.api.latency_ms = 100;
-    let l = start(ACME, s).await;
-    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
-    let child = l.spawn(&["cutover", "acme", "--yes"]);
+async fn a_webhook_that_denies_the_real_apply_after_the_delete_says_what_to_run(b: &Bed) {
+    let child = b.spawn(&["cutover", "acme", "--yes"]);
     // Installed once the dry run has passed: only the real apply meets it.
-    eventually(30, "phase deleting", || {
-        phase(&l, "tenant-acme", "acme").as_deref() == Some("deleting")
+    eventually(30, "phase deleting", || async {
+        b.phase("tenant-acme", "acme").await.as_deref() == Some("deleting")
     })
     .await;
-    l.sb.api_faults
+    b.api_faults()
         .write()
         .unwrap()
         .webhooks
@@ -268,41 +302,33 @@ async fn a_webhook_that_denies_the_real_apply_after_the_delete_says_what_to_run(
         "{}",
         r.stderr
     );
-    let fips = l.sb.operator.floating_ips();
+    let fips = b.operator.floating_ips();
     assert!(!fips.released.contains(&ACME_FIP.to_string()), "{fips:?}");
 
     // The cause fixed (the webhook admits it now), the advised resume works.
-    l.sb.api_faults.write().unwrap().webhooks.clear();
-    l.sb.api_faults.write().unwrap().latency_ms = 0;
-    let r = l
+    b.api_faults().write().unwrap().webhooks.clear();
+    b.api_faults().write().unwrap().latency_ms = 0;
+    let r = b
         .vpnmig(&["cutover", "acme", "-n", "tenant-acme", "--yes"])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(phase(&l, "tenant-acme", "acme").as_deref(), Some("done"));
-    invariants(
-        &l,
-        "tenant-acme",
-        "acme",
-        ACME_FIP,
-        &psk,
-        "VPNGateway",
-        &["acme"],
+    assert_eq!(
+        b.phase("tenant-acme", "acme").await.as_deref(),
+        Some("done")
     );
+    // The invariants: the row's `after`.
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_target_refused_by_the_pre_delete_dry_run_stops_with_nothing_deleted_and_resumes() {
-    let mut s = settings();
-    s.api.latency_ms = 100;
-    let l = start(ACME, s).await;
-    let psk = psk_fingerprint(&l, "tenant-acme", "acme-psk");
-    let child = l.spawn(&["cutover", "acme", "--yes"]);
-    eventually(30, "the journal", || {
-        journal(&l, "tenant-acme", "acme").is_some()
+async fn a_target_refused_by_the_pre_delete_dry_run_stops_with_nothing_deleted_and_resumes(
+    b: &Bed,
+) {
+    let child = b.spawn(&["cutover", "acme", "--yes"]);
+    eventually(30, "the journal", || async {
+        b.journal("tenant-acme", "acme").await.is_some()
     })
     .await;
     // A webhook that can dry-run (called for dry runs) and denies.
-    l.sb.api_faults
+    b.api_faults()
         .write()
         .unwrap()
         .webhooks
@@ -330,24 +356,16 @@ async fn a_target_refused_by_the_pre_delete_dry_run_stops_with_nothing_deleted_a
     );
     assert!(!r.stderr.contains("missing permission"), "{}", r.stderr);
     assert_eq!(
-        phase(&l, "tenant-acme", "acme").as_deref(),
+        b.phase("tenant-acme", "acme").await.as_deref(),
         Some("psk-detached")
     );
-    untouched(&l);
+    untouched(b).await;
 
-    l.sb.api_faults.write().unwrap().webhooks.clear();
-    l.sb.api_faults.write().unwrap().latency_ms = 0;
-    let r = l
+    b.api_faults().write().unwrap().webhooks.clear();
+    b.api_faults().write().unwrap().latency_ms = 0;
+    let r = b
         .vpnmig(&["cutover", "acme", "-n", "tenant-acme", "--yes"])
         .await;
     assert_eq!(r.code, 0, "{}", r.stderr);
-    invariants(
-        &l,
-        "tenant-acme",
-        "acme",
-        ACME_FIP,
-        &psk,
-        "VPNGateway",
-        &["acme"],
-    );
+    // The invariants: the row's `after`.
 }

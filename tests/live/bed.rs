@@ -31,7 +31,8 @@
 //!   certificate with a ClusterRole of its rules (a Role in each namespace of a rule that
 //!   names namespaces), its context named as the emulator names it
 //!   (`vpnmig-sandbox-<user>`); a user `without_basic_user` is one the cluster's
-//!   `system:basic-user` binding no longer covers.
+//!   `system:basic-user` binding no longer covers. **Groups** (`settings.groups`, what
+//!   `--as-group` is given) too: a ClusterRole of the group's rules bound to the group.
 //! - **The API fault knobs** (`settings.api` and, at run time, [`Bed::api_faults`]) work on
 //!   both: on the real control plane the kubeconfig points at the fault proxy in front of
 //!   kube-apiserver (`vpnmig_sandbox::proxy`), which applies the same knobs.
@@ -344,6 +345,7 @@ impl Bed {
                     operator: scenario.settings.operator.clone(),
                     gitops: scenario.settings.gitops.clone(),
                     users: scenario.settings.users.clone(),
+                    groups: scenario.settings.groups.clone(),
                     api: ApiFaults {
                         webhooks: Vec::new(),
                         ..scenario.settings.api.clone()
@@ -375,6 +377,7 @@ impl Bed {
                     (cp, ns)
                 };
                 let users = rbac_users(&cp, &scenario.settings.users);
+                rbac_groups(&cp, &scenario.settings.groups);
                 let mut all = vec![&cp.admin];
                 all.extend(users.iter());
                 // The emulator names its cluster-admin context `vpnmig-sandbox` and a user's
@@ -711,6 +714,18 @@ impl Bed {
             .patch(name, &pp, &kube::api::Patch::Merge(&patch))
             .await
             .unwrap_or_else(|e| panic!("PATCH {} {ns}/{name}: {e}", kind.2));
+    }
+
+    /// A forced server-side apply of `obj` (its `apiVersion`, `kind` and `metadata.name`
+    /// set) by field manager `manager`, as another tool's `kubectl apply --server-side
+    /// --force-conflicts` (creates the object when it does not exist).
+    pub async fn apply_as(&self, kind: Kind, ns: &str, manager: &str, obj: Value) {
+        let name = obj["metadata"]["name"].as_str().unwrap().to_string();
+        let pp = kube::api::PatchParams::apply(manager).force();
+        self.api(kind, ns)
+            .patch(&name, &pp, &kube::api::Patch::Apply(&obj))
+            .await
+            .unwrap_or_else(|e| panic!("APPLY {} {ns}/{name} as {manager}: {e}", kind.2));
     }
 
     /// The object's uid, when it exists and is not being deleted.
@@ -1058,6 +1073,39 @@ fn rbac_users(
             .unwrap_or_else(|e| panic!("removing the system:basic-user binding: {e}"));
     }
     certs
+}
+
+/// The emulator's `groups:` as the real control plane has them: a ClusterRole of each
+/// group's rules (each rule for every API group) bound to the group, for what a request
+/// impersonating the group (`--as-group`) may do. A group's rule that names namespaces is
+/// not translated yet (none does): it fails here rather than grant more.
+fn rbac_groups(cp: &ControlPlane, groups: &[vpnmig_sandbox::api::auth::Group]) {
+    use serde_json::json;
+    let rbac = "rbac.authorization.k8s.io";
+    for g in groups {
+        assert!(
+            g.rules.iter().all(|r| r.namespaces.is_empty()),
+            "group {}: a rule for some namespaces is not translated to RBAC yet",
+            g.name
+        );
+        let role = format!("vpnmig-group-{}", g.name);
+        let rules: Vec<Value> = g
+            .rules
+            .iter()
+            .map(|r| json!({"apiGroups": ["*"], "resources": r.resources, "verbs": r.verbs}))
+            .collect();
+        for d in [
+            json!({"apiVersion": format!("{rbac}/v1"), "kind": "ClusterRole",
+                "metadata": {"name": role}, "rules": rules}),
+            json!({"apiVersion": format!("{rbac}/v1"), "kind": "ClusterRoleBinding",
+                "metadata": {"name": role},
+                "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": role},
+                "subjects": [{"apiGroup": rbac, "kind": "Group", "name": g.name}]}),
+        ] {
+            cp.apply(&d.to_string())
+                .unwrap_or_else(|e| panic!("group {}: {e}", g.name));
+        }
+    }
 }
 
 async fn client(kubeconfig: &Path) -> kube::Client {
