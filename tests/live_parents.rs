@@ -2234,6 +2234,66 @@ async fn a_let_go_owner_says_its_source_still_defines_the_gateway(
     }
 }
 
+/// a21o D11: after `done`, the parent is resumed, re-arms acme, which re-creates the
+/// IPsecGateway; the stop (exit 5) asks for the parent's and acme's suspension. The user
+/// suspends the parent only; a colleague freezes acme with `skip-reconcile` (its
+/// `automated` left as the re-arm set it); the gateway is deleted. The next cutover says
+/// one thing: its policy changed since the window paused it (the freeze), let go of;
+/// never first that it "reads back suspended as this window's stop asked … not someone
+/// else's change". On the code before it, both were said in the same run.
+async fn a_freeze_after_the_stop_is_said_once_as_someone_else_s(b: &Bed, parent: Level) {
+    let on = b.backend;
+    let owner = ACME_APP_OWNER;
+    done_relying_on(b, owner, &[parent]).await;
+    resume(b, parent).await;
+    bed::eventually(
+        30,
+        "the re-armed owner re-creates the IPsecGateway",
+        || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
+    )
+    .await;
+    b.step(&["cutover", "acme", "-n", NS, "--yes"], 5, &[])
+        .await;
+    b.patch_as(
+        parent.0,
+        level_ns(parent),
+        parent.1,
+        "vpnmig",
+        serde_json::json!({"spec": {"syncPolicy": {"automated": null}}}),
+    )
+    .await;
+    b.patch_as(
+        owner.0,
+        level_ns(owner),
+        owner.1,
+        "colleague",
+        serde_json::json!({"metadata": {"annotations": {"argocd.argoproj.io/skip-reconcile": "true"}}}),
+    )
+    .await;
+    b.delete(IPSECGATEWAY, NS, "acme").await;
+    bed::eventually(30, "the IPsecGateway is gone", || async {
+        b.get(IPSECGATEWAY, NS, "acme").await.is_none()
+    })
+    .await;
+    let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    let out = live::flat(&format!("{}{}", r.stdout, r.stderr));
+    for says in [
+        "its policy changed since the window paused it",
+        "argocd.argoproj.io/skip-reconcile=true (a freeze)",
+    ] {
+        assert!(out.contains(says), "{on}: `{says}` missing in: {out}");
+    }
+    for never in [
+        "not someone else's change",
+        "reads back suspended as this window's stop asked",
+    ] {
+        assert!(!out.contains(never), "{on}: `{never}` in: {out}");
+    }
+    let rec = owner_record(b).await;
+    assert!(rec["letGo"].is_string(), "{on}: not let go: {rec}");
+    assert!(rec["asked"]["adopted"].is_null(), "{on}: adopted: {rec}");
+}
+
 /// An Argo CD app-of-apps of two levels, and a Flux one.
 const DACH: [Level; 2] = [(APPLICATION, "dach"), (APPLICATION, "etage")];
 const OBEN: [Level; 2] = [(KUSTOMIZATION, "oben"), (KUSTOMIZATION, "mitte")];
@@ -2318,5 +2378,12 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(a_let_go_owner_says_its_source_still_defines_the_gateway(b, ACME_KS_OWNER, (KUSTOMIZATION, "giebel"))),
+    },
+    /// a21o D11: a colleague's freeze after the stop is said once, as someone else's.
+    an_argo_freeze_after_the_stop_is_said_once_as_someone_else_s: bed::Row {
+        scenario: || scenario(chain(&[(APPLICATION, "giebel")])),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_freeze_after_the_stop_is_said_once_as_someone_else_s(b, (APPLICATION, "giebel"))),
     },
 }

@@ -63,7 +63,14 @@ pub(crate) async fn record_asked(w: &mut Window<'_>) -> Result<(), Error> {
 /// adoption is someone else's re-arm: nothing done here, the restore says it.
 pub(crate) async fn adopt_asked(w: &mut Window<'_>, i: usize, live: &Value) -> Result<(), Error> {
     let r = w.journal.gitops[i].clone();
-    let Some(asked) = r.asked.clone().filter(|_| gitops::as_asked(&r, live)) else {
+    // Only a suspension read back as the window left it is the one asked for: a freeze
+    // set since (Argo CD's `skip-reconcile` on an owner still re-armed) is someone else's,
+    // said once as a policy changed since, never first as the window's own (a21o D11).
+    let Some(asked) = r
+        .asked
+        .clone()
+        .filter(|_| gitops::as_asked(&r, live) && gitops::held(&r, live) == gitops::Held::AsLeft)
+    else {
         return Ok(());
     };
     if asked.adopted.is_none() {
