@@ -328,6 +328,23 @@ async fn follow(b: &Bed, psk: &str) -> (live::Run, Vec<String>) {
             "{on}: the PSK Secret is gone"
         );
         assert_eq!(b.psk_fingerprint(NS, "acme-psk").await, psk, "{on}");
+        // No way back that keeps an IPsecGateway while none exists: the rollback refuses
+        // in an early merge, and says the revert comes first (the adoption's parent stop
+        // said "closes the journal and keeps the IPsecGateway").
+        let text = live::flat(&r.stderr);
+        if old.is_none() {
+            assert!(
+                !text.contains("keeps the IPsecGateway"),
+                "{on}: `vpnmig {}` offers to keep an IPsecGateway that does not exist: {text}",
+                args.join(" ")
+            );
+            if r.code != 0 && text.contains("would not hold") {
+                assert!(
+                    text.contains("the repository change was merged early and no IPsecGateway exists, so the rollback refuses"),
+                    "{on}: {text}"
+                );
+            }
+        }
         if r.code == 0 {
             return (r, tried);
         }

@@ -2000,6 +2000,300 @@ async fn a_change_by_someone_else_after_done_is_let_go_naming_the_source(
     }
 }
 
+/// a21o D20: after `done`, someone changes acme's policy in its parent's source (Argo CD:
+/// `prune: false`) and resumes the parent: acme is re-armed with that policy and
+/// re-creates the IPsecGateway. The stop (exit 5) followed to the letter, the window
+/// holds acme again and says the policy was changed while it held it, and that the end
+/// restores that one; its journal's saved policy is it. Merged and restored, acme syncs
+/// with `prune: false` (the source's), never the `prune: true` the window recorded before
+/// its pause, and the restore says so. On the code before it, the restore put `prune:
+/// true` back without a word.
+async fn a_policy_set_in_the_gap_is_what_the_restore_puts_back(b: &Bed, parent: Level) {
+    let on = b.backend;
+    let owner = ACME_APP_OWNER;
+    done_relying_on(b, owner, &[parent]).await;
+    b.edit(
+        CONFIGMAP,
+        level_ns(parent),
+        &format!("{}-source", parent.1),
+        |o| {
+            let m = o["data"]["manifests"].as_str().unwrap().to_string();
+            assert!(m.contains("prune: true"), "{m}");
+            o["data"]["manifests"] = Value::String(m.replace("prune: true", "prune: false"));
+        },
+    )
+    .await;
+    resume(b, parent).await;
+    bed::eventually(
+        30,
+        "the re-armed owner re-creates the IPsecGateway",
+        || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
+    )
+    .await;
+    let acme = b.get(owner.0, level_ns(owner), owner.1).await.unwrap();
+    assert_eq!(
+        acme["spec"]["syncPolicy"]["automated"]["prune"], false,
+        "{on}: the parent re-armed acme with another policy: {acme}"
+    );
+    let r = b
+        .step(&["cutover", "acme", "-n", NS, "--yes"], 5, &[])
+        .await;
+    let ended = follow_to_the_end(b, r, &["--yes"]).await;
+    let out = live::flat(&format!("{}{}", ended.stdout, ended.stderr));
+    for says in [
+        "its policy was changed while the window held it",
+        "spec.syncPolicy.automated {\"prune\":true,\"selfHeal\":true} when the window paused it",
+        "{\"prune\":false,\"selfHeal\":true} set by the re-arm",
+        "the end of the window restores {\"prune\":false,\"selfHeal\":true}, not the policy before",
+    ] {
+        assert!(out.contains(says), "{on}: `{says}` missing in: {out}");
+    }
+    assert!(!out.contains("is not restored"), "{on}: {out}");
+    let rec = owner_record(b).await;
+    assert_eq!(rec["paused"], true, "{on}: {rec}");
+    assert_eq!(
+        rec["saved"]["value"],
+        serde_json::json!({"selfHeal": true, "prune": false}),
+        "{on}: {rec}"
+    );
+    assert!(suspended(b, owner).await, "{on}: acme syncs again");
+    // Merged; the restore puts back the policy set since, and says so.
+    b.edit(CONFIGMAP, level_ns(owner), "acme-source", |o| {
+        let kept: Vec<&str> = o["data"]["manifests"]
+            .as_str()
+            .unwrap()
+            .split("\n---\n")
+            .filter(|d| !d.contains("kind: IPsecGateway"))
+            .collect();
+        o["data"]["manifests"] = Value::String(kept.join("\n---\n"));
+    })
+    .await;
+    let restore = ["cutover", "acme", "-n", NS, "--gitops", "resume", "--yes"];
+    let r = b.step(&restore, 0, &[]).await;
+    let out = live::flat(&format!("{}{}", r.stdout, r.stderr));
+    for says in [
+        "restored application/acme -n argocd (spec.syncPolicy.automated {\"prune\":false,\"selfHeal\":true} as it was set since the window paused it, not the {\"prune\":true,\"selfHeal\":true} recorded before the window",
+        "a restore never overwrites a policy changed since",
+    ] {
+        assert!(out.contains(says), "{on}: `{says}` missing in: {out}");
+    }
+    let acme = b.get(owner.0, level_ns(owner), owner.1).await.unwrap();
+    assert_eq!(
+        acme["spec"]["syncPolicy"]["automated"],
+        serde_json::json!({"selfHeal": true, "prune": false}),
+        "{on}: the restore overwrote the policy set since: {acme}"
+    );
+}
+
+/// a21o D20, Flux: after `done`, the parent is resumed, re-arms acme, which re-creates
+/// the IPsecGateway, and the stop (exit 5) asks for acme's suspension. Someone then sets
+/// `suspend: true` on acme in the parent's source: the parent's sync suspends it
+/// (kustomize-controller writes the field). The parent suspended and the gateway deleted
+/// by hand, the next cutover never takes that suspension for the one its stop asked for:
+/// "its policy changed since the window paused it" (written by kustomize-controller), let
+/// go, and acme stays suspended as its source says; nothing restores `suspend: false`
+/// over it. On the code before it, the run adopted it as the window's own ("not someone
+/// else's change"), and the restore after the merge would have resumed it.
+async fn a_suspension_set_in_the_source_is_never_the_window_s(b: &Bed, parent: Level) {
+    let on = b.backend;
+    let owner = ACME_KS_OWNER;
+    done_relying_on(b, owner, &[parent]).await;
+    resume(b, parent).await;
+    bed::eventually(
+        30,
+        "the re-armed owner re-creates the IPsecGateway",
+        || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
+    )
+    .await;
+    b.step(&["cutover", "acme", "-n", NS, "--yes"], 5, &[])
+        .await;
+    b.edit(
+        CONFIGMAP,
+        level_ns(parent),
+        &format!("{}-source", parent.1),
+        |o| {
+            let m = o["data"]["manifests"].as_str().unwrap().to_string();
+            assert!(m.contains("suspend: false"), "{m}");
+            o["data"]["manifests"] = Value::String(m.replace("suspend: false", "suspend: true"));
+        },
+    )
+    .await;
+    b.gitops.kick();
+    bed::eventually(30, "the parent's sync suspends acme", || async {
+        suspended(b, owner).await
+    })
+    .await;
+    b.patch_as(
+        parent.0,
+        level_ns(parent),
+        parent.1,
+        "vpnmig",
+        serde_json::json!({"spec": {"suspend": true}}),
+    )
+    .await;
+    b.delete(IPSECGATEWAY, NS, "acme").await;
+    bed::eventually(30, "the IPsecGateway is gone", || async {
+        b.get(IPSECGATEWAY, NS, "acme").await.is_none()
+    })
+    .await;
+    let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    let out = live::flat(&format!("{}{}", r.stdout, r.stderr));
+    for says in [
+        "its policy changed since the window paused it",
+        "written since by kustomize-controller",
+        "ipsecgateway/acme -n tenant-acme",
+    ] {
+        assert!(out.contains(says), "{on}: `{says}` missing in: {out}");
+    }
+    assert!(!out.contains("not someone else's change"), "{on}: {out}");
+    let rec = owner_record(b).await;
+    assert!(rec["letGo"].is_string(), "{on}: not let go: {rec}");
+    assert!(suspended(b, owner).await, "{on}: acme resumed");
+}
+
+/// a21o D29: after `done` (acme's source still defines the IPsecGateway), a colleague
+/// freezes acme their own way (Argo CD: `skip-reconcile` and another policy; Flux:
+/// `spec.suspend` written as `flux`); the cutover lets go of it. `status`'s line for the
+/// owner let go (text and `letGoOwners`) says that the cluster cannot show that its
+/// source no longer defines ipsecgateway/acme, that a resume re-creates it, and the merge
+/// first. On the code before it, that line said only "its
+/// resume is a person's".
+async fn a_let_go_owner_says_its_source_still_defines_the_gateway(
+    b: &Bed,
+    owner: Level,
+    parent: Level,
+) {
+    let on = b.backend;
+    done_relying_on(b, owner, &[parent]).await;
+    if owner.0 == APPLICATION {
+        b.patch_as(
+            owner.0,
+            level_ns(owner),
+            owner.1,
+            "colleague",
+            serde_json::json!({
+                "metadata": {"annotations": {"argocd.argoproj.io/skip-reconcile": "true"}},
+                "spec": {"syncPolicy": {"automated": {"selfHeal": false, "prune": false}}}
+            }),
+        )
+        .await;
+    } else {
+        // Resumed and suspended again as `flux`: its sync re-created the gateway, which
+        // the colleague deletes (a suspension of the same value leaves no writer).
+        resume(b, owner).await;
+        bed::eventually(
+            30,
+            "the re-armed owner re-creates the IPsecGateway",
+            || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
+        )
+        .await;
+        b.patch_as(
+            owner.0,
+            level_ns(owner),
+            owner.1,
+            "flux",
+            serde_json::json!({"spec": {"suspend": true}}),
+        )
+        .await;
+        b.delete(IPSECGATEWAY, NS, "acme").await;
+        bed::eventually(30, "the IPsecGateway is gone", || async {
+            b.get(IPSECGATEWAY, NS, "acme").await.is_none()
+        })
+        .await;
+    }
+    b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    let rec = owner_record(b).await;
+    assert!(rec["letGo"].is_string(), "{on}: not let go: {rec}");
+    let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
+    let at = st
+        .find("GitOps owner let go:")
+        .unwrap_or_else(|| panic!("{on}: no let-go line in: {st}"));
+    let line = st[at..].split("kept from").next().unwrap_or_default();
+    let (doc, _) = status_json(b).await;
+    let json = doc["letGoOwners"][0]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // Neither status can tell (Argo CD's freeze stops the refresh of its status; a
+    // suspended Kustomization's inventory is its last sync's): not before the source no
+    // longer defines it.
+    let first = format!(
+        "Do not resume it before its source no longer defines what the window replaced: the cluster does not show that the source of {} no longer defines ipsecgateway/acme -n tenant-acme",
+        shown(owner)
+    );
+    for says in [
+        first.as_str(),
+        "resumed, its sync re-creates ipsecgateway/acme -n tenant-acme",
+        "merge the repository change first",
+    ] {
+        assert!(line.contains(says), "{on}: `{says}` missing in: {line}");
+        assert!(
+            live::flat(&json).contains(says),
+            "{on}: `{says}` missing in letGoOwners: {json}"
+        );
+    }
+}
+
+/// a21o D11: after `done`, the parent is resumed, re-arms acme, which re-creates the
+/// IPsecGateway; the stop (exit 5) asks for the parent's and acme's suspension. The user
+/// suspends the parent only; a colleague freezes acme with `skip-reconcile` (its
+/// `automated` left as the re-arm set it); the gateway is deleted. The next cutover says
+/// one thing: its policy changed since the window paused it (the freeze), let go of;
+/// never first that it "reads back suspended as this window's stop asked … not someone
+/// else's change". On the code before it, both were said in the same run.
+async fn a_freeze_after_the_stop_is_said_once_as_someone_else_s(b: &Bed, parent: Level) {
+    let on = b.backend;
+    let owner = ACME_APP_OWNER;
+    done_relying_on(b, owner, &[parent]).await;
+    resume(b, parent).await;
+    bed::eventually(
+        30,
+        "the re-armed owner re-creates the IPsecGateway",
+        || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
+    )
+    .await;
+    b.step(&["cutover", "acme", "-n", NS, "--yes"], 5, &[])
+        .await;
+    b.patch_as(
+        parent.0,
+        level_ns(parent),
+        parent.1,
+        "vpnmig",
+        serde_json::json!({"spec": {"syncPolicy": {"automated": null}}}),
+    )
+    .await;
+    b.patch_as(
+        owner.0,
+        level_ns(owner),
+        owner.1,
+        "colleague",
+        serde_json::json!({"metadata": {"annotations": {"argocd.argoproj.io/skip-reconcile": "true"}}}),
+    )
+    .await;
+    b.delete(IPSECGATEWAY, NS, "acme").await;
+    bed::eventually(30, "the IPsecGateway is gone", || async {
+        b.get(IPSECGATEWAY, NS, "acme").await.is_none()
+    })
+    .await;
+    let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    let out = live::flat(&format!("{}{}", r.stdout, r.stderr));
+    for says in [
+        "its policy changed since the window paused it",
+        "argocd.argoproj.io/skip-reconcile=true (a freeze)",
+    ] {
+        assert!(out.contains(says), "{on}: `{says}` missing in: {out}");
+    }
+    for never in [
+        "not someone else's change",
+        "reads back suspended as this window's stop asked",
+    ] {
+        assert!(!out.contains(never), "{on}: `{never}` in: {out}");
+    }
+    let rec = owner_record(b).await;
+    assert!(rec["letGo"].is_string(), "{on}: not let go: {rec}");
+    assert!(rec["asked"]["adopted"].is_null(), "{on}: adopted: {rec}");
+}
+
 /// An Argo CD app-of-apps of two levels, and a Flux one.
 const DACH: [Level; 2] = [(APPLICATION, "dach"), (APPLICATION, "etage")];
 const OBEN: [Level; 2] = [(KUSTOMIZATION, "oben"), (KUSTOMIZATION, "mitte")];
@@ -2053,5 +2347,43 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(a_change_by_someone_else_after_done_is_let_go_naming_the_source(b, ACME_KS_OWNER, &[(KUSTOMIZATION, "verbund")])),
+    },
+    /// a21o D20: a policy set in the parent's source in the gap is what the restore puts
+    /// back (Argo CD `prune: false`).
+    an_argo_policy_set_in_the_gap_is_what_the_restore_puts_back: bed::Row {
+        scenario: || scenario(chain(&[(APPLICATION, "giebel")])),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_policy_set_in_the_gap_is_what_the_restore_puts_back(b, (APPLICATION, "giebel"))),
+    },
+    /// a21o D20, Flux: `suspend: true` set in the parent's source after the stop is never
+    /// the window's suspension.
+    a_flux_suspension_set_in_the_source_is_never_the_window_s: bed::Row {
+        scenario: || scenario(chain(&[(KUSTOMIZATION, "giebel")])),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_suspension_set_in_the_source_is_never_the_window_s(b, (KUSTOMIZATION, "giebel"))),
+    },
+    /// a21o D29: the let-go line of `status` says the source still defines the gateway
+    /// (Argo CD: a colleague's freeze).
+    an_argo_let_go_owner_says_its_source_still_defines_the_gateway: bed::Row {
+        scenario: || scenario(chain(&[(APPLICATION, "giebel")])),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_let_go_owner_says_its_source_still_defines_the_gateway(b, ACME_APP_OWNER, (APPLICATION, "giebel"))),
+    },
+    /// The same with Flux (`spec.suspend` written as `flux`).
+    a_flux_let_go_owner_says_its_source_still_defines_the_gateway: bed::Row {
+        scenario: || scenario(chain(&[(KUSTOMIZATION, "giebel")])),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_let_go_owner_says_its_source_still_defines_the_gateway(b, ACME_KS_OWNER, (KUSTOMIZATION, "giebel"))),
+    },
+    /// a21o D11: a colleague's freeze after the stop is said once, as someone else's.
+    an_argo_freeze_after_the_stop_is_said_once_as_someone_else_s: bed::Row {
+        scenario: || scenario(chain(&[(APPLICATION, "giebel")])),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_freeze_after_the_stop_is_said_once_as_someone_else_s(b, (APPLICATION, "giebel"))),
     },
 }

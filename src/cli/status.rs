@@ -1187,14 +1187,31 @@ async fn open_windows(
         .collect();
     // The owners a finished window let go of: their resume is a person's (a21g 12b:
     // `status` said nothing more, and the other team's resume pruned the PSK Secret).
-    let let_go = parsed
-        .iter()
-        .flat_map(|j| {
-            j.gitops.iter().filter(|r| !r.paused).filter_map(move |r| {
-                let why = r.let_go.as_ref()?;
-                let kept = r.protected.len();
-                Some(format!(
-                    "{} (by the window of {}/{}, journal phase {}; {why}): vpnmig no longer holds it and never resumes it; its resume is a person's, and nothing watches its first sync. {}",
+    // Its source still defining what the window replaced is said as on every let-go
+    // line: a resume before the merge re-creates it (a21o D29: a colleague's freeze after
+    // `done`, let go, and nothing here said so).
+    let mut let_go = Vec::new();
+    for j in &parsed {
+        for r in j.gitops.iter().filter(|r| !r.paused) {
+            let Some(why) = r.let_go.as_ref() else {
+                continue;
+            };
+            let kept = r.protected.len();
+            use crate::cluster::gitops::{Found, find};
+            let defines = match find(cluster, &r.owner).await {
+                Ok(Found::One(_, o)) => {
+                    match crate::window::source_still_defines(j, &r.owner, Some(&o)) {
+                        Some((true, d)) => format!(" Do not resume it yet: {d}."),
+                        Some((false, d)) => format!(
+                            " Do not resume it before its source no longer defines what the window replaced: {d}."
+                        ),
+                        None => String::new(),
+                    }
+                }
+                _ => String::new(),
+            };
+            let_go.push(format!(
+                    "{} (by the window of {}/{}, journal phase {}; {why}): vpnmig no longer holds it and never resumes it; its resume is a person's, and nothing watches its first sync.{defines} {}",
                     r.owner.display(),
                     j.namespace,
                     j.gateway,
@@ -1207,10 +1224,9 @@ async fn open_windows(
                             j.psk_secret, j.namespace
                         )
                     }
-                ))
-            })
-        })
-        .collect();
+            ));
+        }
+    }
     let mut suspended: Vec<Suspended> = suspended;
     for s in &mut suspended {
         let record = parsed

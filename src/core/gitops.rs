@@ -1518,6 +1518,56 @@ pub struct Asked {
     /// else's suspension.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer: Option<String>,
+    /// The policy the re-arm set, seen when the stop asked: the value of the field the
+    /// window's pause changes ([`Saved::pointer`]; `None`: absent). One other than the
+    /// window recorded before its pause was set since (a21o D20: `prune: false` in the
+    /// parent's source, re-armed): the adoption makes it what the end restores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Value>,
+    /// What the window had recorded before its pause ([`Saved::value`]), kept when the
+    /// adoption replaced it with `policy` (set since): what the restore says it did not
+    /// put back. Outer `None`: not replaced; inner `None`: the field was absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<Option<Value>>,
+}
+
+/// The policy set since the window recorded `saved` and seen at the window's stop
+/// (`seen`, [`Asked::policy`]): `Some(seen)` when it differs from the recorded one (Flux's
+/// `spec.suspend` absent is `false`), the value the end of the window restores instead,
+/// so that no restore overwrites a policy changed since (issue 21 item 4, a21o D20).
+pub fn policy_set_since(saved: &Saved, seen: Option<&Value>) -> Option<Option<Value>> {
+    let live = match (saved.pointer.trim_start_matches('/').split('/'), seen) {
+        (_, None) => json!({}),
+        (keys, Some(v)) => {
+            let mut doc = v.clone();
+            for key in keys.collect::<Vec<_>>().into_iter().rev() {
+                doc = json!({ key: doc });
+            }
+            doc
+        }
+    };
+    (!as_saved(&live, saved)).then(|| seen.cloned())
+}
+
+/// A policy value as said: its JSON with its keys sorted (one text whatever order the
+/// API server kept them in), or `absent`.
+pub fn policy_shown(v: Option<&Value>) -> String {
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    v.map_or_else(|| "absent".to_string(), |v| sorted(v).to_string())
 }
 
 /// Whether `live` (read back suspended as the window left it) carries the suspension the
@@ -1535,12 +1585,19 @@ pub fn as_asked(record: &Record, live: &Value) -> bool {
     if live["kind"] == "Application" {
         return a.adopted.is_none() || last_sync(live) == a.last_sync;
     }
+    // Written by a GitOps controller, the suspension is what its parent's source now says
+    // (`suspend: true` in the repository), not the one the stop asked for: a restore over
+    // it would overwrite a policy changed since (a21o D20, Flux).
+    let writer = suspend_writer(live);
     record
         .saved
         .as_ref()
         .is_some_and(|s| s.pointer == "/spec/suspend")
         && live.pointer("/spec/suspend") == Some(&Value::Bool(true))
-        && (a.adopted.is_none() || a.writer == suspend_writer(live))
+        && !writer
+            .as_deref()
+            .is_some_and(|m| FLUX_MANAGERS.contains(&m) || ARGO_MANAGERS.contains(&m))
+        && (a.adopted.is_none() || a.writer == writer)
 }
 
 /// Who last wrote a Flux owner's `spec.suspend` (its managedFields).
@@ -3982,12 +4039,24 @@ mod tests {
             last_sync: None,
             adopted: None,
             writer: None,
+            policy: None,
+            recorded: None,
         });
         for m in ["flux", "kubectl-patch", "vpnmig"] {
             assert!(as_asked(&asked, &written(m)), "{m}");
             assert_eq!(held(&asked, &written(m)), Held::AsLeft, "{m}");
         }
         assert!(!as_asked(&asked, &ks(json!(false))));
+        // a21o D20, Flux: `spec.suspend: true` written by a controller's sync is what the
+        // parent's source says now, not the suspension the stop asked for: a policy
+        // changed since, never restored over.
+        for m in ["kustomize-controller", "helm-controller"] {
+            assert!(!as_asked(&asked, &written(m)), "{m}");
+            assert!(
+                matches!(held(&asked, &written(m)), Held::Changed { .. }),
+                "{m}"
+            );
+        }
         let a = asked.asked.as_mut().unwrap();
         a.adopted = Some("2026-01-03T00:01:00Z".into());
         a.writer = Some("kubectl-patch".into());
@@ -4112,6 +4181,8 @@ mod tests {
             last_sync: Some("2026-01-03T00:00:00Z".into()),
             adopted: None,
             writer: None,
+            policy: None,
+            recorded: None,
         });
         for at in ["2026-01-03T00:00:00Z", "2026-01-03T00:00:09Z"] {
             assert!(as_asked(&seen, &synced(Some(at))), "{at}");
@@ -4474,5 +4545,42 @@ mod tests {
         let mut blind = app.clone();
         blind["status"]["sync"]["status"] = json!("Unknown");
         assert!(argo_extra_peers(&blind, "t", &["acme"]).is_empty());
+    }
+
+    /// a21o D20: the policy a re-arm set since the window recorded it, seen at the
+    /// window's stop, is what the end restores; the same policy (Flux's `spec.suspend`
+    /// absent is `false`) is no change.
+    #[test]
+    fn a_policy_set_since_is_what_the_end_restores() {
+        let argo = Saved {
+            pointer: "/spec/syncPolicy/automated".into(),
+            value: Some(json!({"selfHeal": true, "prune": true})),
+        };
+        let since = json!({"selfHeal": true, "prune": false});
+        assert_eq!(
+            policy_set_since(&argo, Some(&since)),
+            Some(Some(since.clone()))
+        );
+        assert_eq!(
+            policy_set_since(&argo, Some(&json!({"prune": true, "selfHeal": true}))),
+            None
+        );
+        assert_eq!(policy_set_since(&argo, None), Some(None));
+        let flux = Saved {
+            pointer: "/spec/suspend".into(),
+            value: None,
+        };
+        assert_eq!(policy_set_since(&flux, Some(&json!(false))), None);
+        assert_eq!(policy_set_since(&flux, None), None);
+        assert_eq!(
+            policy_set_since(&flux, Some(&json!(true))),
+            Some(Some(json!(true)))
+        );
+        assert_eq!(policy_shown(None), "absent");
+        assert_eq!(policy_shown(Some(&json!(false))), "false");
+        assert_eq!(
+            policy_shown(Some(&json!({"selfHeal": true, "prune": false}))),
+            r#"{"prune":false,"selfHeal":true}"#
+        );
     }
 }

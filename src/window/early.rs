@@ -198,6 +198,41 @@ pub(crate) fn differences(j: &Journal, m: &Merged) -> Vec<String> {
     out
 }
 
+/// The way back a stop before the delete names: the rollback closes the journal.
+pub(crate) fn way_back_before_delete(name: &str, ns: &str) -> String {
+    format!("`vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway")
+}
+
+/// [`way_back_before_delete`] in an early merge (no IPsecGateway exists, the source
+/// defines the new objects): the rollback refuses there ([`no_rollback`]), so going back
+/// is the revert of the merge first.
+pub(crate) fn way_back_merged(name: &str, ns: &str) -> String {
+    format!(
+        "going back is not `vpnmig rollback {name} -n {ns}` alone: the repository change was merged early and no IPsecGateway exists, so the rollback refuses (it never deletes the client's only VPNPeer then); revert the merge first and let the owner sync it, then `vpnmig rollback {name} -n {ns}`"
+    )
+}
+
+/// A stop of the early merge's adoption (its pause: a parent re-arms the owner) with the
+/// way back it names as an early merge's ([`way_back_merged`]), never "`vpnmig rollback`
+/// … keeps the IPsecGateway" where none exists (a21o).
+pub(crate) fn merged_way_back(e: Error, name: &str, ns: &str) -> Error {
+    match e {
+        Error::Stop {
+            code,
+            message,
+            hint: Some(h),
+        } => Error::Stop {
+            code,
+            message,
+            hint: Some(h.replace_text(
+                &way_back_before_delete(name, ns),
+                &way_back_merged(name, ns),
+            )),
+        },
+        other => other,
+    }
+}
+
 /// The rollback's refusal in an early merge: nothing changed, the source defines the new
 /// objects, so going back needs the merge reverted first; going on is the cutover.
 pub(crate) fn no_rollback(j: &Journal, m: &Merged) -> Error {

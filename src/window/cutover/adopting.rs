@@ -91,7 +91,9 @@ pub(super) async fn adopt(
     };
     // The owners suspended and their parents checked as before any apply: a parent that
     // re-arms an owner stops here, nothing recorded as applied.
-    super::super::gitops::pause(&mut w, "cutover").await?;
+    super::super::gitops::pause(&mut w, "cutover")
+        .await
+        .map_err(|e| early::merged_way_back(e, &name, &ns))?;
     // The owner's status read before the pause (it synced the merge then; a suspended
     // Kustomization's inventory says nothing since).
     let proven = m.proven;

@@ -32,11 +32,21 @@ pub(crate) async fn record_asked(w: &mut Window<'_>) -> Result<(), Error> {
         if !gitops::owner_state(&obj, "", "", "").active {
             continue;
         }
+        // The policy the re-arm set: the end of the window restores it if it is not the
+        // one recorded before the pause (a21o D20), once the suspension asked for is read
+        // back. What an earlier adoption replaced stays said.
+        let policy = r
+            .saved
+            .as_ref()
+            .and_then(|s| obj.pointer(&s.pointer).cloned());
+        let recorded = r.asked.as_ref().and_then(|a| a.recorded.clone());
         w.journal.gitops[i].asked = Some(gitops::Asked {
             at: super::super::steps::now(),
             last_sync: gitops::last_sync(&obj),
             adopted: None,
             writer: None,
+            policy,
+            recorded,
         });
         changed = true;
     }
@@ -53,7 +63,14 @@ pub(crate) async fn record_asked(w: &mut Window<'_>) -> Result<(), Error> {
 /// adoption is someone else's re-arm: nothing done here, the restore says it.
 pub(crate) async fn adopt_asked(w: &mut Window<'_>, i: usize, live: &Value) -> Result<(), Error> {
     let r = w.journal.gitops[i].clone();
-    let Some(asked) = r.asked.clone().filter(|_| gitops::as_asked(&r, live)) else {
+    // Only a suspension read back as the window left it is the one asked for: a freeze
+    // set since (Argo CD's `skip-reconcile` on an owner still re-armed) is someone else's,
+    // said once as a policy changed since, never first as the window's own (a21o D11).
+    let Some(asked) = r
+        .asked
+        .clone()
+        .filter(|_| gitops::as_asked(&r, live) && gitops::held(&r, live) == gitops::Held::AsLeft)
+    else {
         return Ok(());
     };
     if asked.adopted.is_none() {
@@ -64,16 +81,42 @@ pub(crate) async fn adopt_asked(w: &mut Window<'_>, i: usize, live: &Value) -> R
             ),
             _ => String::new(),
         };
+        // The re-arm the stop saw set another policy than the window recorded before its
+        // pause (someone changed it in the parent's source, or by hand): that policy is
+        // what the end of the window restores, never the one before (issue 21 item 4,
+        // a21o D20: the restore put `prune: true` back over a `prune: false` set since).
+        let since = r
+            .saved
+            .as_ref()
+            .and_then(|s| gitops::policy_set_since(s, asked.policy.as_ref()).map(|v| (s, v)));
+        let mut recorded = asked.recorded.clone();
+        let mut set_since = String::new();
+        if let Some((s, policy)) = since {
+            set_since = format!(
+                "; its policy was changed while the window held it: {} {} when the window paused it, {} set by the re-arm this window's stop saw at {}, so the end of the window restores {}, not the policy before (the journal records it)",
+                gitops::dotted(&s.pointer),
+                gitops::policy_shown(s.value.as_ref()),
+                gitops::policy_shown(policy.as_ref()),
+                asked.at,
+                gitops::policy_shown(policy.as_ref()),
+            );
+            recorded = recorded.or_else(|| Some(s.value.clone()));
+            if let Some(saved) = w.journal.gitops[i].saved.as_mut() {
+                saved.value = policy;
+            }
+        }
         w.journal.gitops[i].last_sync = seen.clone();
         w.journal.gitops[i].asked = Some(gitops::Asked {
             at: asked.at.clone(),
             last_sync: seen,
             adopted: Some(super::super::steps::now()),
             writer: gitops::suspend_writer(live).filter(|_| live["kind"] != "Application"),
+            policy: asked.policy.clone(),
+            recorded,
         });
         journal::write(w.cluster, &w.journal, false).await?;
         w.ev.emit(Event::Note(format!(
-            "{} reads back suspended as this window's stop asked at {} (`{}`){between}: the window's own suspension again (the journal holds it), not someone else's change",
+            "{} reads back suspended as this window's stop asked at {} (`{}`){between}: the window's own suspension again (the journal holds it), not someone else's change{set_since}",
             r.owner.display(),
             asked.at,
             gitops::pause_command(&r.owner)

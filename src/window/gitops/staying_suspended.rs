@@ -175,7 +175,7 @@ pub(super) fn way_back(w: &Window<'_>) -> String {
             "until then the rollback stays at journal phase rolling-back, and `vpnmig status -n {ns}` names {name} as under way"
         )
     } else if w.journal.phase < Phase::Deleting {
-        format!("`vpnmig rollback {name} -n {ns}` closes the journal and keeps the IPsecGateway")
+        crate::window::early::way_back_before_delete(name, ns)
     } else {
         format!(
             "`vpnmig rollback {name} -n {ns}` re-creates the IPsecGateway from the journal instead (suspend the owner first there too)"

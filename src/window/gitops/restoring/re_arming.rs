@@ -70,10 +70,21 @@ pub(super) async fn re_arm(
     {
         since.refresh_asked = true;
     }
+    // A policy set since the pause (adopted with the suspension the window's stop asked
+    // for) is what was restored: said, with the one before that it did not put back
+    // (a21o D20).
+    let field = gitops::dotted(&saved.pointer);
+    let how = match r.asked.as_ref().and_then(|a| a.recorded.as_ref()) {
+        Some(before) if gitops::policy_set_since(saved, before.as_ref()).is_some() => format!(
+            "{field} {} as it was set since the window paused it, not the {} recorded before the window: a restore never overwrites a policy changed since",
+            gitops::policy_shown(saved.value.as_ref()),
+            gitops::policy_shown(before.as_ref())
+        ),
+        _ => format!("{field} as before the window"),
+    };
     w.ev.emit(Event::Step(format!(
-        "restored {} ({} as before the window); watching its first sync",
+        "restored {} ({how}); watching its first sync",
         r.owner.display(),
-        saved.pointer.trim_start_matches('/').replace('/', ".")
     )));
     Ok(Step::Go((records, since)))
 }

@@ -162,6 +162,11 @@ pub(super) async fn owner(
         return Err(stop);
     }
     o.force = force;
+    // The adoption of an asked-for suspension may have replaced the policy to restore
+    // with one set since (a21o D20).
+    if let Some(saved) = r.saved.clone() {
+        o.saved = saved;
+    }
     o.r = r;
     Ok(Step::Go(live_owner))
 }
