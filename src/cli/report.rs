@@ -173,12 +173,7 @@ async fn read_now(
     if gw.pointer("/metadata/deletionTimestamp").is_some() {
         return None;
     }
-    let fip = ["/spec/endpoint/floatingIP", "/status/floatingIP"]
-        .into_iter()
-        .filter_map(|p| gw.pointer(p).and_then(serde_json::Value::as_str))
-        .map(str::trim)
-        .find(|f| !f.is_empty())?
-        .to_string();
+    let fip = floating_ip_of(&gw)?;
     let ns = j.namespace.as_str();
     let mut now = record::ReadAtReport {
         note: record::READ_AT_REPORT,
@@ -273,12 +268,7 @@ async fn claimed_now(
 ) -> Option<String> {
     let left = j.left_kind()?;
     let gw = if left == "VPNGateway" { new } else { old }?;
-    let fip = ["/spec/endpoint/floatingIP", "/status/floatingIP"]
-        .into_iter()
-        .filter_map(|p| gw.pointer(p).and_then(serde_json::Value::as_str))
-        .map(str::trim)
-        .find(|f| !f.is_empty())?
-        .to_string();
+    let fip = floating_ip_of(gw)?;
     let ns = j.namespace.as_str();
     let (phase, again) = if left == "VPNGateway" {
         ("done", "cutover")
@@ -313,6 +303,17 @@ async fn claimed_now(
         left.to_lowercase(),
         claimants.join(", ")
     ))
+}
+
+/// The floating IP `gw` pins, else the one its status reports (trimmed; `None` when neither
+/// says one).
+fn floating_ip_of(gw: &serde_json::Value) -> Option<String> {
+    ["/spec/endpoint/floatingIP", "/status/floatingIP"]
+        .into_iter()
+        .filter_map(|p| gw.pointer(p).and_then(serde_json::Value::as_str))
+        .map(str::trim)
+        .find(|f| !f.is_empty())
+        .map(str::to_string)
 }
 
 fn write_file(path: &Path, doc: &str) -> Result<(), Error> {

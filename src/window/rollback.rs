@@ -204,10 +204,9 @@ async fn run(
             return Ok(Outcome::Done);
         }
     }
-    if j.phase == Phase::RolledBack && j.gitops.iter().any(|r| r.paused) {
-        // Rolled back, and an owner it suspended waits for the repository to define the
-        // IPsecGateway again.
-        if opts.dry_run {
+    if j.phase == Phase::RolledBack {
+        let paused = j.gitops.iter().any(|r| r.paused);
+        if paused && opts.dry_run {
             return Ok(super::gitops::restore_dry_run(ev, &j, "rollback"));
         }
         let w = Window {
@@ -217,19 +216,14 @@ async fn run(
             lock: held,
             by,
         };
-        return super::gitops::restore_finished(w, "VPNGateway", opts.gitops.resume).await;
-    }
-    if j.phase == Phase::RolledBack {
+        if paused {
+            // Rolled back, and an owner it suspended waits for the repository to define
+            // the IPsecGateway again.
+            return super::gitops::restore_finished(w, "VPNGateway", opts.gitops.resume).await;
+        }
         // Another gateway claims the floating IP beside the re-created IPsecGateway: not
         // "nothing to do" (a21o D15): each named with its delete, exit 5, as the restore's
         // and the done cutover's run stop on it.
-        let w = Window {
-            cluster,
-            ev,
-            journal: j.clone(),
-            lock: held,
-            by,
-        };
         if let Some(stop) = super::gitops::claimed(&w, "VPNGateway", None).await? {
             return Err(stop);
         }
