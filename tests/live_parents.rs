@@ -271,6 +271,18 @@ fn hint_of(r: &live::Run) -> String {
     r.stderr[at + 7..].to_string()
 }
 
+/// Resume `parent`, which re-arms the owner, and wait (bounded) until the re-armed owner
+/// re-creates the IPsecGateway.
+async fn resumed_re_creating_the_gateway(b: &Bed, parent: Level) {
+    resume(b, parent).await;
+    bed::eventually(
+        30,
+        "the re-armed owner re-creates the IPsecGateway",
+        || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
+    )
+    .await;
+}
+
 /// Whether `level` reads suspended (Argo CD: no `automated`; Flux: `suspend: true`).
 async fn suspended(b: &Bed, l: Level) -> bool {
     let o = b
@@ -1926,13 +1938,7 @@ async fn a_change_by_someone_else_after_done_is_let_go_naming_the_source(
 ) {
     let on = b.backend;
     done_relying_on(b, owner, levels).await;
-    resume(b, owner).await;
-    bed::eventually(
-        30,
-        "the re-armed owner re-creates the IPsecGateway",
-        || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
-    )
-    .await;
+    resumed_re_creating_the_gateway(b, owner).await;
     if owner.0 == APPLICATION {
         b.edit(owner.0, level_ns(owner), owner.1, |o| {
             o["spec"]["syncPolicy"]
@@ -2023,13 +2029,7 @@ async fn a_policy_set_in_the_gap_is_what_the_restore_puts_back(b: &Bed, parent: 
         },
     )
     .await;
-    resume(b, parent).await;
-    bed::eventually(
-        30,
-        "the re-armed owner re-creates the IPsecGateway",
-        || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
-    )
-    .await;
+    resumed_re_creating_the_gateway(b, parent).await;
     let acme = b.get(owner.0, level_ns(owner), owner.1).await.unwrap();
     assert_eq!(
         acme["spec"]["syncPolicy"]["automated"]["prune"], false,
@@ -2098,13 +2098,7 @@ async fn a_suspension_set_in_the_source_is_never_the_window_s(b: &Bed, parent: L
     let on = b.backend;
     let owner = ACME_KS_OWNER;
     done_relying_on(b, owner, &[parent]).await;
-    resume(b, parent).await;
-    bed::eventually(
-        30,
-        "the re-armed owner re-creates the IPsecGateway",
-        || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
-    )
-    .await;
+    resumed_re_creating_the_gateway(b, parent).await;
     b.step(&["cutover", "acme", "-n", NS, "--yes"], 5, &[])
         .await;
     b.edit(
@@ -2180,13 +2174,7 @@ async fn a_let_go_owner_says_its_source_still_defines_the_gateway(
     } else {
         // Resumed and suspended again as `flux`: its sync re-created the gateway, which
         // the colleague deletes (a suspension of the same value leaves no writer).
-        resume(b, owner).await;
-        bed::eventually(
-            30,
-            "the re-armed owner re-creates the IPsecGateway",
-            || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
-        )
-        .await;
+        resumed_re_creating_the_gateway(b, owner).await;
         b.patch_as(
             owner.0,
             level_ns(owner),
@@ -2245,13 +2233,7 @@ async fn a_freeze_after_the_stop_is_said_once_as_someone_else_s(b: &Bed, parent:
     let on = b.backend;
     let owner = ACME_APP_OWNER;
     done_relying_on(b, owner, &[parent]).await;
-    resume(b, parent).await;
-    bed::eventually(
-        30,
-        "the re-armed owner re-creates the IPsecGateway",
-        || async { b.get(IPSECGATEWAY, NS, "acme").await.is_some() },
-    )
-    .await;
+    resumed_re_creating_the_gateway(b, parent).await;
     b.step(&["cutover", "acme", "-n", NS, "--yes"], 5, &[])
         .await;
     b.patch_as(
