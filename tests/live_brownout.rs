@@ -11,7 +11,7 @@ mod live;
 use std::time::Duration;
 
 use live::ACME;
-use live::bed::{After, Bed, Row, Scenario, eventually};
+use live::bed::{After, Bed, Row, Scenario};
 use vpnmig_sandbox::SettingsFile;
 use vpnmig_sandbox::api::faults::ErrorRule;
 
@@ -107,10 +107,7 @@ async fn a_persistent_503_ends_the_run_within_its_budget_and_is_never_silent(b: 
 async fn a_long_retry_after_mid_outage_is_capped_shown_and_the_window_finishes(b: &Bed) {
     let _quiet = b.quiet().await;
     let child = b.spawn(&["cutover", "acme", "--yes"]);
-    eventually(30, "the delete", || async move {
-        b.phase("tenant-acme", "acme").await.as_deref() == Some("deleting")
-    })
-    .await;
+    b.until_phase("tenant-acme", "acme", "deleting", 30).await;
     // One 503 with Retry-After: 90 on the next journal write: the outage has begun.
     b.api_faults().write().unwrap().errors =
         vec![rule("patch", "configmaps", 503, Some(1), Some(90))];

@@ -1752,10 +1752,8 @@ async fn rollback_from_the_bundle_when_the_journal_is_gone(b: &Bed) {
 async fn an_edit_after_the_journal_is_refused_before_the_delete(b: &Bed) {
     let psk = acme_psk(b).await;
     let child = b.spawn(&["cutover", "acme", "--yes"]);
-    eventually(30, "the journal", || async move {
-        b.phase("tenant-acme", "acme").await.as_deref() == Some("psk-detached")
-    })
-    .await;
+    b.until_phase("tenant-acme", "acme", "psk-detached", 30)
+        .await;
     // Someone unpins the floating IP while the cutover dry-runs its targets.
     b.edit(IPSECGATEWAY, "tenant-acme", "acme", |gw| {
         gw["spec"]["endpoint"]["floatingIP"] = Value::String(String::new());

@@ -794,12 +794,33 @@ impl Bed {
         };
         match (&self.sb, &self.cp) {
             (Some(sb), _) => {
+                // Every change from the store's event log, not only the latest state: a
+                // phase that lasts a few milliseconds (the emulator's operator unwinds a
+                // finalizer at once) is seen even when this task runs late.
                 let rt = sb.store.resource("", "v1", "configmaps").unwrap();
                 let mut changes = sb.store.subscribe();
+                let mut rv = sb.store.resource_version();
+                let mut seen = sb.store.get(&rt, ns, &cm).ok().and_then(|o| phase_of(&o));
                 loop {
-                    let seen = sb.store.get(&rt, ns, &cm).ok().and_then(|o| phase_of(&o));
                     if seen.as_deref() == Some(at) {
                         return;
+                    }
+                    let events = sb.store.events_after(rv).unwrap_or_else(|e| {
+                        panic!("reading the emulator's events after {rv}: {e:?}")
+                    });
+                    for e in events {
+                        rv = e.rv;
+                        let o = &e.object;
+                        if e.gvr.plural == "configmaps"
+                            && e.gvr.group.is_empty()
+                            && o["metadata"]["namespace"] == ns
+                            && o["metadata"]["name"] == cm.as_str()
+                        {
+                            seen = phase_of(o);
+                            if seen.as_deref() == Some(at) {
+                                return;
+                            }
+                        }
                     }
                     if tokio::time::timeout_at(deadline, changes.changed())
                         .await

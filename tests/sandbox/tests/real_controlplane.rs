@@ -446,6 +446,43 @@ impl Served {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
+    /// The pods of tenant-acme's gateway once the cluster has collected every earlier
+    /// gateway's: one pod, and a kwok Exec for each pod of the namespace and no other (bounded at 90 s; a
+    /// loaded machine's garbage collector and kwok take their time).
+    fn settled_pods(&self) -> serde_json::Value {
+        let names = |v: &serde_json::Value| -> Vec<String> {
+            v["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        loop {
+            let pods = self.json(&[
+                "get",
+                "pods",
+                "-n",
+                "tenant-acme",
+                "-l",
+                "app.kubernetes.io/instance=acme",
+            ]);
+            let all = self.json(&["get", "pods", "-n", "tenant-acme"]);
+            let execs = self.json(&["get", "execs.kwok.x-k8s.io", "-n", "tenant-acme"]);
+            if names(&pods).len() == 1 && names(&execs) == names(&all) {
+                return pods;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the cluster never left one gateway pod with its kwok Exec within 90 s: pods {:?}, execs {:?}",
+                names(&pods),
+                names(&execs)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+
     /// `vpnmig ARGS` against it (this test binary, re-run as the vpnmig CLI: see
     /// [`vpnmig_cli`]), with its own state directory; bounded at 120 s.
     fn vpnmig(&self, args: &[&str]) -> (i32, String) {
@@ -600,7 +637,7 @@ fn a_cutover_against_the_real_control_plane_ends_done_with_real_api_objects() {
             "-n",
             "tenant-acme",
             "--watch",
-            "--request-timeout=120s",
+            "--request-timeout=600s",
             "-o",
             "jsonpath={.metadata.name} {.spec.holderIdentity} {.metadata.managedFields[*].manager}{\"\\n\"}",
         ])
@@ -608,7 +645,42 @@ fn a_cutover_against_the_real_control_plane_ends_done_with_real_api_objects() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Its lines as they come; the watch is known to be open once it has seen a probe Lease
+    // (a fixed sleep was too short for kubectl's start on a loaded machine).
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let reader = {
+        use std::io::BufRead;
+        let out = watch.stdout.take().unwrap();
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                seen.lock().unwrap().push(line);
+            }
+        })
+    };
+    let probe = sb.dir.path().join("probe-lease.yaml");
+    std::fs::write(
+        &probe,
+        "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: watch-probe\n  namespace: tenant-acme\n",
+    )
+    .unwrap();
+    let out = sb.kubectl(&["apply", "-f", probe.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !seen
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|l| l.starts_with("watch-probe "))
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the Lease watch never saw the probe within 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = sb.kubectl(&["delete", "lease", "watch-probe", "-n", "tenant-acme"]);
+    assert!(out.status.success(), "{out:?}");
 
     type Check = fn(&Served, &str);
     let rows: Vec<(&str, Vec<&str>, i32, Check)> = vec![
@@ -694,14 +766,9 @@ fn a_cutover_against_the_real_control_plane_ends_done_with_real_api_objects() {
             vec![],
             0,
             |sb, _| {
-                let pods = sb.json(&[
-                    "get",
-                    "pods",
-                    "-n",
-                    "tenant-acme",
-                    "-l",
-                    "app.kubernetes.io/instance=acme",
-                ]);
+                // The old gateway's pod goes with it, collected by the cluster (garbage
+                // collector, then kwok): bounded, wait until the new gateway's is alone.
+                let pods = sb.settled_pods();
                 let pod = pods["items"][0]["metadata"]["name"]
                     .as_str()
                     .unwrap()
@@ -767,12 +834,7 @@ fn a_cutover_against_the_real_control_plane_ends_done_with_real_api_objects() {
                         .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
                         .collect()
                 };
-                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-                while names("execs.kwok.x-k8s.io") != names("pods")
-                    && std::time::Instant::now() < deadline
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(200));
-                }
+                sb.settled_pods();
                 assert_eq!(names("execs.kwok.x-k8s.io"), names("pods"));
                 assert_eq!(names("pods").len(), 1, "{:?}", names("pods"));
             },
@@ -791,8 +853,9 @@ fn a_cutover_against_the_real_control_plane_ends_done_with_real_api_objects() {
     }
 
     let _ = watch.kill();
-    let seen = watch.wait_with_output().unwrap();
-    let seen = String::from_utf8_lossy(&seen.stdout);
+    let _ = watch.wait();
+    reader.join().unwrap();
+    let seen = seen.lock().unwrap().join("\n");
     // Held by this host's vpnmig (`user@host pid N pidns M`), written with field manager
     // `vpnmig` (before, vpnmig's Lease writes named none and kube-apiserver recorded
     // `unknown`).
