@@ -135,8 +135,13 @@ async fn run(seed: u64, backend: Backend) -> Result<String, String> {
     };
 
     if d.first == "rollback" {
-        let r = vpnmig(&l, &base("cutover")).await;
-        log += &format!("cutover before the rollback: exit {}\n", r.code);
+        let (r, took) = vpnmig(&l, &base("cutover"))
+            .await
+            .map_err(|e| format!("{log}{e}"))?;
+        log += &format!(
+            "cutover before the rollback: exit {} in {took:.1?}\n",
+            r.code
+        );
         if r.code != 0 {
             return Err(format!("{log}{}", r.stderr));
         }
@@ -177,10 +182,16 @@ async fn run(seed: u64, backend: Backend) -> Result<String, String> {
         .map(String::from),
     );
     let mut code = -1;
+    let mut longest = Duration::ZERO;
     for _ in 0..4 {
-        let r = vpnmig(&l, &args).await;
+        let (r, took) = vpnmig(&l, &args).await.map_err(|e| format!("{log}{e}"))?;
+        longest = longest.max(took);
         code = r.code;
-        log += &format!("$ vpnmig {}: exit {}\n", args.join(" "), r.code);
+        log += &format!(
+            "$ vpnmig {}: exit {} in {took:.1?}\n",
+            args.join(" "),
+            r.code
+        );
         let text = r.stdout + &r.stderr;
         outputs.push(text.clone());
         if r.code == 0 {
@@ -248,14 +259,63 @@ async fn run(seed: u64, backend: Backend) -> Result<String, String> {
     }
     drop(l);
     Ok(format!(
-        "seed {seed}: settled as {kind} ({} kills)",
+        "seed {seed} on the {backend}: settled as {kind} ({} kills; the longest recovery step {longest:.1?})",
         d.kill_after_ms.len()
     ))
 }
 
-async fn vpnmig(l: &Bed, args: &[String]) -> live::Run {
+/// How long one recovery step may run: three waits of 20 s (`--timeout-delete`,
+/// `--timeout-attach`, `--timeout-tunnel`), the operator's delays and up to 100 ms of
+/// latency per API call on the real control plane, on a loaded machine.
+const STEP_BOUND: Duration = Duration::from_secs(240);
+
+/// `vpnmig ARGS` on `l`, killed after [`STEP_BOUND`]: `Err` (with what it had printed)
+/// instead of a panic in a spawned task, so the campaign names the seed and its log.
+async fn vpnmig(l: &Bed, args: &[String]) -> Result<(live::Run, Duration), String> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    l.vpnmig(&args).await
+    let started = std::time::Instant::now();
+    let mut child = l.spawn(&args);
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let readers = std::thread::spawn(move || {
+        use std::io::Read;
+        let (mut o, mut e) = (String::new(), String::new());
+        let t = std::thread::spawn(move || {
+            let _ = err.read_to_string(&mut e);
+            e
+        });
+        let _ = out.read_to_string(&mut o);
+        (o, t.join().unwrap_or_default())
+    });
+    let waited = tokio::task::spawn_blocking(move || {
+        while started.elapsed() < STEP_BOUND {
+            if let Some(status) = child.try_wait().unwrap() {
+                return Ok(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        Err(())
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = tokio::task::spawn_blocking(move || readers.join().unwrap())
+        .await
+        .unwrap();
+    match waited {
+        Ok(status) => Ok((
+            live::Run {
+                code: status.code().unwrap_or(-1),
+                stdout,
+                stderr,
+            },
+            started.elapsed(),
+        )),
+        Err(()) => Err(format!(
+            "$ vpnmig {}: did not end within {STEP_BOUND:?} (killed); it printed:\n{stdout}{stderr}",
+            args.join(" ")
+        )),
+    }
 }
 
 /// Every file under `dir` (the bundles and the state directory vpnmig wrote).
@@ -289,15 +349,21 @@ async fn campaign(backend: Backend, runs: &str, default: u64, concurrent: usize)
     for chunk in seeds.chunks(concurrent) {
         let runs: Vec<_> = chunk
             .iter()
-            .map(|&s| tokio::spawn(run(s, backend)))
+            .map(|&s| (s, tokio::spawn(run(s, backend))))
             .collect();
-        for r in runs {
-            match r.await.unwrap() {
+        for (seed, r) in runs {
+            let r = r
+                .await
+                .unwrap_or_else(|e| Err(format!("seed {seed} on the {backend}: panicked: {e}")));
+            match r {
                 Ok(said) if said.contains("DID NOT RUN") => {
                     eprintln!("{said}");
                     return;
                 }
-                Ok(_) => settled += 1,
+                Ok(said) => {
+                    eprintln!("{said}");
+                    settled += 1
+                }
                 Err(why) => failures.push(why),
             }
         }

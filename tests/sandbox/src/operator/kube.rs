@@ -502,7 +502,7 @@ fn keys_of(kind: &str, obj: &DynamicObject) -> Vec<Scope> {
         "VPNGateway" => vec![Scope::gateway(GatewayKind::Vpn, &ns, &name)],
         "VPNPeer" => obj
             .data
-            .pointer("/spec/gateway")
+            .pointer("/spec/gatewayRef/name")
             .and_then(Value::as_str)
             .map(|g| vec![Scope::gateway(GatewayKind::Vpn, &ns, g)])
             .unwrap_or_default(),
@@ -784,4 +784,53 @@ pub fn swanctl_script(exe: &std::path::Path, socket: &std::path::Path) -> String
         q(exe),
         q(socket)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(v: Value) -> DynamicObject {
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// Each watched kind wakes the gateway it belongs to. A VPNPeer names its gateway in
+    /// `spec.gatewayRef.name` (fixtures/crds): keyed by a field the schema has not, a
+    /// peer's own changes woke nothing, and a peer applied after its gateway's last
+    /// reconcile waited for an unrelated change (the random-kill campaign's seed 21 on
+    /// the real control plane: Authorized never reported in 4 minutes).
+    #[test]
+    fn a_change_wakes_the_gateway_it_belongs_to() {
+        let rows: [(&str, Value, Vec<Scope>); 4] = [
+            (
+                "VPNPeer",
+                serde_json::json!({"metadata": {"name": "p1", "namespace": "t"},
+                    "spec": {"gatewayRef": {"name": "acme"}}}),
+                vec![Scope::gateway(GatewayKind::Vpn, "t", "acme")],
+            ),
+            (
+                "VPNPeer",
+                serde_json::json!({"metadata": {"name": "p1", "namespace": "t"}, "spec": {}}),
+                vec![],
+            ),
+            (
+                "IPsecGateway",
+                serde_json::json!({"metadata": {"name": "acme", "namespace": "t"}}),
+                vec![Scope::gateway(GatewayKind::IPsec, "t", "acme")],
+            ),
+            (
+                "Pod",
+                serde_json::json!({"metadata": {"name": "acme-x", "namespace": "t",
+                    "labels": {"app.kubernetes.io/instance": "acme"}}}),
+                vec![Scope {
+                    kind: None,
+                    ns: Some("t".into()),
+                    name: Some("acme".into()),
+                }],
+            ),
+        ];
+        for (kind, o, want) in rows {
+            assert_eq!(keys_of(kind, &obj(o.clone())), want, "{kind} {o}");
+        }
+    }
 }
