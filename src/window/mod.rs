@@ -75,6 +75,7 @@ use crate::window::error::Error;
 
 pub use cutover::cutover;
 pub(crate) use cutover::gone_before_the_delete;
+pub(crate) use early::{outside_window, way_back_outside};
 pub use cutover::phases::{CUTOVER, Cutover};
 pub use gitops::GitopsOptions;
 pub(crate) use gitops::{
