@@ -594,14 +594,7 @@ async fn early_merge(b: &Bed, tool: Tool, parent: bool, bad: Bad) {
 /// in, that it serves the tunnel and that the source must define the plan's names; never
 /// "the tunnel is down" nor "nothing was deleted … untouched" (the IPsecGateway was
 /// pruned). The repository fixed as told, followed again: done.
-async fn renamed_merge(
-    b: &Bed,
-    tool: Tool,
-    psk: &str,
-    rewritten: &str,
-    to: &str,
-    annotated: bool,
-) {
+async fn renamed_merge(b: &Bed, tool: Tool, psk: &str, rewritten: &str, to: &str, annotated: bool) {
     let on = b.backend;
     let stands = format!("vpngateway/{to} -n {NS} stands in its place");
     let why = if annotated {
@@ -639,8 +632,16 @@ async fn renamed_merge(
         "{on}: {tried:?}"
     );
     // cutover and verify say the same, each on its own.
-    let cut = b.step(&["cutover", "acme", "-n", NS, "--yes"], 7, &[&stands, &names]).await;
-    let ver = b.step(&["verify", "acme", "-n", NS], 5, &[&stands, why]).await;
+    let cut = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes"],
+            7,
+            &[&stands, &names],
+        )
+        .await;
+    let ver = b
+        .step(&["verify", "acme", "-n", NS], 5, &[&stands, why])
+        .await;
     let st = b.vpnmig(&["status", "-n", NS]).await;
     let said = live::flat(&format!("{}\n{}", st.stdout, st.stderr));
     assert!(said.contains(&stands), "{on}: {said}");
@@ -650,9 +651,15 @@ async fn renamed_merge(
             said.contains(&format!("vpngateway/{to} -n {NS} carries vpnmig's migrated-from annotation for acme, but vpnmig never applied it (written by field manager")),
             "{on}: {said}"
         );
-        assert!(said.contains("it stands in the place of the window of tenant-acme/acme"), "{on}: {said}");
+        assert!(
+            said.contains("it stands in the place of the window of tenant-acme/acme"),
+            "{on}: {said}"
+        );
     }
-    assert!(!said.contains(&format!("ipsecgateway/{to}")), "{on}: {said}");
+    assert!(
+        !said.contains(&format!("ipsecgateway/{to}")),
+        "{on}: {said}"
+    );
     for (what, r) in [("cutover", &cut), ("verify", &ver), ("status", &st)] {
         let text = live::flat(&format!("{}\n{}", r.stdout, r.stderr));
         for n in never {
@@ -661,7 +668,11 @@ async fn renamed_merge(
     }
     // Nothing changed: the journal at `started`, the stand-in and the VPNPeer live, the
     // floating IP on the stand-in, the key unchanged.
-    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("started"), "{on}");
+    assert_eq!(
+        b.phase(NS, "acme").await.as_deref(),
+        Some("started"),
+        "{on}"
+    );
     assert!(b.get(VPNGATEWAY, NS, to).await.is_some(), "{on}");
     assert!(b.get(VPNPEER, NS, "acme").await.is_some(), "{on}");
     fip_on(b, to).await;
@@ -737,24 +748,49 @@ async fn no_window(b: &Bed, how: Outside) {
     ];
     let cut = b
         .step(
-            &["cutover", "acme", "-n", NS, "--plan", plans, "--gitops", "pause", "--yes"],
+            &[
+                "cutover", "acme", "-n", NS, "--plan", plans, "--gitops", "pause", "--yes",
+            ],
             7,
             &["acme -n tenant-acme is migrated outside a vpnmig window"],
         )
         .await;
     let mut runs = vec![("cutover --plan", cut)];
     for args in [
-        vec!["rollback", "acme", "-n", NS, "--plan", plans, "--yes", "--delete-extra-peers"],
-        vec!["rollback", "acme", "-n", NS, "--yes", "--delete-extra-peers"],
-        vec!["rollback", "acme", "-n", NS, "--plan", plans, "--gitops", "pause", "--yes"],
+        vec![
+            "rollback",
+            "acme",
+            "-n",
+            NS,
+            "--plan",
+            plans,
+            "--yes",
+            "--delete-extra-peers",
+        ],
+        vec![
+            "rollback",
+            "acme",
+            "-n",
+            NS,
+            "--yes",
+            "--delete-extra-peers",
+        ],
+        vec![
+            "rollback", "acme", "-n", NS, "--plan", plans, "--gitops", "pause", "--yes",
+        ],
     ] {
-        let r = b.step(&args, 7, &["no journal of acme -n tenant-acme"]).await;
+        let r = b
+            .step(&args, 7, &["no journal of acme -n tenant-acme"])
+            .await;
         runs.push(("rollback", r));
     }
     for (what, r) in &runs {
         let text = live::flat(&r.stderr);
         for says in outside {
-            assert!(text.contains(says), "{on}: {what}: missing `{says}` in {text}");
+            assert!(
+                text.contains(says),
+                "{on}: {what}: missing `{says}` in {text}"
+            );
         }
         for never in ["its cutover wrote", "--plan DIR", "--delete-extra-peers`"] {
             assert!(!text.contains(never), "{on}: {what}: `{never}` in {text}");
@@ -763,12 +799,17 @@ async fn no_window(b: &Bed, how: Outside) {
         assert_eq!(next_command(&hint_of(r), &[]), None, "{on}: {what}: {text}");
         // Before any change: no journal, the client's VPNPeer as it was.
         assert!(b.journal(NS, "acme").await.is_none(), "{on}: {what}");
-        assert_eq!(b.uid(VPNPEER, NS, "acme").await.as_ref(), Some(&peer), "{on}: {what}");
+        assert_eq!(
+            b.uid(VPNPEER, NS, "acme").await.as_ref(),
+            Some(&peer),
+            "{on}: {what}"
+        );
         assert_eq!(b.psk_fingerprint(NS, "acme-psk").await, psk, "{on}: {what}");
     }
     let st = b.vpnmig(&["status", "-n", NS]).await;
     assert!(
-        live::flat(&format!("{}\n{}", st.stdout, st.stderr)).contains("to go back, revert the merge in the repository"),
+        live::flat(&format!("{}\n{}", st.stdout, st.stderr))
+            .contains("to go back, revert the merge in the repository"),
         "{on}: {}\n{}",
         st.stdout,
         st.stderr

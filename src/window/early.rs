@@ -281,7 +281,10 @@ pub(crate) fn never_applied(gw: &Value) -> Option<String> {
     } else if all.is_empty() {
         "no field manager recorded".to_string()
     } else {
-        format!("only the operator's field manager {}", gitops::OPERATOR_MANAGER)
+        format!(
+            "only the operator's field manager {}",
+            gitops::OPERATOR_MANAGER
+        )
     })
 }
 
@@ -377,4 +380,42 @@ pub(crate) async fn stand_in(cluster: &Cluster, j: &Journal) -> Option<(Value, S
             };
             Some((o, why))
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn gw(managers: &[&str]) -> Value {
+        json!({"kind": "VPNGateway", "metadata": {"name": "acme", "managedFields":
+            managers.iter().map(|m| json!({"manager": m})).collect::<Vec<_>>()}})
+    }
+
+    #[test]
+    fn never_applied_names_who_wrote_it_without_the_operator() {
+        assert_eq!(never_applied(&gw(&["vpnmig", "gateway-operator"])), None);
+        assert_eq!(
+            never_applied(&gw(&["argocd-controller", "gateway-operator"])).as_deref(),
+            Some("field manager argocd-controller")
+        );
+        assert_eq!(
+            never_applied(&gw(&["gateway-operator"])).as_deref(),
+            Some("only the operator's field manager gateway-operator")
+        );
+        assert_eq!(
+            never_applied(&gw(&[])).as_deref(),
+            Some("no field manager recorded")
+        );
+    }
+
+    #[test]
+    fn the_way_back_outside_a_window_names_no_command_that_refuses() {
+        let w = way_back_outside("acme", "tenant-acme");
+        assert!(w.contains("revert the merge in the repository"), "{w}");
+        assert!(!w.contains("--plan"), "{w}");
+        // Only `vpnmig verify` is quoted as a command.
+        let quoted: Vec<&str> = w.split('`').skip(1).step_by(2).collect();
+        assert_eq!(quoted, ["vpnmig verify acme -n tenant-acme"], "{w}");
+    }
 }

@@ -63,7 +63,9 @@ pub(super) async fn no_old_gateway(
             message: format!(
                 "{name} -n {ns} is migrated outside a vpnmig window: IPsecGateway {name} does not exist, and {} (uid {}): nothing to cut over; nothing was changed",
                 crate::window::early::outside_text(gw, name, ns, &by),
-                gw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("?"),
+                gw.pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
             ),
             hint: Some(crate::window::early::way_back_outside(name, ns).into()),
         };
@@ -126,13 +128,19 @@ pub(crate) async fn gone_before_the_delete(
     let stands = match (&new, &other) {
         (Ok(Some(gw)), _) => format!(
             "vpngateway/{name} -n {ns} exists (uid {}, {}), which this window did not apply",
-            gw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("?"),
+            gw.pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
             written(gw)
         ),
         (Ok(None), Some((gw, why))) => format!(
             "no VPNGateway {name} exists, but vpngateway/{} -n {ns} stands in its place (uid {}, {}; {why}): the client's tunnel is served by it, under a name the plan does not have",
-            gw.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?"),
-            gw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("?"),
+            gw.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            gw.pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
             written(gw)
         ),
         (Ok(None), None) => "no VPNGateway exists either: the client's tunnel is down".to_string(),
@@ -142,14 +150,13 @@ pub(crate) async fn gone_before_the_delete(
         let peers = j.peer_names();
         format!(
             "the repository's source must define the plan's names: VPNGateway {name} (not {}), {} with spec.gatewayRef.name {name}, and spec.ipsec.pskSecretRef {}; fix the repository (the owner then prunes the stand-in and applies them), then `vpnmig cutover {name} -n {ns}` finishes the window with what the owner's source applied, once every pinned value equals the plan's; or, to go back, revert the merge and let the owner sync it, then `vpnmig rollback {name} -n {ns}`",
-            gw.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?"),
+            gw.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
             if peers.is_empty() {
                 "its VPNPeers".to_string()
             } else {
-                format!(
-                    "VPNPeer {}",
-                    peers.join(", ")
-                )
+                format!("VPNPeer {}", peers.join(", "))
             },
             j.psk_secret
         )
