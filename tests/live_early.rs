@@ -24,6 +24,11 @@
 //! | argo_alone_differs | as argo_alone, the same | |
 //! | flux_alone_reverse_exposure | as flux_alone, the merged VPNGateway adds reverseExposures (refused) | |
 //! | argo_alone_claimed | as argo_alone, a VPNGateway in another namespace claims the floating IP (refused, adopted once deleted) | |
+//! | argo_parent_renamed | as argo_parent, merged as VPNGateway acme-neu (a21p E10): refused naming it, fixed, done | |
+//! | flux_alone_renamed_unannotated | as flux_alone, merged as vpn-acme without the migrated-from annotation | |
+//! | argo_no_window | Application acme, the rewrite merged before any window (a21p E16): refused, nothing deleted | none |
+//! | flux_parent_no_window | Kustomization acme under verbund, the same | |
+//! | by_hand_no_window | no GitOps: the bundle's objects applied by hand before any window | none |
 //! | rollback_pause_parent | Kustomization acme under verbund, after done: `rollback --gitops pause` stops on the active parent, before any delete; followed: rolled back |
 
 mod live;
@@ -276,6 +281,13 @@ async fn stopped_at_started(b: &Bed, tool: Tool, parent: bool) {
 /// Merge `manifests`: the owner (syncing) prunes the IPsecGateway and applies the new
 /// objects itself.
 async fn merge(b: &Bed, tool: Tool, manifests: &str) {
+    merge_as(b, tool, manifests, "acme").await
+}
+
+/// [`merge`] of a source whose VPNGateway is named `gateway`: the owner prunes the
+/// IPsecGateway (and any other VPNGateway its source no longer defines) and applies the
+/// new objects; the floating IP is on `gateway` after.
+async fn merge_as(b: &Bed, tool: Tool, manifests: &str, gateway: &str) {
     b.edit(CONFIGMAP, tool.ns(), "acme-source", |o| {
         o["data"]["manifests"] = json!(manifests)
     })
@@ -286,11 +298,49 @@ async fn merge(b: &Bed, tool: Tool, manifests: &str) {
         "the owner prunes the IPsecGateway and applies the VPNGateway and VPNPeer",
         || async {
             b.get(IPSECGATEWAY, NS, "acme").await.is_none()
-                && b.get(VPNGATEWAY, NS, "acme").await.is_some()
+                && b.objects(VPNGATEWAY, NS).await.len() == 1
+                && b.get(VPNGATEWAY, NS, gateway).await.is_some()
                 && b.get(VPNPEER, NS, "acme").await.is_some()
         },
     )
     .await;
+    fip_on(b, gateway).await;
+}
+
+/// Wait until the operator associated acme's floating IP with VPNGateway `gateway`.
+async fn fip_on(b: &Bed, gateway: &str) {
+    let want = format!("VPNGateway {NS}/{gateway}");
+    bed::eventually(40, &format!("198.51.100.23 on {want}"), || async {
+        b.operator.floating_ips().associated.get("198.51.100.23") == Some(&want)
+    })
+    .await;
+}
+
+/// `rewritten` with its VPNGateway named `to` and every VPNPeer's gatewayRef naming it
+/// (a21p E10); without vpnmig's migrated-from annotation on the VPNGateway unless
+/// `annotated`.
+fn renamed(rewritten: &str, to: &str, annotated: bool) -> String {
+    let docs: Vec<String> = rewritten
+        .split("\n---")
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| {
+            let mut o: Value = serde_saphyr::from_str(d).unwrap();
+            match o["kind"].as_str() {
+                Some("VPNGateway") => {
+                    o["metadata"]["name"] = json!(to);
+                    if !annotated {
+                        let a = o["metadata"]["annotations"].as_object_mut().unwrap();
+                        assert!(a.remove("vpnmig.bnerd.net/migrated-from").is_some(), "{o}");
+                    }
+                }
+                Some("VPNPeer") => o["spec"]["gatewayRef"]["name"] = json!(to),
+                _ => {}
+            }
+            serde_json::to_string(&o).unwrap()
+        })
+        .collect();
+    assert!(docs.iter().any(|d| d.contains(to)), "{rewritten}");
+    docs.join("\n---\n")
 }
 
 /// The first advised `vpnmig cutover|rollback …` of `hint` not run yet.
@@ -381,6 +431,12 @@ enum Bad {
     /// Exactly the plan's, but a VPNGateway of another name in another namespace claims
     /// the floating IP (`/32`) beside it (a21o D24).
     Claimed,
+    /// The merged source names the VPNGateway otherwise (the first: the name; the second:
+    /// whether it keeps vpnmig's migrated-from annotation) and its VPNPeer names that one:
+    /// it stands in the plan's place with the floating IP, serving the tunnel (a21p E10).
+    /// Refused with what stands in and that the source must define the plan's names; the
+    /// repository fixed, followed to done.
+    Renamed(&'static str, bool),
 }
 
 /// The row: stopped at `started`, merged early (`bad`: what is wrong with the merge, if
@@ -408,8 +464,13 @@ async fn early_merge(b: &Bed, tool: Tool, parent: bool, bad: Bad) {
             );
             m
         }
-        Bad::No | Bad::Claimed => rewritten,
+        Bad::Renamed(to, annotated) => renamed(&rewritten, to, annotated),
+        Bad::No | Bad::Claimed => rewritten.clone(),
     };
+    if let Bad::Renamed(to, annotated) = bad {
+        merge_as(b, tool, &merged, to).await;
+        return renamed_merge(b, tool, &psk, &rewritten, to, annotated).await;
+    }
     merge(b, tool, &merged).await;
     if bad == Bad::Claimed {
         if b.get(NAMESPACE, "", "fremd").await.is_none() {
@@ -528,6 +589,233 @@ async fn early_merge(b: &Bed, tool: Tool, parent: bool, bad: Bad) {
     assert_eq!(j["targetUids"][1], peer["metadata"]["uid"], "{on}: {j}");
 }
 
+/// [`Bad::Renamed`]: merged under the name `to`, the client served through it. Followed
+/// from `rollback`, every command refuses before any change, naming `to` as what stands
+/// in, that it serves the tunnel and that the source must define the plan's names; never
+/// "the tunnel is down" nor "nothing was deleted … untouched" (the IPsecGateway was
+/// pruned). The repository fixed as told, followed again: done.
+async fn renamed_merge(b: &Bed, tool: Tool, psk: &str, rewritten: &str, to: &str, annotated: bool) {
+    let on = b.backend;
+    let stands = format!("vpngateway/{to} -n {NS} stands in its place");
+    let why = if annotated {
+        "it carries vpnmig's migrated-from annotation for acme and holds the window's floating IP 198.51.100.23"
+    } else {
+        "it holds the window's floating IP 198.51.100.23"
+    };
+    let names = format!(
+        "the repository's source must define the plan's names: VPNGateway acme (not {to}), VPNPeer acme with spec.gatewayRef.name acme, and spec.ipsec.pskSecretRef acme-psk"
+    );
+    let never = [
+        "the client's tunnel is down",
+        "nothing was deleted",
+        "untouched",
+        "keeps the IPsecGateway",
+    ];
+    let (r, tried) = follow(b, psk).await;
+    eprintln!("{on}: followed {tried:?}; the last run said:\n{}", r.stderr);
+    assert_eq!(r.code, 7, "{on}: {tried:?}\n{}", r.stderr);
+    let text = live::flat(&r.stderr);
+    for says in [
+        stands.as_str(),
+        why,
+        "the client's tunnel is served by it",
+        names.as_str(),
+        "nothing was changed",
+    ] {
+        assert!(text.contains(says), "{on}: missing `{says}` in {text}");
+    }
+    for n in never {
+        assert!(!text.contains(n), "{on}: `{n}` in {text}");
+    }
+    assert!(
+        !tried.iter().any(|c| c.contains("delete-extra-peers")),
+        "{on}: {tried:?}"
+    );
+    // cutover and verify say the same, each on its own.
+    let cut = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes"],
+            7,
+            &[&stands, &names],
+        )
+        .await;
+    let ver = b
+        .step(&["verify", "acme", "-n", NS], 5, &[&stands, why])
+        .await;
+    let st = b.vpnmig(&["status", "-n", NS]).await;
+    let said = live::flat(&format!("{}\n{}", st.stdout, st.stderr));
+    assert!(said.contains(&stands), "{on}: {said}");
+    // The stand-in's own line names the window it stands in for, not a migration of its own.
+    if annotated {
+        assert!(
+            said.contains(&format!("vpngateway/{to} -n {NS} carries vpnmig's migrated-from annotation for acme, but vpnmig never applied it (written by field manager")),
+            "{on}: {said}"
+        );
+        assert!(
+            said.contains("it stands in the place of the window of tenant-acme/acme"),
+            "{on}: {said}"
+        );
+    }
+    assert!(
+        !said.contains(&format!("ipsecgateway/{to}")),
+        "{on}: {said}"
+    );
+    for (what, r) in [("cutover", &cut), ("verify", &ver), ("status", &st)] {
+        let text = live::flat(&format!("{}\n{}", r.stdout, r.stderr));
+        for n in never {
+            assert!(!text.contains(n), "{on}: `{n}` in {what}: {text}");
+        }
+    }
+    // Nothing changed: the journal at `started`, the stand-in and the VPNPeer live, the
+    // floating IP on the stand-in, the key unchanged.
+    assert_eq!(
+        b.phase(NS, "acme").await.as_deref(),
+        Some("started"),
+        "{on}"
+    );
+    assert!(b.get(VPNGATEWAY, NS, to).await.is_some(), "{on}");
+    assert!(b.get(VPNPEER, NS, "acme").await.is_some(), "{on}");
+    fip_on(b, to).await;
+    assert_eq!(b.psk_fingerprint(NS, "acme-psk").await, psk, "{on}");
+    // The repository fixed as told (the plan's rewrite): the owner prunes the stand-in and
+    // applies the plan's names; followed, the window ends done with them.
+    merge_as(b, tool, rewritten, "acme").await;
+    let (r, tried) = follow(b, psk).await;
+    assert_eq!(r.code, 0, "{on}: {tried:?}\n{}", r.stderr);
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    assert!(b.get(VPNGATEWAY, NS, to).await.is_none(), "{on}");
+}
+
+/// How an early merge before any window came in (a21p E16).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Outside {
+    /// The plan's rewrite merged; `Tool`'s owner syncs it.
+    Merged(Tool),
+    /// No GitOps: a person deleted the IPsecGateway and applied the bundle's
+    /// VPNGateway and VPNPeer with kubectl.
+    ByHand,
+}
+
+/// An early merge before any window (a21p E16): only `vpnmig plan --out` ran, no journal
+/// ever existed, and the VPNGateway and VPNPeer came from the repository (or a hand), not
+/// from vpnmig. `cutover --plan` says so and never advises a rollback from the bundle;
+/// `rollback --plan … --delete-extra-peers` and `rollback --delete-extra-peers` refuse
+/// before any change (no journal written, the VPNPeer and the floating IP where they
+/// were), naming the VPNGateway, its writer and the way back (revert the merge).
+async fn no_window(b: &Bed, how: Outside) {
+    let on = b.backend;
+    let plans = b.cwd().join("plans/acme");
+    let plans = plans.to_str().unwrap();
+    let by = match how {
+        Outside::Merged(tool) => {
+            let rewritten = plan_rewrite(b, tool).await;
+            merge(b, tool, &rewritten).await;
+            fip_on(b, "acme").await;
+            match tool {
+                Tool::Flux => "written by field manager kustomize-controller",
+                Tool::Argo => "written by field manager argocd-controller",
+            }
+        }
+        Outside::ByHand => {
+            let r = b.vpnmig(&["plan", "acme", "-n", NS, "--out", plans]).await;
+            assert!(
+                std::path::Path::new(plans).join("vpngateway.yaml").exists(),
+                "{on}: {}",
+                r.stderr
+            );
+            b.delete(IPSECGATEWAY, NS, "acme").await;
+            bed::eventually(40, "the IPsecGateway is gone", || async {
+                b.get(IPSECGATEWAY, NS, "acme").await.is_none()
+            })
+            .await;
+            shell(
+                b,
+                &format!("kubectl apply -f {plans}/vpngateway.yaml -f {plans}/vpnpeer.yaml"),
+            )
+            .await;
+            fip_on(b, "acme").await;
+            "written by field manager kubectl-client-side-apply"
+        }
+    };
+    let psk = b.psk_fingerprint(NS, "acme-psk").await;
+    let peer = b.uid(VPNPEER, NS, "acme").await.expect("the VPNPeer");
+    let outside = [
+        "vpngateway/acme -n tenant-acme carries vpnmig's migrated-from annotation, but vpnmig never applied it",
+        by,
+        "no journal ever existed and nothing vpnmig recorded rolls it back",
+        "to go back, revert the merge in the repository",
+        "nothing was changed",
+    ];
+    let cut = b
+        .step(
+            &[
+                "cutover", "acme", "-n", NS, "--plan", plans, "--gitops", "pause", "--yes",
+            ],
+            7,
+            &["acme -n tenant-acme is migrated outside a vpnmig window"],
+        )
+        .await;
+    let mut runs = vec![("cutover --plan", cut)];
+    for args in [
+        vec![
+            "rollback",
+            "acme",
+            "-n",
+            NS,
+            "--plan",
+            plans,
+            "--yes",
+            "--delete-extra-peers",
+        ],
+        vec![
+            "rollback",
+            "acme",
+            "-n",
+            NS,
+            "--yes",
+            "--delete-extra-peers",
+        ],
+        vec![
+            "rollback", "acme", "-n", NS, "--plan", plans, "--gitops", "pause", "--yes",
+        ],
+    ] {
+        let r = b
+            .step(&args, 7, &["no journal of acme -n tenant-acme"])
+            .await;
+        runs.push(("rollback", r));
+    }
+    for (what, r) in &runs {
+        let text = live::flat(&r.stderr);
+        for says in outside {
+            assert!(
+                text.contains(says),
+                "{on}: {what}: missing `{says}` in {text}"
+            );
+        }
+        for never in ["its cutover wrote", "--plan DIR", "--delete-extra-peers`"] {
+            assert!(!text.contains(never), "{on}: {what}: `{never}` in {text}");
+        }
+        // Its advice names no cutover or rollback to run: they refuse here.
+        assert_eq!(next_command(&hint_of(r), &[]), None, "{on}: {what}: {text}");
+        // Before any change: no journal, the client's VPNPeer as it was.
+        assert!(b.journal(NS, "acme").await.is_none(), "{on}: {what}");
+        assert_eq!(
+            b.uid(VPNPEER, NS, "acme").await.as_ref(),
+            Some(&peer),
+            "{on}: {what}"
+        );
+        assert_eq!(b.psk_fingerprint(NS, "acme-psk").await, psk, "{on}: {what}");
+    }
+    let st = b.vpnmig(&["status", "-n", NS]).await;
+    assert!(
+        live::flat(&format!("{}\n{}", st.stdout, st.stderr))
+            .contains("to go back, revert the merge in the repository"),
+        "{on}: {}\n{}",
+        st.stdout,
+        st.stderr
+    );
+}
+
 /// Item 3: after done, the owner's parent active, `rollback --gitops pause` stops on the
 /// parent before any delete (the VPNGateway and VPNPeer still there, the owner's own
 /// suspension not claimed as holding); its advice followed, the rollback ends.
@@ -644,6 +932,43 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(early_merge(b, Tool::Argo, false, Bad::Claimed)),
+    },
+    /// Argo CD under wurzel, merged under another name (`acme-neu`, annotated): refused
+    /// naming the stand-in; the source fixed: done (a21p E10).
+    argo_parent_renamed: bed::Row {
+        scenario: || scenario(Tool::Argo, Some("wurzel")),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(early_merge(b, Tool::Argo, true, Bad::Renamed("acme-neu", true))),
+    },
+    /// Flux alone, merged as `vpn-acme` without the migrated-from annotation: found by the
+    /// floating IP it holds.
+    flux_alone_renamed_unannotated: bed::Row {
+        scenario: || scenario(Tool::Flux, None),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(early_merge(b, Tool::Flux, false, Bad::Renamed("vpn-acme", false))),
+    },
+    /// Argo CD, the plan's rewrite merged before any window (a21p E16).
+    argo_no_window: bed::Row {
+        scenario: || scenario(Tool::Argo, None),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(no_window(b, Outside::Merged(Tool::Argo))),
+    },
+    /// Flux under verbund, the same.
+    flux_parent_no_window: bed::Row {
+        scenario: || scenario(Tool::Flux, Some("verbund")),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(no_window(b, Outside::Merged(Tool::Flux))),
+    },
+    /// No GitOps: the bundle's VPNGateway and VPNPeer applied by hand with kubectl.
+    by_hand_no_window: bed::Row {
+        scenario: || Scenario::new(include_str!("../fixtures/clusters/acme.yaml"), live::pool("10.250.3.0/24")),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(no_window(b, Outside::ByHand)),
     },
     /// Flux under verbund, done: `rollback --gitops pause` stops on the active parent.
     rollback_pause_parent: bed::Row {

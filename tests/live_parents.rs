@@ -1189,7 +1189,7 @@ async fn an_early_merge_before_the_delete_is_said_as_it_is(b: &Bed) {
     );
     let st = live::flat(&b.step(&["status", "-n", NS], 0, &[]).await.stdout);
     assert!(
-        st.contains("window under way: tenant-acme/acme at journal phase started: the window of tenant-acme/acme is at journal phase started (its journal, ConfigMap tenant-acme/vpnmig-acme, is there and keeps the IPsecGateway's manifest): vpnmig deleted nothing, but ipsecgateway/acme -n tenant-acme is gone"),
+        st.contains("window under way: tenant-acme/acme at journal phase started: the window of tenant-acme/acme is at journal phase started (its journal, ConfigMap tenant-acme/vpnmig-acme, is there and holds the IPsecGateway's manifest): vpnmig deleted nothing, but ipsecgateway/acme -n tenant-acme is gone"),
         "{on}: {st}"
     );
     // The way on is the cutover, which adopts what the owner applied (C09/C10), never

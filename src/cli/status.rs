@@ -1076,15 +1076,36 @@ async fn open_windows(
         // field managers say whether vpnmig applied it.
         let outside = match &hint {
             Some(_) => None,
-            None => outside_window(cluster, ns, name).await,
+            None => crate::window::outside_window(cluster, ns, name).await,
         };
+        // Its migrated-from annotation names another gateway whose window is under way:
+        // it stands in that window's place (a21p E10, merged under another name), said
+        // with that window, not as a migration of its own.
+        if let Some(by) = &outside
+            && let Some(of) = migrated_from_other(cluster, ns, name).await
+            && journals.contains(&(ns.clone(), of.clone()))
+        {
+            lost.push(LostJournal {
+                namespace: ns.clone(),
+                gateway: name.clone(),
+                hint: format!(
+                    "vpngateway/{name} -n {ns} carries vpnmig's migrated-from annotation for {of}, but vpnmig never applied it (written by {by}): it stands in the place of the window of {ns}/{of} (its journal, ConfigMap {ns}/vpnmig-{of}, is there); the repository's source must name it {of}, as the plan does: see that window"
+                ),
+                gateway_gone: false,
+                outside_window: true,
+            });
+            continue;
+        }
         lost.push(LostJournal {
             namespace: ns.clone(),
             gateway: name.clone(),
             hint: match (hint, &outside) {
                 (Some(h), _) => h,
+                // Every gateway here carries the migrated-from annotation: the text of
+                // `cutover` and `rollback` (a21p E16), one check for all three.
                 (None, Some(by)) => format!(
-                    "vpngateway/{name} -n {ns} carries vpnmig's migrated-from annotation, but vpnmig never applied it (written by {by}): it came in from a repository or by hand, not through a vpnmig window, so no journal ever existed and nothing vpnmig recorded rolls it back; `vpnmig verify {name} -n {ns}` checks what it serves"
+                    "vpngateway/{name} -n {ns} carries vpnmig's migrated-from annotation, but vpnmig never applied it (written by {by}): it came in from a repository or by hand, not through a vpnmig window, so no journal ever existed and nothing vpnmig recorded rolls it back; {}",
+                    crate::window::way_back_outside(name, ns)
                 ),
                 (None, None) => format!(
                     "a rollback needs the bundle of its cutover: `vpnmig rollback {name} -n {ns} --plan DIR`"
@@ -2421,22 +2442,19 @@ async fn suspended_owners(
     out
 }
 
-/// Who wrote VPNGateway `ns/name`, when vpnmig never applied it (no `vpnmig` field
-/// manager in its managedFields); `None` when vpnmig did, or it cannot be read.
-async fn outside_window(cluster: &Cluster, ns: &str, name: &str) -> Option<String> {
+/// The gateway VPNGateway `ns/name`'s migrated-from annotation names, when it is not
+/// `name`; `None` otherwise, or when it cannot be read.
+async fn migrated_from_other(cluster: &Cluster, ns: &str, name: &str) -> Option<String> {
     let obj =
         crate::cluster::gitops::get_kept(cluster, "vpn.bnerd.net/v1alpha1", "VPNGateway", ns, name)
             .await
             .ok()??;
-    let by = crate::core::scope::managers(&obj);
-    if by.iter().any(|m| m == crate::core::scope::FIELD_MANAGER) {
-        return None;
-    }
-    Some(if by.is_empty() {
-        "no field manager recorded".to_string()
-    } else {
-        format!("field manager {}", by.join(", "))
-    })
+    let of = obj
+        .pointer("/metadata/annotations")?
+        .get(crate::core::translate::MIGRATED_FROM)?
+        .as_str()?
+        .strip_prefix(crate::core::scope::migrated_from("").as_str())?;
+    (of != name).then(|| of.to_string())
 }
 
 /// The old gateway of a window past the delete, when one of its name exists again (another

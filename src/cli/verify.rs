@@ -418,6 +418,18 @@ async fn once_live(
         // Neither kind exists: between a delete and a create, a window may be under way.
         Err(e @ crate::cluster::KubeError::NotFound { .. }) => {
             if let Ok(Some(j)) = crate::cluster::journal::read(cluster, name).await {
+                // Before its delete, the IPsecGateway gone all the same: vpnmig deleted
+                // nothing, someone else did; never "nothing was deleted … untouched", and
+                // what stands in its place is named (a21p E10: another name).
+                if !j.phase.past_delete() && !j.phase.finished() {
+                    let (what, ways) =
+                        crate::window::gone_before_the_delete(cluster, &j, false).await;
+                    return Err(Error::Stop {
+                        code: exit::VERIFY_FAILED,
+                        message: what,
+                        hint: Some(ways),
+                    });
+                }
                 // A finished window whose gateway is gone since: never "no journal"
                 // (a21e 6, 11).
                 let message = j.left_text(j.left(None, None)).unwrap_or_else(|| format!(

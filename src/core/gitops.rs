@@ -311,7 +311,7 @@ pub fn detect(obj: &Value) -> Vec<Manager> {
 }
 
 /// The gateway operator's field manager: the operator writes status, it does not sync.
-const OPERATOR_MANAGER: &str = "gateway-operator";
+pub(crate) const OPERATOR_MANAGER: &str = "gateway-operator";
 
 /// The MANAGED-BY cell of `status` (and `managedBy` in its JSON): one word a manager, no
 /// spaces, so the table splits on whitespace as kubectl's does: `argocd:application/acme`,

@@ -259,3 +259,163 @@ pub(crate) fn no_rollback(j: &Journal, m: &Merged) -> Error {
         )),
     }
 }
+
+/// Who wrote VPNGateway `gw` when vpnmig never applied it (no `vpnmig` field manager in
+/// its managedFields): `field manager argocd-controller`, or `no field manager recorded`;
+/// `None` when vpnmig applied it. One check for `cutover`, `rollback` and `status` (a21p
+/// E16: an early merge before any window).
+pub(crate) fn never_applied(gw: &Value) -> Option<String> {
+    let all = scope::managers(gw);
+    if all.iter().any(|m| m == scope::FIELD_MANAGER) {
+        return None;
+    }
+    // The operator writes its status: not who made it.
+    let mut by: Vec<&str> = all
+        .iter()
+        .map(String::as_str)
+        .filter(|m| *m != gitops::OPERATOR_MANAGER)
+        .collect();
+    by.dedup();
+    Some(if !by.is_empty() {
+        format!("field manager {}", by.join(", "))
+    } else if all.is_empty() {
+        "no field manager recorded".to_string()
+    } else {
+        format!(
+            "only the operator's field manager {}",
+            gitops::OPERATOR_MANAGER
+        )
+    })
+}
+
+/// [`never_applied`] of the live VPNGateway `ns/name`; `None` when vpnmig applied it, it
+/// does not exist, or it cannot be read.
+pub(crate) async fn outside_window(cluster: &Cluster, ns: &str, name: &str) -> Option<String> {
+    let obj = live::get_kept(cluster, "vpn.bnerd.net/v1alpha1", "VPNGateway", ns, name)
+        .await
+        .ok()??;
+    never_applied(&obj)
+}
+
+/// What a VPNGateway vpnmig never applied and no journal of its gateway ever recorded is,
+/// as `status` says it: `vpngateway/acme -n tenant-acme carries vpnmig's migrated-from
+/// annotation, but vpnmig never applied it (written by …): it came in from a repository
+/// or by hand, not through a vpnmig window, so no journal ever existed and nothing vpnmig
+/// recorded rolls it back`.
+pub(crate) fn outside_text(gw: &Value, name: &str, ns: &str, by: &str) -> String {
+    let annotated = gw
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(crate::core::translate::MIGRATED_FROM))
+        .and_then(Value::as_str)
+        == Some(scope::migrated_from(name).as_str());
+    format!(
+        "vpngateway/{name} -n {ns} {}, but vpnmig never applied it (written by {by}): it came in from a repository or by hand, not through a vpnmig window, so no journal ever existed and nothing vpnmig recorded rolls it back",
+        if annotated {
+            "carries vpnmig's migrated-from annotation"
+        } else {
+            "exists"
+        }
+    )
+}
+
+/// The way back from a gateway migrated outside any window ([`outside_text`]): never a
+/// rollback from a bundle (there was no cutover), but the revert of the merge.
+pub(crate) fn way_back_outside(name: &str, ns: &str) -> String {
+    format!(
+        "`vpnmig verify {name} -n {ns}` checks what it serves; to go back, revert the merge in the repository: the owner prunes the VPNGateway and its VPNPeers and re-applies ipsecgateway/{name} from its source (where it was applied by hand, re-apply the IPsecGateway by hand); a vpnmig rollback refuses here: it never deletes the client's VPNPeers of a VPNGateway vpnmig did not apply"
+    )
+}
+
+/// The rollback's refusal for a gateway migrated outside any window: no journal, and the
+/// VPNGateway `gw` was never applied by vpnmig (`by`). Before anything changes: no journal
+/// is written, nothing is deleted, `--delete-extra-peers` or not (a21p E16).
+pub(crate) fn no_rollback_outside(gw: &Value, name: &str, ns: &str, by: &str) -> Error {
+    Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "no journal of {name} -n {ns} (ConfigMap {}) and {} (uid {}): a rollback would delete the client's VPNPeers and could not delete a VPNGateway vpnmig never applied, leaving the tunnel down; nothing was changed",
+            crate::core::journal::object_name(name),
+            outside_text(gw, name, ns, by),
+            gw.pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+        ),
+        hint: Some(way_back_outside(name, ns).into()),
+    }
+}
+
+/// Another VPNGateway of the window's namespace that stands in the place of window `j`'s
+/// gateway (a21p E10: the merged source named it otherwise): it carries vpnmig's
+/// migrated-from annotation for this gateway, or claims the journal's floating IP.
+/// Returns it and why it stands in; `None` when there is none or the list fails.
+pub(crate) async fn stand_in(cluster: &Cluster, j: &Journal) -> Option<(Value, String)> {
+    let (ns, name) = (j.namespace.as_str(), j.gateway.as_str());
+    let all = crate::cluster::list::raw(cluster, &objects::resource("VPNGateway"), Some(ns), None)
+        .await
+        .ok()?;
+    let fip = j.floating_ip.trim();
+    all.into_iter()
+        .filter_map(|o| serde_json::to_value(o).ok())
+        .filter(|o| o.pointer("/metadata/name").and_then(Value::as_str) != Some(name))
+        .find_map(|o| {
+            let annotated = o
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(crate::core::translate::MIGRATED_FROM))
+                .and_then(Value::as_str)
+                == Some(scope::migrated_from(name).as_str());
+            let claims = |p: &str| {
+                !fip.is_empty()
+                    && o.pointer(p)
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| crate::core::addr::same_addr(t, fip))
+            };
+            let fip_held = claims("/spec/endpoint/floatingIP") || claims("/status/floatingIP");
+            let why = match (annotated, fip_held) {
+                (true, true) => format!(
+                    "it carries vpnmig's migrated-from annotation for {name} and holds the window's floating IP {fip}"
+                ),
+                (true, false) => format!("it carries vpnmig's migrated-from annotation for {name}"),
+                (false, true) => format!("it holds the window's floating IP {fip}"),
+                (false, false) => return None,
+            };
+            Some((o, why))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn gw(managers: &[&str]) -> Value {
+        json!({"kind": "VPNGateway", "metadata": {"name": "acme", "managedFields":
+            managers.iter().map(|m| json!({"manager": m})).collect::<Vec<_>>()}})
+    }
+
+    #[test]
+    fn never_applied_names_who_wrote_it_without_the_operator() {
+        assert_eq!(never_applied(&gw(&["vpnmig", "gateway-operator"])), None);
+        assert_eq!(
+            never_applied(&gw(&["argocd-controller", "gateway-operator"])).as_deref(),
+            Some("field manager argocd-controller")
+        );
+        assert_eq!(
+            never_applied(&gw(&["gateway-operator"])).as_deref(),
+            Some("only the operator's field manager gateway-operator")
+        );
+        assert_eq!(
+            never_applied(&gw(&[])).as_deref(),
+            Some("no field manager recorded")
+        );
+    }
+
+    #[test]
+    fn the_way_back_outside_a_window_names_no_command_that_refuses() {
+        let w = way_back_outside("acme", "tenant-acme");
+        assert!(w.contains("revert the merge in the repository"), "{w}");
+        assert!(!w.contains("--plan"), "{w}");
+        // Only `vpnmig verify` is quoted as a command.
+        let quoted: Vec<&str> = w.split('`').skip(1).step_by(2).collect();
+        assert_eq!(quoted, ["vpnmig verify acme -n tenant-acme"], "{w}");
+    }
+}

@@ -92,7 +92,18 @@ async fn run(
         .as_ref()
         .map(|d| bundle::read_saved(d))
         .transpose()?;
-    let j = match (stored::read(cluster, name).await?, saved) {
+    let stored = stored::read(cluster, name).await?;
+    // No journal, and a VPNGateway vpnmig never applied (a21p E16: an early merge before
+    // any window, or one made by hand): no cutover ever ran, so nothing recorded rolls it
+    // back, from a bundle or not. Refused before anything changes: no journal written,
+    // no VPNPeer deleted (`--delete-extra-peers` or not).
+    if stored.is_none()
+        && let Some(gw) = objects::get(cluster, "VPNGateway", name).await?
+        && let Some(by) = super::early::never_applied(&gw)
+    {
+        return Err(super::early::no_rollback_outside(&gw, name, &ns, &by));
+    }
+    let j = match (stored, saved) {
         (Some(j), saved) => {
             if let Some((plan, _)) = saved {
                 let drift = journal::journal_drift(&plan, &j);
@@ -177,6 +188,23 @@ async fn run(
     // Merged early (C09/C10): the source defines the new objects; refused before any change.
     if let Some(m) = super::early::merged(cluster, &j).await? {
         return Err(super::early::no_rollback(&j, &m));
+    }
+    // Merged early under another name (a21p E10): before the delete, no IPsecGateway and
+    // no VPNGateway of its name, but another VPNGateway stands in its place and serves the
+    // tunnel. A rollback would stop on it (it holds the floating IP) with advice that
+    // loops: the source comes first, said before any change.
+    if !j.phase.past_delete()
+        && !j.phase.finished()
+        && objects::get(cluster, "IPsecGateway", name).await?.is_none()
+        && objects::get(cluster, "VPNGateway", name).await?.is_none()
+        && super::early::stand_in(cluster, &j).await.is_some()
+    {
+        let (what, ways) = super::gone_before_the_delete(cluster, &j, false).await;
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!("{what}: nothing to roll back yet; nothing was changed"),
+            hint: Some(ways.into()),
+        });
     }
     // Rolled back: is the IPsecGateway it left still there? One gone since (pruned,
     // deleted by hand) is never "nothing to do" (a21e 6, 11): it is re-created from the

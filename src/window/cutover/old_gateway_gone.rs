@@ -51,6 +51,25 @@ pub(super) async fn no_old_gateway(
         };
     }
     let lost = crate::state::lost_journal_hint(&cluster.server, ns, name);
+    // vpnmig never applied it: no cutover, no journal ever existed (a21p E16, an early
+    // merge before any window); said as `status` says it, never "roll back from the
+    // bundle its cutover wrote".
+    if previous.is_none()
+        && let Ok(Some(gw)) = &new
+        && let Some(by) = crate::window::early::never_applied(gw)
+    {
+        return Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "{name} -n {ns} is migrated outside a vpnmig window: IPsecGateway {name} does not exist, and {} (uid {}): nothing to cut over; nothing was changed",
+                crate::window::early::outside_text(gw, name, ns, &by),
+                gw.pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?"),
+            ),
+            hint: Some(crate::window::early::way_back_outside(name, ns).into()),
+        };
+    }
     match new {
         Ok(Some(gw)) => Error::Stop {
             code: exit::REFUSED,
@@ -95,33 +114,69 @@ pub(crate) async fn gone_before_the_delete(
     let new =
         crate::cluster::gitops::get_kept(cluster, "vpn.bnerd.net/v1alpha1", "VPNGateway", ns, name)
             .await;
-    let stands = match &new {
-        Ok(Some(gw)) => format!(
+    // None of its name: another VPNGateway may stand in its place (a21p E10: the merged
+    // source named it otherwise); it serves the tunnel then, never "the tunnel is down".
+    let other = match &new {
+        Ok(None) => crate::window::early::stand_in(cluster, j).await,
+        _ => None,
+    };
+    let written = |gw: &Value| {
+        crate::core::gitops::writer(gw)
+            .map(|w| format!("written by {w}"))
+            .unwrap_or_else(|| "no field manager other than vpnmig's and the operator's".into())
+    };
+    let stands = match (&new, &other) {
+        (Ok(Some(gw)), _) => format!(
             "vpngateway/{name} -n {ns} exists (uid {}, {}), which this window did not apply",
-            gw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("?"),
-            crate::core::gitops::writer(gw)
-                .map(|w| format!("written by {w}"))
-                .unwrap_or_else(|| "no field manager other than vpnmig's and the operator's".into())
+            gw.pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            written(gw)
         ),
-        Ok(None) => "no VPNGateway exists either: the client's tunnel is down".to_string(),
-        Err(e) => format!("whether a VPNGateway exists cannot be read ({e})"),
+        (Ok(None), Some((gw, why))) => format!(
+            "no VPNGateway {name} exists, but vpngateway/{} -n {ns} stands in its place (uid {}, {}; {why}): the client's tunnel is served by it, under a name the plan does not have",
+            gw.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            gw.pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            written(gw)
+        ),
+        (Ok(None), None) => "no VPNGateway exists either: the client's tunnel is down".to_string(),
+        (Err(e), _) => format!("whether a VPNGateway exists cannot be read ({e})"),
+    };
+    let ways = if let Some((gw, _)) = &other {
+        let peers = j.peer_names();
+        format!(
+            "the repository's source must define the plan's names: VPNGateway {name} (not {}), {} with spec.gatewayRef.name {name}, and spec.ipsec.pskSecretRef {}; fix the repository (the owner then prunes the stand-in and applies them), then `vpnmig cutover {name} -n {ns}` finishes the window with what the owner's source applied, once every pinned value equals the plan's; or, to go back, revert the merge and let the owner sync it, then `vpnmig rollback {name} -n {ns}`",
+            gw.pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("?"),
+            if peers.is_empty() {
+                "its VPNPeers".to_string()
+            } else {
+                format!("VPNPeer {}", peers.join(", "))
+            },
+            j.psk_secret
+        )
+    } else if matches!(&new, Ok(Some(gw)) if crate::core::gitops::writer(gw).is_some_and(|w| w.starts_with("a GitOps")))
+    {
+        format!(
+            "`vpnmig cutover {name} -n {ns}` finishes the window with what the owner's source applied, once every pinned value equals the plan's; a rollback needs the merge reverted first"
+        )
+    } else {
+        format!(
+            "`vpnmig verify {name} -n {ns}` checks what is live; `vpnmig rollback {name} -n {ns}` goes back from the journal"
+        )
     };
     (
         format!(
-            "the window of {ns}/{name} is at journal phase {} (its journal, ConfigMap {ns}/{}, is there and keeps the IPsecGateway's manifest): vpnmig deleted nothing, but ipsecgateway/{name} -n {ns} is {}: deleted outside the window (a GitOps owner's prune after the repository change was merged early, or by hand); {stands}",
+            "the window of {ns}/{name} is at journal phase {} (its journal, ConfigMap {ns}/{}, is there and holds the IPsecGateway's manifest): vpnmig deleted nothing, but ipsecgateway/{name} -n {ns} is {}: deleted outside the window (a GitOps owner's prune after the repository change was merged early, or by hand); {stands}",
             j.phase,
             journal::object_name(name),
             if deleting { "being deleted" } else { "gone" }
         ),
-        if matches!(&new, Ok(Some(gw)) if crate::core::gitops::writer(gw).is_some_and(|w| w.starts_with("a GitOps")))
-        {
-            format!(
-                "`vpnmig cutover {name} -n {ns}` finishes the window with what the owner's source applied, once every pinned value equals the plan's; a rollback needs the merge reverted first"
-            )
-        } else {
-            format!(
-                "`vpnmig verify {name} -n {ns}` checks what is live; `vpnmig rollback {name} -n {ns}` goes back from the journal"
-            )
-        },
+        ways,
     )
 }

@@ -442,6 +442,24 @@ pub(super) async fn peer_scope(
             )),
         });
     }
+    // A VPNGateway vpnmig never applied and this journal never recorded (a journal an
+    // earlier run wrote from a bundle for an early merge, a21p E16): its peers are the
+    // client's, and the rollback could not delete the gateway after them.
+    if let Some(gw) = objects::get(cluster, "VPNGateway", name).await?
+        && let Some(by) = crate::window::early::never_applied(&gw)
+        && !gw
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .is_some_and(|u| j.target_uids.iter().any(|r| r == u))
+    {
+        return Err(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "--delete-extra-peers deletes no VPNPeer of vpngateway/{name} -n {ns}: vpnmig never applied it (written by {by}) and the journal does not record it, so the rollback could not delete it after its peers and the client's tunnel would be down; nothing was deleted"
+            ),
+            hint: Some(crate::window::way_back_outside(name, ns).into()),
+        });
+    }
     for (n, _) in extras {
         if let Some(uid) = all
             .iter()
