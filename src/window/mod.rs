@@ -78,7 +78,7 @@ pub(crate) use cutover::gone_before_the_delete;
 pub use cutover::phases::{CUTOVER, Cutover};
 pub use gitops::GitopsOptions;
 pub(crate) use gitops::{
-    helm_psk_refusal, journals_for, parent_fix_verb, re_arming,
+    helm_psk_refusal, journals_for, manager_policy, parent_fix_verb, re_arming,
     reads_suspended as parent_reads_suspended, resume_by_hand, resume_yourself,
     source_still_defines, suspend_command, suspend_from_the_top,
 };
