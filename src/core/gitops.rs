@@ -4683,4 +4683,109 @@ mod tests {
             r#"{"prune":false,"selfHeal":true}"#
         );
     }
+
+    /// a21p E04: what an ApplicationSet's template defines for an Application's policy
+    /// against what the end restores: manual sync (absent, `enabled: false`), another
+    /// policy, the same one (nothing), and the sets that cannot tell.
+    #[test]
+    fn a_template_policy_changed_since_is_what_the_end_follows() {
+        let saved = Saved {
+            pointer: "/spec/syncPolicy/automated".into(),
+            value: Some(json!({"selfHeal": true, "prune": true})),
+            set_since: None,
+        };
+        let set = |policy: Value| {
+            json!({"kind": "ApplicationSet", "spec": {
+                "generators": [{"list": {"elements": [{"tenant": "acme"}]}}],
+                "template": {"spec": {"project": "default", "syncPolicy": policy}}}})
+        };
+        let manual = set(json!({}));
+        assert_eq!(template_policy(&manual, &saved), Some(None));
+        let off = set(json!({"automated": {"enabled": false, "prune": true}}));
+        assert_eq!(template_policy(&off, &saved), Some(None));
+        let other = set(json!({"automated": {"prune": false}}));
+        assert_eq!(
+            template_policy(&other, &saved),
+            Some(Some(json!({"prune": false})))
+        );
+        // Cannot tell: a templatePatch, a generator's own template, differences ignored,
+        // a Go template expression, no template, a Flux field.
+        let mut patched = manual.clone();
+        patched["spec"]["templatePatch"] = json!("spec:\n  syncPolicy: {}\n");
+        assert_eq!(template_policy(&patched, &saved), None);
+        let mut per = manual.clone();
+        per["spec"]["generators"][0]["list"]["template"] =
+            json!({"spec": {"syncPolicy": {"automated": {}}}});
+        assert_eq!(template_policy(&per, &saved), None);
+        let mut ignoring = manual.clone();
+        ignoring["spec"]["ignoreApplicationDifferences"] =
+            json!([{"jsonPointers": ["/spec/syncPolicy"]}]);
+        assert_eq!(template_policy(&ignoring, &saved), None);
+        let expr = set(json!({"automated": {"prune": "{{.prune}}"}}));
+        assert_eq!(template_policy(&expr, &saved), None);
+        assert_eq!(
+            template_policy(&json!({"kind": "ApplicationSet", "spec": {}}), &saved),
+            None
+        );
+        let flux = Saved {
+            pointer: "/spec/suspend".into(),
+            value: None,
+            set_since: None,
+        };
+        assert_eq!(template_policy(&manual, &flux), None);
+        // Against the record: manual and another policy are said; the same is nothing.
+        let record = Record {
+            mode: Mode::Pause,
+            owner: OwnerRef::argo("acme"),
+            evidence: vec![],
+            saved: Some(saved.clone()),
+            paused: true,
+            restored_at: None,
+            relies: false,
+            held_by: vec![],
+            protected: vec![],
+            uid: None,
+            sync_unseen: None,
+            let_go: None,
+            vouched: None,
+            parent_of: None,
+            pausing: None,
+            restoring: None,
+            re_armed_at: None,
+            last_sync: None,
+            asked: None,
+        };
+        let by = OwnerRef {
+            api_version: ARGO_APPLICATIONSET.into(),
+            kind: "ApplicationSet".into(),
+            namespace: Some("argocd".into()),
+            name: "standorte".into(),
+        };
+        let m = manager_policy(&record, &by, &manual).unwrap();
+        assert!(m.manual());
+        assert_eq!(
+            m.said(),
+            r#"its manager applicationset/standorte -n argocd now defines manual sync (spec.template.spec.syncPolicy.automated absent), not the {"prune":true,"selfHeal":true} the window recorded before its pause"#
+        );
+        let m = manager_policy(&record, &by, &other).unwrap();
+        assert!(!m.manual());
+        assert_eq!(m.defines, Some(json!({"prune": false})));
+        let same = set(json!({"automated": {"prune": true, "selfHeal": true}}));
+        assert_eq!(manager_policy(&record, &by, &same), None);
+        // A policy set since and adopted (a21o D20) is the one to restore: the template
+        // that defines it is no change; what was recorded before is said.
+        let mut adopted = record.clone();
+        adopted.saved.as_mut().unwrap().value = Some(json!({"prune": false}));
+        adopted.asked = Some(Asked {
+            at: "t".into(),
+            last_sync: None,
+            adopted: Some("t".into()),
+            writer: None,
+            policy: Some(json!({"prune": false})),
+            recorded: Some(Some(json!({"prune": true, "selfHeal": true}))),
+        });
+        assert_eq!(manager_policy(&adopted, &by, &other), None);
+        let m = manager_policy(&adopted, &by, &manual).unwrap();
+        assert_eq!(m.recorded, Some(json!({"prune": true, "selfHeal": true})));
+    }
 }
