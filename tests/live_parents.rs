@@ -2360,7 +2360,7 @@ async fn a_template_policy_set_in_the_gap_is_never_restored_over(
             "its manager applicationset/standorte -n argocd now defines spec.template.spec.syncPolicy.automated {shown}, not the {{\"prune\":true,\"selfHeal\":true}} the window recorded before its pause"
         )
     };
-    let (doc, text) = status_json(b).await;
+    let (doc, _) = status_json(b).await;
     if manual && re_armed {
         let let_go = doc["letGoOwners"].as_array().cloned().unwrap_or_default();
         assert!(
