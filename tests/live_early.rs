@@ -30,6 +30,8 @@
 //! | flux_parent_no_window | Kustomization acme under verbund, the same | |
 //! | by_hand_no_window | no GitOps: the bundle's objects applied by hand before any window | none |
 //! | rollback_pause_parent | Kustomization acme under verbund, after done: `rollback --gitops pause` stops on the active parent, before any delete; followed: rolled back |
+//! | flux_hand_apply_as_the_controller | as flux_parent, nothing merged: the objects applied by hand as kustomize-controller, adopted but never recorded as the merge (a21o D04) |
+//! | flux_merge_by_another_owner | as flux_parent, the merge moves the new objects to Kustomization acme-neu: credited to it, the owner their markers name (a21o D14) |
 
 mod live;
 
@@ -874,6 +876,119 @@ async fn rollback_pause_stops_on_the_parent(b: &Bed) {
     );
 }
 
+/// The plan's VPNGateway and VPNPeer of `rewritten` (the merged source), each as parsed.
+fn new_objects(rewritten: &str) -> Vec<Value> {
+    vpnmig_sandbox::scenario::parse(rewritten)
+        .expect("the rewrite parses")
+        .into_iter()
+        .filter(|d| d["kind"] == "VPNGateway" || d["kind"] == "VPNPeer")
+        .collect()
+}
+
+/// a21o D04: stopped at `started` (Flux, the parent re-armed acme), nothing merged. The
+/// operator suspends the parent and acme by hand, deletes the IPsecGateway and applies the
+/// plan's VPNGateway and VPNPeer by hand as `kustomize-controller` with Flux's labels. The
+/// cutover adopts them (every pinned value is the plan's) but never records the merge of a
+/// source never changed: its text and the journal's `appliedBySource` say the field manager
+/// and that it is not proven to be acme's sync. On the code before it, both said
+/// "kustomization/acme -n flux-system's sync of its source … the repository change was
+/// merged before the window's delete".
+async fn a_hand_apply_as_the_controller_is_not_a_merge(b: &Bed) {
+    let on = b.backend;
+    let rewritten = plan_rewrite(b, Tool::Flux).await;
+    stopped_at_started(b, Tool::Flux, true).await;
+    for name in ["verbund", "acme"] {
+        b.edit(KUSTOMIZATION, "flux-system", name, |o| {
+            o["spec"]["suspend"] = Value::Bool(true)
+        })
+        .await;
+    }
+    b.delete(IPSECGATEWAY, NS, "acme").await;
+    bed::eventually(30, "the IPsecGateway is gone", || async {
+        b.get(IPSECGATEWAY, NS, "acme").await.is_none()
+    })
+    .await;
+    for mut o in new_objects(&rewritten) {
+        o["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"] = json!("acme");
+        o["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/namespace"] = json!("flux-system");
+        o["metadata"]["namespace"] = json!(NS);
+        let kind = if o["kind"] == "VPNGateway" {
+            VPNGATEWAY
+        } else {
+            VPNPEER
+        };
+        b.apply_as(kind, NS, "kustomize-controller", o).await;
+    }
+    let r = b
+        .step(&["cutover", "acme", "-n", NS, "--yes"], 0, &[])
+        .await;
+    let text = live::flat(&r.stderr);
+    let hand = "applied by field manager kustomize-controller, as kustomization/acme -n flux-system's sync writes (not proven to be its sync of a merged source";
+    for says in [
+        hand,
+        "the cluster does not show that the repository change was merged",
+    ] {
+        assert!(text.contains(says), "{on}: `{says}` missing in: {text}");
+    }
+    assert!(!text.contains("'s sync of its source"), "{on}: {text}");
+    let j = b.journal(NS, "acme").await.expect("the journal");
+    assert_eq!(j["phase"], "done", "{on}: {j}");
+    let by = j["appliedBySource"].as_str().unwrap_or_default();
+    assert!(by.contains("field manager kustomize-controller, as kustomization/acme -n flux-system's sync writes (not proven"), "{on}: {j}");
+    assert!(!by.contains("'s sync of its source"), "{on}: {j}");
+}
+
+/// a21o D14: stopped at `started` (Flux, the parent re-armed acme); the merge moves the new
+/// objects to another Kustomization, `acme-neu` (its source holds the plan's VPNGateway and
+/// VPNPeer, which carry its labels), and acme's source keeps the Secret only. Followed from
+/// `rollback`, the cutover adopts them as applied by `acme-neu`'s sync, the owner their
+/// markers name, in its text and the journal's `appliedBySource`. On the code before it,
+/// both named acme, the owner the window paused.
+async fn a_merge_by_another_owner_is_credited_to_it(b: &Bed) {
+    let on = b.backend;
+    let rewritten = plan_rewrite(b, Tool::Flux).await;
+    stopped_at_started(b, Tool::Flux, true).await;
+    let psk = b.psk_fingerprint(NS, "acme-psk").await;
+    let new: Vec<String> = new_objects(&rewritten)
+        .iter()
+        .map(|o| serde_json::to_string(o).unwrap())
+        .collect();
+    b.put(
+        CONFIGMAP,
+        "flux-system",
+        json!({"metadata": {"name": "acme-neu-source", "namespace": "flux-system"},
+               "data": {"manifests": new.join("\n---\n")}}),
+    )
+    .await;
+    let ks = vpnmig_sandbox::scenario::parse(&ACME_KS.replace("name: acme\n", "name: acme-neu\n"))
+        .unwrap()
+        .remove(0);
+    b.put(KUSTOMIZATION, "flux-system", ks).await;
+    let kept: Vec<&str> = rewritten
+        .split("\n---\n")
+        .filter(|d| !d.contains("kind: VPNGateway") && !d.contains("kind: VPNPeer"))
+        .collect();
+    merge(b, Tool::Flux, &kept.join("\n---\n")).await;
+    let gw = b.get(VPNGATEWAY, NS, "acme").await.unwrap();
+    assert_eq!(
+        gw["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"], "acme-neu",
+        "{on}: {gw}"
+    );
+    let (r, tried) = follow(b, &psk).await;
+    assert_eq!(r.code, 0, "{on}: {tried:?}\n{}", r.stderr);
+    let j = b.journal(NS, "acme").await.expect("the journal");
+    assert_eq!(j["phase"], "done", "{on}: {j}");
+    let by = j["appliedBySource"].as_str().unwrap_or_default();
+    assert!(
+        by.contains("kustomization/acme-neu -n flux-system's sync"),
+        "{on}: {j}"
+    );
+    assert!(
+        !by.contains("kustomization/acme -n flux-system's sync"),
+        "{on}: {j}"
+    );
+}
+
 crate::rows! {
     /// Flux, a parent Kustomization re-armed acme before the delete; merged early.
     flux_parent: bed::Row {
@@ -976,5 +1091,19 @@ crate::rows! {
         only: None,
         after: None,
         steps: |b| Box::pin(rollback_pause_stops_on_the_parent(b)),
+    },
+    /// a21o D04: a hand apply as kustomize-controller is adopted, never recorded as a merge.
+    flux_hand_apply_as_the_controller: bed::Row {
+        scenario: || scenario(Tool::Flux, Some("verbund")),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_hand_apply_as_the_controller_is_not_a_merge(b)),
+    },
+    /// a21o D14: a merge applied by another Kustomization is credited to it.
+    flux_merge_by_another_owner: bed::Row {
+        scenario: || scenario(Tool::Flux, Some("verbund")),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_merge_by_another_owner_is_credited_to_it(b)),
     },
 }

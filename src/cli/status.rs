@@ -2865,6 +2865,29 @@ async fn read_back(
         }
         Held::AsLeft => {
             s.live = "suspended".into();
+            // The ApplicationSet that manages it defines another policy now than the one
+            // the end would restore (a21p E04): manual sync is a policy changed since,
+            // never re-armed over; another one is what the end restores.
+            match crate::window::manager_policy(cluster, r, &obj).await {
+                Some(m) if m.manual() => {
+                    s.live = "changed".into();
+                    s.live_detail = format!(
+                        "its policy changed since the window paused it: {}{parent}",
+                        m.said()
+                    );
+                    s.resume = format!(
+                        "vpnmig does not re-enable automated sync over it: the window's end leaves it as its manager defines it. {hand_over}"
+                    );
+                }
+                Some(m) => {
+                    s.live_detail = format!(
+                        "{}: the end of the window restores {}, not the policy before",
+                        m.said(),
+                        gitops::policy_shown(m.defines.as_ref())
+                    );
+                }
+                None => {}
+            }
             // The replaced gateway live again beside a finished window: its delete comes
             // first, whoever re-created it (a21k R07: a restore's advice without it).
             if let Some(back) = &back {

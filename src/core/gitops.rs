@@ -1261,6 +1261,11 @@ pub struct Saved {
     /// Its value before (`None`: the field was absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<Value>,
+    /// `value` is a policy the owner's manager defines since the pause, not the one the
+    /// window recorded before it: who, and that one, in words ([`ManagerPolicy::said`],
+    /// a21p E04), said by the restore that puts `value` back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set_since: Option<String>,
 }
 
 /// The field `--gitops pause` changes on `owner` and its value now.
@@ -1273,6 +1278,7 @@ pub fn saved(owner: &Value) -> Saved {
     Saved {
         pointer: pointer.into(),
         value: owner.pointer(pointer).cloned(),
+        set_since: None,
     }
 }
 
@@ -1547,6 +1553,95 @@ pub fn policy_set_since(saved: &Saved, seen: Option<&Value>) -> Option<Option<Va
         }
     };
     (!as_saved(&live, saved)).then(|| seen.cloned())
+}
+
+/// What an owner's ApplicationSet (`set`, as read now) defines for the field the window's
+/// pause changes on the Applications it generates ([`Saved::pointer`], Argo CD's
+/// `spec.syncPolicy.automated`): `Some(None)` manual sync (absent, null, or
+/// `enabled: false`), `Some(Some(v))` that policy. `None`: the set cannot tell (not an
+/// ApplicationSet, no template, a `templatePatch` or a generator's own template that may
+/// set it per Application, a Go template expression in it, or `ignoreApplicationDifferences`
+/// that leaves the field to each Application).
+pub fn template_policy(set: &Value, saved: &Saved) -> Option<Option<Value>> {
+    if set["kind"] != "ApplicationSet" || saved.pointer != "/spec/syncPolicy/automated" {
+        return None;
+    }
+    let spec = &set["spec"];
+    let mentions = |v: &Value| !v.is_null() && v.to_string().contains("syncPolicy");
+    if mentions(&spec["templatePatch"])
+        || mentions(&spec["generators"])
+        || mentions(&spec["ignoreApplicationDifferences"])
+    {
+        return None;
+    }
+    let template = spec.pointer("/template/spec")?;
+    let v = template
+        .pointer("/syncPolicy/automated")
+        .filter(|v| !v.is_null());
+    if v.is_some_and(|v| v.to_string().contains("{{")) {
+        return None;
+    }
+    Some(v.filter(|v| v["enabled"] != Value::Bool(false)).cloned())
+}
+
+/// The policy an owner's manager (its ApplicationSet) defines now, when it is not the one
+/// the end of the window would restore (issue 21 item 4, a21p E04: the set's template
+/// changed to manual sync in the gap left the Application reading exactly as the window's
+/// own suspension, and the restore re-enabled `automated` with prune over the team's Git
+/// decision). A restore never overwrites it: manual sync is let go of, another policy is
+/// what the end restores.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ManagerPolicy {
+    /// The manager, as said (`applicationset/tenants -n argocd`).
+    pub manager: String,
+    /// The field, dotted on its template (`spec.template.spec.syncPolicy.automated`).
+    pub field: String,
+    /// What it defines now (`None`: manual sync).
+    pub defines: Option<Value>,
+    /// What the window recorded before its pause.
+    pub recorded: Option<Value>,
+}
+
+impl ManagerPolicy {
+    /// Manual sync: nothing to re-arm.
+    pub fn manual(&self) -> bool {
+        self.defines.is_none()
+    }
+
+    /// In words: `its manager … now defines manual sync (… absent), not the {…} recorded
+    /// before the window`.
+    pub fn said(&self) -> String {
+        let defines = if self.manual() {
+            format!("manual sync ({} absent)", self.field)
+        } else {
+            format!("{} {}", self.field, policy_shown(self.defines.as_ref()))
+        };
+        format!(
+            "its manager {} now defines {defines}, not the {} the window recorded before its pause",
+            self.manager,
+            policy_shown(self.recorded.as_ref())
+        )
+    }
+}
+
+/// [`ManagerPolicy`] of owner record `record` against its ApplicationSet `set` (as read
+/// now, named `manager`): `None` when the set cannot tell ([`template_policy`]) or defines
+/// what the end restores ([`Record::saved`], already a policy set since where the
+/// adoption replaced it, a21o D20).
+pub fn manager_policy(record: &Record, manager: &OwnerRef, set: &Value) -> Option<ManagerPolicy> {
+    let saved = record.saved.as_ref()?;
+    let defines = template_policy(set, saved)?;
+    policy_set_since(saved, defines.as_ref())?;
+    let recorded = match record.asked.as_ref().and_then(|a| a.recorded.clone()) {
+        Some(before) => before,
+        None => saved.value.clone(),
+    };
+    Some(ManagerPolicy {
+        manager: manager.display(),
+        field: format!("spec.template.{}", dotted(&saved.pointer)),
+        defines,
+        recorded,
+    })
 }
 
 /// A policy value as said: its JSON with its keys sorted (one text whatever order the
@@ -2743,6 +2838,7 @@ mod tests {
         let saved = Saved {
             pointer: "/spec/suspend".into(),
             value: None,
+            set_since: None,
         };
         let cmd = restore_command_keeping(&o, &saved, &[("t".into(), "acme-psk".into())]);
         assert!(
@@ -3964,6 +4060,7 @@ mod tests {
             saved: Some(Saved {
                 pointer: "/spec/syncPolicy/automated".into(),
                 value: Some(json!({"selfHeal": true})),
+                set_since: None,
             }),
             paused: true,
             restored_at: None,
@@ -3999,6 +4096,7 @@ mod tests {
         flux.saved = Some(Saved {
             pointer: "/spec/suspend".into(),
             value: None,
+            set_since: None,
         });
         let ks = |v: Value| json!({"kind": "Kustomization", "spec": {"suspend": v}});
         assert_eq!(held(&flux, &ks(json!(true))), Held::AsLeft);
@@ -4555,6 +4653,7 @@ mod tests {
         let argo = Saved {
             pointer: "/spec/syncPolicy/automated".into(),
             value: Some(json!({"selfHeal": true, "prune": true})),
+            set_since: None,
         };
         let since = json!({"selfHeal": true, "prune": false});
         assert_eq!(
@@ -4569,6 +4668,7 @@ mod tests {
         let flux = Saved {
             pointer: "/spec/suspend".into(),
             value: None,
+            set_since: None,
         };
         assert_eq!(policy_set_since(&flux, Some(&json!(false))), None);
         assert_eq!(policy_set_since(&flux, None), None);
@@ -4582,5 +4682,110 @@ mod tests {
             policy_shown(Some(&json!({"selfHeal": true, "prune": false}))),
             r#"{"prune":false,"selfHeal":true}"#
         );
+    }
+
+    /// a21p E04: what an ApplicationSet's template defines for an Application's policy
+    /// against what the end restores: manual sync (absent, `enabled: false`), another
+    /// policy, the same one (nothing), and the sets that cannot tell.
+    #[test]
+    fn a_template_policy_changed_since_is_what_the_end_follows() {
+        let saved = Saved {
+            pointer: "/spec/syncPolicy/automated".into(),
+            value: Some(json!({"selfHeal": true, "prune": true})),
+            set_since: None,
+        };
+        let set = |policy: Value| {
+            json!({"kind": "ApplicationSet", "spec": {
+                "generators": [{"list": {"elements": [{"tenant": "acme"}]}}],
+                "template": {"spec": {"project": "default", "syncPolicy": policy}}}})
+        };
+        let manual = set(json!({}));
+        assert_eq!(template_policy(&manual, &saved), Some(None));
+        let off = set(json!({"automated": {"enabled": false, "prune": true}}));
+        assert_eq!(template_policy(&off, &saved), Some(None));
+        let other = set(json!({"automated": {"prune": false}}));
+        assert_eq!(
+            template_policy(&other, &saved),
+            Some(Some(json!({"prune": false})))
+        );
+        // Cannot tell: a templatePatch, a generator's own template, differences ignored,
+        // a Go template expression, no template, a Flux field.
+        let mut patched = manual.clone();
+        patched["spec"]["templatePatch"] = json!("spec:\n  syncPolicy: {}\n");
+        assert_eq!(template_policy(&patched, &saved), None);
+        let mut per = manual.clone();
+        per["spec"]["generators"][0]["list"]["template"] =
+            json!({"spec": {"syncPolicy": {"automated": {}}}});
+        assert_eq!(template_policy(&per, &saved), None);
+        let mut ignoring = manual.clone();
+        ignoring["spec"]["ignoreApplicationDifferences"] =
+            json!([{"jsonPointers": ["/spec/syncPolicy"]}]);
+        assert_eq!(template_policy(&ignoring, &saved), None);
+        let expr = set(json!({"automated": {"prune": "{{.prune}}"}}));
+        assert_eq!(template_policy(&expr, &saved), None);
+        assert_eq!(
+            template_policy(&json!({"kind": "ApplicationSet", "spec": {}}), &saved),
+            None
+        );
+        let flux = Saved {
+            pointer: "/spec/suspend".into(),
+            value: None,
+            set_since: None,
+        };
+        assert_eq!(template_policy(&manual, &flux), None);
+        // Against the record: manual and another policy are said; the same is nothing.
+        let record = Record {
+            mode: Mode::Pause,
+            owner: OwnerRef::argo("acme"),
+            evidence: vec![],
+            saved: Some(saved.clone()),
+            paused: true,
+            restored_at: None,
+            relies: false,
+            held_by: vec![],
+            protected: vec![],
+            uid: None,
+            sync_unseen: None,
+            let_go: None,
+            vouched: None,
+            parent_of: None,
+            pausing: None,
+            restoring: None,
+            re_armed_at: None,
+            last_sync: None,
+            asked: None,
+        };
+        let by = OwnerRef {
+            api_version: ARGO_APPLICATIONSET.into(),
+            kind: "ApplicationSet".into(),
+            namespace: Some("argocd".into()),
+            name: "standorte".into(),
+        };
+        let m = manager_policy(&record, &by, &manual).unwrap();
+        assert!(m.manual());
+        assert_eq!(
+            m.said(),
+            r#"its manager applicationset/standorte -n argocd now defines manual sync (spec.template.spec.syncPolicy.automated absent), not the {"prune":true,"selfHeal":true} the window recorded before its pause"#
+        );
+        let m = manager_policy(&record, &by, &other).unwrap();
+        assert!(!m.manual());
+        assert_eq!(m.defines, Some(json!({"prune": false})));
+        let same = set(json!({"automated": {"prune": true, "selfHeal": true}}));
+        assert_eq!(manager_policy(&record, &by, &same), None);
+        // A policy set since and adopted (a21o D20) is the one to restore: the template
+        // that defines it is no change; what was recorded before is said.
+        let mut adopted = record.clone();
+        adopted.saved.as_mut().unwrap().value = Some(json!({"prune": false}));
+        adopted.asked = Some(Asked {
+            at: "t".into(),
+            last_sync: None,
+            adopted: Some("t".into()),
+            writer: None,
+            policy: Some(json!({"prune": false})),
+            recorded: Some(Some(json!({"prune": true, "selfHeal": true}))),
+        });
+        assert_eq!(manager_policy(&adopted, &by, &other), None);
+        let m = manager_policy(&adopted, &by, &manual).unwrap();
+        assert_eq!(m.recorded, Some(json!({"prune": true, "selfHeal": true})));
     }
 }

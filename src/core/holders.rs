@@ -347,6 +347,7 @@ mod tests {
             saved: (!relies).then(|| Saved {
                 pointer: "/spec/syncPolicy/automated".into(),
                 value: Some(json!({"prune": true})),
+                set_since: None,
             }),
             paused,
             restored_at: None,

@@ -82,9 +82,14 @@ pub(crate) async fn merged(cluster: &Cluster, j: &Journal) -> Result<Option<Merg
         .into_iter()
         .filter(|p| p.pointer("/spec/gatewayRef/name").and_then(Value::as_str) == Some(name))
         .collect();
-    // The owner: one the journal holds, or one the markers name, whose controller wrote it.
-    let mut candidates: Vec<OwnerRef> = j.gitops.iter().map(|r| r.owner.clone()).collect();
-    candidates.extend(gitops::detect(&gateway).into_iter().filter_map(|m| m.owner));
+    // The owner whose controller wrote it: first one the markers on it name (a21o D14: a
+    // merge that moved the objects to another Kustomization was credited to the paused
+    // one, and the one that applied them was never named), then one the journal holds.
+    let mut candidates: Vec<OwnerRef> = gitops::detect(&gateway)
+        .into_iter()
+        .filter_map(|m| m.owner)
+        .collect();
+    candidates.extend(j.gitops.iter().map(|r| r.owner.clone()));
     let mut owner = None;
     let mut proven = false;
     let mut source = String::new();
@@ -102,15 +107,30 @@ pub(crate) async fn merged(cluster: &Cluster, j: &Journal) -> Result<Option<Merg
         }
         break;
     }
-    let by = format!(
-        "{}{} (field manager {})",
-        owner
-            .as_ref()
-            .map(|o| format!("{}'s sync", o.display()))
-            .unwrap_or_else(|| "a GitOps controller's sync".into()),
-        source,
-        gitops_managers(&managers).join(", ")
-    );
+    // Its sync is said only when the owner's status proves that its source defines them:
+    // a field manager's name alone is anyone's to claim (a21o D04: objects applied by hand
+    // as kustomize-controller were recorded as the merge of a source never changed).
+    let by = if proven {
+        format!(
+            "{}'s sync{source} (field manager {})",
+            owner.as_ref().map(OwnerRef::display).unwrap_or_default(),
+            gitops_managers(&managers).join(", ")
+        )
+    } else {
+        format!(
+            "field manager {}, as {}'s sync writes (not proven to be its sync of a merged source: {}; an apply by hand under that field manager reads the same)",
+            gitops_managers(&managers).join(", "),
+            owner
+                .as_ref()
+                .map(OwnerRef::display)
+                .unwrap_or_else(|| "a GitOps controller".into()),
+            if owner.is_some() {
+                "its status, read now, does not list the VPNGateway without the IPsecGateway"
+            } else {
+                "no owner that wrote them was found"
+            }
+        )
+    };
     Ok(Some(Merged {
         gateway,
         peers,

@@ -54,12 +54,22 @@ pub(super) async fn adopt(
     };
     steps::psk_unchanged(ev, &j, &secret)?;
     refuse_claimed(cluster, ev, &j, &m).await?;
-    ev.emit(Event::Warning(format!(
-        "ipsecgateway/{name} -n {ns} is gone and {} were applied by {}: the repository change was merged before the window's delete (journal phase {}); every pinned value equals the plan's, so the cutover adopts them and goes on",
-        m.objects(&ns),
-        m.by,
-        j.phase
-    )));
+    ev.emit(Event::Warning(if m.proven {
+        format!(
+            "ipsecgateway/{name} -n {ns} is gone and {} were applied by {}: the repository change was merged before the window's delete (journal phase {}); every pinned value equals the plan's, so the cutover adopts them and goes on",
+            m.objects(&ns),
+            m.by,
+            j.phase
+        )
+    } else {
+        // a21o D04: a field manager's name alone proves no merge.
+        format!(
+            "ipsecgateway/{name} -n {ns} is gone and {} were applied by {}: the cluster does not show that the repository change was merged before the window's delete (journal phase {}); every pinned value equals the plan's, so the cutover adopts them and goes on, and the journal records who wrote them, not a merge",
+            m.objects(&ns),
+            m.by,
+            j.phase
+        )
+    }));
     let guard = start_guard(cluster, ev, &name, opts, Phase::Applied).await?;
     ev.emit(Event::Stage(Stage::Confirm));
     confirm
@@ -96,9 +106,9 @@ pub(super) async fn adopt(
         .map_err(|e| early::merged_way_back(e, &name, &ns))?;
     // The owner's status read before the pause (it synced the merge then; a suspended
     // Kustomization's inventory says nothing since).
-    let proven = m.proven;
+    let (proven, first_by) = (m.proven, m.by.clone());
     // Read and compared again after the pause: what is adopted is what is live now.
-    let Some(m) = early::merged(cluster, &w.journal).await? else {
+    let Some(mut m) = early::merged(cluster, &w.journal).await? else {
         return Err(Error::Stop {
             code: exit::REFUSED,
             message: format!(
@@ -110,6 +120,10 @@ pub(super) async fn adopt(
             )),
         });
     };
+    // Proven before the pause (a suspended owner's status may not say it since): said so.
+    if proven && !m.proven {
+        m.by = first_by;
+    }
     refuse_differences(&w.journal, &m)?;
     let live = |t: &Value| {
         std::iter::once(&m.gateway)

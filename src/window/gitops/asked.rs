@@ -134,6 +134,24 @@ pub(crate) async fn adopt_asked(w: &mut Window<'_>, i: usize, live: &Value) -> R
     Ok(())
 }
 
+/// What the ApplicationSet that manages owner record `r` (read as `live`) defines now,
+/// when it is not the policy the end of the window restores ([`gitops::manager_policy`],
+/// a21p E04). `None`: no ApplicationSet manages it, it cannot tell, or it cannot be read.
+pub(crate) async fn manager_policy(
+    cluster: &Cluster,
+    r: &Record,
+    live: &Value,
+) -> Option<gitops::ManagerPolicy> {
+    if live["kind"] != "Application" {
+        return None;
+    }
+    let parents = live::parents_of(cluster, live).await.ok()?;
+    parents
+        .iter()
+        .filter(|(p, _)| p.owner.kind == "ApplicationSet")
+        .find_map(|(p, set)| gitops::manager_policy(r, &p.owner, set))
+}
+
 /// What the window replaced: the IPsecGateway after a cutover, the VPNGateway after a
 /// rollback.
 fn replaced_of(j: &crate::core::journal::Journal) -> &'static str {

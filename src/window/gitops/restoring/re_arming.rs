@@ -74,7 +74,14 @@ pub(super) async fn re_arm(
     // for) is what was restored: said, with the one before that it did not put back
     // (a21o D20).
     let field = gitops::dotted(&saved.pointer);
+    let set_since = saved.set_since.as_ref();
     let how = match r.asked.as_ref().and_then(|a| a.recorded.as_ref()) {
+        // One the owner's manager defines since (a21p E04).
+        _ if set_since.is_some() => format!(
+            "{field} {} as {}: a restore never overwrites a policy changed since",
+            gitops::policy_shown(saved.value.as_ref()),
+            set_since.map(String::as_str).unwrap_or_default()
+        ),
         Some(before) if gitops::policy_set_since(saved, before.as_ref()).is_some() => format!(
             "{field} {} as it was set since the window paused it, not the {} recorded before the window: a restore never overwrites a policy changed since",
             gitops::policy_shown(saved.value.as_ref()),

@@ -67,36 +67,64 @@ pub(super) async fn owner(
             _ => None,
         };
     }
+    // Read back as the window left it, while the ApplicationSet that manages it now
+    // defines another policy than the end would restore (a21p E04: its template set to
+    // manual sync in the gap, applied by the set's controller, reads exactly as the
+    // window's own suspension): manual sync is a policy changed since, let go of, never
+    // re-armed over nor adopted as the suspension the window's stop asked for; another
+    // policy is what the end restores.
+    let cur = w.journal.gitops[i].clone();
+    let manager = match live_owner.as_ref() {
+        Some(now) if gitops::held(&cur, now) == gitops::Held::AsLeft => {
+            manager_policy(w.cluster, &cur, now).await
+        }
+        _ => None,
+    };
+    let manual = manager.as_ref().is_some_and(gitops::ManagerPolicy::manual);
     // Suspended again as the window's own stop asked: the window's again (a21n C13).
-    if let Some(now) = live_owner.as_ref() {
+    if let Some(now) = live_owner.as_ref().filter(|_| !manual) {
         adopt_asked(w, i, now).await?;
     }
     let r = w.journal.gitops[i].clone();
     // A policy someone set since the pause is theirs: never overwritten; the journal
     // no longer holds the owner (issue 21 item 4).
     if let Some(now) = live_owner.as_ref() {
-        let changed = match gitops::held(&r, now) {
+        const CHANGED: &str = "its policy changed since the window paused it";
+        let mut changed = match gitops::held(&r, now) {
             // Argo CD re-armed and suspended again since (it synced): the policy is
             // whoever did that's, never restored over (a21j 06).
-            gitops::Held::AsLeft => gitops::synced_since(&r, now)
-                .map(|now| ("its policy changed since the window paused it", now)),
+            gitops::Held::AsLeft => gitops::synced_since(&r, now).map(|now| (CHANGED.into(), now)),
             gitops::Held::Restoring { .. } => None,
-            gitops::Held::ReEnabled { now } => Some(("re-enabled by someone else", now)),
+            gitops::Held::ReEnabled { now } => Some(("re-enabled by someone else".into(), now)),
             gitops::Held::NotPaused { since, now } => Some((
-                "the window's suspension of it never landed",
+                "the window's suspension of it never landed".into(),
                 format!("{now}; recorded at {since}"),
             )),
-            gitops::Held::Changed { now } => {
-                Some(("its policy changed since the window paused it", now))
-            }
+            gitops::Held::Changed { now } => Some((CHANGED.into(), now)),
             gitops::Held::Replaced { uid, now, .. } => Some((
-                "it is not the object the window paused: deleted and re-created since",
+                "it is not the object the window paused: deleted and re-created since".into(),
                 format!(
                     "uid {uid}, the journal's {}; {now}",
                     r.uid.as_deref().unwrap_or("?")
                 ),
             )),
         };
+        // Manual sync defined by its manager since: said as such, whatever synced before.
+        if let Some(m) = manager.as_ref().filter(|m| m.manual()) {
+            let pointer = r
+                .saved
+                .as_ref()
+                .map(|s| s.pointer.as_str())
+                .unwrap_or_default();
+            changed = Some((
+                format!("{CHANGED}: {}", m.said()),
+                format!(
+                    "{} {}",
+                    gitops::dotted(pointer),
+                    gitops::policy_shown(now.pointer(pointer))
+                ),
+            ));
+        }
         // Re-enabled while its source (as the cluster shows it) still defines the
         // replaced gateway, or may: its next sync re-creates it beside the new one.
         // Not green, and the journal keeps holding the owner, so that `status` and a
@@ -162,6 +190,30 @@ pub(super) async fn owner(
         return Err(stop);
     }
     o.force = force;
+    // The policy the ApplicationSet that manages it defines since the pause is what the
+    // end restores (a21p E04), recorded before the restore's patch (its interrupted
+    // restore reads back as the window's own) and said.
+    // Read again after the adoption, which may have made a policy set since the one to
+    // restore (a21o D20).
+    let since = match (&manager, live_owner.as_ref()) {
+        (Some(_), Some(now)) => manager_policy(w.cluster, &r, now).await,
+        _ => None,
+    };
+    let mut r = r;
+    if let Some(m) = since.filter(|m| !m.manual())
+        && let Some(saved) = w.journal.gitops[i].saved.as_mut()
+    {
+        saved.value = m.defines.clone();
+        saved.set_since = Some(m.said());
+        r.saved = Some(saved.clone());
+        journal::write(w.cluster, &w.journal, false).await?;
+        w.ev.emit(Event::Note(format!(
+            "{}: {}, so the end of the window restores {}, not the policy before (the journal records it)",
+            r.owner.display(),
+            m.said(),
+            gitops::policy_shown(m.defines.as_ref())
+        )));
+    }
     // The adoption of an asked-for suspension may have replaced the policy to restore
     // with one set since (a21o D20).
     if let Some(saved) = r.saved.clone() {
