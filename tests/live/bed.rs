@@ -40,6 +40,11 @@
 //!   [`Bed::gitops`]) work on both: on the real control plane they run in the test's
 //!   process as controllers over the API, as `vpnmig-sandbox --control-plane real` runs
 //!   them.
+//! - **The real strongSwan data plane** ([`Scenario::strongswan`]: a charon per gateway pod
+//!   and per client site, a prober per site, its files in [`Bed::plane_dir`]) works on
+//!   both: on the real control plane it is handed to the simulated operator as
+//!   `vpnmig-sandbox --control-plane real --data-plane strongswan` does, and pod exec
+//!   reaches its charons through kwok. One such row runs at a time.
 //! - **Only the emulator has** admission webhooks (`settings.api.webhooks`), the
 //!   collector's pace, and its store (events,
 //!   resourceVersions: [`Bed::emulator`]). A row that needs one says so:
