@@ -40,6 +40,11 @@
 //!   [`Bed::gitops`]) work on both: on the real control plane they run in the test's
 //!   process as controllers over the API, as `vpnmig-sandbox --control-plane real` runs
 //!   them.
+//! - **The real strongSwan data plane** ([`Scenario::strongswan`]: a charon per gateway pod
+//!   and per client site, a prober per site, its files in [`Bed::plane_dir`]) works on
+//!   both: on the real control plane it is handed to the simulated operator as
+//!   `vpnmig-sandbox --control-plane real --data-plane strongswan` does, and pod exec
+//!   reaches its charons through kwok. One such row runs at a time.
 //! - **Only the emulator has** admission webhooks (`settings.api.webhooks`), the
 //!   collector's pace, and its store (events,
 //!   resourceVersions: [`Bed::emulator`]). A row that needs one says so:
@@ -97,6 +102,15 @@ pub struct Scenario {
     /// for a scenario where one cannot be Ready (two gateways pinning one floating IP).
     /// Otherwise, on the real control plane, once every one is Ready=True.
     pub reported_is_ready: bool,
+    /// The real strongSwan data plane (a charon per gateway pod and per client site in
+    /// network namespaces, a prober per site): on the emulator as `start_on(.., true)` ran
+    /// it, on the real control plane as `vpnmig-sandbox --control-plane real --data-plane
+    /// strongswan` runs it. Its files are in [`Bed::plane_dir`].
+    pub strongswan: bool,
+    /// Run at the bed's start, before the backend and the data plane start (a row's
+    /// turn on the real data plane held): what a row needs there before a start, such as a
+    /// network namespace a killed sandbox left.
+    pub before_start: Option<fn()>,
 }
 
 impl Scenario {
@@ -105,6 +119,24 @@ impl Scenario {
             yaml,
             settings,
             reported_is_ready: false,
+            strongswan: false,
+            before_start: None,
+        }
+    }
+
+    /// Run `f` at the bed's start ([`Scenario::before_start`]).
+    pub fn before_start(self, f: fn()) -> Scenario {
+        Scenario {
+            before_start: Some(f),
+            ..self
+        }
+    }
+
+    /// On the real strongSwan data plane ([`Scenario::strongswan`]).
+    pub fn strongswan(self) -> Scenario {
+        Scenario {
+            strongswan: true,
+            ..self
         }
     }
 
@@ -171,6 +203,9 @@ pub struct Row {
 static STARTING: std::sync::LazyLock<tokio::sync::RwLock<()>> =
     std::sync::LazyLock::new(|| tokio::sync::RwLock::new(()));
 
+/// Held by a row on the real data plane for its whole run ([`Scenario::strongswan`]).
+static PLANE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The longest a row may take: its wait for the real row before it, its start and stop
 /// included. The rows' own waits are bounded, but a deadlock in the sandbox's controllers
 /// stops the runtime that would fire their timers (a real row once hung for 20 minutes): a
@@ -207,9 +242,17 @@ pub async fn run(name: &str, row: Row, backend: Backend) {
         eprintln!("SKIPPED on the {backend}: {name}: {why}");
         return;
     }
+    let scenario = (row.scenario)();
+    // One real data plane at a time (several charons, listeners and probers each; the
+    // outage figures the rows print mean more on a quiet machine): taken before the
+    // watchdog is armed, so a row's wait for the others is not counted in its bound.
+    let _plane_turn = match scenario.strongswan {
+        true => Some(PLANE.lock().await),
+        false => None,
+    };
     let _watchdog = Watchdog::arm(name, backend);
     let started = Instant::now();
-    let Some(b) = Bed::start(backend, (row.scenario)()).await else {
+    let Some(b) = Bed::start(backend, scenario).await else {
         return;
     };
     let ready = started.elapsed();
@@ -311,6 +354,8 @@ pub struct Bed {
     sb: Option<Sandbox>,
     /// The control plane and the fault proxy in front of it, on [`Backend::Real`].
     cp: Option<(ControlPlane, Proxy)>,
+    /// The real data plane, when the scenario asked for it ([`Scenario::strongswan`]).
+    plane: Option<Arc<vpnmig_sandbox::dataplane::Bed>>,
     dir: tempfile::TempDir,
 }
 
@@ -326,19 +371,34 @@ impl Bed {
             .iter()
             .filter(|o| matches!(o["kind"].as_str(), Some("IPsecGateway" | "VPNGateway")))
             .count();
-        let (sb, cp, operator, gitops) = match backend {
+        // The real data plane's state directory (`dataplane/` in it), on either backend.
+        let plane_state = dir.path().join("sandbox");
+        if scenario.strongswan
+            && let Err(why) = vpnmig_sandbox::dataplane::netns::available()
+        {
+            if std::env::var_os("VPNMIG_REQUIRE_DATAPLANE").is_some() {
+                panic!("the real data plane is required here (VPNMIG_REQUIRE_DATAPLANE) but {why}");
+            }
+            eprintln!("DID NOT RUN (real data plane): {why}");
+            return None;
+        }
+        if let Some(f) = scenario.before_start {
+            f();
+        }
+        let (sb, cp, operator, gitops, plane) = match backend {
             Backend::Emulated => {
                 let sb = Sandbox::start(Config {
                     scenario: objects,
                     settings: scenario.settings,
                     port: 0,
-                    data_plane: None,
+                    data_plane: scenario.strongswan.then(|| plane_state.clone()),
                 })
                 .await
                 .unwrap();
                 sb.write_kubeconfig(&kubeconfig).unwrap();
                 let (op, gitops) = (sb.operator.clone(), sb.gitops.clone());
-                (Some(sb), None, op, gitops)
+                let plane = sb.data_plane.clone();
+                (Some(sb), None, op, gitops, plane)
             }
             Backend::Real => {
                 let on_both = SettingsFile {
@@ -395,7 +455,18 @@ impl Bed {
                     .kubeconfig_at(&proxy.url(), proxy.ca_pem(), &all, ns.as_deref())
                     .replace("vpnmig-controlplane", "vpnmig-sandbox");
                 std::fs::write(&kubeconfig, text).unwrap();
-                let op = real_operator(&cp, scenario.settings.operator).await;
+                // The real data plane as `vpnmig-sandbox --control-plane real --data-plane
+                // strongswan` starts it: the client's timing from the operator's settings.
+                let plane = scenario.strongswan.then(|| {
+                    let o = &scenario.settings.operator;
+                    let timing = vpnmig_sandbox::dataplane::Timing {
+                        retransmit_timeout_s: o.client_retransmit_ms as f64 / 1000.0,
+                        retransmit_tries: 2,
+                    };
+                    vpnmig_sandbox::dataplane::Bed::start(&plane_state, timing)
+                        .unwrap_or_else(|e| panic!("the real data plane: {e}"))
+                });
+                let op = real_operator(&cp, scenario.settings.operator, plane.clone()).await;
                 // The simulated Argo CD and Flux, as `vpnmig-sandbox --control-plane real`
                 // runs them: over the API as cluster-admin, out of the faults' reach.
                 let admin = client(&cp.admin_kubeconfig()).await;
@@ -405,7 +476,7 @@ impl Bed {
                     scenario.settings.gitops,
                 )
                 .await;
-                (None, Some((cp, proxy)), op, gitops)
+                (None, Some((cp, proxy)), op, gitops, plane)
             }
         };
         // The rows' own reads and writes go through the API faults: without kube's retry
@@ -427,6 +498,7 @@ impl Bed {
             gitops,
             sb,
             cp,
+            plane,
             dir,
         };
         // Every gateway of the scenario, of either kind, reconciled: Ready reported (bounded). On the real
@@ -505,6 +577,28 @@ impl Bed {
         self.cp
             .as_ref()
             .map(|(_, proxy)| proxy.log.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    /// The real data plane, when the scenario asked for it ([`Scenario::strongswan`]).
+    pub fn plane(&self) -> &vpnmig_sandbox::dataplane::Bed {
+        self.plane
+            .as_deref()
+            .expect("this row's scenario has no real data plane: `Scenario::strongswan`")
+    }
+
+    /// The real data plane's files (`probe.jsonl`, `sites.json`, a directory per daemon).
+    pub fn plane_dir(&self) -> PathBuf {
+        self.dir.path().join("sandbox").join("dataplane")
+    }
+
+    /// Stop the operator, then the real data plane's daemons, removing its network
+    /// namespaces (as the sandbox does when it stops), on either backend.
+    pub async fn stop_plane(&self) {
+        self.operator.shutdown();
+        let p = self.plane.clone().expect("a real data plane");
+        tokio::task::spawn_blocking(move || p.shutdown())
+            .await
+            .unwrap();
     }
 
     /// The real control plane, on [`Backend::Real`].
@@ -973,6 +1067,10 @@ impl Drop for Bed {
     fn drop(&mut self) {
         self.gitops.shutdown();
         self.operator.shutdown();
+        // The data plane's daemons and namespaces go with the row (idempotent).
+        if let Some(p) = &self.plane {
+            p.shutdown();
+        }
         if std::thread::panicking() {
             return;
         }
@@ -1143,6 +1241,7 @@ async fn client(kubeconfig: &Path) -> kube::Client {
 async fn real_operator(
     cp: &ControlPlane,
     settings: vpnmig_sandbox::operator::settings::Settings,
+    plane: Option<Arc<vpnmig_sandbox::dataplane::Bed>>,
 ) -> Arc<Operator> {
     use vpnmig_sandbox::operator::kube::{
         ExecHook, KubeApi, WORKERS, serve_exec_tcp, swanctl_bash,
@@ -1154,7 +1253,7 @@ async fn real_operator(
             work_dir: cp.dir().to_path_buf(),
             path: cp.exec_path(),
         });
-    let op = Operator::start_kube(api, client, settings, WORKERS, None);
+    let op = Operator::start_kube(api, client, settings, WORKERS, plane);
     // The sandbox's `swanctl` runs `vpnmig-sandbox exec-answer`, a binary this package does
     // not build: the same request from bash (its /dev/tcp), over TCP on 127.0.0.1. With a
     // Python one, kwok and its children used 34.4 s of CPU in a 100-gateway wave, with
