@@ -8657,7 +8657,11 @@ async fn new_objects_kept(b: &Bed, kinds: &[&str], label: &str, protection: (&st
     }
     let j = b.journal(NS, "acme").await.unwrap();
     for kind in kinds {
-        let plural = if *kind == "VPNPeer" { VPNPEER } else { VPNGATEWAY };
+        let plural = if *kind == "VPNPeer" {
+            VPNPEER
+        } else {
+            VPNGATEWAY
+        };
         let o = b
             .get(plural, NS, "acme")
             .await
@@ -8671,7 +8675,9 @@ async fn new_objects_kept(b: &Bed, kinds: &[&str], label: &str, protection: (&st
                 .as_array()
                 .unwrap()
                 .iter()
-                .any(|p| p["kind"] == *kind && p["name"] == "acme" && p["annotation"] == protection.0),
+                .any(|p| p["kind"] == *kind
+                    && p["name"] == "acme"
+                    && p["annotation"] == protection.0),
             "{j}"
         );
     }
@@ -8756,7 +8762,10 @@ async fn a_restore_keeps_a_vpnpeer_an_application_s_source_lacks(b: &Bed) {
         b.gitops.kick();
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let peer = b.get(VPNPEER, NS, "acme").await.expect("the VPNPeer is kept");
+    let peer = b
+        .get(VPNPEER, NS, "acme")
+        .await
+        .expect("the VPNPeer is kept");
     assert_eq!(
         peer["metadata"]["annotations"]["argocd.argoproj.io/sync-options"], "Prune=false",
         "{peer}"
@@ -8852,7 +8861,9 @@ async fn a_vpnpeer_pruned_anyway_is_a_blocker_and_no_complete_record(b: &Bed) {
     let flat = live::flat(&st.stdout);
     assert!(flat.contains("peer-gone"), "{flat}");
     assert!(
-        flat.contains("VPNPeer the window made on vpngateway/acme -n tenant-acme is gone: vpnpeer/acme"),
+        flat.contains(
+            "VPNPeer the window made on vpngateway/acme -n tenant-acme is gone: vpnpeer/acme"
+        ),
         "{flat}"
     );
     let json = b.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
@@ -8865,7 +8876,10 @@ async fn a_vpnpeer_pruned_anyway_is_a_blocker_and_no_complete_record(b: &Bed) {
         flat.contains("done (the journal's phase), but the cutover is not complete"),
         "{flat}"
     );
-    assert!(flat.contains("vpnpeer/acme -n tenant-acme is gone"), "{flat}");
+    assert!(
+        flat.contains("vpnpeer/acme -n tenant-acme is gone"),
+        "{flat}"
+    );
     let doc = b.vpnmig(&["report", "acme", "-n", NS, "-o", "json"]).await;
     assert_eq!(doc.code, 5, "{}", doc.stderr);
     let doc: Value = serde_json::from_str(&doc.stdout).unwrap();

@@ -940,11 +940,7 @@ fn mark_extra(rows: &mut [Row], windows: &mut Windows, peers: &[Peer]) {
     for (ns, gateway, made) in &windows.made {
         let gone: Vec<&String> = made
             .iter()
-            .filter(|m| {
-                !peers
-                    .iter()
-                    .any(|p| &p.namespace == ns && &p.name == *m)
-            })
+            .filter(|m| !peers.iter().any(|p| &p.namespace == ns && &p.name == *m))
             .collect();
         let mut row = false;
         for r in rows

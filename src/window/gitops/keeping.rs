@@ -480,14 +480,7 @@ pub(super) async fn keep(
             && gitops::protected(&r.kind, &obj)
             && matches!(says, Some(gitops::ArgoSays::Prunes))
         {
-            refuse!(argo_tracks_new(
-                &r,
-                &obj,
-                &what,
-                replaced,
-                w.name(),
-                w.ns()
-            ));
+            refuse!(argo_tracks_new(&r, &obj, &what, replaced, w.name(), w.ns()));
         }
         if handover || record {
             continue;
