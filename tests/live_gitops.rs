@@ -7607,14 +7607,21 @@ async fn a_forced_restore_never_prunes_the_psk_secret(b: &Bed, tool: Tool) {
                     {"kind": "Secret", "namespace": NS, "name": "acme-psk",
                     "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"},
                     {"kind": "ConfigMap", "namespace": NS, "name": "vpnmig-acme",
-                    "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"},
-                    // a21p E24: the new objects, which a suspended Kustomization's status
-                    // cannot show its merged source to define.
-                    {"kind": "VPNGateway", "namespace": NS, "name": "acme",
-                    "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"},
-                    {"kind": "VPNPeer", "namespace": NS, "name": "acme",
                     "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"}]),
                 "{j}"
+            );
+            // a21p E24: the new objects were protected before the restore (a suspended
+            // Kustomization cannot show its merged source), and taken off again once its
+            // first sync listed them.
+            assert!(
+                r.says("took kustomize.toolkit.fluxcd.io/prune=disabled off vpnpeer/acme -n tenant-acme again: kustomization/acme -n flux-system's first sync lists it as an object its merged source defines"),
+                "{}",
+                r.stderr
+            );
+            let peer = b.get(VPNPEER, NS, "acme").await.unwrap();
+            assert!(
+                peer["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/prune"].is_null(),
+                "{peer}"
             );
             // `status` says what was protected, and by which window.
             let r = b.vpnmig(&["status", "-n", NS]).await;
@@ -8709,7 +8716,28 @@ async fn a_forced_restore_keeps_the_new_objects_its_source_lacks(b: &Bed, lacks:
         "{}",
         r.stderr
     );
+    assert!(
+        r.says("once the repository defines it, `kubectl annotate vpnpeer acme -n tenant-acme kustomize.toolkit.fluxcd.io/prune-` takes it off"),
+        "{}",
+        r.stderr
+    );
     assert!(!Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    assert!(
+        r.says(&format!(
+            "{} {} not defined by the merged source of kustomization/acme -n flux-system (its status after the sync does not list",
+            lacks.iter().map(|k| acme_ref(k)).collect::<Vec<_>>().join(", "),
+            if lacks.len() == 1 { "is" } else { "are" }
+        )),
+        "{}",
+        r.stderr
+    );
+    if !lacks.contains(&"VPNGateway") {
+        assert!(
+            r.says("took kustomize.toolkit.fluxcd.io/prune=disabled off vpngateway/acme -n tenant-acme again"),
+            "{}",
+            r.stderr
+        );
+    }
     new_objects_kept(
         b,
         lacks,

@@ -219,11 +219,27 @@ pub(super) async fn protect_kept(
     }
     let why = if let Some(u) = undefined {
         format!(
-            "a new object of the window, and {u}: a sync that finds its markers on it (a namespace policy or a controller can stamp them on every object of the namespace) would prune it, and the client's tunnel with it; the repository should define it (the plan's rewrite does){}",
+            "a new object of the window, and {u}: a sync that finds its markers on it (a namespace policy or a controller can stamp them on every object of the namespace) would prune it, and the client's tunnel with it; the repository should define it (the plan's rewrite does){}{}",
             if handover {
                 ""
             } else {
                 "; its first sync is watched for it too"
+            },
+            // Taken off by hand once the repository defines it; an Argo CD option list
+            // that held other options is left to the person (only Prune=false goes).
+            if record.before.is_none() {
+                format!(
+                    "; once the repository defines it, `kubectl annotate {} {name}{} {}-` takes it off",
+                    kind.to_lowercase(),
+                    ns_flag(ns),
+                    record.annotation
+                )
+            } else {
+                format!(
+                    "; once the repository defines it, take {} out of its annotation {}",
+                    gitops::prune_protection(&r.kind).1,
+                    record.annotation
+                )
             }
         )
     } else if is_record {
