@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use live::bed::{
     self, APPLICATION, Bed, CONFIGMAP, HELMRELEASE, IPSECGATEWAY, KUSTOMIZATION, Kind, SECRET,
-    Scenario, VPNGATEWAY,
+    Scenario, VPNGATEWAY, VPNPEER,
 };
 use live::{ACME, Live, eventually, objects, phase, repo_in, start};
 use serde_json::{Value, json};
@@ -7610,6 +7610,19 @@ async fn a_forced_restore_never_prunes_the_psk_secret(b: &Bed, tool: Tool) {
                     "annotation": "kustomize.toolkit.fluxcd.io/prune", "value": "disabled"}]),
                 "{j}"
             );
+            // a21p E24: the new objects were protected before the restore (a suspended
+            // Kustomization cannot show its merged source), and taken off again once its
+            // first sync listed them.
+            assert!(
+                r.says("took kustomize.toolkit.fluxcd.io/prune=disabled off vpnpeer/acme -n tenant-acme again: kustomization/acme -n flux-system's first sync lists it as an object its merged source defines"),
+                "{}",
+                r.stderr
+            );
+            let peer = b.get(VPNPEER, NS, "acme").await.unwrap();
+            assert!(
+                peer["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/prune"].is_null(),
+                "{peer}"
+            );
             // `status` says what was protected, and by which window.
             let r = b.vpnmig(&["status", "-n", NS]).await;
             assert!(
@@ -8612,6 +8625,350 @@ async fn a_restore_whose_journal_protection_is_refused_does_not_go_on(b: &Bed) {
     .await;
 }
 
+// ---------------------------------------------------------------------------------------
+// a21p E21, E24 (issue 21 kind 1): no restore prunes the window's new objects. The owner's
+// controller stamps its markers on every object of the namespace once it syncs (the
+// `relabels` fault), and the merged source lacks the VPNPeer (or the VPNGateway too): the
+// restore protected only the PSK Secret and the journal, and its first sync deleted the
+// client's new objects (the floating IP disassociated) while `report` said complete.
+
+/// The merged source without the documents of each of `kinds`.
+fn without_kinds(m: String, kinds: &[&str]) -> String {
+    kinds.iter().fold(m, |m, k| without_kind(&m, k))
+}
+
+/// The lowercase reference of acme's object of `kind`, as the restore says it.
+fn acme_ref(kind: &str) -> String {
+    format!("{}/acme -n {NS}", kind.to_lowercase())
+}
+
+/// Each object of `kinds` is live, carries `protection`, and the journal records it; the
+/// owner's sync stamped its markers (`label`) on the VPNPeer and its passes since pruned
+/// nothing.
+async fn new_objects_kept(b: &Bed, kinds: &[&str], label: &str, protection: (&str, &str)) {
+    bed::eventually(
+        20,
+        "the owner's sync stamps its markers on the VPNPeer",
+        || async {
+            b.get(VPNPEER, NS, "acme").await.is_some_and(|p| {
+                p["metadata"]["labels"]
+                    .as_object()
+                    .is_some_and(|l| l.keys().any(|k| k.starts_with(label)))
+            })
+        },
+    )
+    .await;
+    for _ in 0..3 {
+        b.gitops.kick();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let j = b.journal(NS, "acme").await.unwrap();
+    for kind in kinds {
+        let plural = if *kind == "VPNPeer" {
+            VPNPEER
+        } else {
+            VPNGATEWAY
+        };
+        let o = b
+            .get(plural, NS, "acme")
+            .await
+            .unwrap_or_else(|| panic!("{kind}/acme was pruned"));
+        let v = o["metadata"]["annotations"][protection.0]
+            .as_str()
+            .unwrap_or_default();
+        assert!(v.contains(protection.1), "{o}");
+        assert!(
+            j["gitops"][0]["protected"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["kind"] == *kind
+                    && p["name"] == "acme"
+                    && p["annotation"] == protection.0),
+            "{j}"
+        );
+    }
+}
+
+/// Flux, the forced restore (`--gitops resume`): the merged source lacks `lacks`. Each is
+/// protected first (the cluster cannot show what a suspended Kustomization's merged source
+/// defines), said with why and that the repository should define it; the owner is
+/// restored, and its first sync (and those after) prune nothing.
+async fn a_forced_restore_keeps_the_new_objects_its_source_lacks(b: &Bed, lacks: &[&str]) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, |m| without_kinds(m, lacks)).await;
+    let r = b
+        .step(
+            RESUME,
+            0,
+            &["kustomization/acme -n flux-system synced: what the window made live is as it was"],
+        )
+        .await;
+    for kind in lacks {
+        assert!(
+            r.says(&format!("kept {} from kustomization/acme -n flux-system's prune: annotation kustomize.toolkit.fluxcd.io/prune=disabled (a new object of the window, and the cluster does not show that kustomization/acme -n flux-system's merged source defines it", acme_ref(kind))),
+            "{}",
+            r.stderr
+        );
+    }
+    assert!(
+        r.says("the repository should define it (the plan's rewrite does)"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.says("once the repository defines it, `kubectl annotate vpnpeer acme -n tenant-acme kustomize.toolkit.fluxcd.io/prune-` takes it off"),
+        "{}",
+        r.stderr
+    );
+    assert!(!Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    assert!(
+        r.says(&format!(
+            "{} {} not defined by the merged source of kustomization/acme -n flux-system (its status after the sync does not list",
+            lacks.iter().map(|k| acme_ref(k)).collect::<Vec<_>>().join(", "),
+            if lacks.len() == 1 { "is" } else { "are" }
+        )),
+        "{}",
+        r.stderr
+    );
+    if !lacks.contains(&"VPNGateway") {
+        assert!(
+            r.says("took kustomize.toolkit.fluxcd.io/prune=disabled off vpngateway/acme -n tenant-acme again"),
+            "{}",
+            r.stderr
+        );
+    }
+    new_objects_kept(
+        b,
+        lacks,
+        "kustomize.toolkit.fluxcd.io/",
+        ("kustomize.toolkit.fluxcd.io/prune", "disabled"),
+    )
+    .await;
+    b.step(&["verify", "acme", "-n", NS], 0, &[]).await;
+    let rep = b.vpnmig(&["report", "acme", "-n", NS]).await;
+    assert_eq!(rep.code, 0, "{}\n{}", rep.stdout, rep.stderr);
+}
+
+/// Argo CD, the plain restore at done: the merged source lacks the VPNPeer (its status
+/// does not list it). It is protected first (Prune=false); the restored sync stamps its
+/// markers on it and cannot prune it, and the Application then reads OutOfSync for good:
+/// the restore says so at once, suspends it again and names what to do; with the VPNPeer
+/// put back in the repository, the same command restores it.
+async fn a_restore_keeps_a_vpnpeer_an_application_s_source_lacks(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let (rewritten, _) =
+        planned_and_cut_over_at(&b.kubeconfig, &Tool::Argo.source_on(b).await).await;
+    Tool::Argo
+        .merge_on(b, &without_kind(&rewritten, "VPNPeer"))
+        .await;
+    bed::eventually(
+        20,
+        "the Application no longer lists the IPsecGateway",
+        || async {
+            !Tool::Argo.owner_on(b).await["status"]["resources"]
+                .to_string()
+                .contains("IPsecGateway")
+        },
+    )
+    .await;
+    let r = b
+        .step(
+            CUT,
+            5,
+            &[
+                "kept vpnpeer/acme -n tenant-acme from application/acme -n argocd's prune: annotation argocd.argoproj.io/sync-options=Prune=false (a new object of the window, and application/acme -n argocd does not list it in its status: its merged source does not define it",
+                "the repository should define it (the plan's rewrite does)",
+                "application/acme -n argocd was restored and its sync interfered, so vpnmig suspended it again: application/acme -n argocd tracks vpnpeer/acme -n tenant-acme, a new object of the window",
+                "Put it in the repository as the window made it live",
+            ],
+        )
+        .await;
+    assert!(!r.says("made live is as it was"), "{}", r.stderr);
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner_on(b).await));
+    for _ in 0..3 {
+        b.gitops.kick();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let peer = b
+        .get(VPNPEER, NS, "acme")
+        .await
+        .expect("the VPNPeer is kept");
+    assert_eq!(
+        peer["metadata"]["annotations"]["argocd.argoproj.io/sync-options"], "Prune=false",
+        "{peer}"
+    );
+    // Run again: not restored while the source lacks it.
+    b.step(
+        CUT,
+        0,
+        &["application/acme -n argocd stays suspended: application/acme -n argocd tracks vpnpeer/acme -n tenant-acme, a new object of the window"],
+    )
+    .await;
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner_on(b).await));
+    // The repository defines it again: restored.
+    Tool::Argo.merge_on(b, &rewritten).await;
+    bed::eventually(20, "the Application lists the VPNPeer Synced", || async {
+        Tool::Argo.owner_on(b).await["status"]["resources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|r| r["kind"] == "VPNPeer" && r["status"] == "Synced")
+    })
+    .await;
+    b.step(
+        CUT,
+        0,
+        &["application/acme -n argocd synced: what the window made live is as it was"],
+    )
+    .await;
+    assert!(!Tool::Argo.suspended(&Tool::Argo.owner_on(b).await));
+    b.step(&["verify", "acme", "-n", NS], 0, &[]).await;
+}
+
+/// A HelmRelease whose merged chart no longer renders the PSK Secret nor the VPNPeer:
+/// its restore protects the VPNPeer with `helm.sh/resource-policy: keep`, and its upgrade
+/// prunes nothing.
+async fn a_restore_keeps_a_vpnpeer_a_helm_chart_lacks(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let (rewritten, _) =
+        planned_and_cut_over_at(&b.kubeconfig, &Tool::Flux.source_on(b).await).await;
+    // The chart no longer renders the Secret (moved out), and its markers are off it:
+    // the restore is vpnmig's (as in the journal rows above).
+    b.edit(SECRET, NS, "acme-psk", |o| {
+        let m = o["metadata"].as_object_mut().unwrap();
+        m.remove("labels");
+        m.remove("annotations");
+    })
+    .await;
+    Tool::Flux
+        .merge_on(b, &without_kind(&without_secret(rewritten), "VPNPeer"))
+        .await;
+    let r = b
+        .step(
+            RESUME,
+            0,
+            &[
+                "kept vpnpeer/acme -n tenant-acme from helmrelease/acme -n flux-system's prune: annotation helm.sh/resource-policy=keep (a new object of the window",
+                "helmrelease/acme -n flux-system synced: what the window made live is as it was",
+            ],
+        )
+        .await;
+    assert!(
+        r.says("the repository should define it (the plan's rewrite does)"),
+        "{}",
+        r.stderr
+    );
+    new_objects_kept(
+        b,
+        &["VPNPeer"],
+        "helm.toolkit.fluxcd.io/",
+        ("helm.sh/resource-policy", "keep"),
+    )
+    .await;
+    b.step(&["verify", "acme", "-n", NS], 0, &[]).await;
+}
+
+/// A controller that prunes what carries the protection all the same: the VPNPeer is
+/// deleted by the first sync. The restore stops (never "as it was"); `status` names the
+/// gone VPNPeer as a blocker, and `report` says the cutover is not complete and exits 5;
+/// the rollback goes back to the IPsecGateway from the journal.
+async fn a_vpnpeer_pruned_anyway_is_a_blocker_and_no_complete_record(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, |m| without_kind(&m, "VPNPeer")).await;
+    let r = b
+        .step(
+            RESUME,
+            5,
+            &["kustomization/acme -n flux-system was restored and its sync interfered, so vpnmig suspended it again"],
+        )
+        .await;
+    assert!(!r.says("made live is as it was"), "{}", r.stderr);
+    assert!(b.get(VPNPEER, NS, "acme").await.is_none(), "pruned anyway");
+    let st = b.vpnmig(&["status", "-n", NS]).await;
+    let flat = live::flat(&st.stdout);
+    assert!(flat.contains("peer-gone"), "{flat}");
+    assert!(
+        flat.contains(
+            "VPNPeer the window made on vpngateway/acme -n tenant-acme is gone: vpnpeer/acme"
+        ),
+        "{flat}"
+    );
+    let json = b.vpnmig(&["status", "-n", NS, "-o", "json"]).await;
+    assert!(json.stdout.contains("peer-gone"), "{}", json.stdout);
+    let rep = b.vpnmig(&["report", "acme", "-n", NS]).await;
+    assert_eq!(rep.code, 5, "{}\n{}", rep.stdout, rep.stderr);
+    let flat = live::flat(&rep.stdout);
+    assert!(!flat.contains("done: the cutover is complete"), "{flat}");
+    assert!(
+        flat.contains("done (the journal's phase), but the cutover is not complete"),
+        "{flat}"
+    );
+    assert!(
+        flat.contains("vpnpeer/acme -n tenant-acme is gone"),
+        "{flat}"
+    );
+    let doc = b.vpnmig(&["report", "acme", "-n", NS, "-o", "json"]).await;
+    assert_eq!(doc.code, 5, "{}", doc.stderr);
+    let doc: Value = serde_json::from_str(&doc.stdout).unwrap();
+    assert_eq!(
+        doc["readAtReport"]["gone"],
+        json!(["vpnpeer/acme -n tenant-acme"]),
+        "{doc}"
+    );
+    b.step(
+        &["rollback", "acme", "-n", NS, "--yes", "--gitops", "pause"],
+        0,
+        &[],
+    )
+    .await;
+}
+
+fn flux_pruning_new_objects_anyway() -> Scenario {
+    flux_pruning_anyway()
+}
+
+crate::rows! {
+    /// a21p E21: an Argo CD Application that stamps its markers on every object of the
+    /// namespace; the merged source lacks the VPNPeer. The plain restore protects it first;
+    /// the Application then reads OutOfSync for good, which the restore says, and the
+    /// VPNPeer, the floating IP and the PSK stay.
+    a_restore_keeps_a_vpnpeer_the_application_s_merged_source_lacks: bed::Row {
+        scenario: argo_relabelling,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_restore_keeps_a_vpnpeer_an_application_s_source_lacks(b)),
+    },
+    /// a21p E24 (a): Flux, the forced restore; the merged source lacks the VPNPeer.
+    a_forced_restore_keeps_a_vpnpeer_the_kustomization_s_merged_source_lacks: bed::Row {
+        scenario: flux_relabelling,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_forced_restore_keeps_the_new_objects_its_source_lacks(b, &["VPNPeer"])),
+    },
+    /// a21p E24 (b): the merged source lacks the VPNGateway and the VPNPeer.
+    a_forced_restore_keeps_the_new_gateway_the_kustomization_s_merged_source_lacks: bed::Row {
+        scenario: flux_relabelling,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_forced_restore_keeps_the_new_objects_its_source_lacks(b, &["VPNGateway", "VPNPeer"])),
+    },
+    /// Made up: a HelmRelease whose merged chart lacks the VPNPeer.
+    a_restore_keeps_a_vpnpeer_the_helm_chart_lacks: bed::Row {
+        scenario: helm_relabelling,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_restore_keeps_a_vpnpeer_a_helm_chart_lacks(b)),
+    },
+    /// Made up: a controller that prunes the VPNPeer whatever its protection; `status`
+    /// and `report` never read complete after it.
+    a_vpnpeer_pruned_anyway_is_a_blocker_and_no_complete_record: bed::Row {
+        scenario: flux_pruning_new_objects_anyway,
+        only: None,
+        after: bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_vpnpeer_pruned_anyway_is_a_blocker_and_no_complete_record(b)),
+    },
+}
 // ---------------------------------------------------------------------------------------
 // a21j (issue 21 round 3, kinds 2 and 4): every shape of reliance `status` names takes the
 // vouch; a pause or restore the API refuses is said plainly, and the journal records each

@@ -45,7 +45,7 @@ With --out FILE and no -o, the format comes from the file's extension.
 
 Exit codes: 0 printed, 1 no journal (or no archived window N) or the cluster could not be
 read, 5 printed, but the journal's hash chain is broken (an entry was changed after it
-was written).")]
+was written), or the window ended done and a VPNGateway or VPNPeer it made live is gone.")]
 pub struct ReportArgs {
     /// kubectl's cluster flags, from the top-level command (global).
     #[arg(skip)]
@@ -167,23 +167,29 @@ async fn read_now(
 ) -> Option<record::ReadAtReport> {
     let left = j.left_kind()?;
     let name = j.gateway.as_str();
+    let ns = j.namespace.as_str();
+    // A done window's new objects gone since (a21p E21, E24: pruned by a restored owner's
+    // first sync): the cutover is not complete, whatever the journal's phase says.
+    let gone = gone_targets(cluster, j).await;
     let gw = crate::cluster::objects::get(cluster, left, name)
         .await
-        .ok()??;
-    if gw.pointer("/metadata/deletionTimestamp").is_some() {
-        return None;
-    }
-    let fip = floating_ip_of(&gw)?;
-    let ns = j.namespace.as_str();
+        .ok()
+        .flatten()
+        .filter(|gw| gw.pointer("/metadata/deletionTimestamp").is_none());
+    let fip = gw.as_ref().and_then(floating_ip_of);
     let mut now = record::ReadAtReport {
         note: record::READ_AT_REPORT,
         gateway: format!("{}/{name} -n {ns}", left.to_lowercase()),
-        floating_ip: fip.clone(),
+        floating_ip: fip.clone().unwrap_or_else(|| j.left_fip()),
         fip_claimants: Vec::new(),
         fip_claimants_unread: None,
+        gone,
+    };
+    let Some(fip) = fip else {
+        return (!now.gone.is_empty()).then_some(now);
     };
     match crate::cli::verify::fip_claimants(cluster, ns, name, &fip).await {
-        Ok(Ok(others)) if others.is_empty() => return None,
+        Ok(Ok(others)) if others.is_empty() && now.gone.is_empty() => return None,
         Ok(Ok(others)) => {
             now.fip_claimants = others
                 .iter()
@@ -215,6 +221,37 @@ async fn read_now(
         }
     }
     Some(now)
+}
+
+/// The new objects (VPNGateway, VPNPeers) a done window made live that the cluster no
+/// longer has (or that are being deleted), as `kind/name -n ns`. Empty for a window not
+/// done, and where one cannot be read (never claimed gone from an error).
+async fn gone_targets(cluster: &Cluster, j: &crate::core::journal::Journal) -> Vec<String> {
+    if j.phase != crate::core::journal::Phase::Done {
+        return Vec::new();
+    }
+    let mut gone = Vec::new();
+    for t in &j.targets {
+        let s = |p: &str| {
+            t.pointer(p)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+        };
+        let (kind, name) = (s("/kind"), s("/metadata/name"));
+        if kind.is_empty() || name.is_empty() {
+            continue;
+        }
+        // The window's objects live in its namespace, the cluster's here.
+        let ns = j.namespace.as_str();
+        match crate::cluster::objects::get(cluster, kind, name).await {
+            Ok(None) => gone.push(crate::core::model::object_ref(kind, name, ns)),
+            Ok(Some(o)) if o.pointer("/metadata/deletionTimestamp").is_some() => {
+                gone.push(crate::core::model::object_ref(kind, name, ns))
+            }
+            _ => {}
+        }
+    }
+    gone
 }
 
 /// What is live now of the gateway a finished window left, when it is not as it left
@@ -370,6 +407,21 @@ pub fn run(args: &ReportArgs) -> Result<i32, Error> {
     }
     if !r.chain.intact() {
         return Err(broken(&r));
+    }
+    // Done, but what the window made live is gone now: printed, and the run fails, never
+    // exit 0 under "the cutover is complete" (a21p E21, E24).
+    if let Some(now) = r.read_at_report.as_ref().filter(|n| !n.gone.is_empty()) {
+        return Err(Error::Stop {
+            code: exit::VERIFY_FAILED,
+            message: format!(
+                "the window of {}/{} ended done, but {} {} gone now: the cutover is not complete",
+                r.namespace,
+                r.gateway,
+                now.gone.join(", "),
+                if now.gone.len() == 1 { "is" } else { "are" }
+            ),
+            hint: Some(r.recovery.next.clone()),
+        });
     }
     Ok(exit::OK)
 }

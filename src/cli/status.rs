@@ -935,6 +935,47 @@ struct Peer {
 /// a second peer flips the gateway to default-deny; the window's peer without an
 /// authorization block then reaches nothing, and READY stayed True).
 fn mark_extra(rows: &mut [Row], windows: &mut Windows, peers: &[Peer]) {
+    // A VPNPeer the window made that is gone while its VPNGateway is live (a21p E21: the
+    // first sync of a restored owner pruned it): the blocker `peer-gone`, and a line.
+    for (ns, gateway, made) in &windows.made {
+        let gone: Vec<&String> = made
+            .iter()
+            .filter(|m| !peers.iter().any(|p| &p.namespace == ns && &p.name == *m))
+            .collect();
+        let mut row = false;
+        for r in rows
+            .iter_mut()
+            .filter(|r| &r.namespace == ns && &r.name == gateway && r.kind == "VPNGateway")
+        {
+            row = true;
+            if gone.is_empty() {
+                continue;
+            }
+            let b = r.blockers.get_or_insert_with(Vec::new);
+            if !b.contains(&"peer-gone") {
+                b.push("peer-gone");
+            }
+        }
+        if gone.is_empty() || !row {
+            continue;
+        }
+        windows.extra.push(format!(
+            "VPNPeer{} the window made on vpngateway/{gateway} -n {ns} {} gone: {} (deleted since the window ended done, e.g. pruned by the first sync of a GitOps owner whose source does not define {}): the client's tunnel through {} is down and the cutover is not complete. Put {} back in the repository as the window made {} (the plan's rewrite defines {}; the bundle's vpnpeer.yaml holds {}) and apply {}, or `vpnmig rollback {gateway} -n {ns} --yes` goes back to the IPsecGateway from the journal; then `vpnmig verify {gateway} -n {ns}`",
+            if gone.len() == 1 { "" } else { "s" },
+            if gone.len() == 1 { "is" } else { "are" },
+            gone.iter()
+                .map(|p| format!("vpnpeer/{p}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if gone.len() == 1 { "it" } else { "them" },
+            if gone.len() == 1 { "it" } else { "them" },
+            if gone.len() == 1 { "it" } else { "them" },
+            if gone.len() == 1 { "it" } else { "them" },
+            if gone.len() == 1 { "it" } else { "them" },
+            if gone.len() == 1 { "it" } else { "them" },
+            if gone.len() == 1 { "it" } else { "them" },
+        ));
+    }
     for (ns, gateway, made) in &windows.made {
         let extra: Vec<&Peer> = peers
             .iter()

@@ -169,6 +169,11 @@ pub struct ReadAtReport {
     /// namespace could not be listed, or the API did not answer); never read as "none".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fip_claimants_unread: Option<String>,
+    /// The new objects a done window made live that are gone now (`vpnpeer/NAME -n NS`,
+    /// `vpngateway/NAME -n NS`; a21p E21, E24: pruned by the first sync of a restored
+    /// GitOps owner): the cutover is not complete while one is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gone: Vec<String>,
 }
 
 /// [`ReadAtReport::note`].
@@ -177,6 +182,14 @@ pub const READ_AT_REPORT: &str = "read from the cluster when this record was ren
 impl ReadAtReport {
     /// The sentence the outcome and the hash-chain section carry; `None`: nothing to say.
     pub fn text(&self) -> Option<String> {
+        if !self.gone.is_empty() {
+            return Some(format!(
+                "{} {} gone, which the window made live: the client's tunnel through {} is down",
+                self.gone.join(", "),
+                if self.gone.len() == 1 { "is" } else { "are" },
+                if self.gone.len() == 1 { "it" } else { "them" },
+            ));
+        }
         if let Some(why) = &self.fip_claimants_unread {
             return Some(format!(
                 "whether another gateway claims the floating IP {} of {} could not be read ({why}): not known to be the only one; `vpnmig verify` with a context that can list the gateways of every namespace checks it",
@@ -298,7 +311,18 @@ impl Record {
         } else {
             "cutover"
         };
-        if !now.fip_claimants.is_empty() {
+        if !now.gone.is_empty() {
+            self.recovery.next = format!(
+                "read at report time, {} {} gone (deleted since the window ended, e.g. pruned by the first sync of a GitOps owner whose source does not define {}): put {} back in the repository as the window made {} live (the plan's rewrite defines {}) and apply {}, or `vpnmig rollback {name} -n {ns} --yes` goes back to the IPsecGateway from the journal; then `vpnmig verify {name} -n {ns}`",
+                now.gone.join(", "),
+                if now.gone.len() == 1 { "is" } else { "are" },
+                if now.gone.len() == 1 { "it" } else { "them" },
+                if now.gone.len() == 1 { "it" } else { "them" },
+                if now.gone.len() == 1 { "it" } else { "them" },
+                if now.gone.len() == 1 { "it" } else { "them" },
+                if now.gone.len() == 1 { "it" } else { "them" },
+            );
+        } else if !now.fip_claimants.is_empty() {
             self.recovery.next = format!(
                 "read at report time, another gateway claims the floating IP {}: delete {} once nothing re-creates it (`vpnmig {again} {name} -n {ns}` names what may have created it and stops on it until then); then `vpnmig verify {name} -n {ns}`",
                 now.floating_ip,

@@ -211,7 +211,7 @@ fn outcome_line(r: &Record) -> String {
     let phase = if r
         .read_at_report
         .as_ref()
-        .is_some_and(|n| n.fip_claimants.is_empty())
+        .is_some_and(|n| n.fip_claimants.is_empty() && n.gone.is_empty())
     {
         match r.outcome {
             Outcome::Done => {

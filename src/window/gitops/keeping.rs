@@ -87,6 +87,27 @@ pub(super) async fn keep(
     } else {
         vec![&j.old_manifest]
     };
+    // The new objects of a cutover (a21p E21, E24): protected from prune before the
+    // restore unless the owner's current status shows that its merged source defines
+    // them, whatever their markers say now. A controller or a namespace policy that
+    // stamps the owner's markers on every object of the namespace brings them into its
+    // inventory with the first sync, and a source without them would then delete the
+    // client's gateway.
+    let mut new_objects: Vec<(String, String, String)> = Vec::new();
+    for o in &objects {
+        let s = |p: &str| {
+            o.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let ns = Some(s("/metadata/namespace"))
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| j.namespace.clone());
+        if replaced == "IPsecGateway" {
+            new_objects.push((s("/kind"), ns, s("/metadata/name")));
+        }
+    }
     for o in objects {
         let s = |p: &str| {
             o.pointer(p)
@@ -196,6 +217,9 @@ pub(super) async fn keep(
         let record = kind == "ConfigMap"
             && depth == 0
             && records.iter().any(|k| k.ns == ns && k.name == name);
+        let new_object = depth == 0
+            && !record
+            && new_objects.contains(&(kind.clone(), ns.clone(), name.clone()));
         // Handed over, or a record: protected first, whatever a check below finds.
         let obj = if handover || record {
             match protect_kept(
@@ -210,6 +234,7 @@ pub(super) async fn keep(
                 handover,
                 replaced,
                 owner.as_ref(),
+                None,
             )
             .await?
             {
@@ -445,10 +470,49 @@ pub(super) async fn keep(
                 w.ns()
             ));
         }
+        // A new object Argo CD tracks and protected from its prune already (an earlier
+        // restore protected it, and a sync put its markers on it since): its source does
+        // not define it, so the Application reads OutOfSync for good.
+        if new_object
+            && tracked
+            && !handover
+            && r.kind == "Application"
+            && gitops::protected(&r.kind, &obj)
+            && matches!(says, Some(gitops::ArgoSays::Prunes))
+        {
+            refuse!(argo_tracks_new(&r, &obj, &what, replaced, w.name(), w.ns()));
+        }
         if handover || record {
             continue;
         }
-        let prune = tracked && !gitops::protected(&r.kind, &obj) && says.is_none();
+        // A new object the owner's status does not show its merged source to define
+        // (Argo CD: not listed; Flux, a HelmRelease: a suspended owner's status never
+        // shows the merge) is protected whatever its markers say now.
+        let undefined = new_object
+            && !matches!(
+                says,
+                Some(gitops::ArgoSays::Synced | gitops::ArgoSays::OutOfSync)
+            );
+        let prune = (tracked && says.is_none()) || undefined;
+        let prune = prune && !gitops::protected(&r.kind, &obj);
+        let undefined = undefined.then(|| {
+            if says.is_some() {
+                format!(
+                    "{} does not list it in its status: its merged source does not define it",
+                    r.display()
+                )
+            } else {
+                format!(
+                    "the cluster does not show that {}'s merged source defines it{}",
+                    r.display(),
+                    owner
+                        .as_ref()
+                        .and_then(gitops::status_blind)
+                        .map(|why| format!(" ({why})"))
+                        .unwrap_or_default()
+                )
+            }
+        });
         if let Err(why) = protect_kept(
             w,
             i,
@@ -461,6 +525,7 @@ pub(super) async fn keep(
             false,
             replaced,
             owner.as_ref(),
+            undefined.as_deref(),
         )
         .await?
         {

@@ -15,22 +15,6 @@ pub(super) fn argo_tracks_record(
     name: &str,
     ns: &str,
 ) -> (String, String) {
-    let name_of = obj["metadata"]["name"].as_str().unwrap_or_default();
-    let ons = obj["metadata"]["namespace"].as_str().unwrap_or_default();
-    let mut off = Vec::new();
-    for l in ["app.kubernetes.io/instance", "argocd.argoproj.io/instance"] {
-        if obj["metadata"]["labels"].get(l).is_some() {
-            off.push(format!("`kubectl label configmap {name_of} -n {ons} {l}-`"));
-        }
-    }
-    if obj["metadata"]["annotations"]
-        .get("argocd.argoproj.io/tracking-id")
-        .is_some()
-    {
-        off.push(format!(
-            "`kubectl annotate configmap {name_of} -n {ons} argocd.argoproj.io/tracking-id-`"
-        ));
-    }
     (
         format!(
             "{} tracks {what} (its markers are on it, and its source does not define it): the prune protection keeps its sync from deleting it, but the Application then reads OutOfSync (requires pruning) for good, and its first sync is never seen done",
@@ -38,7 +22,57 @@ pub(super) fn argo_tracks_record(
         ),
         format!(
             "Take its markers off ({}) and stop what puts them on (a namespace policy, a controller that stamps them), then `vpnmig {} {name} -n {ns}`",
-            off.join(", "),
+            markers_off(obj),
+            verb_of(replaced)
+        ),
+    )
+}
+
+/// The commands that take Argo CD's tracking markers off `obj` (those it carries).
+fn markers_off(obj: &Value) -> String {
+    let name_of = obj["metadata"]["name"].as_str().unwrap_or_default();
+    let ons = obj["metadata"]["namespace"].as_str().unwrap_or_default();
+    let kind = obj["kind"]
+        .as_str()
+        .unwrap_or("configmap")
+        .to_ascii_lowercase();
+    let mut off = Vec::new();
+    for l in ["app.kubernetes.io/instance", "argocd.argoproj.io/instance"] {
+        if obj["metadata"]["labels"].get(l).is_some() {
+            off.push(format!("`kubectl label {kind} {name_of} -n {ons} {l}-`"));
+        }
+    }
+    if obj["metadata"]["annotations"]
+        .get("argocd.argoproj.io/tracking-id")
+        .is_some()
+    {
+        off.push(format!(
+            "`kubectl annotate {kind} {name_of} -n {ons} argocd.argoproj.io/tracking-id-`"
+        ));
+    }
+    off.join(", ")
+}
+
+/// The refusal (and, after a restore, the stop) for a new object of the window (`what`,
+/// object `obj`) that Argo CD application `r` tracks although its source does not define
+/// it (a21p E21: a sync stamped its markers on it): the prune protection vpnmig set keeps
+/// it, but the Application reads OutOfSync for good. The repository should define it.
+pub(super) fn argo_tracks_new(
+    r: &gitops::OwnerRef,
+    obj: &Value,
+    what: &str,
+    replaced: &str,
+    name: &str,
+    ns: &str,
+) -> (String, String) {
+    (
+        format!(
+            "{} tracks {what}, a new object of the window (its markers are on it), and its source does not define it: the prune protection vpnmig set keeps its sync from deleting it (and the client's tunnel with it), but the Application then reads OutOfSync (requires pruning) for good, and its first sync is never seen done",
+            r.display()
+        ),
+        format!(
+            "Put it in the repository as the window made it live (the plan's rewrite defines it), or take its markers off ({}) and stop what puts them on (a namespace policy, a controller that stamps them); then `vpnmig {} {name} -n {ns}`",
+            markers_off(obj),
             verb_of(replaced)
         ),
     )

@@ -71,7 +71,9 @@ pub(super) async fn unrecord(
 /// recorded in the journal before the patch, read back after, and said; one that is
 /// refused or does not stay is taken off the journal again and returned as why (with
 /// what to do): the owner is not restored then (a21j 05). `Ok(Ok(obj))`: the object as it
-/// is now. The restore's check 4 and every hand-over ([`keep`] with `handover`) set them
+/// is now. `undefined`: a new object of the window the owner's status does not show its
+/// merged source to define (why, said): protected whatever its markers say now (a21p E21,
+/// E24). The restore's check 4 and every hand-over ([`keep`] with `handover`) set them
 /// here, and only here.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn protect_kept(
@@ -86,6 +88,7 @@ pub(super) async fn protect_kept(
     handover: bool,
     replaced: &str,
     owner: Option<&Value>,
+    undefined: Option<&str>,
 ) -> Result<Result<Value, (String, String)>, Error> {
     let r = w.journal.gitops[i].owner.clone();
     let again = if handover {
@@ -186,13 +189,15 @@ pub(super) async fn protect_kept(
         return Ok(Err((
             format!(
                 "{} {what}, {}, and the annotation {}={} did not stay on it (a webhook or controller removed it)",
-                if is_record {
+                if is_record || undefined.is_some() {
                     "its sync may prune"
                 } else {
                     "it tracks"
                 },
                 if is_record {
                     "the window's record and its hash chain"
+                } else if let Some(u) = undefined {
+                    u
                 } else if handover {
                     "its resume is left to a person"
                 } else {
@@ -212,7 +217,32 @@ pub(super) async fn protect_kept(
             },
         )));
     }
-    let why = if is_record {
+    let why = if let Some(u) = undefined {
+        format!(
+            "a new object of the window, and {u}: a sync that finds its markers on it (a namespace policy or a controller can stamp them on every object of the namespace) would prune it, and the client's tunnel with it; the repository should define it (the plan's rewrite does){}{}",
+            if handover {
+                ""
+            } else {
+                "; its first sync is watched for it too"
+            },
+            // Taken off by hand once the repository defines it; an Argo CD option list
+            // that held other options is left to the person (only Prune=false goes).
+            if record.before.is_none() {
+                format!(
+                    "; once the repository defines it, `kubectl annotate {} {name}{} {}-` takes it off",
+                    kind.to_lowercase(),
+                    ns_flag(ns),
+                    record.annotation
+                )
+            } else {
+                format!(
+                    "; once the repository defines it, take {} out of its annotation {}",
+                    gitops::prune_protection(&r.kind).1,
+                    record.annotation
+                )
+            }
+        )
+    } else if is_record {
         format!(
             "a sync that finds its markers on it would prune it, and with it the window's record and its hash chain (a namespace policy or a controller can stamp them on every ConfigMap){}",
             if handover {

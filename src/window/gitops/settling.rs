@@ -59,6 +59,9 @@ pub(super) async fn settle(
             if let Some(stop) = records_held(w, owner, replaced, records).await? {
                 return Err(stop);
             }
+            if let Some(stop) = new_objects_tracked(w, owner, replaced).await? {
+                return Err(stop);
+            }
             // Another gateway its sync created that claims the window's floating IP (a21m
             // B15, B18: a renamed copy of the old gateway, and "as it was").
             if let Some(stop) = claimed_quietly(w, replaced, Some(owner)).await? {
@@ -108,6 +111,9 @@ pub(super) async fn settle(
     if let Some(stop) = records_held(w, owner, replaced, records).await? {
         return Err(stop);
     }
+    if let Some(stop) = new_objects_tracked(w, owner, replaced).await? {
+        return Err(stop);
+    }
     if let Some(stop) = claimed_quietly(w, replaced, Some(owner)).await? {
         return Err(stop);
     }
@@ -146,6 +152,57 @@ pub(super) async fn settle(
         });
     }
     Ok(seen)
+}
+
+/// During an Argo CD Application's first sync after a cutover: the stop when the sync put
+/// its markers on a new object of the window that carries vpnmig's prune protection and
+/// that its source does not define (its status: requires pruning; a21p E21). Kept, but the
+/// Application reads OutOfSync for good: said at once, never a watch that times out.
+/// `None`: none is.
+pub(super) async fn new_objects_tracked(
+    w: &Window<'_>,
+    owner: &gitops::OwnerRef,
+    replaced: &str,
+) -> Result<Option<Error>, Error> {
+    if owner.kind != "Application" || replaced != "IPsecGateway" {
+        return Ok(None);
+    }
+    let Found::One(_, o) = live::find(w.cluster, owner).await? else {
+        return Ok(None);
+    };
+    for t in &w.journal.targets {
+        let s = |p: &str| t.pointer(p).and_then(Value::as_str).unwrap_or_default();
+        let (api_version, kind, name) = (s("/apiVersion"), s("/kind"), s("/metadata/name"));
+        let ns = Some(s("/metadata/namespace"))
+            .filter(|n| !n.is_empty())
+            .unwrap_or(w.journal.namespace.as_str());
+        let Some(obj) = live::get_kept(w.cluster, api_version, kind, ns, name).await? else {
+            continue;
+        };
+        if !gitops::tracks(owner, &obj) || !gitops::protected(&owner.kind, &obj) {
+            continue;
+        }
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        if matches!(
+            gitops::argo_says(&o, group, kind, ns, name),
+            Some(gitops::ArgoSays::Prunes)
+        ) {
+            let (why, todo) = argo_tracks_new(
+                owner,
+                &obj,
+                &kept_ref(kind, name, ns),
+                replaced,
+                w.name(),
+                w.ns(),
+            );
+            return Ok(Some(Error::Stop {
+                code: exit::VERIFY_FAILED,
+                message: why,
+                hint: Some(todo.into()),
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// Why a restored owner's status did not say it synced (its own words: a Flux `Ready`

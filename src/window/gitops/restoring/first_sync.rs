@@ -180,8 +180,95 @@ pub(super) async fn watch(
         "{} synced: what the window made live is as it was",
         r.owner.display()
     )));
+    if replaced == "IPsecGateway" {
+        lift_defined(w, i, &r.owner).await?;
+    }
     // The parents whose suspension the window relied on for this owner: the
     // reliance ends with the restore (a21g attack 16). Said, never resumed.
     parents_no_longer_relied_on(w, &r.owner, None, false).await;
     Ok(Step::Go(()))
+}
+
+/// After a first sync that passed: the prune protection the restore set on a new object of
+/// the window (a21p E21, E24: the owner's status could not show that its merged source
+/// defines it) is taken off again where the owner's status, written by that sync, now
+/// lists it as an object it applies (Flux's inventory, Argo CD's resources): its prune is
+/// the repository's again, as for any object the repository defines. One its status does
+/// not list keeps it, and is said: the repository should define it. A patch refused is
+/// said; the protection then stays, recorded.
+async fn lift_defined(w: &mut Window<'_>, i: usize, owner: &gitops::OwnerRef) -> Result<(), Error> {
+    let o = match live::find(w.cluster, owner).await? {
+        Found::One(_, o) => o,
+        _ => return Ok(()),
+    };
+    let (key, _) = gitops::prune_protection(&owner.kind);
+    let targets: Vec<(String, String, String)> = w
+        .journal
+        .targets
+        .iter()
+        .map(|t| {
+            let s = |p: &str| {
+                t.pointer(p)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            (s("/apiVersion"), s("/kind"), s("/metadata/name"))
+        })
+        .collect();
+    let records: Vec<gitops::Protected> = w.journal.gitops[i]
+        .protected
+        .iter()
+        .filter(|p| p.annotation == key && p.namespace == w.journal.namespace)
+        .cloned()
+        .collect();
+    let mut kept = Vec::new();
+    for p in records {
+        let Some((api_version, _, _)) = targets
+            .iter()
+            .find(|(_, k, n)| *k == p.kind && *n == p.name)
+        else {
+            continue;
+        };
+        let what = kept_ref(&p.kind, &p.name, &p.namespace);
+        if !gitops::status_names(&o, &p.kind, &p.namespace, &p.name) {
+            kept.push(what);
+            continue;
+        }
+        let patch = serde_json::json!({"metadata": {"annotations": {key: p.before.clone()}}});
+        match live::patch_kept(w.cluster, api_version, &p.kind, &p.namespace, &p.name, &patch).await {
+            Ok(_) => {
+                unrecord(w, i, &p).await?;
+                w.ev.emit(Event::Step(format!(
+                    "took {}={} off {what} again: {}'s first sync lists it as an object its merged source defines, so its prune is the repository's again",
+                    p.annotation,
+                    p.value,
+                    owner.display()
+                )));
+            }
+            Err(e) => w.ev.emit(Event::Warning(format!(
+                "{}={} stays on {what} (its merged source defines it, but the annotation could not be taken off: {}); `kubectl annotate {} {} -n {} {}-` takes it off",
+                p.annotation,
+                p.value,
+                e,
+                p.kind.to_lowercase(),
+                p.name,
+                p.namespace,
+                p.annotation
+            ))),
+        }
+    }
+    if !kept.is_empty() {
+        w.ev.emit(Event::Warning(format!(
+            "{} {} not defined by the merged source of {} (its status after the sync does not list {}): the prune protection stays on {}, and the repository should define {} as the window made {} live (the plan's rewrite does)",
+            kept.join(", "),
+            if kept.len() == 1 { "is" } else { "are" },
+            owner.display(),
+            if kept.len() == 1 { "it" } else { "them" },
+            if kept.len() == 1 { "it" } else { "them" },
+            if kept.len() == 1 { "it" } else { "them" },
+            if kept.len() == 1 { "it" } else { "them" },
+        )));
+    }
+    Ok(())
 }
