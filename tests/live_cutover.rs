@@ -574,13 +574,27 @@ async fn a_migrated_gateway_gone_since_is_said_and_the_rollback_restores_it(b: &
         "{}",
         r.stderr
     );
-    // The record is the window's; the present is said beside it (a21f A6).
-    let r = b.step(&["report", "acme"], 0, &[]).await;
+    // The record is the window's; the present is said beside it (a21f A6), and the run
+    // fails: what the window made live is gone, so never exit 0 under "the cutover is
+    // complete" (a21p E24).
+    let r = b.step(&["report", "acme"], 5, &[]).await;
     assert!(
         live::flat(&r.stderr).contains("warning: the window of tenant-acme/acme ended done at ")
             && live::flat(&r.stderr).contains("the record is the window's, not the cluster's now"),
         "{}",
         r.stderr
+    );
+    assert!(
+        live::flat(&r.stderr)
+            .contains("the window of tenant-acme/acme ended done, but vpngateway/acme")
+            && live::flat(&r.stderr).contains("gone now: the cutover is not complete"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stdout.contains("the cutover is complete"),
+        "{}",
+        r.stdout
     );
     b.step(&["rollback", "acme", "--yes"], 0, &[]).await;
     acme_ok(b, &psk, "IPsecGateway").await;

@@ -2290,6 +2290,75 @@ async fn a_freeze_after_the_stop_is_said_once_as_someone_else_s(b: &Bed, parent:
 /// stays without `automated`. Another policy: `status` says the end restores it, and the
 /// restore puts it back and says so. On the code before it, the restore put back the
 /// `{"prune":true,"selfHeal":true}` recorded before the pause over the template's.
+/// [`application_set`] with a second list generator that has its own template setting
+/// `syncPolicy` (a21q Q03): the set cannot tell the policy it gives acme.
+fn application_set_per_generator() -> String {
+    let one = "  generators: [{list: {elements: [{tenant: acme}]}}]\n";
+    let two = "  generators: [{list: {elements: [{tenant: acme}]}}, {list: {elements: [{tenant: luebeck}], template: {metadata: {}, spec: {project: default, syncPolicy: {automated: {prune: false}}}}}}]\n";
+    let base = application_set();
+    assert!(base.contains(one), "{base}");
+    base.replacen(one, two, 1)
+}
+
+/// A set that cannot tell the policy it gives the owner (a generator's own template):
+/// whether the team changed it in the gap cannot be told, so `status` says so and the
+/// end lets go of the owner instead of re-arming `automated` with prune (a21q Q03: it
+/// re-armed over the template's manual sync).
+async fn a_set_that_cannot_tell_its_policy_is_never_restored_over(b: &Bed) {
+    let on = b.backend;
+    let owner = ACME_APP_OWNER;
+    bed::eventually(30, "the IPsecGateway", || async {
+        !b.objects(IPSECGATEWAY, NS).await.is_empty()
+    })
+    .await;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    let r = b.step(&cut, 7, &[STANDORTE]).await;
+    let end = follow_to_the_end(b, r, &["--yes"]).await;
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    let why = "whether its policy changed since the window paused it cannot be told: its manager applicationset/standorte -n argocd defines its policy where vpnmig cannot read it for this Application (a generator's own template sets syncPolicy)";
+    // The end of the window reads the set and lets go of acme at once: nothing it could
+    // restore later is known to be the team's policy.
+    let out = live::flat(&format!("{}{}", end.stdout, end.stderr));
+    let says = format!("application/acme -n argocd is not restored: {why}");
+    assert!(out.contains(&says), "{on}: `{says}` missing in: {out}");
+    assert!(!out.contains("restored application/acme"), "{on}: {out}");
+    assert!(suspended(b, owner).await, "{on}: acme re-armed");
+    let (doc, _) = status_json(b).await;
+    let let_go = doc["letGoOwners"].as_array().cloned().unwrap_or_default();
+    assert!(
+        let_go.iter().any(|l| l
+            .as_str()
+            .is_some_and(|l| l.starts_with("application/acme -n argocd") && l.contains(why))),
+        "{on}: {let_go:?}"
+    );
+    let rec = owner_record(b).await;
+    assert!(
+        rec["letGo"].as_str().is_some_and(|l| l.contains(why)),
+        "{on}: {rec}"
+    );
+    // Merged: the cutover never re-arms it either.
+    b.edit(CONFIGMAP, level_ns(owner), "acme-source", |o| {
+        let kept: Vec<&str> = o["data"]["manifests"]
+            .as_str()
+            .unwrap()
+            .split("\n---\n")
+            .filter(|d| !d.contains("kind: IPsecGateway"))
+            .collect();
+        o["data"]["manifests"] = Value::String(kept.join("\n---\n"));
+    })
+    .await;
+    let r = b
+        .step(&["cutover", "acme", "-n", NS, "--yes"], 0, &[])
+        .await;
+    let out = live::flat(&format!("{}{}", r.stdout, r.stderr));
+    assert!(!out.contains("restored application/acme"), "{on}: {out}");
+    let acme = b.get(owner.0, level_ns(owner), owner.1).await.unwrap();
+    assert!(
+        acme["spec"]["syncPolicy"]["automated"].is_null(),
+        "{on}: automated sync re-enabled over a policy vpnmig cannot read: {acme}"
+    );
+}
+
 async fn a_template_policy_set_in_the_gap_is_never_restored_over(
     b: &Bed,
     automated: Value,
@@ -2568,6 +2637,14 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(a_template_policy_set_in_the_gap_is_never_restored_over(b, serde_json::json!({"prune": true}), true)),
+    },
+    /// a21q Q03: a set whose second generator has its own template cannot tell the
+    /// policy it gives acme: never re-armed over, let go of and said.
+    an_application_set_that_cannot_tell_its_policy_is_never_restored_over: bed::Row {
+        scenario: || scenario(application_set_per_generator()),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_set_that_cannot_tell_its_policy_is_never_restored_over(b)),
     },
     /// The template set to `automated: {prune: false}` while the set is `create-only`.
     an_application_set_template_without_prune_while_held_is_what_the_restore_puts_back: bed::Row {

@@ -2912,10 +2912,7 @@ async fn read_back(
             match crate::window::manager_policy(cluster, r, &obj).await {
                 Some(m) if m.manual() => {
                     s.live = "changed".into();
-                    s.live_detail = format!(
-                        "its policy changed since the window paused it: {}{parent}",
-                        m.said()
-                    );
+                    s.live_detail = format!("{}{parent}", m.changed_said());
                     s.resume = format!(
                         "vpnmig does not re-enable automated sync over it: the window's end leaves it as its manager defines it. {hand_over}"
                     );

@@ -1566,22 +1566,49 @@ pub fn template_policy(set: &Value, saved: &Saved) -> Option<Option<Value>> {
     if set["kind"] != "ApplicationSet" || saved.pointer != "/spec/syncPolicy/automated" {
         return None;
     }
-    let spec = &set["spec"];
-    let mentions = |v: &Value| !v.is_null() && v.to_string().contains("syncPolicy");
-    if mentions(&spec["templatePatch"])
-        || mentions(&spec["generators"])
-        || mentions(&spec["ignoreApplicationDifferences"])
-    {
+    if template_unreadable(set, saved).is_some() {
         return None;
     }
-    let template = spec.pointer("/template/spec")?;
+    let template = set.pointer("/spec/template/spec")?;
     let v = template
         .pointer("/syncPolicy/automated")
         .filter(|v| !v.is_null());
-    if v.is_some_and(|v| v.to_string().contains("{{")) {
+    Some(v.filter(|v| v["enabled"] != Value::Bool(false)).cloned())
+}
+
+/// Why an ApplicationSet (`set`) cannot tell the policy it gives the Applications it
+/// generates ([`template_policy`]), in words (`a generator's own template sets
+/// syncPolicy`); `None` when it can, or it is not an ApplicationSet over the pause's field.
+/// Such a set may have changed an Application's policy in the gap (a21q Q03: a second
+/// generator's own template made the set "cannot tell", and the restore re-armed
+/// automated sync with prune over the template's manual sync).
+pub fn template_unreadable(set: &Value, saved: &Saved) -> Option<String> {
+    if set["kind"] != "ApplicationSet" || saved.pointer != "/spec/syncPolicy/automated" {
         return None;
     }
-    Some(v.filter(|v| v["enabled"] != Value::Bool(false)).cloned())
+    let spec = &set["spec"];
+    let mentions = |v: &Value| !v.is_null() && v.to_string().contains("syncPolicy");
+    if mentions(&spec["templatePatch"]) {
+        return Some("spec.templatePatch sets syncPolicy".into());
+    }
+    if mentions(&spec["generators"]) {
+        return Some("a generator's own template sets syncPolicy".into());
+    }
+    if mentions(&spec["ignoreApplicationDifferences"]) {
+        return Some(
+            "spec.ignoreApplicationDifferences leaves syncPolicy to each Application".into(),
+        );
+    }
+    let Some(template) = spec.pointer("/template/spec") else {
+        return Some("it has no spec.template.spec".into());
+    };
+    if template
+        .pointer("/syncPolicy/automated")
+        .is_some_and(|v| v.to_string().contains("{{"))
+    {
+        return Some("spec.template.spec.syncPolicy.automated is a template expression".into());
+    }
+    None
 }
 
 /// The policy an owner's manager (its ApplicationSet) defines now, when it is not the one
@@ -1600,6 +1627,9 @@ pub struct ManagerPolicy {
     pub defines: Option<Value>,
     /// What the window recorded before its pause.
     pub recorded: Option<Value>,
+    /// Why the manager cannot tell the policy it defines for this Application
+    /// ([`template_unreadable`]); then `defines` is `None` and nothing is re-armed over it.
+    pub unreadable: Option<String>,
 }
 
 impl ManagerPolicy {
@@ -1608,9 +1638,31 @@ impl ManagerPolicy {
         self.defines.is_none()
     }
 
+    /// Why the owner is let go of, in words: its policy changed since the pause, or whether
+    /// it did cannot be told ([`ManagerPolicy::unreadable`]).
+    pub fn changed_said(&self) -> String {
+        match &self.unreadable {
+            Some(_) => format!(
+                "whether its policy changed since the window paused it cannot be told: {}",
+                self.said()
+            ),
+            None => format!(
+                "its policy changed since the window paused it: {}",
+                self.said()
+            ),
+        }
+    }
+
     /// In words: `its manager … now defines manual sync (… absent), not the {…} recorded
     /// before the window`.
     pub fn said(&self) -> String {
+        if let Some(why) = &self.unreadable {
+            return format!(
+                "its manager {} defines its policy where vpnmig cannot read it for this Application ({why}), so the team may have set manual sync or another policy since the window recorded {} before its pause; vpnmig never turns automated sync back on over a policy it cannot read",
+                self.manager,
+                policy_shown(self.recorded.as_ref())
+            );
+        }
         let defines = if self.manual() {
             format!("manual sync ({} absent)", self.field)
         } else {
@@ -1630,17 +1682,28 @@ impl ManagerPolicy {
 /// adoption replaced it, a21o D20).
 pub fn manager_policy(record: &Record, manager: &OwnerRef, set: &Value) -> Option<ManagerPolicy> {
     let saved = record.saved.as_ref()?;
-    let defines = template_policy(set, saved)?;
-    policy_set_since(saved, defines.as_ref())?;
     let recorded = match record.asked.as_ref().and_then(|a| a.recorded.clone()) {
         Some(before) => before,
         None => saved.value.clone(),
     };
+    let field = format!("spec.template.{}", dotted(&saved.pointer));
+    if let Some(why) = template_unreadable(set, saved) {
+        return Some(ManagerPolicy {
+            manager: manager.display(),
+            field,
+            defines: None,
+            recorded,
+            unreadable: Some(why),
+        });
+    }
+    let defines = template_policy(set, saved)?;
+    policy_set_since(saved, defines.as_ref())?;
     Some(ManagerPolicy {
         manager: manager.display(),
-        field: format!("spec.template.{}", dotted(&saved.pointer)),
+        field,
         defines,
         recorded,
+        unreadable: None,
     })
 }
 
@@ -4772,6 +4835,43 @@ mod tests {
         assert_eq!(m.defines, Some(json!({"prune": false})));
         let same = set(json!({"automated": {"prune": true, "selfHeal": true}}));
         assert_eq!(manager_policy(&record, &by, &same), None);
+        // A set that cannot tell (a21q Q03: a second generator's own template) is never
+        // re-armed over: whether the team changed the policy cannot be told, so it is
+        // let go of as manual sync is, and said as such.
+        for (cannot, why) in [
+            (&per, "a generator's own template sets syncPolicy"),
+            (&patched, "spec.templatePatch sets syncPolicy"),
+            (
+                &expr,
+                "spec.template.spec.syncPolicy.automated is a template expression",
+            ),
+        ] {
+            let m = manager_policy(&record, &by, cannot).unwrap();
+            assert!(m.manual(), "{why}");
+            assert_eq!(m.unreadable.as_deref(), Some(why));
+            assert!(
+                m.changed_said().starts_with(
+                    "whether its policy changed since the window paused it cannot be told: its manager applicationset/standorte -n argocd defines its policy where vpnmig cannot read it for this Application ("
+                ),
+                "{}",
+                m.changed_said()
+            );
+            assert!(
+                m.said().contains("never turns automated sync back on"),
+                "{}",
+                m.said()
+            );
+        }
+        assert_eq!(
+            template_unreadable(&manual, &saved),
+            None,
+            "a plain list generator and a template tell"
+        );
+        let m = manager_policy(&record, &by, &manual).unwrap();
+        assert!(
+            m.changed_said()
+                .starts_with("its policy changed since the window paused it: its manager")
+        );
         // A policy set since and adopted (a21o D20) is the one to restore: the template
         // that defines it is no change; what was recorded before is said.
         let mut adopted = record.clone();

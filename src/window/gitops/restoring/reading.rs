@@ -117,7 +117,7 @@ pub(super) async fn owner(
                 .map(|s| s.pointer.as_str())
                 .unwrap_or_default();
             changed = Some((
-                format!("{CHANGED}: {}", m.said()),
+                m.changed_said(),
                 format!(
                     "{} {}",
                     gitops::dotted(pointer),
