@@ -28,6 +28,8 @@
 //! | flux_alone_renamed_unannotated | as flux_alone, merged as vpn-acme without the migrated-from annotation | |
 //! | argo_no_window | Application acme, the rewrite merged before any window (a21p E16): refused, nothing deleted | none |
 //! | flux_parent_no_window | Kustomization acme under verbund, the same | |
+//! | argo_no_window_renamed | as argo_no_window, merged as acme-neu (a21q Q12): the bundle's rollback names the stand-in | none |
+//! | flux_parent_no_window_renamed | as flux_parent_no_window, merged as vpn-acme | none |
 //! | by_hand_no_window | no GitOps: the bundle's objects applied by hand before any window | none |
 //! | rollback_pause_parent | Kustomization acme under verbund, after done: `rollback --gitops pause` stops on the active parent, before any delete; followed: rolled back |
 //! | flux_hand_apply_as_the_controller | as flux_parent, nothing merged: the objects applied by hand as kustomize-controller, adopted but never recorded as the merge (a21o D04) |
@@ -818,6 +820,69 @@ async fn no_window(b: &Bed, how: Outside) {
     );
 }
 
+/// An early merge before any window under another name (a21q Q12): only `vpnmig plan
+/// --out` ran; the merged source names the VPNGateway `to` (annotated), so neither kind of
+/// the plan's name exists. `rollback --plan` from the bundle refuses before any change,
+/// naming the stand-in and the way back (revert the merge), never a window that "ended
+/// done" nor "tunnels are down" (on the code before: both, and a `vpnmig report` advised
+/// that has no journal to read).
+async fn no_window_renamed(b: &Bed, tool: Tool, to: &str) {
+    let on = b.backend;
+    let plans = b.cwd().join("plans/acme");
+    let plans = plans.to_str().unwrap();
+    let rewritten = plan_rewrite(b, tool).await;
+    merge_as(b, tool, &renamed(&rewritten, to, true), to).await;
+    fip_on(b, to).await;
+    assert!(
+        b.get(IPSECGATEWAY, NS, "acme").await.is_none(),
+        "{on}: pruned"
+    );
+    let psk = b.psk_fingerprint(NS, "acme-psk").await;
+    let peer = b.uid(VPNPEER, NS, "acme").await.expect("the VPNPeer");
+    for args in [
+        vec!["rollback", "acme", "-n", NS, "--plan", plans, "--yes"],
+        vec![
+            "rollback", "acme", "-n", NS, "--plan", plans, "--gitops", "pause", "--yes",
+        ],
+    ] {
+        let r = b.step(&args, 7, &[]).await;
+        let text = live::flat(&r.stderr);
+        for says in [
+            "no journal of acme -n tenant-acme",
+            &format!("vpngateway/{to} -n tenant-acme stands in its place"),
+            "it carries vpnmig's migrated-from annotation for acme and holds the window's floating IP 198.51.100.23",
+            "the client's tunnel is served by it",
+            "nothing was changed",
+            "to go back, revert the merge in the repository",
+        ] {
+            assert!(
+                text.contains(says),
+                "{on}: {args:?}: missing `{says}` in {text}"
+            );
+        }
+        for never in [
+            "ended done",
+            "tunnels are down",
+            "vpnmig report",
+            "rolling back from the bundle",
+        ] {
+            assert!(!text.contains(never), "{on}: {args:?}: `{never}` in {text}");
+        }
+        assert_eq!(next_command(&hint_of(&r), &[]), None, "{on}: {text}");
+        assert!(
+            b.journal(NS, "acme").await.is_none(),
+            "{on}: a journal written"
+        );
+        assert_eq!(
+            b.uid(VPNPEER, NS, "acme").await.as_ref(),
+            Some(&peer),
+            "{on}"
+        );
+        assert_eq!(b.psk_fingerprint(NS, "acme-psk").await, psk, "{on}");
+    }
+    fip_on(b, to).await;
+}
+
 /// Item 3: after done, the owner's parent active, `rollback --gitops pause` stops on the
 /// parent before any delete (the VPNGateway and VPNPeer still there, the owner's own
 /// suspension not claimed as holding); its advice followed, the rollback ends.
@@ -1070,6 +1135,21 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(no_window(b, Outside::Merged(Tool::Argo))),
+    },
+    /// Argo CD, merged before any window as `acme-neu` (a21q Q12): the bundle's
+    /// rollback refuses naming the stand-in.
+    argo_no_window_renamed: bed::Row {
+        scenario: || scenario(Tool::Argo, None),
+        only: None,
+        after: None,
+        steps: |b| Box::pin(no_window_renamed(b, Tool::Argo, "acme-neu")),
+    },
+    /// Flux under verbund, merged before any window as `vpn-acme`.
+    flux_parent_no_window_renamed: bed::Row {
+        scenario: || scenario(Tool::Flux, Some("verbund")),
+        only: None,
+        after: None,
+        steps: |b| Box::pin(no_window_renamed(b, Tool::Flux, "vpn-acme")),
     },
     /// Flux under verbund, the same.
     flux_parent_no_window: bed::Row {

@@ -364,42 +364,119 @@ pub(crate) fn no_rollback_outside(gw: &Value, name: &str, ns: &str, by: &str) ->
     }
 }
 
-/// Another VPNGateway of the window's namespace that stands in the place of window `j`'s
-/// gateway (a21p E10: the merged source named it otherwise): it carries vpnmig's
-/// migrated-from annotation for this gateway, or claims the journal's floating IP.
-/// Returns it and why it stands in; `None` when there is none or the list fails.
+/// Another VPNGateway that stands in the place of window `j`'s gateway (a21p E10: the
+/// merged source named it otherwise; a21q Q04, Q11: moved it to another namespace): in the
+/// window's namespace, one that carries vpnmig's migrated-from annotation for this gateway
+/// or claims the journal's floating IP; in any other namespace (the cluster-wide list,
+/// when this user may read it), one that claims the floating IP. The one holding the
+/// floating IP is preferred (a21q Q05: of two, the one without it was named). Returns it
+/// and why it stands in; `None` when there is none or the lists fail.
 pub(crate) async fn stand_in(cluster: &Cluster, j: &Journal) -> Option<(Value, String)> {
     let (ns, name) = (j.namespace.as_str(), j.gateway.as_str());
-    let all = crate::cluster::list::raw(cluster, &objects::resource("VPNGateway"), Some(ns), None)
-        .await
-        .ok()?;
     let fip = j.floating_ip.trim();
-    all.into_iter()
-        .filter_map(|o| serde_json::to_value(o).ok())
-        .filter(|o| o.pointer("/metadata/name").and_then(Value::as_str) != Some(name))
-        .find_map(|o| {
-            let annotated = o
-                .pointer("/metadata/annotations")
-                .and_then(|a| a.get(crate::core::translate::MIGRATED_FROM))
-                .and_then(Value::as_str)
-                == Some(scope::migrated_from(name).as_str());
-            let claims = |p: &str| {
-                !fip.is_empty()
-                    && o.pointer(p)
-                        .and_then(Value::as_str)
-                        .is_some_and(|t| crate::core::addr::same_addr(t, fip))
-            };
-            let fip_held = claims("/spec/endpoint/floatingIP") || claims("/status/floatingIP");
-            let why = match (annotated, fip_held) {
-                (true, true) => format!(
-                    "it carries vpnmig's migrated-from annotation for {name} and holds the window's floating IP {fip}"
+    let judge = |o: &Value| -> Option<(u8, String)> {
+        let here = o.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns);
+        if here && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name) {
+            return None;
+        }
+        let annotated = o
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(crate::core::translate::MIGRATED_FROM))
+            .and_then(Value::as_str)
+            == Some(scope::migrated_from(name).as_str());
+        let claims = |p: &str| {
+            !fip.is_empty()
+                && o.pointer(p)
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| crate::core::addr::same_addr(t, fip))
+        };
+        let fip_held = claims("/spec/endpoint/floatingIP") || claims("/status/floatingIP");
+        // Elsewhere, the annotation names a gateway only by name: the floating IP proves it.
+        if !here && !fip_held {
+            return None;
+        }
+        let elsewhere = if here {
+            String::new()
+        } else {
+            format!(
+                ", in namespace {} instead of {ns}",
+                o.pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+            )
+        };
+        Some(match (annotated, fip_held) {
+            (true, true) => (
+                3,
+                format!(
+                    "it carries vpnmig's migrated-from annotation for {name} and holds the window's floating IP {fip}{elsewhere}"
                 ),
-                (true, false) => format!("it carries vpnmig's migrated-from annotation for {name}"),
-                (false, true) => format!("it holds the window's floating IP {fip}"),
-                (false, false) => return None,
-            };
-            Some((o, why))
+            ),
+            (false, true) => (
+                2,
+                format!("it holds the window's floating IP {fip}{elsewhere}"),
+            ),
+            (true, false) => (
+                1,
+                format!("it carries vpnmig's migrated-from annotation for {name}"),
+            ),
+            (false, false) => return None,
         })
+    };
+    let best = |all: Vec<kube::api::DynamicObject>| {
+        all.into_iter()
+            .filter_map(|o| serde_json::to_value(o).ok())
+            .filter_map(|o| judge(&o).map(|(rank, why)| (rank, o, why)))
+            .max_by_key(|(rank, _, _)| *rank)
+            .map(|(_, o, why)| (o, why))
+    };
+    let vpngateways = objects::resource("VPNGateway");
+    if let Some(found) = crate::cluster::list::raw(cluster, &vpngateways, Some(ns), None)
+        .await
+        .ok()
+        .and_then(best)
+    {
+        return Some(found);
+    }
+    if fip.is_empty() {
+        return None;
+    }
+    crate::cluster::list::raw(cluster, &vpngateways, None, None)
+        .await
+        .ok()
+        .and_then(best)
+}
+
+/// The rollback's refusal for a gateway no window of which the cluster shows (no journal)
+/// while another VPNGateway, `gw`, stands in its place (`why`, [`stand_in`]): the
+/// repository change was merged before any window, under names the plan does not have
+/// (a21q Q11, Q12: the bundle's rollback said "the window … ended done at <now> … its
+/// tunnels are down" of a window that never ran, and advised a `vpnmig report` that has
+/// no journal to read). Before anything changes.
+pub(crate) fn no_rollback_stand_in(gw: &Value, why: &str, name: &str, ns: &str) -> Error {
+    let (other, other_ns) = (
+        gw.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("?"),
+        gw.pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("?"),
+    );
+    let by = never_applied(gw).unwrap_or_else(|| "vpnmig's field manager".into());
+    Error::Stop {
+        code: exit::REFUSED,
+        message: format!(
+            "no journal of {name} -n {ns} (ConfigMap {}) and neither an IPsecGateway nor a VPNGateway {name} exists in {ns}, but vpngateway/{other} -n {other_ns} stands in its place (uid {}, written by {by}; {why}): the client's tunnel is served by it; no vpnmig window of {name} is recorded, so it came in from a repository or by hand; a rollback from the bundle would re-create ipsecgateway/{name} on the floating IP it holds; nothing was changed",
+            crate::core::journal::object_name(name),
+            gw.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("?"),
+        ),
+        hint: Some(
+            format!(
+                "`vpnmig status -n {ns}` says what stands there; to go back, revert the merge in the repository: the owner prunes vpngateway/{other} -n {other_ns} and its VPNPeers and re-applies ipsecgateway/{name} -n {ns} from its source (where it was applied by hand, delete it and re-apply the IPsecGateway by hand)"
+            )
+            .into(),
+        ),
+    }
 }
 
 #[cfg(test)]

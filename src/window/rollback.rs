@@ -135,6 +135,14 @@ async fn run(
                     hint: None,
                 });
             }
+            // Neither kind of its name, and another VPNGateway stands in its place: no
+            // window of it ever finished here, whatever the bundle says (a21q Q11, Q12).
+            if objects::get(cluster, "IPsecGateway", name).await?.is_none()
+                && objects::get(cluster, "VPNGateway", name).await?.is_none()
+                && let Some((gw, why)) = super::early::stand_in(cluster, &j).await
+            {
+                return Err(super::early::no_rollback_stand_in(&gw, &why, name, &ns));
+            }
             ev.emit(Event::Info(format!(
                 "no journal ConfigMap {ns}/{}: rolling back from the bundle",
                 journal::object_name(name)

@@ -134,10 +134,13 @@ pub(crate) async fn gone_before_the_delete(
             written(gw)
         ),
         (Ok(None), Some((gw, why))) => format!(
-            "no VPNGateway {name} exists, but vpngateway/{} -n {ns} stands in its place (uid {}, {}; {why}): the client's tunnel is served by it, under a name the plan does not have",
+            "no VPNGateway {name} exists, but vpngateway/{} -n {} stands in its place (uid {}, {}; {why}): the client's tunnel is served by it, under a name the plan does not have",
             gw.pointer("/metadata/name")
                 .and_then(Value::as_str)
                 .unwrap_or("?"),
+            gw.pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or(ns),
             gw.pointer("/metadata/uid")
                 .and_then(Value::as_str)
                 .unwrap_or("?"),
