@@ -806,16 +806,7 @@ async fn an_interrupted_restore_is_finished_and_its_parent_named_until_resumed(b
     assert_eq!(r.code, 0, "{on}: {}", r.stderr);
     assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
     // Merged: acme's source keeps the Secret, no IPsecGateway.
-    b.edit(CONFIGMAP, "flux-system", "acme-source", |o| {
-        let kept: Vec<&str> = o["data"]["manifests"]
-            .as_str()
-            .unwrap()
-            .split("\n---\n")
-            .filter(|d| !d.contains("kind: IPsecGateway"))
-            .collect();
-        o["data"]["manifests"] = Value::String(kept.join("\n---\n"));
-    })
-    .await;
+    merged_without_ipsecgateway(b, "flux-system").await;
     // The re-armed owner's first sync comes 3 s after the re-arm: the interrupt is before it.
     b.gitops.settings().write().unwrap().self_heal_delay_ms = 3000;
     let resume = ["cutover", "acme", "-n", NS, "--gitops", "resume", "--yes"];
@@ -1476,16 +1467,7 @@ async fn a_cycle_is_relied_on_whole_and_named_to_the_end(b: &Bed, owner: Level, 
         assert!(!st.contains(never), "{on}: `{never}` in: {st}");
     }
     // Merged, restored: every member left suspended, each with its resume.
-    b.edit(CONFIGMAP, level_ns(owner), "acme-source", |o| {
-        let kept: Vec<&str> = o["data"]["manifests"]
-            .as_str()
-            .unwrap()
-            .split("\n---\n")
-            .filter(|d| !d.contains("kind: IPsecGateway"))
-            .collect();
-        o["data"]["manifests"] = Value::String(kept.join("\n---\n"));
-    })
-    .await;
+    merged_without_ipsecgateway(b, level_ns(owner)).await;
     let restore = ["cutover", "acme", "-n", NS, "--gitops", "resume", "--yes"];
     let r = b.step(&restore, 0, &[]).await;
     assert!(
@@ -1792,6 +1774,21 @@ async fn owner_record(b: &Bed) -> Value {
         .unwrap_or_else(|| panic!("{}: no record of acme in {j}", b.backend))
 }
 
+/// The repository change merged: acme's source (ConfigMap `acme-source` in `ns`) keeps
+/// every document but the IPsecGateway.
+async fn merged_without_ipsecgateway(b: &Bed, ns: &str) {
+    b.edit(CONFIGMAP, ns, "acme-source", |o| {
+        let kept: Vec<&str> = o["data"]["manifests"]
+            .as_str()
+            .unwrap()
+            .split("\n---\n")
+            .filter(|d| !d.contains("kind: IPsecGateway"))
+            .collect();
+        o["data"]["manifests"] = Value::String(kept.join("\n---\n"));
+    })
+    .await;
+}
+
 /// `status -n NS -o json`, parsed, with its text.
 async fn status_json(b: &Bed) -> (Value, String) {
     let r = b.step(&["status", "-n", NS, "-o", "json"], 0, &[]).await;
@@ -2058,16 +2055,7 @@ async fn a_policy_set_in_the_gap_is_what_the_restore_puts_back(b: &Bed, parent: 
     );
     assert!(suspended(b, owner).await, "{on}: acme syncs again");
     // Merged; the restore puts back the policy set since, and says so.
-    b.edit(CONFIGMAP, level_ns(owner), "acme-source", |o| {
-        let kept: Vec<&str> = o["data"]["manifests"]
-            .as_str()
-            .unwrap()
-            .split("\n---\n")
-            .filter(|d| !d.contains("kind: IPsecGateway"))
-            .collect();
-        o["data"]["manifests"] = Value::String(kept.join("\n---\n"));
-    })
-    .await;
+    merged_without_ipsecgateway(b, level_ns(owner)).await;
     let restore = ["cutover", "acme", "-n", NS, "--gitops", "resume", "--yes"];
     let r = b.step(&restore, 0, &[]).await;
     let out = live::flat(&format!("{}{}", r.stdout, r.stderr));
@@ -2337,16 +2325,7 @@ async fn a_set_that_cannot_tell_its_policy_is_never_restored_over(b: &Bed) {
         "{on}: {rec}"
     );
     // Merged: the cutover never re-arms it either.
-    b.edit(CONFIGMAP, level_ns(owner), "acme-source", |o| {
-        let kept: Vec<&str> = o["data"]["manifests"]
-            .as_str()
-            .unwrap()
-            .split("\n---\n")
-            .filter(|d| !d.contains("kind: IPsecGateway"))
-            .collect();
-        o["data"]["manifests"] = Value::String(kept.join("\n---\n"));
-    })
-    .await;
+    merged_without_ipsecgateway(b, level_ns(owner)).await;
     let r = b
         .step(&["cutover", "acme", "-n", NS, "--yes"], 0, &[])
         .await;
@@ -2473,16 +2452,7 @@ async fn a_template_policy_set_in_the_gap_is_never_restored_over(
         );
     }
     // Merged; the cutover restores, or has let go.
-    b.edit(CONFIGMAP, level_ns(owner), "acme-source", |o| {
-        let kept: Vec<&str> = o["data"]["manifests"]
-            .as_str()
-            .unwrap()
-            .split("\n---\n")
-            .filter(|d| !d.contains("kind: IPsecGateway"))
-            .collect();
-        o["data"]["manifests"] = Value::String(kept.join("\n---\n"));
-    })
-    .await;
+    merged_without_ipsecgateway(b, level_ns(owner)).await;
     let restore = ["cutover", "acme", "-n", NS, "--gitops", "resume", "--yes"];
     let r = b.step(&restore, 0, &[]).await;
     let out = format!("{out} {}", live::flat(&format!("{}{}", r.stdout, r.stderr)));

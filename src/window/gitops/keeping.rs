@@ -94,20 +94,6 @@ pub(super) async fn keep(
     // inventory with the first sync, and a source without them would then delete the
     // client's gateway.
     let mut new_objects: Vec<(String, String, String)> = Vec::new();
-    for o in &objects {
-        let s = |p: &str| {
-            o.pointer(p)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        let ns = Some(s("/metadata/namespace"))
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| j.namespace.clone());
-        if replaced == "IPsecGateway" {
-            new_objects.push((s("/kind"), ns, s("/metadata/name")));
-        }
-    }
     for o in objects {
         let s = |p: &str| {
             o.pointer(p)
@@ -118,6 +104,9 @@ pub(super) async fn keep(
         let ns = Some(s("/metadata/namespace"))
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| j.namespace.clone());
+        if replaced == "IPsecGateway" {
+            new_objects.push((s("/kind"), ns.clone(), s("/metadata/name")));
+        }
         queue.push((
             s("/apiVersion"),
             s("/kind"),
