@@ -147,8 +147,20 @@ fn write(path: &Path, text: &str) -> Result<(), ControlPlaneError> {
     std::fs::write(path, text).map_err(io(path.display().to_string()))
 }
 
+/// Replace `path` whole: another process's [`reap_stale`] reads the pid file at any moment
+/// and must never see it empty or half written.
+fn write_whole(path: &Path, text: &str) -> Result<(), ControlPlaneError> {
+    let next = path.with_extension("next");
+    write(&next, text)?;
+    std::fs::rename(&next, path).map_err(io(path.display().to_string()))
+}
+
 fn tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let text = match std::fs::read(path) {
+        Ok(bytes) if bytes.is_empty() => return format!("({} is empty)", path.display()),
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => return format!("(cannot read {}: {e})", path.display()),
+    };
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(15)..].join("\n")
 }
@@ -169,7 +181,12 @@ fn reap_stale(root: &Path) {
             .next()
             .and_then(|l| l.strip_prefix("owner "))
             .and_then(|p| p.parse().ok());
-        if owner.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists()) {
+        // Only a directory whose owner is named and gone is stale. One without an owner line
+        // is being started (or its file is being replaced) by a live control plane: removing
+        // it took that plane's certificates away, and its kube-apiserver exited 1 with its
+        // log gone (seen in CI with several planes starting at once).
+        let Some(owner) = owner else { continue };
+        if Path::new(&format!("/proc/{owner}")).exists() {
             continue;
         }
         for pgid in lines.filter_map(|l| l.split_whitespace().nth(1)?.parse::<i32>().ok()) {
@@ -255,7 +272,7 @@ impl ControlPlane {
             bin,
             children: Vec::new(),
         };
-        write(&d.join("pids"), &format!("owner {}\n", std::process::id()))?;
+        write_whole(&d.join("pids"), &format!("owner {}\n", std::process::id()))?;
 
         cp.spawn(
             "etcd",
@@ -396,7 +413,7 @@ impl ControlPlane {
         let pids = self.dir.path().join("pids");
         let mut text = std::fs::read_to_string(&pids).unwrap_or_default();
         text.push_str(&format!("{component} {}\n", child.id()));
-        write(&pids, &text)?;
+        write_whole(&pids, &text)?;
         self.children.push((component, child));
         Ok(())
     }
@@ -800,4 +817,35 @@ pub fn load(cp: &ControlPlane, objects: &[serde_json::Value]) -> Result<Option<S
         }
     }
     Ok(namespace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reap_stale;
+
+    /// Each pid file a reaper may find, and whether its directory is taken as stale.
+    #[test]
+    fn only_a_directory_whose_named_owner_is_gone_is_reaped() {
+        let root = tempfile::tempdir().unwrap();
+        // pid_max is at most 2^22: no process has this pid.
+        let gone = 4_194_305;
+        let rows: &[(&str, Option<String>, bool)] = &[
+            ("owner-alive", Some(format!("owner {}\n", std::process::id())), true),
+            ("owner-gone", Some(format!("owner {gone}\n")), false),
+            // Being written, or a start between its directory and its pid file.
+            ("pids-empty", Some(String::new()), true),
+            ("no-pids", None, true),
+        ];
+        for (name, pids, _) in rows {
+            let d = root.path().join(name);
+            std::fs::create_dir(&d).unwrap();
+            if let Some(text) = pids {
+                std::fs::write(d.join("pids"), text).unwrap();
+            }
+        }
+        reap_stale(root.path());
+        for (name, _, kept) in rows {
+            assert_eq!(root.path().join(name).exists(), *kept, "{name}");
+        }
+    }
 }
