@@ -219,7 +219,15 @@ pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
         if sink.recorded() {
             crate::cli::report::after_window(cluster, name, args.report.as_deref()).await;
         }
-        Ok(out?)
+        out?;
+        // Done, but what the window made live is gone now: never exit 0 over it
+        // (a21q Q02c), as `status`, `verify` and `report` say it.
+        if !opts.dry_run
+            && let Some(stop) = crate::cli::report::incomplete_after(cluster, name).await
+        {
+            return Err(stop);
+        }
+        Ok(())
     })?;
     // Done, nothing to do, or a dry run that passed: every stop is an error with its code.
     Ok(exit::OK)
