@@ -8959,6 +8959,115 @@ async fn an_argo_first_stop_is_worded_in_argo_terms(b: &Bed) {
     assert!(b.get(SECRET, NS, "acme-notes").await.is_some());
 }
 
+/// a21q Q08b (b): one Argo CD Application (its markers stamped on every object), two done
+/// windows: acme's (run here) and beta's (its journal as vpnmig writes it, relying on
+/// acme's suspension; its VPNGateway and VPNPeer live). The merged source first lacks
+/// beta's objects: acme's restore protects them (`Prune=false`, recorded in acme's
+/// journal) and stops. Then the full source is merged: acme's restore takes beta's
+/// protection off once the first sync lists beta's objects, as it does its own (on the
+/// code before: `Prune=false` stayed on beta's for good, and status still listed it).
+async fn another_window_s_protection_comes_off_once_the_sync_lists_it(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let (rewritten, _) =
+        planned_and_cut_over_at(&b.kubeconfig, &Tool::Argo.source_on(b).await).await;
+    // Beta's window, as vpnmig writes it: done, relying on acme's suspension.
+    let mut j: Value =
+        serde_json::from_str(include_str!("../fixtures/journals/done.json")).unwrap();
+    j["gateway"] = json!("beta");
+    j["oldManifest"]["metadata"]["name"] = json!("beta");
+    let mut live_objects = Vec::new();
+    for t in j["targets"].as_array_mut().unwrap() {
+        t["metadata"]["name"] = json!("beta");
+        t["metadata"]["annotations"]["vpnmig.bnerd.net/migrated-from"] =
+            json!("ipsecgateways.ipsec.bnerd.net/beta");
+        let mut live = t.clone();
+        if t["kind"] == "VPNPeer" {
+            t["spec"]["gatewayRef"]["name"] = json!("beta");
+            live = t.clone();
+        } else {
+            // Beta's own floating IP in its journal; live, the pool gives it one (it
+            // never claims acme's).
+            t["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.24");
+            live["spec"]["endpoint"]
+                .as_object_mut()
+                .unwrap()
+                .remove("floatingIP");
+        }
+        live_objects.push(live);
+    }
+    j["floatingIP"] = json!("198.51.100.24");
+    j["oldManifest"]["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.24");
+    j["gitops"] = json!([{"mode": "pause", "owner": owner_record(Tool::Argo), "evidence": [],
+        "relies": true, "heldBy": [format!("{NS}/acme")]}]);
+    for o in &live_objects {
+        let kind = if o["kind"] == "VPNPeer" {
+            VPNPEER
+        } else {
+            VPNGATEWAY
+        };
+        b.put(kind, NS, o.clone()).await;
+    }
+    b.put(
+        CONFIGMAP,
+        NS,
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "vpnmig-beta", "namespace": NS,
+                "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
+            "data": {"journal.json": j.to_string(), "phase": "done"}}),
+    )
+    .await;
+    let beta_docs: String = live_objects
+        .iter()
+        .map(|o| format!("\n---\n{}", serde_json::to_string(o).unwrap()))
+        .collect();
+    let options = || async {
+        b.get(VPNPEER, NS, "beta").await.expect("beta's VPNPeer is kept")["metadata"]
+            ["annotations"]["argocd.argoproj.io/sync-options"]
+            .as_str()
+            .map(str::to_string)
+    };
+    // The merged source lacks beta's objects: acme's restore protects them.
+    Tool::Argo.merge_on(b, &rewritten).await;
+    // Its first stop, in Argo CD's terms (Q08b a): what it tracks that its source lacks.
+    let r = b
+        .step(
+            CUT,
+            0,
+            &[
+                "kept vpnpeer/beta -n tenant-acme from application/acme -n argocd's prune: annotation argocd.argoproj.io/sync-options=Prune=false",
+                "application/acme -n argocd stays suspended: restored, but its status did not say it synced within 30s (its sync status OutOfSync; it tracks vpngateway/beta -n tenant-acme, vpnpeer/beta -n tenant-acme, which its source does not define (requiresPruning)",
+            ],
+        )
+        .await;
+    assert!(!r.says("its Ready condition"), "{}", r.stderr);
+    assert!(
+        !r.says("synced: what the window made live is as it was"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(options().await.as_deref(), Some("Prune=false"));
+    // The full source merged: beta's objects are defined again.
+    Tool::Argo.merge_on(b, &format!("{rewritten}{beta_docs}")).await;
+    let r = b
+        .step(
+            CUT,
+            0,
+            &[
+                "application/acme -n argocd synced: what the window made live is as it was",
+                "took argocd.argoproj.io/sync-options=Prune=false off vpnpeer/beta -n tenant-acme again: application/acme -n argocd's first sync lists it as an object its merged source defines",
+            ],
+        )
+        .await;
+    eprintln!("{}: second restore:\n{}", b.backend, r.stderr);
+    assert_eq!(options().await, None);
+    let st = b.vpnmig(&["status", "-n", NS]).await;
+    assert!(
+        !live::flat(&st.stdout).contains("kept from prune: vpnpeer/beta"),
+        "{}",
+        st.stdout
+    );
+}
+
 /// A controller that prunes what carries the protection all the same: the VPNPeer is
 /// deleted by the first sync. The restore stops (never "as it was"); `status` names the
 /// gone VPNPeer as a blocker, and `report` says the cutover is not complete and exits 5;
@@ -9034,7 +9143,7 @@ async fn a_plain_cutover_names_a_vpnpeer_pruned_anyway(b: &Bed) {
                 CUT,
                 5,
                 &[
-                    "the window of tenant-acme/acme ended done, but vpnpeer/acme -n tenant-acme is gone now: the client's tunnel through it is down and the cutover is not complete",
+                    "the window of tenant-acme/acme ended done, but vpnpeer/acme -n tenant-acme is gone now: the cutover is not complete, and the client's tunnel through it is down",
                 ],
             )
             .await;
@@ -9114,6 +9223,14 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(an_argo_first_stop_is_worded_in_argo_terms(b)),
+    },
+    /// a21q Q08b (b): one Application, two windows: the protection acme's restore set on
+    /// beta's VPNPeer comes off once the first sync lists it.
+    another_window_s_protection_comes_off_once_the_sync_lists_it: bed::Row {
+        scenario: argo_relabelling,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(another_window_s_protection_comes_off_once_the_sync_lists_it(b)),
     },
     /// a21q Q02c: a plain `cutover` on the done window whose VPNPeer was pruned anyway
     /// names it and exits 5.

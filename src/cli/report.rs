@@ -423,7 +423,7 @@ fn incomplete(r: &record::Record) -> Option<Error> {
     Some(Error::Stop {
         code: exit::VERIFY_FAILED,
         message: format!(
-            "the window of {}/{} ended done, but {} {} gone now: the client's tunnel through {} is down and the cutover is not complete",
+            "the window of {}/{} ended done, but {} {} gone now: the cutover is not complete, and the client's tunnel through {} is down",
             r.namespace,
             r.gateway,
             now.gone.join(", "),

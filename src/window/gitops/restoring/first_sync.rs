@@ -227,15 +227,16 @@ async fn lift_defined(w: &mut Window<'_>, i: usize, owner: &gitops::OwnerRef) ->
         .collect();
     let mut kept = Vec::new();
     for p in records {
-        let api_version = if p.namespace == w.journal.namespace {
-            match targets.iter().find(|(_, k, n)| *k == p.kind && *n == p.name) {
-                Some((api_version, _, _)) => api_version.clone(),
-                None => continue,
+        let mine = targets
+            .iter()
+            .find(|(_, k, n)| *k == p.kind && *n == p.name)
+            .filter(|_| p.namespace == w.journal.namespace);
+        let api_version = match mine {
+            Some((api_version, _, _)) => api_version.clone(),
+            None if matches!(p.kind.as_str(), "VPNGateway" | "VPNPeer") => {
+                format!("{}/v1alpha1", crate::core::model::NEW_GROUP)
             }
-        } else if matches!(p.kind.as_str(), "VPNGateway" | "VPNPeer") {
-            format!("{}/v1alpha1", crate::core::model::NEW_GROUP)
-        } else {
-            continue;
+            None => continue,
         };
         let api_version = &api_version;
         let what = kept_ref(&p.kind, &p.name, &p.namespace);
