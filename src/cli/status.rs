@@ -1152,20 +1152,43 @@ async fn open_windows(
             .flatten()
         {
             let tie = |js: &[crate::core::journal::Journal]| {
-                js.iter()
+                let mut all: Vec<(u8, String, String, String)> = js
+                    .iter()
                     .filter_map(|j| {
                         crate::window::stands_in_for(&gw, j).map(|(rank, why)| {
                             (rank, j.namespace.clone(), j.gateway.clone(), why)
                         })
                     })
-                    .max_by_key(|t| t.0)
+                    .collect();
+                all.sort_by_key(|t| std::cmp::Reverse(t.0));
+                all
             };
-            let mut tied = tie(&parsed);
-            if tied.is_none() && !all_namespaces {
+            let mut candidates = tie(&parsed);
+            if candidates.is_empty() && !all_namespaces {
                 if elsewhere.is_none() {
                     elsewhere = Some(all_journals(cluster).await);
                 }
-                tied = tie(elsewhere.as_deref().unwrap_or_default());
+                candidates = tie(elsewhere.as_deref().unwrap_or_default());
+            }
+            // It stands in a window's place only where that window's gateway is gone:
+            // beside it, it is a claimant of its floating IP (said as such), not a
+            // stand-in.
+            let mut tied = None;
+            for c in candidates {
+                let mut present = false;
+                for (api, kind) in [
+                    ("ipsec.bnerd.net/v1alpha1", "IPsecGateway"),
+                    ("vpn.bnerd.net/v1alpha1", "VPNGateway"),
+                ] {
+                    present |= !matches!(
+                        crate::cluster::gitops::get_kept(cluster, api, kind, &c.1, &c.2).await,
+                        Ok(None)
+                    );
+                }
+                if !present {
+                    tied = Some(c);
+                    break;
+                }
             }
             if let Some((_, jns, of, why)) = tied {
                 let annotated = gw
