@@ -702,28 +702,45 @@ async fn moved_merge(b: &Bed, tool: Tool) {
     let on = b.backend;
     let rewritten = plan_rewrite(b, tool).await;
     stopped_at_started(b, tool, true).await;
-    let moved: Vec<String> = std::iter::once(r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"acme-vpn"}}"#.to_string())
-        .chain(rewritten.split("\n---").filter(|d| !d.trim().is_empty()).map(|d| {
-            let mut o: Value = serde_saphyr::from_str(d).unwrap();
-            if matches!(o["kind"].as_str(), Some("VPNGateway" | "VPNPeer" | "Secret")) {
-                o["metadata"]["namespace"] = json!("acme-vpn");
-            }
-            serde_json::to_string(&o).unwrap()
-        }))
-        .collect();
-    assert!(moved.iter().any(|d| d.contains("\"Secret\"")), "{on}: {rewritten}");
+    let moved: Vec<String> = std::iter::once(
+        r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"acme-vpn"}}"#.to_string(),
+    )
+    .chain(
+        rewritten
+            .split("\n---")
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| {
+                let mut o: Value = serde_saphyr::from_str(d).unwrap();
+                if matches!(
+                    o["kind"].as_str(),
+                    Some("VPNGateway" | "VPNPeer" | "Secret")
+                ) {
+                    o["metadata"]["namespace"] = json!("acme-vpn");
+                }
+                serde_json::to_string(&o).unwrap()
+            }),
+    )
+    .collect();
+    assert!(
+        moved.iter().any(|d| d.contains("\"Secret\"")),
+        "{on}: {rewritten}"
+    );
     b.edit(CONFIGMAP, tool.ns(), "acme-source", |o| {
         o["data"]["manifests"] = json!(moved.join("\n---\n"))
     })
     .await;
     b.gitops.kick();
-    bed::eventually(40, "the owner prunes tenant-acme and applies acme-vpn", || async {
-        b.get(IPSECGATEWAY, NS, "acme").await.is_none()
-            && b.get(SECRET, NS, "acme-psk").await.is_none()
-            && b.get(VPNGATEWAY, "acme-vpn", "acme").await.is_some()
-            && b.get(VPNPEER, "acme-vpn", "acme").await.is_some()
-            && b.get(SECRET, "acme-vpn", "acme-psk").await.is_some()
-    })
+    bed::eventually(
+        40,
+        "the owner prunes tenant-acme and applies acme-vpn",
+        || async {
+            b.get(IPSECGATEWAY, NS, "acme").await.is_none()
+                && b.get(SECRET, NS, "acme-psk").await.is_none()
+                && b.get(VPNGATEWAY, "acme-vpn", "acme").await.is_some()
+                && b.get(VPNPEER, "acme-vpn", "acme").await.is_some()
+                && b.get(SECRET, "acme-vpn", "acme-psk").await.is_some()
+        },
+    )
     .await;
     bed::eventually(40, "198.51.100.23 on VPNGateway acme-vpn/acme", || async {
         b.operator.floating_ips().associated.get("198.51.100.23")

@@ -9047,7 +9047,9 @@ async fn another_window_s_protection_comes_off_once_the_sync_lists_it(b: &Bed) {
     );
     assert_eq!(options().await.as_deref(), Some("Prune=false"));
     // The full source merged: beta's objects are defined again.
-    Tool::Argo.merge_on(b, &format!("{rewritten}{beta_docs}")).await;
+    Tool::Argo
+        .merge_on(b, &format!("{rewritten}{beta_docs}"))
+        .await;
     let r = b
         .step(
             CUT,

@@ -1155,9 +1155,8 @@ async fn open_windows(
                 let mut all: Vec<(u8, String, String, String)> = js
                     .iter()
                     .filter_map(|j| {
-                        crate::window::stands_in_for(&gw, j).map(|(rank, why)| {
-                            (rank, j.namespace.clone(), j.gateway.clone(), why)
-                        })
+                        crate::window::stands_in_for(&gw, j)
+                            .map(|(rank, why)| (rank, j.namespace.clone(), j.gateway.clone(), why))
                     })
                     .collect();
                 all.sort_by_key(|t| std::cmp::Reverse(t.0));
@@ -2595,7 +2594,10 @@ async fn suspended_owners(
 /// said only "must be re-created with the client's key"). Compared with the journal's
 /// fingerprint as the window's Secret; said by fingerprint, never the value. `None`
 /// where there is none, it holds another key, or it cannot be read.
-async fn psk_live_elsewhere(cluster: &Cluster, j: &crate::core::journal::Journal) -> Option<String> {
+async fn psk_live_elsewhere(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+) -> Option<String> {
     use crate::core::psk::{self, Held};
     let (gw, _) = crate::window::stand_in(cluster, j).await?;
     let other = gw.pointer("/metadata/namespace")?.as_str()?;
@@ -2634,18 +2636,19 @@ async fn all_journals(cluster: &Cluster) -> Vec<crate::core::journal::Journal> {
     let api: Api<ConfigMap> = Api::all(cluster.client.clone());
     let lp = ListParams::default().labels("app.kubernetes.io/managed-by=vpnmig");
     cluster
-        .call("list", "configmaps (vpnmig journals, all namespaces)", None, || {
-            api.list(&lp)
-        })
+        .call(
+            "list",
+            "configmaps (vpnmig journals, all namespaces)",
+            None,
+            || api.list(&lp),
+        )
         .await
         .map(|l| {
             l.items
                 .iter()
                 .filter_map(|cm| {
-                    crate::core::journal::Journal::from_json(
-                        cm.data.as_ref()?.get("journal.json")?,
-                    )
-                    .ok()
+                    crate::core::journal::Journal::from_json(cm.data.as_ref()?.get("journal.json")?)
+                        .ok()
                 })
                 .collect()
         })
