@@ -47,7 +47,8 @@ Examples:
   vpnmig cutover -A --plan-dir plans/ --concurrency 5 --max-failures 2 --yes -o json
 
 Exit codes: 0 done, 1 failure (an API error; the message says the phase and what to run),
-4 blocked by a check, 6 a wait timed out, 7 refused (lock held, drift, no --yes without
+4 blocked by a check, 5 done but a VPNGateway or VPNPeer it made live is gone now (as
+`vpnmig report` says), 6 a wait timed out, 7 refused (lock held, drift, no --yes without
 a terminal, confirmation mismatch, too little of the window left), 130 interrupted.
 A wave: 0 every gateway done (or done already), 1 a window failed, 3 nothing selected,
 7 a gateway locked by another run or not started (or a refusal before any window), 130
