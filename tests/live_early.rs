@@ -25,6 +25,7 @@
 //! | flux_alone_reverse_exposure | as flux_alone, the merged VPNGateway adds reverseExposures (refused) | |
 //! | argo_alone_claimed | as argo_alone, a VPNGateway in another namespace claims the floating IP (refused, adopted once deleted) | |
 //! | argo_parent_renamed | as argo_parent, merged as VPNGateway acme-neu (a21p E10): refused naming it, fixed, done | |
+//! | argo_parent_moved | as argo_parent, merged into namespace acme-vpn (a21q Q04): status ties the stand-in to the window and names where the key is live | |
 //! | flux_alone_renamed_unannotated | as flux_alone, merged as vpn-acme without the migrated-from annotation | |
 //! | argo_no_window | Application acme, the rewrite merged before any window (a21p E16): refused, nothing deleted | none |
 //! | flux_parent_no_window | Kustomization acme under verbund, the same | |
@@ -690,6 +691,93 @@ async fn renamed_merge(b: &Bed, tool: Tool, psk: &str, rewritten: &str, to: &str
     assert!(b.get(VPNGATEWAY, NS, to).await.is_none(), "{on}");
 }
 
+/// An early merge into another namespace (a21q Q04): the window stopped at `started`, the
+/// merged source puts the VPNGateway, VPNPeer and PSK Secret into namespace `acme-vpn`
+/// (same names, the floating IP pinned). `status -A` ties the stand-in to the window (by
+/// the floating IP it holds and its migrated-from annotation), never "no journal ever
+/// existed" while the window's journal is there; the PSK Secret gone from tenant-acme is
+/// said with where the same key is live (by fingerprint, never the value). On the code
+/// before: "no journal ever existed", and "must be re-created" naming only tenant-acme.
+async fn moved_merge(b: &Bed, tool: Tool) {
+    let on = b.backend;
+    let rewritten = plan_rewrite(b, tool).await;
+    stopped_at_started(b, tool, true).await;
+    let moved: Vec<String> = std::iter::once(
+        r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"acme-vpn"}}"#.to_string(),
+    )
+    .chain(
+        rewritten
+            .split("\n---")
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| {
+                let mut o: Value = serde_saphyr::from_str(d).unwrap();
+                if matches!(
+                    o["kind"].as_str(),
+                    Some("VPNGateway" | "VPNPeer" | "Secret")
+                ) {
+                    o["metadata"]["namespace"] = json!("acme-vpn");
+                }
+                serde_json::to_string(&o).unwrap()
+            }),
+    )
+    .collect();
+    assert!(
+        moved.iter().any(|d| d.contains("\"Secret\"")),
+        "{on}: {rewritten}"
+    );
+    b.edit(CONFIGMAP, tool.ns(), "acme-source", |o| {
+        o["data"]["manifests"] = json!(moved.join("\n---\n"))
+    })
+    .await;
+    b.gitops.kick();
+    bed::eventually(
+        40,
+        "the owner prunes tenant-acme and applies acme-vpn",
+        || async {
+            b.get(IPSECGATEWAY, NS, "acme").await.is_none()
+                && b.get(SECRET, NS, "acme-psk").await.is_none()
+                && b.get(VPNGATEWAY, "acme-vpn", "acme").await.is_some()
+                && b.get(VPNPEER, "acme-vpn", "acme").await.is_some()
+                && b.get(SECRET, "acme-vpn", "acme-psk").await.is_some()
+        },
+    )
+    .await;
+    bed::eventually(40, "198.51.100.23 on VPNGateway acme-vpn/acme", || async {
+        b.operator.floating_ips().associated.get("198.51.100.23")
+            == Some(&"VPNGateway acme-vpn/acme".to_string())
+    })
+    .await;
+    let st = b.vpnmig(&["status", "-A"]).await;
+    let said = live::flat(&format!("{}\n{}", st.stdout, st.stderr));
+    eprintln!("{on}: status -A said:\n{}\n{}", st.stdout, st.stderr);
+    for says in [
+        "vpngateway/acme -n acme-vpn",
+        "it stands in the place of the window of tenant-acme/acme",
+        "holds the window's floating IP 198.51.100.23",
+        "its journal, ConfigMap tenant-acme/vpnmig-acme, is there",
+        // The key the window fingerprinted is live in the stand-in's namespace.
+        "the key the journal fingerprinted is live in secret/acme-psk -n acme-vpn",
+        "the repository's source must define the plan's names and namespace, all in tenant-acme: VPNGateway acme (in namespace tenant-acme, not in acme-vpn)",
+    ] {
+        assert!(said.contains(says), "{on}: missing `{says}` in {said}");
+    }
+    for never in [
+        "no journal ever existed",
+        "(not acme)",
+        "the client's tunnel is down",
+        "it must be re-created with the client's pre-shared key",
+        "rehearsal-only-not-a-real-key",
+        "cmVoZWFyc2Fs",
+    ] {
+        assert!(!said.contains(never), "{on}: `{never}` in {said}");
+    }
+    assert_eq!(
+        b.phase(NS, "acme").await.as_deref(),
+        Some("started"),
+        "{on}"
+    );
+}
+
 /// How an early merge before any window came in (a21p E16).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Outside {
@@ -1120,6 +1208,14 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(early_merge(b, Tool::Argo, true, Bad::Renamed("acme-neu", true))),
+    },
+    /// Argo CD under wurzel, merged into namespace acme-vpn (a21q Q04): status ties the
+    /// stand-in to the window and names where the key is live.
+    argo_parent_moved: bed::Row {
+        scenario: || scenario(Tool::Argo, Some("wurzel")),
+        only: None,
+        after: None,
+        steps: |b| Box::pin(moved_merge(b, Tool::Argo)),
     },
     /// Flux alone, merged as `vpn-acme` without the migrated-from annotation: found by the
     /// floating IP it holds.

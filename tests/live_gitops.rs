@@ -8869,6 +8869,207 @@ async fn a_restore_keeps_a_vpnpeer_a_helm_chart_lacks(b: &Bed) {
     b.step(&["verify", "acme", "-n", NS], 0, &[]).await;
 }
 
+/// a21q Q07: a HelmRelease (its markers stamped on every object) whose merged chart
+/// defines the VPNGateway and the VPNPeer (not the PSK Secret). A HelmRelease lists no
+/// inventory: the restore keeps both with `helm.sh/resource-policy: keep` and says that
+/// whether the chart defines them cannot be told, how to check and how to take it off by
+/// hand; `status` says it the same way. On the code before: "are not defined by the merged
+/// source … (its status after the sync does not list them)", which was false.
+async fn a_helm_restore_cannot_tell_what_its_chart_defines(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let (rewritten, _) =
+        planned_and_cut_over_at(&b.kubeconfig, &Tool::Flux.source_on(b).await).await;
+    b.edit(SECRET, NS, "acme-psk", |o| {
+        let m = o["metadata"].as_object_mut().unwrap();
+        m.remove("labels");
+        m.remove("annotations");
+    })
+    .await;
+    Tool::Flux.merge_on(b, &without_secret(rewritten)).await;
+    let r = b
+        .step(
+            RESUME,
+            0,
+            &[
+                "helmrelease/acme -n flux-system synced: what the window made live is as it was",
+                "stay kept from helmrelease/acme -n flux-system's prune (helm.sh/resource-policy=keep): whether the merged chart defines them cannot be told (a HelmRelease's status lists no inventory), so vpnmig does not take the protection off",
+                "`helm get manifest tenant-acme-acme -n flux-system`",
+                "`kubectl annotate vpngateway acme -n tenant-acme helm.sh/resource-policy-`",
+                "`kubectl annotate vpnpeer acme -n tenant-acme helm.sh/resource-policy-`",
+            ],
+        )
+        .await;
+    assert!(!r.says("not defined by the merged source"), "{}", r.stderr);
+    new_objects_kept(
+        b,
+        &["VPNGateway", "VPNPeer"],
+        "helm.toolkit.fluxcd.io/",
+        ("helm.sh/resource-policy", "keep"),
+    )
+    .await;
+    let st = b.vpnmig(&["status", "-n", NS]).await;
+    let flat = live::flat(&st.stdout);
+    for kind in ["vpngateway", "vpnpeer"] {
+        let says = format!(
+            "kept from prune: {kind}/acme -n tenant-acme (helm.sh/resource-policy=keep) by the window of tenant-acme/acme, from helmrelease/acme -n flux-system; whether the merged chart defines it cannot be told (a HelmRelease's status lists no inventory), so vpnmig does not take the protection off: check what the release renders (`helm get manifest tenant-acme-acme -n flux-system`, or `helm template` of the merged chart with the release's values); once it defines it, `kubectl annotate {kind} acme -n tenant-acme helm.sh/resource-policy-` takes the protection off by hand"
+        );
+        assert!(flat.contains(&says), "missing `{says}` in {flat}");
+    }
+    assert!(!flat.contains("not defined by the merged source"), "{flat}");
+    b.step(&["verify", "acme", "-n", NS], 0, &[]).await;
+}
+
+/// a21q Q08b (a): an Argo CD Application whose first sync after the restore is never seen
+/// done: it tracks an object its source does not define (the team's own Secret, kept from
+/// prune by the team's own `Prune=false`, its markers stamped by the sync), so it reads
+/// OutOfSync for good. The stop words the cause in Argo CD's terms (its sync status, its
+/// last operation, what it tracks that the source does not define), never Flux's (on the
+/// code before: "its Ready condition, its dependsOn, its source's Ready").
+async fn an_argo_first_stop_is_worded_in_argo_terms(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let (rewritten, _) =
+        planned_and_cut_over_at(&b.kubeconfig, &Tool::Argo.source_on(b).await).await;
+    Tool::Argo.merge_on(b, &rewritten).await;
+    b.put(
+        SECRET,
+        NS,
+        json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "acme-notes", "namespace": NS,
+                "annotations": {"argocd.argoproj.io/sync-options": "Prune=false"}},
+            "stringData": {"note": "the team's own"}}),
+    )
+    .await;
+    let r = b
+        .step(
+            CUT,
+            0,
+            &[
+                "application/acme -n argocd stays suspended: restored, but its status did not say it synced within",
+                "(its sync status OutOfSync",
+                "it tracks secret/acme-notes -n tenant-acme, which its source does not define (requiresPruning): the prune protection keeps its sync from deleting it, but the Application then reads OutOfSync (requires pruning) for good",
+                "Find why it does not sync (`kubectl get application acme -n argocd -o yaml`: its status.sync.status, its status.operationState, and each entry of status.resources with requiresPruning",
+            ],
+        )
+        .await;
+    for never in ["its Ready condition", "its dependsOn", "its source's Ready"] {
+        assert!(!r.says(never), "`{never}` in {}", r.stderr);
+    }
+    assert!(Tool::Argo.suspended(&Tool::Argo.owner_on(b).await));
+    assert!(b.get(VPNPEER, NS, "acme").await.is_some());
+    assert!(b.get(SECRET, NS, "acme-notes").await.is_some());
+}
+
+/// a21q Q08b (b): one Argo CD Application (its markers stamped on every object), two done
+/// windows: acme's (run here) and beta's (its journal as vpnmig writes it, relying on
+/// acme's suspension; its VPNGateway and VPNPeer live). The merged source first lacks
+/// beta's objects: acme's restore protects them (`Prune=false`, recorded in acme's
+/// journal) and stops. Then the full source is merged: acme's restore takes beta's
+/// protection off once the first sync lists beta's objects, as it does its own (on the
+/// code before: `Prune=false` stayed on beta's for good, and status still listed it).
+async fn another_window_s_protection_comes_off_once_the_sync_lists_it(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let (rewritten, _) =
+        planned_and_cut_over_at(&b.kubeconfig, &Tool::Argo.source_on(b).await).await;
+    // Beta's window, as vpnmig writes it: done, relying on acme's suspension.
+    let mut j: Value =
+        serde_json::from_str(include_str!("../fixtures/journals/done.json")).unwrap();
+    j["gateway"] = json!("beta");
+    j["oldManifest"]["metadata"]["name"] = json!("beta");
+    let mut live_objects = Vec::new();
+    for t in j["targets"].as_array_mut().unwrap() {
+        t["metadata"]["name"] = json!("beta");
+        t["metadata"]["annotations"]["vpnmig.bnerd.net/migrated-from"] =
+            json!("ipsecgateways.ipsec.bnerd.net/beta");
+        let mut live = t.clone();
+        if t["kind"] == "VPNPeer" {
+            t["spec"]["gatewayRef"]["name"] = json!("beta");
+            live = t.clone();
+        } else {
+            // Beta's own floating IP in its journal; live, the pool gives it one (it
+            // never claims acme's).
+            t["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.24");
+            live["spec"]["endpoint"]
+                .as_object_mut()
+                .unwrap()
+                .remove("floatingIP");
+        }
+        live_objects.push(live);
+    }
+    j["floatingIP"] = json!("198.51.100.24");
+    j["oldManifest"]["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.24");
+    j["gitops"] = json!([{"mode": "pause", "owner": owner_record(Tool::Argo), "evidence": [],
+        "relies": true, "heldBy": [format!("{NS}/acme")]}]);
+    for o in &live_objects {
+        let kind = if o["kind"] == "VPNPeer" {
+            VPNPEER
+        } else {
+            VPNGATEWAY
+        };
+        b.put(kind, NS, o.clone()).await;
+    }
+    b.put(
+        CONFIGMAP,
+        NS,
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "vpnmig-beta", "namespace": NS,
+                "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
+            "data": {"journal.json": j.to_string(), "phase": "done"}}),
+    )
+    .await;
+    let beta_docs: String = live_objects
+        .iter()
+        .map(|o| format!("\n---\n{}", serde_json::to_string(o).unwrap()))
+        .collect();
+    let options = || async {
+        b.get(VPNPEER, NS, "beta").await.expect("beta's VPNPeer is kept")["metadata"]
+            ["annotations"]["argocd.argoproj.io/sync-options"]
+            .as_str()
+            .map(str::to_string)
+    };
+    // The merged source lacks beta's objects: acme's restore protects them.
+    Tool::Argo.merge_on(b, &rewritten).await;
+    // Its first stop, in Argo CD's terms (Q08b a): what it tracks that its source lacks.
+    let r = b
+        .step(
+            CUT,
+            0,
+            &[
+                "kept vpnpeer/beta -n tenant-acme from application/acme -n argocd's prune: annotation argocd.argoproj.io/sync-options=Prune=false",
+                "application/acme -n argocd stays suspended: restored, but its status did not say it synced within 30s (its sync status OutOfSync; it tracks vpngateway/beta -n tenant-acme, vpnpeer/beta -n tenant-acme, which its source does not define (requiresPruning)",
+            ],
+        )
+        .await;
+    assert!(!r.says("its Ready condition"), "{}", r.stderr);
+    assert!(
+        !r.says("synced: what the window made live is as it was"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(options().await.as_deref(), Some("Prune=false"));
+    // The full source merged: beta's objects are defined again.
+    Tool::Argo
+        .merge_on(b, &format!("{rewritten}{beta_docs}"))
+        .await;
+    let r = b
+        .step(
+            CUT,
+            0,
+            &[
+                "application/acme -n argocd synced: what the window made live is as it was",
+                "took argocd.argoproj.io/sync-options=Prune=false off vpnpeer/beta -n tenant-acme again: application/acme -n argocd's first sync lists it as an object its merged source defines",
+            ],
+        )
+        .await;
+    eprintln!("{}: second restore:\n{}", b.backend, r.stderr);
+    assert_eq!(options().await, None);
+    let st = b.vpnmig(&["status", "-n", NS]).await;
+    assert!(
+        !live::flat(&st.stdout).contains("kept from prune: vpnpeer/beta"),
+        "{}",
+        st.stdout
+    );
+}
+
 /// A controller that prunes what carries the protection all the same: the VPNPeer is
 /// deleted by the first sync. The restore stops (never "as it was"); `status` names the
 /// gone VPNPeer as a blocker, and `report` says the cutover is not complete and exits 5;
@@ -8924,6 +9125,48 @@ async fn a_vpnpeer_pruned_anyway_is_a_blocker_and_no_complete_record(b: &Bed) {
     .await;
 }
 
+/// a21q Q02c: the same VPNPeer pruned anyway (status `peer-gone`), then a plain `cutover`
+/// on the done window, as the runbook has it re-run: it names the gone VPNPeer and exits 5
+/// as `report` does (on the code before: exit 0, the peer never named). Its hint is the
+/// rollback from the journal, which ends it.
+async fn a_plain_cutover_names_a_vpnpeer_pruned_anyway(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, |m| without_kind(&m, "VPNPeer")).await;
+    b.step(
+        RESUME,
+        5,
+        &["kustomization/acme -n flux-system was restored and its sync interfered, so vpnmig suspended it again"],
+    )
+    .await;
+    assert!(b.get(VPNPEER, NS, "acme").await.is_none(), "pruned anyway");
+    for _ in 0..2 {
+        let r = b
+            .step(
+                CUT,
+                5,
+                &[
+                    "the window of tenant-acme/acme ended done, but vpnpeer/acme -n tenant-acme is gone now: the cutover is not complete, and the client's tunnel through it is down",
+                ],
+            )
+            .await;
+        assert!(!r.says("made live is as it was"), "{}", r.stderr);
+        assert!(
+            live::advised(&r.stderr)
+                .iter()
+                .any(|a| a.join(" ").starts_with("rollback acme -n tenant-acme")),
+            "{}",
+            r.stderr
+        );
+        assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"));
+    }
+    b.step(
+        &["rollback", "acme", "-n", NS, "--yes", "--gitops", "pause"],
+        0,
+        &[],
+    )
+    .await;
+}
+
 fn flux_pruning_new_objects_anyway() -> Scenario {
     flux_pruning_anyway()
 }
@@ -8967,6 +9210,37 @@ crate::rows! {
         only: None,
         after: bed::After::acme("IPsecGateway"),
         steps: |b| Box::pin(a_vpnpeer_pruned_anyway_is_a_blocker_and_no_complete_record(b)),
+    },
+    /// a21q Q07: a HelmRelease whose merged chart defines the new objects: whether it
+    /// does cannot be told, and is said so, with the check and the way to take it off.
+    a_helm_restore_cannot_tell_what_its_chart_defines: bed::Row {
+        scenario: helm_relabelling,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_helm_restore_cannot_tell_what_its_chart_defines(b)),
+    },
+    /// a21q Q08b (a): an Argo CD first stop is worded in Argo CD's terms.
+    an_argo_first_stop_is_worded_in_argo_terms: bed::Row {
+        scenario: argo_relabelling,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(an_argo_first_stop_is_worded_in_argo_terms(b)),
+    },
+    /// a21q Q08b (b): one Application, two windows: the protection acme's restore set on
+    /// beta's VPNPeer comes off once the first sync lists it.
+    another_window_s_protection_comes_off_once_the_sync_lists_it: bed::Row {
+        scenario: argo_relabelling,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(another_window_s_protection_comes_off_once_the_sync_lists_it(b)),
+    },
+    /// a21q Q02c: a plain `cutover` on the done window whose VPNPeer was pruned anyway
+    /// names it and exits 5.
+    a_plain_cutover_names_a_vpnpeer_pruned_anyway: bed::Row {
+        scenario: flux_pruning_new_objects_anyway,
+        only: None,
+        after: bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_plain_cutover_names_a_vpnpeer_pruned_anyway(b)),
     },
 }
 // ---------------------------------------------------------------------------------------

@@ -188,6 +188,18 @@ crate::rows! {
         after: None,
         steps: |b| Box::pin(status_tells_a_gateway_migrated_outside_a_window(b)),
     },
+    /// A rollback stopped on a VPNGateway vpnmig did not create for the window (re-created
+    /// by hand since, or an older vpnmig's rollback from the bundle of a gateway migrated
+    /// outside any window: a21p E16's journal at `rolling-back`): the rollback, `status`
+    /// and `cutover` name the way on (delete it, then the rollback resumes); followed,
+    /// the rollback ends. On the code before: "once the cause is fixed … resumes", and a
+    /// rollback run again stopped the same way.
+    a_rollback_stopped_on_a_vpngateway_vpnmig_did_not_create_names_the_way_on: Row {
+        scenario: acme_in_its_pool,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_rollback_stopped_on_a_vpngateway_vpnmig_did_not_create_names_the_way_on(b)),
+    },
 }
 
 async fn status_tells_a_gateway_migrated_outside_a_window(b: &Bed) {
@@ -707,4 +719,59 @@ async fn commands_name_the_archived_window_of_a_gateway_without_a_journal(b: &Be
         assert!(r.says(archived), "{args:?}: {}", r.stderr);
     }
     b.step(&["report", "acme", "--window", "1"], 0, &[]).await;
+}
+
+async fn a_rollback_stopped_on_a_vpngateway_vpnmig_did_not_create_names_the_way_on(b: &Bed) {
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // Re-created by hand: another uid, written by kubectl, not in the journal.
+    let gw = b.get(VPNGATEWAY, "tenant-acme", "acme").await.unwrap();
+    b.delete(VPNGATEWAY, "tenant-acme", "acme").await;
+    eventually(30, "the VPNGateway is gone", || async {
+        b.get(VPNGATEWAY, "tenant-acme", "acme").await.is_none()
+    })
+    .await;
+    b.put(
+        VPNGATEWAY,
+        "tenant-acme",
+        json!({"metadata": {"name": "acme", "namespace": "tenant-acme",
+            "annotations": gw["metadata"]["annotations"].clone()},
+            "spec": gw["spec"].clone()}),
+    )
+    .await;
+    let way = "vpnmig deletes no VPNGateway it did not create for the window; to go back, delete vpngateway/acme -n tenant-acme yourself (`kubectl delete vpngateway acme -n tenant-acme`; where a GitOps owner syncs it, revert the merge in the repository instead: its prune deletes it), then `vpnmig rollback acme -n tenant-acme";
+    for _ in 0..2 {
+        let r = b
+            .step(
+                &["rollback", "acme", "--yes"],
+                7,
+                &["was not created by vpnmig for it", way],
+            )
+            .await;
+        assert!(r.says("stopped at phase rolling-back"), "{}", r.stderr);
+    }
+    let st = b.vpnmig(&["status"]).await;
+    let text = live::flat(&st.stdout);
+    assert!(
+        text.contains("window under way: tenant-acme/acme at journal phase rolling-back: a rollback has not finished: it stopped on vpngateway/acme -n tenant-acme, which vpnmig did not create for the window;"),
+        "{text}"
+    );
+    assert!(text.contains(way), "{text}");
+    b.step(
+        &["cutover", "acme", "--yes"],
+        7,
+        &["a cutover now would fight it", way],
+    )
+    .await;
+    // Followed: deleted by hand, the rollback resumes and ends.
+    b.delete(VPNGATEWAY, "tenant-acme", "acme").await;
+    eventually(30, "the VPNGateway is gone", || async {
+        b.get(VPNGATEWAY, "tenant-acme", "acme").await.is_none()
+    })
+    .await;
+    b.step(&["rollback", "acme", "--yes"], 0, &[]).await;
+    assert_eq!(
+        b.phase("tenant-acme", "acme").await.as_deref(),
+        Some("rolled-back")
+    );
 }

@@ -47,7 +47,8 @@ Examples:
   vpnmig cutover -A --plan-dir plans/ --concurrency 5 --max-failures 2 --yes -o json
 
 Exit codes: 0 done, 1 failure (an API error; the message says the phase and what to run),
-4 blocked by a check, 6 a wait timed out, 7 refused (lock held, drift, no --yes without
+4 blocked by a check, 5 done but a VPNGateway or VPNPeer it made live is gone now (as
+`vpnmig report` says), 6 a wait timed out, 7 refused (lock held, drift, no --yes without
 a terminal, confirmation mismatch, too little of the window left), 130 interrupted.
 A wave: 0 every gateway done (or done already), 1 a window failed, 3 nothing selected,
 7 a gateway locked by another run or not started (or a refusal before any window), 130
@@ -219,7 +220,15 @@ pub fn run(args: &CutoverArgs) -> Result<i32, Error> {
         if sink.recorded() {
             crate::cli::report::after_window(cluster, name, args.report.as_deref()).await;
         }
-        Ok(out?)
+        out?;
+        // Done, but what the window made live is gone now: never exit 0 over it
+        // (a21q Q02c), as `status`, `verify` and `report` say it.
+        if !opts.dry_run
+            && let Some(stop) = crate::cli::report::incomplete_after(cluster, name).await
+        {
+            return Err(stop);
+        }
+        Ok(())
     })?;
     // Done, nothing to do, or a dry run that passed: every stop is an error with its code.
     Ok(exit::OK)

@@ -410,20 +410,41 @@ pub fn run(args: &ReportArgs) -> Result<i32, Error> {
     }
     // Done, but what the window made live is gone now: printed, and the run fails, never
     // exit 0 under "the cutover is complete" (a21p E21, E24).
-    if let Some(now) = r.read_at_report.as_ref().filter(|n| !n.gone.is_empty()) {
-        return Err(Error::Stop {
-            code: exit::VERIFY_FAILED,
-            message: format!(
-                "the window of {}/{} ended done, but {} {} gone now: the cutover is not complete",
-                r.namespace,
-                r.gateway,
-                now.gone.join(", "),
-                if now.gone.len() == 1 { "is" } else { "are" }
-            ),
-            hint: Some(r.recovery.next.clone()),
-        });
+    if let Some(e) = incomplete(&r) {
+        return Err(e);
     }
     Ok(exit::OK)
+}
+
+/// The stop of a window that ended done while a VPNGateway or VPNPeer it made live is
+/// gone now (exit 5, as `report` and `verify` say it); `None` otherwise.
+fn incomplete(r: &record::Record) -> Option<Error> {
+    let now = r.read_at_report.as_ref().filter(|n| !n.gone.is_empty())?;
+    Some(Error::Stop {
+        code: exit::VERIFY_FAILED,
+        message: format!(
+            "the window of {}/{} ended done, but {} {} gone now: the cutover is not complete, and the client's tunnel through {} is down",
+            r.namespace,
+            r.gateway,
+            now.gone.join(", "),
+            if now.gone.len() == 1 { "is" } else { "are" },
+            if now.gone.len() == 1 { "it" } else { "them" },
+        ),
+        hint: Some(r.recovery.next.clone()),
+    })
+}
+
+/// After a `cutover` that ended without a stop: when its window is done but a VPNGateway
+/// or VPNPeer it made live is gone now (status's blocker `peer-gone`), the stop `report`
+/// gives (a21q Q02c: a plain `cutover` on such a window exited 0 and said nothing of it).
+/// `None` when complete, not done, or the journal cannot be read.
+pub(crate) async fn incomplete_after(cluster: &Cluster, name: &str) -> Option<Error> {
+    let j = crate::cluster::journal::read(cluster, name).await.ok()??;
+    if j.phase != crate::core::journal::Phase::Done {
+        return None;
+    }
+    let r = build(cluster, name).await.ok()?;
+    incomplete(&r)
 }
 
 /// The end of a `cutover` or `rollback` that wrote a journal: where its record is, and

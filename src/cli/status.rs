@@ -384,9 +384,14 @@ async fn psk_problem(cluster: &Cluster, j: &crate::core::journal::Journal) -> Op
             Held::Same { .. } | Held::RecreatedSame { .. } | Held::Unrecorded => return None,
             Held::Gone => (
                 "gone",
-                format!(
-                    "it is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold (the journal keeps only its fingerprint): `kubectl create secret generic {secret} -n {ns} --from-literal={key}=<the client's key>`, then `vpnmig verify {name} -n {ns}`"
-                ),
+                match psk_live_elsewhere(cluster, j).await {
+                    Some(there) => format!(
+                        "it is gone from {ns}, but {there}: the key is not lost, nothing needs re-creating from the client; the repository's source must define secret/{secret} -n {ns} as the plan does, then `vpnmig verify {name} -n {ns}`"
+                    ),
+                    None => format!(
+                        "it is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold (the journal keeps only its fingerprint): `kubectl create secret generic {secret} -n {ns} --from-literal={key}=<the client's key>`, then `vpnmig verify {name} -n {ns}`"
+                    ),
+                },
             ),
             Held::Changed { then, now } => (
                 "changed",
@@ -1110,6 +1115,17 @@ async fn open_windows(
             Some((cm.metadata.namespace.clone()?, name.to_string()))
         })
         .collect();
+    // Each journal parsed once, for the stand-ins, the windows under way and the
+    // suspended owners.
+    let parsed: Vec<crate::core::journal::Journal> = items
+        .iter()
+        .filter_map(|cm| {
+            crate::core::journal::Journal::from_json(cm.data.as_ref()?.get("journal.json")?).ok()
+        })
+        .collect();
+    // The journals of every namespace, read once when a namespace's status needs them: a
+    // stand-in may sit in another namespace than its window (a21q Q04).
+    let mut elsewhere: Option<Vec<crate::core::journal::Journal>> = None;
     let mut lost = Vec::new();
     for (ns, name) in ours.iter().filter(|g| !journals.contains(g)) {
         let hint = crate::state::lost_journal_hint(&cluster.server, ns, name);
@@ -1119,23 +1135,82 @@ async fn open_windows(
             Some(_) => None,
             None => crate::window::outside_window(cluster, ns, name).await,
         };
-        // Its migrated-from annotation names another gateway whose window is under way:
-        // it stands in that window's place (a21p E10, merged under another name), said
-        // with that window, not as a migration of its own.
+        // It stands in the place of a window's gateway (a21p E10: its migrated-from
+        // annotation names that gateway; a21q Q04: it holds that window's floating IP in
+        // another namespace): said with that window, not as a migration of its own, and
+        // never "no journal ever existed" while that window's journal is there.
         if let Some(by) = &outside
-            && let Some(of) = migrated_from_other(cluster, ns, name).await
-            && journals.contains(&(ns.clone(), of.clone()))
+            && let Some(gw) = crate::cluster::gitops::get_kept(
+                cluster,
+                "vpn.bnerd.net/v1alpha1",
+                "VPNGateway",
+                ns,
+                name,
+            )
+            .await
+            .ok()
+            .flatten()
         {
-            lost.push(LostJournal {
-                namespace: ns.clone(),
-                gateway: name.clone(),
-                hint: format!(
-                    "vpngateway/{name} -n {ns} carries vpnmig's migrated-from annotation for {of}, but vpnmig never applied it (written by {by}): it stands in the place of the window of {ns}/{of} (its journal, ConfigMap {ns}/vpnmig-{of}, is there); the repository's source must name it {of}, as the plan does: see that window"
-                ),
-                gateway_gone: false,
-                outside_window: true,
-            });
-            continue;
+            let tie = |js: &[crate::core::journal::Journal]| {
+                let mut all: Vec<(u8, String, String, String)> = js
+                    .iter()
+                    .filter_map(|j| {
+                        crate::window::stands_in_for(&gw, j)
+                            .map(|(rank, why)| (rank, j.namespace.clone(), j.gateway.clone(), why))
+                    })
+                    .collect();
+                all.sort_by_key(|t| std::cmp::Reverse(t.0));
+                all
+            };
+            let mut candidates = tie(&parsed);
+            if candidates.is_empty() && !all_namespaces {
+                if elsewhere.is_none() {
+                    elsewhere = Some(all_journals(cluster).await);
+                }
+                candidates = tie(elsewhere.as_deref().unwrap_or_default());
+            }
+            // It stands in a window's place only where that window's gateway is gone:
+            // beside it, it is a claimant of its floating IP (said as such), not a
+            // stand-in.
+            let mut tied = None;
+            for c in candidates {
+                let mut present = false;
+                for (api, kind) in [
+                    ("ipsec.bnerd.net/v1alpha1", "IPsecGateway"),
+                    ("vpn.bnerd.net/v1alpha1", "VPNGateway"),
+                ] {
+                    present |= !matches!(
+                        crate::cluster::gitops::get_kept(cluster, api, kind, &c.1, &c.2).await,
+                        Ok(None)
+                    );
+                }
+                if !present {
+                    tied = Some(c);
+                    break;
+                }
+            }
+            if let Some((_, jns, of, why)) = tied {
+                let annotated = gw
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(crate::core::translate::MIGRATED_FROM))
+                    .and_then(serde_json::Value::as_str)
+                    == Some(crate::core::scope::migrated_from(&of).as_str());
+                lost.push(LostJournal {
+                    namespace: ns.clone(),
+                    gateway: name.clone(),
+                    hint: format!(
+                        "vpngateway/{name} -n {ns} {}, but vpnmig never applied it (written by {by}): it stands in the place of the window of {jns}/{of} ({why}; its journal, ConfigMap {jns}/vpnmig-{of}, is there); the repository's source must define the plan's names and namespace, vpngateway/{of} -n {jns}, as the plan does: see that window",
+                        if annotated {
+                            format!("carries vpnmig's migrated-from annotation for {of}")
+                        } else {
+                            "exists".to_string()
+                        }
+                    ),
+                    gateway_gone: false,
+                    outside_window: true,
+                });
+                continue;
+            }
         }
         lost.push(LostJournal {
             namespace: ns.clone(),
@@ -1183,13 +1258,6 @@ async fn open_windows(
             outside_window: false,
         });
     }
-    // Each journal parsed once, for the windows under way and the suspended owners.
-    let parsed: Vec<crate::core::journal::Journal> = items
-        .iter()
-        .filter_map(|cm| {
-            crate::core::journal::Journal::from_json(cm.data.as_ref()?.get("journal.json")?).ok()
-        })
-        .collect();
     let mut open = Vec::new();
     for j in parsed.iter().filter(|j| !j.phase.finished()) {
         open.push(Window {
@@ -1201,12 +1269,39 @@ async fn open_windows(
     }
     let suspended = suspended_owners(cluster, &parsed).await;
     let parents = relied_parents(cluster, &parsed).await;
+    // The release each HelmRelease that keeps a new object installs: a HelmRelease lists
+    // no inventory, so whether its chart defines the object is checked by hand (a21q Q07).
+    let mut releases: Vec<(crate::core::gitops::OwnerRef, (String, String))> = Vec::new();
+    for r in parsed.iter().flat_map(|j| &j.gitops) {
+        if r.owner.kind == "HelmRelease"
+            && !r.protected.is_empty()
+            && !releases.iter().any(|(o, _)| o == &r.owner)
+            && let Ok(crate::cluster::gitops::Found::One(_, o)) =
+                crate::cluster::gitops::find(cluster, &r.owner).await
+        {
+            releases.push((r.owner.clone(), crate::core::gitops::helm_release(&o)));
+        }
+    }
+    let releases = &releases;
     let protected = parsed
         .iter()
         .flat_map(|j| {
             j.gitops.iter().flat_map(move |r| {
                 r.protected.iter().map(move |p| {
-                    let remove = if crate::core::gitops::keeps_from_overwrite(p) {
+                    let helm = (r.owner.kind == "HelmRelease"
+                        && p.annotation == crate::core::gitops::prune_protection("HelmRelease").0
+                        && matches!(p.kind.as_str(), "VPNGateway" | "VPNPeer"))
+                    .then(|| {
+                        let (release, ns) = releases
+                            .iter()
+                            .find(|(o, _)| o == &r.owner)
+                            .map(|(_, rel)| rel.clone())
+                            .unwrap_or_else(|| (r.owner.name.clone(), r.owner.namespace.clone().unwrap_or_default()));
+                        format!("; {}", crate::core::gitops::helm_kept_check(&release, &ns, &[p]))
+                    });
+                    let remove = if let Some(helm) = helm {
+                        helm
+                    } else if crate::core::gitops::keeps_from_overwrite(p) {
                         format!(
                             "; once the repository's copy holds the client's key, `kubectl annotate {} {} -n {} {}-` removes it",
                             p.kind.to_lowercase(),
@@ -2366,7 +2461,17 @@ async fn suspended_owners(
                         ))
                     })
                 });
-            let how = if psk_gone {
+            let elsewhere = if psk_gone {
+                psk_live_elsewhere(cluster, j).await
+            } else {
+                None
+            };
+            let how = if let Some(there) = elsewhere {
+                format!(
+                    "secret/{} -n {ns} (the PSK) is gone from {ns}, but {there}: the key is not lost, nothing needs re-creating from the client; the repository's source must define secret/{} -n {ns} as the plan does; keep the owner suspended until it does, then `vpnmig {verb} {name} -n {ns}` restores it",
+                    j.psk_secret, j.psk_secret
+                )
+            } else if psk_gone {
                 format!(
                     "secret/{} -n {ns} (the PSK) is gone: it must be re-created with the client's pre-shared key, which vpnmig does not hold (`kubectl create secret generic {} -n {ns} --from-literal={key}=<the client's key>`), then `vpnmig verify {name} -n {ns}`; keep the owner suspended until the Secret is in its repository (or carries none of its markers), then `vpnmig {verb} {name} -n {ns}` restores it",
                     j.psk_secret, j.psk_secret
@@ -2483,19 +2588,71 @@ async fn suspended_owners(
     out
 }
 
-/// The gateway VPNGateway `ns/name`'s migrated-from annotation names, when it is not
-/// `name`; `None` otherwise, or when it cannot be read.
-async fn migrated_from_other(cluster: &Cluster, ns: &str, name: &str) -> Option<String> {
-    let obj =
-        crate::cluster::gitops::get_kept(cluster, "vpn.bnerd.net/v1alpha1", "VPNGateway", ns, name)
-            .await
-            .ok()??;
-    let of = obj
-        .pointer("/metadata/annotations")?
-        .get(crate::core::translate::MIGRATED_FROM)?
-        .as_str()?
-        .strip_prefix(crate::core::scope::migrated_from("").as_str())?;
-    (of != name).then(|| of.to_string())
+/// Where the key journal `j` fingerprinted is live while its PSK Secret is gone from the
+/// window's namespace: the Secret of that name beside a VPNGateway that stands in the
+/// window's place in another namespace (a21q Q04: the merged source moved them; status
+/// said only "must be re-created with the client's key"). Compared with the journal's
+/// fingerprint as the window's Secret; said by fingerprint, never the value. `None`
+/// where there is none, it holds another key, or it cannot be read.
+async fn psk_live_elsewhere(
+    cluster: &Cluster,
+    j: &crate::core::journal::Journal,
+) -> Option<String> {
+    use crate::core::psk::{self, Held};
+    let (gw, _) = crate::window::stand_in(cluster, j).await?;
+    let other = gw.pointer("/metadata/namespace")?.as_str()?;
+    if other == j.namespace {
+        return None;
+    }
+    let live = crate::cluster::gitops::get_kept(cluster, "v1", "Secret", other, &j.psk_secret)
+        .await
+        .ok()??;
+    let fingerprint = match psk::held(
+        j.psk_fingerprint.as_deref(),
+        j.psk_secret_uid.as_deref(),
+        &j.namespace,
+        &j.psk_secret,
+        j.psk_key(),
+        Some(&live),
+    ) {
+        Held::Same { fingerprint } | Held::RecreatedSame { fingerprint, .. } => fingerprint,
+        _ => return None,
+    };
+    Some(format!(
+        "the key the journal fingerprinted is live in secret/{} -n {other} (key {}; fingerprinted as the window's Secret it is the journal's {fingerprint}), beside vpngateway/{} -n {other}, which stands in the window's place",
+        j.psk_secret,
+        j.psk_key(),
+        gw.pointer("/metadata/name")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("?"),
+    ))
+}
+
+/// The journals of every namespace (a stand-in's window may be in another one, a21q
+/// Q04); none where this user may not list them.
+async fn all_journals(cluster: &Cluster) -> Vec<crate::core::journal::Journal> {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, ListParams};
+    let api: Api<ConfigMap> = Api::all(cluster.client.clone());
+    let lp = ListParams::default().labels("app.kubernetes.io/managed-by=vpnmig");
+    cluster
+        .call(
+            "list",
+            "configmaps (vpnmig journals, all namespaces)",
+            None,
+            || api.list(&lp),
+        )
+        .await
+        .map(|l| {
+            l.items
+                .iter()
+                .filter_map(|cm| {
+                    crate::core::journal::Journal::from_json(cm.data.as_ref()?.get("journal.json")?)
+                        .ok()
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The old gateway of a window past the delete, when one of its name exists again (another

@@ -136,7 +136,8 @@ pub async fn delete(
             Target::OldGateway { fip } => pinned(fip)?,
             Target::NewGateway { fip, recorded } => {
                 pinned(fip)?;
-                scope::proof(&obj, name, recorded).map_err(|why| refused(why, None))?;
+                scope::proof(&obj, name, recorded)
+                    .map_err(|why| refused(why, Some(scope::not_created_way_on(name, &ns))))?;
             }
             Target::Peer { gateway, recorded } => {
                 scope::proof(&obj, gateway, recorded).map_err(|why| refused(why, None))?;

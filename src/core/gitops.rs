@@ -1982,6 +1982,61 @@ pub fn protected(owner_kind: &str, obj: &Value) -> bool {
     }
 }
 
+/// The release HelmRelease `hr` (as JSON) installs and the namespace Helm stores it in,
+/// by Flux's defaults: `spec.releaseName`, else `[<spec.targetNamespace>-]<name>`;
+/// `spec.storageNamespace`, else its own namespace.
+pub fn helm_release(hr: &Value) -> (String, String) {
+    let s = |p: &str| {
+        hr.pointer(p)
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+    };
+    let name = s("/metadata/name").unwrap_or("RELEASE");
+    let release = match (s("/spec/releaseName"), s("/spec/targetNamespace")) {
+        (Some(r), _) => r.to_string(),
+        (None, Some(t)) => format!("{t}-{name}"),
+        (None, None) => name.to_string(),
+    };
+    let ns = s("/spec/storageNamespace")
+        .or(s("/metadata/namespace"))
+        .unwrap_or("NAMESPACE");
+    (release, ns.to_string())
+}
+
+/// What is said of new objects a HelmRelease's restore keeps with its prune protection
+/// (`kept`, each with the annotation vpnmig set): a HelmRelease's status lists no
+/// inventory, so whether the merged chart defines them cannot be told, and vpnmig never
+/// takes the protection off by itself (a21q Q07: "not defined by the merged source" was
+/// said of objects the chart defined, and the protection stayed for good). How to check
+/// (release `release` in `release_ns`) and the commands that take it off by hand.
+pub fn helm_kept_check(release: &str, release_ns: &str, kept: &[&Protected]) -> String {
+    let them = if kept.len() == 1 { "it" } else { "them" };
+    let off: Vec<String> = kept
+        .iter()
+        .map(|p| match &p.before {
+            None => format!(
+                "`kubectl annotate {} {} -n {} {}-`",
+                p.kind.to_lowercase(),
+                p.name,
+                p.namespace,
+                p.annotation
+            ),
+            Some(b) => format!(
+                "`kubectl annotate --overwrite {} {} -n {} {}={b}`",
+                p.kind.to_lowercase(),
+                p.name,
+                p.namespace,
+                p.annotation
+            ),
+        })
+        .collect();
+    format!(
+        "whether the merged chart defines {them} cannot be told (a HelmRelease's status lists no inventory), so vpnmig does not take the protection off: check what the release renders (`helm get manifest {release} -n {release_ns}`, or `helm template` of the merged chart with the release's values); once it defines {them}, {} {} the protection off by hand",
+        off.join(", "),
+        if off.len() == 1 { "takes" } else { "take" }
+    )
+}
+
 /// `obj` carries `owner`'s markers and not its prune protection: a resume of a source
 /// without it deletes it (for a PSK Secret: the client's key, which vpnmig does not
 /// hold). The one test the let-go's stop, `status`' blocker and its relier advice ask.

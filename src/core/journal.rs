@@ -646,6 +646,18 @@ impl Journal {
             .last_error
             .as_deref()
             .is_some_and(|e| e.contains("the operator allocated other addresses"));
+        // Stopped on a VPNGateway vpnmig did not create for the window: running the
+        // rollback again stops the same way until it is gone (a21p E16's journal).
+        let not_created = self.last_error.as_deref().is_some_and(|e| {
+            e.contains(&format!("vpngateway/{name} -n {ns} was not deleted"))
+                && e.contains("was not created by vpnmig for it")
+        });
+        if self.phase == Phase::RollingBack && not_created {
+            return format!(
+                "a rollback has not finished: it stopped on vpngateway/{name} -n {ns}, which vpnmig did not create for the window; {}",
+                crate::core::scope::not_created_way_on(name, ns)
+            );
+        }
         if self.phase == Phase::OldApplied && lost {
             return format!(
                 "the re-created IPsecGateway got other addresses than the client knows: `vpnmig cutover {name} -n {ns} --forward` cuts over again to the journal's targets, which pin the old ones; or change the client's side and close the journal with `vpnmig rollback {name} -n {ns} --accept-new-addresses`"

@@ -139,6 +139,17 @@ pub fn proof(obj: &Value, gateway: &str, recorded: &[String]) -> Result<Proof, S
     ))
 }
 
+/// The way on from a rollback stopped on a VPNGateway vpnmig did not create for the window
+/// ([`proof`] failed): vpnmig deletes none such, so the rollback cannot pass it, and a
+/// journal left at `rolling-back` (an older vpnmig's rollback from the bundle of a gateway
+/// migrated outside any window, a21p E16) had no command that went on. Delete it by hand
+/// (or revert the merge where a GitOps owner syncs it), then the rollback resumes.
+pub fn not_created_way_on(name: &str, ns: &str) -> String {
+    format!(
+        "vpnmig deletes no VPNGateway it did not create for the window; to go back, delete vpngateway/{name} -n {ns} yourself (`kubectl delete vpngateway {name} -n {ns}`; where a GitOps owner syncs it, revert the merge in the repository instead: its prune deletes it), then `vpnmig rollback {name} -n {ns}` resumes and re-creates the IPsecGateway from the journal"
+    )
+}
+
 /// A JSON pointer segment for a key that contains `/` or `~` (RFC 6901).
 fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")

@@ -215,7 +215,13 @@ async fn run(
             return forward_again(cluster, held, opts, ev, confirm, j.clone(), by).await;
         }
         Some(j) if j.phase.rolling_back() => {
-            let mut hint = crate::window::error::Hint::from(j.phase.recovery(name, &ns));
+            // The journal's own advice at `rolling-back`: stopped on a VPNGateway vpnmig did
+            // not create, running the rollback again is no way on (a21p E16's journal).
+            let mut hint = crate::window::error::Hint::from(if j.phase == Phase::RollingBack {
+                j.recovery()
+            } else {
+                j.phase.recovery(name, &ns)
+            });
             if j.phase == Phase::OldApplied {
                 hint = crate::window::error::hint!(
                     "{}; if the rollback reported lost addresses, `{}` cuts over again with the journal's targets, which pin them",

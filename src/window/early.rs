@@ -364,6 +364,64 @@ pub(crate) fn no_rollback_outside(gw: &Value, name: &str, ns: &str, by: &str) ->
     }
 }
 
+/// Whether VPNGateway `o` stands in the place of window `j`'s gateway ([`stand_in`]), how
+/// strongly (3: the migrated-from annotation and the floating IP; 2: the floating IP; 1:
+/// the annotation, in the window's namespace only) and why, in words. One test for the
+/// window's commands and for `status`, which ties a VPNGateway without a journal of its
+/// own to the window it stands in for (a21q Q04: moved to another namespace, it was said
+/// to be migrated outside any window, "no journal ever existed").
+pub(crate) fn stands_in_for(o: &Value, j: &Journal) -> Option<(u8, String)> {
+    let (ns, name) = (j.namespace.as_str(), j.gateway.as_str());
+    let fip = j.floating_ip.trim();
+    let here = o.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns);
+    if here && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name) {
+        return None;
+    }
+    let annotated = o
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(crate::core::translate::MIGRATED_FROM))
+        .and_then(Value::as_str)
+        == Some(scope::migrated_from(name).as_str());
+    let claims = |p: &str| {
+        !fip.is_empty()
+            && o.pointer(p)
+                .and_then(Value::as_str)
+                .is_some_and(|t| crate::core::addr::same_addr(t, fip))
+    };
+    let fip_held = claims("/spec/endpoint/floatingIP") || claims("/status/floatingIP");
+    // Elsewhere, the annotation names a gateway only by name: the floating IP proves it.
+    if !here && !fip_held {
+        return None;
+    }
+    let elsewhere = if here {
+        String::new()
+    } else {
+        format!(
+            ", in namespace {} instead of {ns}",
+            o.pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+        )
+    };
+    Some(match (annotated, fip_held) {
+        (true, true) => (
+            3,
+            format!(
+                "it carries vpnmig's migrated-from annotation for {name} and holds the window's floating IP {fip}{elsewhere}"
+            ),
+        ),
+        (false, true) => (
+            2,
+            format!("it holds the window's floating IP {fip}{elsewhere}"),
+        ),
+        (true, false) => (
+            1,
+            format!("it carries vpnmig's migrated-from annotation for {name}"),
+        ),
+        (false, false) => return None,
+    })
+}
+
 /// Another VPNGateway that stands in the place of window `j`'s gateway (a21p E10: the
 /// merged source named it otherwise; a21q Q04, Q11: moved it to another namespace): in the
 /// window's namespace, one that carries vpnmig's migrated-from annotation for this gateway
@@ -372,57 +430,9 @@ pub(crate) fn no_rollback_outside(gw: &Value, name: &str, ns: &str, by: &str) ->
 /// floating IP is preferred (a21q Q05: of two, the one without it was named). Returns it
 /// and why it stands in; `None` when there is none or the lists fail.
 pub(crate) async fn stand_in(cluster: &Cluster, j: &Journal) -> Option<(Value, String)> {
-    let (ns, name) = (j.namespace.as_str(), j.gateway.as_str());
+    let ns = j.namespace.as_str();
     let fip = j.floating_ip.trim();
-    let judge = |o: &Value| -> Option<(u8, String)> {
-        let here = o.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns);
-        if here && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name) {
-            return None;
-        }
-        let annotated = o
-            .pointer("/metadata/annotations")
-            .and_then(|a| a.get(crate::core::translate::MIGRATED_FROM))
-            .and_then(Value::as_str)
-            == Some(scope::migrated_from(name).as_str());
-        let claims = |p: &str| {
-            !fip.is_empty()
-                && o.pointer(p)
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| crate::core::addr::same_addr(t, fip))
-        };
-        let fip_held = claims("/spec/endpoint/floatingIP") || claims("/status/floatingIP");
-        // Elsewhere, the annotation names a gateway only by name: the floating IP proves it.
-        if !here && !fip_held {
-            return None;
-        }
-        let elsewhere = if here {
-            String::new()
-        } else {
-            format!(
-                ", in namespace {} instead of {ns}",
-                o.pointer("/metadata/namespace")
-                    .and_then(Value::as_str)
-                    .unwrap_or("?")
-            )
-        };
-        Some(match (annotated, fip_held) {
-            (true, true) => (
-                3,
-                format!(
-                    "it carries vpnmig's migrated-from annotation for {name} and holds the window's floating IP {fip}{elsewhere}"
-                ),
-            ),
-            (false, true) => (
-                2,
-                format!("it holds the window's floating IP {fip}{elsewhere}"),
-            ),
-            (true, false) => (
-                1,
-                format!("it carries vpnmig's migrated-from annotation for {name}"),
-            ),
-            (false, false) => return None,
-        })
-    };
+    let judge = |o: &Value| stands_in_for(o, j);
     let best = |all: Vec<kube::api::DynamicObject>| {
         all.into_iter()
             .filter_map(|o| serde_json::to_value(o).ok())

@@ -76,7 +76,7 @@ use crate::window::error::Error;
 pub use cutover::cutover;
 pub(crate) use cutover::gone_before_the_delete;
 pub use cutover::phases::{CUTOVER, Cutover};
-pub(crate) use early::{outside_window, way_back_outside};
+pub(crate) use early::{outside_window, stand_in, stands_in_for, way_back_outside};
 pub use gitops::GitopsOptions;
 pub(crate) use gitops::{
     helm_psk_refusal, journals_for, manager_policy, parent_fix_verb, re_arming,

@@ -151,11 +151,25 @@ pub(crate) async fn gone_before_the_delete(
     };
     let ways = if let Some((gw, _)) = &other {
         let peers = j.peer_names();
+        // Moved to another namespace (a21q Q04): the namespace is what differs, not the
+        // name ("VPNGateway acme (not acme)").
+        let (names, not) = match gw.pointer("/metadata/namespace").and_then(Value::as_str) {
+            Some(other) if other != ns => (
+                format!("names and namespace, all in {ns}"),
+                format!("in namespace {ns}, not in {other}"),
+            ),
+            _ => (
+                "names".to_string(),
+                format!(
+                    "not {}",
+                    gw.pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("?")
+                ),
+            ),
+        };
         format!(
-            "the repository's source must define the plan's names: VPNGateway {name} (not {}), {} with spec.gatewayRef.name {name}, and spec.ipsec.pskSecretRef {}; fix the repository (the owner then prunes the stand-in and applies them), then `vpnmig cutover {name} -n {ns}` finishes the window with what the owner's source applied, once every pinned value equals the plan's; or, to go back, revert the merge and let the owner sync it, then `vpnmig rollback {name} -n {ns}`",
-            gw.pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("?"),
+            "the repository's source must define the plan's {names}: VPNGateway {name} ({not}), {} with spec.gatewayRef.name {name}, and spec.ipsec.pskSecretRef {}; fix the repository (the owner then prunes the stand-in and applies them), then `vpnmig cutover {name} -n {ns}` finishes the window with what the owner's source applied, once every pinned value equals the plan's; or, to go back, revert the merge and let the owner sync it, then `vpnmig rollback {name} -n {ns}`",
             if peers.is_empty() {
                 "its VPNPeers".to_string()
             } else {

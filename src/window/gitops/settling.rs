@@ -208,6 +208,44 @@ pub(super) async fn new_objects_tracked(
 /// Why a restored owner's status did not say it synced (its own words: a Flux `Ready`
 /// condition, Argo CD's sync status), for [`restore`] and the journal.
 pub(super) fn unseen_why(owner: &Value) -> String {
+    // Argo CD's own terms: its sync status, its last operation, and what it tracks that
+    // its source does not define (a21q Q08b: it was worded as Flux's Ready condition).
+    if owner["kind"] == "Application"
+        && let Some(st) = owner.pointer("/status/sync/status").and_then(Value::as_str)
+    {
+        let op = owner
+            .pointer("/status/operationState")
+            .and_then(|o| o["phase"].as_str().map(|p| (p, o["message"].as_str())))
+            .map(|(p, m)| {
+                format!(
+                    "; its last operation {p}{}",
+                    m.filter(|m| !m.is_empty())
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default()
+                )
+            })
+            .unwrap_or_default();
+        let pruning: Vec<String> = owner
+            .pointer("/status/resources")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|r| r["requiresPruning"].as_bool() == Some(true))
+            .map(|r| {
+                let s = |k: &str| r[k].as_str().unwrap_or_default();
+                crate::core::model::object_ref(s("kind"), s("name"), s("namespace"))
+            })
+            .collect();
+        let pruning = match pruning.len() {
+            0 => String::new(),
+            n => format!(
+                "; it tracks {}, which its source does not define (requiresPruning): the prune protection keeps its sync from deleting {}, but the Application then reads OutOfSync (requires pruning) for good",
+                pruning.join(", "),
+                if n == 1 { "it" } else { "them" }
+            ),
+        };
+        return format!("its sync status {st}{op}{pruning}");
+    }
     let ready = owner
         .pointer("/status/conditions")
         .and_then(Value::as_array)
@@ -240,10 +278,22 @@ pub(crate) fn unseen_todo(owner: &gitops::OwnerRef, verb: &str, name: &str, ns: 
     } else {
         " --gitops resume"
     };
+    let find = if owner.kind == "Application" {
+        format!(
+            "Find why it does not sync (`kubectl get {} {} -n {ons} -o yaml`: its status.sync.status, its status.operationState, and each entry of status.resources with requiresPruning: tracked, but not defined by its source; `argocd app diff {}` shows them); what it tracks and its source does not define: put it in the repository as the window made it live (the plan's rewrite defines it), or take its markers off",
+            owner.resource(),
+            owner.name,
+            gitops::argocd_app(owner)
+        )
+    } else {
+        format!(
+            "Find why it does not sync (`kubectl get {} {} -n {ons} -o yaml`: its Ready condition, its dependsOn, its source's Ready)",
+            owner.resource(),
+            owner.name,
+        )
+    };
     format!(
-        "Find why it does not sync (`kubectl get {} {} -n {ons} -o yaml`: its Ready condition, its dependsOn, its source's Ready), then `vpnmig {verb} {name} -n {ns}{resume}` restores it and watches its first sync again, after protecting from prune what the window keeps (no resume by hand is offered: nothing would protect or watch)",
-        owner.resource(),
-        owner.name,
+        "{find}, then `vpnmig {verb} {name} -n {ns}{resume}` restores it and watches its first sync again, after protecting from prune what the window keeps (no resume by hand is offered: nothing would protect or watch)"
     )
 }
 

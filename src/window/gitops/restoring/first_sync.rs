@@ -216,20 +216,29 @@ async fn lift_defined(w: &mut Window<'_>, i: usize, owner: &gitops::OwnerRef) ->
             (s("/apiVersion"), s("/kind"), s("/metadata/name"))
         })
         .collect();
+    // Every new gateway object this restore protected, whichever window made it: one
+    // owner over two windows protects the other window's too, and its protection comes
+    // off the same way once the first sync lists it (a21q Q08b: it stayed for good).
     let records: Vec<gitops::Protected> = w.journal.gitops[i]
         .protected
         .iter()
-        .filter(|p| p.annotation == key && p.namespace == w.journal.namespace)
+        .filter(|p| p.annotation == key)
         .cloned()
         .collect();
     let mut kept = Vec::new();
     for p in records {
-        let Some((api_version, _, _)) = targets
+        let mine = targets
             .iter()
             .find(|(_, k, n)| *k == p.kind && *n == p.name)
-        else {
-            continue;
+            .filter(|_| p.namespace == w.journal.namespace);
+        let api_version = match mine {
+            Some((api_version, _, _)) => api_version.clone(),
+            None if matches!(p.kind.as_str(), "VPNGateway" | "VPNPeer") => {
+                format!("{}/v1alpha1", crate::core::model::NEW_GROUP)
+            }
+            None => continue,
         };
+        let api_version = &api_version;
         let what = kept_ref(&p.kind, &p.name, &p.namespace);
         if !gitops::status_names(&o, &p.kind, &p.namespace, &p.name) {
             kept.push(what);
@@ -257,6 +266,27 @@ async fn lift_defined(w: &mut Window<'_>, i: usize, owner: &gitops::OwnerRef) ->
                 p.annotation
             ))),
         }
+    }
+    // A HelmRelease lists no inventory: what its chart defines cannot be told, never
+    // "not defined" (a21q Q07).
+    if !kept.is_empty() && owner.kind == "HelmRelease" {
+        let protected: Vec<&gitops::Protected> = w.journal.gitops[i]
+            .protected
+            .iter()
+            .filter(|p| {
+                p.annotation == key && kept.contains(&kept_ref(&p.kind, &p.name, &p.namespace))
+            })
+            .collect();
+        let (release, release_ns) = gitops::helm_release(&o);
+        w.ev.emit(Event::Warning(format!(
+            "{} {} kept from {}'s prune ({key}={}): {}",
+            kept.join(", "),
+            if kept.len() == 1 { "stays" } else { "stay" },
+            owner.display(),
+            gitops::prune_protection(&owner.kind).1,
+            gitops::helm_kept_check(&release, &release_ns, &protected)
+        )));
+        return Ok(());
     }
     if !kept.is_empty() {
         w.ev.emit(Event::Warning(format!(
