@@ -105,6 +105,7 @@ pub struct ControlPlane {
     dir: tempfile::TempDir,
     bin: PathBuf,
     children: Vec<(&'static str, Child)>,
+    phases: Vec<(&'static str, Duration)>,
 }
 
 /// A port free now and below the kernel's ephemeral range (`ip_local_port_range`). A port
@@ -209,6 +210,7 @@ impl ControlPlane {
     /// Start etcd, kube-apiserver, kube-controller-manager and kwok, and wait until the API
     /// server is ready and kwok's Node is Ready.
     pub fn start() -> Result<Self, ControlPlaneError> {
+        let mut mark = Instant::now();
         let bin = built()?;
         let root = state_root();
         std::fs::create_dir_all(&root).map_err(io(root.display().to_string()))?;
@@ -271,6 +273,7 @@ impl ControlPlane {
             dir,
             bin,
             children: Vec::new(),
+            phases: Vec::new(),
         };
         write_whole(&d.join("pids"), &format!("owner {}\n", std::process::id()))?;
 
@@ -318,6 +321,7 @@ impl ControlPlane {
         let admin_kubeconfig = d.join("admin.kubeconfig");
         write(&admin_kubeconfig, &cp.kubeconfig(&[&cp.admin], None))?;
         cp.wait_ready()?;
+        cp.phase("certificates, etcd and kube-apiserver ready", &mut mark);
         let kcm = client_cert(&cp.ca, "system:kube-controller-manager", &[])?;
         let kcm_kubeconfig = d.join("kcm.kubeconfig");
         write(&kcm_kubeconfig, &cp.kubeconfig(&[&kcm], None))?;
@@ -359,6 +363,7 @@ impl ControlPlane {
             ],
             "",
         )?;
+        cp.phase("kwok's Exec CRD Established", &mut mark);
         // kwok looks the command up in its own PATH (Go's exec.Command), then runs it with
         // the ClusterExec's environment: both start with `exec/`.
         cp.spawn_env(
@@ -377,7 +382,20 @@ impl ControlPlane {
         )?;
         cp.kubectl_stdin(&["apply", "-f", "-"], NODE)?;
         cp.wait_node_ready()?;
+        cp.phase("kwok's Node Ready", &mut mark);
         Ok(cp)
+    }
+
+    fn phase(&mut self, what: &'static str, since: &mut Instant) {
+        let now = Instant::now();
+        self.phases.push((what, now - *since));
+        *since = now;
+    }
+
+    /// How long each phase of [`ControlPlane::start`] took, in order (the start's benchmark,
+    /// `cargo bench -p vpnmig-sandbox --bench start`, prints them).
+    pub fn start_phases(&self) -> &[(&'static str, Duration)] {
+        &self.phases
     }
 
     fn spawn(&mut self, component: &'static str, args: &[String]) -> Result<(), ControlPlaneError> {
@@ -727,7 +745,13 @@ pub const CRDS: [&str; 6] = [
 /// and the garbage collector deletes the dependent (the emulator keeps the export's uids).
 /// The owner must come before its dependents in the scenario.
 pub fn load(cp: &ControlPlane, objects: &[serde_json::Value]) -> Result<Option<String>, String> {
-    use std::collections::HashMap;
+    load_crds(cp)?;
+    load_objects(cp, objects)
+}
+
+/// [`load`]'s first part: the project's CRDs ([`CRDS`]), applied and waited for until every
+/// CRD of the cluster is Established.
+pub fn load_crds(cp: &ControlPlane) -> Result<(), String> {
     cp.apply(&CRDS.join("\n---\n"))?;
     cp.kubectl(&[
         "wait",
@@ -736,6 +760,15 @@ pub fn load(cp: &ControlPlane, objects: &[serde_json::Value]) -> Result<Option<S
         "crd",
         "--all",
     ])?;
+    Ok(())
+}
+
+/// [`load`]'s second part: the scenario's objects, once their CRDs are Established.
+pub fn load_objects(
+    cp: &ControlPlane,
+    objects: &[serde_json::Value],
+) -> Result<Option<String>, String> {
+    use std::collections::HashMap;
     let mut namespace = None;
     // (namespace, apiVersion, kind, name) → the uid the server gave it; the export's uid.
     let mut uids: HashMap<(String, String, String, String), String> = HashMap::new();
