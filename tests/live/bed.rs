@@ -531,6 +531,12 @@ impl Bed {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        // On the real control plane, no step before kube-apiserver stops holding a create
+        // of the scenario's custom resources (2 s after their CRDs' Established: see
+        // `ControlPlane::until_crds_settled`); most of it has passed by now.
+        if let Some((cp, _)) = &b.cp {
+            tokio::time::sleep(cp.until_crds_settled()).await;
+        }
         Some(b)
     }
 
@@ -1126,7 +1132,7 @@ fn rbac_users(
             .collect()
     };
     let apply = |user: &str, d: Value| {
-        cp.apply(&d.to_string())
+        cp.apply_objects(&[d])
             .unwrap_or_else(|e| panic!("user {user}: {e}"));
     };
     let rbac = "rbac.authorization.k8s.io";
@@ -1213,17 +1219,15 @@ fn rbac_groups(cp: &ControlPlane, groups: &[vpnmig_sandbox::api::auth::Group]) {
             .iter()
             .map(|r| json!({"apiGroups": ["*"], "resources": r.resources, "verbs": r.verbs}))
             .collect();
-        for d in [
+        cp.apply_objects(&[
             json!({"apiVersion": format!("{rbac}/v1"), "kind": "ClusterRole",
                 "metadata": {"name": role}, "rules": rules}),
             json!({"apiVersion": format!("{rbac}/v1"), "kind": "ClusterRoleBinding",
                 "metadata": {"name": role},
                 "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": role},
                 "subjects": [{"apiGroup": rbac, "kind": "Group", "name": g.name}]}),
-        ] {
-            cp.apply(&d.to_string())
-                .unwrap_or_else(|e| panic!("group {}: {e}", g.name));
-        }
+        ])
+        .unwrap_or_else(|e| panic!("group {}: {e}", g.name));
     }
 }
 

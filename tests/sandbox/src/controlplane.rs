@@ -13,10 +13,15 @@
 //! plane should, never from a pool's thread), and is written down in `DIR/pids`; a later
 //! start kills what a SIGKILLed parent left behind before it starts anything.
 
+use std::collections::HashMap;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, ValidationDirective,
+};
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -53,12 +58,21 @@ pub enum ControlPlaneError {
         secs: u64,
         log: String,
     },
+    /// A request of the start (or of a load) that the API server refused or did not answer.
+    #[error("{0}")]
+    Api(String),
     #[error("{component} exited ({status}); its log ends:\n{log}")]
     Exited {
         component: &'static str,
         status: String,
         log: String,
     },
+}
+
+impl From<String> for ControlPlaneError {
+    fn from(e: String) -> Self {
+        ControlPlaneError::Api(e)
+    }
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ControlPlaneError {
@@ -105,6 +119,10 @@ pub struct ControlPlane {
     dir: tempfile::TempDir,
     bin: PathBuf,
     children: Vec<(&'static str, Child)>,
+    phases: Vec<(&'static str, Duration)>,
+    /// When the last Established transition of a CRD [`load`] installed is 2 s old (see
+    /// [`ControlPlane::until_crds_settled`]).
+    settled: std::sync::Mutex<Option<jiff::Timestamp>>,
 }
 
 /// A port free now and below the kernel's ephemeral range (`ip_local_port_range`). A port
@@ -209,6 +227,7 @@ impl ControlPlane {
     /// Start etcd, kube-apiserver, kube-controller-manager and kwok, and wait until the API
     /// server is ready and kwok's Node is Ready.
     pub fn start() -> Result<Self, ControlPlaneError> {
+        let mut mark = Instant::now();
         let bin = built()?;
         let root = state_root();
         std::fs::create_dir_all(&root).map_err(io(root.display().to_string()))?;
@@ -271,6 +290,8 @@ impl ControlPlane {
             dir,
             bin,
             children: Vec::new(),
+            phases: Vec::new(),
+            settled: std::sync::Mutex::new(None),
         };
         write_whole(&d.join("pids"), &format!("owner {}\n", std::process::id()))?;
 
@@ -318,6 +339,7 @@ impl ControlPlane {
         let admin_kubeconfig = d.join("admin.kubeconfig");
         write(&admin_kubeconfig, &cp.kubeconfig(&[&cp.admin], None))?;
         cp.wait_ready()?;
+        cp.phase("certificates, etcd and kube-apiserver ready", &mut mark);
         let kcm = client_cert(&cp.ca, "system:kube-controller-manager", &[])?;
         let kcm_kubeconfig = d.join("kcm.kubeconfig");
         write(&kcm_kubeconfig, &cp.kubeconfig(&[&kcm], None))?;
@@ -349,16 +371,16 @@ impl ControlPlane {
         // kwok's namespaced `Exec` is served as a CRD: a pod's own Exec (written by the
         // operator) tells the command which pod it answers for; the ClusterExec above is
         // every other pod's.
-        cp.kubectl_stdin(&["apply", "--server-side", "-f", "-"], KWOK_EXEC_CRD)?;
-        cp.kubectl_stdin(
-            &[
-                "wait",
-                "--for=condition=Established",
-                "--timeout=30s",
-                "crd/execs.kwok.x-k8s.io",
-            ],
-            "",
-        )?;
+        let exec_crd = parse_manifests(KWOK_EXEC_CRD)?;
+        cp.with_admin(async |cp, a| {
+            for o in &exec_crd {
+                a.apply(o).await?;
+            }
+            cp.check_alive()?;
+            wait_established(&a.client, Duration::from_secs(30)).await?;
+            Ok(())
+        })?;
+        cp.phase("kwok's Exec CRD Established", &mut mark);
         // kwok looks the command up in its own PATH (Go's exec.Command), then runs it with
         // the ClusterExec's environment: both start with `exec/`.
         cp.spawn_env(
@@ -375,9 +397,45 @@ impl ControlPlane {
             ],
             &[("PATH", exec_path(&d))],
         )?;
-        cp.kubectl_stdin(&["apply", "-f", "-"], NODE)?;
-        cp.wait_node_ready()?;
+        let node = parse_manifests(NODE)?;
+        cp.with_admin(async |cp, a| {
+            a.apply(&node[0]).await?;
+            cp.wait_node_ready(&a.client).await
+        })?;
+        cp.phase("kwok's Node Ready", &mut mark);
         Ok(cp)
+    }
+
+    fn phase(&mut self, what: &'static str, since: &mut Instant) {
+        let now = Instant::now();
+        self.phases.push((what, now - *since));
+        *since = now;
+    }
+
+    /// How long until kube-apiserver no longer holds a create of the custom resources of
+    /// the CRDs [`load`] installed: it holds each create (a `POST`, not a server-side apply)
+    /// for 2 s while the CRD's Established condition is under 2 s old by its
+    /// `lastTransitionTime` (apiextensions-apiserver's customresource_handler.go,
+    /// "justCreated"). A bed waits it out before its row's steps, as a cluster's CRDs are
+    /// never seconds old when an engineer runs vpnmig; zero once passed.
+    pub fn until_crds_settled(&self) -> Duration {
+        let settled = *self.settled.lock().unwrap_or_else(|e| e.into_inner());
+        settled
+            .and_then(|at| Duration::try_from(at.duration_since(jiff::Timestamp::now())).ok())
+            .unwrap_or(Duration::ZERO)
+    }
+
+    fn note_established(&self, latest: Option<jiff::Timestamp>) {
+        let Some(latest) = latest else { return };
+        let at = latest + jiff::SignedDuration::from_secs(2);
+        let mut settled = self.settled.lock().unwrap_or_else(|e| e.into_inner());
+        *settled = Some(settled.map_or(at, |s| s.max(at)));
+    }
+
+    /// How long each phase of [`ControlPlane::start`] took, in order (the start's benchmark,
+    /// `cargo bench -p vpnmig-sandbox --bench start`, prints them).
+    pub fn start_phases(&self) -> &[(&'static str, Duration)] {
+        &self.phases
     }
 
     fn spawn(&mut self, component: &'static str, args: &[String]) -> Result<(), ControlPlaneError> {
@@ -431,49 +489,70 @@ impl ControlPlane {
         Ok(())
     }
 
-    fn wait_ready(&mut self) -> Result<(), ControlPlaneError> {
-        let started = Instant::now();
-        let limit = Duration::from_secs(120);
-        loop {
-            self.check_alive()?;
-            let out = self.kubectl(&["get", "--raw", "/readyz"]);
-            if out.as_ref().is_ok_and(|o| o.trim() == "ok") {
-                return Ok(());
-            }
-            if started.elapsed() > limit {
-                return Err(ControlPlaneError::NotReady {
-                    component: "kube-apiserver",
-                    secs: limit.as_secs(),
-                    log: tail(&self.dir.path().join("kube-apiserver.log")),
-                });
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
+    /// Run `f` with the administrator's [`Applier`] on a runtime of its own, in a thread of
+    /// its own, and wait for it: see [`blocking`]. The components must still be spawned by
+    /// the caller's thread (`PR_SET_PDEATHSIG`), so only the requests move.
+    fn with_admin<T: Send>(
+        &mut self,
+        f: impl AsyncFnOnce(&mut Self, &mut Applier) -> Result<T, ControlPlaneError> + Send,
+    ) -> Result<T, ControlPlaneError> {
+        let kubeconfig = self.kubeconfig(&[&self.admin], None);
+        blocking(move || async move {
+            let mut a = Applier::new(&kubeconfig).await?;
+            f(self, &mut a).await
+        })?
     }
 
-    fn wait_node_ready(&mut self) -> Result<(), ControlPlaneError> {
+    fn wait_ready(&mut self) -> Result<(), ControlPlaneError> {
+        self.with_admin(async |cp, a| {
+            let started = Instant::now();
+            let limit = Duration::from_secs(120);
+            loop {
+                cp.check_alive()?;
+                let req = hyper::Request::get("/readyz")
+                    .body(Vec::new())
+                    .expect("a GET of /readyz builds");
+                let out = tokio::time::timeout(REQUEST_TIMEOUT, a.client.request_text(req)).await;
+                if matches!(out, Ok(Ok(ref text)) if text.trim() == "ok") {
+                    return Ok(());
+                }
+                if started.elapsed() > limit {
+                    let log = tail(&cp.dir.path().join("kube-apiserver.log"));
+                    return Err(ControlPlaneError::NotReady {
+                        component: "kube-apiserver",
+                        secs: limit.as_secs(),
+                        log,
+                    });
+                }
+                tokio::time::sleep(POLL).await;
+            }
+        })
+    }
+
+    async fn wait_node_ready(&mut self, client: &kube::Client) -> Result<(), ControlPlaneError> {
+        let nodes: Api<DynamicObject> = Api::all_with(
+            client.clone(),
+            &ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "Node")),
+        );
         let started = Instant::now();
         let limit = Duration::from_secs(60);
         loop {
             self.check_alive()?;
-            let out = self.kubectl(&[
-                "get",
-                "node",
-                NODE_NAME,
-                "-o",
-                "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}",
-            ]);
-            if out.as_ref().is_ok_and(|o| o.trim() == "True") {
+            let node = tokio::time::timeout(REQUEST_TIMEOUT, nodes.get(NODE_NAME)).await;
+            if let Ok(Ok(node)) = node
+                && condition_true(&node.data, "Ready")
+            {
                 return Ok(());
             }
             if started.elapsed() > limit {
+                let log = tail(&self.dir.path().join("kwok.log"));
                 return Err(ControlPlaneError::NotReady {
                     component: "kwok",
                     secs: limit.as_secs(),
-                    log: tail(&self.dir.path().join("kwok.log")),
+                    log,
                 });
             }
-            std::thread::sleep(Duration::from_millis(250));
+            tokio::time::sleep(POLL).await;
         }
     }
 
@@ -593,6 +672,18 @@ impl ControlPlane {
                 ),
             })
         }
+    }
+
+    /// Apply `objects` in order as [`ControlPlane::apply`] does (server-side as the
+    /// administrator, field manager `vpnmig-sandbox`, strict field validation), in this
+    /// process: no kubectl process each. An error names the object.
+    pub fn apply_objects(&self, objects: &[serde_json::Value]) -> Result<(), String> {
+        self.with_applier(async |a| {
+            for o in objects {
+                a.apply(o).await?;
+            }
+            Ok(())
+        })
     }
 
     /// Apply manifests (server-side, as the administrator).
@@ -726,16 +817,304 @@ pub const CRDS: [&str; 6] = [
 /// apiVersion, kind and name are the same); one left at the export's uid would be dangling,
 /// and the garbage collector deletes the dependent (the emulator keeps the export's uids).
 /// The owner must come before its dependents in the scenario.
+///
+/// Its requests are the administrator's, made in this process (see [`blocking`]): until
+/// 2026-12-07 each object cost a `kubectl apply` and each status a `kubectl patch`.
 pub fn load(cp: &ControlPlane, objects: &[serde_json::Value]) -> Result<Option<String>, String> {
-    use std::collections::HashMap;
-    cp.apply(&CRDS.join("\n---\n"))?;
-    cp.kubectl(&[
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd",
-        "--all",
-    ])?;
+    let (latest, namespace) = cp.with_applier(async |a| {
+        let latest = crds(a).await?;
+        Ok((latest, scenario_objects(a, objects).await?))
+    })?;
+    cp.note_established(latest);
+    Ok(namespace)
+}
+
+/// [`load`]'s first part: the project's CRDs ([`CRDS`]), applied and waited for until every
+/// CRD of the cluster is Established.
+pub fn load_crds(cp: &ControlPlane) -> Result<(), String> {
+    let latest = cp.with_applier(async |a| crds(a).await)?;
+    cp.note_established(latest);
+    Ok(())
+}
+
+/// [`load`]'s second part: the scenario's objects, once their CRDs are Established.
+pub fn load_objects(
+    cp: &ControlPlane,
+    objects: &[serde_json::Value],
+) -> Result<Option<String>, String> {
+    cp.with_applier(async |a| scenario_objects(a, objects).await)
+}
+
+impl ControlPlane {
+    /// Run `f` with the administrator's [`Applier`], as [`ControlPlane::with_admin`] does,
+    /// for what needs no `&mut` of the control plane.
+    fn with_applier<T: Send>(
+        &self,
+        f: impl AsyncFnOnce(&mut Applier) -> Result<T, String> + Send,
+    ) -> Result<T, String> {
+        let kubeconfig = self.kubeconfig(&[&self.admin], None);
+        blocking(move || async move {
+            let mut a = Applier::new(&kubeconfig).await?;
+            f(&mut a).await
+        })?
+    }
+}
+
+/// The longest one request of the start or the load may take (kubectl's
+/// `--request-timeout=10s` before).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often a wait of the start or the load asks again (kubectl's every 250 ms before).
+const POLL: Duration = Duration::from_millis(50);
+
+/// Run the future `f` makes to its end on a runtime of its own, in a thread of its own, and
+/// wait for it. The control plane is started and loaded from plain threads and from a
+/// runtime's (tests/live/bed.rs), where no runtime can be blocked on; the runtime lives
+/// and ends in the thread.
+fn blocking<T: Send, F: std::future::Future<Output = T>>(
+    f: impl FnOnce() -> F + Send,
+) -> Result<T, String> {
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| format!("a runtime for the control plane's requests: {e}"))?;
+            Ok(rt.block_on(f()))
+        })
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    })
+}
+
+/// Whether `o` has the condition `kind` with status True.
+fn condition_true(o: &serde_json::Value, kind: &str) -> bool {
+    o["status"]["conditions"]
+        .as_array()
+        .is_some_and(|c| c.iter().any(|c| c["type"] == kind && c["status"] == "True"))
+}
+
+/// The documents of a manifest (`---`-separated, or a List's items).
+fn parse_manifests(text: &str) -> Result<Vec<serde_json::Value>, ControlPlaneError> {
+    crate::scenario::parse(text).map_err(|e| ControlPlaneError::Api(e.to_string()))
+}
+
+/// The administrator's writer of manifests, as `kubectl apply --server-side
+/// --field-manager=vpnmig-sandbox -f -` and `kubectl patch --subresource=status
+/// --type=merge` were: server-side apply with strict field validation and no forced
+/// conflicts, a namespaced object without a namespace in `default`, and each kind's
+/// resource and scope found by discovery, once per apiVersion.
+pub(crate) struct Applier {
+    client: kube::Client,
+    /// apiVersion → its resources (kind, resource, namespaced).
+    discovered: HashMap<String, Vec<(ApiResource, bool)>>,
+}
+
+impl Applier {
+    /// A client with kubectl's bounds: no retries of its own, each request at most
+    /// [`REQUEST_TIMEOUT`].
+    async fn new(kubeconfig: &str) -> Result<Applier, String> {
+        let fail = |e: &dyn std::fmt::Display| format!("the administrator's client: {e}");
+        let kc = kube::config::Kubeconfig::from_yaml(kubeconfig).map_err(|e| fail(&e))?;
+        let mut config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .map_err(|e| fail(&e))?;
+        config.default_retry = false;
+        config.connect_timeout = Some(REQUEST_TIMEOUT);
+        config.read_timeout = Some(REQUEST_TIMEOUT);
+        config.write_timeout = Some(REQUEST_TIMEOUT);
+        let client = kube::Client::try_from(config).map_err(|e| fail(&e))?;
+        Ok(Applier {
+            client,
+            discovered: HashMap::new(),
+        })
+    }
+
+    /// The resource of `kind` in `api_version`, and whether it is namespaced. A CRD's kind
+    /// is in discovery a moment after the CRD is Established: asked again for up to 10 s,
+    /// as kubectl asks again after "no matches for kind".
+    async fn resource(
+        &mut self,
+        api_version: &str,
+        kind: &str,
+    ) -> Result<(ApiResource, bool), String> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let gv = kube::core::GroupVersion::gv(group, version);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if !self.discovered.contains_key(api_version) {
+                let asked = tokio::time::timeout(
+                    REQUEST_TIMEOUT,
+                    kube::discovery::pinned_group(&self.client, &gv),
+                )
+                .await;
+                if let Ok(Ok(g)) = asked {
+                    let all = g
+                        .versioned_resources(version)
+                        .into_iter()
+                        .map(|(r, caps)| {
+                            let namespaced = caps.scope == kube::discovery::Scope::Namespaced;
+                            (r, namespaced)
+                        })
+                        .collect();
+                    self.discovered.insert(api_version.to_string(), all);
+                }
+            }
+            let found = self
+                .discovered
+                .get(api_version)
+                .and_then(|all| all.iter().find(|(r, _)| r.kind == kind));
+            if let Some(found) = found {
+                return Ok(found.clone());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "the server has no kind {kind} in {api_version} (discovery of /{}{api_version})",
+                    if group.is_empty() { "api/" } else { "apis/" }
+                ));
+            }
+            self.discovered.remove(api_version);
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// The API of `o`'s kind in `o`'s namespace (`default` where it names none).
+    async fn api(&mut self, o: &serde_json::Value) -> Result<Api<DynamicObject>, String> {
+        let api_version = o["apiVersion"].as_str().unwrap_or("");
+        let kind = o["kind"].as_str().unwrap_or("");
+        let (r, namespaced) = self.resource(api_version, kind).await?;
+        Ok(if namespaced {
+            let ns = o["metadata"]["namespace"].as_str().unwrap_or("default");
+            Api::namespaced_with(self.client.clone(), ns, &r)
+        } else {
+            Api::all_with(self.client.clone(), &r)
+        })
+    }
+
+    /// Server-side apply `o` as `vpnmig-sandbox`; the object the server holds then. An error
+    /// names the object.
+    async fn apply(&mut self, o: &serde_json::Value) -> Result<serde_json::Value, String> {
+        let name = o["metadata"]["name"].as_str().unwrap_or("");
+        let what = describe(o);
+        let api = self.api(o).await.map_err(|e| format!("{what}: {e}"))?;
+        let params = PatchParams {
+            field_manager: Some("vpnmig-sandbox".into()),
+            field_validation: Some(ValidationDirective::Strict),
+            ..PatchParams::default()
+        };
+        let applied =
+            tokio::time::timeout(REQUEST_TIMEOUT, api.patch(name, &params, &Patch::Apply(o)))
+                .await
+                .map_err(|_| format!("{what}: no answer within {} s", REQUEST_TIMEOUT.as_secs()))?
+                .map_err(|e| format!("{what}: {e}"))?;
+        serde_json::to_value(applied).map_err(|e| format!("{what}: {e}"))
+    }
+
+    /// Merge `status` into `o`'s status subresource as `kubectl patch --subresource=status
+    /// --type=merge` did (its field manager `kubectl-patch` kept: vpnmig names a field's
+    /// last writer, and the rows' scenarios were loaded so).
+    async fn patch_status(
+        &mut self,
+        o: &serde_json::Value,
+        status: serde_json::Value,
+    ) -> Result<(), String> {
+        let name = o["metadata"]["name"].as_str().unwrap_or("");
+        let what = format!("{}'s status", describe(o));
+        let api = self.api(o).await.map_err(|e| format!("{what}: {e}"))?;
+        let params = PatchParams {
+            field_manager: Some("kubectl-patch".into()),
+            ..PatchParams::default()
+        };
+        let patch = Patch::Merge(serde_json::json!({ "status": status }));
+        tokio::time::timeout(REQUEST_TIMEOUT, api.patch_status(name, &params, &patch))
+            .await
+            .map_err(|_| format!("{what}: no answer within {} s", REQUEST_TIMEOUT.as_secs()))?
+            .map_err(|e| format!("{what}: {e}"))?;
+        Ok(())
+    }
+}
+
+/// `Kind namespace/name` (`Kind name` for one without a namespace).
+fn describe(o: &serde_json::Value) -> String {
+    let kind = o["kind"].as_str().unwrap_or("");
+    let name = o["metadata"]["name"].as_str().unwrap_or("");
+    match o["metadata"]["namespace"].as_str() {
+        Some(ns) => format!("{kind} {ns}/{name}"),
+        None => format!("{kind} {name}"),
+    }
+}
+
+/// Wait until every CRD of the cluster is Established (as `kubectl wait
+/// --for=condition=Established crd --all` did), for at most `limit`; the latest of their
+/// Established conditions' `lastTransitionTime`s.
+async fn wait_established(
+    client: &kube::Client,
+    limit: Duration,
+) -> Result<Option<jiff::Timestamp>, String> {
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk(&GroupVersionKind::gvk(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+        )),
+    );
+    let started = Instant::now();
+    loop {
+        let listed = tokio::time::timeout(REQUEST_TIMEOUT, crds.list(&Default::default())).await;
+        let (pending, latest): (Vec<String>, _) = match listed {
+            Ok(Ok(list)) => (
+                list.items
+                    .iter()
+                    .filter(|c| !condition_true(&c.data, "Established"))
+                    .map(|c| c.metadata.name.clone().unwrap_or_default())
+                    .collect(),
+                list.items
+                    .iter()
+                    .filter_map(|c| {
+                        c.data["status"]["conditions"]
+                            .as_array()?
+                            .iter()
+                            .find(|c| c["type"] == "Established")?["lastTransitionTime"]
+                            .as_str()?
+                            .parse::<jiff::Timestamp>()
+                            .ok()
+                    })
+                    .max(),
+            ),
+            Ok(Err(e)) => (vec![format!("(the list failed: {e})")], None),
+            Err(_) => (vec!["(the list had no answer)".into()], None),
+        };
+        if pending.is_empty() {
+            return Ok(latest);
+        }
+        if started.elapsed() > limit {
+            return Err(format!(
+                "CRDs not Established within {} s: {}",
+                limit.as_secs(),
+                pending.join(", ")
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The project's CRDs applied, then every CRD of the cluster Established (60 s at most);
+/// the latest Established transition.
+async fn crds(a: &mut Applier) -> Result<Option<jiff::Timestamp>, String> {
+    for text in CRDS {
+        for o in parse_manifests(text).map_err(|e| e.to_string())? {
+            a.apply(&o).await?;
+        }
+    }
+    wait_established(&a.client, Duration::from_secs(60)).await
+}
+
+/// [`load`]'s objects, in order.
+async fn scenario_objects(
+    a: &mut Applier,
+    objects: &[serde_json::Value],
+) -> Result<Option<String>, String> {
     let mut namespace = None;
     // (namespace, apiVersion, kind, name) → the uid the server gave it; the export's uid.
     let mut uids: HashMap<(String, String, String, String), String> = HashMap::new();
@@ -775,22 +1154,11 @@ pub fn load(cp: &ControlPlane, objects: &[serde_json::Value]) -> Result<Option<S
                 }
             }
         }
-        let applied = cp.kubectl_stdin(
-            &[
-                "apply",
-                "--server-side",
-                "--field-manager=vpnmig-sandbox",
-                "-o",
-                "jsonpath={.metadata.uid}",
-                "-f",
-                "-",
-            ],
-            &serde_json::to_string(&spec).expect("objects serialize"),
-        );
-        let uid = applied.map_err(|e| match e {
-            ControlPlaneError::Io { source, .. } => format!("{kind} {ns}/{name}: {source}"),
-            e => e.to_string(),
-        })?;
+        let applied = a.apply(&spec).await?;
+        let uid = applied["metadata"]["uid"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         let key = (ns.clone(), api.clone(), kind.clone(), name.clone());
         if let Some(old) = o["metadata"]["uid"].as_str() {
             exported.insert(old.to_string(), key.clone());
@@ -800,20 +1168,7 @@ pub fn load(cp: &ControlPlane, objects: &[serde_json::Value]) -> Result<Option<S
             namespace = Some(name.clone());
         }
         if let Some(status) = status {
-            let group = api.split_once('/').map(|(g, _)| g).unwrap_or("");
-            let target = format!("{}.{group}/{name}", kind.to_lowercase());
-            let patch = serde_json::json!({ "status": status }).to_string();
-            let ns = if ns.is_empty() { "default" } else { &ns };
-            cp.kubectl(&[
-                "patch",
-                "-n",
-                ns,
-                &target,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                &patch,
-            ])?;
+            a.patch_status(&spec, status).await?;
         }
     }
     Ok(namespace)

@@ -236,6 +236,9 @@ async fn run_real(
         settings.gitops,
     )
     .await;
+    // Ready when kube-apiserver no longer holds a create of the scenario's custom resources
+    // (2 s after their CRDs' Established, `ControlPlane::until_crds_settled`).
+    tokio::time::sleep(cp.until_crds_settled()).await;
     let path = std::path::absolute(&kubeconfig).unwrap_or(kubeconfig.clone());
     if let Some(p) = &proxy {
         eprintln!(

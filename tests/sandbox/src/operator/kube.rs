@@ -432,8 +432,21 @@ impl OperatorApi for KubeApi {
                 }
             }]}
         });
-        match self.create(&rt, ns, exec) {
+        // Server-side apply, not a create: kube-apiserver holds every create of a custom
+        // resource for 2 s while its CRD's Established condition is under 2 s old
+        // (apiextensions-apiserver's customresource_handler.go, "justCreated"), and kwok's
+        // Exec CRD is that young when a fresh control plane's first gateway Pod runs: each
+        // real bed's first reconcile waited 2.0 s on it (`cargo bench -p vpnmig-sandbox
+        // --bench start`). An apply is not held, and is the same write otherwise.
+        let api = self.api(&rt, Some(ns));
+        let params = kube::api::PatchParams::apply(super::FIELD_MANAGER);
+        let applied = self.block(
+            &format!("apply execs {ns}/{pod}"),
+            api.patch(pod, &params, &kube::api::Patch::Apply(&exec)),
+        );
+        match applied {
             Ok(_) => {}
+            // Another manager's Exec of that name holds the fields.
             Err(e) if e.code == 409 => {}
             Err(_) => return,
         }
