@@ -357,6 +357,12 @@ pub struct Journal {
     /// item 9).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cutover_failure: Option<String>,
+    /// The old IPsecGateway's spec as edited while it was being deleted (terminating,
+    /// its finalizer unwinding): each field that differs from the saved old manifest.
+    /// Neither applied nor saved; said by the cutover's end, `status` and `report`
+    /// (a21r R06b). Absent in journals of earlier versions and when nothing changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edited_while_deleting: Vec<SpecEdit>,
     /// The data plane of the old gateway, read from `swanctl --list-sas` in its pod right
     /// before the delete (issue 12 item 1): what the new gateway's tunnels are compared
     /// with. Absent in journals of earlier versions and when the old gateway had no
@@ -557,6 +563,7 @@ impl Journal {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            edited_while_deleting: Vec::new(),
             data_plane_baseline: None,
             data_plane: None,
             outage: None,
@@ -617,6 +624,7 @@ impl Journal {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            edited_while_deleting: Vec::new(),
             data_plane_baseline: None,
             data_plane: None,
             outage: None,
@@ -1091,6 +1099,59 @@ impl Journal {
     }
 }
 
+/// One field of the old gateway's spec edited while it was being deleted (a21r R06b).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SpecEdit {
+    /// The field path (`spec.tunnels[0].remoteSubnets[1]`).
+    pub path: String,
+    /// Its value as last seen on the terminating gateway (`<none>`: removed).
+    pub seen: String,
+    /// Its value in the saved old manifest (`<none>`: absent there).
+    pub saved: String,
+}
+
+impl Journal {
+    /// The edits of `live`'s spec (the old gateway as read while it is being deleted)
+    /// against the saved old manifest, when its spec fingerprint is no longer the
+    /// journal's; none when it is (or `live` is another object than the journal's).
+    pub fn edits_while_deleting(&self, live: &Value) -> Vec<SpecEdit> {
+        let spec = live.get("spec").unwrap_or(&Value::Null);
+        if let Some(uid) = self.old_uid.as_deref()
+            && live.pointer("/metadata/uid").and_then(Value::as_str) != Some(uid)
+        {
+            return Vec::new();
+        }
+        if crate::core::fingerprint::fingerprint(spec) == self.spec_fingerprint {
+            return Vec::new();
+        }
+        let saved = self.old_manifest.get("spec").unwrap_or(&Value::Null);
+        crate::core::scope::differences(saved, spec)
+            .into_iter()
+            .map(|(path, saved, seen)| SpecEdit { path, seen, saved })
+            .collect()
+    }
+
+    /// [`Journal::edited_while_deleting`] said, with the way to carry it over; `None`:
+    /// nothing was edited.
+    pub fn edited_while_deleting_text(&self) -> Option<String> {
+        if self.edited_while_deleting.is_empty() {
+            return None;
+        }
+        let (name, ns) = (self.gateway.as_str(), self.namespace.as_str());
+        let fields: Vec<String> = self
+            .edited_while_deleting
+            .iter()
+            .map(|e| format!("{} {} (saved: {})", e.path, e.seen, e.saved))
+            .collect();
+        Some(format!(
+            "ipsecgateway/{name} -n {ns} was edited while it was being deleted: {}; the edit is neither in what was applied nor in the saved old manifest (data.old-ipsecgateway.yaml of configmap {} -n {ns}), it is dropped; if it was meant, carry it over by hand to vpngateway/{name} -n {ns} and its VPNPeers (in the repository first where Argo CD or Flux syncs them)",
+            fields.join("; "),
+            object_name(name)
+        ))
+    }
+}
+
 /// One difference between a saved plan and the live one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Drift {
@@ -1376,6 +1437,7 @@ mod tests {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            edited_while_deleting: Vec::new(),
             data_plane_baseline: None,
             data_plane: None,
             outage: None,
@@ -1468,6 +1530,7 @@ mod tests {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            edited_while_deleting: Vec::new(),
             data_plane_baseline: None,
             data_plane: None,
             outage: None,

@@ -12,6 +12,74 @@ use crate::core::addr;
 use crate::core::finding::{CheckResult, Finding, Outcome, Severity, finding, result};
 use crate::core::plan::Plan;
 
+/// How a gateway claims a floating IP (a21r R12): it pins it in its spec, it holds it
+/// (its status's floatingIP: the operator associated it with it), or both. Under the
+/// operator's contract (DESIGN §2) a gateway's cleanup releases its floating IP to the
+/// pool unless its spec pins it: a holder must be deleted while it pins it, never
+/// unpinned first. One that only pins it holds nothing (it waits at AlreadyAssociated).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FipClaim {
+    pub pins: bool,
+    pub holds: bool,
+}
+
+impl FipClaim {
+    /// How gateway `obj` (either kind, as read) claims any of `fips`, compared as
+    /// addresses (`same_addr`).
+    pub fn of(obj: &Value, fips: &[String]) -> FipClaim {
+        let is = |p: &str| {
+            obj.pointer(p)
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|f| !f.is_empty())
+                .is_some_and(|f| fips.iter().any(|x| addr::same_addr(x, f)))
+        };
+        FipClaim {
+            pins: is("/spec/endpoint/floatingIP"),
+            holds: is("/status/floatingIP"),
+        }
+    }
+
+    /// Whether it claims it at all: one that neither pins nor holds it is no claimant.
+    pub fn any(self) -> bool {
+        self.pins || self.holds
+    }
+
+    /// How it claims it, said.
+    pub fn said(self) -> &'static str {
+        match (self.holds, self.pins) {
+            (true, true) => "holds it (status.floatingIP) and pins it in spec",
+            (true, false) => {
+                "holds it (status.floatingIP) and does NOT pin it in spec: deleted as it is, its cleanup releases it to the pool"
+            }
+            (false, true) => {
+                "pins it in spec and holds nothing (it waits at FIPAttached=False, AlreadyAssociated)"
+            }
+            (false, false) => "claims it no more",
+        }
+    }
+
+    /// The way out that keeps floating IP `fip` for the client, for claimant
+    /// `kind/name -n ns`: a holder keeps (or gets back) its pin and is deleted; one that
+    /// only pins it is deleted or unpinned (safe: it holds nothing).
+    pub fn way_out(self, kind: &str, name: &str, ns: &str, fip: &str) -> String {
+        let delete = format!("`kubectl delete {} {name} -n {ns}`", kind.to_lowercase());
+        match (self.holds, self.pins) {
+            (true, true) => format!(
+                "delete it while its spec still pins {fip} ({delete}): its cleanup then keeps the floating IP out of the pool; never take the floating IP out of its spec first, that would release it to the pool"
+            ),
+            (true, false) => format!(
+                "pin {fip} on it again first (`{}`), then delete it ({delete}): deleted unpinned, its cleanup would release the floating IP to the pool",
+                crate::core::scope::pin_command(kind, name, ns, fip)
+            ),
+            (false, true) => format!(
+                "delete it ({delete}), or take the floating IP out of its spec (safe: it holds nothing)"
+            ),
+            (false, false) => String::new(),
+        }
+    }
+}
+
 /// Another gateway in the cluster (either kind), as far as uniqueness goes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OtherGateway {
