@@ -1411,6 +1411,87 @@ mod tests {
     }
 
     #[test]
+    fn an_edit_during_the_unwind_is_named_field_by_field() {
+        let mut j = Journal {
+            api_version: JOURNAL_API_VERSION.into(),
+            namespace: "t".into(),
+            gateway: "acme".into(),
+            phase: Phase::Deleting,
+            old_uid: Some("u".into()),
+            spec_fingerprint: "sha256:x".into(),
+            floating_ip: "198.51.100.23".into(),
+            psk_secret: "acme-psk".into(),
+            psk_fingerprint: None,
+            psk_secret_uid: None,
+            old_manifest: json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}, "spec": {"endpoint": {"floatingIP": "198.51.100.23"}}}),
+            targets: Vec::new(),
+            psk_detached: None,
+            gitops: Vec::new(),
+            gitops_parents: Vec::new(),
+            outage_ms: None,
+            fixed_targets: false,
+            target_uids: Vec::new(),
+            dropped_owner_references: Vec::new(),
+            cutover_failure: None,
+            edited_while_deleting: Vec::new(),
+            data_plane_baseline: None,
+            data_plane: None,
+            outage: None,
+            rollback_outage: None,
+            last_error: None,
+            checks: Vec::new(),
+            approved_plan: None,
+            history: Vec::new(),
+            history_head: None,
+            earlier_windows: Vec::new(),
+            applied_by_source: None,
+        };
+        j.spec_fingerprint = crate::core::fingerprint::fingerprint(&j.old_manifest["spec"]);
+        let mut live = j.old_manifest.clone();
+        live["metadata"]["uid"] = json!("u");
+        // Unchanged: nothing to say.
+        assert!(j.edits_while_deleting(&live).is_empty());
+        live["spec"]["endpoint"]["network"] = json!("public");
+        live["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.99");
+        let edits = j.edits_while_deleting(&live);
+        assert_eq!(
+            edits,
+            [
+                SpecEdit {
+                    path: "spec.endpoint.floatingIP".into(),
+                    seen: "198.51.100.99".into(),
+                    saved: "198.51.100.23".into()
+                },
+                SpecEdit {
+                    path: "spec.endpoint.network".into(),
+                    seen: "public".into(),
+                    saved: "<none>".into()
+                }
+            ]
+        );
+        // Another object of the name (another uid) is not the journal's.
+        let mut other = live.clone();
+        other["metadata"]["uid"] = json!("v");
+        assert!(j.edits_while_deleting(&other).is_empty());
+        assert_eq!(j.edited_while_deleting_text(), None);
+        j.edited_while_deleting = edits;
+        let text = j.edited_while_deleting_text().unwrap();
+        assert!(text.starts_with("ipsecgateway/acme -n t was edited while it was being deleted: spec.endpoint.floatingIP 198.51.100.99 (saved: 198.51.100.23); spec.endpoint.network public (saved: <none>); the edit is neither in what was applied nor in the saved old manifest (data.old-ipsecgateway.yaml of configmap vpnmig-acme -n t)"), "{text}");
+        // Recorded, it round-trips; absent, the key is not written.
+        let json_text = serde_json::to_string(&j).unwrap();
+        assert!(
+            json_text.contains("\"editedWhileDeleting\":[{\"path\":\"spec.endpoint.floatingIP\"")
+        );
+        assert_eq!(serde_json::from_str::<Journal>(&json_text).unwrap(), j);
+        j.edited_while_deleting.clear();
+        assert!(
+            !serde_json::to_string(&j)
+                .unwrap()
+                .contains("editedWhileDeleting")
+        );
+    }
+
+    #[test]
     fn a_journal_that_does_not_hold_together_is_refused() {
         let gw = json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNGateway", "metadata": {"name": "acme"},
             "spec": {"endpoint": {"floatingIP": "198.51.100.23"}}});

@@ -937,3 +937,73 @@ pub fn owner_needs(owner: &crate::core::gitops::OwnerRef, suspends: bool) -> Vec
     }
     out
 }
+
+#[cfg(test)]
+mod fip_claim_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn gw(pinned: Option<&str>, status: Option<&str>) -> Value {
+        let mut g = json!({"kind": "IPsecGateway", "metadata": {"name": "c", "namespace": "n"}, "spec": {"endpoint": {}}});
+        if let Some(p) = pinned {
+            g["spec"]["endpoint"]["floatingIP"] = json!(p);
+        }
+        if let Some(s) = status {
+            g["status"] = json!({"floatingIP": s});
+        }
+        g
+    }
+
+    #[test]
+    fn a_holder_is_told_from_one_that_only_pins_it() {
+        let fips = ["198.51.100.23".to_string()];
+        let both = FipClaim::of(&gw(Some("198.51.100.23/32"), Some("198.51.100.23")), &fips);
+        assert_eq!(
+            both,
+            FipClaim {
+                pins: true,
+                holds: true
+            }
+        );
+        let unpinned = FipClaim::of(&gw(None, Some("198.51.100.23")), &fips);
+        assert_eq!(
+            unpinned,
+            FipClaim {
+                pins: false,
+                holds: true
+            }
+        );
+        let waits = FipClaim::of(&gw(Some("198.51.100.23"), None), &fips);
+        assert_eq!(
+            waits,
+            FipClaim {
+                pins: true,
+                holds: false
+            }
+        );
+        // Pins another address but holds this one: a holder still.
+        let other = FipClaim::of(&gw(Some("198.51.100.99"), Some("198.51.100.23")), &fips);
+        assert_eq!(
+            other,
+            FipClaim {
+                pins: false,
+                holds: true
+            }
+        );
+        // Neither: no claimant (a21r R12: the check looped on one that claimed nothing).
+        let none = FipClaim::of(&gw(None, Some("198.51.100.24")), &fips);
+        assert!(!none.any());
+
+        let pin = crate::core::scope::pin_command("IPsecGateway", "c", "n", "198.51.100.23");
+        let w = unpinned.way_out("IPsecGateway", "c", "n", "198.51.100.23");
+        assert!(w.starts_with(&format!("pin 198.51.100.23 on it again first (`{pin}`), then delete it (`kubectl delete ipsecgateway c -n n`)")), "{w}");
+        let w = both.way_out("IPsecGateway", "c", "n", "198.51.100.23");
+        assert!(w.starts_with("delete it while its spec still pins 198.51.100.23 (`kubectl delete ipsecgateway c -n n`)"), "{w}");
+        assert!(!w.contains("take the floating IP out of its spec ("), "{w}");
+        let w = waits.way_out("VPNGateway", "c", "n", "198.51.100.23");
+        assert_eq!(
+            w,
+            "delete it (`kubectl delete vpngateway c -n n`), or take the floating IP out of its spec (safe: it holds nothing)"
+        );
+    }
+}
