@@ -682,7 +682,7 @@ impl Windows {
                 continue;
             }
             out.push_str(&format!(
-                "floating IP {} of {gw}, which its finished window left, claimed by {} too: the operator attaches it to one of them, the others wait at FIPAttached=False (AlreadyAssociated); delete each that must not have it once nothing re-creates it (in its repository first where Argo CD or Flux syncs it), then `vpnmig verify {} -n {}`\n",
+                "floating IP {} of {gw}, which its finished window left, claimed by {} too: the operator attaches it to one of them, the others wait at FIPAttached=False (AlreadyAssociated); delete each that must not have it once nothing re-creates it, while its spec still pins the floating IP (one that holds it unpinned: pin it again first, deleted unpinned its cleanup releases it to the pool; one that only pins it holds nothing) (in its repository first where Argo CD or Flux syncs it), then `vpnmig verify {} -n {}`\n",
                 c.floating_ip,
                 c.claimed_by
                     .iter()
