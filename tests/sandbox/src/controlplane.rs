@@ -830,11 +830,7 @@ mod tests {
         // pid_max is at most 2^22: no process has this pid.
         let gone = 4_194_305;
         let rows: &[(&str, Option<String>, bool)] = &[
-            (
-                "owner-alive",
-                Some(format!("owner {}\n", std::process::id())),
-                true,
-            ),
+            ("owner-alive", Some(format!("owner {}\n", std::process::id())), true),
             ("owner-gone", Some(format!("owner {gone}\n")), false),
             // Being written, or a start between its directory and its pid file.
             ("pids-empty", Some(String::new()), true),
