@@ -152,6 +152,24 @@ crate::rows! {
         after: After::acme("VPNGateway"),
         steps: |b| Box::pin(a_slow_finalizer_is_waited_for_and_counted_in_the_outage(b)),
     },
+    a_copy_pinning_the_fip_during_the_delete_stops_before_the_apply: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_copy_pinning_the_fip_during_the_delete_stops_before_the_apply(b)),
+    },
+    a_copy_holding_the_fip_is_freed_for_the_rollback_without_an_unpin: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_copy_holding_the_fip_is_freed_for_the_rollback_without_an_unpin(b)),
+    },
+    an_edit_of_the_old_gateway_while_it_unwinds_is_said_and_recorded: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(an_edit_of_the_old_gateway_while_it_unwinds_is_said_and_recorded(b)),
+    },
     a_fip_held_elsewhere_shows_already_associated_then_resumes: Row {
         scenario: acme,
         only: None,
@@ -2195,4 +2213,212 @@ async fn a_tunnel_down_before_the_window_stops_it_before_the_delete(b: &Bed) {
     assert!(up, "the branch tunnel came up on the old gateway");
     b.step(&["cutover", "initech", "-n", ns, "--yes"], 0, &[])
         .await;
+}
+
+/// A copy of acme's IPsecGateway under another name (`acme-copy`), pinning the same
+/// floating IP, created while acme is being deleted (a21r R12).
+async fn copy_of_acme_during_the_delete(b: &Bed) -> std::process::Child {
+    b.fault("ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = true
+    });
+    let child = b.spawn(&["cutover", "acme", "--yes"]);
+    eventually(20, "the delete", || old_deleting(b)).await;
+    let mut copy = b.get(IPSECGATEWAY, "tenant-acme", "acme").await.unwrap();
+    copy["metadata"] = serde_json::json!({"name": "acme-copy", "namespace": "tenant-acme"});
+    copy.as_object_mut().unwrap().remove("status");
+    assert_eq!(copy["spec"]["endpoint"]["floatingIP"], ACME_FIP);
+    b.put(IPSECGATEWAY, "tenant-acme", copy).await;
+    b.fault("ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = false
+    });
+    child
+}
+
+async fn a_copy_pinning_the_fip_during_the_delete_stops_before_the_apply(b: &Bed) {
+    let psk = acme_psk(b).await;
+    let child = copy_of_acme_during_the_delete(b).await;
+    let r = live::finish(child).await;
+    let flat = live::flat(&r.stderr);
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        flat.contains(&format!(
+            "another gateway claims the floating IP {ACME_FIP} of tenant-acme/acme: ipsecgateway/acme-copy -n tenant-acme (uid "
+        )) && flat.contains("nothing was applied")
+            && flat.contains("the client's tunnel is down since the delete of ipsecgateway/acme -n tenant-acme"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        flat.contains(&format!(
+            "ipsecgateway/acme-copy -n tenant-acme: delete it while its spec still pins {ACME_FIP} (`kubectl delete ipsecgateway acme-copy -n tenant-acme`)"
+        )) && flat.contains("`vpnmig cutover acme -n tenant-acme --yes` goes on"),
+        "{}",
+        r.stderr
+    );
+    assert!(!flat.contains("openstack floating ip show"), "{}", r.stderr);
+    assert!(
+        b.get(VPNGATEWAY, "tenant-acme", "acme").await.is_none(),
+        "nothing applied beside the claimant"
+    );
+    assert_eq!(
+        b.phase("tenant-acme", "acme").await.as_deref(),
+        Some("deleted")
+    );
+    // Run again while it is there: the same stop, still nothing applied.
+    b.step(
+        &["cutover", "acme", "--yes"],
+        7,
+        &["another gateway claims the floating IP"],
+    )
+    .await;
+    assert!(b.get(VPNGATEWAY, "tenant-acme", "acme").await.is_none());
+    // The advice to its end: the copy deleted while it pins the floating IP, then the
+    // cutover goes on and ends done with the client's address.
+    let pinned = b
+        .get(IPSECGATEWAY, "tenant-acme", "acme-copy")
+        .await
+        .unwrap();
+    assert_eq!(pinned["spec"]["endpoint"]["floatingIP"], ACME_FIP);
+    b.delete(IPSECGATEWAY, "tenant-acme", "acme-copy").await;
+    eventually(30, "the copy's finalizer unwind", || async {
+        b.get(IPSECGATEWAY, "tenant-acme", "acme-copy")
+            .await
+            .is_none()
+    })
+    .await;
+    b.step(&["cutover", "acme", "--yes"], 0, &[]).await;
+    let fips = b.operator.floating_ips();
+    assert!(!fips.released.contains(&ACME_FIP.to_string()), "{fips:?}");
+    assert_eq!(acme_psk(b).await, psk);
+}
+
+async fn a_copy_holding_the_fip_is_freed_for_the_rollback_without_an_unpin(b: &Bed) {
+    let psk = acme_psk(b).await;
+    let child = copy_of_acme_during_the_delete(b).await;
+    let r = live::finish(child).await;
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    eventually(30, "the copy to hold the floating IP", || async {
+        b.get(IPSECGATEWAY, "tenant-acme", "acme-copy")
+            .await
+            .unwrap()["status"]["floatingIP"]
+            == ACME_FIP
+    })
+    .await;
+    // The rollback names the holder and never advises to unpin it.
+    let r = b.step(&["rollback", "acme", "--yes"], 7, &[]).await;
+    let flat = live::flat(&r.stderr);
+    assert!(
+        flat.contains(&format!("floating IP {ACME_FIP}, which the journal of tenant-acme/acme pins for the client, is claimed by IPsecGateway tenant-acme/acme-copy too"))
+            && flat.contains("holds it (status.floatingIP) and pins it in spec")
+            && flat.contains(&format!("delete it while its spec still pins {ACME_FIP}")),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !flat.contains("take the floating IP out of its spec ("),
+        "{}",
+        r.stderr
+    );
+    // What the attacker did after the old advice: unpinned on its holder. Said so, and
+    // the way out pins it again first (no loop, no release).
+    b.edit(IPSECGATEWAY, "tenant-acme", "acme-copy", |o| {
+        o["spec"]["endpoint"]
+            .as_object_mut()
+            .unwrap()
+            .remove("floatingIP");
+    })
+    .await;
+    eventually(30, "the operator to see the copy unpinned", || async {
+        b.operator.floating_ips().allocated.contains_key(ACME_FIP)
+    })
+    .await;
+    let r = b.step(&["rollback", "acme", "--yes"], 7, &[]).await;
+    let flat = live::flat(&r.stderr);
+    let pin = format!(
+        "kubectl patch ipsecgateway acme-copy -n tenant-acme --type merge -p '{{\"spec\":{{\"endpoint\":{{\"floatingIP\":\"{ACME_FIP}\"}}}}}}'"
+    );
+    assert!(
+        flat.contains("holds it (status.floatingIP) and does NOT pin it in spec")
+            && flat.contains(&format!(
+                "pin {ACME_FIP} on it again first (`{pin}`), then delete it"
+            )),
+        "{}",
+        r.stderr
+    );
+    // Followed: pinned again, then deleted; the rollback then re-creates acme at it.
+    b.edit(IPSECGATEWAY, "tenant-acme", "acme-copy", |o| {
+        o["spec"]["endpoint"]["floatingIP"] = serde_json::json!(ACME_FIP)
+    })
+    .await;
+    eventually(30, "the operator to see the copy pinned again", || async {
+        !b.operator.floating_ips().allocated.contains_key(ACME_FIP)
+    })
+    .await;
+    b.delete(IPSECGATEWAY, "tenant-acme", "acme-copy").await;
+    eventually(30, "the copy's finalizer unwind", || async {
+        b.get(IPSECGATEWAY, "tenant-acme", "acme-copy")
+            .await
+            .is_none()
+    })
+    .await;
+    b.step(&["rollback", "acme", "--yes"], 0, &[]).await;
+    let fips = b.operator.floating_ips();
+    assert!(!fips.released.contains(&ACME_FIP.to_string()), "{fips:?}");
+    assert_eq!(acme_psk(b).await, psk);
+}
+
+async fn an_edit_of_the_old_gateway_while_it_unwinds_is_said_and_recorded(b: &Bed) {
+    b.fault("ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = true
+    });
+    let child = b.spawn(&["cutover", "acme", "--yes"]);
+    eventually(20, "the delete", || old_deleting(b)).await;
+    b.edit(IPSECGATEWAY, "tenant-acme", "acme", |gw| {
+        gw["spec"]["tunnels"][0]["remoteSubnets"] =
+            serde_json::json!(["10.20.0.0/16", "10.99.0.0/16"]);
+    })
+    .await;
+    // Seen by the watch of the unwind (twice a second) before it ends.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    b.fault("ipsecgateway/tenant-acme/acme", |f| {
+        f.stuck_finalizer = false
+    });
+    let r = live::finish(child).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let said = "ipsecgateway/acme -n tenant-acme was edited while it was being deleted: spec.tunnels[0].remoteSubnets[1] 10.99.0.0/16 (saved: <none>); the edit is neither in what was applied nor in the saved old manifest";
+    let flat = live::flat(&r.stderr);
+    assert_eq!(
+        flat.matches(said).count(),
+        2,
+        "at the unwind and at the end: {}",
+        r.stderr
+    );
+    let j = b.journal("tenant-acme", "acme").await.unwrap();
+    assert_eq!(
+        j["editedWhileDeleting"],
+        serde_json::json!([{"path": "spec.tunnels[0].remoteSubnets[1]", "seen": "10.99.0.0/16", "saved": "<none>"}])
+    );
+    let peer = b
+        .get(live::bed::VPNPEER, "tenant-acme", "acme")
+        .await
+        .unwrap();
+    assert_eq!(
+        peer["spec"]["ipsec"]["remoteSubnets"],
+        serde_json::json!(["10.20.0.0/16"])
+    );
+    let st = b.step(&["status", "-n", "tenant-acme"], 0, &[]).await;
+    assert!(
+        live::flat(&st.stdout).contains(said) || live::flat(&st.stderr).contains(said),
+        "{}{}",
+        st.stdout,
+        st.stderr
+    );
+    let rep = b.step(&["report", "acme"], 0, &[]).await;
+    let rflat = live::flat(&rep.stdout);
+    assert!(
+        rflat.contains("| Old gateway edited while being deleted | ipsecgateway/acme -n tenant-acme was edited while it was being deleted: spec.tunnels\\[0\\].remoteSubnets\\[1\\] 10.99.0.0/16 (saved: &lt;none&gt;)")
+            && rflat.contains("done: the cutover is complete, but an edit of the old gateway"),
+        "{}",
+        rep.stdout
+    );
 }

@@ -566,7 +566,7 @@ struct Windows {
     /// A gateway with VPNPeers its window did not make: the lines said.
     extra: Vec<String>,
     /// Each floating IP several gateways claim, with them (`core::status::shared_fips`).
-    shared: Vec<(String, Vec<String>)>,
+    shared: Vec<(String, Vec<String>, Vec<String>)>,
     /// The finished cutovers whose replaced IPsecGateway is live again beside their
     /// VPNGateway (both kinds of one name): the lines said, unless another line names its
     /// delete already (a21m B02, B11: `status -A` named neither it nor its delete).
@@ -667,10 +667,11 @@ impl Windows {
                 out.push('\n');
             }
         }
-        for (fip, who) in &self.shared {
+        for (fip, who, ways) in &self.shared {
             out.push_str(&format!(
-                "floating IP {fip} claimed by {}: the operator attaches it to one of them, the others wait at FIPAttached=False (AlreadyAssociated); take it out of each gateway that must not have it (in the repository first where Argo CD or Flux syncs it), then `vpnmig verify NAME -n NAMESPACE` for the one the client's firewall dials\n",
-                who.join(" and ")
+                "floating IP {fip} claimed by {}: the operator attaches it to one of them, the others wait at FIPAttached=False (AlreadyAssociated); {} (in the repository first where Argo CD or Flux syncs it; never unpin it on the one that holds it: deleted unpinned, its cleanup releases it to the pool), then `vpnmig verify NAME -n NAMESPACE` for the one the client's firewall dials\n",
+                who.join(" and "),
+                ways.join("; ")
             ));
         }
         for c in &self.elsewhere {
@@ -686,7 +687,7 @@ impl Windows {
                 continue;
             }
             out.push_str(&format!(
-                "floating IP {} of {gw}, which its finished window left, claimed by {} too: the operator attaches it to one of them, the others wait at FIPAttached=False (AlreadyAssociated); delete each that must not have it once nothing re-creates it (in its repository first where Argo CD or Flux syncs it), then `vpnmig verify {} -n {}`\n",
+                "floating IP {} of {gw}, which its finished window left, claimed by {} too: the operator attaches it to one of them, the others wait at FIPAttached=False (AlreadyAssociated); delete each that must not have it once nothing re-creates it, while its spec still pins the floating IP (one that holds it unpinned: pin it again first, deleted unpinned its cleanup releases it to the pool; one that only pins it holds nothing) (in its repository first where Argo CD or Flux syncs it), then `vpnmig verify {} -n {}`\n",
                 c.floating_ip,
                 c.claimed_by
                     .iter()
@@ -1462,7 +1463,11 @@ async fn open_windows(
         pins,
         fip: Vec::new(),
         made,
-        extra: Vec::new(),
+        // An edit of the old gateway made while it was being deleted (a21r R06b).
+        extra: parsed
+            .iter()
+            .filter_map(|j| j.edited_while_deleting_text())
+            .collect(),
         finished: parsed.into_iter().filter(|j| j.phase.finished()).collect(),
         gone: Vec::new(),
         shared: Vec::new(),

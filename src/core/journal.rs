@@ -357,6 +357,12 @@ pub struct Journal {
     /// item 9).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cutover_failure: Option<String>,
+    /// The old IPsecGateway's spec as edited while it was being deleted (terminating,
+    /// its finalizer unwinding): each field that differs from the saved old manifest.
+    /// Neither applied nor saved; said by the cutover's end, `status` and `report`
+    /// (a21r R06b). Absent in journals of earlier versions and when nothing changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub edited_while_deleting: Vec<SpecEdit>,
     /// The data plane of the old gateway, read from `swanctl --list-sas` in its pod right
     /// before the delete (issue 12 item 1): what the new gateway's tunnels are compared
     /// with. Absent in journals of earlier versions and when the old gateway had no
@@ -557,6 +563,7 @@ impl Journal {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            edited_while_deleting: Vec::new(),
             data_plane_baseline: None,
             data_plane: None,
             outage: None,
@@ -617,6 +624,7 @@ impl Journal {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            edited_while_deleting: Vec::new(),
             data_plane_baseline: None,
             data_plane: None,
             outage: None,
@@ -1103,6 +1111,59 @@ impl Journal {
     }
 }
 
+/// One field of the old gateway's spec edited while it was being deleted (a21r R06b).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SpecEdit {
+    /// The field path (`spec.tunnels[0].remoteSubnets[1]`).
+    pub path: String,
+    /// Its value as last seen on the terminating gateway (`<none>`: removed).
+    pub seen: String,
+    /// Its value in the saved old manifest (`<none>`: absent there).
+    pub saved: String,
+}
+
+impl Journal {
+    /// The edits of `live`'s spec (the old gateway as read while it is being deleted)
+    /// against the saved old manifest, when its spec fingerprint is no longer the
+    /// journal's; none when it is (or `live` is another object than the journal's).
+    pub fn edits_while_deleting(&self, live: &Value) -> Vec<SpecEdit> {
+        let spec = live.get("spec").unwrap_or(&Value::Null);
+        if let Some(uid) = self.old_uid.as_deref()
+            && live.pointer("/metadata/uid").and_then(Value::as_str) != Some(uid)
+        {
+            return Vec::new();
+        }
+        if crate::core::fingerprint::fingerprint(spec) == self.spec_fingerprint {
+            return Vec::new();
+        }
+        let saved = self.old_manifest.get("spec").unwrap_or(&Value::Null);
+        crate::core::scope::differences(saved, spec)
+            .into_iter()
+            .map(|(path, saved, seen)| SpecEdit { path, seen, saved })
+            .collect()
+    }
+
+    /// [`Journal::edited_while_deleting`] said, with the way to carry it over; `None`:
+    /// nothing was edited.
+    pub fn edited_while_deleting_text(&self) -> Option<String> {
+        if self.edited_while_deleting.is_empty() {
+            return None;
+        }
+        let (name, ns) = (self.gateway.as_str(), self.namespace.as_str());
+        let fields: Vec<String> = self
+            .edited_while_deleting
+            .iter()
+            .map(|e| format!("{} {} (saved: {})", e.path, e.seen, e.saved))
+            .collect();
+        Some(format!(
+            "ipsecgateway/{name} -n {ns} was edited while it was being deleted: {}; the edit is neither in what was applied nor in the saved old manifest (data.old-ipsecgateway.yaml of configmap {} -n {ns}), it is dropped; if it was meant, carry it over by hand to vpngateway/{name} -n {ns} and its VPNPeers (in the repository first where Argo CD or Flux syncs them)",
+            fields.join("; "),
+            object_name(name)
+        ))
+    }
+}
+
 /// One difference between a saved plan and the live one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Drift {
@@ -1362,6 +1423,87 @@ mod tests {
     }
 
     #[test]
+    fn an_edit_during_the_unwind_is_named_field_by_field() {
+        let mut j = Journal {
+            api_version: JOURNAL_API_VERSION.into(),
+            namespace: "t".into(),
+            gateway: "acme".into(),
+            phase: Phase::Deleting,
+            old_uid: Some("u".into()),
+            spec_fingerprint: "sha256:x".into(),
+            floating_ip: "198.51.100.23".into(),
+            psk_secret: "acme-psk".into(),
+            psk_fingerprint: None,
+            psk_secret_uid: None,
+            old_manifest: json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}, "spec": {"endpoint": {"floatingIP": "198.51.100.23"}}}),
+            targets: Vec::new(),
+            psk_detached: None,
+            gitops: Vec::new(),
+            gitops_parents: Vec::new(),
+            outage_ms: None,
+            fixed_targets: false,
+            target_uids: Vec::new(),
+            dropped_owner_references: Vec::new(),
+            cutover_failure: None,
+            edited_while_deleting: Vec::new(),
+            data_plane_baseline: None,
+            data_plane: None,
+            outage: None,
+            rollback_outage: None,
+            last_error: None,
+            checks: Vec::new(),
+            approved_plan: None,
+            history: Vec::new(),
+            history_head: None,
+            earlier_windows: Vec::new(),
+            applied_by_source: None,
+        };
+        j.spec_fingerprint = crate::core::fingerprint::fingerprint(&j.old_manifest["spec"]);
+        let mut live = j.old_manifest.clone();
+        live["metadata"]["uid"] = json!("u");
+        // Unchanged: nothing to say.
+        assert!(j.edits_while_deleting(&live).is_empty());
+        live["spec"]["endpoint"]["network"] = json!("public");
+        live["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.99");
+        let edits = j.edits_while_deleting(&live);
+        assert_eq!(
+            edits,
+            [
+                SpecEdit {
+                    path: "spec.endpoint.floatingIP".into(),
+                    seen: "198.51.100.99".into(),
+                    saved: "198.51.100.23".into()
+                },
+                SpecEdit {
+                    path: "spec.endpoint.network".into(),
+                    seen: "public".into(),
+                    saved: "<none>".into()
+                }
+            ]
+        );
+        // Another object of the name (another uid) is not the journal's.
+        let mut other = live.clone();
+        other["metadata"]["uid"] = json!("v");
+        assert!(j.edits_while_deleting(&other).is_empty());
+        assert_eq!(j.edited_while_deleting_text(), None);
+        j.edited_while_deleting = edits;
+        let text = j.edited_while_deleting_text().unwrap();
+        assert!(text.starts_with("ipsecgateway/acme -n t was edited while it was being deleted: spec.endpoint.floatingIP 198.51.100.99 (saved: 198.51.100.23); spec.endpoint.network public (saved: <none>); the edit is neither in what was applied nor in the saved old manifest (data.old-ipsecgateway.yaml of configmap vpnmig-acme -n t)"), "{text}");
+        // Recorded, it round-trips; absent, the key is not written.
+        let json_text = serde_json::to_string(&j).unwrap();
+        assert!(
+            json_text.contains("\"editedWhileDeleting\":[{\"path\":\"spec.endpoint.floatingIP\"")
+        );
+        assert_eq!(serde_json::from_str::<Journal>(&json_text).unwrap(), j);
+        j.edited_while_deleting.clear();
+        assert!(
+            !serde_json::to_string(&j)
+                .unwrap()
+                .contains("editedWhileDeleting")
+        );
+    }
+
+    #[test]
     fn a_journal_that_does_not_hold_together_is_refused() {
         let gw = json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNGateway", "metadata": {"name": "acme"},
             "spec": {"endpoint": {"floatingIP": "198.51.100.23"}}});
@@ -1388,6 +1530,7 @@ mod tests {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            edited_while_deleting: Vec::new(),
             data_plane_baseline: None,
             data_plane: None,
             outage: None,
@@ -1480,6 +1623,7 @@ mod tests {
             target_uids: Vec::new(),
             dropped_owner_references: Vec::new(),
             cutover_failure: None,
+            edited_while_deleting: Vec::new(),
             data_plane_baseline: None,
             data_plane: None,
             outage: None,

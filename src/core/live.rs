@@ -12,6 +12,74 @@ use crate::core::addr;
 use crate::core::finding::{CheckResult, Finding, Outcome, Severity, finding, result};
 use crate::core::plan::Plan;
 
+/// How a gateway claims a floating IP (a21r R12): it pins it in its spec, it holds it
+/// (its status's floatingIP: the operator associated it with it), or both. Under the
+/// operator's contract (DESIGN §2) a gateway's cleanup releases its floating IP to the
+/// pool unless its spec pins it: a holder must be deleted while it pins it, never
+/// unpinned first. One that only pins it holds nothing (it waits at AlreadyAssociated).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FipClaim {
+    pub pins: bool,
+    pub holds: bool,
+}
+
+impl FipClaim {
+    /// How gateway `obj` (either kind, as read) claims any of `fips`, compared as
+    /// addresses (`same_addr`).
+    pub fn of(obj: &Value, fips: &[String]) -> FipClaim {
+        let is = |p: &str| {
+            obj.pointer(p)
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|f| !f.is_empty())
+                .is_some_and(|f| fips.iter().any(|x| addr::same_addr(x, f)))
+        };
+        FipClaim {
+            pins: is("/spec/endpoint/floatingIP"),
+            holds: is("/status/floatingIP"),
+        }
+    }
+
+    /// Whether it claims it at all: one that neither pins nor holds it is no claimant.
+    pub fn any(self) -> bool {
+        self.pins || self.holds
+    }
+
+    /// How it claims it, said.
+    pub fn said(self) -> &'static str {
+        match (self.holds, self.pins) {
+            (true, true) => "holds it (status.floatingIP) and pins it in spec",
+            (true, false) => {
+                "holds it (status.floatingIP) and does NOT pin it in spec: deleted as it is, its cleanup releases it to the pool"
+            }
+            (false, true) => {
+                "pins it in spec and holds nothing (it waits at FIPAttached=False, AlreadyAssociated)"
+            }
+            (false, false) => "claims it no more",
+        }
+    }
+
+    /// The way out that keeps floating IP `fip` for the client, for claimant
+    /// `kind/name -n ns`: a holder keeps (or gets back) its pin and is deleted; one that
+    /// only pins it is deleted or unpinned (safe: it holds nothing).
+    pub fn way_out(self, kind: &str, name: &str, ns: &str, fip: &str) -> String {
+        let delete = format!("`kubectl delete {} {name} -n {ns}`", kind.to_lowercase());
+        match (self.holds, self.pins) {
+            (true, true) => format!(
+                "delete it while its spec still pins {fip} ({delete}): its cleanup then keeps the floating IP out of the pool; never take the floating IP out of its spec first, that would release it to the pool"
+            ),
+            (true, false) => format!(
+                "pin {fip} on it again first (`{}`), then delete it ({delete}): deleted unpinned, its cleanup would release the floating IP to the pool",
+                crate::core::scope::pin_command(kind, name, ns, fip)
+            ),
+            (false, true) => format!(
+                "delete it ({delete}), or take the floating IP out of its spec (safe: it holds nothing)"
+            ),
+            (false, false) => String::new(),
+        }
+    }
+}
+
 /// Another gateway in the cluster (either kind), as far as uniqueness goes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OtherGateway {
@@ -868,4 +936,74 @@ pub fn owner_needs(owner: &crate::core::gitops::OwnerRef, suspends: bool) -> Vec
         out.push(need("patch", Some(ns)));
     }
     out
+}
+
+#[cfg(test)]
+mod fip_claim_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn gw(pinned: Option<&str>, status: Option<&str>) -> Value {
+        let mut g = json!({"kind": "IPsecGateway", "metadata": {"name": "c", "namespace": "n"}, "spec": {"endpoint": {}}});
+        if let Some(p) = pinned {
+            g["spec"]["endpoint"]["floatingIP"] = json!(p);
+        }
+        if let Some(s) = status {
+            g["status"] = json!({"floatingIP": s});
+        }
+        g
+    }
+
+    #[test]
+    fn a_holder_is_told_from_one_that_only_pins_it() {
+        let fips = ["198.51.100.23".to_string()];
+        let both = FipClaim::of(&gw(Some("198.51.100.23/32"), Some("198.51.100.23")), &fips);
+        assert_eq!(
+            both,
+            FipClaim {
+                pins: true,
+                holds: true
+            }
+        );
+        let unpinned = FipClaim::of(&gw(None, Some("198.51.100.23")), &fips);
+        assert_eq!(
+            unpinned,
+            FipClaim {
+                pins: false,
+                holds: true
+            }
+        );
+        let waits = FipClaim::of(&gw(Some("198.51.100.23"), None), &fips);
+        assert_eq!(
+            waits,
+            FipClaim {
+                pins: true,
+                holds: false
+            }
+        );
+        // Pins another address but holds this one: a holder still.
+        let other = FipClaim::of(&gw(Some("198.51.100.99"), Some("198.51.100.23")), &fips);
+        assert_eq!(
+            other,
+            FipClaim {
+                pins: false,
+                holds: true
+            }
+        );
+        // Neither: no claimant (a21r R12: the check looped on one that claimed nothing).
+        let none = FipClaim::of(&gw(None, Some("198.51.100.24")), &fips);
+        assert!(!none.any());
+
+        let pin = crate::core::scope::pin_command("IPsecGateway", "c", "n", "198.51.100.23");
+        let w = unpinned.way_out("IPsecGateway", "c", "n", "198.51.100.23");
+        assert!(w.starts_with(&format!("pin 198.51.100.23 on it again first (`{pin}`), then delete it (`kubectl delete ipsecgateway c -n n`)")), "{w}");
+        let w = both.way_out("IPsecGateway", "c", "n", "198.51.100.23");
+        assert!(w.starts_with("delete it while its spec still pins 198.51.100.23 (`kubectl delete ipsecgateway c -n n`)"), "{w}");
+        assert!(!w.contains("take the floating IP out of its spec ("), "{w}");
+        let w = waits.way_out("VPNGateway", "c", "n", "198.51.100.23");
+        assert_eq!(
+            w,
+            "delete it (`kubectl delete vpngateway c -n n`), or take the floating IP out of its spec (safe: it holds nothing)"
+        );
+    }
 }

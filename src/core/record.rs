@@ -233,6 +233,10 @@ pub struct Recovery {
     /// The failure that made `cutover --rollback-on-failure` roll back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cutover_failure: Option<String>,
+    /// The old gateway's spec edited while it was being deleted: neither applied nor
+    /// saved (a21r R06b).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_while_deleting: Option<String>,
     /// The failure the last run stopped on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
@@ -458,6 +462,7 @@ pub fn build(j: &Journal, cluster: ClusterIdentity) -> Record {
     }
     let recovery = Recovery {
         cutover_failure: j.cutover_failure.clone(),
+        edited_while_deleting: j.edited_while_deleting_text(),
         last_error: j.last_error.clone(),
         steps: timeline
             .iter()

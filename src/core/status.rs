@@ -36,6 +36,11 @@ pub struct Row {
     #[serde(rename = "floatingIP")]
     pub floating_ip: Option<String>,
     pub fip_pinned: bool,
+    /// Whether its status holds the floating IP it shows (the operator associated it):
+    /// a holder must be deleted while it pins it, never unpinned (a21r R12). Not in the
+    /// JSON (docs/status-json.md).
+    #[serde(skip)]
+    pub fip_held: bool,
     /// The service CIDR (the new kind's spec, else status's): `-o wide`.
     #[serde(rename = "serviceCIDR")]
     pub service_cidr: Option<String>,
@@ -151,6 +156,7 @@ pub fn rows(
                 .map(str::to_string)
                 .or(status.floating_ip.clone()),
             fip_pinned: g.spec.endpoint.pinned_fip().is_some(),
+            fip_held: held(g.spec.endpoint.pinned_fip(), status.floating_ip.as_deref()),
             service_cidr: status.service_cidr.clone(),
             tunnels: g.spec.tunnels.len(),
             ready: ready(&g.metadata, &status),
@@ -190,6 +196,7 @@ pub fn rows(
                 .map(str::to_string)
                 .or(status.floating_ip.clone()),
             fip_pinned: g.spec.endpoint.pinned_fip().is_some(),
+            fip_held: held(g.spec.endpoint.pinned_fip(), status.floating_ip.as_deref()),
             service_cidr: g.spec.service_cidr.clone().or(status.service_cidr.clone()),
             tunnels: peer_count
                 .get(&(namespace.clone(), name.clone()))
@@ -275,10 +282,21 @@ fn mark_shared_fips(rows: &mut [Row]) {
     }
 }
 
+/// Whether a gateway that pins `pinned` (if any) holds that floating IP per its status
+/// `status` (not pinned: whatever its status holds, it holds).
+fn held(pinned: Option<&str>, status: Option<&str>) -> bool {
+    let Some(st) = status.map(str::trim).filter(|f| !f.is_empty()) else {
+        return false;
+    };
+    pinned.is_none_or(|p| crate::core::addr::same_addr(p, st))
+}
+
 /// The floating IPs several gateways claim, each with the gateways (`kind/name -n ns`)
-/// that claim it, from rows marked `fip-shared`.
-pub fn shared_fips(rows: &[Row]) -> Vec<(String, Vec<String>)> {
-    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+/// that claim it, from rows marked `fip-shared`: each said with whether it holds the
+/// floating IP (status) and/or pins it (spec), and the way out that keeps it (a21r R12:
+/// "take it out of each gateway that must not have it" unpinned it on its holder).
+pub fn shared_fips(rows: &[Row]) -> Vec<(String, Vec<String>, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
     for r in rows.iter().filter(|r| {
         r.blockers
             .as_ref()
@@ -286,12 +304,24 @@ pub fn shared_fips(rows: &[Row]) -> Vec<(String, Vec<String>)> {
     }) {
         let fip = r.floating_ip.clone().unwrap_or_default();
         let who = crate::core::model::object_ref(r.kind, &r.name, &r.namespace);
+        let claim = crate::core::live::FipClaim {
+            pins: r.fip_pinned,
+            holds: r.fip_held,
+        };
+        let way = format!(
+            "{who} {}; if it must not have it: {}",
+            claim.said(),
+            claim.way_out(r.kind, &r.name, &r.namespace, &fip)
+        );
         match out
             .iter_mut()
-            .find(|(f, _)| crate::core::addr::same_in_family(f, &fip))
+            .find(|(f, _, _)| crate::core::addr::same_in_family(f, &fip))
         {
-            Some((_, all)) => all.push(who),
-            None => out.push((fip, vec![who])),
+            Some((_, all, ways)) => {
+                all.push(who);
+                ways.push(way);
+            }
+            None => out.push((fip, vec![who], vec![way])),
         }
     }
     out

@@ -230,6 +230,9 @@ fn outcome_line(r: &Record) -> String {
 /// The outcome the journal records, in a sentence.
 fn journal_outcome(r: &Record) -> String {
     match r.outcome {
+        Outcome::Done if r.recovery.edited_while_deleting.is_some() => {
+            "done: the cutover is complete, but an edit of the old gateway made while it was being deleted is in neither the applied objects nor the saved manifest (see Recovery)".into()
+        }
         Outcome::Done => "done: the cutover is complete".into(),
         Outcome::RolledBack if r.recovery.cutover_failure.is_some() => {
             "rolled back: the cutover failed and the IPsecGateway was re-created".into()
@@ -620,6 +623,12 @@ fn document(r: &Record, d: &mut dyn Doc) -> String {
     }
     if let Some(e) = &r.recovery.last_error {
         facts.push(vec!["Last error".into(), e.clone()]);
+    }
+    if let Some(e) = &r.recovery.edited_while_deleting {
+        facts.push(vec![
+            "Old gateway edited while being deleted".into(),
+            e.clone(),
+        ]);
     }
     if !r.recovery.psk_owner_references_removed.is_empty() {
         facts.push(vec![

@@ -24,6 +24,7 @@ use crate::exit;
 use crate::window::error::Error;
 
 mod adopting;
+mod contention;
 mod deleting;
 mod finished;
 mod old_gateway_gone;

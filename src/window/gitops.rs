@@ -367,7 +367,7 @@ pub(crate) async fn every_owner(
 use gitops::how;
 
 mod asked;
-mod claims;
+pub(crate) mod claims;
 mod journals;
 mod keeping;
 mod kept_refusals;

@@ -228,10 +228,41 @@ fn deleted<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, step: &'static Step) 
                 }
             }
         };
+        // Watched while it unwinds: an edit of its spec now is neither applied nor saved
+        // (a21r R06b: it was dropped silently and the window called clean).
+        let last_seen = std::sync::Mutex::new(None::<Value>);
+        let watch = async {
+            loop {
+                if let Ok(Some(o)) = objects::get(cluster, "IPsecGateway", &name).await
+                    && old_uid.as_deref().is_none_or(|u| {
+                        o.pointer("/metadata/uid").and_then(Value::as_str) == Some(u)
+                    })
+                {
+                    *last_seen.lock().expect("not poisoned") = Some(o);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            }
+        };
+        let wait = async {
+            tokio::select! {
+                r = wait => r,
+                _ = watch => unreachable!("the watch never ends"),
+            }
+        };
         let outcome = match &gw {
             Some(gw) => w.guarded(&journal::Owners::of_old(gw), wait).await?,
             None => wait.await?,
         };
+        let seen = last_seen.lock().expect("not poisoned").take();
+        if let Some(o) = seen {
+            let edits = w.journal.edits_while_deleting(&o);
+            if !edits.is_empty() {
+                w.journal.edited_while_deleting = edits;
+                if let Some(text) = w.journal.edited_while_deleting_text() {
+                    w.ev.emit(Event::Warning(text));
+                }
+            }
+        }
         if let Err(diagnosis) = outcome {
             return Err(gone.timed_out(
                 t,
@@ -253,6 +284,9 @@ fn apply<'r>(w: &'r mut Window<'_>, _: &'r mut Ctx<'_>, _: &'static Step) -> Run
         let cluster = w.cluster;
         w.ev.emit(Event::Stage(Stage::Apply));
         old_still_gone(w).await?;
+        // Any other gateway (either kind, any name, any namespace) that pins or holds the
+        // floating IP: the new one would only ever wait at AlreadyAssociated (a21r R12).
+        super::contention::fip_uncontended(w, false).await?;
         // The GitOps owners once more, right before the apply: one re-armed during the
         // delete (a parent's sync) would re-create the old gateway beside the new one.
         super::super::gitops::held(w, "cutover", std::time::Duration::ZERO).await?;
@@ -304,6 +338,7 @@ fn attached<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, step: &'static Step)
         // Read once more before the floating-IP wait: a re-created IPsecGateway takes the
         // floating IP, and the wait would only ever see AlreadyAssociated.
         old_still_gone(w).await?;
+        super::contention::fip_uncontended(w, true).await?;
         w.ev.emit(Event::Stage(Stage::Attach));
         let title = format!(
             "VPNGateway {ns}/{name} FIPAttached (floating IP {})",
@@ -320,6 +355,8 @@ fn attached<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, step: &'static Step)
         )
         .await?
         {
+            // One that appeared during the wait is named, not left to `openstack`.
+            super::contention::fip_uncontended(w, true).await?;
             return Err(fip.timed_out(t, w, &format!("vpngateway/{name} -n {ns} FIPAttached"), &d));
         }
         w.save(Phase::Attached).await
@@ -393,6 +430,9 @@ fn done<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, step: &'static Step) -> 
         w.journal.outage_ms = steps::between(w.delete_sent(), tunnels.first_up);
         w.journal.outage = Some(outage(&w.journal, &tunnels, &initiations, opts.initiate));
         compare_data_plane(w).await?;
+        if let Some(text) = w.journal.edited_while_deleting_text() {
+            w.ev.emit(Event::Warning(text));
+        }
         w.save(Phase::Done).await?;
         w.ev.emit(Event::Finished {
             operation: Operation::Cutover,

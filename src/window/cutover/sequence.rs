@@ -179,7 +179,11 @@ pub(super) async fn phases(
             if let Some(obj) = &old_back {
                 return Err(old_back_stop(w, obj, &message).await);
             }
-            let hint = if new_gone {
+            let hint = if contention::is_contention(&e) {
+                // Its own way on: delete the claimant while it pins the floating IP; a
+                // rollback now would be refused for the same claimant (a21r R12).
+                e.hint().unwrap_or_default()
+            } else if new_gone {
                 e.hint().unwrap_or_else(|| crate::window::error::hint!(
                     "the VPNGateway or a VPNPeer is not as the window applied it: `{}` restores the IPsecGateway from the journal",
                     crate::window::error::Run::rollback(&name, &ns)

@@ -20,6 +20,8 @@ pub(crate) struct Claimant {
     pub namespace: String,
     pub fip: String,
     pub obj: Value,
+    /// Whether it pins and/or holds the floating IP (a21r R12).
+    pub claim: crate::core::live::FipClaim,
 }
 
 impl Claimant {
@@ -35,6 +37,34 @@ impl Claimant {
             self.kind.to_lowercase(),
             self.name,
             self.namespace
+        )
+    }
+
+    /// Its uid and who wrote it: `uid U, written by field manager M` (a GitOps owner's
+    /// marker where one names it).
+    pub fn who(&self) -> String {
+        let uid = self.obj["metadata"]["uid"].as_str().unwrap_or("?");
+        let by = gitops::writer(&self.obj).unwrap_or_else(|| {
+            crate::core::scope::managers(&self.obj)
+                .first()
+                .map(|m| format!("field manager {m}"))
+                .unwrap_or_else(|| "no field manager it records".into())
+        });
+        format!("uid {uid}, written by {by}")
+    }
+
+    /// `ipsecgateway/N -n NS (uid U, written by M) holds it … / pins it …`.
+    pub fn shown(&self) -> String {
+        format!("{} ({}) {}", self.display(), self.who(), self.claim.said())
+    }
+
+    /// The way out that keeps floating IP `fip` for the client.
+    pub fn way_out(&self, fip: &str) -> String {
+        format!(
+            "{}: {}",
+            self.display(),
+            self.claim
+                .way_out(self.kind, &self.name, &self.namespace, fip)
         )
     }
 }
@@ -114,13 +144,24 @@ pub(crate) async fn claimants(
     left: &str,
 ) -> Result<Result<(Vec<Claimant>, Option<String>), String>, Error> {
     let fips = window_fips(cluster, j, left).await?;
+    claimants_of(cluster, (&j.namespace, &j.gateway), &fips).await
+}
+
+/// The gateways other than `me` (namespace, name; either kind) that pin or hold any of
+/// `fips` (a21r R12: one that neither pins nor holds it anymore is no claimant; one that
+/// pins another address but holds this one is). `Err(why)`: they could not be listed.
+pub(crate) async fn claimants_of(
+    cluster: &Cluster,
+    me: (&str, &str),
+    fips: &[String],
+) -> Result<Result<(Vec<Claimant>, Option<String>), String>, Error> {
     if fips.is_empty() {
         return Ok(Ok((Vec::new(), None)));
     }
     let mut out = Vec::new();
     let mut unread = None;
     for kind in ["IPsecGateway", "VPNGateway"] {
-        let items = match gateways(cluster, kind, &j.namespace).await? {
+        let items = match gateways(cluster, kind, me.0).await? {
             Ok((items, partial)) => {
                 unread = unread.or(partial);
                 items
@@ -130,32 +171,34 @@ pub(crate) async fn claimants(
         for o in items {
             let name = o["metadata"]["name"].as_str().unwrap_or_default();
             let namespace = o["metadata"]["namespace"].as_str().unwrap_or_default();
-            if (namespace, name) == (j.namespace.as_str(), j.gateway.as_str()) {
+            if (namespace, name) == me {
                 // The window's own: the VPNGateway it made, or the replaced gateway live
                 // again (`live_again` says that one).
                 continue;
             }
-            let pinned = o
-                .pointer("/spec/endpoint/floatingIP")
-                .and_then(Value::as_str)
-                .map(str::trim)
-                .filter(|f| !f.is_empty());
-            let claimed = pinned.or_else(|| {
-                o.pointer("/status/floatingIP")
-                    .and_then(Value::as_str)
-                    .map(str::trim)
-                    .filter(|f| !f.is_empty())
-            });
-            let Some(fip) = claimed else { continue };
-            if fips.iter().any(|f| crate::core::addr::same_addr(f, fip)) {
-                out.push(Claimant {
-                    kind,
-                    name: name.to_string(),
-                    namespace: namespace.to_string(),
-                    fip: fip.to_string(),
-                    obj: o.clone(),
-                });
+            let claim = crate::core::live::FipClaim::of(&o, fips);
+            if !claim.any() {
+                continue;
             }
+            let field = if claim.pins {
+                "/spec/endpoint/floatingIP"
+            } else {
+                "/status/floatingIP"
+            };
+            let fip = o
+                .pointer(field)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            out.push(Claimant {
+                kind,
+                name: name.to_string(),
+                namespace: namespace.to_string(),
+                fip,
+                obj: o.clone(),
+                claim,
+            });
         }
     }
     Ok(Ok((out, unread)))

@@ -78,18 +78,11 @@ pub(super) async fn new_fip_pinned(cluster: &Cluster, j: &Journal) -> Result<(),
 pub(super) async fn fip_unclaimed(cluster: &Cluster, j: &Journal) -> Result<(), Error> {
     let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
     let fip = j.old_fip();
-    let me = (ns.to_string(), name.to_string());
-    let claims: Vec<String> = match crate::cluster::facts::other_gateways(cluster, &me).await? {
-        Ok(others) => others
-            .iter()
-            .filter(|o| {
-                o.floating_ip
-                    .as_deref()
-                    .is_some_and(|f| crate::core::addr::same_addr(f, &fip))
-            })
-            .map(|o| o.object.clone())
-            .collect(),
-        Err(why) => {
+    let fips = [fip.clone()];
+    let found = crate::window::gitops::claims::claimants_of(cluster, (ns, name), &fips).await?;
+    let claims = match found {
+        Ok((claims, None)) => claims,
+        Ok((_, Some(why))) | Err(why) => {
             return Err(Error::Stop {
                 code: exit::REFUSED,
                 message: format!(
@@ -104,15 +97,32 @@ pub(super) async fn fip_unclaimed(cluster: &Cluster, j: &Journal) -> Result<(), 
     if claims.is_empty() {
         return Ok(());
     }
+    // A holder must be deleted while its spec pins the floating IP (DESIGN §2: deleted
+    // unpinned, its cleanup releases it to the pool); one that only pins it holds
+    // nothing and may be unpinned (a21r R12: "take it out of its spec" unpinned it on
+    // its holder, and the check, which read status too, refused identically after).
     Err(Error::Stop {
         code: exit::REFUSED,
         message: format!(
-            "floating IP {fip}, which the journal of {ns}/{name} pins for the client, is claimed by {} too: the rollback would delete what holds it now and the operator could associate it with that gateway, while the re-created IPsecGateway waits at AlreadyAssociated; nothing was changed",
-            claims.join(" and ")
+            "floating IP {fip}, which the journal of {ns}/{name} pins for the client, is claimed by {} too ({}): the rollback would delete what holds it now and the operator could associate it with that gateway, while the re-created IPsecGateway waits at AlreadyAssociated; nothing was changed",
+            claims
+                .iter()
+                .map(|c| format!("{} {}/{}", c.kind, c.namespace, c.name))
+                .collect::<Vec<_>>()
+                .join(" and "),
+            claims
+                .iter()
+                .map(|c| c.shown())
+                .collect::<Vec<_>>()
+                .join("; ")
         ),
         hint: Some(crate::window::error::hint!(
-            "find out why {} claims it (`kubectl get ipsecgateways,vpngateways -A -o wide`); take the floating IP out of its spec (in its repository first where Argo CD or Flux syncs it), then `{}`",
-            if claims.len() == 1 { "it" } else { "they" },
+            "{} (in its repository first where Argo CD or Flux syncs it); then `{}`",
+            claims
+                .iter()
+                .map(|c| c.way_out(&fip))
+                .collect::<Vec<_>>()
+                .join("; "),
             crate::window::error::Run::rollback(name, ns)
         )),
     })
