@@ -1340,6 +1340,13 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
             // the owner on it, its first sync brings beta's old gateway back: the window
             // stops, the owner is suspended again, and the disproven vouch is withdrawn,
             // so that status names beta again instead of advising the same restore.
+            for (plural, o) in ["vpngateways", "vpnpeers"]
+                .into_iter()
+                .zip(other_window_objects("beta"))
+            {
+                let rt = l.sb.store.resource("vpn.bnerd.net", "v1alpha1", plural).unwrap();
+                l.sb.store.create(&rt, NS, o, &Default::default()).unwrap();
+            }
             let r = l
                 .vpnmig(&["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"])
                 .await;
@@ -9273,6 +9280,26 @@ fn other_journal(gw: &str, phase: &str, gitops: Value) -> Value {
         "data": {"journal.json": j.to_string(), "phase": phase}})
 }
 
+/// What another window `gw` in NS that is done made live: the VPNGateway and VPNPeer of
+/// [`other_journal`]'s targets, its floating IP one of its own (a done window's objects
+/// exist: a `cutover` on a done window whose objects are gone exits 5, a21q Q02c).
+fn other_window_objects(gw: &str) -> Vec<Value> {
+    let j: Value = serde_json::from_str(include_str!("../fixtures/journals/done.json")).unwrap();
+    let mut out = Vec::new();
+    for t in j["targets"].as_array().unwrap() {
+        let mut t = t.clone();
+        t["metadata"]["name"] = json!(gw);
+        t["metadata"]["namespace"] = json!(NS);
+        if t["kind"] == "VPNPeer" {
+            t["spec"]["gatewayRef"]["name"] = json!(gw);
+        } else {
+            t["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.99");
+        }
+        out.push(t);
+    }
+    out
+}
+
 /// How beta's window recorded its reliance on Flux's kustomization/acme (which acme's
 /// window suspended): a21j 04b, `--gitops pause` while acme's window held only its Lease
 /// (no `heldBy`).
@@ -9301,6 +9328,9 @@ async fn every_relier_status_names_takes_the_vouch(b: &Bed, beta: Value) {
     done_then_merged_on(b, Tool::Flux, |m| m).await;
     b.put(CONFIGMAP, NS, other_journal("beta", "done", json!([beta])))
         .await;
+    for (kind, o) in [VPNGATEWAY, VPNPEER].into_iter().zip(other_window_objects("beta")) {
+        b.put(kind, NS, o).await;
+    }
     let vouch = "`vpnmig cutover beta -n tenant-acme --gitops resume`";
     let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
     assert!(
