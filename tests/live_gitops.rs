@@ -1114,6 +1114,38 @@ fn lists_beta(tool: Tool, l: &Live) -> bool {
 /// it never re-arms the owner while the cluster shows (Argo CD's status) or cannot rule
 /// out (a suspended Kustomization's stale inventory) that beta's old gateway comes back,
 /// and `status` never advises a command that would.
+/// beta's `cutover --gitops resume` (its vouch) on the done window [`other_window_on`]
+/// wrote, with that window's objects live while it runs (a done window whose objects are
+/// gone exits 5, a21q Q02c) and its floating IP its own; taken away again after, so that
+/// acme's gateway is the only one the rest of the test sees.
+async fn beta_vouches(l: &Live) -> live::Run {
+    live::edit(l, ("", "v1", "configmaps"), NS, "vpnmig-beta", |cm| {
+        let j = cm["data"]["journal.json"].as_str().unwrap().to_string();
+        cm["data"]["journal.json"] = json!(other_fip(&j));
+    });
+    let kinds = ["vpngateways", "vpnpeers"];
+    for (plural, o) in kinds.into_iter().zip(other_window_objects("beta")) {
+        let rt =
+            l.sb.store
+                .resource("vpn.bnerd.net", "v1alpha1", plural)
+                .unwrap();
+        l.sb.store.create(&rt, NS, o, &Default::default()).unwrap();
+    }
+    let r = l
+        .vpnmig(&["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"])
+        .await;
+    for plural in kinds {
+        let rt =
+            l.sb.store
+                .resource("vpn.bnerd.net", "v1alpha1", plural)
+                .unwrap();
+        l.sb.store
+            .delete(&rt, NS, "beta", &Default::default())
+            .unwrap();
+    }
+    r
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
     // what, tool, beta's phase, beta's old gateway in the source and the owner's status,
@@ -1340,16 +1372,7 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
             // the owner on it, its first sync brings beta's old gateway back: the window
             // stops, the owner is suspended again, and the disproven vouch is withdrawn,
             // so that status names beta again instead of advising the same restore.
-            for (plural, o) in ["vpngateways", "vpnpeers"]
-                .into_iter()
-                .zip(other_window_objects("beta"))
-            {
-                let rt = l.sb.store.resource("vpn.bnerd.net", "v1alpha1", plural).unwrap();
-                l.sb.store.create(&rt, NS, o, &Default::default()).unwrap();
-            }
-            let r = l
-                .vpnmig(&["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"])
-                .await;
+            let r = beta_vouches(&l).await;
             assert_eq!(r.code, 0, "{what}: {}", r.stderr);
             let r = l
                 .vpnmig(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"])
@@ -1378,9 +1401,7 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
         }
         // a21f B1: the path the advice names ends restored. beta's user checked the merged
         // source by hand and vouches for beta's change; acme's forced restore counts it.
-        let r = l
-            .vpnmig(&["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"])
-            .await;
+        let r = beta_vouches(&l).await;
         assert_eq!(r.code, 0, "{what}: {}", r.stderr);
         assert!(
             r.says("recorded in the journal: you vouch that the merged source of kustomization/acme -n flux-system no longer defines ipsecgateway/beta -n tenant-acme"),
@@ -9261,7 +9282,7 @@ crate::rows! {
 /// fixtures/journals/, renamed), with the GitOps records `gitops`.
 fn other_journal(gw: &str, phase: &str, gitops: Value) -> Value {
     let mut j: Value =
-        serde_json::from_str(include_str!("../fixtures/journals/done.json")).unwrap();
+        serde_json::from_str(&other_fip(include_str!("../fixtures/journals/done.json"))).unwrap();
     j["gateway"] = json!(gw);
     j["namespace"] = json!(NS);
     j["phase"] = json!(phase);
@@ -9284,7 +9305,8 @@ fn other_journal(gw: &str, phase: &str, gitops: Value) -> Value {
 /// [`other_journal`]'s targets, its floating IP one of its own (a done window's objects
 /// exist: a `cutover` on a done window whose objects are gone exits 5, a21q Q02c).
 fn other_window_objects(gw: &str) -> Vec<Value> {
-    let j: Value = serde_json::from_str(include_str!("../fixtures/journals/done.json")).unwrap();
+    let j: Value =
+        serde_json::from_str(&other_fip(include_str!("../fixtures/journals/done.json"))).unwrap();
     let mut out = Vec::new();
     for t in j["targets"].as_array().unwrap() {
         let mut t = t.clone();
@@ -9292,12 +9314,16 @@ fn other_window_objects(gw: &str) -> Vec<Value> {
         t["metadata"]["namespace"] = json!(NS);
         if t["kind"] == "VPNPeer" {
             t["spec"]["gatewayRef"]["name"] = json!(gw);
-        } else {
-            t["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.99");
         }
         out.push(t);
     }
     out
+}
+
+/// A journal of fixtures/journals/ (acme's, floating IP 198.51.100.23) as another
+/// window's whose objects are live: its floating IP its own, never acme's.
+fn other_fip(journal: &str) -> String {
+    journal.replace("198.51.100.23", "198.51.100.99")
 }
 
 /// How beta's window recorded its reliance on Flux's kustomization/acme (which acme's
@@ -9328,9 +9354,6 @@ async fn every_relier_status_names_takes_the_vouch(b: &Bed, beta: Value) {
     done_then_merged_on(b, Tool::Flux, |m| m).await;
     b.put(CONFIGMAP, NS, other_journal("beta", "done", json!([beta])))
         .await;
-    for (kind, o) in [VPNGATEWAY, VPNPEER].into_iter().zip(other_window_objects("beta")) {
-        b.put(kind, NS, o).await;
-    }
     let vouch = "`vpnmig cutover beta -n tenant-acme --gitops resume`";
     let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
     assert!(
@@ -9339,6 +9362,13 @@ async fn every_relier_status_names_takes_the_vouch(b: &Bed, beta: Value) {
         )),
         "{st}"
     );
+    // beta's done window has its objects live while its vouch runs (a done window whose
+    // objects are gone exits 5, a21q Q02c); taken away after, so that acme's gateway is
+    // the only one the rest of the row sees.
+    let beta_objects = [VPNGATEWAY, VPNPEER];
+    for (kind, o) in beta_objects.into_iter().zip(other_window_objects("beta")) {
+        b.put(kind, NS, o).await;
+    }
     let r = b
         .step(
             &["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"],
@@ -9346,6 +9376,9 @@ async fn every_relier_status_names_takes_the_vouch(b: &Bed, beta: Value) {
             &["recorded in the journal: you vouch that the merged source of kustomization/acme -n flux-system no longer defines ipsecgateway/beta -n tenant-acme"],
         )
         .await;
+    for kind in beta_objects {
+        b.delete(kind, NS, "beta").await;
+    }
     assert!(!r.says("nothing to do"), "{}", r.stderr);
     let j = b.journal(NS, "beta").await.unwrap();
     assert_eq!(
