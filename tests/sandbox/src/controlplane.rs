@@ -1110,25 +1110,49 @@ async fn crds(a: &mut Applier) -> Result<Option<jiff::Timestamp>, String> {
     wait_established(&a.client, Duration::from_secs(60)).await
 }
 
-/// [`load`]'s objects, in order.
+/// [`load`]'s objects, in order. An ownerReference to an object the scenario loads later
+/// is left out of the first apply and put back once its owner exists (with the uid the
+/// server gave it): the garbage collector deletes a dependent whose owner's uid matches
+/// no object, and an export lists a dependent before its owner as often as after (an
+/// ApplicationSet's Application was deleted under a row that way, once the collector
+/// had discovered the set's CRD).
 async fn scenario_objects(
     a: &mut Applier,
     objects: &[serde_json::Value],
 ) -> Result<Option<String>, String> {
+    type Key = (String, String, String, String);
+    let key_of = |o: &serde_json::Value| -> Key {
+        let s = |p: &str| {
+            o.pointer(p)
+                .and_then(|v| v.as_str())
+                .unwrap_or("")
+                .to_string()
+        };
+        (
+            s("/metadata/namespace"),
+            s("/apiVersion"),
+            s("/kind"),
+            s("/metadata/name"),
+        )
+    };
+    // Every object the scenario loads, by its key and by its export's uid.
+    let later: std::collections::HashSet<Key> = objects.iter().map(key_of).collect();
+    let mut exported: HashMap<String, Key> = objects
+        .iter()
+        .filter_map(|o| Some((o.pointer("/metadata/uid")?.as_str()?.to_string(), key_of(o))))
+        .collect();
     let mut namespace = None;
-    // (namespace, apiVersion, kind, name) → the uid the server gave it; the export's uid.
-    let mut uids: HashMap<(String, String, String, String), String> = HashMap::new();
-    let mut exported: HashMap<String, (String, String, String, String)> = HashMap::new();
+    // (namespace, apiVersion, kind, name) → the uid the server gave it.
+    let mut uids: HashMap<Key, String> = HashMap::new();
+    // Objects applied without some of their ownerReferences: the whole object, to apply
+    // again at the end.
+    let mut deferred: Vec<serde_json::Value> = Vec::new();
     for o in objects {
         let mut spec = o.clone();
         let status = spec.as_object_mut().and_then(|m| m.remove("status"));
-        let kind = o["kind"].as_str().unwrap_or("").to_string();
-        let api = o["apiVersion"].as_str().unwrap_or("").to_string();
-        let name = o["metadata"]["name"].as_str().unwrap_or("").to_string();
-        let ns = o["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
+        let key = key_of(o);
+        let ns = key.0.clone();
+        let mut full = None;
         if let Some(meta) = spec["metadata"].as_object_mut() {
             for server_owned in ["uid", "resourceVersion", "creationTimestamp", "generation"] {
                 meta.remove(server_owned);
@@ -1137,21 +1161,25 @@ async fn scenario_objects(
                 .get_mut("ownerReferences")
                 .and_then(|r| r.as_array_mut())
             {
-                for r in refs {
-                    let by_name = (
-                        ns.clone(),
-                        r["apiVersion"].as_str().unwrap_or("").to_string(),
-                        r["kind"].as_str().unwrap_or("").to_string(),
-                        r["name"].as_str().unwrap_or("").to_string(),
-                    );
-                    let key = r["uid"]
-                        .as_str()
-                        .and_then(|u| exported.get(u).cloned())
-                        .unwrap_or(by_name);
-                    if let Some(uid) = uids.get(&key) {
-                        r["uid"] = serde_json::Value::String(uid.clone());
+                let mut now = Vec::new();
+                let mut waits = false;
+                for r in refs.iter() {
+                    let owner = owner_key(&ns, r, &exported);
+                    match uids.get(&owner) {
+                        Some(uid) => {
+                            let mut r = r.clone();
+                            r["uid"] = serde_json::Value::String(uid.clone());
+                            now.push(r);
+                        }
+                        None if later.contains(&owner) => waits = true,
+                        // Not in the scenario: as exported (dangling, as the test wants).
+                        None => now.push(r.clone()),
                     }
                 }
+                if waits {
+                    full = Some(refs.clone());
+                }
+                *refs = now;
             }
         }
         let applied = a.apply(&spec).await?;
@@ -1159,19 +1187,50 @@ async fn scenario_objects(
             .as_str()
             .unwrap_or("")
             .to_string();
-        let key = (ns.clone(), api.clone(), kind.clone(), name.clone());
         if let Some(old) = o["metadata"]["uid"].as_str() {
             exported.insert(old.to_string(), key.clone());
         }
-        uids.insert(key, uid.trim().to_string());
-        if kind == "Namespace" && namespace.is_none() {
-            namespace = Some(name.clone());
+        uids.insert(key.clone(), uid.trim().to_string());
+        if key.2 == "Namespace" && namespace.is_none() {
+            namespace = Some(key.3.clone());
         }
         if let Some(status) = status {
             a.patch_status(&spec, status).await?;
         }
+        if let Some(refs) = full {
+            spec["metadata"]["ownerReferences"] = serde_json::Value::Array(refs);
+            deferred.push(spec);
+        }
+    }
+    for mut spec in deferred {
+        let ns = key_of(&spec).0;
+        if let Some(refs) = spec
+            .pointer_mut("/metadata/ownerReferences")
+            .and_then(|r| r.as_array_mut())
+        {
+            for r in refs.iter_mut() {
+                if let Some(uid) = uids.get(&owner_key(&ns, r, &exported)) {
+                    r["uid"] = serde_json::Value::String(uid.clone());
+                }
+            }
+        }
+        a.apply(&spec).await?;
     }
     Ok(namespace)
+}
+
+/// The scenario's key of the owner an ownerReference names: by the export's uid where
+/// the scenario has it, else by its namespace, apiVersion, kind and name.
+fn owner_key(
+    ns: &str,
+    r: &serde_json::Value,
+    exported: &HashMap<String, (String, String, String, String)>,
+) -> (String, String, String, String) {
+    let s = |p: &str| r[p].as_str().unwrap_or("").to_string();
+    r["uid"]
+        .as_str()
+        .and_then(|u| exported.get(u).cloned())
+        .unwrap_or_else(|| (ns.to_string(), s("apiVersion"), s("kind"), s("name")))
 }
 
 #[cfg(test)]

@@ -197,24 +197,33 @@ fn a_loaded_scenario_keeps_its_ownerreferences_on_the_owners_new_uids() {
     if !available() {
         return;
     }
-    let sb = Served::start(
-        include_str!("../../../fixtures/clusters/initech-two-tunnels.yaml"),
-        None,
-    );
-    let ns = ["-n", "tenant-initech"];
-    let gw = sb.json(&["get", "ipsecgateway", "initech", ns[0], ns[1]]);
-    let secret = sb.json(&["get", "secret", "initech-psk", ns[0], ns[1]]);
-    let refs = secret["metadata"]["ownerReferences"].as_array().unwrap();
-    assert_eq!(refs.len(), 1, "{secret}");
-    assert_eq!(
-        (&refs[0]["kind"], &refs[0]["name"], &refs[0]["uid"]),
-        (
-            &serde_json::json!("IPsecGateway"),
-            &serde_json::json!("initech"),
-            &gw["metadata"]["uid"]
-        ),
-        "{secret}"
-    );
+    const INITECH: &str = include_str!("../../../fixtures/clusters/initech-two-tunnels.yaml");
+    // The fixture lists the IPsecGateway before the Secret it owns; an export may list the
+    // dependent first: its ownerReference is put back once the owner exists (a dangling
+    // uid would have the garbage collector delete it).
+    let docs: Vec<&str> = INITECH.split("\n---\n").collect();
+    assert_eq!(docs.len(), 3, "namespace, gateway, secret");
+    let dependent_first = [docs[0], docs[2], docs[1]].join("\n---\n");
+    for (what, scenario) in [
+        ("owner first", INITECH),
+        ("dependent first", &dependent_first),
+    ] {
+        let sb = Served::start(scenario, None);
+        let ns = ["-n", "tenant-initech"];
+        let gw = sb.json(&["get", "ipsecgateway", "initech", ns[0], ns[1]]);
+        let secret = sb.json(&["get", "secret", "initech-psk", ns[0], ns[1]]);
+        let refs = secret["metadata"]["ownerReferences"].as_array().unwrap();
+        assert_eq!(refs.len(), 1, "{what}: {secret}");
+        assert_eq!(
+            (&refs[0]["kind"], &refs[0]["name"], &refs[0]["uid"]),
+            (
+                &serde_json::json!("IPsecGateway"),
+                &serde_json::json!("initech"),
+                &gw["metadata"]["uid"]
+            ),
+            "{what}: {secret}"
+        );
+    }
 }
 
 /// `vpnmig-sandbox --control-plane real` with the settings' `api:` faults: the kubeconfig
