@@ -9281,11 +9281,21 @@ crate::rows! {
 /// The journal ConfigMap of another window `gw` in NS at `phase` (the done window of
 /// fixtures/journals/, renamed), with the GitOps records `gitops`.
 fn other_journal(gw: &str, phase: &str, gitops: Value) -> Value {
+    let mut j = other_done_journal(gw);
+    j["phase"] = json!(phase);
+    j["gitops"] = gitops;
+    json!({"metadata": {"name": format!("vpnmig-{gw}"), "namespace": NS,
+        "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
+        "data": {"journal.json": j.to_string(), "phase": phase}})
+}
+
+/// The done journal of fixtures/journals/ as window `gw`'s in NS: its gateway, old
+/// manifest and targets renamed, its floating IP its own ([`other_fip`]).
+fn other_done_journal(gw: &str) -> Value {
     let mut j: Value =
         serde_json::from_str(&other_fip(include_str!("../fixtures/journals/done.json"))).unwrap();
     j["gateway"] = json!(gw);
     j["namespace"] = json!(NS);
-    j["phase"] = json!(phase);
     j["oldManifest"]["metadata"]["name"] = json!(gw);
     j["oldManifest"]["metadata"]["namespace"] = json!(NS);
     for t in j["targets"].as_array_mut().unwrap() {
@@ -9295,29 +9305,17 @@ fn other_journal(gw: &str, phase: &str, gitops: Value) -> Value {
             t["spec"]["gatewayRef"]["name"] = json!(gw);
         }
     }
-    j["gitops"] = gitops;
-    json!({"metadata": {"name": format!("vpnmig-{gw}"), "namespace": NS,
-        "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
-        "data": {"journal.json": j.to_string(), "phase": phase}})
+    j
 }
 
 /// What another window `gw` in NS that is done made live: the VPNGateway and VPNPeer of
 /// [`other_journal`]'s targets, its floating IP one of its own (a done window's objects
 /// exist: a `cutover` on a done window whose objects are gone exits 5, a21q Q02c).
 fn other_window_objects(gw: &str) -> Vec<Value> {
-    let j: Value =
-        serde_json::from_str(&other_fip(include_str!("../fixtures/journals/done.json"))).unwrap();
-    let mut out = Vec::new();
-    for t in j["targets"].as_array().unwrap() {
-        let mut t = t.clone();
-        t["metadata"]["name"] = json!(gw);
-        t["metadata"]["namespace"] = json!(NS);
-        if t["kind"] == "VPNPeer" {
-            t["spec"]["gatewayRef"]["name"] = json!(gw);
-        }
-        out.push(t);
-    }
-    out
+    other_done_journal(gw)["targets"]
+        .as_array()
+        .unwrap()
+        .clone()
 }
 
 /// A journal of fixtures/journals/ (acme's, floating IP 198.51.100.23) as another
