@@ -9848,3 +9848,169 @@ crate::rows! {
         steps: |b| Box::pin(a_policy_re_enabled_and_removed_again_is_never_restored_over(b, Tool::Flux)),
     },
 }
+
+// ---------------------------------------------------------------------------------------
+// a21s S12 (issue 21 kind 2): one owner, one suspender. A second window's `--gitops pause`
+// lands in the moment after the first window's restore re-armed the shared owner: both
+// journals held it as its suspender, each restore waited for the other's vouch, and the
+// owner stayed suspended for good.
+
+/// Window beta on acme's owner, as vpnmig writes it: acme's own journal `acme` (done, its
+/// record of kustomization/acme paused and saved) renamed beta, its VPNGateway and VPNPeer
+/// live as its journal keeps them (its own floating IP: it never claims acme's), the PSK
+/// Secret acme's. Puts the objects; returns the journal ConfigMap (not yet put).
+async fn beta_as_vpnmig_writes_it(b: &Bed, acme: &Value) -> Value {
+    let mut j: Value =
+        serde_json::from_str(acme["data"]["journal.json"].as_str().unwrap()).unwrap();
+    j["gateway"] = json!("beta");
+    j["oldManifest"]["metadata"]["name"] = json!("beta");
+    j["floatingIP"] = json!("198.51.100.24");
+    j["oldManifest"]["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.24");
+    j["targetUids"] = json!([]);
+    for t in j["targets"].as_array_mut().unwrap() {
+        t["metadata"]["name"] = json!("beta");
+        if t["kind"] == "VPNPeer" {
+            t["spec"]["gatewayRef"]["name"] = json!("beta");
+        } else {
+            t["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.24");
+        }
+        let mut live = t.clone();
+        for k in ["uid", "resourceVersion", "managedFields", "creationTimestamp"] {
+            if let Some(m) = live["metadata"].as_object_mut() {
+                m.remove(k);
+            }
+        }
+        let kind = if live["kind"] == "VPNPeer" {
+            VPNPEER
+        } else {
+            VPNGATEWAY
+        };
+        b.put(kind, NS, live).await;
+    }
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "vpnmig-beta", "namespace": NS,
+            "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
+        "data": {"journal.json": j.to_string(), "phase": "done"}})
+}
+
+/// a21s S12: acme's window is done, merged; its `--gitops resume` re-arms the shared Flux
+/// Kustomization, and in that moment beta's window suspends it again as its own (its
+/// journal written first, then the patch, as `--gitops pause` does). acme's watch sees no
+/// first sync: it reads the owner suspended by beta's window and hands it over (its record
+/// relies on beta's suspension, with its vouch), names beta's window and the command that
+/// restores it, never "find why it does not sync". `status` shows one suspender; beta's
+/// `--gitops resume` then restores the owner, and acme's old gateway stays gone.
+async fn a_pause_in_the_gap_of_a_restore_is_handed_over(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, |m| m).await;
+    let acme = b.get(CONFIGMAP, NS, "vpnmig-acme").await.unwrap();
+    let beta = beta_as_vpnmig_writes_it(b, &acme).await;
+    // The first sync after the re-arm comes late: beta's pause lands before it.
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 3000;
+    let child = b.spawn(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"]);
+    bed::eventually(30, "acme's restore re-arms the owner", || async {
+        !Tool::Flux.suspended(&Tool::Flux.owner_on(b).await)
+    })
+    .await;
+    b.put(CONFIGMAP, NS, beta).await;
+    b.patch_as(
+        KUSTOMIZATION,
+        "flux-system",
+        "acme",
+        "vpnmig",
+        json!({"spec": {"suspend": true}}),
+    )
+    .await;
+    let r = live::finish(child).await;
+    eprintln!("{}: acme's restore:\n{}", b.backend, r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for said in [
+        "kustomization/acme -n flux-system is suspended by the window of tenant-acme/beta (journal phase done, suspended it): this window's restore re-armed it at",
+        "that window suspended it since for its own window",
+        "this window hands it over: its journal now relies on that window's suspension",
+        "that window restores it: `vpnmig cutover beta -n tenant-acme`",
+    ] {
+        assert!(r.says(said), "{said}: {}", r.stderr);
+    }
+    assert!(!r.says("Find why it does not sync"), "{}", r.stderr);
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    let j = b.journal(NS, "acme").await.unwrap();
+    let rec = &j["gitops"][0];
+    assert_eq!(rec["paused"], false, "{j}");
+    assert_eq!(rec["relies"], true, "{j}");
+    assert_eq!(rec["heldBy"], json!(["tenant-acme/beta"]), "{j}");
+    assert_eq!(rec["vouched"]["noLongerDefines"], "IPsecGateway", "{j}");
+    assert!(rec["restoring"].is_null(), "{j}");
+    let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
+    assert!(
+        !st.contains("kustomization/acme -n flux-system (by the window of tenant-acme/acme"),
+        "one suspender only: {st}"
+    );
+    // The way on ends: beta's restore restores it, counting acme's vouch.
+    b.step(
+        &["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"],
+        0,
+        &["kustomization/acme -n flux-system synced: what the window made live is as it was"],
+    )
+    .await;
+    assert!(!Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+    let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
+    assert!(!st.contains("GitOps sync suspended"), "{st}");
+}
+
+/// a21s S12 as it was left before this fix: both journals hold the owner as its suspender
+/// (beta's pause landed in the gap, acme's watch suspended it again as its own). acme's
+/// `--gitops resume` hands it over to beta's window instead of asking for beta's vouch;
+/// beta's `--gitops resume` then restores it: the loop ends.
+async fn two_suspenders_of_one_owner_end_in_one(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, |m| m).await;
+    let acme = b.get(CONFIGMAP, NS, "vpnmig-acme").await.unwrap();
+    let beta = beta_as_vpnmig_writes_it(b, &acme).await;
+    b.put(CONFIGMAP, NS, beta).await;
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"],
+            0,
+            &[
+                "kustomization/acme -n flux-system is suspended by the window of tenant-acme/beta (journal phase done, suspended it): both journals record themselves as its one suspender",
+                "that window restores it: `vpnmig cutover beta -n tenant-acme`",
+            ],
+        )
+        .await;
+    assert!(!r.says("records for that window"), "{}", r.stderr);
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], false, "{j}");
+    assert_eq!(j["gitops"][0]["relies"], true, "{j}");
+    b.step(
+        &["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"],
+        0,
+        &["kustomization/acme -n flux-system synced: what the window made live is as it was"],
+    )
+    .await;
+    assert!(!Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+}
+
+crate::rows! {
+    /// a21s S12: a second window's pause in the moment after the restore re-armed the
+    /// shared owner: handed over, one suspender, and the way on ends restored.
+    a_pause_in_the_gap_of_a_restore_is_handed_over: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_pause_in_the_gap_of_a_restore_is_handed_over(b)),
+    },
+    /// a21s S12, the state it left: two journals holding one owner as its suspender end
+    /// in one, and the owner is restored.
+    two_suspenders_of_one_owner_end_in_one: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(two_suspenders_of_one_owner_end_in_one(b)),
+    },
+}

@@ -297,6 +297,7 @@ pub(super) async fn first_pause(w: &mut Window<'_>, i: usize, verb: &str) -> Res
         match live::patch(w.cluster, &owner, &patch).await {
             Ok(answer) => {
                 landed(w, i, &answer).await?;
+                restore_under_way(w, &owner).await;
                 return Ok(true);
             }
             Err(e) if crate::cluster::objects::status(&e) == Some(409) => continue,
@@ -329,6 +330,36 @@ pub(super) async fn first_pause(w: &mut Window<'_>, i: usize, verb: &str) -> Res
             owner.namespace.as_deref().unwrap_or("argocd")
         )),
     })
+}
+
+/// After this window's first suspension of `owner` landed: another window whose restore
+/// re-armed it moments ago and still watches its first sync (a21s S12) is named. That
+/// restore sees this suspension and hands the owner over to this window (one owner, one
+/// suspender), its journal then relying on this one's.
+async fn restore_under_way(w: &mut Window<'_>, owner: &gitops::OwnerRef) {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let Ok(journals) = journals_on(w.cluster, owner, (&ns, &name)).await else {
+        return;
+    };
+    for j in &journals {
+        if (j.namespace.as_str(), j.gateway.as_str()) == (ns.as_str(), name.as_str()) {
+            continue;
+        }
+        if let Some(at) = j
+            .gitops
+            .iter()
+            .filter(|r| gitops::same_owner(&r.owner, owner) && r.paused)
+            .find_map(|r| r.restoring.as_ref().map(|x| x.at.clone()))
+        {
+            w.ev.emit(Event::Note(format!(
+                "{} was re-armed by the restore of the window of {}/{} (started {at}), which still watches its first sync: this window's suspension holds it now; that restore hands the owner over to this window when it reads it suspended, and its journal then relies on this one's (`vpnmig status -n {}` shows it)",
+                owner.display(),
+                j.namespace,
+                j.gateway,
+                j.namespace
+            )));
+        }
+    }
 }
 
 /// How long the owners are read back after the pause, before the window goes on: a
