@@ -10014,3 +10014,57 @@ crate::rows! {
         steps: |b| Box::pin(two_suspenders_of_one_owner_end_in_one(b)),
     },
 }
+
+/// a21s S02c: during the delete a person re-arms the Argo CD owner (`automated` as
+/// argocd-server); the cutover stops at `deleted` and the owner re-creates the IPsecGateway.
+/// As advised, the owner is suspended again as the window writes it and the re-created
+/// gateway deleted: the client's tunnel is down. The rollback (the way back in the outage)
+/// re-creates the IPsecGateway from the journal, never refusing with "syncs it … its source
+/// does not define it" (the owner reads suspended, its source defines the gateway).
+async fn a_rollback_after_a_re_armed_owner_suspended_again_goes_back(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let child = b.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
+    bed::eventually(30, "the window at phase deleting", || async {
+        b.phase(NS, "acme").await.as_deref() == Some("deleting")
+    })
+    .await;
+    re_arm(b, (APPLICATION, "argocd", "acme", "application/acme -n argocd")).await;
+    let r = live::finish(child).await;
+    eprintln!("{}: the cutover:\n{}", b.backend, r.stderr);
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    bed::eventually(
+        30,
+        "the re-armed owner re-creates the IPsecGateway",
+        || async { !b.objects(IPSECGATEWAY, NS).await.is_empty() },
+    )
+    .await;
+    shell(b, "kubectl patch application acme -n argocd --field-manager=vpnmig --type json -p '[{\"op\":\"remove\",\"path\":\"/spec/syncPolicy/automated\"}]'").await;
+    shell(b, "kubectl delete ipsecgateway acme -n tenant-acme --timeout=50s").await;
+    assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+    let r = b.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
+    eprintln!("{}: the rollback:\n{}", b.backend, r.stderr);
+    assert!(!r.says("would be pruned again"), "{}", r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("rolled-back"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(b.objects(IPSECGATEWAY, NS).await.len(), 1);
+    assert!(b.objects(VPNGATEWAY, NS).await.is_empty());
+}
+
+fn argo_unwinding() -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s.operator.finalizer_delay_ms = 2000;
+    Scenario::new(Tool::Argo.scenario(), s)
+}
+
+crate::rows! {
+    /// a21s S02c: the rollback at `deleted` after an Argo CD owner re-armed during the
+    /// delete was suspended again and the re-created gateway deleted, as advised.
+    a_rollback_after_a_re_armed_owner_suspended_again_goes_back: bed::Row {
+        scenario: argo_unwinding,
+        only: None,
+        after: bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_rollback_after_a_re_armed_owner_suspended_again_goes_back(b)),
+    },
+}
