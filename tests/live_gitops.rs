@@ -10068,3 +10068,91 @@ crate::rows! {
         steps: |b| Box::pin(a_rollback_after_a_re_armed_owner_suspended_again_goes_back(b)),
     },
 }
+
+fn flux_unwinding() -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s.operator.finalizer_delay_ms = 3000;
+    Scenario::new(Tool::Flux.scenario(), s)
+}
+
+/// A copy of `obj` under `name` (nothing the API server set kept), for a create.
+fn renamed(obj: &Value, name: &str) -> Value {
+    let mut o = obj.clone();
+    let m = o["metadata"].as_object_mut().unwrap();
+    for k in ["uid", "resourceVersion", "managedFields", "creationTimestamp", "generation"] {
+        m.remove(k);
+    }
+    m.insert("name".into(), json!(name));
+    if let Some(o) = o.as_object_mut() {
+        o.remove("status");
+    }
+    o
+}
+
+/// a21s S11a: during the delete the team renames the Flux owner: a copy `acme-v2` of its
+/// source and of the Kustomization (unsuspended) is created and the held `acme` deleted.
+/// The window's read-back of its owners finds the held one gone and the new one syncing
+/// with its markers on the window's PSK Secret: the cutover stops before the apply
+/// (never done, exit 0 with the old gateway re-created a second later), naming
+/// kustomization/acme-v2 and its suspension. Followed (suspended, a re-created gateway
+/// deleted), the cutover goes on to done, and the old gateway stays gone.
+async fn a_flux_owner_renamed_during_the_delete_stops_the_window(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let ks = b.get(KUSTOMIZATION, "flux-system", "acme").await.unwrap();
+    let src = b.get(CONFIGMAP, "flux-system", "acme-source").await.unwrap();
+    let child = b.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
+    bed::eventually(30, "the window at phase deleting", || async {
+        b.phase(NS, "acme").await.as_deref() == Some("deleting")
+    })
+    .await;
+    b.put(CONFIGMAP, "flux-system", renamed(&src, "acme-v2-source"))
+        .await;
+    let mut v2 = renamed(&ks, "acme-v2");
+    v2["spec"]["suspend"] = json!(false);
+    b.put(KUSTOMIZATION, "flux-system", v2).await;
+    b.delete(KUSTOMIZATION, "flux-system", "acme").await;
+    let r = live::finish(child).await;
+    eprintln!("{}: the cutover:\n{}", b.backend, r.stderr);
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert!(!r.says("done"), "{}", r.stderr);
+    for said in [
+        "kustomization/acme -n flux-system the window suspended is gone",
+        "kustomization/acme-v2 -n flux-system syncs automatically",
+        "carries its markers on secret/acme-psk -n tenant-acme",
+        "nothing new was applied",
+    ] {
+        assert!(r.says(said), "{said}: {}", r.stderr);
+    }
+    assert!(b.objects(VPNGATEWAY, NS).await.is_empty(), "nothing applied");
+    // Followed: the new owner suspended as the hint says, a gateway it re-created deleted.
+    b.patch_as(
+        KUSTOMIZATION,
+        "flux-system",
+        "acme-v2",
+        "flux",
+        json!({"spec": {"suspend": true}}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    if !b.objects(IPSECGATEWAY, NS).await.is_empty() {
+        shell(b, "kubectl delete ipsecgateway acme -n tenant-acme --timeout=50s").await;
+    }
+    let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    eprintln!("{}: the cutover again:\n{}", b.backend, r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+}
+
+crate::rows! {
+    /// a21s S11a: a Flux owner renamed during the delete stops the window before the
+    /// apply, naming the new owner; followed, the window ends done.
+    a_flux_owner_renamed_during_the_delete_stops_the_window: bed::Row {
+        scenario: flux_unwinding,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_flux_owner_renamed_during_the_delete_stops_the_window(b)),
+    },
+}

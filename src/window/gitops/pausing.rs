@@ -168,6 +168,17 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
             .await
             {
                 Ok(answer) => landed(w, i, &answer).await?,
+                // Gone since the window paused it (a21s S11a: renamed during the delete,
+                // the run that resumes after the stop sent the patch to a deleted owner,
+                // 404, and stopped there): nothing to suspend. The read-back below names
+                // an owner that took its place; the end of the window lets go of it.
+                Err(e) if crate::cluster::objects::status(&e) == Some(404) => {
+                    w.ev.emit(Event::Note(format!(
+                        "{} is gone (deleted since the window paused it): nothing to suspend again; the end of the window lets go of it",
+                        owner.display()
+                    )));
+                    continue;
+                }
                 Err(e) if refusal(&e).is_none() && !e.no_answer() => return Err(e.into()),
                 Err(e) => {
                     // Never landed (the record is only the intent): the window does not
