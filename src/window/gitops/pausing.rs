@@ -104,6 +104,12 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
                 gitops::Held::Changed { now: seen } => {
                     w.journal.gitops[i].saved = None;
                     w.journal.gitops[i].paused = false;
+                    // The journal keeps that the window suspended it and let go of it
+                    // (a21s S02a2: it later said "it was suspended before the window").
+                    w.journal.gitops[i].let_go = Some(format!(
+                        "{}: its policy changed since the window paused it (live: {seen})",
+                        crate::window::steps::now()
+                    ));
                     journal::write(w.cluster, &w.journal, false).await?;
                     let defines = source_still_defines(&w.journal, &owner, Some(&now))
                         .map(|(_, d)| format!("; {d}"))
