@@ -1290,7 +1290,7 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
         let flat = live::flat(&r.stdout);
         assert!(
             flat.contains(&format!(
-                "tenant-acme/beta ({phase}: its repository change {}",
+                "tenant-acme/beta ({phase}: its repository change must be {}",
                 if *phase == "done" {
                     "merged"
                 } else {
@@ -1360,7 +1360,7 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
             let r = l.vpnmig(&["status", "-n", NS]).await;
             assert!(
                 live::flat(&r.stdout)
-                    .contains("tenant-acme/beta (done: its repository change merged"),
+                    .contains("tenant-acme/beta (done: its repository change must be merged"),
                 "{what}: {}",
                 r.stdout
             );
@@ -1425,7 +1425,7 @@ async fn status_for_one_namespace_names_the_windows_of_others_on_the_owner() {
         let flat = live::flat(&r.stdout);
         if phase == "done" {
             assert!(
-                flat.contains("tenant-b/beta (done: its repository change merged, the source no longer defining ipsecgateway/beta -n tenant-b)"),
+                flat.contains("tenant-b/beta (done: its repository change must be merged, so that the source no longer defines ipsecgateway/beta -n tenant-b)"),
                 "{phase}: {}",
                 r.stdout
             );
@@ -10154,5 +10154,66 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(a_flux_owner_renamed_during_the_delete_stops_the_window(b)),
+    },
+}
+
+/// a21s S02a2: during the delete the Argo CD owner is deleted and re-created (new uid,
+/// automated sync); the cutover stops, the re-created owner re-creates the IPsecGateway.
+/// Suspended again and the gateway deleted, the cutover goes on to done; what it says of
+/// the owner at its end, and `status` after, keep the history: the window suspended it and
+/// let go of it, never "it was suspended before this window".
+async fn a_re_created_owner_s_history_is_kept(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let app = b.get(APPLICATION, "argocd", "acme").await.unwrap();
+    let child = b.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
+    bed::eventually(30, "the window at phase deleting", || async {
+        b.phase(NS, "acme").await.as_deref() == Some("deleting")
+    })
+    .await;
+    b.delete(APPLICATION, "argocd", "acme").await;
+    bed::eventually(10, "the Application gone", || async {
+        b.get(APPLICATION, "argocd", "acme").await.is_none()
+    })
+    .await;
+    b.put(APPLICATION, "argocd", renamed(&app, "acme")).await;
+    let r = live::finish(child).await;
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    bed::eventually(
+        30,
+        "the re-created owner re-creates the IPsecGateway",
+        || async { !b.objects(IPSECGATEWAY, NS).await.is_empty() },
+    )
+    .await;
+    shell(b, "kubectl patch application acme -n argocd --field-manager=vpnmig --type json -p '[{\"op\":\"remove\",\"path\":\"/spec/syncPolicy/automated\"}]'").await;
+    shell(b, "kubectl delete ipsecgateway acme -n tenant-acme --timeout=50s").await;
+    let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    eprintln!("{}: the cutover again:\n{}", b.backend, r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !r.says("it was suspended before this window"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.says("application/acme -n argocd stays suspended: this window suspended it and let go of it"),
+        "{}",
+        r.stderr
+    );
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(!st.contains("it was suspended before the window"), "{st}");
+    assert!(
+        st.contains("the window of tenant-acme/acme suspended it and let go of it"),
+        "{st}"
+    );
+}
+
+crate::rows! {
+    /// a21s S02a2: a re-created owner, suspended again as advised: the window's last
+    /// words and `status` say the window suspended it and let go of it.
+    a_re_created_owner_s_history_is_kept: bed::Row {
+        scenario: argo_unwinding,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_created_owner_s_history_is_kept(b)),
     },
 }
