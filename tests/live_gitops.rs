@@ -9875,7 +9875,12 @@ async fn beta_as_vpnmig_writes_it(b: &Bed, acme: &Value) -> Value {
             t["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.24");
         }
         let mut live = t.clone();
-        for k in ["uid", "resourceVersion", "managedFields", "creationTimestamp"] {
+        for k in [
+            "uid",
+            "resourceVersion",
+            "managedFields",
+            "creationTimestamp",
+        ] {
             if let Some(m) = live["metadata"].as_object_mut() {
                 m.remove(k);
             }
@@ -10028,7 +10033,11 @@ async fn a_rollback_after_a_re_armed_owner_suspended_again_goes_back(b: &Bed) {
         b.phase(NS, "acme").await.as_deref() == Some("deleting")
     })
     .await;
-    re_arm(b, (APPLICATION, "argocd", "acme", "application/acme -n argocd")).await;
+    re_arm(
+        b,
+        (APPLICATION, "argocd", "acme", "application/acme -n argocd"),
+    )
+    .await;
     let r = live::finish(child).await;
     eprintln!("{}: the cutover:\n{}", b.backend, r.stderr);
     assert_ne!(r.code, 0, "{}", r.stderr);
@@ -10039,7 +10048,11 @@ async fn a_rollback_after_a_re_armed_owner_suspended_again_goes_back(b: &Bed) {
     )
     .await;
     shell(b, "kubectl patch application acme -n argocd --field-manager=vpnmig --type json -p '[{\"op\":\"remove\",\"path\":\"/spec/syncPolicy/automated\"}]'").await;
-    shell(b, "kubectl delete ipsecgateway acme -n tenant-acme --timeout=50s").await;
+    shell(
+        b,
+        "kubectl delete ipsecgateway acme -n tenant-acme --timeout=50s",
+    )
+    .await;
     assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
     let r = b.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
     eprintln!("{}: the rollback:\n{}", b.backend, r.stderr);
@@ -10080,7 +10093,13 @@ fn flux_unwinding() -> Scenario {
 fn renamed(obj: &Value, name: &str) -> Value {
     let mut o = obj.clone();
     let m = o["metadata"].as_object_mut().unwrap();
-    for k in ["uid", "resourceVersion", "managedFields", "creationTimestamp", "generation"] {
+    for k in [
+        "uid",
+        "resourceVersion",
+        "managedFields",
+        "creationTimestamp",
+        "generation",
+    ] {
         m.remove(k);
     }
     m.insert("name".into(), json!(name));
@@ -10100,7 +10119,10 @@ fn renamed(obj: &Value, name: &str) -> Value {
 async fn a_flux_owner_renamed_during_the_delete_stops_the_window(b: &Bed) {
     adopted_on(b, IPSECGATEWAY).await;
     let ks = b.get(KUSTOMIZATION, "flux-system", "acme").await.unwrap();
-    let src = b.get(CONFIGMAP, "flux-system", "acme-source").await.unwrap();
+    let src = b
+        .get(CONFIGMAP, "flux-system", "acme-source")
+        .await
+        .unwrap();
     let child = b.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
     bed::eventually(30, "the window at phase deleting", || async {
         b.phase(NS, "acme").await.as_deref() == Some("deleting")
@@ -10124,7 +10146,10 @@ async fn a_flux_owner_renamed_during_the_delete_stops_the_window(b: &Bed) {
     ] {
         assert!(r.says(said), "{said}: {}", r.stderr);
     }
-    assert!(b.objects(VPNGATEWAY, NS).await.is_empty(), "nothing applied");
+    assert!(
+        b.objects(VPNGATEWAY, NS).await.is_empty(),
+        "nothing applied"
+    );
     // Followed: the new owner suspended as the hint says, a gateway it re-created deleted.
     b.patch_as(
         KUSTOMIZATION,
@@ -10136,7 +10161,11 @@ async fn a_flux_owner_renamed_during_the_delete_stops_the_window(b: &Bed) {
     .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     if !b.objects(IPSECGATEWAY, NS).await.is_empty() {
-        shell(b, "kubectl delete ipsecgateway acme -n tenant-acme --timeout=50s").await;
+        shell(
+            b,
+            "kubectl delete ipsecgateway acme -n tenant-acme --timeout=50s",
+        )
+        .await;
     }
     let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
     eprintln!("{}: the cutover again:\n{}", b.backend, r.stderr);
@@ -10185,7 +10214,11 @@ async fn a_re_created_owner_s_history_is_kept(b: &Bed) {
     )
     .await;
     shell(b, "kubectl patch application acme -n argocd --field-manager=vpnmig --type json -p '[{\"op\":\"remove\",\"path\":\"/spec/syncPolicy/automated\"}]'").await;
-    shell(b, "kubectl delete ipsecgateway acme -n tenant-acme --timeout=50s").await;
+    shell(
+        b,
+        "kubectl delete ipsecgateway acme -n tenant-acme --timeout=50s",
+    )
+    .await;
     let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
     eprintln!("{}: the cutover again:\n{}", b.backend, r.stderr);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -10195,7 +10228,9 @@ async fn a_re_created_owner_s_history_is_kept(b: &Bed) {
         r.stderr
     );
     assert!(
-        r.says("application/acme -n argocd stays suspended: this window suspended it and let go of it"),
+        r.says(
+            "application/acme -n argocd stays suspended: this window suspended it and let go of it"
+        ),
         "{}",
         r.stderr
     );

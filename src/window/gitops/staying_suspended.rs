@@ -179,8 +179,7 @@ async fn took_over(
         let Some(o) = m.owner.filter(|_| m.tool.reconciles()) else {
             continue;
         };
-        if w
-            .journal
+        if w.journal
             .gitops
             .iter()
             .any(|r| gitops::same_owner(&r.owner, &o))
