@@ -1322,7 +1322,7 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
         let flat = live::flat(&r.stdout);
         assert!(
             flat.contains(&format!(
-                "tenant-acme/beta ({phase}: its repository change {}",
+                "tenant-acme/beta ({phase}: its repository change must be {}",
                 if *phase == "done" {
                     "merged"
                 } else {
@@ -1390,7 +1390,7 @@ async fn a_forced_restore_never_brings_back_another_window_s_gateway() {
             let r = l.vpnmig(&["status", "-n", NS]).await;
             assert!(
                 live::flat(&r.stdout)
-                    .contains("tenant-acme/beta (done: its repository change merged"),
+                    .contains("tenant-acme/beta (done: its repository change must be merged"),
                 "{what}: {}",
                 r.stdout
             );
@@ -1453,7 +1453,7 @@ async fn status_for_one_namespace_names_the_windows_of_others_on_the_owner() {
         let flat = live::flat(&r.stdout);
         if phase == "done" {
             assert!(
-                flat.contains("tenant-b/beta (done: its repository change merged, the source no longer defining ipsecgateway/beta -n tenant-b)"),
+                flat.contains("tenant-b/beta (done: its repository change must be merged, so that the source no longer defines ipsecgateway/beta -n tenant-b)"),
                 "{phase}: {}",
                 r.stdout
             );
@@ -9907,5 +9907,410 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(a_policy_re_enabled_and_removed_again_is_never_restored_over(b, Tool::Flux)),
+    },
+}
+
+// ---------------------------------------------------------------------------------------
+// a21s S12 (issue 21 kind 2): one owner, one suspender. A second window's `--gitops pause`
+// lands in the moment after the first window's restore re-armed the shared owner: both
+// journals held it as its suspender, each restore waited for the other's vouch, and the
+// owner stayed suspended for good.
+
+/// Window beta on acme's owner, as vpnmig writes it: acme's own journal `acme` (done, its
+/// record of kustomization/acme paused and saved) renamed beta, its VPNGateway and VPNPeer
+/// live as its journal keeps them (its own floating IP: it never claims acme's), the PSK
+/// Secret acme's. Puts the objects; returns the journal ConfigMap (not yet put).
+async fn beta_as_vpnmig_writes_it(b: &Bed, acme: &Value) -> Value {
+    let mut j: Value =
+        serde_json::from_str(acme["data"]["journal.json"].as_str().unwrap()).unwrap();
+    j["gateway"] = json!("beta");
+    j["oldManifest"]["metadata"]["name"] = json!("beta");
+    j["floatingIP"] = json!("198.51.100.24");
+    j["oldManifest"]["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.24");
+    j["targetUids"] = json!([]);
+    for t in j["targets"].as_array_mut().unwrap() {
+        t["metadata"]["name"] = json!("beta");
+        if t["kind"] == "VPNPeer" {
+            t["spec"]["gatewayRef"]["name"] = json!("beta");
+        } else {
+            t["spec"]["endpoint"]["floatingIP"] = json!("198.51.100.24");
+        }
+        let mut live = t.clone();
+        for k in [
+            "uid",
+            "resourceVersion",
+            "managedFields",
+            "creationTimestamp",
+        ] {
+            if let Some(m) = live["metadata"].as_object_mut() {
+                m.remove(k);
+            }
+        }
+        let kind = if live["kind"] == "VPNPeer" {
+            VPNPEER
+        } else {
+            VPNGATEWAY
+        };
+        b.put(kind, NS, live).await;
+    }
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "vpnmig-beta", "namespace": NS,
+            "labels": {"app.kubernetes.io/managed-by": "vpnmig"}},
+        "data": {"journal.json": j.to_string(), "phase": "done"}})
+}
+
+/// a21s S12: acme's window is done, merged; its `--gitops resume` re-arms the shared Flux
+/// Kustomization, and in that moment beta's window suspends it again as its own (its
+/// journal written first, then the patch, as `--gitops pause` does). acme's watch sees no
+/// first sync: it reads the owner suspended by beta's window and hands it over (its record
+/// relies on beta's suspension, with its vouch), names beta's window and the command that
+/// restores it, never "find why it does not sync". `status` shows one suspender; beta's
+/// `--gitops resume` then restores the owner, and acme's old gateway stays gone.
+async fn a_pause_in_the_gap_of_a_restore_is_handed_over(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, |m| m).await;
+    let acme = b.get(CONFIGMAP, NS, "vpnmig-acme").await.unwrap();
+    let beta = beta_as_vpnmig_writes_it(b, &acme).await;
+    // The first sync after the re-arm comes late: beta's pause lands before it.
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 3000;
+    let child = b.spawn(&["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"]);
+    bed::eventually(30, "acme's restore re-arms the owner", || async {
+        !Tool::Flux.suspended(&Tool::Flux.owner_on(b).await)
+    })
+    .await;
+    b.put(CONFIGMAP, NS, beta).await;
+    b.patch_as(
+        KUSTOMIZATION,
+        "flux-system",
+        "acme",
+        "vpnmig",
+        json!({"spec": {"suspend": true}}),
+    )
+    .await;
+    let r = live::finish(child).await;
+    eprintln!("{}: acme's restore:\n{}", b.backend, r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for said in [
+        "kustomization/acme -n flux-system is suspended by the window of tenant-acme/beta (journal phase done, suspended it): this window's restore re-armed it at",
+        "that window suspended it since for its own window",
+        "this window hands it over: its journal now relies on that window's suspension",
+        "that window restores it: `vpnmig cutover beta -n tenant-acme`",
+    ] {
+        assert!(r.says(said), "{said}: {}", r.stderr);
+    }
+    assert!(!r.says("Find why it does not sync"), "{}", r.stderr);
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    let j = b.journal(NS, "acme").await.unwrap();
+    let rec = &j["gitops"][0];
+    assert_eq!(rec["paused"], false, "{j}");
+    assert_eq!(rec["relies"], true, "{j}");
+    assert_eq!(rec["heldBy"], json!(["tenant-acme/beta"]), "{j}");
+    assert_eq!(rec["vouched"]["noLongerDefines"], "IPsecGateway", "{j}");
+    assert!(rec["restoring"].is_null(), "{j}");
+    let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
+    assert!(
+        !st.contains("kustomization/acme -n flux-system (by the window of tenant-acme/acme"),
+        "one suspender only: {st}"
+    );
+    // The way on ends: beta's restore restores it, counting acme's vouch.
+    b.step(
+        &["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"],
+        0,
+        &["kustomization/acme -n flux-system synced: what the window made live is as it was"],
+    )
+    .await;
+    assert!(!Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+    let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
+    assert!(!st.contains("GitOps sync suspended"), "{st}");
+}
+
+/// a21s S12 as it was left before this fix: both journals hold the owner as its suspender
+/// (beta's pause landed in the gap, acme's watch suspended it again as its own). acme's
+/// `--gitops resume` hands it over to beta's window instead of asking for beta's vouch;
+/// beta's `--gitops resume` then restores it: the loop ends.
+async fn two_suspenders_of_one_owner_end_in_one(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    done_then_merged_on(b, Tool::Flux, |m| m).await;
+    let acme = b.get(CONFIGMAP, NS, "vpnmig-acme").await.unwrap();
+    let beta = beta_as_vpnmig_writes_it(b, &acme).await;
+    b.put(CONFIGMAP, NS, beta).await;
+    let r = b
+        .step(
+            &["cutover", "acme", "-n", NS, "--yes", "--gitops", "resume"],
+            0,
+            &[
+                "kustomization/acme -n flux-system is suspended by the window of tenant-acme/beta (journal phase done, suspended it): both journals record themselves as its one suspender",
+                "that window restores it: `vpnmig cutover beta -n tenant-acme`",
+            ],
+        )
+        .await;
+    assert!(!r.says("records for that window"), "{}", r.stderr);
+    assert!(Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["paused"], false, "{j}");
+    assert_eq!(j["gitops"][0]["relies"], true, "{j}");
+    b.step(
+        &["cutover", "beta", "-n", NS, "--yes", "--gitops", "resume"],
+        0,
+        &["kustomization/acme -n flux-system synced: what the window made live is as it was"],
+    )
+    .await;
+    assert!(!Tool::Flux.suspended(&Tool::Flux.owner_on(b).await));
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+}
+
+crate::rows! {
+    /// a21s S12: a second window's pause in the moment after the restore re-armed the
+    /// shared owner: handed over, one suspender, and the way on ends restored.
+    a_pause_in_the_gap_of_a_restore_is_handed_over: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_pause_in_the_gap_of_a_restore_is_handed_over(b)),
+    },
+    /// a21s S12, the state it left: two journals holding one owner as its suspender end
+    /// in one, and the owner is restored.
+    two_suspenders_of_one_owner_end_in_one: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(two_suspenders_of_one_owner_end_in_one(b)),
+    },
+}
+
+/// a21s S02c: during the delete a person re-arms the Argo CD owner (`automated` as
+/// argocd-server); the cutover stops at `deleted` and the owner re-creates the IPsecGateway.
+/// As advised, the owner is suspended again as the window writes it and the re-created
+/// gateway deleted: the client's tunnel is down. The rollback (the way back in the outage)
+/// re-creates the IPsecGateway from the journal, never refusing with "syncs it … its source
+/// does not define it" (the owner reads suspended, its source defines the gateway).
+async fn a_rollback_after_a_re_armed_owner_suspended_again_goes_back(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let child = b.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
+    bed::eventually(30, "the window at phase deleting", || async {
+        b.phase(NS, "acme").await.as_deref() == Some("deleting")
+    })
+    .await;
+    re_arm(
+        b,
+        (APPLICATION, "argocd", "acme", "application/acme -n argocd"),
+    )
+    .await;
+    let r = live::finish(child).await;
+    eprintln!("{}: the cutover:\n{}", b.backend, r.stderr);
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    bed::eventually(
+        30,
+        "the re-armed owner re-creates the IPsecGateway",
+        || async { !b.objects(IPSECGATEWAY, NS).await.is_empty() },
+    )
+    .await;
+    shell(b, "kubectl patch application acme -n argocd --field-manager=vpnmig --type json -p '[{\"op\":\"remove\",\"path\":\"/spec/syncPolicy/automated\"}]'").await;
+    shell(
+        b,
+        "kubectl delete ipsecgateway acme -n tenant-acme --timeout=50s",
+    )
+    .await;
+    assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+    let r = b.vpnmig(&["rollback", "acme", "-n", NS, "--yes"]).await;
+    eprintln!("{}: the rollback:\n{}", b.backend, r.stderr);
+    assert!(!r.says("would be pruned again"), "{}", r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("rolled-back"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(b.objects(IPSECGATEWAY, NS).await.len(), 1);
+    assert!(b.objects(VPNGATEWAY, NS).await.is_empty());
+}
+
+fn argo_unwinding() -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s.operator.finalizer_delay_ms = 2000;
+    Scenario::new(Tool::Argo.scenario(), s)
+}
+
+crate::rows! {
+    /// a21s S02c: the rollback at `deleted` after an Argo CD owner re-armed during the
+    /// delete was suspended again and the re-created gateway deleted, as advised.
+    a_rollback_after_a_re_armed_owner_suspended_again_goes_back: bed::Row {
+        scenario: argo_unwinding,
+        only: None,
+        after: bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(a_rollback_after_a_re_armed_owner_suspended_again_goes_back(b)),
+    },
+}
+
+fn flux_unwinding() -> Scenario {
+    let mut s = live::pool("10.250.3.0/24");
+    s.gitops.self_heal_delay_ms = 200;
+    s.operator.finalizer_delay_ms = 3000;
+    Scenario::new(Tool::Flux.scenario(), s)
+}
+
+/// A copy of `obj` under `name` (nothing the API server set kept), for a create.
+fn renamed(obj: &Value, name: &str) -> Value {
+    let mut o = obj.clone();
+    let m = o["metadata"].as_object_mut().unwrap();
+    for k in [
+        "uid",
+        "resourceVersion",
+        "managedFields",
+        "creationTimestamp",
+        "generation",
+    ] {
+        m.remove(k);
+    }
+    m.insert("name".into(), json!(name));
+    if let Some(o) = o.as_object_mut() {
+        o.remove("status");
+    }
+    o
+}
+
+/// a21s S11a: during the delete the team renames the Flux owner: a copy `acme-v2` of its
+/// source and of the Kustomization (unsuspended) is created and the held `acme` deleted.
+/// The window's read-back of its owners finds the held one gone and the new one syncing
+/// with its markers on the window's PSK Secret: the cutover stops before the apply
+/// (never done, exit 0 with the old gateway re-created a second later), naming
+/// kustomization/acme-v2 and its suspension. Followed (suspended, a re-created gateway
+/// deleted), the cutover goes on to done, and the old gateway stays gone.
+async fn a_flux_owner_renamed_during_the_delete_stops_the_window(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let ks = b.get(KUSTOMIZATION, "flux-system", "acme").await.unwrap();
+    let src = b
+        .get(CONFIGMAP, "flux-system", "acme-source")
+        .await
+        .unwrap();
+    let child = b.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
+    bed::eventually(30, "the window at phase deleting", || async {
+        b.phase(NS, "acme").await.as_deref() == Some("deleting")
+    })
+    .await;
+    b.put(CONFIGMAP, "flux-system", renamed(&src, "acme-v2-source"))
+        .await;
+    let mut v2 = renamed(&ks, "acme-v2");
+    v2["spec"]["suspend"] = json!(false);
+    b.put(KUSTOMIZATION, "flux-system", v2).await;
+    b.delete(KUSTOMIZATION, "flux-system", "acme").await;
+    let r = live::finish(child).await;
+    eprintln!("{}: the cutover:\n{}", b.backend, r.stderr);
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    // Stopped before the apply, never done.
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("deleted"));
+    for said in [
+        "kustomization/acme -n flux-system the window suspended is gone",
+        "kustomization/acme-v2 -n flux-system syncs automatically",
+        "carries its markers on secret/acme-psk -n tenant-acme",
+        "nothing new was applied",
+    ] {
+        assert!(r.says(said), "{said}: {}", r.stderr);
+    }
+    assert!(
+        b.objects(VPNGATEWAY, NS).await.is_empty(),
+        "nothing applied"
+    );
+    // Followed: the new owner suspended as the hint says, a gateway it re-created deleted.
+    b.patch_as(
+        KUSTOMIZATION,
+        "flux-system",
+        "acme-v2",
+        "flux",
+        json!({"spec": {"suspend": true}}),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    if !b.objects(IPSECGATEWAY, NS).await.is_empty() {
+        shell(
+            b,
+            "kubectl delete ipsecgateway acme -n tenant-acme --timeout=50s",
+        )
+        .await;
+    }
+    let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    eprintln!("{}: the cutover again:\n{}", b.backend, r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(b.objects(IPSECGATEWAY, NS).await.is_empty());
+}
+
+crate::rows! {
+    /// a21s S11a: a Flux owner renamed during the delete stops the window before the
+    /// apply, naming the new owner; followed, the window ends done.
+    a_flux_owner_renamed_during_the_delete_stops_the_window: bed::Row {
+        scenario: flux_unwinding,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_flux_owner_renamed_during_the_delete_stops_the_window(b)),
+    },
+}
+
+/// a21s S02a2: during the delete the Argo CD owner is deleted and re-created (new uid,
+/// automated sync); the cutover stops, the re-created owner re-creates the IPsecGateway.
+/// Suspended again and the gateway deleted, the cutover goes on to done; what it says of
+/// the owner at its end, and `status` after, keep the history: the window suspended it and
+/// let go of it, never "it was suspended before this window".
+async fn a_re_created_owner_s_history_is_kept(b: &Bed) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let app = b.get(APPLICATION, "argocd", "acme").await.unwrap();
+    let child = b.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
+    bed::eventually(30, "the window at phase deleting", || async {
+        b.phase(NS, "acme").await.as_deref() == Some("deleting")
+    })
+    .await;
+    b.delete(APPLICATION, "argocd", "acme").await;
+    bed::eventually(10, "the Application gone", || async {
+        b.get(APPLICATION, "argocd", "acme").await.is_none()
+    })
+    .await;
+    b.put(APPLICATION, "argocd", renamed(&app, "acme")).await;
+    let r = live::finish(child).await;
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    bed::eventually(
+        30,
+        "the re-created owner re-creates the IPsecGateway",
+        || async { !b.objects(IPSECGATEWAY, NS).await.is_empty() },
+    )
+    .await;
+    shell(b, "kubectl patch application acme -n argocd --field-manager=vpnmig --type json -p '[{\"op\":\"remove\",\"path\":\"/spec/syncPolicy/automated\"}]'").await;
+    shell(
+        b,
+        "kubectl delete ipsecgateway acme -n tenant-acme --timeout=50s",
+    )
+    .await;
+    let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    eprintln!("{}: the cutover again:\n{}", b.backend, r.stderr);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !r.says("it was suspended before this window"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.says(
+            "application/acme -n argocd stays suspended: this window suspended it and let go of it"
+        ),
+        "{}",
+        r.stderr
+    );
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    assert!(!st.contains("it was suspended before the window"), "{st}");
+    assert!(
+        st.contains("the window of tenant-acme/acme suspended it and let go of it"),
+        "{st}"
+    );
+}
+
+crate::rows! {
+    /// a21s S02a2: a re-created owner, suspended again as advised: the window's last
+    /// words and `status` say the window suspended it and let go of it.
+    a_re_created_owner_s_history_is_kept: bed::Row {
+        scenario: argo_unwinding,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_created_owner_s_history_is_kept(b)),
     },
 }

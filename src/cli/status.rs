@@ -2327,7 +2327,9 @@ async fn suspended_owners(
                 .map(|h| format!("{}/{} ({})", h.namespace, h.gateway, h.phase.as_str()))
                 .collect();
             // What each finished window on the owner replaced: its source must no longer
-            // define it before a restore (attack finding A2).
+            // define it before a restore (attack finding A2). Said as what must be true,
+            // never as a fact the journal's phase cannot show (a21s S01b: "merged" before
+            // anything was merged).
             // A window whose user vouched for its change (a21f B1) counts as merged.
             let vouch_cmds: Vec<String> = holders
                 .iter()
@@ -2354,7 +2356,7 @@ async fn suspended_owners(
                         ("vpngateway", "reverted")
                     };
                     format!(
-                        "{}/{} ({}: its repository change {change}, the source no longer defining {kind}/{} -n {})",
+                        "{}/{} ({}: its repository change must be {change}, so that the source no longer defines {kind}/{} -n {})",
                         h.namespace,
                         h.gateway,
                         h.phase.as_str(),

@@ -921,7 +921,15 @@ impl Journal {
     /// after the window, such an owner pruned it (its source defines neither) and would
     /// prune a re-created one again (a21f A8). Named as vpnmig names owners.
     pub fn unheld_syncers(&self) -> Vec<String> {
-        use crate::core::gitops::{Mode, OwnerRef, detect};
+        self.unheld_syncers_but(&[])
+    }
+
+    /// [`Journal::unheld_syncers`] less the owners `suspended` (read suspended live: they
+    /// sync nothing, whoever suspended them). a21s S02c: an owner the window let go of
+    /// (re-enabled by someone during the delete), suspended again as the stop advised, was
+    /// still named as one that "syncs it", and the rollback refused for good.
+    pub fn unheld_syncers_but(&self, suspended: &[crate::core::gitops::OwnerRef]) -> Vec<String> {
+        use crate::core::gitops::{Mode, OwnerRef, detect, same_owner};
         let held = |o: &OwnerRef| {
             self.gitops.iter().any(|r| {
                 &r.owner == o && (r.paused || (r.mode == Mode::Ignore && r.restored_at.is_none()))
@@ -931,6 +939,11 @@ impl Journal {
             .iter()
             .filter(|m| m.tool.reconciles())
             .filter(|m| m.owner.as_ref().is_none_or(|o| !held(o)))
+            .filter(|m| {
+                m.owner
+                    .as_ref()
+                    .is_none_or(|o| !suspended.iter().any(|s| same_owner(s, o)))
+            })
             .map(|m| match &m.owner {
                 Some(o) => o.display(),
                 None => m.tool.label(),

@@ -295,7 +295,7 @@ async fn run(
                 j.phase
             ))
         })
-        && let Some(e) = pruned_again(&j, &text)
+        && let Some(e) = pruned_again(&j, &text, &suspended_live(cluster, &j).await?)
     {
         return Err(e);
     }
@@ -470,7 +470,7 @@ fn reopen(
         journal::Left::Gone => {}
         journal::Left::AsLeft | journal::Left::UnderWay => return Ok(()),
     }
-    if let Some(e) = pruned_again(j, &text) {
+    if let Some(e) = pruned_again(j, &text, &[]) {
         return Err(e);
     }
     ev.emit(Event::Warning(format!(
@@ -490,8 +490,12 @@ fn reopen(
 /// IPsecGateway again. Refused, nothing changed, with the repository as the way back
 /// (a21e 6, 11 at `rolled-back`; a21f A8 at `done`: the rollback re-created it and Argo
 /// CD pruned it again at once).
-fn pruned_again(j: &Journal, text: &str) -> Option<Error> {
-    let syncing = j.unheld_syncers();
+fn pruned_again(
+    j: &Journal,
+    text: &str,
+    suspended: &[crate::core::gitops::OwnerRef],
+) -> Option<Error> {
+    let syncing = j.unheld_syncers_but(suspended);
     if syncing.is_empty() {
         return None;
     }
@@ -503,6 +507,27 @@ fn pruned_again(j: &Journal, text: &str) -> Option<Error> {
         ),
         hint: Some(j.repository_todo().into()),
     })
+}
+
+/// The owners the old gateway's markers name that read suspended live (Argo CD: no
+/// `automated`; Flux: `suspend: true`), whoever suspended them: they prune nothing, so a
+/// re-created IPsecGateway is not pruned again by them (a21s S02c: an owner the window let
+/// go of, suspended again as its stop advised, was named as one that "syncs it").
+async fn suspended_live(
+    cluster: &Cluster,
+    j: &Journal,
+) -> Result<Vec<crate::core::gitops::OwnerRef>, Error> {
+    let mut out = Vec::new();
+    for m in crate::core::gitops::detect(&j.old_manifest) {
+        let Some(o) = m.owner else { continue };
+        if let crate::cluster::gitops::Found::One(_, obj) =
+            crate::cluster::gitops::find(cluster, &o).await?
+            && !crate::core::gitops::owner_state(&obj, "", "", "").active
+        {
+            out.push(o);
+        }
+    }
+    Ok(out)
 }
 
 /// The rollback steps from the journal's phase to `RolledBack` (also run by

@@ -104,6 +104,12 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
                 gitops::Held::Changed { now: seen } => {
                     w.journal.gitops[i].saved = None;
                     w.journal.gitops[i].paused = false;
+                    // The journal keeps that the window suspended it and let go of it
+                    // (a21s S02a2: it later said "it was suspended before the window").
+                    w.journal.gitops[i].let_go = Some(format!(
+                        "{}: its policy changed since the window paused it (live: {seen})",
+                        crate::window::steps::now()
+                    ));
                     journal::write(w.cluster, &w.journal, false).await?;
                     let defines = source_still_defines(&w.journal, &owner, Some(&now))
                         .map(|(_, d)| format!("; {d}"))
@@ -168,6 +174,17 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
             .await
             {
                 Ok(answer) => landed(w, i, &answer).await?,
+                // Gone since the window paused it (a21s S11a: renamed during the delete,
+                // the run that resumes after the stop sent the patch to a deleted owner,
+                // 404, and stopped there): nothing to suspend. The read-back below names
+                // an owner that took its place; the end of the window lets go of it.
+                Err(e) if crate::cluster::objects::status(&e) == Some(404) => {
+                    w.ev.emit(Event::Note(format!(
+                        "{} is gone (deleted since the window paused it): nothing to suspend again; the end of the window lets go of it",
+                        owner.display()
+                    )));
+                    continue;
+                }
                 Err(e) if refusal(&e).is_none() && !e.no_answer() => return Err(e.into()),
                 Err(e) => {
                     // Never landed (the record is only the intent): the window does not
@@ -297,6 +314,7 @@ pub(super) async fn first_pause(w: &mut Window<'_>, i: usize, verb: &str) -> Res
         match live::patch(w.cluster, &owner, &patch).await {
             Ok(answer) => {
                 landed(w, i, &answer).await?;
+                restore_under_way(w, &owner).await;
                 return Ok(true);
             }
             Err(e) if crate::cluster::objects::status(&e) == Some(409) => continue,
@@ -329,6 +347,36 @@ pub(super) async fn first_pause(w: &mut Window<'_>, i: usize, verb: &str) -> Res
             owner.namespace.as_deref().unwrap_or("argocd")
         )),
     })
+}
+
+/// After this window's first suspension of `owner` landed: another window whose restore
+/// re-armed it moments ago and still watches its first sync (a21s S12) is named. That
+/// restore sees this suspension and hands the owner over to this window (one owner, one
+/// suspender), its journal then relying on this one's.
+async fn restore_under_way(w: &mut Window<'_>, owner: &gitops::OwnerRef) {
+    let (name, ns) = (w.name().to_string(), w.ns().to_string());
+    let Ok(journals) = journals_on(w.cluster, owner, (&ns, &name)).await else {
+        return;
+    };
+    for j in &journals {
+        if (j.namespace.as_str(), j.gateway.as_str()) == (ns.as_str(), name.as_str()) {
+            continue;
+        }
+        if let Some(at) = j
+            .gitops
+            .iter()
+            .filter(|r| gitops::same_owner(&r.owner, owner) && r.paused)
+            .find_map(|r| r.restoring.as_ref().map(|x| x.at.clone()))
+        {
+            w.ev.emit(Event::Note(format!(
+                "{} was re-armed by the restore of the window of {}/{} (started {at}), which still watches its first sync: this window's suspension holds it now; that restore hands the owner over to this window when it reads it suspended, and its journal then relies on this one's (`vpnmig status -n {}` shows it)",
+                owner.display(),
+                j.namespace,
+                j.gateway,
+                j.namespace
+            )));
+        }
+    }
 }
 
 /// How long the owners are read back after the pause, before the window goes on: a

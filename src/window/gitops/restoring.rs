@@ -9,6 +9,7 @@ use super::*;
 
 mod deciding;
 mod first_sync;
+mod handing_over;
 mod interrupted;
 mod re_arming;
 mod reading;

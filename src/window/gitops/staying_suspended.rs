@@ -78,8 +78,10 @@ pub(crate) async fn held(
                 });
             }
         }
+        let mut gone = Vec::new();
         for r in w.journal.gitops.iter().filter(holds) {
             let Found::One(owner, obj) = live::find(w.cluster, &r.owner).await? else {
+                gone.push(r.owner.clone());
                 continue;
             };
             let again = match gitops::held(r, &obj) {
@@ -144,11 +146,73 @@ pub(crate) async fn held(
                 });
             }
         }
+        if !gone.is_empty()
+            && let Some(stop) = took_over(w, verb, &gone).await?
+        {
+            return Err(stop);
+        }
         if started.elapsed() >= settle {
             return Ok(());
         }
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
+}
+
+/// An owner the window holds is gone (`gone`, deleted since the pause), and another owner
+/// that syncs automatically has put its markers on the window's PSK Secret: the owner was
+/// renamed or replaced during the window (a21s S11a: the held Kustomization deleted, an
+/// unsuspended copy on the same source created; the cutover applied, said done, and the
+/// new owner re-created the old gateway within a second). The stop names the new owner,
+/// its markers, and its suspension, before anything new is applied. `None`: no such
+/// owner.
+async fn took_over(
+    w: &Window<'_>,
+    verb: &str,
+    gone: &[gitops::OwnerRef],
+) -> Result<Option<Error>, Error> {
+    let (name, ns) = (w.name(), w.ns());
+    let secret = &w.journal.psk_secret;
+    let Some(psk) = live::get_kept(w.cluster, "v1", "Secret", ns, secret).await? else {
+        return Ok(None);
+    };
+    for m in gitops::detect(&psk) {
+        let Some(o) = m.owner.filter(|_| m.tool.reconciles()) else {
+            continue;
+        };
+        if w.journal
+            .gitops
+            .iter()
+            .any(|r| gitops::same_owner(&r.owner, &o))
+        {
+            continue;
+        }
+        let Found::One(owner, obj) = live::find(w.cluster, &o).await? else {
+            continue;
+        };
+        let st = gitops::owner_state(&obj, "", "", "");
+        if !st.active {
+            continue;
+        }
+        let gone: Vec<String> = gone.iter().map(gitops::OwnerRef::display).collect();
+        return Ok(Some(Error::Stop {
+            code: exit::REFUSED,
+            message: format!(
+                "{} the window suspended {} gone (deleted since the window paused it), and {} syncs automatically ({}) and carries its markers on secret/{secret} -n {ns}, the window's PSK Secret ({}): it took over the source that defines the gateway, and no window holds it; {}",
+                gone.join(", "),
+                if gone.len() == 1 { "is" } else { "are" },
+                owner.display(),
+                how(&st),
+                m.evidence.join(", "),
+                where_it_stands(w)
+            ),
+            hint: Some(crate::window::error::hint!(
+                "suspend it ({}), then `vpnmig {verb} {name} -n {ns}` goes on; vpnmig never resumes an owner no window suspended: resume it yourself once its source no longer defines ipsecgateway/{name} -n {ns}; {}",
+                gitops::pause_command(&owner),
+                way_back(w)
+            )),
+        }));
+    }
+    Ok(None)
 }
 
 /// Where a window stopped by an owner that syncs again stands: before the delete, or

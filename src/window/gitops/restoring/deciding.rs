@@ -55,6 +55,20 @@ pub(super) async fn decide<'a>(
         )));
         return Ok(Step::Kept);
     }
+    // 1b. Another finished window records itself as its suspender too (a21s S12: it
+    // paused the owner in the moment after this window's restore re-armed it, and this
+    // window's watch suspended it again as its own): handed over to that window, never
+    // each waiting for the other's vouch.
+    if let Some(h) = others.iter().find(|h| h.paused) {
+        handing_over::to_other(
+            w,
+            o,
+            h,
+            "both journals record themselves as its one suspender (that window paused it in the moment after this window's restore re-armed it)",
+        )
+        .await?;
+        return Ok(Step::Next);
+    }
     // 2. A PSK Secret that is gone is not something a restore (or a repository
     // change) brings back with the client's key.
     let Some(secret) = crate::cluster::objects::secret(w.cluster, &w.journal.psk_secret).await?

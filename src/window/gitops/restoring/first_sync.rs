@@ -145,12 +145,19 @@ pub(super) async fn watch(
             Found::One(_, o) => unseen_why(&o),
             _ => "it could not be read".to_string(),
         };
-        live::patch(
-            w.cluster,
-            &r.owner,
-            &gitops::pause_patch(&owner_shape(&r.owner)),
-        )
-        .await?;
+        // Suspended meanwhile by another window's `--gitops pause` (a21s S12: it found the
+        // owner this restore had just re-armed syncing, and recorded itself as its
+        // suspender): that window holds it, and this one hands it over instead of
+        // suspending it again as its own (each would wait for the other's vouch for ever).
+        let other = handing_over::other_suspender(w, &r.owner).await;
+        if other.is_none() {
+            live::patch(
+                w.cluster,
+                &r.owner,
+                &gitops::pause_patch(&owner_shape(&r.owner)),
+            )
+            .await?;
+        }
         w.journal.gitops[i].sync_unseen = Some(format!("{}: {why}", now()));
         w.journal.gitops[i].restoring = None;
         w.journal.gitops[i].last_sync = None;
@@ -162,6 +169,20 @@ pub(super) async fn watch(
         // Nor "as it was" beside a gateway it created that claims the floating IP.
         if let Some(stop) = claimed(w, replaced, Some(&r.owner)).await? {
             return Err(stop);
+        }
+        if let Some(h) = other {
+            let at = w.journal.gitops[i].re_armed_at.clone().unwrap_or_default();
+            handing_over::to_other(
+                w,
+                o,
+                &h,
+                &format!(
+                    "this window's restore re-armed it at {at}, that window suspended it since for its own window, and its status did not say it synced within {}s ({why})",
+                    SETTLE.as_secs()
+                ),
+            )
+            .await?;
+            return Ok(Step::Next);
         }
         w.ev.emit(Event::Warning(format!(
             "{} stays suspended: restored, but its status did not say it synced within {}s ({why}); a later sync would be one nothing watches, and nothing would put back what it changes, so vpnmig suspended it again (the journal holds it, as the window paused it). What the windows made live is as it was. {}",

@@ -76,8 +76,18 @@ pub(super) async fn say_who_restores(
                     continue;
                 };
                 let kept = self_suspended(w, i, replaced).await?;
+                // This window suspended it and let go of it since (its policy changed, a
+                // re-created owner): said so, never "suspended before this window" (a21s
+                // S02a2).
+                let who = match r.let_go.as_deref() {
+                    Some(why) => format!(
+                        "this window suspended it and let go of it ({why}), and no vpnmig window holds it now"
+                    ),
+                    None => "no vpnmig window suspended it (it was suspended before this window)"
+                        .to_string(),
+                };
                 format!(
-                    "{} stays suspended: no vpnmig window suspended it (it was suspended before this window), so vpnmig does not resume it; {kept}. {} (docs/gitops.md, \"An owner you suspended yourself\")",
+                    "{} stays suspended: {who}, so vpnmig does not resume it; {kept}. {} (docs/gitops.md, \"An owner you suspended yourself\")",
                     r.owner.display(),
                     resume_by_hand(&r.owner, replaced, &w.journal, None)
                 )
