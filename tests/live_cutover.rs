@@ -425,11 +425,7 @@ async fn status_both(b: &Bed) -> (Value, String) {
 }
 
 async fn gone(b: &Bed, kind: live::bed::Kind) {
-    b.delete(kind, "tenant-acme", "acme").await;
-    eventually(30, "the gateway's finalizer unwind", || async {
-        b.get(kind, "tenant-acme", "acme").await.is_none()
-    })
-    .await;
+    b.delete_until_gone(kind, "tenant-acme", "acme", 30).await;
 }
 
 async fn a_rolled_back_gateway_gone_since_is_said_and_re_created_by_the_rollback(b: &Bed) {
@@ -660,13 +656,8 @@ async fn a_floating_ip_two_gateways_claim_is_a_blocker_on_both(b: &Bed) {
         b.phase("tenant-acme", "acme").await.as_deref(),
         Some("done")
     );
-    b.delete(VPNGATEWAY, "tenant-acme", "acme-copy").await;
-    eventually(30, "the copy's finalizer unwind", || async {
-        b.get(VPNGATEWAY, "tenant-acme", "acme-copy")
-            .await
-            .is_none()
-    })
-    .await;
+    b.delete_until_gone(VPNGATEWAY, "tenant-acme", "acme-copy", 30)
+        .await;
     let (doc, _) = status_both(b).await;
     assert!(doc["gateways"][0]["blockers"].is_null(), "{doc:#}");
     // Done and as left: nothing to do. Its floating IP changed since: not "complete"
@@ -2279,13 +2270,8 @@ async fn a_copy_pinning_the_fip_during_the_delete_stops_before_the_apply(b: &Bed
         .await
         .unwrap();
     assert_eq!(pinned["spec"]["endpoint"]["floatingIP"], ACME_FIP);
-    b.delete(IPSECGATEWAY, "tenant-acme", "acme-copy").await;
-    eventually(30, "the copy's finalizer unwind", || async {
-        b.get(IPSECGATEWAY, "tenant-acme", "acme-copy")
-            .await
-            .is_none()
-    })
-    .await;
+    b.delete_until_gone(IPSECGATEWAY, "tenant-acme", "acme-copy", 30)
+        .await;
     b.step(&["cutover", "acme", "--yes"], 0, &[]).await;
     let fips = b.operator.floating_ips();
     assert!(!fips.released.contains(&ACME_FIP.to_string()), "{fips:?}");
@@ -2354,13 +2340,8 @@ async fn a_copy_holding_the_fip_is_freed_for_the_rollback_without_an_unpin(b: &B
         !b.operator.floating_ips().allocated.contains_key(ACME_FIP)
     })
     .await;
-    b.delete(IPSECGATEWAY, "tenant-acme", "acme-copy").await;
-    eventually(30, "the copy's finalizer unwind", || async {
-        b.get(IPSECGATEWAY, "tenant-acme", "acme-copy")
-            .await
-            .is_none()
-    })
-    .await;
+    b.delete_until_gone(IPSECGATEWAY, "tenant-acme", "acme-copy", 30)
+        .await;
     b.step(&["rollback", "acme", "--yes"], 0, &[]).await;
     let fips = b.operator.floating_ips();
     assert!(!fips.released.contains(&ACME_FIP.to_string()), "{fips:?}");

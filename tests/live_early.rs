@@ -815,11 +815,7 @@ async fn no_window(b: &Bed, how: Outside) {
                 "{on}: {}",
                 r.stderr
             );
-            b.delete(IPSECGATEWAY, NS, "acme").await;
-            bed::eventually(40, "the IPsecGateway is gone", || async {
-                b.get(IPSECGATEWAY, NS, "acme").await.is_none()
-            })
-            .await;
+            b.delete_until_gone(IPSECGATEWAY, NS, "acme", 40).await;
             shell(
                 b,
                 &format!("kubectl apply -f {plans}/vpngateway.yaml -f {plans}/vpnpeer.yaml"),
@@ -1056,11 +1052,7 @@ async fn a_hand_apply_as_the_controller_is_not_a_merge(b: &Bed) {
         })
         .await;
     }
-    b.delete(IPSECGATEWAY, NS, "acme").await;
-    bed::eventually(30, "the IPsecGateway is gone", || async {
-        b.get(IPSECGATEWAY, NS, "acme").await.is_none()
-    })
-    .await;
+    b.delete_until_gone(IPSECGATEWAY, NS, "acme", 30).await;
     for mut o in new_objects(&rewritten) {
         o["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"] = json!("acme");
         o["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/namespace"] = json!("flux-system");

@@ -369,11 +369,8 @@ async fn a_re_created_application_is_not_let_go_beside_its_gateway(b: &Bed) {
     let owner = Owner::Argo("apps-west");
     done_unmerged(b, owner).await;
     let app = owner.get(b).await;
-    b.delete(APPLICATION, "apps-west", "acme").await;
-    bed::eventually(20, "the Application is gone", || async {
-        b.get(APPLICATION, "apps-west", "acme").await.is_none()
-    })
-    .await;
+    b.delete_until_gone(APPLICATION, "apps-west", "acme", 20)
+        .await;
     let mut again = json!({"metadata": {"name": "acme", "namespace": "apps-west"}, "spec": app["spec"].clone()});
     again["spec"]["syncPolicy"]["automated"] = json!({"selfHeal": true, "prune": true});
     b.put(APPLICATION, "apps-west", again).await;
@@ -511,11 +508,7 @@ async fn delete_as_advised(b: &Bed, suspend: bool) {
         )
         .await;
     }
-    b.delete(IPSECGATEWAY, NS, "acme").await;
-    bed::eventually(30, "the re-created IPsecGateway is gone", || async {
-        b.get(IPSECGATEWAY, NS, "acme").await.is_none()
-    })
-    .await;
+    b.delete_until_gone(IPSECGATEWAY, NS, "acme", 30).await;
 }
 
 /// a21l A01/A08's kind, each made up: after done (the owner the window paused stays
@@ -577,11 +570,8 @@ async fn re_created_after_the_let_go_never_says_complete(b: &Bed) {
     let owner = Owner::Flux;
     done_unmerged(b, owner).await;
     let ks = owner.get(b).await;
-    b.delete(KUSTOMIZATION, "flux-system", "acme").await;
-    bed::eventually(20, "the Kustomization is gone", || async {
-        b.get(KUSTOMIZATION, "flux-system", "acme").await.is_none()
-    })
-    .await;
+    b.delete_until_gone(KUSTOMIZATION, "flux-system", "acme", 20)
+        .await;
     let mut again = json!({"metadata": {"name": "acme", "namespace": "flux-system"}, "spec": ks["spec"].clone()});
     again["spec"]["suspend"] = json!(false);
     again["spec"]["prune"] = json!(false);

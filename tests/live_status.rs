@@ -726,11 +726,8 @@ async fn a_rollback_stopped_on_a_vpngateway_vpnmig_did_not_create_names_the_way_
     assert_eq!(r.code, 0, "{}", r.stderr);
     // Re-created by hand: another uid, written by kubectl, not in the journal.
     let gw = b.get(VPNGATEWAY, "tenant-acme", "acme").await.unwrap();
-    b.delete(VPNGATEWAY, "tenant-acme", "acme").await;
-    eventually(30, "the VPNGateway is gone", || async {
-        b.get(VPNGATEWAY, "tenant-acme", "acme").await.is_none()
-    })
-    .await;
+    b.delete_until_gone(VPNGATEWAY, "tenant-acme", "acme", 30)
+        .await;
     b.put(
         VPNGATEWAY,
         "tenant-acme",
@@ -764,11 +761,8 @@ async fn a_rollback_stopped_on_a_vpngateway_vpnmig_did_not_create_names_the_way_
     )
     .await;
     // Followed: deleted by hand, the rollback resumes and ends.
-    b.delete(VPNGATEWAY, "tenant-acme", "acme").await;
-    eventually(30, "the VPNGateway is gone", || async {
-        b.get(VPNGATEWAY, "tenant-acme", "acme").await.is_none()
-    })
-    .await;
+    b.delete_until_gone(VPNGATEWAY, "tenant-acme", "acme", 30)
+        .await;
     b.step(&["rollback", "acme", "--yes"], 0, &[]).await;
     assert_eq!(
         b.phase("tenant-acme", "acme").await.as_deref(),

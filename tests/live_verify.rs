@@ -132,11 +132,8 @@ crate::rows! {
 async fn cut_over(b: &Bed, edit: impl FnOnce(&mut Value)) {
     let r = b.step(&["plan", "acme", "-o", "json"], 0, &[]).await;
     let plan: Value = serde_json::from_str(&r.stdout).unwrap();
-    b.delete(IPSECGATEWAY, "tenant-acme", "acme").await;
-    eventually(30, "the old gateway's finalizer unwind", || async {
-        b.get(IPSECGATEWAY, "tenant-acme", "acme").await.is_none()
-    })
-    .await;
+    b.delete_until_gone(IPSECGATEWAY, "tenant-acme", "acme", 30)
+        .await;
     b.put(
         VPNGATEWAY,
         "tenant-acme",
@@ -277,11 +274,7 @@ async fn claimed_by(b: &Bed, c: Claimant) {
     assert_eq!(text.code, 5);
     assert!(text.stdout.contains("NOT HEALTHY"), "{}", text.stdout);
 
-    b.delete(kind, c.ns, c.name).await;
-    eventually(30, "the claimant gone", || async {
-        b.get(kind, c.ns, c.name).await.is_none()
-    })
-    .await;
+    b.delete_until_gone(kind, c.ns, c.name, 30).await;
     eventually(30, "verify HEALTHY once the claimant is gone", healthy).await;
 }
 

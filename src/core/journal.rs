@@ -531,6 +531,49 @@ fn psk_secret_of(targets: &[Value]) -> String {
         .to_string()
 }
 
+/// A blank journal at [`Phase::Started`]: every field empty but the API version. The
+/// builders ([`Journal::new`], [`Journal::from_bundle`]) and the tests fill in what they
+/// know and take the rest from here (`..Journal::default()`), so a new field is added in
+/// one place.
+impl Default for Journal {
+    fn default() -> Journal {
+        Journal {
+            api_version: JOURNAL_API_VERSION.into(),
+            phase: Phase::Started,
+            namespace: Default::default(),
+            gateway: Default::default(),
+            old_uid: Default::default(),
+            spec_fingerprint: Default::default(),
+            floating_ip: Default::default(),
+            psk_secret: Default::default(),
+            psk_fingerprint: Default::default(),
+            psk_secret_uid: Default::default(),
+            old_manifest: Default::default(),
+            targets: Default::default(),
+            psk_detached: Default::default(),
+            gitops: Default::default(),
+            gitops_parents: Default::default(),
+            outage_ms: Default::default(),
+            fixed_targets: Default::default(),
+            target_uids: Default::default(),
+            dropped_owner_references: Default::default(),
+            cutover_failure: Default::default(),
+            edited_while_deleting: Default::default(),
+            data_plane_baseline: Default::default(),
+            data_plane: Default::default(),
+            outage: Default::default(),
+            rollback_outage: Default::default(),
+            last_error: Default::default(),
+            checks: Default::default(),
+            approved_plan: Default::default(),
+            history: Default::default(),
+            history_head: Default::default(),
+            earlier_windows: Default::default(),
+            applied_by_source: Default::default(),
+        }
+    }
+}
+
 impl Journal {
     /// A new journal in phase `Started`.
     pub fn new(
@@ -543,7 +586,6 @@ impl Journal {
         let targets: Vec<Value> = plan.targets.objects().into_iter().map(|(_, v)| v).collect();
         let psk_secret = psk_secret_of(&targets);
         Journal {
-            api_version: JOURNAL_API_VERSION.into(),
             namespace: plan.source.namespace.clone().unwrap_or_default(),
             gateway: plan.source.name.clone(),
             phase: Phase::Started,
@@ -552,29 +594,10 @@ impl Journal {
             floating_ip,
             psk_secret,
             psk_fingerprint: plan.source.psk_fingerprint.clone(),
-            psk_secret_uid: None,
             old_manifest,
             targets,
-            psk_detached: None,
-            gitops: Vec::new(),
-            gitops_parents: Vec::new(),
-            outage_ms: None,
-            fixed_targets: false,
-            target_uids: Vec::new(),
-            dropped_owner_references: Vec::new(),
-            cutover_failure: None,
-            edited_while_deleting: Vec::new(),
-            data_plane_baseline: None,
-            data_plane: None,
-            outage: None,
-            rollback_outage: None,
-            last_error: None,
             checks: CheckVerdict::of_plan(plan),
-            approved_plan: None,
-            history: Vec::new(),
-            history_head: None,
-            earlier_windows: Vec::new(),
-            applied_by_source: None,
+            ..Journal::default()
         }
         .first(Phase::Started, now, by)
     }
@@ -600,7 +623,6 @@ impl Journal {
         );
         let psk_secret = psk_secret_of(&targets);
         Journal {
-            api_version: JOURNAL_API_VERSION.into(),
             namespace: s("/source/namespace").unwrap_or_default(),
             gateway: s("/source/name").unwrap_or_default(),
             phase: Phase::Done,
@@ -613,29 +635,9 @@ impl Journal {
                 .to_string(),
             psk_secret,
             psk_fingerprint: s("/source/pskFingerprint"),
-            psk_secret_uid: None,
             old_manifest,
             targets,
-            psk_detached: None,
-            gitops: Vec::new(),
-            gitops_parents: Vec::new(),
-            outage_ms: None,
-            fixed_targets: false,
-            target_uids: Vec::new(),
-            dropped_owner_references: Vec::new(),
-            cutover_failure: None,
-            edited_while_deleting: Vec::new(),
-            data_plane_baseline: None,
-            data_plane: None,
-            outage: None,
-            rollback_outage: None,
-            last_error: None,
-            checks: Vec::new(),
-            approved_plan: None,
-            history: Vec::new(),
-            history_head: None,
-            earlier_windows: Vec::new(),
-            applied_by_source: None,
+            ..Journal::default()
         }
         .first(
             Phase::Done,
@@ -1438,7 +1440,6 @@ mod tests {
     #[test]
     fn an_edit_during_the_unwind_is_named_field_by_field() {
         let mut j = Journal {
-            api_version: JOURNAL_API_VERSION.into(),
             namespace: "t".into(),
             gateway: "acme".into(),
             phase: Phase::Deleting,
@@ -1446,30 +1447,8 @@ mod tests {
             spec_fingerprint: "sha256:x".into(),
             floating_ip: "198.51.100.23".into(),
             psk_secret: "acme-psk".into(),
-            psk_fingerprint: None,
-            psk_secret_uid: None,
             old_manifest: json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}, "spec": {"endpoint": {"floatingIP": "198.51.100.23"}}}),
-            targets: Vec::new(),
-            psk_detached: None,
-            gitops: Vec::new(),
-            gitops_parents: Vec::new(),
-            outage_ms: None,
-            fixed_targets: false,
-            target_uids: Vec::new(),
-            dropped_owner_references: Vec::new(),
-            cutover_failure: None,
-            edited_while_deleting: Vec::new(),
-            data_plane_baseline: None,
-            data_plane: None,
-            outage: None,
-            rollback_outage: None,
-            last_error: None,
-            checks: Vec::new(),
-            approved_plan: None,
-            history: Vec::new(),
-            history_head: None,
-            earlier_windows: Vec::new(),
-            applied_by_source: None,
+            ..Journal::default()
         };
         j.spec_fingerprint = crate::core::fingerprint::fingerprint(&j.old_manifest["spec"]);
         let mut live = j.old_manifest.clone();
@@ -1523,7 +1502,6 @@ mod tests {
         let peer = json!({"apiVersion": "vpn.bnerd.net/v1alpha1", "kind": "VPNPeer", "metadata": {"name": "acme"},
             "spec": {"gatewayRef": {"name": "acme"}, "ipsec": {"pskSecretRef": {"name": "acme-psk", "key": "psk"}}}});
         let mut j = Journal {
-            api_version: JOURNAL_API_VERSION.into(),
             namespace: "t".into(),
             gateway: "acme".into(),
             phase: Phase::Deleting,
@@ -1531,30 +1509,9 @@ mod tests {
             spec_fingerprint: "sha256:x".into(),
             floating_ip: "198.51.100.23".into(),
             psk_secret: "acme-psk".into(),
-            psk_fingerprint: None,
-            psk_secret_uid: None,
             old_manifest: json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}, "spec": {"endpoint": {"floatingIP": "198.51.100.23"}}}),
             targets: vec![gw, peer],
-            psk_detached: None,
-            gitops: Vec::new(),
-            gitops_parents: Vec::new(),
-            outage_ms: None,
-            fixed_targets: false,
-            target_uids: Vec::new(),
-            dropped_owner_references: Vec::new(),
-            cutover_failure: None,
-            edited_while_deleting: Vec::new(),
-            data_plane_baseline: None,
-            data_plane: None,
-            outage: None,
-            rollback_outage: None,
-            last_error: None,
-            checks: Vec::new(),
-            approved_plan: None,
-            history: Vec::new(),
-            history_head: None,
-            earlier_windows: Vec::new(),
-            applied_by_source: None,
+            ..Journal::default()
         };
         assert_eq!(j.validate(), Ok(()));
         let text = serde_json::to_string(&j).unwrap();
@@ -1616,38 +1573,15 @@ mod tests {
             "spec": {"endpoint": {"floatingIP": "2001:DB8:5:0::23"}, "serviceCIDR": "FD00:250:9:0::/64",
                      "exposures": [{"name": "crm", "virtualIP": "FD00:250:9::A"}, {"name": "ldap", "virtualIP": "10.250.3.11"}]}});
         let j = Journal {
-            api_version: JOURNAL_API_VERSION.into(),
             namespace: "t".into(),
             gateway: "acme".into(),
             phase: Phase::OldApplied,
-            old_uid: None,
             spec_fingerprint: "sha256:x".into(),
             floating_ip: "2001:db8:5::23".into(),
             psk_secret: "acme-psk".into(),
-            psk_fingerprint: None,
-            psk_secret_uid: None,
             old_manifest: json!({"kind": "IPsecGateway", "metadata": {"name": "acme"}, "spec": {"endpoint": {"floatingIP": "2001:DB8:5::23"}}}),
             targets: vec![gw],
-            psk_detached: None,
-            gitops: Vec::new(),
-            gitops_parents: Vec::new(),
-            outage_ms: None,
-            fixed_targets: false,
-            target_uids: Vec::new(),
-            dropped_owner_references: Vec::new(),
-            cutover_failure: None,
-            edited_while_deleting: Vec::new(),
-            data_plane_baseline: None,
-            data_plane: None,
-            outage: None,
-            rollback_outage: None,
-            last_error: None,
-            checks: Vec::new(),
-            approved_plan: None,
-            history: Vec::new(),
-            history_head: None,
-            earlier_windows: Vec::new(),
-            applied_by_source: None,
+            ..Journal::default()
         };
         let status = json!({"serviceCIDR": "fd00:250:9::/64", "exposures": [
             {"name": "crm", "virtualIP": "fd00:250:9::a"}, {"name": "ldap", "virtualIP": "10.250.3.12"}]});

@@ -844,6 +844,18 @@ impl Bed {
             .unwrap_or_else(|e| panic!("DELETE {} {ns}/{name}: {e}", kind.2));
     }
 
+    /// Delete the object and wait (at most `secs` seconds) until it is gone: its
+    /// finalizers' unwind finished (the operator's, for a gateway).
+    pub async fn delete_until_gone(&self, kind: Kind, ns: &str, name: &str, secs: u64) {
+        self.delete(kind, ns, name).await;
+        eventually(
+            secs,
+            &format!("{} {ns}/{name} to be gone after its delete", kind.2),
+            || async { self.get(kind, ns, name).await.is_none() },
+        )
+        .await;
+    }
+
     /// Write `f`'s edit of the object's status through the status subresource, as its
     /// controller would (again on a conflict, at most 5 times).
     pub async fn edit_status(&self, kind: Kind, ns: &str, name: &str, f: impl Fn(&mut Value)) {
