@@ -459,6 +459,124 @@ async fn both_inventories(b: &Bed) {
     }
 }
 
+/// The Argo CD fixture's source of the PSK Secret (a document of `manifests:`).
+const SOURCE_SECRET: &str = "    apiVersion: v1
+    kind: Secret
+    metadata:
+      name: acme-psk
+      namespace: tenant-acme
+    type: Opaque
+    data:
+      psk: cmVoZWFyc2FsLW9ubHktbm90LWEtcmVhbC1rZXk=   # the live Secret's value, unchanged
+    ---
+";
+
+/// a21s S06b's kind: acme's IPsecGateway is Argo CD's (argocd/acme), and its PSK Secret
+/// alone a Kustomization's (flux-keys/keys, a keys repository of its own, without
+/// targetNamespace): the Secret carries its markers, not Argo CD's.
+fn a_keys_only_kustomization() -> Scenario {
+    let argo = ARGO
+        .replace(
+            "    app.kubernetes.io/instance: acme\n  annotations:\n    argocd.argoproj.io/tracking-id: acme:/Secret:tenant-acme/acme-psk\n",
+            "    kustomize.toolkit.fluxcd.io/name: keys\n    kustomize.toolkit.fluxcd.io/namespace: flux-keys\n",
+        )
+        .replace(SOURCE_SECRET, "");
+    assert_eq!(
+        argo.matches("kustomize.toolkit.fluxcd.io/name: keys")
+            .count(),
+        1,
+        "the Secret's markers are the keys Kustomization's"
+    );
+    assert!(
+        !argo.contains(SOURCE_SECRET),
+        "Argo CD's source has no Secret"
+    );
+    let crd = FLUX
+        .split("\n---\n")
+        .find(|d| d.contains("name: kustomizations.kustomize.toolkit.fluxcd.io"))
+        .expect("the Flux fixture has the Kustomization CRD");
+    let keys = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: flux-keys\n---\napiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: keys\n  namespace: flux-keys\nspec:\n  interval: 10m\n  path: ./keys\n  prune: true\n  sourceRef:\n    kind: GitRepository\n    name: keys\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: keys-source\n  namespace: flux-keys\ndata:\n  manifests: |\n{}",
+        SOURCE_SECRET.trim_end().trim_end_matches("---").trim_end()
+    );
+    Scenario::built(format!("{argo}\n---\n{crd}\n---\n{keys}\n"), settings())
+}
+
+/// a21s S06b: the owner of the PSK Secret alone never applied the gateway, so its restore
+/// at `done` does not wait for its source to stop defining the IPsecGateway (it never
+/// did; before, it stayed suspended until a `--gitops resume`), and its repository is not
+/// told to define the new objects (the prune protection stays on them all the same).
+async fn the_owner_of_the_psk_alone_is_restored_at_done(b: &Bed) {
+    applied_by(b, &["argocd-controller"]).await;
+    bed::eventually(
+        30,
+        "the keys Kustomization applies the PSK Secret",
+        || async {
+            b.get(live::bed::SECRET, NS, "acme-psk")
+                .await
+                .is_some_and(|s| {
+                    s["metadata"]["managedFields"]
+                        .to_string()
+                        .contains("kustomize-controller")
+                })
+        },
+    )
+    .await;
+    let plan = b.step(PLAN, 4, &[]).await;
+    assert!(
+        live::flat(&plan.stdout).contains("kustomization/keys -n flux-keys"),
+        "the plan names the Secret's owner:\n{}",
+        plan.stdout
+    );
+    let r = b.step(PAUSE, 0, &[]).await;
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"));
+    let j = b.journal(NS, "acme").await.expect("a journal");
+    let keys = j["gitops"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|g| g["owner"]["name"] == "keys")
+        .expect("the journal holds the keys Kustomization");
+    assert_eq!(keys["syncs"], json!(["secret/acme-psk"]), "{j}");
+    let app = j["gitops"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|g| g["owner"]["name"] == "acme")
+        .expect("the journal holds the Application");
+    assert_eq!(app["syncs"], json!(["ipsecgateway/acme"]), "{j}");
+    // The Application's source still defines the IPsecGateway (not merged): it stays
+    // suspended. The keys Kustomization never defined it: restored.
+    assert!(suspended(b, APPLICATION, "argocd", "acme").await);
+    assert!(
+        r.says("restored kustomization/keys -n flux-keys"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !suspended(b, KUSTOMIZATION, "flux-keys", "keys").await,
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.says("the cluster does not show whether its source still defines"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.says("the repository should define"), "{}", r.stderr);
+    assert!(!r.says("once the repository defines it"), "{}", r.stderr);
+    assert!(
+        r.says("kustomization/keys -n flux-keys synced only secret/acme-psk for this window, so its repository need not define it, and the protection stays"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.says("which synced only secret/acme-psk for this window (its markers were never on the gateway): its repository need not define them; the prune protection stays on them"),
+        "{}",
+        r.stderr
+    );
+}
+
 crate::rows! {
     /// a21l A01: a Kustomization and a HelmRelease apply acme.
     a_helmrelease_beside_a_kustomization_is_paused_too: bed::Row {
@@ -503,5 +621,13 @@ crate::rows! {
         // Ends with the re-created IPsecGateway live beside the VPNGateway, on purpose.
         after: None,
         steps: |b| Box::pin(a_re_created_gateway_names_the_owner_that_wrote_it(b)),
+    },
+    /// a21s S06b: an owner of the PSK Secret alone is restored at `done` without a
+    /// `--gitops resume`, and its repository is never told to define the new objects.
+    the_owner_of_the_psk_alone_is_restored_at_done: bed::Row {
+        scenario: a_keys_only_kustomization,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(the_owner_of_the_psk_alone_is_restored_at_done(b)),
     },
 }

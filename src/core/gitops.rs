@@ -1503,6 +1503,27 @@ pub struct Record {
     /// again, never "its policy changed since" ([`synced_since`], [`as_asked`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub asked: Option<Asked>,
+    /// What the window found this owner syncing when it read it, as `kind/name`
+    /// (`ipsecgateway/acme`, `secret/acme-psk`): its markers or its status named them. An
+    /// owner found on the PSK Secret alone never applied the gateway, so its source is
+    /// never asked whether it still defines it, and its repository is never told to define
+    /// the new objects (a21s S06b) ([`Record::syncs_gateway`]). Empty: journals of earlier
+    /// versions, read as an owner of the gateway.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub syncs: Vec<String>,
+}
+
+impl Record {
+    /// Whether the owner synced the window's gateway when the window found it (not only its
+    /// PSK Secret): [`Record::syncs`] names a gateway, or is empty (unknown, an earlier
+    /// version's journal).
+    pub fn syncs_gateway(&self) -> bool {
+        self.syncs.is_empty()
+            || self
+                .syncs
+                .iter()
+                .any(|s| s.starts_with("ipsecgateway/") || s.starts_with("vpngateway/"))
+    }
 }
 
 /// A suspension of an owner the window's own stop asked for ([`Record::asked`]).
@@ -1864,6 +1885,7 @@ impl Record {
             re_armed_at: None,
             last_sync: None,
             asked: None,
+            syncs: Vec::new(),
         }
     }
 }
@@ -4195,6 +4217,7 @@ mod tests {
             re_armed_at: None,
             last_sync: None,
             asked: None,
+            syncs: Vec::new(),
         };
         let app = |sync: Value| json!({"kind": "Application", "spec": {"syncPolicy": sync}});
         assert_eq!(held(&record, &app(json!({}))), Held::AsLeft);
@@ -4872,6 +4895,7 @@ mod tests {
             re_armed_at: None,
             last_sync: None,
             asked: None,
+            syncs: Vec::new(),
         };
         let by = OwnerRef {
             api_version: ARGO_APPLICATIONSET.into(),

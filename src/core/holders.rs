@@ -364,6 +364,7 @@ mod tests {
             re_armed_at: None,
             last_sync: None,
             asked: None,
+            syncs: Vec::new(),
         });
         j
     }

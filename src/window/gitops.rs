@@ -93,6 +93,13 @@ pub async fn owners(
                 obj["metadata"]["name"].as_str().unwrap_or_default(),
                 ns,
             );
+            // What it syncs, as the journal records it (a21s S06b: an owner of the PSK
+            // Secret alone never defined the gateway).
+            let synced = format!(
+                "{}/{}",
+                obj["kind"].as_str().unwrap_or_default().to_lowercase(),
+                obj["metadata"]["name"].as_str().unwrap_or_default()
+            );
             let refuse = |message: String| Error::Stop {
                 code: exit::REFUSED,
                 message,
@@ -187,7 +194,10 @@ pub async fn owners(
                     )));
                 }
             };
-            if out.iter().any(|r| r.owner == owner) {
+            if let Some(r) = out.iter_mut().find(|r| r.owner == owner) {
+                if !r.syncs.contains(&synced) {
+                    r.syncs.push(synced);
+                }
                 continue;
             }
             if let Some(r) = inherited.iter().find(|r| r.owner == owner) {
@@ -196,7 +206,11 @@ pub async fn owners(
                     m.tool.label(),
                     owner.display()
                 )));
-                out.push(r.clone());
+                let mut r = r.clone();
+                if !r.syncs.is_empty() && !r.syncs.contains(&synced) {
+                    r.syncs.push(synced);
+                }
+                out.push(r);
                 continue;
             }
             let kind = old["kind"].as_str().unwrap_or("IPsecGateway");
@@ -270,6 +284,7 @@ pub async fn owners(
                 re_armed_at: None,
                 last_sync: None,
                 asked: None,
+                syncs: vec![synced.clone()],
             });
         }
     }

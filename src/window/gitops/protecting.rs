@@ -217,7 +217,21 @@ pub(super) async fn protect_kept(
             },
         )));
     }
-    let why = if let Some(u) = undefined {
+    let keys_only = !w.journal.gitops[i].syncs_gateway();
+    let why = if let Some(u) = undefined.filter(|_| keys_only) {
+        // An owner of the PSK Secret alone never applied the gateway: its repository is
+        // not where the new objects belong (a21s S06b), and the protection stays.
+        format!(
+            "a new object of the window, and {u}: a sync that finds its markers on it (a namespace policy or a controller can stamp them on every object of the namespace) would prune it, and the client's tunnel with it; {} synced only {} for this window, so its repository need not define it, and the protection stays{}",
+            r.display(),
+            w.journal.gitops[i].syncs.join(", "),
+            if handover {
+                ""
+            } else {
+                "; its first sync is watched for it too"
+            },
+        )
+    } else if let Some(u) = undefined {
         format!(
             "a new object of the window, and {u}: a sync that finds its markers on it (a namespace policy or a controller can stamp them on every object of the namespace) would prune it, and the client's tunnel with it; the repository should define it (the plan's rewrite does){}{}",
             if handover {

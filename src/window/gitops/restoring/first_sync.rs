@@ -309,6 +309,20 @@ async fn lift_defined(w: &mut Window<'_>, i: usize, owner: &gitops::OwnerRef) ->
         )));
         return Ok(());
     }
+    // An owner of the PSK Secret alone never applied the gateway: its repository is not
+    // where the new objects belong (a21s S06b); the protection stays against a sync that
+    // stamps its markers on them.
+    if !kept.is_empty() && !w.journal.gitops[i].syncs_gateway() {
+        let them = if kept.len() == 1 { "it" } else { "them" };
+        w.ev.emit(Event::Note(format!(
+            "{} {} not defined by the merged source of {}, which synced only {} for this window (its markers were never on the gateway): its repository need not define {them}; the prune protection stays on {them}, so that a sync that stamps its markers on every object of the namespace cannot prune {them}",
+            kept.join(", "),
+            if kept.len() == 1 { "is" } else { "are" },
+            owner.display(),
+            w.journal.gitops[i].syncs.join(", "),
+        )));
+        return Ok(());
+    }
     if !kept.is_empty() {
         w.ev.emit(Event::Warning(format!(
             "{} {} not defined by the merged source of {} (its status after the sync does not list {}): the prune protection stays on {}, and the repository should define {} as the window made {} live (the plan's rewrite does)",

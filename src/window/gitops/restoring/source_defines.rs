@@ -36,9 +36,23 @@ pub(super) fn still_defines(
         {
             continue;
         }
+        // An owner found syncing only that window's PSK Secret never applied its gateway
+        // (its markers were not on it): its source is not where the repository change
+        // goes (a21s S06b), unless its own status shows the gateway defined now.
+        let record = if mine {
+            Some(r)
+        } else {
+            j.gitops
+                .iter()
+                .find(|x| gitops::same_owner(&x.owner, &r.owner))
+        };
         let lists = live_owner
             .as_ref()
             .and_then(|o| gitops::owner_state(o, kind, &j.namespace, &j.gateway).source_lists);
+        // Unless its own status shows the gateway defined now.
+        if record.is_some_and(|x| !x.syncs_gateway()) && lists != Some(true) {
+            continue;
+        }
         // The vouch is per owner: it stands in for a status that cannot show the
         // merge, never against one that shows the gateway still defined (a21k N05: the
         // vouch meant for a Flux owner re-armed an Argo CD owner over its own status).
