@@ -1954,11 +1954,7 @@ async fn a_change_by_someone_else_after_done_is_let_go_naming_the_source(
         )
         .await;
     }
-    b.delete(IPSECGATEWAY, NS, "acme").await;
-    bed::eventually(30, "the IPsecGateway is gone", || async {
-        b.get(IPSECGATEWAY, NS, "acme").await.is_none()
-    })
-    .await;
+    b.delete_until_gone(IPSECGATEWAY, NS, "acme", 30).await;
     let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
     let out = live::flat(&format!("{}{}", r.stdout, r.stderr));
     for says in [
@@ -2113,11 +2109,7 @@ async fn a_suspension_set_in_the_source_is_never_the_window_s(b: &Bed, parent: L
         serde_json::json!({"spec": {"suspend": true}}),
     )
     .await;
-    b.delete(IPSECGATEWAY, NS, "acme").await;
-    bed::eventually(30, "the IPsecGateway is gone", || async {
-        b.get(IPSECGATEWAY, NS, "acme").await.is_none()
-    })
-    .await;
+    b.delete_until_gone(IPSECGATEWAY, NS, "acme", 30).await;
     let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
     let out = live::flat(&format!("{}{}", r.stdout, r.stderr));
     for says in [
@@ -2171,11 +2163,7 @@ async fn a_let_go_owner_says_its_source_still_defines_the_gateway(
             serde_json::json!({"spec": {"suspend": true}}),
         )
         .await;
-        b.delete(IPSECGATEWAY, NS, "acme").await;
-        bed::eventually(30, "the IPsecGateway is gone", || async {
-            b.get(IPSECGATEWAY, NS, "acme").await.is_none()
-        })
-        .await;
+        b.delete_until_gone(IPSECGATEWAY, NS, "acme", 30).await;
     }
     b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
     let rec = owner_record(b).await;
@@ -2240,11 +2228,7 @@ async fn a_freeze_after_the_stop_is_said_once_as_someone_else_s(b: &Bed, parent:
         serde_json::json!({"metadata": {"annotations": {"argocd.argoproj.io/skip-reconcile": "true"}}}),
     )
     .await;
-    b.delete(IPSECGATEWAY, NS, "acme").await;
-    bed::eventually(30, "the IPsecGateway is gone", || async {
-        b.get(IPSECGATEWAY, NS, "acme").await.is_none()
-    })
-    .await;
+    b.delete_until_gone(IPSECGATEWAY, NS, "acme", 30).await;
     let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
     let out = live::flat(&format!("{}{}", r.stdout, r.stderr));
     for says in [
@@ -2498,7 +2482,85 @@ async fn a_template_policy_set_in_the_gap_is_never_restored_over(
 const DACH: [Level; 2] = [(APPLICATION, "dach"), (APPLICATION, "etage")];
 const OBEN: [Level; 2] = [(KUSTOMIZATION, "oben"), (KUSTOMIZATION, "mitte")];
 
+/// a21t T15: the parent the window relies on (suspended as the first stop advised) is
+/// resumed by someone during the tunnels' wait, and its controller re-arms the owner only
+/// later (its self-heal delay: the moment the attack saw fall after `done`). The window
+/// reads the parents once more right before `done` and stops there, naming the parent,
+/// never "done" and HEALTHY with the old gateway re-created a moment later (on the code
+/// before, exit 0 and phase done).
+async fn a_parent_resumed_before_done_stops_the_window_before_done(
+    b: &Bed,
+    owner: Level,
+    parent: Level,
+) {
+    let on = b.backend;
+    chain_applied(b, owner, &[parent]).await;
+    let cut = ["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"];
+    let r = b.step(&cut, 7, &["no gateway was deleted"]).await;
+    assert!(r.says(&shown(parent)), "{on}: {}", r.stderr);
+    // The stop's advice, as a person follows it: the parent suspended, then its command.
+    let hint = hint_of(&r);
+    assert!(!follow_hint(b, &hint).await.is_empty(), "{on}: {hint}");
+    assert!(suspended(b, parent).await, "{on}: {hint}");
+    let mut again: Vec<String> = bed::advised(&hint, "cutover acme");
+    if !again.iter().any(|a| a == "--yes") {
+        again.push("--yes".into());
+    }
+    // The client re-initiates 4 s after the gateway is reachable: the tunnels' wait is
+    // when the parent is resumed; its controller acts a minute later.
+    b.operator.settings().write().unwrap().peer_retry_ms = 4000;
+    let child = b.spawn(&again.iter().map(String::as_str).collect::<Vec<_>>());
+    let applied = async || b.phase(NS, "acme").await.as_deref() == Some("applied");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !applied().await && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    if !applied().await {
+        let r = live::finish(child).await;
+        panic!(
+            "{on}: the window never reached applied ({}): {}",
+            r.code, r.stderr
+        );
+    }
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 60_000;
+    resume(b, parent).await;
+    let r = live::finish(child).await;
+    let err = live::flat(&r.stderr);
+    assert_ne!(r.code, 0, "{on}: {err}");
+    assert!(
+        err.contains(&format!(
+            "{} manages {} (found by",
+            shown(parent),
+            shown(owner)
+        )) && err
+            .contains("was re-enabled by someone else while this window relies on its suspension"),
+        "{on}: {err}"
+    );
+    assert!(!err.contains("acme: done"), "{on}: {err}");
+    assert_ne!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    assert!(
+        suspended(b, owner).await,
+        "{on}: the owner is still suspended"
+    );
+    assert!(b.get(IPSECGATEWAY, NS, "acme").await.is_none(), "{on}");
+}
+
 crate::rows! {
+    /// a21t T15: a Flux parent resumed during the tunnels' wait stops the window before done.
+    a_flux_parent_resumed_before_done_stops_the_window: bed::Row {
+        scenario: || scenario(chain(&[(KUSTOMIZATION, "verbund")])),
+        only: None,
+        // Stopped at ready: the new objects live, the old gateway gone, the owner held.
+        after: None,
+        steps: |b| Box::pin(a_parent_resumed_before_done_stops_the_window_before_done(b, ACME_KS_OWNER, (KUSTOMIZATION, "verbund"))),
+    },
+    /// The same with an Argo CD app-of-apps `wurzel`.
+    an_argo_parent_resumed_before_done_stops_the_window: bed::Row {
+        scenario: || scenario(chain(&[(APPLICATION, "wurzel")])),
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_parent_resumed_before_done_stops_the_window_before_done(b, ACME_APP_OWNER, (APPLICATION, "wurzel"))),
+    },
     /// a21n C13: an Argo CD app-of-apps `wurzel` re-arms acme after done.
     an_argo_re_arm_after_done_followed_is_the_window_s_again: bed::Row {
         scenario: || scenario(chain(&[(APPLICATION, "wurzel")])),
