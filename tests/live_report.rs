@@ -123,6 +123,74 @@ crate::rows! {
         after: After::acme("VPNGateway"),
         steps: |b| Box::pin(a_cutover_after_a_rollback_keeps_the_earlier_record(b)),
     },
+    /// a21t T06b: the PSK Secret deleted after done.
+    a_done_window_whose_psk_secret_is_gone_is_not_reported_complete: Row {
+        scenario: acme,
+        only: None,
+        // The Secret is gone on purpose.
+        after: None,
+        steps: |b| Box::pin(a_done_window_without_its_psk_is_not_reported_complete(b, true)),
+    },
+    /// The same with another key in it.
+    a_done_window_whose_psk_changed_is_not_reported_complete: Row {
+        scenario: acme,
+        only: None,
+        after: None,
+        steps: |b| Box::pin(a_done_window_without_its_psk_is_not_reported_complete(b, false)),
+    },
+}
+
+/// a21t T06b (critical): a done window whose PSK Secret is gone, or holds another key,
+/// is never reported "the cutover is complete" with exit 0: the record reads the Secret at
+/// report time as it reads the new objects, says it (every format, never the key), and
+/// `report` exits 5 with the step that puts the client's key back. On the code before,
+/// exit 0 and "done: the cutover is complete".
+async fn a_done_window_without_its_psk_is_not_reported_complete(b: &Bed, gone: bool) {
+    b.step(&["cutover", "acme", "--yes"], 0, &[]).await;
+    let secret = "secret/acme-psk -n tenant-acme (the PSK)";
+    let state = if gone {
+        b.delete(live::bed::SECRET, "tenant-acme", "acme-psk").await;
+        format!("{secret} is gone")
+    } else {
+        b.edit(live::bed::SECRET, "tenant-acme", "acme-psk", |s| {
+            s["data"]["psk"] = serde_json::json!("bm90LXRoZS1jbGllbnRzLWtleQ==");
+            if let Some(o) = s.as_object_mut() {
+                o.remove("stringData");
+            }
+        })
+        .await;
+        format!("{secret} key psk is not the one the window fingerprinted")
+    };
+    let md = b.step(&["report", "acme", "-o", "md"], 5, &[]).await;
+    let err = live::flat(&md.stderr);
+    assert!(
+        err.contains(&format!(
+            "the window of tenant-acme/acme ended done, but {state}: the cutover is not complete"
+        )),
+        "{err}"
+    );
+    let fix = if gone {
+        "kubectl create secret generic acme-psk -n tenant-acme --from-literal=psk=<the client's key>"
+    } else {
+        "put the client's key back in it"
+    };
+    assert!(err.contains(fix), "{err}");
+    let out = live::flat(&md.stdout);
+    assert!(
+        out.contains("done (the journal's phase), but the cutover is not complete"),
+        "{out}"
+    );
+    assert!(!out.contains("done: the cutover is complete"), "{out}");
+    let json = b.step(&["report", "acme", "-o", "json"], 5, &[]).await;
+    let doc: Value = serde_json::from_str(&json.stdout).expect("the record is JSON");
+    assert_eq!(doc["readAtReport"]["psk"]["state"], state.as_str(), "{doc}");
+    for run in [&md, &json] {
+        assert!(
+            !run.stdout.contains("bm90LXRoZS1jbGllbnRzLWtleQ")
+                && !run.stdout.contains("rehearsal-only"),
+            "no key is printed"
+        );
+    }
 }
 
 /// Run the window of `case` on the bed; returns the cutover's run.

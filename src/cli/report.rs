@@ -184,12 +184,13 @@ async fn read_now(
         fip_claimants: Vec::new(),
         fip_claimants_unread: None,
         gone,
+        psk: psk_now(cluster, j).await,
     };
     let Some(fip) = fip else {
-        return (!now.gone.is_empty()).then_some(now);
+        return now.contradicts().then_some(now);
     };
     match crate::cli::verify::fip_claimants(cluster, ns, name, &fip).await {
-        Ok(Ok(others)) if others.is_empty() && now.gone.is_empty() => return None,
+        Ok(Ok(others)) if others.is_empty() && !now.contradicts() => return None,
         Ok(Ok(others)) => {
             now.fip_claimants = others
                 .iter()
@@ -221,6 +222,53 @@ async fn read_now(
         }
     }
     Some(now)
+}
+
+/// The window's PSK Secret as read now, when it is not as the journal fingerprinted it
+/// (gone, re-created, another key; a21t T06b), with what to do. `None`: as fingerprinted,
+/// nothing recorded to compare with, or it could not be read (never claimed gone from an
+/// error).
+async fn psk_now(cluster: &Cluster, j: &crate::core::journal::Journal) -> Option<record::Psk> {
+    use crate::core::psk::Held;
+    let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    let secret = crate::cluster::objects::secret(cluster, &j.psk_secret)
+        .await
+        .ok()?;
+    let key = j.psk_key();
+    let what = format!("secret/{} -n {ns} (the PSK)", j.psk_secret);
+    let verify = format!(
+        "`vpnmig verify {name} -n {ns}` then compares it with the fingerprint and checks the tunnel"
+    );
+    let (state, fix) = match crate::core::psk::held(
+        j.psk_fingerprint.as_deref(),
+        j.psk_secret_uid.as_deref(),
+        ns,
+        &j.psk_secret,
+        key,
+        secret.as_ref(),
+    ) {
+        Held::Same { .. } | Held::RecreatedSame { .. } | Held::Unrecorded => return None,
+        Held::Gone => (
+            format!("{what} is gone"),
+            format!(
+                "it must be re-created with the client's pre-shared key, which vpnmig does not hold (the journal keeps only its fingerprint): `kubectl create secret generic {} -n {ns} --from-literal={key}=<the client's key>`; {verify}",
+                j.psk_secret
+            ),
+        ),
+        Held::Recreated { then, now } => (
+            format!(
+                "{what} was re-created (uid {then} → {now}) and its key cannot be compared with the journal's fingerprint"
+            ),
+            format!("check with the client that it holds their key; {verify}"),
+        ),
+        Held::Changed { .. } => (
+            format!("{what} key {key} is not the one the window fingerprinted"),
+            format!(
+                "put the client's key back in it (the journal keeps only its fingerprint); {verify}"
+            ),
+        ),
+    };
+    Some(record::Psk { state, fix })
 }
 
 /// The new objects (VPNGateway, VPNPeers) a done window made live that the cluster no
@@ -419,7 +467,28 @@ pub fn run(args: &ReportArgs) -> Result<i32, Error> {
 /// The stop of a window that ended done while a VPNGateway or VPNPeer it made live is
 /// gone now (exit 5, as `report` and `verify` say it); `None` otherwise.
 fn incomplete(r: &record::Record) -> Option<Error> {
-    let now = r.read_at_report.as_ref().filter(|n| !n.gone.is_empty())?;
+    let now = r.read_at_report.as_ref()?;
+    if now.gone.is_empty()
+        && let Some(psk) = &now.psk
+    {
+        return Some(Error::Stop {
+            code: exit::VERIFY_FAILED,
+            message: format!(
+                "the window of {}/{} ended {}, but {}: the {} is not complete, and the client's tunnel cannot authenticate with the key the window kept",
+                r.namespace,
+                r.gateway,
+                r.phase,
+                psk.state,
+                if r.phase == crate::core::journal::Phase::RolledBack {
+                    "rollback"
+                } else {
+                    "cutover"
+                }
+            ),
+            hint: Some(psk.fix.clone()),
+        });
+    }
+    let now = Some(now).filter(|n| !n.gone.is_empty())?;
     Some(Error::Stop {
         code: exit::VERIFY_FAILED,
         message: format!(

@@ -1283,12 +1283,39 @@ async fn open_windows(
             releases.push((r.owner.clone(), crate::core::gitops::helm_release(&o)));
         }
     }
+    // Every window in scope, whether or not an owner is held: its PSK Secret as the
+    // journal fingerprinted it (attacks 1, 5, 6, 14: a key lost after `done` was silent).
+    let mut psk = Vec::new();
+    for j in &parsed {
+        if let Some(p) = psk_problem(cluster, j).await {
+            psk.push(p);
+        } else if let Some(p) = unprotected_psk(cluster, j, &parsed).await {
+            psk.push(p);
+        }
+    }
+    // A protection on a PSK Secret that is gone protects nothing: never said as kept
+    // (a21t T06s: "kept from prune" beside "it is gone").
+    let gone: Vec<&str> = psk
+        .iter()
+        .filter(|p| p.state == "gone")
+        .map(|p| p.secret.as_str())
+        .collect();
+    let gone = &gone;
     let releases = &releases;
     let protected = parsed
         .iter()
         .flat_map(|j| {
             j.gitops.iter().flat_map(move |r| {
-                r.protected.iter().map(move |p| {
+                r.protected
+                    .iter()
+                    .filter(move |p| {
+                        !(p.kind == "Secret"
+                            && gone.contains(
+                                &crate::core::model::object_ref("Secret", &p.name, &p.namespace)
+                                    .as_str(),
+                            ))
+                    })
+                    .map(move |p| {
                     let helm = (r.owner.kind == "HelmRelease"
                         && p.annotation == crate::core::gitops::prune_protection("HelmRelease").0
                         && matches!(p.kind.as_str(), "VPNGateway" | "VPNPeer"))
@@ -1397,16 +1424,6 @@ async fn open_windows(
             if s.live == "suspended" || s.live == "changed" {
                 ignoring(cluster, j, r, s).await;
             }
-        }
-    }
-    // Every window in scope, whether or not an owner is held: its PSK Secret as the
-    // journal fingerprinted it (attacks 1, 5, 6, 14: a key lost after `done` was silent).
-    let mut psk = Vec::new();
-    for j in &parsed {
-        if let Some(p) = psk_problem(cluster, j).await {
-            psk.push(p);
-        } else if let Some(p) = unprotected_psk(cluster, j, &parsed).await {
-            psk.push(p);
         }
     }
     let fip_of = |o: &serde_json::Value| {

@@ -174,6 +174,30 @@ pub struct ReadAtReport {
     /// GitOps owner): the cutover is not complete while one is.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gone: Vec<String>,
+    /// The window's PSK Secret when it is not as the window fingerprinted it
+    /// (`secret/NAME -n NS (the PSK) is gone`, re-created, or another key; never the key):
+    /// the client's tunnel cannot come up with the key the window kept while it is (a21t
+    /// T06b: the record said "the cutover is complete" over a deleted Secret).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub psk: Option<Psk>,
+}
+
+/// The PSK Secret as read at report time ([`ReadAtReport::psk`]).
+#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Psk {
+    /// `secret/NAME -n NS (the PSK) is gone`, or how it differs.
+    pub state: String,
+    /// What to do, with the command.
+    pub fix: String,
+}
+
+impl ReadAtReport {
+    /// Whether what was read contradicts the window's outcome: a new object gone, the PSK
+    /// Secret not as fingerprinted, or another gateway claiming the floating IP.
+    pub fn contradicts(&self) -> bool {
+        !self.gone.is_empty() || self.psk.is_some() || !self.fip_claimants.is_empty()
+    }
 }
 
 /// [`ReadAtReport::note`].
@@ -188,6 +212,12 @@ impl ReadAtReport {
                 self.gone.join(", "),
                 if self.gone.len() == 1 { "is" } else { "are" },
                 if self.gone.len() == 1 { "it" } else { "them" },
+            ));
+        }
+        if let Some(psk) = &self.psk {
+            return Some(format!(
+                "{}: the client's tunnel cannot authenticate with the key the window kept",
+                psk.state
             ));
         }
         if let Some(why) = &self.fip_claimants_unread {
@@ -326,6 +356,8 @@ impl Record {
                 if now.gone.len() == 1 { "it" } else { "them" },
                 if now.gone.len() == 1 { "it" } else { "them" },
             );
+        } else if let Some(psk) = &now.psk {
+            self.recovery.next = format!("read at report time, {}: {}", psk.state, psk.fix);
         } else if !now.fip_claimants.is_empty() {
             self.recovery.next = format!(
                 "read at report time, another gateway claims the floating IP {}: delete {} once nothing re-creates it (`vpnmig {again} {name} -n {ns}` names what may have created it and stops on it until then); then `vpnmig verify {name} -n {ns}`",

@@ -208,11 +208,7 @@ fn outcome_line(r: &Record) -> String {
         }
         _ => return format!("{}; read at report time: {now}", journal_outcome(r)),
     };
-    let phase = if r
-        .read_at_report
-        .as_ref()
-        .is_some_and(|n| n.fip_claimants.is_empty() && n.gone.is_empty())
-    {
+    let phase = if r.read_at_report.as_ref().is_some_and(|n| !n.contradicts()) {
         match r.outcome {
             Outcome::Done => {
                 "done (the journal's phase); whether the cutover is complete is not known"
