@@ -24,14 +24,18 @@ async fn recreated_hint(cluster: &Cluster, j: &Journal, old: &Value, beside: &Be
                 .iter()
                 .any(|r| gitops::same_owner(&r.owner, &o) && r.paused);
             // The chain above it, read now (one that cannot be read names none: the
-            // owner's own suspension is said all the same).
-            let path = match crate::cluster::gitops::find(cluster, &o).await {
+            // owner's own suspension is said all the same). The owner as found, with its
+            // namespace: Argo CD's markers do not name the Application's, and a command
+            // without `-n` is run in the context's namespace (a21t T03c: NotFound, the
+            // child stayed armed and the advice looped).
+            let (o, path) = match crate::cluster::gitops::find(cluster, &o).await {
                 Ok(crate::cluster::gitops::Found::One(owner, obj)) => {
-                    super::super::gitops::re_arming(cluster, j, &owner, &obj)
+                    let path = super::super::gitops::re_arming(cluster, j, &owner, &obj)
                         .await
-                        .unwrap_or_default()
+                        .unwrap_or_default();
+                    (owner, path)
                 }
-                _ => Vec::new(),
+                _ => (o, Vec::new()),
             };
             let (by, above) = if path.is_empty() {
                 (String::new(), String::new())

@@ -144,7 +144,16 @@ pub(crate) async fn pause(w: &mut Window<'_>, verb: &str) -> Result<(), Error> {
                         }
                     }
                     if let Some(s) = w.journal.gitops[i].saved.as_mut() {
-                        s.value = now.pointer(&pointer).cloned();
+                        let set = now.pointer(&pointer).cloned();
+                        // Said by the restore that puts it back, never "as before the
+                        // window" (a21t T14).
+                        if set != s.value {
+                            s.set_since = Some(format!(
+                                "someone else set it during the window (the window recorded {} before its pause)",
+                                gitops::policy_shown(s.value.as_ref())
+                            ));
+                        }
+                        s.value = set;
                     }
                     journal::write(w.cluster, &w.journal, false).await?;
                     w.ev.emit(Event::Warning(format!(
