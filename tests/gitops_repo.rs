@@ -267,27 +267,41 @@ fn outside_git_the_rewritten_file_goes_beside_the_bundle() {
     assert!(r.says("to plans/acme.vpngateway.yaml"), "{}", r.stderr);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn live_plan_of_a_gitops_managed_gateway_rewrites_the_repository() {
-    let scenario =
-        std::fs::read_to_string(root().join("fixtures/clusters/acme-argocd.yaml")).unwrap();
-    let l = live::start(&scenario, vpnmig_sandbox::SettingsFile::default()).await;
+crate::rows! {
+    /// A plan against the cluster, of a gateway Argo CD manages: the gitops check says
+    /// so, and the repository's file is rewritten regardless. (Nothing in the cluster
+    /// changes: acme is still the IPsecGateway after.)
+    live_plan_of_a_gitops_managed_gateway_rewrites_the_repository: live::bed::Row {
+        scenario: || live::bed::Scenario::new(
+            include_str!("../fixtures/clusters/acme-argocd.yaml"),
+            vpnmig_sandbox::SettingsFile::default(),
+        ),
+        only: None,
+        after: live::bed::After::acme("IPsecGateway"),
+        steps: |b| Box::pin(live_plan_of_a_gitops_managed_gateway_rewrites_the_repository(b)),
+    },
+}
+
+async fn live_plan_of_a_gitops_managed_gateway_rewrites_the_repository(b: &live::bed::Bed) {
     let repo = Repo::new("plain", true);
     let dir = repo.dir();
-    let r = l
+    let r = b
         .vpnmig(&["plan", "acme", "--gitops-repo", dir.to_str().unwrap()])
         .await;
     // The gateway is Argo CD's: the gitops check says so; the plan is made regardless.
-    assert!(r.stdout.contains("gitops"), "{}", r.stdout);
+    assert!(r.stdout.contains("gitops"), "{}: {}", b.backend, r.stdout);
     assert!(
         flat(&r.stdout).contains("field manager argocd-controller"),
-        "{}",
+        "{}: {}",
+        b.backend,
         r.stdout
     );
-    assert!(r.says("tenants/acme.yaml: IPsecGateway tenant-acme/acme replaced by VPNGateway/acme, VPNPeer/acme"), "{}", r.stderr);
+    assert!(r.says("tenants/acme.yaml: IPsecGateway tenant-acme/acme replaced by VPNGateway/acme, VPNPeer/acme"), "{}: {}", b.backend, r.stderr);
     assert_eq!(
         git(&dir, &["status", "--porcelain"]).trim(),
-        "M tenants/acme.yaml"
+        "M tenants/acme.yaml",
+        "{}",
+        b.backend
     );
 }
 

@@ -2,14 +2,16 @@
 //! sandbox with a recording sink: the ordered events of a dry run, of a run the caller
 //! declines, of one successful cutover and of the rollback after it, and what the engine
 //! asked to confirm. The CLI's rendering of
-//! the same runs is covered by live_cutover.rs.
+//! the same runs is covered by live_cutover.rs. One row, run on both backends (the
+//! emulator and the real control plane, tests/live/bed.rs) in turn by the binary's one
+//! test, which sets the state directory before any thread.
 
 mod live;
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
-use live::{ACME, pool, start};
+use live::bed::{After, Backend, Bed, Row, Scenario};
+use live::{ACME, pool};
 use vpnmig::cluster::{Cluster, ClusterOptions};
 use vpnmig::core::journal::Phase;
 use vpnmig::window::error::Error;
@@ -20,12 +22,22 @@ use vpnmig::window::{
 /// One log for the events and the confirmations, so their order is recorded too (as a
 /// wave runner would see it).
 #[derive(Clone, Default)]
-struct Recorder(Rc<RefCell<Vec<Event>>>, Rc<RefCell<Vec<String>>>);
+struct Recorder(Arc<Mutex<Vec<Event>>>, Arc<Mutex<Vec<String>>>);
+
+impl Recorder {
+    fn log(&self) -> Vec<String> {
+        self.1.lock().unwrap().clone()
+    }
+
+    fn events(&self) -> Vec<Event> {
+        self.0.lock().unwrap().clone()
+    }
+}
 
 impl Events for Recorder {
     fn event(&mut self, e: Event) {
-        self.1.borrow_mut().push(line(&e));
-        self.0.borrow_mut().push(e);
+        self.1.lock().unwrap().push(line(&e));
+        self.0.lock().unwrap().push(e);
     }
 }
 
@@ -37,7 +49,7 @@ impl Confirm for Recorder {
             Summary::Forward { .. } => "forward".into(),
             Summary::Rollback { peers, .. } => format!("rollback deleting {peers:?}"),
         };
-        self.1.borrow_mut().push(format!(
+        self.1.lock().unwrap().push(format!(
             "confirm {} {} ({what}, dry run {})",
             ask.action, ask.gateway, ask.dry_run
         ));
@@ -97,10 +109,29 @@ fn shape(log: &[String]) -> Vec<&str> {
         .collect()
 }
 
+/// The row: acme cut over and rolled back, so it ends as the IPsecGateway it was.
+fn row() -> Row {
+    Row {
+        scenario: || Scenario::new(ACME, pool("10.250.3.0/24")),
+        only: None,
+        after: After::acme("IPsecGateway"),
+        // The engine's future is not Send (its sink is a RefCell): driven on this worker,
+        // handed over as a blocking one, while the sandbox's controllers run on the others.
+        steps: |b| {
+            Box::pin(async move {
+                tokio::task::block_in_place(|| {
+                    tokio::runtime::Handle::current().block_on(a_cutover_then_a_rollback(b))
+                })
+            })
+        },
+    }
+}
+
 #[test]
 fn a_cutover_then_a_rollback_report_their_phases_in_order() {
     // One test in this binary, set before any thread: the bundle index goes to a temp
-    // directory, not the home of whoever runs the tests.
+    // directory, not the home of whoever runs the tests. Hence the row's backends run in
+    // turn here rather than as two tests (`rows!`) beside each other.
     let state = tempfile::tempdir().unwrap();
     unsafe { std::env::set_var("VPNMIG_STATE_DIR", state.path()) };
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -109,16 +140,29 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let l = start(ACME, pool("10.250.3.0/24")).await;
+        for backend in [Backend::Emulated, Backend::Real] {
+            live::bed::run(
+                "a_cutover_then_a_rollback_report_their_phases_in_order",
+                row(),
+                backend,
+            )
+            .await;
+        }
+    });
+}
+
+async fn a_cutover_then_a_rollback(b: &Bed) {
+    {
+        let on = b.backend;
         let cluster = Cluster::connect(&ClusterOptions {
-            kubeconfig: Some(l.kubeconfig.clone()),
+            kubeconfig: Some(b.kubeconfig.clone()),
             namespace: Some("tenant-acme".into()),
             ..Default::default()
         })
         .await
         .unwrap();
-        let out = state.path().join("bundle");
-        let no_journal = |l: &live::Live| live::core(l, "configmaps", "tenant-acme", "vpnmig-acme").is_none();
+        let out = b.cwd().join("bundle");
+        let no_journal = || async { b.journal("tenant-acme", "acme").await.is_none() };
 
         // A dry run: every check and server-side dry run, no lock, nothing changed.
         let mut rec = Recorder::default();
@@ -137,7 +181,7 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
             std::future::pending(),
         )
         .await;
-        let log = rec.1.borrow().clone();
+        let log = rec.log();
         assert_eq!(outcome.unwrap(), Outcome::DryRun, "{log:#?}");
         assert_eq!(
             shape(&log),
@@ -149,7 +193,7 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
                 "info dry run: nothing was changed",
             ]
         );
-        assert!(no_journal(&l));
+        assert!(no_journal().await, "{on}");
 
         // A caller that says no: the run stops before any change.
         let mut rec = Recorder::default();
@@ -166,7 +210,7 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
             std::future::pending(),
         )
         .await;
-        let log = rec.1.borrow().clone();
+        let log = rec.log();
         let Err(Error::Stop { code, .. }) = outcome else {
             panic!("not refused: {outcome:?}")
         };
@@ -181,7 +225,7 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
                 "stopped: not now: nothing was changed",
             ]
         );
-        assert!(no_journal(&l));
+        assert!(no_journal().await, "{on}");
 
         // The cutover.
         let mut rec = Recorder::default();
@@ -199,7 +243,7 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
             std::future::pending(),
         )
         .await;
-        let log = rec.1.borrow().clone();
+        let log = rec.log();
         assert_eq!(outcome.unwrap(), Outcome::Done, "{log:#?}");
         assert_eq!(
             shape(&log),
@@ -239,7 +283,7 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
                 "finished cutover at done",
             ]
         );
-        let events = rec.0.borrow().clone();
+        let events = rec.events();
         let steps: Vec<&str> = events
             .iter()
             .filter_map(|e| match e {
@@ -248,7 +292,9 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
             })
             .collect();
         assert_eq!(steps.len(), 4, "{steps:#?}");
-        assert!(steps[0].starts_with("journal written: ConfigMap tenant-acme/vpnmig-acme (phase started) and bundle "));
+        assert!(steps[0].starts_with(
+            "journal written: ConfigMap tenant-acme/vpnmig-acme (phase started) and bundle "
+        ));
         assert_eq!(
             steps[1..],
             [
@@ -283,7 +329,7 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
             std::future::pending(),
         )
         .await;
-        let log = rec.1.borrow().clone();
+        let log = rec.log();
         assert_eq!(outcome.unwrap(), Outcome::Done, "{log:#?}");
         assert_eq!(
             shape(&log),
@@ -316,7 +362,7 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
                 "finished rollback at rolled-back",
             ]
         );
-        let events = rec.0.borrow().clone();
+        let events = rec.events();
         assert!(
             events.iter().any(|e| matches!(e, Event::Step(s)
                 if s == "IPsecGateway tenant-acme/acme re-created from the saved manifest")),
@@ -330,5 +376,5 @@ fn a_cutover_then_a_rollback_report_their_phases_in_order() {
         };
         assert_eq!(*operation, Operation::Rollback);
         assert_eq!(journal.phase, Phase::RolledBack);
-    });
+    }
 }

@@ -1,13 +1,17 @@
 //! The window guard in the engine, in-process against the sandbox: checked again after
 //! a confirmation that sat for a while (refused, nothing changed), and right before the
 //! delete when the steps before it were slow (refused, nothing deleted). The CLI's side
-//! is live_guard.rs.
+//! is live_guard.rs. One row, run on both backends (the emulator and the real control
+//! plane, tests/live/bed.rs: the API's latency is the emulator's own knob or the fault
+//! proxy's in front of kube-apiserver) in turn by the binary's one test, which sets the
+//! state directory before any thread.
 
 mod live;
 
 use std::time::Duration;
 
-use live::{ACME, pool, start};
+use live::bed::{After, Backend, Bed, IPSECGATEWAY, Row, Scenario};
+use live::{ACME, pool};
 use vpnmig::cluster::{Cluster, ClusterOptions};
 use vpnmig::core::guard::parse_window_end;
 use vpnmig::window::error::Error;
@@ -52,9 +56,29 @@ fn guards(events: &[Event]) -> Vec<(String, bool)> {
         .collect()
 }
 
+/// The row: both runs refused before the delete, so acme ends as the IPsecGateway it was.
+fn row() -> Row {
+    Row {
+        scenario: || Scenario::new(ACME, pool("10.250.3.0/24")),
+        only: None,
+        after: After::acme("IPsecGateway"),
+        // The engine's future is not Send (its sink is a RefCell): driven on this worker,
+        // handed over as a blocking one, while the sandbox's controllers run on the others.
+        steps: |b| {
+            Box::pin(async move {
+                tokio::task::block_in_place(|| {
+                    tokio::runtime::Handle::current()
+                        .block_on(checked_after_the_prompt_and_before_the_delete(b))
+                })
+            })
+        },
+    }
+}
+
 #[test]
 fn the_guard_is_checked_again_after_the_prompt_and_before_the_delete() {
-    // One test in this binary, set before any thread.
+    // One test in this binary, set before any thread; hence the row's backends run in
+    // turn here rather than as two tests (`rows!`) beside each other.
     let state = tempfile::tempdir().unwrap();
     unsafe { std::env::set_var("VPNMIG_STATE_DIR", state.path()) };
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -63,9 +87,24 @@ fn the_guard_is_checked_again_after_the_prompt_and_before_the_delete() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let l = start(ACME, pool("10.250.3.0/24")).await;
+        for backend in [Backend::Emulated, Backend::Real] {
+            live::bed::run(
+                "the_guard_is_checked_again_after_the_prompt_and_before_the_delete",
+                row(),
+                backend,
+            )
+            .await;
+        }
+    });
+}
+
+async fn checked_after_the_prompt_and_before_the_delete(b: &Bed) {
+    {
+        let on = b.backend;
+        // Timed to the second: no real control plane starts beside it.
+        let _quiet = b.quiet().await;
         let cluster = Cluster::connect(&ClusterOptions {
-            kubeconfig: Some(l.kubeconfig.clone()),
+            kubeconfig: Some(b.kubeconfig.clone()),
             namespace: Some("tenant-acme".into()),
             ..Default::default()
         })
@@ -80,7 +119,7 @@ fn the_guard_is_checked_again_after_the_prompt_and_before_the_delete() {
             then: || {},
         };
         let o = CutoverOptions {
-            out: Some(state.path().join("bundle")),
+            out: Some(b.cwd().join("bundle")),
             ..opts(16)
         };
         let e = window::cutover(
@@ -108,20 +147,20 @@ fn the_guard_is_checked_again_after_the_prompt_and_before_the_delete() {
             ]
         );
         assert!(
-            live::journal(&l, ns, "acme").is_none(),
-            "nothing was written"
+            b.journal(ns, "acme").await.is_none(),
+            "{on}: nothing was written"
         );
 
         // The prompt is quick, but the API server turns slow before the delete (2.5 s a
         // request): the journal, the PSK detach and the dry run take the window's margin.
-        let faults = l.sb.api_faults.clone();
+        let faults = b.api_faults().clone();
         let mut events: Vec<Event> = Vec::new();
         let mut confirm = Slow {
             sleep: Duration::ZERO,
             then: move || faults.write().unwrap().latency_ms = 2500,
         };
         let o = CutoverOptions {
-            out: Some(state.path().join("bundle")),
+            out: Some(b.cwd().join("bundle")),
             ..opts(16)
         };
         let e = window::cutover(
@@ -134,7 +173,7 @@ fn the_guard_is_checked_again_after_the_prompt_and_before_the_delete() {
         )
         .await
         .unwrap_err();
-        l.sb.api_faults.write().unwrap().latency_ms = 0;
+        b.api_faults().write().unwrap().latency_ms = 0;
         assert_eq!(e.exit_code(), vpnmig::exit::REFUSED, "{e}");
         let line = vpnmig::error::error_line(&e);
         assert!(
@@ -150,7 +189,7 @@ fn the_guard_is_checked_again_after_the_prompt_and_before_the_delete() {
                 ("BeforeDelete { phase: PskDetached }".to_string(), false)
             ]
         );
-        let j = live::journal(&l, ns, "acme").unwrap();
+        let j = b.journal(ns, "acme").await.unwrap();
         assert_eq!(j["phase"], "psk-detached");
         assert!(
             j["lastError"]
@@ -160,13 +199,13 @@ fn the_guard_is_checked_again_after_the_prompt_and_before_the_delete() {
             "{j}"
         );
         assert_eq!(
-            live::objects(&l, "ipsec.bnerd.net", "ipsecgateways", ns).len(),
+            b.objects(IPSECGATEWAY, ns).await.len(),
             1,
-            "the IPsecGateway is untouched"
+            "{on}: the IPsecGateway is untouched"
         );
         assert!(
-            live::core(&l, "leases", ns, "vpnmig-acme").is_none(),
-            "the lock is released"
+            b.lease(ns, "acme").await.is_none(),
+            "{on}: the lock is released"
         );
-    });
+    }
 }

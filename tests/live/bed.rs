@@ -103,9 +103,8 @@ pub struct Scenario {
     /// Otherwise, on the real control plane, once every one is Ready=True.
     pub reported_is_ready: bool,
     /// The real strongSwan data plane (a charon per gateway pod and per client site in
-    /// network namespaces, a prober per site): on the emulator as `start_on(.., true)` ran
-    /// it, on the real control plane as `vpnmig-sandbox --control-plane real --data-plane
-    /// strongswan` runs it. Its files are in [`Bed::plane_dir`].
+    /// network namespaces, a prober per site), on either backend as `vpnmig-sandbox
+    /// --data-plane strongswan` runs it. Its files are in [`Bed::plane_dir`].
     pub strongswan: bool,
     /// Run at the bed's start, before the backend and the data plane start (a row's
     /// turn on the real data plane held): what a row needs there before a start, such as a
@@ -281,6 +280,21 @@ pub async fn run(name: &str, row: Row, backend: Backend) {
         gitops.longest
     );
     drop(b);
+}
+
+/// The API resource of `kind`.
+fn api_resource((group, version, plural, kind): Kind) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: if group.is_empty() {
+            version.into()
+        } else {
+            format!("{group}/{version}")
+        },
+        kind: kind.into(),
+        plural: plural.into(),
+    }
 }
 
 /// `rows! { name: Row { … }, … }`: the tests `name::emulated` and `name::real` for each.
@@ -764,12 +778,40 @@ impl Bed {
     /// what was read; written back with its resourceVersion (again on a conflict, at most
     /// 5 times).
     pub async fn edit(&self, kind: Kind, ns: &str, name: &str, f: impl Fn(&mut Value)) {
+        self.write(kind, ns, name, PostParams::default(), f).await;
+    }
+
+    /// [`Bed::edit`] by field manager `manager` (an Update, as `kubectl edit` is
+    /// `kubectl-edit`).
+    pub async fn edit_as(
+        &self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+        manager: &str,
+        f: impl Fn(&mut Value),
+    ) {
+        let pp = PostParams {
+            field_manager: Some(manager.into()),
+            ..Default::default()
+        };
+        self.write(kind, ns, name, pp, f).await;
+    }
+
+    async fn write(
+        &self,
+        kind: Kind,
+        ns: &str,
+        name: &str,
+        pp: PostParams,
+        f: impl Fn(&mut Value),
+    ) {
         let api = self.api(kind, ns);
         for _ in 0..5 {
             let mut o = self.get(kind, ns, name).await.expect("the object exists");
             f(&mut o);
             let o: DynamicObject = serde_json::from_value(o).unwrap();
-            match api.replace(name, &PostParams::default(), &o).await {
+            match api.replace(name, &pp, &o).await {
                 Ok(_) => return,
                 Err(kube::Error::Api(s)) if s.code == 409 => continue,
                 Err(e) => panic!("PUT {} {ns}/{name}: {e}", kind.2),
@@ -801,6 +843,28 @@ impl Bed {
             .create(&PostParams::default(), &o)
             .await
             .unwrap_or_else(|e| panic!("POST {} {ns}/{name}: {e}", kind.2));
+    }
+
+    /// Create `obj` in `ns` (its `metadata.name` set) by field manager `manager` (a
+    /// Create, as `kubectl create` is `kubectl-create`).
+    pub async fn create_as(&self, kind: Kind, ns: &str, manager: &str, obj: Value) {
+        let name = obj["metadata"]["name"].as_str().unwrap().to_string();
+        let mut o = obj;
+        o["apiVersion"] = Value::String(if kind.0.is_empty() {
+            kind.1.into()
+        } else {
+            format!("{}/{}", kind.0, kind.1)
+        });
+        o["kind"] = Value::String(kind.3.into());
+        let o: DynamicObject = serde_json::from_value(o).unwrap();
+        let pp = PostParams {
+            field_manager: Some(manager.into()),
+            ..Default::default()
+        };
+        self.api(kind, ns)
+            .create(&pp, &o)
+            .await
+            .unwrap_or_else(|e| panic!("POST {} {ns}/{name} as {manager}: {e}", kind.2));
     }
 
     /// A JSON merge patch of the object by field manager `manager`, as `kubectl patch
@@ -871,6 +935,95 @@ impl Bed {
             }
         }
         panic!("PUT {}/status {ns}/{name}: a conflict five times", kind.2);
+    }
+
+    /// A client of kube-apiserver itself (cluster-admin, not through the fault proxy), on
+    /// [`Backend::Real`].
+    async fn direct(&self) -> kube::Client {
+        let cp = &self.cp.as_ref().expect("the real control plane").0;
+        client(&cp.admin_kubeconfig()).await
+    }
+
+    /// [`Bed::get`] out of the API faults' reach, as the operator and the GitOps
+    /// controllers read: the emulator's store, or kube-apiserver itself. For a row whose
+    /// faults hold a gap open for vpnmig only (a latency between two of its requests) and
+    /// act in it.
+    pub async fn get_unfaulted(&self, kind: Kind, ns: &str, name: &str) -> Option<Value> {
+        match &self.sb {
+            Some(sb) => {
+                let rt = sb.store.resource(kind.0, kind.1, kind.2)?;
+                sb.store.get(&rt, ns, name).ok()
+            }
+            None => {
+                let api = Api::<DynamicObject>::namespaced_with(
+                    self.direct().await,
+                    ns,
+                    &api_resource(kind),
+                );
+                let o = api
+                    .get_opt(name)
+                    .await
+                    .unwrap_or_else(|e| panic!("GET {} {ns}/{name}: {e}", kind.2))?;
+                Some(serde_json::to_value(o).unwrap())
+            }
+        }
+    }
+
+    /// [`Bed::edit`] out of the API faults' reach ([`Bed::get_unfaulted`]).
+    pub async fn edit_unfaulted(&self, kind: Kind, ns: &str, name: &str, f: impl Fn(&mut Value)) {
+        match &self.sb {
+            Some(sb) => {
+                let rt = sb.store.resource(kind.0, kind.1, kind.2).unwrap();
+                sb.store
+                    .modify(&rt, ns, name, false, &Default::default(), |o| {
+                        let mut o = o.clone();
+                        f(&mut o);
+                        Ok(o)
+                    })
+                    .unwrap_or_else(|e| panic!("PUT {} {ns}/{name}: {e:?}", kind.2));
+            }
+            None => {
+                let api = Api::<DynamicObject>::namespaced_with(
+                    self.direct().await,
+                    ns,
+                    &api_resource(kind),
+                );
+                for _ in 0..5 {
+                    let mut o = serde_json::to_value(api.get(name).await.unwrap()).unwrap();
+                    f(&mut o);
+                    let o: DynamicObject = serde_json::from_value(o).unwrap();
+                    match api.replace(name, &PostParams::default(), &o).await {
+                        Ok(_) => return,
+                        Err(kube::Error::Api(s)) if s.code == 409 => continue,
+                        Err(e) => panic!("PUT {} {ns}/{name}: {e}", kind.2),
+                    }
+                }
+                panic!("PUT {} {ns}/{name}: a conflict five times", kind.2);
+            }
+        }
+    }
+
+    /// Create `obj` in `ns` out of the API faults' reach ([`Bed::get_unfaulted`]).
+    pub async fn create_unfaulted(&self, kind: Kind, ns: &str, obj: Value) {
+        let name = obj["metadata"]["name"].as_str().unwrap().to_string();
+        let mut o = obj;
+        o["apiVersion"] = Value::String(api_resource(kind).api_version);
+        o["kind"] = Value::String(kind.3.into());
+        match &self.sb {
+            Some(sb) => {
+                let rt = sb.store.resource(kind.0, kind.1, kind.2).unwrap();
+                sb.store
+                    .create(&rt, ns, o, &Default::default())
+                    .unwrap_or_else(|e| panic!("POST {} {ns}/{name}: {e:?}", kind.2));
+            }
+            None => {
+                let o: DynamicObject = serde_json::from_value(o).unwrap();
+                Api::<DynamicObject>::namespaced_with(self.direct().await, ns, &api_resource(kind))
+                    .create(&PostParams::default(), &o)
+                    .await
+                    .unwrap_or_else(|e| panic!("POST {} {ns}/{name}: {e}", kind.2));
+            }
+        }
     }
 
     /// The journal document of gateway `name`, if written.

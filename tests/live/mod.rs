@@ -1,5 +1,7 @@
-//! Harness for end-to-end tests of live commands: a vpnmig-sandbox in-process on
-//! 127.0.0.1 and the built `vpnmig` binary run against it. Every wait is bounded.
+//! Harness for end-to-end tests of live commands: the built `vpnmig` binary run against
+//! a backend started in-process (the emulator or the real control plane: the rows of
+//! [`bed`]), and the helpers the rows share. Every wait is bounded. [`start`] and
+//! [`Live`] (the emulator alone, its store at hand) are the benches' (benches/).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -32,17 +34,6 @@ pub fn pool(cidr: &str) -> SettingsFile {
     let mut s = SettingsFile::default();
     s.operator.service_cidr_pool = cidr.into();
     s
-}
-
-/// Set a fault knob of one gateway (`namespace/name`, or `kind/namespace/name` for one
-/// kind) and have the operator act on it now.
-pub fn fault(
-    l: &Live,
-    key: &str,
-    set: impl FnOnce(&mut vpnmig_sandbox::operator::settings::GatewayFaults),
-) {
-    set(l.sb.operator.settings().write().unwrap().gateway_mut(key));
-    l.sb.operator.kick();
 }
 
 /// Start a sandbox with `scenario_yaml` and wait until its gateways are reconciled.
@@ -87,9 +78,8 @@ pub async fn start_on(scenario_yaml: &str, settings: SettingsFile, strongswan: b
     }
 }
 
-/// DESIGN.md §4.1 across every end-to-end test (issue 14): whatever a test did, no
-/// floating IP was released to the pool. Checked when the test's `Live` goes away (not
-/// while a test is already failing).
+/// DESIGN.md §4.1 across every bench run: whatever it did, no floating IP was released to
+/// the pool. Checked when the `Live` goes away (not while a run is already failing).
 pub struct NoFipReleased(std::sync::Arc<vpnmig_sandbox::operator::Operator>);
 
 impl Drop for NoFipReleased {
@@ -156,23 +146,6 @@ pub async fn run_vpnmig_at(kubeconfig: &Path, columns: Option<usize>, args: &[&s
     }
 }
 
-impl Live {
-    /// Start `vpnmig ARGS` in the background (stdout and stderr captured).
-    pub fn spawn(&self, args: &[&str]) -> std::process::Child {
-        std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig"))
-            .current_dir(self.cwd())
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("VPNMIG_STATE_DIR", self.cwd().join("state"))
-            .env("NO_COLOR", "1")
-            .env_remove("COLUMNS")
-            .args(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    }
-}
-
 /// Wait (at most 60 s) for a background vpnmig to end.
 pub async fn finish(child: std::process::Child) -> Run {
     let out = tokio::time::timeout(
@@ -187,149 +160,6 @@ pub async fn finish(child: std::process::Child) -> Run {
         stdout: String::from_utf8(out.stdout).unwrap(),
         stderr: String::from_utf8(out.stderr).unwrap(),
     }
-}
-
-/// Poll `cond` every 2 ms until it holds; panics after `secs` seconds naming `what`.
-pub async fn eventually(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(secs);
-    while !cond() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
-}
-
-/// The live (not being deleted) objects of a custom kind in `ns`.
-pub fn objects(l: &Live, group: &str, plural: &str, ns: &str) -> Vec<Value> {
-    let rt = l.sb.store.resource(group, "v1alpha1", plural).unwrap();
-    l.sb.store
-        .list(&rt, Some(ns))
-        .0
-        .into_iter()
-        .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
-        .collect()
-}
-
-/// A built-in object (`configmaps`, `secrets`, `leases`) from the sandbox's store.
-pub fn core(l: &Live, plural: &str, ns: &str, name: &str) -> Option<Value> {
-    let group = if plural == "leases" {
-        "coordination.k8s.io"
-    } else {
-        ""
-    };
-    let rt = l.sb.store.resource(group, "v1", plural).unwrap();
-    l.sb.store.get(&rt, ns, name).ok()
-}
-
-/// Change an object in the sandbox's store as someone else would (no field manager):
-/// `f` edits a copy of it.
-pub fn edit(
-    l: &Live,
-    (group, version, plural): (&str, &str, &str),
-    ns: &str,
-    name: &str,
-    f: impl Fn(&mut Value),
-) {
-    let rt = l.sb.store.resource(group, version, plural).unwrap();
-    l.sb.store
-        .modify(&rt, ns, name, false, &Default::default(), |o| {
-            let mut o = o.clone();
-            f(&mut o);
-            Ok(o)
-        })
-        .unwrap();
-}
-
-/// Put `key` (its text; stored base64 as the server does) in the PSK Secret's key `psk`:
-/// a rotation by hand, or the client's key put back.
-pub fn set_psk(l: &Live, ns: &str, secret: &str, key: &str) {
-    use base64::Engine;
-    let enc = base64::engine::general_purpose::STANDARD.encode(key);
-    edit(l, ("", "v1", "secrets"), ns, secret, |o| {
-        o["data"]["psk"] = serde_json::json!(enc)
-    });
-}
-
-/// The PSK Secret's salted fingerprint, as vpnmig computes it.
-pub fn psk_fingerprint(l: &Live, ns: &str, secret: &str) -> String {
-    let s = core(l, "secrets", ns, secret).expect("the PSK Secret exists");
-    let bytes = vpnmig::core::psk::value(&s, "psk").expect("the Secret has its key");
-    let uid = s["metadata"]["uid"].as_str();
-    vpnmig::core::psk::fingerprint(ns, secret, "psk", uid, &bytes)
-}
-
-/// The journal document of gateway `name`, if written.
-pub fn journal(l: &Live, ns: &str, name: &str) -> Option<Value> {
-    let cm = core(l, "configmaps", ns, &format!("vpnmig-{name}"))?;
-    Some(serde_json::from_str(cm["data"]["journal.json"].as_str().unwrap()).unwrap())
-}
-
-/// The journal's phase.
-pub fn phase(l: &Live, ns: &str, name: &str) -> Option<String> {
-    journal(l, ns, name).map(|j| j["phase"].as_str().unwrap().to_string())
-}
-
-/// DESIGN.md §4 on the sandbox's state: the FIP was never released to the pool and is
-/// associated with the live gateway (`kind`); the PSK Secret exists with `psk`; the old
-/// manifest is in the journal (when one was written); exactly one gateway of one kind
-/// plus its peers exists, nothing orphaned; no lock is left.
-pub fn invariants(
-    l: &Live,
-    ns: &str,
-    name: &str,
-    fip: &str,
-    psk: &str,
-    kind: &str,
-    peers: &[&str],
-) {
-    let fips = l.sb.operator.floating_ips();
-    assert!(
-        !fips.released.contains(&fip.to_string()),
-        "{fip} was released to the pool: {fips:?}"
-    );
-    assert_eq!(
-        fips.associated.get(fip),
-        Some(&format!("{kind} {ns}/{name}")),
-        "{fips:?}"
-    );
-    assert_eq!(psk_fingerprint(l, ns, &format!("{name}-psk")), psk);
-    if let Some(j) = journal(l, ns, name) {
-        let cm = core(l, "configmaps", ns, &format!("vpnmig-{name}")).unwrap();
-        let old: Value =
-            serde_saphyr::from_str(cm["data"]["old-ipsecgateway.yaml"].as_str().unwrap()).unwrap();
-        assert_eq!(old["kind"], "IPsecGateway");
-        assert_eq!(old["metadata"]["name"], name);
-        assert_eq!(old["spec"]["endpoint"]["floatingIP"], fip);
-        assert!(old["metadata"]["uid"].is_null() && old["status"].is_null());
-        assert_eq!(j["oldManifest"], old);
-    }
-    let old = objects(l, "ipsec.bnerd.net", "ipsecgateways", ns);
-    let new = objects(l, "vpn.bnerd.net", "vpngateways", ns);
-    let mut peer_names: Vec<String> = objects(l, "vpn.bnerd.net", "vpnpeers", ns)
-        .iter()
-        .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
-        .collect();
-    peer_names.sort();
-    let names = |v: &[Value]| -> Vec<String> {
-        v.iter()
-            .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
-            .collect()
-    };
-    if kind == "VPNGateway" {
-        assert_eq!(names(&new), [name], "one VPNGateway");
-        assert!(names(&old).is_empty(), "no IPsecGateway left: {old:?}");
-        assert_eq!(peer_names, peers);
-    } else {
-        assert_eq!(names(&old), [name], "one IPsecGateway");
-        assert!(names(&new).is_empty(), "no VPNGateway left");
-        assert!(peer_names.is_empty(), "no VPNPeer orphaned: {peer_names:?}");
-    }
-    assert!(
-        core(l, "leases", ns, &format!("vpnmig-{name}")).is_none(),
-        "the lock was released"
-    );
 }
 
 /// Wait (at most 90 s) for a background vpnmig to end, timing its stderr line by line:
@@ -472,7 +302,7 @@ pub mod plane {
     }
 }
 
-/// A git repository `repo` under `cwd` (a [`Live`]'s or a bed's working directory) holding
+/// A git repository `repo` under `cwd` (a bed's working directory) holding
 /// `source` as tenants/acme.yaml, committed: what `plan --gitops-repo` rewrites.
 pub fn repo_in(cwd: &std::path::Path, source: &str) -> std::path::PathBuf {
     let dir = cwd.join("repo");
