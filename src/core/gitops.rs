@@ -1232,17 +1232,50 @@ pub fn writer(obj: &Value) -> Option<String> {
 /// The field managers of an owner object that are neither vpnmig nor a GitOps controller
 /// (a person's `kubectl-patch`, another tool): whoever may have flipped its policy
 /// behind the window's back.
+///
+/// Those whose managedFields own the policy field the window's pause changes
+/// ([`Saved::pointer`]) when any does: a manager that only created the object (a loader, a
+/// `kubectl apply` of its spec without that field) did not flip it (h-conv: on a real API
+/// server the scenario's loader was named beside the one that re-armed it). Where none owns
+/// it (a policy removed: a real API server keeps no entry for a field that is gone), every
+/// such manager.
 pub fn hand_writers(owner: &Value) -> Vec<String> {
-    managed(owner)
+    let hands = |m: &str| {
+        m != crate::core::scope::FIELD_MANAGER
+            && !ARGO_MANAGERS.contains(&m)
+            && !FLUX_MANAGERS.contains(&m)
+    };
+    let all: Vec<String> = managed(owner)
         .into_iter()
         .map(|(m, _)| m)
-        .filter(|m| {
-            *m != crate::core::scope::FIELD_MANAGER
-                && !ARGO_MANAGERS.contains(m)
-                && !FLUX_MANAGERS.contains(m)
-        })
+        .filter(|m| hands(m))
         .map(str::to_string)
-        .collect()
+        .collect();
+    let field: Vec<String> = saved(owner)
+        .pointer
+        .trim_start_matches('/')
+        .split('/')
+        .map(|k| format!("f:{k}"))
+        .collect();
+    let mut owning: Vec<String> = Vec::new();
+    for entry in owner
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = entry["manager"].as_str().filter(|m| hands(m)) else {
+            continue;
+        };
+        let mut at = &entry["fieldsV1"];
+        for k in &field {
+            at = &at[k.as_str()];
+        }
+        if !at.is_null() && !owning.iter().any(|o| o == name) {
+            owning.push(name.to_string());
+        }
+    }
+    if owning.is_empty() { all } else { owning }
 }
 
 /// `/spec/syncPolicy/automated` → `spec.syncPolicy.automated`.
@@ -4784,6 +4817,43 @@ mod tests {
         let mut blind = app.clone();
         blind["status"]["sync"]["status"] = json!("Unknown");
         assert!(argo_extra_peers(&blind, "t", &["acme"]).is_empty());
+    }
+
+    /// The writers an owner's stop names as who may have flipped its policy.
+    #[test]
+    fn hand_writers_are_those_that_own_the_policy_field_when_any_does() {
+        let entry = |m: &str, fields: Value| json!({"manager": m, "operation": "Update", "fieldsV1": fields});
+        let rows: Vec<(&str, Value, Vec<&str>)> = vec![
+            (
+                "Argo CD: the loader created it, a person re-armed it",
+                json!({"kind": "Application", "metadata": {"managedFields": [
+                    entry("vpnmig-sandbox", json!({"f:spec": {"f:project": {}, "f:source": {}}})),
+                    entry("kubectl-edit", json!({"f:spec": {"f:syncPolicy": {"f:automated": {".": {}, "f:selfHeal": {}}}}})),
+                ]}}),
+                vec!["kubectl-edit"],
+            ),
+            (
+                "Flux: `flux resume` owns spec.suspend",
+                json!({"kind": "Kustomization", "metadata": {"managedFields": [
+                    entry("vpnmig-sandbox", json!({"f:spec": {"f:path": {}}})),
+                    entry("flux", json!({"f:spec": {"f:suspend": {}}})),
+                    entry("kustomize-controller", json!({"f:status": {}})),
+                ]}}),
+                vec!["flux"],
+            ),
+            (
+                "nobody owns the policy (removed): every hand writer",
+                json!({"kind": "Application", "metadata": {"managedFields": [
+                    entry("vpnmig-sandbox", json!({"f:spec": {"f:project": {}}})),
+                    entry("kubectl-patch", json!({"f:metadata": {"f:labels": {}}})),
+                    entry("argocd-controller", json!({"f:status": {}})),
+                ]}}),
+                vec!["vpnmig-sandbox", "kubectl-patch"],
+            ),
+        ];
+        for (what, owner, want) in rows {
+            assert_eq!(hand_writers(&owner), want, "{what}");
+        }
     }
 
     /// a21o D20: the policy a re-arm set since the window recorded it, seen at the

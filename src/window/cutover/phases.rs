@@ -433,11 +433,12 @@ fn done<'r>(w: &'r mut Window<'_>, cx: &'r mut Ctx<'_>, step: &'static Step) -> 
         if let Some(text) = w.journal.edited_while_deleting_text() {
             w.ev.emit(Event::Warning(text));
         }
-        // The GitOps owners and the parents the window relies on, once more right before
-        // `done`: a parent resumed during the tunnels' wait re-arms its child a moment
-        // later, which re-creates the old gateway beside the new one (a21t T15: resumed
-        // 194 ms before `done`, and the window ended done and HEALTHY).
-        super::super::gitops::held(w, "cutover", std::time::Duration::ZERO).await?;
+        // The parents the window relies on, once more right before `done`: one resumed
+        // during the tunnels' wait re-arms its child a moment later, which re-creates
+        // the old gateway beside the new one (a21t T15: resumed 194 ms before `done`, and
+        // the window ended done and HEALTHY). An owner itself re-enabled is the restore's
+        // to say at `done` (a21 attack A1: exit 5, its sync re-creates the gateway).
+        super::super::gitops::parents_held(w, "cutover").await?;
         w.save(Phase::Done).await?;
         w.ev.emit(Event::Finished {
             operation: Operation::Cutover,

@@ -22,62 +22,7 @@ pub(crate) async fn held(
         return Ok(());
     }
     loop {
-        // The parents whose suspension the window relies on, read back like the owners
-        // (a21g attack 16): one that would put an owner's policy back now stops the
-        // window before the delete, before its sync re-arms the owner.
-        for pr in w
-            .journal
-            .gitops_parents
-            .iter()
-            .filter(|p| crate::core::holders::parent_relied_on(&w.journal, p))
-        {
-            let Some(child) = &pr.parent_of else { continue };
-            let Found::One(owner, obj) = live::find(w.cluster, child).await? else {
-                continue;
-            };
-            let Found::One(_, parent) = live::find(w.cluster, &pr.owner).await? else {
-                continue;
-            };
-            let (acts, st) = gitops::relied_parent_acts(&parent, &obj);
-            if acts {
-                // The whole chain above the owner at its bottom, from the top-most level
-                // that acts (a21j: the root re-armed the middle level, and a stop that
-                // named the middle level alone was undone by the root).
-                if let Some(bottom) = crate::core::holders::bottom_owner(&w.journal, pr)
-                    && let Found::One(o, bottom_obj) = live::find(w.cluster, &bottom.owner).await?
-                {
-                    let links: Vec<gitops::Link> =
-                        live_chain(w.cluster, &w.journal, &o, &bottom_obj)
-                            .await?
-                            .into_iter()
-                            .map(|(l, _)| l)
-                            .collect();
-                    if gitops::acting_top_down(&links)
-                        .first()
-                        .is_some_and(|top| top.level > 1)
-                    {
-                        return Err(chain_stop(w, verb, &o, &links, None));
-                    }
-                }
-                let (name, ns) = (w.name(), w.ns());
-                return Err(Error::Stop {
-                    code: exit::REFUSED,
-                    message: format!(
-                        "{} manages {} (found by {}) and was re-enabled by someone else while this window relies on its suspension (now {}): its sync puts back the policy the window needs suspended; {}",
-                        pr.owner.display(),
-                        owner.display(),
-                        pr.evidence.join(", "),
-                        st.how,
-                        where_it_stands(w)
-                    ),
-                    hint: Some(crate::window::error::hint!(
-                        "{}, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
-                        parent_fix(&pr.owner),
-                        way_back(w)
-                    )),
-                });
-            }
-        }
+        parents_held(w, verb).await?;
         let mut gone = Vec::new();
         for r in w.journal.gitops.iter().filter(holds) {
             let Found::One(owner, obj) = live::find(w.cluster, &r.owner).await? else {
@@ -156,6 +101,68 @@ pub(crate) async fn held(
         }
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     }
+}
+
+/// The parents whose suspension the window relies on, read back like the owners (a21g
+/// attack 16): one that would put an owner's policy back now stops the window before its
+/// sync re-arms the owner (exit 7), naming the chain from its top-most level that acts.
+/// Part of [`held`]; also read alone right before `done` (a21t T15: a parent resumed
+/// during the tunnels' wait re-armed its child a moment after `done`, and the window ended
+/// done and HEALTHY with the old gateway back).
+pub(crate) async fn parents_held(w: &Window<'_>, verb: &str) -> Result<(), Error> {
+    for pr in w
+        .journal
+        .gitops_parents
+        .iter()
+        .filter(|p| crate::core::holders::parent_relied_on(&w.journal, p))
+    {
+        let Some(child) = &pr.parent_of else { continue };
+        let Found::One(owner, obj) = live::find(w.cluster, child).await? else {
+            continue;
+        };
+        let Found::One(_, parent) = live::find(w.cluster, &pr.owner).await? else {
+            continue;
+        };
+        let (acts, st) = gitops::relied_parent_acts(&parent, &obj);
+        if acts {
+            // The whole chain above the owner at its bottom, from the top-most level
+            // that acts (a21j: the root re-armed the middle level, and a stop that
+            // named the middle level alone was undone by the root).
+            if let Some(bottom) = crate::core::holders::bottom_owner(&w.journal, pr)
+                && let Found::One(o, bottom_obj) = live::find(w.cluster, &bottom.owner).await?
+            {
+                let links: Vec<gitops::Link> = live_chain(w.cluster, &w.journal, &o, &bottom_obj)
+                    .await?
+                    .into_iter()
+                    .map(|(l, _)| l)
+                    .collect();
+                if gitops::acting_top_down(&links)
+                    .first()
+                    .is_some_and(|top| top.level > 1)
+                {
+                    return Err(chain_stop(w, verb, &o, &links, None));
+                }
+            }
+            let (name, ns) = (w.name(), w.ns());
+            return Err(Error::Stop {
+                code: exit::REFUSED,
+                message: format!(
+                    "{} manages {} (found by {}) and was re-enabled by someone else while this window relies on its suspension (now {}): its sync puts back the policy the window needs suspended; {}",
+                    pr.owner.display(),
+                    owner.display(),
+                    pr.evidence.join(", "),
+                    st.how,
+                    where_it_stands(w)
+                ),
+                hint: Some(crate::window::error::hint!(
+                    "{}, then `vpnmig {verb} {name} -n {ns} --gitops pause` again; {}",
+                    parent_fix(&pr.owner),
+                    way_back(w)
+                )),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// An owner the window holds is gone (`gone`, deleted since the pause), and another owner
