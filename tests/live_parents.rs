@@ -2510,7 +2510,13 @@ async fn a_parent_resumed_before_done_stops_the_window_before_done(
     // when the parent is resumed; its controller acts a minute later.
     b.operator.settings().write().unwrap().peer_retry_ms = 4000;
     let child = b.spawn(&again.iter().map(String::as_str).collect::<Vec<_>>());
-    let applied = async || b.phase(NS, "acme").await.as_deref() == Some("applied");
+    // Applied, attached or ready (each may last a moment only): the tunnels' wait.
+    let applied = async || {
+        matches!(
+            b.phase(NS, "acme").await.as_deref(),
+            Some("applied" | "attached" | "ready")
+        )
+    };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !applied().await && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
