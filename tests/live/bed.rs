@@ -450,7 +450,11 @@ impl Bed {
                     // a component that exits while the plane starts, before any step of
                     // the row, gets one more start, said on stderr. A second exit fails.
                     let cp = match ControlPlane::start() {
-                        Err(e @ ControlPlaneError::Exited { component: "kwok", .. }) => {
+                        Err(
+                            e @ ControlPlaneError::Exited {
+                                component: "kwok", ..
+                            },
+                        ) => {
                             eprintln!("RETRIED the real control plane's start once: {e}");
                             ControlPlane::start().unwrap_or_else(|e| panic!("{e}"))
                         }
