@@ -147,13 +147,25 @@ fn free_port() -> Result<u16, ControlPlaneError> {
         ^ nanos
         ^ (u64::from(std::process::id()) << 32)
         | 1;
+    // Never the same port twice in one process: a bind test says only that nobody listens
+    // now, not that another plane of this process (or this plane's other component) was not
+    // handed it a moment ago. Four ports drawn at random from ~22,000 for each of the ~1,000
+    // planes of a full run met once in a while (etcd exited 1 in CI, stop 40).
+    static HANDED: std::sync::Mutex<Option<std::collections::HashSet<u16>>> =
+        std::sync::Mutex::new(None);
+    let mut handed = HANDED.lock().unwrap_or_else(|e| e.into_inner());
+    let handed = handed.get_or_insert_with(Default::default);
+    if handed.len() > usize::from(low - 10000) / 2 {
+        handed.clear();
+    }
     for _ in 0..200 {
         // xorshift64
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         let port = 10000 + (x % u64::from(low - 10000)) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+        if !handed.contains(&port) && TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            handed.insert(port);
             return Ok(port);
         }
     }
@@ -180,7 +192,25 @@ fn tail(path: &Path) -> String {
         Err(e) => return format!("(cannot read {}: {e})", path.display()),
     };
     let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(15)..].join("\n")
+    let last = lines[lines.len().saturating_sub(15)..].join("\n");
+    // The cause first: a log's last lines are often warnings after it, and a CI printer
+    // that cuts the middle of a long message cut etcd's cause away (stop 40).
+    // klog's error and fatal lines start `E1207`, `F1207`; etcd's and kwok's are JSON.
+    let klog = |l: &str| {
+        let b = l.as_bytes();
+        b.len() > 5 && matches!(b[0], b'E' | b'F') && b[1..5].iter().all(u8::is_ascii_digit)
+    };
+    let cause = lines.iter().rev().find(|l| {
+        let low = l.to_ascii_lowercase();
+        klog(l)
+            || ["fatal", "panic", "\"level\":\"error\"", "already in use"]
+                .iter()
+                .any(|k| low.contains(k))
+    });
+    match cause {
+        Some(cause) => format!("cause: {cause}\n{last}"),
+        None => last,
+    }
 }
 
 /// Kill the processes a parent that was SIGKILLed left behind: each `pids` file under the

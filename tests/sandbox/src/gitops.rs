@@ -681,8 +681,12 @@ impl Gitops {
                 }
             }
         }
-        if acting && faults.relabels {
-            relabel(api, o, &desired);
+        // What it stamped is seen by the next pass (its writes are events): on the real
+        // control plane this pass's list comes from the watch's cache, which may not hold
+        // the stamps yet, and a status written now said Synced without the newly tracked
+        // objects (a row's flake under load, stop 40).
+        if acting && faults.relabels && relabel(api, o, &desired) {
+            return None;
         }
         let wanted: HashSet<ObjKey> = desired
             .iter()
@@ -1133,8 +1137,9 @@ fn extras(
 }
 
 /// The `relabels` fault: stamp the owner's markers on every object of a kind it knows
-/// in its destination namespaces.
-fn relabel(api: &dyn GitopsApi, o: &Owner, desired: &[Desired]) {
+/// in its destination namespaces. Whether it stamped any.
+fn relabel(api: &dyn GitopsApi, o: &Owner, desired: &[Desired]) -> bool {
+    let mut stamped = false;
     let mut namespaces: BTreeSet<String> = desired.iter().map(|d| d.ns.clone()).collect();
     if let Some(t) = o.target_ns() {
         namespaces.insert(t.to_string());
@@ -1158,25 +1163,28 @@ fn relabel(api: &dyn GitopsApi, o: &Owner, desired: &[Desired]) {
                     continue;
                 }
                 let (labels, annotations) = o.markers(rt, ns, &name);
-                let _ = api.modify(rt, ns, &name, false, o.manager(), &|cur| {
-                    let mut new = cur.clone();
-                    for (field, add) in [("labels", &labels), ("annotations", &annotations)] {
-                        if add.is_empty() {
-                            continue;
+                stamped |= api
+                    .modify(rt, ns, &name, false, o.manager(), &|cur| {
+                        let mut new = cur.clone();
+                        for (field, add) in [("labels", &labels), ("annotations", &annotations)] {
+                            if add.is_empty() {
+                                continue;
+                            }
+                            let m = &mut new["metadata"][field];
+                            if !m.is_object() {
+                                *m = json!({});
+                            }
+                            if let Some(m) = m.as_object_mut() {
+                                m.extend(add.clone());
+                            }
                         }
-                        let m = &mut new["metadata"][field];
-                        if !m.is_object() {
-                            *m = json!({});
-                        }
-                        if let Some(m) = m.as_object_mut() {
-                            m.extend(add.clone());
-                        }
-                    }
-                    Ok(new)
-                });
+                        Ok(new)
+                    })
+                    .is_ok();
             }
         }
     }
+    stamped
 }
 
 enum Outcome {
