@@ -44,7 +44,15 @@ fn kells() -> Scenario {
             ),
         ]
         .concat(),
-        live::pool("10.250.3.0/24"),
+        {
+            let mut s = live::pool("10.250.3.0/24");
+            // May get anything, list nothing: a window's Role has no `list configmaps`.
+            s.groups = vec![vpnmig_sandbox::api::auth::Group {
+                name: "getters".into(),
+                rules: vec![vpnmig_sandbox::api::auth::Rule::new(&["get"], &["*"])],
+            }];
+            s
+        },
     )
 }
 
@@ -222,6 +230,44 @@ async fn a_gateway_named_like_an_archive_keeps_its_journal_and_the_other_its_num
     );
     for gateway in ["kells", "kells.window-1"] {
         assert!(b.lease("tenant-acme", gateway).await.is_none(), "{gateway}");
+    }
+
+    // Without kells's journal (lost), its archive is found by its labels, or, by an
+    // account that may not list ConfigMaps, by the names an archive takes: never
+    // kells.window-1's journal, which has the first of them.
+    b.delete(CONFIGMAP, "tenant-acme", "vpnmig-kells").await;
+    let getter = ["--as", "nobody", "--as-group", "getters"];
+    // That account may list nothing.
+    let r = b
+        .vpnmig(&["status", "--as", "nobody", "--as-group", "getters"])
+        .await;
+    assert!(
+        r.code != 0 && r.says("cannot list resource"),
+        "{}",
+        r.stderr
+    );
+    for who in [&[][..], &getter[..]] {
+        let mut args = vec!["report", "kells", "--window", "1"];
+        args.extend(who);
+        let archived = json(b, &args).await;
+        assert_eq!(archived["timeline"], before["timeline"], "{who:?}");
+        assert_eq!(archived["archived"], true, "{who:?}");
+        let mut args = vec!["report", "kells"];
+        args.extend(who);
+        let r = b.vpnmig(&args).await;
+        assert_eq!(r.code, 1, "{who:?}: {}", r.stderr);
+        assert!(
+            r.hint().unwrap_or_default().contains(
+                "the cluster keeps the record of its window 1 (ConfigMap tenant-acme/vpnmig-kells.window-1-2): `vpnmig report kells -n tenant-acme --window 1` shows it"
+            ),
+            "{who:?}: {}",
+            r.stderr
+        );
+        // kells.window-1's own record, read by the same account.
+        let mut args = vec!["report", "kells.window-1"];
+        args.extend(who);
+        let own_now = json(b, &args).await;
+        assert_eq!(own_now["timeline"], own["timeline"], "{who:?}");
     }
 }
 
