@@ -349,14 +349,18 @@ async fn archives(
                     None => 1..=100,
                 };
                 for n in numbers {
-                    let before = found.len();
+                    // The numbers end where nothing has the first name of one (an
+                    // archive an older version numbered past a taken name is still
+                    // found: that name is taken).
+                    let mut any = false;
                     for name in archive_names(gateway, n) {
                         let Some(cm) = get_configmap(cluster, &name).await? else {
                             break;
                         };
+                        any = true;
                         found.extend(keep(cm)?);
                     }
-                    if only.is_none() && found.len() == before {
+                    if !any {
                         break;
                     }
                 }
