@@ -233,42 +233,59 @@ pub async fn archive(
     first: u32,
 ) -> Result<(u32, String), ArchiveError> {
     let ns = cluster.namespace.as_str();
-    let (n, name, there) = archive_slot(cluster, journal, first).await?;
-    if there {
-        return Ok((n, name));
-    }
     let api: Api<ConfigMap> = Api::namespaced(cluster.client.clone(), ns);
     let text = serde_json::to_string_pretty(journal).expect("journals serialize");
-    let mut labels = serde_json::Map::new();
-    labels.insert("app.kubernetes.io/managed-by".into(), json!("vpnmig"));
-    labels.insert(ARCHIVE_LABEL.into(), json!(n.to_string()));
-    if let Some(g) = crate::core::limits::gateway_label(&journal.gateway) {
-        labels.insert("vpnmig.bnerd.net/gateway".into(), json!(g));
-    }
-    let cm = json!({
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": name,
-            "namespace": ns,
-            "labels": labels,
-            "annotations": {
-                "vpnmig.bnerd.net/record": format!("vpnmig report {} -n {ns} --window {n}", journal.gateway),
-            },
-        },
-        "data": {
-            ARCHIVE_KEY: text,
-            "phase": journal.phase.as_str(),
+    // A create, not an apply: a name another writer takes between the read and the write
+    // (gateway kells.window-1's first journal) is answered 409 and the name read again,
+    // never merged into (T11).
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let (n, name, there) = archive_slot(cluster, journal, first).await?;
+        if there {
+            return Ok((n, name));
         }
-    });
-    let pp = PatchParams::apply(FIELD_MANAGER).force();
-    let patch = Patch::Apply(&cm);
-    cluster
-        .call("apply", &format!("configmap/{name}"), Some(ns), || {
-            api.patch(&name, &pp, &patch)
-        })
-        .await?;
-    Ok((n, name))
+        let mut labels = serde_json::Map::new();
+        labels.insert("app.kubernetes.io/managed-by".into(), json!("vpnmig"));
+        labels.insert(ARCHIVE_LABEL.into(), json!(n.to_string()));
+        if let Some(g) = crate::core::limits::gateway_label(&journal.gateway) {
+            labels.insert("vpnmig.bnerd.net/gateway".into(), json!(g));
+        }
+        let cm: ConfigMap = serde_json::from_value(json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "namespace": ns,
+                "labels": labels,
+                "annotations": {
+                    "vpnmig.bnerd.net/record": format!("vpnmig report {} -n {ns} --window {n}", journal.gateway),
+                },
+            },
+            "data": {
+                ARCHIVE_KEY: text,
+                "phase": journal.phase.as_str(),
+            }
+        }))
+        .expect("a ConfigMap");
+        let pp = kube::api::PostParams {
+            field_manager: Some(FIELD_MANAGER.into()),
+            ..Default::default()
+        };
+        match cluster
+            .call("create", &format!("configmap/{name}"), Some(ns), || {
+                api.create(&pp, &cm)
+            })
+            .await
+        {
+            Ok(_) => return Ok((n, name)),
+            Err(KubeError::Api {
+                answer: kube::Error::Api(s),
+                ..
+            }) if s.code == 409 && tries < 5 => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// Why a journal could not be archived.
