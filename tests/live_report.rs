@@ -20,6 +20,363 @@ fn acme() -> Scenario {
     Scenario::new(ACME, live::pool("10.250.3.0/24"))
 }
 
+/// Gateways `kells` (re-created by its rollback, so it has the pool's serviceCIDR) and
+/// `kells.window-1` (a DNS-subdomain name, which the operator accepts) in tenant-acme.
+fn kells() -> Scenario {
+    Scenario::built(
+        [
+            live::namespace("tenant-acme"),
+            live::gateway(
+                "tenant-acme",
+                "kells",
+                "198.51.100.30",
+                3,
+                &["main"],
+                "gold",
+            ),
+            live::gateway(
+                "tenant-acme",
+                "kells.window-1",
+                "198.51.100.31",
+                4,
+                &["main"],
+                "gold",
+            ),
+        ]
+        .concat(),
+        {
+            let mut s = live::pool("10.250.3.0/24");
+            // May get anything, list nothing: a window's Role has no `list configmaps`.
+            s.groups = vec![vpnmig_sandbox::api::auth::Group {
+                name: "getters".into(),
+                rules: vec![vpnmig_sandbox::api::auth::Rule::new(&["get"], &["*"])],
+            }];
+            s
+        },
+    )
+}
+
+/// The names of the objects of `kind` in tenant-acme, sorted.
+async fn names(b: &Bed, kind: live::bed::Kind) -> Vec<String> {
+    let mut n: Vec<String> = b
+        .objects(kind, "tenant-acme")
+        .await
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    n.sort();
+    n
+}
+
+/// `vpnmig ARGS -o json`, parsed, after exit 0.
+async fn json(b: &Bed, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["-o", "json"]);
+    let r = b.vpnmig(&all).await;
+    assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {}", r.stdout))
+}
+
+/// Cut `gateway` over, roll it back and cut it over again: the record of its first
+/// window before the second cutover, and the second cutover's run.
+async fn twice(b: &Bed, gateway: &str) -> (Value, Run) {
+    let r = b.vpnmig(&["cutover", gateway, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = b.vpnmig(&["rollback", gateway, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let before = json(b, &["report", gateway]).await;
+    assert_eq!(before["outcome"], "rolled-back");
+    let r = b.vpnmig(&["cutover", gateway, "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    (before, r)
+}
+
+/// `gateway`'s record says window 2, its window 1 archived in ConfigMap `archive`
+/// (labelled 1), and `--window 1` prints `before` whole.
+async fn second_window_with_the_first_archived(
+    b: &Bed,
+    gateway: &str,
+    archive: &str,
+    before: &Value,
+) {
+    let cm = b
+        .get(CONFIGMAP, "tenant-acme", archive)
+        .await
+        .unwrap_or_else(|| panic!("no configmap {archive}"));
+    assert_eq!(
+        cm["metadata"]["labels"]["vpnmig.bnerd.net/archived-window"],
+        "1"
+    );
+    assert!(cm["data"].get("journal.json").is_none());
+    let now = json(b, &["report", gateway]).await;
+    assert_eq!(
+        (&now["outcome"], &now["window"]),
+        (&"done".into(), &2.into()),
+        "{now}"
+    );
+    assert_eq!(now["earlierWindows"].as_array().unwrap().len(), 1, "{now}");
+    assert_eq!(now["earlierWindows"][0]["window"], 1, "{now}");
+    assert_eq!(
+        now["earlierWindows"][0]["report"],
+        format!("vpnmig report {gateway} -n tenant-acme --window 1")
+    );
+    let archived = json(b, &["report", gateway, "--window", "1"]).await;
+    assert_eq!(
+        (&archived["outcome"], &archived["archived"]),
+        (&"rolled-back".into(), &true.into())
+    );
+    assert_eq!(archived["timeline"], before["timeline"]);
+    assert_eq!(archived["recovery"]["steps"], before["recovery"]["steps"]);
+    // No window 2 archived, nor a window 3.
+    let r = b.vpnmig(&["report", gateway, "--window", "3"]).await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.error()
+            .unwrap()
+            .contains(&format!("the archived windows of {gateway} are 1;"))
+            || r.error()
+                .unwrap()
+                .ends_with(&format!("the archived windows of {gateway} are 1")),
+        "{}",
+        r.stderr
+    );
+}
+
+async fn a_gateway_named_like_an_archive_keeps_its_journal_and_the_other_its_numbers(b: &Bed) {
+    // kells.window-1's own journal is vpnmig-kells.window-1.
+    let r = b.vpnmig(&["cutover", "kells.window-1", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let own = json(b, &["report", "kells.window-1"]).await;
+    assert_eq!(
+        (&own["outcome"], &own["window"]),
+        (&"done".into(), &1.into())
+    );
+
+    let (before, r) = twice(b, "kells").await;
+    assert!(
+        r.says("is archived as ConfigMap tenant-acme/vpnmig-kells.window-1-2"),
+        "{}",
+        r.stderr
+    );
+    second_window_with_the_first_archived(b, "kells", "vpnmig-kells.window-1-2", &before).await;
+
+    // kells.window-1's journal is its own still, read as such.
+    let cm = b
+        .get(CONFIGMAP, "tenant-acme", "vpnmig-kells.window-1")
+        .await
+        .unwrap();
+    assert!(
+        cm["metadata"]["labels"]
+            .get("vpnmig.bnerd.net/archived-window")
+            .is_none(),
+        "{cm}"
+    );
+    let j: Value = serde_json::from_str(cm["data"]["journal.json"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (&j["gateway"], &j["phase"]),
+        (&"kells.window-1".into(), &"done".into())
+    );
+    let again = json(b, &["report", "kells.window-1"]).await;
+    assert_eq!(again["timeline"], own["timeline"]);
+    assert_eq!(
+        (&again["outcome"], &again["window"]),
+        (&"done".into(), &1.into())
+    );
+    assert!(
+        again
+            .get("earlierWindows")
+            .is_none_or(|e| e.as_array().unwrap().is_empty()),
+        "{again}"
+    );
+    // kells.window-1 has no archive: its journal is none of kells's.
+    let r = b
+        .vpnmig(&["report", "kells.window-1", "--window", "2"])
+        .await;
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.error()
+            .unwrap()
+            .contains("kells.window-1 has no archived window: the current journal is window 1"),
+        "{}",
+        r.stderr
+    );
+    // status: both done, nothing under way, no archive taken for a window or a gateway.
+    let r = b.vpnmig(&["status"]).await;
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        !r.stdout.contains("window-1-2") && !r.stderr.contains("window-1-2"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    for gateway in ["kells", "kells.window-1"] {
+        assert!(
+            r.stdout
+                .lines()
+                .any(|l| l.split_whitespace().any(|w| w == gateway) && l.contains("VPNGateway")),
+            "{gateway}: {}",
+            r.stdout
+        );
+    }
+    // Both ended as VPNGateways, each with its peer, no lock held.
+    assert_eq!(
+        names(b, live::bed::VPNGATEWAY).await,
+        ["kells", "kells.window-1"]
+    );
+    assert!(names(b, live::bed::IPSECGATEWAY).await.is_empty());
+    assert_eq!(
+        names(b, live::bed::VPNPEER).await,
+        ["kells", "kells.window-1"]
+    );
+    for gateway in ["kells", "kells.window-1"] {
+        assert!(b.lease("tenant-acme", gateway).await.is_none(), "{gateway}");
+    }
+
+    // Without kells's journal (lost), its archive is found by its labels, or, by an
+    // account that may not list ConfigMaps, by the names an archive takes: never
+    // kells.window-1's journal, which has the first of them.
+    b.delete(CONFIGMAP, "tenant-acme", "vpnmig-kells").await;
+    let getter = ["--as", "nobody", "--as-group", "getters"];
+    // That account may list nothing.
+    let r = b
+        .vpnmig(&["status", "--as", "nobody", "--as-group", "getters"])
+        .await;
+    assert!(
+        r.code != 0 && r.says("cannot list resource"),
+        "{}",
+        r.stderr
+    );
+    for who in [&[][..], &getter[..]] {
+        let mut args = vec!["report", "kells", "--window", "1"];
+        args.extend(who);
+        let archived = json(b, &args).await;
+        assert_eq!(archived["timeline"], before["timeline"], "{who:?}");
+        assert_eq!(archived["archived"], true, "{who:?}");
+        let mut args = vec!["report", "kells"];
+        args.extend(who);
+        let r = b.vpnmig(&args).await;
+        assert_eq!(r.code, 1, "{who:?}: {}", r.stderr);
+        assert!(
+            r.hint().unwrap_or_default().contains(
+                "the cluster keeps the record of its window 1 (ConfigMap tenant-acme/vpnmig-kells.window-1-2): `vpnmig report kells -n tenant-acme --window 1` shows it"
+            ),
+            "{who:?}: {}",
+            r.stderr
+        );
+        // kells.window-1's own record, read by the same account.
+        let mut args = vec!["report", "kells.window-1"];
+        args.extend(who);
+        let own_now = json(b, &args).await;
+        assert_eq!(own_now["timeline"], own["timeline"], "{who:?}");
+    }
+}
+
+async fn an_archive_under_a_gateways_journal_name_is_never_its_journal(b: &Bed) {
+    let (before, r) = twice(b, "kells").await;
+    assert!(
+        r.says("is archived as ConfigMap tenant-acme/vpnmig-kells.window-1"),
+        "{}",
+        r.stderr
+    );
+    second_window_with_the_first_archived(b, "kells", "vpnmig-kells.window-1", &before).await;
+
+    // Gateway kells.window-1 has that name for its journal: its report and its cutover
+    // say whose record it is, read nothing of it as a window, change nothing.
+    let archive = b
+        .get(CONFIGMAP, "tenant-acme", "vpnmig-kells.window-1")
+        .await
+        .unwrap();
+    let gw = b
+        .get(live::bed::IPSECGATEWAY, "tenant-acme", "kells.window-1")
+        .await
+        .unwrap();
+    for args in [
+        &["report", "kells.window-1"][..],
+        &["cutover", "kells.window-1", "--yes"][..],
+    ] {
+        let r = b.vpnmig(args).await;
+        assert_ne!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(
+            r.error().unwrap().contains(
+                "configmap/vpnmig-kells.window-1 -n tenant-acme has the name of the journal of kells.window-1 but holds the archived record of window 1 of kells"
+            ),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(
+            r.hint()
+                .unwrap_or_default()
+                .contains("`vpnmig report kells -n tenant-acme --window 1`")
+                || args[0] == "report",
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    let after = b
+        .get(CONFIGMAP, "tenant-acme", "vpnmig-kells.window-1")
+        .await
+        .unwrap();
+    assert_eq!(after["data"], archive["data"]);
+    assert_eq!(after["metadata"]["labels"], archive["metadata"]["labels"]);
+    let gw_after = b
+        .get(live::bed::IPSECGATEWAY, "tenant-acme", "kells.window-1")
+        .await
+        .unwrap();
+    assert_eq!(gw_after["metadata"]["uid"], gw["metadata"]["uid"]);
+    assert_eq!(gw_after["spec"], gw["spec"]);
+    // kells's archive is still its window 1.
+    let archived = json(b, &["report", "kells", "--window", "1"]).await;
+    assert_eq!(archived["timeline"], before["timeline"]);
+    assert_eq!(names(b, live::bed::VPNGATEWAY).await, ["kells"]);
+    assert_eq!(names(b, live::bed::IPSECGATEWAY).await, ["kells.window-1"]);
+    assert_eq!(names(b, live::bed::VPNPEER).await, ["kells"]);
+    for gateway in ["kells", "kells.window-1"] {
+        assert!(b.lease("tenant-acme", gateway).await.is_none(), "{gateway}");
+    }
+}
+
+async fn a_configmap_squatting_on_the_archive_name_moves_the_name_not_the_number(b: &Bed) {
+    assert_eq!(b.vpnmig(&["cutover", "acme", "--yes"]).await.code, 0);
+    let r = b.vpnmig(&["rollback", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let before = json(b, &["report", "acme"]).await;
+    // Someone's ConfigMap under the name acme's first archive would take.
+    b.create_as(
+        CONFIGMAP,
+        "tenant-acme",
+        "helm",
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "vpnmig-acme.window-1", "namespace": "tenant-acme"},
+            "data": {"squatter": "yes"}
+        }),
+    )
+    .await;
+    // The dry run says where the archive would go.
+    let r = b.vpnmig(&["cutover", "acme", "--dry-run"]).await;
+    assert!(
+        r.says("as window 1 in ConfigMap tenant-acme/vpnmig-acme.window-1-2"),
+        "{}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    let r = b.vpnmig(&["cutover", "acme", "--yes"]).await;
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.says("is archived as ConfigMap tenant-acme/vpnmig-acme.window-1-2"),
+        "{}",
+        r.stderr
+    );
+    second_window_with_the_first_archived(b, "acme", "vpnmig-acme.window-1-2", &before).await;
+    // The squatter is as it was.
+    let cm = b
+        .get(CONFIGMAP, "tenant-acme", "vpnmig-acme.window-1")
+        .await
+        .unwrap();
+    assert_eq!(cm["data"], serde_json::json!({"squatter": "yes"}));
+    assert!(cm["metadata"].get("labels").is_none(), "{cm}");
+}
+
 /// A window left in the sandbox, and what its record must say.
 struct Case {
     /// Fixture name (`fixtures/journals/NAME.json`).
@@ -122,6 +479,35 @@ crate::rows! {
         only: None,
         after: After::acme("VPNGateway"),
         steps: |b| Box::pin(a_cutover_after_a_rollback_keeps_the_earlier_record(b)),
+    },
+    /// T11 (issue 21 item 7): gateways `kells` and `kells.window-1` in one namespace; the
+    /// name `vpnmig-kells.window-1` is kells.window-1's own journal, so kells's first
+    /// archive takes another name, under its own number 1. On the code before, kells's
+    /// archive was numbered 2 and its record said window 3.
+    a_gateway_named_like_an_archive_keeps_its_journal_and_the_other_its_numbers: Row {
+        scenario: kells,
+        only: None,
+        // The invariants read one gateway a namespace; the steps check both.
+        after: None,
+        steps: |b| Box::pin(a_gateway_named_like_an_archive_keeps_its_journal_and_the_other_its_numbers(b)),
+    },
+    /// T11, the other direction: kells's archive took `vpnmig-kells.window-1` first; a
+    /// cutover of gateway `kells.window-1` never reads it as its journal nor overwrites it.
+    an_archive_under_a_gateways_journal_name_is_never_its_journal: Row {
+        scenario: kells,
+        only: None,
+        // The invariants read one gateway a namespace; the steps check both.
+        after: None,
+        steps: |b| Box::pin(an_archive_under_a_gateways_journal_name_is_never_its_journal(b)),
+    },
+    /// T11, another member of the kind: an unrelated ConfigMap squats on
+    /// `vpnmig-acme.window-1` before the first archive. On the code before, acme's archive
+    /// was numbered 2.
+    a_configmap_squatting_on_the_archive_name_moves_the_name_not_the_number: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_configmap_squatting_on_the_archive_name_moves_the_name_not_the_number(b)),
     },
     /// a21t T06b: the PSK Secret deleted after done.
     a_done_window_whose_psk_secret_is_gone_is_not_reported_complete: Row {

@@ -29,8 +29,9 @@ use crate::output::record::{Format, render};
 /// does not. Secrets appear only as the fingerprint the journal holds.
 ///
 /// A new cutover after a rollback archives the rolled-back window's journal in its own
-/// ConfigMap (vpnmig-NAME.window-N): the record of the current window lists the earlier
-/// ones, and --window N prints the record of one of them.
+/// ConfigMap (vpnmig-NAME.window-N, or that name with -2, -3, … when something else has
+/// it): the record of the current window lists the earlier ones, and --window N prints the
+/// record of one of them.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
 Examples:
@@ -100,8 +101,23 @@ async fn identity(cluster: &Cluster) -> ClusterIdentity {
 /// The record of archived window `n` of `name` (`--window N`).
 async fn build_archived(cluster: &Cluster, name: &str, n: u32) -> Result<Record, Error> {
     let ns = &cluster.namespace;
-    let Some((j, cm)) = crate::cluster::journal::read_archived(cluster, name, n).await? else {
-        let listed = match crate::cluster::journal::read(cluster, name).await {
+    // The current journal names the ConfigMap each earlier window was archived in; without
+    // it (or when that one was moved), the archive's labels find it, never its name (T11).
+    let current = crate::cluster::journal::read(cluster, name).await;
+    let at = match &current {
+        Ok(Some(j)) => j
+            .earlier_windows
+            .iter()
+            .find(|e| e.window == n)
+            .map(|e| e.config_map.clone()),
+        _ => None,
+    };
+    let found = match &at {
+        Some(at) => crate::cluster::journal::read_archived_at(cluster, name, n, at).await?,
+        None => crate::cluster::journal::read_archived(cluster, name, n).await?,
+    };
+    let Some((j, cm)) = found else {
+        let listed = match current {
             // The current window asked by its number.
             Ok(Some(j)) if j.window_number() == n => return build(cluster, name).await,
             Ok(Some(j)) if !j.earlier_windows.is_empty() => format!(
@@ -121,8 +137,8 @@ async fn build_archived(cluster: &Cluster, name: &str, n: u32) -> Result<Record,
         return Err(Error::Stop {
             code: exit::FAILURE,
             message: format!(
-                "no archived window {n} of {name} -n {ns}: ConfigMap {} does not exist; {listed}",
-                crate::core::journal::archive_name(name, n)
+                "no archived window {n} of {name} -n {ns}: no ConfigMap labelled {}={n} holds a journal of {name}; {listed}",
+                crate::core::journal::ARCHIVE_LABEL
             ),
             hint: Some(format!(
                 "`vpnmig report {name} -n {ns}` prints the current window and lists the archived ones"

@@ -1091,8 +1091,10 @@ async fn open_windows(
             }
         }
     }
-    // An archived earlier window (`vpnmig-NAME.window-N`, issue 21 item 7) is a record,
-    // not a window: `report NAME --window N` reads it.
+    // An archived earlier window (issue 21 item 7) is a record, not a window: `report
+    // NAME --window N` reads it. Known by its label, its gateway the journal it holds (or
+    // its gateway label), never by its name: `vpnmig-kells.window-1` may be the own
+    // journal of gateway `kells.window-1` (T11).
     let archived = |cm: &ConfigMap| {
         cm.metadata
             .labels
@@ -1103,9 +1105,14 @@ async fn open_windows(
         .iter()
         .filter(|cm| archived(cm))
         .filter_map(|cm| {
-            let name = cm.metadata.name.as_deref()?.strip_prefix("vpnmig-")?;
-            let (gateway, _) = name.rsplit_once(".window-")?;
-            Some((cm.metadata.namespace.clone()?, gateway.to_string()))
+            let gateway =
+                match crate::core::journal::archived(cm.metadata.labels.as_ref(), cm.data.as_ref())
+                {
+                    crate::core::journal::Archived::Of { journal, .. } => journal.gateway,
+                    crate::core::journal::Archived::Unreadable { gateway, .. } => gateway?,
+                    crate::core::journal::Archived::No => return None,
+                };
+            Some((cm.metadata.namespace.clone()?, gateway))
         })
         .collect();
     items.retain(|cm| !archived(cm));

@@ -416,8 +416,8 @@ pub struct Journal {
 pub struct EarlierWindow {
     /// The window's number: 1 for the gateway's first window.
     pub window: u32,
-    /// The ConfigMap that holds its journal (`vpnmig-NAME.window-N`, key
-    /// `archived-journal.json`).
+    /// The ConfigMap that holds its journal (key `archived-journal.json`): the name it got
+    /// ([`archive_names`]; `vpnmig-NAME.window-N` unless that was taken).
     pub config_map: String,
     /// Its phase when it was archived (`rolled-back`).
     pub phase: Phase,
@@ -429,11 +429,141 @@ pub struct EarlierWindow {
     pub history_head: Option<String>,
 }
 
-/// The name of the ConfigMap that archives window `n` of `gateway`: the journal's name
-/// and `.window-N` (a dot, which no gateway's own journal name has, since a gateway's
-/// name is also a Service name).
+/// The name the archive of window `n` of `gateway` takes first: the journal's name and
+/// `.window-N`. Only a name, never where a window's number or gateway is read from: a
+/// gateway may itself be named with a dot (the operator accepts DNS-subdomain names), so
+/// `vpnmig-kells.window-1` can be the own journal of gateway `kells.window-1` (T11), or
+/// any other object. An archive's number is its label [`ARCHIVE_LABEL`], its gateway the
+/// `gateway` of the journal it holds under [`ARCHIVE_KEY`].
 pub fn archive_name(gateway: &str, n: u32) -> String {
     format!("{}.window-{n}", object_name(gateway))
+}
+
+/// How many names the archive of one window may try ([`archive_names`]).
+pub const ARCHIVE_NAMES: u32 = 100;
+
+/// The names the archive of window `n` of `gateway` may take, in the order it tries them:
+/// [`archive_name`], then it with `-2`, `-3`, … when a name is taken by something else
+/// (another gateway's journal, another object). The window's number stays `n` whichever
+/// name it gets.
+pub fn archive_names(gateway: &str, n: u32) -> impl Iterator<Item = String> {
+    let first = archive_name(gateway, n);
+    (1..=ARCHIVE_NAMES).map(move |k| {
+        if k == 1 {
+            first.clone()
+        } else {
+            format!("{first}-{k}")
+        }
+    })
+}
+
+/// What a ConfigMap holds, as an archive reader sees it (its labels and data).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Archived {
+    /// The archive of window `window` (its label) of the journal it holds.
+    Of { window: u32, journal: Box<Journal> },
+    /// Labelled the archive of window `window`, but its journal cannot be read (`why`);
+    /// `gateway` is its gateway label, when it has one.
+    Unreadable {
+        window: u32,
+        gateway: Option<String>,
+        why: String,
+    },
+    /// No archive: a gateway's own journal (key `journal.json`), or anything else.
+    No,
+}
+
+impl Archived {
+    /// Whether it is (or claims to be) an archive of `gateway`.
+    pub fn of(&self, gateway: &str) -> bool {
+        match self {
+            Archived::Of { journal, .. } => journal.gateway == gateway,
+            Archived::Unreadable { gateway: g, .. } => g.as_deref() == Some(gateway),
+            Archived::No => false,
+        }
+    }
+
+    /// Its window's number, when it is an archive.
+    pub fn window(&self) -> Option<u32> {
+        match self {
+            Archived::Of { window, .. } | Archived::Unreadable { window, .. } => Some(*window),
+            Archived::No => None,
+        }
+    }
+}
+
+/// What the ConfigMap with `labels` and `data` holds: an archive is labelled
+/// [`ARCHIVE_LABEL`] with its window's number and holds no `journal.json`; its journal is
+/// under [`ARCHIVE_KEY`]. Its name says nothing.
+pub fn archived(
+    labels: Option<&std::collections::BTreeMap<String, String>>,
+    data: Option<&std::collections::BTreeMap<String, String>>,
+) -> Archived {
+    let Some(window) = labels
+        .and_then(|l| l.get(ARCHIVE_LABEL))
+        .and_then(|v| v.parse::<u32>().ok())
+    else {
+        return Archived::No;
+    };
+    if data.is_some_and(|d| d.contains_key("journal.json")) {
+        return Archived::No;
+    }
+    let gateway = labels
+        .and_then(|l| l.get("vpnmig.bnerd.net/gateway"))
+        .cloned();
+    match data.and_then(|d| d.get(ARCHIVE_KEY)) {
+        None => Archived::Unreadable {
+            window,
+            gateway,
+            why: format!("no key {ARCHIVE_KEY}"),
+        },
+        Some(text) => match Journal::from_json(text) {
+            Ok(j) => Archived::Of {
+                window,
+                journal: Box::new(j),
+            },
+            Err(why) => Archived::Unreadable {
+                window,
+                gateway,
+                why,
+            },
+        },
+    }
+}
+
+/// What the archive of `journal` as window `n` does with a name whose ConfigMap holds
+/// `held` (`None`: no ConfigMap has it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// Free: the archive is written there.
+    Free,
+    /// This journal's archive is already there (a run stopped between the archive and the
+    /// new journal), as window `window`: used again.
+    Same { window: u32 },
+    /// Another window of the same gateway is archived there under number `n` (its journal
+    /// was lost and its windows counted again from 1): the archive takes the next number,
+    /// so that a gateway's archives never share one.
+    Numbered,
+    /// Something else has the name (another gateway's journal or archive, any other
+    /// object): the archive tries the next name, under the same number.
+    Taken,
+}
+
+/// The [`Slot`] a name is for the archive of `journal` as window `n`.
+pub fn slot(held: Option<&Archived>, journal: &Journal, n: u32) -> Slot {
+    match held {
+        None => Slot::Free,
+        Some(Archived::Of { window, journal: a }) if a.gateway == journal.gateway => {
+            if a.history_head == journal.history_head && a.history == journal.history {
+                Slot::Same { window: *window }
+            } else if *window == n {
+                Slot::Numbered
+            } else {
+                Slot::Taken
+            }
+        }
+        Some(_) => Slot::Taken,
+    }
 }
 
 impl Journal {
@@ -1409,6 +1539,126 @@ pub fn pinned_addresses(gw: Option<&Value>) -> (Option<String>, Vec<(String, Str
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A rolled-back window's journal of gateway `gateway` (the fixture, renamed).
+    fn rolled_back(gateway: &str) -> Journal {
+        let mut j =
+            Journal::from_json(include_str!("../../fixtures/journals/rolled-back.json")).unwrap();
+        j.gateway = gateway.into();
+        j
+    }
+
+    fn map(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// T11: a gateway named with a dot has the journal name an archive of another gateway
+    /// takes first; what a ConfigMap is comes from its label and keys, never its name.
+    #[test]
+    fn an_archive_is_known_by_its_label_and_key_never_its_name() {
+        assert_eq!(archive_name("kells", 1), object_name("kells.window-1"));
+        let names: Vec<String> = archive_names("kells", 1).take(3).collect();
+        assert_eq!(
+            names,
+            [
+                "vpnmig-kells.window-1",
+                "vpnmig-kells.window-1-2",
+                "vpnmig-kells.window-1-3"
+            ]
+        );
+        assert_eq!(archive_names("kells", 1).count(), ARCHIVE_NAMES as usize);
+        // The fixture's gateway (acme): a journal that validates.
+        let kells = rolled_back("acme");
+        let text = serde_json::to_string(&kells).unwrap();
+        let labels = map(&[
+            ("app.kubernetes.io/managed-by", "vpnmig"),
+            (ARCHIVE_LABEL, "1"),
+            ("vpnmig.bnerd.net/gateway", "acme"),
+        ]);
+        // acme's archive.
+        let a = archived(Some(&labels), Some(&map(&[(ARCHIVE_KEY, &text)])));
+        assert!(matches!(a, Archived::Of { .. }), "{a:?}");
+        assert!(a.of("acme") && !a.of("acme.window-1"));
+        assert_eq!(a.window(), Some(1));
+        // Gateway acme.window-1's own journal, under the same name: no archive of anyone.
+        let own = rolled_back("acme.window-1");
+        let own_text = serde_json::to_string(&own).unwrap();
+        let journal = archived(
+            Some(&map(&[
+                ("app.kubernetes.io/managed-by", "vpnmig"),
+                ("vpnmig.bnerd.net/gateway", "acme.window-1"),
+            ])),
+            Some(&map(&[("journal.json", &own_text)])),
+        );
+        assert_eq!(journal, Archived::No);
+        assert!(!journal.of("acme") && !journal.of("acme.window-1"));
+        // A label alone on a journal does not make it an archive.
+        assert_eq!(
+            archived(Some(&labels), Some(&map(&[("journal.json", &own_text)]))),
+            Archived::No
+        );
+        // Anything else under the name.
+        assert_eq!(
+            archived(None, Some(&map(&[("squatter", "x")]))),
+            Archived::No
+        );
+        // Labelled, its journal unreadable: its gateway label says whose.
+        let broken = archived(Some(&labels), Some(&map(&[(ARCHIVE_KEY, "{")])));
+        assert!(broken.of("acme") && !broken.of("acme.window-1"));
+        assert_eq!(broken.window(), Some(1));
+        // A long gateway name has no gateway label: the journal inside says whose.
+        let no_label = archived(
+            Some(&map(&[(ARCHIVE_LABEL, "2")])),
+            Some(&map(&[(ARCHIVE_KEY, &text)])),
+        );
+        assert!(matches!(no_label, Archived::Of { .. }) && no_label.of("acme"));
+        assert_eq!(no_label.window(), Some(2));
+    }
+
+    /// T11: the number archived is the window's own; a name taken by something else moves
+    /// the archive to the next name, never to the next number.
+    #[test]
+    fn a_taken_name_moves_the_archive_to_another_name_not_another_number() {
+        let kells = rolled_back("kells");
+        // Free.
+        assert_eq!(slot(None, &kells, 1), Slot::Free);
+        // Gateway kells.window-1's journal, or any other object: the next name, same number.
+        assert_eq!(slot(Some(&Archived::No), &kells, 1), Slot::Taken);
+        // Another gateway's archive (say a gateway named kells.window-1.window-… is not
+        // ours either).
+        let other = Archived::Of {
+            window: 1,
+            journal: Box::new(rolled_back("kells.window-1")),
+        };
+        assert_eq!(slot(Some(&other), &kells, 1), Slot::Taken);
+        // Its own archive, from a run stopped after it: used again, under its number.
+        let same = Archived::Of {
+            window: 1,
+            journal: Box::new(kells.clone()),
+        };
+        assert_eq!(slot(Some(&same), &kells, 1), Slot::Same { window: 1 });
+        // Another window of kells archived under number 1 (its journal was lost and the
+        // windows counted again): the next number, as the gateway's history says.
+        let mut earlier = kells.clone();
+        earlier.history_head = Some("sha256:other".into());
+        let earlier = Archived::Of {
+            window: 1,
+            journal: Box::new(earlier),
+        };
+        assert_eq!(slot(Some(&earlier), &kells, 1), Slot::Numbered);
+        // ...and under another number: only a name taken.
+        assert_eq!(slot(Some(&earlier), &kells, 2), Slot::Taken);
+        // An unreadable archive: taken, never overwritten.
+        let broken = Archived::Unreadable {
+            window: 1,
+            gateway: Some("kells".into()),
+            why: "x".into(),
+        };
+        assert_eq!(slot(Some(&broken), &kells, 1), Slot::Taken);
+    }
 
     #[test]
     fn phases_order_and_serialize_in_kebab_case() {

@@ -460,10 +460,18 @@ async fn run(
 
     if opts.dry_run {
         if let Some(prev) = previous.as_ref().filter(|p| p.phase == Phase::RolledBack) {
+            // Where it would go, read as the archive reads it (a name taken by another
+            // gateway's journal is passed over, the number stays the window's: T11).
+            let said = match stored::archive_slot(cluster, prev, prev.window_number()).await {
+                Ok((n, archived, _)) => format!(
+                    "as window {n} in ConfigMap {ns}/{archived} before it writes its own journal (`vpnmig report {name} -n {ns} --window {n}` then prints it)"
+                ),
+                Err(e) => {
+                    format!("before it writes its own journal, but could not read where: {e}")
+                }
+            };
             ev.emit(Event::Info(format!(
-                "the cutover would archive the record of the rolled-back window as ConfigMap {ns}/{} before it writes its own journal (`vpnmig report {name} -n {ns} --window {}` then prints it)",
-                journal::archive_name(name, prev.window_number()),
-                prev.window_number()
+                "the cutover would archive the record of the rolled-back window {said}"
             )));
         }
         return dry_run(cluster, ev, &j, &secret, detach, opts).await;

@@ -377,6 +377,9 @@ impl Error {
             Error::Journal(crate::cluster::journal::ReadError::Foreign { namespace, name, .. }) => Some(hint!(
                 "nothing was changed: if it is not needed, delete or rename it (`kubectl get configmap {name} -n {namespace} -o yaml` shows what it is), then run the command again"
             )),
+            Error::Journal(crate::cluster::journal::ReadError::Archive { namespace, name, gateway, window, .. }) => Some(hint!(
+                "nothing was changed: `vpnmig report {gateway} -n {namespace} --window {window}` prints that record; to free the name, copy it under another name with its labels and data (`kubectl get configmap {name} -n {namespace} -o yaml`, a new metadata.name, `kubectl create -f -`), delete it, then run the command again (the record is found by its labels)"
+            )),
             Error::Delete(e) => e.hint().map(Hint::from),
             Error::Stop { hint, .. } => hint.clone(),
         }

@@ -85,9 +85,13 @@ pub(super) async fn read_records(
             if k.name == crate::core::journal::object_name(&j.gateway) {
                 k.copy = Some((if mine { w.journal.clone() } else { j.clone() }, None));
             } else if let Some(e) = j.earlier_windows.iter().find(|e| e.config_map == k.name)
-                && let Ok(Some((a, _))) =
-                    journal::read_archived(&in_namespace(w.cluster, &k.ns), &j.gateway, e.window)
-                        .await
+                && let Ok(Some((a, _))) = journal::read_archived_at(
+                    &in_namespace(w.cluster, &k.ns),
+                    &j.gateway,
+                    e.window,
+                    &k.name,
+                )
+                .await
             {
                 k.copy = Some((a, Some(e.window)));
             }
