@@ -8805,6 +8805,23 @@ fn argo_argo_flux() -> String {
     )
 }
 
+/// a21t T03c, with names of its own: the Argo CD Application `cluster-root` applies the
+/// Application `team-nord`, which applies acme's own Application (self-heal in its source).
+/// The owner at the bottom is an Argo CD Application: its markers on the IPsecGateway do
+/// not name its namespace, which the resume's stop must (a21t: `kubectl patch application
+/// CHILD` without `-n` was NotFound in the engineer's context namespace, and the advice
+/// looped).
+fn argo_argo_argo() -> String {
+    let team = argo_parent("team-nord", "argocd");
+    with_parent(
+        &with_parent(ARGO, team.trim_end(), "argocd", "team-nord", ACME_APP),
+        argo_parent("cluster-root", "argocd").trim_end(),
+        "argocd",
+        "cluster-root",
+        &team,
+    )
+}
+
 /// One level of a chain: its kind, namespace and name, and how vpnmig names it.
 type Level = (Kind, &'static str, &'static str, &'static str);
 
@@ -8885,6 +8902,20 @@ const ARGO_ARGO_FLUX: ReArmed = ReArmed {
         ACME_OWNER,
     ],
     ..MIXED_TOP
+};
+
+const ARGO_ARGO_ARGO: ReArmed = ReArmed {
+    scenario: argo_argo_argo,
+    levels: [
+        ARGO_ARGO_FLUX.levels[0],
+        ARGO_ARGO_FLUX.levels[1],
+        (APPLICATION, "argocd", "acme", "application/acme -n argocd"),
+    ],
+    ..MIXED_TOP
+};
+const ARGO_ARGO_ARGO_AT_THE_FIP: ReArmed = ReArmed {
+    at: "applied",
+    ..ARGO_ARGO_ARGO
 };
 
 fn re_armed_scenario(row: &ReArmed) -> Scenario {
@@ -9201,6 +9232,21 @@ crate::rows! {
         only: None,
         after: bed::After::acme("VPNGateway"),
         steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &ARGO_ARGO_FLUX)),
+    },
+    /// a21t T03c: Argo CD `cluster-root` → `team-nord` → acme's own Application; the resumed
+    /// cutover's stop names the child's suspension with its namespace (`-n argocd`).
+    an_argo_child_under_two_argo_parents_is_named_with_its_namespace: bed::Row {
+        scenario: || re_armed_scenario(&ARGO_ARGO_ARGO),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &ARGO_ARGO_ARGO)),
+    },
+    /// The same, re-armed during the floating-IP wait (T03c's own moment: after the apply).
+    an_argo_child_re_armed_at_the_floating_ip_wait_is_named_with_its_namespace: bed::Row {
+        scenario: || re_armed_scenario(&ARGO_ARGO_ARGO_AT_THE_FIP),
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_armed_chain_is_named_from_its_top(b, &ARGO_ARGO_ARGO_AT_THE_FIP)),
     },
     /// The root re-armed during the floating-IP wait, after the apply (a21j 03 too: the
     /// resume's stop names the VPNGateway and VPNPeer live beside the re-created gateway).
