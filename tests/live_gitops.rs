@@ -5116,12 +5116,95 @@ async fn an_ipsecgateway_re_created_with_a_new_uid_before_the_apply_stops_the_wi
 // policy changed since; neither is offered a restore, and the rollback's restore leaves
 // the changed policy as it is.
 crate::rows! {
+    /// a21t T14: re-enabled with another policy while no run was alive; status says the
+    /// next run suspends it again and keeps that policy for the end, and the run does.
+    a_re_enabled_owner_is_suspended_again_by_the_run_keeping_its_policy: bed::Row {
+        scenario: argo_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_re_enabled_owner_is_suspended_again_by_the_run_keeping_its_policy(b)),
+    },
     status_reads_the_suspended_owner_back_and_never_restores_over_a_change: bed::Row {
         scenario: argo_synced,
         only: None,
         after: bed::After::acme("IPsecGateway"),
         steps: |b| Box::pin(status_reads_the_suspended_owner_back_and_never_restores_over_a_change(b)),
     },
+}
+
+async fn a_re_enabled_owner_is_suspended_again_by_the_run_keeping_its_policy(b: &Bed) {
+    let tool = Tool::Argo;
+    adopted_on(b, IPSECGATEWAY).await;
+    let on = b.backend;
+    b.operator.settings().write().unwrap().peer_retry_ms = 30_000;
+    let mut child = b.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
+    b.until_phase(NS, "acme", "ready", 30).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Someone else turns it on again with a policy of their own; it would sync at once,
+    // so its self-heal is held off: the row reads it, it does not race it.
+    b.gitops.settings().write().unwrap().self_heal_delay_ms = 600_000;
+    let theirs = json!({"selfHeal": false, "prune": false});
+    let set = theirs.clone();
+    b.edit_as(
+        tool.kind(),
+        tool.owner_type().3,
+        "acme",
+        "argocd-server",
+        move |o| {
+            o["spec"]["syncPolicy"]["automated"] = set.clone();
+        },
+    )
+    .await;
+    let st = b.vpnmig(&["status"]).await;
+    let out = live::flat(&st.stdout);
+    assert!(
+        out.contains("its first step suspends it again for the window, and the window's end restores the policy set since (the live one above)"),
+        "{on}: {out}"
+    );
+    assert!(!out.contains("then lets go of it"), "{on}: {out}");
+    b.operator.settings().write().unwrap().peer_retry_ms = 0;
+    let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert!(
+        r.says(
+            "application/acme -n argocd was re-enabled by someone else since the window paused it"
+        ),
+        "{on}: {}",
+        r.stderr
+    );
+    assert!(
+        r.says("suspended again for the window; the end of the window restores that policy, not the one before"),
+        "{on}: {}",
+        r.stderr
+    );
+    assert!(
+        tool.suspended(&tool.owner_on(b).await),
+        "{on}: suspended again"
+    );
+    let journal: Value = serde_json::from_str(
+        b.get(CONFIGMAP, NS, "vpnmig-acme")
+            .await
+            .expect("the journal")["data"]["journal.json"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    let saved = &journal["gitops"][0]["saved"];
+    assert_eq!(
+        saved["value"], theirs,
+        "{on}: the policy set since is what the end restores: {saved}"
+    );
+    assert!(
+        saved["setSince"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("someone else set it during the window")),
+        "{on}: {saved}"
+    );
+    assert_eq!(journal["gitops"][0]["paused"], true, "{on}: {journal}");
+    assert!(
+        journal["gitops"][0]["letGo"].is_null(),
+        "{on}: never let go: {journal}"
+    );
 }
 
 async fn status_reads_the_suspended_owner_back_and_never_restores_over_a_change(b: &Bed) {
@@ -5149,23 +5232,33 @@ async fn status_reads_the_suspended_owner_back_and_never_restores_over_a_change(
             o["spec"]["syncPolicy"]["automated"] = policy.clone();
         })
     };
-    // Someone else changes the policy (not syncing), then turns it on again.
-    for (policy, head, state) in [
+    // Someone else changes the policy (not syncing), then turns it on again. What status
+    // says the next run does is what it does (a21t T14: "lets go of it" was said of a
+    // re-enabled owner, which the run adopts): a changed one is let go, never to be
+    // suspended by hand; a re-enabled one is suspended again by the run, its policy kept.
+    for (policy, head, state, run_does) in [
         (
             json!({"enabled": false}),
             "GitOps policy changed since the window paused it: application/acme -n argocd",
             "changed",
+            "it does not sync, so the window's next run (`vpnmig cutover acme -n tenant-acme` or `vpnmig rollback acme -n tenant-acme`) leaves it as it is and lets go of it",
         ),
         (
             json!({"selfHeal": false}),
             "GitOps sync re-enabled by someone else: application/acme -n argocd",
             "re-enabled",
+            "run `vpnmig cutover acme -n tenant-acme` or `vpnmig rollback acme -n tenant-acme` now: its first step suspends it again for the window, and the window's end restores the policy set since",
         ),
     ] {
         set(policy.clone()).await;
         let r = b.vpnmig(&["status"]).await;
         let out = live::flat(&r.stdout);
         assert!(out.contains(head), "{on}: {out}");
+        assert!(out.contains(run_does), "{on}: {state}: {out}");
+        assert!(
+            !out.contains("suspend it again before `vpnmig cutover"),
+            "{on}: {state}: a hand suspension loses the policy set since: {out}"
+        );
         assert!(
             out.contains(&format!("live: spec.syncPolicy.automated {policy}")),
             "{on}: {out}"

@@ -3140,12 +3140,48 @@ async fn read_back(
         Held::ReEnabled { now } => {
             s.live = "re-enabled".into();
             s.live_detail = format!("{now}{parent}");
-            s.resume = reenabled;
+            s.resume = if finished {
+                reenabled
+            } else {
+                // What the run does with it (pausing.rs): suspends it again and adopts the
+                // policy set since, which the window's end restores. A hand suspension
+                // first would leave the window no record of that policy, and its end
+                // would put back the one before (a21t T14: status said "lets go of it",
+                // the run adopted it).
+                let first = if !above.is_empty() {
+                    above.clone()
+                } else {
+                    parents
+                        .first()
+                        .map(|(p, _)| {
+                            format!(
+                                "suspend its parent {} first (`{}`); then ",
+                                p.owner.display(),
+                                gitops::pause_command(&p.owner)
+                            )
+                        })
+                        .unwrap_or_default()
+                };
+                format!(
+                    "it may re-create the old gateway or prune the new objects, and the window still holds it: {first}run `vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}` now: its first step suspends it again for the window, and the window's end restores the policy set since (the live one above), not the one the window recorded before its pause. Do not suspend it by hand instead: the window would keep no record of that policy, and its end would put back the one before. Until a run has suspended it, whoever resumes it may delete the client's pre-shared key Secret secret/{} -n {ns}, which vpnmig cannot re-create",
+                    j.psk_secret
+                )
+            };
         }
         Held::Changed { now } => {
             s.live = "changed".into();
             s.live_detail = format!("{now}{parent}");
-            s.resume = keep;
+            s.resume = if finished {
+                keep
+            } else {
+                // It does not sync: the run lets go of it (pausing.rs). A hand suspension
+                // would make it read as the window's own again, and the end would restore
+                // the policy recorded before over the one set since.
+                format!(
+                    "it does not sync, so the window's next run (`vpnmig cutover {name} -n {ns}` or `vpnmig rollback {name} -n {ns}`) leaves it as it is and lets go of it: vpnmig does not restore over a policy changed since. Do not suspend it by hand for the window: it would read as the window's own suspension again, and the window's end would put back the policy recorded before its pause. Whoever turns its sync on before the window ends may re-create the old gateway, prune the new objects or delete the client's pre-shared key Secret secret/{} -n {ns}, which vpnmig cannot re-create",
+                    j.psk_secret
+                )
+            };
         }
         // Not the object the window paused (attack 4): its policy is whoever re-created
         // it's; nothing is restored over it.
