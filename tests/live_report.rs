@@ -524,6 +524,128 @@ crate::rows! {
         after: None,
         steps: |b| Box::pin(a_done_window_without_its_psk_is_not_reported_complete(b, false)),
     },
+    /// a21u U05a: a VPNPeer pointed at a Secret that does not exist after done.
+    a_done_window_whose_peer_takes_a_missing_secret_is_not_reported_complete: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_done_window_whose_peer_moved_off_its_psk_is_not_reported_complete(b, Moved::ToAMissingSecret)),
+    },
+    /// a21u U16a: at a key the window's Secret does not have.
+    a_done_window_whose_peer_takes_a_missing_key_is_not_reported_complete: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_done_window_whose_peer_moved_off_its_psk_is_not_reported_complete(b, Moved::ToAMissingKey)),
+    },
+    /// a21u U16b: at another Secret that exists, with another key in it.
+    a_done_window_whose_peer_takes_another_secret_is_not_reported_complete: Row {
+        scenario: acme,
+        only: None,
+        after: After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_done_window_whose_peer_moved_off_its_psk_is_not_reported_complete(b, Moved::ToAnotherSecret)),
+    },
+}
+
+/// How a VPNPeer is pointed off the window's PSK Secret after done (a21u U05a, U16).
+#[derive(Clone, Copy)]
+enum Moved {
+    /// At a Secret that does not exist (a half-done rotation).
+    ToAMissingSecret,
+    /// At a key the Secret does not have.
+    ToAMissingKey,
+    /// At another Secret that exists and holds another key.
+    ToAnotherSecret,
+}
+
+/// a21u U05a (critical): a done window whose VPNPeer takes its key from another Secret or
+/// key than the window's is never "the cutover is complete": `report` (every format) and
+/// a re-run of `cutover` say which object takes its key from where, with the patch that
+/// points it back, and exit 5; once it points back, the record is complete again. On the
+/// code before, report exited 0 with "done: the cutover is complete" and the re-run said
+/// "nothing to do".
+async fn a_done_window_whose_peer_moved_off_its_psk_is_not_reported_complete(b: &Bed, how: Moved) {
+    b.step(&["cutover", "acme", "--yes"], 0, &[]).await;
+    let (secret, key) = match how {
+        Moved::ToAMissingSecret => ("acme-ike-rotated", "psk"),
+        Moved::ToAMissingKey => ("acme-psk", "psk-2027"),
+        Moved::ToAnotherSecret => ("acme-ike-2027", "psk"),
+    };
+    if let Moved::ToAnotherSecret = how {
+        b.put(
+            live::bed::SECRET,
+            "tenant-acme",
+            serde_json::json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": secret, "namespace": "tenant-acme"},
+                "data": {"psk": "YW5vdGhlci1rZXktMjAyNw=="}}),
+        )
+        .await;
+    }
+    let point = |name: &'static str, key: &'static str| {
+        move |p: &mut Value| {
+            p["spec"]["ipsec"]["pskSecretRef"] = serde_json::json!({"name": name, "key": key});
+        }
+    };
+    b.edit(
+        live::bed::VPNPEER,
+        "tenant-acme",
+        "acme",
+        point(secret, key),
+    )
+    .await;
+    let state = format!(
+        "vpnpeer/acme -n tenant-acme takes its key from secret {secret} key {key} now, not from the window's secret/acme-psk -n tenant-acme key psk"
+    );
+    let back = r#"kubectl patch vpnpeer acme -n tenant-acme --type merge -p '{"spec":{"ipsec":{"pskSecretRef":{"name":"acme-psk","key":"psk"}}}}'"#;
+    let md = b.step(&["report", "acme", "-o", "md"], 5, &[]).await;
+    let err = live::flat(&md.stderr);
+    assert!(
+        err.contains(&format!(
+            "the window of tenant-acme/acme ended done, but {state}"
+        )),
+        "{err}"
+    );
+    assert!(err.contains(back), "{err}");
+    let out = live::flat(&md.stdout);
+    assert!(
+        out.contains("done (the journal's phase), but the cutover is not complete"),
+        "{out}"
+    );
+    assert!(!out.contains("done: the cutover is complete"), "{out}");
+    let json = b.step(&["report", "acme", "-o", "json"], 5, &[]).await;
+    let doc: Value = serde_json::from_str(&json.stdout).expect("the record is JSON");
+    assert!(
+        doc["readAtReport"]["psk"]["state"]
+            .as_str()
+            .is_some_and(|s| s.starts_with(&state)),
+        "{doc}"
+    );
+    b.step(&["report", "acme", "-o", "html"], 5, &[]).await;
+    let again = b
+        .step(&["cutover", "acme", "--yes"], 5, &[&state[..]])
+        .await;
+    assert!(!again.says("nothing to do"), "{}", again.stderr);
+    for run in [&md, &json, &again] {
+        assert!(
+            !run.stdout.contains("YW5vdGhlci1rZXktMjAyNw")
+                && !run.stderr.contains("YW5vdGhlci1rZXktMjAyNw"),
+            "no key is printed"
+        );
+    }
+    // Pointed back as the fix says: complete again.
+    b.edit(
+        live::bed::VPNPEER,
+        "tenant-acme",
+        "acme",
+        point("acme-psk", "psk"),
+    )
+    .await;
+    let md = b.step(&["report", "acme", "-o", "md"], 0, &[]).await;
+    assert!(
+        live::flat(&md.stdout).contains("done: the cutover is complete"),
+        "{}",
+        md.stdout
+    );
 }
 
 /// a21t T06b (critical): a done window whose PSK Secret is gone, or holds another key,

@@ -247,6 +247,38 @@ async fn read_now(
 async fn psk_now(cluster: &Cluster, j: &crate::core::journal::Journal) -> Option<record::Psk> {
     use crate::core::psk::Held;
     let (name, ns) = (j.gateway.as_str(), j.namespace.as_str());
+    // The objects the window left take their key from the window's Secret: one pointed at
+    // another Secret or key takes a key nobody compared (a21u U05a: a half-done rotation
+    // pointed a VPNPeer at a Secret that does not exist; the record said complete).
+    for (t, at) in j.psk_users() {
+        let s = |p: &str| t.pointer(p).and_then(serde_json::Value::as_str);
+        let (Some(api_version), Some(kind), Some(obj_name)) =
+            (s("/apiVersion"), s("/kind"), s("/metadata/name"))
+        else {
+            continue;
+        };
+        let Ok(Some(obj)) =
+            crate::cluster::gitops::get_kept(cluster, api_version, kind, ns, obj_name).await
+        else {
+            continue;
+        };
+        if let Some((secret, key)) = j.psk_moved(&obj, at) {
+            let field = at.trim_start_matches('/').replace('/', ".");
+            let obj_ref = crate::core::model::object_ref(kind, obj_name, ns);
+            let back = crate::core::psk::ref_patch(at, &j.psk_secret, j.psk_key());
+            return Some(record::Psk {
+                state: format!(
+                    "{obj_ref} takes its key from secret {secret} key {key} now, not from the window's secret/{} -n {ns} key {} (the client's, whose fingerprint the journal keeps)",
+                    j.psk_secret,
+                    j.psk_key()
+                ),
+                fix: format!(
+                    "point its {field} back at the window's Secret (`kubectl patch {} {obj_name} -n {ns} --type merge -p '{back}'`); `vpnmig verify {name} -n {ns}` then checks the key and the tunnel",
+                    kind.to_lowercase()
+                ),
+            });
+        }
+    }
     let secret = crate::cluster::objects::secret(cluster, &j.psk_secret)
         .await
         .ok()?;

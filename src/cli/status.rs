@@ -300,19 +300,7 @@ async fn psk_problem(cluster: &Cluster, j: &crate::core::journal::Journal) -> Op
     // person) that pointed them at another Secret is a key not checked here (a21d attack
     // 13: a late sync pointed the VPNPeer at Git's Secret with an old key; status was
     // green and the tunnel failed).
-    let users: Vec<(&Value, &str)> = match j.phase {
-        crate::core::journal::Phase::Done => j
-            .targets
-            .iter()
-            .filter(|t| t["kind"] == "VPNPeer")
-            .map(|t| (t, "/spec/ipsec/pskSecretRef"))
-            .collect(),
-        crate::core::journal::Phase::RolledBack => {
-            vec![(&j.old_manifest, "/spec/auth/pskSecretRef")]
-        }
-        _ => Vec::new(),
-    };
-    for (t, at) in users {
+    for (t, at) in j.psk_users() {
         let (Some(api_version), Some(kind), Some(obj_name)) = (
             t["apiVersion"].as_str(),
             t["kind"].as_str(),
@@ -340,11 +328,7 @@ async fn psk_problem(cluster: &Cluster, j: &crate::core::journal::Journal) -> Op
                 });
             }
         };
-        let uses = (
-            obj.pointer(&format!("{at}/name")).and_then(Value::as_str),
-            obj.pointer(&format!("{at}/key")).and_then(Value::as_str),
-        );
-        if uses.0 != Some(secret.as_str()) || uses.1.is_some_and(|k| k != key) {
+        if let Some(uses) = j.psk_moved(&obj, at) {
             return Some(PskProblem {
                 namespace: ns.clone(),
                 gateway: name.clone(),
@@ -353,8 +337,8 @@ async fn psk_problem(cluster: &Cluster, j: &crate::core::journal::Journal) -> Op
                 detail: format!(
                     "{} takes its key from secret {} key {} now, not from the window's secret {secret} key {key}, whose key the journal fingerprinted (the client's){}: point {} back at {secret}, then `vpnmig verify {name} -n {ns}`",
                     crate::core::model::object_ref(kind, obj_name, ns),
-                    uses.0.unwrap_or("(none)"),
-                    uses.1.unwrap_or(key),
+                    uses.0,
+                    uses.1,
                     crate::core::gitops::writer(&obj)
                         .map(|w| format!("; last written by {w}"))
                         .unwrap_or_default(),

@@ -567,6 +567,39 @@ pub fn slot(held: Option<&Archived>, journal: &Journal, n: u32) -> Slot {
 }
 
 impl Journal {
+    /// The objects a finished window left that take their key from the PSK Secret, each
+    /// with the pointer of its `pskSecretRef`: the VPNPeers of a done window, the
+    /// IPsecGateway of a rolled-back one; none while the window is under way.
+    pub fn psk_users(&self) -> Vec<(&Value, &'static str)> {
+        match self.phase {
+            Phase::Done => self
+                .targets
+                .iter()
+                .filter(|t| t["kind"] == "VPNPeer")
+                .map(|t| (t, "/spec/ipsec/pskSecretRef"))
+                .collect(),
+            Phase::RolledBack => vec![(&self.old_manifest, "/spec/auth/pskSecretRef")],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether `live`, one of [`Journal::psk_users`] as read now, takes its key from
+    /// another Secret or key than the window's (whose key the journal fingerprinted): the
+    /// Secret and key it names, `(none)` for a field it lacks (a21d attack 13, a21u U05a:
+    /// a half-done rotation pointed a VPNPeer at a Secret that does not exist, and the
+    /// record said "the cutover is complete").
+    pub fn psk_moved(&self, live: &Value, at: &str) -> Option<(String, String)> {
+        let key = self.psk_key();
+        let name = live.pointer(&format!("{at}/name")).and_then(Value::as_str);
+        let uses_key = live.pointer(&format!("{at}/key")).and_then(Value::as_str);
+        (name != Some(self.psk_secret.as_str()) || uses_key.is_some_and(|k| k != key)).then(|| {
+            (
+                name.unwrap_or("(none)").to_string(),
+                uses_key.unwrap_or(key).to_string(),
+            )
+        })
+    }
+
     /// The key of the PSK in its Secret, as the window's objects name it (`psk` when
     /// neither says).
     pub fn psk_key(&self) -> &str {

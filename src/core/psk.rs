@@ -299,8 +299,39 @@ pub fn recreate_command(namespace: &str, name: &str, key: &str) -> String {
     )
 }
 
+/// The merge patch that points the `pskSecretRef` at `pointer` (`/spec/ipsec/pskSecretRef`
+/// of a VPNPeer, `/spec/auth/pskSecretRef` of an IPsecGateway) back at Secret `name` key
+/// `key`, as JSON.
+pub fn ref_patch(pointer: &str, name: &str, key: &str) -> String {
+    let mut patch = serde_json::json!({"name": name, "key": key});
+    for field in pointer.trim_start_matches('/').rsplit('/') {
+        patch = serde_json::json!({ field: patch });
+    }
+    patch.to_string()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ref_patch_nests_the_reference_at_its_pointer() {
+        for (pointer, want) in [
+            (
+                "/spec/ipsec/pskSecretRef",
+                r#"{"spec":{"ipsec":{"pskSecretRef":{"name":"acme-psk","key":"psk"}}}}"#,
+            ),
+            (
+                "/spec/auth/pskSecretRef",
+                r#"{"spec":{"auth":{"pskSecretRef":{"name":"acme-psk","key":"psk"}}}}"#,
+            ),
+        ] {
+            assert_eq!(
+                super::ref_patch(pointer, "acme-psk", "psk"),
+                want,
+                "{pointer}"
+            );
+        }
+    }
+
     #[test]
     fn held_compares_the_live_key_with_the_journal_and_never_calls_a_new_uid_the_same() {
         let fp = fingerprint("t", "acme-psk", "psk", Some("u1"), b"client");

@@ -121,8 +121,11 @@ pub async fn run_vpnmig(kubeconfig: &Path, args: &[&str]) -> Run {
 pub async fn run_vpnmig_at(kubeconfig: &Path, columns: Option<usize>, args: &[&str]) -> Run {
     let kc = kubeconfig.to_path_buf();
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    // Bounded: 120 s. A cutover on real strongSwan under a full run's load once took
+    // more than the 60 s this was (stop 41, live_dataplane, six test threads and other
+    // builds beside); every run's own waits are bounded by its timeouts too.
     let out = tokio::time::timeout(
-        Duration::from_secs(60),
+        Duration::from_secs(120),
         tokio::task::spawn_blocking(move || {
             std::process::Command::new(env!("CARGO_BIN_EXE_vpnmig"))
                 .current_dir(kc.parent().expect("the kubeconfig is in a directory"))
@@ -137,7 +140,7 @@ pub async fn run_vpnmig_at(kubeconfig: &Path, columns: Option<usize>, args: &[&s
         }),
     )
     .await
-    .expect("vpnmig finishes within 60 s")
+    .expect("vpnmig finishes within 120 s")
     .unwrap();
     Run {
         code: out.status.code().unwrap_or(-1),
@@ -153,7 +156,7 @@ pub async fn finish(child: std::process::Child) -> Run {
         tokio::task::spawn_blocking(move || child.wait_with_output().unwrap()),
     )
     .await
-    .expect("vpnmig finishes within 60 s")
+    .expect("vpnmig finishes within 120 s")
     .unwrap();
     Run {
         code: out.status.code().unwrap_or(-1),

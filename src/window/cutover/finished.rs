@@ -38,6 +38,29 @@ pub(super) async fn not_as_left(cluster: &Cluster, j: &Journal) -> Result<Vec<St
             j.floating_ip
         ));
     }
+    // Each object the window left takes its key from the window's Secret (a21u U28: a
+    // VPNPeer pointed at another Secret, and the re-run said "nothing to do").
+    for (t, at) in j.psk_users() {
+        let (Some(kind), Some(obj_name)) = (
+            t["kind"].as_str(),
+            t.pointer("/metadata/name").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        if let Some(obj) = objects::get(cluster, kind, obj_name).await?
+            && let Some((secret, key)) = j.psk_moved(&obj, at)
+        {
+            out.push(format!(
+                "{} takes its key from secret {secret} key {key} now, not from the window's secret/{} -n {ns} key {} (the client's, whose fingerprint the journal keeps): point its {} back at it (`kubectl patch {} {obj_name} -n {ns} --type merge -p '{}'`)",
+                crate::core::model::object_ref(kind, obj_name, ns),
+                j.psk_secret,
+                j.psk_key(),
+                at.trim_start_matches('/').replace('/', "."),
+                kind.to_lowercase(),
+                crate::core::psk::ref_patch(at, &j.psk_secret, j.psk_key())
+            ));
+        }
+    }
     let secret = objects::secret(cluster, &j.psk_secret).await?;
     let held = crate::core::psk::held(
         j.psk_fingerprint.as_deref(),
