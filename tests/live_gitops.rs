@@ -1495,6 +1495,20 @@ crate::rows! {
     /// Issue 21 item 2: the second window on an owner another window suspended records
     /// that it relies on it (never "leaves it as it is"), and at `done` says which window
     /// restores it; the owner stays suspended.
+    /// a21u U23: a relying Argo CD window killed before its delete resumes as status says.
+    a_relying_argo_window_killed_before_its_delete_resumes_as_status_says: bed::Row {
+        scenario: argo_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_relying_window_killed_before_its_delete_resumes_as_status_says(b, Tool::Argo)),
+    },
+    /// a21u U23, Flux.
+    a_relying_flux_window_killed_before_its_delete_resumes_as_status_says: bed::Row {
+        scenario: flux_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_relying_window_killed_before_its_delete_resumes_as_status_says(b, Tool::Flux)),
+    },
     a_second_window_records_that_it_relies_on_the_suspension: bed::Row {
         scenario: argo_synced,
         only: None,
@@ -1628,6 +1642,46 @@ async fn status_for_a_relying_window_names_the_suspending_window_in_another_name
         !flat.contains("kubectl patch"),
         "{on}: {tool:?}: {}",
         r.stdout
+    );
+}
+
+/// a21u U23: a relying window killed before its delete (journal phase psk-detached) is
+/// resumed with the command `status` prints, `vpnmig cutover acme -n tenant-acme`, without
+/// `--gitops pause`: the resume answers the gitops-sync blocker as the earlier run did,
+/// relies on the suspension again and ends done. On the code before: exit 4, "2
+/// blocker(s): nothing was changed".
+async fn a_relying_window_killed_before_its_delete_resumes_as_status_says(b: &Bed, tool: Tool) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let on = b.backend;
+    other_window_at(b, tool, NS, "beta", "done", true).await;
+    suspend_by_hand(b, tool).await;
+    // Each request slowed: seconds between the journal's psk-detached and the delete, in
+    // which the run is killed as an engineer's laptop dies.
+    b.api_faults().write().unwrap().latency_ms = 400;
+    let mut child = b.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
+    b.until_phase(NS, "acme", "psk-detached", 60).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    b.api_faults().write().unwrap().latency_ms = 0;
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(
+        j["phase"], "psk-detached",
+        "{on}: killed before the delete: {j}"
+    );
+    assert_eq!(j["gitops"][0]["relies"], true, "{on}: {j}");
+    assert_eq!(j["gitops"][0]["paused"], false, "{on}: {j}");
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    let advised = "`vpnmig cutover acme -n tenant-acme` resumes";
+    assert!(st.contains(advised), "{on}: {st}");
+    let r = b.vpnmig(&["cutover", "acme", "-n", NS, "--yes"]).await;
+    assert_eq!(r.code, 0, "{on}: {tool:?}: as status advised: {}", r.stderr);
+    assert!(!r.says("blocker(s)"), "{on}: {}", r.stderr);
+    assert_eq!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
+    let j = b.journal(NS, "acme").await.unwrap();
+    assert_eq!(j["gitops"][0]["relies"], true, "{on}: {j}");
+    assert!(
+        tool.suspended(&tool.owner_on(b).await),
+        "{on}: beta's to restore"
     );
 }
 

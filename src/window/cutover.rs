@@ -310,7 +310,19 @@ async fn run(
         .iter()
         .flat_map(|p| p.gitops.iter().filter(|r| r.paused).cloned())
         .collect();
-    let mode = opts.gitops.mode.or(inherited.first().map(|r| r.mode));
+    // The mode the earlier run answered the gitops-sync blocker with, whether it suspended
+    // an owner or relied on another window's suspension (a21u U23: a relying window killed
+    // before its delete was resumed as status advised, without `--gitops pause`, and
+    // stopped on the blocker it had answered; exit 4).
+    let mode = opts
+        .gitops
+        .mode
+        .or(inherited.first().map(|r| r.mode))
+        .or(previous
+            .iter()
+            .flat_map(|p| p.gitops.iter())
+            .find(|r| r.relies)
+            .map(|r| r.mode));
     // `--gitops pause|ignore` answers the gitops-sync blocker (issue 11 item 2).
     let blocking = journal::blocking(&plan)
         .iter()
