@@ -2543,6 +2543,12 @@ async fn a_parent_resumed_before_done_stops_the_window_before_done(
         "{on}: {err}"
     );
     assert!(!err.contains("acme: done"), "{on}: {err}");
+    // After the apply: what it applied is named, never "nothing new was applied" (a21u U03).
+    assert!(
+        err.contains("the old gateway was deleted and this window applied VPNGateway acme, VPNPeer acme, which are live (journal phase"),
+        "{on}: {err}"
+    );
+    assert!(!err.contains("nothing new was applied"), "{on}: {err}");
     assert_ne!(b.phase(NS, "acme").await.as_deref(), Some("done"), "{on}");
     assert!(
         suspended(b, owner).await,

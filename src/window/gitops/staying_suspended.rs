@@ -230,12 +230,46 @@ pub(super) fn where_it_stands(w: &Window<'_>) -> String {
     }
     if w.journal.phase < Phase::Deleting {
         "no gateway was deleted".into()
+    } else if applied(w) {
+        // The parents are read again right before `done` (a21t T15): a stop there is
+        // after the apply, and names what it applied (a21u U03: "nothing new was applied"
+        // at phase ready, with the VPNGateway Ready and the tunnel up).
+        format!(
+            "the old gateway was deleted and this window applied {}, which are live (journal phase {}): its sync would re-create the IPsecGateway, which contests the floating IP with them; keep them and suspend it again, or roll back, which deletes them",
+            applied_objects(w),
+            w.journal.phase
+        )
     } else {
         format!(
             "the old gateway was deleted and nothing new was applied (journal phase {}): its sync would re-create the IPsecGateway and take the floating IP",
             w.journal.phase
         )
     }
+}
+
+/// Whether the window's journal is past its apply (and not rolling back).
+fn applied(w: &Window<'_>) -> bool {
+    matches!(
+        w.journal.phase,
+        Phase::Applied | Phase::Attached | Phase::Ready | Phase::Done
+    )
+}
+
+/// The objects the window applied, from its journal's targets: `VPNGateway acme, VPNPeer
+/// acme`.
+fn applied_objects(w: &Window<'_>) -> String {
+    w.journal
+        .targets
+        .iter()
+        .filter_map(|t| {
+            Some(format!(
+                "{} {}",
+                t["kind"].as_str()?,
+                t.pointer("/metadata/name")?.as_str()?
+            ))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The way back for [`where_it_stands`].
@@ -247,6 +281,11 @@ pub(super) fn way_back(w: &Window<'_>) -> String {
         )
     } else if w.journal.phase < Phase::Deleting {
         crate::window::early::way_back_before_delete(name, ns)
+    } else if applied(w) {
+        format!(
+            "`vpnmig rollback {name} -n {ns}` deletes {} and re-creates the IPsecGateway from the journal instead (suspend the owner first there too)",
+            applied_objects(w)
+        )
     } else {
         format!(
             "`vpnmig rollback {name} -n {ns}` re-creates the IPsecGateway from the journal instead (suspend the owner first there too)"
