@@ -5186,15 +5186,22 @@ crate::rows! {
     },
 }
 
-async fn a_re_enabled_owner_is_suspended_again_by_the_run_keeping_its_policy(b: &Bed) {
-    let tool = Tool::Argo;
+/// The adopted gateway's `cutover --gitops pause` killed while it waits for the tunnels
+/// (journal phase ready; the client re-initiates only after 30 s, and the peer retry is
+/// left that long for the row to set back).
+async fn killed_waiting_for_the_tunnels(b: &Bed) {
     adopted_on(b, IPSECGATEWAY).await;
-    let on = b.backend;
     b.operator.settings().write().unwrap().peer_retry_ms = 30_000;
     let mut child = b.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
     b.until_phase(NS, "acme", "ready", 30).await;
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+async fn a_re_enabled_owner_is_suspended_again_by_the_run_keeping_its_policy(b: &Bed) {
+    let tool = Tool::Argo;
+    let on = b.backend;
+    killed_waiting_for_the_tunnels(b).await;
     // Someone else turns it on again with a policy of their own; it would sync at once,
     // so its self-heal is held off: the row reads it, it does not race it.
     b.gitops.settings().write().unwrap().self_heal_delay_ms = 600_000;
@@ -5263,14 +5270,8 @@ async fn a_re_enabled_owner_is_suspended_again_by_the_run_keeping_its_policy(b: 
 
 async fn status_reads_the_suspended_owner_back_and_never_restores_over_a_change(b: &Bed) {
     let tool = Tool::Argo;
-    adopted_on(b, IPSECGATEWAY).await;
     let on = b.backend;
-    b.operator.settings().write().unwrap().peer_retry_ms = 30_000;
-    let mut child = b.spawn(&["cutover", "acme", "-n", NS, "--gitops", "pause", "--yes"]);
-    // The window waits for the tunnels.
-    b.until_phase(NS, "acme", "ready", 30).await;
-    child.kill().unwrap();
-    child.wait().unwrap();
+    killed_waiting_for_the_tunnels(b).await;
     let r = b.vpnmig(&["status"]).await;
     assert!(
         r.stdout

@@ -547,6 +547,36 @@ crate::rows! {
     },
 }
 
+/// `report acme` in markdown and JSON on a done window whose PSK is not as it left it:
+/// both exit 5; the error names `state` (the start of `readAtReport.psk.state`) and
+/// `fix`; the outcome is "not complete", never "complete". Returns both runs.
+async fn reported_not_complete(b: &Bed, state: &str, fix: &str) -> (Run, Run) {
+    let md = b.step(&["report", "acme", "-o", "md"], 5, &[]).await;
+    let err = live::flat(&md.stderr);
+    assert!(
+        err.contains(&format!(
+            "the window of tenant-acme/acme ended done, but {state}"
+        )),
+        "{err}"
+    );
+    assert!(err.contains(fix), "{err}");
+    let out = live::flat(&md.stdout);
+    assert!(
+        out.contains("done (the journal's phase), but the cutover is not complete"),
+        "{out}"
+    );
+    assert!(!out.contains("done: the cutover is complete"), "{out}");
+    let json = b.step(&["report", "acme", "-o", "json"], 5, &[]).await;
+    let doc: Value = serde_json::from_str(&json.stdout).expect("the record is JSON");
+    assert!(
+        doc["readAtReport"]["psk"]["state"]
+            .as_str()
+            .is_some_and(|s| s.starts_with(state)),
+        "{doc}"
+    );
+    (md, json)
+}
+
 /// How a VPNPeer is pointed off the window's PSK Secret after done (a21u U05a, U16).
 #[derive(Clone, Copy)]
 enum Moved {
@@ -597,29 +627,7 @@ async fn a_done_window_whose_peer_moved_off_its_psk_is_not_reported_complete(b: 
         "vpnpeer/acme -n tenant-acme takes its key from secret {secret} key {key} now, not from the window's secret/acme-psk -n tenant-acme key psk"
     );
     let back = r#"kubectl patch vpnpeer acme -n tenant-acme --type merge -p '{"spec":{"ipsec":{"pskSecretRef":{"name":"acme-psk","key":"psk"}}}}'"#;
-    let md = b.step(&["report", "acme", "-o", "md"], 5, &[]).await;
-    let err = live::flat(&md.stderr);
-    assert!(
-        err.contains(&format!(
-            "the window of tenant-acme/acme ended done, but {state}"
-        )),
-        "{err}"
-    );
-    assert!(err.contains(back), "{err}");
-    let out = live::flat(&md.stdout);
-    assert!(
-        out.contains("done (the journal's phase), but the cutover is not complete"),
-        "{out}"
-    );
-    assert!(!out.contains("done: the cutover is complete"), "{out}");
-    let json = b.step(&["report", "acme", "-o", "json"], 5, &[]).await;
-    let doc: Value = serde_json::from_str(&json.stdout).expect("the record is JSON");
-    assert!(
-        doc["readAtReport"]["psk"]["state"]
-            .as_str()
-            .is_some_and(|s| s.starts_with(&state)),
-        "{doc}"
-    );
+    let (md, json) = reported_not_complete(b, &state, back).await;
     b.step(&["report", "acme", "-o", "html"], 5, &[]).await;
     let again = b
         .step(&["cutover", "acme", "--yes"], 5, &[&state[..]])
@@ -669,27 +677,17 @@ async fn a_done_window_without_its_psk_is_not_reported_complete(b: &Bed, gone: b
         .await;
         format!("{secret} key psk is not the one the window fingerprinted")
     };
-    let md = b.step(&["report", "acme", "-o", "md"], 5, &[]).await;
-    let err = live::flat(&md.stderr);
-    assert!(
-        err.contains(&format!(
-            "the window of tenant-acme/acme ended done, but {state}: the cutover is not complete"
-        )),
-        "{err}"
-    );
     let fix = if gone {
         "kubectl create secret generic acme-psk -n tenant-acme --from-literal=psk=<the client's key>"
     } else {
         "put the client's key back in it"
     };
-    assert!(err.contains(fix), "{err}");
-    let out = live::flat(&md.stdout);
+    let (md, json) = reported_not_complete(b, &state, fix).await;
     assert!(
-        out.contains("done (the journal's phase), but the cutover is not complete"),
-        "{out}"
+        live::flat(&md.stderr).contains(&format!("{state}: the cutover is not complete")),
+        "{}",
+        md.stderr
     );
-    assert!(!out.contains("done: the cutover is complete"), "{out}");
-    let json = b.step(&["report", "acme", "-o", "json"], 5, &[]).await;
     let doc: Value = serde_json::from_str(&json.stdout).expect("the record is JSON");
     assert_eq!(doc["readAtReport"]["psk"]["state"], state.as_str(), "{doc}");
     for run in [&md, &json] {
