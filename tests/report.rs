@@ -197,3 +197,36 @@ fn markdown_never_carries_a_link_or_an_image_from_a_value() {
     let line = md.lines().find(|l| l.starts_with("| Last error")).unwrap();
     insta::assert_snapshot!("markdown_escapes_values", line);
 }
+
+/// a21u U15: a window closed by `rollback` before its delete never says the IPsecGateway
+/// was re-created; one rolled back after its delete still does.
+#[test]
+fn a_window_closed_before_its_delete_never_says_the_gateway_was_re_created() {
+    use vpnmig::core::journal::Phase;
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/journals/rolled-back.json"
+    );
+    let full = Journal::from_json(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut early = full.clone();
+    early.history.retain(|e| {
+        e.phase < Phase::Deleting || e.phase.rolling_back() || e.phase == Phase::RolledBack
+    });
+    assert!(early.history.len() < full.history.len());
+    for (j, says, never) in [
+        (
+            &early,
+            "rolled back: the window was closed before its delete; the IPsecGateway was never deleted",
+            "the IPsecGateway was re-created",
+        ),
+        (
+            &full,
+            "the IPsecGateway was re-created",
+            "was never deleted",
+        ),
+    ] {
+        let md = render(&build(j, ClusterIdentity::default()), Format::Md);
+        assert!(md.contains(says), "{says}: {md}");
+        assert!(!md.contains(never), "{never}: {md}");
+    }
+}

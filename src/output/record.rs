@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use crate::core::dataplane::{CameUpBy, Outage};
-use crate::core::journal::ChainStatus;
+use crate::core::journal::{ChainStatus, Phase};
 use crate::core::record::{Outcome, Record, Step};
 use crate::output::dataplane::verdict;
 use crate::output::progress::elapsed;
@@ -230,6 +230,12 @@ fn journal_outcome(r: &Record) -> String {
             "done: the cutover is complete, but an edit of the old gateway made while it was being deleted is in neither the applied objects nor the saved manifest (see Recovery)".into()
         }
         Outcome::Done => "done: the cutover is complete".into(),
+        // Closed before its delete (a run stopped before it, then `rollback`): nothing was
+        // re-created (a21u U15: the record said "the IPsecGateway was re-created" of one the
+        // rollback had said was never deleted, the same uid).
+        Outcome::RolledBack if !r.timeline.iter().any(|s| s.phase == Phase::Deleting) => {
+            "rolled back: the window was closed before its delete; the IPsecGateway was never deleted".into()
+        }
         Outcome::RolledBack if r.recovery.cutover_failure.is_some() => {
             "rolled back: the cutover failed and the IPsecGateway was re-created".into()
         }
