@@ -11570,3 +11570,208 @@ crate::rows! {
         steps: |b| Box::pin(a_re_created_owner_s_history_is_kept(b)),
     },
 }
+
+/// a21u U04b: one HelmRelease serves two windows: acme's suspended it and is done, beta's
+/// (in tenant-beta) relied on its suspension and is done, and the release tracks both PSK
+/// Secrets. The restore refuses (plain and forced) and its check by hand names BOTH PSK
+/// Secrets, each with its own compare command, with Flux's release (a21u U04c), and says
+/// that a resume before each compares equal may overwrite that client's key; `status`
+/// prints the same check. On the code before: only secret/acme-psk was named, and the
+/// commands used the bare name and the Secret's namespace.
+async fn a_shared_helm_release_s_check_names_every_window_s_key(b: &Bed, force: bool) {
+    adopted_on(b, IPSECGATEWAY).await;
+    let on = b.backend;
+    let (rewritten, _) = planned_and_cut_over_at(
+        &b.kubeconfig,
+        &source_in(b, "flux-system", "acme-source").await,
+    )
+    .await;
+    merge_in(b, "flux-system", "acme-source", &rewritten).await;
+    // Beta's window and its PSK Secret, which the release renders too (its markers).
+    let beta_ns = "tenant-beta";
+    if b.get(bed::NAMESPACE, "", beta_ns).await.is_none() {
+        b.put(bed::NAMESPACE, "", json!({"metadata": {"name": beta_ns}}))
+            .await;
+    }
+    let acme_psk = b.get(SECRET, NS, "acme-psk").await.unwrap();
+    let value = acme_psk["data"]["psk"].clone();
+    b.put(
+        SECRET,
+        beta_ns,
+        json!({"metadata": {"name": "beta-psk", "namespace": beta_ns,
+            "labels": {"helm.toolkit.fluxcd.io/name": "acme", "helm.toolkit.fluxcd.io/namespace": "flux-system"}},
+            "type": "Opaque", "data": {"ikeSecret": value}}),
+    )
+    .await;
+    let mut cm = other_window_cm(Tool::Flux, beta_ns, "beta", "done", false);
+    let mut j: Value = serde_json::from_str(cm["data"]["journal.json"].as_str().unwrap()).unwrap();
+    j["pskSecret"] = json!("beta-psk");
+    j.as_object_mut().unwrap().remove("pskSecretUid");
+    for t in j["targets"].as_array_mut().unwrap() {
+        if t["kind"] == "VPNPeer" {
+            t["spec"]["ipsec"]["pskSecretRef"] = json!({"name": "beta-psk", "key": "ikeSecret"});
+        }
+    }
+    j["gitops"][0]["owner"] = json!({"apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease", "namespace": "flux-system", "name": "acme"});
+    cm["data"]["journal.json"] = json!(j.to_string());
+    b.put(CONFIGMAP, beta_ns, cm).await;
+    let beta_before = b.get(SECRET, beta_ns, "beta-psk").await.unwrap()["data"].clone();
+    let args: &[&str] = if force { BLIND_RESUME } else { BLIND_CUTOVER };
+    let r = b.vpnmig(args).await;
+    assert_eq!(r.code, 0, "{on}: {}", r.stderr);
+    let check = "render the merged chart with its values (`helm template tenant-acme-acme CHART -n tenant-acme -f VALUES`, or after a resume `helm get manifest tenant-acme-acme -n flux-system`) and compare its copy of each PSK Secret the windows on it keep with the live ones, without printing a key: secret/acme-psk -n tenant-acme (the PSK of the window of tenant-acme/acme), data key `psk`: `kubectl get secret acme-psk -n tenant-acme -o jsonpath='{.data.psk}' | sha256sum` must print what the chart's copy of `data.psk` piped through sha256sum prints; secret/beta-psk -n tenant-beta (the PSK of the window of tenant-beta/beta), data key `ikeSecret`: `kubectl get secret beta-psk -n tenant-beta -o jsonpath='{.data.ikeSecret}' | sha256sum` must print what the chart's copy of `data.ikeSecret` piped through sha256sum prints; each copy must be that client's key, the same bytes as the live one: a resume before each compares equal may overwrite that client's key, which vpnmig cannot re-create; and every object the windows keep must be in it; only then resume it by hand (`flux resume helmrelease acme -n flux-system`)";
+    for words in [
+        "helmrelease/acme -n flux-system stays suspended: it tracks secret/acme-psk -n tenant-acme (the PSK) and secret/beta-psk -n tenant-beta (the PSK of the window of tenant-beta/beta), and its upgrade writes the chart's copy of each Secret over the live one",
+        "neither plainly nor with `--gitops resume`",
+        check,
+    ] {
+        assert!(r.says(words), "{on}: missing {words:?} in:\n{}", r.stderr);
+    }
+    assert!(!r.says("helm get manifest acme -n"), "{on}: {}", r.stderr);
+    let st = live::flat(&b.vpnmig(&["status", "-A"]).await.stdout);
+    assert!(
+        st.contains(check),
+        "{on}: missing {check:?} in status: {st}"
+    );
+    assert!(
+        st.contains("it tracks secret/acme-psk -n tenant-acme (the PSK) and secret/beta-psk -n tenant-beta (the PSK of the window of tenant-beta/beta)"),
+        "{on}: {st}"
+    );
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let owner = b.get(HELMRELEASE, "flux-system", "acme").await.unwrap();
+    assert_eq!(owner["spec"]["suspend"], true, "{on}: {owner}");
+    assert_eq!(
+        b.get(SECRET, NS, "acme-psk").await.unwrap()["data"],
+        acme_psk["data"],
+        "{on}"
+    );
+    assert_eq!(
+        b.get(SECRET, beta_ns, "beta-psk").await.unwrap()["data"],
+        beta_before,
+        "{on}"
+    );
+}
+
+/// a21u U04c, U20, U26: the Helm commands of the check by hand carry Flux's release name
+/// (`spec.releaseName`, else `[targetNamespace-]name`) and its storage namespace
+/// (`spec.storageNamespace`, else the HelmRelease's), and `helm template` renders into the
+/// targetNamespace; never the bare name or the Secret's namespace. One row of
+/// [`HELM_NAMES`] each: (what, owner namespace, owner name, template, manifest).
+const HELM_NAMES: [(&str, &str, &str, &str, &str); 3] = [
+    (
+        "targetNamespace tenant-acme (U20)",
+        "flux-system",
+        "acme",
+        "`helm template tenant-acme-acme CHART -n tenant-acme -f VALUES`",
+        "`helm get manifest tenant-acme-acme -n flux-system`",
+    ),
+    (
+        "releaseName and storageNamespace",
+        "flux-system",
+        "acme",
+        "`helm template acme-vpn CHART -n tenant-acme -f VALUES`",
+        "`helm get manifest acme-vpn -n helm-store`",
+    ),
+    (
+        "gitops-edge/edge-7 with targetNamespace (U26)",
+        "gitops-edge",
+        "edge-7",
+        "`helm template tenant-acme-edge-7 CHART -n tenant-acme -f VALUES`",
+        "`helm get manifest tenant-acme-edge-7 -n gitops-edge`",
+    ),
+];
+
+/// acme's HelmRelease with `spec.releaseName: acme-vpn` and `spec.storageNamespace:
+/// helm-store` beside its targetNamespace.
+fn helm_named_synced() -> Scenario {
+    let s = helm_release();
+    let named = s.replacen(
+        "  targetNamespace: tenant-acme\n",
+        "  targetNamespace: tenant-acme\n  releaseName: acme-vpn\n  storageNamespace: helm-store\n",
+        1,
+    );
+    assert_ne!(named, s, "{s}");
+    synced_yaml(named)
+}
+
+async fn a_helm_check_names_flux_s_release(b: &Bed, row: usize) {
+    let (what, ons, oname, template, manifest) = HELM_NAMES[row];
+    adopted_on(b, IPSECGATEWAY).await;
+    let on = b.backend;
+    let cm = format!("{oname}-source");
+    let (rewritten, _) =
+        planned_and_cut_over_at(&b.kubeconfig, &source_in(b, ons, &cm).await).await;
+    merge_in(b, ons, &cm, &rewritten).await;
+    let r = b.vpnmig(BLIND_CUTOVER).await;
+    assert_eq!(r.code, 0, "{on}: {what}: {}", r.stderr);
+    let st = live::flat(&b.vpnmig(&["status", "-n", NS]).await.stdout);
+    for words in [
+        template,
+        manifest,
+        "secret/acme-psk -n tenant-acme (the PSK of the window of tenant-acme/acme), data key `psk`: `kubectl get secret acme-psk -n tenant-acme -o jsonpath='{.data.psk}' | sha256sum`",
+        "a resume before it compares equal may overwrite that client's key, which vpnmig cannot re-create",
+        &format!("`flux resume helmrelease {oname} -n {ons}`"),
+    ] {
+        assert!(
+            r.says(words),
+            "{on}: {what}: missing {words:?} in:\n{}",
+            r.stderr
+        );
+        assert!(
+            st.contains(words),
+            "{on}: {what}: missing {words:?} in status: {st}"
+        );
+    }
+    for out in [live::flat(&r.stderr), st] {
+        assert!(
+            !out.contains(&format!("helm template {oname} ")),
+            "{on}: {what}: {out}"
+        );
+        assert!(
+            !out.contains(&format!("helm get manifest {oname} ")),
+            "{on}: {what}: {out}"
+        );
+        assert!(!out.contains("CHART -n tenant-acme -f VALUES`, or after a resume `helm get manifest acme -n tenant-acme"), "{on}: {what}: {out}");
+    }
+    let owner = b.get(HELMRELEASE, ons, oname).await.unwrap();
+    assert_eq!(owner["spec"]["suspend"], true, "{on}: {what}: {owner}");
+}
+
+crate::rows! {
+    /// a21u U04b: a HelmRelease two windows hold, plain restore at done.
+    a_shared_helm_release_s_check_names_every_window_s_key: bed::Row {
+        scenario: helm_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_shared_helm_release_s_check_names_every_window_s_key(b, false)),
+    },
+    /// a21u U04b: the same, `--gitops resume`.
+    a_shared_helm_release_s_check_names_every_window_s_key_under_gitops_resume: bed::Row {
+        scenario: helm_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_shared_helm_release_s_check_names_every_window_s_key(b, true)),
+    },
+    /// [`HELM_NAMES`] row 0.
+    a_helm_check_names_the_target_namespace_s_release: bed::Row {
+        scenario: helm_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_helm_check_names_flux_s_release(b, 0)),
+    },
+    /// [`HELM_NAMES`] row 1.
+    a_helm_check_names_the_release_name_and_storage_namespace: bed::Row {
+        scenario: helm_named_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_helm_check_names_flux_s_release(b, 1)),
+    },
+    /// [`HELM_NAMES`] row 2.
+    a_helm_check_names_a_renamed_release: bed::Row {
+        scenario: renamed_helm_synced,
+        only: None,
+        after: bed::After::acme("VPNGateway"),
+        steps: |b| Box::pin(a_helm_check_names_flux_s_release(b, 2)),
+    },
+}

@@ -2112,7 +2112,13 @@ async fn suspended_owners(
                     owner: r.owner.display(),
                     resume: format!(
                         "no vpnmig window holds it, and vpnmig never resumes it. {}",
-                        crate::window::resume_by_hand(&r.owner, replaced, j, Some(&o))
+                        crate::window::resume_by_hand(
+                            &r.owner,
+                            replaced,
+                            j,
+                            Some(&o),
+                            &crate::window::helm_psks(cluster, &r.owner, j, parsed).await
+                        )
                     ),
                     relies: false,
                     relied_on_by: Vec::new(),
@@ -2213,7 +2219,13 @@ async fn suspended_owners(
                                 j.psk_secret, j.psk_secret
                             )
                         } else {
-                            crate::window::resume_by_hand(&r.owner, replaced, j, Some(&o))
+                            crate::window::resume_by_hand(
+                                &r.owner,
+                                replaced,
+                                j,
+                                Some(&o),
+                                &crate::window::helm_psks(cluster, &r.owner, j, &all).await,
+                            )
                         };
                         out.push(Suspended {
                             namespace: ns.clone(),
@@ -2316,7 +2328,7 @@ async fn suspended_owners(
                 Ok(crate::cluster::gitops::Found::One(_, o)) => Some(o),
                 _ => None,
             };
-            let (holders, unread) =
+            let (holders, unread, all) =
                 match crate::window::journals_for(cluster, owner_obj.as_ref(), (ns, name)).await {
                     Ok(mut all) => {
                         all.retain(|a| {
@@ -2325,9 +2337,9 @@ async fn suspended_owners(
                                 .any(|p| p.namespace == a.namespace && p.gateway == a.gateway)
                         });
                         all.extend(parsed.iter().cloned());
-                        (holders::holders(&all, &r.owner, (ns, name)), None)
+                        (holders::holders(&all, &r.owner, (ns, name)), None, all)
                     }
-                    Err(why) => (holders, Some(why)),
+                    Err(why) => (holders, Some(why), parsed.to_vec()),
                 };
             let relied_on_by: Vec<String> = holders
                 .iter()
@@ -2394,8 +2406,22 @@ async fn suspended_owners(
                 });
             // A HelmRelease that tracks the PSK Secret: its upgrade writes the chart's copy
             // over the key, so vpnmig never restores it (issue 21 item 1, round 4).
-            let helm_psk = r.owner.kind == "HelmRelease"
-                && matches!(&secret, Ok(Some(sec)) if gitops::tracks(&r.owner, sec));
+            // Every window's PSK Secret it tracks, each named in the check by hand (a21u
+            // U04b: the check named this window's key only, and the resume overwrote a
+            // relying window's); as the restore says it.
+            let helm_tracked: Vec<gitops::KeptPsk> = if r.owner.kind == "HelmRelease" {
+                crate::window::helm_psks(cluster, &r.owner, j, &all)
+                    .await
+                    .into_iter()
+                    .filter(|p| {
+                        p.window != format!("{ns}/{name}")
+                            || matches!(&secret, Ok(Some(sec)) if gitops::tracks(&r.owner, sec))
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let helm_psk = !helm_tracked.is_empty();
             let psk_changed = psk_problem(cluster, j)
                 .await
                 .filter(|p| matches!(p.state.as_str(), "changed" | "re-created"));
@@ -2497,7 +2523,15 @@ async fn suspended_owners(
                     j.psk_secret, p.detail
                 )
             } else if helm_psk {
-                crate::window::helm_psk_refusal(&r.owner, j, verb, name, ns)
+                crate::window::helm_psk_refusal(
+                    &r.owner,
+                    owner_obj.as_ref(),
+                    j,
+                    &helm_tracked,
+                    verb,
+                    name,
+                    ns,
+                )
             } else if psk_unlisted {
                 format!(
                     "its source no longer defines secret/{} -n {ns} (the PSK, data key `{key}`) although it tracks it (status of {}): a restore would delete it; put the Secret back in the repository (or take the owner's markers off it), then `vpnmig {verb} {name} -n {ns}` restores it",

@@ -2171,13 +2171,94 @@ pub fn keeps_from_overwrite(p: &Protected) -> bool {
     p.annotation == FLUX_RECONCILE.0 || p.annotation == FLUX_SSA.0
 }
 
-/// How to see by hand what a HelmRelease would write to the PSK Secret `secret -n ns`
-/// (key `key`), and what must hold for a resume: the chart's copy holds the client's key.
-pub fn helm_psk_check(owner: &OwnerRef, secret: &str, ns: &str, key: &str) -> String {
-    let ons = owner.namespace.as_deref().unwrap_or(ns);
+/// The namespace `helm template` renders a HelmRelease's namespace-less templates into:
+/// `spec.targetNamespace`, else its own namespace (Flux's default).
+pub fn helm_target_namespace(hr: &Value) -> String {
+    let s = |p: &str| {
+        hr.pointer(p)
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+    };
+    s("/spec/targetNamespace")
+        .or(s("/metadata/namespace"))
+        .unwrap_or("NAMESPACE")
+        .to_string()
+}
+
+/// A PSK Secret that a window holding or relying on an owner keeps: the window
+/// (`namespace/gateway`), the Secret and its data key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KeptPsk {
+    pub window: String,
+    pub secret: String,
+    pub namespace: String,
+    pub key: String,
+}
+
+impl KeptPsk {
+    /// `secret/NAME -n NS`.
+    pub fn object(&self) -> String {
+        format!("secret/{} -n {}", self.secret, self.namespace)
+    }
+}
+
+/// How to see by hand what HelmRelease `owner` (live: `hr`, `None` when it cannot be
+/// read) would write to each PSK Secret `psks` the windows on it keep, and what must hold
+/// for a resume: every chart copy holds that client's key. The release and the namespaces
+/// are Flux's ([`helm_release`], [`helm_target_namespace`]), never the Secret's (a21u
+/// U04c); every window's Secret is named, each with its own command (a21u U04b: the
+/// check named the suspending window's key only, and the resume overwrote the relying
+/// window's). The same words wherever it is printed (the restore's refusal, `status`).
+pub fn helm_psk_check(owner: &OwnerRef, hr: Option<&Value>, psks: &[KeptPsk]) -> String {
+    let ons = owner.namespace.as_deref().unwrap_or("NAMESPACE");
+    let read = hr
+        .cloned()
+        .unwrap_or_else(|| json!({"metadata": {"name": owner.name, "namespace": owner.namespace}}));
+    let (release, store) = helm_release(&read);
+    let target = helm_target_namespace(&read);
+    let unread = if hr.is_none() {
+        format!(
+            " (helmrelease/{} -n {ons} could not be read: with spec.releaseName the release is that name, with spec.targetNamespace it is TARGET-{} rendered in TARGET, with spec.storageNamespace it is stored there)",
+            owner.name, owner.name
+        )
+    } else {
+        String::new()
+    };
+    let mut psks = psks.to_vec();
+    psks.sort();
+    psks.dedup();
+    let one = psks.len() == 1;
+    let each: Vec<String> = psks
+        .iter()
+        .map(|p| {
+            format!(
+                "{} (the PSK of the window of {}), data key `{}`: `kubectl get secret {} -n {} -o jsonpath='{{.data.{}}}' | sha256sum` must print what the chart's copy of `data.{}` piped through sha256sum prints",
+                p.object(),
+                p.window,
+                p.key,
+                p.secret,
+                p.namespace,
+                p.key,
+                p.key
+            )
+        })
+        .collect();
     format!(
-        "render the merged chart with its values (`helm template {name} CHART -n {ns} -f VALUES`, or after a resume `helm get manifest {name} -n {ns}`) and look at secret/{secret}: its data key `{key}` must be the client's key, the same bytes as the live one (`kubectl get secret {secret} -n {ns} -o jsonpath='{{.data.{key}}}'`; compare them without printing, e.g. piped through sha256sum), and every object the window keeps must be in it; only then resume it by hand (`flux resume helmrelease {name} -n {ons}`)",
-        name = owner.name
+        "render the merged chart with its values (`helm template {release} CHART -n {target} -f VALUES`, or after a resume `helm get manifest {release} -n {store}`){unread} and compare {} with the live {}, without printing a key: {}; {} must be that client's key, the same bytes as the live one: a resume before {} may overwrite that client's key, which vpnmig cannot re-create; and every object the windows keep must be in it; only then resume it by hand (`flux resume helmrelease {} -n {ons}`)",
+        if one {
+            "its copy of the PSK Secret the window on it keeps"
+        } else {
+            "its copy of each PSK Secret the windows on it keep"
+        },
+        if one { "one" } else { "ones" },
+        each.join("; "),
+        if one { "its copy" } else { "each copy" },
+        if one {
+            "it compares equal"
+        } else {
+            "each compares equal"
+        },
+        owner.name
     )
 }
 
@@ -5036,5 +5117,128 @@ mod tests {
         assert_eq!(manager_policy(&adopted, &by, &other), None);
         let m = manager_policy(&adopted, &by, &manual).unwrap();
         assert_eq!(m.recorded, Some(json!({"prune": true, "selfHeal": true})));
+    }
+
+    /// a21u U04b, U04c: the check by hand of a HelmRelease's PSK Secrets names each
+    /// window's Secret with its own command, and Flux's release, storage namespace and
+    /// render namespace, never the Secret's namespace or the bare name.
+    #[test]
+    fn helm_psk_check_names_every_window_s_key_and_flux_s_release() {
+        let owner = |name: &str, ns: &str| OwnerRef {
+            api_version: "helm.toolkit.fluxcd.io/v2".into(),
+            kind: "HelmRelease".into(),
+            namespace: Some(ns.into()),
+            name: name.into(),
+        };
+        let psk = |ns: &str, gw: &str, key: &str| KeptPsk {
+            window: format!("{ns}/{gw}"),
+            secret: format!("{gw}-psk"),
+            namespace: ns.into(),
+            key: key.into(),
+        };
+        let compare = |p: &KeptPsk| {
+            format!(
+                "secret/{}-psk -n {} (the PSK of the window of {}), data key `{}`: `kubectl get secret {} -n {} -o jsonpath='{{.data.{}}}' | sha256sum` must print what the chart's copy of `data.{}` piped through sha256sum prints",
+                p.window.split('/').nth(1).unwrap(),
+                p.namespace,
+                p.window,
+                p.key,
+                p.secret,
+                p.namespace,
+                p.key,
+                p.key
+            )
+        };
+        let tonsberg = psk("vestfold-tonsberg", "tonsberg", "psk");
+        let larvik = psk("vestfold-larvik", "larvik", "ikeSecret");
+        // (what, owner, live HelmRelease, PSK Secrets, template, manifest, resume)
+        let rows = [
+            (
+                "U04b: no targetNamespace, two windows (the suspender's and the relier's)",
+                owner("fjord-rel", "flux-vestfold"),
+                Some(
+                    json!({"metadata": {"name": "fjord-rel", "namespace": "flux-vestfold"}, "spec": {}}),
+                ),
+                vec![tonsberg.clone(), larvik.clone()],
+                "`helm template fjord-rel CHART -n flux-vestfold -f VALUES`",
+                "`helm get manifest fjord-rel -n flux-vestfold`",
+                "`flux resume helmrelease fjord-rel -n flux-vestfold`",
+            ),
+            (
+                "U20: targetNamespace",
+                owner("horten-rel", "flux-vestfold"),
+                Some(
+                    json!({"metadata": {"name": "horten-rel", "namespace": "flux-vestfold"}, "spec": {"targetNamespace": "vestfold-horten"}}),
+                ),
+                vec![psk("vestfold-horten", "horten", "psk")],
+                "`helm template vestfold-horten-horten-rel CHART -n vestfold-horten -f VALUES`",
+                "`helm get manifest vestfold-horten-horten-rel -n flux-vestfold`",
+                "`flux resume helmrelease horten-rel -n flux-vestfold`",
+            ),
+            (
+                "releaseName and storageNamespace beside targetNamespace",
+                owner("acme", "flux-system"),
+                Some(
+                    json!({"metadata": {"name": "acme", "namespace": "flux-system"}, "spec": {"targetNamespace": "tenant-acme", "releaseName": "acme-vpn", "storageNamespace": "helm-store"}}),
+                ),
+                vec![psk("tenant-acme", "acme", "psk")],
+                "`helm template acme-vpn CHART -n tenant-acme -f VALUES`",
+                "`helm get manifest acme-vpn -n helm-store`",
+                "`flux resume helmrelease acme -n flux-system`",
+            ),
+            (
+                "not read: its own name and namespace, and what would change them",
+                owner("fjord-rel", "flux-vestfold"),
+                None,
+                vec![larvik.clone(), tonsberg.clone(), larvik.clone()],
+                "`helm template fjord-rel CHART -n flux-vestfold -f VALUES`",
+                "`helm get manifest fjord-rel -n flux-vestfold`) (helmrelease/fjord-rel -n flux-vestfold could not be read: with spec.releaseName",
+                "`flux resume helmrelease fjord-rel -n flux-vestfold`",
+            ),
+        ];
+        for (what, owner, hr, psks, template, manifest, resume) in rows {
+            let text = helm_psk_check(&owner, hr.as_ref(), &psks);
+            for words in [template, manifest, resume] {
+                assert!(text.contains(words), "{what}: missing {words:?} in {text}");
+            }
+            let mut each = psks.clone();
+            each.sort();
+            each.dedup();
+            for p in &each {
+                let c = compare(p);
+                assert_eq!(
+                    text.matches(&c).count(),
+                    1,
+                    "{what}: missing {c:?} in {text}"
+                );
+            }
+            // Sorted by window, each once.
+            let at: Vec<usize> = each
+                .iter()
+                .map(|p| text.find(&compare(p)).unwrap())
+                .collect();
+            assert!(at.windows(2).all(|w| w[0] < w[1]), "{what}: {text}");
+            let (one, many) = (
+                "a resume before it compares equal may overwrite that client's key, which vpnmig cannot re-create",
+                "a resume before each compares equal may overwrite that client's key, which vpnmig cannot re-create",
+            );
+            assert!(
+                text.contains(if each.len() == 1 { one } else { many }),
+                "{what}: {text}"
+            );
+            // Never the Secret's namespace for a Helm command.
+            for p in &each {
+                if p.namespace != "tenant-acme" && p.namespace != "vestfold-horten" {
+                    assert!(
+                        !text.contains(&format!("CHART -n {} ", p.namespace)),
+                        "{what}: {text}"
+                    );
+                    assert!(
+                        !text.contains(&format!("-n {}`)", p.namespace)),
+                        "{what}: {text}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -79,7 +79,7 @@ pub use cutover::phases::{CUTOVER, Cutover};
 pub(crate) use early::{outside_window, stand_in, stands_in_for, way_back_outside};
 pub use gitops::GitopsOptions;
 pub(crate) use gitops::{
-    helm_psk_refusal, journals_for, manager_policy, parent_fix_verb, re_arming,
+    helm_psk_refusal, helm_psks, journals_for, manager_policy, parent_fix_verb, re_arming,
     reads_suspended as parent_reads_suspended, resume_by_hand, resume_yourself,
     source_still_defines, suspend_command, suspend_from_the_top,
 };

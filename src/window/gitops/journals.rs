@@ -2,21 +2,85 @@
 
 use super::*;
 
-/// Why a HelmRelease that tracks window `j`'s PSK Secret is never restored by vpnmig, and
-/// the check and the resume by hand (the same words in `status`).
+/// Why a HelmRelease that tracks the PSK Secrets `psks` (of window `j` and of the other
+/// windows holding or relying on it) is never restored by vpnmig, and the check and the
+/// resume by hand (the same words in `status`). `hr`: the live HelmRelease.
 pub(crate) fn helm_psk_refusal(
     owner: &gitops::OwnerRef,
+    hr: Option<&Value>,
     j: &crate::core::journal::Journal,
+    psks: &[gitops::KeptPsk],
     verb: &str,
     name: &str,
     ns: &str,
 ) -> String {
+    let me = format!("{}/{}", j.namespace, j.gateway);
+    let tracked: Vec<String> = psks
+        .iter()
+        .map(|p| {
+            if p.window == me {
+                format!("{} (the PSK)", p.object())
+            } else {
+                format!("{} (the PSK of the window of {})", p.object(), p.window)
+            }
+        })
+        .collect();
+    let one = psks.len() == 1;
     format!(
-        "it tracks secret/{} -n {} (the PSK), and its upgrade writes the chart's copy of the Secret over the live one (no annotation on a live object stops helm-controller, and the cluster cannot show what the merged chart renders): a copy holding another key would leave the client's key nowhere, so vpnmig does not restore it, neither plainly nor with `--gitops resume`. By hand: {}; vpnmig then lets go of it (`vpnmig {verb} {name} -n {ns} --gitops resume` records it as re-enabled by someone else)",
-        j.psk_secret,
-        j.namespace,
-        gitops::helm_psk_check(owner, &j.psk_secret, &j.namespace, j.psk_key())
+        "it tracks {}, and its upgrade writes the chart's copy of {} over the live one (no annotation on a live object stops helm-controller, and the cluster cannot show what the merged chart renders): a copy holding another key would leave the client's key nowhere, so vpnmig does not restore it, neither plainly nor with `--gitops resume`. By hand: {}; vpnmig then lets go of it (`vpnmig {verb} {name} -n {ns} --gitops resume` records it as re-enabled by someone else)",
+        tracked.join(" and "),
+        if one { "the Secret" } else { "each Secret" },
+        gitops::helm_psk_check(owner, hr, psks)
     )
+}
+
+/// The PSK Secrets a HelmRelease `owner` tracks among those of window `j` and of every
+/// other window among `journals` that holds or relies on it: what its resume may write
+/// over (a21u U04b). A Secret that cannot be read counts (it may be tracked); one that is
+/// gone does not. None tracked: window `j`'s own, as before. Another owner: none (no
+/// read).
+pub(crate) async fn helm_psks(
+    cluster: &Cluster,
+    owner: &gitops::OwnerRef,
+    j: &crate::core::journal::Journal,
+    journals: &[crate::core::journal::Journal],
+) -> Vec<gitops::KeptPsk> {
+    if owner.kind != "HelmRelease" {
+        return Vec::new();
+    }
+    let kept = |j: &crate::core::journal::Journal| gitops::KeptPsk {
+        window: format!("{}/{}", j.namespace, j.gateway),
+        secret: j.psk_secret.clone(),
+        namespace: j.namespace.clone(),
+        key: j.psk_key().to_string(),
+    };
+    let mut windows = vec![j];
+    for h in holders::holders(journals, owner, (&j.namespace, &j.gateway)) {
+        if let Some(o) = journals
+            .iter()
+            .find(|o| o.namespace == h.namespace && o.gateway == h.gateway)
+        {
+            windows.push(o);
+        }
+    }
+    let mut out = Vec::new();
+    for w in windows {
+        let tracked =
+            match live::get_kept(cluster, "v1", "Secret", &w.namespace, &w.psk_secret).await {
+                Ok(Some(sec)) => gitops::tracks(owner, &sec),
+                Ok(None) => false,
+                Err(_) => true,
+            };
+        if tracked {
+            out.push(kept(w));
+        }
+    }
+    if out.is_empty() {
+        out.push(kept(j));
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The stop when the PSK Secret is gone: plain about what only the client can give back.

@@ -338,18 +338,27 @@ pub(crate) async fn self_suspended_note(
         ev.emit(Event::Warning(format!(
             "{} is still suspended: {who}, so vpnmig does not resume it, `--gitops resume` included. {}",
             r.owner.display(),
-            resume_by_hand(&r.owner, replaced, j, Some(&obj))
+            resume_by_hand(
+                &r.owner,
+                replaced,
+                j,
+                Some(&obj),
+                &helm_psks(cluster, &r.owner, j, &journals).await
+            )
         )));
     }
 }
 
 /// The checks and the command that resume an owner by hand after a window that relied on
 /// it (`replaced`: what the window replaced, which the source must no longer define).
+/// `psks`: for a HelmRelease, the PSK Secrets it tracks of every window on it
+/// ([`helm_psks`]); empty: window `j`'s own.
 pub(crate) fn resume_by_hand(
     owner: &gitops::OwnerRef,
     replaced: &str,
     j: &crate::core::journal::Journal,
     live: Option<&Value>,
+    psks: &[gitops::KeptPsk],
 ) -> String {
     let (ns, name) = (&j.namespace, &j.gateway);
     let ons = owner.namespace.as_deref().unwrap_or("argocd");
@@ -365,7 +374,20 @@ pub(crate) fn resume_by_hand(
             format!("`flux resume kustomization {} -n {ons}`", owner.name),
         ),
         "HelmRelease" => (
-            gitops::helm_psk_check(owner, &j.psk_secret, ns, j.psk_key()),
+            if psks.is_empty() {
+                gitops::helm_psk_check(
+                    owner,
+                    live,
+                    &[gitops::KeptPsk {
+                        window: format!("{ns}/{name}"),
+                        secret: j.psk_secret.clone(),
+                        namespace: ns.clone(),
+                        key: j.psk_key().to_string(),
+                    }],
+                )
+            } else {
+                gitops::helm_psk_check(owner, live, psks)
+            },
             format!("`flux resume helmrelease {} -n {ons}`", owner.name),
         ),
         // Automated already, held by a freeze only (a21i R03: "argocd app set …

@@ -142,24 +142,40 @@ pub(super) async fn decide<'a>(
     // user checks the chart by hand and resumes it by hand (issue 21 item 1, round 4;
     // attack 5: the chart held a stale key).
     if r.owner.kind == "HelmRelease" {
-        let mut tracked = None;
+        // Every window's PSK Secret it tracks, not the first one found (a21u U04b: the
+        // check named this window's key, and the resume overwrote a relying window's).
+        let mut tracked = Vec::new();
         for (j, _) in &windows {
             let sec =
                 live::get_kept(w.cluster, "v1", "Secret", &j.namespace, &j.psk_secret).await?;
             if sec.as_ref().is_some_and(|s| gitops::tracks(&r.owner, s)) {
-                tracked = Some(j.clone());
-                break;
+                tracked.push(gitops::KeptPsk {
+                    window: format!("{}/{}", j.namespace, j.gateway),
+                    secret: j.psk_secret.clone(),
+                    namespace: j.namespace.clone(),
+                    key: j.psk_key().to_string(),
+                });
             }
         }
         // Its resume is left to a person: what the windows keep gets
         // `helm.sh/resource-policy: keep` first, so a chart without the Secret leaves
         // it (a21g attack 07: the printed resume deleted the PSK Secret).
-        if let Some(j) = tracked {
+        if !tracked.is_empty() {
+            tracked.sort();
+            tracked.dedup();
             let kept = hand_over(w, i, &windows).await?;
             w.ev.emit(Event::Warning(format!(
                 "{} stays suspended: {}; before that hand-over, {kept}",
                 r.owner.display(),
-                helm_psk_refusal(&r.owner, &j, verb, &name, &ns)
+                helm_psk_refusal(
+                    &r.owner,
+                    live_owner.as_ref(),
+                    &w.journal,
+                    &tracked,
+                    verb,
+                    &name,
+                    &ns
+                )
             )));
             return Ok(Step::Kept);
         }

@@ -55,6 +55,18 @@ pub(super) async fn say_who_restores(
         {
             vouch_one(w, k, replaced).await?;
         }
+        // A HelmRelease's check by hand names every window's PSK Secret it tracks, with
+        // Flux's release (a21u U04b, U04c).
+        let (hr, psks) = if r.owner.kind == "HelmRelease" && pausers.is_empty() {
+            let hr = match live::find(w.cluster, &r.owner).await {
+                Ok(Found::One(_, o)) => Some(o),
+                _ => None,
+            };
+            let psks = helm_psks(w.cluster, &r.owner, &w.journal, &journals).await;
+            (hr, psks)
+        } else {
+            (None, Vec::new())
+        };
         w.ev.emit(Event::Info(match pausers.first() {
             Some(h) => format!(
                 "{} stays suspended: {}; that window restores it: `vpnmig {} {} -n {}`",
@@ -89,7 +101,7 @@ pub(super) async fn say_who_restores(
                 format!(
                     "{} stays suspended: {who}, so vpnmig does not resume it; {kept}. {} (docs/gitops.md, \"An owner you suspended yourself\")",
                     r.owner.display(),
-                    resume_by_hand(&r.owner, replaced, &w.journal, None)
+                    resume_by_hand(&r.owner, replaced, &w.journal, hr.as_ref(), &psks)
                 )
             }
         }));
