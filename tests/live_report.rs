@@ -529,21 +529,21 @@ crate::rows! {
         scenario: acme,
         only: None,
         after: After::acme("VPNGateway"),
-        steps: |b| Box::pin(a_done_window_whose_peer_moved_off_its_psk_is_not_reported_complete(b, Moved::ToAMissingSecret)),
+        steps: |b| Box::pin(a_done_window_whose_peer_moved_off_its_psk_is_not_reported_complete(b, Moved::MissingSecret)),
     },
     /// a21u U16a: at a key the window's Secret does not have.
     a_done_window_whose_peer_takes_a_missing_key_is_not_reported_complete: Row {
         scenario: acme,
         only: None,
         after: After::acme("VPNGateway"),
-        steps: |b| Box::pin(a_done_window_whose_peer_moved_off_its_psk_is_not_reported_complete(b, Moved::ToAMissingKey)),
+        steps: |b| Box::pin(a_done_window_whose_peer_moved_off_its_psk_is_not_reported_complete(b, Moved::MissingKey)),
     },
     /// a21u U16b: at another Secret that exists, with another key in it.
     a_done_window_whose_peer_takes_another_secret_is_not_reported_complete: Row {
         scenario: acme,
         only: None,
         after: After::acme("VPNGateway"),
-        steps: |b| Box::pin(a_done_window_whose_peer_moved_off_its_psk_is_not_reported_complete(b, Moved::ToAnotherSecret)),
+        steps: |b| Box::pin(a_done_window_whose_peer_moved_off_its_psk_is_not_reported_complete(b, Moved::AnotherSecret)),
     },
 }
 
@@ -577,15 +577,15 @@ async fn reported_not_complete(b: &Bed, state: &str, fix: &str) -> (Run, Run) {
     (md, json)
 }
 
-/// How a VPNPeer is pointed off the window's PSK Secret after done (a21u U05a, U16).
+/// Where a VPNPeer is pointed, off the window's PSK Secret, after done (a21u U05a, U16).
 #[derive(Clone, Copy)]
 enum Moved {
     /// At a Secret that does not exist (a half-done rotation).
-    ToAMissingSecret,
+    MissingSecret,
     /// At a key the Secret does not have.
-    ToAMissingKey,
+    MissingKey,
     /// At another Secret that exists and holds another key.
-    ToAnotherSecret,
+    AnotherSecret,
 }
 
 /// a21u U05a (critical): a done window whose VPNPeer takes its key from another Secret or
@@ -597,11 +597,11 @@ enum Moved {
 async fn a_done_window_whose_peer_moved_off_its_psk_is_not_reported_complete(b: &Bed, how: Moved) {
     b.step(&["cutover", "acme", "--yes"], 0, &[]).await;
     let (secret, key) = match how {
-        Moved::ToAMissingSecret => ("acme-ike-rotated", "psk"),
-        Moved::ToAMissingKey => ("acme-psk", "psk-2027"),
-        Moved::ToAnotherSecret => ("acme-ike-2027", "psk"),
+        Moved::MissingSecret => ("acme-ike-rotated", "psk"),
+        Moved::MissingKey => ("acme-psk", "psk-2027"),
+        Moved::AnotherSecret => ("acme-ike-2027", "psk"),
     };
-    if let Moved::ToAnotherSecret = how {
+    if let Moved::AnotherSecret = how {
         b.put(
             live::bed::SECRET,
             "tenant-acme",
